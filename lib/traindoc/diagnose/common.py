@@ -1,0 +1,85 @@
+"""Small facts every runbook needs: the last progress a job made, the findings about input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..incident import Incident
+from ..report import Finding, evidence
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The last step the job reported before the incident, and its pace."""
+
+    step: int | None
+    total: int | None
+    seconds_per_step: float | None
+    source: str | None
+    line: str | None
+    kind: str  # "tqdm", "iteration" or "none"
+
+    def describe(self) -> str:
+        """'step 21/6336 at ~25.6 s/step' or 'no progress line found'."""
+        if self.step is None:
+            return "no progress line found"
+        total = f"/{self.total}" if self.total is not None else ""
+        pace = f" at ~{self.seconds_per_step:.3g} s/step" if self.seconds_per_step else ""
+        return f"step {self.step}{total}{pace}"
+
+
+def last_progress(incident: Incident) -> Progress:
+    """The furthest step in tqdm bars or iteration lines (iteration lines win when both)."""
+    it = incident.iterations
+    if len(it) and it["iteration"].notna().any():
+        row = it.loc[it["iteration"].idxmax()]
+        spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else None
+        total = row["total_iterations"] if pd.notna(row["total_iterations"]) else None
+        return Progress(int(row["iteration"]), None if total is None else int(total),
+                        None if spi is None else float(spi), row["source"], row["line"],
+                        "iteration")
+    pr = incident.progress
+    if len(pr) and pr["step"].notna().any():
+        # The longest-running bar is the training loop; its furthest step is the last progress.
+        totals = pr.dropna(subset=["total"])
+        main = pr
+        if len(totals):
+            biggest = totals["total"].max()
+            main = pr[pr["total"] == biggest]
+        row = main.loc[main["step"].idxmax()]
+        rate = row["rate"] if pd.notna(row["rate"]) else None
+        total = row["total"] if pd.notna(row["total"]) else None
+        return Progress(int(row["step"]), None if total is None else int(total),
+                        None if not rate else 1.0 / float(rate), row["source"], row["line"],
+                        "tqdm")
+    return Progress(None, None, None, None, None, "none")
+
+
+def step_totals_by_rank(incident: Incident) -> dict[int, int]:
+    """Per rank, the largest step total its progress bars announced (ranks that disagree on
+    the size of their data split show different totals)."""
+    pr = incident.progress.dropna(subset=["rank", "total"])
+    if not len(pr):
+        return {}
+    return {int(r): int(t) for r, t in pr.groupby("rank")["total"].max().items()}
+
+
+def input_findings(incident: Incident) -> list[Finding]:
+    """Findings about the input itself: warnings, and lines that look like errors but that no
+    parser understood (so a new format is never silently ignored)."""
+    out: list[Finding] = []
+    warnings = incident.account.get("warnings", [])
+    if warnings:
+        out.append(Finding("input_warnings", "info",
+                           f"{len(warnings)} warning(s) while reading the input", list(warnings[:20])))
+    if incident.unrecognized:
+        out.append(Finding(
+            "unrecognized_error_lines", "info",
+            f"{len(incident.unrecognized)} line(s) mention errors or timeouts in a form no parser "
+            "knows; read them yourself", list(incident.unrecognized[:20])))
+    return out
+
+
+__all__ = ["Progress", "evidence", "input_findings", "last_progress", "step_totals_by_rank"]

@@ -1,0 +1,347 @@
+"""Collective timeout: which ranks timed out in which collective, who never came, and why.
+
+Patterns:
+
+- ``desync``: ranks issued different collectives (or sizes/dtypes) at one sequence number.
+- ``straggler``: some ranks never enqueued the collective the others wait in (named in
+  ``lagging_ranks``): they were somewhere else (data loading, eval, a rank-conditional branch,
+  a smaller data split).
+- ``all_stuck``: every rank entered the same collective and it never finished: the transport
+  (network, NVLink, a sick GPU) rather than the program.
+- ``unknown``: the logs do not tell (e.g. only one rank's view was captured).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..incident import Incident
+from ..report import Action, Finding, Report, evidence, ranked
+from .collectives import first_mismatch, rank_positions
+from .common import input_findings, last_progress, step_totals_by_rank
+
+FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
+                   "ALLGATHER_COALESCED", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"}
+
+FACT_KEYS = ("timed_out_ranks", "op_type", "seq_num", "timeout_ms", "ran_for_ms", "numel_in",
+             "numel_out", "process_group", "lagging_ranks", "last_step", "total_steps",
+             "pattern", "first_mismatch")
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None or pd.isna(v) else int(v)
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None or pd.isna(v) else str(v)
+
+
+def timeout_rows(incident: Incident) -> pd.DataFrame:
+    """Timeout rows, one per (rank, process group, seq): the first line that reported each."""
+    c = incident.collectives
+    t = c[c["state"] == "timed_out"]
+    if not len(t):
+        return t
+    key = t.assign(_r=t["rank"].fillna(-1), _pg=t["process_group"].fillna("?"),
+                   _s=t["seq_num"].fillna(-1), _o=t["op_type"].fillna(""))
+    return t.loc[~key.duplicated(["_r", "_pg", "_s", "_o"])]
+
+
+def diagnose(incident: Incident, world_size: int | None = None) -> Report:
+    """Diagnose a collective timeout. ``world_size``, when known, lets ranks that left no
+    trace at all be named as lagging candidates."""
+    facts: dict[str, Any] = {k: None for k in FACT_KEYS}
+    facts.update(timed_out_ranks=[], lagging_ranks=[], pattern="unknown")
+    findings: list[Finding] = []
+    actions: list[Action] = []
+    prog = last_progress(incident)
+    facts["last_step"], facts["total_steps"] = prog.step, prog.total
+
+    timeouts = timeout_rows(incident)
+    nccl = timeouts[timeouts["seq_num"].notna()] if len(timeouts) else timeouts
+    gloo = timeouts[timeouts["seq_num"].isna()] if len(timeouts) else timeouts
+    mismatch = first_mismatch(incident.collectives)
+    facts["first_mismatch"] = mismatch
+
+    if not len(timeouts):
+        findings.append(Finding(
+            "no_timeout", "warning",
+            "No collective timeout (NCCL watchdog or gloo) was found in these logs",
+            evidence(incident.errors)))
+        findings += input_findings(incident)
+        actions += _evidence_actions(have_dumps=bool(incident.account.get("dumps")), prio=1)
+        verdict = "No collective timeout found in the logs; " + (
+            f"last progress: {prog.describe()}." if prog.step is not None
+            else "check that log_path points at the failing job's logs.")
+        return Report("timeout", verdict, "low", facts, findings, ranked(actions))
+
+    # The collective that timed out: the (pg, seq) most ranks report, earliest seq on a tie.
+    primary = None
+    if len(nccl):
+        grp = nccl.assign(_pg=nccl["process_group"].fillna("?")).groupby(["_pg", "seq_num"])
+        sizes = grp.size().reset_index(name="n").sort_values(["n", "seq_num"],
+                                                             ascending=[False, True])
+        pg, seq = sizes.iloc[0]["_pg"], sizes.iloc[0]["seq_num"]
+        at = nccl[(nccl["process_group"].fillna("?") == pg) & (nccl["seq_num"] == seq)]
+        primary = at.iloc[0]
+        facts.update(
+            op_type=primary["op_type"], seq_num=_int(seq),
+            timeout_ms=_int(primary["timeout_ms"]), ran_for_ms=_int(at["ran_for_ms"].max()),
+            numel_in=_int(primary["numel_in"]), numel_out=_int(primary["numel_out"]),
+            process_group=None if pg == "?" else pg,
+        )
+    else:
+        g0 = gloo.iloc[0]
+        facts.update(timeout_ms=_int(g0["timeout_ms"]), op_type=_gloo_op(incident, mismatch))
+        if mismatch:
+            facts["seq_num"] = mismatch["seq_num"]
+            facts["process_group"] = mismatch["process_group"]
+    facts["timed_out_ranks"] = sorted({int(r) for r in timeouts["rank"].dropna()})
+
+    # Where each rank stands, and who never entered the collective.
+    pos = rank_positions(incident.collectives)
+    seq = facts["seq_num"]
+    lagging: set[int] = set()
+    if seq is not None and len(pos):
+        behind = pos[pos["last_enqueued"].notna() & (pos["last_enqueued"] < seq)]
+        lagging |= {int(r) for r in behind["rank"]}
+    known = _ranks_with_failure_output(incident)
+    silent = known - set(facts["timed_out_ranks"])
+    lagging |= silent
+    if world_size:
+        unseen = set(range(world_size)) - set(facts["timed_out_ranks"]) - known
+        if unseen:
+            findings.append(Finding(
+                "ranks_without_logs", "warning",
+                f"{len(unseen)} rank(s) of {world_size} left no line in these logs: "
+                f"{sorted(unseen)[:32]}; they may be the lagging ones, or their logs are missing",
+                []))
+    lagging -= set(facts["timed_out_ranks"]) if seq is None else set(
+        int(r) for r in nccl[nccl["seq_num"] == seq]["rank"].dropna())
+    facts["lagging_ranks"] = sorted(lagging)
+
+    # Pattern.
+    if mismatch and mismatch["kind"] in ("op", "size", "dtype"):
+        facts["pattern"] = "desync"
+    elif facts["lagging_ranks"]:
+        facts["pattern"] = "straggler"
+    elif (len(facts["timed_out_ranks"]) >= 2 and primary is not None
+          and (world_size is None or len(facts["timed_out_ranks"]) >= world_size)
+          and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
+        facts["pattern"] = "all_stuck"
+
+    # Findings.
+    findings.append(Finding(
+        "collective_timeout", "critical",
+        _timeout_title(facts), evidence(timeouts)))
+    if mismatch:
+        findings.append(Finding(
+            "first_mismatch", "critical",
+            f"Ranks disagree at sequence number {mismatch['seq_num']} of process group "
+            f"{mismatch['process_group']} ({mismatch['kind']}): "
+            + ", ".join(f"rank {r}: {o}" for r, o in mismatch["ops"].items())
+            + (f"; differing or missing: {mismatch['ranks']}" if mismatch["ranks"] else ""),
+            evidence(_mismatch_rows(incident, mismatch))))
+    if facts["lagging_ranks"]:
+        findings.append(Finding(
+            "lagging_ranks", "critical",
+            f"Rank(s) {facts['lagging_ranks']} never entered collective {seq}; the others "
+            "waited for them until the timeout", evidence(_status_rows(incident, lagging))))
+    elif facts["pattern"] == "unknown" and len(facts["timed_out_ranks"]) <= 1:
+        findings.append(Finding(
+            "one_view", "warning",
+            "Only one rank's view of the timeout is in these logs (or the lines carry no rank): "
+            "the rank(s) that never arrived cannot be named from it", []))
+    totals = step_totals_by_rank(incident)
+    if len(set(totals.values())) > 1:
+        findings.append(Finding(
+            "uneven_data", "critical",
+            "Ranks disagree on the number of steps in their data: "
+            + ", ".join(f"rank {r}: {t}" for r, t in sorted(totals.items()))
+            + " — the ranks with fewer batches finish early and wait in a collective the others"
+            " never reach", evidence(incident.progress.dropna(subset=["rank"])
+                                     .drop_duplicates("rank", keep="last"))))
+    if prog.step is not None:
+        sat = facts["ran_for_ms"] or facts["timeout_ms"]
+        findings.append(Finding(
+            "last_progress", "info",
+            f"Last progress before the hang: {prog.describe()}"
+            + (f"; then it sat {sat / 1000:.0f} s ({sat / 60000:.1f} min) in the collective "
+               "before timing out" if sat else ""),
+            [f"{prog.source}: {prog.line}"]))
+    teardown = incident.errors[incident.errors["code"].isin(
+        ["nccl_teardown", "process_taken_down", "heartbeat_timeout", "watchdog_stuck"])]
+    if len(teardown):
+        findings.append(Finding(
+            "teardown", "info", "The watchdog took the process(es) down after the timeout",
+            evidence(teardown, limit=6)))
+    if len(incident.exits):
+        rc = incident.exits[incident.exits["root_cause"].fillna(False)]
+        findings.append(Finding(
+            "exits", "info",
+            "torchrun reported failed workers" + (
+                f"; root cause: rank {_int(rc.iloc[0]['rank'])} exit {_int(rc.iloc[0]['exitcode'])}"
+                f" ({_str(rc.iloc[0]['signal']) or 'no signal'})" if len(rc) else ""),
+            evidence(incident.exits)))
+    findings += input_findings(incident)
+
+    ratio = _group_size(facts)
+    if ratio:
+        findings.append(Finding(
+            "group_size", "info",
+            f"NumelOut/NumelIn = {ratio}: the process group of this {facts['op_type']} has "
+            f"{ratio} ranks", []))
+    actions = ranked(_actions(facts, incident, totals))
+    verdict, confidence = _verdict(facts, prog.describe())
+    return Report("timeout", verdict, confidence, facts, findings, actions)
+
+
+def _group_size(f: dict[str, Any]) -> int | None:
+    """For a gather/scatter, the group size NumelOut/NumelIn implies."""
+    op = (f["op_type"] or "").upper()
+    n_in, n_out = f["numel_in"], f["numel_out"]
+    if "GATHER" not in op and "SCATTER" not in op or not n_in or not n_out:
+        return None
+    big, small = max(n_in, n_out), min(n_in, n_out)
+    return big // small if small and big % small == 0 and big // small > 1 else None
+
+
+def _gloo_op(incident: Incident, mismatch: dict[str, Any] | None) -> str | None:
+    """gloo's timeout names no op; take the last op the flight recorder saw on a timed-out rank."""
+    c = incident.collectives
+    fr = c[c["source"].str.contains("#entry", regex=False, na=False)]
+    if mismatch:
+        ops = sorted(set(mismatch["ops"].values()))
+        return ops[0] if len(ops) == 1 else "/".join(ops)
+    if len(fr):
+        return str(fr.sort_values("seq_num").iloc[-1]["op_type"])
+    return None
+
+
+def _ranks_with_failure_output(incident: Incident) -> set[int]:
+    """Ranks whose failure output is in the logs: they reported an error, a status or an exit."""
+    ranks: set[int] = set()
+    for df in (incident.errors, incident.exits):
+        ranks |= {int(r) for r in df["rank"].dropna()}
+    c = incident.collectives
+    ranks |= {int(r) for r in c[c["state"] == "status"]["rank"].dropna()}
+    fr = c[c["source"].str.contains("#entry", regex=False, na=False)]
+    ranks |= {int(r) for r in fr["rank"].dropna()}
+    return ranks
+
+
+def _status_rows(incident: Incident, ranks: set[int]) -> pd.DataFrame:
+    c = incident.collectives
+    rows = c[c["rank"].isin(list(ranks)) & c["state"].isin(["status"])]
+    if not len(rows):
+        rows = incident.exits[incident.exits["rank"].isin(list(ranks))]
+    return rows
+
+
+def _mismatch_rows(incident: Incident, mm: dict[str, Any]) -> pd.DataFrame:
+    c = incident.collectives
+    return c[(c["seq_num"] == mm["seq_num"]) & (c["process_group"].fillna("?") == mm["process_group"])]
+
+
+def _timeout_title(f: dict[str, Any]) -> str:
+    who = f"Rank(s) {f['timed_out_ranks']}" if f["timed_out_ranks"] else "A rank (no rank tag)"
+    what = f["op_type"] or "a collective"
+    seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+    size = ""
+    if f["numel_in"] is not None:
+        size = f" (NumelIn={f['numel_in']}, NumelOut={f['numel_out']})"
+    ran = f" after {f['ran_for_ms'] / 1000:.0f} s" if f["ran_for_ms"] else (
+        f" after the {f['timeout_ms'] / 1000:.0f} s timeout" if f["timeout_ms"] else "")
+    return f"{who} timed out in {what}{seq}{size}{ran}"
+
+
+def _verdict(f: dict[str, Any], progress: str) -> tuple[str, str]:
+    base = _timeout_title(f)
+    if f["pattern"] == "desync":
+        mm = f["first_mismatch"]
+        return (f"{base}: a desync — ranks issued different collectives at sequence "
+                f"{mm['seq_num']} ({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}).",
+                "high")
+    if f["pattern"] == "straggler":
+        tail = "" if progress.startswith("no ") else f"; last progress {progress}"
+        return (f"{base}: rank(s) {f['lagging_ranks']} never entered it (straggler){tail}.",
+                "high" if f["timed_out_ranks"] else "medium")
+    if f["pattern"] == "all_stuck":
+        return (f"{base}: every rank entered it and it never completed — suspect the transport "
+                "(network, NVLink, a sick GPU) rather than the program.", "medium")
+    tail = "" if progress.startswith("no ") else f"; last progress {progress}"
+    return (f"{base}; the logs do not show which rank(s) never arrived{tail}.",
+            "medium" if f["op_type"] else "low")
+
+
+def _evidence_actions(have_dumps: bool, prio: int) -> list[Action]:
+    acts = []
+    if not have_dumps:
+        acts.append(Action(
+            "flight_recorder", prio, "Turn on the flight recorder and dump-on-timeout",
+            "Without per-rank dumps the runbook cannot see which collective each rank was in "
+            "when the job stopped.",
+            "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/nccl_trace_rank_  # then point log_path "
+            "at the job's logs and /shared/fr"))
+    acts.append(Action(
+        "py_spy_all", prio + 1, "Next time it hangs, take py-spy dumps of every rank",
+        "Stacks show where each rank is — the one not in the collective is the culprit.",
+        "srun --overlap --jobid $SLURM_JOBID --ntasks-per-node=1 --output=trace-%N.out "
+        "sh -c 'pgrep -f train | xargs -I{} py-spy dump --pid {}'"))
+    acts.append(Action(
+        "nccl_debug", prio + 2, "Rerun with NCCL and torch.distributed debug logging",
+        "Logs which collective each rank issues, and checks that ranks agree on it.",
+        "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL TORCH_CPP_LOG_LEVEL=INFO "
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL"))
+    return acts
+
+
+def _actions(f: dict[str, Any], incident: Incident, totals: dict[int, int]) -> list[Action]:
+    acts: list[Action] = []
+    uneven = len(set(totals.values())) > 1
+    fsdp_gather = (f["op_type"] or "").upper() in FSDP_GATHER_OPS
+    if uneven or (fsdp_gather and f["pattern"] in ("straggler", "unknown")):
+        acts.append(Action(
+            "seed_data_split", 1 if uneven else 3,
+            "Seed every data split and shuffle so all ranks get the same number of batches",
+            ("Ranks disagree on their number of steps, so some finish early and wait in a "
+             "collective the others never reach." if uneven else
+             f"A timeout in {f['op_type']} at the end of training or at save time is the classic "
+             "sign of ranks with different amounts of data (unseeded train/test split)."),
+            "ds.train_test_split(test_size=..., seed=1234); np.random.seed(seed); "
+            "torch.manual_seed(seed); use DistributedSampler(drop_last=True)"))
+    if f["pattern"] == "desync":
+        mm = f["first_mismatch"]
+        acts.append(Action(
+            "fix_desync", 1, "Find the code path where ranks issue different collectives",
+            f"At sequence {mm['seq_num']} the ranks called different collectives "
+            f"({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}); look for a "
+            "collective under a rank-conditional branch or data-dependent control flow.",
+            "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
+            "which checks that every rank issues the same collective"))
+    if f["pattern"] == "straggler":
+        acts.append(Action(
+            "inspect_lagging", 1, f"Find where rank(s) {f['lagging_ranks']} were instead",
+            "They never entered the collective the others waited in; their stacks or last log "
+            "lines show what they were doing (data loading, eval, a branch that skips a "
+            "collective).",
+            f"py-spy dump --pid <pid of rank {f['lagging_ranks'][0]}> on its host while it hangs; "
+            "or read its last log lines"))
+    if f["pattern"] == "all_stuck":
+        acts.append(Action(
+            "check_transport", 1, "Test the interconnect and the GPUs of the nodes involved",
+            "Every rank entered the collective and none finished: the transport, not the "
+            "program, stalled.",
+            "NCCL_DEBUG=INFO; run nccl-tests (all_reduce_perf -b 8 -e 1G -f 2 -g 8) per node and "
+            "across nodes; check dmesg for Xid and link errors"))
+    acts += _evidence_actions(have_dumps=bool(incident.account.get("dumps")), prio=len(acts) + 2)
+    acts.append(Action(
+        "longer_timeout_experiment", len(acts) + 3,
+        "Only as an experiment: a longer timeout tells slow from stuck",
+        "If the collective completes with a longer timeout the job is slow (bandwidth, "
+        "stragglers); if it still times out it is stuck. Not a fix.",
+        "dist.init_process_group(..., timeout=datetime.timedelta(minutes=30))"))
+    return acts

@@ -1,0 +1,127 @@
+"""``Incident``: the tables read from one incident's logs, and an account of the reading."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from .schema import TABLES, empty, frame
+
+
+@dataclass
+class Incident:
+    """Tables of DESIGN.md (``iterations``, ``collectives``, ``errors``, ``stacks``,
+    ``progress``, ``exits``) plus what was read and what could not be parsed."""
+
+    tables: dict[str, pd.DataFrame]
+    account: dict[str, Any] = field(default_factory=dict)
+    unrecognized: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Mapping[str, list[dict[str, Any]]],
+        account: dict[str, Any] | None = None,
+        unrecognized: list[str] | None = None,
+    ) -> Incident:
+        """Build the tables from parser rows (see ``traindoc.schema``)."""
+        tables = {t: drop_echoes(frame(t, rows.get(t, []))) for t in TABLES}
+        return cls(tables, dict(account or {}), list(unrecognized or []))
+
+    @classmethod
+    def empty(cls) -> Incident:
+        """An incident with no rows and nothing read."""
+        return cls({t: empty(t) for t in TABLES}, {"files": 0, "lines": 0, "warnings": []})
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(name)
+
+    @property
+    def readable(self) -> bool:
+        """True when at least one file or dump could be read."""
+        return bool(self.account.get("files"))
+
+    @property
+    def ranks(self) -> list[int]:
+        """Every rank seen in any table."""
+        seen: set[int] = set()
+        for df in self.tables.values():
+            if "rank" in df and len(df):
+                seen.update(int(r) for r in df["rank"].dropna().unique())
+        return sorted(seen)
+
+    @property
+    def hosts(self) -> list[str]:
+        """Every host seen in any table."""
+        seen: set[str] = set()
+        for df in self.tables.values():
+            if "host" in df and len(df):
+                seen.update(str(h) for h in df["host"].dropna().unique())
+        return sorted(seen)
+
+    def inputs(self) -> dict[str, Any]:
+        """The ``inputs`` block of summary.json."""
+        a = self.account
+        return {
+            "paths": list(a.get("paths", [])),
+            "files": int(a.get("files", 0)),
+            "lines": int(a.get("lines", 0)),
+            "unparsed_lines": int(a.get("unparsed_lines", 0)),
+            "warnings": list(a.get("warnings", [])),
+        }
+
+    def overview(self) -> pd.DataFrame:
+        """A two-column table of what was read, for the top of a runbook."""
+        a = self.account
+        items = [
+            ("paths", ", ".join(map(str, a.get("paths", [])))),
+            ("files read", a.get("files", 0)),
+            ("flight-recorder dumps", a.get("dumps", 0)),
+            ("lines", a.get("lines", 0)),
+            ("lines parsed", a.get("parsed_lines", 0)),
+            ("lines not parsed", a.get("unparsed_lines", 0)),
+            ("wrapped lines rejoined", a.get("rejoined_lines", 0)),
+            ("undecodable bytes", a.get("bad_bytes", 0)),
+            ("ranks seen", _span(self.ranks)),
+            ("hosts seen", ", ".join(self.hosts[:8]) + (" …" if len(self.hosts) > 8 else "")),
+            ("warnings", len(a.get("warnings", []))),
+        ]
+        items += [(f"{t} rows", len(df)) for t, df in self.tables.items()]
+        return pd.DataFrame(items, columns=["what", "value"]).astype({"value": "string"})
+
+
+def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop rows that echo another file's rows: torchrun ``--tee`` writes each rank's lines both
+    to its own file and, prefixed, to the combined log. The n-th occurrence of a (rank, line) in
+    one file echoes the n-th occurrence in an earlier file; repeats within a file are kept."""
+    if len(df) < 2 or "line" not in df or "source" not in df:
+        return df
+    file = df["source"].str.rsplit(":", n=1).str[0].str.split("#entry", n=1).str[0]
+    if file.nunique() < 2:
+        return df
+    key = pd.DataFrame({"f": file, "r": df["rank"].fillna(-1), "l": df["line"].fillna("")})
+    key["n"] = key.groupby(["f", "r", "l"]).cumcount()
+    dup = key.duplicated(["r", "l", "n"], keep="first")
+    return df.loc[~dup.to_numpy()].reset_index(drop=True)
+
+
+def _span(ranks: list[int]) -> str:
+    """'0-7, 9' for [0..7, 9]."""
+    if not ranks:
+        return ""
+    out: list[str] = []
+    start = prev = ranks[0]
+    for r in ranks[1:] + [None]:  # type: ignore[list-item]
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if r is not None:
+            start = prev = r
+    return ", ".join(out)

@@ -1,0 +1,415 @@
+"""``load(paths) -> Incident``: one streaming pass over every log file of an incident.
+
+Paths may be files, directories (walked recursively), globs or a list of these; files may be
+plain, gzip or UTF-16. Each physical line is split into logical lines (carriage returns, a
+rank prefix behind a tqdm bar), stripped of ANSI colour, demultiplexed by its launcher prefixes
+into rank/host, rejoined when a terminal or paste wrapped it, and handed to the parsers of
+``traindoc.parse``. Bad bytes are replaced and counted; nothing here raises on bad input: every
+problem becomes a warning in ``Incident.account``.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import gzip
+import os
+import re
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .incident import Incident
+from .parse import BLOCK_PARSERS, LINE_PARSERS, LineParser
+from .parse import flight_recorder as fr
+from .parse.prefixes import Origin, demux, line_time, path_origin, split_physical, strip_ansi
+from .schema import TABLES
+
+CHUNK_BYTES = 4 * 1024 * 1024
+MAX_LINE_CHARS = 1024 * 1024  # a longer line is cut to this many characters (and reported)
+MAX_WRAP_LINES = 8  # at most this many continuation lines are rejoined to one record
+KEEP_UNRECOGNIZED = 50
+MAX_WARNINGS = 200
+# A line no parser understood but that looks like a failure report is kept for the reader.
+SUSPICIOUS_RE = re.compile(
+    r"\b\w*(?:Error|Exception)\b:(?!:)|Traceback \(most recent call last\)|NCCL (?:WARN|ERROR)"
+    r"|\bFAILED\b|[Tt]imed out|Signal \d+|\bKilled\b|terminate called|Fatal Python error"
+    r"|\[E\d{3,4} ")
+# In a walked directory, files that are never logs: a bundle's README, scripts, expectations.
+SKIP_NAMES = {"drill.json", "expected.json"}
+SKIP_SUFFIXES = (".md", ".py", ".sh", ".png", ".ipynb", ".pyc")
+GZIP_MAGIC = b"\x1f\x8b"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+@dataclass
+class _Account:
+    paths: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    lines: int = 0
+    parsed_lines: int = 0
+    unparsed_lines: int = 0
+    bad_bytes: int = 0
+    truncated_lines: int = 0
+    rejoined_lines: int = 0
+    dumps: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, msg: str) -> None:
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(msg)
+        elif len(self.warnings) == MAX_WARNINGS:
+            self.warnings.append("… further warnings left out")
+
+
+def expand_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+                 account: _Account | None = None) -> list[Path]:
+    """Files named by ``paths`` (files, directories, globs), sorted, each once."""
+    acc = account or _Account()
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    out: dict[str, Path] = {}
+    for raw in paths:
+        s = os.fspath(raw)
+        acc.paths.append(s)
+        if any(c in s for c in "*?[") and not os.path.exists(s):
+            hits = sorted(_glob.glob(s, recursive=True))
+            if not hits:
+                acc.warn(f"{s}: the glob matched no file")
+            candidates = [Path(h) for h in hits]
+        else:
+            candidates = [Path(s)]
+        for p in candidates:
+            if p.is_dir():
+                found = False
+                for root, dirs, names in os.walk(p):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                    for n in sorted(names):
+                        if n.startswith(".") or n.lower() in SKIP_NAMES or n.lower().endswith(
+                            SKIP_SUFFIXES
+                        ):
+                            continue
+                        q = Path(root) / n
+                        found = True
+                        out.setdefault(str(q), q)
+                if not found:
+                    acc.warn(f"{p}: the directory holds no file")
+            elif p.is_symlink() and not p.exists():
+                acc.warn(f"{p}: a broken symbolic link")
+            elif not p.exists():
+                acc.warn(f"{p}: no such file or directory")
+            else:
+                out.setdefault(str(p), p)
+    return list(out.values())
+
+
+def _open_bytes(path: Path, head: bytes) -> Any:
+    if head.startswith(GZIP_MAGIC):
+        return gzip.open(path, "rb")
+    return open(path, "rb")  # noqa: SIM115
+
+
+def _chunks(fh: Any, acc: _Account, name: str) -> Iterator[bytes]:
+    """Raw byte chunks, ending on a line break where possible; gzip errors become warnings."""
+    rest = b""
+    # read1: a gzip cut short raises only on the read that hits the cut, after the data before it
+    read = getattr(fh, "read1", fh.read)
+    while True:
+        try:
+            block = read(CHUNK_BYTES)
+        except (EOFError, OSError, zlib.error) as e:
+            acc.warn(f"{name}: stopped reading early ({type(e).__name__}: {e}); "
+                     "kept what came before (a gzip cut short?)")
+            block = b""
+        if not block:
+            if rest:
+                yield rest
+            return
+        block = rest + block
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            if len(block) > MAX_LINE_CHARS * 4:
+                yield block
+                rest = b""
+            else:
+                rest = block
+            continue
+        rest = block[cut + 1 :]
+        yield block[: cut + 1]
+
+
+def _decode(chunk: bytes, acc: _Account) -> str:
+    try:
+        return chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        before = chunk.count("\ufffd".encode())
+        text = chunk.decode("utf-8", errors="replace")
+        acc.bad_bytes += max(text.count("\ufffd") - before, 1)
+        return text
+
+
+@dataclass
+class _Pending:
+    parser: LineParser
+    text: str
+    ctx: tuple[str, int, Origin, datetime | None]
+    parts: int = 1
+
+
+class _Stream:
+    """Per-file state: pending wrapped record, block parsers, the year for glog times."""
+
+    def __init__(self, name: str, origin: Origin, year: int | None) -> None:
+        self.name = name
+        self.origin = origin
+        self.year = year
+        self.pending: _Pending | None = None
+        self.blocks: dict[tuple[Any, ...], list[Any]] = {}
+
+
+class _Loader:
+    def __init__(self, year: int | None) -> None:
+        self.acc = _Account()
+        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+        self.unrecognized: list[str] = []
+        self.year = year
+
+    # -- files ---------------------------------------------------------------------------
+    def load_file(self, path: Path) -> None:
+        name = str(path)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+            st = path.stat()
+        except OSError as e:
+            self.acc.warn(f"{name}: cannot be read ({e.strerror or e})")
+            return
+        if fr.looks_like_dump(path, head):
+            self._load_dump(path)
+            return
+        self.acc.files.append(name)
+        if not head:
+            self.acc.warn(f"{name}: empty file")
+            return
+        year = self.year or datetime.fromtimestamp(st.st_mtime).year
+        stream = _Stream(name, path_origin(name), year)
+        if head.startswith(UTF16_BOMS) and head[2:400].count(b"\x00") * 3 > len(head[2:400]):
+            self._load_utf16(path, stream)
+            return
+        if b"\x00" in head and not head.startswith(GZIP_MAGIC):
+            self.acc.warn(f"{name}: holds NUL bytes (binary data?); read as text with NULs removed")
+        lineno = 0
+        try:
+            with _open_bytes(path, head) as fh:
+                for chunk in _chunks(fh, self.acc, name):
+                    text = _decode(chunk, self.acc)
+                    if "\x00" in text:
+                        text = text.replace("\x00", "")
+                    lines = text.split("\n")
+                    if lines and lines[-1] == "":
+                        lines.pop()
+                    for raw in lines:
+                        lineno += 1
+                        self._physical(stream, raw, lineno)
+        except OSError as e:
+            self.acc.warn(f"{name}: reading stopped at line {lineno} ({e})")
+        self._end(stream)
+
+    def _load_utf16(self, path: Path, stream: _Stream) -> None:
+        self.acc.warn(f"{path}: UTF-16 text, decoded as such")
+        lineno = 0
+        try:
+            with open(path, encoding="utf-16", errors="replace", newline="") as fh:
+                for raw in fh:
+                    lineno += 1
+                    self._physical(stream, raw.rstrip("\n"), lineno)
+        except (OSError, UnicodeError) as e:
+            self.acc.warn(f"{path}: reading stopped at line {lineno} ({e})")
+        self._end(stream)
+
+    def _load_dump(self, path: Path) -> None:
+        try:
+            dump = fr.read_dump(path)
+        except (OSError, ValueError) as e:
+            self.acc.warn(f"{path}: flight-recorder dump not loaded: {e}")
+            return
+        self.acc.dumps += 1
+        self.acc.files.append(str(path))
+        rank = fr.rank_from_name(path)
+        if rank is None:
+            self.acc.warn(f"{path}: flight-recorder dump whose file name carries no rank")
+        self.rows["collectives"].extend(fr.dump_rows(dump, rank, str(path)))
+
+    # -- lines ---------------------------------------------------------------------------
+    def _physical(self, stream: _Stream, raw: str, lineno: int) -> None:
+        if len(raw) > MAX_LINE_CHARS:
+            self.acc.truncated_lines += 1
+            self.acc.warn(f"{stream.name}:{lineno}: a line of {len(raw)} characters was cut to "
+                          f"{MAX_LINE_CHARS}")
+            raw = raw[:MAX_LINE_CHARS]
+        if raw.endswith("\r"):
+            raw = raw[:-1]
+        for part in split_physical(raw):
+            self.acc.lines += 1
+            self._logical(stream, strip_ansi(part), lineno)
+
+    def _logical(self, stream: _Stream, text: str, lineno: int) -> None:
+        body, origin = demux(text)
+        has_prefix = origin != Origin()
+        p = stream.pending
+        if p is not None:
+            if not has_prefix and body.strip() and p.parts < MAX_WRAP_LINES:
+                p.text = f"{p.text} {body.strip()}"
+                p.parts += 1
+                self.acc.rejoined_lines += 1
+                self.acc.parsed_lines += 1
+                if p.parser.incomplete and not p.parser.incomplete(p.text):
+                    stream.pending = None
+                    self._dispatch(stream, p.text, p.ctx)
+                return
+            stream.pending = None
+            self._dispatch(stream, p.text, p.ctx)
+        if stream.year and ("20" in body[:30]):
+            t = line_time(body, None)
+            if t is not None:
+                stream.year = t.year
+        ctx = (stream.name, lineno, self._merge(stream.origin, origin), line_time(body, stream.year))
+        for parser in LINE_PARSERS:
+            if parser.incomplete is None or not any(n in body for n in parser.needles):
+                continue
+            if parser.incomplete(body):
+                stream.pending = _Pending(parser, body, ctx)
+                return
+        self._dispatch(stream, body, ctx)
+
+    @staticmethod
+    def _merge(base: Origin, line: Origin) -> Origin:
+        rank = line.rank if line.rank is not None else line.task
+        if rank is None:
+            rank = base.rank
+        host = line.host or base.host
+        if host is None and line.rank is not None and line.task is not None:
+            host = f"srun-task-{line.task}"
+        return Origin(rank=rank, host=host, pid=line.pid)
+
+    def _dispatch(self, stream: _Stream, text: str, ctx: tuple[Any, ...]) -> None:
+        name, lineno, origin, when = ctx
+        parsed = False
+        for parser in LINE_PARSERS:
+            if not any(n in text for n in parser.needles):
+                continue
+            row = parser.parse(text)
+            if row is None:
+                continue
+            parsed = True
+            self._add(parser.table, row, ctx, text)
+        key = (origin.rank, origin.host)
+        blocks = stream.blocks.get(key)
+        if blocks is None:
+            blocks = stream.blocks[key] = [factory() for factory in BLOCK_PARSERS]
+        for b in blocks:
+            for table, row in b.feed(text, (name, lineno, origin, when, text)):
+                self._add_block(table, row)
+            if getattr(b, "section", None) is not None:
+                parsed = True
+        if parsed:
+            self.acc.parsed_lines += 1
+        else:
+            self.acc.unparsed_lines += 1
+            if len(self.unrecognized) < KEEP_UNRECOGNIZED and SUSPICIOUS_RE.search(text):
+                self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
+
+    def _add(self, table: str, row: dict[str, Any], ctx: tuple[Any, ...], text: str) -> None:
+        name, lineno, origin, when = ctx
+        if row.get("rank") is None:
+            row["rank"] = origin.rank
+        if row.get("host") is None:
+            row["host"] = origin.host
+        if row.get("time") is None:
+            row["time"] = when
+        row["source"] = f"{name}:{lineno}"
+        row["line"] = text
+        self.rows[table].append(row)
+
+    def _add_block(self, table: str, row: dict[str, Any]) -> None:
+        ctx = row.pop("_ctx", None)
+        if ctx is None:
+            ctx = ("?", 0, Origin(), None, "")
+        name, lineno, origin, when, text = ctx
+        self._add(table, row, (name, lineno, origin, when), text)
+
+    def _end(self, stream: _Stream) -> None:
+        if stream.pending is not None:
+            p, stream.pending = stream.pending, None
+            self._dispatch(stream, p.text, p.ctx)
+        for blocks in stream.blocks.values():
+            for b in blocks:
+                for table, row in b.close():
+                    self._add_block(table, row)
+
+
+class NoInputError(RuntimeError):
+    """Nothing at all could be read from the paths a runbook was given."""
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_or_fail(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    parameter: str = "log_path",
+    year: int | None = None,
+) -> Incident:
+    """``load(paths)``, falling back to the repository root for relative paths (so bundled
+    samples load from any working directory); raises ``NoInputError`` naming ``parameter``
+    when nothing could be read."""
+    incident = load(paths, year=year)
+    if not incident.readable:
+        items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+        alt = [REPO_ROOT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
+        if alt and len(alt) == len(items) and any(a.exists() for a in alt):
+            incident = load(alt, year=year)
+    if not incident.readable:
+        why = "; ".join(incident.account.get("warnings", [])[:3]) or "no file found"
+        raise NoInputError(
+            f"Nothing could be read from {parameter}={paths!r} ({why}): set {parameter} to a "
+            "log file, a directory or a glob of the job's logs.")
+    return incident
+
+
+def load(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    year: int | None = None,
+) -> Incident:
+    """Read every log and flight-recorder dump under ``paths`` into an ``Incident``.
+
+    ``year`` dates glog-style timestamps (``[E708 01:47:23…]`` carry none); by default the
+    year of an ISO timestamp in the same file, else of the file's modification time.
+    """
+    loader = _Loader(year)
+    for path in expand_paths(paths, loader.acc):
+        loader.load_file(path)
+    acc = loader.acc
+    if acc.bad_bytes:
+        acc.warn(f"{acc.bad_bytes} undecodable byte(s) replaced by U+FFFD")
+    return Incident.from_rows(
+        loader.rows,
+        account={
+            "paths": acc.paths,
+            "files": len(acc.files),
+            "file_list": acc.files,
+            "lines": acc.lines,
+            "parsed_lines": acc.parsed_lines,
+            "unparsed_lines": acc.unparsed_lines,
+            "rejoined_lines": acc.rejoined_lines,
+            "truncated_lines": acc.truncated_lines,
+            "bad_bytes": acc.bad_bytes,
+            "dumps": acc.dumps,
+            "warnings": acc.warnings,
+        },
+        unrecognized=loader.unrecognized,
+    )

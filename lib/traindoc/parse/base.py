@@ -1,0 +1,82 @@
+"""What a parser is: a line parser (stateless) or a block parser (reads several lines).
+
+A line parser declares cheap substring ``needles``; the loader only runs its regex on lines
+holding one of them. ``incomplete`` says a matching line was cut by a terminal or a paste and
+the next unprefixed lines belong to it (the loader rejoins them before parsing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LineParser:
+    """Parses one logical line into at most one row of ``table``."""
+
+    name: str
+    table: str
+    needles: tuple[str, ...]
+    parse: Callable[[str], Row | None]
+    incomplete: Callable[[str], bool] | None = None
+    example: str = field(default="", repr=False)
+
+
+class BlockParser(Protocol):
+    """A stateful parser fed every logical line of one stream, in order."""
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return (table, row) pairs it completed, each with its start
+        line's ``ctx`` under the key ``_ctx``."""
+        ...
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: return what is still pending."""
+        ...
+
+
+INT_RE = re.compile(r"-?\d+")
+NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
+
+
+def to_int(value: str | None) -> int | None:
+    """An int from text (spaces removed), or None."""
+    if value is None:
+        return None
+    m = INT_RE.fullmatch("".join(value.split()))
+    return int(m.group()) if m else None
+
+
+def to_float(value: str | None) -> float | None:
+    """A float from text (spaces removed; nan/inf allowed), or None."""
+    if value is None:
+        return None
+    v = "".join(value.split())
+    if not NUM_RE.fullmatch(v):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def hms_to_s(value: str) -> float | None:
+    """'08:49' or '1:02:03' or '2 days, 1:02:03' as seconds."""
+    days = 0
+    if "day" in value:
+        d, _, value = value.partition(",")
+        days = to_int(d.split()[0]) or 0
+    parts = value.strip().split(":")
+    try:
+        nums = [float(p) for p in parts]
+    except ValueError:
+        return None
+    total = 0.0
+    for n in nums:
+        total = total * 60 + n
+    return total + days * 86400

@@ -1,0 +1,150 @@
+"""Who wrote a line: rank/host/pid prefixes, ANSI colour, timestamps, and path hints.
+
+Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 ...] ...``):
+
+- srun ``-l``: ``3: `` (the SLURM task id, right-justified)
+- torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``); c10 logging: ``[rank3]:``
+- MPI: ``[1,3]<stdout>:``
+- Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
+- pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+
+SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
+ROLE_RE = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]*?)(?P<n>\d+)\]:\s?")
+MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
+RAY_RE = re.compile(
+    r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:\-]+))?\)\s?"
+)
+HOST_RE = re.compile(r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*): (?=\S)")
+
+# A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
+MIDLINE_PREFIX_RE = re.compile(r"(?<=\S)(?=\[(?:rank|default)\d+\]:)")
+
+# c10/glog header: [E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] (month unpadded, no year)
+GLOG_TIME_RE = re.compile(
+    r"\[[IWEF](?P<mo>1[0-2]|0?[1-9])(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<frac>\d+))?"
+)
+ISO_TIME_RE = re.compile(
+    r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d)[:\-](?P<mi>\d\d)[:\-](?P<s>\d\d)"
+    r"(?:[.,](?P<frac>\d+))?"
+)
+
+# Rank/host hints in file names: torchrun --log-dir, per-rank files, py-spy trace-%N.out.
+PATH_LOCAL_RANK_RE = re.compile(r"attempt_\d+[/\\](?P<n>\d+)[/\\](?:stdout|stderr|error)")
+PATH_RANK_RE = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<n>\d+)(?=\D|$)", re.IGNORECASE)
+PATH_TRACE_HOST_RE = re.compile(r"trace-(?P<host>[^/\\]+?)\.(?:out|txt|log)$")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Rank/host/pid read from a line's prefixes (each may be unknown)."""
+
+    rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    task: int | None = None  # srun -l task id or MPI rank, when no finer rank is known
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI colour and cursor escapes."""
+    return ANSI_RE.sub("", text) if "\x1b" in text else text
+
+
+def split_physical(text: str) -> list[str]:
+    """Split one physical line into the logical lines it holds.
+
+    A carriage return separates tqdm's in-place updates; a rank prefix that appears mid-line
+    starts a new line (tqdm writes no newline, so the next rank's message lands behind it).
+    """
+    parts = text.split("\r") if "\r" in text else [text]
+    out: list[str] = []
+    for p in parts:
+        if "]:" in p and ("[rank" in p or "[default" in p):
+            out.extend(s for s in MIDLINE_PREFIX_RE.split(p) if s)
+        elif p:
+            out.append(p)
+    return out or [""]
+
+
+def demux(text: str) -> tuple[str, Origin]:
+    """Strip stacked launcher prefixes from ``text``; return the rest and who wrote it."""
+    rank = host = pid = task = None
+    pos = 0
+    for _ in range(6):
+        while pos < len(text) and text[pos] == " ":
+            pos += 1
+        ch = text[pos : pos + 1]
+        m = None
+        if ch == "[":
+            m = ROLE_RE.match(text, pos)
+            if m:
+                rank = int(m["n"])
+            else:
+                m = MPI_RE.match(text, pos)
+                if m:
+                    task = int(m["n"])
+        elif ch == "(":
+            m = RAY_RE.match(text, pos)
+            if m:
+                pid = int(m["pid"])
+                if m["ip"]:
+                    host = m["ip"]
+        elif ch.isdigit():
+            m = SRUN_RE.match(text, pos)
+            if m:
+                task = int(m["n"])
+        elif ch.isalpha() and pos == 0:
+            m = HOST_RE.match(text, pos)
+            if m and not text.startswith(("http", "Timeout", "Exception")):
+                host = m["host"]
+            else:
+                m = None
+        if not m:
+            break
+        pos = m.end()
+    return text[pos:], Origin(rank=rank, host=host, pid=pid, task=task)
+
+
+def line_time(text: str, year: int | None) -> datetime | None:
+    """The timestamp a line carries (ISO, or glog's month-day with ``year`` supplied)."""
+    head = text[:80]
+    m = ISO_TIME_RE.search(head)
+    if m:
+        return _mk(int(m["y"]), m)
+    m = GLOG_TIME_RE.search(head)
+    if m and year:
+        return _mk(year, m)
+    return None
+
+
+def _mk(year: int, m: re.Match[str]) -> datetime | None:
+    frac = (m["frac"] or "0")[:6].ljust(6, "0")
+    try:
+        return datetime(
+            year, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), int(frac)
+        )
+    except ValueError:
+        return None
+
+
+def path_origin(path: str) -> Origin:
+    """Rank or host implied by a log file's path (torchrun --log-dir, rank3.log, trace-host.out)."""
+    m = PATH_LOCAL_RANK_RE.search(path)
+    if m:
+        return Origin(rank=int(m["n"]))
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    m = PATH_TRACE_HOST_RE.search(name)
+    if m:
+        return Origin(host=m["host"])
+    m = PATH_RANK_RE.search(name)
+    if m:
+        return Origin(rank=int(m["n"]))
+    return Origin()

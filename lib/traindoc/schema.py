@@ -1,0 +1,129 @@
+"""The fixed table schemas of an Incident (see DESIGN.md, "Tables").
+
+Every table carries ``source`` ("file:lineno" of the evidence) and ``line`` (the log line's
+text after prefix demultiplexing and ANSI stripping), so any finding can quote its evidence.
+``rank`` and ``host`` are nullable: a log line without a rank prefix has rank <NA>.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+# column -> pandas dtype. Nullable dtypes throughout, so a missing value is <NA>, not 0.
+SCHEMAS: dict[str, dict[str, str]] = {
+    "iterations": {
+        "iteration": "Int64",
+        "total_iterations": "Int64",
+        "consumed_samples": "Int64",
+        "consumed_tokens": "Int64",
+        "elapsed_s": "Float64",
+        "lr": "Float64",
+        "global_batch_size": "Int64",
+        "loss": "Float64",
+        "grad_norm": "Float64",
+        "loss_scale": "Float64",
+        "skipped": "Int64",
+        "nan": "Int64",
+        "samples_per_s": "Float64",
+        "tflops": "Float64",
+        "rank": "Int64",
+        "host": "string",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
+    "collectives": {
+        "rank": "Int64",
+        "host": "string",
+        "process_group": "string",
+        "seq_num": "Int64",
+        "op_type": "string",
+        "numel_in": "Int64",
+        "numel_out": "Int64",
+        "timeout_ms": "Int64",
+        "ran_for_ms": "Int64",
+        "state": "string",
+        "last_enqueued": "Int64",
+        "last_completed": "Int64",
+        "sizes": "string",
+        "dtypes": "string",
+        "frames": "object",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
+    "errors": {
+        "rank": "Int64",
+        "host": "string",
+        "kind": "string",
+        "code": "string",
+        "message": "string",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
+    "stacks": {
+        "host": "string",
+        "pid": "Int64",
+        "rank": "Int64",
+        "thread": "string",
+        "state": "string",
+        "frames": "object",
+        "leaf": "string",
+        "source": "string",
+        "line": "string",
+    },
+    "progress": {
+        "step": "Int64",
+        "total": "Int64",
+        "elapsed_s": "Float64",
+        "rate": "Float64",
+        "rank": "Int64",
+        "host": "string",
+        "desc": "string",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
+    "exits": {
+        "rank": "Int64",
+        "local_rank": "Int64",
+        "host": "string",
+        "pid": "Int64",
+        "exitcode": "Int64",
+        "signal": "string",
+        "root_cause": "boolean",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
+}
+
+TABLES: tuple[str, ...] = tuple(SCHEMAS)
+
+# Values a parser may put in ``collectives.state``.
+COLLECTIVE_STATES = ("timed_out", "status", "scheduled", "started", "completed", "failed")
+
+
+def empty(table: str) -> pd.DataFrame:
+    """An empty DataFrame with the columns and dtypes of ``table``."""
+    return frame(table, [])
+
+
+def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Build ``table`` from row dicts; missing keys become <NA>, unknown keys are dropped."""
+    schema = SCHEMAS[table]
+    rows = list(rows)
+    data = {col: [r.get(col) for r in rows] for col in schema}
+    df = pd.DataFrame(data, columns=list(schema))
+    for col, dtype in schema.items():
+        if dtype == "object":
+            continue
+        if dtype.startswith("datetime"):
+            df[col] = pd.to_datetime(df[col], errors="coerce")
+        else:
+            df[col] = df[col].astype(dtype)
+    return df

@@ -1,0 +1,141 @@
+"""traindoc.load: paths, compression, prefixes, wrapping, bad input."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from traindoc.parse.prefixes import demux, split_physical, strip_ansi
+
+WATCHDOG = ("[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=2901, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=600000) ran for 600070 milliseconds before timing out.")
+MEGATRON = ("[default7]: iteration 42780/ 115311 | consumed samples: 71455664 | consumed tokens: "
+            "146341199872 | elapsed time per iteration (s): 105.16 | learning rate: 4.475E-05 | "
+            "global batch size: 2048 | lm loss: 2.117073E+00 | grad norm: 0.150 | num zeros: 0.0 | "
+            "number of skipped iterations: 0 | number of nan iterations: 0 | samples per second: "
+            "19.474 | TFLOPs: 149.10 |")
+
+
+def write(p: Path, text: str) -> Path:
+    p.write_text(text)
+    return p
+
+
+def test_file_dir_glob_list_and_gzip(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.log", WATCHDOG + "\n")
+    with gzip.open(tmp_path / "b.log.gz", "wt") as fh:
+        fh.write(WATCHDOG.replace("rank3", "rank2").replace("Rank 3", "Rank 2") + "\n")
+    assert len(traindoc.load(a).collectives) == 1
+    assert len(traindoc.load(tmp_path).collectives) == 2
+    assert len(traindoc.load(str(tmp_path / "*.gz")).collectives) == 1
+    inc = traindoc.load([a, tmp_path / "b.log.gz"])
+    assert sorted(inc.collectives["rank"].tolist()) == [2, 3]
+    assert inc.account["files"] == 2
+
+
+def test_gzip_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
+    data = gzip.compress(("hello\n" * 5000 + WATCHDOG + "\n").encode())
+    (tmp_path / "cut.log.gz").write_bytes(data[: len(data) // 2])
+    inc = traindoc.load(tmp_path / "cut.log.gz")
+    assert inc.account["lines"] > 0
+    assert any("stopped reading early" in w for w in inc.account["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "host", "rest"),
+    [
+        ("[rank3]:[E708 01:47:23] x", 3, None, "[E708 01:47:23] x"),
+        ("[default7]: iteration 1/ 2 |", 7, None, "iteration 1/ 2 |"),
+        ("  12: hello", 12, None, "hello"),
+        ("0: [default3]:[rank3]:boom", 3, "srun-task-0", "boom"),
+        ("(FSDPPolicyWorkerBase pid=959049) Fatal Python error: Aborted", None, None,
+         "Fatal Python error: Aborted"),
+        ("(RayTrainWorker pid=1, ip=10.0.0.1) [rank1]:x", 1, "10.0.0.1", "x"),
+        ("worker-3: [default0]:x", 0, "worker-3", "x"),
+        ("[1,5]<stdout>:x", 5, None, "x"),
+        ("Traceback (most recent call last):", None, None, "Traceback (most recent call last):"),
+        ("WARNING: something", None, None, "WARNING: something"),
+    ],
+)
+def test_prefixes(line: str, rank: int | None, host: str | None, rest: str) -> None:
+    from traindoc.load import _Loader
+    from traindoc.parse.prefixes import Origin
+
+    body, origin = demux(line)
+    merged = _Loader._merge(Origin(), origin)
+    assert (body, merged.rank, merged.host) == (rest, rank, host)
+
+
+def test_ansi_and_tqdm_glued_line() -> None:
+    assert strip_ansi("\x1b[31mred\x1b[0m text\x1b[K") == "red text"
+    parts = split_physical("Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]" + WATCHDOG)
+    assert len(parts) == 2 and parts[1].startswith("[rank3]:")
+    assert split_physical("a\rb\rc") == ["a", "b", "c"]
+
+
+def test_wrapped_megatron_line_reads_like_the_unwrapped_one(tmp_path: Path) -> None:
+    one = traindoc.load(write(tmp_path / "one.log", MEGATRON + "\n")).iterations
+    cut = MEGATRON.replace("| learning rate", "| learning\nrate").replace(
+        "number of nan iterations", "number of nan\niterations")
+    two = traindoc.load(write(tmp_path / "two.log", cut + "\n")).iterations
+    cols = [c for c in one.columns if c not in ("line", "source")]
+    assert len(two) == 1
+    assert one[cols].equals(two[cols])
+    assert two.loc[0, "tflops"] == pytest.approx(149.10)
+
+
+def test_ansi_coloured_log(tmp_path: Path) -> None:
+    inc = traindoc.load(write(tmp_path / "c.log", "\x1b[1;31m" + WATCHDOG + "\x1b[0m\n"))
+    assert inc.collectives.loc[0, "seq_num"] == 2901
+
+
+def test_bad_bytes_are_replaced_and_counted(tmp_path: Path) -> None:
+    p = tmp_path / "bad.log"
+    p.write_bytes(b"\xff\xfe\xfa junk\n" + WATCHDOG.encode() + b"\n\x80\x81\n")
+    inc = traindoc.load(p)
+    assert inc.account["bad_bytes"] >= 2
+    assert len(inc.collectives) == 1
+
+
+def test_binary_junk_does_not_raise(tmp_path: Path) -> None:
+    import random
+
+    rnd = random.Random(0)
+    (tmp_path / "junk.bin").write_bytes(bytes(rnd.randrange(256) for _ in range(200_000)))
+    inc = traindoc.load(tmp_path / "junk.bin")
+    assert inc.readable
+
+
+def test_empty_file_and_missing_path(tmp_path: Path) -> None:
+    write(tmp_path / "empty.log", "")
+    inc = traindoc.load(tmp_path / "empty.log")
+    assert inc.readable and any("empty" in w for w in inc.account["warnings"])
+    with pytest.raises(traindoc.NoInputError, match="log_path"):
+        traindoc.load_or_fail(tmp_path / "nope.log")
+
+
+def test_rank_from_torchrun_log_dir(tmp_path: Path) -> None:
+    d = tmp_path / "run_abc" / "attempt_0" / "2"
+    d.mkdir(parents=True)
+    write(d / "stderr.log", WATCHDOG.replace("[rank3]:", "").replace("[Rank 3] ", "") + "\n")
+    inc = traindoc.load(tmp_path)
+    assert inc.collectives.loc[0, "rank"] == 2
+
+
+def test_glog_time_gets_a_year(tmp_path: Path) -> None:
+    inc = traindoc.load(write(tmp_path / "t.log", WATCHDOG + "\n"), year=2025)
+    t = inc.collectives.loc[0, "time"]
+    assert (t.year, t.month, t.day, t.hour, t.minute) == (2025, 7, 8, 1, 47)
+
+
+def test_seeds_all_load() -> None:
+    from conftest import SEEDS
+
+    inc = traindoc.load(SEEDS)
+    assert inc.account["files"] == len(list(SEEDS.glob("*.txt")))
+    assert len(inc.iterations) >= 15
+    assert inc.collectives["seq_num"].dropna().astype(int).tolist().count(2901) >= 1

@@ -1,0 +1,96 @@
+"""Every runbook executed headless by papermill on every bundled sample, asserting its facts.
+
+A sample is a folder ``data/<runbook>/<name>/`` holding ``expected.json`` (or a drill's
+``drill.json``) with ``facts`` that the runbook's summary.json must match.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import papermill as pm
+import pytest
+from conftest import DATA, ROOT
+
+RUNBOOKS = sorted(p.stem for p in (ROOT / "runbooks").glob("*.ipynb"))
+COMMON = {"log_path", "output_dir", "interactive"}
+
+
+def samples() -> list[tuple[str, Path, dict]]:
+    out = []
+    for runbook in RUNBOOKS:
+        for d in sorted((DATA / runbook).glob("*/")) if (DATA / runbook).is_dir() else []:
+            for name in ("expected.json", "drill.json"):
+                if (d / name).exists():
+                    spec = json.loads((d / name).read_text())
+                    if spec.get("runbook", spec.get("class", runbook)) == runbook:
+                        out.append((runbook, d, spec.get("facts", {})))
+                    break
+    return out
+
+
+def execute(runbook: str, tmp_path: Path, **params) -> dict:
+    out = tmp_path / "out"
+    pm.execute_notebook(
+        str(ROOT / "runbooks" / f"{runbook}.ipynb"), str(tmp_path / f"{runbook}.ipynb"),
+        parameters={"output_dir": str(out), **params}, kernel_name="python3",
+        cwd=str(ROOT), progress_bar=False)
+    return json.loads((out / "summary.json").read_text())
+
+
+def matches(expected, actual) -> bool:
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and matches(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list) and expected and isinstance(expected[0], dict):
+        return isinstance(actual, list) and len(actual) >= len(expected) and all(
+            matches(e, a) for e, a in zip(expected, actual, strict=False))
+    return expected == actual
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize(("runbook", "sample", "facts"), samples(),
+                         ids=[f"{r}-{d.name}" for r, d, _ in samples()])
+def test_runbook_on_sample(runbook: str, sample: Path, facts: dict, tmp_path: Path) -> None:
+    summary = execute(runbook, tmp_path, log_path=str(sample))
+    assert summary["runbook"] == runbook
+    assert summary["inputs"]["files"] >= 1
+    assert summary["confidence"] in ("high", "medium", "low")
+    for key, value in facts.items():
+        assert key in summary["facts"], key
+        assert matches(value, summary["facts"][key]), (key, value, summary["facts"][key])
+
+
+@pytest.mark.parametrize("runbook", RUNBOOKS)
+def test_parameters_cell(runbook: str) -> None:
+    params = pm.inspect_notebook(str(ROOT / "runbooks" / f"{runbook}.ipynb"))
+    assert COMMON <= set(params), set(params)
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("runbook", RUNBOOKS)
+def test_missing_input_fails_naming_log_path(runbook: str, tmp_path: Path) -> None:
+    with pytest.raises(pm.PapermillExecutionError) as e:
+        execute(runbook, tmp_path, log_path=str(tmp_path / "no-such.log"))
+    assert "NoInputError" in str(e.value) and "log_path" in str(e.value)
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("runbook", RUNBOOKS)
+@pytest.mark.parametrize("content", [b"", b"\x00\xff\xfe\x80" * 5000, b"nothing wrong here\n"],
+                         ids=["empty", "binary", "no-failure"])
+def test_bad_input_is_a_finding(runbook: str, content: bytes, tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_bytes(content)
+    summary = execute(runbook, tmp_path, log_path=str(tmp_path / "job.log"))
+    assert summary["confidence"] in ("high", "medium", "low")
+    assert summary["findings"]
+
+
+def test_summary_keys_are_complete(tmp_path: Path) -> None:
+    summary = execute("timeout", tmp_path, log_path=str(DATA / "timeout" / "gemma3_seed"))
+    assert set(summary) == {"runbook", "version", "inputs", "verdict", "confidence", "facts",
+                            "findings", "actions"}
+    assert [a["priority"] for a in summary["actions"]] == list(range(1, len(summary["actions"]) + 1))
+    for a in summary["actions"]:
+        assert a["why"] and a["how"]
