@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 
+import tomllib
 from conftest import ROOT
 
 NAME_RE = re.compile(r"^\s*-\s+([A-Za-z0-9_.\-]+)")

@@ -6,9 +6,8 @@ import pickle
 from pathlib import Path
 
 import pytest
-from conftest import DATA
-
 import traindoc
+from conftest import DATA
 from traindoc.diagnose import timeout
 from traindoc.diagnose.collectives import first_mismatch
 

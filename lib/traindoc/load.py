@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .incident import Incident
-from .parse import BLOCK_PARSERS, LINE_PARSERS, LineParser
-from .parse import flight_recorder as fr
+from .parse import BLOCK_PARSERS, FILE_LOADERS, LINE_PARSERS, FileLoader, LineParser
 from .parse.prefixes import Origin, demux, line_time, path_origin, split_physical, strip_ansi
 from .schema import TABLES
 
@@ -186,9 +185,10 @@ class _Loader:
         except OSError as e:
             self.acc.warn(f"{name}: cannot be read ({e.strerror or e})")
             return
-        if fr.looks_like_dump(path, head):
-            self._load_dump(path)
-            return
+        for loader in FILE_LOADERS:
+            if loader.sniff(path, head):
+                self._load_whole(loader, path)
+                return
         self.acc.files.append(name)
         if not head:
             self.acc.warn(f"{name}: empty file")
@@ -229,18 +229,20 @@ class _Loader:
             self.acc.warn(f"{path}: reading stopped at line {lineno} ({e})")
         self._end(stream)
 
-    def _load_dump(self, path: Path) -> None:
+    def _load_whole(self, loader: FileLoader, path: Path) -> None:
         try:
-            dump = fr.read_dump(path)
+            rows = loader.load(path)
         except (OSError, ValueError) as e:
-            self.acc.warn(f"{path}: flight-recorder dump not loaded: {e}")
+            what = "flight-recorder dump" if loader.kind == "dump" else f"{loader.name} file"
+            self.acc.warn(f"{path}: {what} not loaded: {e}")
             return
-        self.acc.dumps += 1
+        if loader.kind == "dump":
+            self.acc.dumps += 1
+            if rows and rows[0][1].get("rank") is None:
+                self.acc.warn(f"{path}: flight-recorder dump whose file name carries no rank")
         self.acc.files.append(str(path))
-        rank = fr.rank_from_name(path)
-        if rank is None:
-            self.acc.warn(f"{path}: flight-recorder dump whose file name carries no rank")
-        self.rows["collectives"].extend(fr.dump_rows(dump, rank, str(path)))
+        for table, row in rows:
+            self.rows[table].append(row)
 
     # -- lines ---------------------------------------------------------------------------
     def _physical(self, stream: _Stream, raw: str, lineno: int) -> None:

@@ -6,7 +6,7 @@ in ``LINE_PARSERS`` (one line each) or ``BLOCK_PARSERS`` (multi-line records).
 - ``iterations``: Megatron/DeepSpeed iteration lines
 - ``progress``: tqdm bars
 - ``torchrun``: torchrun's ChildFailedError report (block parser)
-- ``flight_recorder``: flight-recorder dumps (whole files, not lines)
+- ``flight_recorder``: flight-recorder dumps (a whole-file loader, in ``FILE_LOADERS``)
 - ``prefixes``: rank/host prefixes, ANSI, timestamps (not a table of its own)
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import collectives, errors, iterations, progress, torchrun
-from .base import BlockParser, LineParser, Row
+from . import collectives, errors, flight_recorder, iterations, progress, torchrun
+from .base import BlockParser, FileLoader, LineParser, Row
 
 LINE_PARSERS: tuple[LineParser, ...] = (
     *collectives.PARSERS,
@@ -27,4 +27,8 @@ LINE_PARSERS: tuple[LineParser, ...] = (
 # Factories: the loader makes one block parser of each kind per stream.
 BLOCK_PARSERS: tuple[Callable[[], BlockParser], ...] = (torchrun.ChildFailedParser,)
 
-__all__ = ["BLOCK_PARSERS", "LINE_PARSERS", "BlockParser", "LineParser", "Row"]
+# Whole-file readers, tried (by their sniff) before a file is read as a text log.
+FILE_LOADERS: tuple[FileLoader, ...] = (flight_recorder.LOADER,)
+
+__all__ = ["BLOCK_PARSERS", "FILE_LOADERS", "LINE_PARSERS", "BlockParser", "FileLoader",
+           "LineParser", "Row"]

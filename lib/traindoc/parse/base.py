@@ -40,6 +40,19 @@ class BlockParser(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class FileLoader:
+    """Reads a whole file that is not a text log (a flight-recorder dump, a metrics CSV, a
+    py-spy --json dump). ``sniff(path, head)`` says whether it applies from the name and the
+    first 4 KiB; ``load(path)`` returns (table, row) pairs (rows carry their own ``source`` and
+    ``line``) and raises ValueError with a clear reason when the file cannot be used."""
+
+    name: str
+    sniff: Callable[[Any, bytes], bool]
+    load: Callable[[Any], list[tuple[str, Row]]]
+    kind: str = "file"  # what the account counts it as: "dump" or "file"
+
+
 INT_RE = re.compile(r"-?\d+")
 NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
 

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .base import Row
+from .base import FileLoader, Row
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024
 RANK_IN_NAME_RE = re.compile(r"(\d+)(?:\.\w+)?$")
@@ -141,3 +141,12 @@ def dump_rows(dump: dict[str, Any], rank: int | None, source: str) -> Iterable[R
             "line": f"rank {rank} pg {pg} seq {seq} {op} sizes {sizes} {dtypes} state {state}"
             + (" (p2p)" if p2p else ""),
         }
+
+
+def load_rows(path: Path) -> list[tuple[str, Row]]:
+    """A dump as ``collectives`` rows (ValueError when it cannot be read)."""
+    dump = read_dump(path)
+    return [("collectives", r) for r in dump_rows(dump, rank_from_name(path), str(path))]
+
+
+LOADER = FileLoader("flight_recorder", looks_like_dump, load_rows, kind="dump")

@@ -30,8 +30,8 @@ def _count(v: str) -> int | None:
 def parse_tqdm(text: str) -> Row | None:
     """The last tqdm bar in ``text``."""
     m = None
-    for m in TQDM_RE.finditer(text):
-        pass
+    for found in TQDM_RE.finditer(text):
+        m = found
     if m is None:
         return None
     rate = to_float(m["rate"]) if m["rate"] and m["rate"] != "?" else None
