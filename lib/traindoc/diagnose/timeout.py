@@ -78,49 +78,61 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
         return Report("timeout", verdict, "low", facts, findings, ranked(actions))
 
     # The collective that timed out: the (pg, seq) most ranks report, earliest seq on a tie.
+    # gloo's message names no collective: a timed-out rank's last flight-recorder entry does.
+    facts["timed_out_ranks"] = sorted({int(r) for r in timeouts["rank"].dropna()})
+    inflight = in_flight(incident.collectives)
     primary = None
-    if len(nccl):
-        grp = nccl.assign(_pg=nccl["process_group"].fillna("?")).groupby(["_pg", "seq_num"])
+    at = nccl
+    if not len(nccl) and len(inflight):
+        at = inflight[inflight["rank"].isin(facts["timed_out_ranks"])]
+    if len(at):
+        grp = at.assign(_pg=at["process_group"].fillna("?")).groupby(["_pg", "seq_num"])
         sizes = grp.size().reset_index(name="n").sort_values(["n", "seq_num"],
                                                              ascending=[False, True])
         pg, seq = sizes.iloc[0]["_pg"], sizes.iloc[0]["seq_num"]
-        at = nccl[(nccl["process_group"].fillna("?") == pg) & (nccl["seq_num"] == seq)]
+        at = at[(at["process_group"].fillna("?") == pg) & (at["seq_num"] == seq)]
         primary = at.iloc[0]
+        src = at if len(nccl) else gloo
         facts.update(
-            op_type=primary["op_type"], seq_num=_int(seq),
-            timeout_ms=_int(primary["timeout_ms"]), ran_for_ms=_int(at["ran_for_ms"].max()),
+            op_type="/".join(sorted(set(at["op_type"].dropna()))) or None,
+            seq_num=_int(seq), timeout_ms=_int(src["timeout_ms"].max()),
+            ran_for_ms=_int(at["ran_for_ms"].max()),
             numel_in=_int(primary["numel_in"]), numel_out=_int(primary["numel_out"]),
             process_group=None if pg == "?" else pg,
         )
     else:
-        g0 = gloo.iloc[0]
-        facts.update(timeout_ms=_int(g0["timeout_ms"]), op_type=_gloo_op(incident, mismatch))
+        facts["timeout_ms"] = _int(gloo["timeout_ms"].max())
         if mismatch:
-            facts["seq_num"] = mismatch["seq_num"]
-            facts["process_group"] = mismatch["process_group"]
-    facts["timed_out_ranks"] = sorted({int(r) for r in timeouts["rank"].dropna()})
+            facts.update(seq_num=mismatch["seq_num"], process_group=mismatch["process_group"],
+                         op_type="/".join(sorted(set(mismatch["ops"].values()))))
 
-    # Where each rank stands, and who never entered the collective.
-    pos = rank_positions(incident.collectives)
-    seq = facts["seq_num"]
+    # Who never entered it: ranks whose position in that process group is below it, dumped
+    # ranks with no entry for it, and ranks that failed without timing out.
+    seq, pg = facts["seq_num"], facts["process_group"] or "?"
     lagging: set[int] = set()
-    if seq is not None and len(pos):
+    arrived: set[int] = set(facts["timed_out_ranks"])
+    if seq is not None:
+        c = incident.collectives
+        same = c[(c["process_group"].fillna("?") == pg) & (c["seq_num"] == seq)
+                 & (c["state"] != "status")]
+        arrived |= {int(r) for r in same["rank"].dropna()}
+        pos = rank_positions(c)
+        pos = pos[pos["process_group"] == pg]
         behind = pos[pos["last_enqueued"].notna() & (pos["last_enqueued"] < seq)]
         lagging |= {int(r) for r in behind["rank"]}
+        dumped = {int(r) for r in c[_is_dump(c)]["rank"].dropna()}
+        lagging |= dumped - arrived
     known = _ranks_with_failure_output(incident)
-    silent = known - set(facts["timed_out_ranks"])
-    lagging |= silent
+    lagging |= known - arrived
     if world_size:
-        unseen = set(range(world_size)) - set(facts["timed_out_ranks"]) - known
+        unseen = set(range(world_size)) - arrived - known
         if unseen:
             findings.append(Finding(
                 "ranks_without_logs", "warning",
                 f"{len(unseen)} rank(s) of {world_size} left no line in these logs: "
                 f"{sorted(unseen)[:32]}; they may be the lagging ones, or their logs are missing",
                 []))
-    lagging -= set(facts["timed_out_ranks"]) if seq is None else set(
-        int(r) for r in nccl[nccl["seq_num"] == seq]["rank"].dropna())
-    facts["lagging_ranks"] = sorted(lagging)
+    facts["lagging_ranks"] = sorted(lagging - arrived)
 
     # Pattern.
     if mismatch and mismatch["kind"] in ("op", "size", "dtype"):
@@ -193,7 +205,15 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
             "group_size", "info",
             f"NumelOut/NumelIn = {ratio}: the process group of this {facts['op_type']} has "
             f"{ratio} ranks", []))
-    actions = ranked(_actions(facts, incident, totals))
+    finished = (prog.step is not None and prog.total is not None and prog.step >= prog.total
+                and facts["pattern"] == "straggler")
+    if finished:
+        findings.append(Finding(
+            "finished_early", "warning",
+            f"The last progress line is the end of the data ({prog.describe()}) while rank(s) "
+            f"{facts['lagging_ranks']} had not arrived: ranks ran out of data at different "
+            "steps (uneven or unseeded data split)", [f"{prog.source}: {prog.line}"]))
+    actions = ranked(_actions(facts, incident, totals, finished))
     verdict, confidence = _verdict(facts, prog.describe())
     return Report("timeout", verdict, confidence, facts, findings, actions)
 
@@ -208,16 +228,20 @@ def _group_size(f: dict[str, Any]) -> int | None:
     return big // small if small and big % small == 0 and big // small > 1 else None
 
 
-def _gloo_op(incident: Incident, mismatch: dict[str, Any] | None) -> str | None:
-    """gloo's timeout names no op; take the last op the flight recorder saw on a timed-out rank."""
-    c = incident.collectives
-    fr = c[c["source"].str.contains("#entry", regex=False, na=False)]
-    if mismatch:
-        ops = sorted(set(mismatch["ops"].values()))
-        return ops[0] if len(ops) == 1 else "/".join(ops)
-    if len(fr):
-        return str(fr.sort_values("seq_num").iloc[-1]["op_type"])
-    return None
+def _is_dump(c: pd.DataFrame) -> pd.Series:
+    """Rows that came from a flight-recorder dump."""
+    return c["source"].str.contains("#entry", regex=False, na=False)
+
+
+def in_flight(collectives: pd.DataFrame) -> pd.DataFrame:
+    """Per dumped rank, its last flight-recorder entry: the collective it was in when it
+    stopped (gloo's timeout message does not name one)."""
+    fr = collectives[_is_dump(collectives) & collectives["rank"].notna()]
+    if not len(fr):
+        return fr
+    fr = fr.assign(_t=fr["time"], _i=range(len(fr)))
+    last = fr.sort_values(["rank", "_t", "_i"]).groupby("rank", as_index=False).tail(1)
+    return last.drop(columns=["_t", "_i"])
 
 
 def _ranks_with_failure_output(incident: Incident) -> set[int]:
@@ -227,8 +251,6 @@ def _ranks_with_failure_output(incident: Incident) -> set[int]:
         ranks |= {int(r) for r in df["rank"].dropna()}
     c = incident.collectives
     ranks |= {int(r) for r in c[c["state"] == "status"]["rank"].dropna()}
-    fr = c[c["source"].str.contains("#entry", regex=False, na=False)]
-    ranks |= {int(r) for r in fr["rank"].dropna()}
     return ranks
 
 
@@ -299,9 +321,10 @@ def _evidence_actions(have_dumps: bool, prio: int) -> list[Action]:
     return acts
 
 
-def _actions(f: dict[str, Any], incident: Incident, totals: dict[int, int]) -> list[Action]:
+def _actions(f: dict[str, Any], incident: Incident, totals: dict[int, int],
+             finished: bool = False) -> list[Action]:
     acts: list[Action] = []
-    uneven = len(set(totals.values())) > 1
+    uneven = len(set(totals.values())) > 1 or finished
     fsdp_gather = (f["op_type"] or "").upper() in FSDP_GATHER_OPS
     if uneven or (fsdp_gather and f["pattern"] in ("straggler", "unknown")):
         acts.append(Action(
