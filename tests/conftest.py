@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,5 +10,6 @@ matplotlib.use("Agg")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
-SEEDS = ROOT.parent / "shared" / "seeds"
+# CI checks out the repo with shared/ beside it; elsewhere point TRAINDOC_SEEDS at the seeds.
+SEEDS = Path(os.environ.get("TRAINDOC_SEEDS", ROOT.parent / "shared" / "seeds"))
 DATA = ROOT / "data"
