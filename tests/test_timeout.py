@@ -65,6 +65,15 @@ def test_straggler_named_from_status_lines(tmp_path: Path) -> None:
     assert r.confidence == "high"
 
 
+def test_straggler_when_only_status_lines_name_the_group(tmp_path: Path) -> None:
+    # torch 2.4-2.6: the watchdog line says only [Rank N]; the status line names the group.
+    text = (wd(0, 57, pg="") + status(0, 57, 57, 56) + wd(1, 57, pg="") + status(1, 57, 57, 56)
+            + status(2, 56, 56, 56))
+    _, r = diag(tmp_path, text)
+    assert r.facts["process_group"] == "0 (default_pg)"
+    assert r.facts["lagging_ranks"] == [2] and r.facts["pattern"] == "straggler"
+
+
 def test_desync_from_watchdog_lines(tmp_path: Path) -> None:
     _, r = diag(tmp_path, wd(0, 12, "ALLREDUCE") + wd(1, 12, "_ALLGATHER_BASE"))
     mm = r.facts["first_mismatch"]

@@ -294,7 +294,7 @@ class _Loader:
         host = line.host or base.host
         if host is None and line.rank is not None and line.task is not None:
             host = f"srun-task-{line.task}"
-        return Origin(rank=rank, host=host, pid=line.pid)
+        return Origin(rank=rank, host=host, pid=line.pid, rank_global=line.rank_global)
 
     def _dispatch(self, stream: _Stream, text: str, ctx: tuple[Any, ...]) -> None:
         name, lineno, origin, when = ctx
@@ -325,7 +325,7 @@ class _Loader:
 
     def _add(self, table: str, row: dict[str, Any], ctx: tuple[Any, ...], text: str) -> None:
         name, lineno, origin, when = ctx
-        if row.get("rank") is None:
+        if row.get("rank") is None or (origin.rank_global and origin.rank is not None):
             row["rank"] = origin.rank
         if row.get("host") is None:
             row["host"] = origin.host

@@ -52,6 +52,8 @@ def timeout_rows(incident: Incident) -> pd.DataFrame:
 def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     """Diagnose a collective timeout. ``world_size``, when known, lets ranks that left no
     trace at all be named as lagging candidates."""
+    incident = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
+                        incident.account, incident.unrecognized)
     facts: dict[str, Any] = {k: None for k in FACT_KEYS}
     facts.update(timed_out_ranks=[], lagging_ranks=[], pattern="unknown")
     findings: list[Finding] = []
@@ -226,6 +228,22 @@ def _group_size(f: dict[str, Any]) -> int | None:
         return None
     big, small = max(n_in, n_out), min(n_in, n_out)
     return big // small if small and big % small == 0 and big // small > 1 else None
+
+
+def with_status_pg(c: pd.DataFrame) -> pd.DataFrame:
+    """Timeout rows with their process group filled in from the same rank's status line for
+    the same sequence number (the watchdog line itself carries only ``[Rank N]``)."""
+    st = c[(c["state"] == "status") & c["process_group"].notna() & c["rank"].notna()]
+    need = (c["state"] == "timed_out") & c["process_group"].isna() & c["rank"].notna()
+    if not len(st) or not need.any():
+        return c
+    lookup = {(int(r), int(q)): pg for r, q, pg in
+              zip(st["rank"], st["seq_num"], st["process_group"], strict=False)}
+    c = c.copy()
+    idx = c.index[need & c["seq_num"].notna()]
+    c.loc[idx, "process_group"] = [lookup.get((int(c.at[i, "rank"]), int(c.at[i, "seq_num"])))
+                                   for i in idx]
+    return c
 
 
 def _is_dump(c: pd.DataFrame) -> pd.Series:

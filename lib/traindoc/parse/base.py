@@ -62,7 +62,11 @@ def to_int(value: str | None) -> int | None:
     if value is None:
         return None
     m = INT_RE.fullmatch("".join(value.split()))
-    return int(m.group()) if m else None
+    if not m:
+        return None
+    v = int(m.group())
+    # NumelIn of a coalesced op prints as 2**64-1; beyond int64 means "not a count".
+    return v if -(2**63) <= v < 2**63 else None
 
 
 def to_float(value: str | None) -> float | None:

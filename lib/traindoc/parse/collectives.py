@@ -32,10 +32,15 @@ WATCHDOG_RE = re.compile(
     r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"
     r"(?:\s*ran for\s*(?P<ran>\d[\d\s]*?)\s*milliseconds\s*before\s*timing\s*out)?"
 )
+# TORCH_NCCL_BLOCKING_WAIT=1: the main thread, not the watchdog, gives up.
+BLOCKING_WAIT_RE = re.compile(
+    r"Work WorkNCCL\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\) timed out in blocking wait"
+)
 WORK_FIELD_RE = re.compile(r"(?P<key>\w+(?:\(ms\))?)\s*=\s*(?P<val>[^,]*)")
 
 WORK_STATUS_RE = re.compile(
-    r"(?:Timeout at NCCL work|detected by watchdog at work(?: sequence id)?):?\s*(?P<seq>-?\d+),?"
+    r"(?:Timeout at NCCL work|Exception hit in NCCL work|by watchdog at work"
+    r"(?: sequence id)?):?\s*(?P<seq>-?\d+),?"
     r"\s*(?:PG status:\s*)?last enqueued (?:NCCL )?work:\s*(?P<enq>-?\d+),\s*"
     r"last completed (?:NCCL )?work:\s*(?P<comp>-?\d+)"
 )
@@ -47,13 +52,14 @@ GLOO_SITE_RE = re.compile(r"\[(?P<site>[^\]]*gloo[^\]]*?):\d+\]")
 
 
 def _rank_and_pg(text: str, end: int) -> tuple[int | None, str | None]:
-    """The rank tag closest before position ``end``, and its process group."""
-    tag = None
+    """The rank of the tag closest before ``end``, and the process group of the closest tag
+    that names one (a wrapper line reads ``[PG 1 Rank 6] … exception: [Rank 6] Watchdog…``)."""
+    rank = pg = None
     for m in RANK_TAG_RE.finditer(text, 0, end):
-        tag = m
-    if not tag:
-        return None, None
-    return int(tag["rank"]), _pg_name(tag["pg"])
+        rank = int(m["rank"])
+        if m["pg"]:
+            pg = _pg_name(m["pg"])
+    return rank, pg
 
 
 def _pg_name(part: str | None) -> str | None:
@@ -69,9 +75,11 @@ def _pg_name(part: str | None) -> str | None:
 
 def parse_watchdog(text: str) -> Row | None:
     """ProcessGroupNCCL's 'Watchdog caught collective operation timeout' line."""
-    m = WATCHDOG_RE.search(text)
-    if not m:
-        return None
+    m = WATCHDOG_RE.search(text) if "Watchdog caught" in text else None
+    if m is None:
+        m = BLOCKING_WAIT_RE.search(text)
+        if m is None:
+            return None
     fields = {f["key"].lower(): f["val"].strip() for f in WORK_FIELD_RE.finditer(m["body"])}
     rank, pg = _rank_and_pg(text, m.start())
     return {
@@ -82,7 +90,7 @@ def parse_watchdog(text: str) -> Row | None:
         "numel_in": to_int(fields.get("numelin")),
         "numel_out": to_int(fields.get("numelout")),
         "timeout_ms": to_int(fields.get("timeout(ms)")),
-        "ran_for_ms": to_int(m["ran"]),
+        "ran_for_ms": to_int(m.groupdict().get("ran")),
         "state": "timed_out",
     }
 
@@ -90,6 +98,8 @@ def parse_watchdog(text: str) -> Row | None:
 def watchdog_incomplete(text: str) -> bool:
     """A watchdog line cut before its end (wrapped by a terminal or a paste): the WorkNCCL(…)
     is not closed, or the line stops right after it or inside 'ran for …'."""
+    if "Watchdog caught" not in text:
+        return False
     m = WATCHDOG_RE.search(text)
     if m is None:
         return True
@@ -131,7 +141,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_watchdog_timeout",
         "collectives",
-        ("Watchdog caught",),
+        ("Watchdog caught", "timed out in blocking wait"),
         parse_watchdog,
         incomplete=watchdog_incomplete,
         example="[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog "

@@ -19,11 +19,15 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
 SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
 ROLE_RE = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]*?)(?P<n>\d+)\]:\s?")
+# Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746].
+NOISE_RE = re.compile(r"\[(?:stdout|stderr|\d{1,9})\]\s")
 MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
 RAY_RE = re.compile(
     r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:\-]+))?\)\s?"
 )
-HOST_RE = re.compile(r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*): (?=\S)")
+HOST_RE = re.compile(
+    r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
+)
 
 # A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
 MIDLINE_PREFIX_RE = re.compile(r"(?<=\S)(?=\[(?:rank|default)\d+\]:)")
@@ -51,6 +55,10 @@ class Origin:
     host: str | None = None
     pid: int | None = None
     task: int | None = None  # srun -l task id or MPI rank, when no finer rank is known
+    # True when ``rank`` came from c10's ``[rankN]:`` log prefix: the global rank, which beats
+    # the ``[Rank N]`` tag inside the message (since torch 2.2 that tag can be a group-local
+    # rank, pytorch#191305).
+    rank_global: bool = False
 
 
 def strip_ansi(text: str) -> str:
@@ -77,6 +85,7 @@ def split_physical(text: str) -> list[str]:
 def demux(text: str) -> tuple[str, Origin]:
     """Strip stacked launcher prefixes from ``text``; return the rest and who wrote it."""
     rank = host = pid = task = None
+    rank_global = False
     pos = 0
     for _ in range(6):
         while pos < len(text) and text[pos] == " ":
@@ -87,6 +96,9 @@ def demux(text: str) -> tuple[str, Origin]:
             m = ROLE_RE.match(text, pos)
             if m:
                 rank = int(m["n"])
+                rank_global = m["role"] == "rank"
+            elif m := NOISE_RE.match(text, pos):
+                pass
             else:
                 m = MPI_RE.match(text, pos)
                 if m:
@@ -110,7 +122,7 @@ def demux(text: str) -> tuple[str, Origin]:
         if not m:
             break
         pos = m.end()
-    return text[pos:], Origin(rank=rank, host=host, pid=pid, task=task)
+    return text[pos:], Origin(rank=rank, host=host, pid=pid, task=task, rank_global=rank_global)
 
 
 def line_time(text: str, year: int | None) -> datetime | None:

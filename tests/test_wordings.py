@@ -1,0 +1,94 @@
+"""Every real line in tests/data/wordings/ (collected from torch's source and public issues,
+each with its source) is read by the right parser."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import traindoc
+from conftest import ROOT
+from traindoc.parse.collectives import parse_gloo_timeout, parse_watchdog, parse_work_status
+from traindoc.parse.errors import parse_error
+
+WORDINGS = ROOT / "tests" / "data" / "wordings"
+COMPLETE_WORK_RE = re.compile(r"WorkNCCL\([^()]*Timeout\(ms\)=\d+\)")
+
+
+def lines(name: str) -> list[str]:
+    return [ln for ln in (WORDINGS / name).read_text().splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def test_every_complete_watchdog_line_parses() -> None:
+    found = [ln for ln in lines("watchdog_timeout.txt") if COMPLETE_WORK_RE.search(ln)
+             and ("Watchdog caught collective operation timeout: WorkNCCL(" in ln
+                  or "timed out in blocking wait" in ln)]
+    assert len(found) >= 20
+    for ln in found:
+        row = parse_watchdog(ln)
+        assert row is not None, ln
+        assert row["op_type"] and row["timeout_ms"], ln
+
+
+def test_watchdog_versions() -> None:
+    old = "[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(OpType=BROADCAST, Timeout(ms)=60000) ran for 66854 milliseconds before timing out."
+    row = parse_watchdog(old)
+    assert (row["rank"], row["seq_num"], row["op_type"], row["ran_for_ms"]) == (2, None, "BROADCAST", 66854)
+    wrapped = ("[rank6]:[E1206 18:44:16.997991020 ProcessGroupNCCL.cpp:1515] [PG 1 Rank 6] Process group "
+               "watchdog thread terminated with exception: [Rank 6] Watchdog caught collective operation "
+               "timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, "
+               "NumelOut=68124672, Timeout(ms)=600000) ran for 600003 milliseconds before timing out.")
+    row = parse_watchdog(wrapped)
+    assert (row["rank"], row["process_group"], row["seq_num"]) == (6, "1", 7753)
+    coalesced = ("[rank4]:[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank 4] Watchdog caught "
+                 "collective operation timeout: WorkNCCL(SeqNum=610, OpType=COALESCED, NumelIn="
+                 "18446744073709551615, NumelOut=18446744073709551615, Timeout(ms)=600000) ran for "
+                 "600086 milliseconds before timing out.")
+    assert parse_watchdog(coalesced)["numel_in"] is None
+
+
+def test_global_rank_prefix_beats_the_group_local_tag(tmp_path: Path) -> None:
+    p = tmp_path / "x.log"
+    p.write_text("[rank15]:[E1206 18:44:12.7 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective "
+                 "operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                 "Timeout(ms)=600000) ran for 600003 milliseconds before timing out.\n")
+    assert traindoc.load(p).collectives.loc[0, "rank"] == 15
+
+
+@pytest.mark.parametrize(("line", "pg", "seq", "enq", "comp"), [
+    ("[rank14]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 14] Timeout at NCCL work: 15734, last enqueued NCCL work: 15735, last completed NCCL work: 15733.", "1", 15734, 15735, 15733),
+    ("[rank1]:[E1003 18:37:01.833575187 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 1] Exception (either an error or timeout) detected by watchdog at work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462.", "0 (default_pg)", 6463, 6463, 6462),
+    ("[rank4]:[E318 07:39:53.792772442 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 9 Rank 4] Exception (either an error or timeout) detected by watchdog at work: 610, last enqueued NCCL work: 616, last completed NCCL work: 609.", "2", 610, 616, 609),
+    ("[rank1]:[E1103 07:34:57.460801783 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 1] Timeout at NCCL work: 1, last enqueued NCCL work: 1, last completed NCCL work: -1.", "0 (default_pg)", 1, 1, -1),
+])
+def test_work_status(line: str, pg: str, seq: int, enq: int, comp: int) -> None:
+    row = parse_work_status(line)
+    assert (row["process_group"], row["seq_num"], row["last_enqueued"], row["last_completed"]) == (pg, seq, enq, comp)
+
+
+def test_every_status_line_parses() -> None:
+    found = [ln for ln in lines("work_status.txt") if re.search(r"last enqueued (NCCL )?work: -?\d+, last completed (NCCL )?work: -?\d+", ln)]
+    assert len(found) >= 10
+    assert all(parse_work_status(ln) for ln in found)
+
+
+def test_gloo_timeouts_parse() -> None:
+    found = [ln for ln in lines("gloo_timeout.txt") if re.search(r"Timed out waiting \d+ms for (recv|send)", ln)]
+    assert len(found) >= 5
+    for ln in found:
+        assert parse_gloo_timeout(ln)["timeout_ms"] > 0
+
+
+def test_teardown_lines_are_errors() -> None:
+    found = [ln for ln in lines("teardown.txt") if "taking the entire process down" in ln
+             or "Some NCCL operations have failed or timed out" in ln]
+    assert found
+    assert all(parse_error(ln) for ln in found)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in WORDINGS.glob("*.txt")))
+def test_whole_corpus_loads_without_error(name: str) -> None:
+    inc = traindoc.load(WORDINGS / name)
+    assert inc.account["lines"] > 0
