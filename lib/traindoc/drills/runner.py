@@ -1,0 +1,517 @@
+"""Launch a drill under torchrun, supervise it, clean up, and write its bundle.
+
+Bundle layout (``out_dir``)::
+
+    torchrun.log           torchrun's own stdout+stderr (workers tee'd in, prefixed)
+    logs/<run>/attempt_0/<local_rank>/{stdout,stderr}.log, error.json  (as torchrun writes them)
+    fr/rank<N>.pkl         raw flight-recorder pickle bytes from torch, one per rank
+    pyspy/trace-<host>-<pid>.out   py-spy dumps (hang only)
+    drill.json             the injected truth
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import worker
+
+WORKER_SCRIPT = Path(worker.__file__).resolve()
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DATA_ROOT = REPO_ROOT / "data"
+FR_BUFFER_SIZE = "2000"
+BUNDLE_ENTRIES = ("logs", "fr", "pyspy", "torchrun.log", "drill.json", "README.md")
+POLL_S = 0.2
+STALL_S = 3.0  # hang: no log output for this long after training started
+TERM_GRACE_S = 15.0
+WORKER_GRACE_S = 3.0
+PYSPY_TIMEOUT_S = 30.0
+FR_WAIT_S = 10.0
+
+_ITERATION_RE = re.compile(r"^\S*\s?iteration\s+(\d+)/\s*(\d+) \|", re.MULTILINE)
+_PYSPY_MAIN_RE = re.compile(r'^Thread \S+ \([^)]*\): "MainThread"\n\s+(\S.*\))\s*$', re.MULTILINE)
+
+
+class DrillError(RuntimeError):
+    """A drill could not be launched or produced no usable bundle."""
+
+
+@dataclass(frozen=True)
+class DrillSpec:
+    """Static description of one drill."""
+
+    name: str
+    cls: str
+    description: str
+    shows: str
+    steps: int = 40
+    pg_timeout: float = 5.0
+    save_timeout: float = 5.0
+    expect_success: bool = False
+
+    def fault_step(self, steps: int) -> int:
+        """Step at which the fault is injected (the middle of the run)."""
+        return max(1, steps // 2)
+
+
+SPECS: dict[str, DrillSpec] = {
+    s.name: s
+    for s in (
+        DrillSpec(
+            "timeout",
+            "timeout",
+            "rank 1 skips one gradient all_reduce (runs eval instead); rank 0 times out after 5 s",
+            "gloo's real collective timeout on rank 0 (`Timed out waiting 5000ms for recv operation`), "
+            "the SIGTERM torchrun sends rank 1, torchrun's ChildFailedError report, and both ranks' "
+            "flight-recorder dumps (rank 0 holds one more all_reduce than rank 1).",
+        ),
+        DrillSpec(
+            "desync",
+            "timeout",
+            "at step K rank 1 calls all_gather while rank 0 calls all_reduce (same sequence number)",
+            "a collective mismatch under gloo: both ranks time out (recv on rank 0, send on rank 1) and "
+            "the flight-recorder dumps disagree on the op at the same collective_seq_id.",
+        ),
+        DrillSpec(
+            "crash",
+            "gpu_crash",
+            "rank 1 is SIGKILLed mid-training; rank 0 fails in its next all_reduce",
+            "a rank dying from a signal: torchrun's report names rank 1 (`Signal 9 (SIGKILL)`) as root "
+            "cause while rank 0 dies of gloo's `Connection reset by peer`; only rank 0 has a dump.",
+        ),
+        DrillSpec(
+            "hang",
+            "deadlock",
+            "rank 1 blocks in an eval data-loader queue while rank 0 waits in broadcast (no timeout)",
+            "a silent hang (600 s timeout never fires): py-spy dumps of both workers taken while hung, "
+            "flight-recorder dumps requested with SIGUSR1, then the runner SIGTERMs torchrun.",
+            pg_timeout=600.0,
+        ),
+        DrillSpec(
+            "slow_rank",
+            "throughput",
+            "rank 1 sleeps an extra 250 ms per step from step K on; the job finishes",
+            "a throughput drop: elapsed time per iteration jumps at step K in the Megatron log lines "
+            "and tqdm's it/s falls; exit code 0.",
+            expect_success=True,
+        ),
+        DrillSpec(
+            "loss_spike",
+            "loss_spike",
+            "rank 0 gets one corrupted batch (inputs x1e3) at step K; loss spikes then recovers",
+            "a one-step loss spike (and grad-norm spike) in the Megatron log lines, followed by "
+            "recovery; exit code 0.",
+            expect_success=True,
+        ),
+        DrillSpec(
+            "unseeded_split",
+            "timeout",
+            "ranks split the data with unseeded RNGs; the short rank's checkpoint all_gather times out",
+            "ranks with different batch counts: rank 1 runs out of data first and enters the checkpoint "
+            "all_gather (own gloo group, 5 s timeout) while rank 0 still trains; rank 1 times out at save.",
+            pg_timeout=60.0,
+        ),
+    )
+}
+
+DRILLS: dict[str, str] = {name: spec.description for name, spec in SPECS.items()}
+
+
+@dataclass
+class _Proc:
+    pid: int
+    start: str  # /proc/<pid>/stat starttime, guards against pid reuse
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw.rsplit(")", 1)[1].split()
+
+
+def _children(ppid: int) -> list[_Proc]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields and int(fields[1]) == ppid:
+            out.append(_Proc(int(entry.name), fields[19]))
+    return out
+
+
+def _alive(proc: _Proc) -> bool:
+    fields = _stat_fields(proc.pid)
+    return bool(fields) and fields[19] == proc.start and fields[0] != "Z"
+
+
+def _rank_of(pid: int) -> int | None:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for item in env:
+        if item.startswith(b"RANK="):
+            return int(item[5:])
+    return None
+
+
+def _signal(pid: int, sig: int, group: bool = False) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig) if group else os.kill(pid, sig)
+
+
+class _Supervisor:
+    """Owns torchrun and its workers; guarantees they are gone on exit."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.workers: dict[int, _Proc] = {}
+
+    def refresh(self) -> list[_Proc]:
+        for child in _children(self.proc.pid):
+            self.workers.setdefault(child.pid, child)
+        return [w for w in self.workers.values() if _alive(w)]
+
+    def terminate(self) -> None:
+        if self.proc.poll() is None:
+            self.refresh()
+            _signal(self.proc.pid, signal.SIGTERM, group=True)
+            try:
+                self.proc.wait(TERM_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal(self.proc.pid, signal.SIGKILL, group=True)
+                self.proc.wait()
+        # Workers run in their own sessions (torchrun uses start_new_session).
+        left = [w for w in self.workers.values() if _alive(w)]
+        for w in left:
+            _signal(w.pid, signal.SIGTERM, group=True)
+        deadline = time.monotonic() + WORKER_GRACE_S
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = [w for w in left if _alive(w)]
+        for w in left:
+            _signal(w.pid, signal.SIGKILL, group=True)
+            _signal(w.pid, signal.SIGKILL)
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Raised in the main thread when the runner receives SIGTERM/SIGHUP."""
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into an exception so ``finally`` blocks clean up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Interrupted(f"received {signal.Signals(signum).name}")
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _find_python(python: str | os.PathLike[str] | None) -> str:
+    chosen = python or os.environ.get("TRAINDOC_DRILL_PYTHON")
+    if chosen:
+        return str(chosen)
+    if importlib.util.find_spec("torch") is None:
+        raise DrillError("drills need torch: install it or set TRAINDOC_DRILL_PYTHON")
+    return sys.executable
+
+
+def _launcher(python: str) -> list[str]:
+    torchrun = Path(python).parent / "torchrun"
+    return [str(torchrun)] if torchrun.exists() else [python, "-m", "torch.distributed.run"]
+
+
+def _pyspy(python: str) -> str | None:
+    sibling = Path(python).parent / "py-spy"
+    return str(sibling) if sibling.exists() else shutil.which("py-spy")
+
+
+def _clear_bundle(out: Path) -> None:
+    for name in BUNDLE_ENTRIES:
+        p = out / name
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif p.exists():
+            p.unlink()
+
+
+def _log_bytes(out: Path) -> int:
+    return (
+        sum(p.stat().st_size for p in out.joinpath("logs").rglob("*.log"))
+        + (out / "torchrun.log").stat().st_size
+    )
+
+
+def _capture_hang(out: Path, sup: _Supervisor, python: str, notes: list[str]) -> dict[int, str]:
+    """py-spy every worker, then ask each for a flight-recorder dump (SIGUSR1)."""
+    workers = sup.refresh()
+    leaves: dict[int, str] = {}
+    pyspy = _pyspy(python)
+    host = socket.gethostname()
+    if pyspy is None:
+        notes.append("py-spy not found: no stack dumps taken")
+    else:
+        (out / "pyspy").mkdir(exist_ok=True)
+        for w in workers:
+            res = subprocess.run(
+                [pyspy, "dump", "--pid", str(w.pid)],
+                capture_output=True,
+                text=True,
+                timeout=PYSPY_TIMEOUT_S,
+                check=False,
+            )
+            text = res.stdout + (f"\n[py-spy stderr]\n{res.stderr}" if res.returncode else "")
+            (out / "pyspy" / f"trace-{host}-{w.pid}.out").write_text(text)
+            m = _PYSPY_MAIN_RE.search(res.stdout)
+            rank = _rank_of(w.pid)
+            if m and rank is not None:
+                leaves[rank] = m.group(1).strip()
+    fr_dir = out / "fr"
+    asked = time.time()
+    for w in workers:
+        _signal(w.pid, signal.SIGUSR1)
+    deadline = time.monotonic() + FR_WAIT_S
+    while time.monotonic() < deadline:
+        fresh = [p for p in fr_dir.glob("rank*.pkl") if p.stat().st_mtime >= asked - 1]
+        if len(fresh) >= len(workers):
+            break
+        time.sleep(POLL_S)
+    return leaves
+
+
+def _facts(
+    spec: DrillSpec, nproc: int, steps: int, k: int, leaves: dict[int, str]
+) -> tuple[dict[str, Any], list[str]]:
+    fault = worker.FAULT_RANK
+    others = [r for r in range(nproc) if r != fault]
+    seq = worker.collective_plan(k)
+    notes: list[str] = []
+    if spec.name == "timeout":
+        facts: dict[str, Any] = {
+            "timed_out_ranks": others,
+            "op_type": "gloo:all_reduce",
+            "seq_num": seq["grad_allreduce_at_fault"],
+            "lagging_ranks": [fault],
+            "pattern": "straggler",
+        }
+        notes.append(
+            f"rank {fault} slept through the gradient all_reduce of iteration {k} (default process group '0')"
+        )
+    elif spec.name == "desync":
+        ops = {str(r): "gloo:all_reduce" for r in others} | {str(fault): "gloo:all_gather"}
+        facts = {
+            "first_mismatch": {
+                "process_group": "0 (default_pg)",  # id (desc), as traindoc names groups
+                "seq_num": seq["grad_allreduce_at_fault"],
+                "kind": "op",
+                "ops": dict(sorted(ops.items(), key=lambda kv: int(kv[0]))),
+                "ranks": [fault],
+            }
+        }
+        notes.append(
+            f"iteration {k}; process group '0' is desc 'default_pg'; gloo turns the mismatch into timeouts"
+        )
+    elif spec.name == "crash":
+        facts = {"failed_ranks": [fault], "error_kind": "signal"}
+        notes.append(f"rank {fault} sent itself SIGKILL at iteration {k}, before its all_reduce")
+    elif spec.name == "hang":
+        facts = {"outlier_members": [fault]}
+        if fault in leaves:
+            facts["outlier_leaf"] = leaves[fault]
+        majority = Counter(v for r, v in leaves.items() if r != fault).most_common(1)
+        if majority:
+            facts["majority_leaf"] = majority[0][0]
+        notes.append(
+            f"after iteration {k} rank {fault} waits on an eval loader queue forever; the others wait in "
+            f"broadcast (src={fault}, seq {seq['eval_broadcast']}); leaves are py-spy's top MainThread frames"
+        )
+    elif spec.name == "slow_rank":
+        facts = {"change_iteration": k, "suspect_ranks": [fault]}
+        notes.append(f"rank {fault} sleeps an extra 250 ms per step from iteration {k} on")
+    elif spec.name == "loss_spike":
+        facts = {"spikes": [{"start_iteration": k}]}
+        notes.append(f"rank 0's micro-batch at iteration {k} was scaled by 1e3")
+    else:  # unseeded_split
+        batches = {r: worker.split_batches(r, nproc, steps) for r in range(nproc)}
+        short = min(batches.values())
+        facts = {
+            "timed_out_ranks": [r for r, b in batches.items() if b == short],
+            "op_type": "gloo:all_gather",
+            "seq_num": 1,
+            "lagging_ranks": [r for r, b in batches.items() if b != short],
+            "pattern": "straggler",
+        }
+        notes.append(
+            f"batches per rank {batches}; seq_num 1 is on the checkpoint process group '1' "
+            f"(save timeout {spec.save_timeout:g} s), not the default group"
+        )
+    return facts, notes
+
+
+def run(
+    name: str,
+    out_dir: str | os.PathLike[str],
+    *,
+    steps: int | None = None,
+    nproc: int = 2,
+    python: str | os.PathLike[str] | None = None,
+    timeout_s: float = 120.0,
+) -> Path:
+    """Run drill ``name`` and write its bundle into ``out_dir``; return ``out_dir``."""
+    if name not in SPECS:
+        raise DrillError(f"unknown drill {name!r}; choose from {', '.join(SPECS)}")
+    if nproc < 2:
+        raise DrillError("drills need at least 2 processes")
+    spec = SPECS[name]
+    steps = steps or spec.steps
+    k = spec.fault_step(steps)
+    if (
+        spec.name == "unseeded_split"
+        and len({worker.split_batches(r, nproc, steps) for r in range(nproc)}) < 2
+    ):
+        raise DrillError(
+            f"unseeded_split: with {steps} steps all ranks get the same number of batches"
+        )
+    py = _find_python(python)
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    _clear_bundle(out)
+    (out / "fr").mkdir()
+    cmd = [
+        *_launcher(py),
+        "--standalone",
+        "--nnodes=1",
+        f"--nproc-per-node={nproc}",
+        f"--log-dir={out / 'logs'}",
+        "--redirects=3",
+        "--tee=3",
+        str(WORKER_SCRIPT),
+        f"--drill={name}",
+        f"--steps={steps}",
+        f"--fault-step={k}",
+        f"--fr-dir={out / 'fr'}",
+        f"--pg-timeout={spec.pg_timeout:g}",
+        f"--save-timeout={spec.save_timeout:g}",
+    ]
+    env = dict(
+        os.environ, TORCH_FR_BUFFER_SIZE=FR_BUFFER_SIZE, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1"
+    )
+    env.pop("TORCHELASTIC_ERROR_FILE", None)
+    notes: list[str] = []
+    leaves: dict[int, str] = {}
+    timed_out = False
+    t0 = time.monotonic()
+    with _interruptible(), open(out / "torchrun.log", "wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=out,
+            start_new_session=True,
+        )
+        sup = _Supervisor(proc)
+        try:
+            last_size, last_change = -1, time.monotonic()
+            while proc.poll() is None:
+                sup.refresh()
+                now = time.monotonic()
+                if now - t0 > timeout_s:
+                    timed_out = True
+                    notes.append(f"runner deadline of {timeout_s:g} s hit: processes killed")
+                    break
+                if spec.name == "hang":
+                    size = _log_bytes(out)
+                    if size != last_size:
+                        last_size, last_change = size, now
+                    elif now - last_change > STALL_S and _ITERATION_RE.search(
+                        (out / "torchrun.log").read_text("utf-8", "replace")
+                    ):
+                        leaves = _capture_hang(out, sup, py, notes)
+                        break
+                time.sleep(POLL_S)
+        finally:
+            sup.terminate()
+    duration = time.monotonic() - t0
+    facts, fact_notes = _facts(spec, nproc, steps, k, leaves)
+    if spec.name == "hang" and not leaves:
+        notes.append("no py-spy leaves captured")
+    record = {
+        "drill": name,
+        "class": spec.cls,
+        "facts": facts,
+        "notes": "; ".join([*fact_notes, *notes]),
+        "run": {
+            "command": cmd,
+            "returncode": proc.returncode,
+            "expected_success": spec.expect_success,
+            "duration_s": round(duration, 1),
+            "nproc": nproc,
+            "steps": steps,
+            "fault_step": k,
+            "fault_rank": worker.FAULT_RANK,
+            "timed_out": timed_out,
+        },
+    }
+    files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    record["artifacts"] = sorted(files | {"drill.json"})
+    (out / "drill.json").write_text(json.dumps(record, indent=2) + "\n")
+    return out
+
+
+def sample_dir(name: str, data_root: Path = DATA_ROOT) -> Path:
+    """Where ``--regenerate-samples`` puts drill ``name``'s bundle."""
+    return data_root / SPECS[name].cls / f"drill_{name}"
+
+
+def regenerate_samples(data_root: Path = DATA_ROOT, names: list[str] | None = None) -> list[Path]:
+    """Re-run every drill into ``<data_root>/<class>/drill_<name>/`` with a README."""
+    made = []
+    for name in names or list(SPECS):
+        target = sample_dir(name, data_root)
+        if target.exists():
+            shutil.rmtree(target)
+        run(name, target)
+        spec = SPECS[name]
+        rel = target.relative_to(REPO_ROOT) if target.is_relative_to(REPO_ROOT) else target
+        (target / "README.md").write_text(
+            f"# drill `{name}` ({spec.cls})\n\n"
+            f"Injected fault: {spec.description}.\n\n"
+            f"What it shows: {spec.shows}\n\n"
+            "Real artifacts from a 2-process CPU/gloo torchrun job: `torchrun.log` (torchrun's stdout+stderr "
+            "with the workers tee'd in), `logs/` (per-rank files as torchrun wrote them), `fr/rank<N>.pkl` "
+            "(flight-recorder pickles), `pyspy/` where taken; `drill.json` holds the injected truth.\n\n"
+            "Made with:\n\n"
+            f"```\nPYTHONPATH=lib python -m traindoc.drills {name} --out {rel}\n```\n\n"
+            "(all samples: `PYTHONPATH=lib python -m traindoc.drills --regenerate-samples`)\n"
+        )
+        made.append(target)
+    return made
