@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 SAMPLE ?= data/timeout/gemma3_seed
 OUT ?= runbook-output
 
-.PHONY: setup demo test lint lab samples bench clean
+.PHONY: setup demo test test-fast lint lab samples bench clean
 
 setup: $(VENV)/.installed
 
@@ -25,12 +25,20 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q
 
+# Everything but the real torch.distributed drills (about a minute faster).
+test-fast: setup
+	$(PY) -m pytest -q -m "not drills"
+
 lint: setup
 	$(VENV)/bin/ruff check lib tests benchmarks
 
 lab: setup
 	$(PY) -m pip install -q -e '.[dev,lab]'
 	$(VENV)/bin/jupyter lab runbooks/
+
+# Regenerate the drill-made samples under data/ (real torchrun/gloo runs; about 2 minutes).
+samples: setup
+	$(PY) -m traindoc.drills --regenerate-samples
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

@@ -1,0 +1,43 @@
+"""Each drill end to end: cause the fault for real, run the matching runbook by papermill, and
+compare the runbook's facts with the truth the drill injected (drill.json)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from test_runbooks import execute, matches
+
+from traindoc.drills import SPECS, run
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="drills need torch (make setup installs torch==2.13.0)")
+
+
+@pytest.mark.drills
+@needs_torch
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_drill_runbook_finds_the_injected_fault(name: str, tmp_path: Path) -> None:
+    bundle = Path(run(name, tmp_path / "bundle"))
+    truth = json.loads((bundle / "drill.json").read_text())
+    runbook = truth["class"]
+    if not (ROOT / "runbooks" / f"{runbook}.ipynb").exists():
+        pytest.skip(f"runbooks/{runbook}.ipynb does not exist yet")
+    summary = execute(runbook, tmp_path, log_path=str(bundle))
+    for key, value in truth["facts"].items():
+        assert matches(value, summary["facts"].get(key)), (key, value, summary["facts"].get(key))
+
+
+@pytest.mark.drills
+@needs_torch
+def test_walkthrough_notebook_runs(tmp_path: Path) -> None:
+    import papermill as pm
+
+    pm.execute_notebook(str(ROOT / "notebooks" / "drill_walkthrough.ipynb"),
+                        str(tmp_path / "walk.ipynb"),
+                        parameters={"drill": "timeout", "output_dir": str(tmp_path / "out")},
+                        kernel_name="python3", cwd=str(ROOT), progress_bar=False)
+    assert (tmp_path / "out" / "timeout" / "drill.json").exists()
