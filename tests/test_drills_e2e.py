@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT
 from test_runbooks import execute, matches
-
 from traindoc.drills import SPECS, run
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,

@@ -6,6 +6,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+
 import traindoc
 from traindoc.parse.prefixes import demux, split_physical, strip_ansi
 

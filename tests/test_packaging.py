@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import tomllib
+
 from conftest import ROOT
 
 NAME_RE = re.compile(r"^\s*-\s+([A-Za-z0-9_.\-]+)")

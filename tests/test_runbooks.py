@@ -11,6 +11,7 @@ from pathlib import Path
 
 import papermill as pm
 import pytest
+
 from conftest import DATA, ROOT
 
 RUNBOOKS = sorted(p.stem for p in (ROOT / "runbooks").glob("*.ipynb"))

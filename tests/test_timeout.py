@@ -6,6 +6,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+
 import traindoc
 from conftest import DATA
 from traindoc.diagnose import timeout

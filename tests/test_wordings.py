@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 import traindoc
 from conftest import ROOT
 from traindoc.parse.collectives import parse_gloo_timeout, parse_watchdog, parse_work_status
