@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -66,6 +67,24 @@ def step_totals_by_rank(incident: Incident) -> dict[int, int]:
     return {int(r): int(t) for r, t in pr.groupby("rank")["total"].max().items()}
 
 
+RUN_DIR_RE = re.compile(r"([^/\\]+)[/\\]attempt_\d+[/\\]")
+
+
+def mixed_jobs(incident: Incident) -> list[str]:
+    """Evidence that the input holds logs of more than one job: several torchrun run
+    directories, or iteration lines announcing different total iteration counts."""
+    evidence: list[str] = []
+    runs = sorted({m.group(1) for f in incident.account.get("file_list", [])
+                   if (m := RUN_DIR_RE.search(str(f)))})
+    if len(runs) > 1:
+        evidence.append(f"torchrun run directories: {', '.join(runs[:8])}")
+    it = incident.iterations.dropna(subset=["total_iterations"])
+    if len(it) and it["total_iterations"].nunique() > 1:
+        for total, g in it.groupby("total_iterations"):
+            evidence.append(f"total iterations {int(total)}: {g['source'].iloc[0]}")
+    return evidence
+
+
 def input_findings(incident: Incident) -> list[Finding]:
     """Findings about the input itself: warnings, and lines that look like errors but that no
     parser understood (so a new format is never silently ignored)."""
@@ -74,6 +93,12 @@ def input_findings(incident: Incident) -> list[Finding]:
     if warnings:
         out.append(Finding("input_warnings", "info",
                            f"{len(warnings)} warning(s) while reading the input", list(warnings[:20])))
+    mixed = mixed_jobs(incident)
+    if mixed:
+        out.append(Finding(
+            "mixed_jobs", "warning",
+            "These logs seem to come from more than one job (different runs or iteration plans); "
+            "point log_path at one job's logs, or read each finding's evidence with care", mixed))
     if incident.unrecognized:
         out.append(Finding(
             "unrecognized_error_lines", "info",
