@@ -1,0 +1,341 @@
+"""traindoc.diagnose.loss_spike on the seed, the drill, a real W&B export and synthetic curves."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import traindoc
+from conftest import DATA
+from traindoc import Incident
+from traindoc.diagnose import loss_spike as ls
+
+GBS = 2048
+
+
+def megatron(it: int, loss: float | str, gn: float | None = None, *, samples: int | None = None,
+             scale: float | None = None, skipped: int = 0, nan: int = 0,
+             lr: float = 6e-5) -> str:
+    """A Megatron-DeepSpeed iteration line, fields as BigScience's fp16 104B log printed them:
+    ``lm loss: 2.898812E+00 | loss scale: 4096.0 | grad norm: 2553.971 | num zeros: 0.0 |``."""
+    samples = samples if samples is not None else it * GBS
+    lv = loss if isinstance(loss, str) else f"{loss:.6E}"
+    return (f"[default7]: iteration {it:>8d}/  159576 | consumed samples: {samples:>12d} | "
+            f"consumed tokens: {samples * 2048:>13d} | elapsed time per iteration (ms): 255453.3 "
+            f"| learning rate: {lr:.3E} | global batch size: {GBS:>5d} | lm loss: {lv} |"
+            + (f" loss scale: {scale:.1f} |" if scale is not None else "")
+            + (f" grad norm: {gn:.3f} |" if gn is not None else "")
+            + f" num zeros: 0.0 | number of skipped iterations: {skipped:>3d} | number of nan "
+            f"iterations: {nan:>3d} |\n")
+
+
+def load_lines(tmp_path: Path, lines: list[str]) -> Incident:
+    p = tmp_path / "main_log.txt"
+    p.write_text("".join(lines))
+    return traindoc.load(p)
+
+
+def rows_incident(loss: np.ndarray, grad: np.ndarray | None = None, start: int = 1,
+                  **extra: np.ndarray) -> Incident:
+    rows = []
+    for k, v in enumerate(loss):
+        r = {"iteration": start + k, "loss": float(v), "consumed_samples": (start + k) * GBS,
+             "global_batch_size": GBS, "source": f"synthetic:{k + 1}", "line": f"step {start + k}"}
+        if grad is not None:
+            r["grad_norm"] = float(grad[k])
+        for name, arr in extra.items():
+            r[name] = arr[k]
+        rows.append(r)
+    return Incident.from_rows({"iterations": rows}, account={"files": 1, "paths": ["synthetic"]})
+
+
+def falling(n: int, noise: float, seed: int, floor: float = 2.0, amp: float = 8.0,
+            tau: float = 300.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return (floor + amp * np.exp(-t / tau)) * (1 + noise * rng.standard_normal(n))
+
+
+def grads(n: int, seed: int) -> np.ndarray:
+    return 0.3 * np.exp(0.1 * np.random.default_rng(seed + 100).standard_normal(n))
+
+
+# -- the seed ---------------------------------------------------------------------------------
+def test_bloom_seed() -> None:
+    r = ls.diagnose(traindoc.load(DATA / "loss_spike" / "bloom_seed"))
+    f = r.facts
+    assert set(ls.FACT_KEYS) <= set(f)
+    assert len(f["spikes"]) == 1
+    sp = f["spikes"][0]
+    assert (sp["peak_loss"], sp["peak_iteration"], sp["peak_grad_norm"]) == (5.098124, 31219, 960.351)
+    assert sp["recovered_iteration"] is not None and sp["recovered_iteration"] <= 31250
+    assert f["grad_norm_leads"] is True
+    assert sp["grad_norm_start_iteration"] == 31215 < sp["start_iteration"] == 31216
+    assert sp["data_window"]["samples"] == [47768496, 47778736]  # 5 batches of 2048
+    assert f["nan_iterations"] == [] and f["skipped_iterations"] == []
+    assert f["rollback_iteration"] is None  # it recovered: no rollback
+    assert "keep training" in r.verdict and r.confidence == "high"
+    assert r.actions[0].id == "keep_going"
+    ids = {x.id for x in r.findings}
+    assert {"grad_norm_leads", "log_gap_31216", "data_window"} <= ids
+    lead = next(x for x in r.findings if x.id == "grad_norm_leads")
+    assert "0.242 → 0.947 → 2.39 → 15.89 → 145.1 → 960.4" in lead.title
+
+
+def test_bloom_seed_names_the_checkpoint_to_keep() -> None:
+    r = ls.diagnose(traindoc.load(DATA / "loss_spike" / "bloom_seed"), checkpoint_interval=100)
+    assert "global_step31200" in r.actions[0].how
+    assert r.facts["rollback_iteration"] is None
+
+
+# -- curves with no spike ---------------------------------------------------------------------
+@pytest.mark.parametrize("noise", [0.0, 0.005, 0.02, 0.05])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_smooth_falling_curve_has_no_spike(noise: float, seed: int) -> None:
+    n = 2000
+    r = ls.diagnose(rows_incident(falling(n, noise, seed), grads(n, seed)))
+    assert r.facts["spikes"] == []
+    assert r.facts["rollback_iteration"] is None
+    assert r.verdict.startswith("No loss spike")
+    assert r.actions[0].id == "keep_going"
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), noise=st.floats(0.0, 0.03), tau=st.floats(20, 2000),
+       floor=st.floats(0.5, 5.0), n=st.integers(5, 600))
+def test_no_spike_on_any_noisy_decay(seed: int, noise: float, tau: float, floor: float,
+                                     n: int) -> None:
+    loss = falling(n, noise, seed, floor=floor, tau=tau)
+    assert ls.find_spikes(ls.series(rows_incident(loss, grads(n, seed))))[0] == []
+
+
+# -- known spikes ------------------------------------------------------------------------------
+def spiky(n: int = 1500, at: int = 1200, lead: int = 3, seed: int = 0) -> tuple[np.ndarray, ...]:
+    loss, grad = falling(n, 0.01, seed), grads(n, seed)
+    i = at - 1  # row index of iteration `at`
+    loss[i : i + 6] *= [1.4, 2.3, 1.8, 1.4, 1.15, 1.05]
+    grad[i - lead : i + 4] *= np.geomspace(4, 3000, lead + 4)
+    return loss, grad
+
+
+def test_synthetic_spike_start_peak_recovery_and_lead() -> None:
+    loss, grad = spiky()
+    f = ls.diagnose(rows_incident(loss, grad)).facts
+    assert len(f["spikes"]) == 1
+    sp = f["spikes"][0]
+    assert (sp["start_iteration"], sp["peak_iteration"]) == (1200, 1201)
+    assert 1204 <= sp["recovered_iteration"] <= 1206
+    assert sp["recovery_iterations"] == sp["recovered_iteration"] - 1200
+    assert sp["baseline_loss"] == pytest.approx(2.0 + 8 * math.exp(-1199 / 300), rel=0.02)
+    assert sp["grad_norm_start_iteration"] == 1197 and f["grad_norm_leads"] is True
+    assert sp["data_window"]["iterations"] == [1197, 1201]
+    assert sp["data_window"]["samples"] == [1196 * GBS, 1201 * GBS]
+
+
+def test_bad_batch_moves_loss_and_grad_in_the_same_iteration() -> None:
+    loss, grad = spiky(lead=0)
+    r = ls.diagnose(rows_incident(loss, grad))
+    assert r.facts["spikes"][0]["grad_norm_start_iteration"] == 1200
+    assert r.facts["grad_norm_leads"] is False
+    assert any(x.id == "grad_norm_with_loss" for x in r.findings)
+
+
+def test_two_spikes_each_measured_against_its_own_baseline() -> None:
+    loss, grad = falling(1500, 0.01, 3), grads(1500, 3)
+    loss[699:702] *= [2.0, 1.6, 1.2]
+    loss[1099:1101] *= [1.8, 1.3]
+    f = ls.diagnose(rows_incident(loss, grad)).facts
+    assert [s["peak_iteration"] for s in f["spikes"]] == [700, 1100]
+    assert all(s["recovered_iteration"] is not None for s in f["spikes"])
+
+
+def test_spike_detected_right_after_a_long_one() -> None:
+    loss = falling(900, 0.01, 4)
+    loss[399:430] *= 1.6  # 31 points high: more than half a 50-point window
+    loss[459] *= 2.0
+    f = ls.diagnose(rows_incident(loss)).facts
+    assert [s["start_iteration"] for s in f["spikes"]] == [400, 460]
+
+
+def test_unrecovered_spike_rolls_back_to_the_last_saved_checkpoint() -> None:
+    loss, grad = falling(1300, 0.01, 5), grads(1300, 5)
+    loss[1159:] *= 1.5  # up at 1160 and never back
+    inc = rows_incident(loss, grad)
+    inc.tables["checkpoints"] = pd.DataFrame({
+        "iteration": [1000, 1000, 1100, 1100, 1150],
+        "kind": ["save_start", "saved", "save_start", "saved", "save_start"],  # 1150 never finished
+    })
+    r = ls.diagnose(inc)
+    sp = r.facts["spikes"][0]
+    assert sp["start_iteration"] == 1160 and sp["recovered_iteration"] is None
+    assert r.facts["rollback_iteration"] == 1100
+    assert "roll back to checkpoint 1100" in r.verdict
+    top = r.actions[0]
+    assert top.id == "rollback_skip_data"
+    assert "--skip-train-iteration-range 1160-" in top.how
+    assert "latest_checkpointed_iteration.txt" in top.how
+    assert f"samples {1159 * GBS}.." in top.how
+    assert any(f.id == "loss_spike_1160" and f.severity == "critical" for f in r.findings)
+    # without checkpoint lines, the save interval gives the rollback point
+    inc.tables.pop("checkpoints")
+    assert ls.diagnose(inc, checkpoint_interval=50).facts["rollback_iteration"] == 1150
+    assert ls.diagnose(inc).facts["rollback_iteration"] is None
+
+
+def test_rollback_point() -> None:
+    assert ls.rollback_point(1160, [1000, 1100, 1200]) == 1100
+    assert ls.rollback_point(1100, [1000, 1100]) == 1000  # iteration 1100's batch is suspect
+    assert ls.rollback_point(1160, [], 100) == 1100
+    assert ls.rollback_point(50, [], 100) is None
+
+
+# -- NaN, skipped, loss scale --------------------------------------------------------------------
+def test_nan_then_back_is_listed_not_rolled_back(tmp_path: Path) -> None:
+    lines = [megatron(i, 2.0 - i * 1e-3, 0.3) for i in range(1, 30)]
+    lines[14] = megatron(15, "NAN", None, nan=1)
+    r = ls.diagnose(load_lines(tmp_path, lines))
+    assert r.facts["nan_iterations"] == [15]
+    assert r.facts["spikes"] == [] and r.facts["rollback_iteration"] is None
+    assert any(f.id == "nan_iterations" and f.severity == "warning" for f in r.findings)
+
+
+def test_nan_to_the_end_is_a_divergence(tmp_path: Path) -> None:
+    lines = [megatron(i, 2.0, 0.3) for i in range(1, 21)]
+    lines += [megatron(i, "nan", None, nan=1) for i in range(21, 31)]
+    r = ls.diagnose(load_lines(tmp_path, lines), checkpoint_interval=10)
+    assert r.facts["nan_iterations"] == list(range(21, 31))
+    assert r.facts["rollback_iteration"] == 20
+    assert "NaN at iteration 21" in r.verdict and r.confidence == "high"
+    assert r.actions[0].id == "rollback_nan"
+
+
+def test_loss_scale_collapse(tmp_path: Path) -> None:
+    lines = [megatron(i, 2.5, 0.4, scale=65536.0) for i in range(1, 11)]
+    scale = 65536.0
+    for i in range(11, 21):  # overflow on every step: skipped, scale halved each time
+        scale /= 2
+        lines.append(megatron(i, 2.5, None, scale=scale, skipped=1))
+    r = ls.diagnose(load_lines(tmp_path, lines))
+    assert r.facts["skipped_iterations"] == list(range(11, 21))
+    c = ls.loss_scale_collapses(ls.series(load_lines(tmp_path, lines)))
+    assert c == [{"start_iteration": 10, "end_iteration": 20, "from": 65536.0, "to": 64.0,
+                  "halvings": 10.0}]
+    assert any(f.id == "loss_scale_collapse_10" and f.severity == "critical" for f in r.findings)
+    assert "loss scale collapsed from 6.554e+04 to 64" in r.verdict
+    assert any(a.id == "loss_scale" for a in r.actions)
+
+
+def test_normal_dynamic_loss_scaling_is_no_collapse() -> None:
+    # halve on an overflow, grow back ×2 after a quiet window: what a healthy fp16 run does
+    scale = [65536.0] * 10 + [32768.0] * 10 + [65536.0] * 10 + [32768.0] * 5 + [16384.0] * 5
+    s = pd.DataFrame({"iteration": range(1, 41), "loss_scale": scale})
+    assert ls.loss_scale_collapses(s) == []
+    assert ls.loss_scale_collapses(pd.DataFrame({"iteration": [1, 2], "loss_scale": [2.0, 1.0]}))
+
+
+# -- the real samples ------------------------------------------------------------------------------
+def test_drill_corrupted_batch() -> None:
+    f = ls.diagnose(traindoc.load(DATA / "loss_spike" / "drill_loss_spike")).facts
+    assert [s["start_iteration"] for s in f["spikes"]] == [20]
+    sp = f["spikes"][0]
+    assert (sp["peak_iteration"], sp["recovered_iteration"]) == (20, 21)
+    assert f["grad_norm_leads"] is False
+
+
+def test_wandb_lr_jump() -> None:
+    r = ls.diagnose(traindoc.load(DATA / "loss_spike" / "wandb_lr_jump"), checkpoint_interval=100)
+    sp = r.facts["spikes"][0]
+    assert (sp["start_iteration"], sp["peak_iteration"], sp["recovered_iteration"]) == (261, 263, None)
+    assert r.facts["rollback_iteration"] == 200
+    assert "learning rate jumped ×30 (0.003 → 0.09) at iteration 260" in r.verdict
+    assert r.actions[0].id == "restore_lr"
+    assert sp["data_window"]["tokens"] == [260 * 512, 263 * 512]
+
+
+# -- other log formats ---------------------------------------------------------------------------
+def test_hf_trainer_torchtitan_and_deepspeed_lines(tmp_path: Path) -> None:
+    loss, grad = spiky(n=60, at=40, lead=0)
+    hf = "".join(f"{{'loss': {v:.4f}, 'grad_norm': {g:.4f}, 'learning_rate': 1e-05, 'epoch': "
+                 f"{k / 100:.2f}}}\n" for k, (v, g) in enumerate(zip(loss, grad, strict=True)))
+    f = ls.diagnose(load_lines(tmp_path, [hf])).facts
+    assert [s["start_iteration"] for s in f["spikes"]] == [40]
+    titan = "".join(f"[rank0]:[titan] 2025-01-01 10:00:00,000 - root - INFO - step: {k + 1}  "
+                    f"loss: {v:7.4f}  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: "
+                    "34.29%\n" for k, v in enumerate(loss))
+    f = ls.diagnose(load_lines(tmp_path, [titan])).facts
+    assert [s["start_iteration"] for s in f["spikes"]] == [40]
+    # DeepSpeed's pipeline engine (runtime/pipe/engine.py): steps: N loss: X iter time (s): …
+    ds = "".join(f"steps: {k + 1} loss: {v:.4f} iter time (s): 0.283 samples/sec: 226.457\n"
+                 for k, v in enumerate(loss))
+    f = ls.diagnose(load_lines(tmp_path, [ds])).facts
+    assert [s["start_iteration"] for s in f["spikes"]] == [40]
+
+
+def test_restarted_job_rerun_replaces_the_first_attempt(tmp_path: Path) -> None:
+    first = [megatron(i, 2.0, 0.3) for i in range(1, 21)] + [megatron(21, 9.0, 50.0)]
+    rerun = [megatron(i, 2.0, 0.3) for i in range(11, 31)]  # restarted from checkpoint 10
+    s = ls.series(load_lines(tmp_path, first + rerun))
+    assert s["iteration"].tolist() == list(range(1, 31))
+    assert float(s.loc[s["iteration"] == 21, "loss"].item()) == 2.0
+
+
+def test_no_metrics_is_a_finding() -> None:
+    r = ls.diagnose(Incident.empty())
+    assert set(r.facts) == set(ls.FACT_KEYS)
+    assert r.facts["spikes"] == [] and r.confidence == "low"
+    assert r.findings[0].id == "no_iterations"
+
+
+# -- the detector's parts ------------------------------------------------------------------------
+def test_rolling_stats_match_a_naive_computation() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal(300)
+    y[rng.choice(300, 30, replace=False)] = np.nan
+    med, mad, cnt = ls.rolling_stats(y, 20)
+    for i in (1, 5, 19, 20, 150, 299):
+        w = y[max(0, i - 20) : i]
+        w = w[~np.isnan(w)]
+        assert cnt[i] == len(w)
+        assert med[i] == pytest.approx(np.median(w))
+        assert mad[i] == pytest.approx(1.4826 * np.median(np.abs(w - np.median(w))))
+    assert cnt[0] == 0 and np.isnan(med[0])
+
+
+def test_detection_is_fast_on_a_long_run() -> None:
+    n = 200_000
+    loss = falling(n, 0.02, 7, tau=20_000)
+    loss[150_000] *= 3
+    t = time.perf_counter()
+    found = [e for e in ls.excursions(loss) if e.confirmed]
+    assert time.perf_counter() - t < 20
+    assert [e.start for e in found] == [150_000]
+
+
+def test_rollback_from_megatron_checkpoint_lines(tmp_path: Path) -> None:
+    """megatron/checkpointing.py: 'saving checkpoint at iteration {:7d} to {}' then
+    '  successfully saved checkpoint at iteration {:7d} to {}'; the save at 40 never finished."""
+    loss = falling(50, 0.005, 9, tau=100)
+    loss[42:] *= 1.8  # up at iteration 43 and never back
+    lines = []
+    for k, v in enumerate(loss):
+        it = k + 1
+        lines.append(megatron(it, float(v), 0.3))
+        if it % 10 == 0:
+            lines.append(f"[default0]:saving checkpoint at iteration {it:7d} to /ckpt/main\n")
+            if it != 40:
+                lines.append(f"[default0]:  successfully saved checkpoint at iteration {it:7d} to "
+                             "/ckpt/main\n")
+    inc = load_lines(tmp_path, lines)
+    if "checkpoints" not in inc.tables or not len(inc.tables["checkpoints"]):
+        pytest.skip("no checkpoints parser in this checkout")
+    r = ls.diagnose(inc)
+    assert r.facts["spikes"][0]["start_iteration"] == 43
+    assert r.facts["rollback_iteration"] == 30
+    assert "echo 30 > <save>/latest_checkpointed_iteration.txt" in r.actions[0].how
