@@ -1,0 +1,630 @@
+"""Triage: which failure classes an incident shows, in which order, and which came first.
+
+A page does not say what failed. Each class is detected from the tables:
+
+- ``timeout``: collective rows in state ``timed_out`` (NCCL watchdog, gloo).
+- ``gpu_crash``: errors of kind cuda_error, xid, oom, ecc or signal, any error row whose text
+  carries a CUDA error (a watchdog that died of one), and worker exits by a signal or a non-zero
+  code. Teardown is not a crash: the SIGTERM/SIGKILL a launcher or scheduler sends to the
+  survivors, and the abort of a rank whose watchdog had already timed out.
+- ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
+- ``throughput`` / ``loss_spike``: iteration metrics long enough to judge; present only when the
+  class's own diagnosis (``traindoc.diagnose.<class>``, imported lazily) finds something, else
+  listed under ``not_checked``.
+
+The classes are then ordered: by the earliest time of their evidence where both have one;
+otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
+then the order of the lines in the files. The first class is the likely cause, the rest its
+cascade — a dead rank leaves its peers waiting in a collective until their watchdogs fire.
+
+``diagnose`` is pure; ``with_runbooks`` adds each class's runbook verdict through a runner
+the caller passes (``traindoc.cli.runbook_runner`` runs the notebooks with papermill).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+import matplotlib.dates as mdates
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..incident import Incident, _span
+from ..report import Action, Finding, Report, escape_frame, evidence, ranked
+from .common import input_findings
+from .timeout import timeout_rows, with_status_pg
+
+CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
+# Classes judged by their own diagnosis module; the others are read straight off the tables.
+METRIC_CLASSES = ("throughput", "loss_spike")
+CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
+# Signals a launcher or scheduler sends to the survivors once one worker failed.
+TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
+# errors.code of lines that are a launcher or scheduler tearing the job down, not a crash.
+TEARDOWN_CODES = frozenset({"launcher_sigterm", "launcher_received_signal", "launcher_kill"})
+# errors.code of lines saying a peer went away: a rank that then exits with an exception is
+# the cascade of that peer's failure, not a crash of its own.
+PEER_LOST_CODES = frozenset({"gloo_connection_reset", "gloo_connection_closed", "nccl_remote"})
+RECORD_HEADER_RE = re.compile(r"^\s*\[\d+\]:\s*$")
+# A CUDA failure, whatever parser filed the line (torch>=2.2 words a GPU fault seen by the NCCL
+# watchdog as "Process group watchdog thread terminated with exception: CUDA error: …").
+CUDA_TEXT_RE = re.compile(r"CUDA error: |CUDA out of memory|NVRM: Xid|uncorrectable ECC")
+SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
+MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
+MAX_LINES = 8  # evidence lines kept per class
+
+
+@dataclass
+class Sighting:
+    """One failure class seen in the incident: its evidence rows and where it starts."""
+
+    cls: str
+    rows: pd.DataFrame
+    detail: str
+    ranks: list[int] = field(default_factory=list)
+    first_seen: datetime | None = None
+    position: tuple[int, int] = (1 << 30, 0)  # (file index, line) of the first evidence row
+    report: Report | None = None
+
+
+def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
+    """(file index, line number) of each row's ``source`` ('file:lineno' or 'file#entryN')."""
+    files = {f: i for i, f in enumerate(incident.account.get("file_list", []))}
+    out = []
+    for src in df["source"].fillna(""):
+        name, _, num = str(src).rpartition(":")
+        if "#entry" in src:
+            name, _, num = str(src).partition("#entry")
+        if not name:
+            name, num = str(src), "0"
+        out.append((files.get(name, len(files)), int(num) if num.isdigit() else 0))
+    return out
+
+
+def _ordered(incident: Incident, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` sorted by time (rows without one last), then by file position."""
+    if not len(df):
+        return df
+    pos = _row_positions(incident, df)
+    key = df.assign(_t=df["time"] if "time" in df else pd.NaT,
+                    _f=[p[0] for p in pos], _l=[p[1] for p in pos])
+    key = key.sort_values(["_t", "_f", "_l"], na_position="last", kind="stable")
+    return key.drop(columns=["_t", "_f", "_l"])
+
+
+def _first(incident: Incident, df: pd.DataFrame) -> tuple[datetime | None, tuple[int, int]]:
+    """Earliest evidence time (None when no row has one) and the earliest file position."""
+    t = None
+    if "time" in df and df["time"].notna().any():
+        t = pd.Timestamp(df["time"].min()).to_pydatetime()
+    pos = min(_row_positions(incident, df), default=(1 << 30, 0))
+    return t, pos
+
+
+def _true(v: Any) -> bool:
+    """True for a true value; False for false, None and <NA>."""
+    return False if v is None or v is pd.NA else bool(v)
+
+
+def _ranks(df: pd.DataFrame) -> list[int]:
+    return sorted({int(r) for r in df["rank"].dropna()}) if "rank" in df else []
+
+
+def _who(ranks: list[int]) -> str:
+    if not ranks:
+        return "a rank (no rank tag)"
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_span(ranks)}"
+
+
+# -- detection, one function per class --------------------------------------------------------
+
+def _timeouts(incident: Incident) -> pd.DataFrame:
+    """One timeout row per rank and collective: the watchdog line and its 'terminated with
+    exception' wrapper are one timeout once the status line names the process group."""
+    pg = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
+                  incident.account, incident.unrecognized)
+    return timeout_rows(pg)
+
+
+def _timeout(incident: Incident) -> Sighting | None:
+    rows = _timeouts(incident)
+    if not len(rows):
+        return None
+    ranks = _ranks(rows)
+    ops = "/".join(sorted(set(rows["op_type"].dropna()))) or "a collective"
+    seqs = sorted({int(s) for s in rows["seq_num"].dropna()})
+    seq = f" #{seqs[0]}" if len(seqs) == 1 else (f" #{seqs[0]}–{seqs[-1]}" if seqs else "")
+    ms = rows["timeout_ms"].dropna()
+    after = f" after {int(ms.max()) / 1000:.0f} s" if len(ms) else ""
+    return Sighting("timeout", rows, f"{_who(ranks)} timed out in {ops}{seq}{after}", ranks)
+
+
+def _signal_of(row: Mapping[str, Any]) -> str | None:
+    for col in ("signal", "code", "message", "line"):
+        v = row.get(col)
+        if isinstance(v, str):
+            m = SIGNAL_NAME_RE.search(v)
+            if m:
+                return m.group(0)
+    return None
+
+
+def _follows_timeout(incident: Incident, rows: pd.DataFrame, timeouts: pd.DataFrame) -> pd.Series:
+    """Rows that are a timed-out rank's own teardown: same rank, or no rank and later in the
+    same file than a timeout line."""
+    if not len(timeouts) or not len(rows):
+        return pd.Series(False, index=rows.index)
+    out_ranks = set(_ranks(timeouts))
+    same_rank = rows["rank"].isin(list(out_ranks)).fillna(False).astype(bool)
+    tpos = _row_positions(incident, timeouts)
+    first_in_file: dict[int, int] = {}
+    for f, line in tpos:
+        first_in_file[f] = min(line, first_in_file.get(f, line))
+    later = [f in first_in_file and line > first_in_file[f]
+             for f, line in _row_positions(incident, rows)]
+    no_rank = rows["rank"].isna().to_numpy()
+    return same_rank | pd.Series(later, index=rows.index) & pd.Series(no_rank, index=rows.index)
+
+
+def crash_rows(incident: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(errors, exits) that are crashes rather than teardown (see the module doc)."""
+    e, x = incident.errors, incident.exits
+    timeouts = _timeouts(incident)
+    kind = e["kind"].fillna("")
+    cuda_text = e["line"].fillna("").str.contains(CUDA_TEXT_RE)
+    err = e[kind.isin(list(CRASH_KINDS)) | cuda_text]
+    if len(err):
+        sig = pd.Series([_signal_of(r) for r in err.to_dict("records")], index=err.index)
+        is_signal = err["kind"].fillna("") == "signal"
+        teardown = is_signal & (err["code"].fillna("").isin(list(TEARDOWN_CODES))
+                                | err["code"].fillna("").str.startswith("slurm_")
+                                | sig.isin(list(TEARDOWN_SIGNALS)))
+        # A timed-out rank's abort is the watchdog's doing, not a crash (keep its GPU errors).
+        teardown |= is_signal & _follows_timeout(incident, err, timeouts)
+        err = err[~teardown.astype(bool)]
+    x = worker_exits(x)
+    if len(x):
+        sig = x["signal"].fillna("")
+        failed = (sig != "") | (x["exitcode"].fillna(0) != 0)
+        teardown = sig.isin(list(TEARDOWN_SIGNALS)) | _follows_timeout(incident, x, timeouts)
+        lost = e[e["code"].fillna("").isin(list(PEER_LOST_CODES))]
+        teardown |= (sig == "") & x["rank"].isin(_ranks(lost)).fillna(False).astype(bool)
+        x = x[failed.astype(bool) & ~teardown.astype(bool)]
+    return err, x
+
+
+def worker_exits(x: pd.DataFrame) -> pd.DataFrame:
+    """One exit row per worker. A worker torchrun reported twice (its 'failed (exitcode: …)'
+    line and its ChildFailedError record, same pid) keeps the record, which names the global
+    rank. When torchrun reported its workers, the scheduler's per-task exits ('srun: error: …
+    task 0: Exited with exit code 1': no pid, no local rank) are its agents' exits, which
+    restate them, and are dropped."""
+    if not len(x):
+        return x
+    record = x["root_cause"].notna()
+    if not record.any():
+        return x
+    pids = set(x.loc[record, "pid"].dropna())
+    restated = ~record & x["pid"].isin(list(pids)).fillna(False).astype(bool)
+    agent = ~record & x["pid"].isna() & x["local_rank"].isna()
+    return x[~(restated | agent)]
+
+
+def exit_evidence(x: pd.DataFrame) -> pd.DataFrame:
+    """Exit rows whose ``line`` is only torchrun's record header ('[0]:') with the record
+    spelled out, so the evidence says who died and how."""
+    if not len(x):
+        return x
+    x = x.copy()
+    header = x["line"].fillna("").str.match(RECORD_HEADER_RE)
+    for i in x.index[header]:
+        r = x.loc[i]
+        who = "rank ?" if pd.isna(r["rank"]) else f"rank {int(r['rank'])}"
+        if pd.notna(r.get("local_rank")):
+            who += f" (local_rank {int(r['local_rank'])})"
+        if pd.notna(r.get("host")):
+            who += f" on {r['host']}"
+        code = "?" if pd.isna(r["exitcode"]) else int(r["exitcode"])
+        sig = f" ({r['signal']})" if pd.notna(r["signal"]) else ""
+        rc = ", torchrun's root cause" if _true(r.get("root_cause")) else ""
+        x.loc[i, "line"] = f"{str(r['line']).strip()} {who}: exitcode {code}{sig}{rc}"
+    return x
+
+
+HEADLINE_KINDS = ("cuda_error", "ecc", "oom", "xid", "signal")
+
+
+def headline_error(incident: Incident, err: pd.DataFrame) -> pd.Series:
+    """The error that best says what happened: a GPU error over an Xid over a signal, a row
+    that names its rank over one that does not, then the earliest."""
+    kind = err["kind"].fillna("")
+    rank_of = {k: i for i, k in enumerate(HEADLINE_KINDS)}
+    key = err.assign(_k=[rank_of.get(k, len(HEADLINE_KINDS)) for k in kind],
+                     _r=err["rank"].isna().astype(int))
+    key = _ordered(incident, key)
+    return key.sort_values(["_k", "_r"], kind="stable").iloc[0]
+
+
+def _gpu_crash(incident: Incident) -> Sighting | None:
+    err, x = crash_rows(incident)
+    if not len(err) and not len(x):
+        return None
+    cols = ["rank", "host", "time", "source", "line"]
+    rows = pd.concat([_ordered(incident, err)[cols], exit_evidence(_ordered(incident, x))[cols]],
+                     ignore_index=True)
+    ranks = _ranks(rows)
+    parts = []
+    if len(err):
+        first = headline_error(incident, err)
+        who = _who([int(first["rank"])] if pd.notna(first["rank"]) else [])
+        msg = str(first["message"]) if pd.notna(first["message"]) else str(first["kind"])
+        parts.append(f"{who}: {msg if len(msg) <= 140 else msg[:140] + ' …'}")
+    if len(x):
+        rc = x[x["root_cause"].fillna(False).astype(bool)]
+        first = (_ordered(incident, rc) if len(rc) else _ordered(incident, x)).iloc[0]
+        how = (f"died of {first['signal']}" if pd.notna(first["signal"])
+               else f"exited with code {int(first['exitcode'])}")
+        code = f" (exit {int(first['exitcode'])})" if pd.notna(first["exitcode"]) and pd.notna(
+            first["signal"]) else ""
+        tail = ", torchrun's root cause" if _true(first["root_cause"]) else ""
+        r = _who([int(first["rank"])] if pd.notna(first["rank"]) else [])
+        parts.append(f"{r} {how}{code}{tail}")
+    return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
+
+
+def _deadlock(incident: Incident) -> Sighting | None:
+    s = incident.stacks
+    if not len(s):
+        return None
+    procs = s.assign(_h=s["host"].fillna("?"), _p=s["pid"].fillna(-1)).drop_duplicates(["_h", "_p"])
+    return Sighting("deadlock", s, f"stack dumps of {len(procs)} process(es) in the bundle "
+                    "(taken while the job hung)", _ranks(s))
+
+
+def _steps(incident: Incident) -> pd.DataFrame:
+    it = incident.iterations
+    if "event" in it:
+        it = it[it["event"].isna()]
+    return it.dropna(subset=["iteration"])
+
+
+def _series_ok(incident: Incident, cls: str) -> bool:
+    it = _steps(incident)
+    cols = (["loss", "grad_norm", "nan"] if cls == "loss_spike" else
+            ["elapsed_s", "tflops", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu"])
+    return any(c in it and it[c].notna().sum() >= MIN_SERIES for c in cols)
+
+
+def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
+    """The iteration where the class's diagnosis saw its problem start (None: nothing found)."""
+    if cls == "loss_spike":
+        spikes = facts.get("spikes") or []
+        if spikes:
+            return int(spikes[0].get("start_iteration") or spikes[0].get("peak_iteration") or 0)
+        nans = facts.get("nan_iterations") or []
+        return int(nans[0]) if nans else None
+    it = facts.get("change_iteration")
+    if it is None or not facts.get("drop_pct"):
+        return None
+    return int(it)
+
+
+def _metric(incident: Incident, cls: str, modules: Mapping[str, Any] | None,
+            not_checked: list[dict[str, str]]) -> Sighting | None:
+    if not _series_ok(incident, cls):
+        return None
+    mod = (modules or {}).get(cls)
+    if modules is None:
+        try:
+            mod = importlib.import_module(f"traindoc.diagnose.{cls}")
+        except ImportError:
+            mod = None
+    if mod is None or not hasattr(mod, "diagnose"):
+        not_checked.append({"class": cls, "reason": f"traindoc.diagnose.{cls} is not available; "
+                            f"{len(_steps(incident))} iteration row(s) were not judged"})
+        return None
+    try:
+        rep = mod.diagnose(incident)
+    except Exception as exc:  # another class's bug must not take triage down
+        not_checked.append({"class": cls, "reason": f"traindoc.diagnose.{cls} failed: "
+                            f"{type(exc).__name__}: {exc}"})
+        return None
+    start = _metric_found(cls, rep.facts)
+    if start is None:
+        return None
+    it = _steps(incident)
+    rows = it[it["iteration"] >= start].head(1)
+    if not len(rows):
+        rows = it.tail(1)
+    return Sighting(cls, rows, rep.verdict, _ranks(rows), report=rep)
+
+
+DETECTORS: dict[str, Callable[[Incident], Sighting | None]] = {
+    "timeout": _timeout, "gpu_crash": _gpu_crash, "deadlock": _deadlock}
+
+
+def detect(incident: Incident, modules: Mapping[str, Any] | None = None,
+           ) -> tuple[list[Sighting], list[dict[str, str]]]:
+    """Every class present (unordered), and the classes that could not be judged.
+    ``modules`` replaces the lazy import of the metric classes' diagnoses (tests)."""
+    found: list[Sighting] = []
+    not_checked: list[dict[str, str]] = []
+    for cls in CLASSES:
+        s = (_metric(incident, cls, modules, not_checked) if cls in METRIC_CLASSES
+             else DETECTORS[cls](incident))
+        if s is None:
+            continue
+        s.first_seen, s.position = _first(incident, s.rows)
+        s.rows = _ordered(incident, s.rows)
+        found.append(s)
+    return found, not_checked
+
+
+# -- ordering ---------------------------------------------------------------------------------
+
+def root_cause_exit(incident: Incident) -> pd.Series | None:
+    """torchrun's earliest 'Root Cause (first observed failure)' record, if any."""
+    x = incident.exits
+    rc = x[x["root_cause"].fillna(False).astype(bool)] if len(x) else x
+    return _ordered(incident, rc).iloc[0] if len(rc) else None
+
+
+def root_cause_class(incident: Incident, found: list[Sighting]) -> str | None:
+    """The class torchrun's root-cause record belongs to: the one whose evidence holds that
+    exit, else the first (crash, timeout, deadlock, …) with evidence from the same rank."""
+    rc = root_cause_exit(incident)
+    if rc is None:
+        return None
+    for s in found:
+        if (s.rows["source"] == rc["source"]).any():
+            return s.cls
+    if pd.isna(rc["rank"]):
+        return None
+    for s in sorted(found, key=lambda s: CLASSES.index(s.cls)):
+        if int(rc["rank"]) in s.ranks:
+            return s.cls
+    return None
+
+
+def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
+    """Earliest first: by time where both classes have one, else the root-cause class first,
+    else by file position."""
+    def cmp(a: Sighting, b: Sighting) -> int:
+        if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
+            return -1 if a.first_seen < b.first_seen else 1
+        if root_cls in (a.cls, b.cls) and a.cls != b.cls:
+            return -1 if a.cls == root_cls else 1
+        if a.position != b.position:
+            return -1 if a.position < b.position else 1
+        return CLASSES.index(a.cls) - CLASSES.index(b.cls)
+    return sorted(found, key=functools.cmp_to_key(cmp))
+
+
+def _how_ordered(ordered: list[Sighting], root_cls: str | None) -> str:
+    """'time', 'root_cause' or 'file_order': what put the first class first."""
+    if len(ordered) < 2:
+        return "only_class"
+    a = ordered[0]
+    if a.first_seen is not None and all(
+            b.first_seen is not None and a.first_seen < b.first_seen for b in ordered[1:]):
+        return "time"
+    if root_cls == a.cls:
+        return "root_cause"
+    return "file_order"
+
+
+# -- the report -------------------------------------------------------------------------------
+
+def _when(t: datetime | None, before: str = "", after: str = "") -> str:
+    """'<before>2024-07-08 01:37:10<after>', or '' when the time was not logged."""
+    return f"{before}{t:%Y-%m-%d %H:%M:%S}{after}" if t else ""
+
+
+def _entry(s: Sighting, role: str) -> dict[str, Any]:
+    return {"class": s.cls, "first_seen": s.first_seen.isoformat() if s.first_seen else None,
+            "role": role, "ranks": s.ranks, "detail": s.detail,
+            "evidence": evidence(s.rows, limit=MAX_LINES), "summary": None, "verdict": None}
+
+
+def diagnose(incident: Incident, modules: Mapping[str, Any] | None = None) -> Report:
+    """Which failure classes are present, ordered, the first named the cause."""
+    return triage(incident, modules)[0]
+
+
+def triage(incident: Incident, modules: Mapping[str, Any] | None = None,
+           ) -> tuple[Report, list[Sighting]]:
+    """``diagnose``, plus the ordered sightings behind it (for ``timeline``)."""
+    found, not_checked = detect(incident, modules)
+    root_cls = root_cause_class(incident, found)
+    ordered = order(found, root_cls)
+    rc = root_cause_exit(incident)
+    facts: dict[str, Any] = {
+        "classes": [_entry(s, "cause" if i == 0 else "consequence") for i, s in enumerate(ordered)],
+        "cause": ordered[0].cls if ordered else None,
+        "ordered_by": _how_ordered(ordered, root_cls) if ordered else None,
+        "not_checked": not_checked,
+        "root_cause_exit": None if rc is None else {
+            "rank": rc["rank"], "host": rc["host"], "exitcode": rc["exitcode"],
+            "signal": rc["signal"], "time": rc["time"] if pd.notna(rc["time"]) else None},
+    }
+    findings: list[Finding] = []
+    for i, s in enumerate(ordered):
+        role = "cause" if i == 0 else "consequence"
+        findings.append(Finding(
+            f"class_{s.cls}", "critical" if i == 0 else "warning",
+            f"{s.cls} ({role}{_when(s.first_seen, ', first seen ')}): {s.detail}",
+            evidence(s.rows, limit=MAX_LINES)))
+    if not_checked:
+        findings.append(Finding(
+            "not_checked", "info",
+            "Not checked: " + "; ".join(f"{n['class']} ({n['reason']})" for n in not_checked), []))
+    if not ordered:
+        findings.append(Finding(
+            "no_failure_class", "warning",
+            "No sign of a collective timeout, a crashed or killed rank, or a hang (stack dumps) "
+            "in these logs" + ("; throughput and loss were checked and look normal"
+                               if not not_checked and _series_ok(incident, "loss_spike") else ""),
+            evidence(incident.errors, limit=MAX_LINES)))
+    findings += input_findings(incident)
+    verdict, confidence = _verdict(ordered, facts["ordered_by"], not_checked)
+    actions = ranked(_actions(ordered, not_checked))
+    return Report("triage", verdict, confidence, facts, findings, actions), ordered
+
+
+def _verdict(ordered: list[Sighting], how: str | None,
+             not_checked: list[dict[str, str]]) -> tuple[str, str]:
+    if not ordered:
+        tail = (" (not checked: " + ", ".join(n["class"] for n in not_checked) + ")"
+                if not_checked else "")
+        return ("No known failure class found in these logs" + tail + "; check that log_path "
+                "holds every rank's output and the launcher's.", "low")
+
+    def said(s: Sighting) -> str:
+        return f"{_when(s.first_seen, '', ': ')}{s.detail.rstrip('. ')}"
+
+    a = ordered[0]
+    if len(ordered) == 1:
+        return f"{a.cls}: {said(a)}; no other failure class found.", "high"
+    rest = "; ".join(f"then {s.cls} ({said(s)})" for s in ordered[1:])
+    why = {"time": "it came first", "root_cause": "torchrun's root-cause record names it",
+           "file_order": "its lines come first in the files (no timestamps to compare)"}[how or ""]
+    conf = {"time": "high", "root_cause": "medium", "file_order": "low"}[how or ""]
+    ending = "its consequences" if len(ordered) > 2 else "its consequence"
+    return f"{a.cls} is the likely cause ({why}; {said(a)}); {rest} — {ending}.", conf
+
+
+def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]]) -> list[Action]:
+    acts: list[Action] = []
+    if ordered:
+        a = ordered[0]
+        acts.append(Action(
+            f"start_with_{a.cls}", 1, f"Start with the {a.cls} runbook: it is the likely cause",
+            f"{a.cls} came first ({a.detail}); what followed is usually its cascade.",
+            f"traindoc run {a.cls} LOGS -o out/{a.cls}   (or open output_dir/{a.cls}/"
+            f"{a.cls}.ipynb after a triage run)"))
+        if len(ordered) > 1:
+            rest = ", ".join(s.cls for s in ordered[1:])
+            acts.append(Action(
+                "cascade", 2, f"Do not chase {rest} before the cause is fixed",
+                f"{rest} began after {a.cls}: ranks waiting for a dead or broken peer time out or "
+                "abort; fixing them alone will not keep the job up.",
+                "after the fix, rerun the job and `traindoc triage` on its logs; a class that "
+                "persists is then a problem of its own"))
+    else:
+        acts.append(Action(
+            "collect_logs", 1, "Point log_path at all of the job's output",
+            "Nothing in these logs matched a known failure class.",
+            "include every rank's stdout/stderr (torchrun --log-dir, srun -l output), the "
+            "launcher's output, `dmesg -T` of each node, flight-recorder dumps and py-spy dumps"))
+        acts.append(Action(
+            "stacks_next_time", 2, "If the job hangs, take py-spy dumps of every rank",
+            "A hang without a timeout leaves no error line; stacks show where each rank is.",
+            "py-spy dump --pid <pid> for every training process on every node"))
+    for n in not_checked:
+        acts.append(Action(
+            f"check_{n['class']}", len(acts) + 1, f"Check {n['class']} yourself",
+            n["reason"], f"traindoc run {n['class']} LOGS -o out/{n['class']}  (when that runbook "
+            "exists), or plot iterations.csv from output_dir"))
+    return acts
+
+
+def with_runbooks(report: Report, runner: Callable[[str], Mapping[str, Any]],
+                  top_actions: int = 2) -> Report:
+    """``report`` with each class's runbook run by ``runner(cls)``, which returns
+    ``{"summary": path|None, "verdict": str|None, "confidence", "actions": [...], "error":
+    str|None}``; the cause's first actions are added to the triage's own."""
+    classes = []
+    findings = list(report.findings)
+    actions = list(report.actions)
+    for entry in report.facts.get("classes", []):
+        res = dict(runner(entry["class"]) or {})
+        e = {**entry, "summary": res.get("summary"), "verdict": res.get("verdict")}
+        if res.get("confidence"):
+            e["confidence"] = res["confidence"]
+        if res.get("error"):
+            e["error"] = res["error"]
+            findings.append(Finding(f"runbook_{entry['class']}", "info",
+                                    f"{entry['class']} runbook not run: {res['error']}", []))
+        if entry["role"] == "cause":
+            for a in (res.get("actions") or [])[:top_actions]:
+                actions.append(Action(f"{entry['class']}_{a.get('id', 'action')}", len(actions) + 1,
+                                      f"{entry['class']}: {a.get('title', '')}",
+                                      a.get("why", ""), a.get("how", "")))
+        classes.append(e)
+    # The cause's own actions go right after "start with the cause runbook".
+    if actions and classes:
+        cause = classes[0]["class"]
+        own = [a for a in actions if a.id.startswith(f"{cause}_")]
+        rest = [a for a in actions if not a.id.startswith(f"{cause}_")]
+        actions = rest[:1] + own + rest[1:]
+        for i, a in enumerate(actions, 1):
+            a.priority = i
+    return replace(report, facts={**report.facts, "classes": classes}, findings=findings,
+                   actions=ranked(actions))
+
+
+def classes_table(report: Report) -> pd.DataFrame:
+    """The classes found, in order, as a small table."""
+    rows = [(c["class"], c["role"], (c["first_seen"] or "")[:19].replace("T", " "),
+             _span(c.get("ranks") or []), c["detail"], c.get("verdict") or "")
+            for c in report.facts.get("classes", [])]
+    return pd.DataFrame(rows, columns=["class", "role", "first seen", "ranks", "what",
+                                       "runbook verdict"])
+
+
+def styled(df: pd.DataFrame) -> Any:
+    """``df`` for display: every cell escaped (log text is data), left-aligned, no index."""
+    return (escape_frame(df).hide(axis="index")
+            .set_properties(**{"text-align": "left", "vertical-align": "top"})
+            .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
+
+
+def timeline(incident: Incident, ordered: list[Sighting]) -> Figure:
+    """Each class's evidence on one time axis (or, without timestamps on every class, in file
+    order); the likely cause in red."""
+    lanes = [s.cls for s in ordered]
+    found = {s.cls: s for s in ordered}
+    fig = Figure(figsize=(9, 1.4 + 0.7 * max(len(lanes), 1)))
+    ax = fig.add_subplot()
+    if not lanes:
+        ax.axis("off")
+        ax.text(0.5, 0.5, "No failure class found in these logs", ha="center", va="center")
+        return fig
+    timed = all(found[c].rows["time"].notna().any() for c in lanes)
+    for y, cls in enumerate(reversed(lanes)):
+        rows = found[cls].rows
+        if timed:
+            xs = pd.Series(rows["time"].dropna().to_numpy())
+        else:
+            xs = pd.Series([f * 1_000_000 + line for f, line in _row_positions(incident, rows)])
+        color = "tab:red" if cls == lanes[0] else "tab:orange"
+        ax.scatter(xs, [y] * len(xs), s=36, color=color, zorder=3)
+        if len(xs) and found[cls].ranks:
+            ax.annotate(_who(found[cls].ranks), (xs.min(), y), textcoords="offset points",
+                        xytext=(4, 8), fontsize=8)
+    ax.set_yticks(range(len(lanes)), [f"{c}\n({'cause' if c == lanes[0] else 'consequence'})"
+                                      for c in reversed(lanes)], fontsize=9)
+    ax.set_ylim(-0.6, len(lanes) - 0.3)
+    ax.grid(axis="x", lw=0.4, alpha=0.5)
+    if timed:
+        first = min(found[c].first_seen for c in lanes if found[c].first_seen)
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+        ax.set_xlabel(f"time as logged, {first:%Y-%m-%d}")
+        for label in ax.get_xticklabels():
+            label.set_rotation(20)
+    else:
+        ax.set_xticks([])
+        ax.set_xlabel("order in the files (not every class carries timestamps)")
+    ax.set_title("When each failure class first showed (red: the likely cause)")
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["CLASSES", "Sighting", "classes_table", "crash_rows", "detect", "diagnose", "order",
+           "root_cause_class", "root_cause_exit", "styled", "timeline", "triage", "with_runbooks"]

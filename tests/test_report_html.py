@@ -1,0 +1,139 @@
+"""The HTML report (``traindoc … --html``): every figure embedded, log text shown as text,
+and the page rendered by headless Chromium.
+
+CI installs Debian's ``chromium`` (``.ci/run``); where it is absent the browser checks skip.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import nbformat
+import numpy as np
+import pytest
+
+from conftest import DATA
+from traindoc import cli
+from traindoc.htmlreport import write_html
+
+MIXED = DATA / "triage" / "crash_then_timeouts"
+SCRIPT = "<script>alert(1)</script>"
+PNG = b"\x89PNG\r\n\x1a\n"
+IMG_RE = re.compile(r'<img\b[^>]*\bsrc="data:image/png;base64,([A-Za-z0-9+/=\s]+)"')
+CHROMIUM = shutil.which("chromium")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (CI installs it: apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """``traindoc triage --html`` on the mixed bundle plus a log line carrying markup."""
+    tmp = tmp_path_factory.mktemp("report")
+    logs = tmp / "logs"
+    shutil.copytree(MIXED, logs)
+    (logs / "rank0.log").write_text(
+        "[2024-07-08 00:12:09] rank 0 starting\n"  # dates the glog lines below
+        "[rank0]:[E708 01:46:13.700000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=39617, OpType=ALLREDUCE, NumelIn=1, "
+        f"NumelOut=1, Timeout(ms)=600000) ran for 600009 milliseconds before timing out. {SCRIPT}\n")
+    out = tmp / "out"
+    code = cli.main(["triage", str(logs), "-o", str(out), "--html", "--no-runbooks"])
+    assert code == cli.EXIT_OK
+    return {"out": out, "nb": out / "triage.ipynb", "html": out / "triage.html"}
+
+
+def figures(nb_path: Path) -> list[bytes]:
+    nb = nbformat.read(nb_path, as_version=4)
+    return [base64.b64decode(o["data"]["image/png"]) for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+
+
+def test_every_figure_is_embedded(report: dict) -> None:
+    html = report["html"].read_text()
+    shown = figures(report["nb"])
+    saved = sorted(report["out"].glob("*.png"))
+    assert len(shown) >= 2 and len(shown) == len(saved)  # every saved figure is also shown
+    imgs = [base64.b64decode(b) for b in IMG_RE.findall(html)]
+    assert sorted(imgs) == sorted(shown)
+    assert all(i.startswith(PNG) for i in imgs)
+
+
+def test_report_has_no_code_and_fetches_nothing(report: dict) -> None:
+    html = report["html"].read_text()
+    body = html.split("<body", 1)[1]
+    assert "triage.diagnose" not in body and "import traindoc" not in body
+    assert "hl-ipython3" not in body  # nbconvert's class for highlighted code
+    assert not re.search(r'class="[^"]*\b(?:jp-InputPrompt|jp-OutputPrompt)\b', body)
+    assert "In&nbsp;[" not in body and "Out[" not in body
+    assert not re.search(r"<script[^>]*\bsrc=", html)
+    assert "Which came first" in html and "What to do next" in html
+
+
+def test_log_markup_is_text(report: dict) -> None:
+    nb = nbformat.read(report["nb"], as_version=4)
+    htmls = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code"
+             for o in c.get("outputs", []) if "text/html" in o.get("data", {})]
+    joined = "".join("".join(h) if isinstance(h, list) else h for h in htmls)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in joined
+    assert SCRIPT not in joined
+    page = report["html"].read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and SCRIPT not in page
+
+
+def test_write_html_beside_the_notebook(report: dict, tmp_path: Path) -> None:
+    nb = tmp_path / "copy.ipynb"
+    shutil.copy(report["nb"], nb)
+    assert write_html(nb) == tmp_path / "copy.html"
+    assert "<title>copy</title>" in (tmp_path / "copy.html").read_text()
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={profile}", *args],
+            capture_output=True, text=True, timeout=180)
+
+
+@needs_chromium
+def test_chromium_renders_the_report(report: dict, tmp_path: Path) -> None:
+    url = report["html"].resolve().as_uri()
+    dom = chromium("--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    n_figs = len(figures(report["nb"]))
+    assert len(re.findall(r"<img\b[^>]*src=\"data:image/png", dom.stdout)) == n_figs
+    assert SCRIPT not in dom.stdout and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout
+
+    shot = tmp_path / "report.png"
+    p = chromium(f"--screenshot={shot}", "--window-size=1280,4000", url)
+    assert p.returncode == 0 and shot.exists(), p.stderr[-2000:]
+    img = mpimg.imread(shot)[..., :3]
+    assert img.shape[:2] == (4000, 1280)
+    ink = (img.mean(axis=2) < 0.6)  # text and plot lines, not the white page
+    rows = ink.any(axis=1)
+    assert ink.mean() > 0.005, "screenshot is (nearly) blank"
+    assert rows[:1000].any() and rows[1000:3000].any(), "content only in one part of the page"
+    colours = np.unique((img.reshape(-1, 3) * 255).astype(np.uint8), axis=0)
+    assert len(colours) > 50  # figures (red/orange markers, blue lines) rendered, not just text
+    red = (img[..., 0] > 0.7) & (img[..., 1] < 0.35) & (img[..., 2] < 0.35)
+    assert red.sum() > 20, "the timeline's red 'cause' marker is not on the page"
+
+
+@needs_chromium
+def test_chromium_renders_a_class_runbook_report(tmp_path: Path) -> None:
+    """The report of another runbook (here timeout's) renders too: same exporter."""
+    out = tmp_path / "out"
+    code = cli.main(["run", "timeout", str(DATA / "timeout" / "gemma3_seed"), "-o", str(out),
+                     "--html"])
+    assert code == cli.EXIT_OK
+    s = json.loads((out / "summary.json").read_text())
+    dom = chromium("--dump-dom", (out / "timeout.html").resolve().as_uri())
+    assert dom.returncode == 0 and s["verdict"][:60].replace("&", "&amp;") in dom.stdout

@@ -1,0 +1,272 @@
+"""Triage: which failure classes a bundle shows, in which order, which one is the cause."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from conftest import DATA
+from traindoc.diagnose import triage
+from traindoc.report import Action, Report
+
+MIXED = DATA / "triage" / "crash_then_timeouts"
+DRILL_CRASH = DATA / "gpu_crash" / "drill_crash"
+
+WATCHDOG = ("[rank{r}]:[E708 01:47:2{r}.901930947 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=2901, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600070 milliseconds before timing "
+            "out.")
+# gloo's timeout (as the CPU drills print it): no timestamp.
+GLOO_TIMEOUT = ("[rank{r}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/"
+                "tcp/unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete")
+SEGFAULT = "[rank{r}]:Fatal Python error: Segmentation fault"
+ROOT_CAUSE = """Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-21_23:51:54
+  host      : localhost
+  rank      : {r} (local_rank: {r})
+  exitcode  : -9 (pid: 9487)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 9487
+============================================================
+"""
+
+
+def classes(report: Report) -> list[tuple[str, str]]:
+    return [(c["class"], c["role"]) for c in report.facts["classes"]]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_gpu_crash_then_timeouts_names_the_crash_as_cause() -> None:
+    r = triage.diagnose(traindoc.load(MIXED))
+    assert classes(r)[:2] == [("gpu_crash", "cause"), ("timeout", "consequence")]
+    crash, timeout = r.facts["classes"][:2]
+    assert r.facts["cause"] == "gpu_crash" and r.facts["ordered_by"] == "time"
+    assert r.confidence == "high"
+    assert crash["first_seen"].startswith("2024-07-08T01:36:12")
+    assert timeout["first_seen"].startswith("2024-07-08T01:46:13")
+    assert crash["ranks"] == [3] and timeout["ranks"] == [4, 5, 6, 7]
+    assert any("CUDA error: an illegal memory access" in e for e in crash["evidence"])
+    assert any("SIGABRT" in e for e in crash["evidence"])
+    assert all("Watchdog caught" in e or "watchdog" in e for e in timeout["evidence"])
+    assert r.verdict.startswith("gpu_crash is the likely cause")
+    assert r.actions[0].id == "start_with_gpu_crash"
+    # the consequence's teardown (node-b's SIGABRTs, the launchers' SIGTERMs) is not a crash
+    assert not any("01:46" in e and "SIGABRT" in e for e in crash["evidence"])
+
+
+def test_expected_json_of_the_mixed_bundle_is_what_triage_finds() -> None:
+    spec = json.loads((MIXED / "expected.json").read_text())
+    r = triage.diagnose(traindoc.load(MIXED))
+    assert spec["runbook"] == "triage"
+    for want, got in zip(spec["facts"]["classes"], r.facts["classes"], strict=False):
+        assert {k: got[k] for k in want} == want
+
+
+def test_drill_crash_killed_rank_is_the_crash_and_survivors_errors_are_not() -> None:
+    # Real drill: rank 1 SIGKILLed; rank 0 dies of gloo's "Connection reset by peer" (exit 1).
+    r = triage.diagnose(traindoc.load(DRILL_CRASH))
+    assert [c for c, _ in classes(r)][:1] == ["gpu_crash"]
+    assert "timeout" not in [c for c, _ in classes(r)]
+    crash = r.facts["classes"][0]
+    assert crash["ranks"] == [1]
+    assert "SIGKILL" in crash["detail"] and "root cause" in crash["detail"]
+    assert r.facts["root_cause_exit"]["rank"] == 1
+
+
+@pytest.mark.parametrize("sample", ["drill_timeout", "drill_unseeded_split", "drill_desync"])
+def test_launcher_sigterm_and_peer_loss_are_not_crashes(sample: str) -> None:
+    # torchrun SIGTERMs the survivor; the other rank exits 1 after "Connection closed by peer".
+    r = triage.diagnose(traindoc.load(DATA / "timeout" / sample))
+    assert classes(r)[:1] == [("timeout", "cause")]
+    assert "gpu_crash" not in [c for c, _ in classes(r)]
+
+
+def test_every_sample_shows_its_own_class() -> None:
+    """Every bundled sample of a table-detected class (timeout, gpu_crash, deadlock) is
+    triaged as that class; the others at least triage without error."""
+    for d in sorted(p for p in DATA.glob("*/*/") if p.is_dir()):
+        spec = {}
+        for name in ("expected.json", "drill.json"):
+            if (d / name).exists():
+                spec = json.loads((d / name).read_text())
+                break
+        cls = spec.get("class") or spec.get("runbook") or d.parent.name
+        r = triage.diagnose(traindoc.load(d))
+        assert r.confidence in ("high", "medium", "low") and r.findings, d
+        if cls in ("timeout", "gpu_crash", "deadlock"):
+            assert cls in [c for c, _ in classes(r)], (d, r.verdict)
+
+
+def test_without_timestamps_torchrun_root_cause_decides(tmp_path: Path) -> None:
+    # The timeout line comes first in the file and carries no time; torchrun's root-cause record
+    # names rank 1, killed: the crash is the cause.
+    write(tmp_path, "job.log", GLOO_TIMEOUT.format(r=0) + "\n" + ROOT_CAUSE.format(r=1))
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert classes(r) == [("gpu_crash", "cause"), ("timeout", "consequence")]
+    assert r.facts["ordered_by"] == "root_cause" and r.confidence == "medium"
+
+
+@pytest.mark.parametrize("first", ["timeout", "gpu_crash"])
+def test_without_times_or_root_cause_file_order_decides(tmp_path: Path, first: str) -> None:
+    lines = [GLOO_TIMEOUT.format(r=0), SEGFAULT.format(r=1)]
+    if first == "gpu_crash":
+        lines.reverse()
+    write(tmp_path, "job.log", "\n".join(lines) + "\n")
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert classes(r)[0] == (first, "cause")
+    assert {c for c, _ in classes(r)} == {"timeout", "gpu_crash"}
+    assert r.facts["ordered_by"] == "file_order" and r.confidence == "low"
+
+
+def test_times_beat_file_order(tmp_path: Path) -> None:
+    # The later timeout is logged first (another file sorts first); the times decide.
+    write(tmp_path, "a_rank1.log", WATCHDOG.format(r=5) + "\n")
+    write(tmp_path, "b_rank0.log", "[rank0]:[E708 01:37:10.000000000 ProcessGroupNCCL.cpp:1595] "
+          "[PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread terminated with "
+          "exception: CUDA error: an illegal memory access was encountered\n")
+    r = triage.diagnose(traindoc.load(tmp_path, year=2024))
+    assert classes(r) == [("gpu_crash", "cause"), ("timeout", "consequence")]
+    assert r.facts["ordered_by"] == "time"
+
+
+def test_teardown_abort_of_a_timed_out_rank_is_not_a_crash(tmp_path: Path) -> None:
+    write(tmp_path, "job.log", WATCHDOG.format(r=3) + "\n" + SEGFAULT.format(r=3) + "\n")
+    r = triage.diagnose(traindoc.load(tmp_path, year=2024))
+    assert classes(r) == [("timeout", "cause")]
+
+
+def test_deadlock_from_stack_dumps() -> None:
+    r = triage.diagnose(traindoc.load(DATA / "deadlock" / "drill_hang"))
+    assert ("deadlock", "cause") in classes(r)
+    assert "gpu_crash" not in [c for c, _ in classes(r)]  # the runner's SIGTERMs
+
+
+def test_nothing_found_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    write(tmp_path, "job.log", "nothing wrong here\n")
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert r.facts["classes"] == [] and r.facts["cause"] is None
+    assert r.confidence == "low" and "No known failure class" in r.verdict
+    assert any(f.id == "no_failure_class" for f in r.findings)
+    assert r.actions and r.actions[0].priority == 1
+
+
+def test_empty_incident() -> None:
+    r = triage.diagnose(traindoc.Incident.empty())
+    assert r.facts["classes"] == [] and r.findings
+
+
+def _module(facts: dict | None = None, error: Exception | None = None) -> types.SimpleNamespace:
+    def diagnose(incident):  # noqa: ARG001
+        if error:
+            raise error
+        return Report("x", "the class's own verdict", "high", facts or {})
+    return types.SimpleNamespace(diagnose=diagnose)
+
+
+LOSS = DATA / "loss_spike" / "drill_loss_spike"
+
+
+def test_metric_classes_not_checked_without_their_module() -> None:
+    r = triage.diagnose(traindoc.load(LOSS), modules={})
+    nc = {n["class"]: n["reason"] for n in r.facts["not_checked"]}
+    assert set(nc) == {"throughput", "loss_spike"}
+    assert "not available" in nc["loss_spike"]
+    assert "loss_spike" not in [c for c, _ in classes(r)]
+    assert any(a.id == "check_loss_spike" for a in r.actions)
+
+
+def test_metric_class_present_only_when_its_diagnosis_finds_something() -> None:
+    inc = traindoc.load(LOSS)
+    spike = {"spikes": [{"start_iteration": 20, "peak_iteration": 20}]}
+    found = triage.diagnose(inc, modules={"loss_spike": _module(spike),
+                                          "throughput": _module({"change_iteration": None})})
+    assert classes(found) == [("loss_spike", "cause")]
+    assert found.facts["classes"][0]["detail"] == "the class's own verdict"
+    assert any("iteration       20/" in e for e in found.facts["classes"][0]["evidence"])
+    assert found.facts["not_checked"] == []
+    quiet = triage.diagnose(inc, modules={"loss_spike": _module({"spikes": []}),
+                                          "throughput": _module({})})
+    assert classes(quiet) == [] and quiet.facts["not_checked"] == []
+
+
+def test_a_failing_class_module_is_reported_not_raised() -> None:
+    r = triage.diagnose(traindoc.load(LOSS), modules={
+        "loss_spike": _module(error=ValueError("boom")), "throughput": _module({})})
+    nc = {n["class"]: n["reason"] for n in r.facts["not_checked"]}
+    assert "ValueError: boom" in nc["loss_spike"]
+
+
+def test_short_series_is_not_judged(tmp_path: Path) -> None:
+    lines = [f" iteration {i:8d}/     100 | consumed samples: {i * 8} | elapsed time per iteration "
+             f"(ms): 55.0 | lm loss: {2.5 if i != 3 else 90.0:.6E} | grad norm: 1.0 |"
+             for i in range(1, triage.MIN_SERIES - 2)]
+    write(tmp_path, "job.log", "\n".join(lines) + "\n")
+    r = triage.diagnose(traindoc.load(tmp_path),
+                        modules={"loss_spike": _module({"spikes": [{"start_iteration": 3}]})})
+    assert r.facts["classes"] == [] and r.facts["not_checked"] == []
+
+
+def test_with_runbooks_fills_summary_and_verdict_and_merges_the_cause_actions() -> None:
+    r = triage.diagnose(traindoc.load(MIXED))
+    calls = []
+
+    def runner(cls: str) -> dict:
+        calls.append(cls)
+        if cls == "timeout":
+            return {"summary": None, "verdict": None, "error": "no runbook timeout.ipynb"}
+        return {"summary": f"/out/{cls}/summary.json", "verdict": f"{cls} verdict",
+                "confidence": "high", "error": None,
+                "actions": [{"id": "drain", "title": "Drain the node", "why": "Xid", "how": "scontrol"}]}
+
+    out = triage.with_runbooks(r, runner)
+    assert calls == ["gpu_crash", "timeout"]
+    crash, timeout = out.facts["classes"][:2]
+    assert crash["summary"] == "/out/gpu_crash/summary.json" and crash["verdict"] == "gpu_crash verdict"
+    assert timeout["summary"] is None and "no runbook" in timeout["error"]
+    ids = [a.id for a in out.actions]
+    assert ids[:2] == ["start_with_gpu_crash", "gpu_crash_drain"]
+    assert [a.priority for a in out.actions] == list(range(1, len(ids) + 1))
+    assert r.facts["classes"][0]["summary"] is None  # the input report is left alone
+
+
+def test_summary_json_of_triage(tmp_path: Path) -> None:
+    inc = traindoc.load(MIXED)
+    r = triage.diagnose(inc)
+    s = json.loads(r.write(tmp_path, inc).read_text())
+    assert s["runbook"] == "triage"
+    for c in s["facts"]["classes"]:
+        assert {"class", "first_seen", "role", "evidence", "summary", "verdict"} <= set(c)
+    assert [a["priority"] for a in s["actions"]] == list(range(1, len(s["actions"]) + 1))
+    assert all(a["why"] and a["how"] for a in s["actions"])
+
+
+def test_timeline_and_table(tmp_path: Path) -> None:
+    inc = traindoc.load(MIXED)
+    r, sightings = triage.triage(inc)
+    fig = triage.timeline(inc, sightings)
+    assert len(fig.axes) == 1 and fig.axes[0].get_xlabel().startswith("time")
+    t = triage.classes_table(r)
+    assert list(t["class"]) == ["gpu_crash", "timeout"]
+    assert "<table" in triage.styled(t).to_html()
+    # without timestamps the axis is the order in the files
+    write(tmp_path, "job.log", GLOO_TIMEOUT.format(r=0) + "\n" + SEGFAULT.format(r=1) + "\n")
+    inc2 = traindoc.load(tmp_path)
+    fig2 = triage.timeline(inc2, triage.triage(inc2)[1])
+    assert "order in the files" in fig2.axes[0].get_xlabel()
+    assert triage.timeline(traindoc.Incident.empty(), []).axes
+
+
+def test_actions_are_ranked_with_why_and_how() -> None:
+    r = triage.diagnose(traindoc.load(MIXED))
+    assert all(isinstance(a, Action) and a.why and a.how for a in r.actions)
+    assert [a.priority for a in r.actions] == list(range(1, len(r.actions) + 1))
