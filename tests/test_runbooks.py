@@ -56,6 +56,10 @@ def matches(expected, actual) -> bool:
 def test_runbook_on_sample(runbook: str, sample: Path, facts: dict, tmp_path: Path) -> None:
     summary = execute(runbook, tmp_path, log_path=str(sample))
     assert summary["runbook"] == runbook
+    # every figure saved as PNG is also shown in the executed notebook
+    pngs = list((tmp_path / "out").rglob("*.png"))
+    shown = (tmp_path / f"{runbook}.ipynb").read_text().count('"image/png"')
+    assert shown >= len([p for p in pngs if p.parent == tmp_path / "out"]), (shown, pngs)
     assert summary["inputs"]["files"] >= 1
     assert summary["confidence"] in ("high", "medium", "low")
     for key, value in facts.items():
