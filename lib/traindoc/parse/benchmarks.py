@@ -1,0 +1,272 @@
+"""Per-host and per-rank timings into the ``host_timings`` table.
+
+- Benchmark CSVs (a whole-file loader, in ``FILE_LOADERS``): one row per host, a ``host``
+  (or ``hostname``/``node``) column, optionally ``rank``/``gpu``, and one or more numeric
+  columns (``seconds``, ``tflops``, ``busbw_gbps`` …), each becoming a ``metric``; or the long
+  form ``host,metric,value``. Whether a metric is better high or low is read from its name
+  (``metric_direction``). This is what a per-node burn-in or matmul benchmark run with
+  ``srun --ntasks-per-node=1`` writes: ``host,seconds`` / ``jean-zay-iam52,303.6``.
+- Megatron's straggler detector (``megatron/core/utils.py`` ``StragglerDetector.report``, enabled
+  by ``--log-straggler``)::
+
+      [2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | MnPwr/Rnk:
+      601796W/8 | … | MnClk/Rnk: 1950MHz/28 | … | MnEtpt/Rnk: 296.02TF/0 | MxEtpt/Rnk: 297.32TF/8
+
+  each ``<Mn|Mx><Name>/Rnk: <value><unit>/<rank>`` a row (metric ``Rtt/Mx``, ``Etpt/Mn``…), plus
+  its ``^^^^ Bottom N Ranks with lowest  Etpt(TF): 240.79TF/1, …`` companion lines.
+- Megatron's timers (``megatron/core/timers.py``): ``(min, max) time across ranks (ms):`` with
+  ``    forward-backward ....: (26094.39, 26095.09)`` lines (metric ``timer:<name>:min|max``, no
+  rank), ``max time across ranks (ms):``, and with ``--timing-log-option all`` ``times across
+  ranks (ms):`` / ``  forward-backward:`` / ``     rank  3: 3621.02`` (metric ``timer:<name>``
+  per rank).
+- SLURM node lists: ``SLURM_JOB_NODELIST=…``, scontrol's ``NodeList=…`` and BigScience's
+  PULSE heartbeat ``… on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])``: metric ``nodelist``,
+  ``host`` the expression, ``value`` its number of nodes.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from ..hostlist import expand
+from .base import FileLoader, LineParser, Row, to_float, to_int
+
+MAX_CSV_BYTES = 256 * 1024 * 1024
+CSV_SUFFIXES = (".csv", ".tsv")
+HOST_COLUMNS = ("host", "hostname", "node", "nodename", "node_name", "host_name")
+RANK_COLUMNS = ("rank", "global_rank", "gpu", "gpu_id", "gpu_index", "local_rank", "device")
+LONG_FORM = ("metric", "value")
+# Metric-name words that say lower is better (a time) / higher is better (a rate).
+TIME_WORDS = ("sec", "second", "time", "latency", "duration", "elapsed", "_ms", "_s", "rtt")
+RATE_WORDS = ("flop", "throughput", "per_s", "/s", "bandwidth", "bw", "gbps", "samples",
+              "tokens", "tps", "etpt", "clk", "clock", "util", "mfu")
+
+
+def metric_direction(metric: str) -> int:
+    """+1 when a larger value of ``metric`` is worse (a time), -1 when smaller is worse (a
+    rate, a clock), 0 when its name does not tell."""
+    m = metric.lower()
+    if m in ("s", "ms", "seconds"):
+        return 1
+    if any(w in m for w in RATE_WORDS):
+        return -1
+    if any(w in m for w in TIME_WORDS) or m.endswith(("_s", " s", "(s)", "(ms)")):
+        return 1
+    return 0
+
+
+def _dialect(head_line: str) -> str:
+    return "\t" if head_line.count("\t") > head_line.count(",") else ","
+
+
+def _header(head: bytes) -> list[str]:
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    first = text.splitlines()[0] if text.strip() else ""
+    try:
+        cells = next(csv.reader([first], delimiter=_dialect(first)))
+    except (csv.Error, StopIteration):
+        return []
+    return [c.strip().lower() for c in cells]
+
+
+def looks_like_benchmark(path: Path, head: bytes) -> bool:
+    """A CSV/TSV whose header names a host column and at least one other column."""
+    if path.suffix.lower() not in CSV_SUFFIXES:
+        return False
+    cols = _header(head)
+    return len(cols) >= 2 and any(c in HOST_COLUMNS for c in cols)
+
+
+def load_benchmark(path: Path) -> list[tuple[str, Row]]:
+    """A per-host benchmark table as ``host_timings`` rows (ValueError when unusable)."""
+    if path.stat().st_size > MAX_CSV_BYTES:
+        raise ValueError(f"larger than the {MAX_CSV_BYTES} byte cap for a benchmark table")
+    out: list[tuple[str, Row]] = []
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        first = fh.readline()
+        fh.seek(0)
+        reader = csv.reader(fh, delimiter=_dialect(first))
+        try:
+            header = [c.strip() for c in next(reader)]
+        except StopIteration:
+            raise ValueError("empty benchmark table") from None
+        low = [h.lower() for h in header]
+        host_i = next(i for i, c in enumerate(low) if c in HOST_COLUMNS)
+        rank_i = next((i for i, c in enumerate(low) if c in RANK_COLUMNS), None)
+        long_form = all(c in low for c in LONG_FORM)
+        metric_i = low.index("metric") if long_form else None
+        value_i = low.index("value") if long_form else None
+        for lineno, cells in enumerate(reader, start=2):
+            if not cells or host_i >= len(cells) or not cells[host_i].strip():
+                continue
+            base: Row = {"host": cells[host_i].strip(), "source": f"{path}:{lineno}",
+                         "line": ",".join(cells)}
+            if rank_i is not None and rank_i < len(cells):
+                base["rank"] = to_int(cells[rank_i])
+            if long_form:
+                assert metric_i is not None and value_i is not None
+                if max(metric_i, value_i) < len(cells):
+                    v = to_float(cells[value_i])
+                    if v is not None:
+                        out.append(("host_timings", {**base, "metric": cells[metric_i].strip(),
+                                                     "value": v}))
+                continue
+            for i, name in enumerate(header):
+                if i in (host_i, rank_i) or i >= len(cells):
+                    continue
+                v = to_float(cells[i])
+                if v is not None:
+                    out.append(("host_timings", {**base, "metric": name, "value": v}))
+    if not out:
+        raise ValueError("no numeric column next to the host column")
+    return out
+
+
+LOADER = FileLoader("benchmark", looks_like_benchmark, load_benchmark)
+
+# -- SLURM node lists -----------------------------------------------------------------------
+_HOSTEXPR = r"[A-Za-z0-9][\w.\-]*(?:\[[\d,\-]+\][\w.\-]*)*"
+NODELIST_RE = re.compile(
+    r"(?:SLURM_(?:JOB_)?NODELIST=|\bNodeList=|' partition \()"
+    rf"(?P<expr>{_HOSTEXPR}(?:,{_HOSTEXPR})*)")
+
+
+def parse_nodelist(text: str) -> Row | None:
+    """A SLURM node list (``SLURM_JOB_NODELIST=``, ``NodeList=``, BigScience's PULSE line)."""
+    m = NODELIST_RE.search(text)
+    if not m or m["expr"] in ("(null)", "None"):
+        return None
+    try:
+        hosts = expand(m["expr"])
+    except ValueError:
+        return None
+    return {"host": m["expr"], "metric": "nodelist", "value": float(len(hosts))}
+
+
+PARSERS: tuple[LineParser, ...] = (
+    LineParser(
+        "slurm_nodelist",
+        "host_timings",
+        ("NODELIST=", "NodeList=", "' partition ("),
+        parse_nodelist,
+        example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
+        "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])",
+    ),
+)
+
+# -- Megatron straggler detector and timers (a block parser: timers span lines) ---------------
+STRAGGLER_PAIR_RE = re.compile(
+    r"\b(?P<mm>Mn|Mx)(?P<name>[A-Za-z]+)/Rnk:\s*(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?)"
+    r"(?P<unit>[A-Za-z%]*)/(?P<rank>\d+)")
+STRAGGLER_RANKS_RE = re.compile(
+    r"\^\^\^\^ (?P<which>Bottom|Top)\s+\d+ Ranks with (?:lowest|highest)\s+(?P<name>\w+)\((?P<unit>\w+)\):"
+    r"(?P<rest>.*)")
+RANKED_VALUE_RE = re.compile(r"(?P<v>[-+]?[\d.]+)(?P<unit>[A-Za-z%]*)/(?P<rank>\d+)")
+TIMERS_HEAD_RE = re.compile(r"(?P<kind>\(min, max\) time|max time|times) across ranks \(ms\):"
+                            r"(?P<rest>.*)")
+TIMER_MINMAX_RE = re.compile(r"^\s*(?P<name>[^:()]+?)\s*\.*:\s*\((?P<min>[\d.]+),\s*(?P<max>[\d.]+)\)")
+TIMER_MAX_RE = re.compile(r"^\s*(?P<name>[^:()]+?)\s*\.*:\s*(?P<max>[\d.]+)\s*$")
+# (the loader has stripped the leading spaces of these indented lines with the line's prefixes)
+TIMER_NAME_RE = re.compile(r"^\s*(?P<name>[^\s:][^:]*):\s*$")
+TIMER_RANK_RE = re.compile(r"^\s*rank\s+(?P<rank>\d+):\s*(?P<v>[\d.]+)\s*$")
+ITERATION_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*\d+\s*\|")
+
+
+def parse_straggler(text: str) -> list[Row]:
+    """Rows of one straggler-detector report line (empty when it is none)."""
+    rows: list[Row] = []
+    for p in STRAGGLER_PAIR_RE.finditer(text):
+        rows.append({"metric": f"{p['name']}/{p['mm']}", "rank": int(p["rank"]),
+                     "value": to_float(p["v"])})
+    m = STRAGGLER_RANKS_RE.search(text)
+    if m:
+        for p in RANKED_VALUE_RE.finditer(m["rest"]):
+            rows.append({"metric": f"{m['name']}/{m['which']}", "rank": int(p["rank"]),
+                         "value": to_float(p["v"])})
+    return rows
+
+
+class RankTimingsParser:
+    """Megatron straggler-detector lines and timer blocks of one stream; rows carry the last
+    iteration number the stream printed before them."""
+
+    # Every line that starts a record or changes the idle state holds one of these.
+    needles = ("iteration", "/Rnk:", "^^^^ ", "across ranks (ms):")
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.mode: str | None = None  # "minmax", "max", "all"
+        self.timer: str | None = None
+        self.iteration: int | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the ``host_timings`` rows it completes."""
+        self.section = None
+        if "iteration" in text:
+            m = ITERATION_RE.search(text)
+            if m:
+                self.iteration = int(m["it"])
+        if "/Rnk:" in text or "^^^^ " in text:
+            self.mode = None
+            return self._rows(parse_straggler(text), ctx)
+        if "across ranks (ms):" in text:
+            m = TIMERS_HEAD_RE.search(text)
+            if m:
+                self.mode = {"(min, max) time": "minmax", "max time": "max"}.get(m["kind"], "all")
+                self.timer = None
+                self.section = "timers"
+                rest = m["rest"].strip()
+                return self._timer_line(rest, ctx) if rest else []
+        if self.mode is not None:
+            out = self._timer_line(text, ctx)
+            if self.section is None:
+                self.mode = None
+            return out
+        return []
+
+    def _timer_line(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        if self.mode == "all":
+            m = TIMER_RANK_RE.match(text)
+            if m and self.timer:
+                self.section = "timers"
+                return self._rows([{"metric": f"timer:{self.timer}", "rank": int(m["rank"]),
+                                    "value": to_float(m["v"])}], ctx)
+            m = TIMER_NAME_RE.match(text)
+            if m:
+                self.timer = m["name"].strip()
+                self.section = "timers"
+            return []
+        m = TIMER_MINMAX_RE.match(text)
+        if m and self.mode == "minmax":
+            self.section = "timers"
+            name = m["name"].strip()
+            return self._rows([{"metric": f"timer:{name}:min", "value": to_float(m["min"])},
+                               {"metric": f"timer:{name}:max", "value": to_float(m["max"])}], ctx)
+        m = TIMER_MAX_RE.match(text)
+        if m and self.mode == "max":
+            self.section = "timers"
+            return self._rows([{"metric": f"timer:{m['name'].strip()}:max",
+                                "value": to_float(m["max"])}], ctx)
+        return []
+
+    def _rows(self, rows: list[Row], ctx: object) -> list[tuple[str, Row]]:
+        out = []
+        for r in rows:
+            if r.get("value") is None:
+                continue
+            r["iteration"] = self.iteration
+            r["_ctx"] = ctx
+            out.append(("host_timings", r))
+        if out:
+            self.section = self.section or "straggler"
+        return out
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        self.section = self.mode = None
+        return []
+
+
+BLOCKS = (RankTimingsParser,)

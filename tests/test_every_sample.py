@@ -1,0 +1,30 @@
+"""Every diagnosis on every bundled sample, whatever its class: it returns a Report with
+the runbook's facts and never raises (a page does not say which failure it is)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import traindoc
+from conftest import DATA
+from traindoc.report import Report
+
+CLASSES = ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage"]
+SAMPLES = sorted(p for p in DATA.glob("*/*/") if p.is_dir())
+
+
+@pytest.fixture(scope="module")
+def incidents() -> dict:
+    return {p: traindoc.load(p) for p in SAMPLES}
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_diagnosis_runs_on_every_sample(cls: str, incidents: dict) -> None:
+    module = importlib.import_module(f"traindoc.diagnose.{cls}")
+    for path, inc in incidents.items():
+        report = module.diagnose(inc)
+        assert isinstance(report, Report), path
+        assert report.verdict and report.confidence in ("high", "medium", "low"), path
+        report.summary(inc)  # JSON-able

@@ -1,0 +1,275 @@
+"""Step-line parsers (iterations) and per-host timing parsers (host_timings), each on real lines.
+
+Real lines come from tests/data/wordings/iteration_lines.txt (each with its source there) and
+from the seeds; the rest are quoted from the projects' own code or README in a comment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import traindoc
+from conftest import ROOT
+from traindoc.parse import BLOCK_PARSERS, FILE_LOADERS, LINE_PARSERS
+from traindoc.parse.benchmarks import (
+    LOADER,
+    RankTimingsParser,
+    looks_like_benchmark,
+    metric_direction,
+    parse_nodelist,
+    parse_straggler,
+)
+from traindoc.parse.iterations import (
+    HF_EXAMPLE,
+    PARSERS,
+    HFTrainerParser,
+    parse_deepspeed_pipe,
+    parse_deepspeed_timer,
+    parse_hf_dict,
+    parse_lightning,
+    parse_litgpt,
+    parse_megatron,
+    parse_step_kv,
+    parse_validation,
+)
+
+WORDINGS = ROOT / "tests" / "data" / "wordings" / "iteration_lines.txt"
+BLOOM = ("[default7]: iteration 42783/ 115311 | consumed samples: 71461808 | consumed tokens: "
+         "146353782784 | elapsed time per iteration (s): 110.17 | learning rate: 4.475E-05 | "
+         "global batch size: 2048 | lm loss: 2.124820E+00 | grad norm: 0.135 | num zeros: 0.0 | "
+         "number of skipped iterations: 0 | number of nan iterations: 0 | samples per second: "
+         "18.589 | TFLOPs: 142.32 |")
+
+
+def corpus() -> list[str]:
+    return [ln for ln in WORDINGS.read_text().splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_registered() -> None:
+    names = {p.name for p in LINE_PARSERS}
+    assert {p.name for p in PARSERS} <= names
+    assert "slurm_nodelist" in names
+    assert HFTrainerParser in BLOCK_PARSERS and RankTimingsParser in BLOCK_PARSERS
+    assert LOADER in FILE_LOADERS
+
+
+@pytest.mark.parametrize("parser", PARSERS, ids=lambda p: p.name)
+def test_every_example_parses_and_matches_its_needles(parser) -> None:
+    assert any(n in parser.example for n in parser.needles)
+    row = parser.parse(parser.example)
+    assert row is not None and row["iteration"] is not None
+
+
+def test_megatron_keeps_its_behaviour() -> None:
+    row = parse_megatron(BLOOM)
+    assert row == {
+        "iteration": 42783, "total_iterations": 115311, "consumed_samples": 71461808,
+        "consumed_tokens": 146353782784, "elapsed_s": 110.17, "lr": 4.475e-05,
+        "global_batch_size": 2048, "loss": 2.12482, "grad_norm": 0.135, "skipped": 0, "nan": 0,
+        "samples_per_s": 18.589, "tflops": 142.32}
+
+
+def test_megatron_variants_from_the_corpus() -> None:
+    lines = corpus()
+    core = next(ln for ln in lines if "throughput per GPU (TFLOP/s/GPU): 243.6" in ln)
+    row = parse_megatron(core)
+    assert (row["iteration"], row["tflops"], row["elapsed_s"]) == (71, 243.6, pytest.approx(5.3616))
+    neox = next(ln for ln in lines if ln.startswith(" samples/sec: 6.699"))
+    row = parse_megatron(neox)
+    assert (row["iteration"], row["samples_per_s"], row["tflops"], row["loss"]) == (
+        6, 6.699, pytest.approx(97.0), pytest.approx(11.18582))
+    nan_norm = next(ln for ln in lines if "grad norm: nan" in ln)
+    row = parse_megatron(nan_norm)
+    assert row["tflops"] == 78.36 and row["grad_norm"] != row["grad_norm"]
+
+
+def test_validation_line_is_an_eval_event() -> None:
+    # BigScience's fork (seed 001) and Megatron-LM's wording
+    row = parse_validation("[default7]:valid loss at iteration 45000 | lm loss value: "
+                           "2.327091E+00 | lm loss PPL: 1.024808E+01 |")
+    assert row == {"iteration": 45000, "event": "eval", "eval_loss": 2.327091}
+    row = parse_validation(" validation loss at iteration 1000 on validation set | lm loss value: "
+                           "2.724416E+00 | lm loss PPL: 15.25 |")
+    assert (row["iteration"], row["eval_loss"]) == (1000, 2.724416)
+
+
+def test_deepspeed_lines_from_the_corpus() -> None:
+    lines = corpus()
+    pipe = [parse_deepspeed_pipe(ln) for ln in lines if "iter time (s):" in ln]
+    assert [r["iteration"] for r in pipe] == [30, 200, 100]
+    assert pipe[1] == {"iteration": 200, "loss": 5.5508, "elapsed_s": 0.936,
+                       "samples_per_s": 136.706}
+    timers = [parse_deepspeed_timer(ln) for ln in lines if "SamplesPerSec=" in ln]
+    assert [(r["iteration"], round(r["samples_per_s"], 2)) for r in timers] == [(6, 6.86),
+                                                                               (40, 83.49)]
+
+
+def test_torchtitan_with_ansi_colour(tmp_path: Path) -> None:
+    # torchtitan/components/metrics.py: f"{color.red}step: {step:2}  {color.green}loss: ..."
+    red, green, yellow, blue, cyan, magenta, reset = (
+        "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[34m", "\x1b[36m", "\x1b[35m", "\x1b[39m")
+    line = (f"[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - {red}step: 10  {green}loss:"
+            f"  9.6012  {yellow}memory: 49.66GiB(52.28%)  {blue}tps: 5,856  {cyan}tflops: 339.16"
+            f"  {magenta}mfu: 34.29%{reset}\n")
+    it = traindoc.load(write(tmp_path, "titan.log", line)).iterations
+    assert len(it) == 1
+    r = it.iloc[0]
+    assert (r["iteration"], r["loss"], r["tokens_per_s_per_gpu"], r["tflops"], r["mfu"],
+            r["rank"]) == (10, 9.6012, 5856.0, 339.16, 34.29, 0)
+
+
+def test_step_kv_lines_from_the_corpus() -> None:
+    rows = [parse_step_kv(ln) for ln in corpus() if "step:" in ln]
+    rows = [r for r in rows if r]
+    big = next(r for r in rows if r["iteration"] == 700)
+    assert big["tokens_per_s_per_gpu"] == 1541366.0
+    diloco = [r for r in rows if r["iteration"] == 1244]
+    assert sorted(r["rank"] for r in diloco) == [0, 1]
+    assert diloco[0]["tokens_per_s"] == pytest.approx(89174.58)
+    assert parse_step_kv("Resuming from step: 100") is None  # no throughput field
+
+
+def test_litgpt_and_lightning() -> None:
+    assert parse_litgpt("iter 2 step 1: loss 3.3320, iter time: 765.52ms (optimizer.step)") == {
+        "iteration": 2, "loss": 3.332, "elapsed_s": pytest.approx(0.76552)}
+    row = parse_lightning("Epoch 0:  31%|███▏      | 10/32 [00:00<00:00, 58.54it/s, loss=0.804, "
+                          "v_num=15]")
+    assert row["iteration"] == 10 and row["loss"] == 0.804
+    assert row["elapsed_s"] == pytest.approx(1 / 58.54)
+    row = parse_lightning("Epoch 2:  50%|█████     | 16/32 [00:40<00:40,  2.50s/it, v_num=3, "
+                          "train_loss=1.25]")
+    assert (row["iteration"], row["epoch"], row["elapsed_s"], row["loss"]) == (80, 2.0, 2.5, 1.25)
+
+
+def test_hf_dicts(tmp_path: Path) -> None:
+    assert parse_hf_dict(HF_EXAMPLE) == ("train", {"loss": 1.5214, "grad_norm": 82.93941089686794,
+                                                   "lr": 1.4285714285714286e-06, "epoch": 0.01})
+    kind, row = parse_hf_dict("{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 0.00055, "
+                              "'epoch': 0.01}                                  ")
+    assert kind == "train" and row["grad_norm"] != row["grad_norm"]
+    lines = [ln for ln in corpus() if "{'" in ln]
+    text = "\n".join(lines) + ("\n{'train_runtime': 437.8544, 'train_samples_per_second': 25.132, "
+                               "'train_steps_per_second': 3.145, 'train_loss': 0.4564, 'epoch': 3.0}\n")
+    it = traindoc.load(write(tmp_path, "hf.log", text)).iterations
+    train = it[it["event"].isna()]
+    assert train["iteration"].tolist() == list(range(1, len(train) + 1))  # running count
+    assert train["loss"].tolist()[:2] == [1.5214, 1.5197]
+    ev = it[it["event"] == "eval"]
+    assert ev["eval_loss"].round(4).tolist() == [0.662, 0.6605]
+    assert ev["loss"].isna().all()
+    summ = it[it["event"] == "train_summary"].iloc[0]
+    assert summ["samples_per_s"] == 25.132 and pd.isna(summ["loss"])
+
+
+def test_hf_count_is_per_source_and_step_wins(tmp_path: Path) -> None:
+    write(tmp_path, "a.log", "{'loss': 1.0, 'learning_rate': 1e-05, 'epoch': 0.1}\n" * 3)
+    write(tmp_path, "b.log", "{'loss': 2.0, 'learning_rate': 1e-05, 'epoch': 0.1, 'step': 500}\n"
+          "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.2}\n")
+    it = traindoc.load(tmp_path).iterations
+    by = it.groupby(it["source"].str.contains("a.log"))["iteration"].apply(list).to_dict()
+    assert by[True] == [1, 2, 3]
+    assert by[False] == [500, 501]
+
+
+def test_whole_corpus_rows() -> None:
+    it = traindoc.load(WORDINGS).iterations
+    steps = it[it["event"].isna()]
+    # every non-comment line that is a step line of a known format became a row
+    assert steps["iteration"].notna().all()
+    assert {"tflops", "samples_per_s", "tokens_per_s_per_gpu", "elapsed_s", "mfu"} <= {
+        c for c in steps.columns if steps[c].notna().any()}
+    assert len(steps) >= 35
+
+
+# -- host_timings -----------------------------------------------------------------------------
+# megatron/core/README_STRAGGLER.md (NVIDIA Megatron-LM), verbatim
+STRAGGLER = ("[2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | "
+             "MnPwr/Rnk: 601796W/8 | MxPwr/Rnk: 683801W/18 | MnTmp/Rnk: 52C/0 | MxTmp/Rnk: 65C/21 | "
+             "MnUtl/Rnk: 97%/8 | MxUtl/Rnk: 100%/6 | MnClk/Rnk: 1950MHz/28 | MxClk/Rnk: 1980MHz/0 | "
+             "MnDRtt/Rnk: 14.27ms/23 | MxDRtt/Rnk: 34.65ms/3 | MnEtpt/Rnk: 296.02TF/0 | "
+             "MxEtpt/Rnk: 297.32TF/8")
+BOTTOM = "^^^^ Bottom 4 Ranks with lowest  Etpt(TF): 296.02/0, 296.17/2, 296.23/1, 296.23/4,"
+
+
+def test_straggler_detector_lines() -> None:
+    rows = parse_straggler(STRAGGLER)
+    got = {r["metric"]: (r["value"], r["rank"]) for r in rows}
+    assert got["Rtt/Mx"] == (3468.20, 0) and got["Rtt/Mn"] == (3453.08, 8)
+    assert got["Clk/Mn"] == (1950.0, 28) and got["Etpt/Mn"] == (296.02, 0)
+    assert len(rows) == 14
+    bottom = parse_straggler(BOTTOM)
+    assert [(r["metric"], r["rank"]) for r in bottom] == [("Etpt/Bottom", 0), ("Etpt/Bottom", 2),
+                                                          ("Etpt/Bottom", 1), ("Etpt/Bottom", 4)]
+
+
+def test_megatron_timer_blocks(tmp_path: Path) -> None:
+    # megatron/core/timers.py: _get_global_min_max_time_string / _get_all_ranks_time_string
+    text = (" iteration        7/     100 | elapsed time per iteration (ms): 5361.6 |\n"
+            "(min, max) time across ranks (ms):\n"
+            "    forward-backward ...............................: (26094.39, 26095.09)\n"
+            "    optimizer ......................................: (3407.56, 3409.92)\n"
+            "times across ranks (ms):\n"
+            "  forward-compute:\n"
+            "     rank  0: 3621.02\n"
+            "     rank  1: 3700.50\n"
+            "  backward-compute:\n"
+            "     rank  0: 7000.00\n"
+            "     rank  1: 7100.00\n"
+            "[after training is done] datetime: 2024-01-01 00:00:00\n"
+            "successfully saved checkpoint from iteration 50 to /ckpt [ t 1/1, p 1/1 ] (min, max) "
+            "time across ranks (ms): save-checkpoint ................................: "
+            "(24895.07, 24895.13)\n")
+    inc = traindoc.load(write(tmp_path, "megatron.log", text))
+    ht = inc.host_timings
+    minmax = ht[ht["metric"] == "timer:forward-backward:max"]
+    assert minmax["value"].tolist() == [26095.09] and minmax["iteration"].tolist() == [7]
+    per = ht[ht["metric"] == "timer:forward-compute"]
+    assert per.set_index("rank")["value"].to_dict() == {0: 3621.02, 1: 3700.5}
+    assert len(ht[ht["metric"] == "timer:backward-compute"]) == 2
+    assert ht[ht["metric"] == "timer:save-checkpoint:min"]["value"].tolist() == [24895.07]
+    assert not ht["metric"].str.contains("after training").any()
+
+
+def test_nodelists() -> None:
+    pulse = ("[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
+             "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])")
+    assert parse_nodelist(pulse) == {"host": "jean-zay-iam[01-34,36-49]", "metric": "nodelist",
+                                     "value": 48.0}
+    waiting = ("[2022-05-01 03:56:11] PULSE: tr11-176B-ml is waiting to be scheduled "
+               "(1528874_[1-3%1] on 'gpu_p5' partition)")
+    assert parse_nodelist(waiting) is None
+    assert parse_nodelist("SLURM_JOB_NODELIST=gpu-st-[1-4],login2")["value"] == 5.0
+    assert parse_nodelist("   NodeList=node[001-003] BatchHost=node001")["host"] == "node[001-003]"
+    assert parse_nodelist("   NodeList=(null)") is None
+
+
+def test_benchmark_csv_wide_long_and_tsv(tmp_path: Path) -> None:
+    wide = write(tmp_path, "bench.csv", "host,seconds,tflops\nn01,296.5,310\nn02,303.6,290.1\n")
+    long = write(tmp_path, "long.csv", "hostname,gpu,metric,value\nn01,0,busbw_gbps,180\n")
+    tsv = write(tmp_path, "b.tsv", "node\ttime_s\nn03\t12.5\n")
+    inc = traindoc.load([wide, long, tsv])
+    ht = inc.host_timings
+    assert set(zip(ht["host"], ht["metric"], ht["value"], strict=False)) == {
+        ("n01", "seconds", 296.5), ("n01", "tflops", 310.0), ("n02", "seconds", 303.6),
+        ("n02", "tflops", 290.1), ("n01", "busbw_gbps", 180.0), ("n03", "time_s", 12.5)}
+    assert ht[ht["metric"] == "busbw_gbps"]["rank"].tolist() == [0]
+    lines = dict(zip(ht["host"], ht["source"].str.rsplit(":", n=1).str[1], strict=False))
+    assert lines == {"n01": "2", "n02": "3", "n03": "2"}
+    # a metrics export (step, loss) is not a benchmark table
+    assert not looks_like_benchmark(Path("m.csv"), b"step,loss\n1,2.0\n")
+
+
+def test_metric_direction() -> None:
+    assert metric_direction("seconds") == 1 and metric_direction("time_s") == 1
+    assert metric_direction("tflops") == -1 and metric_direction("busbw_gbps") == -1
+    assert metric_direction("score") == 0

@@ -1,0 +1,347 @@
+"""Throughput diagnosis: change points with known answers, the bisection plan against brute
+force, hostlists, suspects from per-rank/per-host data, and the BLOOM seed."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import traindoc
+from conftest import DATA
+from traindoc.diagnose import throughput as tp
+from traindoc.hostlist import compress, expand
+
+SEED = DATA / "throughput" / "bloom_seed"
+DRILL = DATA / "throughput" / "drill_slow_rank"
+
+
+def megatron_line(it: int, total: int, secs: float, tflops: float) -> str:
+    """A BigScience Megatron-DeepSpeed iteration line (format of seed 001)."""
+    return (f"[default7]: iteration {it}/ {total} | consumed samples: {it * 2048} | elapsed time "
+            f"per iteration (s): {secs:.2f} | learning rate: 4.475E-05 | global batch size: 2048 "
+            f"| lm loss: 2.117073E+00 | grad norm: 0.150 | num zeros: 0.0 | number of skipped "
+            f"iterations: 0 | number of nan iterations: 0 | samples per second: "
+            f"{2048 / secs:.3f} | TFLOPs: {tflops:.2f} |")
+
+
+def detect(values, higher_is_better: bool = True, **kw) -> tp.Change | None:
+    cleaned, _ = tp.despike(np.asarray(values, dtype=float))
+    return tp.find_change(cleaned, higher_is_better, **kw)
+
+
+# -- change points on synthetic series with known answers --------------------------------------
+def test_step_is_found_where_it_is() -> None:
+    rng = np.random.default_rng(1)
+    x = np.r_[149 + rng.normal(0, 0.5, 500), 141 + rng.normal(0, 0.5, 500)]
+    ch = detect(x)
+    assert ch is not None and ch.index == 500 and ch.shape == "step"
+    assert ch.baseline == pytest.approx(149, abs=0.1) and ch.degraded == pytest.approx(141, abs=0.1)
+    assert ch.drop_pct == pytest.approx(100 * 8 / 149, abs=0.2)
+
+
+def test_step_in_seconds_per_iteration() -> None:
+    rng = np.random.default_rng(2)
+    t = np.r_[105 + rng.normal(0, 0.4, 300), 111 + rng.normal(0, 0.4, 200)]
+    ch = detect(t, higher_is_better=False)
+    assert ch is not None and ch.index == 300
+    assert ch.drop_pct == pytest.approx(100 * (1 - 105 / 111), abs=0.3)
+    assert detect(t[::-1], higher_is_better=False) is None  # getting faster is not a drop
+
+
+def test_ramp_is_a_gradual_change() -> None:
+    rng = np.random.default_rng(3)
+    x = np.r_[149 + rng.normal(0, 0.5, 300), np.linspace(149, 141, 100) + rng.normal(0, 0.5, 100),
+              141 + rng.normal(0, 0.5, 300)]
+    ch = detect(x)
+    assert ch is not None and ch.shape == "gradual"
+    assert 300 <= ch.index <= 400 and 300 <= ch.onset <= 350
+
+
+@pytest.mark.parametrize("n", [5, 8, 30, 200, 2000, 6000])
+@pytest.mark.parametrize("seed", range(5))
+def test_noise_only_has_no_change(n: int, seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    assert detect(149 + rng.normal(0, 0.6, n)) is None
+    assert detect(105 + rng.standard_t(3, n) * 0.5, higher_is_better=False) is None
+
+
+def periodic_seconds(n: int, rng: np.random.Generator) -> np.ndarray:
+    """BLOOM's cadence: ~105 s/iteration, a save every 100 iterations (+40 s on the next
+    logged iteration), an eval every 1000 (+720 s)."""
+    its = np.arange(1, n + 1)
+    t = 105 + rng.normal(0, 0.4, n)
+    t[its % 100 == 1] += 40
+    t[its % 1000 == 1] += 720
+    return t
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_periodic_eval_and_save_slowdowns_are_not_a_change(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    t = periodic_seconds(3001, rng)  # ends right after an eval
+    assert detect(t, higher_is_better=False) is None
+    assert detect(2048 / t * 7.3, higher_is_better=True) is None
+
+
+def test_periodic_slowdowns_do_not_hide_a_real_step() -> None:
+    t = periodic_seconds(3000, np.random.default_rng(7))
+    t[1800:] += 5.5
+    ch = detect(t, higher_is_better=False)
+    assert ch is not None and ch.index == 1800
+
+
+def test_minimum_segment_rule() -> None:
+    base = [149.1, 149.0, 149.2, 149.1, 148.9, 149.0]
+    assert detect(base + [141.2]) is None  # one slow iteration at the end is not a change
+    ch = detect(base + [141.2, 141.4])
+    assert ch is not None and ch.n_after == 2
+    assert detect(base + [141.2, 141.4], min_segment=3) is None
+
+
+def test_the_seeds_five_points() -> None:
+    ch = detect([149.10, 149.09, 147.58, 142.32, 141.09])
+    assert ch is not None and ch.index == 3
+    assert ch.baseline == pytest.approx(149.09) and ch.degraded == pytest.approx(141.705)
+
+
+def test_despike_replaces_isolated_points_only() -> None:
+    x = np.r_[np.full(20, 100.0), 150.0, np.full(20, 100.0), 130.0, 131.0]
+    x = x + np.random.default_rng(0).normal(0, 0.2, len(x))
+    cleaned, replaced = tp.despike(x)
+    assert replaced[20] and cleaned[20] == pytest.approx(100, abs=1)
+    assert not replaced[-2:].any()  # a run of two at the end is kept
+
+
+def test_mask_events_sets_aside_the_event_and_the_next_logged_iteration() -> None:
+    s = pd.DataFrame({"iteration": [98, 99, 100, 101, 102]})
+    assert tp.mask_events(s, [100]).tolist() == [False, False, True, True, False]
+    assert not tp.mask_events(s, [98, 99, 100, 101]).any()  # too much: nothing masked
+
+
+# -- the BLOOM seed -----------------------------------------------------------------------------
+def test_seed_done_when() -> None:
+    inc = traindoc.load(SEED)
+    r = tp.diagnose(inc)
+    f = r.facts
+    assert set(tp.FACT_KEYS) <= set(f)
+    assert f["metric"] == "tflops" and f["change_iteration"] == 42783
+    assert 148.5 <= f["baseline"] <= 149.5 and 141 <= f["degraded"] <= 142
+    assert f["remaining_iterations"] == 115311 - 42784
+    assert f["suspect_ranks"] == [] and f["suspect_hosts"] == []
+    bp = f["bisect_plan"]
+    assert bp["n_hosts"] == 48 and bp["spares"] == 3 and bp["worst_case_runs"] == 17
+    assert bp["steps"][0]["sbatch"] == "sbatch --exclude='jean-zay-iam[01-03]' <job script>"
+    assert "42783" in r.verdict and r.confidence == "medium"
+
+
+def test_eta_matches_the_seeds_arithmetic() -> None:
+    assert round(tp.eta_days(115311 - 12695, 105), 1) == 124.7
+
+
+# -- bisection ------------------------------------------------------------------------------------
+@cache
+def brute_force(candidates: frozenset[int], spares: int) -> int:
+    """Worst-case restarts, trying every exclusion set of at most ``spares`` candidates."""
+    if len(candidates) <= 1:
+        return 0
+    best = math.inf
+    items = sorted(candidates)
+    for k in range(1, min(spares, len(items) - 1) + 1):
+        for excl in itertools.combinations(items, k):
+            e = frozenset(excl)
+            best = min(best, 1 + max(brute_force(e, spares), brute_force(candidates - e, spares)))
+    return int(best)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+@pytest.mark.parametrize("spares", [1, 2, 3, 4])
+def test_plan_is_optimal_against_brute_force(n: int, spares: int) -> None:
+    assert tp.worst_case_runs(n, spares) == brute_force(frozenset(range(n)), spares)
+
+
+def follow(plan: dict, slow: str) -> tuple[str, int]:
+    """Play the plan against a job whose slow node is ``slow``."""
+    steps = {s["step"]: s for s in plan["steps"]}
+    cur, runs = 1, 0
+    while True:
+        st_ = steps[cur]
+        runs += 1
+        excluded = set(expand(st_["exclude"]))
+        assert len(excluded) <= plan["spares"]
+        assert st_["sbatch"].startswith(f"sbatch --exclude='{st_['exclude']}' ")
+        nxt = st_["if_fast"] if slow in excluded else st_["if_slow"]
+        if isinstance(nxt, str):
+            return nxt.removeprefix("found: "), runs
+        cur = nxt
+
+
+@pytest.mark.parametrize(("expr", "spares"), [("n[1-7]", 2), ("jean-zay-iam[01-34,36-49]", 3),
+                                              ("gpu[001-016]", 1), ("a[1-10]", 10)])
+def test_plan_finds_every_node_within_the_worst_case(expr: str, spares: int) -> None:
+    plan = tp.bisect_plan(expr, spares, "job.slurm")
+    for host in expand(expr):
+        found, runs = follow(plan, host)
+        assert found == host and runs <= plan["worst_case_runs"]
+    assert max(follow(plan, h)[1] for h in expand(expr)) == plan["worst_case_runs"]
+    assert len(plan["steps"]) == len(expand(expr)) - 1
+
+
+def test_large_plans_use_the_worst_case_optimal_split(monkeypatch) -> None:
+    full = tp.plan_table(200, 7)[0]
+    monkeypatch.setattr(tp, "DP_LIMIT", 0)
+    assert tp.plan_table(200, 7)[0] == full
+
+
+def test_plan_edge_cases() -> None:
+    assert tp.bisect_plan(["only"], 3) is None
+    assert tp.bisect_plan("n[1-4]", 0) is None
+    assert tp.worst_case_runs(48, 3) == 17  # 15 groups of 3 cleared, then 2 halvings
+    assert tp.worst_case_runs(48, 24) == 6  # plain binary search: ceil(log2 48)
+
+
+# -- hostlists ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("expr", "n"), [
+    ("jean-zay-iam[01-34,36-49]", 48), ("node[9-11]", 3), ("rack[1-2]-n[01-02]", 4),
+    ("a1,b[2-3],c", 4), ("gpu-st-[1-4]", 4)])
+def test_hostlist_round_trip(expr: str, n: int) -> None:
+    hosts = expand(expr)
+    assert len(hosts) == n
+    assert sorted(expand(compress(hosts))) == sorted(hosts)
+
+
+def test_hostlist_canonical_and_errors() -> None:
+    assert compress(expand("jean-zay-iam[01-34,36-49]")) == "jean-zay-iam[01-34,36-49]"
+    assert compress(["n9", "n10", "n11", "n01"]) in ("n01,n[9-11]", "n[01,10-11],n9")
+    assert expand("n[01-03]") == ["n01", "n02", "n03"]
+    for bad in ("n[1-3", "n[3-1]", "n[a-b]", "n[[1]]"):
+        with pytest.raises(ValueError):
+            expand(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.tuples(st.sampled_from(["node", "gpu-", "r1n"]), st.integers(0, 300),
+                         st.sampled_from([0, 2, 3])), min_size=1, max_size=40))
+def test_hostlist_property(names: set[tuple[str, int, int]]) -> None:
+    hosts = {f"{p}{str(i).zfill(w) if w else i}" for p, i, w in names}
+    assert set(expand(compress(hosts))) == hosts
+
+
+# -- suspects from per-rank and per-host data -------------------------------------------------------
+def seed_like_log(tmp_path: Path) -> Path:
+    lines = [megatron_line(42700 + i, 115311, 105.2 + 0.1 * (i % 3), 149.1 - 0.1 * (i % 3))
+             for i in range(40)]
+    lines += [megatron_line(42740 + i, 115311, 110.6 + 0.1 * (i % 2), 141.7 - 0.1 * (i % 2))
+              for i in range(20)]
+    p = tmp_path / "main_log.txt"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_benchmark_table_names_the_slow_node(tmp_path: Path) -> None:
+    seed_like_log(tmp_path)
+    hosts = expand("jean-zay-iam[01-34,36-49]")
+    rng = np.random.default_rng(0)
+    rows = [f"{h},{296.5 + rng.normal(0, 0.4):.1f}" for h in hosts]
+    rows[hosts.index("jean-zay-iam27")] = "jean-zay-iam27,303.6"
+    (tmp_path / "bench.csv").write_text("host,seconds\n" + "\n".join(rows) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path), hosts="jean-zay-iam[01-34,36-49]")
+    assert r.facts["change_iteration"] == 42740
+    assert r.facts["suspect_hosts"] == ["jean-zay-iam27"]
+    assert r.facts["bisect_plan"] is None
+    assert r.actions[0].how.startswith("sbatch --exclude='jean-zay-iam27'")
+    assert r.confidence == "high"
+
+
+def test_straggler_detector_names_the_slow_rank(tmp_path: Path) -> None:
+    log = seed_like_log(tmp_path)
+    text = log.read_text()
+    rep = ("[2024-03-14 23:07:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: {mx:.2f}ms/{r} | "
+           "MnEtpt/Rnk: 288.02TF/{r} | MxEtpt/Rnk: 297.32TF/8\n")
+    extra = "".join(rep.format(mx=3560 + i, r=13) for i in range(5))
+    log.write_text(text + extra)
+    r = tp.diagnose(traindoc.load(log))
+    assert r.facts["suspect_ranks"] == [13]
+
+
+def test_per_rank_step_lines_name_the_slow_rank(tmp_path: Path) -> None:
+    lines = []
+    for step in range(1, 41):
+        for rank in range(8):
+            tps = 5800.0 + 10 * ((step + rank) % 3)
+            if step > 20:
+                tps -= 600
+                if rank == 5:
+                    tps -= 900
+            lines.append(f"[rank{rank}]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: "
+                         f"{step}  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: {tps:,.0f}  "
+                         "tflops: 339.16  mfu: 34.29%")
+    (tmp_path / "titan.log").write_text("\n".join(lines) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path), metric="tokens_per_s_per_gpu")
+    assert r.facts["change_iteration"] == 21
+    assert r.facts["suspect_ranks"] == [5]
+
+
+def test_arrival_lags_name_the_rank_the_others_wait_for() -> None:
+    t0 = pd.Timestamp("2025-01-01")
+    rows = []
+    for seq in range(30):
+        for rank in range(4):
+            late = 0.25 if (rank == 2 and seq >= 15) else 0.0002 * rank
+            rows.append({"rank": rank, "process_group": "0", "seq_num": seq,
+                         "time": t0 + pd.Timedelta(seconds=seq * 0.3 + late),
+                         "source": f"fr/rank{rank}.pkl#entry{seq}"})
+    lags = tp.arrival_lags(pd.DataFrame(rows))
+    assert lags[lags["suspect"]]["rank"].tolist() == [2]
+    assert lags.set_index("rank").loc[2, "first_late_seq"] == 15
+
+
+@pytest.mark.skipif(not DRILL.is_dir(), reason="drill bundle not generated")
+def test_drill_slow_rank() -> None:
+    r = tp.diagnose(traindoc.load(DRILL))
+    assert r.facts["change_iteration"] == 20 and r.facts["suspect_ranks"] == [1]
+
+
+def test_restart_at_the_change_is_reported(tmp_path: Path) -> None:
+    lines = [megatron_line(1000 + i, 5000, 105.2, 149.1 - 0.1 * (i % 3)) for i in range(30)]
+    lines += [megatron_line(1020 + i, 5000, 110.6, 141.7 - 0.1 * (i % 2)) for i in range(30)]
+    (tmp_path / "log.txt").write_text("\n".join(lines) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    assert r.facts["change_iteration"] == 1020
+    assert "restart" in r.facts["coincides"]
+    assert any(f.id == "change_at_restart" for f in r.findings)
+
+
+def test_eval_line_is_set_aside(tmp_path: Path) -> None:
+    lines = [megatron_line(44990 + i, 115311, 105.2, 149.1 - 0.1 * (i % 3)) for i in range(11)]
+    lines.append("[default7]:valid loss at iteration 45000 | lm loss value: 2.327091E+00 | lm "
+                 "loss PPL: 1.024808E+01 |")
+    lines.append(megatron_line(45001, 115311, 825.2, 18.9))
+    lines.append(megatron_line(45002, 115311, 105.3, 149.0))
+    (tmp_path / "log.txt").write_text("\n".join(lines) + "\n")
+    inc = traindoc.load(tmp_path)
+    a = tp.analyse(inc)
+    assert a.events["iteration"].tolist() == [45000]
+    assert len(a.used) == len(a.series) - 2
+    assert tp.report_from(a, inc).facts["change_iteration"] is None
+
+
+def test_no_metric_is_a_finding_with_all_keys() -> None:
+    r = tp.diagnose(traindoc.Incident.empty())
+    assert set(tp.FACT_KEYS) <= set(r.facts) and r.facts["suspect_ranks"] == []
+    assert r.findings and r.findings[0].id == "no_metric" and r.confidence == "low"
+
+
+def test_progress_bar_fallback(tmp_path: Path) -> None:
+    bars = [f"Train:  {i}%|#   | {i}/100 [00:{i:02d}<00:10, {1.0 if i <= 50 else 0.8:.2f}it/s]"
+            for i in range(1, 100)]
+    (tmp_path / "tqdm.log").write_text("\r".join(bars) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    assert r.facts["metric"] == "s_per_iteration" and r.facts["change_iteration"] == 51
