@@ -105,9 +105,11 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     file = df["source"].str.rsplit(":", n=1).str[0].str.split("#entry", n=1).str[0]
     if file.nunique() < 2:
         return df
-    key = pd.DataFrame({"f": file, "r": df["rank"].fillna(-1), "l": df["line"].fillna("")})
-    key["n"] = key.groupby(["f", "r", "l"]).cumcount()
-    dup = key.duplicated(["r", "l", "n"], keep="first")
+    host = df["host"].fillna("") if "host" in df else ""
+    key = pd.DataFrame({"f": file, "r": df["rank"].fillna(-1), "h": host,
+                        "l": df["line"].fillna("")})
+    key["n"] = key.groupby(["f", "r", "h", "l"]).cumcount()
+    dup = key.duplicated(["r", "h", "l", "n"], keep="first")
     return df.loc[~dup.to_numpy()].reset_index(drop=True)
 
 

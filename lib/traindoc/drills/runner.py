@@ -44,7 +44,20 @@ PYSPY_TIMEOUT_S = 30.0
 FR_WAIT_S = 10.0
 
 _ITERATION_RE = re.compile(r"^\S*\s?iteration\s+(\d+)/\s*(\d+) \|", re.MULTILINE)
-_PYSPY_MAIN_RE = re.compile(r'^Thread \S+ \([^)]*\): "MainThread"\n\s+(\S.*\))\s*$', re.MULTILINE)
+_PYSPY_MAIN_RE = re.compile(r'^Thread \S+ \([^)]*\): "MainThread"\n((?:[ \t]+\S.*\n?)+)', re.MULTILINE)
+# Frames that say only *that* a thread waits (stdlib locks and queues), not *for what*: the
+# leaf a person reads is the first frame below them, the program's own.
+_GENERIC_WAIT_RE = re.compile(r"\((?:threading|queue|selectors|multiprocessing/\w+)\.py:\d+\)$")
+
+
+def _program_leaf(frames_text: str) -> str | None:
+    """The innermost MainThread frame outside the stdlib's generic waits, as py-spy prints it."""
+    frames = [ln.strip() for ln in frames_text.splitlines() if ln.strip()]
+    frames = [f for f in frames if f.endswith(")") and "(" in f]
+    for f in frames:
+        if not _GENERIC_WAIT_RE.search(f):
+            return f
+    return frames[0] if frames else None
 
 
 class DrillError(RuntimeError):
@@ -291,8 +304,9 @@ def _capture_hang(out: Path, sup: _Supervisor, python: str, notes: list[str]) ->
             (out / "pyspy" / f"trace-{host}-{w.pid}.out").write_text(text)
             m = _PYSPY_MAIN_RE.search(res.stdout)
             rank = _rank_of(w.pid)
-            if m and rank is not None:
-                leaves[rank] = m.group(1).strip()
+            leaf = _program_leaf(m.group(1)) if m else None
+            if leaf and rank is not None:
+                leaves[rank] = leaf
     fr_dir = out / "fr"
     asked = time.time()
     for w in workers:
@@ -350,7 +364,8 @@ def _facts(
             facts["majority_leaf"] = majority[0][0]
         notes.append(
             f"after iteration {k} rank {fault} waits on an eval loader queue forever; the others wait in "
-            f"broadcast (src={fault}, seq {seq['eval_broadcast']}); leaves are py-spy's top MainThread frames"
+            f"broadcast (src={fault}, seq {seq['eval_broadcast']}); leaves are the innermost MainThread "
+            "frames outside the stdlib's generic waits (threading, queue)"
         )
     elif spec.name == "slow_rank":
         facts = {"change_iteration": k, "suspect_ranks": [fault]}

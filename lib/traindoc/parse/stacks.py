@@ -1,0 +1,396 @@
+"""Stack dumps of live processes into the ``stacks`` table: py-spy (text and ``--json``) and
+Python's faulthandler.
+
+py-spy ``dump`` text (py-spy 0.3/0.4, ``src/dump.rs``; checked against real dumps of 0.4.3
+kept in ``tests/data/pyspy/``)::
+
+    Process 5024: /usr/bin/python3 -u train.py --lr 1e-4
+    Python v3.11.7 (/usr/bin/python3.11)
+    Parent Process 5020: /usr/bin/python3 torchrun ...        (--subprocesses only)
+
+    Thread 5024 (idle): "MainThread"                          (idle | active | active+gil)
+        broadcast (torch/distributed/distributed_c10d.py:3151)
+            Arguments:                                        (--locals: name: repr lines)
+                tensor: <Tensor at 0x7f...>
+        0x7f72b8ea3f16 (libc.so.6)                            (--native: native frames)
+    --------------------------------------------------------------------------------
+
+Many dumps are often concatenated in one file (``xargs py-spy dump --pid`` under ``srun
+--output=trace-%N.out``), and py-spy's own errors land in it too (``Error: Failed to …``); an
+error becomes a row with ``state`` ``dump_error`` and no frames. The BLOOM chronicle's condensed
+form — ``4 in:`` then several ``Thread N (active): "MainThread"`` lines sharing one frame list —
+loads as one row per listed thread, each with the shared frames. A ``MainThread``'s thread id is
+its pid (Linux: the main thread's TID equals the PID), which names processes when no
+``Process`` line does.
+
+faulthandler (CPython ``Python/traceback.c``; 3.14 adds `` [os thread name]``)::
+
+    Thread 0x00007f3a1c9ff640 (most recent call first):
+      File "/usr/lib/python3.11/threading.py", line 327 in wait
+    Current thread 0x00007f3a2d6b5740 (most recent call first):
+      File "/work/train.py", line 12 in <module>
+
+CPython lists threads newest first, so in an all-threads dump the last thread is the main thread;
+it is named ``MainThread`` here (unless the dump was cut with ``...``).
+
+A frame reads ``function (file:line)`` exactly as py-spy prints it (faulthandler frames are
+written the same way), innermost first; ``leaf`` is the innermost frame as printed.
+
+Host and rank: from the loader's prefixes and file name (``trace-<host>.out``). A file name
+``trace-<host>-<pid>.out`` (the pid of the dumped process) or ``trace-<host>-rank<N>[-<pid>].out``
+yields the host without the suffix, and the rank.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .base import FileLoader, Row
+from .prefixes import path_origin
+
+# --- py-spy text ------------------------------------------------------------------------------
+PROCESS_RE = re.compile(r"^Process (?P<pid>\d+): ?(?P<cmd>.*)$")
+PARENT_RE = re.compile(r"^Parent Process \d+: ")
+PYTHON_VERSION_RE = re.compile(r"^Python v\d")
+# "Thread 5024 (idle): "MainThread"", "Thread 0x7F12AB (active+gil)" (no name), and the plain
+# "Thread 5024" / "Thread 5024 (gil)" of py-spy's record/top printers.
+THREAD_RE = re.compile(
+    r'^Thread (?P<tid>0[xX][0-9A-Fa-f]+|\d+)(?: \((?P<state>idle|active\+gil|active|gil)\))?'
+    r'(?::\s*"(?P<name>[^"]*)")?\s*$')
+# "broadcast (torch/distributed/distributed_c10d.py:1191)", "0x7f… (libc.so.6)". The file is
+# the last parenthesised group; a --locals line ("name: repr") is never a frame.
+FRAME_RE = re.compile(r"^(?P<func>\S.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
+LOCALS_HEADER_RE = re.compile(r"^(?:Arguments|Locals):+$")
+CONDENSED_RE = re.compile(r"^\d+ in:$")  # the chronicle's "4 in:" (not py-spy's own output)
+SEPARATOR_RE = re.compile(r"^-{20,}$")  # between --subprocesses dumps
+# py-spy's own errors, as its anyhow chain prints them first ("Error: Failed to find python
+# version from target process", "Error: Failed to get process executable name. Check that the
+# process is running." — both seen in tests/data/pyspy/; the rest from py-spy's sources).
+PYSPY_ERROR_RE = re.compile(
+    r"^Error: (?:Failed to (?:find python version|get process executable name|open process"
+    r"|get stack traces?|suspend process|find python interpreter|connect to process|get "
+    r"interpreter)|Permission [Dd]enied|No python processes found|Operation not permitted)")
+
+# --- faulthandler ---------------------------------------------------------------------------
+FH_THREAD_RE = re.compile(
+    r"^(?P<current>Current thread|Thread) (?P<tid>0x[0-9a-fA-F]+)(?: \[(?P<name>[^\]]*)\])?"
+    r"(?: <(?P<oldname>[^>]*)>)? \(most recent call first\):\s*$")
+FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
+FH_FRAME_RE = re.compile(r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+)$')
+
+# Cheap first-character/prefix checks before any regex (the loader feeds every line).
+STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ")
+
+# trace-<host>.<ext> as srun --output=trace-%N.out names it, optionally -rank<N> and -<pid>.
+TRACE_NAME_RE = re.compile(r"(?:^|[/\\])trace-(?P<host>[^/\\]+?)\.(?:out|txt|log|json)$")
+RANK_SUFFIX_RE = re.compile(r"[-_.]rank[-_]?(?P<rank>\d+)(?=$|[-_.])", re.IGNORECASE)
+PID_SUFFIX_RE = re.compile(r"[-_.](?P<pid>\d+)$")
+
+MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
+MAX_CMD_LINES = 20  # a "Process N:" line not followed by "Python v…" within this is no dump
+
+
+def frame_text(func: str, file: str, line: int | None) -> str:
+    """A frame as py-spy prints it: ``function (file:line)`` (``function (file)`` without line)."""
+    return f"{func} ({file}:{line})" if line else f"{func} ({file})"
+
+
+def name_hints(source: str, pid: int | None = None) -> tuple[str | None, int | None, int | None]:
+    """(host, rank, pid) that a ``trace-<host>[-rank<N>][-<pid>].out`` file name carries. A
+    trailing ``-<digits>`` is taken as a pid only after ``-rank<N>`` or when it equals ``pid``
+    (the dumped process's): host names end in digits too (``gpu-node-12``)."""
+    m = TRACE_NAME_RE.search(source)
+    if not m:
+        return None, None, None
+    host = m["host"]
+    rank = name_pid = None
+    r = RANK_SUFFIX_RE.search(host)
+    if r:
+        rank = int(r["rank"])
+        p = PID_SUFFIX_RE.fullmatch(host[r.end():])
+        name_pid = int(p["pid"]) if p else None
+        host = host[: r.start()]
+    else:
+        p = PID_SUFFIX_RE.search(host)
+        if p and p.start() > 0 and pid is not None and int(p["pid"]) == pid:
+            host = host[: p.start()]
+    return host or None, rank, name_pid
+
+
+class StackParser:
+    """Reads py-spy and faulthandler dumps from one stream into ``stacks`` rows."""
+
+    def __init__(self) -> None:
+        self.section: str | None = None  # "pyspy" | "faulthandler" | None
+        self._proc: dict[str, Any] = {}
+        self._threads: list[dict[str, Any]] = []  # threads sharing the frame list being read
+        self._frames: list[str] = []
+        self._in_locals = False
+        self._fh: list[dict[str, Any]] = []  # threads of the faulthandler dump being read
+        self._fh_cut = False
+
+    # -- protocol ------------------------------------------------------------------------
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the thread rows it completed."""
+        if self.section is None:
+            if not text.startswith(STARTERS) and not (text[:1].isdigit() and text.endswith(" in:")):
+                return []
+            return self._start(text, ctx)
+        if self.section == "faulthandler":
+            return self._feed_faulthandler(text, ctx)
+        return self._feed_pyspy(text, ctx)
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: emit what is pending."""
+        out = self._flush_threads() + self._flush_faulthandler()
+        self.section = None
+        self._proc = {}
+        return out
+
+    # -- starting a section --------------------------------------------------------------
+    def _start(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        m = PROCESS_RE.match(text)
+        if m:
+            self.section = "pyspy"
+            self._proc = _process(m)
+            return []
+        m = THREAD_RE.match(text)
+        if m:
+            self.section = "pyspy"
+            self._proc = {}
+            return self._thread(m, ctx)
+        if CONDENSED_RE.match(text):
+            self.section = "pyspy"
+            self._proc = {}
+            return []
+        m = FH_THREAD_RE.match(text)
+        if m or FH_STACK_RE.match(text):
+            self.section = "faulthandler"
+            self._fh, self._fh_cut = [], False
+            return self._fh_thread(m, ctx)
+        if PYSPY_ERROR_RE.match(text):
+            return [self._error_row(text, ctx)]
+        return []
+
+    # -- py-spy --------------------------------------------------------------------------
+    def _feed_pyspy(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        if self._threads:
+            m = FRAME_RE.match(text)
+            if m and ": " not in m["func"] and not LOCALS_HEADER_RE.match(text):
+                self._in_locals = False
+                self._frames.append(frame_text(m["func"], m["file"], _int(m["line"])))
+                return []
+            if LOCALS_HEADER_RE.match(text):
+                self._in_locals = True
+                return []
+            if self._in_locals and ": " in text:
+                return []
+        m = THREAD_RE.match(text)
+        if m:
+            return self._thread(m, ctx)
+        if not text.strip() or SEPARATOR_RE.match(text):
+            return self._flush_threads() if self._frames else []
+        m = PROCESS_RE.match(text)
+        if m:
+            out = self._flush_threads()
+            self._proc = _process(m)
+            return out
+        if PYTHON_VERSION_RE.match(text) or PARENT_RE.match(text):
+            self._proc["in_cmd"] = False
+            return []
+        if self._proc.get("in_cmd") and self._proc.get("cmd_lines", 0) < MAX_CMD_LINES:
+            # a command line with newlines (python -c "…"), until "Python v…"
+            self._proc["cmd"] = f"{self._proc.get('cmd') or ''}\n{text}"
+            self._proc["cmd_lines"] = self._proc.get("cmd_lines", 0) + 1
+            return []
+        if CONDENSED_RE.match(text):
+            return self._flush_threads()
+        # Anything else ends the dump; it may start the next one (an error, faulthandler).
+        out = self._flush_threads()
+        self.section = None
+        self._proc = {}
+        return out + self._start(text, ctx) if text.startswith(STARTERS) else out
+
+    def _thread(self, m: re.Match[str], ctx: object) -> list[tuple[str, Row]]:
+        out: list[tuple[str, Row]] = []
+        if self._frames:
+            out = self._flush_threads()
+        name = m["name"]
+        tid = m["tid"]
+        pid = self._proc.get("pid")
+        if name in MAIN_THREAD_NAMES and tid.isdigit():
+            main_pid = int(tid)
+            # The condensed form lists several processes' MainThreads without Process lines.
+            if pid is None or (pid != main_pid and self._proc.get("has_main")):
+                pid = main_pid
+                self._proc = {"pid": pid, "cmd": None}
+            self._proc["has_main"] = True
+        self._threads.append({
+            "pid": pid, "cmd": self._proc.get("cmd"), "tid": tid, "thread": name,
+            "state": m["state"], "_ctx": ctx,
+        })
+        self._in_locals = False
+        return out
+
+    def _flush_threads(self) -> list[tuple[str, Row]]:
+        out = []
+        for t in self._threads:
+            out.append(("stacks", _row(t, list(self._frames))))
+        self._threads, self._frames, self._in_locals = [], [], False
+        return out
+
+    # -- faulthandler --------------------------------------------------------------------
+    def _feed_faulthandler(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        m = FH_FRAME_RE.match(text)
+        if m and self._fh:
+            line = m["line"]
+            self._fh[-1]["frames"].append(
+                frame_text(m["func"].strip(), m["file"], int(line) if line.isdigit() else None))
+            return []
+        m = FH_THREAD_RE.match(text)
+        if m or FH_STACK_RE.match(text):
+            return self._fh_thread(m, ctx)
+        stripped = text.strip()
+        if not stripped or stripped == "<no Python frame>":
+            return []
+        if stripped == "...":
+            self._fh_cut = True
+            return []
+        out = self._flush_faulthandler()
+        self.section = None
+        return out + self._start(text, ctx) if text.startswith(STARTERS) else out
+
+    def _fh_thread(self, m: re.Match[str] | None, ctx: object) -> list[tuple[str, Row]]:
+        out: list[tuple[str, Row]] = []
+        if m is None and self._fh:  # "Stack (most recent…)" starts a dump of its own
+            out = self._flush_faulthandler()
+            self.section = "faulthandler"
+        name = None if m is None else (m["name"] or m["oldname"])
+        self._fh.append({
+            "pid": None, "cmd": None, "tid": None if m is None else m["tid"], "thread": name,
+            "state": None if m is None else ("current" if m["current"] == "Current thread" else None),
+            "frames": [], "_ctx": ctx, "_all": m is not None,
+        })
+        return out
+
+    def _flush_faulthandler(self) -> list[tuple[str, Row]]:
+        threads, self._fh = self._fh, []
+        if threads and threads[-1]["_all"] and not self._fh_cut:
+            # CPython prepends new thread states: the last one listed is the main thread.
+            threads[-1]["thread"] = "MainThread"
+        self._fh_cut = False
+        return [("stacks", _row(t, t.pop("frames"))) for t in threads]
+
+    # -- errors --------------------------------------------------------------------------
+    @staticmethod
+    def _error_row(text: str, ctx: object) -> tuple[str, Row]:
+        return ("stacks", {"state": "dump_error", "frames": [], "leaf": None, "_ctx": ctx})
+
+
+def _process(m: re.Match[str]) -> dict[str, Any]:
+    """A "Process N: cmd" header; until "Python v…" further lines continue the command line."""
+    return {"pid": int(m["pid"]), "cmd": m["cmd"].strip() or None, "in_cmd": True}
+
+
+def _int(v: str | None) -> int | None:
+    return int(v) if v else None
+
+
+def _row(t: dict[str, Any], frames: list[str]) -> Row:
+    """A ``stacks`` row, with host/rank/pid hints from the file name where the lines had none."""
+    ctx = t.get("_ctx")
+    row: Row = {
+        "pid": t.get("pid"), "cmd": t.get("cmd"), "tid": t.get("tid"), "thread": t.get("thread"),
+        "state": t.get("state"), "frames": frames, "leaf": frames[0] if frames else None,
+        "_ctx": ctx,
+    }
+    if isinstance(ctx, tuple) and len(ctx) > 2:
+        source, origin = str(ctx[0]), ctx[2]
+        m = TRACE_NAME_RE.search(source)
+        if m:
+            host, rank, name_pid = name_hints(source, row["pid"])
+            if getattr(origin, "host", None) in (None, m["host"]):
+                row["host"] = host  # else a line prefix named the host
+            if rank is not None and getattr(origin, "rank", None) is None:
+                row["rank"] = rank
+            if row["pid"] is None and name_pid is not None:
+                row["pid"] = name_pid
+    return row
+
+
+# --- py-spy --json ------------------------------------------------------------------------------
+THREAD_KEY_RE = re.compile(r'"thread_id"\s*:')
+
+
+def looks_like_pyspy_json(path: Path, head: bytes) -> bool:
+    """A py-spy ``dump --json`` file: a JSON array of thread traces."""
+    h = head.lstrip()
+    return h[:1] == b"[" and b'"thread_id"' in h and b'"frames"' in h and (
+        b'"owns_gil"' in h or b'"os_thread_id"' in h or b'"thread_name"' in h)
+
+
+def _json_docs(text: str) -> list[Any]:
+    """Every JSON document in ``text`` (``xargs py-spy dump --json`` concatenates arrays)."""
+    dec = json.JSONDecoder()
+    out, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= len(text):
+            return out
+        try:
+            obj, pos = dec.raw_decode(text, pos)
+        except ValueError as e:
+            if not out:
+                raise ValueError(f"not valid py-spy JSON ({e})") from None
+            return out  # a cut-off tail: keep what came before
+        out.append(obj)
+
+
+def load_pyspy_json(path: Path) -> list[tuple[str, Row]]:
+    """A py-spy ``--json`` dump as ``stacks`` rows (ValueError when it cannot be read)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    # Each thread object holds one "thread_id" key: its line is the row's source line.
+    starts = [text.count("\n", 0, m.start()) + 1 for m in THREAD_KEY_RE.finditer(text)]
+    rows: list[tuple[str, Row]] = []
+    i = 0
+    for doc in _json_docs(text):
+        for t in doc if isinstance(doc, list) else [doc]:
+            if not isinstance(t, dict) or not isinstance(t.get("frames"), list):
+                continue
+            frames = []
+            for f in t["frames"]:
+                if not isinstance(f, dict):
+                    continue
+                line = f.get("line") if isinstance(f.get("line"), int) else None
+                frames.append(frame_text(str(f.get("name")),
+                                         str(f.get("short_filename") or f.get("filename")), line))
+            tid = t.get("os_thread_id") or t.get("thread_id")
+            tid_s = str(tid) if t.get("os_thread_id") else (
+                f"{tid:#X}" if isinstance(tid, int) else None)
+            state = "idle" if not t.get("active") else ("active+gil" if t.get("owns_gil") else "active")
+            name = t.get("thread_name")
+            pid = t.get("pid") if isinstance(t.get("pid"), int) else None
+            host, rank, name_pid = name_hints(str(path), pid)
+            rank = rank if rank is not None else path_origin(str(path)).rank
+            pid = pid if pid is not None else name_pid
+            info = t.get("process_info") if isinstance(t.get("process_info"), dict) else {}
+            cmd = info.get("command_line")
+            header = f'Thread {tid_s} ({state})' + (f': "{name}"' if name else "")
+            rows.append(("stacks", {
+                "host": host, "rank": rank, "pid": pid, "cmd": cmd if isinstance(cmd, str) else None,
+                "tid": tid_s, "thread": name, "state": state, "frames": frames,
+                "leaf": frames[0] if frames else None,
+                "source": f"{path}:{starts[i] if i < len(starts) else 1}", "line": header,
+            }))
+            i += 1
+    if not rows:
+        raise ValueError("a JSON array without py-spy thread traces")
+    return rows
+
+
+JSON_LOADER = FileLoader("py-spy --json", looks_like_pyspy_json, load_pyspy_json)
+PARSERS = (StackParser,)

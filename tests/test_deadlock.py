@@ -1,0 +1,332 @@
+"""traindoc.diagnose.deadlock on the BLOOM seed, on real gloo hangs (py-spy + flight recorder),
+the leaf/grouping rules on small synthetic dumps, and torch's torchfrtrace on the same dumps."""
+
+from __future__ import annotations
+
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from conftest import DATA, ROOT
+from test_timeout import Boom
+from traindoc import plots
+from traindoc.diagnose import deadlock
+from traindoc.diagnose.collectives import first_mismatch
+from traindoc.parse.flight_recorder import read_dump
+
+FIX = ROOT / "tests" / "data" / "pyspy"
+BLOOM = DATA / "deadlock" / "bloom_seed"
+DESYNC = DATA / "deadlock" / "gloo_desync_hang"
+DRILL_HANG = DATA / "deadlock" / "drill_hang"
+DRILL_DESYNC = DATA / "timeout" / "drill_desync"
+
+
+def diag(path: Path, **kw):
+    inc = traindoc.load(path)
+    return inc, deadlock.diagnose(inc, **kw)
+
+
+# -- the seed ----------------------------------------------------------------------------------
+def test_bloom_seed_names_the_dataloader_rank() -> None:
+    _, r = diag(BLOOM)
+    f = r.facts
+    assert set(f) == set(deadlock.FACT_KEYS)
+    assert f["processes_seen"] == 16
+    assert f["outlier_members"] == ["jean-zay-iam48:688514"]
+    assert f["outlier_leaf"] == "_try_get_data (torch/utils/data/dataloader.py:1011)"
+    assert f["majority_leaf"] == "broadcast (torch/distributed/distributed_c10d.py:1191)"
+    assert f["first_mismatch"] is None
+    assert [g["count"] for g in f["groups"]] == [4, 4, 4, 3, 1]
+    assert f["groups"][-1]["members"] == ["jean-zay-iam48:688514"]
+    assert r.confidence == "high" and "_try_get_data" in r.verdict
+    assert r.actions[0].id == "eval_loader_num_workers_0" and "num_workers=0" in r.actions[0].how
+    ids = [a.id for a in r.actions]
+    assert {"py_spy_all_ranks", "flight_recorder", "make_hangs_fail"} <= set(ids)
+    how = " ".join(a.how for a in r.actions)
+    for needle in ("srun", "py-spy dump", "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE",
+                   "TORCH_NCCL_DUMP_ON_TIMEOUT", "torchfrtrace"):
+        assert needle in how, needle
+    out = next(x for x in r.findings if x.id == "outliers")
+    assert any("_try_get_data" in e for e in out.evidence)
+
+
+# -- real gloo hangs ------------------------------------------------------------------------------
+def test_desync_hang_names_seq_ops_and_ranks() -> None:
+    _, r = diag(DESYNC)
+    mm = r.facts["first_mismatch"]
+    assert mm["kind"] == "op" and mm["ops"] == {"0": "gloo:all_reduce", "1": "gloo:all_gather"}
+    seq = mm["seq_num"]
+    for needle in (f"sequence number {seq}", "rank 0 issued gloo:all_reduce",
+                   "rank 1 issued gloo:all_gather"):
+        assert needle in r.verdict, needle
+    # Two ranks, two different collectives: nobody is "the" outlier, both stacks are named.
+    assert r.facts["outlier_members"] == [] and r.facts["processes_seen"] == 2
+    assert "rank 0 in all_reduce" in r.verdict and "rank 1 in all_gather" in r.verdict
+    assert r.actions[0].id == "rank_conditional_collective"
+    assert {g["members"][0] for g in r.facts["groups"]} == {0, 1}  # ranks from trace-…-rank<N>-…
+
+
+def test_drill_desync_flight_recorder_alone() -> None:
+    if not (DRILL_DESYNC / "fr").is_dir():
+        pytest.skip("drill bundle not generated")
+    _, r = diag(DRILL_DESYNC)
+    mm = r.facts["first_mismatch"]
+    assert mm["kind"] == "op" and mm["ops"] == {"0": "gloo:all_reduce", "1": "gloo:all_gather"}
+    assert f"sequence number {mm['seq_num']}" in r.verdict
+    assert "rank 0 issued gloo:all_reduce" in r.verdict and "rank 1 issued gloo:all_gather" in r.verdict
+    assert any(x.id == "no_stacks" for x in r.findings)
+
+
+def test_drill_hang_rank_inferred_from_the_flight_recorder() -> None:
+    if not (DRILL_HANG / "pyspy").is_dir():
+        pytest.skip("drill bundle not generated")
+    inc, r = diag(DRILL_HANG)
+    assert inc.stacks["rank"].isna().all()  # the dumps name no rank…
+    assert r.facts["outlier_members"] == [1]  # …the flight recorder does
+    assert r.facts["majority_leaf"].startswith("broadcast (torch/distributed/distributed_c10d.py:")
+    # the leaf rule looks through Condition.wait / Queue.get to the program's own frame
+    assert r.facts["outlier_leaf"].startswith("_Trainer.evaluate (")
+    mm = r.facts["first_mismatch"]
+    assert mm["kind"] == "missing_ranks" and mm["ranks"] == [1]
+    assert any(x.id == "ranks_inferred" for x in r.findings)
+
+
+# -- torch's own analyser on the same dumps --------------------------------------------------
+def _torchfrtrace() -> str:
+    exe = shutil.which("torchfrtrace") or str(Path(sys.executable).with_name("torchfrtrace"))
+    if not Path(exe).exists():
+        pytest.skip("torchfrtrace not installed")
+    return exe
+
+
+def _copy_dumps(src: Path, dst: Path, nccl_shaped: bool) -> None:
+    """As torchfrtrace wants them (<prefix><rank>); ``nccl_shaped``: pg_config keyed by the
+    entries' process-group names, as ProcessGroupNCCL writes it (gloo on torch 2.13 keys it '')."""
+    dst.mkdir()
+    for p in sorted(src.glob("rank*.pkl")):
+        dump = read_dump(p)  # our restricted loader: plain data only
+        if nccl_shaped:
+            names = {e["process_group"] for e in dump["entries"]}
+            ranks = next(iter(dump["pg_config"].values()))["ranks"]
+            dump["pg_config"] = {n: {"name": n, "desc": d, "ranks": ranks} for n, d in names}
+        (dst / f"rank_{p.stem[4:]}").write_bytes(pickle.dumps(dump))
+
+
+def _run(exe: str, d: Path) -> subprocess.CompletedProcess[str]:
+    """torchfrtrace's report goes to its logger (stderr): ``stdout`` gets both streams."""
+    return subprocess.run([exe, str(d), "-p", "rank_"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
+
+
+def test_torchfrtrace_fails_on_gloo_dumps_where_we_do_not(tmp_path: Path) -> None:
+    exe = _torchfrtrace()
+    _copy_dumps(DESYNC / "fr", tmp_path / "raw", nccl_shaped=False)
+    res = _run(exe, tmp_path / "raw")
+    assert res.returncode != 0
+    assert re.search(r"KeyError: \('0', 0\)", res.stdout), res.stdout[-2000:]
+    assert first_mismatch(traindoc.load(DESYNC / "fr").collectives)["kind"] == "op"
+
+
+def test_torchfrtrace_agrees_on_nccl_shaped_dumps(tmp_path: Path) -> None:
+    exe = _torchfrtrace()
+    _copy_dumps(DESYNC / "fr", tmp_path / "desync", nccl_shaped=True)
+    res = _run(exe, tmp_path / "desync")
+    assert res.returncode == 0, res.stdout[-2000:]
+    mm = first_mismatch(traindoc.load(DESYNC / "fr").collectives)
+    m = re.search(r"Collective sequence number: (\d+) has errors", res.stdout)
+    assert m and int(m[1]) == mm["seq_num"]
+    m = re.search(r"Culprit rank (\d+); Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective "
+                  r"type: '(\w+)' does not match found collective type: '(\w+)'", res.stdout)
+    assert m, res.stdout[-2000:]
+    assert [int(m[1])] == mm["ranks"]
+    assert {f"gloo:{m[2]}", f"gloo:{m[3]}"} == set(mm["ops"].values())
+
+
+def test_torchfrtrace_agrees_on_a_missing_rank(tmp_path: Path) -> None:
+    if not (DRILL_HANG / "fr").is_dir():
+        pytest.skip("drill bundle not generated")
+    exe = _torchfrtrace()
+    _copy_dumps(DRILL_HANG / "fr", tmp_path / "hang", nccl_shaped=True)
+    res = _run(exe, tmp_path / "hang")
+    assert res.returncode == 0, res.stdout[-2000:]
+    mm = first_mismatch(traindoc.load(DRILL_HANG / "fr").collectives)
+    m = re.search(r"Not all ranks joining collective, sequence number: (\d+)", res.stdout)
+    assert m and int(m[1]) == mm["seq_num"]
+    m = re.search(r"missing ranks: \{([\d, ]+)\}", res.stdout)
+    assert m and sorted(int(x) for x in m[1].split(",")) == mm["ranks"]
+
+
+def test_malicious_dump_beside_stacks_is_refused_and_runs_nothing(tmp_path: Path) -> None:
+    marker = Path("/tmp/traindoc-pwned")
+    marker.unlink(missing_ok=True)
+    shutil.copy(FIX / "plain.txt", tmp_path / "trace-node1.out")
+    (tmp_path / "rank0.pkl").write_bytes(pickle.dumps({"entries": [Boom()]}))
+    inc, r = diag(tmp_path)
+    assert not marker.exists()
+    assert any("refused to import" in w for w in inc.account["warnings"])
+    assert r.facts["processes_seen"] == 1
+
+
+# -- rules on small synthetic dumps (py-spy's shape) --------------------------------------------
+MAIN = 'Thread {pid} ({state}): "MainThread"\n'
+
+
+def dump(pid: int, frames: list[str], state: str = "active", extra: str = "") -> str:
+    return (f"Process {pid}: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+            + MAIN.format(pid=pid, state=state) + "".join(f"    {f}\n" for f in frames) + extra)
+
+
+AR = ["all_reduce (torch/distributed/distributed_c10d.py:2501)", "step (train.py:40)",
+      "main (train.py:90)"]
+AG = ["all_gather (torch/distributed/distributed_c10d.py:2900)", "step (train.py:44)",
+      "main (train.py:90)"]
+LOADER = ["wait (threading.py:320)", "get (queue.py:171)",
+          "_try_get_data (torch/utils/data/dataloader.py:1131)", "evaluate (train.py:60)",
+          "main (train.py:92)"]
+
+
+def write_dumps(tmp_path: Path, dumps: dict[str, str]) -> Path:
+    for name, text in dumps.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize(("frames", "leaf"), [
+    (LOADER, "_try_get_data (torch/utils/data/dataloader.py:1131)"),
+    (["Condition.wait (/usr/lib/python3.11/threading.py:327)", "f (/w/x.py:3)"], "f (/w/x.py:3)"),
+    (["0x7f72b8ea3f16 (libc.so.6)", "PyThread_acquire_lock_timed (libpython3.11.so.1.0)",
+      "Condition.wait (threading.py:327)", "Queue.get (queue.py:171)", "run (x.py:9)"], "run (x.py:9)"),
+    (["Condition.wait (threading.py:327)", "Event.wait (threading.py:629)"],
+     "Condition.wait (threading.py:327)"),  # nothing but waits: the innermost Python frame
+    (["get (myproj/queue.py:10)", "f (x.py:1)"], "get (myproj/queue.py:10)"),  # not the stdlib
+    (["syscall (libc.so.6)"], "syscall (libc.so.6)"),
+])
+def test_key_leaf_rule(frames: list[str], leaf: str) -> None:
+    assert deadlock.key_leaf(frames) == leaf
+
+
+def test_native_dump_signature_has_no_addresses() -> None:
+    inc = traindoc.load(FIX / "native.txt")
+    p = deadlock.processes(inc.stacks)[0]
+    assert p.leaf == "Trainer.evaluate (trainer.py:18)"
+    assert "0x" not in p.signature and "libc" not in p.signature
+
+
+def test_smallest_group_when_all_wait_in_collectives(tmp_path: Path) -> None:
+    d = write_dumps(tmp_path, {f"trace-n{i}.out": dump(100 + i, AG if i == 2 else AR)
+                               for i in range(4)})
+    _, r = diag(d)
+    assert r.facts["outlier_members"] == ["n2:102"]
+    assert r.facts["outlier_leaf"] == AG[0] and r.facts["majority_leaf"] == AR[0]
+    assert r.actions[0].id == "rank_conditional_collective"
+    assert "step (train.py:44)" in r.actions[0].why  # the call sites, to find the branch
+
+
+def test_outside_the_collective_beats_group_size(tmp_path: Path) -> None:
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR) + dump(2, AR),
+                               "trace-b.out": dump(3, LOADER, "idle") + dump(4, LOADER, "idle")})
+    _, r = diag(d)
+    assert r.facts["outlier_members"] == ["b:3", "b:4"]
+    assert r.facts["outlier_leaf"] == LOADER[2]
+
+
+def test_tie_without_flight_recorder_names_no_one(tmp_path: Path) -> None:
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR) + dump(2, AG)})
+    _, r = diag(d)
+    assert r.facts["outlier_members"] == [] and r.facts["majority_leaf"] is None
+    assert r.confidence == "low"
+
+
+def test_all_in_the_same_collective(tmp_path: Path) -> None:
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR) + dump(2, AR) + dump(3, AR)})
+    _, r = diag(d)
+    assert r.facts["outlier_members"] == [] and r.facts["majority_leaf"] == AR[0]
+    assert "transport" in r.verdict and any(a.id == "check_transport" for a in r.actions)
+
+
+def test_depth_and_thread_parameters(tmp_path: Path) -> None:
+    other = ["all_reduce (torch/distributed/distributed_c10d.py:2501)", "step (train.py:40)",
+             "main (train.py:95)"]
+    helper = ('Thread 77 (idle): "pt_autograd_0"\n    Condition.wait (threading.py:327)\n'
+              'Thread 78 (active): "compute"\n    busy (train.py:7)\n')
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR, extra=helper) + dump(2, other)})
+    whole = deadlock.processes(traindoc.load(d).stacks)
+    assert len({p.signature for p in whole}) == 2
+    top2 = deadlock.processes(traindoc.load(d).stacks, depth=2)
+    assert len({p.signature for p in top2}) == 1
+    every = deadlock.processes(traindoc.load(d).stacks, thread="*")
+    p1 = next(p for p in every if p.pid == 1)
+    assert p1.threads == ["MainThread", "compute"]  # pt_autograd_0 is an idle helper
+    assert "busy (train.py:7)" in p1.signature
+
+
+def test_dataloader_workers_are_set_apart(tmp_path: Path) -> None:
+    worker = ["wait (threading.py:320)", "get (multiprocessing/queues.py:113)",
+              "_worker_loop (torch/utils/data/_utils/worker.py:275)", "run (multiprocessing/process.py:108)"]
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR) + dump(2, AR) + dump(3, worker, "idle")})
+    _, r = diag(d)
+    assert r.facts["processes_seen"] == 2 and r.facts["outlier_members"] == []
+    assert any(x.id == "helper_processes" for x in r.findings)
+
+
+def test_snapshots_tell_stuck_from_moving(tmp_path: Path) -> None:
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR) + dump(2, AR) + dump(1, AR) + dump(2, AG)})
+    _, r = diag(d)
+    snap = next(x for x in r.findings if x.id == "snapshots")
+    assert snap.severity == "warning" and "1 of 2" in snap.title
+
+
+def test_flight_recorder_names_the_missing_rank_when_stacks_tie(tmp_path: Path) -> None:
+    from test_timeout import fr_dump
+
+    (tmp_path / "trace-a-rank0-1.out").write_text(dump(1, AR))
+    (tmp_path / "trace-a-rank1-2.out").write_text(dump(2, AG))
+    (tmp_path / "rank0").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]]), (2, "gloo:all_reduce", [[4]])]))
+    (tmp_path / "rank1").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]])]))
+    _, r = diag(tmp_path)
+    assert r.facts["outlier_members"] == [1] and r.facts["outlier_leaf"] == AG[0]
+    assert r.facts["first_mismatch"]["kind"] == "missing_ranks"
+
+
+def test_py_spy_errors_are_a_finding(tmp_path: Path) -> None:
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR) + (FIX / "error.txt").read_text()
+                               + dump(2, AR)})
+    _, r = diag(d)
+    err = next(x for x in r.findings if x.id == "dump_errors")
+    assert "1 process" in err.title and "Failed to find python version" in err.evidence[0]
+
+
+@pytest.mark.parametrize("content", ["", "nothing wrong here\n", "loss 2.1 (train.py:4)\n"])
+def test_no_stacks_is_a_finding_not_a_crash(tmp_path: Path, content: str) -> None:
+    (tmp_path / "job.log").write_text(content)
+    _, r = diag(tmp_path / "job.log")
+    assert set(r.facts) == set(deadlock.FACT_KEYS)
+    assert r.facts["processes_seen"] == 0 and r.facts["groups"] == []
+    assert any(x.id == "no_stacks" for x in r.findings) and r.confidence == "low"
+    assert r.actions and all(a.why and a.how for a in r.actions)
+
+
+def test_groups_figure(tmp_path: Path) -> None:
+    views = deadlock.tables(traindoc.load(BLOOM))
+    fig = plots.stack_groups(views["groups"])
+    assert len(fig.axes[0].patches) == 5
+    assert plots.save(fig, tmp_path, "g").stat().st_size > 1000
+    assert len(plots.stack_groups(views["groups"].iloc[0:0]).axes) == 1
+    assert views["processes"]["outlier"].sum() == 1 and len(views["outliers"]) > 3
+
+
+def test_a_lone_rank_in_a_collective_is_the_odd_one(tmp_path: Path) -> None:
+    # NCCL ranks often block outside torch.distributed (in .item() or a CUDA sync); one rank in
+    # a rank-0-only broadcast is then the odd one, not the many outside a collective.
+    compute = ["step (train.py:50)", "main (train.py:90)"]
+    extra = ["broadcast (torch/distributed/distributed_c10d.py:2000)", "log_metrics (train.py:70)",
+             "main (train.py:91)"]
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, extra) + dump(2, compute) + dump(3, compute)})
+    _, r = diag(d)
+    assert r.facts["outlier_members"] == ["a:1"] and r.facts["outlier_leaf"] == extra[0]

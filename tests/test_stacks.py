@@ -1,0 +1,232 @@
+"""traindoc.parse.stacks on real py-spy (0.4.3) and faulthandler dumps (tests/data/pyspy/,
+made by make_fixtures.py), on the BLOOM chronicle's condensed listing, and on bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import traindoc
+from conftest import DATA, ROOT, SEEDS
+from traindoc.parse.stacks import StackParser, name_hints
+
+FIX = ROOT / "tests" / "data" / "pyspy"
+PROCESS_RE = re.compile(r"^Process (\d+): ", re.M)
+MAIN_FRAMES = ["Condition.wait (threading.py:327)", "Queue.get (queue.py:171)",
+               "Trainer.evaluate (trainer.py:18)", "main (trainer.py:24)", "<module> (trainer.py:27)"]
+LOADER_FRAMES = ["Condition.wait (threading.py:327)", "Event.wait (threading.py:629)",
+                 "read_eval_shard (trainer.py:7)", "Thread.run (threading.py:982)",
+                 "Thread._bootstrap_inner (threading.py:1045)", "Thread._bootstrap (threading.py:1002)"]
+
+
+def stacks(path: Path):
+    inc = traindoc.load(path)
+    return inc, inc.stacks
+
+
+def pid_of(name: str) -> int:
+    return int(PROCESS_RE.search((FIX / name).read_text())[1])
+
+
+def test_plain_dump() -> None:
+    inc, s = stacks(FIX / "plain.txt")
+    assert inc.account["unparsed_lines"] == 0
+    assert list(s["thread"]) == ["MainThread", "eval-loader"]
+    main = s.iloc[0]
+    assert main["pid"] == pid_of("plain.txt") and main["tid"] == str(main["pid"])
+    assert main["state"] == "idle" and main["cmd"].endswith("python trainer.py")
+    assert main["frames"] == MAIN_FRAMES and main["leaf"] == "Condition.wait (threading.py:327)"
+    assert s.iloc[1]["frames"] == LOADER_FRAMES
+    assert main["source"].endswith("plain.txt:4") and main["line"] == f'Thread {main["pid"]} (idle): "MainThread"'
+
+
+def test_native_dump_keeps_native_frames_in_order() -> None:
+    _, s = stacks(FIX / "native.txt")
+    frames = s.iloc[0]["frames"]
+    assert frames[0].endswith("(libc.so.6)") and "PyThread_acquire_lock_timed (libpython3.11.so.1.0)" in frames
+    assert [f for f in frames if ".py:" in f] == MAIN_FRAMES
+
+
+def test_locals_lines_are_not_frames() -> None:
+    _, s = stacks(FIX / "locals.txt")
+    assert s.iloc[0]["frames"] == MAIN_FRAMES
+    assert s.iloc[1]["frames"] == LOADER_FRAMES
+    assert "Arguments:" in (FIX / "locals.txt").read_text()  # the fixture does hold locals
+
+
+def test_subprocesses_dump_multiline_cmd_and_active_gil() -> None:
+    _, s = stacks(FIX / "subprocesses.txt")
+    assert len(s) == 3
+    child = s.iloc[2]
+    assert child["state"] == "active+gil" and pd_na(child["thread"])  # py-spy printed no name
+    assert child["pid"] == int(child["tid"]) and child["pid"] != s.iloc[0]["pid"]
+    assert "while True:" in child["cmd"]  # python -c "…" spans several lines
+    assert child["frames"] == ["spin (<string>:4)", "<module> (<string>:5)"]
+
+
+def pd_na(v) -> bool:
+    return v is None or str(v) == "<NA>"
+
+
+def test_json_dump_matches_text_dump() -> None:
+    inc, js = stacks(FIX / "dump.json")
+    _, txt = stacks(FIX / "plain.txt")
+    assert inc.account["files"] == 1 and inc.account["unparsed_lines"] == 0
+    as_set = lambda df: {(t, tuple(f), st) for t, f, st in zip(df["thread"], df["frames"], df["state"], strict=True)}  # noqa: E731
+    assert as_set(js) == as_set(txt)
+    assert set(js["pid"]) == set(txt["pid"])
+
+
+def test_concatenated_json_arrays(tmp_path: Path) -> None:
+    text = (FIX / "dump.json").read_text()
+    (tmp_path / "trace-node7.json").write_text(text + "\n" + text)
+    _, s = stacks(tmp_path / "trace-node7.json")
+    assert len(s) == 4 and set(s["host"]) == {"node7"}
+    assert s.iloc[0]["source"].endswith("trace-node7.json:4")
+
+
+def test_corrupt_json_is_a_warning(tmp_path: Path) -> None:
+    text = (FIX / "dump.json").read_text()
+    (tmp_path / "dump.json").write_text(text[: len(text) // 2])  # a dump cut short
+    inc = traindoc.load(tmp_path)
+    assert not len(inc.stacks)
+    assert any("py-spy --json" in w for w in inc.account["warnings"])
+
+
+def test_faulthandler_dump_names_the_last_thread_main() -> None:
+    inc, s = stacks(FIX / "faulthandler.txt")
+    assert inc.account["unparsed_lines"] == 0
+    assert len(s) == 2 and list(s["thread"].fillna("?")) == ["?", "MainThread"]
+    main = s.iloc[1]
+    assert main["state"] == "current" and main["tid"].startswith("0x")
+    assert main["frames"][2].startswith("evaluate (") and main["frames"][2].endswith("trainer.py:18)")
+    assert main["leaf"].startswith("wait (") and "threading.py:327)" in main["leaf"]
+
+
+def test_faulthandler_behind_torchrun_prefixes_gets_the_rank(tmp_path: Path) -> None:
+    lines = (FIX / "faulthandler.txt").read_text().splitlines()
+    (tmp_path / "torchrun.log").write_text(
+        "".join(f"[default2]:{ln}\n" for ln in lines) + "[default0]:iteration 5 done\n")
+    _, s = stacks(tmp_path / "torchrun.log")
+    assert list(s["rank"]) == [2, 2] and s.iloc[1]["thread"] == "MainThread"
+
+
+def test_faulthandler_thread_names_of_newer_pythons(tmp_path: Path) -> None:
+    # CPython 3.14 Python/traceback.c write_thread_id(): "Thread 0x… [name] (most recent call first):"
+    (tmp_path / "err.log").write_text(
+        "Fatal Python error: Aborted\n\n"
+        "Thread 0x00007f3a1c9ff640 [pt_autograd_0] (most recent call first):\n"
+        '  File "/usr/lib/python3.14/threading.py", line 359 in wait\n\n'
+        "Current thread 0x00007f3a2d6b5740 [pt_main_thread] (most recent call first):\n"
+        '  File "/work/train.py", line 12 in step\n'
+        '  File "/work/train.py", line 30 in <module>\n'
+        "Aborted (core dumped)\n")
+    _, s = stacks(tmp_path / "err.log")
+    assert list(s["thread"]) == ["pt_autograd_0", "MainThread"]
+    assert s.iloc[1]["frames"] == ["step (/work/train.py:12)", "<module> (/work/train.py:30)"]
+
+
+def test_pyspy_error_becomes_a_dump_error_row() -> None:
+    _, s = stacks(FIX / "error.txt")
+    assert list(s["state"]) == ["dump_error"]
+    assert s.iloc[0]["line"].startswith("Error: Failed to find python version")
+
+
+def test_many_dumps_concatenated_with_an_error(tmp_path: Path) -> None:
+    text = "".join((FIX / n).read_text() for n in ("plain.txt", "error.txt", "subprocesses.txt"))
+    (tmp_path / "trace-gpu-node-12.out").write_text(text)
+    _, s = stacks(tmp_path / "trace-gpu-node-12.out")
+    assert list(s["state"]).count("dump_error") == 1
+    assert len(s) == 2 + 1 + 3
+    # the host ends in digits that are not a pid: the name is kept whole
+    assert set(s["host"]) == {"gpu-node-12"}
+
+
+def test_seed_condensed_listing_loads(tmp_path: Path) -> None:
+    seed = next(SEEDS.glob("001_*.txt"), None)
+    if seed is None:
+        pytest.skip("seeds not present")
+    lines = seed.read_text().splitlines()
+    start = lines.index("Node 48:")
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("All were in groups"))
+    (tmp_path / "condensed.txt").write_text("\n".join(lines[start:end]) + "\n")
+    _, s = stacks(tmp_path / "condensed.txt")
+    assert len(s) == 16 and set(s["thread"]) == {"MainThread"}
+    assert list(s["pid"][:4]) == [688510, 688511, 599212, 599213]
+    shared = s.iloc[0]["frames"]
+    assert all(f == shared for f in s["frames"][:4]) and len(shared) == 10
+    odd = s[s["pid"] == 688514].iloc[0]
+    assert odd["state"] == "idle" and odd["frames"][:3] == [
+        "wait (threading.py:306)", "get (queue.py:179)",
+        "_try_get_data (torch/utils/data/dataloader.py:1011)"]
+
+
+def test_bloom_seed_bundle_hosts_from_file_names() -> None:
+    _, s = stacks(DATA / "deadlock" / "bloom_seed")
+    assert len(s) == 16
+    assert s.groupby("host").size().to_dict() == {"jean-zay-iam48": 8, "jean-zay-iam49": 8}
+
+
+@pytest.mark.parametrize(("name", "pid", "want"), [
+    ("d/trace-vm-5024.out", 5024, ("vm", None, None)),
+    ("d/trace-vm-5024.out", 77, ("vm-5024", None, None)),
+    ("trace-gpu-node-12.out", 5024, ("gpu-node-12", None, None)),
+    ("x/trace-node3-rank7-4242.out", None, ("node3", 7, 4242)),
+    ("x/trace-node3.rank7.out", None, ("node3", 7, None)),
+    ("x/train.log", 1, (None, None, None)),
+])
+def test_name_hints(name: str, pid: int | None, want: tuple) -> None:
+    assert name_hints(name, pid) == want
+
+
+def test_rank_tagged_file_names(tmp_path: Path) -> None:
+    shutil.copy(FIX / "plain.txt", tmp_path / f"trace-node3-rank5-{pid_of('plain.txt')}.out")
+    _, s = stacks(tmp_path)
+    assert set(s["rank"]) == {5} and set(s["host"]) == {"node3"}
+
+
+def test_frame_like_text_outside_a_dump_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text(
+        "loss went up (train.py:12)\nThread pool started\nProcess group initialised\n"
+        "Error: bad config\nError: Failed to load checkpoint\n    broadcast (torch/distributed/distributed_c10d.py:1191)\n")
+    inc, s = stacks(tmp_path / "job.log")
+    assert not len(s)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([
+    "Process 12: python x.py", "Python v3.11.7 (/usr/bin/python)", "", "4 in:",
+    'Thread 12 (idle): "MainThread"', "Thread 0x7F (active+gil)", "    f (a.py:1)", "Arguments:",
+    "self: <x at 0x1>", "Current thread 0x00007f (most recent call first):",
+    '  File "a.py", line 3 in g', "...", "Stack (most recent call first):", "Error: Failed to x",
+    "-" * 80, "random text", "Thread 5 (idle)", "Parent Process 1: init"]), max_size=40))
+def test_parser_never_raises(lines: list[str]) -> None:
+    p = StackParser()
+    rows = []
+    for i, ln in enumerate(lines):
+        rows += p.feed(ln.strip(), ("f", i, None, None, ln))
+    rows += p.close()
+    for table, row in rows:
+        assert table == "stacks" and isinstance(row["frames"], list)
+
+
+def test_fixture_generator_is_kept() -> None:
+    text = (FIX / "make_fixtures.py").read_text()
+    assert "--native" in text and "--locals" in text and "--json" in text
+    json.loads((FIX / "dump.json").read_text())
+
+
+def test_a_stray_process_line_does_not_swallow_the_log(tmp_path: Path) -> None:
+    watchdog = ("[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught "
+                "collective operation timeout: WorkNCCL(SeqNum=2901, OpType=ALLREDUCE, NumelIn=1, "
+                "NumelOut=1, Timeout(ms)=600000) ran for 600070 milliseconds before timing out.")
+    (tmp_path / "job.log").write_text("Process 42: started\n" + "step ok\n" * 30 + watchdog + "\n")
+    inc = traindoc.load(tmp_path / "job.log")
+    assert not len(inc.stacks) and len(inc.collectives) == 1
+    assert inc.account["unparsed_lines"] >= 10  # the plain lines after it count as unparsed
