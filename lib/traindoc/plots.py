@@ -106,3 +106,267 @@ def progress_timeline(progress: pd.DataFrame, iterations: pd.DataFrame) -> Figur
     ax.set_title("Progress before the incident")
     fig.tight_layout()
     return fig
+
+
+# -- loss spikes -----------------------------------------------------------------------------
+def _spike_span(spike: dict, last_iteration: float) -> tuple[float, float, bool]:
+    """(first sign, end, recovered) of a spike from loss_spike facts."""
+    window = spike.get("data_window") or {}
+    first = (window.get("iterations") or [spike["start_iteration"]])[0]
+    rec = spike.get("recovered_iteration")
+    return float(first), float(rec if rec is not None else last_iteration), rec is not None
+
+
+def _log_helps(values: pd.Series) -> bool:
+    v = values[values > 0]
+    return len(v) > 1 and float(v.max()) / float(v.min()) > 50
+
+
+def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
+                      nan_iterations: list[int] | None = None,
+                      skipped_iterations: list[int] | None = None) -> Figure:
+    """Loss, grad norm (log scale when it spans decades) and, when logged, the fp16 loss scale
+    (and the learning rate, when it moved by half or more) over iterations; spikes shaded from their first sign to their recovery (red: not
+    recovered), NaN iterations as red ticks, skipped steps as crosses."""
+    has = {c: c in series and series[c].notna().any() for c in ("loss", "grad_norm", "loss_scale")}
+    panels = [c for c in ("loss", "grad_norm", "loss_scale") if has[c]]
+    lr = series["lr"].astype(float) if "lr" in series else pd.Series(dtype=float)
+    lr = lr[lr > 0]
+    if panels and len(lr) > 1 and float(lr.max()) >= 1.5 * float(lr.min()):
+        panels.append("lr")  # the schedule moved: show it beside the loss
+    if not len(series) or not panels:
+        return _message(Figure(figsize=(8, 1.5)), "No loss or grad-norm values in these logs")
+    fig = Figure(figsize=(9, 2.4 * len(panels) + 0.4))
+    axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+    x = series["iteration"].astype(float)
+    last = float(x.max())
+    labels = {"loss": "loss", "grad_norm": "grad norm", "loss_scale": "loss scale",
+              "lr": "learning rate"}
+    for ax, col in zip(axes, panels, strict=True):
+        y = series[col].astype(float)
+        ax.plot(x, y, lw=0.9, marker="." if len(series) <= 200 else None, ms=3)
+        if col == "loss_scale" or (col == "grad_norm" and _log_helps(y)):
+            ax.set_yscale("log")
+        ax.set_ylabel(labels[col])
+        for sp in spikes or []:
+            a, b, ok = _spike_span(sp, last)
+            ax.axvspan(a - 0.5, b + 0.5, color="tab:orange" if ok else "tab:red", alpha=0.2, lw=0)
+        for it in nan_iterations or []:
+            ax.axvline(it, color="red", lw=0.6, alpha=0.6)
+    top = axes[0]
+    if panels[0] == "loss":
+        for sp in spikes or []:
+            top.plot([sp["peak_iteration"]], [sp["peak_loss"]], "v", color="tab:red", ms=7)
+            top.axhline(sp["baseline_loss"], color="grey", lw=0.6, ls="--")
+    if skipped_iterations:
+        sk = series[series["iteration"].isin(skipped_iterations)]
+        top.plot(sk["iteration"], sk[panels[0]].astype(float), "x", color="black", ms=6,
+                 label="skipped step")
+        top.legend(fontsize=8, loc="best")
+    top.set_title("Loss and grad norm per iteration (shaded: spikes, first sign to recovery)")
+    axes[-1].set_xlabel("iteration")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[-1].ticklabel_format(axis="x", useOffset=False, style="plain")
+    fig.tight_layout()
+    return fig
+
+
+def loss_spike_zoom(series: pd.DataFrame, spike: dict | None, before: int = 10,
+                    after: int = 10) -> Figure:
+    """One spike up close (``before``/``after`` logged points around it): loss (left axis) and
+    grad norm (right axis, log), the pre-spike baseline, and where each left its baseline —
+    which moved first."""
+    if spike is None or not len(series):
+        return _message(Figure(figsize=(8, 1.5)), "No loss spike to show")
+    a, b, _ = _spike_span(spike, float(series["iteration"].max()))
+    its = series["iteration"].astype(float)
+    ia, ip, ib = (int(its.searchsorted(v)) for v in (a, spike["peak_iteration"], b))
+    ib = min(ib, ip + 100)  # a spike that never ends: its first 100 points after the peak
+    win = series.iloc[max(ia - before, 0) : ib + after + 1]
+    fig = Figure(figsize=(9, 3.6))
+    ax = fig.add_subplot()
+    ax.plot(win["iteration"], win["loss"].astype(float), marker="o", ms=3, color="tab:blue",
+            label="loss")
+    ax.axhline(spike["baseline_loss"], color="tab:blue", lw=0.7, ls="--", label="baseline loss")
+    ax.axvline(spike["start_iteration"], color="tab:blue", lw=0.8, ls=":",
+               label=f"loss leaves baseline ({spike['start_iteration']})")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("loss", color="tab:blue")
+    handles, names = ax.get_legend_handles_labels()
+    if win["grad_norm"].notna().any():
+        ax2 = ax.twinx()
+        g = win["grad_norm"].astype(float)
+        ax2.plot(win["iteration"], g, marker="s", ms=3, color="tab:red", label="grad norm")
+        if _log_helps(g):
+            ax2.set_yscale("log")
+        ax2.set_ylabel("grad norm", color="tab:red")
+        gs = spike.get("grad_norm_start_iteration")
+        if gs is not None:
+            ax2.axvline(gs, color="tab:red", lw=0.8, ls=":", label=f"grad norm leaves ({gs})")
+        h2, n2 = ax2.get_legend_handles_labels()
+        handles, names = handles + h2, names + n2
+    ax.legend(handles, names, fontsize=8, loc="upper right")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.ticklabel_format(axis="x", useOffset=False, style="plain")
+    ax.set_title(f"Spike at iteration {spike['peak_iteration']}: which moved first?")
+    fig.tight_layout()
+    return fig
+
+
+def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure:
+    """Processes per stack signature (``diagnose.deadlock.groups_table``): one bar per group,
+    labelled by its leaf frame; outliers red, groups waiting in a collective blue."""
+    if not len(groups):
+        return _message(Figure(figsize=(8, 1.5)), "No stack dumps (py-spy or faulthandler) found")
+    g = groups.head(max_groups).iloc[::-1]
+    fig = Figure(figsize=(9, 0.9 + 0.55 * len(g)))
+    ax = fig.add_subplot()
+    colors = ["tab:red" if o else ("tab:blue" if c else "tab:gray")
+              for o, c in zip(g["outlier"], g["in_collective"], strict=False)]
+    labels = []
+    sites = g["call_site"] if "call_site" in g else [None] * len(g)
+    for leaf, site, members in zip(g["leaf"], sites, g["members"], strict=False):
+        text = str(leaf)
+        text = text if len(text) <= 60 else "…" + text[-59:]
+        if isinstance(site, str) and site:
+            text += f"\n← {site if len(site) <= 58 else '…' + site[-57:]}"
+        names = [f"rank {m}" if isinstance(m, int) else str(m) for m in list(members)[:3]]
+        labels.append(f"{text}\n[{', '.join(names)}{' …' if len(members) > 3 else ''}]")
+    y = range(len(g))
+    ax.barh(list(y), g["count"].astype(int).tolist(), color=colors)
+    ax.set_yticks(list(y), labels, fontsize=7)
+    ax.set_xlabel("processes")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("Where each process's stack is (red: outliers, blue: in a collective)")
+    fig.tight_layout()
+    return fig
+
+
+_ROLE_STYLE = {  # role -> (marker, colour, size, legend label)
+    "cause": ("X", "red", 110, "cause"),
+    "context": ("o", "orange", 45, "same failure (exit, follow-up Xid)"),
+    "cascade": (".", "grey", 60, "cascade (a peer's symptom)"),
+}
+
+
+def gpu_crash_timeline(timeline: pd.DataFrame, max_lanes: int = 40) -> Figure:
+    """Per host (or rank, when lines name no host) the failure events over time — the first
+    failure ringed, its cascade in grey — from ``gpu_crash.timeline_frame``. When the lines
+    carry no timestamps the x axis is their order in the logs."""
+    fig = Figure(figsize=(9, 3.6))
+    if timeline is None or not len(timeline):
+        return _message(fig, "No failure lines to place on a timeline")
+    lanes = list(dict.fromkeys(timeline["lane"].astype(str)))
+    if len(lanes) > max_lanes:
+        keep = set(lanes[:max_lanes])
+        timeline = timeline[timeline["lane"].astype(str).isin(keep)]
+        lanes = lanes[:max_lanes]
+    fig.set_figheight(max(2.4, 0.9 + 0.32 * len(lanes)))
+    ax = fig.add_subplot()
+    ypos = {lane: i for i, lane in enumerate(lanes)}
+    timed = pd.api.types.is_datetime64_any_dtype(timeline["x"])
+    for role, (marker, colour, size, label) in _ROLE_STYLE.items():
+        part = timeline[timeline["role"] == role]
+        if not len(part):
+            continue
+        ax.scatter(part["x"], [ypos[str(v)] for v in part["lane"]], marker=marker, c=colour,
+                   s=size, label=label, zorder=3)
+    first = timeline[timeline["first"].astype(bool)]
+    if len(first):
+        f0 = first.iloc[0]
+        ax.scatter([f0["x"]], [ypos[str(f0["lane"])]], s=420, facecolors="none",
+                   edgecolors="red", linewidths=1.6, zorder=4, label="first failure")
+        ax.axvline(f0["x"], color="red", lw=0.8, ls="--", zorder=1)
+        ax.annotate(str(f0["label"]), (f0["x"], ypos[str(f0["lane"])]), xytext=(8, 8),
+                    textcoords="offset points", fontsize=8, color="red")
+    ax.set_yticks(range(len(lanes)), lanes, fontsize=8)
+    ax.set_ylim(len(lanes) - 0.4, -0.7)  # first lane on top, room for the label
+    ax.set_xlabel("time" if timed else "order of the lines in the logs (file, then line)")
+    if timed:
+        fig.autofmt_xdate()
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title("Failure cascade by host: the first failure and what followed")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.tight_layout()
+    return fig
+
+
+def throughput_timeline(series: pd.DataFrame, label: str, change_iteration: int | None = None,
+                        baseline: float | None = None, degraded: float | None = None,
+                        events: pd.DataFrame | None = None,
+                        discontinuities: pd.DataFrame | None = None,
+                        transients: pd.DataFrame | None = None) -> Figure:
+    """The throughput metric per logged iteration, the two levels and the change point, with
+    eval/save events, restarts/gaps and the iterations set aside as transients marked."""
+    fig = Figure(figsize=(9, 3.6))
+    if series is None or not len(series):
+        return _message(Figure(figsize=(8, 1.5)), "No throughput figures in these logs")
+    ax = fig.add_subplot()
+    x = series["iteration"].to_numpy()
+    ax.plot(x, series["value"].to_numpy(dtype=float), marker="." if len(x) <= 2000 else None,
+            lw=0.8, ms=4, label=label, zorder=2)
+    if transients is not None and len(transients):
+        ax.scatter(transients["iteration"], transients["value"].astype(float), marker="x",
+                   color="grey", s=30, zorder=3, label="set aside (transient)")
+    if change_iteration is not None:
+        ax.axvline(change_iteration, color="red", lw=1.2, ls="--", zorder=1,
+                   label=f"change at {change_iteration}")
+        if baseline is not None:
+            ax.hlines(baseline, x.min(), change_iteration, color="green", lw=1.5,
+                      label=f"baseline {baseline:.4g}")
+        if degraded is not None:
+            ax.hlines(degraded, change_iteration, x.max(), color="red", lw=1.5,
+                      label=f"degraded {degraded:.4g}")
+    styles = {"eval": ("tab:purple", ":"), "save": ("tab:orange", ":")}
+    if events is not None and len(events):
+        shown = set()
+        lo, hi = x.min(), x.max()
+        for it, kind in zip(events["iteration"], events["kind"], strict=False):
+            if not (lo <= it <= hi):
+                continue
+            colour, ls = styles.get(str(kind), ("grey", ":"))
+            ax.axvline(it, color=colour, lw=0.8, ls=ls, zorder=0,
+                       label=None if kind in shown else str(kind))
+            shown.add(kind)
+    if discontinuities is not None and len(discontinuities):
+        for i, (pos, kind) in enumerate(zip(discontinuities["position"], discontinuities["kind"],
+                                            strict=False)):
+            it = series["iteration"].iloc[int(pos)]
+            ax.axvline(it, color="black", lw=1.0, ls="-.", zorder=0,
+                       label=f"{kind}" if i == 0 else None)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(label)
+    ax.ticklabel_format(axis="x", useOffset=False, style="plain")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=8))
+    ax.set_title(f"{label} per logged iteration")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str,
+              max_bars: int = 64) -> Figure:
+    """One bar per rank or host (its median ``value``), suspects (column ``suspect``) in red,
+    the peers' median as a line: the slow one stands out."""
+    if values is None or not len(values):
+        return _message(Figure(figsize=(8, 1.5)), "No per-rank or per-host figures in these logs")
+    df = values.head(max_bars)
+    fig = Figure(figsize=(min(12, 2 + 0.3 * len(df)), 3.2))
+    ax = fig.add_subplot()
+    sus = df["suspect"].fillna(False).astype(bool) if "suspect" in df else pd.Series(
+        False, index=df.index)
+    colours = ["tab:red" if s else "tab:blue" for s in sus]
+    ax.bar(range(len(df)), df[value].astype(float), color=colours)
+    ax.axhline(float(df[value].astype(float).median()), color="grey", ls="--", lw=0.8,
+               label="median of peers")
+    ax.set_xticks(range(len(df)), [str(k) for k in df[key]], rotation=90 if len(df) > 12 else 0,
+                  fontsize=7)
+    ax.set_ylabel(label)
+    ax.set_title(title)
+    lo, hi = float(df[value].min()), float(df[value].max())
+    if lo > 0 and (hi - lo) < 0.2 * hi:  # zoom on small differences
+        ax.set_ylim(lo - (hi - lo) * 0.5 - 1e-9, hi + (hi - lo) * 0.3 + 1e-9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -29,6 +29,14 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "nan": "Int64",
         "samples_per_s": "Float64",
         "tflops": "Float64",
+        "tokens_per_s": "Float64",  # whole job
+        "tokens_per_s_per_gpu": "Float64",  # per device (torchtitan's tps)
+        "mfu": "Float64",  # model FLOPs utilisation, percent
+        "epoch": "Float64",  # fractional epoch (HF Trainer), or the epoch of a Lightning bar
+        # <NA> for a training step; "eval" (a validation result), "train_summary" (HF's
+        # end-of-run averages): such rows are not steps and carry no training loss.
+        "event": "string",
+        "eval_loss": "Float64",
         "rank": "Int64",
         "host": "string",
         "time": "datetime64[ns]",
@@ -61,6 +69,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "kind": "string",
         "code": "string",
         "message": "string",
+        "pid": "Int64",  # the process the line names (Xid pid=, OOM killer, launcher kill)
+        "frames": "object",  # C++ frames of a c10 exception block, innermost first
         "time": "datetime64[ns]",
         "source": "string",
         "line": "string",
@@ -73,6 +83,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "state": "string",
         "frames": "object",
         "leaf": "string",
+        "tid": "string",  # the thread id as the dump prints it (py-spy: OS tid; faulthandler: 0x…)
+        "cmd": "string",  # the process's command line (py-spy's "Process N: cmd")
         "source": "string",
         "line": "string",
     },
@@ -96,6 +108,32 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "exitcode": "Int64",
         "signal": "string",
         "root_cause": "boolean",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
+    # Per-host / per-rank timings: benchmark CSVs (one row per host and metric), Megatron's
+    # straggler-detector and timer lines, and SLURM node lists (metric "nodelist": ``host``
+    # holds the hostlist expression, ``value`` its number of nodes).
+    "host_timings": {
+        "host": "string",
+        "rank": "Int64",
+        "metric": "string",
+        "value": "Float64",
+        "iteration": "Int64",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
+    # Checkpoint save/load lines (Megatron, DeepSpeed, HF Trainer, torchtitan, Lightning).
+    # kind: save_start | saved | loaded; duration_s when the line states how long a save took.
+    "checkpoints": {
+        "iteration": "Int64",
+        "path": "string",
+        "kind": "string",
+        "duration_s": "Float64",
+        "rank": "Int64",
+        "host": "string",
         "time": "datetime64[ns]",
         "source": "string",
         "line": "string",

@@ -2,11 +2,18 @@
 in ``LINE_PARSERS`` (one line each) or ``BLOCK_PARSERS`` (multi-line records).
 
 - ``collectives``: NCCL watchdog timeouts, watchdog work status, gloo timeouts
-- ``errors``: NCCL/gloo failure and teardown lines
-- ``iterations``: Megatron/DeepSpeed iteration lines
+- ``errors``: CUDA/NCCL/gloo/OOM/ECC/signal error lines, c10 exception blocks (block parser),
+  launcher/scheduler exit lines into ``exits``
+- ``xid``: NVIDIA driver Xid lines (dmesg/journal/syslog) and the Xid catalog
+- ``checkpoints``: checkpoint save/load lines
+- ``iterations``: Megatron/DeepSpeed/torchtitan/Lightning/HF Trainer step lines
 - ``progress``: tqdm bars
 - ``torchrun``: torchrun's ChildFailedError report (block parser)
 - ``flight_recorder``: flight-recorder dumps (a whole-file loader, in ``FILE_LOADERS``)
+- ``metrics``: TensorBoard/W&B/HF metric exports into ``iterations`` (a whole-file loader)
+- ``stacks``: py-spy and faulthandler stack dumps (block parser; py-spy --json a file loader)
+- ``benchmarks``: per-host benchmark CSVs (file loader), Megatron straggler/timer lines,
+  SLURM node lists into ``host_timings``
 - ``prefixes``: rank/host prefixes, ANSI, timestamps (not a table of its own)
 """
 
@@ -14,21 +21,41 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import collectives, errors, flight_recorder, iterations, progress, torchrun
+from . import (
+    benchmarks,
+    checkpoints,
+    collectives,
+    errors,
+    flight_recorder,
+    iterations,
+    metrics,
+    progress,
+    stacks,
+    torchrun,
+    xid,
+)
 from .base import BlockParser, FileLoader, LineParser, Row
 
 LINE_PARSERS: tuple[LineParser, ...] = (
     *collectives.PARSERS,
     *errors.PARSERS,
+    *xid.PARSERS,
+    *checkpoints.PARSERS,
     *iterations.PARSERS,
     *progress.PARSERS,
+    *benchmarks.PARSERS,
 )
 
 # Factories: the loader makes one block parser of each kind per stream.
-BLOCK_PARSERS: tuple[Callable[[], BlockParser], ...] = (torchrun.ChildFailedParser,)
+BLOCK_PARSERS: tuple[Callable[[], BlockParser], ...] = (torchrun.ChildFailedParser,
+                                                        stacks.StackParser,
+                                                        errors.CudaErrorBlock,
+                                                        *iterations.BLOCKS,
+                                                        *benchmarks.BLOCKS)
 
 # Whole-file readers, tried (by their sniff) before a file is read as a text log.
-FILE_LOADERS: tuple[FileLoader, ...] = (flight_recorder.LOADER,)
+FILE_LOADERS: tuple[FileLoader, ...] = (flight_recorder.LOADER, metrics.LOADER,
+                                        stacks.JSON_LOADER, benchmarks.LOADER)
 
 __all__ = ["BLOCK_PARSERS", "FILE_LOADERS", "LINE_PARSERS", "BlockParser", "FileLoader",
            "LineParser", "Row"]

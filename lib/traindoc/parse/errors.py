@@ -1,17 +1,183 @@
-"""Error lines into the ``errors`` table: what a process reported as it failed.
+"""Error lines into the ``errors`` table, process exits into the ``exits`` table.
 
 Each entry of ``ERROR_PATTERNS`` is (code, kind, needle, regex); the first match wins. The
-``message`` column holds the matched phrase (or the regex's ``msg`` group).
+``message`` column holds the matched phrase (or the regex's ``msg`` group); a ``code`` group,
+when the regex has one, replaces the entry's code (a Python exception's class, a signal name).
+``kind`` is one of cuda_error, xid (see ``xid.py``), oom, nccl_error, ecc, signal, python.
+
+Wordings, checked against the sources that print them (and public issues quoting them):
+
+- c10 (torch/csrc, c10/cuda/CUDAException.cpp): ``CUDA error: an illegal memory access was
+  encountered`` / ``CUDA error: unknown error``, inside ``terminate called after throwing an
+  instance of 'c10::CUDAError'`` + ``  what():  …`` + ``Exception raised from query at
+  ../aten/src/ATen/cuda/CUDAEvent.h:95 (most recent call first):`` + ``frame #0: …`` blocks
+  (``CudaErrorBlock`` reads these), and torch>=2.2's ``[PG ID 0 PG GUID 0(default_pg) Rank 2]
+  Process group watchdog thread terminated with exception: CUDA error: …``.
+- CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): ``CUDA out of memory. Tried to
+  allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity; 74.33 GiB already allocated; 1.06 GiB
+  free; 76.45 GiB reserved in total by PyTorch)`` (<=2.0) and ``… Tried to allocate 1.22 GiB.
+  GPU 0 has a total capacity of 15.77 GiB of which 959.44 MiB is free. … Of the allocated
+  memory 14.01 GiB is allocated by PyTorch, and 472.05 MiB is reserved by PyTorch but
+  unallocated.`` (>=2.1); ``oom_figures`` reads the numbers.
+- NCCL through torch (ProcessGroupNCCL / NCCLUtils): ``NCCL error in: …ProcessGroupNCCL.cpp:1275,
+  internal error, NCCL version 2.14.3`` / ``unhandled cuda error (run with NCCL_DEBUG=INFO for
+  details)`` / ``unhandled system error`` / ``remote process exited or there was a network
+  error``, then ``ncclRemoteError: A call failed possibly due to a network error or a remote
+  process exiting prematurely.`` (NVIDIA/nccl#1141, #1514, pytorch#81628); NCCL's own
+  ``host:pid:tid [dev] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer
+  10.0.0.2<47426> with error 12, opcode 0, len 0, vendor err 129`` and ``NCCL WARN Cuda failure
+  'unknown error'``.
+- gloo (third_party/gloo/gloo/transport/tcp/pair.cc): ``Connection reset by peer``,
+  ``Connection closed by peer [127.0.0.1]:55461``.
+- ECC: ``CUDA error: uncorrectable ECC error encountered``; ``nvidia-smi -q``'s ``Remapping
+  Failure Occurred : Yes`` / ``Pending Page Blacklist : Yes``; dcgmi diag's ``GPU 3 has
+  uncorrectable memory errors and row remappings are pending`` (stas00/ml-engineering,
+  compute/accelerator/nvidia/debug.md; dcgmi wraps the sentence inside its table, so only its
+  first part is matched).
+- Host OOM: the kernel's ``Out of memory: Killed process 12345 (python)`` / ``Memory cgroup out
+  of memory: Killed process …``; ``slurmstepd: error: Detected 1 oom_kill event in
+  StepId=11300781.0. Some of the step tasks have been OOM Killed.`` and ``srun: error:
+  sdumont6156: task 0: Out Of Memory`` (nextflow#5932); Ray's ``OutOfMemoryError``.
+- Launchers and schedulers: torchrun ``failed (exitcode: -9) local_rank: 1 (pid: 4914) of
+  binary: …`` and ``Sending process 4913 closing signal SIGTERM`` and ``Received
+  Signals.SIGTERM death signal, shutting down workers`` (torch/distributed/elastic); DeepSpeed's
+  ``[launch.py:184:sigkill_handler] ['python3', …, '--local_rank=3', …] exits with return code =
+  -6`` and ``Killing subprocess 48213``; srun's ``srun: error: taurusi2031: tasks 10-11: Exited
+  with exit code 1`` / ``task 3: Killed`` (picongpu#198); ``slurmstepd: error: *** STEP 1234.0
+  ON node-1 CANCELLED AT 2024-05-14T03:22:41 ***``; a job script's ``line 42: 12345 Killed
+  python train.py``; Ray's ``ActorDiedError: The actor died unexpectedly before finishing this
+  task.`` and ``Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits
+  with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from .base import LineParser, Row
+from .base import LineParser, Row, to_float
 from .collectives import RANK_TAG_RE
+from .torchrun import signal_name
+
+# Trailing advice torch appends to a CUDA error message (kept out of ``message``).
+_CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile with|Exception raised from|\(most recent|$))"
 
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
+    # --- local causes first: a CUDA failure wins over the NCCL/teardown wording around it -------
+    (
+        "cuda_ecc_uncorrectable",
+        "ecc",
+        "uncorrectable ECC error encountered",
+        re.compile(r"(?P<msg>(?:CUDA error: )?uncorrectable ECC error encountered)"),
+    ),
+    (
+        "cuda_oom",
+        "oom",
+        "CUDA out of memory",
+        re.compile(r"(?P<msg>CUDA out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
+    ),
+    (
+        "cuda_oom",
+        "oom",
+        "CUDA error: out of memory",
+        re.compile(r"(?P<msg>CUDA error: out of memory)"),
+    ),
+    (
+        "nccl_unhandled_cuda",
+        "nccl_error",
+        "unhandled cuda error",
+        re.compile(r"(?P<msg>(?:NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?)?"
+                   r"unhandled cuda error.*)"),
+    ),
+    (
+        "nccl_unhandled_cuda",
+        "nccl_error",
+        "ncclUnhandledCudaError",
+        re.compile(r"(?P<msg>ncclUnhandledCudaError:.*)"),
+    ),
+    (
+        "nccl_warn_cuda",
+        "nccl_error",
+        "NCCL WARN",
+        re.compile(r"NCCL WARN (?P<msg>.*?Cuda failure.*)"),
+    ),
+    (
+        "cuda_error",
+        "cuda_error",
+        "CUDA error: ",
+        re.compile(r"(?P<msg>CUDA error: .*?)" + _CUDA_TAIL),
+    ),
+    (
+        "cuda_error",
+        "cuda_error",
+        "Error [CUDA]: ",
+        re.compile(r"(?P<msg>\w+ Error \[CUDA\]: .*?)" + _CUDA_TAIL),
+    ),
+    (
+        "cuda_driver_error",
+        "cuda_error",
+        "CUDA driver error",
+        re.compile(r"(?P<msg>CUDA driver error: .*?)" + _CUDA_TAIL),
+    ),
+    # --- NCCL failures that usually mean a peer (or the network) went away -------------------
+    (
+        "nccl_remote",
+        "nccl_error",
+        "remote process exited or there was a network error",
+        re.compile(r"(?P<msg>(?:NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?)?"
+                   r"remote process exited or there was a network error.*)"),
+    ),
+    (
+        "nccl_remote",
+        "nccl_error",
+        "ncclRemoteError",
+        re.compile(r"(?P<msg>ncclRemoteError:.*)"),
+    ),
+    (
+        "nccl_system",
+        "nccl_error",
+        "unhandled system error",
+        re.compile(r"(?P<msg>(?:NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?)?"
+                   r"unhandled system error.*)"),
+    ),
+    (
+        "nccl_system",
+        "nccl_error",
+        "ncclSystemError",
+        re.compile(r"(?P<msg>ncclSystemError:.*)"),
+    ),
+    (
+        "nccl_internal",
+        "nccl_error",
+        "internal error",
+        re.compile(r"(?P<msg>NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?internal error.*)"),
+    ),
+    (
+        "nccl_internal",
+        "nccl_error",
+        "ncclInternalError",
+        re.compile(r"(?P<msg>ncclInternalError:.*)"),
+    ),
+    (
+        "nccl_invalid_usage",
+        "nccl_error",
+        "ncclInvalidUsage",
+        re.compile(r"(?P<msg>ncclInvalidUsage:.*)"),
+    ),
+    (
+        "nccl_warn_net",
+        "nccl_error",
+        "NCCL WARN",
+        re.compile(r"NCCL WARN (?P<msg>.*?(?:NET/|Net :|Connection closed|Call to recv|Call to "
+                   r"send|Broken pipe|Connection reset|socket|Socket).*)"),
+    ),
+    (
+        "nccl_warn",
+        "nccl_error",
+        "NCCL WARN",
+        re.compile(r"NCCL WARN (?P<msg>.*)"),
+    ),
+    # --- ProcessGroupNCCL / gloo teardown (the timeout runbook reads these codes) ------------
     (
         "nccl_teardown",
         "nccl_error",
@@ -60,24 +226,396 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "Connection reset by peer",
         re.compile(r"(?P<msg>Connection reset by peer)"),
     ),
+    # --- GPU memory health -------------------------------------------------------------------
+    (
+        "row_remap_failure",
+        "ecc",
+        "Remapping Failure Occurred",
+        re.compile(r"(?P<msg>Remapping Failure Occurred\s*:\s*Yes)"),
+    ),
+    (
+        "page_retirement_pending",
+        "ecc",
+        "Pending Page Blacklist",
+        re.compile(r"(?P<msg>Pending Page Blacklist\s*:\s*Yes)"),
+    ),
+    (
+        "dcgm_uncorrectable_memory",
+        "ecc",
+        "has uncorrectable memory errors",
+        re.compile(r"(?P<msg>GPU \d+ has uncorrectable memory errors)"),
+    ),
+    # --- host memory -------------------------------------------------------------------------
+    (
+        "host_oom_killer",
+        "oom",
+        "ut of memory: Kill",
+        re.compile(r"(?P<msg>(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process "
+                   r"(?P<pid>\d+) \([^)]*\))"),
+    ),
+    (
+        "slurm_oom_kill",
+        "oom",
+        "kill event",
+        re.compile(r"(?P<msg>Detected \d+ oom[-_]kill event\S* in (?:StepId=|step )\S+?)\.?"
+                   r"(?:\s|$)"),
+    ),
+    (
+        "srun_task_oom",
+        "oom",
+        "Out Of Memory",
+        re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<task>[\d,\-]+): "
+                   r"(?P<msg>Out Of Memory)"),
+    ),
+    (
+        "ray_oom",
+        "oom",
+        "OutOfMemoryError",
+        re.compile(r"(?P<msg>ray\.exceptions\.OutOfMemoryError: .*)"),
+    ),
+    # --- process deaths, signals, launcher and scheduler teardown ----------------------------
+    (
+        "fatal_signal",
+        "signal",
+        "Fatal Python error: ",
+        re.compile(r"(?P<msg>Fatal Python error: (?P<what>Segmentation fault|Aborted|Bus error|"
+                   r"Floating point exception|Illegal instruction))"),
+    ),
+    (
+        "fatal_signal",
+        "signal",
+        " received at time=",
+        re.compile(r"\*\*\* (?P<code>SIG[A-Z]+) received at time=\d+(?P<msg>)"),
+    ),
+    (
+        "launcher_received_signal",
+        "signal",
+        "death signal, shutting down workers",
+        re.compile(r"(?P<msg>Received Signals\.(?P<sig>SIG[A-Z]+) death signal, shutting down "
+                   r"workers)"),
+    ),
+    (
+        "launcher_sigterm",
+        "signal",
+        "closing signal",
+        re.compile(r"(?P<msg>Sending process (?P<pid>\d+) closing signal (?P<sig>SIG[A-Z]+))"),
+    ),
+    (
+        "launcher_kill",
+        "signal",
+        "Killing subprocess",
+        re.compile(r"(?P<msg>Killing subprocess (?P<pid>\d+))"),
+    ),
+    (
+        "slurm_cancelled",
+        "signal",
+        " CANCELLED AT ",
+        re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<host>\S+) CANCELLED AT \S+"
+                   r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?) \*\*\*"),
+    ),
+    (
+        "ray_worker_died",
+        "signal",
+        "Worker unexpectedly exits",
+        re.compile(r"(?P<msg>Worker unexpectedly exits with a connection error code \d+)"),
+    ),
+    (
+        "ray_actor_died",
+        "signal",
+        "The actor died unexpectedly",
+        re.compile(r"(?P<msg>(?:[\w.]*(?:ActorDiedError|RayActorError)\S*: )?The actor died "
+                   r"unexpectedly before finishing this task\.?)"),
+    ),
+    # --- last: any Python exception's final line ---------------------------------------------
+    (
+        "python_exception",
+        "python",
+        "Error: ",
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)[A-Z]\w*"
+                   r"(?:Error|Exception|Failure|Exit))(?:\([^)]*\))?: \S.*)$"),
+    ),
+    (
+        "python_exception",
+        "python",
+        "Exception: ",
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exception): \S.*)$"),
+    ),
 )
 
-NEEDLES = tuple(p[2] for p in ERROR_PATTERNS)
+NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
+# What the loader tests every line for: one of these is inside every entry's needle above (a test
+# checks it), so a line reaches ``parse_error`` only when some pattern can match.
+LINE_NEEDLES = ("rror", "emory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
+                "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
+                "Page Blacklist", "kill event", "received at time", "signal",
+                "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ")
+MAX_MESSAGE_CHARS = 400
+NCCL_SITE_RE = re.compile(r"NCCL error in: \S+?\.(?:cpp|hpp|cc):\d+,\s*")
+# A what() line belongs to the c10 block around it (``CudaErrorBlock``), not to a line of its own.
+WHAT_RE = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)$")
 
 
-def parse_error(text: str) -> Row | None:
-    """The first known error phrase in ``text``, as an ``errors`` row."""
+def classify(text: str) -> tuple[str, str, str, re.Match[str]] | None:
+    """(code, kind, message, match) for the first known error phrase in ``text``."""
     for code, kind, needle, regex in ERROR_PATTERNS:
         if needle not in text:
             continue
         m = regex.search(text)
         if not m:
             continue
-        rank = None
-        tag = RANK_TAG_RE.search(text, 0, m.start())
-        if tag:
-            rank = int(tag["rank"])
-        return {"rank": rank, "kind": kind, "code": code, "message": m["msg"].strip()}
+        groups = m.groupdict()
+        msg = (groups.get("msg") or m.group(0)).strip()
+        if groups.get("code"):
+            code = groups["code"]
+            if not msg:
+                msg = f"{code} received (fatal signal handler)"
+        msg = NCCL_SITE_RE.sub("NCCL error: ", msg)
+        if len(msg) > MAX_MESSAGE_CHARS:
+            msg = msg[:MAX_MESSAGE_CHARS] + " …"
+        return code, kind, msg, m
+    return None
+
+
+def parse_error(text: str) -> Row | None:
+    """The first known error phrase in ``text``, as an ``errors`` row."""
+    if "what():" in text and WHAT_RE.match(text):
+        return None
+    hit = classify(text)
+    if hit is None:
+        return None
+    code, kind, msg, m = hit
+    groups = m.groupdict()
+    row: Row = {"kind": kind, "code": code, "message": msg}
+    rank = _tag_rank(text, m.start())
+    if rank is not None:
+        row["rank"] = rank
+    if groups.get("task") and groups["task"].isdigit():
+        row["rank"] = int(groups["task"])
+    if groups.get("host"):
+        row["host"] = groups["host"]
+    if groups.get("pid"):
+        row["pid"] = int(groups["pid"])
+    if code == "slurm_cancelled" and groups.get("why"):
+        row["code"] = "slurm_" + groups["why"].strip().lower().replace(" ", "_")
+    if code == "fatal_signal" and groups.get("what"):
+        row["code"] = SIGNAL_WORDS.get(groups["what"], "fatal_signal")
+    host = NCCL_HOST_RE.match(text)
+    if kind == "nccl_error" and host:
+        row["host"] = host["host"]
+        row["pid"] = int(host["pid"])
+    return row
+
+
+# NCCL's own prefix: ``host:pid:tid [cudaDev] ``.
+NCCL_HOST_RE = re.compile(r"^\s*(?P<host>[A-Za-z][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
+PG_ID_RE = re.compile(r"\d+")
+
+
+def _tag_rank(text: str, end: int) -> int | None:
+    """The global rank named by the ``[… Rank N]`` tag closest before ``end``. A tag of a
+    non-default process group names a group-local rank, which is not a global one: None."""
+    tags = list(RANK_TAG_RE.finditer(text, 0, end))
+    tag = tags[-1] if tags else None
+    if tag is None:
+        return None
+    pg = tag["pg"]
+    if pg and "default_pg" not in pg:
+        ids = PG_ID_RE.findall(pg)
+        if ids and ids[0] != "0":
+            return None
+    return int(tag["rank"])
+
+# --- OOM figures ---------------------------------------------------------------------------------
+
+SIZE = r"(?P<{}>\d+(?:\.\d+)?) (?P<{}_u>[KMGT]i?B|bytes)"
+OOM_OLD_RE = re.compile(
+    r"Tried to allocate " + SIZE.format("tried", "tried") + r" \(GPU (?P<gpu>\d+); "
+    + SIZE.format("total", "total") + r" total capacity; " + SIZE.format("alloc", "alloc")
+    + r" already allocated; " + SIZE.format("free", "free") + r" free; "
+    + SIZE.format("reserved", "reserved") + r" reserved in total by PyTorch"
+)
+OOM_NEW_RE = re.compile(
+    r"Tried to allocate " + SIZE.format("tried", "tried") + r"\. GPU (?P<gpu>\d+) has a total "
+    r"capacity of " + SIZE.format("total", "total") + r" of which " + SIZE.format("free", "free")
+    + r" is free\.(?:.*?Of the allocated memory " + SIZE.format("alloc", "alloc")
+    + r" is allocated by PyTorch, and " + SIZE.format("unalloc", "unalloc")
+    + r" is reserved by PyTorch but unallocated)?"
+)
+UNIT_GIB = {"B": 1 / 2**30, "bytes": 1 / 2**30, "KiB": 1 / 2**20, "KB": 1 / 2**20,
+            "MiB": 1 / 2**10, "MB": 1 / 2**10, "GiB": 1.0, "GB": 1.0, "TiB": 2**10, "TB": 2**10}
+
+
+def oom_figures(text: str) -> dict[str, Any]:
+    """The caching allocator's numbers from a CUDA OOM message, in GiB: tried, total, free,
+    allocated (by PyTorch), reserved_unallocated (cached but unused: fragmentation), gpu."""
+    m = OOM_OLD_RE.search(text) or OOM_NEW_RE.search(text)
+    if not m:
+        return {}
+    g = m.groupdict()
+
+    def gib(name: str) -> float | None:
+        v = to_float(g.get(name))
+        return None if v is None else round(v * UNIT_GIB.get(g.get(f"{name}_u") or "GiB", 1.0), 3)
+
+    out: dict[str, Any] = {"gpu": int(g["gpu"]), "tried": gib("tried"), "total": gib("total"),
+                           "free": gib("free"), "allocated": gib("alloc")}
+    if g.get("reserved") is not None:
+        res, alloc = gib("reserved"), out["allocated"]
+        out["reserved_unallocated"] = None if res is None or alloc is None else round(res - alloc, 3)
+    else:
+        out["reserved_unallocated"] = gib("unalloc")
+    return out
+
+
+# --- c10 exception blocks ------------------------------------------------------------------------
+
+TERMINATE_RE = re.compile(r"terminate called after throwing an instance of '(?P<type>[^']+)'")
+RAISED_RE = re.compile(r"^\s*Exception raised from (?P<fn>.+?) at (?P<site>\S+?)(?: \(most|$)")
+FRAME_RE = re.compile(r"^\s*frame #\d+: (?P<fn>.+?)(?: \+ 0x[0-9a-f]+)? "
+                      r"\((?:0x[0-9a-f]+ in )?(?P<lib>[^()]*)\)\s*$")
+ADVICE = ("CUDA kernel errors might be asynchronously reported", "For debugging consider passing",
+          "Compile with `TORCH_USE_CUDA_DSA`", "Search for `cudaErrorLaunchFailure'",
+          "Device-side assertions")
+MAX_FRAMES = 64
+
+
+class CudaErrorBlock:
+    """A c10 exception block: ``terminate called after throwing an instance of 'c10::…'``, its
+    ``what():`` message, ``Exception raised from … at …`` and the ``frame #N`` lines. One
+    ``errors`` row per block, classified by its message, with the frames (innermost first) and
+    the raising site; the row points at the what() line."""
+
+    # Every line that can start a record holds one of these; idle, other lines are ignored.
+    needles: tuple[str, ...] = ("terminate called after", "what():")
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.rec: dict[str, Any] | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line of the stream."""
+        out: list[tuple[str, Row]] = []
+        if self.rec is not None:
+            if self._extend(text, ctx):
+                return out
+            out += self._flush()
+        if "terminate called after" in text:
+            m = TERMINATE_RE.search(text)
+            if m:
+                self.rec = {"type": m["type"], "ctx": ctx, "msg": None, "frames": []}
+                self.section = "c10"
+                return out
+        if "what():" in text:
+            m = WHAT_RE.match(text)
+            if m:
+                self.rec = {"type": None, "ctx": ctx, "msg": m["msg"].strip(), "frames": []}
+                self.section = "c10"
+        return out
+
+    def _extend(self, text: str, ctx: object) -> bool:
+        rec = self.rec
+        assert rec is not None
+        s = text.strip()
+        if not s or s.startswith(ADVICE):
+            return True
+        if "what():" in text and rec["msg"] is None:
+            m = WHAT_RE.match(text)
+            if m:
+                rec["msg"], rec["ctx"] = m["msg"].strip(), ctx
+                return True
+        if s.startswith("frame #"):
+            m = FRAME_RE.match(text)
+            if m and len(rec["frames"]) < MAX_FRAMES:
+                lib = m["lib"].rsplit("/", 1)[-1]
+                rec["frames"].append(f"{m['fn']} ({lib})" if lib else m["fn"])
+            return True
+        if s.startswith("Exception raised from"):
+            m = RAISED_RE.match(text)
+            if m:
+                rec["raised"] = f"{m['fn']} at {m['site']}"
+            return True
+        return False
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream."""
+        return self._flush()
+
+    def _flush(self) -> list[tuple[str, Row]]:
+        rec, self.rec = self.rec, None
+        self.section = None
+        if rec is None:
+            return []
+        msg = rec["msg"] or ""
+        hit = classify(msg) if msg else None
+        ctype = rec["type"] or ""
+        if hit is not None:
+            code, kind, message, m = hit
+        elif "CUDAError" in ctype:
+            code, kind, message = "cuda_error", "cuda_error", msg or f"{ctype} thrown"
+        elif "Watchdog caught collective operation timeout" in msg:
+            code, kind, message = "collective_timeout", "nccl_error", msg[:MAX_MESSAGE_CHARS]
+        else:
+            code, kind = "terminate", "signal"
+            message = (f"terminate called after throwing an instance of '{ctype}'"
+                       + (f": {msg[:MAX_MESSAGE_CHARS]}" if msg else ""))
+        frames = list(rec["frames"])
+        if rec.get("raised"):
+            frames.insert(0, f"raised from {rec['raised']}")
+        row: Row = {"kind": kind, "code": code, "message": message, "frames": frames or None,
+                    "_ctx": rec["ctx"]}
+        rank = _tag_rank(msg, len(msg))
+        if rank is not None:
+            row["rank"] = rank
+        return [("errors", row)]
+
+
+# --- process exits (launchers, schedulers) -------------------------------------------------------
+
+SIGNAL_WORDS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
+                "Aborted": "SIGABRT", "Bus error": "SIGBUS", "Floating point exception": "SIGFPE",
+                "Illegal instruction": "SIGILL", "Hangup": "SIGHUP", "Interrupt": "SIGINT"}
+_SIG_ALT = "|".join(SIGNAL_WORDS)
+
+TORCHRUN_FAILED_RE = re.compile(
+    r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\) of binary"
+)
+DS_EXIT_RE = re.compile(r"(?P<cmd>\[[^\]]*\]) exits with return code = (?P<code>-?\d+)")
+DS_LOCAL_RANK_RE = re.compile(r"--local_rank=(?P<lr>\d+)")
+SRUN_EXIT_RE = re.compile(
+    r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-]+): (?:Exited with exit code "
+    rf"(?P<code>\d+)|(?P<word>{_SIG_ALT}))"
+)
+SHELL_KILLED_RE = re.compile(
+    rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
+)
+
+
+def parse_exit(text: str) -> Row | None:
+    """A launcher's or scheduler's line saying a worker process exited (exit code or signal)."""
+    m = TORCHRUN_FAILED_RE.search(text)
+    if m:
+        code = int(m["code"])
+        return {"local_rank": int(m["lr"]), "pid": int(m["pid"]), "exitcode": code,
+                "signal": signal_name(code)}
+    m = DS_EXIT_RE.search(text)
+    if m:
+        code = int(m["code"])
+        lr = DS_LOCAL_RANK_RE.search(m["cmd"])
+        return {"local_rank": int(lr["lr"]) if lr else None, "exitcode": code,
+                "signal": signal_name(code)}
+    m = SRUN_EXIT_RE.search(text)
+    if m:
+        tasks = m["tasks"]
+        row: Row = {"host": m["host"], "rank": int(tasks) if tasks.isdigit() else None}
+        if m["code"] is not None:
+            row["exitcode"] = int(m["code"])
+            row["signal"] = signal_name(int(m["code"]))
+        else:
+            row["signal"] = SIGNAL_WORDS[m["word"]]
+        return row
+    m = SHELL_KILLED_RE.search(text)
+    if m:
+        return {"pid": int(m["pid"]), "signal": SIGNAL_WORDS[m["word"]]}
     return None
 
 
@@ -85,10 +623,18 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_errors",
         "errors",
-        NEEDLES,
+        LINE_NEEDLES,
         parse_error,
         example="[rank3]:[E708 01:47:23.097674411 ProcessGroupNCCL.cpp:681] [Rank 3] Some NCCL "
         "operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
         "subsequent GPU operations might run on corrupted/incomplete data.",
+    ),
+    LineParser(
+        "process_exits",
+        "exits",
+        ("exit", "srun: error:", "Killed", "Aborted", "fault", "Bus error"),
+        parse_exit,
+        example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
+        " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",
     ),
 )

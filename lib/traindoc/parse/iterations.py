@@ -1,18 +1,50 @@
-"""Training-iteration lines into the ``iterations`` table.
+"""Training-step lines into the ``iterations`` table.
 
-Megatron-LM / Megatron-DeepSpeed print ``iteration 12695/ 115311 | consumed samples: ... |
-lm loss: 2.463556E+00 | ... | TFLOPs: 149.02 |``. Fields are ``key: value`` between ``|``;
-``KEYS`` maps each key (lower case, spaces removed, so a line rejoined after wrapping reads the
-same) to a column and a scale. A line wrapped mid-field is rejoined by the loader first.
+Each format below is one entry of ``PARSERS`` (or, for HF Trainer, a block parser that counts
+the dicts of its stream). The wording of each was checked against its source and against real
+pastes collected in ``tests/data/wordings/iteration_lines.txt``.
+
+- Megatron-LM / Megatron-DeepSpeed / GPT-NeoX (``megatron/training.py`` ``training_log``):
+  ``iteration 12695/ 115311 | consumed samples: ... | lm loss: 2.463556E+00 | ... | TFLOPs:
+  149.02 |``. Fields are ``key: value`` between ``|``; ``KEYS`` maps each key (lower case, spaces
+  removed, so a line rejoined after wrapping reads the same) to a column and a scale. A line
+  wrapped mid-field is rejoined by the loader first. GPT-NeoX puts ``samples/sec: X |`` before
+  the iteration; it is read too.
+- Megatron's evaluation line ``validation loss at iteration 1000 | lm loss value: ... |``
+  (BigScience's fork writes ``valid loss at iteration``): an ``event="eval"`` row.
+- DeepSpeed pipeline engine (``deepspeed/runtime/pipe/engine.py`` ``train_batch``):
+  ``steps: 30 loss: 10.7133 iter time (s): 0.283 samples/sec: 226.457`` (extra
+  ``<name> loss: v`` fields may sit between loss and iter time).
+- DeepSpeed's ThroughputTimer (``deepspeed/utils/timer.py``): ``epoch=0/micro_step=6/
+  global_step=6, RunningAvgSamplesPerSec=7.92, CurrSamplesPerSec=6.86, MemAllocated=...``
+  (older: ``0/40, SamplesPerSec=83.48``).
+- torchtitan (``torchtitan/components/metrics.py``) and other ``step: N  key: value`` loggers:
+  ``step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu:
+  34.29%`` (ANSI colour is stripped by the loader; ``tps`` is tokens/s per device).
+- litgpt: ``iter 1 step 0: loss 3.5551, iter time: 1069.53ms``.
+- Lightning's progress bar with the epoch in front and a postfix: ``Epoch 0:  25%|██▌ | 8/32
+  [00:00<00:00, 49.28it/s, loss=0.87, v_num=15]``; the iteration is ``epoch * total + n``.
+- HF Trainer dict lines (``ProgressCallback.on_log`` writes ``str(logs)``): ``{'loss': 1.52,
+  'grad_norm': 82.9, 'learning_rate': 1.4e-06, 'epoch': 0.01}``, eval dicts ``{'eval_loss':
+  ...}`` (``event="eval"``) and the end-of-run ``{'train_runtime': ..., 'train_samples_per_second':
+  ...}`` (``event="train_summary"``). These dicts carry no step: ``iteration`` is ``step`` when a
+  dict has one, else the running count of training dicts in that stream (a count of logging
+  events, ``logging_steps`` optimizer steps apart).
+
+``event`` is <NA> for a training step; rows with an event are not steps (their ``loss`` stays
+<NA>: an eval loss goes to ``eval_loss``, a run-average train loss is not kept).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from .base import LineParser, Row, to_float, to_int
+from .base import LineParser, Row, hms_to_s, to_float, to_int
 
 MEGATRON_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)")
+NUMBER_PREFIX_RE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)",
+                              re.IGNORECASE)
 
 # normalised key -> (column, scale)
 KEYS: dict[str, tuple[str, float]] = {
@@ -23,17 +55,66 @@ KEYS: dict[str, tuple[str, float]] = {
     "learningrate": ("lr", 1),
     "globalbatchsize": ("global_batch_size", 1),
     "lmloss": ("loss", 1),
+    "lm_loss": ("loss", 1),
     "loss": ("loss", 1),
     "gradnorm": ("grad_norm", 1),
     "lossscale": ("loss_scale", 1),
     "numberofskippediterations": ("skipped", 1),
     "numberofnaniterations": ("nan", 1),
     "samplespersecond": ("samples_per_s", 1),
+    "samples/sec": ("samples_per_s", 1),
     "tflops": ("tflops", 1),
     "tflopspergpu": ("tflops", 1),
     "throughputpergpu(tflop/s/gpu)": ("tflops", 1),
+    "flopthroughput(tflop/sec/gpu)": ("tflops", 1),
+    "approxflopspergpu": ("tflops", 1e-12),  # GPT-NeoX: "97.0TFLOPS" (unit read from the value)
+    "throughput(token/sec/gpu)": ("tokens_per_s_per_gpu", 1),
+    "tokenspergpupersecond": ("tokens_per_s_per_gpu", 1),
 }
 INT_COLUMNS = {"consumed_samples", "consumed_tokens", "global_batch_size", "skipped", "nan"}
+FLOPS_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+FLOPS_VALUE_RE = re.compile(r"^\s*(?P<v>[\d.]+(?:[eE][-+]?\d+)?)\s*(?P<u>[KMGTP]?)FLOPS", re.I)
+
+
+@lru_cache(maxsize=4096)
+def _spec(key: str) -> tuple[str, float] | None:
+    """The (column, scale) of a raw field key (memoised: a log repeats the same keys)."""
+    return KEYS.get("".join(key.lower().split()))
+
+
+def _value(column: str, scale: float, value: str) -> float | int | None:
+    if scale == 1:
+        try:  # the fast path: a plain number
+            return int(value) if column in INT_COLUMNS else float(value)
+        except ValueError:
+            pass
+    if column in INT_COLUMNS:
+        v = to_int(value)
+        if v is None:
+            f = to_float(value)
+            v = int(f) if f is not None and f == f else None
+        return v
+    if scale == 1e-12:  # a FLOPS figure with its unit in the value
+        m = FLOPS_VALUE_RE.match(value)
+        return float(m["v"]) * FLOPS_UNITS[m["u"].upper()] * scale if m else None
+    v = to_float(value)
+    if v is None:
+        m = NUMBER_PREFIX_RE.match(value)
+        v = to_float(m.group(1)) if m else None
+    if v is not None and scale != 1:
+        v *= scale
+    return v
+
+
+def _fields(text: str, row: Row) -> None:
+    for field in text.split("|"):
+        key, sep, value = field.rpartition(":")
+        if not sep:
+            continue
+        spec = _spec(key)
+        if spec is None or spec[0] in row:
+            continue
+        row[spec[0]] = _value(spec[0], spec[1], value)
 
 
 def parse_megatron(text: str) -> Row | None:
@@ -42,26 +123,9 @@ def parse_megatron(text: str) -> Row | None:
     if not m:
         return None
     row: Row = {"iteration": int(m["it"]), "total_iterations": int(m["total"])}
-    for field in m["rest"].split("|"):
-        key, sep, value = field.rpartition(":")
-        if not sep:
-            continue
-        spec = KEYS.get("".join(key.lower().split()))
-        if spec is None:
-            continue
-        column, scale = spec
-        if column in row:
-            continue
-        if column in INT_COLUMNS:
-            v = to_int(value)
-            if v is None:
-                f = to_float(value)
-                v = int(f) if f is not None and f == f else None
-        else:
-            v = to_float(value)
-            if v is not None and scale != 1:
-                v *= scale
-        row[column] = v
+    _fields(m["rest"], row)
+    if m.start() > 0 and "|" in text[: m.start()]:  # GPT-NeoX: "samples/sec: 6.7 | iteration …"
+        _fields(text[: m.start()], row)
     return row
 
 
@@ -69,6 +133,208 @@ def megatron_incomplete(text: str) -> bool:
     """An iteration line that a terminal or paste cut before its closing '|'."""
     return MEGATRON_RE.search(text) is not None and not text.rstrip().endswith("|")
 
+
+# -- Megatron evaluation ------------------------------------------------------------------
+VALID_RE = re.compile(r"\bvalid(?:ation)?\s+loss\s+at\s+iteration\s+(?P<it>\d+)(?P<rest>.*)",
+                      re.IGNORECASE)
+VALID_VALUE_RE = re.compile(r"lm\s+loss\s+value:\s*(?P<v>\S+)", re.IGNORECASE)
+
+
+def parse_validation(text: str) -> Row | None:
+    """Megatron's ``validation loss at iteration N | lm loss value: X |`` (an eval event)."""
+    m = VALID_RE.search(text)
+    if not m:
+        return None
+    row: Row = {"iteration": int(m["it"]), "event": "eval"}
+    v = VALID_VALUE_RE.search(m["rest"])
+    if v:
+        row["eval_loss"] = to_float(v["v"])
+    return row
+
+
+# -- DeepSpeed ----------------------------------------------------------------------------
+DS_PIPE_RE = re.compile(
+    r"\bsteps:\s*(?P<it>\d+)\s+loss:\s*(?P<loss>\S+).*?\biter time \(s\):\s*(?P<t>\S+)"
+    r"\s+samples/sec:\s*(?P<sps>\S+)")
+DS_TIMER_RE = re.compile(
+    r"(?:epoch=\d+/micro_step=\d+/global_step=(?P<gs>\d+),.*?\bCurrSamplesPerSec=(?P<cur>\S+?),"
+    r"|\b\d+/(?P<old>\d+), SamplesPerSec=(?P<oldsps>[^,\s]+))")
+
+
+def parse_deepspeed_pipe(text: str) -> Row | None:
+    """DeepSpeed pipeline engine ``steps: N loss: X iter time (s): T samples/sec: S``."""
+    m = DS_PIPE_RE.search(text)
+    if not m:
+        return None
+    return {"iteration": int(m["it"]), "loss": to_float(m["loss"]),
+            "elapsed_s": to_float(m["t"]), "samples_per_s": to_float(m["sps"])}
+
+
+def parse_deepspeed_timer(text: str) -> Row | None:
+    """DeepSpeed ThroughputTimer ``…global_step=N, …, CurrSamplesPerSec=X, …``."""
+    m = DS_TIMER_RE.search(text)
+    if not m:
+        return None
+    it, sps = (m["gs"], m["cur"]) if m["gs"] is not None else (m["old"], m["oldsps"])
+    value = to_float(sps)
+    return None if value is None else {"iteration": int(it), "samples_per_s": value}
+
+
+# -- step: N  key: value (torchtitan and alike) --------------------------------------------
+STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)\b(?P<rest>.*)")
+PAIR_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
+                     r"(?P<u>%|ms|s|GiB)?")
+RANK_TAG_RE = re.compile(r"\[Rank (?P<r>\d+)\]")
+# key -> (column, scale); tps/wps are per device in torchtitan (tokens / (time * non-DP size))
+STEP_KEYS: dict[str, tuple[str, float]] = {
+    "loss": ("loss", 1), "global_avg_loss": ("loss", 1), "grad_norm": ("grad_norm", 1),
+    "tps": ("tokens_per_s_per_gpu", 1), "wps": ("tokens_per_s_per_gpu", 1),
+    "per_device_tps": ("tokens_per_s_per_gpu", 1),
+    "tokens_per_second": ("tokens_per_s", 1), "tflops": ("tflops", 1), "mfu": ("mfu", 1),
+    "lr": ("lr", 1), "step_time": ("elapsed_s", 1),
+}
+
+
+def parse_step_kv(text: str) -> Row | None:
+    """``step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu:
+    34.29%`` (torchtitan) and other ``step: N, key: value`` lines with a throughput field."""
+    m = STEP_KV_RE.search(text)
+    if not m:
+        return None
+    row: Row = {"iteration": int(m["it"])}
+    for p in PAIR_RE.finditer(m["rest"]):
+        spec = STEP_KEYS.get(p["k"].lower())
+        if spec is None or spec[0] in row:
+            continue
+        v = to_float(p["v"].replace(",", ""))
+        if v is not None and p["u"] == "ms" and spec[0] == "elapsed_s":
+            v /= 1000.0
+        row[spec[0]] = v
+    if not ({"tokens_per_s_per_gpu", "tokens_per_s", "tflops", "mfu", "elapsed_s"} & row.keys()):
+        return None  # "step: N" alone is too common to be a training-step line
+    r = RANK_TAG_RE.search(text[: m.start()])
+    if r:
+        row["rank"] = int(r["r"])
+    return row
+
+
+# -- litgpt ----------------------------------------------------------------------------------
+LITGPT_RE = re.compile(r"\biter (?P<it>\d+) step (?P<step>\d+): loss (?P<loss>[\d.]+|nan),"
+                       r" iter time: (?P<t>[\d.]+)ms")
+
+
+def parse_litgpt(text: str) -> Row | None:
+    """litgpt's ``iter 1 step 0: loss 3.5551, iter time: 1069.53ms``."""
+    m = LITGPT_RE.search(text)
+    if not m:
+        return None
+    t = to_float(m["t"])
+    return {"iteration": int(m["it"]), "loss": to_float(m["loss"]),
+            "elapsed_s": None if t is None else t / 1000.0}
+
+
+# -- Lightning progress bar ------------------------------------------------------------------
+LIGHTNING_RE = re.compile(
+    r"\bEpoch (?P<epoch>\d+):\s*\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+    r"\[(?P<elapsed>[\d:]+)(?:<[\d:?]+)?(?:,\s*(?P<rate>[\d.]+)(?P<unit>s/it|it/s))?(?P<post>[^\]]*)\]")
+POSTFIX_RE = re.compile(r"(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan)")
+LIGHTNING_LOSS_KEYS = ("train_loss_step", "train_loss", "loss")
+
+
+def parse_lightning(text: str) -> Row | None:
+    """A Lightning bar ``Epoch 0:  25%|██▌ | 8/32 [00:00<00:00, 49.28it/s, loss=0.87, v_num=15]``."""
+    m = None
+    for found in LIGHTNING_RE.finditer(text):
+        m = found
+    if m is None:
+        return None
+    epoch, n, total = int(m["epoch"]), int(m["n"]), int(m["total"])
+    row: Row = {"iteration": epoch * total + n, "epoch": float(epoch)}
+    rate = to_float(m["rate"]) if m["rate"] else None
+    if rate:
+        row["elapsed_s"] = rate if m["unit"] == "s/it" else 1.0 / rate
+    post = {p["k"]: to_float(p["v"]) for p in POSTFIX_RE.finditer(m["post"] or "")}
+    for k in LIGHTNING_LOSS_KEYS:
+        if post.get(k) is not None:
+            row["loss"] = post[k]
+            break
+    elapsed = hms_to_s(m["elapsed"])
+    if n and elapsed is not None and "elapsed_s" not in row:
+        row["elapsed_s"] = elapsed / n
+    return row
+
+
+# -- HF Trainer dicts (a block parser: it counts) --------------------------------------------
+HF_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'[^{}]*\}")
+HF_PAIR_RE = re.compile(r"'(?P<k>[^']+)':\s*(?P<q>['\"]?)(?P<v>[^,'\"}\]\[]+)(?P=q)")
+HF_TRAIN_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr",
+                 "epoch": "epoch"}
+
+
+def parse_hf_dict(text: str) -> tuple[str, Row] | None:
+    """One HF Trainer log dict as (kind, row): kind "train", "eval" or "train_summary"; the
+    row has no iteration unless the dict carries ``step``."""
+    m = HF_DICT_RE.search(text)
+    if not m:
+        return None
+    d = {p["k"]: p["v"].strip() for p in HF_PAIR_RE.finditer(m.group())}
+    row: Row = {}
+    if "step" in d and to_int(d["step"]) is not None:
+        row["iteration"] = to_int(d["step"])
+    if "epoch" in d:
+        row["epoch"] = to_float(d["epoch"])
+    if "train_runtime" in d:
+        row.update(event="train_summary", samples_per_s=to_float(d.get("train_samples_per_second")))
+        return "train_summary", row
+    if "eval_loss" in d or "eval_runtime" in d:
+        row.update(event="eval", eval_loss=to_float(d.get("eval_loss")))
+        return "eval", row
+    for key, col in HF_TRAIN_KEYS.items():
+        if key in d:
+            row[col] = to_float(d[key])
+    if all(row.get(c) is None for c in ("loss", "grad_norm", "lr")):
+        return None  # a dict-shaped line with no readable value (a template, a comment)
+    return "train", row
+
+
+class HFTrainerParser:
+    """HF Trainer's printed log dicts. One instance per stream (file and rank), so the running
+    count that stands in for the missing step number is per source."""
+
+    needles = ("{'",)  # every line it reads holds one (the fast ingest engine relies on it)
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.count = 0
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return an ``iterations`` row when it holds a log dict."""
+        self.section = None
+        if "{'" not in text:
+            return []
+        got = parse_hf_dict(text)
+        if got is None:
+            return []
+        kind, row = got
+        if kind == "train":
+            self.count += 1
+        if row.get("iteration") is None:
+            row["iteration"] = self.count
+        elif kind == "train":
+            self.count = row["iteration"]
+        row["_ctx"] = ctx
+        self.section = "hf_trainer"  # tells the loader the line was understood
+        return [("iterations", row)]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        self.section = None
+        return []
+
+
+# A real HF Trainer line (transformers issue DAMO-NLP-SG/VideoLLaMA2#157).
+HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate': "
+              "1.4285714285714286e-06, 'epoch': 0.01}")
 
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
@@ -83,4 +349,53 @@ PARSERS: tuple[LineParser, ...] = (
         "zeros: 0.0 | number of skipped iterations: 0 | number of nan iterations: 0 | samples "
         "per second: 19.463 | TFLOPs: 149.02 |",
     ),
+    LineParser(
+        "megatron_validation",
+        "iterations",
+        ("loss at iteration",),
+        parse_validation,
+        example="[default7]:valid loss at iteration 45000 | lm loss value: 2.327091E+00 | lm loss "
+        "PPL: 1.024808E+01 |",
+    ),
+    LineParser(
+        "deepspeed_pipe",
+        "iterations",
+        ("iter time (s):",),
+        parse_deepspeed_pipe,
+        example="steps: 30 loss: 10.7133 iter time (s): 0.283 samples/sec: 226.457",
+    ),
+    LineParser(
+        "deepspeed_timer",
+        "iterations",
+        ("SamplesPerSec=",),
+        parse_deepspeed_timer,
+        example="[2023-07-25 21:01:20,125] [INFO] [timer.py:215:stop] epoch=0/micro_step=6/"
+        "global_step=6, RunningAvgSamplesPerSec=7.920460284374241, CurrSamplesPerSec="
+        "6.861668477031963, MemAllocated=59.65GB, MaxMemAllocated=63.31GB",
+    ),
+    LineParser(
+        "step_kv",
+        "iterations",
+        ("step:",),
+        parse_step_kv,
+        example="[rank0]:[titan] 2025-06-16 22:30:50,322 - root - INFO - step: 200  loss:  6.1384"
+        "  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%",
+    ),
+    LineParser(
+        "litgpt",
+        "iterations",
+        ("iter time:",),
+        parse_litgpt,
+        example="iter 1 step 0: loss 3.5551, iter time: 1069.53ms",
+    ),
+    LineParser(
+        "lightning_bar",
+        "iterations",
+        ("Epoch ",),
+        parse_lightning,
+        example="Epoch 0:  28%|██▊       | 9/32 [00:00<00:00, 54.10it/s, loss=0.85, v_num=15]",
+    ),
 )
+
+# Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
+BLOCKS = (HFTrainerParser,)

@@ -1,0 +1,122 @@
+"""Checkpoint save and load lines into the ``checkpoints`` table.
+
+Each entry of ``CHECKPOINT_PATTERNS`` is (kind, needle, regex); the first match wins. ``kind``
+is save_start | saved | loaded. Named groups: ``it`` (iteration), ``path``, ``tag`` (DeepSpeed's
+``global_stepN``), ``dur_s`` / ``max_ms`` (how long the save took). The iteration falls back to
+``global_stepN`` / ``checkpoint-N`` / ``step-N`` / ``iter_NNNNNNN`` / ``step=N`` in the path.
+
+Wordings, checked against the sources:
+
+- Megatron-LM / Megatron-DeepSpeed (megatron/checkpointing.py, ``print_rank_0``): ``saving
+  checkpoint at iteration {:7d} to {} [in {} format]``; ``  successfully saved checkpoint at
+  iteration {:7d} to {}`` (older) / ``  successfully saved checkpoint from iteration {:7d} to {}
+  [ t 1/8, p 1/1 ]`` (newer); ``  successfully loaded checkpoint from {} [ t 0, p 0 ] at
+  iteration {}``; the save timer ``save-checkpoint ....: (40123.45, 40125.67)`` (min, max ms).
+- DeepSpeed (runtime/engine.py, checkpoint_engine/torch_checkpoint_engine.py): ``[Rank 0]
+  [Torch] Checkpoint global_step10 is about to be saved!``, ``[Rank 0] Saving model checkpoint:
+  …/global_step10/mp_rank_00_model_states.pt``, ``[Torch] Checkpoint global_step10 is ready
+  now!``, ``[Torch] Loading checkpoint from …/global_step10/…...``.
+- HF Trainer (trainer.py): ``Saving model checkpoint to out/checkpoint-500``; on resume
+  ``  Continuing training from global step 500``.
+- torchtitan (components/checkpoint.py): ``Saving a full checkpoint at step 1000``, ``Finished
+  saving the checkpoint (or staging if async is enabled)in 5.53 seconds.``, ``Loading the
+  checkpoint at step 1000.``
+- Lightning ModelCheckpoint: ``Epoch 3, global step 1000: 'val_loss' reached 0.12 (best 0.12),
+  saving model to '/ckpt/epoch=3-step=1000.ckpt' as top 1``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import LineParser, Row, to_float
+from .collectives import RANK_TAG_RE
+
+CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    # Megatron
+    ("saved", "successfully saved checkpoint", re.compile(
+        r"successfully saved checkpoint (?:at|from) iteration\s+(?P<it>\d+) to (?P<path>\S+)")),
+    ("save_start", "saving checkpoint at iteration", re.compile(
+        r"saving checkpoint at iteration\s+(?P<it>\d+) to (?P<path>\S+)")),
+    ("loaded", "successfully loaded checkpoint from", re.compile(
+        r"successfully loaded checkpoint from (?P<path>\S+)(?: \[[^\]]*\])? at iteration\s+"
+        r"(?P<it>\d+)")),
+    ("saved", "save-checkpoint", re.compile(
+        r"\bsave-checkpoint\b\s*(?:\.+\s*:\s*\((?P<min_ms>[\d.]+),\s*(?P<max_ms>[\d.]+)\)|:\s*"
+        r"(?P<ms>[\d.]+))")),
+    # DeepSpeed
+    ("save_start", "is about to be saved!", re.compile(
+        r"Checkpoint (?P<tag>\S+) is about to be saved!")),
+    ("saved", "is ready now!", re.compile(r"Checkpoint (?P<tag>\S+) is ready now!")),
+    ("save_start", "Saving model checkpoint: ", re.compile(
+        r"Saving model checkpoint: (?P<path>\S+)")),
+    ("loaded", "Loading checkpoint from ", re.compile(
+        r"\[Torch\] Loading checkpoint from (?P<path>\S+?)(?:\.\.\.)?$")),
+    # HF Trainer
+    ("save_start", "Saving model checkpoint to ", re.compile(
+        r"Saving model checkpoint to (?P<path>\S+)")),
+    ("loaded", "Continuing training from global step", re.compile(
+        r"Continuing training from global step (?P<it>\d+)")),
+    # torchtitan
+    ("save_start", "Saving a ", re.compile(
+        r"Saving a (?:full|model only) checkpoint (?:in \S+ )?at (?:last step, )?step "
+        r"(?P<it>\d+)")),
+    ("saved", "Finished saving the checkpoint", re.compile(
+        r"Finished saving the checkpoint.*?in (?P<dur_s>[\d.]+) ?seconds")),
+    ("loaded", "Loading the checkpoint", re.compile(
+        r"Loading the checkpoint (?:at step (?P<it>\d+)|from (?P<path>\S+?)\.?$)")),
+    # Lightning ModelCheckpoint
+    ("saved", "saving model to ", re.compile(r"saving model to '(?P<path>[^']+)'")),
+)
+
+NEEDLES = tuple(dict.fromkeys(p[1] for p in CHECKPOINT_PATTERNS))
+# What the loader tests every line for (each pattern's line holds one of these).
+LINE_NEEDLES = ("heckpoint", "Continuing training from global step", "saving model to ")
+PATH_ITER_RE = re.compile(
+    r"(?:global_step|checkpoint-|step[-_=]|iter_)(?P<it>\d+)(?=\D|$)"
+)
+
+
+def iteration_in(path: str | None) -> int | None:
+    """The iteration a checkpoint path or tag names (global_step100, checkpoint-500, step-10,
+    iter_0000845, step=1000), or None."""
+    if not path:
+        return None
+    found = PATH_ITER_RE.findall(path)
+    return int(found[-1]) if found else None
+
+
+def parse_checkpoint(text: str) -> Row | None:
+    """A checkpoint save/load line as a ``checkpoints`` row."""
+    for kind, needle, regex in CHECKPOINT_PATTERNS:
+        if needle not in text:
+            continue
+        m = regex.search(text)
+        if not m:
+            continue
+        g = m.groupdict()
+        path = (g.get("path") or "").rstrip(".,'\"") or None
+        it = int(g["it"]) if g.get("it") else iteration_in(g.get("tag") or path)
+        dur = to_float(g.get("dur_s"))
+        if dur is None:
+            ms = to_float(g.get("max_ms") or g.get("ms"))
+            dur = None if ms is None else ms / 1000.0
+        row: Row = {"kind": kind, "iteration": it, "path": path, "duration_s": dur}
+        tags = list(RANK_TAG_RE.finditer(text, 0, m.start()))
+        tag = tags[-1] if tags else None
+        if tag is not None and not tag["pg"]:
+            row["rank"] = int(tag["rank"])
+        return row
+    return None
+
+
+PARSERS: tuple[LineParser, ...] = (
+    LineParser(
+        "checkpoints",
+        "checkpoints",
+        LINE_NEEDLES,
+        parse_checkpoint,
+        example="[default7]:  successfully saved checkpoint at iteration   12600 to "
+        "/gpfsscratch/rech/six/commun/checkpoints/tr11-176B-ml/checkpoints/main",
+    ),
+)

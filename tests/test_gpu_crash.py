@@ -1,0 +1,515 @@
+"""GPU-crash parsers (errors, exits, Xid, checkpoints) and traindoc.diagnose.gpu_crash.
+
+Example lines are real wordings (sources in the docstrings of traindoc.parse.errors / xid /
+checkpoints); the multi-rank scenarios are built from them.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from conftest import DATA, SEEDS
+from traindoc.diagnose import gpu_crash
+from traindoc.parse import checkpoints, errors, xid
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+def load_text(tmp_path: Path, text: str, name: str = "job.log") -> traindoc.Incident:
+    p = tmp_path / name
+    p.write_text(text)
+    return traindoc.load(p)
+
+
+def reaches(parsers, line: str) -> bool:
+    """The loader hands ``line`` to one of ``parsers`` (a needle of it is in the line)."""
+    return any(n in line for p in parsers for n in p.needles)
+
+
+def err(line: str) -> dict:
+    assert reaches(errors.PARSERS[:1], line), line
+    row = errors.parse_error(line)
+    assert row is not None, line
+    return row
+
+
+def test_line_needles_cover_every_pattern() -> None:
+    for code, _kind, needle, _regex in errors.ERROR_PATTERNS:
+        assert any(n in needle for n in errors.LINE_NEEDLES), code
+
+
+SEED_BLOCK = """\
+[default3]:terminate called after throwing an instance of 'c10::CUDAError'
+[default3]: what(): CUDA error: unknown error
+[default3]:Exception raised from query at ../aten/src/ATen/cuda/CUDAEvent.h:95 (most recent call first):
+[default3]:frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x42 (0x1518a06137d2 in /gpfswork/rech/six/commun/conda/tr11-176B-ml/lib/python3.8/site-packages/torch/lib/libc10.so)
+[default3]:frame #1: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x11a (0x15190c6c29ea in /gpfswork/rech/six/commun/conda/tr11-176B-ml/lib/python3.8/site-packages/torch/lib/libtorch_cuda_cpp.so)
+[default3]:frame #2: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0x50 (0x15190c6c4fd0 in /gpfswork/rech/six/commun/conda/tr11-176B-ml/lib/python3.8/site-packages/torch/lib/libtorch_cuda_cpp.so)
+[default3]:frame #3: c10d::ProcessGroupNCCL::workCleanupLoop() + 0x145 (0x15190c6c6265 in /gpfswork/rech/six/commun/conda/tr11-176B-ml/lib/python3.8/site-packages/torch/lib/libtorch_cuda_cpp.so)
+[default3]:frame #4: <unknown function> + 0xc2ba3 (0x15191b339ba3 in /lib64/libstdc++.so.6)
+[default3]:frame #5: <unknown function> + 0x814a (0x15191c77d14a in /lib64/libpthread.so.0)
+[default3]:frame #6: clone + 0x43 (0x15191c4acdc3 in /lib64/libc.so.6)
+"""
+
+
+# --- parsers: errors ------------------------------------------------------------------------------
+
+def test_every_parser_example_parses() -> None:
+    for parser in (*errors.PARSERS, *xid.PARSERS, *checkpoints.PARSERS):
+        assert parser.example and any(n in parser.example for n in parser.needles), parser.name
+        assert parser.parse(parser.example) is not None, parser.name
+
+
+def test_seed_c10_block_is_one_row_with_frames(tmp_path: Path) -> None:
+    inc = load_text(tmp_path, SEED_BLOCK)
+    assert inc.account["unparsed_lines"] == 0
+    e = inc.errors
+    assert len(e) == 1
+    row = e.iloc[0]
+    assert (row["rank"], row["kind"], row["code"], row["message"]) == (
+        3, "cuda_error", "cuda_error", "CUDA error: unknown error")
+    assert row["source"].endswith(":2")  # points at the what() line
+    assert row["frames"][0] == "raised from query at ../aten/src/ATen/cuda/CUDAEvent.h:95"
+    assert "c10d::ProcessGroupNCCL::workCleanupLoop() (libtorch_cuda_cpp.so)" in row["frames"]
+    assert len(row["frames"]) == 8
+
+
+def test_seed_file_in_the_shared_seeds_loads(tmp_path: Path) -> None:
+    seed = next(SEEDS.glob("001_*.txt"))
+    inc = traindoc.load(seed)
+    cuda = inc.errors[inc.errors["kind"] == "cuda_error"]
+    assert list(cuda["rank"]) == [3]
+    assert list(cuda["message"]) == ["CUDA error: unknown error"]
+
+
+def test_torch2_watchdog_cuda_error_line() -> None:
+    # sgl-project/sglang#8296, torch 2.5 wording
+    line = ("[rank1]:[E519 05:58:22.475481966 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 1] Process group watchdog thread terminated with exception: CUDA "
+            "error: an illegal memory access was encountered")
+    row = err(line)
+    assert (row["kind"], row["code"], row["rank"]) == ("cuda_error", "cuda_error", 1)
+    assert row["message"] == "CUDA error: an illegal memory access was encountered"
+    # A non-default process group's tag names a group rank, not a global one.
+    sub = err("[PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated with "
+              "exception: CUDA error: an illegal memory access was encountered")
+    assert "rank" not in sub
+
+
+def test_terminate_block_classifies_nccl_message(tmp_path: Path) -> None:
+    # tatsu-lab/stanford_alpaca#207 (torch 1.13, one physical line per message)
+    text = ("terminate called after throwing an instance of 'std::runtime_error'\n"
+            "  what():  NCCL error: remote process exited or there was a network error, NCCL "
+            "version 2.14.3\n")
+    e = load_text(tmp_path, text).errors
+    assert list(e["code"]) == ["nccl_remote"]
+    assert e.iloc[0]["message"].startswith("NCCL error: remote process exited")
+
+
+@pytest.mark.parametrize(("line", "kind", "code", "message"), [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.22 GiB. GPU 0 has a total "
+     "capacity of 15.77 GiB of which 959.44 MiB is free. Process 12447 has 14.83 GiB memory in "
+     "use. Of the allocated memory 14.01 GiB is allocated by PyTorch, and 472.05 MiB is reserved "
+     "by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+     "oom", "cuda_oom", None),
+    ("RuntimeError: CUDA error: out of memory", "oom", "cuda_oom", "CUDA error: out of memory"),
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "ecc",
+     "cuda_ecc_uncorrectable", "CUDA error: uncorrectable ECC error encountered"),
+    ("[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+     "NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+     "version 2.20.5", "nccl_error", "nccl_unhandled_cuda",
+     "NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version "
+     "2.20.5"),
+    ("[rank7]: ncclUnhandledCudaError: Call to CUDA function failed.", "nccl_error",
+     "nccl_unhandled_cuda", "ncclUnhandledCudaError: Call to CUDA function failed."),
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.cpp:1275, internal error, NCCL version 2.14.3", "nccl_error",
+     "nccl_internal", "NCCL error: internal error, NCCL version 2.14.3"),
+    ("[rank3]: ncclRemoteError: A call failed possibly due to a network error or a remote "
+     "process exiting prematurely.", "nccl_error", "nccl_remote", None),
+    ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, "
+     "unhandled system error, NCCL version 2.10.3", "nccl_error", "nccl_system", None),
+    ("Remapping Failure Occurred        : Yes", "ecc", "row_remap_failure", None),
+    ("| Error                     | GPU 3 has uncorrectable memory errors and row  |", "ecc",
+     "dcgm_uncorrectable_memory", "GPU 3 has uncorrectable memory errors"),
+    ("[Tue May 14 03:12:30 2024] Memory cgroup out of memory: Killed process 48213 (python3) "
+     "total-vm:1234kB, anon-rss:99kB", "oom", "host_oom_killer", None),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=11300781.0. Some of the step tasks "
+     "have been OOM Killed.", "oom", "slurm_oom_kill",
+     "Detected 1 oom_kill event in StepId=11300781.0"),
+    ("slurmstepd: error: Detected 2 oom-kill event(s) in step 3756240.batch cgroup.", "oom",
+     "slurm_oom_kill", None),
+    ("Fatal Python error: Segmentation fault", "signal", "SIGSEGV", None),
+    ("W0616 00:44:57.731000 4026234 torch/distributed/elastic/agent/server/api.py:719] Received "
+     "Signals.SIGTERM death signal, shutting down workers", "signal", "launcher_received_signal",
+     None),
+    ("slurmstepd: error: *** JOB 12345 ON node01 CANCELLED AT 2024-05-14T03:22:41 DUE TO TIME "
+     "LIMIT ***", "signal", "slurm_time_limit", None),
+    ("The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR "
+     "Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of "
+     "file.", "signal", "ray_worker_died", None),
+    ("ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+     "signal", "ray_actor_died", None),
+    ("ValueError: too many values to unpack (expected 2)", "python", "ValueError",
+     "ValueError: too many values to unpack (expected 2)"),
+    ("OSError: [Errno 28] No space left on device", "python", "OSError", None),
+])
+def test_error_wordings(line: str, kind: str, code: str, message: str | None) -> None:
+    row = err(line)
+    assert (row["kind"], row["code"]) == (kind, code)
+    if message is not None:
+        assert row["message"] == message
+
+
+def test_error_lines_with_pid_host_task() -> None:
+    # nvidia/nccl#795: NCCL's own host:pid:tid prefix
+    row = err("a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call "
+              "to recv from 10.200.84.247<58355> failed : Broken pipe")
+    assert (row["code"], row["host"], row["pid"]) == (
+        "nccl_warn_net", "a100-st-p4d24xlarge-22", 183006)
+    assert err("tf144:143468:143535 [1] NCCL WARN NET/IB : Got completion from peer "
+               "192.168.17.147<38560> with error 12, opcode 0, len 0, vendor err 129")["code"] \
+        == "nccl_warn_net"
+    assert err("node-2:48213:48390 [3] enqueue.cc:1451 NCCL WARN Cuda failure 'unknown "
+               "error'")["code"] == "nccl_warn_cuda"
+    row = err("srun: error: sdumont6156: task 0: Out Of Memory")
+    assert (row["kind"], row["host"], row["rank"]) == ("oom", "sdumont6156", 0)
+    row = err("W1121 23:47:48.809000 4885 torch/distributed/elastic/multiprocessing/api.py:1028] "
+              "Sending process 4913 closing signal SIGTERM")
+    assert (row["code"], row["pid"]) == ("launcher_sigterm", 4913)
+    row = err("slurmstepd: error: *** STEP 1234.0 ON node-1 CANCELLED AT 2024-05-14T03:22:41 ***")
+    assert (row["code"], row["host"]) == ("slurm_cancelled", "node-1")
+
+
+def test_not_errors() -> None:
+    for line in ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+                 "Remapping Failure Occurred        : No",
+                 "  what():  something",  # a what() line belongs to its c10 block
+                 "[INFO] all good: Error: none"):
+        assert errors.parse_error(line) is None, line
+
+
+def test_oom_figures() -> None:
+    old = ("RuntimeError: CUDA out of memory. Tried to allocate 36.00 MiB (GPU 0; 7.93 GiB total "
+           "capacity; 130.35 MiB already allocated; 47.06 MiB free; 188.00 MiB reserved in total "
+           "by PyTorch)")
+    f = errors.oom_figures(old)
+    assert f["gpu"] == 0 and f["total"] == 7.93 and f["tried"] == pytest.approx(0.035, abs=1e-3)
+    assert f["reserved_unallocated"] == pytest.approx((188.0 - 130.35) / 1024, abs=1e-3)
+    new = ("CUDA out of memory. Tried to allocate 1.22 GiB. GPU 0 has a total capacity of 15.77 "
+           "GiB of which 959.44 MiB is free. Process 12447 has 14.83 GiB memory in use. Of the "
+           "allocated memory 14.01 GiB is allocated by PyTorch, and 472.05 MiB is reserved by "
+           "PyTorch but unallocated.")
+    f = errors.oom_figures(new)
+    assert (f["tried"], f["total"], f["allocated"]) == (1.22, 15.77, 14.01)
+    assert f["reserved_unallocated"] == pytest.approx(0.461, abs=1e-3)
+    assert errors.oom_figures("no numbers here") == {}
+
+
+# --- parsers: exits -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+     "(exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv-probe/bin/python3",
+     {"local_rank": 1, "pid": 4914, "exitcode": -9, "signal": "SIGKILL"}),
+    ("[2023-06-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u',"
+     " 'train_ds.py', '--local_rank=3', '--version=xinlai/LISA-7B-v1'] exits with return code = "
+     "-6", {"local_rank": 3, "exitcode": -6, "signal": "SIGABRT"}),
+    ("srun: error: taurusi2031: tasks 10-11: Exited with exit code 1",
+     {"host": "taurusi2031", "rank": None, "exitcode": 1}),
+    ("srun: error: node-3: task 5: Killed", {"host": "node-3", "rank": 5, "signal": "SIGKILL"}),
+    ("srun: error: node-3: task 2: Segmentation fault (core dumped)",
+     {"rank": 2, "signal": "SIGSEGV"}),
+    ("srun: error: node-3: task 7: Exited with exit code 137", {"exitcode": 137,
+                                                               "signal": "SIGKILL"}),
+    ("/var/spool/slurmd/job1234/slurm_script: line 42: 51234 Killed                  python "
+     "train.py", {"pid": 51234, "signal": "SIGKILL"}),
+])
+def test_exit_wordings(line: str, expected: dict) -> None:
+    assert reaches(errors.PARSERS[1:], line)
+    row = errors.parse_exit(line)
+    assert row is not None
+    for k, v in expected.items():
+        assert row.get(k) == v, (k, row)
+
+
+# --- parsers: Xid -----------------------------------------------------------------------------------
+
+def test_xid_lines() -> None:
+    assert reaches(xid.PARSERS, "NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.")
+    # leptonai/gpud xid matcher tests; stas00/ml-engineering; open-gpu-kernel-modules#1151
+    r = xid.parse_xid("[111111111.111] NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', "
+                      "name=<unknown>, GPU has fallen off the bus.")
+    assert (r["kind"], r["code"], r["pid"]) == ("xid", "79", None)
+    assert r["message"] == "Xid 79 (PCI:0000:05:00): GPU has fallen off the bus"
+    r = xid.parse_xid("NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked "
+                      "for remapping, reset gpu to activate.")
+    assert (r["code"], r["pid"]) == ("63", 1896)
+    assert r["message"].startswith("Xid 63 (PCI:0000:10:1c): Row Remapper")
+    r = xid.parse_xid("[...] NVRM: Xid (0000:03:00): 14, Channel 00000001")
+    assert r["code"] == "14"
+    r = xid.parse_xid("[171167.621162] NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action "
+                      "changed from 0x0 (None) to 0x4 (Drain and Reset)")
+    assert r["code"] == "154" and "Drain and Reset" in r["message"]
+    r = xid.parse_xid("Feb 14 05:03:41 000-000-00000-1-gpu-1 kernel: NVRM: Xid (PCI:0000:44:00): "
+                      "79, GPU has fallen off the bus.")
+    assert r["host"] == "000-000-00000-1-gpu-1"
+    r = xid.parse_xid("[Tue May 14 03:12:09 2024] NVRM: Xid (PCI:0000:3b:00): 48, pid=4242, "
+                      "name=python3, An uncorrectable double bit error (DBE) has been detected")
+    assert str(r["time"]) == "2024-05-14 03:12:09" and r["pid"] == 4242
+    r = xid.parse_xid("NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.")
+    assert r["code"] == "79" and "PCI:0000:29:00" in r["message"]
+    assert xid.parse_xid("NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.54.03") is None
+
+
+def test_xid_catalog() -> None:
+    assert xid.xid_info(79).scope == "node" and xid.xid_info(79).origin == "hardware"
+    assert "dcgmi diag -r 3" in xid.xid_info(79).next_step
+    assert xid.xid_info(48).category == "ecc" and xid.xid_info(48).scope == "gpu"
+    assert xid.xid_info(13).origin == "application" and xid.xid_info(13).scope == "none"
+    assert xid.xid_info(45).cascade and xid.xid_info(154).cascade
+    assert xid.xid_info(74).category == "nvlink"
+    assert xid.xid_info(9999).mnemonic == "UNLISTED"
+
+
+# --- parsers: checkpoints ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("line", "kind", "iteration", "extra"), [
+    ("saving checkpoint at iteration    4000 to /lustre/ckpt/gpt-13b in torch_dist format",
+     "save_start", 4000, {"path": "/lustre/ckpt/gpt-13b"}),
+    ("  successfully saved checkpoint from iteration     845 to /ckpt [ t 1/8, p 1/1 ]", "saved",
+     845, {"path": "/ckpt"}),
+    ("  successfully saved checkpoint at iteration   12600 to /gpfs/checkpoints/main", "saved",
+     12600, {}),
+    ("  successfully loaded checkpoint from /ckpt [ t 0, p 0 ] at iteration 3500", "loaded",
+     3500, {}),
+    ("    save-checkpoint ................................: (40123.45, 40125.67)", "saved", None,
+     {"duration_s": 40.12567}),
+    ("[2023-07-24 13:21:33,261] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint "
+     "global_step10 is about to be saved!", "save_start", 10, {"rank": 0}),
+    ("[2023-07-24 13:21:33,263] [INFO] [logging.py:96:log_dist] [Rank 0] Saving model checkpoint:"
+     " experiments/bert/global_step10/mp_rank_00_model_states.pt", "save_start", 10, {}),
+    ("[2023-07-24 13:21:33,440] [INFO] [torch_checkpoint_engine.py:33:commit] [Torch] Checkpoint "
+     "global_step10 is ready now!", "saved", 10, {}),
+    ("Saving model checkpoint to out/checkpoint-500", "save_start", 500, {}),
+    ("  Continuing training from global step 500", "loaded", 500, {}),
+    ("[rank0]:2025-04-01 00:25:59,616 - root - INFO - Finished saving the checkpoint (or staging "
+     "if async is enabled)in 5.53 seconds.", "saved", None, {"duration_s": 5.53}),
+    ("[titan] Saving a model only checkpoint in torch.bfloat16 at last step, step 10.",
+     "save_start", 10, {}),
+    ("Epoch 3, global step 1000: 'val_loss' reached 0.12 (best 0.12), saving model to "
+     "'/ckpt/epoch=3-step=1000.ckpt' as top 1", "saved", 1000, {}),
+])
+def test_checkpoint_wordings(line: str, kind: str, iteration: int | None, extra: dict) -> None:
+    assert reaches(checkpoints.PARSERS, line)
+    row = checkpoints.parse_checkpoint(line)
+    assert row is not None
+    assert (row["kind"], row["iteration"]) == (kind, iteration)
+    for k, v in extra.items():
+        assert row[k] == pytest.approx(v) if isinstance(v, float) else row[k] == v
+
+
+# --- cause vs cascade -------------------------------------------------------------------------------
+
+def glog_err(rank: int, hms: str, body: str) -> str:
+    return (f"[rank{rank}]:[E514 {hms}.100000000 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) "
+            f"Rank {rank}] {body}\n")
+
+
+CUDA = "Process group watchdog thread terminated with exception: CUDA error: unknown error"
+REMOTE = ("Process group watchdog thread terminated with exception: NCCL error: remote process "
+          "exited or there was a network error, NCCL version 2.19.3")
+HEADER = "[2024-05-14 03:00:00,000] [INFO] job started\n"  # gives the glog lines their year
+
+
+def diag(tmp_path: Path, text: str, **kw):
+    inc = load_text(tmp_path, text)
+    return inc, gpu_crash.diagnose(inc, **kw)
+
+
+def test_first_in_time_not_first_in_file(tmp_path: Path) -> None:
+    # The cascade lines come first in the file; timestamps say rank 2 failed first.
+    text = HEADER + "".join(glog_err(r, "03:12:12", REMOTE) for r in (0, 1, 3)) \
+        + glog_err(2, "03:12:10", CUDA)
+    inc, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [2]
+    assert r.facts["error_kind"] == "cuda_error"
+    assert r.facts["first_failure_time"] == "2024-05-14T03:12:10.100000"
+    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc))
+    assert sorted(int(x) for x in crash.cascade["rank"]) == [0, 1, 3]
+    ct = gpu_crash.cascade_table(crash)
+    assert list(ct["after_s"]) == [2.0, 2.0, 2.0]
+    assert r.confidence == "high"
+
+
+def test_cascade_only_is_low_confidence(tmp_path: Path) -> None:
+    text = HEADER + "".join(glog_err(r, "03:12:12", REMOTE) for r in (0, 1))
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [] and r.facts["error_kind"] is None
+    assert r.confidence == "low"
+    assert any(f.id == "no_failure" for f in r.findings)
+
+
+def test_torchrun_root_cause_without_timestamps(tmp_path: Path) -> None:
+    text = """\
+[default0]:[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:55461: Connection reset by peer. This is typically caused by a remote worker hanging or bugs in the application.
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 4913)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 4914)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 4914
+============================================================
+"""
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [1]
+    assert r.facts["error_kind"] == "signal"
+    assert "SIGKILL" in r.facts["error_message"]
+    assert any(f.id == "killed" for f in r.findings)
+    assert r.actions[0].id == "why_killed"
+
+
+def test_simultaneous_ooms_are_all_failed(tmp_path: Path) -> None:
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+           "total capacity of 79.15 GiB of which 1.06 GiB is free.")
+    text = HEADER + "".join(glog_err(r, "03:12:10", oom) for r in (0, 1, 2, 3))
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [0, 1, 2, 3]
+    assert r.facts["error_kind"] == "oom"
+    assert r.actions[0].id == "reduce_memory"
+    assert not any(a.id == "drain_node" for a in r.actions)
+
+
+def test_sigkill_by_the_oom_killer_is_an_oom(tmp_path: Path) -> None:
+    text = ("slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the step tasks "
+            "have been OOM Killed.\n"
+            "srun: error: node-7: task 3: Killed\n"
+            "srun: error: node-7: tasks 0-2,4-7: Terminated\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["error_kind"] == "oom" and r.facts["failed_ranks"] == [3]
+    assert r.facts["failed_hosts"] == ["node-7"]
+    assert r.actions[0].id == "reduce_memory"
+
+
+def test_silent_rank_is_named(tmp_path: Path) -> None:
+    it = (" iteration        5/      40 | consumed samples:         40 | elapsed time per iteration"
+          " (ms): 52.7 | lm loss: 2.567320E+00 |\n")
+    text = "".join(f"[default{r}]:{it}" for r in (0, 1, 2)) + \
+        "".join(f"[default{r}]:[rank{r}]: RuntimeError: Connection reset by peer\n" for r in (0, 2))
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [1]
+    assert r.confidence == "medium"
+
+
+# --- the bundles --------------------------------------------------------------------------------------
+
+def test_bloom_seed_bundle() -> None:
+    r = gpu_crash.diagnose(traindoc.load(DATA / "gpu_crash" / "bloom_seed"))
+    f = r.facts
+    assert (f["error_kind"], f["failed_ranks"], f["error_message"]) == (
+        "cuda_error", [3], "CUDA error: unknown error")
+    assert f["last_iteration"] == 12695 and f["checkpoint_interval_recommended"] == 66
+    assert any(x.id == "async_cuda_error" for x in r.findings)
+    assert r.actions[0].id == "drain_node"
+    assert set(f) == set(gpu_crash.FACT_KEYS)
+
+
+def test_drill_crash_bundle() -> None:
+    inc = traindoc.load(DATA / "gpu_crash" / "drill_crash")
+    r = gpu_crash.diagnose(inc)
+    assert r.facts["failed_ranks"] == [1] and r.facts["error_kind"] == "signal"
+    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc), ranks_seen=inc.ranks)
+    assert 0 in set(crash.cascade["rank"].dropna().astype(int))
+    assert 1 not in set(crash.cascade["rank"].dropna().astype(int))
+
+
+def test_xid79_bundle() -> None:
+    inc = traindoc.load(DATA / "gpu_crash" / "xid79_multinode")
+    r = gpu_crash.diagnose(inc)
+    f = r.facts
+    assert f["failed_ranks"] == [11] and f["failed_hosts"] == ["node-2"]
+    assert f["error_kind"] == "xid" and f["xid_codes"] == [79, 154]
+    assert (f["last_checkpoint_iteration"], f["lost_iterations"]) == (4000, 240)
+    assert f["lost_hours"] == pytest.approx(0.842, abs=1e-3)
+    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc), ranks_seen=inc.ranks)
+    assert set(crash.cascade["rank"].dropna().astype(int)) == set(range(0, 8)) | set(range(16, 32))
+    drain = next(a for a in r.actions if a.id == "drain_node")
+    assert 'scontrol update nodename=node-2 state=drain reason="Xid 79' in drain.how
+    assert "sbatch --exclude=node-2" in drain.how
+    diag_ = next(a for a in r.actions if a.id == "diagnose_gpu")
+    assert "dcgmi diag -r 3" in diag_.how
+    hang = next(a for a in r.actions if a.id == "exit_on_failure")
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING=1" in hang.how and "--kill-on-bad-exit=1" in hang.how
+    assert "--wait=60" in hang.how and hang.priority <= 3  # the survivors hung 10 min
+    assert any(x.id == "exit_delay" and x.severity == "warning" for x in r.findings)
+    cost = dict(gpu_crash.cost_table(f).values.tolist())
+    assert cost["lost_iterations"] == "240" and cost["checkpoint_interval_recommended"] == "541"
+    tl = gpu_crash.timeline_frame(crash)
+    assert tl["first"].sum() == 1 and tl.loc[tl["first"], "lane"].item() == "node-2"
+
+
+# --- checkpoints and Young/Daly -----------------------------------------------------------------------
+
+def test_young_daly_numbers() -> None:
+    yd = gpu_crash.young_daly(40.0, 7 * 24 * 3600.0)
+    assert yd["young_s"] == pytest.approx(math.sqrt(2 * 40 * 604800), rel=1e-9)
+    assert yd["young_s"] == pytest.approx(6955.9, abs=0.1)  # ≈ 1.93 h
+    assert yd["daly_s"] == pytest.approx(6929.0, abs=1.0)
+    assert round(yd["young_s"] / 105) == 66
+    # The interval minimises δ/τ + τ/2M: its neighbours waste more.
+    w = [gpu_crash.expected_waste(t, 40.0, 604800.0) for t in (3000.0, yd["young_s"], 15000.0)]
+    assert w[1] < w[0] and w[1] < w[2]
+    assert gpu_crash.expected_waste(yd["young_s"], 40.0, 604800.0) == pytest.approx(
+        2 * 40.0 / yd["young_s"], rel=1e-9)
+    assert math.isnan(gpu_crash.young_daly(0.0, 1.0)["young_s"])
+
+
+def test_interval_parameters_override(tmp_path: Path) -> None:
+    _, r = diag(tmp_path, SEED_BLOCK, checkpoint_save_s=40, iteration_s=105, mtbf_hours=168)
+    assert r.facts["checkpoint_interval_recommended"] == 66
+    _, r = diag(tmp_path, SEED_BLOCK, checkpoint_save_s=40, iteration_s=105, mtbf_hours=24)
+    assert r.facts["checkpoint_interval_recommended"] == round(math.sqrt(2 * 40 * 86400) / 105)
+    table = gpu_crash.interval_table(40.0, 604800.0, 105.0, current_iterations=250)
+    assert "66" in set(table["value"])
+
+
+def test_incomplete_save_and_lost_time(tmp_path: Path) -> None:
+    it = (" [2024-05-14 {t}] iteration {k:8d}/  100000 | elapsed time per iteration (ms): "
+          "10000.0 | lm loss: 2.1E+00 |\n")
+    text = (it.format(t="01:00:00", k=100)
+            + "[2024-05-14 01:00:01,000] [INFO] saving checkpoint at iteration     100 to /ck\n"
+            + "[2024-05-14 01:00:41,000] [INFO]   successfully saved checkpoint at iteration     "
+              "100 to /ck\n"
+            + it.format(t="01:16:41", k=200)
+            + "[2024-05-14 01:16:42,000] [INFO] saving checkpoint at iteration     200 to /ck\n"
+            + HEADER.replace("03:00:00", "01:17:00") + glog_err(5, "01:17:02", CUDA))
+    inc, r = diag(tmp_path, text)
+    ck = gpu_crash.checkpoint_state(inc, 200)
+    assert (ck.last_iteration, ck.incomplete, ck.save_s) == (100, 200, 40.0)
+    assert r.facts["last_checkpoint_iteration"] == 100 and r.facts["lost_iterations"] == 100
+    assert r.facts["lost_hours"] == pytest.approx((17 * 60 + 2 - 41) / 3600, abs=1e-3)
+    assert any(f.id == "incomplete_save" for f in r.findings)
+    resume = next(a for a in r.actions if a.id == "resume")
+    assert "iteration 100" in resume.title and "200" in resume.how
+
+
+def test_empty_incident_fills_every_fact() -> None:
+    r = gpu_crash.diagnose(traindoc.Incident.empty())
+    assert set(r.facts) == set(gpu_crash.FACT_KEYS)
+    assert r.facts["failed_ranks"] == [] and r.facts["xid_codes"] == []
+    assert r.confidence == "low" and r.findings
