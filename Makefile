@@ -36,6 +36,12 @@ lab: setup
 	$(PY) -m pip install -q -e '.[dev,lab]'
 	$(VENV)/bin/jupyter lab runbooks/
 
+# Ingest benchmark: inputs generated once into benchmarks/.cache/, then a table of targets.
+# `make bench QUICK=1` takes about a minute. hyperscan is the fast engine's scanner (optional).
+bench: setup
+	$(PY) -m pip install -q hyperscan
+	$(PY) benchmarks/run.py $(if $(QUICK),--quick)
+
 # Regenerate the drill-made samples under data/ (real torchrun/gloo runs; about 2 minutes).
 samples: setup
 	$(PY) -m traindoc.drills --regenerate-samples

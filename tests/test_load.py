@@ -50,7 +50,7 @@ def test_gzip_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
     [
         ("[rank3]:[E708 01:47:23] x", 3, None, "[E708 01:47:23] x"),
         ("[default7]: iteration 1/ 2 |", 7, None, "iteration 1/ 2 |"),
-        ("  12: hello", 12, None, "hello"),
+        ("  12: hello", None, "srun-task-12", "hello"),
         ("0: [default3]:[rank3]:boom", 3, "srun-task-0", "boom"),
         ("(FSDPPolicyWorkerBase pid=959049) Fatal Python error: Aborted", None, None,
          "Fatal Python error: Aborted"),

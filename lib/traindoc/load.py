@@ -6,6 +6,11 @@ rank prefix behind a tqdm bar), stripped of ANSI colour, demultiplexed by its la
 into rank/host, rejoined when a terminal or paste wrapped it, and handed to the parsers of
 ``traindoc.parse``. Bad bytes are replaced and counted; nothing here raises on bad input: every
 problem becomes a warning in ``Incident.account``.
+
+Two engines give the same tables and account: ``plain`` (the reference below, every line
+through every step) and ``fast`` (``traindoc.ingest``: the lines no parser or open record can
+use are counted in bulk). Many files are read by a process pool and merged in file order; rows
+become DataFrames every ``FLUSH_ROWS`` rows so memory stays near the size of the tables.
 """
 
 from __future__ import annotations
@@ -15,21 +20,24 @@ import gzip
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .incident import Incident
+import pandas as pd
+
+from .incident import Incident, drop_echoes
 from .parse import BLOCK_PARSERS, FILE_LOADERS, LINE_PARSERS, FileLoader, LineParser
 from .parse.prefixes import Origin, demux, line_time, path_origin, split_physical, strip_ansi
-from .schema import TABLES
+from .schema import TABLES, frame
 
 CHUNK_BYTES = 4 * 1024 * 1024
 MAX_LINE_CHARS = 1024 * 1024  # a longer line is cut to this many characters (and reported)
 MAX_WRAP_LINES = 8  # at most this many continuation lines are rejoined to one record
 KEEP_UNRECOGNIZED = 50
+FLUSH_ROWS = 65536  # rows of a table kept as dicts before they become a DataFrame
 MAX_WARNINGS = 200
 # A line no parser understood but that looks like a failure report is kept for the reader.
 SUSPICIOUS_RE = re.compile(
@@ -166,14 +174,22 @@ class _Stream:
         self.year = year
         self.pending: _Pending | None = None
         self.blocks: dict[tuple[Any, ...], list[Any]] = {}
+        self.busy: set[tuple[Any, ...]] = set()  # keys whose block parsers are inside a record
 
 
 class _Loader:
-    def __init__(self, year: int | None) -> None:
+    def __init__(self, year: int | None, engine: str = "plain",
+                 progress: Callable[[int], None] | None = None) -> None:
         self.acc = _Account()
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+        # rows already made into DataFrames (every FLUSH_ROWS rows: dicts cost ten times more)
+        self.frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
+        # per table, the text files that gave rows ("" for a whole-file loader's rows)
+        self.sources: dict[str, set[str]] = {t: set() for t in TABLES}
         self.unrecognized: list[str] = []
         self.year = year
+        self.engine = engine  # "plain" (the reference, line by line) or "fast" (ingest.py)
+        self.progress = progress  # called with the bytes read so far of the current file
 
     # -- files ---------------------------------------------------------------------------
     def load_file(self, path: Path) -> None:
@@ -183,7 +199,10 @@ class _Loader:
                 head = fh.read(4096)
             st = path.stat()
         except OSError as e:
-            self.acc.warn(f"{name}: cannot be read ({e.strerror or e})")
+            if path.is_symlink() and not path.exists():
+                self.acc.warn(f"{name}: a broken symbolic link")
+            else:
+                self.acc.warn(f"{name}: cannot be read ({e.strerror or e})")
             return
         for loader in FILE_LOADERS:
             if loader.sniff(path, head):
@@ -200,10 +219,14 @@ class _Loader:
             return
         if b"\x00" in head and not head.startswith(GZIP_MAGIC):
             self.acc.warn(f"{name}: holds NUL bytes (binary data?); read as text with NULs removed")
+        if self.engine == "fast":
+            self._load_fast(path, head, stream)
+            return
         lineno = 0
         try:
             with _open_bytes(path, head) as fh:
                 for chunk in _chunks(fh, self.acc, name):
+                    self._read(fh)
                     text = _decode(chunk, self.acc)
                     if "\x00" in text:
                         text = text.replace("\x00", "")
@@ -216,6 +239,29 @@ class _Loader:
         except OSError as e:
             self.acc.warn(f"{name}: reading stopped at line {lineno} ({e})")
         self._end(stream)
+
+    def _load_fast(self, path: Path, head: bytes, stream: _Stream) -> None:
+        """The same as the loop above, through ``ingest.FastText`` (see ingest.py)."""
+        from .ingest import FastText, registry
+
+        fast = FastText(self, stream, registry())
+        try:
+            with _open_bytes(path, head) as fh:
+                for chunk in _chunks(fh, self.acc, str(path)):
+                    self._read(fh)
+                    fast.chunk(chunk)
+        except OSError as e:
+            self.acc.warn(f"{path}: reading stopped at line {fast.lineno} ({e})")
+        self._end(stream)
+
+    def _read(self, fh: Any) -> None:
+        """Report progress: the compressed bytes read so far of this file."""
+        if self.progress is not None:
+            raw = getattr(fh, "fileobj", None) or fh
+            try:
+                self.progress(raw.tell())
+            except (OSError, ValueError, AttributeError):
+                pass
 
     def _load_utf16(self, path: Path, stream: _Stream) -> None:
         self.acc.warn(f"{path}: UTF-16 text, decoded as such")
@@ -243,6 +289,36 @@ class _Loader:
         self.acc.files.append(str(path))
         for table, row in rows:
             self.rows[table].append(row)
+            self.sources[table].add("")
+        for table, got in self.rows.items():
+            if len(got) >= FLUSH_ROWS:
+                self._flush(table)
+
+    def _flush(self, table: str) -> None:
+        rows = self.rows[table]
+        if rows:
+            self.frames[table].append(frame(table, rows))
+            self.rows[table] = []
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables of every row so far (``Incident.from_rows`` would build the same)."""
+        out = {}
+        for t in TABLES:
+            self._flush(t)
+            parts, self.frames[t] = self.frames[t], []
+            if not parts:
+                df = frame(t, [])
+            elif len(parts) == 1:
+                df = parts[0]
+            else:
+                df = _concat(parts)
+            del parts
+            names = self.sources[t]
+            if len(names) == 1 and not any(n == "" or "#entry" in n for n in names):
+                out[t] = df  # one text file: drop_echoes would find nothing to drop
+            else:
+                out[t] = drop_echoes(df)
+        return out
 
     # -- lines ---------------------------------------------------------------------------
     def _physical(self, stream: _Stream, raw: str, lineno: int) -> None:
@@ -288,18 +364,22 @@ class _Loader:
 
     @staticmethod
     def _merge(base: Origin, line: Origin) -> Origin:
-        rank = line.rank if line.rank is not None else line.task
-        if rank is None:
-            rank = base.rank
+        # srun -l's task id is a node under torchrun (one task per node) and a rank without
+        # it (one task per GPU): it cannot be told from one line, so it names the writer
+        # (host "srun-task-N") and never poses as a rank.
+        rank = line.rank if line.rank is not None else base.rank
         host = line.host or base.host
-        if host is None and line.rank is not None and line.task is not None:
+        if host is None and line.task is not None:
             host = f"srun-task-{line.task}"
         return Origin(rank=rank, host=host, pid=line.pid, rank_global=line.rank_global)
 
-    def _dispatch(self, stream: _Stream, text: str, ctx: tuple[Any, ...]) -> None:
+    def _dispatch(self, stream: _Stream, text: str, ctx: tuple[Any, ...],
+                  parsers: Iterable[LineParser] | None = None) -> None:
+        """Parse one logical line; ``parsers`` (the fast engine's hint) are those of
+        ``LINE_PARSERS`` that can have a needle in ``text``, in registry order."""
         name, lineno, origin, when = ctx
         parsed = False
-        for parser in LINE_PARSERS:
+        for parser in LINE_PARSERS if parsers is None else parsers:
             if not any(n in text for n in parser.needles):
                 continue
             row = parser.parse(text)
@@ -311,11 +391,16 @@ class _Loader:
         blocks = stream.blocks.get(key)
         if blocks is None:
             blocks = stream.blocks[key] = [factory() for factory in BLOCK_PARSERS]
+        busy = False
         for b in blocks:
             for table, row in b.feed(text, (name, lineno, origin, when, text)):
                 self._add_block(table, row)
             if getattr(b, "section", None) is not None:
-                parsed = True
+                parsed = busy = True
+        if busy:
+            stream.busy.add(key)
+        elif stream.busy:
+            stream.busy.discard(key)
         if parsed:
             self.acc.parsed_lines += 1
         else:
@@ -333,7 +418,11 @@ class _Loader:
             row["time"] = when
         row["source"] = f"{name}:{lineno}"
         row["line"] = text
-        self.rows[table].append(row)
+        rows = self.rows[table]
+        rows.append(row)
+        self.sources[table].add(name)
+        if len(rows) >= FLUSH_ROWS:
+            self._flush(table)
 
     def _add_block(self, table: str, row: dict[str, Any]) -> None:
         ctx = row.pop("_ctx", None)
@@ -346,10 +435,28 @@ class _Loader:
         if stream.pending is not None:
             p, stream.pending = stream.pending, None
             self._dispatch(stream, p.text, p.ctx)
-        for blocks in stream.blocks.values():
-            for b in blocks:
+        # Records still open close in (rank, host) order: the same whichever lines were read.
+        for key in sorted(stream.blocks, key=_key_order):
+            for b in stream.blocks[key]:
                 for table, row in b.close():
                     self._add_block(table, row)
+        stream.busy.clear()
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat(parts, ignore_index=True)`` a column at a time, freeing each part's column
+    as it goes: the peak is the table plus one column, not twice the table."""
+    cols = {}
+    for col in list(parts[0].columns):
+        cols[col] = pd.concat([p[col] for p in parts], ignore_index=True)
+        for p in parts:
+            del p[col]
+    return pd.DataFrame(cols)
+
+
+def _key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    rank, host = key
+    return (rank is None, rank if rank is not None else 0, host is None, host or "")
 
 
 class NoInputError(RuntimeError):
@@ -364,16 +471,18 @@ def load_or_fail(
     *,
     parameter: str = "log_path",
     year: int | None = None,
+    engine: str = "auto",
+    progress: bool | None = None,
 ) -> Incident:
     """``load(paths)``, falling back to the repository root for relative paths (so bundled
     samples load from any working directory); raises ``NoInputError`` naming ``parameter``
     when nothing could be read."""
-    incident = load(paths, year=year)
+    incident = load(paths, year=year, engine=engine, progress=progress)
     if not incident.readable:
         items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         alt = [REPO_ROOT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
         if alt and len(alt) == len(items) and any(a.exists() for a in alt):
-            incident = load(alt, year=year)
+            incident = load(alt, year=year, engine=engine, progress=progress)
     if not incident.readable:
         why = "; ".join(incident.account.get("warnings", [])[:3]) or "no file found"
         raise NoInputError(
@@ -382,24 +491,62 @@ def load_or_fail(
     return incident
 
 
+ENGINES = ("auto", "fast", "plain")
+# Below this many bytes (or files) a process pool costs more than it saves.
+POOL_MIN_BYTES = 16 * 1024 * 1024
+POOL_MIN_FILES = 4
+
+
 def load(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     year: int | None = None,
+    engine: str = "auto",
+    progress: bool | None = None,
+    workers: int | None = None,
 ) -> Incident:
     """Read every log and flight-recorder dump under ``paths`` into an ``Incident``.
 
     ``year`` dates glog-style timestamps (``[E708 01:47:23…]`` carry none); by default the
     year of an ISO timestamp in the same file, else of the file's modification time.
+
+    ``engine``: ``"plain"`` reads every line through the parsers (the reference);
+    ``"fast"`` (``traindoc.ingest``) gives the same tables and account while skipping, in
+    bulk, the lines no parser can use; ``"auto"`` is ``"fast"`` where it is available.
+    ``progress``: a progress bar (``tqdm.auto``) for loads that take more than a second;
+    ``None`` shows it only on a terminal or in a notebook. ``workers``: processes reading
+    files side by side when there are many files (``None``: one per CPU, up to 8; 1: none).
     """
-    loader = _Loader(year)
-    for path in expand_paths(paths, loader.acc):
-        loader.load_file(path)
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    if engine != "plain":
+        from .ingest import fast_engine_status
+
+        ok, why = fast_engine_status()
+        if engine == "fast" and not ok:
+            raise ValueError(f"the fast engine is not available here: {why}")
+        engine = "fast" if ok else "plain"
+    loader = _Loader(year, engine)
+    files = expand_paths(paths, loader.acc)
+    sizes = [_size(p) for p in files]
+    bar = _progress_bar(progress, sum(sizes), len(files))
+    try:
+        n = _pool_size(workers, files, sizes)
+        done = _load_pooled(loader, files, sizes, n, bar) if n > 1 else False
+        if not done:
+            _load_serial(loader, files, sizes, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    return _incident(loader)
+
+
+def _incident(loader: _Loader) -> Incident:
     acc = loader.acc
     if acc.bad_bytes:
         acc.warn(f"{acc.bad_bytes} undecodable byte(s) replaced by U+FFFD")
-    return Incident.from_rows(
-        loader.rows,
+    return Incident(
+        loader.tables(),
         account={
             "paths": acc.paths,
             "files": len(acc.files),
@@ -413,5 +560,145 @@ def load(
             "dumps": acc.dumps,
             "warnings": acc.warnings,
         },
-        unrecognized=loader.unrecognized,
+        unrecognized=list(loader.unrecognized),
     )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _load_serial(loader: _Loader, files: list[Path], sizes: list[int], bar: Any) -> None:
+    for path, size in zip(files, sizes, strict=True):
+        if bar is not None:
+            start = bar.n
+            loader.progress = lambda done, start=start, size=size: bar.update(
+                max(0, min(start + done, start + size) - bar.n))
+        loader.load_file(path)
+        if bar is not None:
+            bar.update(max(0, start + size - bar.n))
+    loader.progress = None
+
+
+# -- many files: a process pool, merged in file order (the same result as one by one) ----------
+def _pool_size(workers: int | None, files: list[Path], sizes: list[int]) -> int:
+    if workers is not None:
+        return max(1, min(workers, len(files)))
+    if len(files) < POOL_MIN_FILES or sum(sizes) < POOL_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 8, len(files)))
+
+
+def _load_group(args: tuple[list[str], int | None, str]) -> dict[str, Any]:
+    """Some consecutive files read by a fresh loader in a worker process: what the parent
+    merges (its first warnings and unrecognized lines are the first of the group's)."""
+    paths, year, engine = args
+    ld = _Loader(year, engine)
+    for path in paths:
+        ld.load_file(Path(path))
+    a = ld.acc
+    for t in TABLES:
+        ld._flush(t)
+    return {"frames": {t: f for t, f in ld.frames.items() if f}, "sources": ld.sources,
+            "unrecognized": ld.unrecognized,
+            "files": a.files, "warnings": a.warnings, "lines": a.lines,
+            "parsed_lines": a.parsed_lines, "unparsed_lines": a.unparsed_lines,
+            "bad_bytes": a.bad_bytes, "truncated_lines": a.truncated_lines,
+            "rejoined_lines": a.rejoined_lines, "dumps": a.dumps}
+
+
+def _groups(files: list[Path], sizes: list[int], n: int) -> list[list[int]]:
+    """Consecutive runs of file indices, about ``4 * n`` of them, of similar total size."""
+    target = max(1, sum(sizes) // (4 * n))
+    out: list[list[int]] = [[]]
+    acc = 0
+    for i, size in enumerate(sizes):
+        if out[-1] and acc + size > target:
+            out.append([])
+            acc = 0
+        out[-1].append(i)
+        acc += size
+    return out
+
+
+def _merge(loader: _Loader, part: dict[str, Any]) -> None:
+    acc = loader.acc
+    for t, frames in part["frames"].items():
+        loader._flush(t)
+        loader.frames[t].extend(frames)
+    for t, names in part["sources"].items():
+        loader.sources[t] |= names
+    room = KEEP_UNRECOGNIZED - len(loader.unrecognized)
+    if room > 0:
+        loader.unrecognized.extend(part["unrecognized"][:room])
+    acc.files.extend(part["files"])
+    for w in part["warnings"]:
+        acc.warn(w)
+    for k in ("lines", "parsed_lines", "unparsed_lines", "bad_bytes", "truncated_lines",
+              "rejoined_lines", "dumps"):
+        setattr(acc, k, getattr(acc, k) + part[k])
+
+
+def _load_pooled(loader: _Loader, files: list[Path], sizes: list[int], n: int,
+                 bar: Any) -> bool:
+    """Read ``files`` in ``n`` processes; False (nothing merged) when no pool can be had."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    method = "fork" if "fork" in mp.get_all_start_methods() and os.name == "posix" and (
+        os.uname().sysname == "Linux") else "spawn"
+    if loader.engine == "fast":  # built once here, inherited by forked workers
+        from .ingest import registry
+
+        registry()
+    groups = _groups(files, sizes, n)
+    args = [([str(files[i]) for i in g], loader.year, loader.engine) for g in groups]
+    parts = []
+    try:
+        with cf.ProcessPoolExecutor(n, mp_context=mp.get_context(method)) as pool:
+            for part, g in zip(pool.map(_load_group, args), groups, strict=True):
+                parts.append(part)
+                if bar is not None:
+                    bar.update(sum(sizes[i] for i in g))
+    except Exception:  # noqa: BLE001 - no pool (or a worker died): read them here instead
+        if bar is not None:
+            bar.reset()
+        return False
+    for part in parts:
+        _merge(loader, part)
+    return True
+
+
+# -- progress -----------------------------------------------------------------------------
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel with a front end (where tqdm.auto draws a widget)."""
+    import sys
+
+    ip = sys.modules.get("IPython")
+    if ip is None:
+        return False
+    try:
+        shell = ip.get_ipython()
+    except Exception:  # noqa: BLE001
+        return False
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _progress_bar(progress: bool | None, total: int, files: int) -> Any:
+    """A tqdm bar over the input bytes, shown after a second; None when off."""
+    import sys
+
+    if progress is False or total <= 0:
+        return None
+    if progress is None and not (_in_notebook() or getattr(sys.stderr, "isatty", lambda: False)()):
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    desc = f"loading {files} file{'s' if files != 1 else ''}"
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc,
+                delay=0 if progress else 1.0, leave=False, dynamic_ncols=True)

@@ -345,7 +345,9 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
 NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
 # What the loader tests every line for: one of these is inside every entry's needle above (a test
 # checks it), so a line reaches ``parse_error`` only when some pattern can match.
-LINE_NEEDLES = ("rror", "emory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
+# Not "emory": torchtitan prints "memory:" on every step line, and the fast engine scans raw
+# bytes, where a needle must not hit launcher prefixes either ("fault" is in "[default0]:").
+LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ")
@@ -632,7 +634,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "process_exits",
         "exits",
-        ("exit", "srun: error:", "Killed", "Aborted", "fault", "Bus error"),
+        ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",

@@ -30,7 +30,7 @@ HOST_RE = re.compile(
 )
 
 # A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
-MIDLINE_PREFIX_RE = re.compile(r"(?<=\S)(?=\[(?:rank|default)\d+\]:)")
+MIDLINE_PREFIX_RE = re.compile(r"(?<=[^\s:])(?=\[(?:rank|default)\d+\]:)")
 
 # c10/glog header: [E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] (month unpadded, no year)
 GLOG_TIME_RE = re.compile(
@@ -54,7 +54,7 @@ class Origin:
     rank: int | None = None
     host: str | None = None
     pid: int | None = None
-    task: int | None = None  # srun -l task id or MPI rank, when no finer rank is known
+    task: int | None = None  # srun -l task id (a node or a rank: the line does not say)
     # True when ``rank`` came from c10's ``[rankN]:`` log prefix: the global rank, which beats
     # the ``[Rank N]`` tag inside the message (since torch 2.2 that tag can be a group-local
     # rank, pytorch#191305).
@@ -101,8 +101,8 @@ def demux(text: str) -> tuple[str, Origin]:
                 pass
             else:
                 m = MPI_RE.match(text, pos)
-                if m:
-                    task = int(m["n"])
+                if m:  # mpirun's [job,rank]: the global rank
+                    rank, rank_global = int(m["n"]), True
         elif ch == "(":
             m = RAY_RE.match(text, pos)
             if m:

@@ -1,0 +1,225 @@
+"""The ingest benchmark: ``python benchmarks/run.py [--quick]`` (also ``make bench``).
+
+Generates its inputs once into ``benchmarks/.cache/`` (``generate.py``), then measures, each in
+a child process of its own (so its peak RSS is its own): loading the mixed logs against a
+``grep -E … | awk -F'|'`` pipeline that pulls the same fields (iteration, loss, grad norm,
+TFLOPs, elapsed) out of the same file, peak memory, the per-rank files, grouping py-spy dumps,
+and the flight-recorder analysis (load + ``first_mismatch``) against ``torchfrtrace``. Prints a
+table: each target, the figure measured, and whether it is met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = HERE / ".cache"
+GiB = 1 << 30
+MiB = 1 << 20
+
+# grep|awk pulling the fields a Megatron line carries (the Megatron-LM wording).
+GREP = r"iteration +[0-9]+/ *[0-9]+ \|"
+AWK = (r"""{it=""; loss=""; gn=""; tf=""; el="";
+for (i = 1; i <= NF; i++) { f = $i;
+  if (f ~ /iteration +[0-9]+\//) { sub(/.*iteration +/, "", f); sub(/\/.*/, "", f); it = f }
+  else if (f ~ /lm loss:/) { sub(/.*: */, "", f); loss = f }
+  else if (f ~ /grad norm:/) { sub(/.*: */, "", f); gn = f }
+  else if (f ~ /TFLOP/) { sub(/.*: */, "", f); tf = f }
+  else if (f ~ /elapsed time per iteration/) { sub(/.*: */, "", f); el = f } }
+print it, loss, gn, tf, el }""")
+
+
+# --- child measurements --------------------------------------------------------------------
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def child(kind: str, path: str, engine: str) -> dict[str, Any]:
+    """One measurement in this (fresh) process."""
+    sys.path.insert(0, str(ROOT / "lib"))
+    import traindoc
+    from traindoc.ingest import fast_engine_status, registry
+
+    if engine != "plain":
+        registry()  # compiled patterns are a one-off per process, not per load
+    base = _peak_mib()
+    t0 = time.perf_counter()
+    inc = traindoc.load(path, engine=engine, progress=False)
+    t1 = time.perf_counter()
+    out: dict[str, Any] = {
+        "load_s": t1 - t0, "base_mib": base, "lines": inc.account.get("lines"),
+        "rows": {t: len(df) for t, df in inc.tables.items() if len(df)},
+        "tables_mib": sum(int(df.memory_usage(deep=True).sum()) for df in inc.tables.values())
+        / MiB, "scanner": fast_engine_status()[1],
+    }
+    if kind == "stacks":
+        from traindoc.diagnose import deadlock
+
+        procs, outliers, rule, _ = deadlock.analyse(inc)
+        out["group_s"] = time.perf_counter() - t1
+        out["groups"] = len({p.signature for p in procs})
+        out["outliers"] = [str(p.member) for p in outliers][:4]
+    if kind == "fr":
+        from traindoc.diagnose.collectives import first_mismatch
+
+        mm = first_mismatch(inc.collectives)
+        out["mismatch_s"] = time.perf_counter() - t1
+        out["mismatch"] = mm and {k: mm[k] for k in ("seq_num", "kind", "ranks")}
+    out["peak_mib"] = _peak_mib()
+    return out
+
+
+def run_child(kind: str, path: Path, engine: str = "auto") -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", kind, str(path), engine]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"{kind} {path}: {res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def best_of(n: int, fn: Any) -> float:
+    return min(fn() for _ in range(n))
+
+
+def grep_awk(path: Path) -> float:
+    """Seconds for the grep|awk pipeline over ``path`` (its output thrown away)."""
+    env = {**os.environ, "LC_ALL": "C"}
+
+    def once() -> float:
+        t = time.perf_counter()
+        grep = subprocess.Popen(["grep", "-E", GREP, str(path)], stdout=subprocess.PIPE, env=env)
+        awk = subprocess.run(["awk", "-F|", AWK], stdin=grep.stdout, stdout=subprocess.DEVNULL,
+                             env=env, check=True)
+        assert grep.stdout is not None
+        grep.stdout.close()
+        grep.wait()
+        assert awk.returncode == 0
+        return time.perf_counter() - t
+    return best_of(3, once)
+
+
+def torchfrtrace(folder: Path) -> tuple[float | None, str]:
+    """Seconds for ``torchfrtrace <folder> -p rank`` (None and why when it cannot run)."""
+    exe = shutil.which("torchfrtrace") or str(Path(sys.executable).parent / "torchfrtrace")
+    if not Path(exe).exists():
+        return None, "torchfrtrace not installed (pip install torch)"
+    t = time.perf_counter()
+    res = subprocess.run([exe, str(folder), "-p", "rank"], capture_output=True, text=True,
+                         check=False)
+    dt = time.perf_counter() - t
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["?"])[-1]
+        return None, f"torchfrtrace failed: {last[:120]}"
+    return dt, "ok"
+
+
+# --- the table ------------------------------------------------------------------------------
+class Table:
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str, str]] = []
+        self.failed = 0
+
+    def add(self, what: str, measured: str, target: str = "", ok: bool | None = None) -> None:
+        mark = "" if ok is None else ("met" if ok else "NOT MET")
+        self.failed += ok is False
+        self.rows.append((what, measured, target, mark))
+        print(f"  {what:<46} {measured:<34} {target:<22} {mark}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small inputs: about a minute")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child), default=str))
+        return 0
+
+    sys.path.insert(0, str(HERE))
+    import generate
+
+    quick = args.quick
+    logs = [64 * MiB] if quick else [1 * GiB, 5 * GiB]
+    n_ranks, rank_size = (64, 128 << 10) if quick else (512, 256 << 10)
+    n_dumps = 4096
+    fr_ranks, fr_entries = (64, 500) if quick else (1024, 2000)
+    CACHE.mkdir(exist_ok=True)
+    t = time.perf_counter()
+    print(f"inputs under {CACHE} (generated once; delete the folder to regenerate)", flush=True)
+    paths = [generate.mixed_log(CACHE / f"mixed_{s // MiB}MiB.log", s) for s in logs]
+    per_rank = generate.per_rank_files(CACHE / f"ranks_{n_ranks}", n_ranks, rank_size)
+    dumps = generate.pyspy_dumps(CACHE, n_dumps)
+    fr = generate.fr_dumps(CACHE, fr_ranks, fr_entries)
+    print(f"  ready in {time.perf_counter() - t:.0f} s\n", flush=True)
+
+    sys.path.insert(0, str(ROOT / "lib"))
+    from traindoc.ingest import fast_engine_status
+
+    ok, scanner = fast_engine_status()
+    print(f"engine: {'fast' if ok else 'plain'} ({scanner}); {os.cpu_count()} CPUs; "
+          f"load average {os.getloadavg()[0]:.1f}\n", flush=True)
+    print(f"  {'what':<46} {'measured':<34} {'target':<22}")
+    tab = Table()
+    for path in paths:
+        size = path.stat().st_size
+        name = f"{size / GiB:.2f} GiB log" if size >= GiB else f"{size / MiB:.0f} MiB log"
+        ga = grep_awk(path)
+        got = run_child("ingest", path)
+        ratio = got["load_s"] / ga
+        it = got["rows"].get("iterations", 0)
+        tab.add(f"{name}: traindoc.load vs grep|awk", f"{got['load_s']:.1f} s vs {ga:.2f} s "
+                f"= {ratio:.1f}x", "within 4x", ratio <= 4)
+        tab.add(f"{name}: throughput", f"{size / MiB / got['load_s']:.0f} MiB/s, "
+                f"{got['lines']:,} lines, {it:,} iterations")
+        limit = 300 + got["tables_mib"]
+        tab.add(f"{name}: peak RSS", f"{got['peak_mib']:.0f} MiB (tables {got['tables_mib']:.0f}"
+                " MiB)", "< 300 MiB + tables", got["peak_mib"] < limit)
+    # the reference path on a slice, for scale
+    head = CACHE / "mixed_head_16MiB.log"
+    if not head.exists():
+        with open(paths[0], "rb") as src:
+            data = src.read(16 * MiB)
+        head.write_bytes(data[: data.rfind(b"\n") + 1])
+    plain = run_child("ingest", head, "plain")
+    fast = run_child("ingest", head, "auto")
+    tab.add("16 MiB slice: reference (plain) vs fast", f"{plain['load_s']:.1f} s vs "
+            f"{fast['load_s']:.2f} s = {plain['load_s'] / fast['load_s']:.0f}x faster")
+
+    got = run_child("ingest", per_rank)
+    tab.add(f"{n_ranks} per-rank files ({got['lines']:,} lines)", f"{got['load_s']:.1f} s, "
+            f"peak {got['peak_mib']:.0f} MiB")
+
+    got = run_child("stacks", dumps)
+    tab.add(f"{n_dumps} py-spy dumps: load", f"{got['load_s']:.1f} s")
+    tab.add(f"{n_dumps} py-spy dumps: group (deadlock.analyse)", f"{got['group_s']:.1f} s, "
+            f"{got['groups']} groups", "< 2 s", got["group_s"] < 2)
+    total = got["load_s"] + got["group_s"]
+    tab.add(f"{n_dumps} py-spy dumps: load + group", f"{total:.1f} s")
+
+    got = run_child("fr", fr)
+    ours = got["load_s"] + got["mismatch_s"]
+    theirs, why = torchfrtrace(fr)
+    what = f"flight recorder {fr_ranks}x{fr_entries}"
+    tab.add(f"{what}: load + first_mismatch", f"{got['load_s']:.1f} + {got['mismatch_s']:.1f} s "
+            f"({got['mismatch']})"[:80])
+    if theirs is None:
+        tab.add(f"{what}: vs torchfrtrace", why, ">= 5x faster", None)
+    else:
+        tab.add(f"{what}: vs torchfrtrace", f"{ours:.1f} s vs {theirs:.1f} s = "
+                f"{theirs / ours:.1f}x faster", ">= 5x faster", theirs / ours >= 5)
+    print(f"\n{tab.failed} target(s) not met" if tab.failed else "\nall targets met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

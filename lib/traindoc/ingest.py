@@ -1,0 +1,633 @@
+"""The fast text engine of ``traindoc.load``: the same tables and account as the line-by-line
+reference path (``engine="plain"``), without running Python over lines nothing reads.
+
+Most lines of a big log are chatter no parser understands; the reference path still splits,
+strips, demultiplexes and tests each of them against every parser's needles before counting it
+as not parsed. Here each 4 MiB chunk is scanned once for every reason a line could matter:
+
+- a needle of any line parser, or a start needle of any block parser (``BLOCK_NEEDLES``);
+- something that changes how the line splits or decodes: a carriage return inside it, a glued
+  ``[rankN]:``/``[defaultN]:`` prefix, non-ASCII bytes, NUL or the control characters that
+  Python counts as white space; an ANSI escape (the line is rechecked once stripped);
+- a failure-looking phrase while the loader still samples unrecognized lines;
+- an ISO date whose year differs from the stream's current year (glog times borrow it).
+
+Only those lines ("hot") go through the reference per-line code (``_Loader._physical``); the
+others are counted in bulk with ``bytes.count(b"\\n")``. A pending wrapped record or a block
+parser inside a record (``section`` set) takes every following line through the per-line code
+until it is done, so multi-line records see exactly the lines they would have seen.
+
+The scan uses Hyperscan (one pass for all patterns) when the ``hyperscan`` package is
+installed, else a pure-Python scanner that finds the same lines more slowly. Exactness is
+checked by ``tests/test_ingest.py`` against the reference on every sample under ``data/`` and on
+generated adversarial logs.
+
+Contract for block parsers (``parse.BLOCK_PARSERS``): a parser declares ``needles`` (a class
+attribute: substrings, one of which is in every line that can start a record or change its idle
+state); while idle (``section`` is None after its last line) it must ignore any line holding
+none of them: return ``[]``, change no state, leave ``section`` None. ``BLOCK_NEEDLES`` below
+declares them for parsers written before this contract; a block parser with neither makes
+``engine="auto"`` use the reference path (see ``fast_engine_status``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from .parse import BLOCK_PARSERS, LINE_PARSERS
+from .parse.prefixes import demux, line_time, split_physical, strip_ansi
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .load import _Loader, _Stream
+
+try:  # optional: one native pass over the chunk for all patterns
+    import hyperscan as _hs
+except Exception:  # noqa: BLE001 - a broken native install must not break loading
+    _hs = None
+
+# Start needles of block parsers that predate the ``needles`` attribute, by qualified name.
+# Each is read off the parser's own ``feed``: what it checks while idle.
+BLOCK_NEEDLES: dict[str, tuple[str, ...]] = {
+    # torchrun.ChildFailedParser: "Root Cause" in text / text.strip().startswith("Failures:")
+    "traindoc.parse.torchrun.ChildFailedParser": ("Root Cause", "Failures:"),
+    # stacks.StackParser: text.startswith(STARTERS) or (digit first and endswith(" in:"))
+    "traindoc.parse.stacks.StackParser": ("Process ", "Thread ", "Current thread ",
+                                           "Stack (most", "Error: ", " in:"),
+    # errors.CudaErrorBlock: "terminate called after" / "what():"
+    "traindoc.parse.errors.CudaErrorBlock": ("terminate called after", "what():"),
+    # iterations.HFTrainerParser: "{'" in text
+    "traindoc.parse.iterations.HFTrainerParser": ("{'",),
+    # benchmarks.RankTimingsParser: "iteration" / "/Rnk:" / "^^^^ " / "across ranks (ms):"
+    "traindoc.parse.benchmarks.RankTimingsParser": ("iteration", "/Rnk:", "^^^^ ",
+                                                    "across ranks (ms):"),
+}
+
+# Line flags from the scan.
+NEEDLE, ESC, SUSP, SPLIT, CTRL, NONASCII, YEARCAND = 1, 2, 4, 8, 16, 32, 64
+
+ISO_TAIL = rb"[-/]\d\d[-/]\d\d[ T_]\d\d[:\-]\d\d[:\-]\d\d"
+ISO_B = re.compile(rb"20(\d\d)" + ISO_TAIL)  # prefixes.ISO_TIME_RE, on bytes
+# Byte patterns; each matches only inside one line. Supersets of what they stand for.
+MIDLINE_PAT = rb"\S\[(?:rank|default)[0-9]"  # split_physical's glued prefix (needs a non-space)
+CR_PAT = rb"\r[^\n]"  # a carriage return that is not the end of a CRLF line
+CTRL_PAT = rb"[\x00\x1c-\x1f]"  # NUL (removed) and what str regexes treat as white space
+SUSP_PATS = (rb"\b\w*(?:Error|Exception)\b:", rb"Traceback \(most recent call last\)",
+             rb"NCCL (?:WARN|ERROR)", rb"\bFAILED\b", rb"[Tt]imed out", rb"Signal [0-9]",
+             rb"\bKilled\b", rb"terminate called", rb"Fatal Python error", rb"\[E[0-9]{3}")
+LONG_WINDOW = 512 * 1024
+HEAD = 24  # bytes of a line start that usually decide its launcher prefixes  # a line longer than MAX_LINE_CHARS fills a whole window like this
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def block_needles() -> tuple[tuple[str, ...], list[str]]:
+    """All block parsers' start needles, and the parsers that declare none."""
+    out: list[str] = []
+    missing: list[str] = []
+    for factory in BLOCK_PARSERS:
+        needles = getattr(factory, "needles", None) or BLOCK_NEEDLES.get(_qualname(factory))
+        if not needles:
+            missing.append(_qualname(factory))
+        else:
+            out.extend(needles)
+    return tuple(out), missing
+
+
+def fast_engine_status() -> tuple[bool, str]:
+    """Whether ``engine="auto"`` can use this engine, and which scanner (or why not)."""
+    _, missing = block_needles()
+    if missing:
+        return False, ("block parser(s) without start needles: " + ", ".join(missing))
+    return True, SCANNER or ("hyperscan" if _hs is not None else "python")
+
+
+def all_needles() -> list[str]:
+    """Every substring that makes a line worth the per-line path, each once, in order."""
+    seen: dict[str, None] = {}
+    for p in LINE_PARSERS:
+        for n in p.needles:
+            seen.setdefault(n, None)
+    for n in block_needles()[0]:
+        seen.setdefault(n, None)
+    return [n for n in seen if n]
+
+
+# --- scanners --------------------------------------------------------------------------------
+# A hit is (offset inside the line, code): code is a flag, or NEEDLE | index << 8 for a needle.
+class _PyScanner:
+    """The scan in pure Python: one ``bytes.find`` walk per needle, ``re`` for the rest."""
+
+    reports_nonascii = False
+
+    def __init__(self, needles: list[bytes]) -> None:
+        self.needles = needles
+        self.others = [(re.compile(MIDLINE_PAT), SPLIT), (re.compile(CR_PAT), SPLIT),
+                       (re.compile(CTRL_PAT), CTRL), (re.compile(rb"\x1b"), ESC)]
+        self.susp = re.compile(b"|".join(SUSP_PATS))
+
+    def scan(self, chunk: bytes, susp: bool) -> tuple[list[tuple[int, int]], set[int]]:
+        hits: list[tuple[int, int]] = []
+        for k, n in enumerate(self.needles):
+            code = NEEDLE | k << 8
+            i = chunk.find(n)
+            while i >= 0:
+                hits.append((i, code))
+                i = chunk.find(n, i + 1)
+        for rx, flag in self.others:
+            hits.extend((m.start(), flag) for m in rx.finditer(chunk))
+        if susp:
+            hits.extend((m.start(), SUSP) for m in self.susp.finditer(chunk))
+        years = {2000 + int(m.group(1)) for m in ISO_B.finditer(chunk)}
+        return hits, years
+
+
+class _HsScanner:
+    """The scan with Hyperscan: every pattern in one pass; years reported once per chunk."""
+
+    reports_nonascii = True
+
+    def __init__(self, needles: list[bytes]) -> None:
+        assert _hs is not None
+        exprs: list[bytes] = []
+        flags: list[int] = []
+        codes: list[int] = []
+
+        def add(expr: bytes, code: int, flag: int = 0) -> None:
+            exprs.append(expr)
+            flags.append(flag)
+            codes.append(code)
+
+        for k, n in enumerate(needles):
+            add(b"".join(b"\\x%02x" % c for c in n), NEEDLE | k << 8)
+        # one report per line (at its end) for what can repeat inside a line
+        ml = _hs.HS_FLAG_MULTILINE
+        add(MIDLINE_PAT + rb"[^\n]*$", SPLIT, ml)
+        add(CR_PAT + rb"[^\n]*$", SPLIT, ml)
+        add(CTRL_PAT + rb"[^\n]*$", CTRL, ml)
+        add(rb"\x1b[^\n]*$", ESC, ml)
+        add(rb"[\x80-\xff][^\n]*$", NONASCII, ml)
+        for yy in range(100):  # code -1-yy: a date of year 20yy somewhere in the chunk
+            add(b"20%02d" % yy + ISO_TAIL, -1 - yy, _hs.HS_FLAG_SINGLEMATCH)
+        base = len(exprs)
+        for pat in SUSP_PATS:
+            add(pat, SUSP)
+        self.codes = codes
+        self.db = self._compile(exprs[:base], flags[:base])
+        self.db_susp = self._compile(exprs, flags)
+
+    @staticmethod
+    def _compile(exprs: list[bytes], flags: list[int]) -> Any:
+        assert _hs is not None
+        db = _hs.Database()
+        db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs),
+                   flags=flags)
+        return db
+
+    def scan(self, chunk: bytes, susp: bool) -> tuple[list[tuple[int, int]], set[int]]:
+        hits: list[tuple[int, int]] = []
+        years: set[int] = set()
+        codes = self.codes
+        add = hits.append
+
+        def on_match(i: int, frm: int, to: int, flags: int, ctx: Any) -> None:
+            c = codes[i]
+            if c < 0:
+                years.add(1999 - c)
+            else:
+                add((to - 1 if to else 0, c))
+
+        (self.db_susp if susp else self.db).scan(chunk, match_event_handler=on_match)
+        return hits, years
+
+
+class Registry:
+    """What the fast engine derives from the parser registries: needles, masks, scanner."""
+
+    def __init__(self, kind: str) -> None:
+        self.needles = all_needles()
+        index = {n: k for k, n in enumerate(self.needles)}
+        bneedles = [n.encode("utf-8") for n in self.needles]
+        self.scanner = _HsScanner(bneedles) if kind == "hyperscan" else _PyScanner(bneedles)
+        self.kind = kind
+        # per line parser: the bit mask of its needles (a line's mask says which can match)
+        self.parser_masks = [(p, sum(1 << index[n] for n in p.needles if n in index))
+                             for p in LINE_PARSERS]
+        self.incomplete_masks = [(p, m) for p, m in self.parser_masks if p.incomplete]
+        self._parsers: dict[int, tuple[Any, ...]] = {}
+
+    def parsers(self, mask: int) -> tuple[Any, ...]:
+        """Line parsers (registry order) that have a needle in ``mask``."""
+        got = self._parsers.get(mask)
+        if got is None:
+            got = self._parsers[mask] = tuple(p for p, m in self.parser_masks if m & mask)
+        return got
+
+
+_REGISTRIES: dict[tuple[str, int, int], Registry] = {}
+
+
+SCANNER: str | None = None  # "hyperscan" or "python"; None: hyperscan where installed
+
+
+def registry(kind: str | None = None) -> Registry:
+    """The registry view for the scanner ``kind`` ("hyperscan" or "python")."""
+    kind = kind or SCANNER or ("hyperscan" if _hs is not None else "python")
+    key = (kind, len(LINE_PARSERS), len(BLOCK_PARSERS))
+    r = _REGISTRIES.get(key)
+    if r is None:
+        r = _REGISTRIES[key] = Registry(kind)
+    return r
+
+
+# --- the year a line sets ----------------------------------------------------------------------
+def year_effect(raw: str) -> int | None:
+    """The year ``_Loader._logical`` would take from this physical line (None: none)."""
+    from .load import MAX_LINE_CHARS
+
+    raw = raw[:MAX_LINE_CHARS]
+    if raw.endswith("\r"):
+        raw = raw[:-1]
+    year = None
+    for part in split_physical(raw):
+        body, _ = demux(strip_ansi(part))
+        if "20" in body[:30]:
+            t = line_time(body, None)
+            if t is not None:
+                year = t.year
+    return year
+
+
+# --- who wrote a line, memoised ------------------------------------------------------------
+class PrefixCache:
+    """``prefixes.demux`` memoised on the bytes of an ASCII line.
+
+    demux matches its prefix patterns at a position, left to right, none looking behind, and
+    past the start of a line it tries a pattern only at ``[``, ``(`` or a digit (a property
+    ``tests/test_ingest.py`` checks). So a line that starts with the same consumed text and the
+    same next character has the same prefixes and body when that character is none of those;
+    after a digit only srun's ``\\d{1,6}: `` can match, which reads 8 characters; at ``[`` or
+    ``(`` demux is run on what follows to confirm that it stops there."""
+
+    MAX = 8192
+
+    def __init__(self) -> None:
+        self.by_len: dict[int, dict[bytes, tuple[int, Any, bool]]] = {}
+        self.lens: list[int] = []
+
+    def split(self, line: bytes) -> tuple[int, Any, int]:
+        """(length of the prefixes demux strips, their Origin, and k > 0 when every line that
+        starts with ``line[:k]`` has the same two) for an ASCII line."""
+        for k in self.lens:
+            hit = self.by_len[k].get(line[:k])
+            if hit is not None:
+                c, origin, check = hit
+                if not check:
+                    return c, origin, k
+                rest = line[c:].decode("ascii")
+                if demux(" " + rest)[0] == rest:
+                    return c, origin, 0
+        text = line.decode("ascii")
+        body, origin = demux(text)
+        c = len(text) - len(body)
+        if c < len(text):
+            ch = text[c]
+            if ch in "[(":
+                k, check = c + 1, True
+            elif ch.isdigit():
+                k, check = min(c + 8, len(text)), len(text) < c + 8
+            elif c == 0 and ch.isalpha():
+                return c, origin, 0  # a host name may lead the line: not memoised
+            else:
+                k, check = c + 1, False
+            d = self.by_len.get(k)
+            if d is None:
+                d = self.by_len[k] = {}
+                self.lens = sorted(self.by_len, reverse=True)
+            if len(d) >= self.MAX:
+                d.clear()
+            d[line[:k]] = (c, origin, check)
+            return c, origin, 0 if check else k
+        return c, origin, 0
+
+
+PREFIXES = PrefixCache()
+
+
+# --- the engine ----------------------------------------------------------------------------
+class FastText:
+    """Reads one text stream the fast way into a ``_Loader`` (same state, same results)."""
+
+    def __init__(self, ld: _Loader, stream: _Stream, reg: Registry) -> None:
+        self.ld = ld
+        self.st = stream
+        self.reg = reg
+        self.scan = reg.scanner
+        self.lineno = 0
+        self.prefixes = PREFIXES
+        self._merged: dict[int, Any] = {}
+        self._keys: dict[bytes, tuple[Any, Any]] = {}  # line head -> (rank, host)
+        self._heads: dict[bytes, tuple[Any, Any]] = {}  # first HEAD bytes -> (rank, host)
+        self.lineno_skipped = 0
+        self._merged_origin: dict[int, Any] = {}
+
+    # Lines through the reference code -----------------------------------------------------
+    def _line(self, b: bytes, lineno: int) -> None:
+        ld = self.ld
+        try:
+            text = b.decode("utf-8")
+        except UnicodeDecodeError:
+            before = b.count("\ufffd".encode())
+            text = b.decode("utf-8", errors="replace")
+            ld.acc.bad_bytes += max(text.count("\ufffd") - before, 1)
+        if "\x00" in text:
+            text = text.replace("\x00", "")
+        ld._physical(self.st, text, lineno)
+
+    def _plain(self, chunk: bytes) -> None:
+        from .load import _decode
+
+        text = _decode(chunk, self.ld.acc)
+        if "\x00" in text:
+            text = text.replace("\x00", "")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for raw in lines:
+            self.lineno += 1
+            self.ld._physical(self.st, raw, self.lineno)
+
+    # Lines through the same steps, with what the scan learnt -------------------------------
+    def _fast(self, b: bytes, lineno: int, flags: int, mask: int) -> None:
+        """``_Loader._physical`` for an ASCII line without NUL whose needles are in ``mask``."""
+        if flags & (NONASCII | CTRL):
+            self._line(b, lineno)
+            return
+        text = b.decode("ascii")
+        if text.endswith("\r"):
+            text = text[:-1]
+        ld, st = self.ld, self.st
+        parts = split_physical(text) if flags & SPLIT else (text,)
+        for part in parts:
+            ld.acc.lines += 1
+            if flags & ESC:
+                part = strip_ansi(part)
+            if st.pending is not None:
+                ld._logical(st, part, lineno)
+            else:
+                self._logical(part, lineno, mask)
+
+    def _logical(self, text: str, lineno: int, mask: int) -> None:
+        """``_Loader._logical`` with nothing pending."""
+        st = self.st
+        c, origin, _ = self.prefixes.split(text.encode("ascii"))
+        body = text[c:]
+        if st.year and ("20" in body[:30]):
+            t = line_time(body, None)
+            if t is not None:
+                st.year = t.year
+        merged = self._merged_origin.get(id(origin))
+        if merged is None or merged[0] is not origin:
+            merged = self._merged_origin[id(origin)] = (origin, self.ld._merge(st.origin, origin))
+        ctx = (st.name, lineno, merged[1], line_time(body, st.year))
+        if mask:
+            for parser, m in self.reg.incomplete_masks:
+                if m & mask and any(n in body for n in parser.needles) and parser.incomplete(body):
+                    from .load import _Pending
+
+                    st.pending = _Pending(parser, body, ctx)
+                    return
+        self.ld._dispatch(st, body, ctx, self.reg.parsers(mask) if mask else ())
+
+    def _busy(self) -> bool:
+        return self.st.pending is not None or bool(self.st.busy)
+
+    def _key(self, line: bytes) -> tuple[Any, Any]:
+        """The (rank, host) whose block parsers an unflagged line would be fed to."""
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        _, origin, k = self.prefixes.split(line)
+        key = self._origin_key(origin)
+        if k:
+            if len(self._keys) >= PrefixCache.MAX:
+                self._keys.clear()
+            self._keys[line[:k]] = key
+        return key
+
+    def _origin_key(self, origin: Any) -> tuple[Any, Any]:
+        got = self._merged.get(id(origin))
+        if got is None or got[0] is not origin:
+            m = self.ld._merge(self.st.origin, origin)
+            got = self._merged[id(origin)] = (origin, (m.rank, m.host))
+        return got[1]
+
+    def _skip(self, chunk: bytes, pos: int, end: int) -> int:
+        """Count the lines from ``pos`` up to ``end`` (a line start, or the chunk's end) that
+        belong to no open record as read and not parsed; return where the first line that may
+        belong to one starts (``end`` if none). Lines are told apart by their first ``HEAD``
+        bytes where those decide who wrote them (``_heads``), else one by one."""
+        busy, heads = self.st.busy, self._heads
+        lines = chunk[pos:end].split(b"\n")
+        if lines and lines[-1] == b"" and (end < len(chunk) or chunk[-1:] == b"\n"):
+            lines.pop()
+        keys = list(map(heads.get, [x[:HEAD] for x in lines]))
+        done = len(lines)
+        for idx, key in enumerate(keys):
+            if key is None:
+                key = self._head_key(lines[idx])
+            if key in busy:
+                done = idx
+                break
+        acc = self.ld.acc
+        acc.lines += done
+        acc.unparsed_lines += done
+        self.lineno_skipped = done
+        if done == len(lines):
+            return end
+        return pos + sum(len(x) for x in lines[:done]) + done
+
+    def _head_key(self, line: bytes) -> tuple[Any, Any]:
+        """The (rank, host) of a line, and remember it for its first ``HEAD`` bytes when they
+        decide it (the line holds no carriage return there, and demux stops within them)."""
+        key = self._key(line)
+        head = line[:HEAD]
+        if b"\r" not in head:
+            _, _, k = self.prefixes.split(line)
+            if 0 < k <= len(head) and (len(head) == HEAD or len(line) == len(head)):
+                if len(self._heads) >= PrefixCache.MAX:
+                    self._heads.clear()
+                self._heads[head] = key
+        return key
+
+    # A chunk --------------------------------------------------------------------------------
+    def chunk(self, chunk: bytes) -> None:
+        """Consume one chunk (ending on a line break, or the stream's end)."""
+        if not chunk:
+            return
+        if len(chunk) > LONG_WINDOW and self._has_long_line(chunk):
+            self._plain(chunk)  # a line to cut: the reference code, for the whole chunk
+            return
+        from .load import KEEP_UNRECOGNIZED
+
+        ld, st = self.ld, self.st
+        acc = ld.acc
+        n = len(chunk)
+        hits, years = self.scan.scan(chunk, len(ld.unrecognized) < KEEP_UNRECOGNIZED)
+        if not self.scan.reports_nonascii and not chunk.isascii():
+            for b0 in range(0, n, 4096):
+                if not chunk[b0:b0 + 4096].isascii():
+                    hits.extend((m.start(), NONASCII)
+                                for m in NONASCII_RE.finditer(chunk, b0, b0 + 4096))
+        # candidate lines: start offset -> flags, and the needles each holds
+        cand: dict[int, int] = {}
+        masks: dict[int, int] = {}
+        rfind = chunk.rfind
+        for off, code in hits:
+            s = rfind(b"\n", 0, off) + 1
+            if code & NEEDLE:
+                masks[s] = masks.get(s, 0) | 1 << (code >> 8)
+                code = NEEDLE
+            cand[s] = cand.get(s, 0) | code
+        order = sorted(cand)
+        precise = False  # True: every ISO date is a candidate (its year may change the stream's)
+        if years - {st.year}:
+            self._add_year_candidates(chunk, 0, cand)
+            order = sorted(cand)
+            precise = True
+        year_seen = st.year
+        pos = 0
+        lineno = self.lineno
+        count = chunk.count
+        find = chunk.find
+        busy = st.busy
+        i = 0
+        while True:
+            if i < len(order):
+                nxt = order[i]
+                if nxt < pos:
+                    i += 1
+                    continue
+            elif pos >= n:
+                break
+            else:
+                nxt = n
+            # Lines before the next candidate. While a record is open they may belong to it
+            # (a pending wrapped line takes any line, a block parser its own rank's lines).
+            while pos < nxt and (st.pending is not None or busy):
+                if st.pending is None:
+                    pos = self._skip(chunk, pos, nxt)
+                    lineno += self.lineno_skipped
+                    if pos >= nxt:
+                        break
+                e = find(b"\n", pos)
+                e = n if e < 0 else e
+                lineno += 1
+                line = chunk[pos:e]
+                pos = e + 1
+                self._fast(line, lineno, 0, 0)
+            if pos < nxt:
+                k = count(b"\n", pos, nxt)
+                if nxt == n and chunk[-1:] != b"\n":
+                    k += 1
+                lineno += k
+                acc.lines += k
+                acc.unparsed_lines += k
+                pos = nxt
+            if i >= len(order):
+                break
+            i += 1
+            flags = cand[nxt]
+            e = find(b"\n", nxt)
+            e = n if e < 0 else e
+            lineno += 1
+            line = chunk[nxt:e]
+            pos = e + 1
+            mask = masks.get(nxt, 0)
+            if flags & ESC and not flags & (NONASCII | CTRL):
+                got = self._esc_mask(line)
+                if got is None and not flags & SPLIT:  # nothing in it once stripped
+                    if st.pending is None and (not busy or self._key_esc(line) not in busy):
+                        acc.lines += 1
+                        acc.unparsed_lines += 1
+                        continue
+                mask = got or 0
+            elif not flags & (NEEDLE | SPLIT | CTRL | NONASCII) and not self._hot(line, flags):
+                if st.pending is None and (not busy or self._key(line) not in busy):
+                    acc.lines += 1
+                    acc.unparsed_lines += 1
+                    continue
+            self._fast(line, lineno, flags, mask)
+            if st.year != year_seen:
+                year_seen = st.year
+                if not precise and years - {st.year}:
+                    # a year other than the chunk's dates: every date from here is a candidate
+                    self._add_year_candidates(chunk, pos, cand)
+                    order = order[:i] + sorted(k for k in cand if k >= pos)
+                    precise = True
+                elif precise and not years - {st.year}:
+                    # back to the only year the chunk's dates hold: dates alone cannot change it
+                    order = order[:i] + [k for k in order[i:] if cand[k] != YEARCAND]
+                    precise = False
+        self.lineno = lineno
+
+    def _esc_mask(self, line: bytes) -> int | None:
+        """For a line with ANSI escapes: the needles of the stripped line (0: none, but it must
+        be read all the same), or None when nothing in it matters."""
+        from .load import KEEP_UNRECOGNIZED
+
+        need_susp = len(self.ld.unrecognized) < KEEP_UNRECOGNIZED
+        stripped = strip_ansi(line.decode("ascii")).encode("ascii")
+        hits, years = self.scan.scan(stripped, need_susp)
+        mask = 0
+        hot = False
+        for _, code in hits:
+            if code & NEEDLE:
+                mask |= 1 << (code >> 8)
+            if code & (NEEDLE | SUSP | CTRL | SPLIT):
+                hot = True
+        if hot:
+            return mask
+        if years - {self.st.year} and self._changes_year(line):
+            return 0
+        return None
+
+    def _key_esc(self, line: bytes) -> tuple[Any, Any]:
+        text = strip_ansi(line.decode("ascii"))
+        if text.endswith("\r"):
+            text = text[:-1]
+        return self._origin_key(self.prefixes.split(text.encode("ascii"))[1])
+
+    def _hot(self, line: bytes, flags: int) -> bool:
+        """For an otherwise cold line flagged SUSP / YEARCAND: must it be read?"""
+        from .load import KEEP_UNRECOGNIZED
+
+        if flags & SUSP and len(self.ld.unrecognized) < KEEP_UNRECOGNIZED:
+            return True
+        if flags & YEARCAND:
+            years = {2000 + int(m.group(1)) for m in ISO_B.finditer(line)}
+            return bool(years - {self.st.year}) and self._changes_year(line)
+        return False
+
+    def _changes_year(self, line: bytes) -> bool:
+        y = year_effect(line.decode("utf-8", errors="replace"))
+        return y is not None and y != self.st.year
+
+    @staticmethod
+    def _add_year_candidates(chunk: bytes, start: int, cand: dict[int, int]) -> None:
+        rfind = chunk.rfind
+        for m in ISO_B.finditer(chunk, start):
+            s = rfind(b"\n", 0, m.start()) + 1
+            cand[s] = cand.get(s, 0) | YEARCAND
+
+    @staticmethod
+    def _has_long_line(chunk: bytes) -> bool:
+        """True when some line may be longer than ``MAX_LINE_CHARS`` (a window of 256 KiB
+        without a line break; such a line covers several)."""
+        find = chunk.find
+        w = LONG_WINDOW // 2
+        return any(find(b"\n", k, k + w) < 0 for k in range(0, len(chunk) - w + 1, w))
+
+
+NONASCII_RE = re.compile(rb"[\x80-\xff]+")

@@ -1,0 +1,176 @@
+"""The fast engine (traindoc.ingest) gives the reference path's tables and account exactly."""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import random
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import traindoc
+from conftest import DATA, ROOT, SEEDS
+from traindoc import ingest
+from traindoc.parse import BLOCK_PARSERS
+from traindoc.parse.prefixes import demux
+
+load_mod = importlib.import_module("traindoc.load")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import generate  # noqa: E402
+
+SCANNERS = ["python"] + (["hyperscan"] if ingest._hs is not None else [])
+
+
+def same(a: traindoc.Incident, b: traindoc.Incident) -> None:
+    assert a.account == b.account
+    assert a.unrecognized == b.unrecognized
+    for t in a.tables:
+        pd.testing.assert_frame_equal(a.tables[t], b.tables[t], obj=t)
+
+
+def both(paths, **kw) -> tuple[traindoc.Incident, traindoc.Incident]:
+    plain = traindoc.load(paths, engine="plain", workers=1, **kw)
+    fast = traindoc.load(paths, engine="fast", workers=1, **kw)
+    return plain, fast
+
+
+@pytest.fixture(params=SCANNERS)
+def scanner(request, monkeypatch):
+    monkeypatch.setattr(ingest, "SCANNER", request.param)
+    return request.param
+
+
+SAMPLES = sorted(p for p in DATA.glob("*/*") if p.is_dir())
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in SAMPLES])
+def test_every_sample_reads_the_same(sample: Path, scanner: str) -> None:
+    same(*both(sample))
+
+
+def test_seeds_read_the_same(scanner: str) -> None:
+    if not SEEDS.is_dir():
+        pytest.skip(f"seeds not found at {SEEDS}")
+    same(*both(SEEDS))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_adversarial_logs_read_the_same(tmp_path: Path, seed: int, scanner: str,
+                                        monkeypatch) -> None:
+    """Wrapped lines, ANSI, \\r, srun/torchrun/c10 prefixes, bad bytes, NULs, long lines, year
+    changes, block records cut by other ranks; small chunks so records straddle them."""
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1 << (12 + seed % 4))
+    log = generate.torture_log(tmp_path / f"t{seed}.log", seed, n=1500, gz=seed % 3 == 2)
+    plain, fast = both(log)
+    same(plain, fast)
+    assert plain.account["lines"] > 1500 and len(plain.iterations) and len(plain.collectives)
+
+
+def test_a_big_generated_log_reads_the_same(tmp_path: Path, scanner: str) -> None:
+    log = generate.write_lines(tmp_path / "m.log", generate.mixed_log_lines(3 << 20, seed=5))
+    assert log > 0
+    same(*both(tmp_path / "m.log"))
+
+
+def test_year_changes_inside_a_file(tmp_path: Path, scanner: str) -> None:
+    wd = generate.WATCHDOG.format(r=1, md="1231", s=5)
+    lines = ["2023-12-31 23:59:58 INFO before midnight", wd, "chatter " * 3,
+             "2024-01-01 00:00:01 INFO after midnight", wd.replace("E1231", "E101"),
+             "\x1b[32m2025-01-01 00:00:00\x1b[0m coloured date", wd, "x" * 100 + " 2026-01-01 "
+             "00:00:00 too far right", wd]
+    p = tmp_path / "y.log"
+    p.write_text("\n".join(lines * 400) + "\n")
+    plain, fast = both(p)
+    same(plain, fast)
+    assert sorted({t.year for t in plain.collectives["time"].dropna()}) == [2023, 2024, 2025]
+
+
+def test_many_files_through_the_pool(tmp_path: Path) -> None:
+    for i in range(6):
+        generate.torture_log(tmp_path / f"rank{i}.log", 100 + i, n=400, gz=i == 3)
+    serial = traindoc.load(tmp_path, workers=1)
+    pooled = traindoc.load(tmp_path, workers=2)
+    same(serial, pooled)
+    assert pooled.account["files"] == 6
+
+
+def test_tables_made_in_parts_equal_tables_made_at_once(tmp_path: Path, monkeypatch) -> None:
+    log = generate.torture_log(tmp_path / "t.log", 3, n=1500)
+    whole = traindoc.load(log)
+    monkeypatch.setattr(load_mod, "FLUSH_ROWS", 7)
+    same(whole, traindoc.load(log))
+
+
+def test_engine_argument() -> None:
+    with pytest.raises(ValueError, match="engine"):
+        traindoc.load(DATA, engine="turbo")
+    ok, why = ingest.fast_engine_status()
+    assert ok, why
+
+
+def test_every_block_parser_declares_start_needles() -> None:
+    _, missing = ingest.block_needles()
+    assert not missing, f"declare `needles` on {missing} (see traindoc.ingest)"
+
+
+NEEDLES = ingest.all_needles()
+plain_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(plain_text, min_size=1, max_size=8))
+def test_idle_block_parsers_ignore_lines_without_their_needles(lines: list[str]) -> None:
+    """The contract the fast engine relies on: an idle block parser fed a line holding none of
+    the needles returns nothing, stays idle and keeps its state."""
+    for factory in BLOCK_PARSERS:
+        p = factory()
+        for text in lines:
+            if any(n in text for n in NEEDLES):
+                continue
+            before = dict(vars(p))
+            assert p.feed(text, ("f", 1, None, None, text)) == []
+            assert getattr(p, "section", None) is None
+            assert vars(p) == before, type(p).__name__
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=40))
+def test_demux_stops_where_the_prefix_cache_assumes(rest: str) -> None:
+    """Past a line's start, demux tries a prefix only at '[', '(' or a digit, and after a digit
+    reads at most 8 characters (srun's ``\\d{1,6}: ``): what ``PrefixCache`` relies on."""
+    stops = demux(" " + rest)[0] == rest
+    ch = rest[0]
+    if ch not in "[( " and not ch.isdigit():
+        assert stops
+    if ch.isdigit() and len(rest) >= 8:
+        assert stops == (demux(" " + rest[:8] + "~x")[0] == rest[:8] + "~x")
+
+
+def test_prefix_cache_matches_demux() -> None:
+    rnd = random.Random(0)
+    cache = ingest.PrefixCache()
+    lines = [b.decode("utf-8", "replace") for b in generate.torture_lines(rnd, 3000)]
+    for text in lines * 2:
+        if not text.isascii():
+            continue
+        body, origin = demux(text)
+        c, o, _ = cache.split(text.encode())
+        assert (text[c:], o) == (body, origin)
+
+
+def test_progress_bar_only_when_asked_or_on_a_terminal(tmp_path: Path, capsys) -> None:
+    assert load_mod._progress_bar(None, 10 << 20, 1) is None  # pytest's stderr is no terminal
+    assert load_mod._progress_bar(False, 10 << 20, 1) is None
+    bar = load_mod._progress_bar(True, 10 << 20, 2)
+    assert bar is not None and bar.total == 10 << 20
+    bar.close()
+    p = tmp_path / "a.log.gz"
+    with gzip.open(p, "wt") as fh:
+        fh.write(generate.WATCHDOG.format(r=1, md="708", s=3) + "\n")
+    inc = traindoc.load(p, progress=True)
+    assert len(inc.collectives) == 1
