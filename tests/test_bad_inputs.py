@@ -97,6 +97,18 @@ def _two_jobs(d: Path) -> Path:
     return d
 
 
+SCRIPT = "<script>alert(1)</script>"
+
+
+def _script_tag(d: Path) -> Path:
+    (d / "job.log").write_text(
+        WATCHDOG.replace("OpType=ALLREDUCE", "OpType=" + SCRIPT)
+        + f"[rank1]: RuntimeError: {SCRIPT} CUDA error: {SCRIPT}\n"
+        + f" iteration 1/ 10 | lm loss: 2.0E+00 | {SCRIPT}: 1 |\n"
+        + f"Thread 1 (active): \"{SCRIPT}\"\n    {SCRIPT} (x.py:1)\n")
+    return d / "job.log"
+
+
 # name -> (builder, a phrase that must appear in the summary's warnings or findings)
 CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "unreadable_file": (_unreadable, "cannot be read"),
@@ -109,6 +121,7 @@ CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "utf16": (_utf16, "UTF-16"),
     "10000_files": (_many_files, ""),
     "two_jobs": (_two_jobs, "more than one job"),
+    "script_tag": (_script_tag, ""),
 }
 
 
@@ -141,6 +154,14 @@ def test_every_runbook_survives_the_catalogue(runbook: str, case: str, tmp_path:
     summary = execute(runbook, tmp_path, log_path=str(target), **_extra(runbook))
     assert summary["findings"], summary
     assert phrase in _text(summary), _text(summary)[:2000]
+    if case == "script_tag":  # log text is data: never live markup in the notebook's HTML
+        import nbformat
+
+        nb = nbformat.read(tmp_path / f"{runbook}.ipynb", as_version=4)
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                html = out.get("data", {}).get("text/html", "")
+                assert SCRIPT not in html, (runbook, html[:500])
 
 
 def _extra(runbook: str) -> dict:
