@@ -98,7 +98,7 @@ def expand(expr: str | Iterable[str]) -> list[str]:
     return list(seen)
 
 
-def _runs(nums: list[int], width: int | None) -> str:
+def runs(nums: list[int], width: int | None = None, sep: str = ",") -> str:
     """[1,2,3,7] -> '1-3,7' (numbers zero-padded to ``width``)."""
     def fmt(n: int) -> str:
         return str(n).zfill(width) if width else str(n)
@@ -112,7 +112,7 @@ def _runs(nums: list[int], width: int | None) -> str:
         out.append(fmt(start) if start == prev else f"{fmt(start)}-{fmt(prev)}")
         if n is not None:
             start = prev = n
-    return ",".join(out)
+    return sep.join(out)
 
 
 def compress(hosts: Iterable[str]) -> str:
@@ -148,7 +148,7 @@ def compress(hosts: Iterable[str]) -> str:
                 n = nums[0]
                 text = f"{prefix}{str(n).zfill(width) if width else n}{suffix}"
             else:
-                text = f"{prefix}[{_runs(nums, width)}]{suffix}"
+                text = f"{prefix}[{runs(nums, width)}]{suffix}"
             items.append(((prefix, suffix, nums[0]), text))
     items += [((p, "", -1), p) for p in plain]
     return ",".join(text for _, text in sorted(items, key=lambda t: t[0]))

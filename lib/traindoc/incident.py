@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from .hostlist import runs
 from .schema import TABLES, empty, frame
 
 
@@ -115,15 +116,4 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
 
 def _span(ranks: list[int]) -> str:
     """'0-7, 9' for [0..7, 9]."""
-    if not ranks:
-        return ""
-    out: list[str] = []
-    start = prev = ranks[0]
-    for r in ranks[1:] + [None]:  # type: ignore[list-item]
-        if r is not None and r == prev + 1:
-            prev = r
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if r is not None:
-            start = prev = r
-    return ", ".join(out)
+    return runs(ranks, sep=", ") if ranks else ""
