@@ -57,16 +57,13 @@ FACT_KEYS = ("processes_seen", "groups", "outlier_members", "outlier_leaf", "maj
 FRAME_RE = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
 # The standard library's blocking primitives: py-spy prints them relative to the stdlib
 # directory (``threading.py``), faulthandler with the full path (``…/lib/python3.11/…``).
-GENERIC_WAIT_RE = re.compile(
-    r"(?:^|[/\\]lib(?:[/\\]python\d[\d.]*t?)?[/\\])"
-    r"(?:threading|queue|selectors|multiprocessing[/\\](?:queues|connection|synchronize|pool)"
-    r"|concurrent[/\\]futures[/\\](?:_base|thread))\.py$", re.IGNORECASE)
+_STDLIB_DIR = r"(?:^|[/\\]lib(?:[/\\]python\d[\d.]*t?)?[/\\])"
+_WAIT_MODULES = (r"threading|queue|selectors|multiprocessing[/\\](?:queues|connection|synchronize"
+                 r"|pool)|concurrent[/\\]futures[/\\](?:_base|thread)")
+GENERIC_WAIT_RE = re.compile(rf"{_STDLIB_DIR}(?:{_WAIT_MODULES})\.py$", re.IGNORECASE)
 # Where a helper thread parks: the generic primitives plus signal.sigwait and socket waits.
-HELPER_WAIT_RE = re.compile(
-    r"(?:^|[/\\]lib(?:[/\\]python\d[\d.]*t?)?[/\\])"
-    r"(?:threading|queue|selectors|signal|socket|socketserver"
-    r"|multiprocessing[/\\](?:queues|connection|synchronize|pool)"
-    r"|concurrent[/\\]futures[/\\](?:_base|thread))\.py$", re.IGNORECASE)
+HELPER_WAIT_RE = re.compile(rf"{_STDLIB_DIR}(?:{_WAIT_MODULES}|signal|socket|socketserver)\.py$",
+                            re.IGNORECASE)
 HELPER_THREAD_RE = re.compile(
     r"^(?:pt_autograd|pt_thread_pool|pt_tensorpipe|QueueFeederThread|TMonitor|tqdm)"
     r"|pin_memory|_monitor|tqdm", re.IGNORECASE)
