@@ -568,6 +568,18 @@ def torture_lines(rnd: random.Random, n: int) -> list[bytes]:
                        + f"[rank{r}]:".encode() + WATCHDOG.format(r=r, md="708", s=i).encode())
         elif k == 18:
             out.append(_loguru(r, t, rnd, i).encode())
+        elif k == 19:  # an escape inside what a parser looks for: only the stripped line has it
+            line = rnd.choice((WATCHDOG.format(r=r, md="708", s=i),
+                               iteration_line(i + 1, t, rnd, 2.5),
+                               f"{srun(r)}RuntimeError: boom {i}", f"{srun(r)}  what():  x"))
+            cut = rnd.randrange(1, len(line) - 1)
+            out.append((line[:cut] + rnd.choice(("\x1b[0m", "\x1b[1;31m", "\x1b(B", "\x1b="))
+                        + line[cut:]).encode())
+        elif k == 20:  # a date of another year cut by an escape, then a glog line that borrows it
+            stamp = f"20{rnd.randrange(18, 30)}-0{rnd.randrange(1, 9)}-11 12:00:00"
+            cut = rnd.randrange(1, len(stamp) - 1)
+            out.append(f"\x1b[32m{stamp[:cut]}\x1b[0m{stamp[cut:]} cut date".encode())
+            out.append(WATCHDOG.format(r=r, md="708", s=i).encode())
         else:
             out.append(f"{srun(r)} plain chatter {i} {rnd.random():.6f}".encode())
     return out

@@ -106,6 +106,30 @@ def test_tables_made_in_parts_equal_tables_made_at_once(tmp_path: Path, monkeypa
     same(whole, traindoc.load(log))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_table_subset_reads_the_same_through_both_engines(tmp_path: Path, seed: int,
+                                                           scanner: str) -> None:
+    log = generate.torture_log(tmp_path / f"t{seed}.log", 20 + seed, n=1500)
+    for tables in (["iterations"], ["collectives", "errors"], ["stacks", "exits"]):
+        plain, fast = both(log, tables=tables)
+        same(plain, fast)
+        assert plain.account["tables"] == sorted(tables)
+        assert not plain.unrecognized  # a subset proves nothing about the lines left unread
+
+
+def test_iterations_alone_are_the_iterations_of_a_full_load(tmp_path: Path) -> None:
+    log = tmp_path / "m.log"
+    generate.write_lines(log, generate.mixed_log_lines(2 << 20, seed=7))
+    for path in [log, *SAMPLES]:
+        full = traindoc.load(path, workers=1)
+        only = traindoc.load(path, workers=1, tables=["iterations"])
+        pd.testing.assert_frame_equal(only.iterations, full.iterations, obj=str(path))
+        assert all(len(df) == 0 for t, df in only.tables.items() if t != "iterations"), path
+        assert only.account["lines"] == full.account["lines"]
+    with pytest.raises(ValueError, match="unknown table"):
+        traindoc.load(log, tables=["iteration"])
+
+
 def test_engine_argument() -> None:
     with pytest.raises(ValueError, match="engine"):
         traindoc.load(DATA, engine="turbo")

@@ -32,7 +32,12 @@ declares them for parsers written before this contract; a block parser with neit
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .parse import BLOCK_PARSERS, LINE_PARSERS
@@ -75,19 +80,77 @@ CTRL_PAT = rb"[\x00\x1c-\x1f]"  # NUL (removed) and what str regexes treat as wh
 SUSP_PATS = (rb"\b\w*(?:Error|Exception)\b:", rb"Traceback \(most recent call last\)",
              rb"NCCL (?:WARN|ERROR)", rb"\bFAILED\b", rb"[Tt]imed out", rb"Signal [0-9]",
              rb"\bKilled\b", rb"terminate called", rb"Fatal Python error", rb"\[E[0-9]{3}")
+# For lines with ANSI escapes (see ``_HsScanner.esc_hits``): a superset of one escape that
+# ``prefixes.ANSI_RE`` removes, then what a needle, a failure phrase or a date may hold once
+# escapes are stripped.
+ESC_ONE = rb"(?:\x1b[\x20-\x7e][\x20-\x3f]*[\x20-\x7e]?)"
+SUSP_WORDS = (b"Error", b"Exception", b"Traceback", b"NCCL", b"FAILED", b"imed out", b"Signal",
+              b"Killed", b"terminate called", b"Fatal Python error", b"[E")  # one per SUSP_PATS
+DATE_TOKENS = (b"2", b"0", rb"\d", rb"\d", b"[-/]", rb"\d", rb"\d", b"[-/]", rb"\d", rb"\d",
+               b"[ T_]", rb"\d", rb"\d", rb"[:\-]", rb"\d", rb"\d", rb"[:\-]", rb"\d", rb"\d")
 LONG_WINDOW = 512 * 1024
 HEAD = 24  # bytes of a line start that usually decide its launcher prefixes  # a line longer than MAX_LINE_CHARS fills a whole window like this
+
+
+def _lit(b: bytes) -> bytes:
+    return b"".join(b"\\x%02x" % c for c in b)
+
+
+def tolerant(tokens: Sequence[bytes]) -> bytes:
+    """A pattern for ``tokens`` in a row with any escapes between them."""
+    return (ESC_ONE + b"*").join(tokens)
+
+
+def tolerant_split(tokens: Sequence[bytes]) -> bytes:
+    """A pattern for ``tokens`` in a row with at least one escape between two of them."""
+    if len(tokens) < 2:
+        return b"(?!)"
+    rest = ESC_ONE + b"+" + tolerant(tokens[1:])
+    if len(tokens) > 2:
+        rest += b"|" + tolerant_split(tokens[1:])
+    return tokens[0] + b"(?:" + rest + b")"
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("TRAINDOC_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "traindoc")
+    return Path(base)
+
+
+def _compile_cached(exprs: list[bytes], flags: list[int]) -> Any:
+    """A Hyperscan block-mode database for ``exprs``, kept on disk (``$TRAINDOC_CACHE``, else
+    ``~/.cache/traindoc``) so a process compiles it once per machine, not once per load.
+    Hyperscan checks a loaded database's checksum; anything wrong means a fresh compile."""
+    assert _hs is not None
+    key = hashlib.sha256(repr((getattr(_hs, "__version__", ""), exprs, flags)).encode())
+    path = _cache_dir() / f"hs-{key.hexdigest()[:32]}.db"
+    try:
+        db = _hs.loadb(path.read_bytes(), _hs.HS_MODE_BLOCK)
+        db.scratch = _hs.Scratch(db)
+        return db
+    except Exception:  # noqa: BLE001 - no cache yet, or an unusable one: compile
+        pass
+    db = _hs.Database()
+    db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(_hs.dumpb(db))
+        os.replace(tmp, path)
+    except Exception:  # noqa: BLE001 - a read-only home: compile each time
+        pass
+    return db
 
 
 def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
-def block_needles() -> tuple[tuple[str, ...], list[str]]:
-    """All block parsers' start needles, and the parsers that declare none."""
+def block_needles(factories: Sequence[Any] = BLOCK_PARSERS) -> tuple[tuple[str, ...], list[str]]:
+    """The block parsers' start needles, and the parsers that declare none."""
     out: list[str] = []
     missing: list[str] = []
-    for factory in BLOCK_PARSERS:
+    for factory in factories:
         needles = getattr(factory, "needles", None) or BLOCK_NEEDLES.get(_qualname(factory))
         if not needles:
             missing.append(_qualname(factory))
@@ -96,21 +159,23 @@ def block_needles() -> tuple[tuple[str, ...], list[str]]:
     return tuple(out), missing
 
 
-def fast_engine_status() -> tuple[bool, str]:
-    """Whether ``engine="auto"`` can use this engine, and which scanner (or why not)."""
-    _, missing = block_needles()
+def fast_engine_status(factories: Sequence[Any] = BLOCK_PARSERS) -> tuple[bool, str]:
+    """Whether ``engine="auto"`` can use this engine with these block parsers, and which
+    scanner (or why not)."""
+    _, missing = block_needles(factories)
     if missing:
         return False, ("block parser(s) without start needles: " + ", ".join(missing))
     return True, SCANNER or ("hyperscan" if _hs is not None else "python")
 
 
-def all_needles() -> list[str]:
+def all_needles(line_parsers: Sequence[Any] = LINE_PARSERS,
+                factories: Sequence[Any] = BLOCK_PARSERS) -> list[str]:
     """Every substring that makes a line worth the per-line path, each once, in order."""
     seen: dict[str, None] = {}
-    for p in LINE_PARSERS:
+    for p in line_parsers:
         for n in p.needles:
             seen.setdefault(n, None)
-    for n in block_needles()[0]:
+    for n in block_needles(factories)[0]:
         seen.setdefault(n, None)
     return [n for n in seen if n]
 
@@ -161,7 +226,7 @@ class _HsScanner:
             codes.append(code)
 
         for k, n in enumerate(needles):
-            add(b"".join(b"\\x%02x" % c for c in n), NEEDLE | k << 8)
+            add(_lit(n), NEEDLE | k << 8)
         # one report per line (at its end) for what can repeat inside a line
         ml = _hs.HS_FLAG_MULTILINE
         add(MIDLINE_PAT + rb"[^\n]*$", SPLIT, ml)
@@ -169,22 +234,21 @@ class _HsScanner:
         add(CTRL_PAT + rb"[^\n]*$", CTRL, ml)
         add(rb"\x1b[^\n]*$", ESC, ml)
         add(rb"[\x80-\xff][^\n]*$", NONASCII, ml)
-        for yy in range(100):  # code -1-yy: a date of year 20yy somewhere in the chunk
-            add(b"20%02d" % yy + ISO_TAIL, -1 - yy, _hs.HS_FLAG_SINGLEMATCH)
+        for yy in range(100):  # code -1-yy: "20yy-" or "20yy/" somewhere in the chunk
+            for sep in (b"-", b"/"):  # (literals: a tenth of the cost of the date pattern)
+                add(b"20%02d%s" % (yy, sep), -1 - yy, _hs.HS_FLAG_SINGLEMATCH)
         base = len(exprs)
         for pat in SUSP_PATS:
             add(pat, SUSP)
         self.codes = codes
         self.db = self._compile(exprs[:base], flags[:base])
         self.db_susp = self._compile(exprs, flags)
+        self.needles = needles
+        self._esc_dbs: dict[bool, Any] = {}
 
     @staticmethod
     def _compile(exprs: list[bytes], flags: list[int]) -> Any:
-        assert _hs is not None
-        db = _hs.Database()
-        db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs),
-                   flags=flags)
-        return db
+        return _compile_cached(exprs, flags)
 
     def scan(self, chunk: bytes, susp: bool) -> tuple[list[tuple[int, int]], set[int]]:
         hits: list[tuple[int, int]] = []
@@ -200,21 +264,41 @@ class _HsScanner:
                 add((to - 1 if to else 0, c))
 
         (self.db_susp if susp else self.db).scan(chunk, match_event_handler=on_match)
+        if len(years) > 1:  # the literals may stand for no date: the years of real dates
+            years = {2000 + int(m.group(1)) for m in ISO_B.finditer(chunk)}
         return hits, years
+
+    def esc_hits(self, buf: bytes, susp: bool) -> list[int]:
+        """End offsets in ``buf`` (lines that hold escapes and no needle) where, escapes
+        aside, a needle, a failure word (``susp``) or a date cut by an escape may stand: a
+        superset of the lines whose stripped text holds one. Compiled on first use."""
+        db = self._esc_dbs.get(susp)
+        if db is None:
+            exprs = [tolerant([_lit(n[i:i + 1]) for i in range(len(n))]) for n in self.needles]
+            if susp:
+                exprs += [tolerant([_lit(w[i:i + 1]) for i in range(len(w))])
+                          for w in SUSP_WORDS]
+            exprs.append(tolerant_split(DATE_TOKENS))
+            db = self._esc_dbs[susp] = _compile_cached(exprs, [0] * len(exprs))
+        ends: list[int] = []
+        add = ends.append
+        db.scan(buf, match_event_handler=lambda i, frm, to, fl, ctx: add(to))
+        return ends
 
 
 class Registry:
     """What the fast engine derives from the parser registries: needles, masks, scanner."""
 
-    def __init__(self, kind: str) -> None:
-        self.needles = all_needles()
+    def __init__(self, kind: str, line_parsers: Sequence[Any] = LINE_PARSERS,
+                 factories: Sequence[Any] = BLOCK_PARSERS) -> None:
+        self.needles = all_needles(line_parsers, factories)
         index = {n: k for k, n in enumerate(self.needles)}
         bneedles = [n.encode("utf-8") for n in self.needles]
         self.scanner = _HsScanner(bneedles) if kind == "hyperscan" else _PyScanner(bneedles)
         self.kind = kind
         # per line parser: the bit mask of its needles (a line's mask says which can match)
         self.parser_masks = [(p, sum(1 << index[n] for n in p.needles if n in index))
-                             for p in LINE_PARSERS]
+                             for p in line_parsers]
         self.incomplete_masks = [(p, m) for p, m in self.parser_masks if p.incomplete]
         self._parsers: dict[int, tuple[Any, ...]] = {}
 
@@ -226,19 +310,21 @@ class Registry:
         return got
 
 
-_REGISTRIES: dict[tuple[str, int, int], Registry] = {}
+_REGISTRIES: dict[tuple[Any, ...], Registry] = {}
 
 
 SCANNER: str | None = None  # "hyperscan" or "python"; None: hyperscan where installed
 
 
-def registry(kind: str | None = None) -> Registry:
-    """The registry view for the scanner ``kind`` ("hyperscan" or "python")."""
+def registry(kind: str | None = None, line_parsers: Sequence[Any] = LINE_PARSERS,
+             factories: Sequence[Any] = BLOCK_PARSERS) -> Registry:
+    """The registry view of these parsers for the scanner ``kind`` ("hyperscan" or
+    "python"; None: hyperscan where installed), built once per process."""
     kind = kind or SCANNER or ("hyperscan" if _hs is not None else "python")
-    key = (kind, len(LINE_PARSERS), len(BLOCK_PARSERS))
+    key = (kind, tuple(map(id, line_parsers)), tuple(map(id, factories)))
     r = _REGISTRIES.get(key)
     if r is None:
-        r = _REGISTRIES[key] = Registry(kind)
+        r = _REGISTRIES[key] = Registry(kind, line_parsers, factories)
     return r
 
 
@@ -469,12 +555,11 @@ class FastText:
         if len(chunk) > LONG_WINDOW and self._has_long_line(chunk):
             self._plain(chunk)  # a line to cut: the reference code, for the whole chunk
             return
-        from .load import KEEP_UNRECOGNIZED
 
         ld, st = self.ld, self.st
         acc = ld.acc
         n = len(chunk)
-        hits, years = self.scan.scan(chunk, len(ld.unrecognized) < KEEP_UNRECOGNIZED)
+        hits, years = self.scan.scan(chunk, ld.wants_unrecognized())
         if not self.scan.reports_nonascii and not chunk.isascii():
             for b0 in range(0, n, 4096):
                 if not chunk[b0:b0 + 4096].isascii():
@@ -496,6 +581,8 @@ class FastText:
             self._add_year_candidates(chunk, 0, cand)
             order = sorted(cand)
             precise = True
+        # lines whose escapes hide nothing (read as not parsed unless a record is open)
+        esc_cold = set() if precise else self._esc_cold(chunk, cand, ld.wants_unrecognized())
         year_seen = st.year
         pos = 0
         lineno = self.lineno
@@ -546,7 +633,7 @@ class FastText:
             pos = e + 1
             mask = masks.get(nxt, 0)
             if flags & ESC and not flags & (NONASCII | CTRL):
-                got = self._esc_mask(line)
+                got = None if nxt in esc_cold and not precise else self._esc_mask(line)
                 if got is None and not flags & SPLIT:  # nothing in it once stripped
                     if st.pending is None and (not busy or self._key_esc(line) not in busy):
                         acc.lines += 1
@@ -572,12 +659,32 @@ class FastText:
                     precise = False
         self.lineno = lineno
 
+    def _esc_cold(self, chunk: bytes, cand: dict[int, int], susp: bool) -> set[int]:
+        """Starts of the lines flagged for escapes alone whose stripped text holds no needle,
+        no failure word (``susp``) and no date an escape cut (one scan of those lines, joined;
+        empty when the scanner cannot tell)."""
+        esc_hits = getattr(self.scan, "esc_hits", None)
+        starts = sorted(k for k, f in cand.items() if f == ESC)
+        if esc_hits is None or not starts:
+            return set()
+        find, n = chunk.find, len(chunk)
+        lines: list[bytes] = []
+        offs: list[int] = []
+        o = 0
+        for k in starts:
+            e = find(b"\n", k)
+            e = n if e < 0 else e
+            lines.append(chunk[k:e])
+            offs.append(o)
+            o += e - k + 1
+        hot = {starts[bisect_right(offs, to - 1) - 1] for to in esc_hits(b"\n".join(lines), susp)}
+        return set(starts) - hot
+
     def _esc_mask(self, line: bytes) -> int | None:
         """For a line with ANSI escapes: the needles of the stripped line (0: none, but it must
         be read all the same), or None when nothing in it matters."""
-        from .load import KEEP_UNRECOGNIZED
 
-        need_susp = len(self.ld.unrecognized) < KEEP_UNRECOGNIZED
+        need_susp = self.ld.wants_unrecognized()
         stripped = strip_ansi(line.decode("ascii")).encode("ascii")
         hits, years = self.scan.scan(stripped, need_susp)
         mask = 0
@@ -601,9 +708,8 @@ class FastText:
 
     def _hot(self, line: bytes, flags: int) -> bool:
         """For an otherwise cold line flagged SUSP / YEARCAND: must it be read?"""
-        from .load import KEEP_UNRECOGNIZED
 
-        if flags & SUSP and len(self.ld.unrecognized) < KEEP_UNRECOGNIZED:
+        if flags & SUSP and self.ld.wants_unrecognized():
             return True
         if flags & YEARCAND:
             years = {2000 + int(m.group(1)) for m in ISO_B.finditer(line)}

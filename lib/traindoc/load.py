@@ -177,10 +177,27 @@ class _Stream:
         self.busy: set[tuple[Any, ...]] = set()  # keys whose block parsers are inside a record
 
 
+def parsers_for(tables: Iterable[str] | None) -> tuple[tuple[LineParser, ...],
+                                                       tuple[Callable[[], Any], ...]]:
+    """The line parsers and block-parser factories that fill ``tables`` (None: all), in
+    registry order. A block parser without a ``tables`` attribute is always kept."""
+    if tables is None:
+        return LINE_PARSERS, BLOCK_PARSERS
+    want = set(tables)
+    return (tuple(p for p in LINE_PARSERS if p.table in want),
+            tuple(f for f in BLOCK_PARSERS
+                  if not getattr(f, "tables", None) or want & set(f.tables)))
+
+
 class _Loader:
     def __init__(self, year: int | None, engine: str = "plain",
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None,
+                 tables: Iterable[str] | None = None) -> None:
         self.acc = _Account()
+        # ``tables``: only the parsers that fill these run (None: all of them)
+        self.want = None if tables is None else frozenset(tables)
+        self.line_parsers, self.block_factories = parsers_for(self.want)
+        self.incomplete_parsers = tuple(p for p in self.line_parsers if p.incomplete)
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
         # rows already made into DataFrames (every FLUSH_ROWS rows: dicts cost ten times more)
         self.frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
@@ -244,7 +261,7 @@ class _Loader:
         """The same as the loop above, through ``ingest.FastText`` (see ingest.py)."""
         from .ingest import FastText, registry
 
-        fast = FastText(self, stream, registry())
+        fast = FastText(self, stream, registry(None, self.line_parsers, self.block_factories))
         try:
             with _open_bytes(path, head) as fh:
                 for chunk in _chunks(fh, self.acc, str(path)):
@@ -306,6 +323,8 @@ class _Loader:
         for t in TABLES:
             self._flush(t)
             parts, self.frames[t] = self.frames[t], []
+            if self.want is not None and t not in self.want:
+                parts = []  # a whole-file loader's rows for a table not asked for
             if not parts:
                 df = frame(t, [])
             elif len(parts) == 1:
@@ -354,8 +373,8 @@ class _Loader:
             if t is not None:
                 stream.year = t.year
         ctx = (stream.name, lineno, self._merge(stream.origin, origin), line_time(body, stream.year))
-        for parser in LINE_PARSERS:
-            if parser.incomplete is None or not any(n in body for n in parser.needles):
+        for parser in self.incomplete_parsers:
+            if not any(n in body for n in parser.needles):
                 continue
             if parser.incomplete(body):
                 stream.pending = _Pending(parser, body, ctx)
@@ -376,10 +395,10 @@ class _Loader:
     def _dispatch(self, stream: _Stream, text: str, ctx: tuple[Any, ...],
                   parsers: Iterable[LineParser] | None = None) -> None:
         """Parse one logical line; ``parsers`` (the fast engine's hint) are those of
-        ``LINE_PARSERS`` that can have a needle in ``text``, in registry order."""
+        the loader's line parsers that can have a needle in ``text``, in registry order."""
         name, lineno, origin, when = ctx
         parsed = False
-        for parser in LINE_PARSERS if parsers is None else parsers:
+        for parser in self.line_parsers if parsers is None else parsers:
             if not any(n in text for n in parser.needles):
                 continue
             row = parser.parse(text)
@@ -390,7 +409,7 @@ class _Loader:
         key = (origin.rank, origin.host)
         blocks = stream.blocks.get(key)
         if blocks is None:
-            blocks = stream.blocks[key] = [factory() for factory in BLOCK_PARSERS]
+            blocks = stream.blocks[key] = [factory() for factory in self.block_factories]
         busy = False
         for b in blocks:
             for table, row in b.feed(text, (name, lineno, origin, when, text)):
@@ -405,8 +424,13 @@ class _Loader:
             self.acc.parsed_lines += 1
         else:
             self.acc.unparsed_lines += 1
-            if len(self.unrecognized) < KEEP_UNRECOGNIZED and SUSPICIOUS_RE.search(text):
+            if self.wants_unrecognized() and SUSPICIOUS_RE.search(text):
                 self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
+
+    def wants_unrecognized(self) -> bool:
+        """Whether failure-looking lines no parser read are still sampled (all tables loaded
+        and the sample not yet full: with ``tables`` given, unread lines prove nothing)."""
+        return self.want is None and len(self.unrecognized) < KEEP_UNRECOGNIZED
 
     def _add(self, table: str, row: dict[str, Any], ctx: tuple[Any, ...], text: str) -> None:
         name, lineno, origin, when = ctx
@@ -473,16 +497,17 @@ def load_or_fail(
     year: int | None = None,
     engine: str = "auto",
     progress: bool | None = None,
+    tables: Iterable[str] | None = None,
 ) -> Incident:
     """``load(paths)``, falling back to the repository root for relative paths (so bundled
     samples load from any working directory); raises ``NoInputError`` naming ``parameter``
     when nothing could be read."""
-    incident = load(paths, year=year, engine=engine, progress=progress)
+    incident = load(paths, year=year, engine=engine, progress=progress, tables=tables)
     if not incident.readable:
         items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         alt = [REPO_ROOT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
         if alt and len(alt) == len(items) and any(a.exists() for a in alt):
-            incident = load(alt, year=year, engine=engine, progress=progress)
+            incident = load(alt, year=year, engine=engine, progress=progress, tables=tables)
     if not incident.readable:
         why = "; ".join(incident.account.get("warnings", [])[:3]) or "no file found"
         raise NoInputError(
@@ -504,6 +529,7 @@ def load(
     engine: str = "auto",
     progress: bool | None = None,
     workers: int | None = None,
+    tables: Iterable[str] | None = None,
 ) -> Incident:
     """Read every log and flight-recorder dump under ``paths`` into an ``Incident``.
 
@@ -516,17 +542,25 @@ def load(
     ``progress``: a progress bar (``tqdm.auto``) for loads that take more than a second;
     ``None`` shows it only on a terminal or in a notebook. ``workers``: processes reading
     files side by side when there are many files (``None``: one per CPU, up to 8; 1: none).
+    ``tables``: fill only these tables (say ``["iterations"]`` for a loss or throughput
+    question on a huge log): the other parsers do not run, the other tables stay empty, and
+    failure-looking lines are not sampled as unrecognized.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    if tables is not None:
+        tables = sorted(set(tables) if not isinstance(tables, str) else {tables})
+        unknown = [t for t in tables if t not in TABLES]
+        if unknown:
+            raise ValueError(f"unknown table(s) {unknown}: choose from {list(TABLES)}")
     if engine != "plain":
         from .ingest import fast_engine_status
 
-        ok, why = fast_engine_status()
+        ok, why = fast_engine_status(parsers_for(tables)[1])
         if engine == "fast" and not ok:
             raise ValueError(f"the fast engine is not available here: {why}")
         engine = "fast" if ok else "plain"
-    loader = _Loader(year, engine)
+    loader = _Loader(year, engine, tables=tables)
     files = expand_paths(paths, loader.acc)
     sizes = [_size(p) for p in files]
     bar = _progress_bar(progress, sum(sizes), len(files))
@@ -559,6 +593,7 @@ def _incident(loader: _Loader) -> Incident:
             "bad_bytes": acc.bad_bytes,
             "dumps": acc.dumps,
             "warnings": acc.warnings,
+            **({} if loader.want is None else {"tables": sorted(loader.want)}),
         },
         unrecognized=list(loader.unrecognized),
     )
@@ -592,11 +627,11 @@ def _pool_size(workers: int | None, files: list[Path], sizes: list[int]) -> int:
     return max(1, min(os.cpu_count() or 1, 8, len(files)))
 
 
-def _load_group(args: tuple[list[str], int | None, str]) -> dict[str, Any]:
+def _load_group(args: tuple[list[str], int | None, str, list[str] | None]) -> dict[str, Any]:
     """Some consecutive files read by a fresh loader in a worker process: what the parent
     merges (its first warnings and unrecognized lines are the first of the group's)."""
-    paths, year, engine = args
-    ld = _Loader(year, engine)
+    paths, year, engine, tables = args
+    ld = _Loader(year, engine, tables=tables)
     for path in paths:
         ld.load_file(Path(path))
     a = ld.acc
@@ -653,9 +688,10 @@ def _load_pooled(loader: _Loader, files: list[Path], sizes: list[int], n: int,
     if loader.engine == "fast":  # built once here, inherited by forked workers
         from .ingest import registry
 
-        registry()
+        registry(None, loader.line_parsers, loader.block_factories)
     groups = _groups(files, sizes, n)
-    args = [([str(files[i]) for i in g], loader.year, loader.engine) for g in groups]
+    want = None if loader.want is None else sorted(loader.want)
+    args = [([str(files[i]) for i in g], loader.year, loader.engine, want) for g in groups]
     parts = []
     try:
         with cf.ProcessPoolExecutor(n, mp_context=mp.get_context(method)) as pool:

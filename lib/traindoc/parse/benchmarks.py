@@ -192,6 +192,7 @@ class RankTimingsParser:
     """Megatron straggler-detector lines and timer blocks of one stream; rows carry the last
     iteration number the stream printed before them."""
 
+    tables = ("host_timings",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
     # Every line that starts a record or changes the idle state holds one of these.
     needles = ("iteration", "/Rnk:", "^^^^ ", "across ranks (ms):")
 

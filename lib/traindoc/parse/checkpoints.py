@@ -71,7 +71,7 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
 
 NEEDLES = tuple(dict.fromkeys(p[1] for p in CHECKPOINT_PATTERNS))
 # What the loader tests every line for (each pattern's line holds one of these).
-LINE_NEEDLES = ("heckpoint", "Continuing training from global step", "saving model to ")
+LINE_NEEDLES = NEEDLES
 PATH_ITER_RE = re.compile(
     r"(?:global_step|checkpoint-|step[-_=]|iter_)(?P<it>\d+)(?=\D|$)"
 )

@@ -487,6 +487,7 @@ class CudaErrorBlock:
     ``errors`` row per block, classified by its message, with the frames (innermost first) and
     the raising site; the row points at the what() line."""
 
+    tables = ("errors",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
     # Every line that can start a record holds one of these; idle, other lines are ignored.
     needles: tuple[str, ...] = ("terminate called after", "what():")
 

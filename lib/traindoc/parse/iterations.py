@@ -302,6 +302,7 @@ class HFTrainerParser:
     count that stands in for the missing step number is per source."""
 
     needles = ("{'",)  # every line it reads holds one (the fast ingest engine relies on it)
+    tables = ("iterations",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
 
     def __init__(self) -> None:
         self.section: str | None = None

@@ -123,6 +123,8 @@ def name_hints(source: str, pid: int | None = None) -> tuple[str | None, int | N
 class StackParser:
     """Reads py-spy and faulthandler dumps from one stream into ``stacks`` rows."""
 
+    tables = ("stacks",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
+
     def __init__(self) -> None:
         self.section: str | None = None  # "pyspy" | "faulthandler" | None
         self._proc: dict[str, Any] = {}

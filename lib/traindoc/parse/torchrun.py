@@ -45,6 +45,8 @@ def signal_name(exitcode: int | None) -> str | None:
 class ChildFailedParser:
     """Reads the framed failure report torchrun prints when a worker fails."""
 
+    tables = ("exits",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
+
     def __init__(self) -> None:
         self.section: str | None = None
         self.record: Row | None = None
