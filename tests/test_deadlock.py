@@ -10,12 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import traindoc
 from conftest import DATA, ROOT
 from test_timeout import Boom
-from traindoc import plots
+from traindoc import plots, schema
 from traindoc.diagnose import deadlock
 from traindoc.diagnose.collectives import first_mismatch
 from traindoc.parse.flight_recorder import read_dump
@@ -330,3 +333,119 @@ def test_a_lone_rank_in_a_collective_is_the_odd_one(tmp_path: Path) -> None:
     d = write_dumps(tmp_path, {"trace-a.out": dump(1, extra) + dump(2, compute) + dump(3, compute)})
     _, r = diag(d)
     assert r.facts["outlier_members"] == ["a:1"] and r.facts["outlier_leaf"] == extra[0]
+
+
+# -- the fast grouping against the plain one -----------------------------------------------------
+def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
+                        depth: int | None = None) -> list[deadlock.Proc]:
+    """``deadlock.processes`` as it was before it grouped plain lists and memoised per stack: a
+    pandas groupby, one ``itertuples`` per process and every frame list matched per row."""
+    na, file_of, mains_names = deadlock._na, deadlock._file_of, deadlock.MAIN_THREAD_NAMES
+
+    def frames_of(row):
+        return list(row.frames) if isinstance(row.frames, list) else []
+
+    def to_int(v):
+        v = na(v)
+        return None if v is None else int(v)
+
+    def choose(rows):
+        if thread == "*":
+            keep = [r for r in rows if not deadlock.is_idle_helper_thread(na(r.thread), frames_of(r))]
+            return keep or [r for r in rows if na(r.thread) in mains_names]
+        names = mains_names if thread in mains_names else (thread,)
+        chosen = [r for r in rows if na(r.thread) in names]
+        if chosen:
+            return chosen
+        if len({na(r.tid) for r in rows}) == 1 and all(na(r.thread) is None for r in rows):
+            return rows
+        return []
+
+    def snapshots(rows):
+        snaps, seen = [], set()
+        for r in sorted(rows, key=lambda r: r.order_):
+            tid = (na(r.tid), na(r.thread))
+            if tid in seen or not snaps:
+                snaps.append([])
+                seen = set()
+            seen.add(tid)
+            snaps[-1].append(r)
+        return snaps
+
+    if not len(stacks):
+        return []
+    df = stacks[stacks["state"].fillna("") != "dump_error"]
+    if not len(df):
+        return []
+    keys = []
+    for host, pid, rank, src in zip(df["host"], df["pid"], df["rank"], df["source"], strict=False):
+        host, pid, rank = na(host), na(pid), na(rank)
+        if pid is not None:
+            keys.append(("pid", host, int(pid)))
+        elif rank is not None:
+            keys.append(("rank", host, int(rank)))
+        else:
+            keys.append(("file", host, file_of(src)))
+    df = df.assign(key_=keys, order_=range(len(df)))
+    out = []
+    for key, g in df.groupby("key_", sort=False):
+        chosen = choose(list(g.itertuples(index=False)))
+        if not chosen:
+            continue
+        snaps = snapshots(chosen)
+        last = snaps[-1]
+        mains = [r for r in last if na(r.thread) in mains_names]
+        first = mains[0] if mains else last[0]
+        frames = frames_of(first)
+        sigs = [" ‖ ".join(sorted(deadlock.signature(frames_of(r), depth) for r in s)) for s in snaps]
+        out.append(deadlock.Proc(
+            key=key, rank=to_int(first.rank), host=na(first.host), pid=to_int(first.pid),
+            frames=frames, leaf=deadlock.key_leaf(frames), signature=sigs[-1],
+            in_collective=deadlock.in_collective(frames), helper=deadlock.is_helper_process(frames),
+            source=str(first.source), line=str(na(first.line) or ""),
+            thread=na(first.thread), state=na(first.state), cmd=na(first.cmd),
+            snapshots=len(snaps), moved=len(set(sigs)) > 1,
+            threads=[str(na(r.thread) or na(r.tid) or "?") for r in last]))
+    return out
+
+
+THREAD_ARGS = [("MainThread", None), ("*", None), ("MainThread", 2), ("pt_autograd_0", None),
+               ("pt_main_thread", 1), ("*", 3)]
+
+
+@pytest.mark.parametrize("path", [BLOOM, DESYNC, DRILL_HANG, *sorted(
+    p for p in FIX.iterdir() if p.suffix in (".txt", ".json"))], ids=lambda p: p.name)
+def test_processes_equal_the_plain_grouping_on_the_samples(path: Path) -> None:
+    stacks = traindoc.load(path).stacks
+    for thread, depth in THREAD_ARGS:
+        assert deadlock.processes(stacks, thread, depth) == reference_processes(stacks, thread, depth)
+
+
+WAIT_FRAMES = [*AR, *AG, *LOADER, "0x7f72b8ea3f16 (libc.so.6)", "syscall (libc.so.6)",
+               "Condition.wait (/usr/lib/python3.11/threading.py:327)", "select (selectors.py:416)",
+               "_worker_loop (torch/utils/data/_utils/worker.py:275)", "sigwait (signal.py:9)",
+               "<module> (<string>:5)", "not a frame"]
+STACK_ROWS = st.lists(st.fixed_dictionaries({
+    "host": st.sampled_from([None, "a", "node-1"]),
+    "pid": st.sampled_from([None, 1, 2, 3]),
+    "rank": st.sampled_from([None, 0, 1]),
+    "thread": st.sampled_from([None, "MainThread", "pt_main_thread", "pt_autograd_0", "compute",
+                               "tqdm_monitor", "Thread-2 (_pin_memory_loop)"]),
+    "tid": st.sampled_from([None, "1", "2", "0x7F12AB"]),
+    "state": st.sampled_from([None, "idle", "active", "dump_error"]),
+    "frames": st.one_of(st.none(), st.lists(st.sampled_from(WAIT_FRAMES), max_size=5)),
+    "source": st.sampled_from(["trace-a.out:3", "trace-a.out:9", "job.log:1", "x/trace-b-rank1.out:4",
+                               "fr#entry3"]),
+    "cmd": st.sampled_from([None, "python train.py"]),
+    "line": st.sampled_from([None, 'Thread 1 (idle): "MainThread"']),
+}), max_size=14)
+
+
+@settings(max_examples=300, deadline=None)
+@given(STACK_ROWS, st.sampled_from(THREAD_ARGS))
+def test_processes_equal_the_plain_grouping_on_generated_tables(rows: list[dict],
+                                                                args: tuple[str, int | None]) -> None:
+    for row in rows:
+        row["leaf"] = row["frames"][0] if row["frames"] else None
+    stacks = schema.frame("stacks", rows)
+    assert deadlock.processes(stacks, *args) == reference_processes(stacks, *args)

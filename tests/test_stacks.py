@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 import traindoc
 from conftest import DATA, ROOT, SEEDS
+from traindoc.parse import stacks as stacks_mod
+from traindoc.parse.prefixes import Origin
 from traindoc.parse.stacks import StackParser, name_hints
 
 FIX = ROOT / "tests" / "data" / "pyspy"
@@ -230,3 +232,77 @@ def test_a_stray_process_line_does_not_swallow_the_log(tmp_path: Path) -> None:
     inc = traindoc.load(tmp_path / "job.log")
     assert not len(inc.stacks) and len(inc.collectives) == 1
     assert inc.account["unparsed_lines"] >= 10  # the plain lines after it count as unparsed
+
+
+# -- the memoised frame and file-name paths against the plain ones ------------------------------
+def reference_frame(text: str) -> str | None:
+    """A py-spy frame line as ``StackParser`` read it before frames were memoised."""
+    m = stacks_mod.FRAME_RE.match(text)
+    if m and ": " not in m["func"] and not stacks_mod.LOCALS_HEADER_RE.match(text):
+        return stacks_mod.frame_text(m["func"], m["file"], int(m["line"]) if m["line"] else None)
+    return None
+
+
+def reference_row(t: dict, frames: list[str]) -> dict:
+    """``stacks._row`` before the file-name hints were memoised."""
+    ctx = t.get("_ctx")
+    row = {"pid": t.get("pid"), "cmd": t.get("cmd"), "tid": t.get("tid"), "thread": t.get("thread"),
+           "state": t.get("state"), "frames": frames, "leaf": frames[0] if frames else None,
+           "_ctx": ctx}
+    if isinstance(ctx, tuple) and len(ctx) > 2:
+        source, origin = str(ctx[0]), ctx[2]
+        m = stacks_mod.TRACE_NAME_RE.search(source)
+        if m:
+            host, rank, name_pid = name_hints(source, row["pid"])
+            if getattr(origin, "host", None) in (None, m["host"]):
+                row["host"] = host
+            if rank is not None and getattr(origin, "rank", None) is None:
+                row["rank"] = rank
+            if row["pid"] is None and name_pid is not None:
+                row["pid"] = name_pid
+    return row
+
+
+FRAME_PARTS = st.sampled_from(["f", "Trainer.evaluate", "<module>", "0x7f72b8ea3f16", "a: b", "x (y)",
+                               " ", "(", ")", ":", ": ", "a.py", "lib/python3.11/threading.py",
+                               "libc.so.6", ":0", ":007", ":12", ":\u0661\u0662", "\n", "Arguments:",
+                               "Locals:", "é", "x" * 600])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(FRAME_PARTS, max_size=8).map("".join),
+       st.sampled_from(["", "f (a.py:{})", "{} (b.py)", "g ({}:3)"]))
+def test_memoised_frames_equal_the_plain_parse(text: str, shape: str) -> None:
+    line = shape.format(text) if shape else text
+    for _ in range(2):  # a cache miss, then a hit
+        assert stacks_mod.pyspy_frame(line) == reference_frame(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["x/trace-node3-rank7-4242.out", "trace-gpu-node-12-5024.out", "x/train.log",
+                        "trace-a.out#entry2", "trace-.out", "d/trace-n1_rank3.txt",
+                        "trace-" + "h" * 600 + ".out"]),
+       st.sampled_from([None, 5024, 4242, 7]),
+       st.sampled_from([None, Origin(), Origin(host="node3"), Origin(rank=1),
+                        Origin(host="gpu-node-12-5024", rank=2)]))
+def test_memoised_file_hints_equal_the_plain_ones(source: str, pid: int | None, origin: Origin) -> None:
+    ctx = (source, 4, origin, None, "Thread 1")
+    t = {"pid": pid, "cmd": None, "tid": "1", "thread": "MainThread", "state": "idle", "_ctx": ctx}
+    for _ in range(2):
+        assert stacks_mod._row(dict(t), ["f (a.py:1)"]) == reference_row(dict(t), ["f (a.py:1)"])
+
+
+def parse_all(parser: StackParser, lines: list[str]) -> list:
+    rows = []
+    for i, ln in enumerate(lines):
+        rows += parser.feed(ln.strip(), ("trace-n1-rank2.out", i, None, None, ln))
+    return rows + parser.close()
+
+
+@pytest.mark.parametrize("name", ["plain.txt", "locals.txt", "native.txt", "subprocesses.txt",
+                                  "faulthandler.txt", "error.txt"])
+def test_fixture_rows_equal_the_plain_parse(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = (FIX / name).read_text().splitlines() * 2
+    got = parse_all(StackParser(), lines)
+    monkeypatch.setattr(stacks_mod, "pyspy_frame", reference_frame)
+    assert got and got == parse_all(StackParser(), lines)

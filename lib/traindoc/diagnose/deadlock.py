@@ -42,7 +42,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -201,6 +201,49 @@ class Proc:
             self.source)
 
 
+class _Row(NamedTuple):
+    """The ``stacks`` columns a process is built from, one row."""
+
+    host: Any
+    pid: Any
+    rank: Any
+    tid: Any
+    thread: Any
+    state: Any
+    cmd: Any
+    frames: Any
+    source: Any
+    line: Any
+
+
+class _FrameMemo:
+    """Per-call caches of what a frame list yields: thousands of processes share a handful of
+    stacks, so each distinct stack is split and matched once."""
+
+    def __init__(self, depth: int | None) -> None:
+        self.depth = depth
+        self._sig: dict[tuple[str, ...], str] = {}
+        self._idle: dict[tuple[Any, tuple[str, ...]], bool] = {}
+
+    def signature(self, row: _Row) -> str:
+        key = _frame_key(row)
+        sig = self._sig.get(key)
+        if sig is None:
+            sig = self._sig[key] = signature(list(key), self.depth)
+        return sig
+
+    def idle_helper(self, row: _Row) -> bool:
+        key = (_na(row.thread), _frame_key(row))
+        idle = self._idle.get(key)
+        if idle is None:
+            idle = self._idle[key] = is_idle_helper_thread(key[0], list(key[1]))
+        return idle
+
+
+def _frame_key(row: _Row) -> tuple[str, ...]:
+    return tuple(row.frames) if isinstance(row.frames, list) else ()
+
+
 def processes(stacks: pd.DataFrame, thread: str = "MainThread",
               depth: int | None = None) -> list[Proc]:
     """One ``Proc`` per process seen in the ``stacks`` table (dump errors left out)."""
@@ -209,33 +252,40 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     df = stacks[stacks["state"].fillna("") != "dump_error"]
     if not len(df):
         return []
-    keys = []
-    for host, pid, rank, src in zip(df["host"], df["pid"], df["rank"], df["source"], strict=False):
-        host, pid, rank = _na(host), _na(pid), _na(rank)
+    # Plain Python lists and a dict of rows per process, in table order: a DataFrame groupby
+    # with a sub-frame per process costs far more than the work done on each.
+    cols = [list(df[c]) for c in _Row._fields]
+    groups: dict[tuple[Any, ...], list[_Row]] = {}
+    for row in map(_Row._make, zip(*cols, strict=True)):
+        host, pid, rank = _na(row.host), _na(row.pid), _na(row.rank)
         if pid is not None:
-            keys.append(("pid", host, int(pid)))
+            key: tuple[Any, ...] = ("pid", host, int(pid))
         elif rank is not None:
-            keys.append(("rank", host, int(rank)))
+            key = ("rank", host, int(rank))
         else:
-            keys.append(("file", host, _file_of(src)))
-    df = df.assign(key_=keys, order_=range(len(df)))
+            key = ("file", host, _file_of(row.source))
+        groups.setdefault(key, []).append(row)
+    memo = _FrameMemo(depth)
+    leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]] = {}
     out: list[Proc] = []
-    for key, g in df.groupby("key_", sort=False):
-        rows = list(g.itertuples(index=False))
-        chosen = _choose_threads(rows, thread)
+    for key, rows in groups.items():
+        chosen = _choose_threads(rows, thread, memo)
         if not chosen:
             continue
         snaps = _snapshots(chosen)
         last = snaps[-1]
         mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
         first = mains[0] if mains else last[0]
-        frames = _frames(first)
-        sigs = [" ‖ ".join(sorted(signature(_frames(r), depth) for r in s)) for s in snaps]
-        sig = sigs[-1]
+        fkey = _frame_key(first)
+        if fkey not in leaf_memo:
+            frames = list(fkey)
+            leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
+        leaf, coll, helper = leaf_memo[fkey]
+        sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
         out.append(Proc(
             key=key, rank=_int(first.rank), host=_na(first.host), pid=_int(first.pid),
-            frames=frames, leaf=key_leaf(frames), signature=sig,
-            in_collective=in_collective(frames), helper=is_helper_process(frames),
+            frames=list(fkey), leaf=leaf, signature=sigs[-1],
+            in_collective=coll, helper=helper,
             source=str(first.source), line=str(_na(first.line) or ""),
             thread=_na(first.thread), state=_na(first.state), cmd=_na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1,
@@ -243,18 +293,14 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     return out
 
 
-def _frames(row: Any) -> list[str]:
-    return list(row.frames) if isinstance(row.frames, list) else []
-
-
 def _int(v: Any) -> int | None:
     v = _na(v)
     return None if v is None else int(v)
 
 
-def _choose_threads(rows: list[Any], thread: str) -> list[Any]:
+def _choose_threads(rows: list[_Row], thread: str, memo: _FrameMemo) -> list[_Row]:
     if thread == "*":
-        keep = [r for r in rows if not is_idle_helper_thread(_na(r.thread), _frames(r))]
+        keep = [r for r in rows if not memo.idle_helper(r)]
         return keep or [r for r in rows if _na(r.thread) in MAIN_THREAD_NAMES]
     names = MAIN_THREAD_NAMES if thread in MAIN_THREAD_NAMES else (thread,)
     chosen = [r for r in rows if _na(r.thread) in names]
@@ -266,11 +312,11 @@ def _choose_threads(rows: list[Any], thread: str) -> list[Any]:
     return []
 
 
-def _snapshots(rows: list[Any]) -> list[list[Any]]:
+def _snapshots(rows: list[_Row]) -> list[list[_Row]]:
     """Rows of the same thread seen again start a new snapshot of the process."""
-    snaps: list[list[Any]] = []
+    snaps: list[list[_Row]] = []
     seen: set[Any] = set()
-    for r in sorted(rows, key=lambda r: r.order_):
+    for r in rows:  # already in table order
         tid = (_na(r.tid), _na(r.thread))
         if tid in seen or not snaps:
             snaps.append([])

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,25 @@ MAX_CMD_LINES = 20  # a "Process N:" line not followed by "Python v…" within t
 def frame_text(func: str, file: str, line: int | None) -> str:
     """A frame as py-spy prints it: ``function (file:line)`` (``function (file)`` without line)."""
     return f"{func} ({file}:{line})" if line else f"{func} ({file})"
+
+
+# Thousands of dumps repeat the same frame lines and file-name shapes: both are memoised (pure
+# functions of the text), for lines and names up to this long.
+MEMO_MAX_LEN = 512
+
+
+def pyspy_frame(text: str) -> str | None:
+    """A py-spy frame line as the ``stacks`` table keeps it (see ``frame_text``); None when the
+    line is no frame (a ``--locals`` line ``name: repr (…)`` included)."""
+    return _pyspy_frame(text) if len(text) <= MEMO_MAX_LEN else _pyspy_frame.__wrapped__(text)
+
+
+@lru_cache(maxsize=8192)
+def _pyspy_frame(text: str) -> str | None:
+    m = FRAME_RE.match(text)
+    if not m or ": " in m["func"]:
+        return None
+    return frame_text(m["func"], m["file"], _int(m["line"]))
 
 
 def name_hints(source: str, pid: int | None = None) -> tuple[str | None, int | None, int | None]:
@@ -180,10 +200,11 @@ class StackParser:
     # -- py-spy --------------------------------------------------------------------------
     def _feed_pyspy(self, text: str, ctx: object) -> list[tuple[str, Row]]:
         if self._threads:
-            m = FRAME_RE.match(text)
-            if m and ": " not in m["func"] and not LOCALS_HEADER_RE.match(text):
+            # (A frame line ends in ")", a locals header in ":": never both.)
+            frame = pyspy_frame(text)
+            if frame is not None:
                 self._in_locals = False
-                self._frames.append(frame_text(m["func"], m["file"], _int(m["line"])))
+                self._frames.append(frame)
                 return []
             if LOCALS_HEADER_RE.match(text):
                 self._in_locals = True
@@ -311,16 +332,24 @@ def _row(t: dict[str, Any], frames: list[str]) -> Row:
     }
     if isinstance(ctx, tuple) and len(ctx) > 2:
         source, origin = str(ctx[0]), ctx[2]
-        m = TRACE_NAME_RE.search(source)
-        if m:
-            host, rank, name_pid = name_hints(source, row["pid"])
-            if getattr(origin, "host", None) in (None, m["host"]):
+        hints = (_file_hints(source, row["pid"]) if len(source) <= MEMO_MAX_LEN
+                 else _file_hints.__wrapped__(source, row["pid"]))
+        if hints is not None:
+            name_host, host, rank, name_pid = hints
+            if getattr(origin, "host", None) in (None, name_host):
                 row["host"] = host  # else a line prefix named the host
             if rank is not None and getattr(origin, "rank", None) is None:
                 row["rank"] = rank
             if row["pid"] is None and name_pid is not None:
                 row["pid"] = name_pid
     return row
+
+
+@lru_cache(maxsize=1024)
+def _file_hints(source: str, pid: int | None) -> tuple[str, str | None, int | None, int | None] | None:
+    """(host as the file name spells it, then ``name_hints``); None for no ``trace-*`` name."""
+    m = TRACE_NAME_RE.search(source)
+    return None if m is None else (m["host"], *name_hints(source, pid))
 
 
 # --- py-spy --json ------------------------------------------------------------------------------
