@@ -37,8 +37,11 @@ import os
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
 
 from .parse import BLOCK_PARSERS, LINE_PARSERS
 from .parse.prefixes import demux, line_time, split_physical, strip_ansi
@@ -208,6 +211,12 @@ class _PyScanner:
         years = {2000 + int(m.group(1)) for m in ISO_B.finditer(chunk)}
         return hits, years
 
+    def scan_lines(self, chunk: bytes, susp: bool, base: int = 0) -> tuple[
+            list[tuple[int, int]], set[int], list[int] | None]:
+        """``scan`` (of a whole chunk: ``base`` is 0), and None: escapes are among the hits."""
+        hits, years = self.scan(chunk, susp)
+        return hits, years, None
+
 
 class _HsScanner:
     """The scan with Hyperscan: every pattern in one pass; years reported once per chunk."""
@@ -251,22 +260,33 @@ class _HsScanner:
         return _compile_cached(exprs, flags)
 
     def scan(self, chunk: bytes, susp: bool) -> tuple[list[tuple[int, int]], set[int]]:
+        hits, years, esc = self.scan_lines(chunk, susp)
+        hits.extend((e - 1 if e else 0, ESC) for e in esc)
+        return hits, years
+
+    def scan_lines(self, chunk: bytes | memoryview, susp: bool, base: int = 0) -> tuple[
+            list[tuple[int, int]], set[int], list[int]]:
+        """``scan``, but lines with escapes apart: the offsets where they end; every offset
+        plus ``base`` (``chunk`` is a view that starts there). Years are the literals' (a
+        superset: ``20yy/`` may be no date)."""
         hits: list[tuple[int, int]] = []
+        esc: list[int] = []
         years: set[int] = set()
         codes = self.codes
         add = hits.append
+        add_esc = esc.append
 
         def on_match(i: int, frm: int, to: int, flags: int, ctx: Any) -> None:
             c = codes[i]
-            if c < 0:
+            if c == ESC:
+                add_esc(base + to)
+            elif c < 0:
                 years.add(1999 - c)
             else:
-                add((to - 1 if to else 0, c))
+                add((base + to - 1 if to else base, c))
 
         (self.db_susp if susp else self.db).scan(chunk, match_event_handler=on_match)
-        if len(years) > 1:  # the literals may stand for no date: the years of real dates
-            years = {2000 + int(m.group(1)) for m in ISO_B.finditer(chunk)}
-        return hits, years
+        return hits, years, esc
 
     def esc_hits(self, buf: bytes, susp: bool) -> list[int]:
         """End offsets in ``buf`` (lines that hold escapes and no needle) where, escapes
@@ -284,6 +304,18 @@ class _HsScanner:
         add = ends.append
         db.scan(buf, match_event_handler=lambda i, frm, to, fl, ctx: add(to))
         return ends
+
+
+class Plan(NamedTuple):
+    """``FastText.plan``'s findings for one chunk (offsets into its buffer)."""
+
+    start: int
+    end: int
+    cand: dict[int, int]  # candidate line start -> flags
+    masks: dict[int, int]  # candidate line start -> the needles it holds (bits)
+    years: set[int]  # years whose literals the scan met (a superset of real dates')
+    esc_cold: list[int]  # starts of the lines whose escapes hide nothing
+    long: bool  # a line may be longer than MAX_LINE_CHARS: the reference code reads it
 
 
 class Registry:
@@ -409,6 +441,7 @@ class FastText:
     def __init__(self, ld: _Loader, stream: _Stream, reg: Registry) -> None:
         self.ld = ld
         self.st = stream
+        self._n = 0  # where the chunk being read ends
         self.reg = reg
         self.scan = reg.scanner
         self.lineno = 0
@@ -516,12 +549,16 @@ class FastText:
         bytes where those decide who wrote them (``_heads``), else one by one."""
         busy, heads = self.st.busy, self._heads
         lines = chunk[pos:end].split(b"\n")
-        if lines and lines[-1] == b"" and (end < len(chunk) or chunk[-1:] == b"\n"):
+        n = self._n
+        if lines and lines[-1] == b"" and (end < n or chunk[n - 1:n] == b"\n"):
             lines.pop()
         keys = list(map(heads.get, [x[:HEAD] for x in lines]))
+        esc = chunk.find(b"\x1b", pos, end) >= 0  # escapes: the key of the stripped line
         done = len(lines)
         for idx, key in enumerate(keys):
-            if key is None:
+            if esc and b"\x1b" in lines[idx]:
+                key = self._key_esc(lines[idx])
+            elif key is None:
                 key = self._head_key(lines[idx])
             if key in busy:
                 done = idx
@@ -548,18 +585,24 @@ class FastText:
         return key
 
     # A chunk --------------------------------------------------------------------------------
-    def chunk(self, chunk: bytes) -> None:
-        """Consume one chunk (ending on a line break, or the stream's end)."""
-        if not chunk:
+    def chunk(self, chunk: bytes, start: int = 0, end: int | None = None) -> None:
+        """Consume ``chunk[start:end]`` (ending on a line break, or the stream's end; when
+        ``start`` > 0 a line break comes just before it)."""
+        n = len(chunk) if end is None else end
+        if start >= n:
             return
-        if len(chunk) > LONG_WINDOW and self._has_long_line(chunk):
-            self._plain(chunk)  # a line to cut: the reference code, for the whole chunk
-            return
+        if not self.scan.reports_nonascii and (start or n < len(chunk)):
+            chunk, start, n = chunk[start:n], 0, n - start  # the pure-Python scanner: a copy
+        self.run(chunk, self.plan(chunk, start, n, self.ld.wants_unrecognized()))
 
-        ld, st = self.ld, self.st
-        acc = ld.acc
-        n = len(chunk)
-        hits, years = self.scan.scan(chunk, ld.wants_unrecognized())
+    def plan(self, chunk: bytes, start: int, n: int, susp: bool) -> Plan:
+        """What the scan of ``chunk[start:n]`` says about its lines: no stream state is read
+        (``susp``: failure words count; True is always safe), so another process may do it."""
+        if n - start > LONG_WINDOW and self._has_long_line(chunk, start, n):
+            return Plan(start, n, {}, {}, set(), [], True)
+        whole = start == 0 and n == len(chunk)
+        hits, years, esc_ends = self.scan.scan_lines(
+            chunk if whole else memoryview(chunk)[start:n], susp, start)
         if not self.scan.reports_nonascii and not chunk.isascii():
             for b0 in range(0, n, 4096):
                 if not chunk[b0:b0 + 4096].isascii():
@@ -569,24 +612,39 @@ class FastText:
         cand: dict[int, int] = {}
         masks: dict[int, int] = {}
         rfind = chunk.rfind
+        lo = start - 1 if start else 0  # where a line break before the first line would be
         for off, code in hits:
-            s = rfind(b"\n", 0, off) + 1
+            s = rfind(b"\n", lo, off) + 1 or start
             if code & NEEDLE:
                 masks[s] = masks.get(s, 0) | 1 << (code >> 8)
                 code = NEEDLE
             cand[s] = cand.get(s, 0) | code
-        order = sorted(cand)
+        # Lines with escapes that hide nothing are no candidates: like lines without escapes,
+        # they count in bulk unless a record is open (then they are read, stripped, one by one).
+        esc_cold = self._esc_lines(chunk, start, esc_ends, cand, susp) if esc_ends else []
+        return Plan(start, n, cand, masks, years, esc_cold, False)
+
+    def run(self, chunk: bytes, plan: Plan) -> None:
+        """Read the lines of ``chunk[plan.start:plan.end]`` as ``plan`` says."""
+        start, n, cand, masks, years, esc_cold, long = plan
+        if long:
+            self._plain(chunk[start:n])  # a line to cut: the reference code, for the chunk
+            return
+        ld, st = self.ld, self.st
+        acc = ld.acc
+        self._n = n
+        years = self._real_years(chunk, start, n, years)
         precise = False  # True: every ISO date is a candidate (its year may change the stream's)
-        if years - {st.year}:
-            self._add_year_candidates(chunk, 0, cand)
-            order = sorted(cand)
+        if years - {st.year}:  # and every line with escapes (one may cut a date)
+            self._add_year_candidates(chunk, start, n, cand)
+            for k in esc_cold:
+                cand[k] = cand.get(k, 0) | ESC
             precise = True
-        # lines whose escapes hide nothing (read as not parsed unless a record is open)
-        esc_cold = set() if precise else self._esc_cold(chunk, cand, ld.wants_unrecognized())
+        order = sorted(cand)
         year_seen = st.year
-        pos = 0
+        pos = start
         lineno = self.lineno
-        count = chunk.count
+        count = _line_counter(chunk)
         find = chunk.find
         busy = st.busy
         i = 0
@@ -613,10 +671,10 @@ class FastText:
                 lineno += 1
                 line = chunk[pos:e]
                 pos = e + 1
-                self._fast(line, lineno, 0, 0)
+                self._fast(line, lineno, ESC if b"\x1b" in line else 0, 0)
             if pos < nxt:
-                k = count(b"\n", pos, nxt)
-                if nxt == n and chunk[-1:] != b"\n":
+                k = count(pos, nxt)
+                if nxt == n and chunk[n - 1:n] != b"\n":
                     k += 1
                 lineno += k
                 acc.lines += k
@@ -633,7 +691,7 @@ class FastText:
             pos = e + 1
             mask = masks.get(nxt, 0)
             if flags & ESC and not flags & (NONASCII | CTRL):
-                got = None if nxt in esc_cold and not precise else self._esc_mask(line)
+                got = self._esc_mask(line)
                 if got is None and not flags & SPLIT:  # nothing in it once stripped
                     if st.pending is None and (not busy or self._key_esc(line) not in busy):
                         acc.lines += 1
@@ -649,8 +707,12 @@ class FastText:
             if st.year != year_seen:
                 year_seen = st.year
                 if not precise and years - {st.year}:
-                    # a year other than the chunk's dates: every date from here is a candidate
-                    self._add_year_candidates(chunk, pos, cand)
+                    # a year other than the chunk's dates: every date from here is a candidate,
+                    # and so is every line with escapes (one may cut a date)
+                    self._add_year_candidates(chunk, pos, n, cand)
+                    for k in esc_cold:
+                        if k >= pos:
+                            cand[k] = cand.get(k, 0) | ESC
                     order = order[:i] + sorted(k for k in cand if k >= pos)
                     precise = True
                 elif precise and not years - {st.year}:
@@ -659,26 +721,35 @@ class FastText:
                     precise = False
         self.lineno = lineno
 
-    def _esc_cold(self, chunk: bytes, cand: dict[int, int], susp: bool) -> set[int]:
-        """Starts of the lines flagged for escapes alone whose stripped text holds no needle,
-        no failure word (``susp``) and no date an escape cut (one scan of those lines, joined;
-        empty when the scanner cannot tell)."""
-        esc_hits = getattr(self.scan, "esc_hits", None)
-        starts = sorted(k for k, f in cand.items() if f == ESC)
-        if esc_hits is None or not starts:
-            return set()
-        find, n = chunk.find, len(chunk)
-        lines: list[bytes] = []
-        offs: list[int] = []
-        o = 0
-        for k in starts:
-            e = find(b"\n", k)
-            e = n if e < 0 else e
-            lines.append(chunk[k:e])
-            offs.append(o)
-            o += e - k + 1
-        hot = {starts[bisect_right(offs, to - 1) - 1] for to in esc_hits(b"\n".join(lines), susp)}
-        return set(starts) - hot
+    def _esc_lines(self, chunk: bytes, start: int, ends: list[int], cand: dict[int, int],
+                   susp: bool) -> list[int]:
+        """Flag the lines with escapes (they end at ``ends``) in ``cand`` where they may matter:
+        when they are candidates anyway, or when their stripped text may hold a needle, a
+        failure word (``susp``) or a date an escape cut (one scan of those lines, joined).
+        Return the starts of the others, in order."""
+        rfind = chunk.rfind
+        lo = start - 1 if start else 0
+        starts = [rfind(b"\n", lo, e) + 1 or start for e in ends]
+        lone: list[int] = []
+        lone_ends: list[int] = []
+        for k, e in zip(starts, ends, strict=True):
+            f = cand.get(k)
+            if f is None:
+                lone.append(k)
+                lone_ends.append(e)
+            else:
+                cand[k] = f | ESC
+        if not lone:
+            return []
+        lines = [chunk[k:e] for k, e in zip(lone, lone_ends, strict=True)]
+        offs = list(accumulate([len(x) + 1 for x in lines], initial=0))
+        hot = {bisect_right(offs, to - 1) - 1
+               for to in self.scan.esc_hits(b"\n".join(lines), susp)}
+        if not hot:
+            return lone
+        for i in hot:
+            cand[lone[i]] = ESC
+        return [k for i, k in enumerate(lone) if i not in hot]
 
     def _esc_mask(self, line: bytes) -> int | None:
         """For a line with ANSI escapes: the needles of the stripped line (0: none, but it must
@@ -721,19 +792,57 @@ class FastText:
         return y is not None and y != self.st.year
 
     @staticmethod
-    def _add_year_candidates(chunk: bytes, start: int, cand: dict[int, int]) -> None:
+    def _add_year_candidates(chunk: bytes, start: int, end: int, cand: dict[int, int]) -> None:
         rfind = chunk.rfind
-        for m in ISO_B.finditer(chunk, start):
-            s = rfind(b"\n", 0, m.start()) + 1
+        lo = start - 1 if start else 0
+        for m in ISO_B.finditer(chunk, start, end):
+            s = rfind(b"\n", lo, m.start()) + 1 or start
             cand[s] = cand.get(s, 0) | YEARCAND
 
+    def _real_years(self, chunk: bytes, start: int, end: int, years: set[int]) -> set[int]:
+        """``years`` less the years other than the stream's that no real date in
+        ``chunk[start:end]`` has (the scan's literals may be no date: ``iteration 2000/``)."""
+        others = years - {self.st.year}
+        if not others:
+            return years
+        return (years - others) | {y for y in others if _has_date(chunk, start, end, y)}
+
     @staticmethod
-    def _has_long_line(chunk: bytes) -> bool:
+    def _has_long_line(chunk: bytes, start: int, end: int) -> bool:
         """True when some line may be longer than ``MAX_LINE_CHARS`` (a window of 256 KiB
         without a line break; such a line covers several)."""
         find = chunk.find
         w = LONG_WINDOW // 2
-        return any(find(b"\n", k, k + w) < 0 for k in range(0, len(chunk) - w + 1, w))
+        return any(find(b"\n", k, k + w) < 0 for k in range(start, end - w + 1, w))
 
 
 NONASCII_RE = re.compile(rb"[\x80-\xff]+")
+
+
+def _has_date(chunk: bytes, start: int, end: int, year: int) -> bool:
+    """Whether ``chunk[start:end]`` holds an ISO date (``ISO_B``) of ``year``: each ``yyyy-``
+    and ``yyyy/`` found (memchr speed) is matched in place."""
+    match = ISO_B.match
+    for lit in (b"%d-" % year, b"%d/" % year):
+        i = chunk.find(lit, start, end)
+        while i >= 0:
+            m = match(chunk, i, end)
+            if m and m.end() <= end:
+                return True
+            i = chunk.find(lit, i + 1, end)
+    return False
+NUMPY_FROM = 4096  # below this many bytes ``bytes.count`` is quicker than numpy's call
+
+
+def _line_counter(chunk: bytes) -> Any:
+    """``count(i, j)``: the line breaks in ``chunk[i:j]`` (numpy for long stretches: a compare
+    and count over the bytes is about three times quicker than ``bytes.count``)."""
+    arr = np.frombuffer(chunk, dtype=np.uint8)
+    nl = np.uint8(10)
+    count_b = chunk.count
+
+    def count(i: int, j: int) -> int:
+        if j - i < NUMPY_FROM:
+            return count_b(b"\n", i, j)
+        return int(np.count_nonzero(arr[i:j] == nl))
+    return count

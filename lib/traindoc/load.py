@@ -134,17 +134,60 @@ def _chunks(fh: Any, acc: _Account, name: str) -> Iterator[bytes]:
             if rest:
                 yield rest
             return
-        block = rest + block
         cut = block.rfind(b"\n")
         if cut < 0:
+            block = rest + block
             if len(block) > MAX_LINE_CHARS * 4:
                 yield block
                 rest = b""
             else:
                 rest = block
             continue
+        # one copy of the block, not two (rest + block, then its head)
+        out = b"".join((rest, memoryview(block)[: cut + 1]))
         rest = block[cut + 1 :]
-        yield block[: cut + 1]
+        yield out
+
+
+def _spans(fh: Any, acc: _Account, name: str) -> Iterator[tuple[bytes, int, int]]:
+    """What ``_chunks`` yields, as ``(buffer, start, end)`` without copying whole blocks: the
+    line cut by a block's end comes as a small chunk of its own, then the rest of the next
+    block in place (a line break just before ``start``)."""
+    rest = b""
+    read = getattr(fh, "read1", fh.read)
+    while True:
+        try:
+            block = read(CHUNK_BYTES)
+        except (EOFError, OSError, zlib.error) as e:
+            acc.warn(f"{name}: stopped reading early ({type(e).__name__}: {e}); "
+                     "kept what came before (a gzip cut short?)")
+            block = b""
+        if not block:
+            if rest:
+                yield rest, 0, len(rest)
+            return
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            block = rest + block
+            if len(block) > MAX_LINE_CHARS * 4:
+                yield block, 0, len(block)
+                rest = b""
+            else:
+                rest = block
+            continue
+        start = 0
+        if rest:
+            first = block.find(b"\n") + 1
+            joint = rest + block[:first]
+            if len(joint) > MAX_LINE_CHARS * 4:  # a long line: read with what follows
+                yield b"".join((rest, memoryview(block)[: cut + 1])), 0, len(rest) + cut + 1
+                rest = block[cut + 1 :]
+                continue
+            yield joint, 0, len(joint)
+            start = first
+        if start <= cut:
+            yield block, start, cut + 1
+        rest = block[cut + 1 :]
 
 
 def _decode(chunk: bytes, acc: _Account) -> str:
@@ -264,9 +307,9 @@ class _Loader:
         fast = FastText(self, stream, registry(None, self.line_parsers, self.block_factories))
         try:
             with _open_bytes(path, head) as fh:
-                for chunk in _chunks(fh, self.acc, str(path)):
+                for buf, start, end in _spans(fh, self.acc, str(path)):
                     self._read(fh)
-                    fast.chunk(chunk)
+                    fast.chunk(buf, start, end)
         except OSError as e:
             self.acc.warn(f"{path}: reading stopped at line {fast.lineno} ({e})")
         self._end(stream)
