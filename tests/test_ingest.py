@@ -130,6 +130,67 @@ def test_iterations_alone_are_the_iterations_of_a_full_load(tmp_path: Path) -> N
         traindoc.load(log, tables=["iteration"])
 
 
+needs_hyperscan = pytest.mark.skipif(ingest._hs is None, reason="the planner needs hyperscan")
+
+
+@needs_hyperscan
+@pytest.mark.parametrize("seed", range(3))
+def test_chunks_planned_in_a_child_process_read_the_same(tmp_path: Path, seed: int,
+                                                        monkeypatch) -> None:
+    monkeypatch.setattr(ingest, "SCANNER", "hyperscan")
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1 << (12 + seed))
+    monkeypatch.setattr(ingest, "PIPELINE_MIN_BYTES", 0)
+    monkeypatch.setattr(ingest, "SKIP_WINDOW", 64 << seed)
+    log = generate.torture_log(tmp_path / f"t{seed}.log", 40 + seed, n=2000)
+    made = []
+    real = ingest.Planner.__init__
+
+    def spy(self, *a, **kw):
+        made.append(a[0])
+        real(self, *a, **kw)
+
+    monkeypatch.setattr(ingest.Planner, "__init__", spy)
+    piped = traindoc.load(log, engine="fast", workers=None)
+    assert made == [str(log)]
+    same(traindoc.load(log, engine="plain", workers=1), piped)
+    for tables in (["iterations"], ["collectives", "stacks"]):
+        same(traindoc.load(log, engine="plain", workers=1, tables=tables),
+             traindoc.load(log, engine="fast", workers=None, tables=tables))
+
+
+@needs_hyperscan
+@pytest.mark.parametrize("fault", ["dies", "other_bytes"])
+def test_the_reader_plans_itself_when_the_planner_fails(tmp_path: Path, fault: str,
+                                                       monkeypatch) -> None:
+    """A planner that dies after two chunks, or that read other bytes (a file rewritten in
+    between): the reader plans the rest itself, with the same result."""
+    monkeypatch.setattr(ingest, "SCANNER", "hyperscan")
+    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1 << 13)
+    monkeypatch.setattr(ingest, "PIPELINE_MIN_BYTES", 0)
+    log = generate.torture_log(tmp_path / "t.log", 7, n=2000)
+
+    class Conn:
+        def __init__(self, conn, sent=0):
+            self.conn, self.sent = conn, sent
+
+        def send(self, msg):
+            self.sent += 1
+            if self.sent > 2 and fault == "dies":
+                raise BrokenPipeError
+            if self.sent == 3 and fault == "other_bytes":  # the plan of other bytes
+                msg = ((0, b"", b""), self.last)
+            self.last = msg[1]
+            self.conn.send(msg)
+
+        def close(self):
+            self.conn.close()
+
+    real = ingest._plan_file
+    monkeypatch.setattr(ingest, "_plan_file", lambda path, reg, susp, conn:
+                        real(path, reg, susp, Conn(conn)))
+    same(traindoc.load(log, engine="plain", workers=1), traindoc.load(log, workers=None))
+
+
 def test_engine_argument() -> None:
     with pytest.raises(ValueError, match="engine"):
         traindoc.load(DATA, engine="turbo")

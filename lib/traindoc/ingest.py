@@ -92,6 +92,7 @@ SUSP_WORDS = (b"Error", b"Exception", b"Traceback", b"NCCL", b"FAILED", b"imed o
 DATE_TOKENS = (b"2", b"0", rb"\d", rb"\d", b"[-/]", rb"\d", rb"\d", b"[-/]", rb"\d", rb"\d",
                b"[ T_]", rb"\d", rb"\d", rb"[:\-]", rb"\d", rb"\d", rb"[:\-]", rb"\d", rb"\d")
 LONG_WINDOW = 512 * 1024
+SKIP_WINDOW = 4096  # the first stretch ``FastText._skip`` splits into lines
 HEAD = 24  # bytes of a line start that usually decide its launcher prefixes  # a line longer than MAX_LINE_CHARS fills a whole window like this
 
 
@@ -243,8 +244,8 @@ class _HsScanner:
         add(CTRL_PAT + rb"[^\n]*$", CTRL, ml)
         add(rb"\x1b[^\n]*$", ESC, ml)
         add(rb"[\x80-\xff][^\n]*$", NONASCII, ml)
-        for yy in range(100):  # code -1-yy: "20yy-" or "20yy/" somewhere in the chunk
-            for sep in (b"-", b"/"):  # (literals: a tenth of the cost of the date pattern)
+        for yy in range(100):  # code -1-yy: "20yy-M" or "20yy/M" (M: 0 or 1) in the chunk
+            for sep in (b"-0", b"-1", b"/0", b"/1"):  # (literals: cheaper than a date pattern)
                 add(b"20%02d%s" % (yy, sep), -1 - yy, _hs.HS_FLAG_SINGLEMATCH)
         base = len(exprs)
         for pat in SUSP_PATS:
@@ -546,30 +547,39 @@ class FastText:
         """Count the lines from ``pos`` up to ``end`` (a line start, or the chunk's end) that
         belong to no open record as read and not parsed; return where the first line that may
         belong to one starts (``end`` if none). Lines are told apart by their first ``HEAD``
-        bytes where those decide who wrote them (``_heads``), else one by one."""
+        bytes where those decide who wrote them (``_heads``), else one by one; they are split
+        off in windows that double, so a record's next line close by costs little."""
         busy, heads = self.st.busy, self._heads
-        lines = chunk[pos:end].split(b"\n")
-        n = self._n
-        if lines and lines[-1] == b"" and (end < n or chunk[n - 1:n] == b"\n"):
-            lines.pop()
-        keys = list(map(heads.get, [x[:HEAD] for x in lines]))
-        esc = chunk.find(b"\x1b", pos, end) >= 0  # escapes: the key of the stripped line
-        done = len(lines)
-        for idx, key in enumerate(keys):
-            if esc and b"\x1b" in lines[idx]:
-                key = self._key_esc(lines[idx])
-            elif key is None:
-                key = self._head_key(lines[idx])
-            if key in busy:
-                done = idx
-                break
+        n, find = self._n, chunk.find
+        skipped = 0
+        window = SKIP_WINDOW
+        while pos < end:
+            stop = end if end - pos <= window else (find(b"\n", pos + window, end) + 1 or end)
+            lines = chunk[pos:stop].split(b"\n")
+            if lines[-1] == b"" and (stop < n or chunk[n - 1:n] == b"\n"):
+                lines.pop()
+            keys = list(map(heads.get, [x[:HEAD] for x in lines]))
+            esc = find(b"\x1b", pos, stop) >= 0  # escapes: the key of the stripped line
+            for idx, key in enumerate(keys):
+                if esc and b"\x1b" in lines[idx]:
+                    key = self._key_esc(lines[idx])
+                elif key is None:
+                    key = self._head_key(lines[idx])
+                if key in busy:
+                    skipped += idx
+                    pos += sum(len(x) for x in lines[:idx]) + idx
+                    break
+            else:
+                skipped += len(lines)
+                pos = stop
+                window *= 2
+                continue
+            break
         acc = self.ld.acc
-        acc.lines += done
-        acc.unparsed_lines += done
-        self.lineno_skipped = done
-        if done == len(lines):
-            return end
-        return pos + sum(len(x) for x in lines[:done]) + done
+        acc.lines += skipped
+        acc.unparsed_lines += skipped
+        self.lineno_skipped = skipped
+        return min(pos, end)
 
     def _head_key(self, line: bytes) -> tuple[Any, Any]:
         """The (rank, host) of a line, and remember it for its first ``HEAD`` bytes when they
@@ -816,14 +826,92 @@ class FastText:
         return any(find(b"\n", k, k + w) < 0 for k in range(start, end - w + 1, w))
 
 
+# --- planning in another process ------------------------------------------------------------
+PIPELINE_MIN_BYTES = 32 * 1024 * 1024  # smaller files: a second process costs more than it saves
+# Every READER_PLANS-th chunk is planned by the reader itself: planning is the larger half of
+# the work, so the two processes finish together (measured on the benchmark's logs).
+READER_PLANS = 5
+
+
+def _span_key(buf: bytes, start: int, end: int) -> tuple[int, bytes, bytes]:
+    """Enough of a chunk to tell that two readers of a file met the same bytes there."""
+    return end - start, buf[start:start + 64], buf[max(start, end - 64):end]
+
+
+def _plan_file(path: str, reg: Registry, susp: bool, conn: Any) -> None:
+    """The planner process: read ``path`` as the loader does and send each chunk's plan."""
+    from .load import _Account, _spans
+
+    ft = FastText(None, None, reg)  # type: ignore[arg-type]  # plan() reads no stream
+    try:
+        with open(path, "rb") as fh:
+            for i, (buf, start, end) in enumerate(_spans(fh, _Account(), path)):
+                mine = i % READER_PLANS != READER_PLANS - 1
+                conn.send((_span_key(buf, start, end),
+                           ft.plan(buf, start, end, susp) if mine else None))
+    except (OSError, EOFError, BrokenPipeError):
+        pass  # the reader plans what it gets no plan for
+    finally:
+        conn.close()
+
+
+class Planner:
+    """Plans the chunks of one uncompressed file in a child process while this one reads
+    them (two cores: the scan and the per-line work side by side). ``next`` gives the plan of
+    the chunk the reader is at; None for the chunks left to the reader (``READER_PLANS``),
+    and from the first chunk the child did not see the same (a file that changed in between)
+    or when the child is gone: the reader then plans itself. Plans read no stream state, so
+    the result is the same either way."""
+
+    def __init__(self, path: str, reg: Registry, susp: bool) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self.conn, child = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_plan_file, args=(path, reg, susp, child), daemon=True)
+        self.proc.start()
+        child.close()
+        self.ok = True
+
+    @staticmethod
+    def available(reg: Registry) -> bool:
+        """Whether this machine and scanner can plan in a child process."""
+        import multiprocessing as mp
+
+        return (reg.kind == "hyperscan" and (os.cpu_count() or 1) > 1
+                and "fork" in mp.get_all_start_methods())
+
+    def next(self, buf: bytes, start: int, end: int) -> Plan | None:
+        """The plan for ``buf[start:end]``, or None."""
+        if not self.ok:
+            return None
+        try:
+            key, plan = self.conn.recv()
+        except (EOFError, OSError, ValueError, TypeError):
+            self.ok = False
+            return None
+        if key != _span_key(buf, start, end):
+            self.ok = False
+            return None
+        return plan
+
+    def close(self) -> None:
+        """Stop the child (if still reading) and reap it."""
+        self.ok = False
+        self.conn.close()
+        if self.proc.is_alive():
+            self.proc.terminate()
+        self.proc.join()
+
+
 NONASCII_RE = re.compile(rb"[\x80-\xff]+")
 
 
 def _has_date(chunk: bytes, start: int, end: int, year: int) -> bool:
-    """Whether ``chunk[start:end]`` holds an ISO date (``ISO_B``) of ``year``: each ``yyyy-``
-    and ``yyyy/`` found (memchr speed) is matched in place."""
+    """Whether ``chunk[start:end]`` holds an ISO date (``ISO_B``) of ``year``: each ``yyyy-M``
+    and ``yyyy/M`` found (memchr speed; M a month's first digit) is matched in place."""
     match = ISO_B.match
-    for lit in (b"%d-" % year, b"%d/" % year):
+    for lit in (b"%d-0" % year, b"%d-1" % year, b"%d/0" % year, b"%d/1" % year):
         i = chunk.find(lit, start, end)
         while i >= 0:
             m = match(chunk, i, end)

@@ -250,6 +250,7 @@ class _Loader:
         self.year = year
         self.engine = engine  # "plain" (the reference, line by line) or "fast" (ingest.py)
         self.progress = progress  # called with the bytes read so far of the current file
+        self.pipeline = False  # a big file's chunks planned in a child process (ingest.Planner)
 
     # -- files ---------------------------------------------------------------------------
     def load_file(self, path: Path) -> None:
@@ -302,16 +303,31 @@ class _Loader:
 
     def _load_fast(self, path: Path, head: bytes, stream: _Stream) -> None:
         """The same as the loop above, through ``ingest.FastText`` (see ingest.py)."""
-        from .ingest import FastText, registry
+        from .ingest import PIPELINE_MIN_BYTES, FastText, Planner, registry
 
-        fast = FastText(self, stream, registry(None, self.line_parsers, self.block_factories))
+        reg = registry(None, self.line_parsers, self.block_factories)
+        fast = FastText(self, stream, reg)
+        planner = None
+        if (self.pipeline and not head.startswith(GZIP_MAGIC) and Planner.available(reg)
+                and _size(path) >= PIPELINE_MIN_BYTES):
+            try:  # failure words are planned for as long as they may be sampled
+                planner = Planner(str(path), reg, susp=self.want is None)
+            except OSError:
+                planner = None
         try:
             with _open_bytes(path, head) as fh:
                 for buf, start, end in _spans(fh, self.acc, str(path)):
                     self._read(fh)
-                    fast.chunk(buf, start, end)
+                    plan = planner.next(buf, start, end) if planner is not None else None
+                    if plan is None:
+                        fast.chunk(buf, start, end)
+                    else:
+                        fast.run(buf, plan)
         except OSError as e:
             self.acc.warn(f"{path}: reading stopped at line {fast.lineno} ({e})")
+        finally:
+            if planner is not None:
+                planner.close()
         self._end(stream)
 
     def _read(self, fh: Any) -> None:
@@ -604,6 +620,7 @@ def load(
             raise ValueError(f"the fast engine is not available here: {why}")
         engine = "fast" if ok else "plain"
     loader = _Loader(year, engine, tables=tables)
+    loader.pipeline = workers is None or workers > 1
     files = expand_paths(paths, loader.acc)
     sizes = [_size(p) for p in files]
     bar = _progress_bar(progress, sum(sizes), len(files))
