@@ -37,9 +37,8 @@ lab: setup
 	$(VENV)/bin/jupyter lab runbooks/
 
 # Ingest benchmark: inputs generated once into benchmarks/.cache/, then a table of targets.
-# `make bench QUICK=1` takes about a minute. hyperscan is the fast engine's scanner (optional).
+# `make bench QUICK=1` takes about a minute; the full inputs take 8 GB of disk.
 bench: setup
-	$(PY) -m pip install -q hyperscan
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick)
 
 # Regenerate the drill-made samples under data/ (real torchrun/gloo runs; about 2 minutes).

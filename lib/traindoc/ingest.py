@@ -5,22 +5,31 @@ Most lines of a big log are chatter no parser understands; the reference path st
 strips, demultiplexes and tests each of them against every parser's needles before counting it
 as not parsed. Here each 4 MiB chunk is scanned once for every reason a line could matter:
 
-- a needle of any line parser, or a start needle of any block parser (``BLOCK_NEEDLES``);
+- a needle of any line parser, or a start needle of any block parser (``BLOCK_NEEDLES``), of
+  the parsers the load runs (``load(tables=…)`` runs only those that fill the tables asked for);
 - something that changes how the line splits or decodes: a carriage return inside it, a glued
   ``[rankN]:``/``[defaultN]:`` prefix, non-ASCII bytes, NUL or the control characters that
-  Python counts as white space; an ANSI escape (the line is rechecked once stripped);
+  Python counts as white space;
+- ANSI escapes: the lines holding them are joined and scanned once more for what their
+  stripped text may hold (escape-tolerant needles, failure words, a date an escape cuts);
+  only those go through the per-line strip and rescan (``_esc_mask``);
 - a failure-looking phrase while the loader still samples unrecognized lines;
-- an ISO date whose year differs from the stream's current year (glog times borrow it).
+- a date whose year differs from the stream's current year (glog times borrow it): literals
+  ``20yy-M`` / ``20yy/M``, then real dates checked in place.
 
 Only those lines ("hot") go through the reference per-line code (``_Loader._physical``); the
-others are counted in bulk with ``bytes.count(b"\\n")``. A pending wrapped record or a block
-parser inside a record (``section`` set) takes every following line through the per-line code
-until it is done, so multi-line records see exactly the lines they would have seen.
+others are counted in bulk (numpy over long stretches). A pending wrapped record or a block
+parser inside a record (``section`` set) takes every following line of its writer through the
+per-line code until it is done, so multi-line records see exactly the lines they would have
+seen. A chunk is read in two steps: ``plan`` (the scan and the candidate lines: no stream state)
+and ``run`` (the lines, in order, with the stream's state); for a big uncompressed file a
+forked child (``Planner``) plans most chunks while the reader runs them.
 
-The scan uses Hyperscan (one pass for all patterns) when the ``hyperscan`` package is
-installed, else a pure-Python scanner that finds the same lines more slowly. Exactness is
-checked by ``tests/test_ingest.py`` against the reference on every sample under ``data/`` and on
-generated adversarial logs.
+The scan uses Hyperscan (one pass for all patterns; compiled databases are cached on disk)
+when the ``hyperscan`` package is installed, else a pure-Python scanner that finds the same
+lines more slowly. Exactness is checked by ``tests/test_ingest.py`` against the reference on
+every sample under ``data/`` and on generated adversarial logs, with both scanners, table
+subsets, tiny chunks and windows, and a planner that dies or planned other bytes.
 
 Contract for block parsers (``parse.BLOCK_PARSERS``): a parser declares ``needles`` (a class
 attribute: substrings, one of which is in every line that can start a record or change its idle
@@ -93,7 +102,7 @@ DATE_TOKENS = (b"2", b"0", rb"\d", rb"\d", b"[-/]", rb"\d", rb"\d", b"[-/]", rb"
                b"[ T_]", rb"\d", rb"\d", rb"[:\-]", rb"\d", rb"\d", rb"[:\-]", rb"\d", rb"\d")
 LONG_WINDOW = 512 * 1024
 SKIP_WINDOW = 4096  # the first stretch ``FastText._skip`` splits into lines
-HEAD = 24  # bytes of a line start that usually decide its launcher prefixes  # a line longer than MAX_LINE_CHARS fills a whole window like this
+HEAD = 24  # bytes of a line start that usually decide its launcher prefixes
 
 
 def _lit(b: bytes) -> bytes:
