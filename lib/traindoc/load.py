@@ -38,6 +38,7 @@ MAX_LINE_CHARS = 1024 * 1024  # a longer line is cut to this many characters (an
 MAX_WRAP_LINES = 8  # at most this many continuation lines are rejoined to one record
 KEEP_UNRECOGNIZED = 50
 FLUSH_ROWS = 65536  # rows of a table kept as dicts before they become a DataFrame
+MERGE_PARTS = 32  # a whole-file loader's small DataFrames joined this many at a time
 MAX_WARNINGS = 200
 # A line no parser understood but that looks like a failure report is kept for the reader.
 SUSPICIOUS_RE = re.compile(
@@ -352,6 +353,9 @@ class _Loader:
         self._end(stream)
 
     def _load_whole(self, loader: FileLoader, path: Path) -> None:
+        if getattr(loader, "load_frames", None) is not None:
+            self._load_whole_frames(loader, path)
+            return
         try:
             rows = loader.load(path)
         except (OSError, ValueError) as e:
@@ -369,6 +373,38 @@ class _Loader:
         for table, got in self.rows.items():
             if len(got) >= FLUSH_ROWS:
                 self._flush(table)
+
+    def _load_whole_frames(self, loader: Any, path: Path) -> None:
+        """``_load_whole`` for a loader that gives DataFrames (``load_frames``: flight-recorder
+        dumps): the same tables and account, without a dict per row."""
+        try:
+            got = loader.load_frames(path)
+        except (OSError, ValueError) as e:
+            what = "flight-recorder dump" if loader.kind == "dump" else f"{loader.name} file"
+            self.acc.warn(f"{path}: {what} not loaded: {e}")
+            return
+        if loader.kind == "dump":
+            self.acc.dumps += 1
+            first = next((df for df in got.values() if len(df)), None)
+            if first is not None and "rank" in first and pd.isna(first["rank"].iloc[0]):
+                self.acc.warn(f"{path}: flight-recorder dump whose file name carries no rank")
+        self.acc.files.append(str(path))
+        for table, df in got.items():
+            if not len(df):
+                continue
+            self._flush(table)  # rows read before this file stay before its rows
+            parts = self.frames[table]
+            parts.append(df)
+            self.sources[table].add("")
+            # many dumps make many small parts: join the trailing small ones (in order)
+            # MERGE_PARTS at a time, so that ``tables`` joins a few large parts
+            run = 0
+            for p in reversed(parts):
+                if len(p) >= FLUSH_ROWS // MERGE_PARTS or run == MERGE_PARTS:
+                    break
+                run += 1
+            if run == MERGE_PARTS:
+                parts[-run:] = [pd.concat(parts[-run:], ignore_index=True)]
 
     def _flush(self, table: str) -> None:
         rows = self.rows[table]

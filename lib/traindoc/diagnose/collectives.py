@@ -1,6 +1,8 @@
 """Cross-rank comparison of collectives: where ranks first disagree, and where each stands.
 
 Works on any ``collectives`` rows: per-rank watchdog lines and flight-recorder entries alike.
+Both run on whole columns (a thousand ranks of thousands of entries in about a second); only
+the one (process group, sequence number) reported is then read row by row.
 """
 
 from __future__ import annotations
@@ -8,9 +10,53 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 OP_ROW_STATES = ("timed_out", "scheduled", "started", "completed", "failed")
+COMPARED = ("process_group", "seq_num", "rank", "op_type", "state", "numel_in", "numel_out",
+            "sizes", "dtypes")
+P2P_GLOO = ("gloo:recv", "gloo:send")
+
+
+def _codes(values: pd.Series | pd.api.extensions.ExtensionArray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of ``values`` (<NA> is -1) and the distinct values they number."""
+    codes, uniques = pd.factorize(values, sort=False)
+    return np.asarray(codes, dtype=np.int64), np.asarray(uniques, dtype=object)
+
+
+def _op_mask(df: pd.DataFrame) -> np.ndarray:
+    """Which rows are operations at a sequence number on a known rank (see ``op_rows``)."""
+    st_c, st_u = _codes(df["state"])
+    op_c, op_u = _codes(df["op_type"])
+    return _op_mask_codes(df, st_c, st_u, op_c, op_u)
+
+
+def _op_mask_codes(df: pd.DataFrame, st_c: np.ndarray, st_u: np.ndarray, op_c: np.ndarray,
+                   op_u: np.ndarray) -> np.ndarray:
+    # per distinct value, then per row (code -1, <NA>, picks the False appended last)
+    ok_state = np.array([u in OP_ROW_STATES for u in st_u] + [False], dtype=bool)
+    mask = ok_state[st_c] & (op_c >= 0)
+    mask &= df["seq_num"].notna().to_numpy() & df["rank"].notna().to_numpy()
+    # gloo's send/recv without a size are its p2p bookkeeping, not operations of their own
+    p2p = np.array([str(o).startswith(P2P_GLOO) for o in op_u] + [False], dtype=bool)
+    if p2p.any():
+        mask &= ~p2p[op_c] | df["numel_in"].notna().to_numpy()
+    return mask
+
+
+def _first_per_key(pg: np.ndarray, seq: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Positions of the first row of each (process group code, seq, rank), in row order."""
+    if not len(pg):
+        return np.zeros(0, dtype=np.int64)
+    s0, r0 = int(seq.min()), int(rank.min())
+    ns, nr = int(seq.max()) - s0 + 1, int(rank.max()) - r0 + 1
+    if (int(pg.max()) + 1) * ns * nr < 2**62:  # one int64 key per row: a cheap hash
+        key = (pg * ns + (seq - s0)) * nr + (rank - r0)
+        dup = pd.Series(key).duplicated(keep="first").to_numpy()
+    else:
+        dup = pd.DataFrame({"p": pg, "s": seq, "r": rank}).duplicated(keep="first").to_numpy()
+    return np.flatnonzero(~dup)
 
 
 def op_rows(collectives: pd.DataFrame) -> pd.DataFrame:
@@ -19,12 +65,12 @@ def op_rows(collectives: pd.DataFrame) -> pd.DataFrame:
     df = collectives
     if not len(df):
         return df
-    df = df[df["state"].isin(OP_ROW_STATES) & df["seq_num"].notna() & df["rank"].notna()
-            & df["op_type"].notna()]
-    df = df[~df["op_type"].str.startswith("gloo:recv") & ~df["op_type"].str.startswith("gloo:send")
-            | df["numel_in"].notna()]
+    df = df[_op_mask(df)]
     df = df.assign(process_group=df["process_group"].fillna("?"))
-    return df.drop_duplicates(["process_group", "seq_num", "rank"], keep="first")
+    pg, _ = _codes(df["process_group"])
+    keep = _first_per_key(pg, df["seq_num"].to_numpy(dtype=np.int64),
+                          df["rank"].to_numpy(dtype=np.int64))
+    return df.iloc[keep] if len(keep) < len(df) else df
 
 
 def _majority(values: dict[int, Any]) -> Any:
@@ -37,6 +83,29 @@ def _majority(values: dict[int, Any]) -> Any:
     return None
 
 
+def _na_none(v: Any) -> Any:
+    """<NA> as None: a value of its own, equal to itself and to nothing else."""
+    return None if v is pd.NA or v is None else v
+
+
+def _group_min_max(codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.minimum.reduceat(codes, starts), np.maximum.reduceat(codes, starts)
+
+
+def _pg_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of the process groups, an unknown one (<NA>) counted as the group ``?``."""
+    codes, names = _codes(values)
+    if (codes < 0).any():
+        q = np.flatnonzero(names == "?")
+        if len(q):
+            fill = int(q[0])
+        else:
+            fill = len(names)
+            names = np.append(names, np.array(["?"], dtype=object))
+        codes = np.where(codes < 0, fill, codes)
+    return codes, names
+
+
 def first_mismatch(collectives: pd.DataFrame) -> dict[str, Any] | None:
     """The first (process group, sequence number) at which ranks disagree, or None.
 
@@ -44,62 +113,130 @@ def first_mismatch(collectives: pd.DataFrame) -> dict[str, Any] | None:
     ``dtype``, ``missing_ranks`` (some ranks of the group recorded nothing at that number while
     having recorded earlier ones) or ``state`` (some completed it, others did not).
     """
-    df = op_rows(collectives)
-    if not len(df):
+    if not len(collectives):
         return None
-    found: list[tuple[int, str, dict[str, Any]]] = []
-    for pg, g in df.groupby("process_group", sort=True):
-        ranks = sorted(int(r) for r in g["rank"].unique())
-        if len(ranks) < 2:
-            continue
-        per_rank_max = g.groupby("rank")["seq_num"].max()
-        per_rank_min = g.groupby("rank")["seq_num"].min()
-        start = int(per_rank_min.max())  # ring buffers forget: compare what all ranks kept
-        for seq, s in g[g["seq_num"] >= start].groupby("seq_num", sort=True):
-            seq = int(seq)
-            recs = {int(r["rank"]): r for _, r in s.iterrows()}
-            ops = {r: str(rec["op_type"]) for r, rec in recs.items()}
-            missing = [r for r in ranks if r not in recs and int(per_rank_max[r]) < seq]
-            result = None
-            if len(set(ops.values())) > 1:
-                maj = _majority(ops)
-                result = ("op", [r for r, o in ops.items() if o != maj])
-            else:
-                sizes = {r: _size_key(rec) for r, rec in recs.items()}
-                dtypes = {r: rec.get("dtypes") for r, rec in recs.items()}
-                if len(set(sizes.values())) > 1:
-                    maj = _majority(sizes)
-                    result = ("size", [r for r, v in sizes.items() if v != maj])
-                elif len({d for d in dtypes.values() if isinstance(d, str)}) > 1:
-                    maj = _majority(dtypes)
-                    result = ("dtype", [r for r, v in dtypes.items() if v != maj])
-                elif missing:
-                    result = ("missing_ranks", missing)
-                else:
-                    states = {r: str(rec["state"]) for r, rec in recs.items()}
-                    if "completed" in states.values() and len(set(states.values())) > 1:
-                        result = ("state", [r for r, v in states.items() if v != "completed"])
-            if result:
-                kind, differing = result
-                found.append((seq, str(pg), {
-                    "process_group": str(pg),
-                    "seq_num": seq,
-                    "kind": kind,
-                    "ops": {str(r): ops[r] for r in sorted(ops)},
-                    "ranks": sorted(differing),
-                }))
-                break
-    if not found:
+    c = collectives[[k for k in COMPARED if k in collectives]]
+    st_c, st_u = _codes(c["state"])
+    op_c, op_u = _codes(c["op_type"])
+    rows = np.flatnonzero(_op_mask_codes(c, st_c, st_u, op_c, op_u))
+    if not len(rows):
         return None
-    found.sort(key=lambda t: (t[0], t[1]))
-    return found[0][2]
+    sub = c.iloc[rows]
+    pg_codes, pgs = _pg_codes(sub["process_group"])
+    seq = sub["seq_num"].to_numpy(dtype=np.int64)
+    rank = sub["rank"].to_numpy(dtype=np.int64)
+    keep = _first_per_key(pg_codes, seq, rank)
+    rows, pg_codes, seq, rank = rows[keep], pg_codes[keep], seq[keep], rank[keep]
+    st_c, op_c = st_c[rows], op_c[rows]
+
+    # per (group, rank): first and last seq kept; a group compares from the latest first seq
+    # (ring buffers forget: compare what all ranks kept); fewer than two ranks: nothing to compare
+    pr = pd.DataFrame({"p": pg_codes, "r": rank, "s": seq}).groupby(["p", "r"])["s"]
+    per_rank = pd.DataFrame({"lo": pr.min(), "hi": pr.max()}).reset_index()
+    by_pg = per_rank.groupby("p").agg(ranks=("r", "size"), start=("lo", "max"), last=("hi", "min"))
+    n_pg = len(pgs)
+    ranks_in = np.zeros(n_pg, dtype=np.int64)
+    start = np.zeros(n_pg, dtype=np.int64)
+    first_last = np.zeros(n_pg, dtype=np.int64)
+    idx = by_pg.index.to_numpy()
+    ranks_in[idx] = by_pg["ranks"].to_numpy()
+    start[idx] = by_pg["start"].to_numpy()
+    first_last[idx] = by_pg["last"].to_numpy()
+    sel = (ranks_in[pg_codes] >= 2) & (seq >= start[pg_codes])
+    if not sel.any():
+        return None
+    rows, pg_codes, seq, st_c, op_c = rows[sel], pg_codes[sel], seq[sel], st_c[sel], op_c[sel]
+    sub = c.iloc[rows]
+
+    # one block of rows per (group, seq): a block is flagged when its ranks disagree
+    order = np.lexsort((seq, pg_codes))
+    gp, gs = pg_codes[order], seq[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (gp[1:] != gp[:-1]) | (gs[1:] != gs[:-1])
+    starts = np.flatnonzero(new)
+    bp, bs = gp[starts], gs[starts]
+
+    def differs(codes: np.ndarray) -> np.ndarray:
+        lo, hi = _group_min_max(codes[order], starts)
+        return lo != hi
+
+    flag = differs(op_c)
+    flag |= differs(_size_codes(sub))
+    if "dtypes" in sub:
+        d_o = _codes(sub["dtypes"])[0][order]
+        lo = np.minimum.reduceat(np.where(d_o >= 0, d_o, np.iinfo(np.int64).max), starts)
+        hi = np.maximum.reduceat(np.where(d_o >= 0, d_o, -1), starts)
+        flag |= (hi >= 0) & (lo < hi)  # two different dtypes named (unknown ones aside)
+    flag |= bs > first_last[bp]  # a rank of the group stopped before this number
+    done = np.array([u == "completed" for u in st_u] + [False], dtype=bool)
+    if done.any():
+        has_done = np.maximum.reduceat(done[st_c[order]].astype(np.int8), starts) > 0
+        flag |= has_done & differs(st_c)
+    # the first flagged block by (seq, group name); read row by row, it says what differs
+    for b in sorted(np.flatnonzero(flag), key=lambda b: (int(bs[b]), str(pgs[bp[b]]))):
+        p, s = bp[b], bs[b]
+        last = per_rank[per_rank["p"] == p]
+        found = _describe(str(pgs[p]), int(s), sub[(pg_codes == p) & (seq == s)],
+                          dict(zip(last["r"].tolist(), last["hi"].tolist(), strict=True)))
+        if found is not None:
+            return found
+    return None
+
+
+def _size_codes(df: pd.DataFrame) -> np.ndarray:
+    """Codes equal where ``_size_key`` is equal: the sizes text, else (numel_in, numel_out)."""
+    n_in, _ = _codes(df["numel_in"])
+    n_out = _codes(df["numel_out"])[0] if "numel_out" in df else np.full(len(df), -1)
+    pair = (n_in + 1) * (int(n_out.max(initial=-1)) + 2) + (n_out + 1)
+    if "sizes" not in df:
+        return pair
+    s_c, _ = _codes(df["sizes"])
+    return np.where(s_c >= 0, s_c, -1 - pair)
+
+
+def _describe(pg: str, seq: int, block: pd.DataFrame,
+              last: dict[int, int]) -> dict[str, Any] | None:
+    """The mismatch at one (process group, seq) block, its kind and the differing ranks; None
+    when its ranks agree. ``last``: each rank of the group's last seq."""
+    recs = {int(r): rec for r, rec in zip(block["rank"], block.to_dict("records"), strict=True)}
+    ops = {r: str(rec["op_type"]) for r, rec in recs.items()}
+    missing = [r for r in sorted(last) if r not in recs and last[r] < seq]
+    result: tuple[str, list[int]] | None = None
+    if len(set(ops.values())) > 1:
+        maj = _majority(ops)
+        result = ("op", [r for r, o in ops.items() if o != maj])
+    else:
+        sizes = {r: _size_key(rec) for r, rec in recs.items()}
+        dtypes = {r: _na_none(rec.get("dtypes")) for r, rec in recs.items()}
+        if len(set(sizes.values())) > 1:
+            maj = _majority(sizes)
+            result = ("size", [r for r, v in sizes.items() if v != maj])
+        elif len({d for d in dtypes.values() if isinstance(d, str)}) > 1:
+            maj = _majority(dtypes)
+            result = ("dtype", [r for r, v in dtypes.items() if v != maj])
+        elif missing:
+            result = ("missing_ranks", missing)
+        else:
+            states = {r: str(rec["state"]) for r, rec in recs.items()}
+            if "completed" in states.values() and len(set(states.values())) > 1:
+                result = ("state", [r for r, v in states.items() if v != "completed"])
+    if result is None:
+        return None
+    kind, differing = result
+    return {
+        "process_group": pg,
+        "seq_num": seq,
+        "kind": kind,
+        "ops": {str(r): ops[r] for r in sorted(ops)},
+        "ranks": sorted(differing),
+    }
 
 
 def _size_key(rec: Any) -> Any:
     sizes = rec.get("sizes")
     if isinstance(sizes, str):
         return sizes
-    return (rec.get("numel_in"), rec.get("numel_out"))
+    return (_na_none(rec.get("numel_in")), _na_none(rec.get("numel_out")))
 
 
 def rank_positions(collectives: pd.DataFrame) -> pd.DataFrame:
@@ -109,20 +246,30 @@ def rank_positions(collectives: pd.DataFrame) -> pd.DataFrame:
     df = collectives[collectives["rank"].notna()]
     if not len(df):
         return pd.DataFrame(columns=cols)
-    df = df.assign(process_group=df["process_group"].fillna("?"))
-    out = []
-    for (pg, rank), g in df.groupby(["process_group", "rank"], sort=True):
-        enq = g["last_enqueued"].dropna()
-        comp = g["last_completed"].dropna()
-        to = g[g["state"] == "timed_out"]["seq_num"].dropna()
-        ops = g[g["state"].isin(OP_ROW_STATES)]["seq_num"].dropna()
-        out.append({
-            "process_group": pg,
-            "rank": int(rank),
-            "last_enqueued": int(enq.max()) if len(enq) else (int(ops.max()) if len(ops) else None),
-            "last_completed": int(comp.max()) if len(comp) else None,
-            "timed_out_seq": int(to.min()) if len(to) else None,
-        })
+    state = df["state"]
+    is_op = state.isin(OP_ROW_STATES).to_numpy(dtype=bool)
+    timed_out = state.eq("timed_out").fillna(False).to_numpy(dtype=bool)
+    seq = df["seq_num"]
+    parts = pd.DataFrame({
+        "process_group": df["process_group"].fillna("?"),
+        "rank": df["rank"],
+        "enq": df["last_enqueued"],
+        "comp": df["last_completed"],
+        "ops": seq.where(is_op),
+        "to": seq.where(timed_out),
+    })
+    g = parts.groupby(["process_group", "rank"], sort=True)
+    agg = pd.DataFrame({"enq": g["enq"].max(), "comp": g["comp"].max(), "ops": g["ops"].max(),
+                        "to": g["to"].min()})
+    enq = agg["enq"].fillna(agg["ops"])
+
+    def ints(s: pd.Series) -> list[int | None]:
+        return [None if v is pd.NA else int(v) for v in s.astype(object)]
+
+    out = [{"process_group": pg, "rank": int(rank), "last_enqueued": e, "last_completed": c,
+            "timed_out_seq": t}
+           for (pg, rank), e, c, t in zip(agg.index, ints(enq), ints(agg["comp"]),
+                                          ints(agg["to"]), strict=True)]
     return pd.DataFrame(out, columns=cols).astype(
         {"rank": "Int64", "last_enqueued": "Int64", "last_completed": "Int64",
          "timed_out_seq": "Int64"})

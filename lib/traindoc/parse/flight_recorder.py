@@ -4,24 +4,40 @@ One file per rank, pickle (``_dump_fr_trace``) or JSON (``_dump_fr_trace_json``)
 read by ``SafeUnpickler``, which builds plain containers and scalars only: any opcode that
 would import or call something (GLOBAL, STACK_GLOBAL, REDUCE, …) is refused, so no code from
 the file ever runs. The rank is taken from the file name (torch writes ``<prefix><rank>``).
+
+A dump becomes ``collectives`` rows column by column (``dump_frame``): a thousand ranks of
+thousands of entries each are read in seconds. ``dump_rows`` gives the same rows as dicts.
 """
 
 from __future__ import annotations
 
+import gc
 import io
 import json
+import math
 import pickle
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from ..schema import SCHEMAS
 from .base import FileLoader, Row
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024
 RANK_IN_NAME_RE = re.compile(r"(\d+)(?:\.\w+)?$")
 PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+# datetime's range (years 1..9999) in whole seconds from the epoch: a time outside is <NA>
+SECONDS_MIN, SECONDS_MAX = -62_135_596_800, 253_402_300_799
+COLUMNS = tuple(SCHEMAS["collectives"])
 
 
 class RefusedPickle(pickle.UnpicklingError):
@@ -36,6 +52,19 @@ class SafeUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> Any:  # noqa: D102
         raise RefusedPickle("refused a persistent id: dumps hold plain data only")
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic collector off while a dump's many small containers are built: it would
+    otherwise walk them again and again (plain data; any cycle is collected afterwards)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def looks_like_dump(path: Path, head: bytes) -> bool:
@@ -58,7 +87,8 @@ def read_dump(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     try:
         if data.startswith(PICKLE_MAGIC):
-            obj = SafeUnpickler(io.BytesIO(data)).load()
+            # buffered: the C unpickler then reads ahead instead of calling read() per opcode
+            obj = SafeUnpickler(io.BufferedReader(io.BytesIO(data), 1 << 20)).load()
         else:
             obj = json.loads(data.decode("utf-8", errors="replace"))
     except RefusedPickle as e:
@@ -101,46 +131,260 @@ def _pg_label(entry: dict[str, Any]) -> str | None:
     return None if pg_id is None else str(pg_id)
 
 
-def dump_rows(dump: dict[str, Any], rank: int | None, source: str) -> Iterable[Row]:
-    """One ``collectives`` row per recorded entry."""
+def _time(t: Any) -> Any:
+    """``time_created_ns`` as a naive UTC datetime (microseconds, as datetime rounds them);
+    None when it is not an int or lies outside datetime's years."""
+    if not isinstance(t, int):
+        return None
+    try:
+        return datetime.fromtimestamp(t / 1e9, tz=timezone.utc).replace(tzinfo=None)
+    except (OverflowError, ValueError, OSError):
+        return None
+
+
+def dump_rows(dump: dict[str, Any], rank: int | None, source: str) -> list[Row]:
+    """One ``collectives`` row (a dict) per recorded entry: ``dump_frame``'s rows."""
+    df = dump_frame(dump, rank, source)
+    cols = {c: df[c].astype(object).where(df[c].notna(), None).tolist() for c in COLUMNS
+            if c != "frames"}
+    cols["time"] = [None if t is None else t.to_pydatetime() for t in cols["time"]]
+    cols["frames"] = df["frames"].tolist()
+    return [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
+
+
+def _ints(values: list[Any]) -> pd.api.extensions.ExtensionArray:
+    """An Int64 array of ints and Nones (bools count as 0/1; an int beyond int64 is <NA>)."""
+    n = len(values)
+    try:
+        return pd.arrays.IntegerArray(np.array(values, dtype=np.int64), np.zeros(n, dtype=bool))
+    except (TypeError, ValueError, OverflowError):
+        pass
+    clean = [v if v is not None and I64_MIN <= v <= I64_MAX else None for v in values]
+    mask = np.fromiter((v is None for v in clean), dtype=bool, count=n)
+    data = np.fromiter((0 if v is None else int(v) for v in clean), dtype=np.int64, count=n)
+    return pd.arrays.IntegerArray(data, mask)
+
+
+def _status_int(v: Any) -> int | None:
+    """A ``pg_status`` sequence number: an int (or a whole float) within int64; anything
+    else (text, a fraction, a number too large) is unknown."""
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
+        v = int(v)
+    if isinstance(v, int) and I64_MIN <= v <= I64_MAX:
+        return int(v)
+    return None
+
+
+def _only_ints(values: list[Any]) -> list[Any]:
+    """``values`` with anything but an int (or bool) as None."""
+    if set(map(type, values)) <= {int}:
+        return values
+    return [v if isinstance(v, int) else None for v in values]
+
+
+def _texts_of(values: list[Any]) -> list[str]:
+    """``str(v or "")`` of each value."""
+    if set(map(type, values)) <= {str}:
+        return values  # str(s or "") is s itself
+    return [str(v or "") for v in values]
+
+
+def _field(ents: list[dict[str, Any]], key: str) -> list[Any]:
+    """``e.get(key)`` of each entry."""
+    try:
+        return list(map(itemgetter(key), ents))
+    except KeyError:
+        return [e.get(key) for e in ents]
+
+
+def _strings(values: list[Any]) -> pd.api.extensions.ExtensionArray:
+    return pd.array(values, dtype="string")
+
+
+def _no_strings(n: int) -> pd.api.extensions.ExtensionArray:
+    return pd.arrays.StringArray(np.full(n, pd.NA, dtype=object))
+
+
+def _no_ints(n: int) -> pd.api.extensions.ExtensionArray:
+    return pd.arrays.IntegerArray(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool))
+
+
+def _times(values: list[Any]) -> np.ndarray:
+    """``time_created_ns`` values as datetime64[us] (NaT where ``_time`` gives None): the
+    arithmetic of ``datetime.fromtimestamp(t / 1e9)``, rounding half to even, on arrays."""
+    n = len(values)
+    if set(map(type, values)) <= {int}:
+        try:
+            ns = np.array(values, dtype=np.int64)
+        except OverflowError:
+            ns = None
+        if ns is not None:
+            frac, whole = np.modf(ns.astype(np.float64) / 1e9)
+            us = np.rint(frac * 1e6)
+            up, down = us >= 1e6, us < 0
+            us[up] -= 1e6
+            whole[up] += 1.0
+            us[down] += 1e6
+            whole[down] -= 1.0
+            ok = (whole >= SECONDS_MIN) & (whole <= SECONDS_MAX)
+            sec = np.where(ok, whole, 0).astype(np.int64)
+            out = (sec * 1_000_000 + us.astype(np.int64)).view("datetime64[us]")
+            out[~ok] = np.datetime64("NaT")
+            return out
+    out = np.empty(n, dtype="datetime64[us]")
+    for i, t in enumerate(values):
+        when = _time(t)
+        out[i] = np.datetime64("NaT") if when is None else np.datetime64(when, "us")
+    return out
+
+
+def _texts(values: list[Any], *, json_text: bool = True,
+           numel: bool = True) -> tuple[list[str], list[str | None], list[int | None]]:
+    """``str``, and (where asked) ``json.dumps`` and ``_numel``, of each sizes/dtypes value:
+    the last two once per distinct value (entries repeat the same few), told apart by type
+    and ``str``, which differ between different plain-data values."""
+    strs = list(map(str, values))
+    if set(map(type, values)) <= {list}:
+        keys: list[Any] = strs  # lists alike: their ``str`` alone tells them apart
+    else:
+        keys = list(zip(map(type, values), strs, strict=True))
+    firsts = dict(zip(keys, values, strict=True))
+    out_json: list[str | None] = []
+    out_numel: list[int | None] = []
+    if json_text:
+        try:
+            texts = {k: None if v is None else json.dumps(v) for k, v in firsts.items()}
+        except TypeError as e:  # a dict keyed by something JSON cannot name
+            raise ValueError(f"an entry's sizes or dtypes are not plain data ({e})") from None
+        out_json = list(map(texts.__getitem__, keys))
+    if numel:
+        counts = {k: _numel(v) for k, v in firsts.items()}
+        out_numel = list(map(counts.__getitem__, keys))
+    return strs, out_json, out_numel
+
+
+TRY_SHARED_FRAMES = 64  # entries looked at for frame dicts shared between entries
+
+
+def _frame_texts(values: list[Any]) -> list[list[str]]:
+    """Each entry's frames as ``name (file:line)`` strings, innermost first; equal lists are
+    one shared list (read-only, as every ``frames`` value is). Torch shares frame dicts
+    between entries: where the first entries show that, a list of the same dicts (by
+    identity: they are alive, so their ids are theirs) is formatted once."""
+    values = [fr if fr and isinstance(fr, list | tuple) else () for fr in values]
+    empty: list[str] = []
+    lists: dict[tuple[str, ...], list[str]] = {(): empty}
+    seen: set[int] = set()
+    shared = False
+    for fr in values[:TRY_SHARED_FRAMES]:
+        ids = set(map(id, fr))
+        if seen & ids:
+            shared = True
+            break
+        seen |= ids
+    if not shared:
+        try:  # every frame a dict with the three keys (else a TypeError or KeyError)
+            texts = [[f"{f['name']} ({f['filename']}:{f['line']})" for f in fr] if fr
+                     else empty for fr in values]
+        except (TypeError, KeyError):
+            texts = [[f"{f.get('name')} ({f.get('filename')}:{f.get('line')})" for f in fr
+                      if isinstance(f, dict)] if fr else empty for fr in values]
+        return [lists.setdefault(tuple(t), t) for t in texts]
+    by_ids: dict[tuple[int, ...], list[str]] = {}
+    out: list[list[str]] = []
+    for fr in values:
+        ids = tuple(map(id, fr))
+        got = by_ids.get(ids)
+        if got is None:
+            t = [f"{f.get('name')} ({f.get('filename')}:{f.get('line')})" for f in fr
+                 if isinstance(f, dict)]
+            got = by_ids[ids] = lists.setdefault(tuple(t), t)
+        out.append(got)
+    return out
+
+
+def dump_frame(dump: dict[str, Any], rank: int | None, source: str) -> pd.DataFrame:
+    """The ``collectives`` table of one dump: one row per recorded entry (the schema's columns
+    and dtypes). Raises ValueError when an entry's data cannot be read as plain data."""
+    try:
+        with _gc_paused():
+            return _dump_frame(dump, rank, source)
+    except RecursionError:
+        raise ValueError("an entry nests lists or dicts too deeply to read") from None
+
+
+def _dump_frame(dump: dict[str, Any], rank: int | None, source: str) -> pd.DataFrame:
+    raw = dump.get("entries") or []
+    if not isinstance(raw, list | tuple):
+        raw = []  # a dict, a string, a number: no entry records in it
+    index = [i for i, e in enumerate(raw) if isinstance(e, dict)]
+    ents = raw if len(index) == len(raw) else [raw[i] for i in index]
+    n = len(ents)
+
     status = dump.get("pg_status") or {}
-    for i, e in enumerate(dump.get("entries") or []):
-        if not isinstance(e, dict):
-            continue
-        st = status.get(str(e.get("pg_id"))) if isinstance(status, dict) else None
+    pg_keys = list(map(str, _field(ents, "pg_id")))
+    enq: dict[str, int | None] = {}
+    comp: dict[str, int | None] = {}
+    for key in set(pg_keys):
+        st = status.get(key) if isinstance(status, dict) else None
         st = st if isinstance(st, dict) else {}
-        p2p = bool(e.get("is_p2p"))
-        seq = e.get("p2p_seq_id") if p2p else e.get("collective_seq_id")
-        op = str(e.get("profiling_name") or "")
-        state = str(e.get("state") or "")
-        pg = _pg_label(e)
-        sizes, dtypes = e.get("input_sizes"), e.get("input_dtypes")
-        frames = [
-            f"{f.get('name')} ({f.get('filename')}:{f.get('line')})"
-            for f in (e.get("frames") or [])
-            if isinstance(f, dict)
-        ]
-        t = e.get("time_created_ns")
-        when = datetime.fromtimestamp(t / 1e9, tz=timezone.utc).replace(tzinfo=None) if isinstance(t, int) else None
-        yield {
-            "rank": rank,
-            "process_group": pg,
-            "seq_num": seq if isinstance(seq, int) else None,
-            "op_type": op or None,
-            "numel_in": _numel(sizes),
-            "numel_out": _numel(e.get("output_sizes")),
-            "timeout_ms": e.get("timeout_ms") if isinstance(e.get("timeout_ms"), int) else None,
-            "state": state or None,
-            "last_enqueued": st.get("last_enqueued_collective"),
-            "last_completed": st.get("last_completed_collective"),
-            "sizes": json.dumps(sizes) if sizes is not None else None,
-            "dtypes": json.dumps(dtypes) if dtypes is not None else None,
-            "frames": frames,
-            "time": when,
-            "source": f"{source}#entry{i}",
-            "line": f"rank {rank} pg {pg} seq {seq} {op} sizes {sizes} {dtypes} state {state}"
-            + (" (p2p)" if p2p else ""),
-        }
+        enq[key] = _status_int(st.get("last_enqueued_collective"))
+        comp[key] = _status_int(st.get("last_completed_collective"))
+
+    p2p = list(map(bool, _field(ents, "is_p2p")))
+    if any(p2p):
+        seqs = [e.get("p2p_seq_id") if p else e.get("collective_seq_id")
+                for e, p in zip(ents, p2p, strict=True)]
+    else:
+        seqs = _field(ents, "collective_seq_id")
+    ops = _texts_of(_field(ents, "profiling_name"))
+    states = _texts_of(_field(ents, "state"))
+    names: dict[str | None, str | None] = {}
+    pgs = [names.setdefault(pg, pg) for pg in map(_pg_label, ents)]  # one str per group
+
+    size_str, size_json, numel_in = _texts(_field(ents, "input_sizes"))
+    dtype_str, dtype_json, _ = _texts(_field(ents, "input_dtypes"), numel=False)
+    _, _, numel_out = _texts(_field(ents, "output_sizes"), json_text=False)
+
+    prefix = f"rank {rank} pg "
+    lines = [
+        f"{prefix}{pg} seq {seq} {op} sizes {s} {d} state {state}" + (" (p2p)" if p else "")
+        for pg, seq, op, s, d, state, p in zip(pgs, seqs, ops, size_str, dtype_str, states,
+                                                 p2p, strict=True)
+    ]
+    cols: dict[str, Any] = {
+        "rank": _no_ints(n) if rank is None else _ints([rank] * n),
+        "host": _no_strings(n),
+        "process_group": _strings(pgs),
+        "seq_num": _ints(_only_ints(seqs)),
+        "op_type": _strings([op or None for op in ops]),
+        "numel_in": _ints(numel_in),
+        "numel_out": _ints(numel_out),
+        "timeout_ms": _ints(_only_ints(_field(ents, "timeout_ms"))),
+        "ran_for_ms": _no_ints(n),
+        "state": _strings([s or None for s in states]),
+        "last_enqueued": _ints([enq[k] for k in pg_keys]),
+        "last_completed": _ints([comp[k] for k in pg_keys]),
+        "sizes": _strings(size_json),
+        "dtypes": _strings(dtype_json),
+        "frames": _frame_texts(_field(ents, "frames")),
+        "time": _times(_field(ents, "time_created_ns")),
+        "source": _strings([f"{source}#entry{i}" for i in index]),
+        "line": _strings(lines),
+    }
+    if not n or bool(np.isnat(cols["time"]).all()):
+        # no time at all: the unit pandas gives a column of Nones (as ``schema.frame`` does)
+        cols["time"] = cols["time"].astype("datetime64[s]")
+    return pd.DataFrame(cols, columns=list(COLUMNS))
+
+
+def load_frames(path: Path) -> dict[str, pd.DataFrame]:
+    """A dump as its ``collectives`` table (ValueError when it cannot be read)."""
+    with _gc_paused():
+        dump = read_dump(path)
+        df = dump_frame(dump, rank_from_name(path), str(path))
+        del dump  # freed while the collector is off: it has nothing left to walk
+    return {"collectives": df}
 
 
 def load_rows(path: Path) -> list[tuple[str, Row]]:
@@ -149,4 +393,13 @@ def load_rows(path: Path) -> list[tuple[str, Row]]:
     return [("collectives", r) for r in dump_rows(dump, rank_from_name(path), str(path))]
 
 
-LOADER = FileLoader("flight_recorder", looks_like_dump, load_rows, kind="dump")
+@dataclass(frozen=True)
+class FrameLoader(FileLoader):
+    """A ``FileLoader`` that also gives its tables as DataFrames (``load_frames``), which the
+    loader takes instead of row dicts."""
+
+    load_frames: Callable[[Any], dict[str, pd.DataFrame]] | None = None
+
+
+LOADER = FrameLoader("flight_recorder", looks_like_dump, load_rows, kind="dump",
+                     load_frames=load_frames)
