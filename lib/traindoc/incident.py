@@ -103,15 +103,25 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     one file echoes the n-th occurrence in an earlier file; repeats within a file are kept."""
     if len(df) < 2 or "line" not in df or "source" not in df:
         return df
-    file = df["source"].str.rsplit(":", n=1).str[0].str.split("#entry", n=1).str[0]
+    line = df["line"].fillna("")
+    # only a row whose line occurs again can echo (or be echoed): most rows are ruled out by
+    # one hash of the line column, and the files are worked out for the others only
+    cand = line.duplicated(keep=False).to_numpy()
+    if not cand.any():
+        return df
+    sub = df.loc[cand]
+    file = sub["source"].str.rsplit(":", n=1).str[0].str.split("#entry", n=1).str[0]
     if file.nunique() < 2:
         return df
-    host = df["host"].fillna("") if "host" in df else ""
-    key = pd.DataFrame({"f": file, "r": df["rank"].fillna(-1), "h": host,
-                        "l": df["line"].fillna("")})
+    host = sub["host"].fillna("") if "host" in sub else ""
+    key = pd.DataFrame({"f": file, "r": sub["rank"].fillna(-1), "h": host, "l": line[cand]})
     key["n"] = key.groupby(["f", "r", "h", "l"]).cumcount()
-    dup = key.duplicated(["r", "h", "l", "n"], keep="first")
-    return df.loc[~dup.to_numpy()].reset_index(drop=True)
+    dup = key.duplicated(["r", "h", "l", "n"], keep="first").to_numpy()
+    if not dup.any():
+        return df
+    drop = cand.copy()
+    drop[cand] = dup
+    return df.loc[~drop].reset_index(drop=True)
 
 
 def _span(ranks: list[int]) -> str:
