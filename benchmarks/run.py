@@ -68,6 +68,7 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
     if kind == "stacks":
         from traindoc.diagnose import deadlock
 
+        t1 = time.perf_counter()  # (not the table sizes above)
         procs, outliers, rule, _ = deadlock.analyse(inc)
         out["group_s"] = time.perf_counter() - t1
         out["groups"] = len({p.signature for p in procs})
@@ -75,6 +76,7 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
     if kind == "fr":
         from traindoc.diagnose.collectives import first_mismatch
 
+        t1 = time.perf_counter()  # (not the table sizes above)
         mm = first_mismatch(inc.collectives)
         out["mismatch_s"] = time.perf_counter() - t1
         out["mismatch"] = mm and {k: mm[k] for k in ("seq_num", "kind", "ranks")}
