@@ -451,7 +451,6 @@ class FastText:
     def __init__(self, ld: _Loader, stream: _Stream, reg: Registry) -> None:
         self.ld = ld
         self.st = stream
-        self._n = 0  # where the chunk being read ends
         self.reg = reg
         self.scan = reg.scanner
         self.lineno = 0
@@ -552,14 +551,14 @@ class FastText:
             got = self._merged[id(origin)] = (origin, (m.rank, m.host))
         return got[1]
 
-    def _skip(self, chunk: bytes, pos: int, end: int) -> int:
-        """Count the lines from ``pos`` up to ``end`` (a line start, or the chunk's end) that
+    def _skip(self, chunk: bytes, pos: int, end: int, n: int) -> int:
+        """Count the lines from ``pos`` up to ``end`` (a line start, or ``n``, the chunk's end) that
         belong to no open record as read and not parsed; return where the first line that may
         belong to one starts (``end`` if none). Lines are told apart by their first ``HEAD``
         bytes where those decide who wrote them (``_heads``), else one by one; they are split
         off in windows that double, so a record's next line close by costs little."""
         busy, heads = self.st.busy, self._heads
-        n, find = self._n, chunk.find
+        find = chunk.find
         skipped = 0
         window = SKIP_WINDOW
         while pos < end:
@@ -651,7 +650,6 @@ class FastText:
             return
         ld, st = self.ld, self.st
         acc = ld.acc
-        self._n = n
         years = self._real_years(chunk, start, n, years)
         precise = False  # True: every ISO date is a candidate (its year may change the stream's)
         if years - {st.year}:  # and every line with escapes (one may cut a date)
@@ -681,7 +679,7 @@ class FastText:
             # (a pending wrapped line takes any line, a block parser its own rank's lines).
             while pos < nxt and (st.pending is not None or busy):
                 if st.pending is None:
-                    pos = self._skip(chunk, pos, nxt)
+                    pos = self._skip(chunk, pos, nxt, n)
                     lineno += self.lineno_skipped
                     if pos >= nxt:
                         break

@@ -122,39 +122,16 @@ def _open_bytes(path: Path, head: bytes) -> Any:
 
 def _chunks(fh: Any, acc: _Account, name: str) -> Iterator[bytes]:
     """Raw byte chunks, ending on a line break where possible; gzip errors become warnings."""
-    rest = b""
-    # read1: a gzip cut short raises only on the read that hits the cut, after the data before it
-    read = getattr(fh, "read1", fh.read)
-    while True:
-        try:
-            block = read(CHUNK_BYTES)
-        except (EOFError, OSError, zlib.error) as e:
-            acc.warn(f"{name}: stopped reading early ({type(e).__name__}: {e}); "
-                     "kept what came before (a gzip cut short?)")
-            block = b""
-        if not block:
-            if rest:
-                yield rest
-            return
-        cut = block.rfind(b"\n")
-        if cut < 0:
-            block = rest + block
-            if len(block) > MAX_LINE_CHARS * 4:
-                yield block
-                rest = b""
-            else:
-                rest = block
-            continue
-        # one copy of the block, not two (rest + block, then its head)
-        out = b"".join((rest, memoryview(block)[: cut + 1]))
-        rest = block[cut + 1 :]
-        yield out
+    for buf, start, end in _spans(fh, acc, name):
+        yield buf if start == 0 and end == len(buf) else buf[start:end]
 
 
 def _spans(fh: Any, acc: _Account, name: str) -> Iterator[tuple[bytes, int, int]]:
-    """What ``_chunks`` yields, as ``(buffer, start, end)`` without copying whole blocks: the
-    line cut by a block's end comes as a small chunk of its own, then the rest of the next
-    block in place (a line break just before ``start``)."""
+    """Byte chunks ``buffer[start:end]`` ending on a line break where possible (a line
+    longer than 4 ``MAX_LINE_CHARS`` is cut), without copying whole blocks: the line cut by a
+    block's end comes as a small chunk of its own, then the rest of the next block in place (a
+    line break just before ``start``). Gzip errors become warnings."""
+    # read1: a gzip cut short raises only on the read that hits the cut, after the data before it
     rest = b""
     read = getattr(fh, "read1", fh.read)
     while True:
