@@ -475,17 +475,7 @@ class FastText:
         ld._physical(self.st, text, lineno)
 
     def _plain(self, chunk: bytes) -> None:
-        from .load import _decode
-
-        text = _decode(chunk, self.ld.acc)
-        if "\x00" in text:
-            text = text.replace("\x00", "")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        for raw in lines:
-            self.lineno += 1
-            self.ld._physical(self.st, raw, self.lineno)
+        self.lineno = self.ld.read_chunk(self.st, chunk, self.lineno)
 
     # Lines through the same steps, with what the scan learnt -------------------------------
     def _fast(self, b: bytes, lineno: int, flags: int, mask: int) -> None:

@@ -267,18 +267,24 @@ class _Loader:
             with _open_bytes(path, head) as fh:
                 for chunk in _chunks(fh, self.acc, name):
                     self._read(fh)
-                    text = _decode(chunk, self.acc)
-                    if "\x00" in text:
-                        text = text.replace("\x00", "")
-                    lines = text.split("\n")
-                    if lines and lines[-1] == "":
-                        lines.pop()
-                    for raw in lines:
-                        lineno += 1
-                        self._physical(stream, raw, lineno)
+                    lineno = self.read_chunk(stream, chunk, lineno)
         except OSError as e:
             self.acc.warn(f"{name}: reading stopped at line {lineno} ({e})")
         self._end(stream)
+
+    def read_chunk(self, stream: _Stream, chunk: bytes, lineno: int) -> int:
+        """Every line of ``chunk`` through ``_physical`` (the reference path); the number of
+        the last line read."""
+        text = _decode(chunk, self.acc)
+        if "\x00" in text:
+            text = text.replace("\x00", "")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for raw in lines:
+            lineno += 1
+            self._physical(stream, raw, lineno)
+        return lineno
 
     def _load_fast(self, path: Path, head: bytes, stream: _Stream) -> None:
         """The same as the loop above, through ``ingest.FastText`` (see ingest.py)."""
@@ -331,58 +337,53 @@ class _Loader:
         self._end(stream)
 
     def _load_whole(self, loader: FileLoader, path: Path) -> None:
-        if getattr(loader, "load_frames", None) is not None:
-            self._load_whole_frames(loader, path)
-            return
+        """A whole-file loader's tables: as DataFrames where it gives them (``load_frames``:
+        flight-recorder dumps, no dict per row), else as rows."""
+        load_frames = getattr(loader, "load_frames", None)
         try:
-            rows = loader.load(path)
+            got = load_frames(path) if load_frames is not None else loader.load(path)
         except (OSError, ValueError) as e:
             what = "flight-recorder dump" if loader.kind == "dump" else f"{loader.name} file"
             self.acc.warn(f"{path}: {what} not loaded: {e}")
             return
         if loader.kind == "dump":
             self.acc.dumps += 1
-            if rows and rows[0][1].get("rank") is None:
+            if load_frames is None:
+                no_rank = bool(got) and got[0][1].get("rank") is None
+            else:
+                first = next((df for df in got.values() if len(df)), None)
+                no_rank = first is not None and "rank" in first and pd.isna(first["rank"].iloc[0])
+            if no_rank:
                 self.acc.warn(f"{path}: flight-recorder dump whose file name carries no rank")
         self.acc.files.append(str(path))
-        for table, row in rows:
+        if load_frames is not None:
+            for table, df in got.items():
+                self._add_frame(table, df)
+            return
+        for table, row in got:
             self.rows[table].append(row)
             self.sources[table].add("")
-        for table, got in self.rows.items():
-            if len(got) >= FLUSH_ROWS:
+        for table, rows in self.rows.items():
+            if len(rows) >= FLUSH_ROWS:
                 self._flush(table)
 
-    def _load_whole_frames(self, loader: Any, path: Path) -> None:
-        """``_load_whole`` for a loader that gives DataFrames (``load_frames``: flight-recorder
-        dumps): the same tables and account, without a dict per row."""
-        try:
-            got = loader.load_frames(path)
-        except (OSError, ValueError) as e:
-            what = "flight-recorder dump" if loader.kind == "dump" else f"{loader.name} file"
-            self.acc.warn(f"{path}: {what} not loaded: {e}")
+    def _add_frame(self, table: str, df: pd.DataFrame) -> None:
+        """A whole-file loader's rows of ``table`` as one DataFrame, after the rows before it."""
+        if not len(df):
             return
-        if loader.kind == "dump":
-            self.acc.dumps += 1
-            first = next((df for df in got.values() if len(df)), None)
-            if first is not None and "rank" in first and pd.isna(first["rank"].iloc[0]):
-                self.acc.warn(f"{path}: flight-recorder dump whose file name carries no rank")
-        self.acc.files.append(str(path))
-        for table, df in got.items():
-            if not len(df):
-                continue
-            self._flush(table)  # rows read before this file stay before its rows
-            parts = self.frames[table]
-            parts.append(df)
-            self.sources[table].add("")
-            # many dumps make many small parts: join the trailing small ones (in order)
-            # MERGE_PARTS at a time, so that ``tables`` joins a few large parts
-            run = 0
-            for p in reversed(parts):
-                if len(p) >= FLUSH_ROWS // MERGE_PARTS or run == MERGE_PARTS:
-                    break
-                run += 1
-            if run == MERGE_PARTS:
-                parts[-run:] = [pd.concat(parts[-run:], ignore_index=True)]
+        self._flush(table)  # rows read before this file stay before its rows
+        parts = self.frames[table]
+        parts.append(df)
+        self.sources[table].add("")
+        # many dumps make many small parts: join the trailing small ones (in order)
+        # MERGE_PARTS at a time, so that ``tables`` joins a few large parts
+        run = 0
+        for p in reversed(parts):
+            if len(p) >= FLUSH_ROWS // MERGE_PARTS or run == MERGE_PARTS:
+                break
+            run += 1
+        if run == MERGE_PARTS:
+            parts[-run:] = [pd.concat(parts[-run:], ignore_index=True)]
 
     def _flush(self, table: str) -> None:
         rows = self.rows[table]
