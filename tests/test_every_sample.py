@@ -8,11 +8,11 @@ import importlib
 import pytest
 
 import traindoc
-from conftest import DATA
+from conftest import SAMPLE_DIRS
 from traindoc.report import Report
 
 CLASSES = ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage"]
-SAMPLES = sorted(p for p in DATA.glob("*/*/") if p.is_dir())
+SAMPLES = SAMPLE_DIRS
 
 
 @pytest.fixture(scope="module")

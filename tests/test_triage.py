@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import traindoc
-from conftest import DATA
+from conftest import DATA, SAMPLE_DIRS
 from traindoc.diagnose import triage
 from traindoc.report import Action, Report
 
@@ -94,7 +94,7 @@ def test_launcher_sigterm_and_peer_loss_are_not_crashes(sample: str) -> None:
 def test_every_sample_shows_its_own_class() -> None:
     """Every bundled sample of a table-detected class (timeout, gpu_crash, deadlock) is
     triaged as that class; the others at least triage without error."""
-    for d in sorted(p for p in DATA.glob("*/*/") if p.is_dir()):
+    for d in SAMPLE_DIRS:
         spec = {}
         for name in ("expected.json", "drill.json"):
             if (d / name).exists():

@@ -30,12 +30,14 @@ EXIT_OK = 0  # diagnosed: the runbook ran and wrote summary.json
 EXIT_NO_INPUT = 1  # nothing could be read from LOGS (the runbook raised NoInputError)
 EXIT_USAGE = 2  # bad command line: unknown runbook or parameter, missing argument
 EXIT_FAILED = 3  # the runbook itself failed (a bug: the executed notebook holds the traceback)
+EXIT_BELOW_FLOOR = 4  # traindoc score: fewer cases right than --floor
 
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}  diagnosed: the runbook ran and wrote DIR/summary.json
   {EXIT_NO_INPUT}  input unreadable: nothing could be read from LOGS (one sentence says why)
   {EXIT_USAGE}  usage: unknown runbook, drill or parameter, or a missing argument
   {EXIT_FAILED}  a runbook failed for another reason (see the executed notebook in DIR)
+  {EXIT_BELOW_FLOOR}  traindoc score: fewer cases right than --floor
 """
 RESERVED = ("log_path", "output_dir")  # set by LOGS and -o, never by -p
 KERNEL = "python3"
@@ -192,6 +194,19 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
     d.add_argument("--steps", type=int, default=None, help="training steps (default per drill)")
     d.add_argument("--nproc", type=int, default=2, help="worker processes (default 2)")
     sub.add_parser("list", help="list the runbooks and drills")
+    s = sub.add_parser("score", help="score the runbooks on a corpus of real incident logs",
+                       description="Run every case's runbook on its logs and compare the facts "
+                                   "with the case's expectations (data/corpus/README.md).")
+    s.add_argument("corpus", nargs="?", default=None, metavar="DIR",
+                   help="a corpus, one runbook's folder or one case (default: data/corpus)")
+    s.add_argument("--json", type=Path, default=None, metavar="FILE",
+                   help="also write the outcomes as JSON")
+    s.add_argument("--notebooks", type=int, default=1, metavar="K",
+                   help="cases of each runbook run through the notebook itself (default 1)")
+    s.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes (default: one per core)")
+    s.add_argument("--floor", type=float, default=None, metavar="PCT",
+                   help="exit 4 when fewer than PCT %% of the cases are right")
     return p
 
 
@@ -270,6 +285,28 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
     return EXIT_OK
 
 
+def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) -> int:
+    from . import score
+    from .load import REPO_ROOT
+
+    root = Path(args.corpus) if args.corpus else REPO_ROOT / "data" / "corpus"
+    if not root.is_dir():
+        p.error(f"no corpus folder {root}")
+    try:
+        cases = score.find_cases(root)
+    except ValueError as e:
+        p.error(str(e))
+    if not cases:
+        p.error(f"no case.json under {root}")
+    outcomes = score.score(cases, notebooks=args.notebooks, workers=args.workers)
+    print(score.render(outcomes), file=stdout)
+    if args.json:
+        args.json.write_text(json.dumps(score.as_json(outcomes), indent=1, default=str) + "\n",
+                             encoding="utf-8")
+    pct = 100 * sum(o.right for o in outcomes) / len(outcomes)
+    return EXIT_BELOW_FLOOR if args.floor is not None and pct < args.floor else EXIT_OK
+
+
 def _list(books: dict[str, Path], stdout: Any) -> int:
     from . import drills
 
@@ -309,6 +346,8 @@ def _dispatch(p: argparse.ArgumentParser, args: argparse.Namespace, books: dict[
         return _list(books, stdout)
     if args.command == "drill":
         return _drill(args, p, stdout, stderr)
+    if args.command == "score":
+        return _score(args, p, stdout)
     if args.command not in ("triage", "run"):
         p.print_help(stderr)
         return EXIT_USAGE

@@ -1,0 +1,308 @@
+"""Score the runbooks on a corpus of real incident logs (``data/corpus``, see its README).
+
+A case is a folder holding ``case.json`` (source, runbook, expected facts) and ``logs/`` (the
+excerpt). Scoring a case loads its logs and runs its runbook's diagnosis with the runbook's
+defaults — the same library calls the notebook makes — then compares the facts with the rules
+of ``matches``. A sample of cases can also go through the notebooks themselves (papermill), so
+the runbooks are scored, not only the library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
+REL_TOLERANCE = 0.02  # floats within 2 %
+OPERATORS = ("any_of", "min", "max", "contains")
+REQUIRED_KEYS = ("id", "runbook", "source", "summary", "facts")
+
+
+@dataclass
+class Case:
+    """One corpus case: where it is and what it expects."""
+
+    id: str
+    runbook: str
+    path: Path
+    facts: dict[str, Any]
+    source: dict[str, Any]
+    summary: str = ""
+    features: list[str] = field(default_factory=list)
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+
+@dataclass
+class Mismatch:
+    """One fact the runbook got wrong."""
+
+    fact: str
+    expected: Any
+    actual: Any
+
+
+@dataclass
+class Outcome:
+    """How the runbook did on one case."""
+
+    id: str
+    runbook: str
+    right: bool
+    mismatches: list[Mismatch] = field(default_factory=list)
+    error: str | None = None
+    via: str = "library"  # "library" or "notebook"
+    seconds: float = 0.0
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        """One line for a failing case: what was expected, what came out."""
+        if self.error:
+            return f"✗ {self.id} [{self.runbook}]: {self.error}"
+        parts = [f"{m.fact}: expected {_short(m.expected)}, got {_short(m.actual)}"
+                 for m in self.mismatches]
+        return f"✗ {self.id} [{self.runbook}]: " + "; ".join(parts)
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+def _is_operator(v: Any) -> bool:
+    return isinstance(v, dict) and bool(v) and set(v) <= set(OPERATORS)
+
+
+def _empty(v: Any) -> bool:
+    return v is None or v == [] or v == {} or (isinstance(v, float) and math.isnan(v))
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def matches(expected: Any, actual: Any) -> bool:
+    """Whether ``actual`` satisfies ``expected`` under the corpus rules (see the corpus README):
+    null/[] mean none; lists of scalars are sets; ints exact, floats within 2 %; ``any_of``,
+    ``min``/``max`` and ``contains`` operators; dicts compare the keys they give; lists of dicts
+    compare in order and must be as long."""
+    if _is_operator(expected):
+        if "any_of" in expected:
+            return any(matches(e, actual) for e in expected["any_of"])
+        if "contains" in expected:
+            return (isinstance(actual, str)
+                    and str(expected["contains"]).lower() in actual.lower())
+        if not _number(actual) or (isinstance(actual, float) and math.isnan(actual)):
+            return False
+        lo, hi = expected.get("min"), expected.get("max")
+        return (lo is None or actual >= lo) and (hi is None or actual <= hi)
+    if _empty(expected):
+        return _empty(actual)
+    if isinstance(expected, bool):
+        return isinstance(actual, bool) and actual == expected
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            matches(v, _get(actual, k)) for k, v in expected.items())
+    if isinstance(expected, list):
+        if not isinstance(actual, list | tuple):
+            return False
+        if any(isinstance(e, dict) and not _is_operator(e) for e in expected):
+            return len(expected) == len(actual) and all(
+                matches(e, a) for e, a in zip(expected, actual, strict=True))
+        return _same_set(expected, list(actual))
+    if _number(expected):
+        if not _number(actual):
+            return False
+        if isinstance(expected, int) and isinstance(actual, int):
+            return expected == actual
+        return math.isclose(float(actual), float(expected), rel_tol=REL_TOLERANCE,
+                            abs_tol=1e-9)
+    if isinstance(expected, str) and isinstance(actual, str):
+        return expected == actual
+    return bool(expected == actual)
+
+
+def _get(d: dict, key: str) -> Any:
+    """``d[key]``, also when JSON made an int key a string or the other way round."""
+    if key in d:
+        return d[key]
+    alt: Any = int(key) if isinstance(key, str) and key.lstrip("-").isdigit() else str(key)
+    return d.get(alt)
+
+
+def _same_set(expected: list, actual: list) -> bool:
+    """Every expected item matched by some actual one and the other way round."""
+    return (all(any(matches(e, a) for a in actual) for e in expected)
+            and all(any(matches(e, a) for e in expected) for a in actual))
+
+
+def compare(expected: dict[str, Any], actual: dict[str, Any]) -> list[Mismatch]:
+    """The facts of ``expected`` that ``actual`` does not satisfy."""
+    return [Mismatch(k, v, actual.get(k)) for k, v in expected.items()
+            if not matches(v, actual.get(k))]
+
+
+# --- cases -----------------------------------------------------------------------------------
+
+def read_case(path: Path) -> Case:
+    """The case in folder ``path``; ``ValueError`` says what is wrong with its case.json."""
+    cj = path / "case.json"
+    try:
+        raw = json.loads(cj.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{cj}: {e}") from e
+    missing = [k for k in REQUIRED_KEYS if k not in raw]
+    if missing:
+        raise ValueError(f"{cj}: missing {', '.join(missing)}")
+    if raw["runbook"] not in RUNBOOKS:
+        raise ValueError(f"{cj}: unknown runbook {raw['runbook']!r}")
+    if not isinstance(raw["facts"], dict) or not raw["facts"]:
+        raise ValueError(f"{cj}: facts must be a non-empty object")
+    return Case(id=str(raw["id"]), runbook=raw["runbook"], path=path, facts=raw["facts"],
+                source=raw["source"], summary=raw.get("summary", ""),
+                features=list(raw.get("features", [])))
+
+
+def find_cases(root: str | os.PathLike[str]) -> list[Case]:
+    """Every case under ``root`` (a corpus, one runbook's folder, or one case), sorted by id."""
+    base = Path(root)
+    files = [base / "case.json"] if (base / "case.json").is_file() else sorted(
+        base.rglob("case.json"))
+    return sorted((read_case(f.parent) for f in files), key=lambda c: (c.runbook, c.id))
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def library_facts(case: Case) -> dict[str, Any]:
+    """The facts the runbook's own library calls give on ``case`` (its default knobs)."""
+    from .load import load_or_fail
+
+    incident = load_or_fail(str(case.logs))
+    module = importlib.import_module(f"traindoc.diagnose.{case.runbook}")
+    return dict(module.diagnose(incident).facts)
+
+
+def notebook_facts(case: Case, output_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The facts in the ``summary.json`` that the runbook notebook writes on ``case``."""
+    from .cli import execute_runbook
+
+    params = {"run_runbooks": False} if case.runbook == "triage" else {}
+    ex = execute_runbook(case.runbook, str(case.logs.resolve()), output_dir, params)
+    if ex.summary is None:
+        raise RuntimeError(ex.error or "the runbook wrote no summary.json")
+    return dict(ex.summary.get("facts", {}))
+
+
+def score_case(case: Case, via: str = "library") -> Outcome:
+    """Run ``case`` (through the library, or its notebook with ``via="notebook"``); never
+    raises: a failure to run is a wrong case with its error."""
+    t0 = time.perf_counter()
+    out = Outcome(case.id, case.runbook, right=False, via=via)
+    try:
+        if via == "notebook":
+            with tempfile.TemporaryDirectory(prefix="traindoc-score-") as tmp:
+                facts = notebook_facts(case, tmp)
+        else:
+            facts = library_facts(case)
+    except Exception as e:  # a crash on a real log is a wrong answer, and a finding
+        out.error = f"{type(e).__name__}: {e}"[:300]
+    else:
+        out.facts = json.loads(json.dumps(facts, default=str))
+        out.mismatches = compare(case.facts, out.facts)
+        out.right = not out.mismatches
+    out.seconds = round(time.perf_counter() - t0, 2)
+    return out
+
+
+def notebook_sample(cases: Sequence[Case], per_runbook: int) -> set[str]:
+    """Ids of the cases that go through the notebooks: the first ``per_runbook`` of each
+    runbook in a fixed order (a stable hash of the id), so the sample is the same every run."""
+    import zlib
+
+    chosen: set[str] = set()
+    for rb in RUNBOOKS:
+        mine = sorted((c for c in cases if c.runbook == rb),
+                      key=lambda c: zlib.crc32(c.id.encode()))
+        chosen.update(c.id for c in mine[:per_runbook])
+    return chosen
+
+
+def _score_one(args: tuple[Case, str]) -> Outcome:
+    return score_case(*args)
+
+
+def score(cases: Sequence[Case], notebooks: int = 1, workers: int | None = None,
+          progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Score every case, in parallel processes; ``notebooks`` cases of each runbook go through
+    papermill (the rest through the same library calls in-process)."""
+    sample = notebook_sample(cases, notebooks)
+    jobs = [(c, "notebook" if c.id in sample else "library") for c in cases]
+    # notebooks first: they are the slow ones
+    jobs.sort(key=lambda j: j[1] != "notebook")
+    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
+    results: dict[str, Outcome] = {}
+    if n == 1:
+        it: Iterable[Outcome] = map(_score_one, jobs)
+        for o in it:
+            results[o.id] = o
+            if progress:
+                progress(o)
+    else:
+        with ProcessPoolExecutor(max_workers=n) as pool:
+            for o in pool.map(_score_one, jobs, chunksize=1):
+                results[o.id] = o
+                if progress:
+                    progress(o)
+    return [results[c.id] for c in cases]
+
+
+# --- the report ------------------------------------------------------------------------------
+
+def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """Per runbook: cases, right, percent; the last row is the total."""
+    rows = []
+    for rb in RUNBOOKS:
+        mine = [o for o in outcomes if o.runbook == rb]
+        if mine:
+            right = sum(o.right for o in mine)
+            rows.append({"runbook": rb, "cases": len(mine), "right": right,
+                         "percent": round(100 * right / len(mine), 1)})
+    right = sum(o.right for o in outcomes)
+    rows.append({"runbook": "all", "cases": len(outcomes), "right": right,
+                 "percent": round(100 * right / len(outcomes), 1) if outcomes else 0.0})
+    return rows
+
+
+def render(outcomes: Sequence[Outcome]) -> str:
+    """The scorer's text: a line per failing case, the per-runbook table, ``K/N cases right``."""
+    lines = [o.line() for o in outcomes if not o.right]
+    if lines:
+        lines.append("")
+    lines.append(f"{'runbook':<12} {'cases':>6} {'right':>6} {'%':>6}")
+    for r in table(outcomes):
+        lines.append(f"{r['runbook']:<12} {r['cases']:>6} {r['right']:>6} {r['percent']:>6.1f}")
+    via_nb = sum(o.via == "notebook" for o in outcomes)
+    lines.append(f"({via_nb} case(s) scored through the notebooks, the rest through the same "
+                 "library calls)")
+    lines.append(f"{sum(o.right for o in outcomes)}/{len(outcomes)} cases right")
+    return "\n".join(lines)
+
+
+def as_json(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """What ``--json`` writes."""
+    return {"table": table(outcomes),
+            "right": sum(o.right for o in outcomes), "cases": len(outcomes),
+            "outcomes": [asdict(o) for o in outcomes]}
+
+
+def _short(v: Any, limit: int = 120) -> str:
+    s = json.dumps(v, default=str, ensure_ascii=False)
+    return s if len(s) <= limit else s[: limit - 1] + "…"

@@ -1,0 +1,132 @@
+"""The corpus of real incident logs (data/corpus): every case is well formed, the scorer's
+comparison rules hold, and the runbooks stay at or above the floor on it (CI runs this)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+
+import pytest
+
+from conftest import CORPUS
+from traindoc import score
+
+# Raised as runbooks improve; never lowered to let a regression land.
+FLOOR_PCT = {"all": 0.0}
+MAX_LOG_BYTES = 256 * 1024
+CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
+
+
+# --- the comparison rules (data/corpus/README.md) --------------------------------------------
+
+@pytest.mark.parametrize("expected, actual, ok", [
+    ([0, 3], [3, 0], True),
+    ([0, 3], [0, 3, 5], False),
+    ([], [], True),
+    (None, [], True),
+    (None, None, True),
+    (None, 5, False),
+    ([], [1], False),
+    (600000, 600000, True),
+    (600000, 600001, False),
+    (149.09, 147.0, True),
+    (149.09, 140.0, False),
+    (5, 5.05, True),
+    ({"min": 10, "max": 20}, 15, True),
+    ({"min": 10, "max": 20}, 21, False),
+    ({"min": 10}, None, False),
+    ({"any_of": ["desync", "straggler"]}, "straggler", True),
+    ({"any_of": ["desync", "straggler"]}, "unknown", False),
+    ({"any_of": [None, 7]}, None, True),
+    ({"contains": "illegal memory"}, "CUDA error: an Illegal Memory access was", True),
+    ({"contains": "illegal memory"}, None, False),
+    ("ALLREDUCE", "ALLREDUCE", True),
+    ("ALLREDUCE", "allreduce", False),
+    ({"seq_num": 9, "ops": {"0": "gloo:all_reduce"}},
+     {"seq_num": 9, "ops": {0: "gloo:all_reduce", 1: "gloo:all_gather"}, "kind": "op"}, True),
+    ([{"peak_iteration": 5}], [{"peak_iteration": 5, "peak_loss": 3.0}], True),
+    ([{"peak_iteration": 5}], [{"peak_iteration": 5}, {"peak_iteration": 9}], False),
+    ([{"peak_iteration": {"min": 4, "max": 6}}], [{"peak_iteration": 6}], True),
+    (True, True, True),
+    (True, 1, False),
+    (False, None, False),
+])
+def test_matches(expected, actual, ok) -> None:
+    assert score.matches(expected, actual) is ok
+
+
+def test_compare_names_each_wrong_fact() -> None:
+    got = score.compare({"seq_num": 9, "op_type": "ALLREDUCE", "pattern": "desync"},
+                        {"seq_num": 9, "op_type": "BROADCAST", "pattern": None})
+    assert [m.fact for m in got] == ["op_type", "pattern"]
+    line = score.Outcome("c", "timeout", False, got).line()
+    assert "op_type: expected \"ALLREDUCE\", got \"BROADCAST\"" in line
+
+
+def test_render_ends_with_the_count() -> None:
+    outs = [score.Outcome("a", "timeout", True), score.Outcome("b", "timeout", False,
+                                                                 error="boom")]
+    text = score.render(outs)
+    assert text.splitlines()[-1] == "1/2 cases right"
+    assert "✗ b [timeout]: boom" in text
+
+
+def test_a_crash_is_a_wrong_case(tmp_path) -> None:
+    d = tmp_path / "timeout" / "empty"
+    (d / "logs").mkdir(parents=True)
+    (d / "case.json").write_text(json.dumps({
+        "id": "empty", "runbook": "timeout", "source": {"repo": "a/b", "number": 1},
+        "summary": "no logs at all", "facts": {"timed_out_ranks": [1]}}))
+    [case] = score.find_cases(tmp_path)
+    out = score.score_case(case)
+    assert not out.right and out.error
+
+
+# --- the corpus itself ----------------------------------------------------------------------
+
+def _fact_keys(runbook: str) -> set[str]:
+    mod = importlib.import_module(f"traindoc.diagnose.{runbook}")
+    return set(getattr(mod, "FACT_KEYS", ()))
+
+
+def test_corpus_cases_are_well_formed() -> None:
+    seen_ids: set[str] = set()
+    sources: dict[tuple, str] = {}
+    for c in CASES:
+        assert c.id == c.path.name, f"{c.path}: id {c.id!r} is not the folder name"
+        assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", c.id), c.id
+        assert c.id not in seen_ids, f"two cases named {c.id}"
+        seen_ids.add(c.id)
+        assert c.path.parent.name == c.runbook, f"{c.id}: in {c.path.parent.name}/"
+        src = c.source
+        assert src.get("repo") and (src.get("number") or (src.get("path") and src.get("commit"))
+                                    ), f"{c.id}: source needs repo and number, or path+commit"
+        raw = (c.path / "case.json").read_text(encoding="utf-8")
+        assert "http://" not in raw and "https://" not in raw, f"{c.id}: no links in case.json"
+        keys = _fact_keys(c.runbook)
+        if keys:
+            assert set(c.facts) <= keys, f"{c.id}: unknown facts {set(c.facts) - keys}"
+        files = [p for p in c.logs.rglob("*") if p.is_file()] if c.logs.is_dir() else []
+        assert files, f"{c.id}: no logs/"
+        for f in files:
+            assert f.stat().st_size <= MAX_LOG_BYTES, f"{f}: over {MAX_LOG_BYTES} bytes"
+        key = (src.get("repo"), src.get("number"), src.get("path"))
+        if key in sources and not c.id.endswith(("-b", "-c", "-d")):
+            pytest.fail(f"{c.id} and {sources[key]} cite the same source; a second case from "
+                        "one thread ends in -b")
+        sources.setdefault(key, c.id)
+
+
+@pytest.mark.notebooks
+def test_runbooks_on_the_corpus_stay_above_the_floor(capsys) -> None:
+    if not CASES:
+        pytest.skip("no corpus")
+    outcomes = score.score(CASES, notebooks=1)
+    with capsys.disabled():
+        print("\n" + score.render(outcomes))
+    for row in score.table(outcomes):
+        floor = FLOOR_PCT.get(row["runbook"], 0.0)
+        assert row["percent"] >= floor, f"{row['runbook']}: {row['percent']} % < floor {floor} %"
+    by_nb = [o for o in outcomes if o.via == "notebook"]
+    assert all(o.error is None or "NoInputError" not in o.error for o in by_nb)
