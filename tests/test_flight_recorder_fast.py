@@ -151,7 +151,9 @@ def ref_first_mismatch(collectives: pd.DataFrame, fixed: bool = False) -> dict[s
             seq = int(seq)
             recs = {int(r["rank"]): r for _, r in s.iterrows()}
             ops = {r: str(rec["op_type"]) for r, rec in recs.items()}
-            missing = [r for r in ranks if r not in recs and int(per_rank_max[r]) < seq]
+            # group "?" (unknown): lines of several groups; positions are not comparable
+            missing = [r for r in ranks if r not in recs and int(per_rank_max[r]) < seq
+                       and str(pg) != "?"]
             result = None
             if len(set(ops.values())) > 1:
                 maj = ref_majority(ops)
@@ -169,7 +171,8 @@ def ref_first_mismatch(collectives: pd.DataFrame, fixed: bool = False) -> dict[s
                     result = ("missing_ranks", missing)
                 else:
                     states = {r: str(rec["state"]) for r, rec in recs.items()}
-                    if "completed" in states.values() and len(set(states.values())) > 1:
+                    if ("completed" in states.values() and len(set(states.values())) > 1
+                            and str(pg) != "?"):
                         result = ("state", [r for r, v in states.items() if v != "completed"])
             if result:
                 kind, differing = result

@@ -515,3 +515,10 @@ def test_empty_incident_fills_every_fact() -> None:
     assert set(r.facts) == set(gpu_crash.FACT_KEYS)
     assert r.facts["failed_ranks"] == [] and r.facts["xid_codes"] == []
     assert r.confidence == "low" and r.findings
+
+
+def test_an_srun_task_id_is_never_a_host_to_drain() -> None:
+    # srun -l's "0: " names a writer, not a machine; torchrun's report says "host : node-a"
+    r = gpu_crash.diagnose(traindoc.load(DATA / "triage" / "crash_then_timeouts"))
+    assert not any(h.startswith("srun-task") for h in r.facts["failed_hosts"])
+    assert all("srun-task" not in a.how for a in r.actions)

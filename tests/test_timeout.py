@@ -59,7 +59,9 @@ def test_llama_seed_recommends_seeding_the_split() -> None:
 def test_straggler_named_from_status_lines(tmp_path: Path) -> None:
     text = wd(0, 57) + status(0, 57, 57, 56) + wd(1, 57) + status(1, 57, 57, 56) + status(2, 56, 56, 56)
     _, r = diag(tmp_path, text)
-    assert r.facts["timed_out_ranks"] == [0, 1]
+    # rank 2's watchdog fired at work 56 (its status line says so): it timed out too, in an
+    # earlier collective, and never entered 57
+    assert r.facts["timed_out_ranks"] == [0, 1, 2]
     assert r.facts["lagging_ranks"] == [2]
     assert r.facts["pattern"] == "straggler"
     assert r.facts["process_group"] == "0 (default_pg)"
@@ -170,3 +172,132 @@ def test_truncated_and_empty_dumps_are_warnings(tmp_path: Path) -> None:
     inc = traindoc.load(tmp_path)
     text = " ".join(inc.account["warnings"])
     assert "truncated or corrupt" in text and "empty" in text
+
+
+# --- families seen on real logs (issue "Right on real logs") ----------------------------------
+
+def test_status_line_rank_timed_out_and_is_no_straggler(tmp_path: Path) -> None:
+    # hiyouga/LlamaFactory#7396: rank 3's watchdog line is not in the paste, its status is
+    text = """\
+[80746] [rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.
+[80747] [rank4]:[E321 02:07:08.414640780 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600067 milliseconds before timing out.
+[80748] [rank0]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.
+[80749] [rank3]:[E321 02:07:08.465224069 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 3] Exception (either an error or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.
+"""
+    _, r = diag(tmp_path, text)
+    f = r.facts
+    assert f["timed_out_ranks"] == [0, 3, 4] and f["lagging_ranks"] == []
+    assert (f["seq_num"], f["process_group"], f["op_type"]) == (1580, "1", "ALLREDUCE")
+    # ranks 1 and 2 left no line: nobody can say every rank was stuck
+    assert f["pattern"] == "unknown"
+
+
+def test_wrapped_status_line_names_the_group_of_pg_less_watchdog_lines(tmp_path: Path) -> None:
+    # mila-iqia/milabench#269: a terminal wrapped both lines; only rank 12's status names the PG
+    text = """\
+dinov2-giant-nodes.cn-d004 [stderr] [rank14]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank 14] Watchdog caught collective operation timeout:
+WorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 milliseconds before timing out.
+dinov2-giant-nodes.cn-d004 [stderr] [rank12]:[E909 09:55:29.308889145 ProcessGroupNCCL.cpp:607] [Rank 12] Watchdog caught collective operation timeout:
+WorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600036 milliseconds before timing out.
+dinov2-giant-nodes.cn-d004 [stderr] [rank12]:[E909 09:55:29.313379098 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 12] Exception (either an error or timeout) detected
+by watchdog at work: 2070, last enqueued NCCL work: 2070, last completed NCCL work: 2069.
+""".replace("timeout:\n", "timeout: \n")  # the paste keeps the terminal's trailing space
+    _, r = diag(tmp_path, text)
+    f = r.facts
+    assert f["timed_out_ranks"] == [12, 14]
+    assert (f["seq_num"], f["op_type"], f["process_group"]) == (2070, "REDUCE", "0 (default_pg)")
+    assert f["pattern"] == "unknown"  # 2 of at least 15 ranks: not "all stuck"
+
+
+def test_watchdog_lines_of_unknown_groups_are_no_missing_ranks(tmp_path: Path) -> None:
+    # pytorch/pytorch#118369: rank 0 and rank 7 time out at unrelated numbers (other groups)
+    text = """\
+[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25624887 milliseconds before timing out.
+[E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96117, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625613 milliseconds before timing out.
+[E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=64088, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625251 milliseconds before timing out.
+"""
+    _, r = diag(tmp_path, text)
+    assert r.facts["first_mismatch"] is None and r.facts["pattern"] == "unknown"
+
+
+def test_same_seq_different_op_without_group_is_a_desync(tmp_path: Path) -> None:
+    text = wd(0, 57, pg="") + wd(1, 57, op="BROADCAST", pg="") + wd(2, 57, pg="")
+    _, r = diag(tmp_path, text)
+    mm = r.facts["first_mismatch"]
+    assert r.facts["pattern"] == "desync" and mm["kind"] == "op" and mm["ranks"] == [1]
+
+
+def test_legacy_lines_without_seqnum(tmp_path: Path) -> None:
+    # torch 1.8/1.9 wording (tests/data/wordings/watchdog_timeout.txt): op, timeout, no SeqNum
+    same = """\
+[E ProcessGroupNCCL.cpp:566] [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(OpType=BROADCAST, Timeout(ms)=60000) ran for 66854 milliseconds before timing out.
+[E ProcessGroupNCCL.cpp:566] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(OpType=BROADCAST, Timeout(ms)=60000) ran for 66664 milliseconds before timing out.
+"""
+    _, r = diag(tmp_path, same)
+    f = r.facts
+    assert (f["op_type"], f["timeout_ms"], f["timed_out_ranks"]) == ("BROADCAST", 60000, [2, 3])
+    assert f["first_mismatch"] is None
+    other = same.replace("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(OpType="
+                         "BROADCAST", "[Rank 3] Watchdog caught collective operation timeout: "
+                         "WorkNCCL(OpType=ALLREDUCE")
+    _, r = diag(tmp_path, other)
+    assert r.facts["pattern"] == "desync"
+    assert r.facts["first_mismatch"]["ops"] == {"2": "BROADCAST", "3": "ALLREDUCE"}
+
+
+def test_dump_signal_names_the_rank_that_timed_out(tmp_path: Path) -> None:
+    # tests/data/wordings/work_status.txt (torch 2.6+)
+    text = (
+        "[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg)"
+        " Rank 6] Received a dump signal due to a collective timeout from  rank 7 and we will try "
+        "our best to dump the debug info. Last enqueued NCCL work: 56116, last completed NCCL work:"
+        " 56116.This is most likely caused by incorrect usages of collectives, e.g., wrong sizes "
+        "used across ranks\n"
+        "[rank0]:[E709 17:05:38.482119928 ProcessGroupNCCL.cpp:1746] [PG ID 0 PG GUID 0(default_pg)"
+        " Rank 0] Received a dump signal due to a collective timeout from this local rank and we "
+        "will try our best to dump the debug info. Last enqueued NCCL work: 20589, last completed "
+        "NCCL work: 20584.This is most likely caused by incorrect usages of collectives\n")
+    inc, r = diag(tmp_path, text)
+    assert r.facts["timed_out_ranks"] == [0, 7]
+    st = inc.collectives[inc.collectives["state"] == "status"]
+    assert sorted(st["rank"].tolist()) == [0, 6]
+    assert st[st["rank"] == 0]["seq_num"].tolist() == [20585]
+
+
+def test_detail_mode_mismatch_is_a_desync(tmp_path: Path) -> None:
+    # the DETAIL report (TORCH_DISTRIBUTED_DEBUG=DETAIL), as quoted from a hang after eval
+    text = ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+            "collective: CollectiveFingerPrint(SequenceNumber=32, OpType=ALLREDUCE, TensorShape="
+            "[4], TensorDtypes=Float, TensorDeviceTypes=TensorOptions(dtype=float (default), "
+            "device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory"
+            "=false (default), memory_format=(nullopt))), but Rank 1 is running collective: "
+            "CollectiveFingerPrint(SequenceNumber=32, OpType=BROADCAST, TensorShape=[1853171], "
+            "TensorDtypes=Float).\n")
+    _, r = diag(tmp_path, text)
+    mm = r.facts["first_mismatch"]
+    assert r.facts["pattern"] == "desync"
+    assert (mm["seq_num"], mm["kind"], mm["ranks"]) == (32, "op", [1])
+    assert mm["ops"] == {"0": "ALLREDUCE", "1": "BROADCAST"}
+
+
+def test_monitored_barrier_names_the_lagging_ranks(tmp_path: Path) -> None:
+    # torch's documented monitored_barrier failure (rank 0 reports the faulty ranks)
+    text = ("RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 30000 ms\n"
+            " Original exception: \n[../third_party/gloo/gloo/transport/tcp/pair.cc:598] "
+            "Connection closed by peer [10.0.0.2]:8594\n")
+    _, r = diag(tmp_path, text)
+    f = r.facts
+    assert f["lagging_ranks"] == [1, 3] and f["pattern"] == "straggler"
+    assert f["timed_out_ranks"] == [0] and f["timeout_ms"] == 30000
+
+
+def test_lightning_bar_fused_with_the_watchdog_line_gives_step_and_total(tmp_path: Path) -> None:
+    # pytorch/pytorch#118369 (NeMo/Lightning): the bar has no newline before the error
+    text = ("Epoch 0:   6%|██                               | 32040/500150 [6:28:43<94:39:17,  "
+            "1.37it/s, loss=2.6, v_num=95nc, reduced_train_loss=2.590, global_step=3.2e+4, "
+            "consumed_samples=2.56e+7][E ProcessGroupNCCL.cpp:458] [Rank 0] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=96120, OpType=ALLREDUCE, Timeout(ms)="
+            "1800000) ran for 25624887 milliseconds before timing out.\n")
+    _, r = diag(tmp_path, text)
+    assert (r.facts["last_step"], r.facts["total_steps"]) == (32040, 500150)
+    assert (r.facts["seq_num"], r.facts["timed_out_ranks"]) == (96120, [0])

@@ -93,3 +93,17 @@ def test_teardown_lines_are_errors() -> None:
 def test_whole_corpus_loads_without_error(name: str) -> None:
     inc = traindoc.load(WORDINGS / name)
     assert inc.account["lines"] > 0
+
+
+def test_pdsh_ip_prefix_names_the_host(tmp_path: Path) -> None:
+    # DeepSpeed's pdsh runner prefixes the hostfile's IP (prefixes.txt, lambda-scalar cluster)
+    p = tmp_path / "job.log"
+    p.write_text("104.171.201.171: lambda-scalar02:95756:95756 [6] NCCL INFO Bootstrap : Using "
+                 "enp161s0f0:104.171.201.171<0>\n"
+                 "104.171.201.171: [rank14]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] "
+                 "[Rank 14] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+                 "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600070 "
+                 "milliseconds before timing out.\n")
+    inc = traindoc.load(p)
+    row = inc.collectives.iloc[0]
+    assert (row["host"], row["rank"]) == ("104.171.201.171", 14)

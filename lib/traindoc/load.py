@@ -476,10 +476,11 @@ class _Loader:
             if not any(n in text for n in parser.needles):
                 continue
             row = parser.parse(text)
-            if row is None:
+            if not row:
                 continue
             parsed = True
-            self._add(parser.table, row, ctx, text)
+            for r in row if isinstance(row, list) else (row,):
+                self._add(parser.table, r, ctx, text)
         key = (origin.rank, origin.host)
         blocks = stream.blocks.get(key)
         if blocks is None:
@@ -508,7 +509,9 @@ class _Loader:
 
     def _add(self, table: str, row: dict[str, Any], ctx: tuple[Any, ...], text: str) -> None:
         name, lineno, origin, when = ctx
-        if row.get("rank") is None or (origin.rank_global and origin.rank is not None):
+        if row.pop("_named_rank", False) and row.get("rank") is not None:
+            pass  # the message names this rank (another rank than the writer's)
+        elif row.get("rank") is None or (origin.rank_global and origin.rank is not None):
             row["rank"] = origin.rank
         if row.get("host") is None:
             row["host"] = origin.host

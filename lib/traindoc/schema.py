@@ -143,7 +143,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
 TABLES: tuple[str, ...] = tuple(SCHEMAS)
 
 # Values a parser may put in ``collectives.state``.
-COLLECTIVE_STATES = ("timed_out", "status", "scheduled", "started", "completed", "failed")
+# "mismatch": a DETAIL-mode report of what one rank ran; "absent": a rank another rank reports
+# never arrived (gloo's monitored barrier).
+COLLECTIVE_STATES = ("timed_out", "status", "scheduled", "started", "completed", "failed",
+                     "mismatch", "absent")
 
 
 def empty(table: str) -> pd.DataFrame:

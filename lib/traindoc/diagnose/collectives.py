@@ -167,15 +167,18 @@ def first_mismatch(collectives: pd.DataFrame) -> dict[str, Any] | None:
         lo = np.minimum.reduceat(np.where(d_o >= 0, d_o, np.iinfo(np.int64).max), starts)
         hi = np.maximum.reduceat(np.where(d_o >= 0, d_o, -1), starts)
         flag |= (hi >= 0) & (lo < hi)  # two different dtypes named (unknown ones aside)
-    flag |= bs > first_last[bp]  # a rank of the group stopped before this number
+    # Missing ranks and states compare positions within one group: not across lines whose
+    # group is unknown ("?": watchdog lines of several groups numbered independently).
+    known_pg = np.array([str(g) != "?" for g in pgs], dtype=bool)[bp]
+    flag |= known_pg & (bs > first_last[bp])  # a rank of the group stopped before this number
     done = np.array([u == "completed" for u in st_u] + [False], dtype=bool)
     if done.any():
         has_done = np.maximum.reduceat(done[st_c[order]].astype(np.int8), starts) > 0
-        flag |= has_done & differs(st_c)
+        flag |= known_pg & has_done & differs(st_c)
     # the first flagged block by (seq, group name); read row by row, it says what differs
     for b in sorted(np.flatnonzero(flag), key=lambda b: (int(bs[b]), str(pgs[bp[b]]))):
         p, s = bp[b], bs[b]
-        last = per_rank[per_rank["p"] == p]
+        last = per_rank[per_rank["p"] == p] if str(pgs[p]) != "?" else per_rank.iloc[:0]
         found = _describe(str(pgs[p]), int(s), sub[(pg_codes == p) & (seq == s)],
                           dict(zip(last["r"].tolist(), last["hi"].tolist(), strict=True)))
         if found is not None:

@@ -38,7 +38,14 @@ def last_progress(incident: Incident) -> Progress:
         row = it.loc[it["iteration"].idxmax()]
         spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else None
         total = row["total_iterations"] if pd.notna(row["total_iterations"]) else None
-        return Progress(int(row["iteration"]), None if total is None else int(total),
+        step = int(row["iteration"])
+        pr = incident.progress
+        bar = pr[(pr["source"] == row["source"]) & pr["step"].notna()] if len(pr) else pr
+        if len(bar):  # a progress bar (Lightning, NeMo) also read as an iteration: as printed
+            b = bar.iloc[-1]
+            step = int(b["step"])
+            total = b["total"] if pd.notna(b["total"]) else total
+        return Progress(step, None if total is None else int(total),
                         None if spi is None else float(spi), row["source"], row["line"],
                         "iteration")
     pr = incident.progress
@@ -68,6 +75,28 @@ def step_totals_by_rank(incident: Incident) -> dict[int, int]:
 
 
 RUN_DIR_RE = re.compile(r"([^/\\]+)[/\\]attempt_\d+[/\\]")
+
+
+SYNTHETIC_HOST_PREFIX = "srun-task-"  # the loader's name for an srun -l writer: not a machine
+
+
+def is_host(name: object) -> bool:
+    """Whether ``name`` is a machine read from the logs (not unknown, not an srun task id)."""
+    return (name is not None and not pd.isna(name) and str(name) != ""
+            and not str(name).startswith(SYNTHETIC_HOST_PREFIX))
+
+
+def rank_hosts(incident: Incident) -> dict[int, str]:
+    """The host each rank ran on (the most frequent), from any table row that names both
+    (launcher-made ``srun-task-N`` names are not hosts)."""
+    frames = [df.loc[df["rank"].notna() & df["host"].notna(), ["rank", "host"]]
+              for df in incident.tables.values() if "rank" in df and "host" in df and len(df)]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return {}
+    both = pd.concat(frames, ignore_index=True)
+    both = both[~both["host"].astype(str).str.startswith(SYNTHETIC_HOST_PREFIX)]
+    return {int(r): str(g.mode().iloc[0]) for r, g in both.groupby("rank")["host"]}
 
 
 def mixed_jobs(incident: Incident) -> list[str]:

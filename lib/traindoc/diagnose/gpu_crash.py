@@ -32,7 +32,7 @@ from ..incident import Incident
 from ..parse.errors import oom_figures
 from ..parse.xid import xid_info
 from ..report import Action, Finding, Report, evidence, ranked
-from .common import input_findings, last_progress
+from .common import input_findings, is_host, last_progress, rank_hosts
 
 FACT_KEYS = ("failed_ranks", "failed_hosts", "error_kind", "error_message", "xid_codes",
              "first_failure_time", "last_iteration", "last_checkpoint_iteration",
@@ -185,7 +185,11 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
             rank = by_pid.get(int(r.pid))
         if rank is None and known(r.host) and known(r.local_rank):
             rank = by_local.get((str(r.host), int(r.local_rank)))
-        host = str(r.host) if known(r.host) else (host_of.get(rank) if rank is not None else None)
+        host = str(r.host) if is_host(r.host) else None
+        if host is None and rank is not None:
+            host = host_of.get(rank)
+        if host is None and known(r.host):
+            host = str(r.host)  # an srun task id: who wrote it, never a host to drain
         ranks.append(rank)
         hosts.append(host)
     ev["rank"] = pd.array(ranks, dtype="Int64")
@@ -212,17 +216,6 @@ def _exit_roles(ev: pd.DataFrame) -> None:
             ev.loc[i, ["role", "strength"]] = ["cascade", 0]
         else:
             ev.loc[i, ["role", "strength"]] = ["cause", 2 if e["root_cause"] else 1]
-
-
-def rank_hosts(incident: Incident) -> dict[int, str]:
-    """rank -> host, from any table whose rows name both."""
-    out: dict[int, str] = {}
-    for df in incident.tables.values():
-        if "rank" in df and "host" in df and len(df):
-            both = df.dropna(subset=["rank", "host"])
-            for rank, host in zip(both["rank"], both["host"], strict=False):
-                out.setdefault(int(rank), str(host))
-    return out
 
 
 # --- the first failure and its cascade ---------------------------------------------------------
@@ -602,9 +595,8 @@ def diagnose(incident: Incident, checkpoint_save_s: float | None = None,
     if first is not None:
         fr = sorted({int(r) for r in crash.cluster["rank"].dropna()}
                     | ({int(first["rank"])} if pd.notna(first["rank"]) else set()))
-        fh = sorted({str(h) for h in crash.cluster["host"].dropna()}
-                    | ({str(first["host"])} if first["host"] is not None
-                       and not pd.isna(first["host"]) else set()))
+        fh = sorted({str(h) for h in crash.cluster["host"].dropna() if is_host(h)}
+                    | ({str(first["host"])} if is_host(first["host"]) else set()))
         facts.update(failed_ranks=fr, failed_hosts=fh, error_kind=first["kind"],
                      error_message=first["message"])
         if pd.notna(first["time"]):

@@ -44,14 +44,13 @@ from ..hostlist import compress, expand, natural_key
 from ..incident import Incident
 from ..parse.benchmarks import metric_direction
 from ..report import Action, Finding, Report, evidence, ranked
-from .common import input_findings
+from .common import SYNTHETIC_HOST_PREFIX, input_findings, rank_hosts
 
 FACT_KEYS = ("metric", "baseline", "degraded", "drop_pct", "change_iteration", "suspect_ranks",
              "suspect_hosts", "remaining_iterations", "eta_days", "bisect_plan")
 MAD_TO_SIGMA = 1.4826
 MEDIAN_SE = 1.2533  # sd of a sample median / (sigma / sqrt(n)) for normal noise
 PEER_Z = 3.5  # robust z-score that makes a rank/host an outlier among its peers (Iglewicz-Hoaglin)
-SYNTHETIC_HOST_PREFIX = "srun-task-"
 DP_LIMIT = 2_000_000  # candidate-size x spares pairs the bisection planner searches exhaustively
 STRAGGLER_METRIC = r"[A-Za-z]+/(?:Mn|Mx|Bottom|Top)"  # host_timings rows of the straggler detector
 
@@ -572,19 +571,6 @@ def arrival_lags(collectives: pd.DataFrame, min_lag_ms: float = 5.0) -> pd.DataF
         z = peer_outliers(out.set_index("rank")["lag_ms"], 1, min_rel_pct=0.0)
         out["suspect"] &= z["suspect"].reindex(out["rank"]).fillna(False).to_numpy(dtype=bool)
     return out[cols]
-
-
-def rank_hosts(incident: Incident) -> dict[int, str]:
-    """The host each rank ran on (the most frequent), from any table row that names both
-    (launcher-made ``srun-task-N`` names are not hosts)."""
-    frames = [df.loc[df["rank"].notna() & df["host"].notna(), ["rank", "host"]]
-              for df in incident.tables.values() if "rank" in df and "host" in df and len(df)]
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return {}
-    both = pd.concat(frames, ignore_index=True)
-    both = both[~both["host"].astype(str).str.startswith(SYNTHETIC_HOST_PREFIX)]
-    return {int(r): str(g.mode().iloc[0]) for r, g in both.groupby("rank")["host"]}
 
 
 # ---------------------------------------------------------------------------------------------

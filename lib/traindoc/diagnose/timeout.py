@@ -62,12 +62,17 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     facts["last_step"], facts["total_steps"] = prog.step, prog.total
 
     timeouts = timeout_rows(incident)
+    c = incident.collectives
+    status = c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
+    absent = c[c["state"] == "absent"]
     nccl = timeouts[timeouts["seq_num"].notna()] if len(timeouts) else timeouts
-    gloo = timeouts[timeouts["seq_num"].isna()] if len(timeouts) else timeouts
-    mismatch = first_mismatch(incident.collectives)
+    unnumbered = timeouts[timeouts["seq_num"].isna()] if len(timeouts) else timeouts
+    is_gloo = unnumbered["op_type"].fillna("gloo:").str.startswith("gloo:")
+    gloo, legacy = unnumbered[is_gloo], unnumbered[~is_gloo]
+    mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy))
     facts["first_mismatch"] = mismatch
 
-    if not len(timeouts):
+    if not len(timeouts) and not len(status) and not mismatch:
         findings.append(Finding(
             "no_timeout", "warning",
             "No collective timeout (NCCL watchdog or gloo) was found in these logs",
@@ -79,55 +84,82 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
             else "check that log_path points at the failing job's logs.")
         return Report("timeout", verdict, "low", facts, findings, ranked(actions))
 
+    # Timed out: ranks with a watchdog/gloo line, and ranks whose watchdog status line names
+    # the work it failed on (its timeout line may be cut from the excerpt).
+    facts["timed_out_ranks"] = sorted({int(r) for r in timeouts["rank"].dropna()}
+                                      | {int(r) for r in status["rank"]})
     # The collective that timed out: the (pg, seq) most ranks report, earliest seq on a tie.
     # gloo's message names no collective: a timed-out rank's last flight-recorder entry does.
-    facts["timed_out_ranks"] = sorted({int(r) for r in timeouts["rank"].dropna()})
-    inflight = in_flight(incident.collectives)
+    inflight = in_flight(c)
     primary = None
-    at = nccl
+    events = pd.concat([nccl[["rank", "process_group", "seq_num"]],
+                        status[["rank", "process_group", "seq_num"]]], ignore_index=True)
     if not len(nccl) and len(inflight):
-        at = inflight[inflight["rank"].isin(facts["timed_out_ranks"])]
-    if len(at):
-        grp = at.assign(_pg=at["process_group"].fillna("?")).groupby(["_pg", "seq_num"])
-        sizes = grp.size().reset_index(name="n").sort_values(["n", "seq_num"],
-                                                             ascending=[False, True])
+        events = inflight[inflight["rank"].isin(facts["timed_out_ranks"])]
+    if len(events):
+        events = events.assign(_pg=_adopt_pg(events))
+        ranks = events.groupby(["_pg", "seq_num"])["rank"].nunique()
+        sizes = ranks.reset_index(name="n").sort_values(["n", "seq_num"],
+                                                        ascending=[False, True])
         pg, seq = sizes.iloc[0]["_pg"], sizes.iloc[0]["seq_num"]
-        at = at[(at["process_group"].fillna("?") == pg) & (at["seq_num"] == seq)]
-        primary = at.iloc[0]
-        src = at if len(nccl) else gloo
+        src = nccl if len(nccl) else inflight
+        src = src.assign(_pg=_adopt_pg(src, events))
+        at = src[(src["_pg"] == pg) & (src["seq_num"] == seq)]
+        primary = at.iloc[0] if len(at) else None
         facts.update(
             op_type="/".join(sorted(set(at["op_type"].dropna()))) or None,
-            seq_num=_int(seq), timeout_ms=_int(src["timeout_ms"].max()),
-            ran_for_ms=_int(at["ran_for_ms"].max()),
-            numel_in=_int(primary["numel_in"]), numel_out=_int(primary["numel_out"]),
+            seq_num=_int(seq),
+            timeout_ms=_int((at if len(nccl) else gloo)["timeout_ms"].max()),
+            ran_for_ms=_int(at["ran_for_ms"].max()) if len(at) else None,
+            numel_in=None if primary is None else _int(primary["numel_in"]),
+            numel_out=None if primary is None else _int(primary["numel_out"]),
             process_group=None if pg == "?" else pg,
         )
+        if facts["timeout_ms"] is None and len(nccl):
+            facts["timeout_ms"] = _int(nccl["timeout_ms"].max())
+    elif len(legacy):
+        # torch <= 1.9: no SeqNum; the op most ranks timed out in
+        primary = legacy.iloc[0]
+        ops = legacy.dropna(subset=["op_type"])
+        facts.update(op_type=_majority_op(ops), timeout_ms=_int(legacy["timeout_ms"].max()),
+                     ran_for_ms=_int(legacy["ran_for_ms"].max()),
+                     numel_in=_int(primary["numel_in"]), numel_out=_int(primary["numel_out"]),
+                     process_group=_str(primary["process_group"]))
     else:
-        facts["timeout_ms"] = _int(gloo["timeout_ms"].max())
+        facts["timeout_ms"] = _int(timeouts["timeout_ms"].max()) if len(timeouts) else None
+        if len(gloo) and gloo["op_type"].eq("MONITORED_BARRIER").any():
+            facts["op_type"] = "MONITORED_BARRIER"
         if mismatch:
             facts.update(seq_num=mismatch["seq_num"], process_group=mismatch["process_group"],
-                         op_type="/".join(sorted(set(mismatch["ops"].values()))))
+                         op_type=facts["op_type"]
+                         or "/".join(sorted(set(mismatch["ops"].values()))))
+    if facts["process_group"] == "?":
+        facts["process_group"] = None
 
     # Who never entered it: ranks whose position in that process group is below it, dumped
-    # ranks with no entry for it, and ranks that failed without timing out.
+    # ranks with no entry for it, ranks another rank reports absent, and ranks that failed
+    # without timing out.
     seq, pg = facts["seq_num"], facts["process_group"] or "?"
-    lagging: set[int] = set()
-    arrived: set[int] = set(facts["timed_out_ranks"])
+    lagging: set[int] = {int(r) for r in absent["rank"].dropna()}
+    arrived: set[int] = set(facts["timed_out_ranks"]) - lagging
     if seq is not None:
-        c = incident.collectives
         same = c[(c["process_group"].fillna("?") == pg) & (c["seq_num"] == seq)
-                 & (c["state"] != "status")]
+                 & ~c["state"].isin(["status", "absent", "mismatch"])]
         arrived |= {int(r) for r in same["rank"].dropna()}
         pos = rank_positions(c)
         pos = pos[pos["process_group"] == pg]
+        arrived |= {int(r) for r in pos[pos["last_enqueued"].notna()
+                                        & (pos["last_enqueued"] >= seq)]["rank"]}
         behind = pos[pos["last_enqueued"].notna() & (pos["last_enqueued"] < seq)]
         lagging |= {int(r) for r in behind["rank"]}
+        # a rank that timed out earlier in this group (its own status says so) never got here
+        arrived -= {int(r) for r in behind["rank"]} - {int(r) for r in same["rank"].dropna()}
         dumped = {int(r) for r in c[_is_dump(c)]["rank"].dropna()}
         lagging |= dumped - arrived
     known = _ranks_with_failure_output(incident)
     lagging |= known - arrived
     if world_size:
-        unseen = set(range(world_size)) - arrived - known
+        unseen = set(range(world_size)) - arrived - known - lagging
         if unseen:
             findings.append(Finding(
                 "ranks_without_logs", "warning",
@@ -142,8 +174,8 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     elif facts["lagging_ranks"]:
         facts["pattern"] = "straggler"
     elif (len(facts["timed_out_ranks"]) >= 2 and primary is not None
-          and (world_size is None or len(facts["timed_out_ranks"]) >= world_size)
-          and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
+          and set(facts["timed_out_ranks"]) >= set(range(world_size or _ranks_seen(incident)))
+          and len(nccl) and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
         facts["pattern"] = "all_stuck"
 
     # Findings.
@@ -233,7 +265,8 @@ def _group_size(f: dict[str, Any]) -> int | None:
 def with_status_pg(c: pd.DataFrame) -> pd.DataFrame:
     """Timeout rows with their process group filled in from the same rank's status line for
     the same sequence number (the watchdog line itself carries only ``[Rank N]``)."""
-    st = c[(c["state"] == "status") & c["process_group"].notna() & c["rank"].notna()]
+    st = c[(c["state"] == "status") & c["process_group"].notna() & c["rank"].notna()
+           & c["seq_num"].notna()]
     need = (c["state"] == "timed_out") & c["process_group"].isna() & c["rank"].notna()
     if not len(st) or not need.any():
         return c
@@ -244,6 +277,76 @@ def with_status_pg(c: pd.DataFrame) -> pd.DataFrame:
     c.loc[idx, "process_group"] = [lookup.get((int(c.at[i, "rank"]), int(c.at[i, "seq_num"])))
                                    for i in idx]
     return c
+
+
+def _adopt_pg(rows: pd.DataFrame, ref: pd.DataFrame | None = None) -> pd.Series:
+    """Each row's process group, "?" when unknown; a row without one takes the group that
+    ``ref``'s rows (default: ``rows``) name for the same sequence number, when only one does
+    (a watchdog line carries ``[Rank N]`` only; the status line of another rank names it)."""
+    pg = rows["process_group"].fillna("?").astype(object)
+    ref = rows if ref is None else ref
+    named = ref[ref["process_group"].notna() & (ref["process_group"] != "?")
+                & ref["seq_num"].notna()]
+    if not len(named) or not (pg == "?").any():
+        return pg
+    groups = named.groupby("seq_num")["process_group"].unique()
+    only = {int(q): g[0] for q, g in groups.items() if len(g) == 1}
+    fill = [only.get(int(q), "?") if p == "?" and pd.notna(q) else p
+            for p, q in zip(pg, rows["seq_num"], strict=True)]
+    return pd.Series(fill, index=rows.index, dtype=object)
+
+
+def _ranks_seen(incident: Incident) -> int:
+    """How many ranks the logs show at least (the highest rank named, plus one)."""
+    top = -1
+    for df in incident.tables.values():
+        if "rank" in df and df["rank"].notna().any():
+            top = max(top, int(df["rank"].max()))
+    return top + 1
+
+
+def _majority_op(rows: pd.DataFrame) -> str | None:
+    """The op most ranks name (each rank counted once, by its first line)."""
+    if not len(rows):
+        return None
+    first = rows.drop_duplicates("rank") if rows["rank"].notna().any() else rows
+    counts = first["op_type"].value_counts()
+    return str(counts.index[0]) if len(counts) else None
+
+
+def detail_mismatch(c: pd.DataFrame) -> dict[str, Any] | None:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's 'Detected mismatch between collectives': what each
+    rank it names was running (the first report)."""
+    rows = c[(c["state"] == "mismatch") & c["rank"].notna()]
+    if not len(rows):
+        return None
+    first = rows.iloc[:2]  # one report: the printing rank, then the rank it differs from
+    ops = {int(r): _str(o) or "?" for r, o in zip(first["rank"], first["op_type"], strict=True)}
+    sizes = {_str(v) for v in first["sizes"]}
+    dtypes = {_str(v) for v in first["dtypes"]} - {None}
+    kind = ("op" if len(set(ops.values())) > 1 else "size" if len(sizes) > 1
+            else "dtype" if len(dtypes) > 1 else "op")
+    seqs = [_int(v) for v in first["seq_num"]]
+    return {"process_group": _str(first["process_group"].iloc[0]) or "?",
+            "seq_num": next((q for q in seqs if q is not None), None), "kind": kind,
+            "ops": {str(r): o for r, o in sorted(ops.items())},
+            "ranks": [int(first["rank"].iloc[-1])]}
+
+
+def unnumbered_mismatch(legacy: pd.DataFrame) -> dict[str, Any] | None:
+    """Watchdog lines without SeqNum (torch <= 1.9) where each rank timed out in one op and
+    the ranks name different ops: the desync, as far as those lines tell."""
+    rows = legacy.dropna(subset=["rank", "op_type"])
+    per_rank = rows.groupby("rank")["op_type"].unique()
+    if len(per_rank) < 2 or any(len(v) != 1 for v in per_rank):
+        return None
+    ops = {int(r): str(v[0]) for r, v in per_rank.items()}
+    if len(set(ops.values())) < 2:
+        return None
+    maj = _majority_op(rows)
+    return {"process_group": "?", "seq_num": None, "kind": "op",
+            "ops": {str(r): o for r, o in sorted(ops.items())},
+            "ranks": sorted(r for r, o in ops.items() if o != maj)}
 
 
 def _is_dump(c: pd.DataFrame) -> pd.Series:
@@ -263,12 +366,10 @@ def in_flight(collectives: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ranks_with_failure_output(incident: Incident) -> set[int]:
-    """Ranks whose failure output is in the logs: they reported an error, a status or an exit."""
+    """Ranks whose failure output is in the logs: they reported an error or an exit."""
     ranks: set[int] = set()
     for df in (incident.errors, incident.exits):
         ranks |= {int(r) for r in df["rank"].dropna()}
-    c = incident.collectives
-    ranks |= {int(r) for r in c[c["state"] == "status"]["rank"].dropna()}
     return ranks
 
 

@@ -17,12 +17,14 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class LineParser:
-    """Parses one logical line into at most one row of ``table``."""
+    """Parses one logical line into rows of ``table``: one row, a list of rows (a message
+    about several ranks), or None. A row with ``_named_rank`` keeps the rank it names (the
+    message speaks of another rank than the one that printed it)."""
 
     name: str
     table: str
     needles: tuple[str, ...]
-    parse: Callable[[str], Row | None]
+    parse: Callable[[str], Row | list[Row] | None]
     incomplete: Callable[[str], bool] | None = None
     example: str = field(default="", repr=False)
 

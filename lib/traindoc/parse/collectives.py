@@ -12,7 +12,20 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
   last enqueued NCCL work: 5, last completed NCCL work: 4.`` (2.4-2.6), ``failure detected by
   watchdog at work sequence id: 5 PG status: last enqueued work: 5, last completed work: 4``
   (2.7+).
+- dump signal (2.4+): ``Received a dump signal due to a collective timeout from rank 7 and we
+  will try our best to dump the debug info. Last enqueued NCCL work: 56116, last completed NCCL
+  work: 56116.`` (``from this local rank`` when the printing rank's own watchdog fired): rank 7
+  timed out; the printing rank's own position follows.
+- TORCH_DISTRIBUTED_DEBUG=DETAIL: ``Detected mismatch between collectives on ranks. Rank 0 is
+  running collective: CollectiveFingerPrint(SequenceNumber=32, OpType=ALLREDUCE, TensorShape=[4],
+  …), but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=32,
+  OpType=BROADCAST, …).`` (older: no SequenceNumber): one row per rank named.
+- gloo monitored barrier: ``[Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms`` /
+  ``Ranks 1, 2 failed to pass monitoredBarrier``: rank 0 waited; ranks 1 and 2 never arrived.
 - gloo: ``Timed out waiting 5000ms for recv operation to complete`` (also send).
+
+A row whose rank the message names about another rank (``from rank 7``, ``but Rank 1``, ``Rank 2
+failed``) carries ``_named_rank``: the loader keeps that rank instead of the line's prefix.
 """
 
 from __future__ import annotations
@@ -45,6 +58,26 @@ WORK_STATUS_RE = re.compile(
     r"last completed (?:NCCL )?work:\s*(?P<comp>-?\d+)"
 )
 
+DUMP_SIGNAL_RE = re.compile(
+    r"Received a dump signal due to a collective timeout from\s+(?:rank\s+(?P<peer>\d+)|"
+    r"(?P<local>this local rank))"
+    r"(?:.*?Last enqueued \w+ work:\s*(?P<enq>-?\d+),\s*last completed \w+ work:\s*"
+    r"(?P<comp>-?\d+))?"
+)
+DETAIL_MISMATCH_RE = re.compile(
+    r"Detected mismatch between collectives on ranks\.\s*Rank (?P<r1>\d+) is running "
+    r"collective:\s*(?P<b1>.*?),?\s+but Rank (?P<r2>\d+) is running collective:\s*(?P<b2>.*)"
+)
+FINGERPRINT_FIELD_RE = re.compile(
+    r"(?P<key>SequenceNumber|OpType|TensorShape|TensorDtypes)=(?P<val>\[[^\]]*\]|[^,)\s]+)"
+)
+MONITORED_BARRIER_RE = re.compile(
+    r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier(?: in (?P<ms>\d+) ms)?"
+)
+STATUS_START_RE = re.compile(
+    r"(?:Exception \(either an error or timeout\) detected|Timeout at NCCL work|failure detected"
+    r")(?!.*last completed)"
+)
 GLOO_TIMEOUT_RE = re.compile(
     r"Timed out waiting (?P<ms>\d+)\s*ms for (?P<op>recv|send|connect)\w* operation to complete"
 )
@@ -109,6 +142,11 @@ def watchdog_incomplete(text: str) -> bool:
     return tail == "" or (len(tail) < 40 and "ran for".startswith(tail[:7]) and "." not in tail)
 
 
+def status_incomplete(text: str) -> bool:
+    """A status line wrapped before its 'last completed … work: N' (a terminal or a paste)."""
+    return WORK_STATUS_RE.search(text) is None and bool(STATUS_START_RE.search(text))
+
+
 def parse_work_status(text: str) -> Row | None:
     """The watchdog's 'last enqueued / last completed work' status line."""
     m = WORK_STATUS_RE.search(text)
@@ -123,6 +161,66 @@ def parse_work_status(text: str) -> Row | None:
         "last_completed": int(m["comp"]),
         "state": "status",
     }
+
+
+def parse_dump_signal(text: str) -> list[Row] | None:
+    """'Received a dump signal due to a collective timeout from rank N': rank N timed out (or
+    the printing rank, 'from this local rank'); the printing rank's last enqueued/completed
+    work is its position (a status row at the first uncompleted work)."""
+    m = DUMP_SIGNAL_RE.search(text)
+    if not m:
+        return None
+    rank, pg = _rank_and_pg(text, m.start())
+    rows: list[Row] = []
+    if m["peer"] is not None:
+        rows.append({"rank": int(m["peer"]), "process_group": pg, "state": "timed_out",
+                     "_named_rank": True})
+    if m["enq"] is not None:
+        enq, comp = int(m["enq"]), int(m["comp"])
+        rows.append({"rank": rank, "process_group": pg, "state": "status",
+                     "seq_num": comp + 1 if m["local"] else None,
+                     "last_enqueued": enq, "last_completed": comp})
+    elif m["local"]:
+        rows.append({"rank": rank, "process_group": pg, "state": "timed_out"})
+    return rows or None
+
+
+def _fingerprint(body: str) -> dict[str, str]:
+    return {f["key"]: f["val"] for f in FINGERPRINT_FIELD_RE.finditer(body)}
+
+
+def parse_detail_mismatch(text: str) -> list[Row] | None:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's 'Detected mismatch between collectives on ranks': one
+    row per rank it names, with the collective that rank was running."""
+    m = DETAIL_MISMATCH_RE.search(text)
+    if not m:
+        return None
+    rows: list[Row] = []
+    for r, body in ((m["r1"], m["b1"]), (m["r2"], m["b2"])):
+        f = _fingerprint(body)
+        op = f.get("OpType")
+        if op is None:  # 'Rank 3 is running BROADCAST' (no fingerprint)
+            w = re.match(r"\s*([A-Z_]{3,})\b", body)
+            op = w.group(1) if w else None
+        rows.append({"rank": int(r), "seq_num": to_int(f.get("SequenceNumber")), "op_type": op,
+                     "sizes": f.get("TensorShape"), "dtypes": f.get("TensorDtypes"),
+                     "state": "mismatch", "_named_rank": True})
+    return rows
+
+
+def parse_monitored_barrier(text: str) -> list[Row] | None:
+    """gloo's monitored barrier: the waiting rank (0) timed out, the ranks named never came."""
+    m = MONITORED_BARRIER_RE.search(text)
+    if not m:
+        return None
+    rank, pg = _rank_and_pg(text, m.start())
+    ms = to_int(m["ms"])
+    rows: list[Row] = [{"rank": rank, "process_group": pg, "op_type": "MONITORED_BARRIER",
+                        "timeout_ms": ms, "state": "timed_out"}]
+    rows += [{"rank": int(r), "process_group": pg, "op_type": "MONITORED_BARRIER",
+              "state": "absent", "_named_rank": True}
+             for r in re.findall(r"\d+", m["ranks"])]
+    return rows
 
 
 def parse_gloo_timeout(text: str) -> Row | None:
@@ -151,10 +249,39 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_work_status",
         "collectives",
-        ("last enqueued",),
+        ("last enqueued", "or timeout) detected", "Timeout at NCCL work"),
         parse_work_status,
+        incomplete=status_incomplete,
         example="[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 5, "
         "last enqueued NCCL work: 5, last completed NCCL work: 4.",
+    ),
+    LineParser(
+        "nccl_dump_signal",
+        "collectives",
+        ("Received a dump signal",),
+        parse_dump_signal,
+        example="[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID "
+        "0(default_pg) Rank 6] Received a dump signal due to a collective timeout from  rank 7 and"
+        " we will try our best to dump the debug info. Last enqueued NCCL work: 56116, last "
+        "completed NCCL work: 56116.This is most likely caused by incorrect usages of collectives",
+    ),
+    LineParser(
+        "detail_collective_mismatch",
+        "collectives",
+        ("Detected mismatch between collectives",),
+        parse_detail_mismatch,
+        example="RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "
+        "collective: CollectiveFingerPrint(OpType=ALLGATHER, TensorShape=[4], TensorDtypes=Float,"
+        " TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided "
+        "(default), requires_grad=false (default), pinned_memory=false (default), memory_format="
+        "(nullopt))), but Rank 2 is running collective: CollectiveFingerPrint(OpType=ALLGATHER).",
+    ),
+    LineParser(
+        "gloo_monitored_barrier",
+        "collectives",
+        ("failed to pass monitoredBarrier",),
+        parse_monitored_barrier,
+        example="RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
     ),
     LineParser(
         "gloo_timeout",

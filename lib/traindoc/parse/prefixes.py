@@ -6,7 +6,8 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 - torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``); c10 logging: ``[rank3]:``
 - MPI: ``[1,3]<stdout>:``
 - Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
-- pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit)
+- pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit) or the hostfile's IP
+  ``104.171.201.172: ``
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import datetime
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
 SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
+IP_HOST_RE = re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?=\S)")
 ROLE_RE = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]*?)(?P<n>\d+)\]:\s?")
 # Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746].
 NOISE_RE = re.compile(r"\[(?:stdout|stderr|\d{1,9})\]\s")
@@ -110,9 +112,13 @@ def demux(text: str) -> tuple[str, Origin]:
                 if m["ip"]:
                     host = m["ip"]
         elif ch.isdigit():
-            m = SRUN_RE.match(text, pos)
+            m = IP_HOST_RE.match(text, pos) if pos == 0 else None
             if m:
-                task = int(m["n"])
+                host = m["host"]
+            else:
+                m = SRUN_RE.match(text, pos)
+                if m:
+                    task = int(m["n"])
         elif ch.isalpha() and pos == 0:
             m = HOST_RE.match(text, pos)
             if m and not text.startswith(("http", "Timeout", "Exception")):
