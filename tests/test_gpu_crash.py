@@ -522,3 +522,12 @@ def test_an_srun_task_id_is_never_a_host_to_drain() -> None:
     r = gpu_crash.diagnose(traindoc.load(DATA / "triage" / "crash_then_timeouts"))
     assert not any(h.startswith("srun-task") for h in r.facts["failed_hosts"])
     assert all("srun-task" not in a.how for a in r.actions)
+
+
+def test_an_application_xid_is_never_drained() -> None:
+    # Xid 31 (MMU fault) is an application fault in the catalogue the runbook shows: no drain
+    r = gpu_crash.diagnose(traindoc.load(DATA / "triage" / "crash_then_timeouts"))
+    assert r.facts["error_kind"] == "xid" and 31 in r.facts["xid_codes"]
+    ids = [a.id for a in r.actions]
+    assert "drain_node" not in ids and ids[0] == "application_xid"
+    assert all("scontrol" not in a.how for a in r.actions)

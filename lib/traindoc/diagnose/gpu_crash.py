@@ -867,7 +867,12 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
     hosts = f["failed_hosts"]
     xinfo = [xid_info(c) for c in f["xid_codes"]]
     hw_xids = [x for x in xinfo if not x.cascade and x.scope in ("node", "gpu")]
-    hardware = bool(hw_xids) or kind in ("xid", "ecc") or (
+    # An Xid the catalogue calls an application fault (13, 31, 43…) takes nothing out of
+    # service: the drain advice must agree with the Xid table the runbook shows.
+    first_xid = (xid_info(int(first["code"])) if first is not None and kind == "xid"
+                 and str(first["code"]).isdigit() else None)
+    hardware = bool(hw_xids) or kind == "ecc" or (
+        kind == "xid" and (first_xid is None or first_xid.scope in ("node", "gpu"))) or (
         kind == "cuda_error" and bool(HARDWARE_CUDA_RE.search(msg))) or (
         first is not None and first["code"] in ("slurm_node_failure", "nccl_unhandled_cuda",
                                                 "nccl_warn_cuda"))
@@ -902,6 +907,14 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
             "The Xid/ECC/CUDA error says which kind of check settles it: "
             + (", ".join(f"Xid {x.code}: {x.meaning}" for x in hw_xids) or msg or kind),
             diag + (f"  (on {', '.join(hosts)})" if hosts else "")))
+    elif first is not None and first_xid is not None:
+        acts.append(Action(
+            "application_xid", 1, f"Debug the program: Xid {first_xid.code} is an application "
+            "fault, not a broken GPU",
+            f"Xid {first_xid.code} ({first_xid.meaning}): {first_xid.next_step}. Nothing to "
+            "drain: the same code on healthy hardware fails the same way.",
+            "rerun the failing step with CUDA_LAUNCH_BLOCKING=1, or under compute-sanitizer "
+            "(compute-sanitizer --tool memcheck python …)"))
     elif first is not None:
         acts += _software_actions(first, kind, msg, f)
     if first is not None:
