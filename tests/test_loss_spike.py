@@ -339,3 +339,32 @@ def test_rollback_from_megatron_checkpoint_lines(tmp_path: Path) -> None:
     assert r.facts["spikes"][0]["start_iteration"] == 43
     assert r.facts["rollback_iteration"] == 30
     assert "echo 30 > <save>/latest_checkpointed_iteration.txt" in r.actions[0].how
+
+
+def test_deepspeed_overflow_lines_are_skipped_steps(tmp_path) -> None:
+    # HF Trainer + DeepSpeed ZeRO-3 (transformers' DeepSpeed docs, 2022): the bar counts the
+    # finished steps, the overflow behind it is the next one; initial calibration, no spike
+    p = tmp_path / "job.log"
+    p.write_text(
+        "  0%|          | 0/500 [00:00<?, ?it/s][2022-07-26 19:15:51,159] [INFO] [stage3.py:1834:"
+        "_overflow_clean_up] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+        "65536, reducing to 65536\n"
+        "  0%|▍         | 1/500 [00:00<03:47,  2.19it/s][2022-07-26 19:15:52,710] [INFO] [stage3."
+        "py:1834:_overflow_clean_up] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss "
+        "scale: 65536, reducing to 32768\n")
+    r = ls.diagnose(traindoc.load(p))
+    assert r.facts["skipped_iterations"] == [1, 2] and r.facts["spikes"] == []
+
+
+def test_overflow_wordings() -> None:
+    from traindoc.parse.iterations import parse_overflow
+
+    assert parse_overflow("[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+                          "262144, reducing to 131072.0") == {"skipped": 1,
+                                                              "loss_scale": 131072.0}
+    assert parse_overflow("[2024-09-15 00:13:28,261] [INFO] [loss_scaler.py:190:update_scale] "
+                          "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+                          "4294967296, but hysteresis is 2. Reducing hysteresis to 1"
+                          )["skipped"] == 1
+    assert parse_overflow("Grad overflow on iteration 118") == {"iteration": 118, "skipped": 1}
+    assert parse_overflow("step:0, loss:5.453125") is None

@@ -77,6 +77,50 @@ def step_totals_by_rank(incident: Incident) -> dict[int, int]:
 RUN_DIR_RE = re.compile(r"([^/\\]+)[/\\]attempt_\d+[/\\]")
 
 
+SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)$")
+
+
+def split_source(source: object) -> tuple[str, int] | None:
+    """A row's ``source`` ("file:line") as (file, line), or None."""
+    m = SOURCE_RE.match(str(source)) if isinstance(source, str) else None
+    return (m["file"], int(m["line"])) if m else None
+
+
+def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
+    """The ``iterations`` table with a number for each skipped step (fp16 overflow) whose line
+    names none: the step after the last one logged before it in the same file (a progress bar's
+    count or an iteration line), one more for each overflow in between; with none before it,
+    the first step logged after it. Overflows with neither stay unnumbered."""
+    it = incident.iterations
+    need = it["iteration"].isna() & (pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0)
+    if not need.any():
+        return it
+    marks: dict[str, list[tuple[int, int]]] = {}
+    pr = incident.progress
+    for df, col in ((it[it["iteration"].notna()], "iteration"), (pr[pr["step"].notna()], "step")):
+        for src, v in zip(df["source"], df[col], strict=True):
+            where = split_source(src)
+            if where:
+                marks.setdefault(where[0], []).append((where[1], int(v)))
+    for v in marks.values():
+        v.sort()
+    it = it.copy()
+    run: dict[tuple[str, int], int] = {}
+    for i in it.index[need]:
+        where = split_source(it.at[i, "source"])
+        if where is None or where[0] not in marks:
+            continue
+        ms = marks[where[0]]
+        before = [m for m in ms if m[0] <= where[1]]
+        if before:
+            key = (where[0], before[-1][0])
+            run[key] = run.get(key, 0) + 1
+            it.at[i, "iteration"] = before[-1][1] + run[key]
+        else:
+            it.at[i, "iteration"] = ms[0][1]
+    return it
+
+
 SYNTHETIC_HOST_PREFIX = "srun-task-"  # the loader's name for an srun -l writer: not a machine
 
 

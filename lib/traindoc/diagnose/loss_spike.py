@@ -38,7 +38,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..incident import Incident
 from ..report import Action, Finding, Report, evidence, ranked
-from .common import input_findings
+from .common import input_findings, place_unnumbered_skips
 
 FACT_KEYS = ("spikes", "grad_norm_leads", "nan_iterations", "skipped_iterations",
              "rollback_iteration")
@@ -97,7 +97,7 @@ def series(incident: Incident) -> pd.DataFrame:
     """One row per iteration: the metrics of every line or export row for it, the last value
     logged winning (a restarted job's rerun replaces the first attempt; per-tag exports merge);
     ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf."""
-    it = incident.iterations
+    it = place_unnumbered_skips(incident)
     cols = list(SERIES_COLUMNS)
     if not len(it) or it["iteration"].notna().sum() == 0 or (
             "event" in it.columns and not (it["iteration"].notna() & it["event"].isna()).any()):
@@ -495,7 +495,8 @@ def diagnose(incident: Incident, *, window: int = 50, k: float = 6.0, rel_thresh
     actions: list[Action] = []
     s = series(incident)
     has_metric = len(s) and (s["loss"].notna().any() or s["grad_norm"].notna().any()
-                             or s["is_nan"].any())
+                             or s["is_nan"].any()
+                             or (pd.to_numeric(s["skipped"], errors="coerce") > 0).any())
     if not has_metric:
         findings.append(Finding(
             "no_iterations", "warning",

@@ -31,6 +31,14 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   dict has one, else the running count of training dicts in that stream (a count of logging
   events, ``logging_steps`` optimizer steps apart).
 
+- fp16 loss-scale overflows (a skipped optimizer step): DeepSpeed ``[deepspeed] OVERFLOW! Rank 0
+  Skipping step. Attempted loss scale: 65536, reducing to 32768`` (``[deepscale]`` in old
+  versions; ``…, but hysteresis is 2. Reducing hysteresis to 1``; ``Reducing loss scale to
+  32768.0``), ``Grad overflow on iteration 12``, apex ``Gradient overflow.  Skipping step, loss
+  scaler 0 reducing loss scale to 32768.0``: a row with ``skipped=1``; only ``Grad overflow on
+  iteration N`` numbers the step (the runbook places the others after the last step logged
+  before them).
+
 ``event`` is <NA> for a training step; rows with an event are not steps (their ``loss`` stays
 <NA>: an eval loss goes to ``eval_loss``, a run-average train loss is not kept).
 """
@@ -337,6 +345,28 @@ class HFTrainerParser:
 HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate': "
               "1.4285714285714286e-06, 'epoch': 0.01}")
 
+# -- fp16 overflow: a skipped step ------------------------------------------------------------
+OVERFLOW_RE = re.compile(
+    r"(?:\[deep(?:speed|scale)\] (?:OVERFLOW!|fp16 dynamic loss scale overflow!)|"
+    r"Gradient overflow\.)\s*(?:Rank \d+ )?Skipping step[.,]?\s*"
+    r"(?:Attempted loss scale: (?P<att>[\d.]+)(?:, reducing to (?P<to>[\d.]+))?|"
+    r"Reducing loss scale to (?P<to2>[\d.]+)|loss scaler \d+ reducing loss scale to (?P<to3>[\d.]+))?"
+)
+GRAD_OVERFLOW_RE = re.compile(r"\bGrad overflow on iteration:?\s*(?P<it>\d+)")
+
+
+def parse_overflow(text: str) -> Row | None:
+    """An fp16 overflow: the optimizer step was skipped (the loss scale it fell to)."""
+    m = GRAD_OVERFLOW_RE.search(text)
+    if m:
+        return {"iteration": int(m["it"]), "skipped": 1}
+    m = OVERFLOW_RE.search(text)
+    if not m:
+        return None
+    scale = to_float(m["to"] or m["to2"] or m["to3"] or m["att"])
+    return {"skipped": 1, "loss_scale": scale}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "megatron_iteration",
@@ -388,6 +418,14 @@ PARSERS: tuple[LineParser, ...] = (
         ("iter time:",),
         parse_litgpt,
         example="iter 1 step 0: loss 3.5551, iter time: 1069.53ms",
+    ),
+    LineParser(
+        "fp16_overflow",
+        "iterations",
+        ("Skipping step", "Grad overflow on iteration"),
+        parse_overflow,
+        example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
+        "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
     ),
     LineParser(
         "lightning_bar",
