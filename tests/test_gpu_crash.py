@@ -531,3 +531,27 @@ def test_an_application_xid_is_never_drained() -> None:
     ids = [a.id for a in r.actions]
     assert "drain_node" not in ids and ids[0] == "application_xid"
     assert all("scontrol" not in a.how for a in r.actions)
+
+
+def test_torchrun_record_quoted_without_its_header(tmp_path) -> None:
+    # NVIDIA/Megatron-LM#1880: only the record's fields were pasted
+    p = tmp_path / "job.log"
+    p.write_text("  time      : 2025-12-23_05:17:58   \n  host      : yotta-B200-232   \n"
+                 "  rank      : 0 (local_rank: 0)   \n  exitcode  : -11 (pid: 3304209)   \n"
+                 "  error_file: <N/A>   \n  traceback : Signal 11 (SIGSEGV) received by PID "
+                 "3304209   \n============================================================\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == (
+        [0], ["yotta-B200-232"], "signal")
+
+
+def test_local_rank_is_the_rank_on_one_node(tmp_path) -> None:
+    # fudan-generative-vision/hallo2#56: the agent's line names only the local rank
+    p = tmp_path / "job.log"
+    p.write_text("[2024-11-26 02:04:28,494] torch.distributed.elastic.multiprocessing.api: "
+                 "[WARNING] Sending process 750661 closing signal SIGTERM\n"
+                 "[2024-11-26 02:04:31,514] torch.distributed.elastic.multiprocessing.api: "
+                 "[ERROR] failed (exitcode: -11) local_rank: 1 (pid: 750662) of binary: "
+                 "/home/jinlin_li/anaconda3/envs/hallo/bin/python\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert (f["failed_ranks"], f["error_kind"]) == ([1], "signal")

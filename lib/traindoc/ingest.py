@@ -66,8 +66,6 @@ except Exception:  # noqa: BLE001 - a broken native install must not break loadi
 # Start needles of block parsers that predate the ``needles`` attribute, by qualified name.
 # Each is read off the parser's own ``feed``: what it checks while idle.
 BLOCK_NEEDLES: dict[str, tuple[str, ...]] = {
-    # torchrun.ChildFailedParser: "Root Cause" in text / text.strip().startswith("Failures:")
-    "traindoc.parse.torchrun.ChildFailedParser": ("Root Cause", "Failures:"),
     # stacks.StackParser: text.startswith(STARTERS) or (digit first and endswith(" in:"))
     "traindoc.parse.stacks.StackParser": ("Process ", "Thread ", "Current thread ",
                                            "Stack (most", "Error: ", " in:"),

@@ -178,6 +178,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
             if known(r.host) and known(r.local_rank):
                 by_local.setdefault((str(r.host), int(r.local_rank)), int(r.rank))
     host_of = rank_hosts(incident)
+    # one machine (or none named): torchrun's local rank is the rank
+    one_node = len([h for h in incident.hosts if is_host(h)]) <= 1
     ranks, hosts = [], []
     for r in ev.itertuples(index=False):
         rank = int(r.rank) if known(r.rank) else None
@@ -185,6 +187,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
             rank = by_pid.get(int(r.pid))
         if rank is None and known(r.host) and known(r.local_rank):
             rank = by_local.get((str(r.host), int(r.local_rank)))
+        if rank is None and known(r.local_rank) and one_node:
+            rank = int(r.local_rank)
         host = str(r.host) if is_host(r.host) else None
         if host is None and rank is not None:
             host = host_of.get(rank)

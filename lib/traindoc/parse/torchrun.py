@@ -12,6 +12,8 @@
       traceback : Signal 6 (SIGABRT) received by PID 4242
 
 Records under ``Failures:`` and ``Root Cause`` are read alike; ``root_cause`` tells them apart.
+A record pasted without its header (only the ``time : …`` / ``host : …`` fields, as people quote
+the tail) is read too, as a failure that is not marked the root cause.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ RANK_FIELD_RE = re.compile(r"(?P<rank>\d+)\s*\(local_rank:\s*(?P<local>\d+)\)")
 EXIT_FIELD_RE = re.compile(r"(?P<code>-?\d+)\s*\(pid:\s*(?P<pid>\d+)\)")
 SIGNAL_TEXT_RE = re.compile(r"Signal (?P<num>\d+) \((?P<name>SIG\w+)\)")
 RULE_RE = re.compile(r"^\s*(?:={8,}|-{8,})\s*$")
+# the first field of a record quoted without its header: torchrun pads keys to 10 characters
+ORPHAN_START_RE = re.compile(r"^\s*(?:time {6}: \d{4}-\d\d-\d\d_|host {6}: \S)")
 
 
 def signal_name(exitcode: int | None) -> str | None:
@@ -46,6 +50,7 @@ class ChildFailedParser:
     """Reads the framed failure report torchrun prints when a worker fails."""
 
     tables = ("exits",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
+    needles = ("Root Cause", "Failures:", "time      : ", "host      : ")
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -64,6 +69,11 @@ class ChildFailedParser:
             self.section = "failures"
             return out
         if self.section is None:
+            if ORPHAN_START_RE.match(text):
+                self.section = "orphan"
+                self.record = {"root_cause": False}
+                self.ctx = ctx
+                self._field(*self._key_val(text))
             return out
         m = RECORD_RE.match(text)
         if m:
@@ -92,6 +102,11 @@ class ChildFailedParser:
         out = self._flush()
         self.section = None
         return out
+
+    @staticmethod
+    def _key_val(text: str) -> tuple[str, str]:
+        m = FIELD_RE.match(text)
+        return (m["key"], m["val"].strip()) if m else ("", "")
 
     def _field(self, key: str, val: str) -> None:
         rec = self.record
