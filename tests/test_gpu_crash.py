@@ -555,3 +555,14 @@ def test_local_rank_is_the_rank_on_one_node(tmp_path) -> None:
                  "/home/jinlin_li/anaconda3/envs/hallo/bin/python\n")
     f = gpu_crash.diagnose(traindoc.load(p)).facts
     assert (f["failed_ranks"], f["error_kind"]) == ([1], "signal")
+
+
+def test_an_abort_is_named_by_the_error_that_caused_it(tmp_path) -> None:
+    # vllm-project/vllm#4108: the Ray worker's abort is printed before rank 0's CUDA error
+    p = tmp_path / "job.log"
+    p.write_text("(RayWorkerVllm pid=7046) Fatal Python error: Aborted\n"
+                 "(RayWorkerVllm pid=7046) \n"
+                 "[E ProcessGroupNCCL.cpp:916] [Rank 0] NCCL watchdog thread terminated with "
+                 "exception: CUDA error: an illegal memory access was encountered\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "cuda_error" and "illegal memory access" in f["error_message"]

@@ -271,6 +271,9 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     killer = _oom_killer_for(first, causes)
     if killer is not None:  # SIGKILL by the OOM killer: the OOM is the failure
         first = killer
+    reason = _abort_reason(first, key)
+    if reason is not None:  # an abort is how a C++ error ends a process: the error is the failure
+        first = reason
     member = causes.apply(lambda e: _same_failure(e, first, window_s), axis=1) \
         if len(causes) else pd.Series([], dtype=bool)
     if first["code"] in HOST_OOM_CODES and len(causes):
@@ -281,6 +284,23 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     # Cascade: symptoms anywhere but on the failed ranks themselves.
     casc = cascade_all[~(cascade_all["rank"].isin(list(failed_ranks)) & cascade_all["rank"].notna())]
     return Crash(events, first, cluster, casc, independent, by)
+
+
+ABORT_CODES = {"SIGABRT", "terminate"}
+SPECIFIC_KINDS = ("cuda_error", "xid", "ecc", "oom", "nccl_error")
+
+
+def _abort_reason(first: pd.Series, ordered: pd.DataFrame, lines: int = 40) -> pd.Series | None:
+    """For an abort (SIGABRT, 'Fatal Python error: Aborted', 'terminate called') that names
+    no error of its own: the specific error (CUDA, Xid, ECC, OOM, a local NCCL error) printed
+    within ``lines`` lines of it in the same file, on the same rank or on no named rank."""
+    if first["code"] not in ABORT_CODES:
+        return None
+    near = ordered[ordered["kind"].isin(SPECIFIC_KINDS) & (ordered["file"] == first["file"])
+                   & ((ordered["lineno"] - first["lineno"]).abs() <= lines)]
+    if pd.notna(first["rank"]):
+        near = near[near["rank"].isna() | (near["rank"] == first["rank"])]
+    return near.iloc[0][EVENT_COLUMNS] if len(near) else None
 
 
 def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
