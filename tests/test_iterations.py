@@ -274,3 +274,30 @@ def test_metric_direction() -> None:
     assert metric_direction("seconds") == 1 and metric_direction("time_s") == 1
     assert metric_direction("tflops") == -1 and metric_direction("busbw_gbps") == -1
     assert metric_direction("score") == 0
+
+
+def test_mmengine_and_mmcv_runner_lines() -> None:
+    from traindoc.parse.iterations import parse_mmengine
+
+    # InternLM/xtuner#187 (mmengine) and junjie18/CMT#83 (mmcv)
+    row = parse_mmengine("10/30 22:19:57 - mmengine - INFO - Epoch(train) [1][240/735]  lr: "
+                         "1.9813e-04  eta: 2:44:49  time: 2.8874  data_time: 0.0042  memory: "
+                         "10762  loss: 2.5128  grad_norm: nan")
+    assert row["iteration"] == 240 and row["loss"] == 2.5128 and row["elapsed_s"] == 2.8874
+    row = parse_mmengine("2023-10-24 08:06:41,294 - mmdet - INFO - Epoch [7][5850/32025]\tlr: "
+                         "7.146e-04, eta: 4 days, 0:19:04, time: 0.775, data_time: 0.025, memory: "
+                         "30983, loss_cls: 0.4233, loss: 31.4201, grad_norm: 3637.0292")
+    assert (row["iteration"], row["lr"], row["loss"], row["grad_norm"]) == (
+        6 * 32025 + 5850, 7.146e-04, 31.4201, 3637.0292)
+
+
+def test_hf_dict_with_nan_grad_norm_is_a_nan_iteration(tmp_path) -> None:
+    # AnswerDotAI/ModernBERT#233
+    import traindoc
+    from traindoc.diagnose import loss_spike
+
+    p = tmp_path / "job.log"
+    p.write_text("{'loss': 0.2051, 'grad_norm': nan, 'learning_rate': 9.774074342405685e-06, "
+                 "'epoch': 0.53}\n{'loss': 0.0, 'grad_norm': nan, 'learning_rate': "
+                 "9.773696745450087e-06, 'epoch': 0.53}\n")
+    assert loss_spike.diagnose(traindoc.load(p)).facts["nan_iterations"] == [1, 2]

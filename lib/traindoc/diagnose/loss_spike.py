@@ -114,7 +114,9 @@ def series(incident: Incident) -> pd.DataFrame:
     for c in ("loss", "grad_norm"):
         v = df[c].astype("Float64")
         inf |= v.notna().to_numpy() & ~np.isfinite(v.to_numpy(dtype=float, na_value=0.0))
-    df["_nan"] = (text_nan & df["loss"].isna()) | inf | (df["nan"].fillna(0) > 0)
+    # a NaN read from text arrives as <NA> (not logged): the line's own words tell them apart
+    df["_nan"] = ((text_nan & (df["loss"].isna() | df["grad_norm"].isna())) | inf
+                  | (df["nan"].fillna(0) > 0))
     df["_order"] = np.arange(len(df))
     df = df.sort_values(["iteration", "_order"], kind="stable")
     g = df.groupby("iteration", sort=True)

@@ -31,6 +31,11 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   dict has one, else the running count of training dicts in that stream (a count of logging
   events, ``logging_steps`` optimizer steps apart).
 
+- mmengine / mmcv runners (OpenMMLab, xtuner): ``Epoch(train) [1][240/735]  lr: 1.9813e-04  eta:
+  2:44:49  time: 2.8874  data_time: 0.0042  memory: 10762  loss: 2.5128  grad_norm: nan``
+  (mmcv: ``Epoch [7][5850/32025]\tlr: 7.146e-04, eta: …, time: 0.775, …, loss: 31.4201,
+  grad_norm: 3637.0292``; iteration-based: ``Iter(train) [  100/10000]``): the iteration is
+  ``(epoch - 1) * iterations_per_epoch + n``; ``time`` is seconds per iteration.
 - fp16 loss-scale overflows (a skipped optimizer step): DeepSpeed ``[deepspeed] OVERFLOW! Rank 0
   Skipping step. Attempted loss scale: 65536, reducing to 32768`` (``[deepscale]`` in old
   versions; ``…, but hysteresis is 2. Reducing hysteresis to 1``; ``Reducing loss scale to
@@ -345,6 +350,34 @@ class HFTrainerParser:
 HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate': "
               "1.4285714285714286e-06, 'epoch': 0.01}")
 
+# -- mmengine / mmcv ---------------------------------------------------------------------------
+MMENGINE_RE = re.compile(
+    r"(?:\bEpoch(?:\(train\))?\s*\[(?P<epoch>\d+)\]\s*\[\s*(?P<n>\d+)/(?P<total>\d+)\]|"
+    r"\bIter\(train\)\s*\[\s*(?P<it>\d+)/(?P<itotal>\d+)\])(?P<rest>.*)")
+MM_FIELD_RE = re.compile(r"(?<![\w.])(?P<k>lr|loss|grad_norm|time):\s*"
+                         r"(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
+MM_KEYS = {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm", "time": "elapsed_s"}
+
+
+def parse_mmengine(text: str) -> Row | None:
+    """An mmengine/mmcv runner line ``Epoch(train) [1][240/735]  lr: …  loss: …``."""
+    m = MMENGINE_RE.search(text)
+    if not m:
+        return None
+    if m["it"] is not None:
+        row: Row = {"iteration": int(m["it"]), "total_iterations": int(m["itotal"])}
+    else:
+        epoch, n, total = int(m["epoch"]), int(m["n"]), int(m["total"])
+        row = {"iteration": (max(epoch, 1) - 1) * total + n, "epoch": float(epoch)}
+    fields = {f["k"]: f["v"] for f in MM_FIELD_RE.finditer(m["rest"])}
+    if "loss" not in fields and "grad_norm" not in fields:
+        return None  # an eval or info line that only names the epoch
+    for k, col in MM_KEYS.items():
+        if k in fields:
+            row[col] = to_float(fields[k])
+    return row
+
+
 # -- fp16 overflow: a skipped step ------------------------------------------------------------
 OVERFLOW_RE = re.compile(
     r"(?:\[deep(?:speed|scale)\] (?:OVERFLOW!|fp16 dynamic loss scale overflow!)|"
@@ -418,6 +451,14 @@ PARSERS: tuple[LineParser, ...] = (
         ("iter time:",),
         parse_litgpt,
         example="iter 1 step 0: loss 3.5551, iter time: 1069.53ms",
+    ),
+    LineParser(
+        "mmengine",
+        "iterations",
+        ("Epoch(train)", "Iter(train)", "Epoch ["),
+        parse_mmengine,
+        example="10/30 22:19:57 - mmengine - INFO - Epoch(train) [1][240/735]  lr: 1.9813e-04  "
+        "eta: 2:44:49  time: 2.8874  data_time: 0.0042  memory: 10762  loss: 2.5128  grad_norm: nan",
     ),
     LineParser(
         "fp16_overflow",
