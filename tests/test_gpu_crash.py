@@ -566,3 +566,14 @@ def test_an_abort_is_named_by_the_error_that_caused_it(tmp_path) -> None:
                  "exception: CUDA error: an illegal memory access was encountered\n")
     f = gpu_crash.diagnose(traindoc.load(p)).facts
     assert f["error_kind"] == "cuda_error" and "illegal memory access" in f["error_message"]
+
+
+def test_nccl_system_error_before_the_first_step_is_the_failure(tmp_path) -> None:
+    # open-mmlab/OpenPCDet#1215: DDP's init fails on every rank; no peer died first
+    p = tmp_path / "job.log"
+    p.write_text("    dist._verify_model_across_ranks(self.process_group, parameters)\n"
+                 "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:911, "
+                 "unhandled system error, NCCL version 2.7.8\n"
+                 "ncclSystemError: System call (socket, malloc, munmap, etc) failed.\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "nccl_error" and "unhandled system error" in f["error_message"]

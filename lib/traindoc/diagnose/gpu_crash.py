@@ -157,10 +157,24 @@ def failure_events(incident: Incident) -> pd.DataFrame:
     if not len(ev):
         return ev[EVENT_COLUMNS]
     _fill_ranks(ev, incident)
+    _init_failure_roles(ev, incident)
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
     return ev[EVENT_COLUMNS].reset_index(drop=True)
+
+
+INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
+
+
+def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
+    """NCCL's 'unhandled system/internal error' usually follows a peer that died; before the
+    first training step (no iteration or progress line) with no other cause, it is the failure
+    itself: the communicator could not be set up (network, firewall, IB/RoCE config)."""
+    if (ev["role"] == "cause").any() or len(incident.iterations) or len(incident.progress):
+        return
+    init = ev["code"].isin(list(INIT_NCCL_CODES))
+    ev.loc[init, ["role", "strength"]] = ["cause", 1]
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
