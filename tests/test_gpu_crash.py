@@ -577,3 +577,13 @@ def test_nccl_system_error_before_the_first_step_is_the_failure(tmp_path) -> Non
                  "ncclSystemError: System call (socket, malloc, munmap, etc) failed.\n")
     f = gpu_crash.diagnose(traindoc.load(p)).facts
     assert f["error_kind"] == "nccl_error" and "unhandled system error" in f["error_message"]
+
+
+def test_fallen_off_the_bus_wrapped_over_three_nvrm_lines(tmp_path) -> None:
+    # NVIDIA/NVSentinel#155: no Xid line, the probe's message wrapped by the kernel
+    p = tmp_path / "dmesg.txt"
+    p.write_text("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+                 "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+                 "               NVRM: fallen off the bus and is not responding to commands.\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert "fallen off the bus" in f["error_message"] and f["xid_codes"] == [79]

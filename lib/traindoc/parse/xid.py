@@ -10,7 +10,10 @@ matcher tests and NVIDIA/open-gpu-kernel-modules issues):
   ``NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset
   gpu to activate.``, ``NVRM: Xid (PCI:0009:01:00): 154, GPU recovery action changed from 0x0
   (None) to 0x4 (Drain and Reset)``.
-- A fall off the bus without an Xid line: ``NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.``
+- A fall off the bus without an Xid line: ``NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.``,
+  or the probe's ``NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system
+  has fallen off the bus and is not responding to commands.`` (often wrapped over three
+  ``NVRM:`` lines; the last one is enough).
 - Prefixes: dmesg ``[ 1843.308145] ``, ``dmesg -T`` ``[Tue May 14 03:12:09 2024] ``, syslog and
   journalctl ``May 14 03:12:09 node-2 kernel: ``, journalctl ``-o short-iso``
   ``2024-05-14T03:12:09+0000 node-2 kernel: ``, pdsh ``node-2: `` (the loader strips that one).
@@ -161,6 +164,9 @@ FALLEN_RE = re.compile(
     r"NVRM: GPU (?:at )?(?:PCI:)?(?P<bus>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
     r"(?:\.\d)?:? (?:GPU )?has fallen off the bus"
 )
+NOT_RESPONDING_RE = re.compile(
+    r"NVRM: (?:The NVIDIA GPU (?P<bus>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\S*.*?)?"
+    r"fallen off the bus and is not responding to commands")
 # Timestamp / host prefixes a kernel line may carry.
 DMESG_T_RE = re.compile(
     r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) "
@@ -203,11 +209,11 @@ def parse_xid(text: str) -> Row | None:
         bus = m["bus"].lower()
         start = m.start()
     else:
-        m = FALLEN_RE.search(text)
+        m = FALLEN_RE.search(text) or NOT_RESPONDING_RE.search(text)
         if not m:
             return None
         code, pid, rest = 79, None, "GPU has fallen off the bus (no Xid line)"
-        bus = m["bus"].lower()
+        bus = (m["bus"] or "?").lower()
         if bus.count(":") == 1:
             bus = "0000:" + bus
         start = m.start()
