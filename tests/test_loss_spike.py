@@ -368,3 +368,18 @@ def test_overflow_wordings() -> None:
                           )["skipped"] == 1
     assert parse_overflow("Grad overflow on iteration 118") == {"iteration": 118, "skipped": 1}
     assert parse_overflow("step:0, loss:5.453125") is None
+
+
+def test_a_tenfold_grad_norm_jump_before_the_loss_moves_leads(tmp_path) -> None:
+    # bigscience tr8-104B chronicles, experiment 11: grad norm x20 at 11447, loss x2.5 at 11448
+    line = (" iteration    {it}/  159576 | consumed samples:      1256288 | elapsed time per "
+            "iteration (ms): 78599.8 | learning rate: 3.000E-05 | global batch size:   432 | lm "
+            "loss: {loss} | loss scale: 65536.0 | grad norm: {gn} | num zeros: 0.0 | number of "
+            "skipped iterations:   0 | number of nan iterations:   0 |\ntime (ms)\n")
+    p = tmp_path / "job.log"
+    p.write_text("".join(line.format(it=it, loss=lo, gn=gn) for it, lo, gn in (
+        (11446, "3.062589E+00", "12952.562"), (11447, "3.114286E+00", "262623.331"),
+        (11448, "7.712340E+00", "254699.302"))))
+    f = ls.diagnose(traindoc.load(p)).facts
+    assert [s["start_iteration"] for s in f["spikes"]] == [11448]
+    assert f["grad_norm_leads"] is True and f["spikes"][0]["grad_norm_start_iteration"] == 11447

@@ -284,6 +284,22 @@ def data_window(s: pd.DataFrame, first: int, last: int) -> dict[str, Any]:
     }
 
 
+GRAD_JUMP = 10.0  # a grad norm this many times its recent level leads a loss spike
+GRAD_JUMP_LOOKBACK = 5  # logged points before a spike's start searched for that jump
+
+
+def grad_jump(its: np.ndarray, grad: np.ndarray, start: int) -> int | None:
+    """The first logged iteration at or before ``start`` (within ``GRAD_JUMP_LOOKBACK`` points)
+    whose grad norm is ``GRAD_JUMP`` times the median of the norms logged before it: the
+    optimizer blew up before the loss showed it (too few points for the excursion detector)."""
+    upto = int(np.searchsorted(its, start, side="right"))
+    for j in range(max(1, upto - GRAD_JUMP_LOOKBACK), upto):
+        before = grad[max(0, j - 50):j]
+        if len(before) and grad[j] >= GRAD_JUMP * float(np.median(before)):
+            return int(its[j])
+    return None
+
+
 def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
                 grad_det: Detector = GRAD_NORM) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Loss spikes (dicts with the facts' keys plus grad-norm lead, data window and
@@ -312,6 +328,10 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
                 g_start, leads = gs, gs < start
                 used.add(k)
                 break
+        if not leads:
+            jump = grad_jump(gi, np.exp(gy) if len(gy) else gy, start)
+            if jump is not None and jump < start:  # at the same step they coincide
+                g_start, leads = jump, True
         first = min(start, g_start) if g_start is not None else start
         upto = rec if rec is not None else last_it
         win = s[(s["iteration"] >= first) & (s["iteration"] <= upto)]
