@@ -345,3 +345,15 @@ def test_progress_bar_fallback(tmp_path: Path) -> None:
     (tmp_path / "tqdm.log").write_text("\r".join(bars) + "\n")
     r = tp.diagnose(traindoc.load(tmp_path))
     assert r.facts["metric"] == "s_per_iteration" and r.facts["change_iteration"] == 51
+
+
+def test_two_readings_name_the_metric_and_claim_no_change(tmp_path) -> None:
+    # deepspeedai/DeepSpeed#1825: the ThroughputTimer printed twice in the excerpt
+    p = tmp_path / "job.log"
+    p.write_text("[2022-03-11 02:06:58,985] [INFO] [timer.py:189:stop] 0/40, SamplesPerSec="
+                 "83.48609168106144, MemAllocated=0.26GB, MaxMemAllocated=9.02GB\n"
+                 "[2022-03-11 02:07:14,130] [INFO] [timer.py:189:stop] 0/50, SamplesPerSec="
+                 "83.73838805358588, MemAllocated=0.26GB, MaxMemAllocated=9.02GB\n")
+    r = tp.diagnose(traindoc.load(p))
+    assert r.facts["metric"] == "samples_per_s" and r.facts["change_iteration"] is None
+    assert r.confidence == "low" and "too few" in r.verdict

@@ -821,6 +821,22 @@ def report_from(a: Analysis, incident: Incident, hosts: str | list[str] | None =
                                           "has no data in these logs")
             + (f"; analysed {a.metric} instead" if a.metric else ""), []))
 
+    few = choose_metric(incident, a.requested, min_points=1) if spec is None else None
+    if few is not None:  # a metric is logged, too rarely to find a change in it
+        facts["metric"] = few
+        col = METRICS[few].column
+        n = int(_usable(_steps(incident)[col]).sum()) if col in _steps(incident) else 0
+        findings.append(Finding(
+            "too_few_points", "warning",
+            f"Only {n} logged value(s) of {METRICS[few].label}: too few to tell a change from "
+            "noise (a change needs a level held over several logged iterations on each side)",
+            evidence(incident.iterations.head(5))))
+        findings += input_findings(incident)
+        actions.append(_log_throughput_action(1))
+        return Report("throughput", f"Only {n} logged value(s) of {METRICS[few].label}: too few "
+                      "to say whether the job slowed down; log throughput more often or point "
+                      "log_path at the whole training log.", "low", facts, findings,
+                      ranked(actions))
     if spec is None or not len(s):
         findings.append(Finding(
             "no_metric", "warning",
