@@ -68,8 +68,10 @@ DETAIL_MISMATCH_RE = re.compile(
     r"Detected mismatch between collectives on ranks\.\s*Rank (?P<r1>\d+) is running "
     r"collective:\s*(?P<b1>.*?),?\s+but Rank (?P<r2>\d+) is running collective:\s*(?P<b2>.*)"
 )
+# values may be glued to the next key ("SequenceNumber=0OpType=REDUCE", torch 2.x)
 FINGERPRINT_FIELD_RE = re.compile(
-    r"(?P<key>SequenceNumber|OpType|TensorShape|TensorDtypes)=(?P<val>\[[^\]]*\]|[^,)\s]+)"
+    r"(?P<key>SequenceNumber|OpType|TensorShape|TensorDtypes)="
+    r"(?P<val>\[[^\]]*\]|\d+(?=\D)|[A-Za-z_0-9]+?(?=OpType=|TensorShape=|[,)\s]|$))"
 )
 MONITORED_BARRIER_RE = re.compile(
     r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier(?: in (?P<ms>\d+) ms)?"
