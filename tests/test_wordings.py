@@ -107,3 +107,15 @@ def test_pdsh_ip_prefix_names_the_host(tmp_path: Path) -> None:
     inc = traindoc.load(p)
     row = inc.collectives.iloc[0]
     assert (row["host"], row["rank"]) == ("104.171.201.171", 14)
+
+
+def test_collector_timestamp_before_the_rank_prefix() -> None:
+    # QwenLM/Qwen3-Coder#174: "2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: …"
+    from traindoc.parse.prefixes import demux
+
+    text, origin = demux("2024-11-20 14:37:16 [rank3]: torch.OutOfMemoryError: CUDA out of "
+                         "memory. Tried to allocate 132.00 MiB.")
+    assert (origin.rank, origin.rank_global) == (3, True)
+    assert text.startswith("torch.OutOfMemoryError")
+    _, origin = demux("[2024-11-20 14:37:16] [default1]:[rank9]: x")
+    assert origin.rank == 9

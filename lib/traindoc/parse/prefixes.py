@@ -31,6 +31,11 @@ HOST_RE = re.compile(
     r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
 )
 
+# A log collector's timestamp before the launcher's rank prefix (``2024-11-20 14:37:16 [rank3]: …``):
+# both are prefixes (the body that follows is what the rank wrote; the collector's time is not
+# the line's own and is dropped with them, so every engine reads the same body).
+TS_THEN_RANK_RE = re.compile(
+    r"(?P<ts>\[?20\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?) (?=\[(?:rank|default)\d+\]:)")
 # A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
 MIDLINE_PREFIX_RE = re.compile(r"(?<=[^\s:])(?=\[(?:rank|default)\d+\]:)")
 
@@ -89,6 +94,16 @@ def demux(text: str) -> tuple[str, Origin]:
     rank = host = pid = task = None
     rank_global = False
     pos = 0
+    if text[:1] in "[2":
+        ts = TS_THEN_RANK_RE.match(text)
+        if ts:
+            m = ROLE_RE.match(text, ts.end())
+            if m:
+                rest, origin = demux(text[m.end():])
+                inner = origin.rank is not None and origin.rank_global
+                return rest, Origin(
+                    rank=origin.rank if inner else int(m["n"]), host=origin.host,
+                    pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
     for _ in range(6):
         while pos < len(text) and text[pos] == " ":
             pos += 1
