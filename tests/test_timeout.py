@@ -301,3 +301,14 @@ def test_lightning_bar_fused_with_the_watchdog_line_gives_step_and_total(tmp_pat
     _, r = diag(tmp_path, text)
     assert (r.facts["last_step"], r.facts["total_steps"]) == (32040, 500150)
     assert (r.facts["seq_num"], r.facts["timed_out_ranks"]) == (96120, [0])
+
+
+def test_markdown_escaped_bar_gives_the_last_step(tmp_path: Path) -> None:
+    # mosaicml/diffusion#70 (CloudWatch export pasted as a Markdown table: pipes escaped)
+    text = ("  | 2023-10-05T04:00:22.604-07:00 | [0]:train 21%\\|█████▏ \\| 161544/770000 "
+            "[29:39:25<310:42:33, 1.84s/ba, loss/train/t[6]:[E ProcessGroupNCCL.cpp:828] [Rank 38]"
+            " Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4447361, OpType="
+            "ALLREDUCE, Timeout(ms)=1800000) ran for 1805505 milliseconds before timing out.\n")
+    _, r = diag(tmp_path, text)
+    assert (r.facts["last_step"], r.facts["total_steps"]) == (161544, 770000)
+    assert r.facts["timed_out_ranks"] == [38]

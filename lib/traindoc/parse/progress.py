@@ -1,7 +1,8 @@
 """tqdm progress bars into the ``progress`` table.
 
 ``Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]``; ``rate`` is stored in iterations per
-second whatever unit the bar printed (``25.64s/it`` -> 0.039).
+second whatever unit the bar printed (``25.64s/it`` -> 0.039). A bar pasted into Markdown may
+have its pipes escaped (``21%\\|█████▏ \\| 161544/770000 [...]``): read alike.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from .base import LineParser, Row, hms_to_s, to_float
 
 TQDM_RE = re.compile(
-    r"(?:(?P<desc>[^|\r\n]*?):?\s*)?(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+(?:\.\d+)?[kMG]?)"
+    r"(?:(?P<desc>[^|\r\n]*?):?\s*)?(?P<pct>\d{1,3})%\\?\|[^|]*\|\s*(?P<n>\d+(?:\.\d+)?[kMG]?)"
     r"/(?P<total>\d+(?:\.\d+)?[kMG]?)\s*\[(?P<elapsed>[\d:]+(?:\s*days?,\s*[\d:]+)?)"
     r"(?:<(?P<remaining>[\d:?]+(?:\s*days?,\s*[\d:]+)?))?"
     r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[a-zA-Z]*/[a-zA-Z]+))?"
@@ -52,7 +53,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "tqdm",
         "progress",
-        ("%|",),
+        ("%|", "%\\|"),
         parse_tqdm,
         example="Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]",
     ),
