@@ -587,3 +587,13 @@ def test_fallen_off_the_bus_wrapped_over_three_nvrm_lines(tmp_path) -> None:
                  "               NVRM: fallen off the bus and is not responding to commands.\n")
     f = gpu_crash.diagnose(traindoc.load(p)).facts
     assert "fallen off the bus" in f["error_message"] and f["xid_codes"] == [79]
+
+
+def test_nvidia_smi_lost_gpu_is_a_hardware_failure(tmp_path) -> None:
+    # rwth-i6/returnn#1484: the job hung; nvidia-smi could no longer reach the GPU
+    p = tmp_path / "node.txt"
+    p.write_text("$ nvidia-smi\nUnable to determine the device handle for GPU0000:03:00.0: "
+                 "Unknown Error\n")
+    r = gpu_crash.diagnose(traindoc.load(p))
+    assert "Unable to determine the device handle" in r.facts["error_message"]
+    assert r.actions[0].id == "drain_node" and "<node>" in r.actions[0].how

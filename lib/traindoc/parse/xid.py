@@ -14,6 +14,8 @@ matcher tests and NVIDIA/open-gpu-kernel-modules issues):
   or the probe's ``NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system
   has fallen off the bus and is not responding to commands.`` (often wrapped over three
   ``NVRM:`` lines; the last one is enough).
+- A GPU the driver lost, as ``nvidia-smi`` says it: ``Unable to determine the device handle for
+  GPU0000:03:00.0: Unknown Error`` (kind ``xid``, code ``gpu_lost``: no Xid number is claimed).
 - Prefixes: dmesg ``[ 1843.308145] ``, ``dmesg -T`` ``[Tue May 14 03:12:09 2024] ``, syslog and
   journalctl ``May 14 03:12:09 node-2 kernel: ``, journalctl ``-o short-iso``
   ``2024-05-14T03:12:09+0000 node-2 kernel: ``, pdsh ``node-2: `` (the loader strips that one).
@@ -229,6 +231,23 @@ def parse_xid(text: str) -> Row | None:
     }
 
 
+GPU_LOST_RE = re.compile(
+    r"Unable to determine the device handle for (?:GPU\s*)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:"
+    r"[0-9a-fA-F]{2}(?:\.\d)?):?\s*(?P<why>.*)$")
+
+
+def parse_gpu_lost(text: str) -> Row | None:
+    """nvidia-smi's 'Unable to determine the device handle for GPU…': the GPU is gone."""
+    m = GPU_LOST_RE.search(text)
+    if not m:
+        return None
+    why = m["why"].strip().rstrip(".") or "no reason given"
+    return {"kind": "xid", "code": "gpu_lost",
+            "message": f"Unable to determine the device handle for GPU{m['bus']}: {why} "
+                       "(nvidia-smi: the GPU is lost)",
+            "host": _host(text, m.start())}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nvidia_xid",
@@ -237,5 +256,12 @@ PARSERS: tuple[LineParser, ...] = (
         parse_xid,
         example="[Tue May 14 03:12:09 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
         "name=<unknown>, GPU has fallen off the bus.",
+    ),
+    LineParser(
+        "nvidia_smi_gpu_lost",
+        "errors",
+        ("Unable to determine the device handle",),
+        parse_gpu_lost,
+        example="Unable to determine the device handle for GPU0000:03:00.0: Unknown Error",
     ),
 )
