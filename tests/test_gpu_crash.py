@@ -597,3 +597,14 @@ def test_nvidia_smi_lost_gpu_is_a_hardware_failure(tmp_path) -> None:
     r = gpu_crash.diagnose(traindoc.load(p))
     assert "Unable to determine the device handle" in r.facts["error_message"]
     assert r.actions[0].id == "drain_node" and "<node>" in r.actions[0].how
+
+
+def test_cascade_xids_alone_still_name_a_gpu_failure(tmp_path) -> None:
+    # NVIDIA/open-gpu-kernel-modules#1150: only Xid 45 'caused by previous Xid 149' lines
+    p = tmp_path / "dmesg.txt"
+    p.write_text("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 "
+                 "caused by previous Xid 149\n"
+                 "kernel: NVRM: Xid (PCI:0000:ed:00): 45, pid=1818992, name=python3, Ch 0000000c "
+                 "caused by previous Xid 145\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "xid" and 45 in f["xid_codes"]

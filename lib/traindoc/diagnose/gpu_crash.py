@@ -158,6 +158,7 @@ def failure_events(incident: Incident) -> pd.DataFrame:
         return ev[EVENT_COLUMNS]
     _fill_ranks(ev, incident)
     _init_failure_roles(ev, incident)
+    _cascade_xid_roles(ev)
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
@@ -175,6 +176,17 @@ def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
         return
     init = ev["code"].isin(list(INIT_NCCL_CODES))
     ev.loc[init, ["role", "strength"]] = ["cause", 1]
+
+
+def _cascade_xid_roles(ev: pd.DataFrame) -> None:
+    """Xids that follow another Xid (45: 'caused by previous Xid 149') are context; when the
+    Xid they follow is not in the logs and nothing else failed, they are the GPU failure we
+    have: the first of them stands for it."""
+    if (ev["role"] == "cause").any():
+        return
+    xids = ev.index[(ev["kind"] == "xid") & (ev["role"] == "context")]
+    if len(xids):
+        ev.loc[xids[0], ["role", "strength"]] = ["cause", 1]
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
