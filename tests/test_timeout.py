@@ -312,3 +312,14 @@ def test_markdown_escaped_bar_gives_the_last_step(tmp_path: Path) -> None:
     _, r = diag(tmp_path, text)
     assert (r.facts["last_step"], r.facts["total_steps"]) == (161544, 770000)
     assert r.facts["timed_out_ranks"] == [38]
+
+
+def test_watchdog_stuck_names_the_hung_rank(tmp_path: Path) -> None:
+    # hiyouga/LlamaFactory#6964: the heartbeat monitor, no collective named
+    text = ("[rank6]:[E217 00:13:05.609415848 ProcessGroupNCCL.cpp:1484] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 6] ProcessGroupNCCL's watchdog got stuck for 480 seconds without "
+            "making progress in monitoring enqueued collectives. This typically indicates a "
+            "NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["timed_out_ranks"] == [6] and r.facts["op_type"] is None
+    assert "got stuck" in r.verdict and any(f.id == "watchdog_stuck" for f in r.findings)

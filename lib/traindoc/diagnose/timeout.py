@@ -25,6 +25,8 @@ from .common import input_findings, last_progress, step_totals_by_rank
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
                    "ALLGATHER_COALESCED", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"}
 
+STUCK_CODES = ("heartbeat_timeout", "watchdog_stuck")  # errors codes of the heartbeat monitor
+
 FACT_KEYS = ("timed_out_ranks", "op_type", "seq_num", "timeout_ms", "ran_for_ms", "numel_in",
              "numel_out", "process_group", "lagging_ranks", "last_step", "total_steps",
              "pattern", "first_mismatch")
@@ -72,7 +74,11 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy))
     facts["first_mismatch"] = mismatch
 
-    if not len(timeouts) and not len(status) and not mismatch:
+    # The heartbeat monitor ("watchdog got stuck", "Heartbeat monitor timed out"): the rank hung
+    # inside NCCL/CUDA so long that even its watchdog stopped; it names no collective.
+    errs = incident.errors
+    stuck = errs[errs["code"].isin(list(STUCK_CODES)) & errs["rank"].notna()]
+    if not len(timeouts) and not len(status) and not mismatch and not len(stuck):
         findings.append(Finding(
             "no_timeout", "warning",
             "No collective timeout (NCCL watchdog or gloo) was found in these logs",
@@ -87,7 +93,8 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     # Timed out: ranks with a watchdog/gloo line, and ranks whose watchdog status line names
     # the work it failed on (its timeout line may be cut from the excerpt).
     facts["timed_out_ranks"] = sorted({int(r) for r in timeouts["rank"].dropna()}
-                                      | {int(r) for r in status["rank"]})
+                                      | {int(r) for r in status["rank"]}
+                                      | {int(r) for r in stuck["rank"]})
     # The collective that timed out: the (pg, seq) most ranks report, earliest seq on a tie.
     # gloo's message names no collective: a timed-out rank's last flight-recorder entry does.
     inflight = in_flight(c)
@@ -247,8 +254,19 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
             f"The last progress line is the end of the data ({prog.describe()}) while rank(s) "
             f"{facts['lagging_ranks']} had not arrived: ranks ran out of data at different "
             "steps (uneven or unseeded data split)", [f"{prog.source}: {prog.line}"]))
+    if len(stuck):
+        findings.append(Finding(
+            "watchdog_stuck", "critical",
+            f"The NCCL watchdog of rank(s) {sorted({int(r) for r in stuck['rank']})} stopped "
+            "making progress (heartbeat monitor): the process hung inside an NCCL/CUDA call or "
+            "under the GIL, not only in a collective's wait", evidence(stuck)))
     actions = ranked(_actions(facts, incident, totals, finished))
     verdict, confidence = _verdict(facts, prog.describe())
+    if len(stuck) and facts["op_type"] is None and facts["seq_num"] is None:
+        verdict = (f"The NCCL watchdog of rank(s) {facts['timed_out_ranks']} got stuck (heartbeat "
+                   "monitor): the process hung inside NCCL/CUDA or under the GIL; no collective is "
+                   "named — take py-spy dumps of the hung ranks (py-spy dump --native --pid …).")
+        confidence = "medium"
     return Report("timeout", verdict, confidence, facts, findings, actions)
 
 
