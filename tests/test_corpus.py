@@ -12,8 +12,10 @@ import pytest
 from conftest import CORPUS
 from traindoc import score
 
-# Raised as runbooks improve; never lowered to let a regression land.
-FLOOR_PCT = {"all": 0.0}
+# Raised as runbooks improve; never lowered to let a regression land. (59 cases: one wrong case
+# costs 6-50 points in the small classes, so their floors sit one case below today's score.)
+FLOOR_PCT = {"all": 95.0, "timeout": 94.0, "gpu_crash": 94.0, "loss_spike": 92.0,
+             "throughput": 85.0, "deadlock": 50.0}
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
@@ -95,7 +97,7 @@ def test_corpus_cases_are_well_formed() -> None:
     sources: dict[tuple, str] = {}
     for c in CASES:
         assert c.id == c.path.name, f"{c.path}: id {c.id!r} is not the folder name"
-        assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", c.id), c.id
+        assert re.fullmatch(r"[a-z0-9][a-z0-9_-]*", c.id), c.id
         assert c.id not in seen_ids, f"two cases named {c.id}"
         seen_ids.add(c.id)
         assert c.path.parent.name == c.runbook, f"{c.id}: in {c.path.parent.name}/"
@@ -112,10 +114,11 @@ def test_corpus_cases_are_well_formed() -> None:
         for f in files:
             assert f.stat().st_size <= MAX_LOG_BYTES, f"{f}: over {MAX_LOG_BYTES} bytes"
         key = (src.get("repo"), src.get("number"), src.get("path"))
-        if key in sources and not c.id.endswith(("-b", "-c", "-d")):
-            pytest.fail(f"{c.id} and {sources[key]} cite the same source; a second case from "
-                        "one thread ends in -b")
-        sources.setdefault(key, c.id)
+        if not c.id.endswith(("-b", "-c", "-d")):
+            if key in sources:
+                pytest.fail(f"{c.id} and {sources[key]} cite the same source; a further case "
+                            "from one thread ends in -b, -c or -d")
+            sources[key] = c.id
 
 
 @pytest.mark.notebooks
