@@ -383,3 +383,16 @@ def test_a_tenfold_grad_norm_jump_before_the_loss_moves_leads(tmp_path) -> None:
     f = ls.diagnose(traindoc.load(p)).facts
     assert [s["start_iteration"] for s in f["spikes"]] == [11448]
     assert f["grad_norm_leads"] is True and f["spikes"][0]["grad_norm_start_iteration"] == 11447
+
+
+def test_megatron_line_without_lm_loss_is_a_nan_iteration(tmp_path) -> None:
+    # deepspeedai/Megatron-DeepSpeed#434: no lm loss printed, both counters 0
+    line = (" iteration        {it}/      10 | consumed samples:          108 | elapsed time per "
+            "iteration (ms): 1979.2 | learning rate: 4.219E-07 | global batch size:    12 | {loss}"
+            "loss scale: 1.0 | number of skipped iterations:   {sk} | number of nan iterations:"
+            "   0 |\n")
+    p = tmp_path / "job.log"
+    p.write_text(line.format(it=8, loss="lm loss: 2.5E+00 | ", sk=0)
+                 + line.format(it=9, loss="", sk=0) + line.format(it=10, loss="", sk=1))
+    f = ls.diagnose(traindoc.load(p)).facts
+    assert f["nan_iterations"] == [9] and f["skipped_iterations"] == [10]

@@ -48,6 +48,7 @@ SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped
 # keeps NaN as <NA>, so the line's text says whether the value was NaN or simply not logged.
 NAN_TEXT_RE = re.compile(
     r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]\s*['\"]?[-+]?(?:nan|inf)", re.IGNORECASE)
+MEGATRON_COUNTERS_RE = re.compile(r"\biteration\s+\d+\s*/.*number of nan iterations")
 MAX_LISTED = 500  # nan/skipped iterations listed in facts (the findings give the totals)
 MAD_TO_SIGMA = 1.4826
 STATS_CHUNK = 65536
@@ -115,7 +116,11 @@ def series(incident: Incident) -> pd.DataFrame:
         v = df[c].astype("Float64")
         inf |= v.notna().to_numpy() & ~np.isfinite(v.to_numpy(dtype=float, na_value=0.0))
     # a NaN read from text arrives as <NA> (not logged): the line's own words tell them apart
-    df["_nan"] = ((text_nan & (df["loss"].isna() | df["grad_norm"].isna())) | inf
+    # Megatron prints no "lm loss" for an interval whose steps all failed: with no step
+    # skipped (fp16 overflow), the missing loss is the NaN (its counters can miss it)
+    no_loss = (df["loss"].isna() & (df["skipped"].fillna(0) == 0)
+               & df["line"].fillna("").str.contains(MEGATRON_COUNTERS_RE))
+    df["_nan"] = ((text_nan & (df["loss"].isna() | df["grad_norm"].isna())) | inf | no_loss
                   | (df["nan"].fillna(0) > 0))
     df["_order"] = np.arange(len(df))
     df = df.sort_values(["iteration", "_order"], kind="stable")
