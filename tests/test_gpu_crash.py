@@ -608,3 +608,14 @@ def test_cascade_xids_alone_still_name_a_gpu_failure(tmp_path) -> None:
                  "caused by previous Xid 145\n")
     f = gpu_crash.diagnose(traindoc.load(p)).facts
     assert f["error_kind"] == "xid" and 45 in f["xid_codes"]
+
+
+def test_legacy_launcher_worker_died_with_a_signal(tmp_path) -> None:
+    # rosinality/stylegan2-pytorch#233 (torch.distributed.launch, torch 1.x)
+    p = tmp_path / "job.log"
+    p.write_text("subprocess.CalledProcessError: Command '['/public/home/anaconda3/envs/stylegan/"
+                 "bin/python', '-u', 'train.py', '--local_rank=1', '--batch', '16', './data/']' "
+                 "died with <Signals.SIGSEGV: 11>.\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "signal" and "SIGSEGV" in f["error_message"]
+    assert "--local_rank=1" in f["error_message"]

@@ -287,6 +287,13 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         " received at time=",
         re.compile(r"\*\*\* (?P<code>SIG[A-Z]+) received at time=\d+(?P<msg>)"),
     ),
+    (  # torch.distributed.launch (torch <= 1.9): the worker's command and its signal
+        "launcher_child_died",
+        "signal",
+        "died with <Signals.",
+        re.compile(r"(?:'--local_rank=(?P<local>\d+)'.*?)?(?P<msg>died with <Signals\."
+                   r"(?P<code>SIG[A-Z]+): \d+>)"),
+    ),
     (
         "launcher_received_signal",
         "signal",
@@ -350,7 +357,7 @@ NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
 LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "received at time", "signal",
-                "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ")
+                "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals")
 MAX_MESSAGE_CHARS = 400
 NCCL_SITE_RE = re.compile(r"NCCL error in: \S+?\.(?:cpp|hpp|cc):\d+,\s*")
 # A what() line belongs to the c10 block around it (``CudaErrorBlock``), not to a line of its own.
@@ -399,6 +406,8 @@ def parse_error(text: str) -> Row | None:
         row["pid"] = int(groups["pid"])
     if code == "slurm_cancelled" and groups.get("why"):
         row["code"] = "slurm_" + groups["why"].strip().lower().replace(" ", "_")
+    if groups.get("local"):
+        row["message"] = f"worker --local_rank={groups['local']} {msg}"
     if code == "fatal_signal" and groups.get("what"):
         row["code"] = SIGNAL_WORDS.get(groups["what"], "fatal_signal")
     host = NCCL_HOST_RE.match(text)
