@@ -449,3 +449,13 @@ def test_processes_equal_the_plain_grouping_on_generated_tables(rows: list[dict]
         row["leaf"] = row["frames"][0] if row["frames"] else None
     stacks = schema.frame("stacks", rows)
     assert deadlock.processes(stacks, *args) == reference_processes(stacks, *args)
+
+
+def test_thread_header_with_its_id_cut_out(tmp_path) -> None:
+    # RolnickLab/ami-data-companion#140: the poster removed the thread ids
+    p = tmp_path / "pyspy.txt"
+    p.write_text('Thread (idle): "MainThread"\n    wait (threading.py:359)\n    get (queue.py:180)\n'
+                 "    _try_get_data (torch/utils/data/dataloader.py:1310)\n"
+                 "    __next__ (torch/utils/data/dataloader.py:741)\n")
+    f = deadlock.diagnose(traindoc.load(p)).facts
+    assert f["processes_seen"] == 1 and "_try_get_data" in f["majority_leaf"]

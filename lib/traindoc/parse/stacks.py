@@ -59,8 +59,8 @@ PYTHON_VERSION_RE = re.compile(r"^Python v\d")
 # "Thread 5024 (idle): "MainThread"", "Thread 0x7F12AB (active+gil)" (no name), and the plain
 # "Thread 5024" / "Thread 5024 (gil)" of py-spy's record/top printers.
 THREAD_RE = re.compile(
-    r'^Thread (?P<tid>0[xX][0-9A-Fa-f]+|\d+)(?: \((?P<state>idle|active\+gil|active|gil)\))?'
-    r'(?::\s*"(?P<name>[^"]*)")?\s*$')
+    r'^Thread (?:(?P<tid>0[xX][0-9A-Fa-f]+|\d+) ?)?(?:\((?P<state>idle|active\+gil|active|gil)\))?'
+    r'(?::\s*"(?P<name>[^"]*)")?\s*$')  # the id may be cut out of a paste: 'Thread (idle): "…"'
 # "broadcast (torch/distributed/distributed_c10d.py:1191)", "0x7f… (libc.so.6)". The file is
 # the last parenthesised group; a --locals line ("name: repr") is never a frame.
 FRAME_RE = re.compile(r"^(?P<func>\S.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
@@ -83,6 +83,12 @@ FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
 FH_FRAME_RE = re.compile(r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+)$')
 
 # Cheap first-character/prefix checks before any regex (the loader feeds every line).
+def _thread_line(text: str) -> re.Match[str] | None:
+    """A py-spy thread header: an id, a state or a name at least (a bare 'Thread ' is prose)."""
+    m = THREAD_RE.match(text)
+    return m if m is not None and (m["tid"] or m["state"] or m["name"]) else None
+
+
 STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ")
 
 # trace-<host>.<ext> as srun --output=trace-%N.out names it, optionally -rank<N> and -<pid>.
@@ -179,7 +185,7 @@ class StackParser:
             self.section = "pyspy"
             self._proc = _process(m)
             return []
-        m = THREAD_RE.match(text)
+        m = _thread_line(text)
         if m:
             self.section = "pyspy"
             self._proc = {}
@@ -211,7 +217,7 @@ class StackParser:
                 return []
             if self._in_locals and ": " in text:
                 return []
-        m = THREAD_RE.match(text)
+        m = _thread_line(text)
         if m:
             return self._thread(m, ctx)
         if not text.strip() or SEPARATOR_RE.match(text):
@@ -244,7 +250,7 @@ class StackParser:
         name = m["name"]
         tid = m["tid"]
         pid = self._proc.get("pid")
-        if name in MAIN_THREAD_NAMES and tid.isdigit():
+        if name in MAIN_THREAD_NAMES and tid is not None and tid.isdigit():
             main_pid = int(tid)
             # The condensed form lists several processes' MainThreads without Process lines.
             if pid is None or (pid != main_pid and self._proc.get("has_main")):
