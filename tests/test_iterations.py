@@ -301,3 +301,15 @@ def test_hf_dict_with_nan_grad_norm_is_a_nan_iteration(tmp_path) -> None:
                  "'epoch': 0.53}\n{'loss': 0.0, 'grad_norm': nan, 'learning_rate': "
                  "9.773696745450087e-06, 'epoch': 0.53}\n")
     assert loss_spike.diagnose(traindoc.load(p)).facts["nan_iterations"] == [1, 2]
+
+
+def test_nanogpt_lines() -> None:
+    from traindoc.parse.iterations import parse_nanogpt
+
+    # karpathy/nanoGPT#110
+    row = parse_nanogpt("iter 1631: loss 4.0863, time 561.94ms")
+    assert (row["iteration"], row["loss"]) == (1631, 4.0863)
+    assert abs(row["elapsed_s"] - 0.56194) < 1e-9
+    row = parse_nanogpt("iter 0: loss 10.9871, time 30542.10ms, mfu -100.00%")
+    assert "mfu" not in row and row["iteration"] == 0
+    assert parse_nanogpt("iter 100: loss 4.2, time 123.45ms, mfu 30.12%")["mfu"] == 30.12

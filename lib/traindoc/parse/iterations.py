@@ -22,6 +22,8 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   ``step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu:
   34.29%`` (ANSI colour is stripped by the loader; ``tps`` is tokens/s per device).
 - litgpt: ``iter 1 step 0: loss 3.5551, iter time: 1069.53ms``.
+- nanoGPT: ``iter 1631: loss 4.0863, time 561.94ms`` (newer: ``…, mfu 30.12%``; ``-100.00%``
+  before the first measurement is no value).
 - Lightning's progress bar with the epoch in front and a postfix: ``Epoch 0:  25%|██▌ | 8/32
   [00:00<00:00, 49.28it/s, loss=0.87, v_num=15]``; the iteration is ``epoch * total + n``.
 - HF Trainer dict lines (``ProgressCallback.on_log`` writes ``str(logs)``): ``{'loss': 1.52,
@@ -350,6 +352,24 @@ class HFTrainerParser:
 HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate': "
               "1.4285714285714286e-06, 'epoch': 0.01}")
 
+# -- nanoGPT ------------------------------------------------------------------------------------
+NANOGPT_RE = re.compile(r"\biter (?P<it>\d+): loss (?P<loss>[-+\d.eE]+|nan|inf), time "
+                        r"(?P<t>[\d.]+)ms(?:, mfu (?P<mfu>-?[\d.]+)%)?")
+
+
+def parse_nanogpt(text: str) -> Row | None:
+    """nanoGPT's ``iter 1631: loss 4.0863, time 561.94ms[, mfu 30.12%]``."""
+    m = NANOGPT_RE.search(text)
+    if not m:
+        return None
+    row: Row = {"iteration": int(m["it"]), "loss": to_float(m["loss"]),
+                "elapsed_s": float(m["t"]) / 1000.0}
+    mfu = to_float(m["mfu"]) if m["mfu"] else None
+    if mfu is not None and mfu > 0:  # nanoGPT prints -100.00% before it has measured
+        row["mfu"] = mfu
+    return row
+
+
 # -- mmengine / mmcv ---------------------------------------------------------------------------
 MMENGINE_RE = re.compile(
     r"(?:\bEpoch(?:\(train\))?\s*\[(?P<epoch>\d+)\]\s*\[\s*(?P<n>\d+)/(?P<total>\d+)\]|"
@@ -451,6 +471,13 @@ PARSERS: tuple[LineParser, ...] = (
         ("iter time:",),
         parse_litgpt,
         example="iter 1 step 0: loss 3.5551, iter time: 1069.53ms",
+    ),
+    LineParser(
+        "nanogpt",
+        "iterations",
+        (": loss ",),
+        parse_nanogpt,
+        example="iter 1631: loss 4.0863, time 561.94ms",
     ),
     LineParser(
         "mmengine",
