@@ -306,3 +306,42 @@ def test_fixture_rows_equal_the_plain_parse(name: str, monkeypatch: pytest.Monke
     got = parse_all(StackParser(), lines)
     monkeypatch.setattr(stacks_mod, "pyspy_frame", reference_frame)
     assert got and got == parse_all(StackParser(), lines)
+
+
+# The BigScience tr11-176B hang notes (train/tr11-176B-ml/hang-debug.md): one thread stands
+# for "N processes".
+TR11_CONDENSED = """6 processes are in:
+
+Thread 835990 (active): "MainThread"
+    train (megatron/training.py:915)
+    pretrain (megatron/training.py:187)
+    <module> (pretrain_gpt.py:239)
+
+2 processes are in:
+
+Thread 835995 (active): "MainThread"
+    broadcast (torch/distributed/distributed_c10d.py:1191)
+    _aggregate_total_loss (deepspeed/runtime/pipe/engine.py:540)
+    train_batch (deepspeed/runtime/pipe/engine.py:330)
+    <module> (pretrain_gpt.py:239)
+"""
+
+
+def test_condensed_count_header_gives_the_row_a_count(tmp_path: Path) -> None:
+    (tmp_path / "hang.txt").write_text(TR11_CONDENSED)
+    inc, s = stacks(tmp_path / "hang.txt")
+    assert list(s["count"]) == [6, 2]
+    from traindoc.diagnose import deadlock
+    rep = deadlock.diagnose(inc)
+    assert rep.facts["processes_seen"] == 8
+    assert [g["count"] for g in rep.facts["groups"]] == [6, 2]
+    assert rep.facts["outlier_leaf"].startswith("broadcast")
+    assert rep.facts["majority_leaf"].startswith("train ")
+
+
+def test_condensed_header_with_every_thread_listed_adds_no_count(tmp_path: Path) -> None:
+    text = ('2 in:\nThread 11 (active): "MainThread"\nThread 12 (active): "MainThread"\n'
+            "    train (t.py:3)\n")
+    (tmp_path / "hang.txt").write_text(text)
+    _, s = stacks(tmp_path / "hang.txt")
+    assert len(s) == 2 and s["count"].isna().all()

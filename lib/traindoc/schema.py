@@ -85,6 +85,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "leaf": "string",
         "tid": "string",  # the thread id as the dump prints it (py-spy: OS tid; faulthandler: 0x…)
         "cmd": "string",  # the process's command line (py-spy's "Process N: cmd")
+        "count": "Int64",  # processes the row stands for in a condensed listing (NA: one)
         "source": "string",
         "line": "string",
     },

@@ -189,6 +189,7 @@ class Proc:
     moved: bool = False
     rank_inferred: str | None = None  # how the rank was inferred, when it was
     threads: list[str] = field(default_factory=list)
+    count: int = 1  # processes it stands for (a condensed listing's "6 processes are in:")
 
     @property
     def member(self) -> Any:
@@ -214,6 +215,12 @@ class _Row(NamedTuple):
     frames: Any
     source: Any
     line: Any
+    count: Any
+
+
+def n_procs(procs: list[Proc]) -> int:
+    """How many processes these stand for (a condensed listing's row counts for several)."""
+    return sum(p.count for p in procs)
 
 
 class _FrameMemo:
@@ -254,7 +261,7 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
         return []
     # Plain Python lists and a dict of rows per process, in table order: a DataFrame groupby
     # with a sub-frame per process costs far more than the work done on each.
-    cols = [list(df[c]) for c in _Row._fields]
+    cols = [list(df[c]) if c in df else [None] * len(df) for c in _Row._fields]
     groups: dict[tuple[Any, ...], list[_Row]] = {}
     for row in map(_Row._make, zip(*cols, strict=True)):
         host, pid, rank = _na(row.host), _na(row.pid), _na(row.rank)
@@ -288,7 +295,7 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
             in_collective=coll, helper=helper,
             source=str(first.source), line=str(_na(first.line) or ""),
             thread=_na(first.thread), state=_na(first.state), cmd=_na(first.cmd),
-            snapshots=len(snaps), moved=len(set(sigs)) > 1,
+            snapshots=len(snaps), moved=len(set(sigs)) > 1, count=_int(first.count) or 1,
             threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
     return out
 
@@ -387,7 +394,7 @@ def groups_table(procs: list[Proc], outliers: set[Any] | None = None) -> pd.Data
     rows = []
     for sig, ps in by.items():
         members = sorted((p.member for p in ps), key=lambda m: (isinstance(m, str), str(m).zfill(12)))
-        rows.append({"count": len(ps), "leaf": ps[0].leaf, "call_site": call_site(ps[0].frames),
+        rows.append({"count": n_procs(ps), "leaf": ps[0].leaf, "call_site": call_site(ps[0].frames),
                      "in_collective": ps[0].in_collective,
                      "outlier": bool(outliers) and ps[0].member in outliers,
                      "members": members, "signature": sig})
@@ -400,13 +407,15 @@ def groups_table(procs: list[Proc], outliers: set[Any] | None = None) -> pd.Data
 def find_outliers(procs: list[Proc]) -> tuple[list[Proc], str]:
     """The processes the others wait for, and the rule that named them."""
     ranks = [p for p in procs if not p.helper]
-    if len(ranks) < 2:
+    if n_procs(ranks) < 2:
         return [], "too_few"
     inside = [p for p in ranks if p.in_collective]
     outside = [p for p in ranks if not p.in_collective]
-    if inside and outside and len(outside) <= len(inside):
+    if inside and outside and n_procs(outside) <= n_procs(inside):
         return outside, "outside_collective"
-    counts = Counter(p.signature for p in ranks)
+    counts: Counter[str] = Counter()
+    for p in ranks:
+        counts[p.signature] += p.count
     if len(counts) < 2:
         return [], "all_same"
     low, high = min(counts.values()), max(counts.values())
@@ -416,9 +425,14 @@ def find_outliers(procs: list[Proc]) -> tuple[list[Proc], str]:
     return [p for p in ranks if p.signature in small], "smallest_group"
 
 
-def _most_common(values: list[str | None]) -> str | None:
-    """The most common value; None when two or more share the top count (no majority)."""
-    top = Counter(v for v in values if v).most_common(2)
+def _most_common(values: list[str | None], weights: list[int] | None = None) -> str | None:
+    """The most common value (each counted ``weights`` times); None when two or more share the
+    top count (no majority)."""
+    tally: Counter[str] = Counter()
+    for v, w in zip(values, weights or [1] * len(values), strict=True):
+        if v:
+            tally[v] += w
+    top = tally.most_common(2)
     if not top or (len(top) > 1 and top[0][1] == top[1][1]):
         return None
     return top[0][0]
@@ -502,7 +516,7 @@ def diagnose(incident: Incident, thread: str = "MainThread", depth: int | None =
 
     ranks = [p for p in procs if not p.helper]
     helpers = [p for p in procs if p.helper]
-    facts["processes_seen"] = len(ranks)
+    facts["processes_seen"] = n_procs(ranks)
     errors = stacks[stacks["state"].fillna("") == "dump_error"] if len(stacks) else stacks
 
     fr_named = False
@@ -518,9 +532,9 @@ def diagnose(incident: Incident, thread: str = "MainThread", depth: int | None =
         facts["outlier_members"] = list(mismatch["ranks"])
     else:
         facts["outlier_members"] = _member_sort(list(out_members))
-    facts["outlier_leaf"] = _most_common([p.leaf for p in outliers])
+    facts["outlier_leaf"] = _most_common([p.leaf for p in outliers], [p.count for p in outliers])
     rest = [p for p in ranks if p.member not in out_members]
-    facts["majority_leaf"] = _most_common([p.leaf for p in rest])
+    facts["majority_leaf"] = _most_common([p.leaf for p in rest], [p.count for p in rest])
 
     # Findings.
     if not ranks:
@@ -532,7 +546,7 @@ def diagnose(incident: Incident, thread: str = "MainThread", depth: int | None =
     else:
         findings.append(Finding(
             "stack_groups", "info",
-            f"{len(ranks)} process(es) in {len(table)} group(s) by where their "
+            f"{n_procs(ranks)} process(es) in {len(table)} group(s) by where their "
             f"{'threads are' if thread == '*' else thread + ' is'}: " + "; ".join(
                 f"{r['count']} in {r['leaf']}" for _, r in table.head(8).iterrows()),
             [f"{len(g['members'])} × {g['signature'][:300]}" for g in facts["groups"][:8]]))
@@ -550,7 +564,7 @@ def diagnose(incident: Incident, thread: str = "MainThread", depth: int | None =
         where = "inside the same collective" if ranks[0].in_collective else "at the same place"
         findings.append(Finding(
             "all_same", "warning",
-            f"All {len(ranks)} processes are {where}: {ranks[0].leaf}", _stack_evidence(ranks[:2])))
+            f"All {n_procs(ranks)} processes are {where}: {ranks[0].leaf}", _stack_evidence(ranks[:2])))
     if mismatch:
         findings.append(Finding(
             "first_mismatch", "critical", _mismatch_title(mismatch),
@@ -809,7 +823,7 @@ def _actions(traps: dict[str, str], facts: dict[str, Any], incident: Incident,
 def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule: str,
              mm: dict[str, Any] | None, traps: dict[str, str], ranks: list[Proc],
              fr_named: bool) -> tuple[str, str]:
-    n_rest = len(rest)
+    n_rest = n_procs(rest)
     fr_part = ""
     if mm:
         fr_part = (f"; the flight recorder agrees: at sequence {mm['seq_num']} "
@@ -824,7 +838,10 @@ def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule
         if rest and all(p.in_collective for p in rest):
             others = (f"the other {n_rest} wait in collectives" if n_rest > 1 else
                       "the other one waits in a collective")
-            common = Counter(p.leaf for p in rest).most_common(1)[0][1]
+            tally: Counter[str | None] = Counter()
+            for p in rest:
+                tally[p.leaf] += p.count
+            common = tally.most_common(1)[0][1]
             others += (f" ({common} of them in {facts['majority_leaf']})" if n_rest > 1 and common < n_rest
                        else f" ({facts['majority_leaf']})")
         else:
@@ -847,11 +864,11 @@ def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule
                 "high" if ranks else "medium")
     if ranks and rule == "all_same":
         where = "inside" if ranks[0].in_collective else "at"
-        return (f"All {len(ranks)} processes are {where} {ranks[0].leaf}: no rank is elsewhere"
+        return (f"All {n_procs(ranks)} processes are {where} {ranks[0].leaf}: no rank is elsewhere"
                 + (" — the collective itself is stuck (suspect the transport or a GPU)"
                    if ranks[0].in_collective else "") + ".", "medium")
     if ranks:
-        return (f"{len(ranks)} processes in {len(facts['groups'])} groups and no clear outlier; "
+        return (f"{n_procs(ranks)} processes in {len(facts['groups'])} groups and no clear outlier; "
                 "compare the groups' stacks below.", "low")
     return ("No stack dumps found: collect py-spy dumps of every rank while the job hangs "
             "(see actions).", "low")

@@ -19,7 +19,8 @@ Many dumps are often concatenated in one file (``xargs py-spy dump --pid`` under
 --output=trace-%N.out``), and py-spy's own errors land in it too (``Error: Failed to …``); an
 error becomes a row with ``state`` ``dump_error`` and no frames. The BLOOM chronicle's condensed
 form — ``4 in:`` then several ``Thread N (active): "MainThread"`` lines sharing one frame list —
-loads as one row per listed thread, each with the shared frames. A ``MainThread``'s thread id is
+loads as one row per listed thread, each with the shared frames; the tr11 hang notes' ``6
+processes are in:`` over one thread gives that row ``count`` 6 (the processes it stands for). A ``MainThread``'s thread id is
 its pid (Linux: the main thread's TID equals the PID), which names processes when no
 ``Process`` line does.
 
@@ -65,7 +66,10 @@ THREAD_RE = re.compile(
 # the last parenthesised group; a --locals line ("name: repr") is never a frame.
 FRAME_RE = re.compile(r"^(?P<func>\S.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
 LOCALS_HEADER_RE = re.compile(r"^(?:Arguments|Locals):+$")
-CONDENSED_RE = re.compile(r"^\d+ in:$")  # the chronicle's "4 in:" (not py-spy's own output)
+# A hand-condensed listing (not py-spy's own output): the BLOOM chronicle's "4 in:" before the
+# threads that share one frame list, the tr11 hang notes' "6 processes are in:" before one
+# thread that stands for all six.
+CONDENSED_RE = re.compile(r"^(?P<n>\d+) (?:(?:processes|procs|ranks)(?: are)? )?in:$")
 SEPARATOR_RE = re.compile(r"^-{20,}$")  # between --subprocesses dumps
 # py-spy's own errors, as its anyhow chain prints them first ("Error: Failed to find python
 # version from target process", "Error: Failed to get process executable name. Check that the
@@ -159,6 +163,7 @@ class StackParser:
         self._in_locals = False
         self._fh: list[dict[str, Any]] = []  # threads of the faulthandler dump being read
         self._fh_cut = False
+        self._condensed: int | None = None  # the N of the last "N processes are in:" header
 
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
@@ -190,9 +195,11 @@ class StackParser:
             self.section = "pyspy"
             self._proc = {}
             return self._thread(m, ctx)
-        if CONDENSED_RE.match(text):
+        m = CONDENSED_RE.match(text)
+        if m:
             self.section = "pyspy"
             self._proc = {}
+            self._condensed = int(m["n"])
             return []
         m = FH_THREAD_RE.match(text)
         if m or FH_STACK_RE.match(text):
@@ -235,8 +242,11 @@ class StackParser:
             self._proc["cmd"] = f"{self._proc.get('cmd') or ''}\n{text}"
             self._proc["cmd_lines"] = self._proc.get("cmd_lines", 0) + 1
             return []
-        if CONDENSED_RE.match(text):
-            return self._flush_threads()
+        m = CONDENSED_RE.match(text)
+        if m:
+            out = self._flush_threads()
+            self._condensed = int(m["n"])
+            return out
         # Anything else ends the dump; it may start the next one (an error, faulthandler).
         out = self._flush_threads()
         self.section = None
@@ -266,6 +276,10 @@ class StackParser:
 
     def _flush_threads(self) -> list[tuple[str, Row]]:
         out = []
+        n, self._condensed = self._condensed, None
+        if n is not None and 0 < len(self._threads) < n:
+            # Fewer threads listed than the header counts: the last one stands for the rest.
+            self._threads[-1]["count"] = n - len(self._threads) + 1
         for t in self._threads:
             out.append(("stacks", _row(t, list(self._frames))))
         self._threads, self._frames, self._in_locals = [], [], False
@@ -336,6 +350,8 @@ def _row(t: dict[str, Any], frames: list[str]) -> Row:
         "state": t.get("state"), "frames": frames, "leaf": frames[0] if frames else None,
         "_ctx": ctx,
     }
+    if t.get("count"):
+        row["count"] = t["count"]
     if isinstance(ctx, tuple) and len(ctx) > 2:
         source, origin = str(ctx[0]), ctx[2]
         hints = (_file_hints(source, row["pid"]) if len(source) <= MEMO_MAX_LEN
