@@ -313,3 +313,13 @@ def test_nanogpt_lines() -> None:
     row = parse_nanogpt("iter 0: loss 10.9871, time 30542.10ms, mfu -100.00%")
     assert "mfu" not in row and row["iteration"] == 0
     assert parse_nanogpt("iter 100: loss 4.2, time 123.45ms, mfu 30.12%")["mfu"] == 30.12
+
+
+def test_pythia_lines_carry_the_interval_time() -> None:
+    from traindoc.parse.iterations import parse_pythia
+
+    # facebookresearch/mmf#27 (Pythia v0.1)
+    row = parse_pythia("iter: 600 train_loss: 2.1245  train_score: 0.4711  avg_train_score: "
+                       "0.4355 val_score: 0.3736 val_loss: 2.5149 time(s): 329.9 s")
+    assert row == {"iteration": 600, "interval_s": 329.9, "loss": 2.1245}
+    assert parse_pythia("time(s): 3 s") is None

@@ -357,3 +357,24 @@ def test_two_readings_name_the_metric_and_claim_no_change(tmp_path) -> None:
     r = tp.diagnose(traindoc.load(p))
     assert r.facts["metric"] == "samples_per_s" and r.facts["change_iteration"] is None
     assert r.confidence == "low" and "too few" in r.verdict
+
+
+def test_interval_times_become_seconds_per_iteration() -> None:
+    from traindoc.diagnose.throughput import per_iteration_seconds
+
+    assert per_iteration_seconds([100, 200, 400], [300.0, 270.0, 600.0]) == [3.0, 2.7, 3.0]
+    # the first interval's start is unknown unless the gaps say it began at 0
+    assert per_iteration_seconds([150, 200, 250], [10.0, 5.0, 5.0]) == [None, 0.1, 0.1]
+
+
+def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None:
+    from traindoc.diagnose.throughput import find_change
+
+    # mmf#27: 5 intervals at 268-308 s per 100 iterations, then 4 at 324-356 s
+    x = np.array([307.7, 268.5, 282.1, 299.6, 285.3, 329.9, 356.2, 324.3, 335.9])
+    ch = find_change(x, higher_is_better=False)
+    assert ch is not None and ch.index == 5 and 12 < ch.drop_pct < 16
+    # the same spread with one after-point back among the before-points: no claim
+    y = x.copy()
+    y[7] = 290.0
+    assert find_change(y, higher_is_better=False) is None

@@ -20,6 +20,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "consumed_samples": "Int64",
         "consumed_tokens": "Int64",
         "elapsed_s": "Float64",
+        # wall seconds of the whole logging interval that ends at this iteration (Pythia's
+        # "time(s): 307.7 s" over 100 iterations); the throughput runbook divides it by the gap
+        "interval_s": "Float64",
         "lr": "Float64",
         "global_batch_size": "Int64",
         "loss": "Float64",

@@ -17,7 +17,10 @@ The method, step by step (each a pure function below, unit-tested):
    each segment at least ``min_segment`` points. It is a change only if the level shift is at
    least ``threshold`` robust standard errors (noise scale: 1.4826 · the median absolute
    residual, standard error of a median difference 1.2533·σ·√(1/n₁+1/n₂)) **and** at least
-   ``min_drop_pct`` of throughput. Medians make the split blind to short transients, so eval and
+   ``min_drop_pct`` of throughput — or, for short noisy series, when the two segments do not
+   overlap at all, each at least ``SEPARATED_MIN`` points long and ``SEPARATED_DROP_PCT`` apart
+   (every point after worse than every point before: by chance at most one in C(n, k) per
+   split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s). Medians make the split blind to short transients, so eval and
    save slowdowns in the middle of a series never make a change; the minimum segment length of
    2 lets a drop in the last two logged iterations count (the BLOOM seed: 3 points at ~149, 2
    at ~141.7), while a single slow last iteration does not.
@@ -86,7 +89,37 @@ def _steps(incident: Incident) -> pd.DataFrame:
     it = incident.iterations
     if "event" in it:
         it = it[it["event"].isna()]
-    return it[it["iteration"].notna()]
+    it = it[it["iteration"].notna()]
+    if "interval_s" in it and it["interval_s"].notna().any():
+        it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
+    return it
+
+
+def per_iteration_seconds(iterations: list[int], interval_s: list[float | None]) -> list[float | None]:
+    """Seconds per iteration from the wall time of each logging interval: the interval's time
+    over the iterations since the previous logged one. The first row's interval starts at 0
+    when its iteration equals the next gap (``iter: 100`` then ``iter: 200``), else is unknown."""
+    out: list[float | None] = []
+    for i, (it, t) in enumerate(zip(iterations, interval_s, strict=True)):
+        if i:
+            gap = it - iterations[i - 1]
+        else:
+            gap = it if len(iterations) > 1 and iterations[1] - it == it else 0
+        out.append(t / gap if t is not None and gap > 0 else None)
+    return out
+
+
+def per_iteration_from_intervals(it: pd.DataFrame) -> pd.Series:
+    """``per_iteration_seconds`` for each file and rank of an iterations table, in log order."""
+    out = pd.Series(pd.NA, index=it.index, dtype="Float64")
+    rows = it[it["interval_s"].notna()]
+    keys = [rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0],
+            rows["rank"].fillna(-1)]
+    for _, g in rows.groupby(keys, sort=False):
+        vals = per_iteration_seconds([int(x) for x in g["iteration"]],
+                                     [float(x) for x in g["interval_s"]])
+        out.loc[g.index] = pd.array(vals, dtype="Float64")
+    return out
 
 
 def _order(df: pd.DataFrame) -> pd.DataFrame:
@@ -357,7 +390,7 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     se = MEDIAN_SE * sigma * math.sqrt(1.0 / len(a) + 1.0 / len(b2))
     z = abs(mb - ma) / se
     pct = drop_pct(ma, mb, higher_is_better)
-    if z < threshold or pct < min_drop_pct:
+    if pct < min_drop_pct or (z < threshold and not _separated(a, b2, higher_is_better, pct)):
         return None
     mid = (ma + mb) / 2  # each level must hold for min_segment points, not just its median
     if int(((a - mid) * (ma - mid) > 0).sum()) < m or int(((b2 - mid) * (mb - mid) > 0).sum()) < m:
@@ -365,6 +398,17 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
     _shape(x, ch, m)
     return ch
+
+
+SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
+SEPARATED_DROP_PCT = 5.0
+
+
+def _separated(a: np.ndarray, b: np.ndarray, higher_is_better: bool, pct: float) -> bool:
+    """Every point of ``b`` worse than every point of ``a``, both long enough, and far apart."""
+    if min(len(a), len(b)) < SEPARATED_MIN or pct < SEPARATED_DROP_PCT:
+        return False
+    return bool(b.max() < a.min()) if higher_is_better else bool(b.min() > a.max())
 
 
 def _shape(x: np.ndarray, ch: Change, m: int) -> None:

@@ -370,6 +370,24 @@ def parse_nanogpt(text: str) -> Row | None:
     return row
 
 
+# -- Pythia (MMF's predecessor) -----------------------------------------------------------------
+PYTHIA_RE = re.compile(r"^iter: (?P<it>\d+) (?P<rest>.*?)\btime\(s\): (?P<t>[\d.]+) ?s\b")
+PYTHIA_LOSS_RE = re.compile(r"\btrain_loss: (?P<v>[-+\d.eE]+|nan|inf)\b")
+
+
+def parse_pythia(text: str) -> Row | None:
+    """Pythia's ``iter: 100 train_loss: 3.6883 … time(s): 307.7 s``: the time is the whole
+    logging interval's (``interval_s``), not one iteration's."""
+    m = PYTHIA_RE.search(text)
+    if not m:
+        return None
+    row: Row = {"iteration": int(m["it"]), "interval_s": float(m["t"])}
+    loss = PYTHIA_LOSS_RE.search(m["rest"])
+    if loss:
+        row["loss"] = to_float(loss["v"])
+    return row
+
+
 # -- mmengine / mmcv ---------------------------------------------------------------------------
 MMENGINE_RE = re.compile(
     r"(?:\bEpoch(?:\(train\))?\s*\[(?P<epoch>\d+)\]\s*\[\s*(?P<n>\d+)/(?P<total>\d+)\]|"
@@ -478,6 +496,14 @@ PARSERS: tuple[LineParser, ...] = (
         (": loss ",),
         parse_nanogpt,
         example="iter 1631: loss 4.0863, time 561.94ms",
+    ),
+    LineParser(
+        "pythia",
+        "iterations",
+        ("time(s):",),
+        parse_pythia,
+        example="iter: 100 train_loss: 3.6883  train_score: 0.2910  avg_train_score: 0.1358 "
+        "val_score: 0.2867 val_loss: 3.3840 time(s): 307.7 s",
     ),
     LineParser(
         "mmengine",
