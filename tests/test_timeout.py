@@ -323,3 +323,38 @@ def test_watchdog_stuck_names_the_hung_rank(tmp_path: Path) -> None:
     _, r = diag(tmp_path, text)
     assert r.facts["timed_out_ranks"] == [6] and r.facts["op_type"] is None
     assert "got stuck" in r.verdict and any(f.id == "watchdog_stuck" for f in r.findings)
+
+
+def test_a_crash_before_the_timeouts_is_the_verdict_not_a_straggler() -> None:
+    # issue 15 point 3: rank 3's CUDA error (and Xid 31) at 01:36, the others time out at 01:46
+    inc = traindoc.load(DATA / "triage" / "crash_then_timeouts")
+    r = timeout.diagnose(inc)
+    assert r.facts["lagging_ranks"] == [3]  # srun's "task 0"/"task 1" are node agents, not ranks
+    assert "consequence of an earlier failure" in r.verdict and "rank 3" in r.verdict
+    assert "gpu_crash" in r.verdict
+    assert r.actions[0].id == "diagnose_crash"
+    assert r.actions[0].how.startswith("traindoc run gpu_crash ")
+    assert not any(a.id == "inspect_lagging" for a in r.actions)
+    assert r.findings[0].id == "earlier_failure"
+
+
+def test_a_crash_after_the_timeout_is_no_earlier_failure(tmp_path: Path) -> None:
+    text = ("[rank1]:[E1121 10:00:00.000000 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.\n"
+            "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    _, r = diag(tmp_path, text)
+    assert not any(f.id == "earlier_failure" for f in r.findings)
+    assert "earlier failure" not in r.verdict
+
+
+def test_srun_task_is_no_rank_under_torchrun() -> None:
+    from traindoc.incident import Incident
+
+    inc = Incident.from_rows({"exits": [
+        {"host": "node-a", "rank": 0, "task": 0, "exitcode": 1},
+        {"host": "node-a", "local_rank": 3, "pid": 48234, "exitcode": -6}]})
+    assert inc.exits["rank"].isna().all()
+    alone = Incident.from_rows({"exits": [{"host": "node-7", "rank": 3, "task": 3,
+                                           "signal": "SIGKILL"}]})
+    assert list(alone.exits["rank"]) == [3]  # srun started the ranks itself

@@ -21,6 +21,10 @@ class Incident:
     account: dict[str, Any] = field(default_factory=dict)
     unrecognized: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if "exits" in self.tables:
+            self.tables["exits"] = srun_tasks_as_ranks(self.tables["exits"])
+
     @classmethod
     def from_rows(
         cls,
@@ -95,6 +99,20 @@ class Incident:
         ]
         items += [(f"{t} rows", len(df)) for t, df in self.tables.items()]
         return pd.DataFrame(items, columns=["what", "value"]).astype({"value": "string"})
+
+
+def srun_tasks_as_ranks(exits: pd.DataFrame) -> pd.DataFrame:
+    """``exits`` with an srun task's rank cleared when a launcher ran under srun: then exits
+    with a ``local_rank`` (torchrun's "failed (exitcode: -6) local_rank: 3", deepspeed's
+    ``--local_rank=3``) are in the logs, and srun's "task 0" is the first node's agent, not
+    rank 0."""
+    if "task" not in exits or not len(exits) or not exits["task"].notna().any():
+        return exits
+    if not exits["local_rank"].notna().any():
+        return exits
+    out = exits.copy()
+    out.loc[out["task"].notna(), "rank"] = pd.NA
+    return out
 
 
 def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:

@@ -107,6 +107,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "exits": {
         "rank": "Int64",
         "local_rank": "Int64",
+        # srun's task id ("srun: error: node-a: task 0: Exited …"): the rank when srun starts
+        # the ranks itself; under a launcher (torchrun, deepspeed) a task is a node's agent,
+        # and ``Incident`` clears the rank
+        "task": "Int64",
         "host": "string",
         "pid": "Int64",
         "exitcode": "Int64",

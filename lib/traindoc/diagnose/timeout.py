@@ -13,6 +13,7 @@ Patterns:
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import pandas as pd
@@ -20,7 +21,8 @@ import pandas as pd
 from ..incident import Incident
 from ..report import Action, Finding, Report, evidence, ranked
 from .collectives import first_mismatch, rank_positions
-from .common import input_findings, last_progress, step_totals_by_rank
+from .common import input_findings, last_progress, split_source, step_totals_by_rank
+from .gpu_crash import failure_events, first_failure
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
                    "ALLGATHER_COALESCED", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"}
@@ -260,8 +262,19 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
             f"The NCCL watchdog of rank(s) {sorted({int(r) for r in stuck['rank']})} stopped "
             "making progress (heartbeat monitor): the process hung inside an NCCL/CUDA call or "
             "under the GIL, not only in a collective's wait", evidence(stuck)))
-    actions = ranked(_actions(facts, incident, totals, finished))
+    crash = earlier_failure(incident, timeouts)
+    if crash is not None:
+        findings.insert(0, Finding(
+            "earlier_failure", "critical",
+            f"{_crash_words(crash)} before the first timeout: the timeouts are its "
+            "consequence (its peers waited in a collective it never reached)",
+            [f"{crash['source']}: {crash['line']}"]))
+    actions = ranked(_actions(facts, incident, totals, finished, crash))
     verdict, confidence = _verdict(facts, prog.describe())
+    if crash is not None:
+        verdict = (f"{_timeout_title(facts)} — the consequence of an earlier failure: "
+                   f"{_crash_words(crash)}. Diagnose that failure with the gpu_crash runbook.")
+        confidence = "high" if pd.notna(crash["time"]) else "medium"
     if len(stuck) and facts["op_type"] is None and facts["seq_num"] is None:
         verdict = (f"The NCCL watchdog of rank(s) {facts['timed_out_ranks']} got stuck (heartbeat "
                    "monitor): the process hung inside NCCL/CUDA or under the GIL; no collective is "
@@ -383,6 +396,42 @@ def in_flight(collectives: pd.DataFrame) -> pd.DataFrame:
     return last.drop(columns=["_t", "_i"])
 
 
+HARD_FAILURE_STRENGTH = 2  # gpu_crash's strength of a local failure (CUDA, Xid, ECC, OOM, signal)
+
+
+def earlier_failure(incident: Incident, timeouts: pd.DataFrame) -> pd.Series | None:
+    """The gpu_crash runbook's first failure when it is a hard local failure (a CUDA error, an
+    Xid, ECC, OOM, a crash signal) that came before the first collective timeout — by time, or
+    by line order in the same file when a time is missing; None otherwise."""
+    if not len(timeouts):
+        return None
+    crash = first_failure(failure_events(incident))
+    first = crash.first
+    if first is None or crash.by == "silent" or int(first["strength"] or 0) < HARD_FAILURE_STRENGTH:
+        return None
+    t_first = timeouts["time"].dropna().min() if "time" in timeouts else pd.NaT
+    if pd.notna(first["time"]) and pd.notna(t_first):
+        return first if first["time"] < t_first else None
+    where = split_source(first["source"])
+    if where is None:
+        return None
+    for src in timeouts["source"].dropna():
+        at = split_source(src)
+        if at is not None and at[0] == where[0] and where[1] < at[1]:
+            return first
+    return None
+
+
+def _crash_words(crash: pd.Series) -> str:
+    who = f"rank {_int(crash['rank'])}" if pd.notna(crash["rank"]) else "a process"
+    host = f" on {crash['host']}" if _str(crash["host"]) and not str(crash["host"]).startswith(
+        "srun-task-") else ""
+    when = f" at {pd.Timestamp(crash['time']):%Y-%m-%d %H:%M:%S}" if pd.notna(crash["time"]) else ""
+    msg = str(crash["message"] or crash["code"] or "").strip().splitlines()[0][:160] if (
+        _str(crash["message"]) or _str(crash["code"])) else "an error"
+    return f"{who}{host} failed first{when} ({msg})"
+
+
 def _ranks_with_failure_output(incident: Incident) -> set[int]:
     """Ranks whose failure output is in the logs: they reported an error or an exit."""
     ranks: set[int] = set()
@@ -459,8 +508,16 @@ def _evidence_actions(have_dumps: bool, prio: int) -> list[Action]:
 
 
 def _actions(f: dict[str, Any], incident: Incident, totals: dict[int, int],
-             finished: bool = False) -> list[Action]:
+             finished: bool = False, crash: pd.Series | None = None) -> list[Action]:
     acts: list[Action] = []
+    if crash is not None:
+        acts.append(Action(
+            "diagnose_crash", 1, "Diagnose the earlier failure, not the timeouts",
+            f"{_crash_words(crash)}; the ranks that timed out were waiting for it. The gpu_crash "
+            "runbook names the failure, its host and whether to drain it.",
+            "traindoc run gpu_crash " + " ".join(
+                shlex.quote(str(p)) for p in incident.account.get("paths", []) or ["LOGS"])
+            + " -o gpu_crash-out"))
     uneven = len(set(totals.values())) > 1 or finished
     fsdp_gather = (f["op_type"] or "").upper() in FSDP_GATHER_OPS
     if uneven or (fsdp_gather and f["pattern"] in ("straggler", "unknown")):
@@ -482,7 +539,7 @@ def _actions(f: dict[str, Any], incident: Incident, totals: dict[int, int],
             "collective under a rank-conditional branch or data-dependent control flow.",
             "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
             "which checks that every rank issues the same collective"))
-    if f["pattern"] == "straggler":
+    if f["pattern"] == "straggler" and crash is None:
         acts.append(Action(
             "inspect_lagging", 1, f"Find where rank(s) {f['lagging_ranks']} were instead",
             "They never entered the collective the others waited in; their stacks or last log "

@@ -618,7 +618,8 @@ def parse_exit(text: str) -> Row | None:
     m = SRUN_EXIT_RE.search(text)
     if m:
         tasks = m["tasks"]
-        row: Row = {"host": m["host"], "rank": int(tasks) if tasks.isdigit() else None}
+        task = int(tasks) if tasks.isdigit() else None
+        row: Row = {"host": m["host"], "rank": task, "task": task}
         if m["code"] is not None:
             row["exitcode"] = int(m["code"])
             row["signal"] = signal_name(int(m["code"]))
