@@ -358,3 +358,29 @@ def test_srun_task_is_no_rank_under_torchrun() -> None:
     alone = Incident.from_rows({"exits": [{"host": "node-7", "rank": 3, "task": 3,
                                            "signal": "SIGKILL"}]})
     assert list(alone.exits["rank"]) == [3]  # srun started the ranks itself
+
+
+def test_highest_rank_seen_is_no_job_size(tmp_path: Path) -> None:
+    # Megatron-LM#735: ranks 2, 0, 1 time out in ALLREDUCE #305; a fourth GPU printed nothing
+    _, r = diag(tmp_path, wd(2, 305) + wd(0, 305) + wd(1, 305))
+    assert r.facts["pattern"] == "unknown"
+    _, r = diag(tmp_path, wd(2, 305) + wd(0, 305) + wd(1, 305), world_size=3)
+    assert r.facts["pattern"] == "all_stuck"
+
+
+def test_desync_when_only_one_rank_printed_a_status_line(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1409: rank 7's status line names default_pg, rank 3 printed none
+    text = (
+        "[rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, "
+        "NumelOut=5056, Timeout(ms)=600000) ran for 600026 milliseconds before timing out.\n"
+        "[rank7]:[E816 01:45:40.184373931 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 7] "
+        "Exception (either an error or timeout) detected by watchdog at work: 80078, last "
+        "enqueued NCCL work: 80078, last completed NCCL work: 80077.\n"
+        "[rank3]:[E816 01:45:40.212150935 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=80078, OpType=ALLREDUCE, NumelIn=2106881,"
+        " NumelOut=2106881, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["pattern"] == "desync"
+    assert r.facts["first_mismatch"]["ops"] == {"3": "ALLREDUCE", "7": "BROADCAST"}
+    assert r.facts["op_type"] == "BROADCAST" and r.facts["numel_in"] == 5056  # first printed

@@ -114,9 +114,13 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
         src = nccl if len(nccl) else inflight
         src = src.assign(_pg=_adopt_pg(src, events))
         at = src[(src["_pg"] == pg) & (src["seq_num"] == seq)]
-        primary = at.iloc[0] if len(at) else None
+        # In a desync the ranks name different ops: the one most ranks name (the first printed
+        # on a tie) is the op; first_mismatch carries every rank's.
+        op = _majority_op(at.dropna(subset=["op_type"])) if len(at) else None
+        with_op = at[at["op_type"] == op] if op is not None else at
+        primary = with_op.iloc[0] if len(with_op) else (at.iloc[0] if len(at) else None)
         facts.update(
-            op_type="/".join(sorted(set(at["op_type"].dropna()))) or None,
+            op_type=op,
             seq_num=_int(seq),
             timeout_ms=_int((at if len(nccl) else gloo)["timeout_ms"].max()),
             ran_for_ms=_int(at["ran_for_ms"].max()) if len(at) else None,
@@ -183,7 +187,7 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     elif facts["lagging_ranks"]:
         facts["pattern"] = "straggler"
     elif (len(facts["timed_out_ranks"]) >= 2 and primary is not None
-          and set(facts["timed_out_ranks"]) >= set(range(world_size or _ranks_seen(incident)))
+          and _every_rank_timed_out(facts, world_size)
           and len(nccl) and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
         facts["pattern"] = "all_stuck"
 
@@ -283,6 +287,18 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     return Report("timeout", verdict, confidence, facts, findings, actions)
 
 
+def _every_rank_timed_out(f: dict[str, Any], world_size: int | None) -> bool:
+    """Every rank of the job (``world_size``), or of the group a gather/scatter's NumelOut/
+    NumelIn implies, timed out. Without either the logs cannot say: the highest rank seen is
+    no job size (a paste often stops before the last rank, or the missing rank printed
+    nothing)."""
+    timed = set(f["timed_out_ranks"])
+    if world_size:
+        return timed >= set(range(world_size))
+    n = _group_size(f)
+    return n is not None and len(timed) >= n
+
+
 def _group_size(f: dict[str, Any]) -> int | None:
     """For a gather/scatter, the group size NumelOut/NumelIn implies."""
     op = (f["op_type"] or "").upper()
@@ -307,6 +323,13 @@ def with_status_pg(c: pd.DataFrame) -> pd.DataFrame:
     idx = c.index[need & c["seq_num"].notna()]
     c.loc[idx, "process_group"] = [lookup.get((int(c.at[i, "rank"]), int(c.at[i, "seq_num"])))
                                    for i in idx]
+    # A rank with no status line of its own: the group every status line names for that seq,
+    # when they name only one (rank 7's status names default_pg for #80078, rank 3 printed none).
+    still = c.index[(c["state"] == "timed_out") & c["process_group"].isna() & c["seq_num"].notna()]
+    if len(still):
+        named = st.groupby("seq_num")["process_group"].unique()
+        only = {int(q): g[0] for q, g in named.items() if len(g) == 1}
+        c.loc[still, "process_group"] = [only.get(int(c.at[i, "seq_num"])) for i in still]
     return c
 
 
@@ -337,12 +360,15 @@ def _ranks_seen(incident: Incident) -> int:
 
 
 def _majority_op(rows: pd.DataFrame) -> str | None:
-    """The op most ranks name (each rank counted once, by its first line)."""
+    """The op most ranks name (each rank counted once, by its first line; the first printed
+    wins a tie)."""
     if not len(rows):
         return None
     first = rows.drop_duplicates("rank") if rows["rank"].notna().any() else rows
-    counts = first["op_type"].value_counts()
-    return str(counts.index[0]) if len(counts) else None
+    counts: dict[str, int] = {}
+    for op in first["op_type"].dropna():
+        counts[str(op)] = counts.get(str(op), 0) + 1
+    return max(counts, key=lambda o: counts[o]) if counts else None
 
 
 def detail_mismatch(c: pd.DataFrame) -> dict[str, Any] | None:
