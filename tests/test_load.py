@@ -141,3 +141,34 @@ def test_seeds_all_load() -> None:
     assert inc.account["files"] == len(list(SEEDS.glob("*.txt")))
     assert len(inc.iterations) >= 15
     assert inc.collectives["seq_num"].dropna().astype(int).tolist().count(2901) >= 1
+
+
+# A terminal wraps at a fixed column, mid-word (modelscope/ms-swift#5409, 168 columns, and
+# pytorch/torchtune#2651, 166 columns, copied with the padding); a mail client wraps at a space.
+TERMINAL_WRAP = (
+    "[rank0]:[E816 00:34:01.151101643 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=137429, OpType=_ALLGATHER_BASE, NumelI\n"
+    "n=71552, NumelOut=572416, Timeout(ms)=600000) ran for 600021 milliseconds before timing out."
+    + " " * 76 + "\n"
+    "[rank4]:[E430 05:09:48.830445837 ProcessGroupNCCL.cpp:2268] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 4]  failure detected by watchdog at work sequence id: 9387 PG status: \n"
+    "last enqueued work: 9387, last completed work: 9386\n")
+
+
+def test_terminal_wrap_mid_word_is_joined_without_a_space(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text(TERMINAL_WRAP)
+    c = traindoc.load(tmp_path / "job.log").collectives
+    t = c[c["state"] == "timed_out"].iloc[0]
+    assert (t["numel_in"], t["numel_out"], t["ran_for_ms"]) == (71552, 572416, 600021)
+    s = c[c["state"] == "status"].iloc[0]
+    assert (s["rank"], s["process_group"], s["last_completed"]) == (4, "0 (default_pg)", 9386)
+
+
+def test_word_wrap_at_a_space_keeps_the_space(tmp_path: Path) -> None:
+    text = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=8, NumelOut=8,\n"
+            "Timeout(ms)=600000) ran for 600456 milliseconds before timing\n"
+            "out.\n")
+    (tmp_path / "job.log").write_text(text)
+    t = traindoc.load(tmp_path / "job.log").collectives.iloc[0]
+    assert (t["numel_out"], t["timeout_ms"], t["ran_for_ms"]) == (8, 600000, 600456)

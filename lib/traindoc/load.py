@@ -181,10 +181,46 @@ def _decode(chunk: bytes, acc: _Account) -> str:
 
 @dataclass
 class _Pending:
+    """A record a parser found incomplete, with the unprefixed lines that continue it.
+
+    A terminal wraps at a fixed column, mid-word (``NumelI`` / ``n=71552``); a mail client or
+    an editor wraps at a space and drops it (``before timing`` / ``out.``). One line cannot tell
+    which, so both joins are kept (``text`` with a space, ``tight`` without one, where neither
+    side had whitespace) and the one the record's parser reads more fields from wins."""
+
     parser: LineParser
     text: str
     ctx: tuple[str, int, Origin, datetime | None]
     parts: int = 1
+    tight: str | None = None  # the same parts joined with no space at the wrap points
+
+    def add(self, body: str) -> None:
+        """Append one continuation line."""
+        raw = body.rstrip()
+        piece = raw.strip()
+        tight = self.text if self.tight is None else self.tight
+        if raw[:1].isspace() or tight[-1:].isspace():
+            self.tight = f"{tight} {piece}" if self.tight is not None else None
+        else:
+            self.tight = f"{tight}{piece}"
+        self.text = f"{self.text} {piece}"
+        self.parts += 1
+
+    def best(self) -> str:
+        """The join the parser reads more fields from (the spaced one on a tie)."""
+        if self.tight is None or self.tight == self.text:
+            return self.text
+        return self.tight if _fields(self.parser, self.tight) > _fields(self.parser, self.text) \
+            else self.text
+
+
+def _fields(parser: LineParser, text: str) -> int:
+    """How many values the parser reads from a line (0 when it reads none)."""
+    rows = parser.parse(text)
+    if rows is None:
+        return 0
+    rows = rows if isinstance(rows, list) else [rows]
+    return sum(1 for r in rows for v in r.values() if v is not None and v == v)
 
 
 class _Stream:
@@ -432,16 +468,15 @@ class _Loader:
         p = stream.pending
         if p is not None:
             if not has_prefix and body.strip() and p.parts < MAX_WRAP_LINES:
-                p.text = f"{p.text} {body.strip()}"
-                p.parts += 1
+                p.add(body)
                 self.acc.rejoined_lines += 1
                 self.acc.parsed_lines += 1
                 if p.parser.incomplete and not p.parser.incomplete(p.text):
                     stream.pending = None
-                    self._dispatch(stream, p.text, p.ctx)
+                    self._dispatch(stream, p.best(), p.ctx)
                 return
             stream.pending = None
-            self._dispatch(stream, p.text, p.ctx)
+            self._dispatch(stream, p.best(), p.ctx)
         if stream.year and ("20" in body[:30]):
             t = line_time(body, None)
             if t is not None:
@@ -535,7 +570,7 @@ class _Loader:
     def _end(self, stream: _Stream) -> None:
         if stream.pending is not None:
             p, stream.pending = stream.pending, None
-            self._dispatch(stream, p.text, p.ctx)
+            self._dispatch(stream, p.best(), p.ctx)
         # Records still open close in (rank, host) order: the same whichever lines were read.
         for key in sorted(stream.blocks, key=_key_order):
             for b in stream.blocks[key]:

@@ -130,6 +130,9 @@ def parse_watchdog(text: str) -> Row | None:
     }
 
 
+RAN_FOR_TEXT = "ran for 0 milliseconds before timing out"  # digits as 0, spaces as one
+
+
 def watchdog_incomplete(text: str) -> bool:
     """A watchdog line cut before its end (wrapped by a terminal or a paste): the WorkNCCL(…)
     is not closed, or the line stops right after it or inside 'ran for …'."""
@@ -140,8 +143,8 @@ def watchdog_incomplete(text: str) -> bool:
         return True
     if m["ran"] is not None:
         return False
-    tail = text[m.end():].strip()
-    return tail == "" or (len(tail) < 40 and "ran for".startswith(tail[:7]) and "." not in tail)
+    tail = re.sub(r"\d+", "0", re.sub(r"\s+", " ", text[m.end():].strip()))
+    return tail != RAN_FOR_TEXT and RAN_FOR_TEXT.startswith(tail)
 
 
 def status_incomplete(text: str) -> bool:
@@ -251,7 +254,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_work_status",
         "collectives",
-        ("last enqueued", "or timeout) detected", "Timeout at NCCL work"),
+        ("last enqueued", "or timeout) detected", "Timeout at NCCL work", "failure detected by"),
         parse_work_status,
         incomplete=status_incomplete,
         example="[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 5, "
