@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import traindoc
@@ -172,3 +173,14 @@ def test_word_wrap_at_a_space_keeps_the_space(tmp_path: Path) -> None:
     (tmp_path / "job.log").write_text(text)
     t = traindoc.load(tmp_path / "job.log").collectives.iloc[0]
     assert (t["numel_out"], t["timeout_ms"], t["ran_for_ms"]) == (8, 600000, 600456)
+
+
+def test_an_op_name_a_paste_mangled_is_no_op(tmp_path: Path) -> None:
+    # modelscope/ms-swift#5409: tmux's scroll marker "[451/1919]" over "SE, NumelI"
+    text = ("[rank2]:[E816 00:34:01.133910474 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=137429, OpType=_ALLGATHER_BA[451/1919]\n"
+            "n=71552, NumelOut=572416, Timeout(ms)=600000) ran for 600004 milliseconds before "
+            "timing out.\n")
+    (tmp_path / "job.log").write_text(text)
+    t = traindoc.load(tmp_path / "job.log").collectives.iloc[0]
+    assert pd.isna(t["op_type"]) and t["seq_num"] == 137429 and t["ran_for_ms"] == 600004

@@ -108,6 +108,15 @@ def _pg_name(part: str | None) -> str | None:
     return f"{m['id']} ({name})" if name else m["id"]
 
 
+OP_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _op_name(value: str | None) -> str | None:
+    """An OpType as printed (``_ALLGATHER_BASE``); None for a value a paste mangled (a tmux
+    scroll marker over it: ``_ALLGATHER_BA[451/1919]``)."""
+    return value if value and OP_NAME_RE.match(value) else None
+
+
 def parse_watchdog(text: str) -> Row | None:
     """ProcessGroupNCCL's 'Watchdog caught collective operation timeout' line."""
     m = WATCHDOG_RE.search(text) if "Watchdog caught" in text else None
@@ -121,7 +130,7 @@ def parse_watchdog(text: str) -> Row | None:
         "rank": rank,
         "process_group": pg,
         "seq_num": to_int(fields.get("seqnum")),
-        "op_type": fields.get("optype"),
+        "op_type": _op_name(fields.get("optype")),
         "numel_in": to_int(fields.get("numelin")),
         "numel_out": to_int(fields.get("numelout")),
         "timeout_ms": to_int(fields.get("timeout(ms)")),
