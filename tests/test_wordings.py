@@ -119,3 +119,7 @@ def test_collector_timestamp_before_the_rank_prefix() -> None:
     assert text.startswith("torch.OutOfMemoryError")
     _, origin = demux("[2024-11-20 14:37:16] [default1]:[rank9]: x")
     assert origin.rank == 9
+    # NVIDIA/nccl#1610: a leading space and a minute-only stamp
+    text, origin = demux(" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 "
+                         "ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught")
+    assert (origin.rank, origin.rank_global) == (13, True) and text.startswith("[E218")

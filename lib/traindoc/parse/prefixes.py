@@ -35,7 +35,7 @@ HOST_RE = re.compile(
 # both are prefixes (the body that follows is what the rank wrote; the collector's time is not
 # the line's own and is dropped with them, so every engine reads the same body).
 TS_THEN_RANK_RE = re.compile(
-    r"(?P<ts>\[?20\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\]?) (?=\[(?:rank|default)\d+\]:)")
+    r" ?(?P<ts>\[?20\d\d-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\]?) (?=\[(?:rank|default)\d+\]:)")
 # A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
 MIDLINE_PREFIX_RE = re.compile(r"(?<=[^\s:])(?=\[(?:rank|default)\d+\]:)")
 
@@ -94,7 +94,7 @@ def demux(text: str) -> tuple[str, Origin]:
     rank = host = pid = task = None
     rank_global = False
     pos = 0
-    if text[:1] in "[2":
+    if text[:1] in "[2 ":
         ts = TS_THEN_RANK_RE.match(text)
         if ts:
             m = ROLE_RE.match(text, ts.end())
