@@ -323,3 +323,24 @@ def test_pythia_lines_carry_the_interval_time() -> None:
                        "0.4355 val_score: 0.3736 val_loss: 2.5149 time(s): 329.9 s")
     assert row == {"iteration": 600, "interval_s": 329.9, "loss": 2.1245}
     assert parse_pythia("time(s): 3 s") is None
+
+
+OLMO_BLOCK = """olmo.train:979  INFO    [step=20800/23842,epoch=0]
+    train/masked_instances_local_rank=0
+    optim/total_grad_norm=0.1075
+    train/CrossEntropyLoss=1.834
+    throughput/device/tokens_per_second=15,537
+    System/Peak GPU Memory (MB)=51,497
+[rank2]:[E531 18:49:48.928853486 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught
+"""
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
+    # allenai/OLMo#846
+    (tmp_path / "train.log").write_text(OLMO_BLOCK)
+    it = traindoc.load(tmp_path / "train.log", engine=engine).iterations
+    assert len(it) == 1
+    row = it.iloc[0]
+    assert (row["iteration"], row["total_iterations"], row["loss"]) == (20800, 23842, 1.834)
+    assert (row["grad_norm"], row["tokens_per_s_per_gpu"]) == (0.1075, 15537.0)

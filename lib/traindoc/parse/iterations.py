@@ -352,6 +352,59 @@ class HFTrainerParser:
 HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate': "
               "1.4285714285714286e-06, 'epoch': 0.01}")
 
+# -- OLMo's metrics block ------------------------------------------------------------------------
+OLMO_HEADER_RE = re.compile(r"\[step=(?P<it>\d+)(?:/(?P<total>\d+))?(?:,epoch=(?P<epoch>\d+))?\]")
+OLMO_METRIC_RE = re.compile(r"^\s*(?P<k>[\w/.() -]+?)=(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+OLMO_KEYS = {
+    "train/CrossEntropyLoss": "loss", "train/ce_loss": "loss",
+    "optim/total_grad_norm": "grad_norm", "train/grad_norm": "grad_norm",
+    "optim/learning_rate_group0": "lr", "optim/learning_rate": "lr",
+    "throughput/device/tokens_per_second": "tokens_per_s_per_gpu",
+    "throughput/device/TPS": "tokens_per_s_per_gpu",
+}
+
+
+class OlmoMetricsParser:
+    """OLMo's per-step block: ``[step=20800/23842,epoch=0]`` then indented ``key=value`` lines
+    (``train/CrossEntropyLoss=1.834``, ``throughput/device/tokens_per_second=15,537``)."""
+
+    needles = ("[step=",)
+    tables = ("iterations",)
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.row: Row = {}
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the step's row when its block ends."""
+        if self.section is not None:
+            m = OLMO_METRIC_RE.match(text)
+            if m:
+                col = OLMO_KEYS.get(m["k"].strip())
+                if col is not None and col not in self.row:
+                    self.row[col] = to_float(m["v"].replace(",", ""))
+                return []
+        out = self._flush()
+        if "[step=" in text:
+            h = OLMO_HEADER_RE.search(text)
+            if h:
+                self.row = {"iteration": int(h["it"]), "_ctx": ctx}
+                if h["total"]:
+                    self.row["total_iterations"] = int(h["total"])
+                if h["epoch"]:
+                    self.row["epoch"] = float(h["epoch"])
+                self.section = "olmo"
+        return out
+
+    def _flush(self) -> list[tuple[str, Row]]:
+        row, self.row, self.section = self.row, {}, None
+        return [("iterations", row)] if row else []
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: the open block's row."""
+        return self._flush()
+
+
 # -- nanoGPT ------------------------------------------------------------------------------------
 NANOGPT_RE = re.compile(r"\biter (?P<it>\d+): loss (?P<loss>[-+\d.eE]+|nan|inf), time "
                         r"(?P<t>[\d.]+)ms(?:, mfu (?P<mfu>-?[\d.]+)%)?")
@@ -531,4 +584,4 @@ PARSERS: tuple[LineParser, ...] = (
 )
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
-BLOCKS = (HFTrainerParser,)
+BLOCKS = (HFTrainerParser, OlmoMetricsParser)
