@@ -384,3 +384,28 @@ def test_desync_when_only_one_rank_printed_a_status_line(tmp_path: Path) -> None
     assert r.facts["pattern"] == "desync"
     assert r.facts["first_mismatch"]["ops"] == {"3": "ALLREDUCE", "7": "BROADCAST"}
     assert r.facts["op_type"] == "BROADCAST" and r.facts["numel_in"] == 5056  # first printed
+
+
+def test_a_cut_watchdog_line_still_names_its_rank_and_seq(tmp_path: Path) -> None:
+    # huggingface/trl#1405: the poster cut every line right after the op
+    text = ("[rank6]:[E ProcessGroupNCCL.cpp:523] [Rank 6] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=956300, OpType=_ALLGATHER_BASE, .\n"
+            "[rank4]:[E ProcessGroupNCCL.cpp:523] [Rank 4] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=956300, OpType=_ALLGATHER_BASE, NumelIn=.\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["timed_out_ranks"] == [4, 6]
+    assert (r.facts["op_type"], r.facts["seq_num"]) == ("_ALLGATHER_BASE", 956300)
+    assert r.facts["numel_in"] is None  # a value at the cut is never read
+
+
+def test_a_failed_rank_is_no_straggler_of_a_sub_group(tmp_path: Path) -> None:
+    # pytorch/pytorch#134006: rank 4 exited; rank 0 times out in a 2-rank group (PG 1)
+    text = ("srun: error: workergpu008: task 1: Exited with exit code 1\n"
+            "[rank4]: RuntimeError: boom\n"
+            + wd(0, 2, op="_ALLGATHER_BASE", pg="PG 1 ")
+            + "[rank0]:[E820 11:47:24.070046070 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception "
+              "(either an error or timeout) detected by watchdog at work: 2, last enqueued NCCL "
+              "work: 3, last completed NCCL work: 1.\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["process_group"] == "1"
+    assert r.facts["lagging_ranks"] == [] and r.facts["pattern"] == "unknown"

@@ -170,7 +170,8 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
         dumped = {int(r) for r in c[_is_dump(c)]["rank"].dropna()}
         lagging |= dumped - arrived
     known = _ranks_with_failure_output(incident)
-    lagging |= known - arrived
+    if _is_default_group(facts["process_group"]):
+        lagging |= known - arrived  # a failed rank is in the default group; not always in a sub-group
     if world_size:
         unseen = set(range(world_size)) - arrived - known - lagging
         if unseen:
@@ -285,6 +286,11 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
                    "named — take py-spy dumps of the hung ranks (py-spy dump --native --pid …).")
         confidence = "medium"
     return Report("timeout", verdict, confidence, facts, findings, actions)
+
+
+def _is_default_group(pg: str | None) -> bool:
+    """The default (world) group, or a group the logs do not name."""
+    return pg is None or pg == "?" or "default_pg" in pg or pg.split(" ")[0] == "0"
 
 
 def _every_rank_timed_out(f: dict[str, Any], world_size: int | None) -> bool:

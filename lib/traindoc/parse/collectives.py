@@ -123,7 +123,7 @@ def parse_watchdog(text: str) -> Row | None:
     if m is None:
         m = BLOCKING_WAIT_RE.search(text)
         if m is None:
-            return None
+            return _cut_watchdog(text)
     fields = {f["key"].lower(): f["val"].strip() for f in WORK_FIELD_RE.finditer(m["body"])}
     rank, pg = _rank_and_pg(text, m.start())
     return {
@@ -137,6 +137,25 @@ def parse_watchdog(text: str) -> Row | None:
         "ran_for_ms": to_int(m.groupdict().get("ran")),
         "state": "timed_out",
     }
+
+
+CUT_WORK_RE = re.compile(r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?P<body>[^()]*)$")
+
+
+def _cut_watchdog(text: str) -> Row | None:
+    """A watchdog line the excerpt cut inside ``WorkNCCL(…``: the fields before the cut (each
+    closed by its comma; a value at the cut may be missing digits)."""
+    m = CUT_WORK_RE.search(text)
+    if m is None:
+        return None
+    body = m["body"]
+    fields = {f["key"].lower(): f["val"].strip() for f in WORK_FIELD_RE.finditer(body)
+              if body[f.end():f.end() + 1] == ","}
+    rank, pg = _rank_and_pg(text, m.start())
+    return {"rank": rank, "process_group": pg, "seq_num": to_int(fields.get("seqnum")),
+            "op_type": _op_name(fields.get("optype")),
+            "numel_in": to_int(fields.get("numelin")), "numel_out": to_int(fields.get("numelout")),
+            "timeout_ms": to_int(fields.get("timeout(ms)")), "state": "timed_out"}
 
 
 RAN_FOR_TEXT = "ran for 0 milliseconds before timing out"  # digits as 0, spaces as one
