@@ -409,3 +409,19 @@ def test_a_failed_rank_is_no_straggler_of_a_sub_group(tmp_path: Path) -> None:
     _, r = diag(tmp_path, text)
     assert r.facts["process_group"] == "1"
     assert r.facts["lagging_ranks"] == [] and r.facts["pattern"] == "unknown"
+
+
+def test_dump_signal_from_an_idle_group_blames_no_one(tmp_path: Path) -> None:
+    # vllm-project/vllm-omni#2928: both ranks' default group has nothing uncompleted
+    tail = (" and we will try our best to dump the debug info. Last enqueued NCCL work: 233659, "
+            "last completed NCCL work: 233659.\n")
+    text = ("[rank1]:[E418 01:32:50.907313453 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 1] Received a dump signal due to a collective timeout from this "
+            "local rank" + tail +
+            "[rank0]:[E418 01:32:50.907342463 ProcessGroupNCCL.cpp:1890] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 0] Received a dump signal due to a collective timeout from  rank 1"
+            + tail)
+    _, r = diag(tmp_path, text)
+    assert r.facts["timed_out_ranks"] == [1]
+    assert r.facts["lagging_ranks"] == [] and r.facts["pattern"] == "unknown"
+    assert r.facts["seq_num"] is None

@@ -210,9 +210,13 @@ def parse_dump_signal(text: str) -> list[Row] | None:
                      "_named_rank": True})
     if m["enq"] is not None:
         enq, comp = int(m["enq"]), int(m["comp"])
+        # the timed-out work is this group's first uncompleted one; with nothing uncompleted
+        # here (enqueued == completed) it is in another group, which the line does not name
         rows.append({"rank": rank, "process_group": pg, "state": "status",
-                     "seq_num": comp + 1 if m["local"] else None,
+                     "seq_num": comp + 1 if m["local"] and enq > comp else None,
                      "last_enqueued": enq, "last_completed": comp})
+        if m["local"] and enq <= comp:
+            rows.append({"rank": rank, "state": "timed_out"})
     elif m["local"]:
         rows.append({"rank": rank, "process_group": pg, "state": "timed_out"})
     return rows or None
