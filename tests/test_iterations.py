@@ -344,3 +344,74 @@ def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
     row = it.iloc[0]
     assert (row["iteration"], row["total_iterations"], row["loss"]) == (20800, 23842, 1.834)
     assert (row["grad_norm"], row["tokens_per_s_per_gpu"]) == (0.1075, 15537.0)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # facebookresearch/detectron2#195
+    ("[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  loss_cls: "
+     "1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  max_mem: 3957M",
+     {"iteration": 19, "loss": 1.739, "elapsed_s": 0.3401, "lr": 0.0002}),
+    # karpathy/nanochat#147
+    ("step 00004/21400 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | "
+     "mfu: 74.13 | total time: 0.00m",
+     {"iteration": 4, "total_iterations": 21400, "loss": 8.893647, "elapsed_s": 0.98944,
+      "tokens_per_s": 529882.0, "mfu": 74.13}),
+    # facebookresearch/fairseq#301 (epoch 15 of 8223 updates each)
+    ("| epoch 015  4000 / 8223 loss=0.73 (0.96), wps=963, wpb=915, bsz=32, lr=0.001, clip=100%, "
+     "gnorm=1.8137", {"iteration": 14 * 8223 + 4000, "loss": 0.73, "tokens_per_s": 963.0,
+                      "grad_norm": 1.8137}),
+    # NVIDIA/bionemo-framework (recipes) #740
+    ("Training epoch 0, iteration 120/149 | lr: 3e-05 | consumed_samples: 121 | global_batch_size:"
+     " 1 | global_step: 120 | reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | "
+     "val_loss: 4.106", {"iteration": 120, "total_iterations": 149, "loss": 1.233,
+                         "elapsed_s": 0.03146}),
+    # mks0601/Hand4Whole_RELEASE#31
+    ("09-24 22:50:46 Epoch 0/7 itr 26/3489: lr: 0.0001 speed: 0.72(0.65s r0.07)s/itr 0.70h/epoch "
+     "loss_smpl_pose: 0.3386", {"iteration": 26, "elapsed_s": 0.72, "lr": 0.0001}),
+])
+def test_kv_step_formats(line: str, expected: dict) -> None:
+    from traindoc.parse.iterations import parse_kv_step
+
+    row = parse_kv_step(line)
+    assert row is not None
+    for k, v in expected.items():
+        assert row[k] == pytest.approx(v), k
+
+
+def test_tf_example_and_onmt_lines() -> None:
+    from traindoc.parse.iterations import parse_onmt, parse_tf_example
+
+    # tensorflow/models#1264
+    assert parse_tf_example("2017-03-28 14:49:10.061204: step 10, loss = 4.59 (821.9 "
+                            "examples/sec; 0.156 sec/batch)") == {
+        "iteration": 10, "loss": 4.59, "samples_per_s": 821.9, "elapsed_s": 0.156}
+    # OpenNMT/OpenNMT-py#431
+    assert parse_onmt("Epoch  2, 52600/733817; acc:  42.20; ppl:  22.37; 998 src tok/s; 1132 tgt "
+                      "tok/s;   6234 s elapsed") == {"iteration": 52600, "tokens_per_s": 2130.0}
+
+
+EPOCH_BATCH_LOG = (
+    # SeanNaren/deepspeech.pytorch#127 and apache/mxnet#75
+    "Epoch: [11][1/48]\tTime 0.470 (1.206)\tData 0.076 (0.004)\tLoss 3.2168 (37.0903)\t\n"
+    "Epoch: [11][2/48]\tTime 0.407 (1.204)\tData 0.002 (0.004)\tLoss 3.6915 (37.0201)\t\n"
+    "Epoch: [12][1/48]\tTime 0.401 (1.204)\tData 0.002 (0.004)\tLoss 3.6915 (37.0201)\t\n"
+)
+MX_LOG = ("Epoch[0] Batch [20]\tSpeed: 95.71 samples/sec\tTrain-CrossEntropy=3.167187\n"
+          "Epoch[0] Batch [40]\tSpeed: 94.49 samples/sec\tTrain-CrossEntropy=2.297927\n"
+          "Epoch[1] Batch [20]\tSpeed: 46.48 samples/sec\tTrain-CrossEntropy=0.6\n")
+TF_EPOCH_LOG = "\tEpoch: 0001 cost= 29.860479714\n\ttime this epoch= 1.749361\n"
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "a.log").write_text(EPOCH_BATCH_LOG)
+    it = traindoc.load(tmp_path / "a.log", engine=engine).iterations
+    assert list(it["iteration"]) == [1, 2, 49]  # epoch 12 continues after epoch 11's 48
+    assert list(it["elapsed_s"]) == [0.470, 0.407, 0.401] and it["loss"].iloc[0] == 3.2168
+    (tmp_path / "b.log").write_text(MX_LOG)
+    it = traindoc.load(tmp_path / "b.log", engine=engine).iterations
+    assert list(it["iteration"]) == [20, 40, 60]
+    assert list(it["samples_per_s"]) == [95.71, 94.49, 46.48]
+    (tmp_path / "c.log").write_text(TF_EPOCH_LOG)
+    it = traindoc.load(tmp_path / "c.log", engine=engine).iterations
+    assert (it.iloc[0]["iteration"], it.iloc[0]["elapsed_s"]) == (1, 1.749361)

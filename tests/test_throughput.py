@@ -378,3 +378,28 @@ def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None
     y = x.copy()
     y[7] = 290.0
     assert find_change(y, higher_is_better=False) is None
+
+
+def test_a_slide_still_going_at_the_end_is_no_spike() -> None:
+    from traindoc.diagnose.throughput import despike, find_change
+
+    # apache/mxnet#75 (SSD): ~95 samples/s, then 46.5 and 23.5 in the last two reports
+    x = np.array([95.71, 94.49, 94.29, 90.31, 89.77, 97.99, 46.48, 23.47])
+    cleaned, replaced = despike(x)
+    assert not replaced.any()
+    ch = find_change(cleaned, higher_is_better=True)
+    assert ch is not None and ch.index == 6
+    # one low last point after a steady run is still a spike
+    _, replaced = despike(np.array([95.0, 94.0, 96.0, 95.0, 94.5, 95.5, 30.0]))
+    assert replaced[-1]
+
+
+def test_a_staircase_reports_the_level_it_reached() -> None:
+    from traindoc.diagnose.throughput import find_change
+
+    # SeanNaren/deepspeech.pytorch#127: batch time 0.40 s → 0.54 → 0.66 → 0.81 → 0.93 s
+    x = np.array([0.470, 0.407, 0.393, 0.403, 0.538, 0.538, 0.663, 0.664, 0.663, 0.806, 0.818,
+                  0.817, 0.815, 0.943, 0.929, 0.935, 0.931])
+    ch = find_change(x, higher_is_better=False)
+    assert ch is not None and ch.shape == "gradual"
+    assert 0.92 <= ch.degraded <= 0.95 and 50 <= ch.drop_pct <= 62

@@ -276,6 +276,12 @@ def despike(values: np.ndarray, half_window: int = 5, k: float = 3.0,
     up = np.fmin(dl, dr)  # both sides (or the only side) below x
     down = np.fmax(dl, dr)
     sign = np.where(up > k * scale, 1, np.where(down < -k * scale, -1, 0))
+    # ... unless that neighbour is itself as far out on the same side (a slide still going in
+    # the last iterations: 98 → 46 → 23 samples/s is no spike at 23)
+    for end, nb in ((n - 1, n - 2), (0, 1)):
+        base = left[end] if end else right[end]
+        if sign[end] and np.isfinite(base) and (x[nb] - base) * sign[end] > k * scale[end]:
+            sign[end] = 0
     out = x.copy()
     replaced = np.zeros(n, dtype=bool)
     i = 0
@@ -396,7 +402,7 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     if int(((a - mid) * (ma - mid) > 0).sum()) < m or int(((b2 - mid) * (mb - mid) > 0).sum()) < m:
         return None
     ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
-    _shape(x, ch, m)
+    _shape(x, ch, m, higher_is_better)
     return ch
 
 
@@ -411,7 +417,7 @@ def _separated(a: np.ndarray, b: np.ndarray, higher_is_better: bool, pct: float)
     return bool(b.max() < a.min()) if higher_is_better else bool(b.min() > a.max())
 
 
-def _shape(x: np.ndarray, ch: Change, m: int) -> None:
+def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> None:
     """Step or gradual, where the departure began, and whether the tail recovered."""
     w = max(1, m // 2)
     sm = _rolling(x, w, np.nanmedian) if len(x) > 2 * w else x
@@ -427,7 +433,11 @@ def _shape(x: np.ndarray, ch: Change, m: int) -> None:
     tail = x[-max(m, min(20, ch.n_after // 4)) :]
     t = float(np.median(tail))
     ch.recovered = ch.n_after >= 4 * m and abs(t - ch.baseline) < abs(t - ch.degraded)
-
+    if ch.shape == "gradual" and not ch.recovered and abs(t - ch.baseline) > abs(ch.degraded - ch.baseline):
+        # still getting worse at the end (a staircase, a leak): the level it reached is the
+        # degraded one, not the median over the whole slide
+        ch.degraded = t
+        ch.drop_pct = drop_pct(ch.baseline, t, higher_is_better)
 
 # ---------------------------------------------------------------------------------------------
 # restarts and gaps

@@ -207,6 +207,9 @@ STEP_KEYS: dict[str, tuple[str, float]] = {
     "per_device_tps": ("tokens_per_s_per_gpu", 1),
     "tokens_per_second": ("tokens_per_s", 1), "tflops": ("tflops", 1), "mfu": ("mfu", 1),
     "lr": ("lr", 1), "step_time": ("elapsed_s", 1),
+    # modded-nanogpt and its descendants: "step:5050/20000 train_loss:2.0232 train_time:219627ms
+    # step_avg:43.49ms" (the running average is all the line gives per step)
+    "train_loss": ("loss", 1), "step_avg": ("elapsed_s", 1),
 }
 
 
@@ -423,6 +426,193 @@ def parse_nanogpt(text: str) -> Row | None:
     return row
 
 
+# -- key: value step lines that differ only in wording ------------------------------------------
+# (regex for the step, key -> (column, divisor)); values with "ms" are divided by 1000 when the
+# column is elapsed_s, thousands separators dropped.
+KV_FIELD_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*)\s*[:=]\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
+                         r"(?P<u>ms|s\b|%)?")
+KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
+    # detectron2's EventWriter: "eta: 8:29:46  iter: 19  total_loss: 1.739 … time: 0.3401
+    # data_time: 0.0466  lr: 0.000200  max_mem: 3957M"
+    "detectron2": (re.compile(r"\biter: (?P<it>\d+)\s+(?P<rest>.*\btotal_loss: .*)"),
+                   {"total_loss": "loss", "time": "elapsed_s", "lr": "lr"}),
+    # nanochat: "step 00004/21400 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms |
+    # tok/sec: 529,882 | mfu: 74.13 | total time: 0.00m"
+    "nanochat": (re.compile(r"\bstep (?P<it>\d+)/(?P<total>\d+) \([\d.]+%\) \|(?P<rest>.*)"),
+                 {"loss": "loss", "dt": "elapsed_s", "tok/sec": "tokens_per_s", "mfu": "mfu"}),
+    # fairseq before 0.6: "| epoch 015  4000 / 8223 loss=0.73 (0.96), wps=963, wpb=915, bsz=32,
+    # lr=0.001, clip=100%, gnorm=1.8137" (iteration counted over epochs: (epoch-1)·total + n)
+    "fairseq_legacy": (re.compile(r"\| epoch (?P<epoch>\d+)\s+(?P<it>\d+) / (?P<total>\d+) (?P<rest>.*)"),
+                       {"loss": "loss", "wps": "tokens_per_s", "lr": "lr", "gnorm": "grad_norm"}),
+    # NeMo's console progress: "Training epoch 0, iteration 120/149 | lr: 3e-05 | … |
+    # reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106"
+    "nemo_progress": (re.compile(r"\bTraining epoch \d+, iteration (?P<it>\d+)/(?P<total>\d+) \|(?P<rest>.*)"),
+                      {"reduced_train_loss": "loss", "train_step_timing in s": "elapsed_s",
+                       "lr": "lr", "grad_norm": "grad_norm"}),
+    # the Pose2Mesh/Hand4Whole family: "Epoch 0/7 itr 26/3489: lr: 0.0001 speed: 0.72(0.65s
+    # r0.07)s/itr 0.70h/epoch loss_…" (epochs from 0: iteration epoch·total + itr)
+    "itr_speed": (re.compile(r"\bEpoch (?P<epoch0>\d+)/\d+ itr (?P<it>\d+)/(?P<total>\d+): (?P<rest>.*)"),
+                  {"speed": "elapsed_s", "lr": "lr"}),
+}
+PIPE_FIELD_RE = re.compile(r"^\s*(?P<k>[^:|]+?)\s*:\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
+                           r"(?P<u>ms|s\b|%)?")
+
+
+def parse_kv_step(text: str) -> Row | None:
+    """A step line of one of ``KV_FORMATS``: iteration, total, and the fields it maps."""
+    for rx, keys in KV_FORMATS.values():
+        m = rx.search(text)
+        if not m:
+            continue
+        it = int(m["it"])
+        gd = m.groupdict()
+        total = int(gd["total"]) if gd.get("total") else None
+        if gd.get("epoch") and total:
+            it = (max(int(gd["epoch"]), 1) - 1) * total + it
+            total = None  # the epoch's length, not the run's
+        elif gd.get("epoch0") and total:
+            it = int(gd["epoch0"]) * total + it
+            total = None
+        row: Row = {"iteration": it}
+        if total:
+            row["total_iterations"] = total
+        rest = m["rest"]
+        fields = ([f for f in map(PIPE_FIELD_RE.match, rest.split("|")) if f]
+                  if rest.count("|") >= 2 else list(KV_FIELD_RE.finditer(rest)))
+        for f in fields:
+            col = keys.get(f["k"])
+            if col is None or col in row:
+                continue
+            v = to_float(f["v"].replace(",", ""))
+            if v is not None and col == "elapsed_s" and f["u"] == "ms":
+                v /= 1000.0
+            row[col] = v
+        return row if len(row) > 1 else None
+    return None
+
+
+# -- OpenNMT-py (legacy) -------------------------------------------------------------------------
+ONMT_RE = re.compile(r"\bEpoch\s+\d+,\s+(?P<it>\d+)/\s*(?P<total>\d+); acc:\s*[\d.]+; ppl:\s*"
+                     r"(?P<ppl>[\d.]+|nan|inf); (?P<src>[\d.]+) src tok/s; (?P<tgt>[\d.]+) tgt tok/s")
+
+
+def parse_onmt(text: str) -> Row | None:
+    """OpenNMT-py's ``Epoch  2, 52600/733817; acc:  42.20; ppl:  22.37; 998 src tok/s; 1132 tgt
+    tok/s;   6234 s elapsed``: tokens/s is source plus target (the batch within the epoch is
+    the iteration, as printed)."""
+    m = ONMT_RE.search(text)
+    if not m:
+        return None
+    return {"iteration": int(m["it"]), "tokens_per_s": float(m["src"]) + float(m["tgt"])}
+
+
+# -- TensorFlow's cifar10/ImageNet example trainers ---------------------------------------------
+TF_EXAMPLE_RE = re.compile(r"\bstep (?P<it>\d+), loss = (?P<loss>[-+\d.eE]+|nan|inf) \("
+                           r"(?P<eps>[\d.]+) examples/sec; (?P<spb>[\d.]+) sec/batch\)")
+
+
+def parse_tf_example(text: str) -> Row | None:
+    """``step 10, loss = 4.63 (5530.9 examples/sec; 0.023 sec/batch)``."""
+    m = TF_EXAMPLE_RE.search(text)
+    if not m:
+        return None
+    return {"iteration": int(m["it"]), "loss": to_float(m["loss"]),
+            "samples_per_s": float(m["eps"]), "elapsed_s": float(m["spb"])}
+
+
+# -- epoch/batch trainers (block: the iteration count runs on across epochs) --------------------
+# PyTorch's ImageNet example and its many descendants: "Epoch: [11][1/48]\tTime 0.470 (1.206)\t
+# Data 0.076 (0.004)\tLoss 3.2168 (37.0903)"; MXNet's Speedometer: "Epoch[0] Batch [20]\tSpeed:
+# 95.71 samples/sec\t…", "Iter[0] Batch [10]", "Batch [0-20]".
+EPOCH_BATCH_RE = re.compile(
+    r"Epoch: \[(?P<epoch>\d+)\]\[\s*(?P<batch>\d+)/(?P<total>\d+)\]"
+    r"|(?:Epoch|Iter)\[(?P<mx_epoch>\d+)\] Batch ?\[(?:\d+-)?(?P<mx_batch>\d+)\]")
+AVG_METER_RE = re.compile(r"\b(?P<k>Time|Loss)\s+(?P<v>[-+\d.eE]+|nan|inf)\s+\(")
+MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
+
+
+class EpochBatchParser:
+    """Epoch/batch step lines (``EPOCH_BATCH_RE``). The first epoch in the stream counts from
+    its printed batch number; each later epoch continues after the previous one's length (its
+    total, else its last batch), so the iterations never go back."""
+
+    needles = ("Epoch: [", "Epoch[", "Iter[")
+    tables = ("iterations",)
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.epoch: int | None = None
+        self.offset = 0
+        self.length = 0
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return its ``iterations`` row when it is a step line."""
+        self.section = None
+        if not any(n in text for n in self.needles):
+            return []
+        m = EPOCH_BATCH_RE.search(text)
+        if not m:
+            return []
+        epoch = int(m["epoch"] if m["epoch"] is not None else m["mx_epoch"])
+        batch = int(m["batch"] if m["batch"] is not None else m["mx_batch"])
+        total = int(m["total"]) if m["total"] else None
+        if self.epoch is None:
+            self.epoch = epoch
+        elif epoch != self.epoch:
+            self.offset += self.length
+            self.epoch, self.length = epoch, 0
+        self.length = max(self.length, total or batch)
+        row: Row = {"iteration": self.offset + batch, "epoch": float(epoch), "_ctx": ctx}
+        for f in AVG_METER_RE.finditer(text):
+            row["elapsed_s" if f["k"] == "Time" else "loss"] = to_float(f["v"])
+        sp = MX_SPEED_RE.search(text)
+        if sp:
+            row["samples_per_s"] = float(sp["v"])
+        if len(row) <= 3:
+            return []  # no value: an eval or info line that names the epoch
+        return [("iterations", row)]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
+# TensorFlow tutorials that log per epoch on two lines: "Epoch: 0001 cost= 29.860479714" then
+# "time this epoch= 1.749361".
+TF_EPOCH_RE = re.compile(r"\bEpoch: (?P<epoch>\d+) cost= (?P<cost>[-+\d.eE]+|nan|inf)")
+TF_EPOCH_TIME_RE = re.compile(r"\btime this epoch= (?P<t>[\d.]+)")
+
+
+class EpochTimeParser:
+    """``Epoch: N cost= X`` followed by ``time this epoch= T``: one row per epoch."""
+
+    needles = ("Epoch: ", "time this epoch=")
+    tables = ("iterations",)
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.row: Row | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the epoch's row once its time is read."""
+        m = TF_EPOCH_RE.search(text) if "Epoch: " in text else None
+        if m:
+            self.row = {"iteration": int(m["epoch"]), "loss": to_float(m["cost"]), "_ctx": ctx}
+            self.section = "tf_epoch"
+            return []
+        t = TF_EPOCH_TIME_RE.search(text) if self.row is not None else None
+        row, self.row, self.section = self.row, None, None
+        if t and row is not None:
+            row["elapsed_s"] = float(t["t"])
+            return [("iterations", row)]
+        return []
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: an epoch without its time line is dropped."""
+        self.row, self.section = None, None
+        return []
+
+
 # -- Pythia (MMF's predecessor) -----------------------------------------------------------------
 PYTHIA_RE = re.compile(r"^iter: (?P<it>\d+) (?P<rest>.*?)\btime\(s\): (?P<t>[\d.]+) ?s\b")
 PYTHIA_LOSS_RE = re.compile(r"\btrain_loss: (?P<v>[-+\d.eE]+|nan|inf)\b")
@@ -551,6 +741,31 @@ PARSERS: tuple[LineParser, ...] = (
         example="iter 1631: loss 4.0863, time 561.94ms",
     ),
     LineParser(
+        "kv_step",
+        "iterations",
+        ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr "),
+        parse_kv_step,
+        example="[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  "
+        "loss_cls: 1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  "
+        "max_mem: 3957M",
+    ),
+    LineParser(
+        "onmt",
+        "iterations",
+        (" src tok/s;",),
+        parse_onmt,
+        example="Epoch  2, 52600/733817; acc:  42.20; ppl:  22.37; 998 src tok/s; 1132 tgt tok/s;"
+        "   6234 s elapsed",
+    ),
+    LineParser(
+        "tf_example",
+        "iterations",
+        ("examples/sec;",),
+        parse_tf_example,
+        example="2020-06-11 04:27:33.186719: step 10, loss = 4.63 (5530.9 examples/sec; 0.023 "
+        "sec/batch)",
+    ),
+    LineParser(
         "pythia",
         "iterations",
         ("time(s):",),
@@ -584,4 +799,4 @@ PARSERS: tuple[LineParser, ...] = (
 )
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
-BLOCKS = (HFTrainerParser, OlmoMetricsParser)
+BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser)
