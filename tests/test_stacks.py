@@ -236,7 +236,9 @@ def test_a_stray_process_line_does_not_swallow_the_log(tmp_path: Path) -> None:
 
 # -- the memoised frame and file-name paths against the plain ones ------------------------------
 def reference_frame(text: str) -> str | None:
-    """A py-spy frame line as ``StackParser`` read it before frames were memoised."""
+    """A py-spy frame line as ``StackParser`` read it before frames were memoised (old py-spy
+    indents frames with a tab: the line is stripped first)."""
+    text = text.strip()
     m = stacks_mod.FRAME_RE.match(text)
     if m and ": " not in m["func"] and not stacks_mod.LOCALS_HEADER_RE.match(text):
         return stacks_mod.frame_text(m["func"], m["file"], int(m["line"]) if m["line"] else None)
@@ -345,3 +347,69 @@ def test_condensed_header_with_every_thread_listed_adds_no_count(tmp_path: Path)
     (tmp_path / "hang.txt").write_text(text)
     _, s = stacks(tmp_path / "hang.txt")
     assert len(s) == 2 and s["count"].isna().all()
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_stacks_pasted_without_a_header(tmp_path: Path, engine: str) -> None:
+    from traindoc.diagnose import deadlock
+
+    # Lightning-AI/pytorch-lightning#18857: py-spy frames only
+    (tmp_path / "a.txt").write_text(
+        "   __to_tensor (pytorch_lightning/core/module.py:619)\n"
+        "    apply_to_collection (lightning_utilities/core/apply_func.py:51)\n"
+        "    log (pytorch_lightning/core/module.py:447)\n")
+    inc = traindoc.load(tmp_path / "a.txt", engine=engine)
+    assert len(inc.stacks) == 1 and len(inc.stacks.iloc[0]["frames"]) == 3
+    assert deadlock.diagnose(inc).facts["majority_leaf"].startswith("__to_tensor")
+    # vllm-project/vllm#2731: faulthandler frames only
+    (tmp_path / "b.txt").write_text(
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/distributed_c10d.py", '
+        "line 2050 in all_reduce\n"
+        '  File "/workspace/vllm/model_executor/parallel_utils/communication_op.py", line 24 in '
+        "tensor_model_parallel_all_reduce\n")
+    inc = traindoc.load(tmp_path / "b.txt", engine=engine)
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 1
+    assert inc.stacks.iloc[0]["leaf"].startswith("all_reduce (")
+    # one frame-shaped line alone is no stack
+    (tmp_path / "c.txt").write_text("loading (model.py:12)\nnothing else\n")
+    assert len(traindoc.load(tmp_path / "c.txt", engine=engine).stacks) == 0
+
+
+def test_ray_stack_old_pyspy_format_finds_the_main_thread(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock
+
+    # ray-project/ray#3187: tab-indented frames, unnamed threads
+    (tmp_path / "ray.txt").write_text(
+        "Stack dump for ddrl     20768  0.1  0.1 1751908 151888 pts/0  Sl   12:48   0:01 ray_worker\n"
+        "Thread 0x7F4AA36D9700 (active)\n"
+        "\t _periodically_flush_profile_events (ray/profiling.py:97)\n"
+        "\t run (threading.py:864)\n"
+        "Thread 0x7F4AD3B8E740 (active)\n"
+        "\t _get_next_task_from_local_scheduler (ray/worker.py:988)\n"
+        "\t main_loop (ray/worker.py:1011)\n"
+        "\t <module> (ray/workers/default_worker.py:105)\n")
+    inc = traindoc.load(tmp_path / "ray.txt")
+    assert len(inc.stacks) == 2
+    f = deadlock.diagnose(inc).facts
+    assert f["processes_seen"] == 1 and f["majority_leaf"].startswith(
+        "_get_next_task_from_local_scheduler")
+
+
+def test_thread_header_after_prose_and_compose_prefix(tmp_path: Path) -> None:
+    # modelscope/ms-swift#8506 (prose before the header); sgl-project/sglang#12076 (compose)
+    (tmp_path / "a.txt").write_text(
+        '使用py-spy dump --pid查看 对应的进程call stack如下所示：0卡： Thread 59633 (active): "MainThread"\n'
+        "    __call__ (torch/_ops.py:1209)\n"
+        "    all_reduce (vllm/distributed/device_communicators/symm_mem.py:148)\n")
+    s = traindoc.load(tmp_path / "a.txt").stacks
+    assert list(s["pid"]) == [59633] and s.iloc[0]["leaf"] == "__call__ (torch/_ops.py:1209)"
+    (tmp_path / "b.txt").write_text(
+        "sglang-1  | Process 310: sglang::scheduler_TP7\n"
+        "sglang-1  | Python v3.12.12 (/usr/bin/python3.12)\n"
+        "sglang-1  | \n"
+        'sglang-1  | Thread 310 (active): "MainThread"\n'
+        "sglang-1  |     _apply (penaltylib/min_new_tokens.py:78)\n"
+        "sglang-1  |     apply (penaltylib/orchestrator.py:150)\n")
+    s = traindoc.load(tmp_path / "b.txt").stacks
+    assert s.iloc[0]["frames"] == ["_apply (penaltylib/min_new_tokens.py:78)",
+                                   "apply (penaltylib/orchestrator.py:150)"]

@@ -123,3 +123,12 @@ def test_collector_timestamp_before_the_rank_prefix() -> None:
     text, origin = demux(" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 "
                          "ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught")
     assert (origin.rank, origin.rank_global) == (13, True) and text.startswith("[E218")
+
+
+def test_docker_compose_prefix_is_stripped_not_a_host() -> None:
+    # sgl-project/sglang#12076
+    from traindoc.parse.prefixes import demux
+
+    text, origin = demux("sglang-1  | [2025-10-29 11:25:58 TP7] Pyspy dump for PID 310:")
+    assert text.startswith("[2025-10-29") and origin.host is None
+    assert demux("E-05 | global batch size: 2048 |")[0].startswith("E-05")  # a wrapped Megatron line

@@ -66,9 +66,10 @@ except Exception:  # noqa: BLE001 - a broken native install must not break loadi
 # Start needles of block parsers that predate the ``needles`` attribute, by qualified name.
 # Each is read off the parser's own ``feed``: what it checks while idle.
 BLOCK_NEEDLES: dict[str, tuple[str, ...]] = {
-    # stacks.StackParser: text.startswith(STARTERS) or (digit first and endswith(" in:"))
+    # stacks.StackParser: text.startswith(STARTERS) or (digit first and endswith(" in:")), a
+    # thread header after prose ("Thread "), or a bare frame (BARE_NEEDLES)
     "traindoc.parse.stacks.StackParser": ("Process ", "Thread ", "Current thread ",
-                                           "Stack (most", "Error: ", " in:"),
+                                           "Stack (most", "Error: ", " in:", ".py:", 'File "'),
     # errors.CudaErrorBlock: "terminate called after" / "what():"
     "traindoc.parse.errors.CudaErrorBlock": ("terminate called after", "what():"),
     # iterations.HFTrainerParser: "{'" in text

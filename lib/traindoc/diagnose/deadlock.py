@@ -314,8 +314,14 @@ def _choose_threads(rows: list[_Row], thread: str, memo: _FrameMemo) -> list[_Ro
     if chosen:
         return chosen
     tids = {_na(r.tid) for r in rows}
-    if len(tids) == 1 and all(_na(r.thread) is None for r in rows):
-        return rows  # a one-thread process that printed no thread name
+    if all(_na(r.thread) is None for r in rows):
+        if len(tids) == 1:
+            return rows  # a one-thread process that printed no thread name
+        # no names at all (old py-spy, `ray stack`): the main thread runs the script's <module>
+        mains = [r for r in rows if isinstance(r.frames, list) and r.frames
+                 and str(r.frames[-1]).startswith("<module> ")]
+        if len({_na(r.tid) for r in mains}) == 1:
+            return mains
     return []
 
 

@@ -27,6 +27,11 @@ MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
 RAY_RE = re.compile(
     r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:\-]+))?\)\s?"
 )
+# docker compose's "sglang-1  | " (v1: "web_1  | "): the container's name, padded, and a bar.
+# It names a container, not a host that could be drained: stripped, not kept.
+# (two letters at least and a replica number of 1-3 digits: "E-05 | " in a wrapped Megatron
+# line is no container)
+COMPOSE_RE = re.compile(r"[A-Za-z][\w.-]*[A-Za-z][\w.-]*[-_]\d{1,3} +\| ?")
 HOST_RE = re.compile(
     r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
 )
@@ -134,6 +139,8 @@ def demux(text: str) -> tuple[str, Origin]:
                 m = SRUN_RE.match(text, pos)
                 if m:
                     task = int(m["n"])
+        elif ch.isalpha() and pos == 0 and (m := COMPOSE_RE.match(text, pos)):
+            pass
         elif ch.isalpha() and pos == 0:
             m = HOST_RE.match(text, pos)
             if m and not text.startswith(("http", "Timeout", "Exception")):

@@ -88,12 +88,29 @@ FH_FRAME_RE = re.compile(r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?
 
 # Cheap first-character/prefix checks before any regex (the loader feeds every line).
 def _thread_line(text: str) -> re.Match[str] | None:
-    """A py-spy thread header: an id, a state or a name at least (a bare 'Thread ' is prose)."""
+    """A py-spy thread header: an id, a state or a name at least (a bare 'Thread ' is prose).
+    After other words on the line only with a state and a name (a poster's prose before it)."""
     m = THREAD_RE.match(text)
-    return m if m is not None and (m["tid"] or m["state"] or m["name"]) else None
+    if m is not None and (m["tid"] or m["state"] or m["name"]):
+        return m
+    if "Thread " in text and text.endswith('"'):
+        m = THREAD_TAIL_RE.search(text)
+        if m is not None and m["state"] and m["name"] is not None:
+            return m
+    return None
+
+
+THREAD_TAIL_RE = re.compile(
+    r'(?<=\s)Thread (?P<tid>0[xX][0-9A-Fa-f]+|\d+) \((?P<state>idle|active\+gil|active|gil)\): '
+    r'"(?P<name>[^"]*)"$')
+# A stack pasted without its header: py-spy frame lines ("__to_tensor (pytorch_lightning/core/
+# module.py:619)") or faulthandler ones ('File "/x/distributed_c10d.py", line 2050 in all_reduce').
+# Only a Python file with a line number and a function name without spaces starts one.
+BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) \([^()]+\.py:\d+\)$")
 
 
 STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ")
+BARE_NEEDLES = (".py:", 'File "')  # bare frames (see BARE_FRAME_RE, FH_FRAME_RE)
 
 # trace-<host>.<ext> as srun --output=trace-%N.out names it, optionally -rank<N> and -<pid>.
 TRACE_NAME_RE = re.compile(r"(?:^|[/\\])trace-(?P<host>[^/\\]+?)\.(?:out|txt|log|json)$")
@@ -122,7 +139,7 @@ def pyspy_frame(text: str) -> str | None:
 
 @lru_cache(maxsize=8192)
 def _pyspy_frame(text: str) -> str | None:
-    m = FRAME_RE.match(text)
+    m = FRAME_RE.match(text.strip())  # old py-spy (ray stack) indents frames with "\t "
     if not m or ": " in m["func"]:
         return None
     return frame_text(m["func"], m["file"], _int(m["line"]))
@@ -164,14 +181,20 @@ class StackParser:
         self._fh: list[dict[str, Any]] = []  # threads of the faulthandler dump being read
         self._fh_cut = False
         self._condensed: int | None = None  # the N of the last "N processes are in:" header
+        self._bare_open = False  # the stack being read started at a frame, with no header
 
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the thread rows it completed."""
         if self.section is None:
-            if not text.startswith(STARTERS) and not (text[:1].isdigit() and text.endswith(" in:")):
-                return []
-            return self._start(text, ctx)
+            if text.startswith(STARTERS) or (text[:1].isdigit() and text.endswith(" in:")):
+                return self._start(text, ctx)
+            if "Thread " in text and text.endswith('"'):
+                m = _thread_line(text)
+                if m:
+                    self.section, self._proc = "pyspy", {}
+                    return self._thread(m, ctx)
+            return self._bare(text.strip(), ctx) if any(n in text for n in BARE_NEEDLES) else []
         if self.section == "faulthandler":
             return self._feed_faulthandler(text, ctx)
         return self._feed_pyspy(text, ctx)
@@ -210,10 +233,27 @@ class StackParser:
             return [self._error_row(text, ctx)]
         return []
 
+    def _bare(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        """A frame line with no header before it starts a stack of one unnamed thread."""
+        if BARE_FRAME_RE.match(text):
+            self.section, self._proc, self._bare_open = "pyspy", {}, True
+            self._threads.append({"pid": None, "cmd": None, "tid": None, "thread": None,
+                                  "state": None, "_ctx": ctx})
+            self._frames = [pyspy_frame(text) or text]
+            return []
+        m = FH_FRAME_RE.match(text)
+        if m:
+            self.section, self._fh, self._fh_cut = "faulthandler", [], False
+            self._fh.append({"pid": None, "cmd": None, "tid": None, "thread": None, "state": None,
+                             "frames": [], "_ctx": ctx, "_all": False})
+            return self._feed_faulthandler(text, ctx)
+        return []
+
     # -- py-spy --------------------------------------------------------------------------
     def _feed_pyspy(self, text: str, ctx: object) -> list[tuple[str, Row]]:
-        if self._threads:
-            # (A frame line ends in ")", a locals header in ":": never both.)
+        if self._threads and not text.startswith("Thread "):
+            # (A frame line ends in ")", a locals header in ":": never both; an unnamed thread's
+            # header "Thread 0x7F4AA2ED8700 (active)" has a frame's shape.)
             frame = pyspy_frame(text)
             if frame is not None:
                 self._in_locals = False
@@ -276,6 +316,11 @@ class StackParser:
 
     def _flush_threads(self) -> list[tuple[str, Row]]:
         out = []
+        if self._bare_open:
+            self._bare_open = False
+            if len(self._frames) < 2:  # one frame-shaped line is no stack
+                self._threads, self._frames, self._in_locals = [], [], False
+                return out
         n, self._condensed = self._condensed, None
         if n is not None and 0 < len(self._threads) < n:
             # Fewer threads listed than the header counts: the last one stands for the rest.
@@ -321,6 +366,9 @@ class StackParser:
 
     def _flush_faulthandler(self) -> list[tuple[str, Row]]:
         threads, self._fh = self._fh, []
+        # a bare frame line (no header) with nothing after it is no stack
+        threads = [t for t in threads if t["_all"] or t["tid"] is not None or len(t["frames"]) > 1
+                   or t["state"] is not None]
         if threads and threads[-1]["_all"] and not self._fh_cut:
             # CPython prepends new thread states: the last one listed is the main thread.
             threads[-1]["thread"] = "MainThread"
