@@ -619,3 +619,68 @@ def test_legacy_launcher_worker_died_with_a_signal(tmp_path) -> None:
     f = gpu_crash.diagnose(traindoc.load(p)).facts
     assert f["error_kind"] == "signal" and "SIGSEGV" in f["error_message"]
     assert "--local_rank=1" in f["error_message"]
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # NVIDIA/nccl#1050 (UCX's handler)
+    ("[ib-vm-61:343042:0:345015] Caught signal 11 (Segmentation fault: invalid permissions for "
+     "mapped object at address 0x1454012e46c0)",
+     {"kind": "signal", "code": "SIGSEGV", "host": "ib-vm-61", "pid": 343042}),
+    # NVIDIA/Megatron-LM#516
+    ("[09677202c889:5283 :0:5704] Caught signal 7 (Bus error: nonexistent physical address)",
+     {"code": "SIGBUS", "host": "09677202c889"}),
+    # horovod/horovod#234 (Open MPI)
+    ("[ichost094:17969] Signal: Segmentation fault (11)", {"code": "SIGSEGV", "host": "ichost094"}),
+    ("mpirun noticed that process rank 286 with PID 17969 on node ichost094 exited on signal 11 "
+     "(Segmentation fault).", {"code": "SIGSEGV", "rank": 286, "host": "ichost094"}),
+    # KdaiP/StableTTS#11
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGBUS",
+     {"kind": "signal", "code": "SIGBUS", "rank": 0}),
+    # huggingface/peft#1703: the line under torch's "Last error:"
+    ("Cuda failure 2 'out of memory'", {"kind": "nccl_error", "code": "nccl_last_error"}),
+])
+def test_signal_handler_and_last_error_wordings(line: str, expected: dict) -> None:
+    row = err(line)
+    for k, v in expected.items():
+        assert row.get(k) == v, (k, row)
+
+
+def test_unhandled_cuda_error_names_the_cuda_failure_under_it(tmp_path: Path) -> None:
+    # huggingface/peft#1703
+    text = ("torch.distributed.DistBackendError: NCCL error in: /opt/conda/conda-bld/pytorch/work/"
+            "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, unhandled cuda error (run with "
+            "NCCL_DEBUG=INFO for details), NCCL version 2.19.3\n"
+            "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+            "Cuda failure 2 'out of memory'\n")
+    _, r = diag(tmp_path, text)
+    assert "last error: Cuda failure 2 'out of memory'" in r.facts["error_message"]
+
+
+def test_exit_message_quotes_the_launcher(tmp_path: Path) -> None:
+    # microsoft/DeepSpeedExamples#626
+    text = ("[2023-07-10 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3',"
+            " '-u', 'main.py', '--local_rank=0'] exits with return code = -11\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["error_message"] == "exits with return code = -11 (SIGSEGV)"
+
+
+def test_an_untimed_line_before_a_timed_one_came_first(tmp_path: Path) -> None:
+    # a-r-r-o-w/finetrainers (NVIDIA/nccl#1653): NCCL's WARN has no time, the logger line does
+    text = ("DESKTOP-1CE5APL:1689:2800 [0] include/alloc.h:112 NCCL WARN Cuda failure 999 'unknown "
+            "error'\n"
+            "2025-03-21 17:08:31,569 - finetrainers - ERROR - Error during training: NCCL error in: "
+            "/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled cuda error (run with"
+            " NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_hosts"] == ["DESKTOP-1CE5APL"]
+    assert "unknown error" in r.facts["error_message"]
+
+
+def test_a_rankless_error_takes_the_rank_of_the_same_error_below(tmp_path: Path) -> None:
+    # kohya-ss/sd-scripts#1434
+    text = ("RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n"
+            "[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated with exception: "
+            "CUDA error: uncorrectable ECC error encountered\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [1] and r.facts["error_kind"] == "ecc"

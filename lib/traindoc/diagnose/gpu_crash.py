@@ -47,7 +47,8 @@ EVENT_COLUMNS = ["file", "lineno", "time", "rank", "host", "pid", "kind", "code"
                  "role", "strength", "root_cause", "table", "source", "line"]
 
 # nccl_error codes that are a local failure (the rank's own GPU or program), not a peer's.
-LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage", "gloo_mismatch"}
+LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage", "gloo_mismatch",
+                    "nccl_last_error"}
 # signal codes that are the launcher or scheduler tearing survivors down.
 TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
                          "slurm_cancelled", "ray_actor_died"}
@@ -112,10 +113,18 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, int]:
     return "cause", 1
 
 
-def _exit_message(exitcode: int | None, signal: str | None) -> str:
-    if signal:
-        return f"killed by {signal}" + (f" (exit code {exitcode})" if exitcode is not None else "")
-    return f"exited with code {exitcode}" if exitcode is not None else "exited"
+# How launchers word an exit, to quote it as printed (people search for these words).
+EXIT_WORDS_RE = re.compile(
+    r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
+    r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+")
+
+
+def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
+    """The launcher's own words for the exit (``failed (exitcode: -9)``, ``exits with return
+    code = -11``), else torchrun's ``exitcode: N``; then the signal it means."""
+    m = EXIT_WORDS_RE.search(line or "")
+    said = m.group(0) if m else (f"exitcode: {exitcode}" if exitcode is not None else "exited")
+    return f"{said} ({signal})" if signal and signal not in said else said
 
 
 def failure_events(incident: Incident) -> pd.DataFrame:
@@ -148,7 +157,7 @@ def failure_events(incident: Incident) -> pd.DataFrame:
         rows.append(dict(file=f, lineno=ln, time=r.time, rank=_int(r.rank), host=_str(r.host),
                          pid=_int(r.pid), kind="signal" if sig else ("python" if code == 1
                                                                      else "exit"),
-                         code=sig or f"exit_{code}", message=_exit_message(code, sig),
+                         code=sig or f"exit_{code}", message=_exit_message(code, sig, _str(r.line)),
                          role="exit", strength=1,
                          root_cause=False if pd.isna(r.root_cause) else bool(r.root_cause),
                          table="exits", source=r.source, line=r.line,
@@ -263,6 +272,17 @@ class Crash:
     by: str  # how the first failure was chosen: time | root_cause | line_order | silent | none
 
 
+def effective_times(events: pd.DataFrame) -> pd.Series:
+    """Each event's time, or for a line with none the time of the next timed line of its file
+    (it was printed no later), else of the last timed line before it."""
+    t = pd.to_datetime(events["time"], errors="coerce")
+    if t.notna().all() or t.isna().all():
+        return t
+    order = events.assign(_t=t).sort_values(["file", "lineno"], kind="stable")
+    filled = order.groupby("file", sort=False)["_t"].transform(lambda s: s.bfill().ffill())
+    return filled.reindex(events.index)
+
+
 def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
                   ranks_seen: list[int] | None = None) -> Crash:
     """The first cause in time (torchrun's root cause, then line order, when times are
@@ -284,9 +304,10 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
                                       "after it"})
         return Crash(events, first, empty, cascade_all, empty, "silent")
     timed = causes[causes["time"].notna()]
-    key = causes.assign(_nat=causes["time"].isna(), _nrc=~causes["root_cause"].astype(bool),
+    eff = effective_times(events).loc[causes.index]
+    key = causes.assign(_t=eff, _nat=eff.isna(), _nrc=~causes["root_cause"].astype(bool),
                         _neg=-causes["strength"].astype(int))
-    key = key.sort_values(["_nat", "time", "_nrc", "file", "lineno", "_neg"], kind="stable")
+    key = key.sort_values(["_nat", "_t", "_nrc", "file", "lineno", "_neg"], kind="stable")
     first = key.iloc[0][EVENT_COLUMNS]
     if len(timed) and pd.notna(first["time"]):
         by = "time"
@@ -300,6 +321,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     reason = _abort_reason(first, key)
     if reason is not None:  # an abort is how a C++ error ends a process: the error is the failure
         first = reason
+    first = _with_last_error(first, key)
     member = causes.apply(lambda e: _same_failure(e, first, window_s), axis=1) \
         if len(causes) else pd.Series([], dtype=bool)
     if first["code"] in HOST_OOM_CODES and len(causes):
@@ -312,8 +334,24 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     return Crash(events, first, cluster, casc, independent, by)
 
 
-ABORT_CODES = {"SIGABRT", "terminate"}
+# an abort, or a launcher saying a worker died: neither names the error that caused it
+ABORT_CODES = {"SIGABRT", "terminate", "ray_worker_died"}
 SPECIFIC_KINDS = ("cuda_error", "xid", "ecc", "oom", "nccl_error")
+
+
+def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) -> pd.Series:
+    """An 'unhandled cuda error' from NCCL with the CUDA error that torch prints under it
+    ("Last error:" / "Cuda failure 2 'out of memory'") added to its message."""
+    if first["code"] != "nccl_unhandled_cuda":
+        return first
+    after = ordered[(ordered["code"] == "nccl_last_error") & (ordered["file"] == first["file"])
+                    & (ordered["lineno"] > first["lineno"])
+                    & (ordered["lineno"] - first["lineno"] <= lines)]
+    if not len(after):
+        return first
+    out = first.copy()
+    out["message"] = f"{first['message']}; last error: {after.iloc[0]['message']}"
+    return out
 
 
 def _abort_reason(first: pd.Series, ordered: pd.DataFrame, lines: int = 40) -> pd.Series | None:
@@ -345,7 +383,20 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     # Every rank failing the same local way at once (e.g. all ranks OOM on one batch).
     if e["kind"] == first["kind"] == "oom" and near:
         return True
+    # A line naming no rank or host, then the same error with a rank a few lines on (a Python
+    # traceback, then "[Rank 1] NCCL watchdog thread terminated with exception: <same>").
+    if (pd.isna(first["rank"]) and _str(first["host"]) is None and near
+            and e["file"] == first["file"] and 0 < e["lineno"] - first["lineno"] <= 20
+            and e["kind"] == first["kind"] and _same_words(e["message"], first["message"])):
+        return True
     return False
+
+
+def _same_words(a: Any, b: Any) -> bool:
+    """Two error messages that say the same ("CUDA error: uncorrectable ECC error encountered"
+    inside a longer one counts)."""
+    a, b = str(a or "").strip(), str(b or "").strip()
+    return bool(a and b) and (a in b or b in a)
 
 
 HOST_OOM_CODES = {"host_oom_killer", "slurm_oom_kill", "srun_task_oom", "ray_oom"}

@@ -63,6 +63,13 @@ from .torchrun import signal_name
 _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile with|Exception raised from|\(most recent|$))"
 
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
+    (  # the line after torch's "Last error:" under ncclUnhandledCudaError: the CUDA error NCCL
+        # hit ("Cuda failure 2 'out of memory'", "Cuda failure 'initialization error'")
+        "nccl_last_error",
+        "nccl_error",
+        "Cuda failure ",
+        re.compile(r"^\s*(?P<msg>Cuda failure (?:\d+ )?'[^']+')\s*$"),
+    ),
     # --- local causes first: a CUDA failure wins over the NCCL/teardown wording around it -------
     (
         "cuda_ecc_uncorrectable",
@@ -287,6 +294,36 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         " received at time=",
         re.compile(r"\*\*\* (?P<code>SIG[A-Z]+) received at time=\d+(?P<msg>)"),
     ),
+    (  # UCX's signal handler (NCCL/MPI jobs): "[ib-vm-61:343042:0:345015] Caught signal 11
+        # (Segmentation fault: invalid permissions for mapped object at address 0x14…)"
+        "fatal_signal",
+        "signal",
+        "Caught signal ",
+        re.compile(r"\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)[\s:\d]*\] (?P<msg>Caught signal "
+                   r"\d+ \((?P<what>[A-Z][a-z]+(?: [a-z]+)*)[^)]*\))"),
+    ),
+    (  # Open MPI's handler: "[ichost094:17969] Signal: Segmentation fault (11)"
+        "fatal_signal",
+        "signal",
+        "] Signal: ",
+        re.compile(r"\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)\] (?P<msg>Signal: "
+                   r"(?P<what>[A-Z][a-z]+(?: [a-z]+)*) \(\d+\))"),
+    ),
+    (  # "mpirun noticed that process rank 286 with PID 17969 on node ichost094 exited on signal
+        # 11 (Segmentation fault)."
+        "fatal_signal",
+        "signal",
+        "exited on signal",
+        re.compile(r"(?P<msg>mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) "
+                   r"on node (?P<host>[\w.\-]+) exited on signal \d+ \((?P<what>[^)]+)\))"),
+    ),
+    (  # torch.multiprocessing.spawn: "process 0 terminated with signal SIGBUS" (the process
+        # index is the rank when the script passes it as such, as mp.spawn examples do)
+        "spawn_signal",
+        "signal",
+        "terminated with signal",
+        re.compile(r"(?P<msg>process (?P<rank>\d+) terminated with signal (?P<code>SIG[A-Z]+))"),
+    ),
     (  # torch.distributed.launch (torch <= 1.9): the worker's command and its signal
         "launcher_child_died",
         "signal",
@@ -357,7 +394,8 @@ NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
 LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "received at time", "signal",
-                "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals")
+                "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
+                "Signal: ", "Cuda failure")
 MAX_MESSAGE_CHARS = 400
 NCCL_SITE_RE = re.compile(r"NCCL error in: \S+?\.(?:cpp|hpp|cc):\d+,\s*")
 # A what() line belongs to the c10 block around it (``CudaErrorBlock``), not to a line of its own.
@@ -400,6 +438,8 @@ def parse_error(text: str) -> Row | None:
         row["rank"] = rank
     if groups.get("task") and groups["task"].isdigit():
         row["rank"] = int(groups["task"])
+    if groups.get("rank"):
+        row["rank"] = int(groups["rank"])
     if groups.get("host"):
         row["host"] = groups["host"]
     if groups.get("pid"):
