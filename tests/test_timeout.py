@@ -425,3 +425,14 @@ def test_dump_signal_from_an_idle_group_blames_no_one(tmp_path: Path) -> None:
     assert r.facts["timed_out_ranks"] == [1]
     assert r.facts["lagging_ranks"] == [] and r.facts["pattern"] == "unknown"
     assert r.facts["seq_num"] is None
+
+
+def test_rank_that_reached_the_monitored_barrier_blames_rank_0(tmp_path: Path) -> None:
+    # HorizonRobotics/RoboOrchardLab#33
+    text = ("RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors while "
+            "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.\n"
+            "[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129]\n"
+            "Timed out waiting 600000ms for send operation to complete\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["timed_out_ranks"] == [1] and r.facts["lagging_ranks"] == [0]
+    assert r.facts["timeout_ms"] == 600000 and r.facts["op_type"] == "MONITORED_BARRIER"

@@ -71,7 +71,8 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     absent = c[c["state"] == "absent"]
     nccl = timeouts[timeouts["seq_num"].notna()] if len(timeouts) else timeouts
     unnumbered = timeouts[timeouts["seq_num"].isna()] if len(timeouts) else timeouts
-    is_gloo = unnumbered["op_type"].fillna("gloo:").str.startswith("gloo:")
+    ops = unnumbered["op_type"].fillna("gloo:")
+    is_gloo = ops.str.startswith("gloo:") | ops.eq("MONITORED_BARRIER")
     gloo, legacy = unnumbered[is_gloo], unnumbered[~is_gloo]
     mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy))
     facts["first_mismatch"] = mismatch

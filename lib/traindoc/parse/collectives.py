@@ -245,8 +245,22 @@ def parse_detail_mismatch(text: str) -> list[Row] | None:
     return rows
 
 
+MONITORED_REACHED_RE = re.compile(
+    r"Rank (?P<rank>\d+) successfully reached monitoredBarrier, but received errors while waiting "
+    r"for send/recv from rank (?P<peer>\d+)")
+
+
 def parse_monitored_barrier(text: str) -> list[Row] | None:
-    """gloo's monitored barrier: the waiting rank (0) timed out, the ranks named never came."""
+    """gloo's monitored barrier: the waiting rank (0) timed out, the ranks named never came; or
+    a rank that reached it and timed out waiting on rank 0 (the barrier's root), which torch
+    names as the one to check."""
+    r = MONITORED_REACHED_RE.search(text)
+    if r:
+        _, pg = _rank_and_pg(text, r.start())
+        return [{"rank": int(r["rank"]), "process_group": pg, "op_type": "MONITORED_BARRIER",
+                 "state": "timed_out", "_named_rank": True},
+                {"rank": int(r["peer"]), "process_group": pg, "op_type": "MONITORED_BARRIER",
+                 "state": "absent", "_named_rank": True}]
     m = MONITORED_BARRIER_RE.search(text)
     if not m:
         return None
@@ -316,7 +330,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "gloo_monitored_barrier",
         "collectives",
-        ("failed to pass monitoredBarrier",),
+        ("failed to pass monitoredBarrier", "successfully reached monitoredBarrier"),
         parse_monitored_barrier,
         example="RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
     ),
