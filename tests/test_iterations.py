@@ -368,6 +368,8 @@ def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
     # mks0601/Hand4Whole_RELEASE#31
     ("09-24 22:50:46 Epoch 0/7 itr 26/3489: lr: 0.0001 speed: 0.72(0.65s r0.07)s/itr 0.70h/epoch "
      "loss_smpl_pose: 0.3386", {"iteration": 26, "elapsed_s": 0.72, "lr": 0.0001}),
+    # Tele-AI/TeleChat-52B#8
+    ("epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625", {"iteration": 4, "loss": 7.40625}),
 ])
 def test_kv_step_formats(line: str, expected: dict) -> None:
     from traindoc.parse.iterations import parse_kv_step

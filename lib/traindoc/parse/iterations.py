@@ -453,6 +453,11 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # r0.07)s/itr 0.70h/epoch loss_…" (epochs from 0: iteration epoch·total + itr)
     "itr_speed": (re.compile(r"\bEpoch (?P<epoch0>\d+)/\d+ itr (?P<it>\d+)/(?P<total>\d+): (?P<rest>.*)"),
                   {"speed": "elapsed_s", "lr": "lr"}),
+    # hand-rolled loops that print the global step and the loss (TeleChat's DeepSpeed trainer:
+    # "epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625")
+    "global_step": (re.compile(r"\bglobal_step\s*[:=]\s*(?P<it>\d+)\b(?P<rest>.*)"),
+                    {"loss": "loss", "cur_batch_loss": "loss", "train_loss": "loss", "lr": "lr",
+                     "grad_norm": "grad_norm"}),
 }
 PIPE_FIELD_RE = re.compile(r"^\s*(?P<k>[^:|]+?)\s*:\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
                            r"(?P<u>ms|s\b|%)?")
@@ -743,7 +748,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "kv_step",
         "iterations",
-        ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr "),
+        ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr ", "global_step"),
         parse_kv_step,
         example="[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  "
         "loss_cls: 1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  "
