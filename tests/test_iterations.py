@@ -276,19 +276,26 @@ def test_metric_direction() -> None:
     assert metric_direction("score") == 0
 
 
-def test_mmengine_and_mmcv_runner_lines() -> None:
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_mmengine_and_mmcv_runner_lines(tmp_path: Path, engine: str) -> None:
     from traindoc.parse.iterations import parse_mmengine
 
-    # InternLM/xtuner#187 (mmengine) and junjie18/CMT#83 (mmcv)
-    row = parse_mmengine("10/30 22:19:57 - mmengine - INFO - Epoch(train) [1][240/735]  lr: "
-                         "1.9813e-04  eta: 2:44:49  time: 2.8874  data_time: 0.0042  memory: "
-                         "10762  loss: 2.5128  grad_norm: nan")
-    assert row["iteration"] == 240 and row["loss"] == 2.5128 and row["elapsed_s"] == 2.8874
-    row = parse_mmengine("2023-10-24 08:06:41,294 - mmdet - INFO - Epoch [7][5850/32025]\tlr: "
-                         "7.146e-04, eta: 4 days, 0:19:04, time: 0.775, data_time: 0.025, memory: "
-                         "30983, loss_cls: 0.4233, loss: 31.4201, grad_norm: 3637.0292")
-    assert (row["iteration"], row["lr"], row["loss"], row["grad_norm"]) == (
-        6 * 32025 + 5850, 7.146e-04, 31.4201, 3637.0292)
+    # InternLM/xtuner#187 (mmengine), junjie18/CMT#83 (mmcv): epoch-based runners count from
+    # the first epoch in the log, as printed
+    (tmp_path / "a.log").write_text(
+        "10/30 22:19:57 - mmengine - INFO - Epoch(train) [1][240/735]  lr: 1.9813e-04  eta: "
+        "2:44:49  time: 2.8874  data_time: 0.0042  memory: 10762  loss: 2.5128  grad_norm: nan\n"
+        "2023-10-24 08:06:41,294 - mmdet - INFO - Epoch [7][5850/32025]\tlr: 7.146e-04, eta: 4 "
+        "days, 0:19:04, time: 0.775, data_time: 0.025, memory: 30983, loss_cls: 0.4233, loss: "
+        "31.4201, grad_norm: 3637.0292\n")
+    it = traindoc.load(tmp_path / "a.log", engine=engine).iterations
+    assert list(it["iteration"]) == [240, 735 + 5850]
+    assert (it.iloc[0]["loss"], it.iloc[0]["elapsed_s"]) == (2.5128, 2.8874)
+    assert (it.iloc[1]["lr"], it.iloc[1]["grad_norm"]) == (7.146e-04, 3637.0292)
+    row = parse_mmengine("01/29 21:35:34 - mmengine - INFO - Iter(train) [ 10/720]  lr: "
+                         "9.0001e-05  eta: 0:31:46  time: 2.6851  data_time: 0.0077  memory: "
+                         "12762  loss: 2.6900")
+    assert (row["iteration"], row["total_iterations"], row["loss"]) == (10, 720, 2.69)
 
 
 def test_hf_dict_with_nan_grad_norm_is_a_nan_iteration(tmp_path) -> None:
@@ -417,3 +424,58 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     (tmp_path / "c.log").write_text(TF_EPOCH_LOG)
     it = traindoc.load(tmp_path / "c.log", engine=engine).iterations
     assert (it.iloc[0]["iteration"], it.iloc[0]["elapsed_s"]) == (1, 1.749361)
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # tensorflow/models#8423 (TF-slim)
+    ("I0422 07:10:05.258542 140486560917376 learning.py:507] global step 409: loss = 25237.8984 "
+     "(0.273 sec/step)", {"iteration": 409, "loss": 25237.8984, "elapsed_s": 0.273}),
+    # NVIDIA/waveglow#32
+    ("step_78540:\tloss_-4.065555573", {"iteration": 78540, "loss": -4.065555573}),
+    # GradNorm (TF) #17
+    ("epoch: 3451 loss: nan", {"iteration": 3451}),
+    # ml-explore/mlx-examples#620
+    ("Iter 100: Train loss 6.437, Learning Rate 7.000e-05, It/sec 0.921, Tokens/sec 371.347, "
+     "Trained Tokens 39407, Peak mem 8.626 GB",
+     {"iteration": 100, "loss": 6.437, "lr": 7e-05, "tokens_per_s": 371.347}),
+    # Lightning-AI/litgpt#185
+    ("iter 16 step 1: loss nan, train time: 1405.01ms", {"iteration": 16, "elapsed_s": 1.40501}),
+    # danijar/dreamer#58
+    ("[5000] expl_amount 0.0 / model_grad_norm nan / value_grad_norm 40.3 / actor_grad_norm 0.3 / "
+     "prior_ent 61.4 / model_loss 5864.5 / value_loss 6.4", {"iteration": 5000, "loss": 5864.5}),
+    # nv-tlabs/LION#9
+    ("2023-01-25 00:21:34.569 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] | E6 "
+     "iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125/car/x | [step]   104 | [url] none",
+     {"iteration": 104}),
+    # NLUT#12
+    (" iter 3700   time/iter: 0.50  lr: 0.000100 loss_mn: 0.0016 loss_c: 0.5781   loss_s: 2.8997"
+     "   loss_mse: 0.0280 losses: 3.4793", {"iteration": 3700, "loss": 3.4793, "elapsed_s": 0.5}),
+])
+def test_simple_step_formats(line: str, expected: dict) -> None:
+    from traindoc.parse.iterations import parse_simple_step
+
+    row = parse_simple_step(line)
+    assert row is not None
+    for k, v in expected.items():
+        assert row[k] == pytest.approx(v), k
+
+
+def test_nan_read_as_a_float_marks_the_step(tmp_path: Path) -> None:
+    # karpathy/nanoGPT#215: "loss nan" (no colon) is a NaN step
+    (tmp_path / "a.log").write_text("iter 3000: loss 3.9883, time 1099.34ms, mfu 15.34%\n"
+                                    "iter 3010: loss nan, time 1019.95ms, mfu 14.12%\n")
+    it = traindoc.load(tmp_path / "a.log").iterations
+    assert list(it["nan"].fillna(0)) == [0, 1]
+
+
+def test_megatron_line_broken_at_its_bars_is_one_record(tmp_path: Path) -> None:
+    # NVIDIA-NeMo/Megatron-Bridge#5306
+    (tmp_path / "a.log").write_text(
+        "iteration 5/50 | elapsed time per iteration: 21392.5 ms |\n"
+        "learning rate: 1.350000E-04 | global batch size: 4096 |\n"
+        "loss scale: 1.0 | grad norm: nan |\n"
+        "number of skipped iterations: 0 | number of nan iterations: 0\n"
+        "iteration 6/50 | elapsed time per iteration: 21000.0 ms | number of nan iterations: 0 |\n")
+    it = traindoc.load(tmp_path / "a.log").iterations
+    assert list(it["iteration"]) == [5, 6]
+    assert it.iloc[0]["lr"] == pytest.approx(1.35e-4) and it.iloc[0]["loss_scale"] == 1.0

@@ -396,3 +396,28 @@ def test_megatron_line_without_lm_loss_is_a_nan_iteration(tmp_path) -> None:
                  + line.format(it=9, loss="", sk=0) + line.format(it=10, loss="", sk=1))
     f = ls.diagnose(traindoc.load(p)).facts
     assert f["nan_iterations"] == [9] and f["skipped_iterations"] == [10]
+
+
+def test_recovery_after_a_huge_spike_with_little_history() -> None:
+    from traindoc.diagnose.loss_spike import LOSS, excursions
+
+    # microsoft/LMOps#130: 1.53 → 2442.9 → 2.28
+    ex = excursions(np.array([1.5269, 2442.9075, 2.2808]), LOSS)
+    assert len(ex) == 1 and ex[0].confirmed and ex[0].end == 2
+
+
+def test_noisy_first_micro_batches_are_no_spike() -> None:
+    from traindoc.diagnose.loss_spike import LOSS, excursions
+
+    # Lightning-AI/litgpt#185: micro-batch losses 1.71-2.71 before the first optimizer step
+    y = np.array([1.7089, 2.1155, 1.9496, 1.7309, 1.7632, 1.8084, 1.8845, 2.3051, 1.7964, 2.4444,
+                  1.9692, 2.3963, 2.7146, 1.9210, 1.8052, 2.0308])
+    assert not [e for e in excursions(y, LOSS) if e.confirmed]
+
+
+def test_a_whole_skipped_interval_lists_every_step() -> None:
+    from traindoc.diagnose.loss_spike import skipped_iterations
+
+    # NVIDIA/nccl#743 (Megatron BERT): "number of skipped iterations: 10" at iteration 10
+    s = pd.DataFrame({"iteration": [10, 20, 30], "skipped": [10, 0, 3]})
+    assert skipped_iterations(s) == [*range(1, 11), 30]

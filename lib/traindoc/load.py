@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import glob as _glob
 import gzip
+import math
 import os
 import re
 import zlib
@@ -212,6 +213,15 @@ class _Pending:
             return self.text
         return self.tight if _fields(self.parser, self.tight) > _fields(self.parser, self.text) \
             else self.text
+
+
+def _non_finite(row: dict[str, Any]) -> bool:
+    """A step whose loss or grad norm was read as NaN or infinite."""
+    for c in ("loss", "grad_norm"):
+        v = row.get(c)
+        if isinstance(v, float) and not math.isfinite(v):
+            return True
+    return False
 
 
 def _fields(parser: LineParser, text: str) -> int:
@@ -467,7 +477,8 @@ class _Loader:
         has_prefix = origin != Origin()
         p = stream.pending
         if p is not None:
-            if not has_prefix and body.strip() and p.parts < MAX_WRAP_LINES:
+            if (not has_prefix and body.strip() and p.parts < MAX_WRAP_LINES
+                    and (p.parser.continues is None or p.parser.continues(p.text, body))):
                 p.add(body)
                 self.acc.rejoined_lines += 1
                 self.acc.parsed_lines += 1
@@ -554,6 +565,8 @@ class _Loader:
             row["time"] = when
         row["source"] = f"{name}:{lineno}"
         row["line"] = text
+        if table == "iterations" and row.get("nan") is None and _non_finite(row):
+            row["nan"] = 1  # a NaN read as a float becomes <NA> in the table: say it here
         rows = self.rows[table]
         rows.append(row)
         self.sources[table].add(name)

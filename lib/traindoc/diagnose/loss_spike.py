@@ -9,8 +9,9 @@ floored at a small fraction of the baseline. A point above ``baseline + max(onse
 excursion; the baseline is then frozen; the excursion ends (recovered) when ``patience``
 consecutive points are back within ``max(recover_k·scale, recover_rel·baseline)`` of that
 pre-spike baseline (the log ending on such points counts, flagged). It is a spike when
-its peak clears ``baseline + max(k·scale, rel·baseline)``, widened while the history is short
-(few points, wider margin). Points inside spikes are left out of later baselines.
+its peak clears ``baseline + max(k·scale, rel·baseline)``; both margins are widened while the
+history is short (few points, wider margin), and a spike is also over once the loss is back
+down ``recover_frac`` of its height. Points inside spikes are left out of later baselines.
 
 Grad norms run the same detector on ``log(grad norm)`` with factor thresholds (2× opens,
 4× confirms); a grad-norm excursion that opened before the loss's and was still open when the
@@ -69,6 +70,8 @@ class Detector:
     recover_k: float = 3.0  # back within max(recover_k·scale, recover_rel·baseline) ...
     recover_rel: float = 0.05
     patience: int = 3  # ... for this many consecutive points: recovered
+    recover_frac: float = 0.02  # ... or back down 98 % of the spike's height (a 1.5 → 2443 →
+    # 2.3 spike is over at 2.3 even when the history is too short to know the noise)
     floor: float = 0.01  # scale floor (fraction of the baseline, or absolute)
     small_n: float = 4.0  # confirm margin ×(1 + small_n / history points)
     relative: bool = True
@@ -76,7 +79,7 @@ class Detector:
 
 LOSS = Detector()
 GRAD_NORM = Detector(rel=math.log(4.0), onset_rel=math.log(2.0), recover_rel=math.log(1.5),
-                     floor=0.05, relative=False)
+                     floor=0.05, relative=False, recover_frac=0.0)
 
 
 @dataclass(frozen=True)
@@ -190,15 +193,16 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
         if c < resume:
             continue
         b, s, h, u = float(med[c]), float(scale[c]), int(cnt[c]), float(unit[c])
-        tol = b + max(det.recover_k * s, det.recover_rel * u)
-        strict = b + max(det.k * s, det.rel * u) * (1.0 + det.small_n / h)
+        widen = 1.0 + det.small_n / h  # few points of history: the noise is barely known
+        tol = b + max(det.recover_k * s, det.recover_rel * u) * widen
+        strict = b + max(det.k * s, det.rel * u) * widen
         peak, run, first, end = int(c), 0, None, None
         j = int(c) + 1
         while j < n:
             v = y[j]
             if v > y[peak]:
                 peak = j
-            if v <= tol:
+            if v <= max(tol, b + det.recover_frac * (y[peak] - b)):
                 if run == 0:
                     first = j
                 run += 1
@@ -376,9 +380,19 @@ def nan_iterations(s: pd.DataFrame) -> list[int]:
 
 def skipped_iterations(s: pd.DataFrame) -> list[int]:
     """Iterations whose line counted skipped iterations (fp16 overflow: the optimizer step
-    was skipped and the loss scale lowered)."""
-    sk = pd.to_numeric(s["skipped"], errors="coerce").fillna(0)
-    return [int(i) for i in s.loc[sk > 0, "iteration"]]
+    was skipped and the loss scale lowered). A line that counts every iteration of its
+    logging interval as skipped (Megatron's "number of skipped iterations: 10" at iteration 10
+    after 0) stands for all of them; otherwise which ones is unknown and the line's own
+    iteration is listed."""
+    sk = pd.to_numeric(s["skipped"], errors="coerce").fillna(0).astype(int).tolist()
+    its = [int(i) for i in s["iteration"]]
+    out: list[int] = []
+    for j, (it, k) in enumerate(zip(its, sk, strict=True)):
+        if k <= 0:
+            continue
+        prev = its[j - 1] if j else 0
+        out.extend(range(it - k + 1, it + 1) if k > 1 and it - prev == k else [it])
+    return out
 
 
 def loss_scale_collapses(s: pd.DataFrame, halvings: int = 4,

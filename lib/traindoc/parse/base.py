@@ -27,6 +27,8 @@ class LineParser:
     parse: Callable[[str], Row | list[Row] | None]
     incomplete: Callable[[str], bool] | None = None
     example: str = field(default="", repr=False)
+    # whether an unprefixed line continues the incomplete record so far (None: any does)
+    continues: Callable[[str, str], bool] | None = None
 
 
 class BlockParser(Protocol):

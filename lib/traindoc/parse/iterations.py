@@ -145,8 +145,31 @@ def parse_megatron(text: str) -> Row | None:
 
 
 def megatron_incomplete(text: str) -> bool:
-    """An iteration line that a terminal or paste cut before its closing '|'."""
-    return MEGATRON_RE.search(text) is not None and not text.rstrip().endswith("|")
+    """An iteration line that a terminal or paste cut before its closing '|', or that a poster
+    broke at its '|'s (it ends with the nan counter)."""
+    if MEGATRON_RE.search(text) is None:
+        return False
+    return not text.rstrip().endswith("|") or "number of nan iterations" not in text
+
+
+MEGATRON_FIELD_RE = re.compile(r"^\s*(?P<k>[A-Za-z][\w ()/]*?)\s*:\s*\S")
+
+
+def megatron_continues(record: str, body: str) -> bool:
+    """After a record a wrap cut mid-field, any line but a new iteration line; after one that
+    ends at a '|' (a poster's line break), only a line of iteration fields ("learning rate:
+    1.35E-04 | …") or a value's cut end."""
+    if MEGATRON_RE.search(body) is not None:
+        return False  # a new iteration line
+    if not record.rstrip().endswith("|"):
+        return True
+    pieces = [p for p in body.split("|") if p.strip()]
+    if any(_spec(m["k"]) is not None for p in pieces if (m := MEGATRON_FIELD_RE.match(p))):
+        return True
+    return bool(MEGATRON_TAIL_RE.fullmatch(body.strip()))
+
+
+MEGATRON_TAIL_RE = re.compile(r"[\d.eE+\- |]*")  # the cut end of a value: "02 |"
 
 
 # -- Megatron evaluation ------------------------------------------------------------------
@@ -453,6 +476,10 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # r0.07)s/itr 0.70h/epoch loss_…" (epochs from 0: iteration epoch·total + itr)
     "itr_speed": (re.compile(r"\bEpoch (?P<epoch0>\d+)/\d+ itr (?P<it>\d+)/(?P<total>\d+): (?P<rest>.*)"),
                   {"speed": "elapsed_s", "lr": "lr"}),
+    # LMOps MiniLLM: "train | data_epochs  0/10 | … | global iter:     28/  5000| tot_loss:
+    # 2442.9075 | rl_loss: …"
+    "global_iter": (re.compile(r"\bglobal iter:\s*(?P<it>\d+)/\s*(?P<total>\d+)\s*\|(?P<rest>.*)"),
+                    {"tot_loss": "loss", "loss": "loss", "lr": "lr", "grad_norm": "grad_norm"}),
     # hand-rolled loops that print the global step and the loss (TeleChat's DeepSpeed trainer:
     # "epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625")
     "global_step": (re.compile(r"\bglobal_step\s*[:=]\s*(?P<it>\d+)\b(?P<rest>.*)"),
@@ -496,6 +523,58 @@ def parse_kv_step(text: str) -> Row | None:
     return None
 
 
+# -- one-regex step formats: named groups are columns ------------------------------------------
+# it -> iteration, loss, grad_norm, lr, elapsed_s (seconds), elapsed_ms, tokens_per_s,
+# samples_per_s, total -> total_iterations. Each with a real line in tests/test_iterations.py.
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
+SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
+    # TF-slim's learning.py: "global step 409: loss = 25237.8984 (0.273 sec/step)"
+    "tf_slim": re.compile(rf"\bglobal step (?P<it>\d+): loss = (?P<loss>{_NUM}) \((?P<elapsed_s>"
+                          r"[\d.]+) sec/step\)"),
+    # WaveGlow: "step_78540:\tloss_-4.065555573"
+    "waveglow": re.compile(rf"^step_(?P<it>\d+):\s*loss_(?P<loss>{_NUM})\s*$"),
+    # a bare per-epoch loop: "epoch: 3451 loss: nan"
+    "epoch_loss": re.compile(rf"^epoch: (?P<it>\d+) loss: (?P<loss>{_NUM})\s*$"),
+    # mlx-lm: "Iter 100: Train loss 6.437, Learning Rate 7.000e-05, It/sec 0.921, Tokens/sec …"
+    "mlx": re.compile(rf"^Iter (?P<it>\d+): Train loss (?P<loss>{_NUM}), Learning Rate (?P<lr>{_NUM})"
+                      rf"(?:, It/sec (?P<it_per_s>{_NUM}), Tokens/sec (?P<tokens_per_s>{_NUM}))?"),
+    # newer litgpt: "iter 16 step 1: loss nan, train time: 1405.01ms"
+    "litgpt_train_time": re.compile(rf"\biter (?P<it>\d+) step \d+: loss (?P<loss>{_NUM}), train "
+                                    r"time: (?P<elapsed_ms>[\d.]+)ms"),
+    # Dreamer: "[5000] expl_amount 0.0 / model_grad_norm nan / … / model_loss 5864.5 / …"
+    "dreamer": re.compile(rf"^\[(?P<it>\d+)\] \w+ (?:{_NUM})(?= / ).*?\bmodel_grad_norm "
+                          rf"(?P<grad_norm>{_NUM}).*?\bmodel_loss (?P<loss>{_NUM})"),
+    # "| E6 iter[ 14/ 15] | [Loss] nan | … | [step]   104 |"
+    "bracket_keys": re.compile(rf"\[Loss\] (?P<loss>{_NUM}) \|.*?\[step\]\s+(?P<it>\d+)"),
+    # NLUT-style "iter 3700   time/iter: 0.50  lr: 0.000100 loss_mn: … losses: 3.4793"
+    "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
+                              rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
+}
+SIMPLE_NEEDLES = ("sec/step)", "step_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
+                  "[Loss]", "time/iter:")
+
+
+def parse_simple_step(text: str) -> Row | None:
+    """A step line of one of ``SIMPLE_FORMATS``."""
+    for rx in SIMPLE_FORMATS.values():
+        m = rx.search(text)
+        if not m:
+            continue
+        row: Row = {"iteration": int(m["it"])}
+        for k, v in m.groupdict().items():
+            if k == "it" or v is None:
+                continue
+            x = to_float(v)
+            if k == "elapsed_ms":
+                row["elapsed_s"] = None if x is None else x / 1000.0
+            elif k == "it_per_s":
+                row["elapsed_s"] = 1.0 / x if x else None
+            else:
+                row[k] = x
+        return row
+    return None
+
+
 # -- OpenNMT-py (legacy) -------------------------------------------------------------------------
 ONMT_RE = re.compile(r"\bEpoch\s+\d+,\s+(?P<it>\d+)/\s*(?P<total>\d+); acc:\s*[\d.]+; ppl:\s*"
                      r"(?P<ppl>[\d.]+|nan|inf); (?P<src>[\d.]+) src tok/s; (?P<tgt>[\d.]+) tgt tok/s")
@@ -531,7 +610,9 @@ def parse_tf_example(text: str) -> Row | None:
 # 95.71 samples/sec\t…", "Iter[0] Batch [10]", "Batch [0-20]".
 EPOCH_BATCH_RE = re.compile(
     r"Epoch: \[(?P<epoch>\d+)\]\[\s*(?P<batch>\d+)/(?P<total>\d+)\]"
-    r"|(?:Epoch|Iter)\[(?P<mx_epoch>\d+)\] Batch ?\[(?:\d+-)?(?P<mx_batch>\d+)\]")
+    r"|(?:Epoch|Iter)\[(?P<mx_epoch>\d+)\] Batch ?\[(?:\d+-)?(?P<mx_batch>\d+)\]"
+    r"|\bEpoch(?:\(train\))?\s*\[(?P<mm_epoch>\d+)\]\s*\[\s*(?P<mm_batch>\d+)/(?P<mm_total>\d+)\]"
+    r"(?P<mm_rest>.*)")
 AVG_METER_RE = re.compile(r"\b(?P<k>Time|Loss)\s+(?P<v>[-+\d.eE]+|nan|inf)\s+\(")
 MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
 
@@ -541,7 +622,7 @@ class EpochBatchParser:
     its printed batch number; each later epoch continues after the previous one's length (its
     total, else its last batch), so the iterations never go back."""
 
-    needles = ("Epoch: [", "Epoch[", "Iter[")
+    needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)")
     tables = ("iterations",)
 
     def __init__(self) -> None:
@@ -558,9 +639,16 @@ class EpochBatchParser:
         m = EPOCH_BATCH_RE.search(text)
         if not m:
             return []
-        epoch = int(m["epoch"] if m["epoch"] is not None else m["mx_epoch"])
-        batch = int(m["batch"] if m["batch"] is not None else m["mx_batch"])
-        total = int(m["total"]) if m["total"] else None
+        mm = None
+        if m["mm_epoch"] is not None:  # mmengine/mmcv: "Epoch(train) [1][240/735]  lr: …"
+            mm = mm_fields(m["mm_rest"])
+            if mm is None:
+                return []
+            epoch, batch, total = int(m["mm_epoch"]), int(m["mm_batch"]), int(m["mm_total"])
+        else:
+            epoch = int(m["epoch"] if m["epoch"] is not None else m["mx_epoch"])
+            batch = int(m["batch"] if m["batch"] is not None else m["mx_batch"])
+            total = int(m["total"]) if m["total"] else None
         if self.epoch is None:
             self.epoch = epoch
         elif epoch != self.epoch:
@@ -568,6 +656,9 @@ class EpochBatchParser:
             self.epoch, self.length = epoch, 0
         self.length = max(self.length, total or batch)
         row: Row = {"iteration": self.offset + batch, "epoch": float(epoch), "_ctx": ctx}
+        if mm is not None:
+            row.update(mm)
+            return [("iterations", row)]
         for f in AVG_METER_RE.finditer(text):
             row["elapsed_s" if f["k"] == "Time" else "loss"] = to_float(f["v"])
         sp = MX_SPEED_RE.search(text)
@@ -637,31 +728,31 @@ def parse_pythia(text: str) -> Row | None:
 
 
 # -- mmengine / mmcv ---------------------------------------------------------------------------
-MMENGINE_RE = re.compile(
-    r"(?:\bEpoch(?:\(train\))?\s*\[(?P<epoch>\d+)\]\s*\[\s*(?P<n>\d+)/(?P<total>\d+)\]|"
-    r"\bIter\(train\)\s*\[\s*(?P<it>\d+)/(?P<itotal>\d+)\])(?P<rest>.*)")
+MMENGINE_RE = re.compile(r"\bIter\(train\)\s*\[\s*(?P<it>\d+)/(?P<itotal>\d+)\](?P<rest>.*)")
 MM_FIELD_RE = re.compile(r"(?<![\w.])(?P<k>lr|loss|grad_norm|time):\s*"
                          r"(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
 MM_KEYS = {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm", "time": "elapsed_s"}
 
 
+def mm_fields(rest: str) -> Row | None:
+    """lr, loss, grad norm and time of an mmengine/mmcv runner line; None when it has neither
+    a loss nor a grad norm (an eval or info line that only names the epoch)."""
+    fields = {f["k"]: f["v"] for f in MM_FIELD_RE.finditer(rest)}
+    if "loss" not in fields and "grad_norm" not in fields:
+        return None
+    return {col: to_float(fields[k]) for k, col in MM_KEYS.items() if k in fields}
+
+
 def parse_mmengine(text: str) -> Row | None:
-    """An mmengine/mmcv runner line ``Epoch(train) [1][240/735]  lr: …  loss: …``."""
+    """An mmengine iteration-based runner line ``Iter(train) [ 50/1000]  lr: …  loss: …`` (the
+    epoch-based ``Epoch(train) [1][240/735]`` is ``EpochBatchParser``'s)."""
     m = MMENGINE_RE.search(text)
     if not m:
         return None
-    if m["it"] is not None:
-        row: Row = {"iteration": int(m["it"]), "total_iterations": int(m["itotal"])}
-    else:
-        epoch, n, total = int(m["epoch"]), int(m["n"]), int(m["total"])
-        row = {"iteration": (max(epoch, 1) - 1) * total + n, "epoch": float(epoch)}
-    fields = {f["k"]: f["v"] for f in MM_FIELD_RE.finditer(m["rest"])}
-    if "loss" not in fields and "grad_norm" not in fields:
-        return None  # an eval or info line that only names the epoch
-    for k, col in MM_KEYS.items():
-        if k in fields:
-            row[col] = to_float(fields[k])
-    return row
+    vals = mm_fields(m["rest"])
+    if vals is None:
+        return None
+    return {"iteration": int(m["it"]), "total_iterations": int(m["itotal"]), **vals}
 
 
 # -- fp16 overflow: a skipped step ------------------------------------------------------------
@@ -693,6 +784,7 @@ PARSERS: tuple[LineParser, ...] = (
         ("iteration",),
         parse_megatron,
         incomplete=megatron_incomplete,
+        continues=megatron_continues,
         example="[default7]: iteration 12695/ 115311 | consumed samples: 9841584 | consumed "
         "tokens: 20155564032 | elapsed time per iteration (s): 105.22 | learning rate: "
         "5.969E-05 | global batch size: 2048 | lm loss: 2.463556E+00 | grad norm: 0.174 | num "
@@ -748,11 +840,19 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "kv_step",
         "iterations",
-        ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr ", "global_step"),
+        ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr ", "global_step",
+         "global iter:"),
         parse_kv_step,
         example="[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  "
         "loss_cls: 1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  "
         "max_mem: 3957M",
+    ),
+    LineParser(
+        "simple_step",
+        "iterations",
+        SIMPLE_NEEDLES,
+        parse_simple_step,
+        example="INFO:tensorflow:global step 409: loss = 25237.8984 (0.273 sec/step)",
     ),
     LineParser(
         "onmt",
@@ -781,10 +881,11 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "mmengine",
         "iterations",
-        ("Epoch(train)", "Iter(train)", "Epoch ["),
+        ("Iter(train)",),
         parse_mmengine,
-        example="10/30 22:19:57 - mmengine - INFO - Epoch(train) [1][240/735]  lr: 1.9813e-04  "
-        "eta: 2:44:49  time: 2.8874  data_time: 0.0042  memory: 10762  loss: 2.5128  grad_norm: nan",
+        # xtuner's docs (InternLM/xtuner), as the runner prints it
+        example="01/29 21:35:34 - mmengine - INFO - Iter(train) [ 10/720]  lr: 9.0001e-05  eta: "
+        "0:31:46  time: 2.6851  data_time: 0.0077  memory: 12762  loss: 2.6900",
     ),
     LineParser(
         "fp16_overflow",

@@ -21,8 +21,9 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
 IP_HOST_RE = re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?=\S)")
 ROLE_RE = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]*?)(?P<n>\d+)\]:\s?")
-# Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746].
-NOISE_RE = re.compile(r"\[(?:stdout|stderr|\d{1,9})\]\s")
+# Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746]
+# (a bare number only before another prefix: "[5000] expl_amount …" is Dreamer's step).
+NOISE_RE = re.compile(r"\[(?:stdout|stderr)\]\s|\[\d{1,9}\]\s(?=[\[(])")
 MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
 RAY_RE = re.compile(
     r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:\-]+))?\)\s?"
