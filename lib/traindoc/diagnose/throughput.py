@@ -1281,8 +1281,9 @@ def _actions(a: Analysis, f: dict[str, Any], node_list: list[str], r2h: dict[int
             "with the table",
             "A per-node benchmark (same matmul on every GPU) names the slow node in one run; "
             "feed its CSV (host,seconds) to log_path together with the training log.",
-            "srun --nodes=$SLURM_NNODES --ntasks-per-node=1 bash -c 'echo \"$(hostname),"
-            "$(python gpu_bench.py --seconds)\"' > bench.csv  # header: host,seconds"))
+            "(echo host,seconds; srun --nodes=$SLURM_NNODES --ntasks-per-node=1 python -m "
+            "traindoc.gpubench) > bench.csv  # the slowest GPU's seconds per node; --per-gpu "
+            "for one line per GPU"))
         bp = f["bisect_plan"]
         if bp:
             first = bp["steps"][0]
