@@ -684,3 +684,15 @@ def test_a_rankless_error_takes_the_rank_of_the_same_error_below(tmp_path: Path)
             "CUDA error: uncorrectable ECC error encountered\n")
     _, r = diag(tmp_path, text)
     assert r.facts["failed_ranks"] == [1] and r.facts["error_kind"] == "ecc"
+
+
+def test_checkpoint_advice_states_assumptions_and_fits_the_job() -> None:
+    # issue 15.6: "save every 126241 iterations" for a 40-step drill, assumptions unstated
+    r = gpu_crash.diagnose(traindoc.load(DATA / "gpu_crash" / "drill_crash"))
+    a = next(a for a in r.actions if a.id == "save_interval")
+    assert "40 iterations" in a.title and "every 20 iterations" in a.title
+    assert "--save-interval 20" in a.how
+    r = gpu_crash.diagnose(traindoc.load(DATA / "triage" / "crash_then_timeouts"))
+    a = next(a for a in r.actions if a.id == "save_interval")
+    assert "if a save takes 40 s and a GPU fails once a week" in a.title
+    assert "Assumed" in a.why and "checkpoint_save_s" in a.why

@@ -790,7 +790,10 @@ def diagnose(incident: Incident, checkpoint_save_s: float | None = None,
                if cur and spi else ""), []))
     findings += input_findings(incident)
 
-    actions = ranked(_actions(crash, facts, ck, spi, save_s, yd, hang, gpus_per_node))
+    assumed = ([f"a save takes {save_s:g} s"] if save_src.startswith("assumed") else []) + (
+        ["a GPU fails once a week"] if mtbf_hours == DEFAULT_MTBF_HOURS else [])
+    actions = ranked(_actions(crash, facts, ck, spi, save_s, yd, hang, gpus_per_node,
+                              assumed=assumed, total=prog.total))
     verdict, confidence = _verdict(crash, facts)
     return Report("gpu_crash", verdict, confidence, facts, findings, actions)
 
@@ -961,7 +964,8 @@ def _node_lookup(rank: int, gpus_per_node: int) -> str:
 
 
 def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None, save_s: float,
-             yd: dict[str, float], hang: float | None, gpus_per_node: int) -> list[Action]:
+             yd: dict[str, float], hang: float | None, gpus_per_node: int,
+             assumed: list[str] | None = None, total: int | None = None) -> list[Action]:
     acts: list[Action] = []
     first = crash.first
     kind, msg = f["error_kind"], f["error_message"] or ""
@@ -1038,12 +1042,22 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
         close = bool(ck.interval) and 0.75 <= ck.interval / n <= 1.33
         title = (f"Keep saving about every {ck.interval} iterations (optimum {n})" if close
                  else f"Save a checkpoint every {n} iterations{cur}")
+        why = (f"Young/Daly: τ = sqrt(2·δ·M) with δ = {save_s:g} s per save and M = "
+               f"{yd['young_s'] ** 2 / (2 * save_s) / 3600:g} h between failures gives "
+               f"{yd['young_s']:.0f} s ≈ {n} iterations at {spi:.3g} s/iteration; more often "
+               "wastes time saving, less often loses more work per crash.")
+        if assumed:
+            title += f", if {' and '.join(assumed)}"
+            why += (" Assumed (BLOOM-176B's figures), not measured here: "
+                    + "; ".join(assumed) + " — set checkpoint_save_s / mtbf_hours.")
+        if total and n >= total:  # the whole job is shorter than the optimum: cap by its length
+            n = max(1, total // 2)
+            title = (f"This job ({total} iterations) is shorter than the optimal checkpoint "
+                     f"interval: save once halfway (every {n} iterations)")
+            why += (f" The job has {total} iterations in all, fewer than the optimum: one save "
+                    "halfway bounds the loss to half the run.")
         acts.append(Action(
-            "save_interval", 6 if close else 4, title,
-            f"Young/Daly: τ = sqrt(2·δ·M) with δ = {save_s:g} s per save and M = "
-            f"{yd['young_s'] ** 2 / (2 * save_s) / 3600:g} h between failures gives "
-            f"{yd['young_s']:.0f} s ≈ {n} iterations at {spi:.3g} s/iteration; more often wastes "
-            "time saving, less often loses more work per crash.",
+            "save_interval", 6 if close else 4, title, why,
             f"Megatron: --save-interval {n}; HF Trainer: save_steps={n}; torchtitan: "
             f"checkpoint.interval={n}; DeepSpeed: engine.save_checkpoint(dir) every {n} steps"))
     if first is not None:
