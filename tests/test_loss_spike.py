@@ -81,7 +81,10 @@ def test_bloom_seed() -> None:
     assert sp["data_window"]["samples"] == [47768496, 47778736]  # 5 batches of 2048
     assert f["nan_iterations"] == [] and f["skipped_iterations"] == []
     assert f["rollback_iteration"] is None  # it recovered: no rollback
-    assert "keep training" in r.verdict and r.confidence == "high"
+    # issue 15.4: the recovery sits in a gap (31223-31249 missing) at the log's end: likely,
+    # not seen — medium, and the verdict says what to confirm
+    assert "keep training" in r.verdict and r.confidence == "medium"
+    assert "31223–31249 are missing" in r.verdict and "confirm" in r.verdict
     assert r.actions[0].id == "keep_going"
     ids = {x.id for x in r.findings}
     assert {"grad_norm_leads", "log_gap_31216", "data_window"} <= ids

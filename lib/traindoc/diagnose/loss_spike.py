@@ -443,6 +443,20 @@ def lr_jump(s: pd.DataFrame, first: int, peak: int, factor: float = 1.5,
             "ratio": float(ratio[k])}
 
 
+def recovery_doubts(s: pd.DataFrame, spike: dict[str, Any]) -> list[str]:
+    """Why a spike's recovery is not fully seen: the log ends before it was sustained, or
+    iterations inside the spike are missing from the log."""
+    out = []
+    if not spike["recovery_confirmed"]:
+        out.append("the log ends before the recovery was sustained")
+    rec = spike["recovered_iteration"]
+    gap = gaps(s, spike["start_iteration"], rec) if rec is not None else []
+    if gap:
+        out.append("iterations " + ", ".join(f"{a}–{b}" if a != b else f"{a}" for a, b in gap[:3])
+                   + " are missing from the log")
+    return out
+
+
 def gaps(s: pd.DataFrame, first: int, last: int) -> list[tuple[int, int]]:
     """Runs of iterations missing from the log between ``first`` and ``last`` (wider than
     twice the usual logging stride), as (first missing, last missing)."""
@@ -813,11 +827,14 @@ def _actions(s: pd.DataFrame, f: dict[str, Any], main: dict[str, Any] | None,
                 "one after it for study, as BLOOM did (global_step31200 and 31259)"
                 if before is not None else "keep the checkpoints around the spike for study, as "
                 "BLOOM did (global_step31200 and 31259)")
+        doubt = recovery_doubts(s, head)
         acts.append(Action(
-            "keep_going", 1, "Keep training: the spike recovered by itself",
+            "keep_going", 1, ("Keep training, and confirm the recovery on the next iterations"
+                              if doubt else "Keep training: the spike recovered by itself"),
             f"The loss came back to its pre-spike baseline by iteration "
             f"{head['recovered_iteration']}, {head['recovery_iterations']} iterations after the "
-            "spike began; rolling back would cost time for nothing.",
+            "spike began; rolling back would cost time for nothing."
+            + (f" Not fully seen: {'; '.join(doubt)}." if doubt else ""),
             f"no change to the job; {keep}; page again if the loss leaves its baseline for "
             "longer or spikes repeat"))
         if len(f["spikes"]) >= 3:
@@ -877,8 +894,11 @@ def _verdict(s: pd.DataFrame, f: dict[str, Any], main: dict[str, Any] | None,
                     + (f" (consumed samples [{_range(w['samples'])}))"
                        if w["samples"][0] is not None else "") + ".", conf)
         rec = head["recovered_iteration"]
-        sure = "" if head["recovery_confirmed"] else " (where the log ends)"
-        return (f"{count}{what} recovered by itself by iteration {rec}{sure}, "
+        doubt = recovery_doubts(s, head)
+        if doubt:  # a gap in the data or the log's end: the recovery is likely, not seen
+            return (f"{count}{what} looks recovered by iteration {rec} ({'; '.join(doubt)}): "
+                    "keep training, and confirm on the next logged iterations.", "medium")
+        return (f"{count}{what} recovered by itself by iteration {rec}, "
                 f"{_its(head['recovery_iterations'])} after it began: keep training.", conf)
     if nan_at_end:
         return (f"The loss/grad norm became NaN at iteration {_first_of_last_run(s, s['is_nan'].to_numpy())} and "
