@@ -4,7 +4,7 @@
 
     traindoc triage LOGS... [-o DIR] [--html] [--no-runbooks]
     traindoc run CLASS LOGS... [-o DIR] [-p KEY VALUE]... [--html]
-    traindoc drill NAME [--out DIR]
+    traindoc drill NAME [-o DIR]
     traindoc list
 
 Runbooks are executed headless by papermill (kernel ``python3``) with the repository root as
@@ -189,7 +189,7 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
     d = sub.add_parser("drill", help="run a drill: a small real torch.distributed job with one "
                                      "injected fault (needs torch)")
     d.add_argument("name", metavar="NAME", help="drill name (traindoc list shows them)")
-    d.add_argument("--out", type=Path, default=None, metavar="DIR",
+    d.add_argument("-o", "--output-dir", "--out", dest="out", type=Path, default=None, metavar="DIR",
                    help="bundle directory (default: drill-NAME)")
     d.add_argument("--steps", type=int, default=None, help="training steps (default per drill)")
     d.add_argument("--nproc", type=int, default=2, help="worker processes (default 2)")
