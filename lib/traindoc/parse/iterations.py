@@ -452,7 +452,7 @@ def parse_nanogpt(text: str) -> Row | None:
 # -- key: value step lines that differ only in wording ------------------------------------------
 # (regex for the step, key -> (column, divisor)); values with "ms" are divided by 1000 when the
 # column is elapsed_s, thousands separators dropped.
-KV_FIELD_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*)\s*[:=]\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
+KV_FIELD_RE = re.compile(r"(?<![\w/])(?P<k>[A-Za-z_][\w/]*+)\s*[:=]\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
                          r"(?P<u>ms|s\b|%)?")
 KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # detectron2's EventWriter: "eta: 8:29:46  iter: 19  total_loss: 1.739 … time: 0.3401

@@ -32,7 +32,7 @@ RAY_RE = re.compile(
 # It names a container, not a host that could be drained: stripped, not kept.
 # (two letters at least and a replica number of 1-3 digits: "E-05 | " in a wrapped Megatron
 # line is no container)
-COMPOSE_RE = re.compile(r"[A-Za-z][\w.-]*[A-Za-z][\w.-]*[-_]\d{1,3} +\| ?")
+COMPOSE_RE = re.compile(r"(?P<name>[A-Za-z][\w.-]{0,62}[-_]\d{1,3}) +\| ?")  # bounded: no backtracking blow-up
 HOST_RE = re.compile(
     r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
 )
@@ -95,6 +95,12 @@ def split_physical(text: str) -> list[str]:
     return out or [""]
 
 
+def _compose(text: str) -> re.Match[str] | None:
+    """docker compose's prefix at the start of ``text`` (a name with two letters at least)."""
+    m = COMPOSE_RE.match(text)
+    return m if m is not None and sum(c.isalpha() for c in m["name"]) >= 2 else None
+
+
 def demux(text: str) -> tuple[str, Origin]:
     """Strip stacked launcher prefixes from ``text``; return the rest and who wrote it."""
     rank = host = pid = task = None
@@ -140,7 +146,7 @@ def demux(text: str) -> tuple[str, Origin]:
                 m = SRUN_RE.match(text, pos)
                 if m:
                     task = int(m["n"])
-        elif ch.isalpha() and pos == 0 and (m := COMPOSE_RE.match(text, pos)):
+        elif ch.isalpha() and pos == 0 and (m := _compose(text)):
             pass
         elif ch.isalpha() and pos == 0:
             m = HOST_RE.match(text, pos)
