@@ -184,3 +184,15 @@ def test_an_op_name_a_paste_mangled_is_no_op(tmp_path: Path) -> None:
     (tmp_path / "job.log").write_text(text)
     t = traindoc.load(tmp_path / "job.log").collectives.iloc[0]
     assert pd.isna(t["op_type"]) and t["seq_num"] == 137429 and t["ran_for_ms"] == 600004
+
+
+def test_failure_looking_lines_no_parser_read_are_shown(tmp_path: Path) -> None:
+    # issue 15.9: triage promised them "at the end" and only counted them
+    from traindoc import report
+
+    lines = [f"shard {i} FAILED: brand-new failure wording\n" for i in range(25)]
+    (tmp_path / "job.log").write_text("".join(lines))
+    inc = traindoc.load(tmp_path / "job.log")
+    shown = report.unrecognized_lines(inc, limit=20)
+    assert len(shown) == 21 and "shard 0 FAILED" in shown[0]
+    assert shown[-1].startswith("… and 5 more")

@@ -154,6 +154,17 @@ def evidence(df: pd.DataFrame, limit: int = MAX_EVIDENCE) -> list[str]:
     return out
 
 
+def unrecognized_lines(incident: Incident, limit: int = 20) -> list[str]:
+    """Lines that look like failures but that no parser understood (the first ``limit``, then
+    "… and N more"), so nothing that might matter is silently dropped."""
+    kept = list(incident.unrecognized)
+    out = kept[:limit]
+    if len(kept) > limit:
+        out.append(f"… and {len(kept) - limit} more (the first "
+                   f"{len(kept)} kept; {incident.account.get('unparsed_lines', 0)} lines unparsed in all)")
+    return out
+
+
 def evidence_html(lines: list[str]) -> str:
     """Evidence lines as an escaped <pre> block."""
     return "<pre>" + html.escape("\n".join(lines)) + "</pre>" if lines else ""
