@@ -270,3 +270,11 @@ def test_actions_are_ranked_with_why_and_how() -> None:
     r = triage.diagnose(traindoc.load(MIXED))
     assert all(isinstance(a, Action) and a.why and a.how for a in r.actions)
     assert [a.priority for a in r.actions] == list(range(1, len(r.actions) + 1))
+
+
+def test_triage_actions_name_the_real_log_paths() -> None:
+    # issue 15.8: "traindoc run gpu_crash LOGS -o out/…" with a placeholder
+    inc = traindoc.load(MIXED)
+    r, _ = triage.triage(inc)
+    how = r.actions[0].how
+    assert how.startswith(f"traindoc run gpu_crash {MIXED}") and "LOGS" not in how

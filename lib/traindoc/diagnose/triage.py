@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -473,7 +474,8 @@ def triage(incident: Incident, modules: Mapping[str, Any] | None = None,
             evidence(incident.errors, limit=MAX_LINES)))
     findings += input_findings(incident)
     verdict, confidence = _verdict(ordered, facts["ordered_by"], not_checked)
-    actions = ranked(_actions(ordered, not_checked))
+    logs = " ".join(shlex.quote(str(p)) for p in incident.account.get("paths", [])) or "LOGS"
+    actions = ranked(_actions(ordered, not_checked, logs))
     return Report("triage", verdict, confidence, facts, findings, actions), ordered
 
 
@@ -499,15 +501,16 @@ def _verdict(ordered: list[Sighting], how: str | None,
     return f"{a.cls} is the likely cause ({why}; {said(a)}); {rest} — {ending}.", conf
 
 
-def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]]) -> list[Action]:
+def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]],
+             logs: str = "LOGS") -> list[Action]:
     acts: list[Action] = []
     if ordered:
         a = ordered[0]
         acts.append(Action(
             f"start_with_{a.cls}", 1, f"Start with the {a.cls} runbook: it is the likely cause",
             f"{a.cls} came first ({a.detail}); what followed is usually its cascade.",
-            f"traindoc run {a.cls} LOGS -o out/{a.cls}   (or open output_dir/{a.cls}/"
-            f"{a.cls}.ipynb after a triage run)"))
+            f"traindoc run {a.cls} {logs} -o {a.cls}-out   (a triage run with its runbooks "
+            f"leaves it in <output dir>/{a.cls}/{a.cls}.ipynb)"))
         if len(ordered) > 1:
             rest = ", ".join(s.cls for s in ordered[1:])
             acts.append(Action(
@@ -529,8 +532,7 @@ def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]]) -> list
     for n in not_checked:
         acts.append(Action(
             f"check_{n['class']}", len(acts) + 1, f"Check {n['class']} yourself",
-            n["reason"], f"traindoc run {n['class']} LOGS -o out/{n['class']}  (when that runbook "
-            "exists), or plot iterations.csv from output_dir"))
+            n["reason"], f"traindoc run {n['class']} {logs} -o {n['class']}-out"))
     return acts
 
 
