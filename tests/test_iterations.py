@@ -388,10 +388,10 @@ def test_kv_step_formats(line: str, expected: dict) -> None:
 
 
 def test_tf_example_and_onmt_lines() -> None:
-    from traindoc.parse.iterations import parse_onmt, parse_tf_example
+    from traindoc.parse.iterations import parse_onmt, parse_simple_step
 
     # tensorflow/models#1264
-    assert parse_tf_example("2017-03-28 14:49:10.061204: step 10, loss = 4.59 (821.9 "
+    assert parse_simple_step("2017-03-28 14:49:10.061204: step 10, loss = 4.59 (821.9 "
                             "examples/sec; 0.156 sec/batch)") == {
         "iteration": 10, "loss": 4.59, "samples_per_s": 821.9, "elapsed_s": 0.156}
     # OpenNMT/OpenNMT-py#431

@@ -531,6 +531,10 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # TF-slim's learning.py: "global step 409: loss = 25237.8984 (0.273 sec/step)"
     "tf_slim": re.compile(rf"\bglobal step (?P<it>\d+): loss = (?P<loss>{_NUM}) \((?P<elapsed_s>"
                           r"[\d.]+) sec/step\)"),
+    # TensorFlow's cifar10/ImageNet example trainers: "step 10, loss = 4.63 (5530.9
+    # examples/sec; 0.023 sec/batch)"
+    "tf_example": re.compile(rf"\bstep (?P<it>\d+), loss = (?P<loss>{_NUM}) \((?P<samples_per_s>"
+                             r"[\d.]+) examples/sec; (?P<elapsed_s>[\d.]+) sec/batch\)"),
     # WaveGlow: "step_78540:\tloss_-4.065555573"
     "waveglow": re.compile(rf"^step_(?P<it>\d+):\s*loss_(?P<loss>{_NUM})\s*$"),
     # a bare per-epoch loop: "epoch: 3451 loss: nan"
@@ -550,7 +554,7 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
-SIMPLE_NEEDLES = ("sec/step)", "step_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
+SIMPLE_NEEDLES = ("sec/step)", "examples/sec;", "step_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
                   "[Loss]", "time/iter:")
 
 
@@ -588,20 +592,6 @@ def parse_onmt(text: str) -> Row | None:
     if not m:
         return None
     return {"iteration": int(m["it"]), "tokens_per_s": float(m["src"]) + float(m["tgt"])}
-
-
-# -- TensorFlow's cifar10/ImageNet example trainers ---------------------------------------------
-TF_EXAMPLE_RE = re.compile(r"\bstep (?P<it>\d+), loss = (?P<loss>[-+\d.eE]+|nan|inf) \("
-                           r"(?P<eps>[\d.]+) examples/sec; (?P<spb>[\d.]+) sec/batch\)")
-
-
-def parse_tf_example(text: str) -> Row | None:
-    """``step 10, loss = 4.63 (5530.9 examples/sec; 0.023 sec/batch)``."""
-    m = TF_EXAMPLE_RE.search(text)
-    if not m:
-        return None
-    return {"iteration": int(m["it"]), "loss": to_float(m["loss"]),
-            "samples_per_s": float(m["eps"]), "elapsed_s": float(m["spb"])}
 
 
 # -- epoch/batch trainers (block: the iteration count runs on across epochs) --------------------
@@ -861,14 +851,6 @@ PARSERS: tuple[LineParser, ...] = (
         parse_onmt,
         example="Epoch  2, 52600/733817; acc:  42.20; ppl:  22.37; 998 src tok/s; 1132 tgt tok/s;"
         "   6234 s elapsed",
-    ),
-    LineParser(
-        "tf_example",
-        "iterations",
-        ("examples/sec;",),
-        parse_tf_example,
-        example="2020-06-11 04:27:33.186719: step 10, loss = 4.63 (5530.9 examples/sec; 0.023 "
-        "sec/batch)",
     ),
     LineParser(
         "pythia",
