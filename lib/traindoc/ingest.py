@@ -69,7 +69,7 @@ BLOCK_NEEDLES: dict[str, tuple[str, ...]] = {
     # stacks.StackParser: text.startswith(STARTERS) or (digit first and endswith(" in:")), a
     # thread header after prose ("Thread "), or a bare frame (BARE_NEEDLES)
     "traindoc.parse.stacks.StackParser": ("Process ", "Thread ", "Current thread ",
-                                           "Stack (most", "Error: ", " in:", ".py:", 'File "'),
+                                           "Stack (most", "Error: ", " in:", 'File "'),
     # errors.CudaErrorBlock: "terminate called after" / "what():"
     "traindoc.parse.errors.CudaErrorBlock": ("terminate called after", "what():"),
     # iterations.HFTrainerParser: "{'" in text

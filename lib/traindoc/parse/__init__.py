@@ -55,7 +55,7 @@ BLOCK_PARSERS: tuple[Callable[[], BlockParser], ...] = (torchrun.ChildFailedPars
 
 # Whole-file readers, tried (by their sniff) before a file is read as a text log.
 FILE_LOADERS: tuple[FileLoader, ...] = (flight_recorder.LOADER, metrics.LOADER,
-                                        stacks.JSON_LOADER, benchmarks.LOADER)
+                                        stacks.JSON_LOADER, stacks.BARE_LOADER, benchmarks.LOADER)
 
 __all__ = ["BLOCK_PARSERS", "FILE_LOADERS", "LINE_PARSERS", "BlockParser", "FileLoader",
            "LineParser", "Row"]

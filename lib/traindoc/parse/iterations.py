@@ -554,7 +554,7 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
-SIMPLE_NEEDLES = ("sec/step)", "examples/sec;", "step_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
+SIMPLE_NEEDLES = ("sec/step)", "examples/sec;", ":\tloss_", ": loss_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
                   "[Loss]", "time/iter:")
 
 

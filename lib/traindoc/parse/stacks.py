@@ -110,7 +110,9 @@ BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) \([^()]+\.py:\d+\)$")
 
 
 STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ")
-BARE_NEEDLES = (".py:", 'File "')  # bare frames (see BARE_FRAME_RE, FH_FRAME_RE)
+# A bare faulthandler frame starts a stack in a stream; bare py-spy frames only as a whole file
+# (``BARE_LOADER``): ".py:" is in every Python warning line, too common a needle.
+BARE_NEEDLES = ('File "',)
 
 # trace-<host>.<ext> as srun --output=trace-%N.out names it, optionally -rank<N> and -<pid>.
 TRACE_NAME_RE = re.compile(r"(?:^|[/\\])trace-(?P<host>[^/\\]+?)\.(?:out|txt|log|json)$")
@@ -181,7 +183,6 @@ class StackParser:
         self._fh: list[dict[str, Any]] = []  # threads of the faulthandler dump being read
         self._fh_cut = False
         self._condensed: int | None = None  # the N of the last "N processes are in:" header
-        self._bare_open = False  # the stack being read started at a frame, with no header
 
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
@@ -234,13 +235,8 @@ class StackParser:
         return []
 
     def _bare(self, text: str, ctx: object) -> list[tuple[str, Row]]:
-        """A frame line with no header before it starts a stack of one unnamed thread."""
-        if BARE_FRAME_RE.match(text):
-            self.section, self._proc, self._bare_open = "pyspy", {}, True
-            self._threads.append({"pid": None, "cmd": None, "tid": None, "thread": None,
-                                  "state": None, "_ctx": ctx})
-            self._frames = [pyspy_frame(text) or text]
-            return []
+        """A faulthandler frame line with no header before it starts a stack of one unnamed
+        thread."""
         m = FH_FRAME_RE.match(text)
         if m:
             self.section, self._fh, self._fh_cut = "faulthandler", [], False
@@ -316,11 +312,6 @@ class StackParser:
 
     def _flush_threads(self) -> list[tuple[str, Row]]:
         out = []
-        if self._bare_open:
-            self._bare_open = False
-            if len(self._frames) < 2:  # one frame-shaped line is no stack
-                self._threads, self._frames, self._in_locals = [], [], False
-                return out
         n, self._condensed = self._condensed, None
         if n is not None and 0 < len(self._threads) < n:
             # Fewer threads listed than the header counts: the last one stands for the rest.
@@ -494,4 +485,30 @@ def load_pyspy_json(path: Path) -> list[tuple[str, Row]]:
 
 
 JSON_LOADER = FileLoader("py-spy --json", looks_like_pyspy_json, load_pyspy_json)
+
+
+# -- a file of bare py-spy frames (a paste saved without its thread header) ----------------------
+def looks_like_bare_stack(path: Path, head: bytes) -> bool:
+    """The file's first non-blank lines (two at least, all of the head's) are py-spy frames."""
+    lines = [ln.strip() for ln in head.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if len(head) >= 4096 and lines:
+        lines = lines[:-1]  # the head may cut its last line
+    return len(lines) >= 2 and all(BARE_FRAME_RE.match(ln) for ln in lines)
+
+
+def load_bare_stack(path: Path) -> list[tuple[str, Row]]:
+    """One unnamed thread's stack from a file of bare py-spy frames (innermost first)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    frames = [f for f in map(pyspy_frame, (ln.strip() for ln in text.splitlines() if ln.strip()))
+              if f is not None]
+    if len(frames) < 2:
+        raise ValueError("fewer than two py-spy frames")
+    host, rank, pid = name_hints(str(path))
+    rank = rank if rank is not None else path_origin(str(path)).rank
+    return [("stacks", {"host": host, "rank": rank, "pid": pid, "cmd": None, "tid": None,
+                        "thread": None, "state": None, "frames": frames, "leaf": frames[0],
+                        "source": f"{path}:1", "line": frames[0]})]
+
+
+BARE_LOADER = FileLoader("py-spy frames", looks_like_bare_stack, load_bare_stack)
 PARSERS = (StackParser,)
