@@ -137,3 +137,17 @@ def test_chromium_renders_a_class_runbook_report(tmp_path: Path) -> None:
     s = json.loads((out / "summary.json").read_text())
     dom = chromium("--dump-dom", (out / "timeout.html").resolve().as_uri())
     assert dom.returncode == 0 and s["verdict"][:60].replace("&", "&amp;") in dom.stdout
+
+
+def test_saved_widget_state_pulls_no_cdn_script() -> None:
+    # issue 15.12: nbconvert adds the widget manager from a CDN when widget state was saved
+    from traindoc.htmlreport import notebook_html
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {}, "version_major": 2, "version_minor": 0}}
+    nb.cells.append(nbformat.v4.new_markdown_cell("# hello"))
+    html = notebook_html(nb)
+    assert "hello" in html
+    assert not re.search(r"<script[^>]+src=", html), re.findall(r"<script[^>]+src=[^>]+>", html)
+    assert "unpkg" not in html and "jsdelivr" not in html

@@ -1,8 +1,9 @@
 """A clean HTML report of an executed runbook: its narrative, tables and figures, no code.
 
 nbconvert's ``HTMLExporter`` with the code cells' inputs and all prompts left out; figures are
-embedded (data URIs) and the page loads nothing from the network (no require.js, MathJax or
-Mermaid), so it opens the same offline, attached to a ticket or in a headless browser.
+embedded (data URIs) and the page loads nothing from the network (no require.js, MathJax,
+Mermaid, nor the widget manager nbconvert pulls from a CDN when a notebook saved widget state,
+e.g. from the load progress bar), so it opens the same offline, attached to a ticket or in a headless browser.
 Outputs are copied as the notebook holds them: runbooks escape log text before display.
 """
 
@@ -16,6 +17,7 @@ TEMPLATE_NAME = "traindoc_report.html.j2"
 # The JupyterLab template minus its external scripts, plus a readable page width.
 TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block extra_css -%}
