@@ -278,3 +278,14 @@ def test_triage_actions_name_the_real_log_paths() -> None:
     r, _ = triage.triage(inc)
     how = r.actions[0].how
     assert how.startswith(f"traindoc run gpu_crash {MIXED}") and "LOGS" not in how
+
+
+def test_report_links_point_at_each_class_report() -> None:
+    # issue 15.8: triage.html links to each class's report
+    from traindoc.report import Report
+
+    rep = Report("triage", "v", "high", {"classes": [
+        {"class": "gpu_crash", "role": "cause", "summary": "/out/gpu_crash/summary.json"},
+        {"class": "timeout", "role": "consequence", "summary": None}]}, [], [])
+    links = triage.report_links_html(rep)
+    assert 'href="gpu_crash/gpu_crash.html"' in links and "timeout" not in links

@@ -24,6 +24,7 @@ the caller passes (``traindoc.cli.runbook_runner`` runs the notebooks with paper
 from __future__ import annotations
 
 import functools
+import html
 import importlib
 import re
 import shlex
@@ -569,6 +570,21 @@ def with_runbooks(report: Report, runner: Callable[[str], Mapping[str, Any]],
             a.priority = i
     return replace(report, facts={**report.facts, "classes": classes}, findings=findings,
                    actions=ranked(actions))
+
+
+def report_links_html(report: Report) -> str:
+    """Links to each class's own report and notebook, relative to the triage output directory
+    (``<class>/<class>.html`` exists when the run was asked for ``--html``)."""
+    items = []
+    for c in report.facts.get("classes", []):
+        if not c.get("summary"):
+            continue
+        cls = html.escape(str(c["class"]))
+        items.append(f'<li><b>{cls}</b> ({html.escape(str(c["role"]))}): '
+                     f'<a href="{cls}/{cls}.html">report</a> · '
+                     f'<a href="{cls}/{cls}.ipynb">notebook</a> · '
+                     f'<a href="{cls}/summary.json">summary.json</a></li>')
+    return "<ul>" + "".join(items) + "</ul>" if items else ""
 
 
 def classes_table(report: Report) -> pd.DataFrame:
