@@ -696,3 +696,11 @@ def test_checkpoint_advice_states_assumptions_and_fits_the_job() -> None:
     a = next(a for a in r.actions if a.id == "save_interval")
     assert "if a save takes 40 s and a GPU fails once a week" in a.title
     assert "Assumed" in a.why and "checkpoint_save_s" in a.why
+
+
+@pytest.mark.parametrize("sample", ["bloom_seed", "drill_crash", "xid79_multinode"])
+def test_verdict_speaks_words_not_fact_ids(sample: str) -> None:
+    # issue 15.10: "failed first … with xid (…)" put an internal id in a sentence
+    r = gpu_crash.diagnose(traindoc.load(DATA / "gpu_crash" / sample))
+    for kind in ("cuda_error", "nccl_error", "python", "xid", "ecc", "oom", "signal"):
+        assert f"with {kind} " not in r.verdict and f": {kind} —" not in r.findings[0].title

@@ -809,6 +809,12 @@ def _who(facts: dict[str, Any]) -> str:
     return "A process (no rank or host in its lines)"
 
 
+# error_kind (a fact's value) in words for sentences (issue 15.10: no internal ids in prose)
+KIND_WORDS = {"cuda_error": "a CUDA error", "xid": "an Xid from the GPU driver",
+              "oom": "out of memory", "nccl_error": "an NCCL error", "ecc": "an ECC memory error",
+              "signal": "a fatal signal", "python": "a Python error"}
+
+
 def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
     first = crash.first
     assert first is not None
@@ -816,7 +822,7 @@ def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
     how = {"time": "the earliest timestamp", "root_cause": "torchrun's root-cause record",
            "line_order": "line order, the lines carry no timestamps",
            "silent": "the only rank that reported nothing while the others failed after it"}
-    kind = facts["error_kind"] or "cause unknown"
+    kind = KIND_WORDS.get(facts["error_kind"], facts["error_kind"]) or "cause unknown"
     return (f"{_who(facts)} failed first{when}: {kind} — {facts['error_message']}"
             f" [chosen by {how.get(crash.by, crash.by)}]")
 
@@ -1143,8 +1149,8 @@ def _verdict(crash: Crash, f: dict[str, Any]) -> tuple[str, str]:
                 + (f" ({f['lost_hours']:.2f} h)" if f["lost_hours"] is not None else ""))
     elif f["last_iteration"] is not None:
         lost = f"; last iteration {f['last_iteration']}, no checkpoint line to measure the loss"
-    what = (f"with {f['error_kind']} ({f['error_message']})" if f["error_kind"]
-            else f"({f['error_message']})")
+    what = (f"with {KIND_WORDS.get(f['error_kind'], f['error_kind'])}: {f['error_message']}"
+            if f["error_kind"] else f"({f['error_message']})")
     verdict = f"{_who(f)} failed first{when} {what}{casc}{lost}."
     if crash.by == "silent":
         conf = "medium"
