@@ -104,6 +104,17 @@ class Report:
                 parts.append(f"<p>{html.escape(f.title)}</p>" + evidence_html(f.evidence))
         return "\n".join(parts)
 
+    def bottom_line_html(self) -> str:
+        """The first screen: verdict, confidence and the first action, before any detail."""
+        acts = sorted(self.actions, key=lambda a: a.priority)
+        first = (f"<p><b>First action:</b> {html.escape(acts[0].title)}<br>"
+                 f"<code>{html.escape(acts[0].how)}</code></p>" if acts
+                 else "<p><b>First action:</b> none recommended.</p>")
+        return (f"<div class='traindoc-bottom-line'><h3>Bottom line</h3>"
+                f"<p><b>Verdict</b> (confidence: {html.escape(self.confidence)}): "
+                f"{html.escape(self.verdict)}</p>{first}"
+                f"<p><i>The sections below show the evidence behind it.</i></p></div>")
+
     def actions_html(self) -> str:
         """Ranked actions as escaped HTML, each with why and how."""
         items = []

@@ -4,11 +4,44 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from ..incident import Incident
 from ..report import Finding, evidence
+
+
+def as_int(v: Any) -> int | None:
+    """An int, or None for None/NA/NaN/non-numbers (floats are truncated)."""
+    f = as_float(v)
+    return None if f is None else int(f)
+
+
+def as_float(v: Any) -> float | None:
+    """A finite-or-infinite float, or None for None/NA/NaN/non-numbers."""
+    if v is None or v is pd.NA:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f
+
+
+def as_str(v: Any) -> str | None:
+    """A str, or None for None/NA/NaN."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return None
+    return str(v)
+
+
+def training_steps(incident: Incident) -> pd.DataFrame:
+    """Iteration rows that are training steps: a numbered iteration, no eval/summary event."""
+    it = incident.iterations
+    if "event" in it:
+        it = it[it["event"].isna()]
+    return it[it["iteration"].notna()]
 
 
 @dataclass(frozen=True)
