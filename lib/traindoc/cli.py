@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .locations import CHECKOUT, runbooks_dir
+
 EXIT_OK = 0  # diagnosed: the runbook ran and wrote summary.json
 EXIT_NO_INPUT = 1  # nothing could be read from LOGS (the runbook raised NoInputError)
 EXIT_USAGE = 2  # bad command line: unknown runbook or parameter, missing argument
@@ -46,12 +48,6 @@ KERNEL = "python3"
 KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
-def runbooks_dir() -> Path:
-    """Where the runbooks live: ``$TRAINDOC_RUNBOOKS``, else ``runbooks/`` of the checkout."""
-    from .load import REPO_ROOT
-
-    env = os.environ.get("TRAINDOC_RUNBOOKS")
-    return Path(env) if env else REPO_ROOT / "runbooks"
 
 
 def available_runbooks(directory: Path | None = None) -> dict[str, Path]:
@@ -123,7 +119,7 @@ def execute_runbook(name: str, log_path: str | list[str], output_dir: str | os.P
     params = {**(parameters or {}), "log_path": log_path, "output_dir": str(out)}
     try:
         pm.execute_notebook(str(books[name]), str(ex.notebook), parameters=params,
-                            kernel_name=KERNEL, cwd=str(books[name].parent.parent),
+                            kernel_name=KERNEL, cwd=os.getcwd(),
                             progress_bar=False, log_output=False, extra_arguments=KERNEL_ARGS)
     except pm.PapermillExecutionError as e:
         ex.no_input = e.ename == "NoInputError"
@@ -287,9 +283,7 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
 
 def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) -> int:
     from . import score
-    from .load import REPO_ROOT
-
-    root = Path(args.corpus) if args.corpus else REPO_ROOT / "data" / "corpus"
+    root = Path(args.corpus) if args.corpus else CHECKOUT / "data" / "corpus"
     if not root.is_dir():
         p.error(f"no corpus folder {root}")
     try:

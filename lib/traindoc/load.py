@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from .incident import Incident, drop_echoes
+from .locations import CHECKOUT
 from .parse import BLOCK_PARSERS, FILE_LOADERS, LINE_PARSERS, FileLoader, LineParser
 from .parse.prefixes import Origin, demux, line_time, path_origin, split_physical, strip_ansi
 from .schema import TABLES, frame
@@ -616,7 +617,6 @@ class NoInputError(RuntimeError):
     """Nothing at all could be read from the paths a runbook was given."""
 
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_or_fail(
@@ -634,7 +634,7 @@ def load_or_fail(
     incident = load(paths, year=year, engine=engine, progress=progress, tables=tables)
     if not incident.readable:
         items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-        alt = [REPO_ROOT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
+        alt = [CHECKOUT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
         if alt and len(alt) == len(items) and any(a.exists() for a in alt):
             incident = load(alt, year=year, engine=engine, progress=progress, tables=tables)
     if not incident.readable:

@@ -69,12 +69,13 @@ def parse_source(source: str) -> tuple[str, int] | None:
 
 
 def _resolve(path: str) -> Path | None:
-    from .load import REPO_ROOT
+    from .locations import in_checkout
 
-    for p in (Path(path), REPO_ROOT / path):
-        if p.is_file():
-            return p
-    return None
+    p = Path(path)
+    if p.is_file():
+        return p
+    alt = in_checkout(path)
+    return alt if alt is not None and alt.is_file() else None
 
 
 def context_lines(path: str, lineno: int, n: int = CONTEXT) -> list[tuple[int, str]]:
