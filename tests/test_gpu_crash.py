@@ -6,13 +6,16 @@ checkpoints); the multi-rank scenarios are built from them.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import traindoc
-from conftest import DATA, SEEDS
+from conftest import DATA, ROOT, SEEDS
 from traindoc.diagnose import gpu_crash
 from traindoc.parse import checkpoints, errors, xid
 
@@ -704,3 +707,48 @@ def test_verdict_speaks_words_not_fact_ids(sample: str) -> None:
     r = gpu_crash.diagnose(traindoc.load(DATA / "gpu_crash" / sample))
     for kind in ("cuda_error", "nccl_error", "python", "xid", "ecc", "oom", "signal"):
         assert f"with {kind} " not in r.verdict and f": {kind} —" not in r.findings[0].title
+
+
+# --- analyse, report and the runbook's shape (issue 16.1) --------------------------------------------
+
+def test_analyse_holds_every_table_the_runbook_shows() -> None:
+    inc = traindoc.load(DATA / "gpu_crash" / "xid79_multinode")
+    a = gpu_crash.analyse(inc)
+    r = gpu_crash.report(a)
+    assert r.summary(inc) == gpu_crash.diagnose(inc).summary(inc)
+    assert a.facts == r.facts and a.facts is not r.facts
+    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc), ranks_seen=inc.ranks)
+    pd.testing.assert_frame_equal(a.events, crash.events)
+    pd.testing.assert_frame_equal(a.crash.cluster, crash.cluster)
+    pd.testing.assert_frame_equal(a.cascade, gpu_crash.cascade_table(crash))
+    pd.testing.assert_frame_equal(a.timeline, gpu_crash.timeline_frame(crash))
+    pd.testing.assert_frame_equal(a.xids, gpu_crash.xid_table(inc))
+    pd.testing.assert_frame_equal(a.interval, gpu_crash.interval_report(inc))
+    pd.testing.assert_frame_equal(a.cost, gpu_crash.cost_table(r.facts))
+    assert a.checkpoints.last_iteration == 4000 and len(a.checkpoint_lines)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.save_s = 1.0  # type: ignore[misc]
+
+
+def test_analyse_takes_the_knobs_of_diagnose() -> None:
+    inc = traindoc.load(DATA / "gpu_crash" / "bloom_seed")
+    kw = dict(checkpoint_save_s=12.0, iteration_s=3.5, mtbf_hours=24.0, save_interval=50)
+    a = gpu_crash.analyse(inc, **kw)
+    assert (a.save_s, a.seconds_per_iteration, a.mtbf_s) == (12.0, 3.5, 24 * 3600.0)
+    pd.testing.assert_frame_equal(a.interval, gpu_crash.interval_report(inc, **kw))
+    assert gpu_crash.report(a).summary(inc) == gpu_crash.diagnose(inc, **kw).summary(inc)
+
+
+def test_runbook_analyses_once_and_shows_the_bottom_line_first() -> None:
+    nb = json.loads((ROOT / "runbooks" / "gpu_crash.ipynb").read_text())
+    src = ["".join(c["source"]) for c in nb["cells"]]
+    code = "\n".join(s for s, c in zip(src, nb["cells"], strict=True) if c["cell_type"] == "code")
+    assert code.count("gpu_crash.analyse(") == 1 and "diagnose(" not in code
+    i = next(k for k, s in enumerate(src) if "gpu_crash.analyse(" in s)
+    assert "gpu_crash.report(analysis)" in src[i]
+    assert src[i + 1].startswith("## Bottom line")
+    assert src[i + 2] == "display(HTML(result.bottom_line_html()))"
+    # right after loading, before any detail section
+    assert [s.splitlines()[0] for s in src[:i] if s.startswith("## ")] == ["## 1. Load the logs"]
+    assert all(not c.get("outputs") and c.get("execution_count") is None
+               for c in nb["cells"] if c["cell_type"] == "code")

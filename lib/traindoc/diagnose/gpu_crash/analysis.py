@@ -1,0 +1,151 @@
+"""``GpuCrashAnalysis``: every table and value the gpu_crash report and runbook show, from one
+``analyse`` call (failure events, the first failure and its cascade, Xids, checkpoints, lost
+work, the Young/Daly interval, and the facts of summary.json)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ...incident import Incident
+from ..common import Progress, is_host, last_progress
+from .checkpoints import (
+    DEFAULT_MTBF_HOURS,
+    Checkpoints,
+    checkpoint_state,
+    cost_table,
+    interval_sources_table,
+    iteration_seconds,
+    lost_work,
+    save_cost_of,
+    young_daly,
+)
+from .events import (
+    SAME_FAILURE_WINDOW_S,
+    Crash,
+    cascade_table,
+    failure_events,
+    first_failure,
+    timeline_frame,
+    xid_table,
+)
+
+FACT_KEYS = ("failed_ranks", "failed_hosts", "error_kind", "error_message", "xid_codes",
+             "first_failure_time", "last_iteration", "last_checkpoint_iteration",
+             "lost_iterations", "lost_hours", "checkpoint_interval_recommended")
+
+CHECKPOINT_LINE_COLUMNS = ["iteration", "kind", "path", "duration_s", "time", "source"]
+
+
+@dataclass(frozen=True, eq=False)
+class GpuCrashAnalysis:
+    """What one incident says about a crash: the tables the runbook shows and the values
+    (and knobs) the report's prose needs."""
+
+    incident: Incident  # raw lines: input findings, stack frames of the failure
+    events: pd.DataFrame  # every failure line with its role (failure_events)
+    crash: Crash  # the first failure, its cluster, the cascade, independent causes
+    cascade: pd.DataFrame  # per rank of the cascade: first symptom, delay (cascade_table)
+    timeline: pd.DataFrame  # events placed for the per-host timeline figure (timeline_frame)
+    xids: pd.DataFrame  # per (host, Xid code): the catalogue's meaning and advice (xid_table)
+    xid_events: pd.DataFrame  # Xid events on the failed hosts (all Xid events if none there)
+    progress: Progress  # the last iteration the job reported
+    checkpoints: Checkpoints  # resume point, incomplete save, measured save cost and interval
+    seconds_per_iteration: float | None  # given (iteration_s) or measured
+    save_s: float  # δ: seconds per save, given, measured or assumed
+    save_source: str  # where save_s comes from
+    young_daly: dict[str, float]  # optimal interval in seconds: young_s, daly_s
+    interval: pd.DataFrame  # Young/Daly inputs, result and each input's source
+    exit_delay_s: float | None  # first failure to the last failure line
+    facts: dict[str, Any]  # the facts of summary.json (FACT_KEYS)
+    checkpoint_save_s: float | None
+    iteration_s: float | None
+    mtbf_hours: float
+    save_interval: int | None
+    gpus_per_node: int
+    window_s: float
+
+    @property
+    def cost(self) -> pd.DataFrame:
+        """What the crash cost (first failure, last iteration and checkpoint, lost work)."""
+        return cost_table(self.facts)
+
+    @property
+    def checkpoint_lines(self) -> pd.DataFrame:
+        """The checkpoint save/load lines read from the logs."""
+        ck = self.incident.checkpoints
+        return ck[CHECKPOINT_LINE_COLUMNS] if len(ck) else ck
+
+    @property
+    def mtbf_s(self) -> float:
+        """M: the job's mean time between failures, in seconds."""
+        return float(self.mtbf_hours) * 3600.0
+
+
+def analyse(incident: Incident, checkpoint_save_s: float | None = None,
+            iteration_s: float | None = None, mtbf_hours: float = DEFAULT_MTBF_HOURS,
+            save_interval: int | None = None, gpus_per_node: int = 8,
+            window_s: float = SAME_FAILURE_WINDOW_S) -> GpuCrashAnalysis:
+    """Analyse a crashed job. ``checkpoint_save_s`` / ``iteration_s`` override what the logs
+    measure; ``mtbf_hours`` is the job's mean time between failures; ``save_interval`` (the
+    job's --save-interval) places the last checkpoint when no save line was logged;
+    ``gpus_per_node`` turns a rank into a node index when no line names the host."""
+    facts: dict[str, Any] = {k: None for k in FACT_KEYS}
+    facts.update(failed_ranks=[], failed_hosts=[], xid_codes=[])
+    events = failure_events(incident)
+    crash = first_failure(events, window_s, incident.ranks)
+    prog = last_progress(incident)
+    facts["last_iteration"] = prog.step
+    spi = iteration_s or iteration_seconds(incident)
+    ck = checkpoint_state(incident, prog.step, save_interval)
+    first = crash.first
+
+    if first is not None:
+        fr = sorted({int(r) for r in crash.cluster["rank"].dropna()}
+                    | ({int(first["rank"])} if pd.notna(first["rank"]) else set()))
+        fh = sorted({str(h) for h in crash.cluster["host"].dropna() if is_host(h)}
+                    | ({str(first["host"])} if is_host(first["host"]) else set()))
+        facts.update(failed_ranks=fr, failed_hosts=fh, error_kind=first["kind"],
+                     error_message=first["message"])
+        if pd.notna(first["time"]):
+            facts["first_failure_time"] = pd.Timestamp(first["time"]).isoformat()
+    xids = events[events["kind"] == "xid"] if len(events) else events
+    if len(xids) and facts["failed_hosts"]:
+        on_failed = xids[xids["host"].isin(facts["failed_hosts"])]
+        xids = on_failed if len(on_failed) else xids
+    facts["xid_codes"] = sorted({int(c) for c in xids["code"].dropna() if str(c).isdigit()})
+
+    facts["last_checkpoint_iteration"] = ck.last_iteration
+    facts["lost_iterations"], facts["lost_hours"] = lost_work(
+        incident, prog.step, ck, first["time"] if first is not None else None, spi)
+
+    save_s, save_src = save_cost_of(ck, checkpoint_save_s)
+    mtbf_s = float(mtbf_hours) * 3600.0
+    yd = young_daly(save_s, mtbf_s)
+    if spi and not math.isnan(yd["young_s"]):
+        facts["checkpoint_interval_recommended"] = max(1, round(yd["young_s"] / spi))
+
+    return GpuCrashAnalysis(
+        incident=incident, events=events, crash=crash, cascade=cascade_table(crash),
+        timeline=timeline_frame(crash), xids=xid_table(incident), xid_events=xids,
+        progress=prog, checkpoints=ck, seconds_per_iteration=spi, save_s=save_s,
+        save_source=save_src, young_daly=yd,
+        interval=interval_sources_table(save_s, save_src, mtbf_s, spi, ck.interval,
+                                        iteration_given=bool(iteration_s)),
+        exit_delay_s=_exit_delay(crash, events), facts=facts,
+        checkpoint_save_s=checkpoint_save_s, iteration_s=iteration_s, mtbf_hours=mtbf_hours,
+        save_interval=save_interval, gpus_per_node=gpus_per_node, window_s=window_s)
+
+
+def _exit_delay(crash: Crash, events: pd.DataFrame) -> float | None:
+    """Seconds from the first failure to the last failure line, when positive."""
+    if crash.first is None or pd.isna(crash.first["time"]) or not len(events):
+        return None
+    later = events["time"].dropna()
+    if not len(later):
+        return None
+    d = (later.max() - crash.first["time"]).total_seconds()
+    return d if d > 0 else None

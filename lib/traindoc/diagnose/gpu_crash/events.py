@@ -1,0 +1,463 @@
+"""Failure events and the first-failure rules: which line is the cause, which the cascade.
+
+Every failure line becomes an event (``failure_events``) with a role: ``cause`` (a local
+failure), ``cascade`` (a symptom of someone else's failure) or ``context`` (an exit that only
+repeats its rank's own error, an Xid that only follows another Xid). The first cause in time
+(torchrun's root cause, then line order, when lines carry no time) is the primary failure; the
+other causes on the same host or rank (an Xid and the CUDA error it caused) join it
+(``first_failure``). ``cascade_table``, ``timeline_frame`` and ``xid_table`` are the tables the
+runbook shows about them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ...incident import Incident
+from ...parse.xid import xid_info
+from ..common import as_int, as_str, is_host, rank_hosts
+
+SAME_FAILURE_WINDOW_S = 120.0  # causes this close to the first one, on its host, are one failure
+
+EVENT_COLUMNS = ["file", "lineno", "time", "rank", "host", "pid", "kind", "code", "message",
+                 "role", "strength", "root_cause", "table", "source", "line"]
+
+# nccl_error codes that are a local failure (the rank's own GPU or program), not a peer's.
+LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage", "gloo_mismatch",
+                    "nccl_last_error"}
+# signal codes that are the launcher or scheduler tearing survivors down.
+TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
+                         "slurm_cancelled", "ray_actor_died"}
+STRONG_SIGNAL_CODES = {"slurm_node_failure": 3, "slurm_time_limit": 1, "slurm_preemption": 1,
+                       "terminate": 1, "ray_worker_died": 1}
+TEARDOWN_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
+# A Python exception that reports a peer or the network rather than a local fault.
+CASCADE_TEXT_RE = re.compile(
+    r"Dist(?:Backend|Network|Store)Error|Connection (?:reset|closed|refused)|Broken pipe|"
+    r"[Tt]imed out|Timeout|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
+    r"TCPStore|rendezvous|ChildFailedError", )
+SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?:#.*)?$")
+
+
+# --- events ------------------------------------------------------------------------------------
+
+def _split_source(src: str | None, files: dict[str, int]) -> tuple[int, int]:
+    if not src:
+        return (10**6, 0)
+    m = SOURCE_RE.match(str(src))
+    if not m:
+        return (files.get(str(src), 10**6), 0)
+    f = m["file"].split("#entry", 1)[0]
+    return (files.setdefault(f, len(files)), int(m["line"]))
+
+
+def _error_role(kind: str, code: str, message: str) -> tuple[str, int]:
+    """(role, strength) of one ``errors`` row."""
+    if kind == "xid":
+        info = xid_info(as_int(code) if code and code.isdigit() else None)
+        return ("context", 0) if info.cascade else ("cause", 3)
+    if kind == "ecc":
+        return "cause", 3
+    if kind in ("cuda_error", "oom"):
+        return "cause", 2
+    if kind == "nccl_error":
+        return ("cause", 2) if code in LOCAL_NCCL_CODES else ("cascade", 0)
+    if kind == "signal":
+        if code in TEARDOWN_SIGNAL_CODES:
+            return "cascade", 0
+        return "cause", STRONG_SIGNAL_CODES.get(code, 2)
+    if kind == "python":
+        return ("cascade", 0) if CASCADE_TEXT_RE.search(f"{code} {message}") else ("cause", 2)
+    return "cause", 1
+
+
+# How launchers word an exit, to quote it as printed (people search for these words).
+EXIT_WORDS_RE = re.compile(
+    r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
+    r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+")
+
+
+def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
+    """The launcher's own words for the exit (``failed (exitcode: -9)``, ``exits with return
+    code = -11``), else torchrun's ``exitcode: N``; then the signal it means."""
+    m = EXIT_WORDS_RE.search(line or "")
+    said = m.group(0) if m else (f"exitcode: {exitcode}" if exitcode is not None else "exited")
+    return f"{said} ({signal})" if signal and signal not in said else said
+
+
+def failure_events(incident: Incident) -> pd.DataFrame:
+    """Every failure line (errors, exits, collective timeouts) as one table, with its role
+    (cause | cascade | context) and strength, ranks filled in from pids and hosts where a line
+    names none. Sorted by time, then by position in its file."""
+    files = {f: i for i, f in enumerate(incident.account.get("file_list", []))}
+    rows: list[dict[str, Any]] = []
+    for r in incident.errors.itertuples(index=False):
+        f, ln = _split_source(r.source, files)
+        role, strength = _error_role(str(r.kind), as_str(r.code) or "", as_str(r.message) or "")
+        rows.append(dict(file=f, lineno=ln, time=r.time, rank=as_int(r.rank), host=as_str(r.host),
+                         pid=as_int(r.pid), kind=str(r.kind), code=as_str(r.code),
+                         message=as_str(r.message), role=role, strength=strength,
+                         root_cause=False, table="errors", source=r.source, line=r.line))
+    c = incident.collectives
+    for r in c[c["state"] == "timed_out"].itertuples(index=False):
+        f, ln = _split_source(r.source, files)
+        op = as_str(r.op_type) or "a collective"
+        rows.append(dict(file=f, lineno=ln, time=r.time, rank=as_int(r.rank), host=as_str(r.host),
+                         pid=None, kind="nccl_error", code="collective_timeout",
+                         message=f"timed out in {op}", role="cascade", strength=0,
+                         root_cause=False, table="collectives", source=r.source, line=r.line))
+    ex = incident.exits
+    for r in ex.itertuples(index=False):
+        f, ln = _split_source(r.source, files)
+        code, sig = as_int(r.exitcode), as_str(r.signal)
+        if code == 0 and not sig:
+            continue
+        rows.append(dict(file=f, lineno=ln, time=r.time, rank=as_int(r.rank), host=as_str(r.host),
+                         pid=as_int(r.pid), kind="signal" if sig else ("python" if code == 1
+                                                                     else "exit"),
+                         code=sig or f"exit_{code}", message=_exit_message(code, sig, as_str(r.line)),
+                         role="exit", strength=1,
+                         root_cause=False if pd.isna(r.root_cause) else bool(r.root_cause),
+                         table="exits", source=r.source, line=r.line,
+                         local_rank=as_int(r.local_rank)))
+    ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank"])
+    if not len(ev):
+        return ev[EVENT_COLUMNS]
+    _fill_ranks(ev, incident)
+    _init_failure_roles(ev, incident)
+    _cascade_xid_roles(ev)
+    _exit_roles(ev)
+    ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
+    ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
+    return ev[EVENT_COLUMNS].reset_index(drop=True)
+
+
+INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
+
+
+def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
+    """NCCL's 'unhandled system/internal error' usually follows a peer that died; before the
+    first training step (no iteration or progress line) with no other cause, it is the failure
+    itself: the communicator could not be set up (network, firewall, IB/RoCE config)."""
+    if (ev["role"] == "cause").any() or len(incident.iterations) or len(incident.progress):
+        return
+    init = ev["code"].isin(list(INIT_NCCL_CODES))
+    ev.loc[init, ["role", "strength"]] = ["cause", 1]
+
+
+def _cascade_xid_roles(ev: pd.DataFrame) -> None:
+    """Xids that follow another Xid (45: 'caused by previous Xid 149') are context; when the
+    Xid they follow is not in the logs and nothing else failed, they are the GPU failure we
+    have: the first of them stands for it."""
+    if (ev["role"] == "cause").any():
+        return
+    xids = ev.index[(ev["kind"] == "xid") & (ev["role"] == "context")]
+    if len(xids):
+        ev.loc[xids[0], ["role", "strength"]] = ["cause", 1]
+
+
+def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
+    """Ranks from pids (torchrun's records name both) and from host + local rank; hosts from
+    ranks (any table that names both)."""
+    def known(v: Any) -> bool:
+        return v is not None and not pd.isna(v)
+
+    by_pid: dict[int, int] = {}
+    by_local: dict[tuple[str, int], int] = {}
+    for r in ev.itertuples(index=False):
+        if known(r.rank):
+            if known(r.pid):
+                by_pid.setdefault(int(r.pid), int(r.rank))
+            if known(r.host) and known(r.local_rank):
+                by_local.setdefault((str(r.host), int(r.local_rank)), int(r.rank))
+    host_of = rank_hosts(incident)
+    # one machine (or none named): torchrun's local rank is the rank
+    one_node = len([h for h in incident.hosts if is_host(h)]) <= 1
+    ranks, hosts = [], []
+    for r in ev.itertuples(index=False):
+        rank = int(r.rank) if known(r.rank) else None
+        if rank is None and known(r.pid):
+            rank = by_pid.get(int(r.pid))
+        if rank is None and known(r.host) and known(r.local_rank):
+            rank = by_local.get((str(r.host), int(r.local_rank)))
+        if rank is None and known(r.local_rank) and one_node:
+            rank = int(r.local_rank)
+        host = str(r.host) if is_host(r.host) else None
+        if host is None and rank is not None:
+            host = host_of.get(rank)
+        if host is None and known(r.host):
+            host = str(r.host)  # an srun task id: who wrote it, never a host to drain
+        ranks.append(rank)
+        hosts.append(host)
+    ev["rank"] = pd.array(ranks, dtype="Int64")
+    ev["host"] = pd.array(hosts, dtype="string")
+
+
+def _exit_roles(ev: pd.DataFrame) -> None:
+    """An exit repeats its rank's own error (context), follows a peer's failure (cascade), or is
+    the only thing known about a rank that died (cause: killed without a word)."""
+    errs = ev[ev["role"] != "exit"]
+    for i in ev.index[ev["role"] == "exit"]:
+        e = ev.loc[i]
+        if e["code"] in TEARDOWN_SIGNALS:
+            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+            continue
+        same = errs.iloc[0:0]
+        if not pd.isna(e["rank"]):
+            same = errs[errs["rank"] == e["rank"]]
+        elif e["host"] is not None and not pd.isna(e["host"]):
+            same = errs[errs["host"] == e["host"]]
+        if (same["role"] == "cause").any():
+            ev.loc[i, ["role", "strength"]] = ["context", 0]
+        elif (same["role"] == "cascade").any():
+            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+        else:
+            ev.loc[i, ["role", "strength"]] = ["cause", 2 if e["root_cause"] else 1]
+
+
+# --- the first failure and its cascade ---------------------------------------------------------
+
+@dataclass
+class Crash:
+    """The primary failure (``first``), the causes that belong to it (``cluster``), the
+    cascade, and causes that look independent of it."""
+
+    events: pd.DataFrame
+    first: pd.Series | None
+    cluster: pd.DataFrame
+    cascade: pd.DataFrame
+    independent: pd.DataFrame
+    by: str  # how the first failure was chosen: time | root_cause | line_order | silent | none
+
+
+def effective_times(events: pd.DataFrame) -> pd.Series:
+    """Each event's time, or for a line with none the time of the next timed line of its file
+    (it was printed no later), else of the last timed line before it."""
+    t = pd.to_datetime(events["time"], errors="coerce")
+    if t.notna().all() or t.isna().all():
+        return t
+    order = events.assign(_t=t).sort_values(["file", "lineno"], kind="stable")
+    filled = order.groupby("file", sort=False)["_t"].transform(lambda s: s.bfill().ffill())
+    return filled.reindex(events.index)
+
+
+def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
+                  ranks_seen: list[int] | None = None) -> Crash:
+    """The first cause in time (torchrun's root cause, then line order, when times are
+    missing); the causes on its host/rank within ``window_s`` join it; cascade events are the
+    symptoms on other ranks. With no cause at all, a rank seen in the logs that reported
+    nothing while every other rank reported a cascade is named (``by='silent'``)."""
+    empty = events.iloc[0:0]
+    if not len(events):
+        return Crash(events, None, empty, empty, empty, "none")
+    causes = events[events["role"] == "cause"]
+    cascade_all = events[events["role"] == "cascade"]
+    if not len(causes):
+        silent = _silent_rank(events, ranks_seen or [])
+        if silent is None:
+            return Crash(events, None, empty, cascade_all, empty, "none")
+        first = pd.Series({**{c: None for c in EVENT_COLUMNS}, "rank": silent, "kind": None,
+                           "code": "silent", "time": pd.NaT, "role": "cause", "strength": 0,
+                           "message": "left no error of its own while every other rank failed "
+                                      "after it"})
+        return Crash(events, first, empty, cascade_all, empty, "silent")
+    timed = causes[causes["time"].notna()]
+    eff = effective_times(events).loc[causes.index]
+    key = causes.assign(_t=eff, _nat=eff.isna(), _nrc=~causes["root_cause"].astype(bool),
+                        _neg=-causes["strength"].astype(int))
+    key = key.sort_values(["_nat", "_t", "_nrc", "file", "lineno", "_neg"], kind="stable")
+    first = key.iloc[0][EVENT_COLUMNS]
+    if len(timed) and pd.notna(first["time"]):
+        by = "time"
+    elif bool(first["root_cause"]):
+        by = "root_cause"
+    else:
+        by = "line_order"
+    killer = _oom_killer_for(first, causes)
+    if killer is not None:  # SIGKILL by the OOM killer: the OOM is the failure
+        first = killer
+    reason = _abort_reason(first, key)
+    if reason is not None:  # an abort is how a C++ error ends a process: the error is the failure
+        first = reason
+    first = _with_last_error(first, key)
+    member = causes.apply(lambda e: _same_failure(e, first, window_s), axis=1) \
+        if len(causes) else pd.Series([], dtype=bool)
+    if first["code"] in HOST_OOM_CODES and len(causes):
+        member |= causes.apply(lambda e: _oom_explains(first, e), axis=1)
+    cluster = causes[member]
+    independent = causes[~member]
+    failed_ranks = set(cluster["rank"].dropna().astype(int))
+    # Cascade: symptoms anywhere but on the failed ranks themselves.
+    casc = cascade_all[~(cascade_all["rank"].isin(list(failed_ranks)) & cascade_all["rank"].notna())]
+    return Crash(events, first, cluster, casc, independent, by)
+
+
+# an abort, or a launcher saying a worker died: neither names the error that caused it
+ABORT_CODES = {"SIGABRT", "terminate", "ray_worker_died"}
+SPECIFIC_KINDS = ("cuda_error", "xid", "ecc", "oom", "nccl_error")
+
+
+def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) -> pd.Series:
+    """An 'unhandled cuda error' from NCCL with the CUDA error that torch prints under it
+    ("Last error:" / "Cuda failure 2 'out of memory'") added to its message."""
+    if first["code"] != "nccl_unhandled_cuda":
+        return first
+    after = ordered[(ordered["code"] == "nccl_last_error") & (ordered["file"] == first["file"])
+                    & (ordered["lineno"] > first["lineno"])
+                    & (ordered["lineno"] - first["lineno"] <= lines)]
+    if not len(after):
+        return first
+    out = first.copy()
+    out["message"] = f"{first['message']}; last error: {after.iloc[0]['message']}"
+    return out
+
+
+def _abort_reason(first: pd.Series, ordered: pd.DataFrame, lines: int = 40) -> pd.Series | None:
+    """For an abort (SIGABRT, 'Fatal Python error: Aborted', 'terminate called') that names
+    no error of its own: the specific error (CUDA, Xid, ECC, OOM, a local NCCL error) printed
+    within ``lines`` lines of it in the same file, on the same rank or on no named rank."""
+    if first["code"] not in ABORT_CODES:
+        return None
+    near = ordered[ordered["kind"].isin(SPECIFIC_KINDS) & (ordered["file"] == first["file"])
+                   & ((ordered["lineno"] - first["lineno"]).abs() <= lines)]
+    if pd.notna(first["rank"]):
+        near = near[near["rank"].isna() | (near["rank"] == first["rank"])]
+    return near.iloc[0][EVENT_COLUMNS] if len(near) else None
+
+
+def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
+    if e["source"] == first["source"] and e["line"] == first["line"]:
+        return True
+    near = True
+    if pd.notna(e["time"]) and pd.notna(first["time"]):
+        dt = (e["time"] - first["time"]).total_seconds()
+        near = -window_s <= dt <= window_s
+    if pd.notna(e["rank"]) and pd.notna(first["rank"]) and int(e["rank"]) == int(first["rank"]):
+        return near
+    same_host = (e["host"] is not None and first["host"] is not None and not pd.isna(e["host"])
+                 and not pd.isna(first["host"]) and e["host"] == first["host"])
+    if same_host:
+        return near
+    # Every rank failing the same local way at once (e.g. all ranks OOM on one batch).
+    if e["kind"] == first["kind"] == "oom" and near:
+        return True
+    # A line naming no rank or host, then the same error with a rank a few lines on (a Python
+    # traceback, then "[Rank 1] NCCL watchdog thread terminated with exception: <same>").
+    if (pd.isna(first["rank"]) and as_str(first["host"]) is None and near
+            and e["file"] == first["file"] and 0 < e["lineno"] - first["lineno"] <= 20
+            and e["kind"] == first["kind"] and _same_words(e["message"], first["message"])):
+        return True
+    return False
+
+
+def _same_words(a: Any, b: Any) -> bool:
+    """Two error messages that say the same ("CUDA error: uncorrectable ECC error encountered"
+    inside a longer one counts)."""
+    a, b = str(a or "").strip(), str(b or "").strip()
+    return bool(a and b) and (a in b or b in a)
+
+
+HOST_OOM_CODES = {"host_oom_killer", "slurm_oom_kill", "srun_task_oom", "ray_oom"}
+
+
+def _oom_killer_for(e: pd.Series, causes: pd.DataFrame) -> pd.Series | None:
+    """The OOM-killer line that explains a SIGKILL exit: same pid, rank or host, or a line that
+    names no process at all (slurmstepd's 'Detected 1 oom_kill event')."""
+    if e["code"] != "SIGKILL":
+        return None
+    for _, o in causes[causes["code"].isin(HOST_OOM_CODES)].iterrows():
+        if _oom_explains(o, e):
+            return o[EVENT_COLUMNS]
+    return None
+
+
+def _oom_explains(o: pd.Series, e: pd.Series) -> bool:
+    """OOM-killer line ``o`` names the process that exit ``e`` reports killed by SIGKILL."""
+    if e["code"] != "SIGKILL":
+        return False
+    if pd.notna(o["pid"]) and pd.notna(e["pid"]):
+        return int(o["pid"]) == int(e["pid"])
+    if pd.notna(o["rank"]) and pd.notna(e["rank"]):
+        return int(o["rank"]) == int(e["rank"])
+    if pd.notna(o["host"]) and pd.notna(e["host"]):
+        return bool(o["host"] == e["host"])
+    return pd.isna(o["host"]) and pd.isna(o["pid"]) and pd.isna(o["rank"])
+
+
+def _silent_rank(events: pd.DataFrame, ranks_seen: list[int]) -> int | None:
+    if len(ranks_seen) < 2:
+        return None
+    reported = set(events["rank"].dropna().astype(int))
+    silent = [r for r in ranks_seen if r not in reported]
+    if len(silent) == 1 and len(reported) >= len(ranks_seen) - 1:
+        return silent[0]
+    return None
+
+
+def cascade_table(crash: Crash) -> pd.DataFrame:
+    """Per rank (or host, when lines carry no rank) of the cascade: its first symptom, how long
+    after the first failure, and what it said."""
+    casc = crash.cascade
+    cols = ["rank", "host", "first_time", "after_s", "kind", "code", "message", "lines"]
+    if not len(casc):
+        return pd.DataFrame(columns=cols)
+    lane = casc["rank"].astype("string").fillna("host " + casc["host"].fillna("?"))
+    t0 = crash.first["time"] if crash.first is not None else pd.NaT
+    out = []
+    for _, g in casc.groupby(lane, sort=False):
+        e = g.iloc[0]
+        after = (e["time"] - t0).total_seconds() if pd.notna(e["time"]) and pd.notna(t0) else None
+        out.append((e["rank"], e["host"], e["time"], after, e["kind"], e["code"], e["message"],
+                    len(g)))
+    df = pd.DataFrame(out, columns=cols)
+    return df.sort_values(["first_time", "rank"], na_position="last").reset_index(drop=True)
+
+
+def timeline_frame(crash: Crash) -> pd.DataFrame:
+    """Events placed for the per-host timeline figure: lane (host, else rank), x (time, or line
+    position when times are missing), role, label, and whether it is the first failure."""
+    ev = crash.events
+    cols = ["lane", "x", "time", "role", "label", "first"]
+    if not len(ev):
+        return pd.DataFrame(columns=cols)
+    lane = ev["host"].fillna("rank " + ev["rank"].astype("string")).fillna("unknown host")
+    timed = ev["time"].dropna()
+    use_time = timed.nunique() >= 2 and len(timed) * 2 >= len(ev)
+    if use_time:
+        x = ev["time"]
+    else:  # position in the logs: file, then line
+        x = ev[["file", "lineno"]].apply(tuple, axis=1).rank(method="dense").astype(float)
+    first = pd.Series(False, index=ev.index)
+    if crash.first is not None and crash.first.get("source") is not None:
+        first = (ev["source"] == crash.first["source"]) & (ev["line"] == crash.first["line"])
+    label = ev["code"].fillna(ev["kind"]).astype(str)
+    label = label.where(ev["kind"] != "xid", "Xid " + label)
+    out = pd.DataFrame({"lane": lane, "x": x, "time": ev["time"], "role": ev["role"],
+                        "label": label, "first": first})
+    if use_time:
+        out = out[out["x"].notna()]
+    return out.reset_index(drop=True)
+
+
+
+def xid_table(incident: Incident) -> pd.DataFrame:
+    """One row per (host, Xid code): when first seen, how often, and the catalog's meaning,
+    origin, NVIDIA's immediate action, what to take out of service and what to run next."""
+    e = incident.errors
+    x = e[e["kind"] == "xid"]
+    cols = ["host", "xid", "first_time", "lines", "meaning", "origin", "nvidia_action",
+            "take_out", "next_step"]
+    if not len(x):
+        return pd.DataFrame(columns=cols)
+    out = []
+    for (host, code), g in x.groupby([x["host"].fillna("?"), x["code"]], sort=False):
+        info = xid_info(int(code) if str(code).isdigit() else None)
+        t = g["time"].dropna()
+        out.append((host, int(code) if str(code).isdigit() else code,
+                    t.min() if len(t) else pd.NaT, len(g), info.meaning, info.origin,
+                    info.resolution, info.scope, info.next_step))
+    return pd.DataFrame(out, columns=cols)
