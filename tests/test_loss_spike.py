@@ -424,3 +424,36 @@ def test_a_whole_skipped_interval_lists_every_step() -> None:
     # NVIDIA/nccl#743 (Megatron BERT): "number of skipped iterations: 10" at iteration 10
     s = pd.DataFrame({"iteration": [10, 20, 30], "skipped": [10, 0, 3]})
     assert skipped_iterations(s) == [*range(1, 11), 30]
+
+
+# -- analyse / report ---------------------------------------------------------------------------
+@pytest.mark.parametrize("sample", ["bloom_seed", "drill_loss_spike", "wandb_lr_jump"])
+def test_diagnose_is_report_of_analyse(sample: str) -> None:
+    inc = traindoc.load(DATA / "loss_spike" / sample)
+    a = ls.analyse(inc, checkpoint_interval=100)
+    assert ls.report(a).summary(inc) == ls.diagnose(inc, checkpoint_interval=100).summary(inc)
+    # the tables the runbook shows come from the analysis, equal to the library's own calls
+    pd.testing.assert_frame_equal(a.series, ls.series(inc))
+    assert a.checkpoints == ls.checkpoint_iterations(inc)
+    assert a.loss_scale_collapses == ls.loss_scale_collapses(a.series)
+    pd.testing.assert_frame_equal(a.spikes_table(), ls.spikes_table(ls.report(a)))
+    if a.spikes:
+        pd.testing.assert_frame_equal(a.spike_rows(a.spikes[0]),
+                                      ls.spike_rows(a.series, a.spikes[0]))
+
+
+def test_analysis_holds_the_rollback_point_and_is_frozen() -> None:
+    loss, grad = falling(1300, 0.01, 5), grads(1300, 5)
+    loss[1159:] *= 1.5  # up at 1160 and never back
+    a = ls.analyse(rows_incident(loss, grad), checkpoint_interval=50)
+    assert a.main_spike is a.head_spike is a.spikes[0]
+    assert a.first_bad == 1160 and a.rollback_iteration == 1150
+    assert ls.report(a).facts["rollback_iteration"] == 1150
+    with pytest.raises(AttributeError):
+        a.rollback_iteration = 0  # type: ignore[misc]
+
+
+def test_analysis_of_no_metrics_is_empty() -> None:
+    a = ls.analyse(Incident.empty())
+    assert not a.has_metrics and a.spikes == [] and a.rollback_iteration is None
+    assert ls.report(a).findings[0].id == "no_iterations"

@@ -1,0 +1,239 @@
+"""The excursion detector (rolling robust baseline, onset, confirmation, recovery) and the
+loss spikes it finds in a series, with the grad norm's lead and the data window behind each."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .series import data_window, finite_float
+
+MAD_TO_SIGMA = 1.4826
+STATS_CHUNK = 65536
+TREND_MIN_POINTS = 5  # points in the recent half-window before the baseline follows it
+
+
+@dataclass(frozen=True)
+class Detector:
+    """Thresholds of the excursion detector (``relative``: margins are fractions of the
+    baseline; else absolute, as for log grad norms)."""
+
+    window: int = 50  # preceding logged points in the rolling baseline
+    min_history: int = 1  # points needed before a point can open an excursion
+    k: float = 6.0  # confirm: peak above baseline + k·scale ...
+    rel: float = 0.10  # ... and above baseline·(1 + rel)
+    onset_k: float = 4.0  # open: above baseline + onset_k·scale ...
+    onset_rel: float = 0.03  # ... and above baseline·(1 + onset_rel)
+    recover_k: float = 3.0  # back within max(recover_k·scale, recover_rel·baseline) ...
+    recover_rel: float = 0.05
+    patience: int = 3  # ... for this many consecutive points: recovered
+    recover_frac: float = 0.02  # ... or back down 98 % of the spike's height (a 1.5 → 2443 →
+    # 2.3 spike is over at 2.3 even when the history is too short to know the noise)
+    floor: float = 0.01  # scale floor (fraction of the baseline, or absolute)
+    small_n: float = 4.0  # confirm margin ×(1 + small_n / history points)
+    relative: bool = True
+
+
+LOSS = Detector()
+GRAD_NORM = Detector(rel=math.log(4.0), onset_rel=math.log(2.0), recover_rel=math.log(1.5),
+                     floor=0.05, relative=False, recover_frac=0.0)
+
+
+@dataclass(frozen=True)
+class Excursion:
+    """Indices into the detector's input of one excursion."""
+
+    start: int
+    peak: int
+    end: int | None  # first point back within tolerance; None: not recovered
+    baseline: float
+    scale: float
+    history: int
+    confirmed: bool
+    tentative: bool  # the log ended before ``patience`` points confirmed the recovery
+
+
+# -- the detector ----------------------------------------------------------------------------
+def rolling_stats(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each point: median, 1.4826·MAD and count of the finite values among the ``window``
+    points before it (NaN entries are left out)."""
+    n = len(y)
+    med = np.full(n, np.nan)
+    mad = np.full(n, np.nan)
+    cnt = np.zeros(n, dtype=int)
+    if n == 0 or window < 1:
+        return med, mad, cnt
+    pad = np.concatenate([np.full(window, np.nan), np.asarray(y, dtype=float)])
+    wins = sliding_window_view(pad, window)[:n]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for a in range(0, n, STATS_CHUNK):
+            w = wins[a : a + STATS_CHUNK]
+            cnt[a : a + len(w)] = np.sum(~np.isnan(w), axis=1)
+            m = np.nanmedian(w, axis=1)
+            med[a : a + len(w)] = m
+            mad[a : a + len(w)] = MAD_TO_SIGMA * np.nanmedian(np.abs(w - m[:, None]), axis=1)
+    return med, mad, cnt
+
+
+def rolling_trend(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each point, from the ``window`` points before it: the median of the recent half
+    (NaN with too few points), which on a falling curve lags a quarter window behind instead of
+    half; and the noise scale from the steps, 1.4826·MAD(steps)/√2, which a steady fall does
+    not inflate. (Carrying a median down the slope to the point would lag less, but overshoots
+    at the knee of a fast early fall and turns the flattening into false spikes.)"""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    recent, _, cnt = rolling_stats(y, max(window // 2, 1))
+    carried = np.where(cnt >= TREND_MIN_POINTS, recent, np.nan)
+    d = np.full(n, np.nan)
+    if n > 1:
+        d[1:] = np.diff(y)  # d[j] = y[j] - y[j-1]: NaN next to a left-out point
+    _, dmad, _ = rolling_stats(d, max(window - 1, 1))
+    return carried, dmad / math.sqrt(2.0)
+
+
+def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
+          cnt: np.ndarray, carried: np.ndarray, dscale: np.ndarray) -> list[Excursion]:
+    # Follow a falling curve with the recent half's median (never up: a slow rise stays visible).
+    with np.errstate(invalid="ignore"):
+        med = np.where(carried < med, carried, med)
+    unit = np.abs(med) if det.relative else np.ones_like(med)
+    scale = np.fmax(np.fmin(mad, dscale), det.floor * unit)
+    onset = med + np.maximum(det.onset_k * scale, det.onset_rel * unit)
+    with np.errstate(invalid="ignore"):
+        cands = np.flatnonzero((cnt >= max(det.min_history, 1)) & (y > onset))
+    out: list[Excursion] = []
+    n = len(y)
+    resume = 0
+    for c in cands:
+        if c < resume:
+            continue
+        b, s, h, u = float(med[c]), float(scale[c]), int(cnt[c]), float(unit[c])
+        widen = 1.0 + det.small_n / h  # few points of history: the noise is barely known
+        tol = b + max(det.recover_k * s, det.recover_rel * u) * widen
+        strict = b + max(det.k * s, det.rel * u) * widen
+        peak, run, first, end = int(c), 0, None, None
+        j = int(c) + 1
+        while j < n:
+            v = y[j]
+            if v > y[peak]:
+                peak = j
+            if v <= max(tol, b + det.recover_frac * (y[peak] - b)):
+                if run == 0:
+                    first = j
+                run += 1
+                if run >= det.patience:
+                    end = first
+                    break
+            else:
+                run = 0
+            j += 1
+        tentative = end is None and run > 0
+        if tentative:
+            end = first
+        out.append(Excursion(int(c), peak, end, b, s, h, bool(y[peak] > strict), tentative))
+        resume = j + 1 if end is not None else n
+    return out
+
+
+def excursions(y: np.ndarray, det: Detector = LOSS) -> list[Excursion]:
+    """Excursions of the finite series ``y`` above its rolling baseline (confirmed or not).
+    Two passes: the second recomputes baselines with the first pass's spikes left out."""
+    y = np.asarray(y, dtype=float)
+    if len(y) < 2:
+        return []
+    found = _scan(y, det, *rolling_stats(y, det.window), *rolling_trend(y, det.window))
+    spikes = [e for e in found if e.confirmed]
+    if not spikes:
+        return found
+    masked = y.copy()
+    for e in spikes:
+        masked[e.start : (e.end if e.end is not None else len(y))] = np.nan
+    return _scan(y, det, *rolling_stats(masked, det.window), *rolling_trend(masked, det.window))
+
+
+# -- spikes ----------------------------------------------------------------------------------
+GRAD_JUMP = 10.0  # a grad norm this many times its recent level leads a loss spike
+GRAD_JUMP_LOOKBACK = 5  # logged points before a spike's start searched for that jump
+
+
+def grad_jump(its: np.ndarray, grad: np.ndarray, start: int) -> int | None:
+    """The first logged iteration at or before ``start`` (within ``GRAD_JUMP_LOOKBACK`` points)
+    whose grad norm is ``GRAD_JUMP`` times the median of the norms logged before it: the
+    optimizer blew up before the loss showed it (too few points for the excursion detector)."""
+    upto = int(np.searchsorted(its, start, side="right"))
+    for j in range(max(1, upto - GRAD_JUMP_LOOKBACK), upto):
+        before = grad[max(0, j - 50):j]
+        if len(before) and grad[j] >= GRAD_JUMP * float(np.median(before)):
+            return int(its[j])
+    return None
+
+
+def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
+                grad_det: Detector = GRAD_NORM) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Loss spikes (dicts with the facts' keys plus grad-norm lead, data window and
+    recovery detail) and grad-norm excursions that came with no loss spike."""
+    its = s["iteration"].to_numpy()
+    loss = s["loss"].to_numpy(dtype=float)
+    grad = s["grad_norm"].to_numpy(dtype=float)
+    lf = np.isfinite(loss)
+    li, ly = its[lf], loss[lf]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gf = np.isfinite(grad) & (grad > 0)
+        gi, gy = its[gf], np.log(grad[gf])
+    lex = [e for e in excursions(ly, loss_det) if e.confirmed]
+    gex = [e for e in excursions(gy, grad_det) if e.confirmed]
+    last_it = int(its[-1]) if len(its) else None
+    spikes: list[dict[str, Any]] = []
+    used: set[int] = set()
+    for e in lex:
+        start, peak = int(li[e.start]), int(li[e.peak])
+        rec = int(li[e.end]) if e.end is not None else None
+        g_start, leads = None, False
+        for k, g in enumerate(gex):
+            gs = int(gi[g.start])
+            ge = int(gi[g.end]) if g.end is not None else None
+            if gs <= peak and (ge is None or ge > start):
+                g_start, leads = gs, gs < start
+                used.add(k)
+                break
+        if not leads:
+            jump = grad_jump(gi, np.exp(gy) if len(gy) else gy, start)
+            if jump is not None and jump < start:  # at the same step they coincide
+                g_start, leads = jump, True
+        first = min(start, g_start) if g_start is not None else start
+        upto = rec if rec is not None else last_it
+        win = s[(s["iteration"] >= first) & (s["iteration"] <= upto)]
+        gmax = finite_float(win["grad_norm"].max()) if win["grad_norm"].notna().any() else None
+        spikes.append({
+            "start_iteration": start,
+            "peak_iteration": peak,
+            "peak_loss": float(ly[e.peak]),
+            "baseline_loss": round(float(e.baseline), 6),
+            "peak_grad_norm": gmax,
+            "recovered_iteration": rec,
+            "recovery_iterations": rec - start if rec is not None else None,
+            "recovery_confirmed": rec is not None and not e.tentative,
+            "grad_norm_start_iteration": g_start,
+            "grad_norm_leads": leads if gmax is not None else None,
+            "history_points": e.history,
+            "data_window": data_window(s, first, peak),
+        })
+    lonely = []
+    for k, g in enumerate(gex):
+        if k in used:
+            continue
+        lonely.append({
+            "start_iteration": int(gi[g.start]), "peak_iteration": int(gi[g.peak]),
+            "peak_grad_norm": float(np.exp(gy[g.peak])),
+            "baseline_grad_norm": round(float(np.exp(g.baseline)), 6),
+            "recovered_iteration": int(gi[g.end]) if g.end is not None else None,
+        })
+    return spikes, lonely

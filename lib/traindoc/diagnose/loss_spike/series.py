@@ -1,0 +1,252 @@
+"""The per-iteration series a spike is read from, and what else it says: NaN and skipped
+iterations, fp16 loss-scale collapses, learning-rate jumps, gaps in the log, the data a run of
+iterations consumed, and the checkpoints to roll back to."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...incident import Incident
+from ..common import as_float, place_unnumbered_skips
+
+SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped", "nan",
+                  "consumed_samples", "consumed_tokens", "global_batch_size", "source", "line")
+# A loss or grad norm printed as nan/inf ("lm loss: NAN", "'loss': nan"): the nullable table
+# keeps NaN as <NA>, so the line's text says whether the value was NaN or simply not logged.
+NAN_TEXT_RE = re.compile(
+    r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]\s*['\"]?[-+]?(?:nan|inf)", re.IGNORECASE)
+MEGATRON_COUNTERS_RE = re.compile(r"\biteration\s+\d+\s*/.*number of nan iterations")
+
+
+# -- the series ------------------------------------------------------------------------------
+def series(incident: Incident) -> pd.DataFrame:
+    """One row per iteration: the metrics of every line or export row for it, the last value
+    logged winning (a restarted job's rerun replaces the first attempt; per-tag exports merge);
+    ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf."""
+    it = place_unnumbered_skips(incident)
+    cols = list(SERIES_COLUMNS)
+    if not len(it) or it["iteration"].notna().sum() == 0 or (
+            "event" in it.columns and not (it["iteration"].notna() & it["event"].isna()).any()):
+        out = pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
+        out["iteration"] = out["iteration"].astype("int64")
+        out["is_nan"] = pd.Series(dtype=bool)
+        return out
+    steps = it["iteration"].notna()
+    if "event" in it.columns:  # eval results and end-of-run summaries are not steps
+        steps &= it["event"].isna()
+    df = it.loc[steps, cols].copy()
+    text_nan = df["line"].fillna("").str.contains(NAN_TEXT_RE)
+    inf = pd.Series(False, index=df.index)
+    for c in ("loss", "grad_norm"):
+        v = df[c].astype("Float64")
+        inf |= v.notna().to_numpy() & ~np.isfinite(v.to_numpy(dtype=float, na_value=0.0))
+    # a NaN read from text arrives as <NA> (not logged): the line's own words tell them apart
+    # Megatron prints no "lm loss" for an interval whose steps all failed: with no step
+    # skipped (fp16 overflow), the missing loss is the NaN (its counters can miss it)
+    no_loss = (df["loss"].isna() & (df["skipped"].fillna(0) == 0)
+               & df["line"].fillna("").str.contains(MEGATRON_COUNTERS_RE))
+    df["_nan"] = ((text_nan & (df["loss"].isna() | df["grad_norm"].isna())) | inf | no_loss
+                  | (df["nan"].fillna(0) > 0))
+    df["_order"] = np.arange(len(df))
+    df = df.sort_values(["iteration", "_order"], kind="stable")
+    g = df.groupby("iteration", sort=True)
+    out = g[[c for c in cols if c != "iteration"]].last().reset_index()
+    out["is_nan"] = g["_nan"].any().to_numpy()
+    out["iteration"] = out["iteration"].astype("int64")
+    for c in ("loss", "grad_norm", "lr", "loss_scale"):
+        out[c] = out[c].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+    return out
+
+
+# -- the data behind a run of iterations ------------------------------------------------------
+def finite_float(v: Any) -> float | None:
+    """A finite float, or None for missing values, non-numbers and ±inf (an overflowed grad
+    norm is no peak to report, nor an inf count of samples a bound)."""
+    f = as_float(v)
+    return f if f is not None and math.isfinite(f) else None
+
+
+def finite_int(v: Any) -> int | None:
+    """``finite_float`` truncated to an int."""
+    f = finite_float(v)
+    return None if f is None else int(f)
+
+
+def _at(s: pd.DataFrame, iteration: int, col: str) -> Any:
+    row = s.loc[s["iteration"] == iteration, col]
+    return row.iloc[0] if len(row) else None
+
+
+def consumed_before(s: pd.DataFrame, iteration: int, col: str) -> int | None:
+    """``col`` (consumed_samples / consumed_tokens) just before ``iteration``'s batch: the
+    previous iteration's value, else this one's less one batch."""
+    prev = finite_int(_at(s, iteration - 1, col))
+    if prev is not None:
+        return prev
+    here = finite_int(_at(s, iteration, col))
+    gbs = finite_int(_at(s, iteration, "global_batch_size"))
+    if here is None or gbs is None:
+        return None
+    if col == "consumed_samples":
+        return here - gbs
+    samples = finite_int(_at(s, iteration, "consumed_samples"))
+    earlier = s[(s["iteration"] < iteration) & s["consumed_samples"].notna()
+                & s["consumed_tokens"].notna()]
+    if len(earlier) and samples is not None:
+        p = earlier.iloc[-1]
+        ds = samples - int(p["consumed_samples"])
+        per = (here - int(p["consumed_tokens"])) / ds if ds > 0 else None
+    else:
+        per = here / samples if samples else None
+    return None if per is None else int(round(here - gbs * per))
+
+
+def data_window(s: pd.DataFrame, first: int, last: int) -> dict[str, Any]:
+    """Iterations ``first..last`` and the consumed samples/tokens their batches span, as
+    half-open ranges ``[start, end)``; a bound that cannot be known is None."""
+    return {
+        "iterations": [first, last],
+        "samples": [consumed_before(s, first, "consumed_samples"),
+                    finite_int(_at(s, last, "consumed_samples"))],
+        "tokens": [consumed_before(s, first, "consumed_tokens"),
+                   finite_int(_at(s, last, "consumed_tokens"))],
+    }
+
+
+# -- NaN, skipped, loss scale, learning rate, gaps -------------------------------------------
+def nan_iterations(s: pd.DataFrame) -> list[int]:
+    """Iterations whose loss or grad norm was NaN/inf, or that Megatron counted as NaN."""
+    return [int(i) for i in s.loc[s["is_nan"], "iteration"]]
+
+
+def skipped_iterations(s: pd.DataFrame) -> list[int]:
+    """Iterations whose line counted skipped iterations (fp16 overflow: the optimizer step
+    was skipped and the loss scale lowered). A line that counts every iteration of its
+    logging interval as skipped (Megatron's "number of skipped iterations: 10" at iteration 10
+    after 0) stands for all of them; otherwise which ones is unknown and the line's own
+    iteration is listed."""
+    sk = pd.to_numeric(s["skipped"], errors="coerce").fillna(0).astype(int).tolist()
+    its = [int(i) for i in s["iteration"]]
+    out: list[int] = []
+    for j, (it, k) in enumerate(zip(its, sk, strict=True)):
+        if k <= 0:
+            continue
+        prev = its[j - 1] if j else 0
+        out.extend(range(it - k + 1, it + 1) if k > 1 and it - prev == k else [it])
+    return out
+
+
+def loss_scale_collapses(s: pd.DataFrame, halvings: int = 4,
+                         floor: float = 1.0) -> list[dict[str, Any]]:
+    """Runs where the fp16 loss scale only fell, by ``2**halvings`` or more or down to
+    ``floor``: overflows on every step, the scaler halving without ever growing back."""
+    ls = s[["iteration", "loss_scale"]].dropna()
+    ls = ls[ls["loss_scale"] > 0]
+    out: list[dict[str, Any]] = []
+    if len(ls) < 2:
+        return out
+    it, v = ls["iteration"].to_numpy(), ls["loss_scale"].to_numpy(dtype=float)
+    a = 0
+    for i in range(1, len(v) + 1):
+        if i < len(v) and v[i] <= v[i - 1]:
+            continue
+        while a + 1 < i and v[a + 1] >= v[a]:  # the collapse starts where the plateau ends
+            a += 1
+        lo = v[i - 1]
+        if v[a] > lo and (v[a] / lo >= 2 ** halvings or lo <= floor):
+            out.append({"start_iteration": int(it[a]), "end_iteration": int(it[i - 1]),
+                        "from": float(v[a]), "to": float(lo),
+                        "halvings": round(math.log2(v[a] / lo), 2)})
+        a = i
+    return out
+
+
+def lr_jump(s: pd.DataFrame, first: int, peak: int, factor: float = 1.5,
+            before: int = 3) -> dict[str, Any] | None:
+    """A learning-rate step up by ``factor`` or more between consecutive logged points, from
+    ``before`` points ahead of ``first`` to ``peak`` (a scheduler reset or a wrong LR on
+    resume); warmup's gentle ramp does not qualify."""
+    lr = s[["iteration", "lr"]].dropna()
+    lr = lr[lr["lr"] > 0]
+    if len(lr) < 2:
+        return None
+    pos = int(np.searchsorted(lr["iteration"].to_numpy(), first))
+    sub = lr.iloc[max(pos - before, 0) :]
+    sub = sub[sub["iteration"] <= peak]
+    if len(sub) < 2:
+        return None
+    v, its = sub["lr"].to_numpy(dtype=float), sub["iteration"].to_numpy()
+    ratio = v[1:] / v[:-1]
+    k = int(np.argmax(ratio))
+    if ratio[k] < factor:
+        return None
+    return {"iteration": int(its[k + 1]), "from": float(v[k]), "to": float(v[k + 1]),
+            "ratio": float(ratio[k])}
+
+
+def gaps(s: pd.DataFrame, first: int, last: int) -> list[tuple[int, int]]:
+    """Runs of iterations missing from the log between ``first`` and ``last`` (wider than
+    twice the usual logging stride), as (first missing, last missing)."""
+    its = s["iteration"].to_numpy()
+    if len(its) < 2:
+        return []
+    d = np.diff(its)
+    stride = max(int(np.median(d)), 1)
+    out = []
+    for k in np.flatnonzero(d > 2 * stride):
+        a, b = int(its[k]) + 1, int(its[k + 1]) - 1
+        if b >= first and a <= last:
+            out.append((a, b))
+    return out
+
+
+# -- checkpoints -----------------------------------------------------------------------------
+def checkpoint_iterations(incident: Incident) -> list[int]:
+    """Iterations with a saved (or loaded) checkpoint, from the ``checkpoints`` table when
+    the logs had checkpoint lines; failed saves are left out."""
+    ck = incident.tables.get("checkpoints")
+    if ck is None or not isinstance(ck, pd.DataFrame) or not len(ck):
+        return []
+    col = next((c for c in ("iteration", "step", "global_step") if c in ck.columns), None)
+    if col is None:
+        return []
+    rows = ck
+    if "kind" in ck.columns:  # save_start | saved | loaded: a started save may never finish
+        kind = ck["kind"].astype("string")
+        rows = ck[~kind.str.contains("fail|error|abort", case=False, na=False, regex=True)]
+        done = rows[~rows["kind"].astype("string").str.contains("start", case=False, na=False)]
+        rows = done if len(done) else rows
+    vals = pd.to_numeric(rows[col], errors="coerce").dropna()
+    return sorted({int(v) for v in vals if v >= 0})
+
+
+def rollback_point(first_bad: int, checkpoints: list[int],
+                   checkpoint_interval: int | None = None) -> int | None:
+    """The last checkpoint strictly before ``first_bad`` (the state before its batch): from
+    the checkpoint lines, else the last multiple of ``checkpoint_interval``."""
+    before = [c for c in checkpoints if c < first_bad]
+    if before:
+        return max(before)
+    if checkpoint_interval and checkpoint_interval > 0:
+        r = ((first_bad - 1) // checkpoint_interval) * checkpoint_interval
+        return r if r > 0 else None
+    return None
+
+
+# -- views -----------------------------------------------------------------------------------
+def spike_rows(s: pd.DataFrame, spike: dict[str, Any], before: int = 3,
+               after: int = 3) -> pd.DataFrame:
+    """The iterations around one spike: ``before`` logged points ahead of its first sign to
+    ``after`` points past its recovery (or peak)."""
+    first = spike["data_window"]["iterations"][0]
+    last = spike["recovered_iteration"] or spike["peak_iteration"]
+    its = s["iteration"].to_numpy()
+    a = max(int(np.searchsorted(its, first)) - before, 0)
+    b = int(np.searchsorted(its, last, side="right")) + after
+    cols = ["iteration", "loss", "grad_norm", "lr", "loss_scale", "consumed_samples", "source"]
+    return s.iloc[a:b][cols]
