@@ -21,6 +21,7 @@ from test_timeout import Boom
 from traindoc import plots, schema
 from traindoc.diagnose import deadlock
 from traindoc.diagnose.collectives import first_mismatch
+from traindoc.diagnose.deadlock import stacks as deadlock_stacks
 from traindoc.parse.flight_recorder import read_dump
 
 FIX = ROOT / "tests" / "data" / "pyspy"
@@ -316,7 +317,7 @@ def test_no_stacks_is_a_finding_not_a_crash(tmp_path: Path, content: str) -> Non
 
 
 def test_groups_figure(tmp_path: Path) -> None:
-    views = deadlock.tables(traindoc.load(BLOOM))
+    views = deadlock.analyse(traindoc.load(BLOOM)).tables()
     fig = plots.stack_groups(views["groups"])
     assert len(fig.axes[0].patches) == 5
     assert plots.save(fig, tmp_path, "g").stat().st_size > 1000
@@ -335,12 +336,30 @@ def test_a_lone_rank_in_a_collective_is_the_odd_one(tmp_path: Path) -> None:
     assert r.facts["outlier_members"] == ["a:1"] and r.facts["outlier_leaf"] == extra[0]
 
 
+
+@pytest.mark.parametrize("path", [BLOOM, DESYNC, DRILL_HANG], ids=lambda p: p.name)
+def test_report_of_analyse_is_diagnose(path: Path) -> None:
+    inc = traindoc.load(path)
+    a = deadlock.analyse(inc)
+    r = deadlock.report(a)
+    assert r.summary(inc) == deadlock.diagnose(inc).summary(inc)
+    assert a.outlier_members == r.facts["outlier_members"]
+    assert a.majority_leaf == r.facts["majority_leaf"] and a.mismatch == r.facts["first_mismatch"]
+    assert set(a.tables()) == {"processes", "groups", "outliers", "flight_recorder"}
+    assert int(a.processes["outlier"].sum()) == len(a.outliers)
+    assert int(a.groups["count"].sum()) == r.facts["processes_seen"]
+    with pytest.raises(AttributeError):
+        a.rule = "tie"  # frozen
+    procs, outliers, rule, _ = a  # the old tuple, for benchmarks/run.py
+    assert procs is a.procs and outliers == a.stack_outliers and rule == a.rule
+
 # -- the fast grouping against the plain one -----------------------------------------------------
 def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
                         depth: int | None = None) -> list[deadlock.Proc]:
     """``deadlock.processes`` as it was before it grouped plain lists and memoised per stack: a
     pandas groupby, one ``itertuples`` per process and every frame list matched per row."""
-    na, file_of, mains_names = deadlock._na, deadlock._file_of, deadlock.MAIN_THREAD_NAMES
+    na, file_of = deadlock_stacks._na, deadlock_stacks._file_of
+    mains_names = deadlock.MAIN_THREAD_NAMES
 
     def frames_of(row):
         return list(row.frames) if isinstance(row.frames, list) else []

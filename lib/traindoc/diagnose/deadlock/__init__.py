@@ -1,0 +1,69 @@
+"""A hang with no timeout: group every process by where its main thread is, name the one(s)
+that are somewhere else, and tie that to the flight recorder when dumps are there.
+
+``analyse(incident, thread=…, depth=…)`` gives a ``DeadlockAnalysis`` (the tables and values the
+runbook shows), ``report(analysis)`` the ``Report``; ``diagnose`` is the two in one call.
+Modules: ``stacks`` (frames, leaves, signatures, processes, ranks from the flight recorder),
+``analysis`` (groups, outliers, the flight-recorder view, known traps), ``report`` (the prose).
+
+Rules (documented because the runbook's facts depend on them):
+
+- **Processes.** One per (host, pid); else per rank; else per dump file. DataLoader worker and
+  pin-memory processes (``torch/utils/data/_utils/worker.py`` …) are helpers, not ranks: they
+  are counted apart. When one process was dumped several times, the last snapshot counts and
+  the others say whether it moved.
+- **Thread.** ``MainThread`` by default (``pt_main_thread`` in faulthandler's OS names; a
+  process with one unnamed thread uses it); ``thread="*"`` takes every thread except idle
+  helpers (pt_autograd, tqdm's monitor, pin_memory, and non-main threads parked in a stdlib
+  wait).
+- **Leaf.** The innermost *Python* frame that is not in the standard library's generic
+  blocking primitives (``threading``, ``queue``, ``selectors``, ``multiprocessing`` queues /
+  connections / locks, ``concurrent.futures``), printed as py-spy prints it,
+  ``function (file:line)``. Those primitives say *that* a thread waits, not *for what*; their
+  line numbers even change with the Python version (``wait (threading.py:306)`` on 3.8,
+  ``Condition.wait (threading.py:327)`` on 3.11). So the BLOOM eval hang's leaf is
+  ``_try_get_data (torch/utils/data/dataloader.py:1011)``, not the ``wait``/``get`` under it.
+  Native frames (``--native``) are skipped the same way. The ``stacks`` table's own ``leaf``
+  column stays the innermost frame as printed.
+- **Signature.** The leaf and the Python frames outside it (``depth`` of them; 0 = all): two
+  processes share a signature when they wait at the same place reached the same way.
+- **Outliers.** When some processes wait inside a collective (``torch.distributed`` /
+  DeepSpeed comm) and no more of them are outside one, those outside are the outliers: a
+  collective only finishes when every rank calls it, so the ranks outside it are the ones
+  everyone waits for. Otherwise (all, none or only a few in collectives — NCCL ranks often
+  block later, in ``.item()`` or a CUDA sync), the members of the strictly smallest group(s)
+  are. When the
+  stacks single out no one, a decisive flight-recorder disagreement (ranks missing from a
+  collective, or a minority that issued a different one) names them.
+- **Ranks** come from the logs (prefixes, per-rank files, ``trace-<host>-rank<N>.out``). When a
+  dump names no rank and flight-recorder dumps exist, a process whose Python call chain (torch
+  frames aside) equals a rank's last recorded collective's stack is that rank; one process and
+  one rank left over are matched by elimination. Either is reported as an inference.
+"""
+
+from .analysis import (
+    DeadlockAnalysis,
+    analyse,
+    find_outliers,
+    flight_recorder_table,
+    groups_table,
+)
+from .report import FACT_KEYS, diagnose, report
+from .stacks import (
+    MAIN_THREAD_NAMES,
+    Proc,
+    call_site,
+    in_collective,
+    infer_ranks,
+    is_helper_process,
+    is_idle_helper_thread,
+    key_leaf,
+    n_procs,
+    processes,
+    signature,
+)
+
+__all__ = ["FACT_KEYS", "MAIN_THREAD_NAMES", "DeadlockAnalysis", "Proc", "analyse", "call_site",
+           "diagnose", "find_outliers", "flight_recorder_table", "groups_table", "in_collective",
+           "infer_ranks", "is_helper_process", "is_idle_helper_thread", "key_leaf", "n_procs",
+           "processes", "report", "signature"]

@@ -1,0 +1,355 @@
+"""Stack dumps read as processes: frames split, the leaf a thread waits in, signatures, one
+``Proc`` per process (helpers set apart, the last snapshot counting), and ranks inferred from
+flight-recorder stacks when a dump names none (rules: the package docstring)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from ..common import as_int
+
+FRAME_RE = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
+# The standard library's blocking primitives: py-spy prints them relative to the stdlib
+# directory (``threading.py``), faulthandler with the full path (``…/lib/python3.11/…``).
+_STDLIB_DIR = r"(?:^|[/\\]lib(?:[/\\]python\d[\d.]*t?)?[/\\])"
+_WAIT_MODULES = (r"threading|queue|selectors|multiprocessing[/\\](?:queues|connection|synchronize"
+                 r"|pool)|concurrent[/\\]futures[/\\](?:_base|thread)")
+GENERIC_WAIT_RE = re.compile(rf"{_STDLIB_DIR}(?:{_WAIT_MODULES})\.py$", re.IGNORECASE)
+# Where a helper thread parks: the generic primitives plus signal.sigwait and socket waits.
+HELPER_WAIT_RE = re.compile(rf"{_STDLIB_DIR}(?:{_WAIT_MODULES}|signal|socket|socketserver)\.py$",
+                            re.IGNORECASE)
+HELPER_THREAD_RE = re.compile(
+    r"^(?:pt_autograd|pt_thread_pool|pt_tensorpipe|QueueFeederThread|TMonitor|tqdm)"
+    r"|pin_memory|_monitor|tqdm", re.IGNORECASE)
+HELPER_PROCESS_RE = re.compile(
+    r"torch[/\\]utils[/\\]data[/\\]_utils[/\\](?:worker|pin_memory)\.py"
+    r"|torch[/\\]_inductor[/\\]compile_worker")
+COLLECTIVE_RE = re.compile(
+    r"torch[/\\]distributed[/\\](?:distributed_c10d|_functional_collectives|c10d_logger)\.py$"
+    r"|deepspeed[/\\]comm[/\\](?:comm|torch|ccl)\.py$")
+TORCH_FILE_RE = re.compile(r"(?:^|[/\\])torch[/\\]")
+HEX_ADDR_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
+MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
+ARROW = " ← "
+
+
+@dataclass
+class Frame:
+    """One printed frame, split."""
+
+    text: str
+    func: str
+    file: str
+    line: int | None
+
+    @property
+    def python(self) -> bool:
+        """A Python frame (py-spy marks native ones by their library, e.g. ``libc.so.6``)."""
+        return self.file.endswith((".py", ".pyx", ".pyw")) or self.file.startswith("<")
+
+
+def split_frame(text: str) -> Frame:
+    """``function (file:line)`` into its parts (the whole text as function when it is not)."""
+    m = FRAME_RE.match(text)
+    if not m:
+        return Frame(text, text, "", None)
+    return Frame(text, m["func"], m["file"], int(m["line"]) if m["line"] else None)
+
+
+def key_leaf_index(frames: list[str]) -> int | None:
+    """Index of the frame that names where a thread waits (see the module's rules)."""
+    parts = [split_frame(f) for f in frames]
+    for i, p in enumerate(parts):
+        if p.python and not GENERIC_WAIT_RE.search(p.file):
+            return i
+    for i, p in enumerate(parts):
+        if p.python:
+            return i
+    for i, p in enumerate(parts):
+        if not HEX_ADDR_RE.match(p.func):
+            return i
+    return 0 if frames else None
+
+
+def key_leaf(frames: list[str]) -> str | None:
+    """The leaf a deadlock report names: ``function (file:line)``."""
+    i = key_leaf_index(frames)
+    return None if i is None else frames[i]
+
+
+def signature(frames: list[str], depth: int | None = None) -> str:
+    """The leaf and the Python frames outside it (``depth`` frames; None/0: all), joined."""
+    i = key_leaf_index(frames)
+    if i is None:
+        return ""
+    python = [f for f in frames[i:] if split_frame(f).python]
+    chain = python or [f for f in frames[i:] if not HEX_ADDR_RE.match(split_frame(f).func)]
+    if depth:
+        chain = chain[:depth]
+    return ARROW.join(chain)
+
+
+def in_collective(frames: list[str]) -> bool:
+    """True when a frame is inside a torch.distributed / DeepSpeed collective."""
+    return any(COLLECTIVE_RE.search(split_frame(f).file) for f in frames)
+
+
+def is_helper_process(frames: list[str]) -> bool:
+    """A DataLoader worker / pin-memory / compile-worker process (not a rank)."""
+    return any(HELPER_PROCESS_RE.search(split_frame(f).file) for f in frames)
+
+
+def is_idle_helper_thread(name: str | None, frames: list[str]) -> bool:
+    """A non-main thread that is a known helper or parked in a stdlib wait."""
+    if name in MAIN_THREAD_NAMES:
+        return False
+    if name and HELPER_THREAD_RE.search(name):
+        return True
+    py = [split_frame(f) for f in frames if split_frame(f).python]
+    return not py or bool(HELPER_WAIT_RE.search(py[0].file))
+
+
+def _na(v: Any) -> Any:
+    """The value itself, None when it is missing (None, NA, NaN)."""
+    return None if v is None or v is pd.NA or (isinstance(v, float) and pd.isna(v)) else v
+
+
+def _file_of(source: Any) -> str:
+    s = str(source or "?")
+    s = s.split("#", 1)[0]
+    return s.rsplit(":", 1)[0] if LINE_SUFFIX_RE.search(s) else s
+
+
+@dataclass
+class Proc:
+    """One process's state, as the runbook groups it."""
+
+    key: tuple[Any, ...]
+    rank: int | None
+    host: str | None
+    pid: int | None
+    frames: list[str]
+    leaf: str | None
+    signature: str
+    in_collective: bool
+    helper: bool
+    source: str
+    line: str
+    thread: str | None = None
+    state: str | None = None
+    cmd: str | None = None
+    snapshots: int = 1
+    moved: bool = False
+    rank_inferred: str | None = None  # how the rank was inferred, when it was
+    threads: list[str] = field(default_factory=list)
+    count: int = 1  # processes it stands for (a condensed listing's "6 processes are in:")
+
+    @property
+    def member(self) -> Any:
+        """The rank, else ``host:pid``, else the dump file."""
+        if self.rank is not None:
+            return self.rank
+        if self.pid is not None:
+            return f"{self.host or '?'}:{self.pid}"
+        return f"{self.host}:{PurePath(_file_of(self.source)).name}" if self.host else _file_of(
+            self.source)
+
+
+class _Row(NamedTuple):
+    """The ``stacks`` columns a process is built from, one row."""
+
+    host: Any
+    pid: Any
+    rank: Any
+    tid: Any
+    thread: Any
+    state: Any
+    cmd: Any
+    frames: Any
+    source: Any
+    line: Any
+    count: Any
+
+
+def n_procs(procs: list[Proc]) -> int:
+    """How many processes these stand for (a condensed listing's row counts for several)."""
+    return sum(p.count for p in procs)
+
+
+class _FrameMemo:
+    """Per-call caches of what a frame list yields: thousands of processes share a handful of
+    stacks, so each distinct stack is split and matched once."""
+
+    def __init__(self, depth: int | None) -> None:
+        self.depth = depth
+        self._sig: dict[tuple[str, ...], str] = {}
+        self._idle: dict[tuple[Any, tuple[str, ...]], bool] = {}
+
+    def signature(self, row: _Row) -> str:
+        key = _frame_key(row)
+        sig = self._sig.get(key)
+        if sig is None:
+            sig = self._sig[key] = signature(list(key), self.depth)
+        return sig
+
+    def idle_helper(self, row: _Row) -> bool:
+        key = (_na(row.thread), _frame_key(row))
+        idle = self._idle.get(key)
+        if idle is None:
+            idle = self._idle[key] = is_idle_helper_thread(key[0], list(key[1]))
+        return idle
+
+
+def _frame_key(row: _Row) -> tuple[str, ...]:
+    return tuple(row.frames) if isinstance(row.frames, list) else ()
+
+
+def processes(stacks: pd.DataFrame, thread: str = "MainThread",
+              depth: int | None = None) -> list[Proc]:
+    """One ``Proc`` per process seen in the ``stacks`` table (dump errors left out)."""
+    if not len(stacks):
+        return []
+    df = stacks[stacks["state"].fillna("") != "dump_error"]
+    if not len(df):
+        return []
+    # Plain Python lists and a dict of rows per process, in table order: a DataFrame groupby
+    # with a sub-frame per process costs far more than the work done on each.
+    cols = [list(df[c]) if c in df else [None] * len(df) for c in _Row._fields]
+    groups: dict[tuple[Any, ...], list[_Row]] = {}
+    for row in map(_Row._make, zip(*cols, strict=True)):
+        host, pid, rank = _na(row.host), _na(row.pid), _na(row.rank)
+        if pid is not None:
+            key: tuple[Any, ...] = ("pid", host, int(pid))
+        elif rank is not None:
+            key = ("rank", host, int(rank))
+        else:
+            key = ("file", host, _file_of(row.source))
+        groups.setdefault(key, []).append(row)
+    memo = _FrameMemo(depth)
+    leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]] = {}
+    out: list[Proc] = []
+    for key, rows in groups.items():
+        chosen = _choose_threads(rows, thread, memo)
+        if not chosen:
+            continue
+        snaps = _snapshots(chosen)
+        last = snaps[-1]
+        mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
+        first = mains[0] if mains else last[0]
+        fkey = _frame_key(first)
+        if fkey not in leaf_memo:
+            frames = list(fkey)
+            leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
+        leaf, coll, helper = leaf_memo[fkey]
+        sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
+        out.append(Proc(
+            key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
+            frames=list(fkey), leaf=leaf, signature=sigs[-1],
+            in_collective=coll, helper=helper,
+            source=str(first.source), line=str(_na(first.line) or ""),
+            thread=_na(first.thread), state=_na(first.state), cmd=_na(first.cmd),
+            snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
+            threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
+    return out
+
+
+def _choose_threads(rows: list[_Row], thread: str, memo: _FrameMemo) -> list[_Row]:
+    if thread == "*":
+        keep = [r for r in rows if not memo.idle_helper(r)]
+        return keep or [r for r in rows if _na(r.thread) in MAIN_THREAD_NAMES]
+    names = MAIN_THREAD_NAMES if thread in MAIN_THREAD_NAMES else (thread,)
+    chosen = [r for r in rows if _na(r.thread) in names]
+    if chosen:
+        return chosen
+    tids = {_na(r.tid) for r in rows}
+    if all(_na(r.thread) is None for r in rows):
+        if len(tids) == 1:
+            return rows  # a one-thread process that printed no thread name
+        # no names at all (old py-spy, `ray stack`): the main thread runs the script's <module>
+        mains = [r for r in rows if isinstance(r.frames, list) and r.frames
+                 and str(r.frames[-1]).startswith("<module> ")]
+        if len({_na(r.tid) for r in mains}) == 1:
+            return mains
+    return []
+
+
+def _snapshots(rows: list[_Row]) -> list[list[_Row]]:
+    """Rows of the same thread seen again start a new snapshot of the process."""
+    snaps: list[list[_Row]] = []
+    seen: set[Any] = set()
+    for r in rows:  # already in table order
+        tid = (_na(r.tid), _na(r.thread))
+        if tid in seen or not snaps:
+            snaps.append([])
+            seen = set()
+        seen.add(tid)
+        snaps[-1].append(r)
+    return snaps
+
+
+# -- ranks from the flight recorder --------------------------------------------------------
+def _user_chain(frames: list[tuple[str, int | None]]) -> list[tuple[str, int | None]]:
+    return [(f, ln) for f, ln in frames if not TORCH_FILE_RE.search(f) and f]
+
+
+def _same_site(a: str, b: str) -> bool:
+    a, b = a.replace("\\", "/"), b.replace("\\", "/")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def infer_ranks(procs: list[Proc], collectives: pd.DataFrame) -> dict[tuple[Any, ...], tuple[int, str]]:
+    """Ranks for rank-less processes from flight-recorder stacks (see the module's rules):
+    process key -> (rank, how)."""
+    todo = [p for p in procs if p.rank is None and not p.helper]
+    c = collectives
+    if not todo or not len(c) or "frames" not in c:
+        return {}
+    fr = c[c["source"].str.contains("#entry", regex=False, na=False) & c["rank"].notna()]
+    if not len(fr):
+        return {}
+    known = {p.rank for p in procs if p.rank is not None}
+    last: dict[int, list[tuple[str, int | None]]] = {}
+    for rank, g in fr.groupby("rank"):
+        if int(rank) in known:
+            continue
+        row = g.iloc[-1]
+        frames = row["frames"] if isinstance(row["frames"], list) else []
+        last[int(rank)] = _user_chain([(split_frame(f).file, split_frame(f).line) for f in frames])
+    cand: dict[int, list[Proc]] = {r: [] for r in last}
+    for p in todo:
+        chain = _user_chain([(split_frame(f).file, split_frame(f).line) for f in p.frames
+                             if split_frame(f).python])
+        for r, fchain in last.items():
+            if fchain and len(fchain) == len(chain) and all(
+                    _same_site(a, b) and la == lb for (a, la), (b, lb) in zip(fchain, chain, strict=True)):
+                cand[r].append(p)
+    out: dict[tuple[Any, ...], tuple[int, str]] = {}
+    for r, ps in cand.items():
+        if len(ps) == 1 and sum(ps[0] in v for v in cand.values()) == 1:
+            out[ps[0].key] = (r, f"its stack is rank {r}'s last recorded collective's call stack")
+    left_p = [p for p in todo if p.key not in out]
+    left_r = [r for r in last if r not in {v[0] for v in out.values()}]
+    if out and len(left_p) == 1 and len(left_r) == 1 and len(todo) == len(last):
+        out[left_p[0].key] = (left_r[0], "by elimination: the one process and the one "
+                                         "flight-recorder rank not matched otherwise")
+    return out
+
+
+def call_site(frames: list[str]) -> str | None:
+    """The first frame outside torch.distributed / DeepSpeed comm beyond the leaf: the line of
+    the program that issued the collective (or the wait)."""
+    i = key_leaf_index(frames)
+    if i is None:
+        return None
+    for f in frames[i + 1:]:
+        p = split_frame(f)
+        if p.python and not COLLECTIVE_RE.search(p.file) and not TORCH_FILE_RE.search(p.file):
+            return f
+    return None
+
