@@ -196,7 +196,7 @@ def test_plan_finds_every_node_within_the_worst_case(expr: str, spares: int) -> 
 
 def test_large_plans_use_the_worst_case_optimal_split(monkeypatch) -> None:
     full = tp.plan_table(200, 7)[0]
-    monkeypatch.setattr(tp, "DP_LIMIT", 0)
+    monkeypatch.setattr("traindoc.diagnose.throughput.bisect.DP_LIMIT", 0)
     assert tp.plan_table(200, 7)[0] == full
 
 
@@ -330,7 +330,7 @@ def test_eval_line_is_set_aside(tmp_path: Path) -> None:
     a = tp.analyse(inc)
     assert a.events["iteration"].tolist() == [45000]
     assert len(a.used) == len(a.series) - 2
-    assert tp.report_from(a, inc).facts["change_iteration"] is None
+    assert tp.report(a).facts["change_iteration"] is None
 
 
 def test_no_metric_is_a_finding_with_all_keys() -> None:
@@ -403,3 +403,25 @@ def test_a_staircase_reports_the_level_it_reached() -> None:
     ch = find_change(x, higher_is_better=False)
     assert ch is not None and ch.shape == "gradual"
     assert 0.92 <= ch.degraded <= 0.95 and 50 <= ch.drop_pct <= 62
+
+
+def test_report_of_the_analysis_is_the_diagnosis() -> None:
+    # the runbook calls analyse once and report on it: the same Report as diagnose
+    import dataclasses
+
+    inc = traindoc.load(SEED)
+    a = tp.analyse(inc, hosts="jean-zay-iam[01-48]", spare_nodes=2, job_script="tr11.slurm")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.metric = "mfu"  # type: ignore[misc]
+    r = tp.diagnose(inc, hosts="jean-zay-iam[01-48]", spare_nodes=2, job_script="tr11.slurm")
+    assert tp.report(a).summary(inc) == r.summary(inc)
+    # the notebook's tables come from the analysis and agree with the facts
+    table = dict(zip(a.change_table()["what"], a.change_table()["value"], strict=True))
+    assert table["change at iteration"] == str(r.facts["change_iteration"])
+    assert a.bisect_plan == r.facts["bisect_plan"] and a.bisect_plan["spares"] == 2
+    assert len(a.plan_frame()) == len(a.bisect_plan["steps"])
+    assert a.plan_frame()["sbatch"].iloc[0].endswith("tr11.slurm")
+    cost = dict(zip(a.cost_table()["what"], a.cost_table()["value"], strict=True))
+    assert cost["days lost"] == str(r.facts["days_lost"])
+    assert a.suspect_hosts == r.facts["suspect_hosts"] == []
+

@@ -1,0 +1,71 @@
+"""Throughput drop: when it started, by how much, which rank or node, and how to find it fast.
+
+The method, step by step (each a pure function, unit-tested; the modules are named at the end):
+
+1. ``metric_series``: one value per logged iteration of the chosen metric (TFLOPs, tokens/s,
+   samples/s, or seconds per iteration), the median across ranks when several ranks log it;
+   tqdm's s/it when no iteration line carries a metric. Iteration numbers going back start a
+   new *run* (a restart from a checkpoint).
+2. ``mask_events``: the logged iteration at and right after each eval (``validation loss at
+   iteration N``) or checkpoint save is set aside — eval and save time lands in the next
+   logged iteration's elapsed time, and those slow points are expected, not a change.
+3. ``despike``: a Hampel filter (window median ± k·MAD) replaces isolated outliers by the local
+   median; a run of ``min_segment`` or more outliers on the same side is kept (it may be the
+   start of a real change, e.g. a drop in the last few iterations).
+4. ``find_change``: the best two-segment split (the one minimising the sum of absolute
+   deviations from each segment's median), over splits where the second segment is *worse*,
+   each segment at least ``min_segment`` points. It is a change only if the level shift is at
+   least ``threshold`` robust standard errors (noise scale: 1.4826 · the median absolute
+   residual, standard error of a median difference 1.2533·σ·√(1/n₁+1/n₂)) **and** at least
+   ``min_drop_pct`` of throughput — or, for short noisy series, when the two segments do not
+   overlap at all, each at least ``SEPARATED_MIN`` points long and ``SEPARATED_DROP_PCT`` apart
+   (every point after worse than every point before: by chance at most one in C(n, k) per
+   split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s). Medians make the split blind to short transients, so eval and
+   save slowdowns in the middle of a series never make a change; the minimum segment length of
+   2 lets a drop in the last two logged iterations count (the BLOOM seed: 3 points at ~149, 2
+   at ~141.7), while a single slow last iteration does not.
+5. Who is slow: per-rank iteration times, Megatron's straggler detector and per-rank timers,
+   per-host benchmark tables, and flight-recorder arrival lags (the rank that enqueues each
+   collective last), each compared against its peers with a robust z-score.
+6. Without a named culprit: a bisection plan over the node list — the sequence of ``sbatch
+   --exclude=`` sets, at most ``spare_nodes`` at a time, that finds one slow node in the fewest
+   restarts in the worst case (optimal by dynamic programming; checked against brute force).
+7. What it costs: the remaining iterations at the baseline and at the degraded rate.
+
+Where it lives: ``series`` (steps 1-2, restarts and gaps), ``change`` (3-4), ``suspects`` (5),
+``bisect`` (6), ``analysis`` (``analyse`` → ``ThroughputAnalysis``: every table the runbook
+shows, and 7) and ``report`` (``report``: findings, verdict, actions; ``diagnose`` = both).
+"""
+
+from .analysis import LastStep, ThroughputAnalysis, analyse, eta_days
+from .bisect import bisect_plan, host_list, plan_frame, plan_table, runs_by_spares, worst_case_runs
+from .change import Change, despike, drop_pct, find_change, noise_sigma
+from .report import FACT_KEYS, diagnose, report
+from .series import (
+    AUTO_ORDER,
+    METRICS,
+    MetricSpec,
+    choose_metric,
+    discontinuities,
+    events,
+    mask_events,
+    metric_series,
+    per_iteration_from_intervals,
+    per_iteration_seconds,
+)
+from .suspects import (
+    arrival_lags,
+    benchmark_outliers,
+    peer_outliers,
+    rank_step_times,
+    straggler_reports,
+    timer_outliers,
+)
+
+__all__ = ["AUTO_ORDER", "Change", "FACT_KEYS", "LastStep", "METRICS", "MetricSpec",
+           "ThroughputAnalysis", "analyse", "arrival_lags", "benchmark_outliers", "bisect_plan",
+           "choose_metric", "despike", "diagnose", "discontinuities", "drop_pct", "eta_days",
+           "events", "find_change", "host_list", "mask_events", "metric_series", "noise_sigma",
+           "peer_outliers", "per_iteration_from_intervals", "per_iteration_seconds",
+           "plan_frame", "plan_table", "rank_step_times", "report", "runs_by_spares",
+           "straggler_reports", "timer_outliers", "worst_case_runs"]

@@ -1,0 +1,227 @@
+"""The change point: transients filtered out (``despike``), then the best two-level split and
+whether it is a lasting change for the worse (``find_change``), its shape and recovery."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826
+MEDIAN_SE = 1.2533  # sd of a sample median / (sigma / sqrt(n)) for normal noise
+
+
+def _rolling(values: np.ndarray, half: int, fn: Any) -> np.ndarray:
+    """``fn`` over the centred window of ``2*half+1`` points (cut at the ends)."""
+    padded = np.concatenate([np.full(half, np.nan), values, np.full(half, np.nan)])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * half + 1)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows at the very ends
+        return fn(windows, axis=1)
+
+
+def _side_medians(x: np.ndarray, half: int) -> tuple[np.ndarray, np.ndarray]:
+    """Median of the ``half`` points before and after each point (NaN where there are none)."""
+    pad = np.full(half, np.nan)
+    padded = np.concatenate([pad, x, pad])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, half)
+    n = len(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        left = np.nanmedian(windows[:n], axis=1)
+        right = np.nanmedian(windows[half + 1 : half + 1 + n], axis=1)
+    return left, right
+
+
+def despike(values: np.ndarray, half_window: int = 5, k: float = 3.0,
+            max_run: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Hampel filter, two-sided: a point is an outlier when it is more than ``k`` robust sigmas
+    away from the median of the points before it *and* of the points after it, on the same side
+    (a point next to a level shift agrees with one side, so it is not flagged). Outliers are
+    replaced by the window median — but only in runs of at most ``max_run`` consecutive
+    outliers on the same side (a longer run may be a real level shift). Returns (cleaned
+    values, replaced mask)."""
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 3:
+        return x.copy(), np.zeros(n, dtype=bool)
+    med = _rolling(x, half_window, np.nanmedian)
+    mad = _rolling(np.abs(x - med), half_window, np.nanmedian)
+    left, right = _side_medians(x, half_window)
+    floor = max(noise_sigma(x), 1e-3 * abs(float(np.nanmedian(x))), 1e-12)
+    scale = np.maximum(MAD_TO_SIGMA * np.nan_to_num(mad), floor)
+    dl = x - left
+    dr = x - right
+    # An end point has one side only: it must also differ from its neighbour, else the last two
+    # points agreeing with each other (a drop in the last iterations) would count as a spike.
+    dr[-1] = x[-1] - x[-2]
+    dl[0] = x[0] - x[1]
+    up = np.fmin(dl, dr)  # both sides (or the only side) below x
+    down = np.fmax(dl, dr)
+    sign = np.where(up > k * scale, 1, np.where(down < -k * scale, -1, 0))
+    # ... unless that neighbour is itself as far out on the same side (a slide still going in
+    # the last iterations: 98 → 46 → 23 samples/s is no spike at 23)
+    for end, nb in ((n - 1, n - 2), (0, 1)):
+        base = left[end] if end else right[end]
+        if sign[end] and np.isfinite(base) and (x[nb] - base) * sign[end] > k * scale[end]:
+            sign[end] = 0
+    out = x.copy()
+    replaced = np.zeros(n, dtype=bool)
+    i = 0
+    while i < n:
+        if sign[i] == 0:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and sign[j + 1] == sign[i]:
+            j += 1
+        if j - i + 1 <= max_run:
+            out[i : j + 1] = med[i : j + 1]
+            replaced[i : j + 1] = True
+        i = j + 1
+    return out, replaced
+
+
+@dataclass
+class Change:
+    """A lasting level shift found by ``find_change`` (positions index the analysed values)."""
+
+    index: int  # first position of the degraded segment
+    baseline: float
+    degraded: float
+    drop_pct: float  # throughput lost, percent (positive: slower)
+    z: float  # shift in robust standard errors
+    sigma: float  # robust per-point noise
+    n_before: int
+    n_after: int
+    shape: str = "step"  # "step" or "gradual"
+    onset: int | None = None  # first position of the departure from baseline (gradual)
+    recovered: bool = False  # the last points are back near the baseline
+
+
+def drop_pct(baseline: float, degraded: float, higher_is_better: bool) -> float:
+    """Throughput lost in percent: for a rate (baseline-degraded)/baseline; for a time per
+    iteration 1 - baseline/degraded (the rate is its inverse)."""
+    if higher_is_better:
+        return (baseline - degraded) / baseline * 100.0 if baseline else 0.0
+    return (1.0 - baseline / degraded) * 100.0 if degraded else 0.0
+
+
+def _sad(a: np.ndarray) -> tuple[float, float]:
+    m = float(np.median(a))
+    return m, float(np.abs(a - m).sum())
+
+
+def _best_split(x: np.ndarray, higher_is_better: bool, m: int,
+                candidates: range | list[int]) -> tuple[int, float] | None:
+    best: tuple[int, float] | None = None
+    for s in candidates:
+        ma, ca = _sad(x[:s])
+        mb, cb = _sad(x[s:])
+        worse = mb < ma if higher_is_better else mb > ma
+        if not worse:
+            continue
+        if best is None or ca + cb < best[1]:
+            best = (s, ca + cb)
+    return best
+
+
+def noise_sigma(x: np.ndarray, split: int | None = None) -> float:
+    """Robust per-point noise: the larger of 1.4826·MAD of first differences / √2 (blind to a
+    level shift, which moves one difference) and 1.4826·median |residual| about each segment's
+    median (the residuals of the best split alone are biased low: the split minimises them)."""
+    x = np.asarray(x, dtype=float)
+    d = np.diff(x)
+    s_diff = MAD_TO_SIGMA * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2) if len(
+        d) else 0.0
+    if split is None:
+        resid = x - np.median(x)
+    else:
+        resid = np.concatenate([x[:split] - np.median(x[:split]), x[split:] - np.median(x[split:])])
+    s_res = MAD_TO_SIGMA * float(np.median(np.abs(resid))) if len(resid) else 0.0
+    return max(s_diff, s_res)
+
+
+def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2,
+                threshold: float = 4.0, min_drop_pct: float = 1.0,
+                coarse_above: int = 3000) -> Change | None:
+    """The lasting change for the worse in ``values`` (positions in order), or None when the
+    best two-segment split is not significant (see the module docstring)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    m = max(1, int(min_segment))
+    if n < 2 * m:
+        return None
+    if n > coarse_above:  # coarse pass on block medians, then refine around the best block
+        b = math.ceil(n / (coarse_above // 2))
+        nb = n // b
+        blocks = np.median(x[: nb * b].reshape(nb, b), axis=1)
+        mb_ = max(1, math.ceil(m / b))
+        coarse = _best_split(blocks, higher_is_better, mb_, range(mb_, nb - mb_ + 1))
+        if coarse is None:
+            return None
+        lo = max(m, (coarse[0] - 2) * b)
+        hi = min(n - m, (coarse[0] + 2) * b)
+        best = _best_split(x, higher_is_better, m, range(lo, hi + 1))
+    else:
+        best = _best_split(x, higher_is_better, m, range(m, n - m + 1))
+    if best is None:
+        return None
+    s = best[0]
+    a, b2 = x[:s], x[s:]
+    ma, mb = float(np.median(a)), float(np.median(b2))
+    sigma = noise_sigma(x, s)
+    sigma = max(sigma, 1e-3 * abs(ma), 1e-12)
+    se = MEDIAN_SE * sigma * math.sqrt(1.0 / len(a) + 1.0 / len(b2))
+    z = abs(mb - ma) / se
+    pct = drop_pct(ma, mb, higher_is_better)
+    if pct < min_drop_pct or (z < threshold and not _separated(a, b2, higher_is_better, pct)):
+        return None
+    mid = (ma + mb) / 2  # each level must hold for min_segment points, not just its median
+    if int(((a - mid) * (ma - mid) > 0).sum()) < m or int(((b2 - mid) * (mb - mid) > 0).sum()) < m:
+        return None
+    ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
+    _shape(x, ch, m, higher_is_better)
+    return ch
+
+
+SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
+SEPARATED_DROP_PCT = 5.0
+
+
+def _separated(a: np.ndarray, b: np.ndarray, higher_is_better: bool, pct: float) -> bool:
+    """Every point of ``b`` worse than every point of ``a``, both long enough, and far apart."""
+    if min(len(a), len(b)) < SEPARATED_MIN or pct < SEPARATED_DROP_PCT:
+        return False
+    return bool(b.max() < a.min()) if higher_is_better else bool(b.min() > a.max())
+
+
+def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> None:
+    """Step or gradual, where the departure began, and whether the tail recovered."""
+    w = max(1, m // 2)
+    sm = _rolling(x, w, np.nanmedian) if len(x) > 2 * w else x
+    frac = (sm - ch.baseline) / (ch.degraded - ch.baseline)
+    onset = ch.index
+    while onset > 0 and frac[onset - 1] > 0.25:
+        onset -= 1
+    settle = ch.index
+    while settle < len(x) - 1 and frac[settle] < 0.75:
+        settle += 1
+    ch.onset = onset
+    ch.shape = "gradual" if settle - onset > max(2, 2 * w + 1) else "step"
+    tail = x[-max(m, min(20, ch.n_after // 4)) :]
+    t = float(np.median(tail))
+    ch.recovered = ch.n_after >= 4 * m and abs(t - ch.baseline) < abs(t - ch.degraded)
+    if ch.shape == "gradual" and not ch.recovered and abs(t - ch.baseline) > abs(ch.degraded - ch.baseline):
+        # still getting worse at the end (a staircase, a leak): the level it reached is the
+        # degraded one, not the median over the whole slide
+        ch.degraded = t
+        ch.drop_pct = drop_pct(ch.baseline, t, higher_is_better)
+
+
+__all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "Change",
+           "despike", "drop_pct", "find_change", "noise_sigma"]

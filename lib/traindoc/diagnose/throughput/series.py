@@ -1,0 +1,220 @@
+"""The throughput series: which metric, one value per logged iteration, and what to set aside
+(eval and checkpoint-save events, restarts and gaps in the iteration numbers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...incident import Incident
+from ..common import training_steps
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One throughput metric: its column in ``iterations``, label and direction."""
+
+    name: str
+    column: str
+    label: str
+    higher_is_better: bool
+
+
+METRICS: dict[str, MetricSpec] = {
+    "tflops": MetricSpec("tflops", "tflops", "TFLOPs per GPU", True),
+    "tokens_per_s_per_gpu": MetricSpec("tokens_per_s_per_gpu", "tokens_per_s_per_gpu",
+                                       "tokens/s per GPU", True),
+    "tokens_per_s": MetricSpec("tokens_per_s", "tokens_per_s", "tokens/s", True),
+    "samples_per_s": MetricSpec("samples_per_s", "samples_per_s", "samples/s", True),
+    "s_per_iteration": MetricSpec("s_per_iteration", "elapsed_s", "s/iteration", False),
+    "mfu": MetricSpec("mfu", "mfu", "MFU %", True),
+}
+AUTO_ORDER = ("tflops", "tokens_per_s_per_gpu", "tokens_per_s", "samples_per_s",
+              "s_per_iteration", "mfu")
+SERIES_COLUMNS = ["run", "iteration", "value", "ranks", "source", "line", "time"]
+EVENT_COLUMNS = ["iteration", "kind", "source", "line"]
+DISCONTINUITY_COLUMNS = ["position", "kind", "from_iteration", "to_iteration", "source", "line"]
+
+
+def steps_with_seconds(incident: Incident) -> pd.DataFrame:
+    """Training-step rows (``common.training_steps``) whose missing ``elapsed_s`` is filled
+    from the logging interval's wall time where the logs give one (``interval_s``)."""
+    it = training_steps(incident)
+    if "interval_s" in it and it["interval_s"].notna().any():
+        it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
+    return it
+
+
+def per_iteration_seconds(iterations: list[int], interval_s: list[float | None]) -> list[float | None]:
+    """Seconds per iteration from the wall time of each logging interval: the interval's time
+    over the iterations since the previous logged one. The first row's interval starts at 0
+    when its iteration equals the next gap (``iter: 100`` then ``iter: 200``), else is unknown."""
+    out: list[float | None] = []
+    for i, (it, t) in enumerate(zip(iterations, interval_s, strict=True)):
+        if i:
+            gap = it - iterations[i - 1]
+        else:
+            gap = it if len(iterations) > 1 and iterations[1] - it == it else 0
+        out.append(t / gap if t is not None and gap > 0 else None)
+    return out
+
+
+def per_iteration_from_intervals(it: pd.DataFrame) -> pd.Series:
+    """``per_iteration_seconds`` for each file and rank of an iterations table, in log order."""
+    out = pd.Series(pd.NA, index=it.index, dtype="Float64")
+    rows = it[it["interval_s"].notna()]
+    keys = [rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0],
+            rows["rank"].fillna(-1)]
+    for _, g in rows.groupby(keys, sort=False):
+        vals = per_iteration_seconds([int(x) for x in g["iteration"]],
+                                     [float(x) for x in g["interval_s"]])
+        out.loc[g.index] = pd.array(vals, dtype="Float64")
+    return out
+
+
+def _order(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows in log order: by file, then line number."""
+    src = df["source"].fillna("?:0").astype(str)
+    parts = src.str.rsplit(":", n=1)
+    return df.assign(_file=parts.str[0], _lineno=pd.to_numeric(parts.str[1], errors="coerce")
+                     .fillna(0)).sort_values(["_file", "_lineno"], kind="stable")
+
+
+def usable(values: pd.Series) -> pd.Series:
+    """Which values can be analysed: present and positive (a printed 0.00 is no reading)."""
+    v = values.astype("Float64")
+    return v.notna() & (v > 0)
+
+
+def usable_points(incident: Incident, metric: str) -> int:
+    """How many iteration lines carry a usable value of ``metric``."""
+    steps = steps_with_seconds(incident)
+    col = METRICS[metric].column
+    return int(usable(steps[col]).sum()) if col in steps else 0
+
+
+def choose_metric(incident: Incident, metric: str = "auto", min_points: int = 3) -> str | None:
+    """The metric to analyse: ``metric`` if it has data, else the first of ``AUTO_ORDER`` with
+    at least ``min_points`` positive values (a column of zeros, like TFLOPs 0.00 printed by a
+    job that cannot count its FLOPs, does not count); None when nothing has."""
+    steps = steps_with_seconds(incident)
+    names = ([metric] if metric in METRICS else []) + list(AUTO_ORDER)
+    for name in names:
+        col = METRICS[name].column
+        if col in steps and int(usable(steps[col]).sum()) >= min_points:
+            return name
+    # no iteration line carries a metric: tqdm's rate, as seconds per step
+    if len(_main_bar(incident.progress)) >= min_points:
+        return "s_per_iteration"
+    return None
+
+
+def _main_bar(progress: pd.DataFrame) -> pd.DataFrame:
+    """The training loop's tqdm rows (the bar with the largest total) that carry a rate."""
+    pr = progress[progress["step"].notna() & progress["rate"].notna() & (progress["rate"] > 0)]
+    if not len(pr):
+        return pr
+    if pr["total"].notna().any():
+        pr = pr[pr["total"] == pr["total"].max()]
+    return pr
+
+
+def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
+    """One row per logged iteration: run (restart count), iteration, value (median across the
+    ranks that logged it), ranks (how many), source, line, time. Ordered as the job ran."""
+    cols = SERIES_COLUMNS
+    spec = METRICS.get(metric)
+    if spec is None:
+        return pd.DataFrame(columns=cols)
+    steps = steps_with_seconds(incident)
+    if spec.column in steps and usable(steps[spec.column]).any():
+        rows = steps[usable(steps[spec.column])]
+        rows = rows.assign(value=rows[spec.column].astype(float))
+    else:
+        pr = _main_bar(incident.progress)
+        if not len(pr) or metric != "s_per_iteration":
+            return pd.DataFrame(columns=cols)
+        rows = pr.assign(iteration=pr["step"], value=1.0 / pr["rate"].astype(float))
+    rows = _order(rows)
+    rows = rows.assign(_rank=rows["rank"].fillna(-1).astype(int))
+    rows = rows.assign(iteration=rows["iteration"].astype("int64"))
+    back = (rows.groupby(["_file", "_rank"], sort=False)["iteration"].diff() < 0).astype(int)
+    rows = rows.assign(run=back.groupby([rows["_file"], rows["_rank"]]).cumsum())
+    g = rows.groupby(["run", "iteration"], sort=True)
+    out = g.agg(value=("value", "median"), ranks=("_rank", "nunique"), source=("source", "first"),
+                line=("line", "first"), time=("time", "first")).reset_index()
+    out["iteration"] = out["iteration"].astype(int)
+    return out[cols].reset_index(drop=True)
+
+
+def events(incident: Incident) -> pd.DataFrame:
+    """Eval and checkpoint-save events: iteration, kind ("eval"/"save"), source, line."""
+    frames = []
+    it = incident.iterations
+    if "event" in it:
+        ev = it[(it["event"] == "eval") & it["iteration"].notna()]
+        frames.append(ev.assign(kind="eval")[EVENT_COLUMNS])
+    ck = incident.tables.get("checkpoints")
+    if ck is not None and len(ck) and "kind" in ck and "iteration" in ck:
+        sv = ck[ck["kind"].fillna("").str.contains("save") & ck["iteration"].notna()]
+        frames.append(sv.assign(kind="save")[EVENT_COLUMNS])
+    if not frames:
+        return pd.DataFrame(columns=EVENT_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)
+    out = out.drop_duplicates(["iteration", "kind"]).sort_values("iteration", kind="stable")
+    return out.reset_index(drop=True)
+
+
+def mask_events(series: pd.DataFrame, event_iterations: list[int],
+                max_fraction: float = 0.4) -> np.ndarray:
+    """Boolean mask of series positions at an event's iteration or the first logged iteration
+    after it (where Megatron books eval and save time). Nothing is masked when that would hide
+    more than ``max_fraction`` of the series."""
+    n = len(series)
+    mask = np.zeros(n, dtype=bool)
+    if not n or not event_iterations:
+        return mask
+    its = series["iteration"].to_numpy(dtype=np.int64)
+    for e in set(int(e) for e in event_iterations):
+        mask |= its == e
+        after = np.nonzero(its > e)[0]
+        if len(after):
+            mask[after[0]] = True
+    return mask if mask.sum() <= max_fraction * n else np.zeros(n, dtype=bool)
+
+
+def discontinuities(series: pd.DataFrame, gap_factor: float = 3.0) -> pd.DataFrame:
+    """Restarts (iterations going back) and gaps (iterations or time jumping far beyond the
+    usual step) between consecutive logged iterations: position (of the row after), kind,
+    from_iteration, to_iteration, source, line."""
+    cols = DISCONTINUITY_COLUMNS
+    if len(series) < 2:
+        return pd.DataFrame(columns=cols)
+    its = series["iteration"].to_numpy(dtype=np.int64)
+    runs = series["run"].to_numpy()
+    d = np.diff(its)
+    step = float(np.median(d[d > 0])) if (d > 0).any() else 1.0
+    t = pd.to_datetime(series["time"], errors="coerce")
+    dt = t.diff().dt.total_seconds().to_numpy()
+    typical_dt = float(np.nanmedian(dt[1:][dt[1:] > 0])) if np.isfinite(dt[1:]).any() and (
+        dt[1:] > 0).any() else None
+    rows = []
+    for i in range(1, len(series)):
+        kind = None
+        if runs[i] != runs[i - 1] or its[i] < its[i - 1]:
+            kind = "restart"
+        elif its[i] - its[i - 1] > gap_factor * step:
+            kind = "gap"
+        elif typical_dt and np.isfinite(dt[i]) and dt[i] > max(gap_factor * 3 * typical_dt, 600):
+            kind = "pause"
+        if kind:
+            rows.append((i, kind, int(its[i - 1]), int(its[i]), series["source"].iloc[i],
+                         series["line"].iloc[i]))
+    return pd.DataFrame(rows, columns=cols)
+
+
+__all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "events",
+           "mask_events", "metric_series", "per_iteration_from_intervals",
+           "per_iteration_seconds", "steps_with_seconds", "usable", "usable_points"]
