@@ -49,8 +49,8 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
     """One measurement in this (fresh) process."""
     sys.path.insert(0, str(ROOT / "lib"))
     import traindoc
-    from traindoc.ingest import fast_engine_status, registry
-    from traindoc.load import parsers_for
+    from traindoc.reader.fast import fast_engine_status, registry
+    from traindoc.reader.lines import parsers_for
 
     tables = ["iterations"] if kind == "iterations" else None
     if engine != "plain":
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  ready in {time.perf_counter() - t:.0f} s\n", flush=True)
 
     sys.path.insert(0, str(ROOT / "lib"))
-    from traindoc.ingest import fast_engine_status
+    from traindoc.reader.fast import fast_engine_status
 
     ok, scanner = fast_engine_status()
     print(f"engine: {'fast' if ok else 'plain'} ({scanner}); {os.cpu_count()} CPUs; "

@@ -5,7 +5,6 @@ new code keeps its promise instead (a warning, or an unknown value)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import pickle
 import random
@@ -22,9 +21,9 @@ from conftest import DATA
 from traindoc.diagnose import collectives as coll
 from traindoc.parse import FileLoader
 from traindoc.parse import flight_recorder as fr
+from traindoc.reader import files as reader_files
 from traindoc.schema import frame
 
-LOAD = importlib.import_module("traindoc.load")
 SAMPLE_DUMPS = sorted(DATA.glob("*/*/fr/*.pkl"))
 
 
@@ -355,10 +354,10 @@ def test_deep_and_circular_entries_are_refused_not_raised(tmp_path: Path) -> Non
 
 # --- whole loads: the columnar hand-off against rows through frame() ----------------------------
 def _load_both(monkeypatch: pytest.MonkeyPatch, paths: Any, **kw: Any) -> tuple[Any, Any]:
-    others = tuple(ld for ld in LOAD.FILE_LOADERS if ld.name != "flight_recorder")
-    monkeypatch.setattr(LOAD, "FILE_LOADERS", (REF_LOADER, *others))
+    others = tuple(ld for ld in reader_files.FILE_LOADERS if ld.name != "flight_recorder")
+    monkeypatch.setattr(reader_files, "FILE_LOADERS", (REF_LOADER, *others))
     ref = traindoc.load(paths, progress=False, **kw)
-    monkeypatch.setattr(LOAD, "FILE_LOADERS", (fr.LOADER, *others))
+    monkeypatch.setattr(reader_files, "FILE_LOADERS", (fr.LOADER, *others))
     got = traindoc.load(paths, progress=False, **kw)
     return ref, got
 

@@ -1,9 +1,8 @@
-"""The fast engine (traindoc.ingest) gives the reference path's tables and account exactly."""
+"""The fast engine (traindoc.reader.fast) gives the reference path's tables and account exactly."""
 
 from __future__ import annotations
 
 import gzip
-import importlib
 import random
 import sys
 from pathlib import Path
@@ -15,15 +14,15 @@ from hypothesis import strategies as st
 
 import traindoc
 from conftest import DATA, ROOT, SEEDS
-from traindoc import ingest
 from traindoc.parse import BLOCK_PARSERS
 from traindoc.parse.prefixes import demux
+from traindoc.reader import decode, progress, sink
+from traindoc.reader import fast as fast_engine
 
-load_mod = importlib.import_module("traindoc.load")
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import generate  # noqa: E402
 
-SCANNERS = ["python"] + (["hyperscan"] if ingest._hs is not None else [])
+SCANNERS = ["python"] + (["hyperscan"] if fast_engine._hs is not None else [])
 
 
 def same(a: traindoc.Incident, b: traindoc.Incident) -> None:
@@ -41,7 +40,7 @@ def both(paths, **kw) -> tuple[traindoc.Incident, traindoc.Incident]:
 
 @pytest.fixture(params=SCANNERS)
 def scanner(request, monkeypatch):
-    monkeypatch.setattr(ingest, "SCANNER", request.param)
+    monkeypatch.setattr(fast_engine, "SCANNER", request.param)
     return request.param
 
 
@@ -64,7 +63,7 @@ def test_adversarial_logs_read_the_same(tmp_path: Path, seed: int, scanner: str,
                                         monkeypatch) -> None:
     """Wrapped lines, ANSI, \\r, srun/torchrun/c10 prefixes, bad bytes, NULs, long lines, year
     changes, block records cut by other ranks; small chunks so records straddle them."""
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1 << (12 + seed % 4))
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << (12 + seed % 4))
     log = generate.torture_log(tmp_path / f"t{seed}.log", seed, n=1500, gz=seed % 3 == 2)
     plain, fast = both(log)
     same(plain, fast)
@@ -102,7 +101,7 @@ def test_many_files_through_the_pool(tmp_path: Path) -> None:
 def test_tables_made_in_parts_equal_tables_made_at_once(tmp_path: Path, monkeypatch) -> None:
     log = generate.torture_log(tmp_path / "t.log", 3, n=1500)
     whole = traindoc.load(log)
-    monkeypatch.setattr(load_mod, "FLUSH_ROWS", 7)
+    monkeypatch.setattr(sink, "FLUSH_ROWS", 7)
     same(whole, traindoc.load(log))
 
 
@@ -130,26 +129,26 @@ def test_iterations_alone_are_the_iterations_of_a_full_load(tmp_path: Path) -> N
         traindoc.load(log, tables=["iteration"])
 
 
-needs_hyperscan = pytest.mark.skipif(ingest._hs is None, reason="the planner needs hyperscan")
+needs_hyperscan = pytest.mark.skipif(fast_engine._hs is None, reason="the planner needs hyperscan")
 
 
 @needs_hyperscan
 @pytest.mark.parametrize("seed", range(3))
 def test_chunks_planned_in_a_child_process_read_the_same(tmp_path: Path, seed: int,
                                                         monkeypatch) -> None:
-    monkeypatch.setattr(ingest, "SCANNER", "hyperscan")
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1 << (12 + seed))
-    monkeypatch.setattr(ingest, "PIPELINE_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest, "SKIP_WINDOW", 64 << seed)
+    monkeypatch.setattr(fast_engine, "SCANNER", "hyperscan")
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << (12 + seed))
+    monkeypatch.setattr(fast_engine, "PIPELINE_MIN_BYTES", 0)
+    monkeypatch.setattr(fast_engine, "SKIP_WINDOW", 64 << seed)
     log = generate.torture_log(tmp_path / f"t{seed}.log", 40 + seed, n=2000)
     made = []
-    real = ingest.Planner.__init__
+    real = fast_engine.Planner.__init__
 
     def spy(self, *a, **kw):
         made.append(a[0])
         real(self, *a, **kw)
 
-    monkeypatch.setattr(ingest.Planner, "__init__", spy)
+    monkeypatch.setattr(fast_engine.Planner, "__init__", spy)
     piped = traindoc.load(log, engine="fast", workers=None)
     assert made == [str(log)]
     same(traindoc.load(log, engine="plain", workers=1), piped)
@@ -164,9 +163,9 @@ def test_the_reader_plans_itself_when_the_planner_fails(tmp_path: Path, fault: s
                                                        monkeypatch) -> None:
     """A planner that dies after two chunks, or that read other bytes (a file rewritten in
     between): the reader plans the rest itself, with the same result."""
-    monkeypatch.setattr(ingest, "SCANNER", "hyperscan")
-    monkeypatch.setattr(load_mod, "CHUNK_BYTES", 1 << 13)
-    monkeypatch.setattr(ingest, "PIPELINE_MIN_BYTES", 0)
+    monkeypatch.setattr(fast_engine, "SCANNER", "hyperscan")
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << 13)
+    monkeypatch.setattr(fast_engine, "PIPELINE_MIN_BYTES", 0)
     log = generate.torture_log(tmp_path / "t.log", 7, n=2000)
 
     class Conn:
@@ -185,8 +184,8 @@ def test_the_reader_plans_itself_when_the_planner_fails(tmp_path: Path, fault: s
         def close(self):
             self.conn.close()
 
-    real = ingest._plan_file
-    monkeypatch.setattr(ingest, "_plan_file", lambda path, reg, susp, conn:
+    real = fast_engine._plan_file
+    monkeypatch.setattr(fast_engine, "_plan_file", lambda path, reg, susp, conn:
                         real(path, reg, susp, Conn(conn)))
     same(traindoc.load(log, engine="plain", workers=1), traindoc.load(log, workers=None))
 
@@ -194,16 +193,29 @@ def test_the_reader_plans_itself_when_the_planner_fails(tmp_path: Path, fault: s
 def test_engine_argument() -> None:
     with pytest.raises(ValueError, match="engine"):
         traindoc.load(DATA, engine="turbo")
-    ok, why = ingest.fast_engine_status()
+    ok, why = fast_engine.fast_engine_status()
     assert ok, why
 
 
 def test_every_block_parser_declares_start_needles() -> None:
-    _, missing = ingest.block_needles()
-    assert not missing, f"declare `needles` on {missing} (see traindoc.ingest)"
+    _, missing = fast_engine.block_needles()
+    assert not missing, f"declare `needles` on {missing} (see traindoc.parse.base.BlockParser)"
 
 
-NEEDLES = ingest.all_needles()
+def test_every_block_parser_states_the_whole_contract() -> None:
+    """``needles``, ``tables`` and ``section`` are declared on each class (the reader reads them
+    directly, with no fallback), with the types ``parse.base.BlockParser`` gives them."""
+    for factory in BLOCK_PARSERS:
+        name = factory.__qualname__
+        for attr in ("needles", "tables", "section"):
+            assert attr in vars(factory), f"{name} does not declare {attr}"
+        assert isinstance(factory.needles, tuple) and all(isinstance(n, str) and n
+                                                          for n in factory.needles), name
+        assert isinstance(factory.tables, tuple), name
+        assert factory.section is None and factory().section is None, name
+
+
+NEEDLES = fast_engine.all_needles()
 plain_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80)
 
 
@@ -219,7 +231,7 @@ def test_idle_block_parsers_ignore_lines_without_their_needles(lines: list[str])
                 continue
             before = dict(vars(p))
             assert p.feed(text, ("f", 1, None, None, text)) == []
-            assert getattr(p, "section", None) is None
+            assert p.section is None
             assert vars(p) == before, type(p).__name__
 
 
@@ -238,7 +250,7 @@ def test_demux_stops_where_the_prefix_cache_assumes(rest: str) -> None:
 
 def test_prefix_cache_matches_demux() -> None:
     rnd = random.Random(0)
-    cache = ingest.PrefixCache()
+    cache = fast_engine.PrefixCache()
     lines = [b.decode("utf-8", "replace") for b in generate.torture_lines(rnd, 3000)]
     for text in lines * 2:
         if not text.isascii():
@@ -249,9 +261,9 @@ def test_prefix_cache_matches_demux() -> None:
 
 
 def test_progress_bar_only_when_asked_or_on_a_terminal(tmp_path: Path, capsys) -> None:
-    assert load_mod._progress_bar(None, 10 << 20, 1) is None  # pytest's stderr is no terminal
-    assert load_mod._progress_bar(False, 10 << 20, 1) is None
-    bar = load_mod._progress_bar(True, 10 << 20, 2)
+    assert progress.progress_bar(None, 10 << 20, 1) is None  # pytest's stderr is no terminal
+    assert progress.progress_bar(False, 10 << 20, 1) is None
+    bar = progress.progress_bar(True, 10 << 20, 2)
     assert bar is not None and bar.total == 10 << 20
     bar.close()
     p = tmp_path / "a.log.gz"

@@ -63,11 +63,11 @@ def test_gzip_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
     ],
 )
 def test_prefixes(line: str, rank: int | None, host: str | None, rest: str) -> None:
-    from traindoc.load import _Loader
     from traindoc.parse.prefixes import Origin
+    from traindoc.reader import merge_origin
 
     body, origin = demux(line)
-    merged = _Loader._merge(Origin(), origin)
+    merged = merge_origin(Origin(), origin)
     assert (body, merged.rank, merged.host) == (rest, rank, host)
 
 

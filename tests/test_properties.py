@@ -4,7 +4,6 @@ read from it."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,7 @@ from hypothesis import strategies as st
 import traindoc
 from traindoc.parse import LINE_PARSERS
 from traindoc.parse.prefixes import demux, line_time, split_physical, strip_ansi
-
-load_mod = importlib.import_module("traindoc.load")
+from traindoc.reader import decode
 
 WATCHDOG = ("[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={s}, "
             "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600070 "
@@ -79,12 +77,12 @@ def test_chunk_size_does_not_change_the_result(tmp_path_factory, lines: list[str
     path = tmp_path_factory.mktemp("c") / "x.log"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     whole = traindoc.load(path)
-    old = load_mod.CHUNK_BYTES
+    old = decode.CHUNK_BYTES
     try:
-        load_mod.CHUNK_BYTES = chunk
+        decode.CHUNK_BYTES = chunk
         pieces = traindoc.load(path)
     finally:
-        load_mod.CHUNK_BYTES = old
+        decode.CHUNK_BYTES = old
     for t in whole.tables:
         assert whole.tables[t].drop(columns=["source"]).equals(pieces.tables[t].drop(columns=["source"])), t
     assert whole.account["lines"] == pieces.account["lines"]

@@ -5,7 +5,7 @@
 """
 
 from .incident import Incident
-from .load import NoInputError, load, load_or_fail
+from .reader import NoInputError, load, load_or_fail
 
 __version__ = "0.1.0"
 

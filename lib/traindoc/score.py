@@ -183,7 +183,7 @@ def find_cases(root: str | os.PathLike[str]) -> list[Case]:
 
 def library_facts(case: Case) -> dict[str, Any]:
     """The facts the runbook's own library calls give on ``case`` (its default knobs)."""
-    from .load import load_or_fail
+    from .reader import load_or_fail
 
     incident = load_or_fail(str(case.logs))
     module = importlib.import_module(f"traindoc.diagnose.{case.runbook}")

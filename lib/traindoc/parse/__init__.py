@@ -1,5 +1,6 @@
 """Log-line parsers. A new log format goes in the module of the table it fills, and is listed
-in ``LINE_PARSERS`` (one line each) or ``BLOCK_PARSERS`` (multi-line records).
+in ``LINE_PARSERS`` (one line each), ``BLOCK_PARSERS`` (multi-line records) or
+``FILE_LOADERS`` (whole files); ``base`` states what each kind must provide.
 
 - ``collectives``: NCCL watchdog timeouts, watchdog work status, gloo timeouts
 - ``errors``: CUDA/NCCL/gloo/OOM/ECC/signal error lines, c10 exception blocks (block parser),
@@ -18,8 +19,6 @@ in ``LINE_PARSERS`` (one line each) or ``BLOCK_PARSERS`` (multi-line records).
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from . import (
     benchmarks,
@@ -46,8 +45,9 @@ LINE_PARSERS: tuple[LineParser, ...] = (
     *benchmarks.PARSERS,
 )
 
-# Factories: the loader makes one block parser of each kind per stream.
-BLOCK_PARSERS: tuple[Callable[[], BlockParser], ...] = (torchrun.ChildFailedParser,
+# Classes: the reader makes one block parser of each kind per writer of a stream, and reads
+# their ``needles`` and ``tables`` off the class (the contract: ``base.BlockParser``).
+BLOCK_PARSERS: tuple[type[BlockParser], ...] = (torchrun.ChildFailedParser,
                                                         stacks.StackParser,
                                                         errors.CudaErrorBlock,
                                                         *iterations.BLOCKS,

@@ -1,8 +1,16 @@
-"""What a parser is: a line parser (stateless) or a block parser (reads several lines).
+"""What a parser is: the whole contract between ``traindoc.parse`` and the reader.
 
-A line parser declares cheap substring ``needles``; the loader only runs its regex on lines
-holding one of them. ``incomplete`` says a matching line was cut by a terminal or a paste and
-the next unprefixed lines belong to it (the loader rejoins them before parsing).
+- ``LineParser``: stateless, one logical line at a time. Cheap substring ``needles``: the
+  reader runs ``parse`` only on lines holding one of them. ``incomplete`` says a matching line
+  was cut by a terminal or a paste and the next unprefixed lines belong to it (the reader
+  rejoins them before parsing).
+- ``BlockParser``: stateful, reads the lines of one writer (rank, host) of a stream in order
+  (records over several lines). Declares ``needles``, ``tables`` and ``section``.
+- ``FileLoader``: reads a whole file that is not a text log (tried before a file is read as
+  text).
+
+The registries in ``traindoc.parse`` (``LINE_PARSERS``, ``BLOCK_PARSERS``, ``FILE_LOADERS``)
+list them; the reader reads these attributes directly.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import pandas as pd
 
 Row = dict[str, Any]
 
@@ -32,7 +42,27 @@ class LineParser:
 
 
 class BlockParser(Protocol):
-    """A stateful parser fed every logical line of one stream, in order."""
+    """A stateful parser fed every logical line of one writer of a stream, in order. The
+    registry (``BLOCK_PARSERS``) holds the classes: the reader makes one per writer and reads
+    ``needles`` and ``tables`` off the class, ``section`` off the instance after each line.
+
+    ``needles``: substrings, one of which is in every line that can start a record or change
+    the parser's idle state. While idle (``section`` None) the parser must ignore any line
+    holding none of them: return ``[]``, change no state, leave ``section`` None (the fast
+    engine skips such lines without feeding them; empty ``needles`` make ``engine="auto"``
+    fall back to the reference engine).
+
+    ``tables``: the tables its rows go to; ``load(tables=…)`` leaves the parser out when none
+    of them is asked for. Empty (the default): it always runs.
+
+    ``section``: None while idle; anything else while inside a record, which tells the reader
+    that the line was understood (not counted as unparsed) and that the writer's following
+    lines belong to the record (the fast engine then reads them one by one). Default None.
+    """
+
+    needles: tuple[str, ...]
+    tables: tuple[str, ...] = ()
+    section: str | None = None
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return (table, row) pairs it completed, each with its start
@@ -55,6 +85,9 @@ class FileLoader:
     sniff: Callable[[Any, bytes], bool]
     load: Callable[[Any], list[tuple[str, Row]]]
     kind: str = "file"  # what the account counts it as: "dump" or "file"
+    # the same tables as DataFrames (taken instead of ``load``'s rows: no dict per row); None:
+    # only ``load``
+    load_frames: Callable[[Any], dict[str, pd.DataFrame]] | None = None
 
 
 INT_RE = re.compile(r"-?\d+")

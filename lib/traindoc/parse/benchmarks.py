@@ -193,6 +193,7 @@ class RankTimingsParser:
     iteration number the stream printed before them."""
 
     tables = ("host_timings",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
+    section: str | None = None  # "timers" | "straggler" while inside a block
     # Every line that starts a record or changes the idle state holds one of these.
     needles = ("iteration", "/Rnk:", "^^^^ ", "across ranks (ms):")
 

@@ -539,6 +539,7 @@ class CudaErrorBlock:
     tables = ("errors",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
     # Every line that can start a record holds one of these; idle, other lines are ignored.
     needles: tuple[str, ...] = ("terminate called after", "what():")
+    section: str | None = None  # "c10" while inside a block
 
     def __init__(self) -> None:
         self.section: str | None = None

@@ -344,6 +344,7 @@ class HFTrainerParser:
 
     needles = ("{'",)  # every line it reads holds one (the fast ingest engine relies on it)
     tables = ("iterations",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
+    section: str | None = None  # "hf_trainer" after a line it read
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -396,6 +397,7 @@ class OlmoMetricsParser:
 
     needles = ("[step=",)
     tables = ("iterations",)
+    section: str | None = None  # "olmo" while inside a step block
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -614,6 +616,7 @@ class EpochBatchParser:
 
     needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)")
     tables = ("iterations",)
+    section: str | None = None  # always None: each line is a record of its own
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -674,6 +677,7 @@ class EpochTimeParser:
 
     needles = ("Epoch: ", "time this epoch=")
     tables = ("iterations",)
+    section: str | None = None  # "tf_epoch" between an epoch line and its time line
 
     def __init__(self) -> None:
         self.section: str | None = None

@@ -173,6 +173,12 @@ class StackParser:
     """Reads py-spy and faulthandler dumps from one stream into ``stacks`` rows."""
 
     tables = ("stacks",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
+    # start needles (see ``base.BlockParser``), read off ``feed``: text.startswith(STARTERS) or
+    # (digit first and endswith(" in:")), a thread header after prose ("Thread "), or a bare
+    # frame (BARE_NEEDLES)
+    needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
+               'File "')
+    section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
     def __init__(self) -> None:
         self.section: str | None = None  # "pyspy" | "faulthandler" | None

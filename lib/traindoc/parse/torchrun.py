@@ -51,6 +51,7 @@ class ChildFailedParser:
 
     tables = ("exits",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
     needles = ("Root Cause", "Failures:", "time      : ", "host      : ")
+    section: str | None = None  # "root" | "failures" | "orphan" while inside the report
 
     def __init__(self) -> None:
         self.section: str | None = None

@@ -1,11 +1,13 @@
 """The fast text engine of ``traindoc.load``: the same tables and account as the line-by-line
-reference path (``engine="plain"``), without running Python over lines nothing reads.
+reference path (``engine="plain"``, ``reader.lines``), without running Python over lines
+nothing reads. It is built on the line pipeline: the lines that matter go through
+``LineReader``'s public steps; the others are only counted.
 
 Most lines of a big log are chatter no parser understands; the reference path still splits,
 strips, demultiplexes and tests each of them against every parser's needles before counting it
 as not parsed. Here each 4 MiB chunk is scanned once for every reason a line could matter:
 
-- a needle of any line parser, or a start needle of any block parser (``BLOCK_NEEDLES``), of
+- a needle of any line parser, or a start needle of any block parser (``needles``), of
   the parsers the load runs (``load(tables=…)`` runs only those that fill the tables asked for);
 - something that changes how the line splits or decodes: a carriage return inside it, a glued
   ``[rankN]:``/``[defaultN]:`` prefix, non-ASCII bytes, NUL or the control characters that
@@ -17,7 +19,7 @@ as not parsed. Here each 4 MiB chunk is scanned once for every reason a line cou
 - a date whose year differs from the stream's current year (glog times borrow it): literals
   ``20yy-M`` / ``20yy/M``, then real dates checked in place.
 
-Only those lines ("hot") go through the reference per-line code (``_Loader._physical``); the
+Only those lines ("hot") go through the reference per-line code (``LineReader.physical``); the
 others are counted in bulk (numpy over long stretches). A pending wrapped record or a block
 parser inside a record (``section`` set) takes every following line of its writer through the
 per-line code until it is done, so multi-line records see exactly the lines they would have
@@ -31,12 +33,10 @@ lines more slowly. Exactness is checked by ``tests/test_ingest.py`` against the 
 every sample under ``data/`` and on generated adversarial logs, with both scanners, table
 subsets, tiny chunks and windows, and a planner that dies or planned other bytes.
 
-Contract for block parsers (``parse.BLOCK_PARSERS``): a parser declares ``needles`` (a class
-attribute: substrings, one of which is in every line that can start a record or change its idle
-state); while idle (``section`` is None after its last line) it must ignore any line holding
-none of them: return ``[]``, change no state, leave ``section`` None. ``BLOCK_NEEDLES`` below
-declares them for parsers written before this contract; a block parser with neither makes
-``engine="auto"`` use the reference path (see ``fast_engine_status``).
+The block-parser contract this engine relies on is ``parse.base.BlockParser``: ``needles``
+(one of them is in every line that can start a record or change its idle state) and, while idle
+(``section`` None), no change of state on any line holding none of them. A block parser with
+empty ``needles`` makes ``engine="auto"`` use the reference path (see ``fast_engine_status``).
 """
 
 from __future__ import annotations
@@ -45,39 +45,23 @@ import hashlib
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .parse import BLOCK_PARSERS, LINE_PARSERS
-from .parse.prefixes import demux, line_time, split_physical, strip_ansi
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .load import _Loader, _Stream
+from ..parse import BLOCK_PARSERS, LINE_PARSERS
+from ..parse.prefixes import demux, line_time, split_physical, strip_ansi
+from .account import Account
+from .decode import GZIP_MAGIC, MAX_LINE_CHARS, bytes_read, file_size, open_bytes, spans
+from .lines import LineReader, Stream, merge_origin
 
 try:  # optional: one native pass over the chunk for all patterns
     import hyperscan as _hs
 except Exception:  # noqa: BLE001 - a broken native install must not break loading
     _hs = None
-
-# Start needles of block parsers that predate the ``needles`` attribute, by qualified name.
-# Each is read off the parser's own ``feed``: what it checks while idle.
-BLOCK_NEEDLES: dict[str, tuple[str, ...]] = {
-    # stacks.StackParser: text.startswith(STARTERS) or (digit first and endswith(" in:")), a
-    # thread header after prose ("Thread "), or a bare frame (BARE_NEEDLES)
-    "traindoc.parse.stacks.StackParser": ("Process ", "Thread ", "Current thread ",
-                                           "Stack (most", "Error: ", " in:", 'File "'),
-    # errors.CudaErrorBlock: "terminate called after" / "what():"
-    "traindoc.parse.errors.CudaErrorBlock": ("terminate called after", "what():"),
-    # iterations.HFTrainerParser: "{'" in text
-    "traindoc.parse.iterations.HFTrainerParser": ("{'",),
-    # benchmarks.RankTimingsParser: "iteration" / "/Rnk:" / "^^^^ " / "across ranks (ms):"
-    "traindoc.parse.benchmarks.RankTimingsParser": ("iteration", "/Rnk:", "^^^^ ",
-                                                    "across ranks (ms):"),
-}
 
 # Line flags from the scan.
 NEEDLE, ESC, SUSP, SPLIT, CTRL, NONASCII, YEARCAND = 1, 2, 4, 8, 16, 32, 64
@@ -154,20 +138,15 @@ def _compile_cached(exprs: list[bytes], flags: list[int]) -> Any:
     return db
 
 
-def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
-
-
 def block_needles(factories: Sequence[Any] = BLOCK_PARSERS) -> tuple[tuple[str, ...], list[str]]:
     """The block parsers' start needles, and the parsers that declare none."""
     out: list[str] = []
     missing: list[str] = []
     for factory in factories:
-        needles = getattr(factory, "needles", None) or BLOCK_NEEDLES.get(_qualname(factory))
-        if not needles:
-            missing.append(_qualname(factory))
+        if not factory.needles:
+            missing.append(f"{factory.__module__}.{factory.__qualname__}")
         else:
-            out.extend(needles)
+            out.extend(factory.needles)
     return tuple(out), missing
 
 
@@ -342,12 +321,21 @@ class Registry:
                              for p in line_parsers]
         self.incomplete_masks = [(p, m) for p, m in self.parser_masks if p.incomplete]
         self._parsers: dict[int, tuple[Any, ...]] = {}
+        self._incomplete: dict[int, tuple[Any, ...]] = {}
 
     def parsers(self, mask: int) -> tuple[Any, ...]:
         """Line parsers (registry order) that have a needle in ``mask``."""
         got = self._parsers.get(mask)
         if got is None:
             got = self._parsers[mask] = tuple(p for p, m in self.parser_masks if m & mask)
+        return got
+
+    def incomplete(self, mask: int) -> tuple[Any, ...]:
+        """Line parsers with ``incomplete`` (registry order) that have a needle in ``mask``."""
+        got = self._incomplete.get(mask)
+        if got is None:
+            got = self._incomplete[mask] = tuple(
+                p for p, m in self.incomplete_masks if m & mask)
         return got
 
 
@@ -371,9 +359,7 @@ def registry(kind: str | None = None, line_parsers: Sequence[Any] = LINE_PARSERS
 
 # --- the year a line sets ----------------------------------------------------------------------
 def year_effect(raw: str) -> int | None:
-    """The year ``_Loader._logical`` would take from this physical line (None: none)."""
-    from .load import MAX_LINE_CHARS
-
+    """The year ``LineReader.record`` would take from this physical line (None: none)."""
     raw = raw[:MAX_LINE_CHARS]
     if raw.endswith("\r"):
         raw = raw[:-1]
@@ -445,10 +431,11 @@ PREFIXES = PrefixCache()
 
 # --- the engine ----------------------------------------------------------------------------
 class FastText:
-    """Reads one text stream the fast way into a ``_Loader`` (same state, same results)."""
+    """Reads one text stream the fast way through a ``LineReader`` (same state, same
+    results)."""
 
-    def __init__(self, ld: _Loader, stream: _Stream, reg: Registry) -> None:
-        self.ld = ld
+    def __init__(self, lines: LineReader, stream: Stream, reg: Registry) -> None:
+        self.lines = lines
         self.st = stream
         self.reg = reg
         self.scan = reg.scanner
@@ -461,62 +448,43 @@ class FastText:
         self._merged_origin: dict[int, Any] = {}
 
     # Lines through the reference code -----------------------------------------------------
-    def _line(self, b: bytes, lineno: int) -> None:
-        ld = self.ld
-        try:
-            text = b.decode("utf-8")
-        except UnicodeDecodeError:
-            before = b.count("\ufffd".encode())
-            text = b.decode("utf-8", errors="replace")
-            ld.acc.bad_bytes += max(text.count("\ufffd") - before, 1)
-        if "\x00" in text:
-            text = text.replace("\x00", "")
-        ld._physical(self.st, text, lineno)
-
     def _plain(self, chunk: bytes) -> None:
-        self.lineno = self.ld.read_chunk(self.st, chunk, self.lineno)
+        self.lineno = self.lines.read_chunk(self.st, chunk, self.lineno)
 
     # Lines through the same steps, with what the scan learnt -------------------------------
     def _fast(self, b: bytes, lineno: int, flags: int, mask: int) -> None:
-        """``_Loader._physical`` for an ASCII line without NUL whose needles are in ``mask``."""
+        """``LineReader.physical`` for a line whose needles are in ``mask``: split only where
+        the scan saw a split, stripped only where it saw escapes."""
+        lines, st = self.lines, self.st
         if flags & (NONASCII | CTRL):
-            self._line(b, lineno)
+            lines.read_line(st, b, lineno)
             return
-        text = b.decode("ascii")
-        if text.endswith("\r"):
-            text = text[:-1]
-        ld, st = self.ld, self.st
+        text = lines.cut(st, b.decode("ascii"), lineno)
         parts = split_physical(text) if flags & SPLIT else (text,)
+        acc = lines.acc
         for part in parts:
-            ld.acc.lines += 1
+            acc.lines += 1
             if flags & ESC:
                 part = strip_ansi(part)
             if st.pending is not None:
-                ld._logical(st, part, lineno)
+                lines.logical(st, part, lineno)
             else:
                 self._logical(part, lineno, mask)
 
     def _logical(self, text: str, lineno: int, mask: int) -> None:
-        """``_Loader._logical`` with nothing pending."""
+        """``LineReader.logical`` with nothing pending: the writer from the prefix cache, and
+        only the parsers that can have a needle in the line."""
         st = self.st
         c, origin, _ = self.prefixes.split(text.encode("ascii"))
-        body = text[c:]
-        if st.year and ("20" in body[:30]):
-            t = line_time(body, None)
-            if t is not None:
-                st.year = t.year
         merged = self._merged_origin.get(id(origin))
         if merged is None or merged[0] is not origin:
-            merged = self._merged_origin[id(origin)] = (origin, self.ld._merge(st.origin, origin))
-        ctx = (st.name, lineno, merged[1], line_time(body, st.year))
+            merged = self._merged_origin[id(origin)] = (origin, merge_origin(st.origin, origin))
+        reg = self.reg
         if mask:
-            for parser, m in self.reg.incomplete_masks:
-                if m & mask and any(n in body for n in parser.needles) and parser.incomplete(body):
-                    from .load import _Pending
-
-                    st.pending = _Pending(parser, body, ctx)
-                    return
-        self.ld._dispatch(st, body, ctx, self.reg.parsers(mask) if mask else ())
+            self.lines.record(st, text[c:], lineno, merged[1], reg.incomplete(mask),
+                              reg.parsers(mask))
+        else:
+            self.lines.record(st, text[c:], lineno, merged[1], (), ())
 
     def _busy(self) -> bool:
         return self.st.pending is not None or bool(self.st.busy)
@@ -536,7 +504,7 @@ class FastText:
     def _origin_key(self, origin: Any) -> tuple[Any, Any]:
         got = self._merged.get(id(origin))
         if got is None or got[0] is not origin:
-            m = self.ld._merge(self.st.origin, origin)
+            m = merge_origin(self.st.origin, origin)
             got = self._merged[id(origin)] = (origin, (m.rank, m.host))
         return got[1]
 
@@ -572,7 +540,7 @@ class FastText:
                 window *= 2
                 continue
             break
-        acc = self.ld.acc
+        acc = self.lines.acc
         acc.lines += skipped
         acc.unparsed_lines += skipped
         self.lineno_skipped = skipped
@@ -600,7 +568,7 @@ class FastText:
             return
         if not self.scan.reports_nonascii and (start or n < len(chunk)):
             chunk, start, n = chunk[start:n], 0, n - start  # the pure-Python scanner: a copy
-        self.run(chunk, self.plan(chunk, start, n, self.ld.wants_unrecognized()))
+        self.run(chunk, self.plan(chunk, start, n, self.lines.wants_unrecognized()))
 
     def plan(self, chunk: bytes, start: int, n: int, susp: bool) -> Plan:
         """What the scan of ``chunk[start:n]`` says about its lines: no stream state is read
@@ -637,8 +605,8 @@ class FastText:
         if long:
             self._plain(chunk[start:n])  # a line to cut: the reference code, for the chunk
             return
-        ld, st = self.ld, self.st
-        acc = ld.acc
+        st = self.st
+        acc = self.lines.acc
         years = self._real_years(chunk, start, n, years)
         precise = False  # True: every ISO date is a candidate (its year may change the stream's)
         if years - {st.year}:  # and every line with escapes (one may cut a date)
@@ -761,7 +729,7 @@ class FastText:
         """For a line with ANSI escapes: the needles of the stripped line (0: none, but it must
         be read all the same), or None when nothing in it matters."""
 
-        need_susp = self.ld.wants_unrecognized()
+        need_susp = self.lines.wants_unrecognized()
         stripped = strip_ansi(line.decode("ascii")).encode("ascii")
         hits, years = self.scan.scan(stripped, need_susp)
         mask = 0
@@ -786,7 +754,7 @@ class FastText:
     def _hot(self, line: bytes, flags: int) -> bool:
         """For an otherwise cold line flagged SUSP / YEARCAND: must it be read?"""
 
-        if flags & SUSP and self.ld.wants_unrecognized():
+        if flags & SUSP and self.lines.wants_unrecognized():
             return True
         if flags & YEARCAND:
             years = {2000 + int(m.group(1)) for m in ISO_B.finditer(line)}
@@ -836,12 +804,10 @@ def _span_key(buf: bytes, start: int, end: int) -> tuple[int, bytes, bytes]:
 
 def _plan_file(path: str, reg: Registry, susp: bool, conn: Any) -> None:
     """The planner process: read ``path`` as the loader does and send each chunk's plan."""
-    from .load import _Account, _spans
-
     ft = FastText(None, None, reg)  # type: ignore[arg-type]  # plan() reads no stream
     try:
         with open(path, "rb") as fh:
-            for i, (buf, start, end) in enumerate(_spans(fh, _Account(), path)):
+            for i, (buf, start, end) in enumerate(spans(fh, Account(), path)):
                 mine = i % READER_PLANS != READER_PLANS - 1
                 conn.send((_span_key(buf, start, end),
                            ft.plan(buf, start, end, susp) if mine else None))
@@ -930,3 +896,36 @@ def _line_counter(chunk: bytes) -> Any:
             return count_b(b"\n", i, j)
         return int(np.count_nonzero(arr[i:j] == nl))
     return count
+
+
+# --- one file ---------------------------------------------------------------------------------
+def read_text(lines: LineReader, path: Path, head: bytes, stream: Stream, *,
+              pipeline: bool = False, progress: Callable[[int], None] | None = None) -> None:
+    """Read the text file ``path`` (``head``: its first bytes) through ``lines`` the fast way,
+    ending ``stream``. ``pipeline``: a big uncompressed file's chunks are planned in a child
+    process (``Planner``); ``progress`` is called with the bytes read so far."""
+    reg = registry(None, lines.line_parsers, lines.block_factories)
+    fast = FastText(lines, stream, reg)
+    planner = None
+    if (pipeline and not head.startswith(GZIP_MAGIC) and Planner.available(reg)
+            and file_size(path) >= PIPELINE_MIN_BYTES):
+        try:  # failure words are planned for as long as they may be sampled
+            planner = Planner(str(path), reg, susp=lines.want is None)
+        except OSError:
+            planner = None
+    try:
+        with open_bytes(path, head) as fh:
+            for buf, start, end in spans(fh, lines.acc, str(path)):
+                if progress is not None and (done := bytes_read(fh)) is not None:
+                    progress(done)
+                plan = planner.next(buf, start, end) if planner is not None else None
+                if plan is None:
+                    fast.chunk(buf, start, end)
+                else:
+                    fast.run(buf, plan)
+    except OSError as e:
+        lines.acc.warn(f"{path}: reading stopped at line {fast.lineno} ({e})")
+    finally:
+        if planner is not None:
+            planner.close()
+    lines.end(stream)

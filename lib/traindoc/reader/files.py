@@ -1,0 +1,120 @@
+"""One file of any kind into tables: a whole-file loader's (a flight-recorder dump, a metrics
+export, a py-spy JSON or benchmark CSV: ``parse.FILE_LOADERS``, tried first by their sniff), or a
+text log (plain, gzip or UTF-16) through the line pipeline, by the reference engine
+(``lines.LineReader``) or the fast one (``fast.read_text``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from ..parse import FILE_LOADERS, FileLoader
+from ..parse.prefixes import path_origin
+from .account import Account
+from .decode import GZIP_MAGIC, UTF16_BOMS, bytes_read, chunks, open_bytes
+from .fast import read_text
+from .lines import LineReader, Stream
+from .sink import Sink
+
+
+class FileReader:
+    """Reads files, one after the other, into one ``sink`` and ``acc``.
+
+    ``year`` dates glog-style times (None: each file's own); ``engine``: "plain" (the
+    reference, line by line) or "fast"; ``tables``: only the parsers that fill these run (None:
+    all); ``pipeline``: a big file's chunks may be planned in a child process (fast engine)."""
+
+    def __init__(self, year: int | None, engine: str = "plain",
+                 tables: Iterable[str] | None = None, pipeline: bool = False) -> None:
+        self.acc = Account()
+        self.want = None if tables is None else frozenset(tables)
+        self.sink = Sink(self.want)
+        self.lines = LineReader(self.acc, self.sink, self.want)
+        self.year = year
+        self.engine = engine
+        self.pipeline = pipeline
+        self.progress: Callable[[int], None] | None = None  # called with the bytes read so far
+
+    def read(self, path: Path) -> None:
+        """Read one file (problems become warnings in ``acc``)."""
+        name = str(path)
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+            st = path.stat()
+        except OSError as e:
+            if path.is_symlink() and not path.exists():
+                self.acc.warn(f"{name}: a broken symbolic link")
+            else:
+                self.acc.warn(f"{name}: cannot be read ({e.strerror or e})")
+            return
+        for loader in FILE_LOADERS:
+            if loader.sniff(path, head):
+                self._whole(loader, path)
+                return
+        self.acc.files.append(name)
+        if not head:
+            self.acc.warn(f"{name}: empty file")
+            return
+        year = self.year or datetime.fromtimestamp(st.st_mtime).year
+        stream = Stream(name, path_origin(name), year)
+        if head.startswith(UTF16_BOMS) and head[2:400].count(b"\x00") * 3 > len(head[2:400]):
+            self._utf16(path, stream)
+            return
+        if b"\x00" in head and not head.startswith(GZIP_MAGIC):
+            self.acc.warn(f"{name}: holds NUL bytes (binary data?); read as text with NULs removed")
+        if self.engine == "fast":
+            read_text(self.lines, path, head, stream, pipeline=self.pipeline,
+                      progress=self.progress)
+            return
+        lineno = 0
+        try:
+            with open_bytes(path, head) as fh:
+                for chunk in chunks(fh, self.acc, name):
+                    if self.progress is not None and (done := bytes_read(fh)) is not None:
+                        self.progress(done)
+                    lineno = self.lines.read_chunk(stream, chunk, lineno)
+        except OSError as e:
+            self.acc.warn(f"{name}: reading stopped at line {lineno} ({e})")
+        self.lines.end(stream)
+
+    def _utf16(self, path: Path, stream: Stream) -> None:
+        self.acc.warn(f"{path}: UTF-16 text, decoded as such")
+        lineno = 0
+        try:
+            with open(path, encoding="utf-16", errors="replace", newline="") as fh:
+                for raw in fh:
+                    lineno += 1
+                    self.lines.physical(stream, raw.rstrip("\n"), lineno)
+        except (OSError, UnicodeError) as e:
+            self.acc.warn(f"{path}: reading stopped at line {lineno} ({e})")
+        self.lines.end(stream)
+
+    def _whole(self, loader: FileLoader, path: Path) -> None:
+        """A whole-file loader's tables: as DataFrames where it gives them (``load_frames``:
+        flight-recorder dumps, no dict per row), else as rows."""
+        try:
+            got = loader.load_frames(path) if loader.load_frames is not None else loader.load(path)
+        except (OSError, ValueError) as e:
+            what = "flight-recorder dump" if loader.kind == "dump" else f"{loader.name} file"
+            self.acc.warn(f"{path}: {what} not loaded: {e}")
+            return
+        if loader.kind == "dump":
+            self.acc.dumps += 1
+            if loader.load_frames is None:
+                no_rank = bool(got) and got[0][1].get("rank") is None
+            else:
+                first = next((df for df in got.values() if len(df)), None)
+                no_rank = first is not None and "rank" in first and pd.isna(first["rank"].iloc[0])
+            if no_rank:
+                self.acc.warn(f"{path}: flight-recorder dump whose file name carries no rank")
+        self.acc.files.append(str(path))
+        if loader.load_frames is not None:
+            for table, df in got.items():
+                self.sink.add_frame(table, df)
+            return
+        self.sink.add_rows(got)

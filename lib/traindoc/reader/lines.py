@@ -1,0 +1,265 @@
+"""The line pipeline: physical lines -> logical lines -> parsers -> rows.
+
+A physical line is cut to ``MAX_LINE_CHARS`` and split where a carriage return or a glued
+``[rankN]:`` prefix starts another (``split_physical``); each logical line is stripped of ANSI
+colour, demultiplexed by its launcher prefixes into rank/host (``demux``), rejoined with the
+unprefixed lines that continue it when a terminal or a paste wrapped it (``Pending``), and
+handed to the line parsers whose needles it holds and to its writer's block parsers. Rows go
+into a ``Sink``; counts and warnings into an ``Account``. Nothing here raises on bad input.
+
+``LineReader`` is the reference (``engine="plain"``: every line through every step); the fast
+engine (``reader.fast``) calls the same public steps for the lines that matter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..parse import BLOCK_PARSERS, LINE_PARSERS, BlockParser, LineParser
+from ..parse.prefixes import Origin, demux, line_time, split_physical, strip_ansi
+from .account import Account
+from .decode import MAX_LINE_CHARS, decode
+from .sink import LineContext, Sink
+
+MAX_WRAP_LINES = 8  # at most this many continuation lines are rejoined to one record
+KEEP_UNRECOGNIZED = 50
+# A line no parser understood but that looks like a failure report is kept for the reader.
+SUSPICIOUS_RE = re.compile(
+    r"\b\w*(?:Error|Exception)\b:(?!:)|Traceback \(most recent call last\)|NCCL (?:WARN|ERROR)"
+    r"|\bFAILED\b|[Tt]imed out|Signal \d+|\bKilled\b|terminate called|Fatal Python error"
+    r"|\[E\d{3,4} ")
+
+
+@dataclass
+class Pending:
+    """A record a parser found incomplete, with the unprefixed lines that continue it.
+
+    A terminal wraps at a fixed column, mid-word (``NumelI`` / ``n=71552``); a mail client or
+    an editor wraps at a space and drops it (``before timing`` / ``out.``). One line cannot tell
+    which, so both joins are kept (``text`` with a space, ``tight`` without one, where neither
+    side had whitespace) and the one the record's parser reads more fields from wins."""
+
+    parser: LineParser
+    text: str
+    ctx: LineContext
+    parts: int = 1
+    tight: str | None = None  # the same parts joined with no space at the wrap points
+
+    def add(self, body: str) -> None:
+        """Append one continuation line."""
+        raw = body.rstrip()
+        piece = raw.strip()
+        tight = self.text if self.tight is None else self.tight
+        if raw[:1].isspace() or tight[-1:].isspace():
+            self.tight = f"{tight} {piece}" if self.tight is not None else None
+        else:
+            self.tight = f"{tight}{piece}"
+        self.text = f"{self.text} {piece}"
+        self.parts += 1
+
+    def best(self) -> str:
+        """The join the parser reads more fields from (the spaced one on a tie)."""
+        if self.tight is None or self.tight == self.text:
+            return self.text
+        return self.tight if _fields(self.parser, self.tight) > _fields(self.parser, self.text) \
+            else self.text
+
+
+def _fields(parser: LineParser, text: str) -> int:
+    """How many values the parser reads from a line (0 when it reads none)."""
+    rows = parser.parse(text)
+    if rows is None:
+        return 0
+    rows = rows if isinstance(rows, list) else [rows]
+    return sum(1 for r in rows for v in r.values() if v is not None and v == v)
+
+
+class Stream:
+    """Per-file state: pending wrapped record, block parsers, the year for glog times."""
+
+    def __init__(self, name: str, origin: Origin, year: int | None) -> None:
+        self.name = name
+        self.origin = origin
+        self.year = year
+        self.pending: Pending | None = None
+        self.blocks: dict[tuple[Any, ...], list[BlockParser]] = {}
+        self.busy: set[tuple[Any, ...]] = set()  # keys whose block parsers are inside a record
+
+
+def parsers_for(tables: Iterable[str] | None) -> tuple[tuple[LineParser, ...],
+                                                       tuple[type[BlockParser], ...]]:
+    """The line parsers and block-parser classes that fill ``tables`` (None: all), in
+    registry order. A block parser whose ``tables`` is empty is always kept."""
+    if tables is None:
+        return LINE_PARSERS, BLOCK_PARSERS
+    want = set(tables)
+    return (tuple(p for p in LINE_PARSERS if p.table in want),
+            tuple(f for f in BLOCK_PARSERS if not f.tables or want & set(f.tables)))
+
+
+def merge_origin(base: Origin, line: Origin) -> Origin:
+    """Who wrote a line: the prefixes it carries (``line``) over those of its file (``base``)."""
+    # srun -l's task id is a node under torchrun (one task per node) and a rank without
+    # it (one task per GPU): it cannot be told from one line, so it names the writer
+    # (host "srun-task-N") and never poses as a rank.
+    rank = line.rank if line.rank is not None else base.rank
+    host = line.host or base.host
+    if host is None and line.task is not None:
+        host = f"srun-task-{line.task}"
+    return Origin(rank=rank, host=host, pid=line.pid, rank_global=line.rank_global)
+
+
+def _key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    rank, host = key
+    return (rank is None, rank if rank is not None else 0, host is None, host or "")
+
+
+class LineReader:
+    """Reads the lines of text streams through the parsers into ``sink``, counting into
+    ``acc``. ``tables``: only the parsers that fill these run (None: all of them). Each step
+    is a public method so that the fast engine can enter the pipeline where its scan says."""
+
+    def __init__(self, acc: Account, sink: Sink, tables: Iterable[str] | None = None) -> None:
+        self.acc = acc
+        self.sink = sink
+        self.want = None if tables is None else frozenset(tables)
+        self.line_parsers, self.block_factories = parsers_for(self.want)
+        self.incomplete_parsers = tuple(p for p in self.line_parsers if p.incomplete)
+        self.unrecognized: list[str] = []
+
+    def wants_unrecognized(self) -> bool:
+        """Whether failure-looking lines no parser read are still sampled (all tables loaded
+        and the sample not yet full: with ``tables`` given, unread lines prove nothing)."""
+        return self.want is None and len(self.unrecognized) < KEEP_UNRECOGNIZED
+
+    # -- physical lines ----------------------------------------------------------------------
+    def read_chunk(self, stream: Stream, chunk: bytes, lineno: int) -> int:
+        """Every line of ``chunk`` (bytes ending on a line break, or the stream's end) through
+        ``physical``; the number of the last line read (``lineno``: the one before)."""
+        lines = decode(chunk, self.acc).split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        for raw in lines:
+            lineno += 1
+            self.physical(stream, raw, lineno)
+        return lineno
+
+    def read_line(self, stream: Stream, line: bytes, lineno: int) -> None:
+        """One physical line's bytes (no line break) through ``physical``."""
+        self.physical(stream, decode(line, self.acc), lineno)
+
+    def physical(self, stream: Stream, raw: str, lineno: int) -> None:
+        """One physical line: cut, split into logical lines, each through ``logical``."""
+        raw = self.cut(stream, raw, lineno)
+        for part in split_physical(raw):
+            self.acc.lines += 1
+            self.logical(stream, strip_ansi(part), lineno)
+
+    def cut(self, stream: Stream, raw: str, lineno: int) -> str:
+        """A physical line cut to ``MAX_LINE_CHARS`` (counted and reported), less its CR."""
+        if len(raw) > MAX_LINE_CHARS:
+            self.acc.truncated_lines += 1
+            self.acc.warn(f"{stream.name}:{lineno}: a line of {len(raw)} characters was cut to "
+                          f"{MAX_LINE_CHARS}")
+            raw = raw[:MAX_LINE_CHARS]
+        if raw.endswith("\r"):
+            raw = raw[:-1]
+        return raw
+
+    # -- logical lines -----------------------------------------------------------------------
+    def logical(self, stream: Stream, text: str, lineno: int) -> None:
+        """One logical line (ANSI stripped): its writer, then ``rejoin`` or ``record``."""
+        body, origin = demux(text)
+        if stream.pending is not None and self.rejoin(stream, body, origin != Origin()):
+            return
+        self.record(stream, body, lineno, merge_origin(stream.origin, origin))
+
+    def rejoin(self, stream: Stream, body: str, has_prefix: bool) -> bool:
+        """With a record pending: True when ``body`` continues it (and was added to it);
+        otherwise the pending record is parsed first and False is returned."""
+        p = stream.pending
+        assert p is not None
+        if (not has_prefix and body.strip() and p.parts < MAX_WRAP_LINES
+                and (p.parser.continues is None or p.parser.continues(p.text, body))):
+            p.add(body)
+            self.acc.rejoined_lines += 1
+            self.acc.parsed_lines += 1
+            if p.parser.incomplete and not p.parser.incomplete(p.text):
+                stream.pending = None
+                self.dispatch(stream, p.best(), p.ctx)
+            return True
+        stream.pending = None
+        self.dispatch(stream, p.best(), p.ctx)
+        return False
+
+    def record(self, stream: Stream, body: str, lineno: int, origin: Origin,
+               incomplete: Sequence[LineParser] | None = None,
+               parsers: Sequence[LineParser] | None = None) -> None:
+        """A logical line with nothing pending, its writer known: the stream's year, then
+        either the start of a wrapped record or ``dispatch``. ``incomplete`` and ``parsers``
+        (the fast engine's hints) are the parsers that can have a needle in ``body``, in
+        registry order (None: all of them)."""
+        if stream.year and ("20" in body[:30]):
+            t = line_time(body, None)
+            if t is not None:
+                stream.year = t.year
+        ctx = (stream.name, lineno, origin, line_time(body, stream.year))
+        for parser in self.incomplete_parsers if incomplete is None else incomplete:
+            if not any(n in body for n in parser.needles):
+                continue
+            if parser.incomplete(body):  # type: ignore[misc]  # incomplete parsers have one
+                stream.pending = Pending(parser, body, ctx)
+                return
+        self.dispatch(stream, body, ctx, parsers)
+
+    def dispatch(self, stream: Stream, text: str, ctx: LineContext,
+                 parsers: Iterable[LineParser] | None = None) -> None:
+        """Parse one complete logical line: the line parsers (``parsers``: those of them that
+        can have a needle in ``text``; None: all), then its writer's block parsers."""
+        name, lineno, origin, when = ctx
+        parsed = False
+        add = self.sink.add
+        for parser in self.line_parsers if parsers is None else parsers:
+            if not any(n in text for n in parser.needles):
+                continue
+            row = parser.parse(text)
+            if not row:
+                continue
+            parsed = True
+            for r in row if isinstance(row, list) else (row,):
+                add(parser.table, r, ctx, text)
+        key = (origin.rank, origin.host)
+        blocks = stream.blocks.get(key)
+        if blocks is None:
+            blocks = stream.blocks[key] = [factory() for factory in self.block_factories]
+        busy = False
+        for b in blocks:
+            for table, row in b.feed(text, (name, lineno, origin, when, text)):
+                self.sink.add_block(table, row)
+            if b.section is not None:
+                parsed = busy = True
+        if busy:
+            stream.busy.add(key)
+        elif stream.busy:
+            stream.busy.discard(key)
+        if parsed:
+            self.acc.parsed_lines += 1
+        else:
+            self.acc.unparsed_lines += 1
+            if self.wants_unrecognized() and SUSPICIOUS_RE.search(text):
+                self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
+
+    def end(self, stream: Stream) -> None:
+        """The stream's end: the pending record is parsed, open block records close."""
+        if stream.pending is not None:
+            p, stream.pending = stream.pending, None
+            self.dispatch(stream, p.best(), p.ctx)
+        # Records still open close in (rank, host) order: the same whichever lines were read.
+        for key in sorted(stream.blocks, key=_key_order):
+            for b in stream.blocks[key]:
+                for table, row in b.close():
+                    self.sink.add_block(table, row)
+        stream.busy.clear()

@@ -1,0 +1,162 @@
+"""Where rows go: each table's rows, kept as dicts and made into DataFrames every
+``FLUSH_ROWS`` rows (memory stays near the size of the tables), then the Incident's tables.
+
+Knows rows and tables, not lines or files; imports no other reader module.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from ..incident import drop_echoes
+from ..parse.prefixes import Origin
+from ..schema import TABLES, frame
+
+FLUSH_ROWS = 65536  # rows of a table kept as dicts before they become a DataFrame
+MERGE_PARTS = 32  # a whole-file loader's small DataFrames joined this many at a time
+
+# Where a line came from: (file, line number, writer, time).
+LineContext = tuple[str, int, Origin, datetime | None]
+
+
+class Sink:
+    """The rows of every table read so far, in reading order. ``want``: the tables asked for
+    (None: all); a whole-file loader's rows of the others are dropped at the end."""
+
+    def __init__(self, want: frozenset[str] | None = None) -> None:
+        self.want = want
+        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+        # rows already made into DataFrames (every FLUSH_ROWS rows: dicts cost ten times more)
+        self.frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
+        # per table, the text files that gave rows ("" for a whole-file loader's rows)
+        self.sources: dict[str, set[str]] = {t: set() for t in TABLES}
+
+    def add(self, table: str, row: dict[str, Any], ctx: LineContext, text: str) -> None:
+        """A parser's row from the line ``text``: rank, host, time and source from ``ctx``
+        where the row does not say them."""
+        name, lineno, origin, when = ctx
+        if row.pop("_named_rank", False) and row.get("rank") is not None:
+            pass  # the message names this rank (another rank than the writer's)
+        elif row.get("rank") is None or (origin.rank_global and origin.rank is not None):
+            row["rank"] = origin.rank
+        if row.get("host") is None:
+            row["host"] = origin.host
+        if row.get("time") is None:
+            row["time"] = when
+        row["source"] = f"{name}:{lineno}"
+        row["line"] = text
+        if table == "iterations" and row.get("nan") is None and _non_finite(row):
+            row["nan"] = 1  # a NaN read as a float becomes <NA> in the table: say it here
+        rows = self.rows[table]
+        rows.append(row)
+        self.sources[table].add(name)
+        if len(rows) >= FLUSH_ROWS:
+            self.flush(table)
+
+    def add_block(self, table: str, row: dict[str, Any]) -> None:
+        """A block parser's row, with the context of its first line under ``_ctx``."""
+        ctx = row.pop("_ctx", None)
+        if ctx is None:
+            ctx = ("?", 0, Origin(), None, "")
+        name, lineno, origin, when, text = ctx
+        self.add(table, row, (name, lineno, origin, when), text)
+
+    def add_rows(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """A whole-file loader's (table, row) pairs (they carry their own source and line)."""
+        for table, row in rows:
+            self.rows[table].append(row)
+            self.sources[table].add("")
+        for table, kept in self.rows.items():
+            if len(kept) >= FLUSH_ROWS:
+                self.flush(table)
+
+    def add_frame(self, table: str, df: pd.DataFrame) -> None:
+        """A whole-file loader's rows of ``table`` as one DataFrame, after the rows before it."""
+        if not len(df):
+            return
+        self.flush(table)  # rows read before this file stay before its rows
+        parts = self.frames[table]
+        parts.append(df)
+        self.sources[table].add("")
+        # many dumps make many small parts: join the trailing small ones (in order)
+        # MERGE_PARTS at a time, so that ``tables`` joins a few large parts
+        run = 0
+        for p in reversed(parts):
+            if len(p) >= FLUSH_ROWS // MERGE_PARTS or run == MERGE_PARTS:
+                break
+            run += 1
+        if run == MERGE_PARTS:
+            parts[-run:] = [pd.concat(parts[-run:], ignore_index=True)]
+
+    def flush(self, table: str) -> None:
+        """Make the rows of ``table`` kept as dicts into a DataFrame."""
+        rows = self.rows[table]
+        if rows:
+            self.frames[table].append(frame(table, rows))
+            self.rows[table] = []
+
+    def parts(self) -> tuple[dict[str, list[pd.DataFrame]], dict[str, set[str]]]:
+        """Every row as DataFrames (the non-empty tables) and the sources: what a worker
+        process hands back (``absorb``)."""
+        for t in TABLES:
+            self.flush(t)
+        return {t: f for t, f in self.frames.items() if f}, self.sources
+
+    def absorb(self, frames: dict[str, list[pd.DataFrame]], sources: dict[str, set[str]]) -> None:
+        """Another sink's ``parts``, read after every row here."""
+        for t, got in frames.items():
+            self.flush(t)
+            self.frames[t].extend(got)
+        for t, names in sources.items():
+            self.sources[t] |= names
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables of every row so far (``Incident.from_rows`` would build the same)."""
+        out = {}
+        for t in TABLES:
+            self.flush(t)
+            parts, self.frames[t] = self.frames[t], []
+            if self.want is not None and t not in self.want:
+                parts = []  # a whole-file loader's rows for a table not asked for
+            if not parts:
+                df = frame(t, [])
+            elif len(parts) == 1:
+                df = parts[0]
+            else:
+                df = _concat(parts)
+            del parts
+            names = self.sources[t]
+            if len(names) == 1 and not any(n == "" or "#entry" in n for n in names):
+                out[t] = df  # one text file: drop_echoes would find nothing to drop
+            else:
+                out[t] = drop_echoes(df)
+        return out
+
+
+def _non_finite(row: dict[str, Any]) -> bool:
+    """A step whose loss or grad norm was read as NaN or infinite."""
+    for c in ("loss", "grad_norm"):
+        v = row.get(c)
+        if isinstance(v, float) and not math.isfinite(v):
+            return True
+    return False
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat(parts, ignore_index=True)`` a column at a time, freeing each part's column
+    as it goes: the peak is the table plus one column, not twice the table. Empties ``parts``
+    (the columns are held apart from their frames, so that dropping one costs nothing)."""
+    names = list(parts[0].columns)
+    columns = [[p[c] for c in names] for p in parts]
+    parts.clear()
+    cols = {}
+    for i, col in enumerate(names):
+        cols[col] = pd.concat([pc[i] for pc in columns], ignore_index=True)
+        for pc in columns:
+            pc[i] = None
+    return pd.DataFrame(cols, copy=False)
