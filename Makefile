@@ -10,17 +10,18 @@ setup: $(VENV)/.installed
 
 # torch only as the CPU build on this machine's disk (a plain `torch` pulls a CUDA build).
 $(VENV)/.installed: pyproject.toml
+	@echo "setup: creating $(VENV)"
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	@echo "setup: installing torch 2.13.0, the CPU build (about a minute)"
+	$(PY) -m pip install -q --progress-bar off torch==2.13.0
+	@echo "setup: installing traindoc and its dependencies into $(VENV) (about a minute)"
+	$(PY) -m pip install -q --progress-bar off -e '.[dev]'
+	@echo "setup: done; the command is $(VENV)/bin/traindoc (or: source $(VENV)/bin/activate)"
 	touch $@
 
+# `traindoc run` is papermill with the kernel's log quieted (no "TCP without encryption" noise).
 demo: setup
-	mkdir -p $(OUT)
-	$(VENV)/bin/papermill -k python3 --cwd . runbooks/timeout.ipynb $(OUT)/timeout.ipynb \
-		-p log_path $(SAMPLE) -p output_dir $(OUT)
-	@echo "executed notebook: $(OUT)/timeout.ipynb"; echo "summary: $(OUT)/summary.json"
-	@$(PY) -c "import json; s=json.load(open('$(OUT)/summary.json')); print('verdict:', s['verdict'])"
+	$(VENV)/bin/traindoc run timeout $(SAMPLE) -o $(OUT)
 
 test: setup
 	$(PY) -m pytest -q
@@ -30,7 +31,7 @@ test-fast: setup
 	$(PY) -m pytest -q -m "not drills"
 
 lint: setup
-	$(VENV)/bin/ruff check lib tests benchmarks
+	$(VENV)/bin/ruff check lib tests benchmarks notebooks
 
 lab: setup
 	$(PY) -m pip install -q -e '.[dev,lab]'
