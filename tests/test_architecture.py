@@ -15,22 +15,11 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from conftest import ROOT
 
 LIB = ROOT / "lib"
 PACKAGE = "traindoc"
 
-# Cycles outside the reader, known and owned elsewhere (issue 16): the exact set of modules of
-# the strongly connected component -> why it is excused for now. Each has an xfail test below
-# that passes (and so fails, strict) once the cycle is gone.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"traindoc.cli", "traindoc.score"}): (
-        "traindoc.cli -> traindoc.score (cli's `score` command) -> traindoc.cli "
-        "(score.notebook_facts runs execute_runbook), both function-local: execute_runbook "
-        "belongs below both (issue 16, not the reader's files)"),
-}
 
 
 def module_name(path: Path) -> str:
@@ -173,7 +162,7 @@ def test_the_graph_sees_the_package() -> None:
 
 def test_no_import_cycle() -> None:
     graph = import_graph()
-    found = [c for c in cyclic_components(graph) if frozenset(c) not in KNOWN_CYCLES]
+    found = [c for c in cyclic_components(graph)]
     assert not found, "import cycle(s) inside traindoc:\n" + describe(graph, found)
 
 
@@ -190,12 +179,3 @@ def test_the_reader_imports_one_way() -> None:
     # and nothing the reader reads from imports the reader back
     below = {m for mod in rank for m in graph[mod]} - set(rank)
     assert not {m for m in below if graph[m] & set(rank)}
-
-
-@pytest.mark.parametrize(
-    "members", [pytest.param(m, id="+".join(sorted(m)), marks=pytest.mark.xfail(
-        reason=f"known import cycle: {why}", strict=True)) for m, why in KNOWN_CYCLES.items()])
-def test_known_cycles_are_gone(members: frozenset[str]) -> None:
-    graph = import_graph()
-    assert frozenset(members) not in {frozenset(c) for c in cyclic_components(graph)}, (
-        describe(graph, [set(members)]))

@@ -21,6 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .execute import execute_runbook
+from .reader import load_or_fail
+
 RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
 REL_TOLERANCE = 0.02  # floats within 2 %
 OPERATORS = ("any_of", "min", "max", "contains")
@@ -183,8 +186,6 @@ def find_cases(root: str | os.PathLike[str]) -> list[Case]:
 
 def library_facts(case: Case) -> dict[str, Any]:
     """The facts the runbook's own library calls give on ``case`` (its default knobs)."""
-    from .reader import load_or_fail
-
     incident = load_or_fail(str(case.logs))
     module = importlib.import_module(f"traindoc.diagnose.{case.runbook}")
     return dict(module.diagnose(incident).facts)
@@ -192,8 +193,6 @@ def library_facts(case: Case) -> dict[str, Any]:
 
 def notebook_facts(case: Case, output_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The facts in the ``summary.json`` that the runbook notebook writes on ``case``."""
-    from .cli import execute_runbook
-
     params = {"run_runbooks": False} if case.runbook == "triage" else {}
     ex = execute_runbook(case.runbook, str(case.logs.resolve()), output_dir, params)
     if ex.summary is None:
