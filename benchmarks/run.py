@@ -69,10 +69,10 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
         from traindoc.diagnose import deadlock
 
         t1 = time.perf_counter()  # (not the table sizes above)
-        procs, outliers, rule, _ = deadlock.analyse(inc)
+        a = deadlock.analyse(inc)
         out["group_s"] = time.perf_counter() - t1
-        out["groups"] = len({p.signature for p in procs})
-        out["outliers"] = [str(p.member) for p in outliers][:4]
+        out["groups"] = len({p.signature for p in a.procs})
+        out["outliers"] = [str(p.member) for p in a.stack_outliers][:4]
     if kind == "fr":
         from traindoc.diagnose.collectives import first_mismatch
 

@@ -350,8 +350,6 @@ def test_report_of_analyse_is_diagnose(path: Path) -> None:
     assert int(a.groups["count"].sum()) == r.facts["processes_seen"]
     with pytest.raises(AttributeError):
         a.rule = "tie"  # frozen
-    procs, outliers, rule, _ = a  # the old tuple, for benchmarks/run.py
-    assert procs is a.procs and outliers == a.stack_outliers and rule == a.rule
 
 # -- the fast grouping against the plain one -----------------------------------------------------
 def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -249,11 +248,6 @@ class DeadlockAnalysis:
         """The runbook's tables by the names of their CSV files (``deadlock_<name>.csv``)."""
         return {"processes": self.processes, "groups": self.groups,
                 "outliers": self.outlier_frames, "flight_recorder": self.flight_recorder}
-
-    def __iter__(self) -> Iterator[Any]:
-        """The old ``analyse`` tuple (processes, stack outliers, rule, inferred ranks), for
-        callers that unpack it (benchmarks/run.py)."""
-        return iter((self.procs, self.stack_outliers, self.rule, self.inferred))
 
 
 def analyse(incident: Incident, thread: str = "MainThread",
