@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -436,3 +437,31 @@ def test_rank_that_reached_the_monitored_barrier_blames_rank_0(tmp_path: Path) -
     _, r = diag(tmp_path, text)
     assert r.facts["timed_out_ranks"] == [1] and r.facts["lagging_ranks"] == [0]
     assert r.facts["timeout_ms"] == 600000 and r.facts["op_type"] == "MONITORED_BARRIER"
+
+
+@pytest.mark.parametrize("sample", sorted(p.name for p in (DATA / "timeout").iterdir() if p.is_dir()))
+def test_analyse_then_report_is_diagnose(sample: str) -> None:
+    inc = traindoc.load(DATA / "timeout" / sample)
+    for ws in (None, 8):
+        a = timeout.analyse(inc, world_size=ws)
+        r = timeout.report(a)
+        assert r.summary(inc) == timeout.diagnose(inc, world_size=ws).summary(inc)
+        assert (r.facts["timed_out_ranks"], r.facts["seq_num"], r.facts["pattern"]) == (
+            a.timed_out_ranks, a.seq_num, a.pattern)
+        assert r.facts["last_step"] == a.progress.step and len(a.timeouts) == len(
+            timeout.timeout_rows(a.incident))
+
+
+def test_analysis_without_a_timeout(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("step 1/10 loss 2.0\n")
+    a = timeout.analyse(traindoc.load(p))
+    assert not a.found and a.pattern == "unknown" and a.timed_out_ranks == []
+    assert timeout.report(a).facts["pattern"] == "unknown"
+
+
+def test_notebook_analyses_once() -> None:
+    nb = json.loads((Path(timeout.__file__).parents[2] / "runbooks" / "timeout.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert code.count("timeout.analyse(") == 1 and "timeout.diagnose(" not in code
+    assert "with_status_pg" not in code and "bottom_line_html()" in code

@@ -10,6 +10,7 @@ import pytest
 
 import traindoc
 from conftest import DATA, SAMPLE_DIRS
+from traindoc import plots
 from traindoc.diagnose import triage
 from traindoc.report import Action, Report
 
@@ -252,18 +253,57 @@ def test_summary_json_of_triage(tmp_path: Path) -> None:
 
 def test_timeline_and_table(tmp_path: Path) -> None:
     inc = traindoc.load(MIXED)
-    r, sightings = triage.triage(inc)
-    fig = triage.timeline(inc, sightings)
+    a = triage.analyse(inc)
+    assert list(dict.fromkeys(a.timeline["class"])) == ["gpu_crash", "timeout"]
+    assert set(a.timeline.groupby("class")["role"].first()) == {"cause", "consequence"}
+    fig = plots.triage_timeline(a.timeline)
     assert len(fig.axes) == 1 and fig.axes[0].get_xlabel().startswith("time")
-    t = triage.classes_table(r)
+    t = triage.classes_table(triage.report(a))
     assert list(t["class"]) == ["gpu_crash", "timeout"]
     assert "<table" in triage.styled(t).to_html()
     # without timestamps the axis is the order in the files
     write(tmp_path, "job.log", GLOO_TIMEOUT.format(r=0) + "\n" + SEGFAULT.format(r=1) + "\n")
     inc2 = traindoc.load(tmp_path)
-    fig2 = triage.timeline(inc2, triage.triage(inc2)[1])
+    fig2 = plots.triage_timeline(triage.analyse(inc2).timeline)
     assert "order in the files" in fig2.axes[0].get_xlabel()
-    assert triage.timeline(traindoc.Incident.empty(), []).axes
+    empty = triage.timeline_frame(traindoc.Incident.empty(), [])
+    assert list(empty.columns) == triage.TIMELINE_COLUMNS and not len(empty)
+    assert plots.triage_timeline(empty).axes
+
+
+def test_timeline_of_stack_dumps_has_no_time_column() -> None:
+    # the stacks table carries no time: a deadlock lane is placed by file order
+    inc = traindoc.load(DATA / "deadlock" / "drill_hang")
+    a = triage.analyse(inc)
+    assert "deadlock" in set(a.timeline["class"])
+    assert plots.triage_timeline(a.timeline).axes
+
+
+@pytest.mark.parametrize("sample", [MIXED, DATA / "timeout" / "drill_desync",
+                                    DATA / "gpu_crash" / "drill_crash"])
+def test_analyse_then_report_is_diagnose(sample: Path) -> None:
+    inc = traindoc.load(sample)
+    a = triage.analyse(inc)
+    assert a.cause == (a.sightings[0].cls if a.sightings else None)
+    assert triage.report(a).summary(inc) == triage.diagnose(inc).summary(inc)
+    r, sightings = triage.triage(inc)
+    assert r.summary(inc) == triage.diagnose(inc).summary(inc)
+    assert [s.cls for s in sightings] == [s.cls for s in a.sightings]
+    assert a.unparsed_lines == inc.unrecognized[:triage.MAX_UNPARSED] or len(
+        inc.unrecognized) > triage.MAX_UNPARSED
+
+
+def test_triage_module_draws_nothing() -> None:
+    # figures belong in traindoc.plots: triage builds the timeline's table only
+    src = Path(triage.__file__).read_text()
+    assert "matplotlib" not in src
+
+
+def test_notebook_analyses_once() -> None:
+    nb = json.loads((Path(triage.__file__).parents[1] / "runbooks" / "triage.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert code.count("triage.analyse(") == 1 and "triage.diagnose(" not in code
+    assert "triage.triage(" not in code and "bottom_line_html()" in code
 
 
 def test_actions_are_ranked_with_why_and_how() -> None:

@@ -370,3 +370,42 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def triage_timeline(frame: pd.DataFrame) -> Figure:
+    """Each failure class's evidence (``triage.timeline_frame``) on one time axis, or in file
+    order when not every class carries timestamps; the likely cause in red."""
+    import matplotlib.dates as mdates
+
+    lanes = list(dict.fromkeys(frame["class"]))
+    if not lanes:
+        return _message(Figure(figsize=(9, 1.4 + 0.7)), "No failure class found in these logs")
+    fig = Figure(figsize=(9, 1.4 + 0.7 * len(lanes)))
+    ax = fig.add_subplot()
+    by_class = {c: frame[frame["class"] == c] for c in lanes}
+    cause = {c: (g["role"] == "cause").any() for c, g in by_class.items()}
+    timed = all(g["time"].notna().any() for g in by_class.values())
+    for y, cls in enumerate(reversed(lanes)):
+        rows = by_class[cls]
+        xs = pd.Series((rows["time"].dropna() if timed else rows["position"]).to_numpy())
+        ax.scatter(xs, [y] * len(xs), s=36, color="tab:red" if cause[cls] else "tab:orange",
+                   zorder=3)
+        who = rows["who"].iloc[0] if len(rows) else ""
+        if len(xs) and who:
+            ax.annotate(who, (xs.min(), y), textcoords="offset points", xytext=(4, 8),
+                        fontsize=8)
+    ax.set_yticks(range(len(lanes)), [f"{c}\n({'cause' if cause[c] else 'consequence'})"
+                                      for c in reversed(lanes)], fontsize=9)
+    ax.set_ylim(-0.6, len(lanes) - 0.3)
+    ax.grid(axis="x", lw=0.4, alpha=0.5)
+    if timed:
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+        ax.set_xlabel(f"time as logged, {pd.Timestamp(frame['time'].min()):%Y-%m-%d}")
+        for label in ax.get_xticklabels():
+            label.set_rotation(20)
+    else:
+        ax.set_xticks([])
+        ax.set_xlabel("order in the files (not every class carries timestamps)")
+    ax.set_title("When each failure class first showed (red: the likely cause)")
+    fig.tight_layout()
+    return fig

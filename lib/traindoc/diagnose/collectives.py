@@ -1,8 +1,11 @@
 """Cross-rank comparison of collectives: where ranks first disagree, and where each stands.
 
 Works on any ``collectives`` rows: per-rank watchdog lines and flight-recorder entries alike.
-Both run on whole columns (a thousand ranks of thousands of entries in about a second); only
-the one (process group, sequence number) reported is then read row by row.
+``first_mismatch`` and ``rank_positions`` run on whole columns (a thousand ranks of thousands of
+entries in about a second); only the one (process group, sequence number) reported is then read
+row by row. The smaller readers below them fill in what a watchdog line leaves out (its
+process group), pick each dumped rank's last entry, and read the mismatches that
+TORCH_DISTRIBUTED_DEBUG=DETAIL and SeqNum-less (torch <= 1.9) watchdog lines report.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .common import as_int, as_str
 
 OP_ROW_STATES = ("timed_out", "scheduled", "started", "completed", "failed")
 COMPARED = ("process_group", "seq_num", "rank", "op_type", "state", "numel_in", "numel_out",
@@ -276,3 +281,109 @@ def rank_positions(collectives: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=cols).astype(
         {"rank": "Int64", "last_enqueued": "Int64", "last_completed": "Int64",
          "timed_out_seq": "Int64"})
+
+
+# -- smaller readers: a watchdog line's process group, dumps, other mismatch reports ----------
+
+def with_status_pg(c: pd.DataFrame) -> pd.DataFrame:
+    """Timeout rows with their process group filled in from the same rank's status line for
+    the same sequence number (the watchdog line itself carries only ``[Rank N]``)."""
+    st = c[(c["state"] == "status") & c["process_group"].notna() & c["rank"].notna()
+           & c["seq_num"].notna()]
+    need = (c["state"] == "timed_out") & c["process_group"].isna() & c["rank"].notna()
+    if not len(st) or not need.any():
+        return c
+    lookup = {(int(r), int(q)): pg for r, q, pg in
+              zip(st["rank"], st["seq_num"], st["process_group"], strict=False)}
+    c = c.copy()
+    idx = c.index[need & c["seq_num"].notna()]
+    c.loc[idx, "process_group"] = [lookup.get((int(c.at[i, "rank"]), int(c.at[i, "seq_num"])))
+                                   for i in idx]
+    # A rank with no status line of its own: the group every status line names for that seq,
+    # when they name only one (rank 7's status names default_pg for #80078, rank 3 printed none).
+    still = c.index[(c["state"] == "timed_out") & c["process_group"].isna() & c["seq_num"].notna()]
+    if len(still):
+        named = st.groupby("seq_num")["process_group"].unique()
+        only = {int(q): g[0] for q, g in named.items() if len(g) == 1}
+        c.loc[still, "process_group"] = [only.get(int(c.at[i, "seq_num"])) for i in still]
+    return c
+
+
+def adopt_pg(rows: pd.DataFrame, ref: pd.DataFrame | None = None) -> pd.Series:
+    """Each row's process group, "?" when unknown; a row without one takes the group that
+    ``ref``'s rows (default: ``rows``) name for the same sequence number, when only one does
+    (a watchdog line carries ``[Rank N]`` only; the status line of another rank names it)."""
+    pg = rows["process_group"].fillna("?").astype(object)
+    ref = rows if ref is None else ref
+    named = ref[ref["process_group"].notna() & (ref["process_group"] != "?")
+                & ref["seq_num"].notna()]
+    if not len(named) or not (pg == "?").any():
+        return pg
+    groups = named.groupby("seq_num")["process_group"].unique()
+    only = {int(q): g[0] for q, g in groups.items() if len(g) == 1}
+    fill = [only.get(int(q), "?") if p == "?" and pd.notna(q) else p
+            for p, q in zip(pg, rows["seq_num"], strict=True)]
+    return pd.Series(fill, index=rows.index, dtype=object)
+
+
+def majority_op(rows: pd.DataFrame) -> str | None:
+    """The op most ranks name (each rank counted once, by its first line; the first printed
+    wins a tie)."""
+    if not len(rows):
+        return None
+    first = rows.drop_duplicates("rank") if rows["rank"].notna().any() else rows
+    counts: dict[str, int] = {}
+    for op in first["op_type"].dropna():
+        counts[str(op)] = counts.get(str(op), 0) + 1
+    return max(counts, key=lambda o: counts[o]) if counts else None
+
+
+def detail_mismatch(c: pd.DataFrame) -> dict[str, Any] | None:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's 'Detected mismatch between collectives': what each
+    rank it names was running (the first report)."""
+    rows = c[(c["state"] == "mismatch") & c["rank"].notna()]
+    if not len(rows):
+        return None
+    first = rows.iloc[:2]  # one report: the printing rank, then the rank it differs from
+    ops = {int(r): as_str(o) or "?" for r, o in zip(first["rank"], first["op_type"], strict=True)}
+    sizes = {as_str(v) for v in first["sizes"]}
+    dtypes = {as_str(v) for v in first["dtypes"]} - {None}
+    kind = ("op" if len(set(ops.values())) > 1 else "size" if len(sizes) > 1
+            else "dtype" if len(dtypes) > 1 else "op")
+    seqs = [as_int(v) for v in first["seq_num"]]
+    return {"process_group": as_str(first["process_group"].iloc[0]) or "?",
+            "seq_num": next((q for q in seqs if q is not None), None), "kind": kind,
+            "ops": {str(r): o for r, o in sorted(ops.items())},
+            "ranks": [int(first["rank"].iloc[-1])]}
+
+
+def unnumbered_mismatch(legacy: pd.DataFrame) -> dict[str, Any] | None:
+    """Watchdog lines without SeqNum (torch <= 1.9) where each rank timed out in one op and
+    the ranks name different ops: the desync, as far as those lines tell."""
+    rows = legacy.dropna(subset=["rank", "op_type"])
+    per_rank = rows.groupby("rank")["op_type"].unique()
+    if len(per_rank) < 2 or any(len(v) != 1 for v in per_rank):
+        return None
+    ops = {int(r): str(v[0]) for r, v in per_rank.items()}
+    if len(set(ops.values())) < 2:
+        return None
+    maj = majority_op(rows)
+    return {"process_group": "?", "seq_num": None, "kind": "op",
+            "ops": {str(r): o for r, o in sorted(ops.items())},
+            "ranks": sorted(r for r, o in ops.items() if o != maj)}
+
+
+def is_dump(c: pd.DataFrame) -> pd.Series:
+    """Rows that came from a flight-recorder dump."""
+    return c["source"].str.contains("#entry", regex=False, na=False)
+
+
+def in_flight(collectives: pd.DataFrame) -> pd.DataFrame:
+    """Per dumped rank, its last flight-recorder entry: the collective it was in when it
+    stopped (gloo's timeout message does not name one)."""
+    fr = collectives[is_dump(collectives) & collectives["rank"].notna()]
+    if not len(fr):
+        return fr
+    fr = fr.assign(_t=fr["time"], _i=range(len(fr)))
+    last = fr.sort_values(["rank", "_t", "_i"]).groupby("rank", as_index=False).tail(1)
+    return last.drop(columns=["_t", "_i"])

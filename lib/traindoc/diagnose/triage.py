@@ -17,8 +17,12 @@ otherwise torchrun's root-cause record decides (its failed rank belongs to one c
 then the order of the lines in the files. The first class is the likely cause, the rest its
 cascade — a dead rank leaves its peers waiting in a collective until their watchdogs fire.
 
-``diagnose`` is pure; ``with_runbooks`` adds each class's runbook verdict through a runner
-the caller passes (``traindoc.cli.runbook_runner`` runs the notebooks with papermill).
+``analyse`` reads the incident once into a ``TriageAnalysis`` (the classes found, ordered, the
+root-cause record, the lines no parser understood, the timeline's table); ``report`` writes
+the prose; ``diagnose`` is both, ``triage`` both plus the ordered sightings. All are pure;
+``with_runbooks`` adds each class's runbook verdict through a runner the caller passes
+(``traindoc.cli.runbook_runner`` runs the notebooks with papermill). The timeline figure is
+``traindoc.plots.triage_timeline(analysis.timeline)``.
 """
 
 from __future__ import annotations
@@ -33,14 +37,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-import matplotlib.dates as mdates
 import pandas as pd
-from matplotlib.figure import Figure
 
 from ..incident import Incident, _span
-from ..report import Action, Finding, Report, escape_frame, evidence, ranked
-from .common import input_findings
-from .timeout import timeout_rows, with_status_pg
+from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
+from .collectives import with_status_pg
+from .common import input_findings, training_steps
+from .timeout import timeout_rows
 
 CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
@@ -60,6 +63,9 @@ CUDA_TEXT_RE = re.compile(r"CUDA error: |CUDA out of memory|NVRM: Xid|uncorrecta
 SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
+MAX_UNPARSED = 20  # failure-looking lines no parser understood, shown before a count
+POSITION_STRIDE = 1_000_000  # a timeline position: file index * stride + line number
+TIMELINE_COLUMNS = ["class", "role", "time", "position", "who"]
 
 
 @dataclass
@@ -289,15 +295,8 @@ def _deadlock(incident: Incident) -> Sighting | None:
                     "(taken while the job hung)", _ranks(s))
 
 
-def _steps(incident: Incident) -> pd.DataFrame:
-    it = incident.iterations
-    if "event" in it:
-        it = it[it["event"].isna()]
-    return it.dropna(subset=["iteration"])
-
-
 def _series_ok(incident: Incident, cls: str) -> bool:
-    it = _steps(incident)
+    it = training_steps(incident)
     cols = (["loss", "grad_norm", "nan"] if cls == "loss_spike" else
             ["elapsed_s", "tflops", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu"])
     return any(c in it and it[c].notna().sum() >= MIN_SERIES for c in cols)
@@ -329,7 +328,7 @@ def _metric(incident: Incident, cls: str, modules: Mapping[str, Any] | None,
             mod = None
     if mod is None or not hasattr(mod, "diagnose"):
         not_checked.append({"class": cls, "reason": f"traindoc.diagnose.{cls} is not available; "
-                            f"{len(_steps(incident))} iteration row(s) were not judged"})
+                            f"{len(training_steps(incident))} iteration row(s) were not judged"})
         return None
     try:
         rep = mod.diagnose(incident)
@@ -340,7 +339,7 @@ def _metric(incident: Incident, cls: str, modules: Mapping[str, Any] | None,
     start = _metric_found(cls, rep.facts)
     if start is None:
         return None
-    it = _steps(incident)
+    it = training_steps(incident)
     rows = it[it["iteration"] >= start].head(1)
     if not len(rows):
         rows = it.tail(1)
@@ -434,22 +433,50 @@ def _entry(s: Sighting, role: str) -> dict[str, Any]:
             "evidence": evidence(s.rows, limit=MAX_LINES), "summary": None, "verdict": None}
 
 
-def diagnose(incident: Incident, modules: Mapping[str, Any] | None = None) -> Report:
-    """Which failure classes are present, ordered, the first named the cause."""
-    return triage(incident, modules)[0]
+@dataclass(frozen=True, eq=False)
+class TriageAnalysis:
+    """What the triage runbook shows, computed once by ``analyse``: the classes found, cause
+    first, and why they are in that order."""
+
+    incident: Incident
+    sightings: list[Sighting]  # ordered: the likely cause first, then its cascade
+    not_checked: list[dict[str, str]]  # classes that could not be judged, with the reason
+    root_class: str | None  # the class torchrun's root-cause record belongs to
+    root_cause_exit: pd.Series | None  # torchrun's earliest root-cause record
+    ordered_by: str | None  # only_class, time, root_cause or file_order; None: no class
+    series_judged: bool  # the iteration lines were long enough to judge loss and throughput
+    unparsed_lines: list[str]  # failure-looking lines no parser understood (capped, counted)
+    timeline: pd.DataFrame  # ``timeline_frame``: each class's evidence for the timeline figure
+
+    @property
+    def cause(self) -> str | None:
+        """The likely cause: the first class, None when none was found."""
+        return self.sightings[0].cls if self.sightings else None
 
 
-def triage(incident: Incident, modules: Mapping[str, Any] | None = None,
-           ) -> tuple[Report, list[Sighting]]:
-    """``diagnose``, plus the ordered sightings behind it (for ``timeline``)."""
+def analyse(incident: Incident, modules: Mapping[str, Any] | None = None) -> TriageAnalysis:
+    """Every failure class in ``incident``, ordered, the first the likely cause. ``modules``
+    replaces the lazy import of the metric classes' diagnoses (tests)."""
     found, not_checked = detect(incident, modules)
     root_cls = root_cause_class(incident, found)
     ordered = order(found, root_cls)
-    rc = root_cause_exit(incident)
+    return TriageAnalysis(
+        incident=incident, sightings=ordered, not_checked=not_checked, root_class=root_cls,
+        root_cause_exit=root_cause_exit(incident),
+        ordered_by=_how_ordered(ordered, root_cls) if ordered else None,
+        series_judged=_series_ok(incident, "loss_spike"),
+        unparsed_lines=unrecognized_lines(incident, limit=MAX_UNPARSED),
+        timeline=timeline_frame(incident, ordered))
+
+
+def report(analysis: TriageAnalysis) -> Report:
+    """The triage ``Report``: the classes found in order, the cause named, what to do first."""
+    a = analysis
+    ordered, not_checked, rc = a.sightings, a.not_checked, a.root_cause_exit
     facts: dict[str, Any] = {
         "classes": [_entry(s, "cause" if i == 0 else "consequence") for i, s in enumerate(ordered)],
-        "cause": ordered[0].cls if ordered else None,
-        "ordered_by": _how_ordered(ordered, root_cls) if ordered else None,
+        "cause": a.cause,
+        "ordered_by": a.ordered_by,
         "not_checked": not_checked,
         "root_cause_exit": None if rc is None else {
             "rank": rc["rank"], "host": rc["host"], "exitcode": rc["exitcode"],
@@ -471,13 +498,25 @@ def triage(incident: Incident, modules: Mapping[str, Any] | None = None,
             "no_failure_class", "warning",
             "No sign of a collective timeout, a crashed or killed rank, or a hang (stack dumps) "
             "in these logs" + ("; throughput and loss were checked and look normal"
-                               if not not_checked and _series_ok(incident, "loss_spike") else ""),
-            evidence(incident.errors, limit=MAX_LINES)))
-    findings += input_findings(incident)
-    verdict, confidence = _verdict(ordered, facts["ordered_by"], not_checked)
-    logs = " ".join(shlex.quote(str(p)) for p in incident.account.get("paths", [])) or "LOGS"
+                               if not not_checked and a.series_judged else ""),
+            evidence(a.incident.errors, limit=MAX_LINES)))
+    findings += input_findings(a.incident)
+    verdict, confidence = _verdict(ordered, a.ordered_by, not_checked)
+    logs = " ".join(shlex.quote(str(p)) for p in a.incident.account.get("paths", [])) or "LOGS"
     actions = ranked(_actions(ordered, not_checked, logs))
-    return Report("triage", verdict, confidence, facts, findings, actions), ordered
+    return Report("triage", verdict, confidence, facts, findings, actions)
+
+
+def diagnose(incident: Incident, modules: Mapping[str, Any] | None = None) -> Report:
+    """Which failure classes are present, ordered, the first named the cause."""
+    return report(analyse(incident, modules))
+
+
+def triage(incident: Incident, modules: Mapping[str, Any] | None = None,
+           ) -> tuple[Report, list[Sighting]]:
+    """``diagnose``, plus the ordered sightings behind it."""
+    a = analyse(incident, modules)
+    return report(a), a.sightings
 
 
 def _verdict(ordered: list[Sighting], how: str | None,
@@ -603,46 +642,25 @@ def styled(df: pd.DataFrame) -> Any:
             .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
 
 
-def timeline(incident: Incident, ordered: list[Sighting]) -> Figure:
-    """Each class's evidence on one time axis (or, without timestamps on every class, in file
-    order); the likely cause in red."""
-    lanes = [s.cls for s in ordered]
-    found = {s.cls: s for s in ordered}
-    fig = Figure(figsize=(9, 1.4 + 0.7 * max(len(lanes), 1)))
-    ax = fig.add_subplot()
-    if not lanes:
-        ax.axis("off")
-        ax.text(0.5, 0.5, "No failure class found in these logs", ha="center", va="center")
-        return fig
-    timed = all(found[c].rows["time"].notna().any() for c in lanes)
-    for y, cls in enumerate(reversed(lanes)):
-        rows = found[cls].rows
-        if timed:
-            xs = pd.Series(rows["time"].dropna().to_numpy())
-        else:
-            xs = pd.Series([f * 1_000_000 + line for f, line in _row_positions(incident, rows)])
-        color = "tab:red" if cls == lanes[0] else "tab:orange"
-        ax.scatter(xs, [y] * len(xs), s=36, color=color, zorder=3)
-        if len(xs) and found[cls].ranks:
-            ax.annotate(_who(found[cls].ranks), (xs.min(), y), textcoords="offset points",
-                        xytext=(4, 8), fontsize=8)
-    ax.set_yticks(range(len(lanes)), [f"{c}\n({'cause' if c == lanes[0] else 'consequence'})"
-                                      for c in reversed(lanes)], fontsize=9)
-    ax.set_ylim(-0.6, len(lanes) - 0.3)
-    ax.grid(axis="x", lw=0.4, alpha=0.5)
-    if timed:
-        first = min(found[c].first_seen for c in lanes if found[c].first_seen)
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
-        ax.set_xlabel(f"time as logged, {first:%Y-%m-%d}")
-        for label in ax.get_xticklabels():
-            label.set_rotation(20)
-    else:
-        ax.set_xticks([])
-        ax.set_xlabel("order in the files (not every class carries timestamps)")
-    ax.set_title("When each failure class first showed (red: the likely cause)")
-    fig.tight_layout()
-    return fig
+def timeline_frame(incident: Incident, ordered: list[Sighting]) -> pd.DataFrame:
+    """Each class's evidence rows for the timeline, likely cause first: ``class``, ``role``
+    (cause or consequence), ``time`` as logged (NaT without one), ``position`` in the files
+    (file index * POSITION_STRIDE + line) and ``who`` (its ranks; '' without rank tags)."""
+    parts = []
+    for i, s in enumerate(ordered):
+        rows = s.rows
+        times = rows["time"] if "time" in rows else pd.Series(pd.NaT, index=rows.index)
+        parts.append(pd.DataFrame({
+            "class": s.cls, "role": "cause" if i == 0 else "consequence",
+            "time": times.to_numpy(),
+            "position": [f * POSITION_STRIDE + line for f, line in _row_positions(incident, rows)],
+            "who": _who(s.ranks) if s.ranks else ""}, columns=TIMELINE_COLUMNS))
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype="datetime64[ns]" if c == "time" else object)
+                             for c in TIMELINE_COLUMNS})
+    return pd.concat(parts, ignore_index=True)
 
 
-__all__ = ["CLASSES", "Sighting", "classes_table", "crash_rows", "detect", "diagnose", "order",
-           "root_cause_class", "root_cause_exit", "styled", "timeline", "triage", "with_runbooks"]
+__all__ = ["CLASSES", "Sighting", "TriageAnalysis", "analyse", "classes_table", "crash_rows",
+           "detect", "diagnose", "order", "report", "report_links_html", "root_cause_class",
+           "root_cause_exit", "styled", "timeline_frame", "triage", "with_runbooks"]

@@ -1,0 +1,42 @@
+"""Collective timeout: which ranks timed out in which collective, who never came, and why.
+
+Patterns:
+
+- ``desync``: ranks issued different collectives (or sizes/dtypes) at one sequence number.
+- ``straggler``: some ranks never enqueued the collective the others wait in (named in
+  ``lagging_ranks``): they were somewhere else (data loading, eval, a rank-conditional branch,
+  a smaller data split).
+- ``all_stuck``: every rank entered the same collective and it never finished: the transport
+  (network, NVLink, a sick GPU) rather than the program.
+- ``unknown``: the logs do not tell (e.g. only one rank's view was captured).
+
+``analyse`` (``analysis.py``: the tables and rules) reads the incident once into a
+``TimeoutAnalysis``; ``report`` (``report.py``: facts, findings, verdict, actions) writes the
+prose; ``diagnose`` is both.
+"""
+
+from __future__ import annotations
+
+from ...incident import Incident
+from ...report import Report
+from ..collectives import detail_mismatch, in_flight, unnumbered_mismatch, with_status_pg
+from .analysis import (
+    HARD_FAILURE_STRENGTH,
+    STUCK_CODES,
+    TimeoutAnalysis,
+    analyse,
+    earlier_failure,
+    timeout_rows,
+)
+from .report import FACT_KEYS, FSDP_GATHER_OPS, report
+
+
+def diagnose(incident: Incident, world_size: int | None = None) -> Report:
+    """Diagnose a collective timeout. ``world_size``, when known, lets ranks that left no
+    trace at all be named as lagging candidates."""
+    return report(analyse(incident, world_size=world_size))
+
+
+__all__ = ["FACT_KEYS", "FSDP_GATHER_OPS", "HARD_FAILURE_STRENGTH", "STUCK_CODES",
+           "TimeoutAnalysis", "analyse", "detail_mismatch", "diagnose", "earlier_failure",
+           "in_flight", "report", "timeout_rows", "unnumbered_mismatch", "with_status_pg"]

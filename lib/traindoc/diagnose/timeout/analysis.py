@@ -1,0 +1,300 @@
+"""Collective timeout, the tables and rules: the timeout rows, the collective they name, who
+never arrived, the pattern, and the earlier failure they may be the consequence of.
+
+``analyse`` computes everything once into a ``TimeoutAnalysis``; ``report`` (in
+``timeout.report``) turns it into prose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ...incident import Incident
+from ..collectives import (
+    adopt_pg,
+    detail_mismatch,
+    first_mismatch,
+    in_flight,
+    is_dump,
+    majority_op,
+    rank_positions,
+    unnumbered_mismatch,
+    with_status_pg,
+)
+from ..common import Progress, as_int, as_str, last_progress, split_source, step_totals_by_rank
+from ..gpu_crash import failure_events, first_failure
+
+STUCK_CODES = ("heartbeat_timeout", "watchdog_stuck")  # errors codes of the heartbeat monitor
+HARD_FAILURE_STRENGTH = 2  # gpu_crash's strength of a local failure (CUDA, Xid, ECC, OOM, signal)
+DESYNC_KINDS = ("op", "size", "dtype")  # first_mismatch kinds that are a desync
+
+
+@dataclass(frozen=True, eq=False)
+class TimeoutAnalysis:
+    """What the timeout runbook shows, computed once by ``analyse``.
+
+    ``incident`` is the incident with each watchdog line's process group adopted from the
+    status lines (``collectives``); ``found`` is False when the logs hold no timeout at all
+    (then the collective's fields stay empty)."""
+
+    incident: Incident
+    world_size: int | None
+    progress: Progress
+    timeouts: pd.DataFrame  # one row per (rank, process group, seq): ``timeout_rows``
+    status: pd.DataFrame  # watchdog status lines naming a rank and a sequence number
+    stuck: pd.DataFrame  # heartbeat-monitor errors (the watchdog itself hung)
+    in_flight: pd.DataFrame  # per dumped rank, its last flight-recorder entry
+    positions: pd.DataFrame  # per (process group, rank): last enqueued/completed, timed out
+    first_mismatch: dict[str, Any] | None
+    step_totals: dict[int, int]  # per rank, the step total its progress bars announced
+    found: bool = False
+    timed_out_ranks: list[int] = field(default_factory=list)
+    op_type: str | None = None
+    seq_num: int | None = None
+    timeout_ms: int | None = None
+    ran_for_ms: int | None = None
+    numel_in: int | None = None
+    numel_out: int | None = None
+    process_group: str | None = None
+    lagging_ranks: list[int] = field(default_factory=list)
+    # every rank some source names as not arrived (absent, behind, dumped without the entry,
+    # failed), before the ranks seen in the collective are taken out: the evidence rows
+    lagging_candidates: list[int] = field(default_factory=list)
+    unseen_ranks: list[int] = field(default_factory=list)  # of world_size, with no line at all
+    pattern: str = "unknown"  # desync, straggler, all_stuck or unknown
+    finished_early: bool = False  # the data ended while a straggler had not arrived
+    earlier_failure: pd.Series | None = None  # a hard failure before the first timeout
+
+    @property
+    def collectives(self) -> pd.DataFrame:
+        """The collectives table, process groups adopted from the status lines."""
+        return self.incident.collectives
+
+    @property
+    def group_size(self) -> int | None:
+        """For a gather/scatter, the group size NumelOut/NumelIn implies."""
+        return group_size(self.op_type, self.numel_in, self.numel_out)
+
+
+def timeout_rows(incident: Incident) -> pd.DataFrame:
+    """Timeout rows, one per (rank, process group, seq): the first line that reported each."""
+    c = incident.collectives
+    t = c[c["state"] == "timed_out"]
+    if not len(t):
+        return t
+    key = t.assign(_r=t["rank"].fillna(-1), _pg=t["process_group"].fillna("?"),
+                   _s=t["seq_num"].fillna(-1), _o=t["op_type"].fillna(""))
+    return t.loc[~key.duplicated(["_r", "_pg", "_s", "_o"])]
+
+
+def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysis:
+    """Read a collective timeout from ``incident``. ``world_size``, when known, lets ranks that
+    left no trace at all be named as lagging candidates."""
+    incident = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
+                        incident.account, incident.unrecognized)
+    prog = last_progress(incident)
+    timeouts = timeout_rows(incident)
+    c = incident.collectives
+    status = c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
+    absent = c[c["state"] == "absent"]
+    nccl = timeouts[timeouts["seq_num"].notna()] if len(timeouts) else timeouts
+    unnumbered = timeouts[timeouts["seq_num"].isna()] if len(timeouts) else timeouts
+    ops = unnumbered["op_type"].fillna("gloo:")
+    is_gloo = ops.str.startswith("gloo:") | ops.eq("MONITORED_BARRIER")
+    gloo, legacy = unnumbered[is_gloo], unnumbered[~is_gloo]
+    mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy))
+    # The heartbeat monitor ("watchdog got stuck", "Heartbeat monitor timed out"): the rank hung
+    # inside NCCL/CUDA so long that even its watchdog stopped; it names no collective.
+    errs = incident.errors
+    stuck = errs[errs["code"].isin(list(STUCK_CODES)) & errs["rank"].notna()]
+    inflight = in_flight(c)
+    positions = rank_positions(c)
+    base: dict[str, Any] = dict(
+        incident=incident, world_size=world_size, progress=prog, timeouts=timeouts,
+        status=status, stuck=stuck, in_flight=inflight, positions=positions,
+        first_mismatch=mismatch, step_totals=step_totals_by_rank(incident))
+    if not len(timeouts) and not len(status) and not mismatch and not len(stuck):
+        return TimeoutAnalysis(**base)
+
+    # Timed out: ranks with a watchdog/gloo line, and ranks whose watchdog status line names
+    # the work it failed on (its timeout line may be cut from the excerpt).
+    timed_out = sorted({int(r) for r in timeouts["rank"].dropna()}
+                       | {int(r) for r in status["rank"]} | {int(r) for r in stuck["rank"]})
+    coll, primary = _timed_out_collective(timeouts, nccl, status, gloo, legacy, inflight,
+                                          timed_out, mismatch)
+    lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
+                                        coll["process_group"], world_size)
+    lagging_ranks = sorted(lagging - arrived)
+
+    if mismatch and mismatch["kind"] in DESYNC_KINDS:
+        pattern = "desync"
+    elif lagging_ranks:
+        pattern = "straggler"
+    elif (len(timed_out) >= 2 and primary is not None
+          and _every_rank_timed_out(timed_out, coll, world_size)
+          and len(nccl) and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
+        pattern = "all_stuck"
+    else:
+        pattern = "unknown"
+    finished = (prog.step is not None and prog.total is not None and prog.step >= prog.total
+                and pattern == "straggler")
+    return TimeoutAnalysis(
+        **base, found=True, timed_out_ranks=timed_out, **coll, lagging_ranks=lagging_ranks,
+        lagging_candidates=sorted(lagging), unseen_ranks=sorted(unseen), pattern=pattern,
+        finished_early=finished, earlier_failure=earlier_failure(incident, timeouts))
+
+
+def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd.DataFrame,
+                          gloo: pd.DataFrame, legacy: pd.DataFrame, inflight: pd.DataFrame,
+                          timed_out: list[int], mismatch: dict[str, Any] | None,
+                          ) -> tuple[dict[str, Any], pd.Series | None]:
+    """The collective that timed out (op_type, seq_num, timeout_ms, ran_for_ms, numel_in,
+    numel_out, process_group) and the row that best describes it (None when none does)."""
+    f: dict[str, Any] = dict(op_type=None, seq_num=None, timeout_ms=None, ran_for_ms=None,
+                             numel_in=None, numel_out=None, process_group=None)
+    # The (pg, seq) most ranks report, earliest seq on a tie. gloo's message names no
+    # collective: a timed-out rank's last flight-recorder entry does.
+    primary = None
+    events = pd.concat([nccl[["rank", "process_group", "seq_num"]],
+                        status[["rank", "process_group", "seq_num"]]], ignore_index=True)
+    if not len(nccl) and len(inflight):
+        events = inflight[inflight["rank"].isin(timed_out)]
+    if len(events):
+        events = events.assign(_pg=adopt_pg(events))
+        ranks = events.groupby(["_pg", "seq_num"])["rank"].nunique()
+        sizes = ranks.reset_index(name="n").sort_values(["n", "seq_num"],
+                                                        ascending=[False, True])
+        pg, seq = sizes.iloc[0]["_pg"], sizes.iloc[0]["seq_num"]
+        src = nccl if len(nccl) else inflight
+        src = src.assign(_pg=adopt_pg(src, events))
+        at = src[(src["_pg"] == pg) & (src["seq_num"] == seq)]
+        # In a desync the ranks name different ops: the one most ranks name (the first printed
+        # on a tie) is the op; first_mismatch carries every rank's.
+        op = majority_op(at.dropna(subset=["op_type"])) if len(at) else None
+        with_op = at[at["op_type"] == op] if op is not None else at
+        primary = with_op.iloc[0] if len(with_op) else (at.iloc[0] if len(at) else None)
+        f.update(
+            op_type=op,
+            seq_num=as_int(seq),
+            timeout_ms=as_int((at if len(nccl) else gloo)["timeout_ms"].max()),
+            ran_for_ms=as_int(at["ran_for_ms"].max()) if len(at) else None,
+            numel_in=None if primary is None else as_int(primary["numel_in"]),
+            numel_out=None if primary is None else as_int(primary["numel_out"]),
+            process_group=None if pg == "?" else pg,
+        )
+        if f["timeout_ms"] is None and len(nccl):
+            f["timeout_ms"] = as_int(nccl["timeout_ms"].max())
+    elif len(legacy):
+        # torch <= 1.9: no SeqNum; the op most ranks timed out in
+        primary = legacy.iloc[0]
+        ops = legacy.dropna(subset=["op_type"])
+        f.update(op_type=majority_op(ops), timeout_ms=as_int(legacy["timeout_ms"].max()),
+                 ran_for_ms=as_int(legacy["ran_for_ms"].max()),
+                 numel_in=as_int(primary["numel_in"]), numel_out=as_int(primary["numel_out"]),
+                 process_group=as_str(primary["process_group"]))
+    else:
+        f["timeout_ms"] = as_int(timeouts["timeout_ms"].max()) if len(timeouts) else None
+        if len(gloo) and gloo["op_type"].eq("MONITORED_BARRIER").any():
+            f["op_type"] = "MONITORED_BARRIER"
+        if mismatch:
+            f.update(seq_num=mismatch["seq_num"], process_group=mismatch["process_group"],
+                     op_type=f["op_type"] or "/".join(sorted(set(mismatch["ops"].values()))))
+    if f["process_group"] == "?":
+        f["process_group"] = None
+    return f, primary
+
+
+def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
+             timed_out: list[int], seq: int | None, process_group: str | None,
+             world_size: int | None) -> tuple[set[int], set[int], set[int]]:
+    """(lagging, arrived, unseen): ranks named as never entering collective ``seq``, ranks seen
+    in it, and ranks of ``world_size`` the logs say nothing about.
+
+    Lagging: ranks whose position in that process group is below it, dumped ranks with no
+    entry for it, ranks another rank reports absent, and ranks that failed without timing
+    out."""
+    c = incident.collectives
+    pg = process_group or "?"
+    lagging: set[int] = {int(r) for r in absent["rank"].dropna()}
+    arrived: set[int] = set(timed_out) - lagging
+    if seq is not None:
+        same = c[(c["process_group"].fillna("?") == pg) & (c["seq_num"] == seq)
+                 & ~c["state"].isin(["status", "absent", "mismatch"])]
+        arrived |= {int(r) for r in same["rank"].dropna()}
+        pos = positions[positions["process_group"] == pg]
+        arrived |= {int(r) for r in pos[pos["last_enqueued"].notna()
+                                        & (pos["last_enqueued"] >= seq)]["rank"]}
+        behind = pos[pos["last_enqueued"].notna() & (pos["last_enqueued"] < seq)]
+        lagging |= {int(r) for r in behind["rank"]}
+        # a rank that timed out earlier in this group (its own status says so) never got here
+        arrived -= {int(r) for r in behind["rank"]} - {int(r) for r in same["rank"].dropna()}
+        dumped = {int(r) for r in c[is_dump(c)]["rank"].dropna()}
+        lagging |= dumped - arrived
+    known = _ranks_with_failure_output(incident)
+    if _is_default_group(process_group):
+        lagging |= known - arrived  # a failed rank is in the default group; not always in a sub-group
+    unseen: set[int] = set()
+    if world_size:
+        unseen = set(range(world_size)) - arrived - known - lagging
+    return lagging, arrived, unseen
+
+
+def _is_default_group(pg: str | None) -> bool:
+    """The default (world) group, or a group the logs do not name."""
+    return pg is None or pg == "?" or "default_pg" in pg or pg.split(" ")[0] == "0"
+
+
+def _every_rank_timed_out(timed_out: list[int], coll: dict[str, Any],
+                          world_size: int | None) -> bool:
+    """Every rank of the job (``world_size``), or of the group a gather/scatter's NumelOut/
+    NumelIn implies, timed out. Without either the logs cannot say: the highest rank seen is
+    no job size (a paste often stops before the last rank, or the missing rank printed
+    nothing)."""
+    timed = set(timed_out)
+    if world_size:
+        return timed >= set(range(world_size))
+    n = group_size(coll["op_type"], coll["numel_in"], coll["numel_out"])
+    return n is not None and len(timed) >= n
+
+
+def group_size(op_type: str | None, numel_in: int | None, numel_out: int | None) -> int | None:
+    """For a gather/scatter, the group size NumelOut/NumelIn implies."""
+    op = (op_type or "").upper()
+    if "GATHER" not in op and "SCATTER" not in op or not numel_in or not numel_out:
+        return None
+    big, small = max(numel_in, numel_out), min(numel_in, numel_out)
+    return big // small if small and big % small == 0 and big // small > 1 else None
+
+
+def _ranks_with_failure_output(incident: Incident) -> set[int]:
+    """Ranks whose failure output is in the logs: they reported an error or an exit."""
+    ranks: set[int] = set()
+    for df in (incident.errors, incident.exits):
+        ranks |= {int(r) for r in df["rank"].dropna()}
+    return ranks
+
+
+def earlier_failure(incident: Incident, timeouts: pd.DataFrame) -> pd.Series | None:
+    """The gpu_crash runbook's first failure when it is a hard local failure (a CUDA error, an
+    Xid, ECC, OOM, a crash signal) that came before the first collective timeout — by time, or
+    by line order in the same file when a time is missing; None otherwise."""
+    if not len(timeouts):
+        return None
+    crash = first_failure(failure_events(incident))
+    first = crash.first
+    if first is None or crash.by == "silent" or int(first["strength"] or 0) < HARD_FAILURE_STRENGTH:
+        return None
+    t_first = timeouts["time"].dropna().min() if "time" in timeouts else pd.NaT
+    if pd.notna(first["time"]) and pd.notna(t_first):
+        return first if first["time"] < t_first else None
+    where = split_source(first["source"])
+    if where is None:
+        return None
+    for src in timeouts["source"].dropna():
+        at = split_source(src)
+        if at is not None and at[0] == where[0] and where[1] < at[1]:
+            return first
+    return None
