@@ -12,6 +12,7 @@ not seen.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -179,3 +180,65 @@ def test_the_reader_imports_one_way() -> None:
     # and nothing the reader reads from imports the reader back
     below = {m for mod in rank for m in graph[mod]} - set(rank)
     assert not {m for m in below if graph[m] & set(rank)}
+
+
+# -- ARCHITECTURE.md stays in step with the code ----------------------------------------------
+ARCH = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+
+
+def _section(title: str) -> str:
+    start = ARCH.index(f"\n## {title}\n")
+    end = ARCH.find("\n## ", start + 1)
+    return ARCH[start:end if end != -1 else None]
+
+
+def test_architecture_names_every_module() -> None:
+    listed = set(re.findall(r"^\| `(traindoc/[\w/]+\.py)` \|", _section("Modules"), re.M))
+    present = {str(p.relative_to(LIB)) for p in (LIB / PACKAGE).rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert not present - listed, f"add to ARCHITECTURE.md's Modules: {sorted(present - listed)}"
+    assert not listed - present, f"gone, remove from ARCHITECTURE.md: {sorted(listed - present)}"
+
+
+def test_architecture_lists_every_table_and_column() -> None:
+    from traindoc.schema import COLLECTIVE_STATES, SCHEMAS
+
+    rows = {m[0]: [c.strip() for c in m[1].split(",")]
+            for m in re.findall(r"^\| `(\w+)` \| ([^|]+) \|", _section("Tables"), re.M)}
+    assert set(rows) == set(SCHEMAS)
+    for table, columns in SCHEMAS.items():
+        assert rows[table] == list(columns), f"ARCHITECTURE.md's {table} columns"
+    assert all(f"`{s}`" in _section("Tables") for s in COLLECTIVE_STATES)
+
+
+def test_architecture_lists_every_fact(tmp_path: Path) -> None:
+    import importlib
+
+    import traindoc
+
+    log = tmp_path / "job.log"
+    log.write_text("nothing wrong here\n")
+    incident = traindoc.load(log)
+    documented = {m[0]: {f.strip() for f in m[1].split(",")} for m in re.findall(
+        r"^  - `(\w+)`: ([^`]+?)(?=\n  - |\n- |\Z)", _section("The runbook contract"), re.M | re.S)}
+    classes = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
+    assert set(documented) == set(classes)
+    for cls in classes:
+        facts = importlib.import_module(f"traindoc.diagnose.{cls}").diagnose(incident).facts
+        assert documented[cls] == set(facts), f"{cls}: {documented[cls] ^ set(facts)}"
+
+
+def test_the_add_a_format_example_parses_its_real_line(tmp_path: Path) -> None:
+    code = re.search(r"```python\n(.*?)```", _section("Adding a log format"), re.S)[1]
+    ns: dict = {}
+    exec(compile(code, "ARCHITECTURE.md", "exec"), ns)  # our own documentation
+    (parser,) = ns["PARSERS"]
+    assert all(n in parser.example for n in parser.needles)
+    assert ns["parse_memory"](parser.example) == {
+        "metric": "max_allocated_mib", "value": 30516.369140625, "iteration": 1}
+    assert ns["parse_memory"]("after 1 iterations, memory is fine") is None
+    from traindoc.schema import SCHEMAS
+
+    assert set(ns["parse_memory"](parser.example)) <= set(SCHEMAS[parser.table])
+    assert parser.example in (ROOT / "data" / "corpus" / "loss_spike" / "loss_spike-deepspeed-3742"
+                              / "logs" / "job.log").read_text()

@@ -14,7 +14,7 @@ from .schema import TABLES, empty, frame
 
 @dataclass
 class Incident:
-    """Tables of DESIGN.md (``iterations``, ``collectives``, ``errors``, ``stacks``,
+    """Tables of schema.py (``iterations``, ``collectives``, ``errors``, ``stacks``,
     ``progress``, ``exits``) plus what was read and what could not be parsed."""
 
     tables: dict[str, pd.DataFrame]

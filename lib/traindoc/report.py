@@ -58,7 +58,7 @@ class Report:
     actions: list[Action] = field(default_factory=list)
 
     def summary(self, incident: Incident | None = None) -> dict[str, Any]:
-        """The summary.json document (DESIGN.md, "Runbook contract")."""
+        """The summary.json document (ARCHITECTURE.md, "The runbook contract")."""
         inputs = incident.inputs() if incident is not None else {
             "paths": [], "files": 0, "lines": 0, "unparsed_lines": 0, "warnings": []}
         return _jsonable({

@@ -1,4 +1,4 @@
-"""The fixed table schemas of an Incident (see DESIGN.md, "Tables").
+"""The fixed table schemas of an Incident (listed in ARCHITECTURE.md, "Tables").
 
 Every table carries ``source`` ("file:lineno" of the evidence) and ``line`` (the log line's
 text after prefix demultiplexing and ANSI stripping), so any finding can quote its evidence.
