@@ -26,9 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from .execute import Execution, available_runbooks, execute_runbook
-from .execute import (
-    runbook_runner as runbook_runner,  # the triage notebook's import, until it moves
-)
 from .locations import CHECKOUT, runbooks_dir
 
 EXIT_OK = 0  # diagnosed: the runbook ran and wrote summary.json

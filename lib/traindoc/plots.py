@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.dates as mdates
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
@@ -375,7 +376,6 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
 def triage_timeline(frame: pd.DataFrame) -> Figure:
     """Each failure class's evidence (``triage.timeline_frame``) on one time axis, or in file
     order when not every class carries timestamps; the likely cause in red."""
-    import matplotlib.dates as mdates
 
     lanes = list(dict.fromkeys(frame["class"]))
     if not lanes:

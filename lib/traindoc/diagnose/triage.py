@@ -21,7 +21,7 @@ cascade — a dead rank leaves its peers waiting in a collective until their wat
 root-cause record, the lines no parser understood, the timeline's table); ``report`` writes
 the prose; ``diagnose`` is both, ``triage`` both plus the ordered sightings. All are pure;
 ``with_runbooks`` adds each class's runbook verdict through a runner the caller passes
-(``traindoc.cli.runbook_runner`` runs the notebooks with papermill). The timeline figure is
+(``traindoc.execute.runbook_runner`` runs the notebooks with papermill). The timeline figure is
 ``traindoc.plots.triage_timeline(analysis.timeline)``.
 """
 
