@@ -87,6 +87,14 @@ def test_log_markup_is_text(report: dict) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and SCRIPT not in page
 
 
+def test_tables_and_evidence_are_not_cut(report: dict) -> None:
+    """Cells show their whole text (no pandas "…" truncation) (issue 15.10)."""
+    nb = nbformat.read(report["nb"], as_version=4)
+    cells = [t for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+             for t in re.findall(r"<td[^>]*>([^<]*)</td>", "".join(o.get("data", {}).get("text/html", "")))]
+    assert cells and not [t for t in cells if t.endswith("...")], "a table cell was cut"
+
+
 def test_write_html_beside_the_notebook(report: dict, tmp_path: Path) -> None:
     nb = tmp_path / "copy.ipynb"
     shutil.copy(report["nb"], nb)
@@ -151,3 +159,19 @@ def test_saved_widget_state_pulls_no_cdn_script() -> None:
     assert "hello" in html
     assert not re.search(r"<script[^>]+src=", html), re.findall(r"<script[^>]+src=[^>]+>", html)
     assert "unpkg" not in html and "jsdelivr" not in html
+
+
+@needs_chromium
+def test_chromium_wraps_evidence_at_spaces(report: dict, tmp_path: Path) -> None:
+    """Evidence blocks wrap at spaces, never mid-word: the style the browser computes for
+    an output <pre> (issue 15.10). A copy of the page gets one inline script that writes it
+    into the DOM."""
+    page = report["html"].read_text()
+    probe = ("<script>const p = document.querySelector('.jp-OutputArea-output pre');"
+             "document.body.dataset.wb = getComputedStyle(p).wordBreak + '/' + "
+             "getComputedStyle(p).whiteSpace;</script>")
+    copy = tmp_path / "probe.html"
+    copy.write_text(page.replace("</body>", probe + "</body>"))
+    dom = chromium("--dump-dom", copy.resolve().as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'data-wb="normal/pre-wrap"' in dom.stdout, re.findall(r'data-wb="[^"]*"', dom.stdout)

@@ -23,7 +23,11 @@ TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 {%- block extra_css -%}
 <style>
   body.jp-Notebook { max-width: 1180px; margin: 0 auto; padding: 12px 24px; }
-  .jp-RenderedHTMLCommon pre { white-space: pre-wrap; word-break: break-all;
+  /* long log lines wrap at spaces (JupyterLab's own CSS, later in the page, breaks output
+     <pre> anywhere, mid-word): only a word longer than the page is broken */
+  body.jp-Notebook .jp-RenderedHTMLCommon td { overflow-wrap: anywhere; }
+  body.jp-Notebook .jp-OutputArea-output pre, body.jp-Notebook .jp-RenderedHTMLCommon pre {
+    white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;
     font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
 </style>
 {%- endblock extra_css -%}
