@@ -41,3 +41,16 @@ def test_walkthrough_notebook_runs(tmp_path: Path) -> None:
                         parameters={"drill": "timeout", "output_dir": str(tmp_path / "out")},
                         kernel_name="python3", cwd=str(ROOT), progress_bar=False)
     assert (tmp_path / "out" / "timeout" / "drill.json").exists()
+    # the injected fault is told only in the reveal, after the reader predicted; the reveal
+    # table says, fact by fact, whether the diagnosis matched
+    nb = json.loads((tmp_path / "walk.ipynb").read_text())
+    fault = SPECS["timeout"].description
+    shown = [(i, "".join(o.get("text", "")) + json.dumps(o.get("data", {})))
+             for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+             for o in c.get("outputs", [])]
+    reveal = next(i for i, c in enumerate(nb["cells"])
+                  if c["cell_type"] == "markdown" and "Reveal" in "".join(c["source"]))
+    assert [i for i, text in shown if fault in text] and all(
+        i > reveal for i, text in shown if fault in text), "fault shown before the reveal"
+    table = next(text for i, text in shown if i > reveal and "injected" in text and "<table" in text)
+    assert "match" in table and ">yes<" in table

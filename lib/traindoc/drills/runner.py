@@ -70,8 +70,9 @@ class DrillSpec:
 
     name: str
     cls: str
-    description: str
+    description: str  # the injected fault (the answer: revealed after the reader predicts)
     shows: str
+    page: str = "the job stopped mid-training; torchrun says it failed"  # what on-call sees
     steps: int = 40
     pg_timeout: float = 5.0
     save_timeout: float = 5.0
@@ -114,6 +115,7 @@ SPECS: dict[str, DrillSpec] = {
             "a silent hang (600 s timeout never fires): py-spy dumps of both workers taken while hung, "
             "flight-recorder dumps requested with SIGUSR1, then the runner SIGTERMs torchrun.",
             pg_timeout=600.0,
+            page="the job stopped logging mid-training and never exited; someone killed it",
         ),
         DrillSpec(
             "slow_rank",
@@ -122,6 +124,7 @@ SPECS: dict[str, DrillSpec] = {
             "a throughput drop: elapsed time per iteration jumps at step K in the Megatron log lines "
             "and tqdm's it/s falls; exit code 0.",
             expect_success=True,
+            page="the job finished, but someone says its iterations got slower",
         ),
         DrillSpec(
             "loss_spike",
@@ -130,6 +133,7 @@ SPECS: dict[str, DrillSpec] = {
             "a one-step loss spike (and grad-norm spike) in the Megatron log lines, followed by "
             "recovery; exit code 0.",
             expect_success=True,
+            page="the job finished; someone noticed something odd on the loss curve",
         ),
         DrillSpec(
             "unseeded_split",
@@ -138,6 +142,7 @@ SPECS: dict[str, DrillSpec] = {
             "ranks with different batch counts: rank 1 runs out of data first and enters the checkpoint "
             "all_gather (own gloo group, 5 s timeout) while rank 0 still trains; rank 1 times out at save.",
             pg_timeout=60.0,
+            page="the job stopped before its last step; torchrun says it failed",
         ),
     )
 }
