@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from ..hostlist import runs
 from ..incident import Incident
 from ..report import Finding, evidence
 
@@ -34,6 +36,14 @@ def as_str(v: Any) -> str | None:
     if v is None or v is pd.NA or (isinstance(v, float) and v != v):
         return None
     return str(v)
+
+
+def who(ranks: Iterable[Any], none: str = "a rank (no rank tag)", cap: bool = False) -> str:
+    """Ranks as people write them: 'rank 3', 'ranks 0-2, 5' (``none`` when there are none)."""
+    nums = sorted({int(r) for r in ranks if as_int(r) is not None})
+    text = (none if not nums else f"rank {nums[0]}" if len(nums) == 1
+            else f"ranks {runs(nums, sep=', ')}")
+    return text[:1].upper() + text[1:] if cap else text
 
 
 def training_steps(incident: Incident) -> pd.DataFrame:

@@ -42,7 +42,7 @@ import pandas as pd
 from ..incident import Incident, _span
 from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
 from .collectives import with_status_pg
-from .common import input_findings, training_steps
+from .common import input_findings, training_steps, who
 from .timeout import timeout_rows
 
 CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
@@ -124,10 +124,6 @@ def _ranks(df: pd.DataFrame) -> list[int]:
     return sorted({int(r) for r in df["rank"].dropna()}) if "rank" in df else []
 
 
-def _who(ranks: list[int]) -> str:
-    if not ranks:
-        return "a rank (no rank tag)"
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_span(ranks)}"
 
 
 # -- detection, one function per class --------------------------------------------------------
@@ -150,7 +146,7 @@ def _timeout(incident: Incident) -> Sighting | None:
     seq = f" #{seqs[0]}" if len(seqs) == 1 else (f" #{seqs[0]}–{seqs[-1]}" if seqs else "")
     ms = rows["timeout_ms"].dropna()
     after = f" after {int(ms.max()) / 1000:.0f} s" if len(ms) else ""
-    return Sighting("timeout", rows, f"{_who(ranks)} timed out in {ops}{seq}{after}", ranks)
+    return Sighting("timeout", rows, f"{who(ranks)} timed out in {ops}{seq}{after}", ranks)
 
 
 def _signal_of(row: Mapping[str, Any]) -> str | None:
@@ -270,9 +266,9 @@ def _gpu_crash(incident: Incident) -> Sighting | None:
     parts = []
     if len(err):
         first = headline_error(incident, err)
-        who = _who([int(first["rank"])] if pd.notna(first["rank"]) else [])
+        culprit = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         msg = str(first["message"]) if pd.notna(first["message"]) else str(first["kind"])
-        parts.append(f"{who}: {msg if len(msg) <= 140 else msg[:140] + ' …'}")
+        parts.append(f"{culprit}: {msg if len(msg) <= 140 else msg[:140] + ' …'}")
     if len(x):
         rc = x[x["root_cause"].fillna(False).astype(bool)]
         first = (_ordered(incident, rc) if len(rc) else _ordered(incident, x)).iloc[0]
@@ -281,7 +277,7 @@ def _gpu_crash(incident: Incident) -> Sighting | None:
         code = f" (exit {int(first['exitcode'])})" if pd.notna(first["exitcode"]) and pd.notna(
             first["signal"]) else ""
         tail = ", torchrun's root cause" if _true(first["root_cause"]) else ""
-        r = _who([int(first["rank"])] if pd.notna(first["rank"]) else [])
+        r = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         parts.append(f"{r} {how}{code}{tail}")
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
 
@@ -654,7 +650,7 @@ def timeline_frame(incident: Incident, ordered: list[Sighting]) -> pd.DataFrame:
             "class": s.cls, "role": "cause" if i == 0 else "consequence",
             "time": times.to_numpy(),
             "position": [f * POSITION_STRIDE + line for f, line in _row_positions(incident, rows)],
-            "who": _who(s.ranks) if s.ranks else ""}, columns=TIMELINE_COLUMNS))
+            "who": who(s.ranks) if s.ranks else ""}, columns=TIMELINE_COLUMNS))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype="datetime64[ns]" if c == "time" else object)
                              for c in TIMELINE_COLUMNS})

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ..collectives import first_mismatch, rank_positions
+from ..common import who
 from .stacks import (
     GENERIC_WAIT_RE,
     Proc,
@@ -112,13 +113,13 @@ def _decisive(mm: dict[str, Any]) -> bool:
     return bool(mm["ranks"]) and 2 * len(mm["ranks"]) < len(mm["ops"])
 
 
-def who(members: list[Any], start: bool = True) -> str:
-    """'Rank 3', 'Ranks 0, 1 and process a:12', … (capitalised unless ``start`` is False)."""
+def members_text(members: list[Any], start: bool = True) -> str:
+    """'Rank 3', 'Ranks 0-2, 5 and process a:12', … (capitalised unless ``start`` is False)."""
     ranks = [m for m in members if isinstance(m, int)]
     procs = [m for m in members if not isinstance(m, int)]
     parts = []
     if ranks:
-        parts.append(("Rank " if len(ranks) == 1 else "Ranks ") + ", ".join(map(str, ranks[:16])))
+        parts.append(who(ranks))
     if procs:
         parts.append(("process " if len(procs) == 1 else "processes ") + ", ".join(procs[:8]))
     text = " and ".join(parts) or "no process"
@@ -130,8 +131,8 @@ def mismatch_title(mm: dict[str, Any]) -> str:
     ops = ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
     what = {"op": "issued different collectives", "size": "issued different sizes",
             "dtype": "issued different dtypes",
-            "missing_ranks": f"did not all reach it (missing: ranks {mm['ranks']})",
-            "state": f"did not all finish it (not completed on ranks {mm['ranks']})"}[mm["kind"]]
+            "missing_ranks": f"did not all reach it (missing: {who(mm['ranks'])})",
+            "state": f"did not all finish it (not completed on {who(mm['ranks'])})"}[mm["kind"]]
     return (f"Flight recorder: at sequence number {mm['seq_num']} of process group "
             f"{mm['process_group']} ranks {what} — {ops}")
 
@@ -180,17 +181,17 @@ def known_traps(outliers: list[Proc], rest: list[Proc], mm: dict[str, Any] | Non
             what = ("waits for a batch from its DataLoader workers" if dataloader
                     else "waits on a data queue that is never filled")
             traps["eval_dataloader" if eval_phase else "dataloader"] = (
-                f"{who([o.member])} {what} in {leaf}"
+                f"{members_text([o.member])} {what} in {leaf}"
                 + (" during evaluation" if eval_phase else ""))
         if o.in_collective and rest and rest[0].in_collective and o.leaf != rest[0].leaf:
             site_o, site_r = call_site(o.frames), call_site(rest[0].frames)
             traps["rank_conditional"] = (
-                f"{who([o.member])} waits in {leaf}" + (f" called from {site_o}" if site_o else "")
+                f"{members_text([o.member])} waits in {leaf}" + (f" called from {site_o}" if site_o else "")
                 + f" while the others wait in {rest[0].leaf}"
                 + (f" called from {site_r}" if site_r else ""))
         if (eval_phase or _has(rest, EVAL_FUNC_RE, "func")) and rule == "outside_collective":
             traps["barrier_before_eval"] = (
-                f"The hang is in the evaluation phase: {who([o.member], start=False)} is in {leaf}, the "
+                f"The hang is in the evaluation phase: {members_text([o.member], start=False)} is in {leaf}, the "
                 f"others in {rest[0].leaf if rest else '?'}")
     if mm and mm["kind"] in ("op", "size", "dtype"):
         traps.setdefault("rank_conditional",

@@ -8,8 +8,8 @@ from typing import Any
 
 from ...incident import Incident
 from ...report import Action, Finding, Report, ranked
-from ..common import input_findings, last_progress
-from .analysis import DeadlockAnalysis, analyse, mismatch_title, per_rank_sites, who
+from ..common import input_findings, last_progress, who
+from .analysis import DeadlockAnalysis, analyse, members_text, mismatch_title, per_rank_sites
 from .stacks import Proc, key_leaf_index, n_procs, split_frame
 
 FACT_KEYS = ("processes_seen", "groups", "outlier_members", "outlier_leaf", "majority_leaf",
@@ -59,7 +59,7 @@ def report(analysis: DeadlockAnalysis) -> Report:
                }.get(a.rule, "named by the flight recorder")
         findings.append(Finding(
             "outliers", "critical",
-            f"{who(facts['outlier_members'])} {'is' if len(outliers) == 1 else 'are'} {why}: "
+            f"{members_text(facts['outlier_members'])} {'is' if len(outliers) == 1 else 'are'} {why}: "
             f"{facts['outlier_leaf']}" + (
                 f" (the others: {facts['majority_leaf']})" if facts["majority_leaf"] else ""),
             _stack_evidence(outliers)))
@@ -231,7 +231,7 @@ def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule
     if mm:
         fr_part = (f"; the flight recorder agrees: at sequence {mm['seq_num']} "
                    + ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
-                   + (f" (missing: ranks {mm['ranks']})" if mm["kind"] == "missing_ranks" else ""))
+                   + (f" (missing: {who(mm['ranks'])})" if mm["kind"] == "missing_ranks" else ""))
     if outliers and not fr_named:
         trap = ""
         if "eval_dataloader" in traps or "dataloader" in traps:
@@ -249,7 +249,7 @@ def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule
                        else f" ({facts['majority_leaf']})")
         else:
             others = f"the other {n_rest} are mostly in {facts['majority_leaf']}"
-        verdict = (f"{who(facts['outlier_members'])} {'is' if len(outliers) == 1 else 'are'} "
+        verdict = (f"{members_text(facts['outlier_members'])} {'is' if len(outliers) == 1 else 'are'} "
                    f"stuck in {facts['outlier_leaf']}{trap}, while {others}{fr_part}.")
         conf = "high" if rule == "outside_collective" or mm else "medium"
         return verdict, conf
@@ -262,7 +262,7 @@ def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule
             return (f"Desync: at sequence number {mm['seq_num']} of process group "
                     f"{mm['process_group']} ranks issued {kind} ({ops}) — each waits in a "
                     f"collective its peers never issue{where}.", "high")
-        return (f"Rank(s) {mm['ranks']} never reached collective {mm['seq_num']} of process group "
+        return (f"{who(mm['ranks'], cap=True)} never reached collective {mm['seq_num']} of process group "
                 f"{mm['process_group']} that the others issued ({ops}).",
                 "high" if ranks else "medium")
     if ranks and rule == "all_same":

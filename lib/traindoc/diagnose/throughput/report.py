@@ -11,7 +11,7 @@ import pandas as pd
 from ...hostlist import compress
 from ...incident import Incident
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import input_findings
+from ..common import input_findings, who
 from .analysis import ThroughputAnalysis, analyse
 from .change import MAD_TO_SIGMA
 from .series import METRICS
@@ -203,10 +203,10 @@ def _suspect_findings(a: ThroughputAnalysis) -> list[Finding]:
         if len(sus):
             out.append(Finding(
                 "slow_ranks_iterations", "critical",
-                "Per-rank iteration figures: rank(s) "
-                + ", ".join(f"{int(r)} ({v:.4g} {spec.label}, z={z:.1f})" for r, v, z in
+                "Per-rank iteration figures: "
+                + ", ".join(f"rank {int(r)} ({v:.4g} {spec.label}, z={z:.1f})" for r, v, z in
                             zip(sus["rank"], sus["value"], sus["z"], strict=False))
-                + " are slower than their peers", []))
+                + (" is" if len(sus) == 1 else " are") + " slower than the other ranks", []))
     if len(a.stragglers):
         top = a.stragglers.iloc[0]
         reports = int(top["reports"])
@@ -398,7 +398,7 @@ def _actions(a: ThroughputAnalysis, f: dict[str, Any]) -> list[Action]:
         r = sus_ranks[0]
         acts.append(Action(
             "locate_rank", 1, f"Find the node of rank {r} and exclude it",
-            f"Rank(s) {sus_ranks} are slower than their peers but the logs do not say which node "
+            f"{who(sus_ranks, cap=True)} {'is' if len(sus_ranks) == 1 else 'are'} slower than their peers but the logs do not say which node "
             "ran them.",
             f"with srun's block distribution rank {r} runs on node number {r} // GPUS_PER_NODE "
             "of `scontrol show hostnames $SLURM_JOB_NODELIST`; or grep the launcher log for "

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import as_int, as_str, input_findings, is_host
+from ..common import as_int, as_str, input_findings, is_host, who
 from .analysis import TimeoutAnalysis
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
@@ -53,8 +53,8 @@ def report(a: TimeoutAnalysis) -> Report:
     if a.world_size and a.unseen_ranks:
         findings.append(Finding(
             "ranks_without_logs", "warning",
-            f"{len(a.unseen_ranks)} rank(s) of {a.world_size} left no line in these logs: "
-            f"{a.unseen_ranks[:32]}; they may be the lagging ones, or their logs are missing",
+            f"{len(a.unseen_ranks)} of {a.world_size} ranks left no line in these logs: "
+            f"{who(a.unseen_ranks)}; they may be the lagging ones, or their logs are missing",
             []))
     findings.append(Finding("collective_timeout", "critical", _timeout_title(f),
                             evidence(a.timeouts)))
@@ -70,7 +70,7 @@ def report(a: TimeoutAnalysis) -> Report:
     if a.lagging_ranks:
         findings.append(Finding(
             "lagging_ranks", "critical",
-            f"Rank(s) {a.lagging_ranks} never entered collective {a.seq_num}; the others "
+            f"{who(a.lagging_ranks, cap=True)} never entered collective {a.seq_num}; the others "
             "waited for them until the timeout",
             evidence(_status_rows(incident, a.lagging_candidates))))
     elif a.pattern == "unknown" and len(a.timed_out_ranks) <= 1:
@@ -119,13 +119,13 @@ def report(a: TimeoutAnalysis) -> Report:
     if a.finished_early:
         findings.append(Finding(
             "finished_early", "warning",
-            f"The last progress line is the end of the data ({prog.describe()}) while rank(s) "
-            f"{a.lagging_ranks} had not arrived: ranks ran out of data at different "
+            f"The last progress line is the end of the data ({prog.describe()}) while "
+            f"{who(a.lagging_ranks)} had not arrived: ranks ran out of data at different "
             "steps (uneven or unseeded data split)", [f"{prog.source}: {prog.line}"]))
     if len(a.stuck):
         findings.append(Finding(
             "watchdog_stuck", "critical",
-            f"The NCCL watchdog of rank(s) {sorted({int(r) for r in a.stuck['rank']})} stopped "
+            f"The NCCL watchdog of {who(a.stuck['rank'].dropna())} stopped "
             "making progress (heartbeat monitor): the process hung inside an NCCL/CUDA call or "
             "under the GIL, not only in a collective's wait", evidence(a.stuck)))
     crash = a.earlier_failure
@@ -142,7 +142,7 @@ def report(a: TimeoutAnalysis) -> Report:
                    f"{_crash_words(crash)}. Diagnose that failure with the gpu_crash runbook.")
         confidence = "high" if pd.notna(crash["time"]) else "medium"
     if len(a.stuck) and a.op_type is None and a.seq_num is None:
-        verdict = (f"The NCCL watchdog of rank(s) {a.timed_out_ranks} got stuck (heartbeat "
+        verdict = (f"The NCCL watchdog of {who(a.timed_out_ranks)} got stuck (heartbeat "
                    "monitor): the process hung inside NCCL/CUDA or under the GIL; no collective is "
                    "named — take py-spy dumps of the hung ranks (py-spy dump --native --pid …).")
         confidence = "medium"
@@ -150,12 +150,12 @@ def report(a: TimeoutAnalysis) -> Report:
 
 
 def _crash_words(crash: pd.Series) -> str:
-    who = f"rank {as_int(crash['rank'])}" if pd.notna(crash["rank"]) else "a process"
+    culprit = f"rank {as_int(crash['rank'])}" if pd.notna(crash["rank"]) else "a process"
     host = f" on {crash['host']}" if is_host(crash["host"]) else ""
     when = f" at {pd.Timestamp(crash['time']):%Y-%m-%d %H:%M:%S}" if pd.notna(crash["time"]) else ""
     msg = str(crash["message"] or crash["code"] or "").strip().splitlines()[0][:160] if (
         as_str(crash["message"]) or as_str(crash["code"])) else "an error"
-    return f"{who}{host} failed first{when} ({msg})"
+    return f"{culprit}{host} failed first{when} ({msg})"
 
 
 def _status_rows(incident: Incident, ranks: list[int]) -> pd.DataFrame:
@@ -171,7 +171,7 @@ def _mismatch_rows(c: pd.DataFrame, mm: dict[str, Any]) -> pd.DataFrame:
 
 
 def _timeout_title(f: dict[str, Any]) -> str:
-    who = f"Rank(s) {f['timed_out_ranks']}" if f["timed_out_ranks"] else "A rank (no rank tag)"
+    ranks = who(f["timed_out_ranks"], cap=True)
     what = f["op_type"] or "a collective"
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
     size = ""
@@ -179,7 +179,7 @@ def _timeout_title(f: dict[str, Any]) -> str:
         size = f" (NumelIn={f['numel_in']}, NumelOut={f['numel_out']})"
     ran = f" after {f['ran_for_ms'] / 1000:.0f} s" if f["ran_for_ms"] else (
         f" after the {f['timeout_ms'] / 1000:.0f} s timeout" if f["timeout_ms"] else "")
-    return f"{who} timed out in {what}{seq}{size}{ran}"
+    return f"{ranks} timed out in {what}{seq}{size}{ran}"
 
 
 def _verdict(f: dict[str, Any], progress: str) -> tuple[str, str]:
@@ -191,7 +191,7 @@ def _verdict(f: dict[str, Any], progress: str) -> tuple[str, str]:
                 "high")
     if f["pattern"] == "straggler":
         tail = "" if progress.startswith("no ") else f"; last progress {progress}"
-        return (f"{base}: rank(s) {f['lagging_ranks']} never entered it (straggler){tail}.",
+        return (f"{base}: {who(f['lagging_ranks'])} never entered it (straggler){tail}.",
                 "high" if f["timed_out_ranks"] else "medium")
     if f["pattern"] == "all_stuck":
         return (f"{base}: every rank entered it and it never completed — suspect the transport "
@@ -258,7 +258,7 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
             "which checks that every rank issues the same collective"))
     if f["pattern"] == "straggler" and crash is None:
         acts.append(Action(
-            "inspect_lagging", 1, f"Find where rank(s) {f['lagging_ranks']} were instead",
+            "inspect_lagging", 1, f"Find where {who(f['lagging_ranks'])} were instead",
             "They never entered the collective the others waited in; their stacks or last log "
             "lines show what they were doing (data loading, eval, a branch that skips a "
             "collective).",
