@@ -17,6 +17,7 @@ import pytest
 import traindoc
 from conftest import DATA, ROOT, SEEDS
 from traindoc.diagnose import gpu_crash
+from traindoc.diagnose.common import task_hosts
 from traindoc.parse import checkpoints, errors, xid
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -721,7 +722,8 @@ def test_analyse_holds_every_table_the_runbook_shows() -> None:
     pd.testing.assert_frame_equal(a.events, crash.events)
     pd.testing.assert_frame_equal(a.crash.cluster, crash.cluster)
     pd.testing.assert_frame_equal(a.cascade, gpu_crash.cascade_table(crash))
-    pd.testing.assert_frame_equal(a.timeline, gpu_crash.timeline_frame(crash))
+    pd.testing.assert_frame_equal(a.timeline, gpu_crash.timeline_frame(
+        crash, gpu_crash.rank_hosts(inc), task_hosts(inc)))
     pd.testing.assert_frame_equal(a.xids, gpu_crash.xid_table(inc))
     pd.testing.assert_frame_equal(a.interval, gpu_crash.interval_report(inc))
     pd.testing.assert_frame_equal(a.cost, gpu_crash.cost_table(r.facts))

@@ -3,11 +3,14 @@ writes it as PNG under ``output_dir`` (the notebook shows it, then closes it).""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
+from typing import Any
 
 import matplotlib.dates as mdates
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from .diagnose.collectives import rank_positions
@@ -23,6 +26,25 @@ def save(fig: Figure, output_dir: str | Path, name: str) -> Path:
     return path
 
 
+def _count_axis(ax: Any, values: pd.Series, axis: str = "x", from_zero: bool = False) -> None:
+    """Whole-number ticks for a count (iterations, steps), on a range wide enough to hold
+    some: one value alone gets one either side, not a fraction-labelled sliver."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(MaxNLocator(integer=True))
+    ax.ticklabel_format(axis=axis, useOffset=False, style="plain")
+    if not len(v):
+        return
+    lo, hi = float(v.min()), float(v.max())
+    if from_zero:
+        lo = 0.0
+    if hi - lo < 2:
+        lo, hi = (lo, lo + 2) if from_zero else (lo - 1, hi + 1)
+        (ax.set_xlim if axis == "x" else ax.set_ylim)(lo, hi)
+    elif from_zero:
+        (ax.set_xlim if axis == "x" else ax.set_ylim)(0, hi * 1.05)
+
+
 def _message(fig: Figure, text: str) -> Figure:
     ax = fig.add_subplot()
     ax.axis("off")
@@ -32,10 +54,13 @@ def _message(fig: Figure, text: str) -> Figure:
 
 def collective_positions(collectives: pd.DataFrame, seq_num: int | None = None,
                          timed_out_ranks: list[int] | None = None,
-                         process_group: str | None = None, max_ranks: int = 48) -> Figure:
+                         process_group: str | None = None, max_ranks: int = 48,
+                         blamed_ranks: list[int] | None = None) -> Figure:
     """Per rank: the span from last completed to last enqueued collective, and the one the
-    timeout hit (dashed line). A rank whose span ends left of the line never arrived. With
-    many ranks, the ones furthest behind are shown."""
+    timeout hit (dashed line). A rank whose span ends left of the line never arrived. Every
+    rank that timed out or that the verdict blames (``blamed_ranks``: never arrived, failed
+    first) is drawn, with "nothing recorded" when the logs hold no position for it; with many
+    ranks, the ones furthest behind fill the rest."""
     pos = rank_positions(collectives)
     everyone = sorted({int(r) for r in pos["rank"]}) if len(pos) else []
     if process_group is not None and len(pos):
@@ -44,64 +69,86 @@ def collective_positions(collectives: pd.DataFrame, seq_num: int | None = None,
         if absent:
             pos = pd.concat([pos, pd.DataFrame({"process_group": process_group, "rank": absent})],
                             ignore_index=True)
+    timed, blamed = set(timed_out_ranks or []), set(blamed_ranks or [])
     if not len(pos) or pos["last_enqueued"].isna().all():  # nothing to draw
         return _message(Figure(figsize=(8, 1.6)),
                         "No per-rank collective positions in these logs\n"
                         "(no watchdog status lines, rank-tagged timeouts or flight-recorder dumps)")
     pos = pos.astype({"last_enqueued": "Float64", "last_completed": "Float64"})
-    pos = pos.sort_values(["last_enqueued", "rank"], na_position="first").head(max_ranks)
+    missing = sorted((timed | blamed) - set(pos["rank"].astype(int)))
+    if missing:
+        pos = pd.concat([pos, pd.DataFrame({"rank": missing})], ignore_index=True)
+    must = pos["rank"].astype(int).isin(timed | blamed)
+    rest = pos[~must].sort_values(["last_enqueued", "rank"], na_position="first")
+    pos = pd.concat([pos[must], rest.head(max(0, max_ranks - int(must.sum())))])
     pos = pos.sort_values("rank")
     fig = Figure(figsize=(8, 1.2 + 0.28 * len(pos)))
     ax = fig.add_subplot()
-    timed = set(timed_out_ranks or [])
+    colours = {"timed out": "tab:red", "blamed: never arrived or failed first": "tab:purple",
+               "did not report a timeout": "tab:blue"}
+    drawn: set[str] = set()
     for y, (_, r) in enumerate(pos.iterrows()):
         enq, comp = r["last_enqueued"], r["last_completed"]
         left = comp if pd.notna(comp) else enq
-        color = "tab:red" if int(r["rank"]) in timed else "tab:blue"
+        rank = int(r["rank"])
+        kind = ("blamed: never arrived or failed first" if rank in blamed
+                else "timed out" if rank in timed else "did not report a timeout")
         if pd.notna(enq):
-            ax.plot([left, enq], [y, y], color=color, lw=5, alpha=0.5, solid_capstyle="butt")
-            ax.plot([enq], [y], marker=">", color=color, ms=8)
+            ax.plot([left, enq], [y, y], color=colours[kind], lw=5, alpha=0.5,
+                    solid_capstyle="butt")
+            ax.plot([enq], [y], marker=">", color=colours[kind], ms=8)
+            drawn.add(kind)
     labels = [f"rank {int(r['rank'])}" + ("" if pd.notna(r["last_enqueued"]) else
-                                          " (nothing recorded in this group)")
+                                          " (nothing recorded)")
               for _, r in pos.iterrows()]
     ax.set_yticks(range(len(pos)), labels, fontsize=8)
     lo, hi = ax.get_xlim()
     if seq_num is not None:
         lo, hi = min(lo, seq_num - 1), max(hi, seq_num + 1)
     ax.set_xlim(lo - 0.5, hi + 0.5)
+    handles = [Line2D([], [], color=colours[k], lw=5, alpha=0.5, label=k)
+               for k in colours if k in drawn]
     if seq_num is not None:
-        ax.axvline(seq_num, color="tab:red", ls="--", lw=1, label=f"timed out in #{seq_num}")
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        handles.append(ax.axvline(seq_num, color="tab:red", ls="--", lw=1,
+                                  label=f"timed out in #{seq_num}"))
+    if handles:
+        ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.ticklabel_format(axis="x", useOffset=False, style="plain")
     ax.set_xlabel("collective sequence number (bar: last completed → last enqueued)")
     title = "Where each rank stood when the job stopped"
     if process_group is not None:
-        title += f" (process group {process_group})"
-    ax.set_title(title + "\nred: timed out; blue: did not report a timeout", fontsize=10)
+        title += f"\n(process group {process_group})"
+    ax.set_title(title, fontsize=10)
     ax.set_ylim(len(pos) - 0.5, -0.5)
     fig.tight_layout()
     return fig
 
 
 def progress_timeline(progress: pd.DataFrame, iterations: pd.DataFrame) -> Figure:
-    """Steps reached over elapsed time (tqdm) or iteration times (iteration lines)."""
+    """Steps reached over elapsed time (tqdm) or seconds per iteration (iteration lines), on
+    axes from zero so that noise of a few per mille does not look like a sawtooth."""
     fig = Figure(figsize=(8, 3))
     ax = fig.add_subplot()
     if len(iterations) and iterations["elapsed_s"].notna().any():
         it = iterations.dropna(subset=["iteration", "elapsed_s"])
-        ax.plot(it["iteration"], it["elapsed_s"], marker=".")
+        ax.plot(it["iteration"], it["elapsed_s"].astype(float), marker=".")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.ticklabel_format(axis="x", useOffset=False, style="plain")
         ax.set_xlabel("iteration")
         ax.set_ylabel("seconds per iteration")
+        ax.set_ylim(0, float(it["elapsed_s"].max()) * 1.15 or 1.0)
     elif len(progress) and progress["elapsed_s"].notna().any():
         pr = progress.dropna(subset=["step", "elapsed_s"])
-        for rank, g in pr.groupby(pr["rank"].fillna(-1)):
-            ax.plot(g["elapsed_s"] / 60, g["step"], marker=".",
-                    label="rank ?" if rank == -1 else f"rank {int(rank)}")
+        groups = list(pr.groupby(pr["rank"].fillna(-1)))
+        for rank, g in groups:
+            ax.plot(g["elapsed_s"].astype(float) / 60, g["step"].astype(float), marker=".",
+                    label="no rank tag" if rank == -1 else f"rank {int(rank)}")
         ax.set_xlabel("elapsed (min)")
         ax.set_ylabel("step")
-        ax.legend(fontsize=8)
+        _count_axis(ax, pr["step"], axis="y", from_zero=True)
+        if len(groups) > 1:
+            ax.legend(fontsize=8)
     else:
         return _message(Figure(figsize=(8, 1.5)), "No progress bars or iteration lines found")
     ax.set_title("Progress before the incident")
@@ -166,8 +213,7 @@ def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
         top.legend(fontsize=8, loc="best")
     top.set_title("Loss and grad norm per iteration (shaded: spikes, first sign to recovery)")
     axes[-1].set_xlabel("iteration")
-    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[-1].ticklabel_format(axis="x", useOffset=False, style="plain")
+    _count_axis(axes[-1], x)
     fig.tight_layout()
     return fig
 
@@ -238,16 +284,25 @@ def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure:
     ax.set_yticks(list(y), labels, fontsize=7)
     ax.set_xlabel("processes")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title("Where each process's stack is (red: outliers, blue: in a collective)")
+    ax.set_title("Where each process's stack is\n(red: outliers, blue: in a collective, "
+                 "grey: elsewhere)", fontsize=10)
     fig.tight_layout()
     return fig
 
 
-_ROLE_STYLE = {  # role -> (marker, colour, size, legend label)
-    "cause": ("X", "red", 110, "cause"),
-    "context": ("o", "orange", 45, "same failure (exit, follow-up Xid)"),
-    "cascade": (".", "grey", 60, "cascade (a peer's symptom)"),
+_ROLE_STYLE = {  # role -> (marker, colour, size, legend label, zorder): the cause on top
+    "cascade": (".", "grey", 60, "cascade (a peer's symptom)", 3),
+    "context": ("o", "orange", 45, "same failure (exit, follow-up Xid)", 4),
+    "cause": ("X", "red", 110, "cause", 5),
 }
+
+
+def _time_axis(ax: Any, axis: str = "x") -> None:
+    """Dates that read at any span: '01:36:12', 'Jul 08', never a column of equal ticks."""
+    loc = mdates.AutoDateLocator(minticks=3, maxticks=7)
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(loc)
+    target.set_major_formatter(mdates.ConciseDateFormatter(loc))
 
 
 def gpu_crash_timeline(timeline: pd.DataFrame, max_lanes: int = 40) -> Figure:
@@ -266,27 +321,40 @@ def gpu_crash_timeline(timeline: pd.DataFrame, max_lanes: int = 40) -> Figure:
     ax = fig.add_subplot()
     ypos = {lane: i for i, lane in enumerate(lanes)}
     timed = pd.api.types.is_datetime64_any_dtype(timeline["x"])
-    for role, (marker, colour, size, label) in _ROLE_STYLE.items():
+    for role, (marker, colour, size, label, z) in _ROLE_STYLE.items():
         part = timeline[timeline["role"] == role]
         if not len(part):
             continue
         ax.scatter(part["x"], [ypos[str(v)] for v in part["lane"]], marker=marker, c=colour,
-                   s=size, label=label, zorder=3)
+                   s=size, label=label, zorder=z)
     first = timeline[timeline["first"].astype(bool)]
     if len(first):
         f0 = first.iloc[0]
         ax.scatter([f0["x"]], [ypos[str(f0["lane"])]], s=420, facecolors="none",
-                   edgecolors="red", linewidths=1.6, zorder=4, label="first failure")
+                   edgecolors="red", linewidths=1.6, zorder=6, label="first failure")
         ax.axvline(f0["x"], color="red", lw=0.8, ls="--", zorder=1)
-        ax.annotate(str(f0["label"]), (f0["x"], ypos[str(f0["lane"])]), xytext=(8, 8),
-                    textcoords="offset points", fontsize=8, color="red")
+        ax.annotate(str(f0["label"]), (f0["x"], ypos[str(f0["lane"])]), xytext=(10, 9),
+                    textcoords="offset points", fontsize=8, color="red",
+                    annotation_clip=False, clip_on=False)
     ax.set_yticks(range(len(lanes)), lanes, fontsize=8)
     ax.set_ylim(len(lanes) - 0.4, -0.7)  # first lane on top, room for the label
-    ax.set_xlabel("time" if timed else "order of the lines in the logs (file, then line)")
+    xs = timeline["x"].dropna()
     if timed:
-        fig.autofmt_xdate()
+        _time_axis(ax)
+        ax.set_xlabel("time as logged")
+        if xs.nunique() == 1:  # one moment: a minute either side, not an invented range
+            t = pd.Timestamp(xs.iloc[0])
+            ax.set_xlim(t - pd.Timedelta(minutes=1), t + pd.Timedelta(minutes=1))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("order of the failure lines in the logs (no timestamps)")
+        lo, hi = float(xs.min()), float(xs.max())
+        ax.set_xlim(lo - 1, hi + 1)
+        if xs.nunique() == 1:
+            ax.set_xticks([lo], ["the only failure line"])
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title("Failure cascade by host: the first failure and what followed")
+    by = "host" if any(not lane.startswith(("rank ", "unknown")) for lane in lanes) else "rank"
+    ax.set_title(f"Failure cascade by {by}: the first failure and what followed")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     return fig
@@ -353,7 +421,8 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
     if values is None or not len(values):
         return _message(Figure(figsize=(8, 1.5)), "No per-rank or per-host figures in these logs")
     df = values.head(max_bars)
-    fig = Figure(figsize=(min(12, 2 + 0.3 * len(df)), 3.2))
+    width = min(12.0, max(5.0, 2 + 0.3 * len(df)))
+    fig = Figure(figsize=(width, 3.4))
     ax = fig.add_subplot()
     sus = df["suspect"].fillna(False).astype(bool) if "suspect" in df else pd.Series(
         False, index=df.index)
@@ -364,11 +433,13 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
     ax.set_xticks(range(len(df)), [str(k) for k in df[key]], rotation=90 if len(df) > 12 else 0,
                   fontsize=7)
     ax.set_ylabel(label)
-    ax.set_title(title)
+    keys = [str(k) for k in df[key]]
+    ax.set_xlabel("rank" if all(k.startswith("rank") for k in keys) else "host")
+    ax.set_title(textwrap.fill(title, width=int(width * 9)), fontsize=10)
     lo, hi = float(df[value].min()), float(df[value].max())
     if lo > 0 and (hi - lo) < 0.2 * hi:  # zoom on small differences
         ax.set_ylim(lo - (hi - lo) * 0.5 - 1e-9, hi + (hi - lo) * 0.3 + 1e-9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
 

@@ -186,6 +186,18 @@ def rank_hosts(incident: Incident) -> dict[int, str]:
     return {int(r): str(g.mode().iloc[0]) for r, g in both.groupby("rank")["host"]}
 
 
+def task_hosts(incident: Incident) -> dict[str, str]:
+    """The machine behind each srun task name (``srun-task-1`` -> ``node-b``), from srun's own
+    exit lines ("srun: error: node-b: task 1: Exited …")."""
+    x = incident.exits
+    if not len(x) or "task" not in x:
+        return {}
+    both = x[x["task"].notna() & x["host"].notna()]
+    both = both[~both["host"].astype(str).str.startswith(SYNTHETIC_HOST_PREFIX)]
+    return {f"{SYNTHETIC_HOST_PREFIX}{int(t)}": str(g.mode().iloc[0])
+            for t, g in both.groupby("task")["host"]}
+
+
 def mixed_jobs(incident: Incident) -> list[str]:
     """Evidence that the input holds logs of more than one job: several torchrun run
     directories, or iteration lines announcing different total iteration counts."""

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ..common import Progress, is_host, last_progress
+from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts
 from .checkpoints import (
     DEFAULT_MTBF_HOURS,
     Checkpoints,
@@ -130,7 +130,7 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
 
     return GpuCrashAnalysis(
         incident=incident, events=events, crash=crash, cascade=cascade_table(crash),
-        timeline=timeline_frame(crash), xids=xid_table(incident), xid_events=xids,
+        timeline=timeline_frame(crash, rank_hosts(incident), task_hosts(incident)), xids=xid_table(incident), xid_events=xids,
         progress=prog, checkpoints=ck, seconds_per_iteration=spi, save_s=save_s,
         save_source=save_src, young_daly=yd,
         interval=interval_sources_table(save_s, save_src, mtbf_s, spi, ck.interval,

@@ -417,14 +417,41 @@ def cascade_table(crash: Crash) -> pd.DataFrame:
     return df.sort_values(["first_time", "rank"], na_position="last").reset_index(drop=True)
 
 
-def timeline_frame(crash: Crash) -> pd.DataFrame:
-    """Events placed for the per-host timeline figure: lane (host, else rank), x (time, or line
-    position when times are missing), role, label, and whether it is the first failure."""
+# A failure kind in a figure's label: a few words, not the fact id.
+KIND_LABELS = {"cuda_error": "CUDA error", "oom": "out of memory", "nccl_error": "NCCL error",
+               "ecc": "ECC error", "signal": "fatal signal", "python": "Python error",
+               "collective_timeout": "collective timeout", "nccl_teardown": "NCCL teardown",
+               "process_taken_down": "process taken down",
+               "watchdog_terminated": "watchdog terminated"}
+
+
+def _lane(host: Any, rank: Any, rank_host: dict[int, str], alias: dict[str, str]) -> str:
+    """A host read from the logs (an srun task's through ``alias``); else the host its rank
+    ran on; else 'rank N'."""
+    if is_host(host):
+        return str(host)
+    if as_str(host) in alias:
+        return alias[str(host)]
+    r = as_int(rank)
+    if r is not None:
+        return rank_host.get(r, f"rank {r}")
+    return "unknown host"
+
+
+def timeline_frame(crash: Crash, rank_host: dict[int, str] | None = None,
+                   task_host: dict[str, str] | None = None) -> pd.DataFrame:
+    """Events placed for the per-host timeline figure: lane (a real host — an srun task name
+    through ``task_host``, else the rank's host from ``rank_host``, else the rank), x (time, or
+    line position when times are missing), role, label (a few words), and whether it is the
+    first failure."""
     ev = crash.events
     cols = ["lane", "x", "time", "role", "label", "first"]
     if not len(ev):
         return pd.DataFrame(columns=cols)
-    lane = ev["host"].fillna("rank " + ev["rank"].astype("string")).fillna("unknown host")
+    hosts, alias = rank_host or {}, task_host or {}
+    lane = pd.Series([_lane(h, r, hosts, alias)
+                      for h, r in zip(ev["host"], ev["rank"], strict=True)],
+                     index=ev.index, dtype="string")
     timed = ev["time"].dropna()
     use_time = timed.nunique() >= 2 and len(timed) * 2 >= len(ev)
     if use_time:
@@ -435,7 +462,8 @@ def timeline_frame(crash: Crash) -> pd.DataFrame:
     if crash.first is not None and crash.first.get("source") is not None:
         first = (ev["source"] == crash.first["source"]) & (ev["line"] == crash.first["line"])
     label = ev["code"].fillna(ev["kind"]).astype(str)
-    label = label.where(ev["kind"] != "xid", "Xid " + label)
+    label = label.map(lambda v: KIND_LABELS.get(v, v))
+    label = label.where(ev["kind"] != "xid", "Xid " + ev["code"].astype(str))
     out = pd.DataFrame({"lane": lane, "x": x, "time": ev["time"], "role": ev["role"],
                         "label": label, "first": first})
     if use_time:

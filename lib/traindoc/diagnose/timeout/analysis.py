@@ -74,6 +74,15 @@ class TimeoutAnalysis:
         return self.incident.collectives
 
     @property
+    def blamed_ranks(self) -> list[int]:
+        """The ranks the verdict points at: those that never arrived, and the rank that failed
+        first when a hard failure came before the timeouts."""
+        blamed = set(self.lagging_ranks)
+        if self.earlier_failure is not None and as_int(self.earlier_failure.get("rank")) is not None:
+            blamed.add(int(self.earlier_failure["rank"]))
+        return sorted(blamed)
+
+    @property
     def group_size(self) -> int | None:
         """For a gather/scatter, the group size NumelOut/NumelIn implies."""
         return group_size(self.op_type, self.numel_in, self.numel_out)

@@ -1,0 +1,223 @@
+"""Figures people would rather look at than read: every figure a runbook draws, on every
+sample, passes the same checks (issue 15.11) — data on every axes, labelled axes, whole-number
+ticks where the quantity is a count, time ticks that differ, a marked failure moment, legends
+whose colours are drawn, titles inside the figure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import Collection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
+
+import traindoc
+from conftest import DATA, SAMPLE_DIRS
+from traindoc import plots
+from traindoc.diagnose import deadlock, gpu_crash, loss_spike, throughput, timeout, triage
+
+COUNT_LABEL_RE = re.compile(r"^(iteration|step|collective sequence number|order of)\b", re.I)
+FRACTION_RE = re.compile(r"^[−-]?\d+\.\d*[1-9]\d*$")
+
+
+def _timeout(inc: traindoc.Incident) -> dict[str, Figure]:
+    a = timeout.analyse(inc)
+    return {"collective_positions": plots.collective_positions(
+                a.collectives, a.seq_num, a.timed_out_ranks, a.process_group,
+                blamed_ranks=a.blamed_ranks),
+            "progress": plots.progress_timeline(inc.progress, inc.iterations)}
+
+
+def _gpu_crash(inc: traindoc.Incident) -> dict[str, Figure]:
+    return {"timeline": plots.gpu_crash_timeline(gpu_crash.analyse(inc).timeline)}
+
+
+def _deadlock(inc: traindoc.Incident) -> dict[str, Figure]:
+    return {"stack_groups": plots.stack_groups(deadlock.analyse(inc).groups)}
+
+
+def _throughput(inc: traindoc.Incident) -> dict[str, Figure]:
+    a = throughput.analyse(inc)
+    out = {"timeline": plots.throughput_timeline(
+        a.series, a.spec.label if a.spec else "", a.change_iteration, a.baseline, a.degraded,
+        a.events, a.discontinuities, a.set_aside())}
+    peers = a.peers()
+    if len(peers):
+        first = peers[peers["source"] == peers["source"].iloc[0]]
+        out["peers"] = plots.peer_bars(first, "who", "value", first["measure"].iloc[0],
+                                       f"{first['source'].iloc[0]}: slow peers in red")
+    return out
+
+
+def _loss_spike(inc: traindoc.Incident) -> dict[str, Figure]:
+    a = loss_spike.analyse(inc)
+    f = loss_spike.report(a).facts
+    out = {"curves": plots.loss_spike_curves(a.series, f["spikes"], f["nan_iterations"],
+                                             f["skipped_iterations"])}
+    if f["spikes"]:
+        out["zoom"] = plots.loss_spike_zoom(a.series, f["spikes"][0])
+    return out
+
+
+def _triage(inc: traindoc.Incident) -> dict[str, Figure]:
+    out = {"timeline": plots.triage_timeline(triage.analyse(inc).timeline)}
+    for name, figs in (("timeout", _timeout(inc)), ("gpu_crash", _gpu_crash(inc))):
+        out.update({f"{name}_{k}": v for k, v in figs.items()})
+    return out
+
+
+DRAW: dict[str, Callable[[traindoc.Incident], dict[str, Figure]]] = {
+    "timeout": _timeout, "gpu_crash": _gpu_crash, "deadlock": _deadlock,
+    "throughput": _throughput, "loss_spike": _loss_spike, "triage": _triage}
+
+
+def _drawn(ax: Axes) -> list:
+    """Artists that show data: lines with points, scatter/fill collections, bars."""
+    out: list = []
+    for ln in ax.get_lines():
+        x = np.asarray(ln.get_xdata(), dtype=object)
+        if len(x):
+            out.append(ln)
+    out += [c for c in ax.collections if isinstance(c, Collection) and (
+        len(c.get_offsets()) or len(c.get_paths()))]
+    out += [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() != 0]
+    return out
+
+
+def _colours(artist: object) -> set[str]:
+    cols: list = []
+    for get in ("get_color", "get_facecolor", "get_edgecolor", "get_markerfacecolor"):
+        f = getattr(artist, get, None)
+        if f is None:
+            continue
+        v = f()
+        arr = np.atleast_2d(mcolors.to_rgba_array(v)) if v is not None and len(
+            np.atleast_1d(v)) else []
+        cols += [mcolors.to_hex(c, keep_alpha=False) for c in arr if c[3] > 0]
+    return set(cols)
+
+
+def check_figure(fig: Figure) -> list[str]:
+    """What is wrong with ``fig`` (empty when nothing)."""
+    FigureCanvasAgg(fig).draw()
+    problems = []
+    renderer = fig.canvas.get_renderer()
+    fig_box = fig.bbox
+    shown = set().union(*(_colours(a) for ax in fig.axes for a in _drawn(ax)))
+    for ax in fig.axes:
+        if not ax.axison:  # a message figure: text only
+            continue
+        twins = [o for o in fig.axes if o is not ax and o.bbox.bounds == ax.bbox.bounds]
+        drawn = _drawn(ax) + [a for o in twins for a in _drawn(o)]
+        if not drawn:
+            problems.append(f"empty axes {ax.get_title()!r}")
+            continue
+        siblings = list(ax.get_shared_x_axes().get_siblings(ax)) + twins
+        if not any(o.get_xlabel() for o in siblings):
+            problems.append(f"no x label (unit) on {ax.get_title()!r}")
+        if not any(o.get_ylabel() for o in [ax, *twins]) and not [
+                t for t in ax.get_yticklabels() if t.get_text()]:
+            problems.append(f"no y label on {ax.get_title()!r}")
+        for axis, label in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())):
+            ticks = [t.get_text() for t in (ax.get_xticklabels() if axis == "x"
+                                            else ax.get_yticklabels()) if t.get_text()]
+            if len(ticks) >= 2 and len(set(ticks)) == 1:
+                problems.append(f"{axis} ticks all read {ticks[0]!r}")
+            if COUNT_LABEL_RE.search(label or "") and any(FRACTION_RE.match(t) for t in ticks):
+                problems.append(f"fractional {axis} ticks {ticks} on a count ({label!r})")
+        legend = ax.get_legend()
+        if legend is not None:
+            for h, t in zip(legend.legend_handles, legend.get_texts(), strict=False):
+                hc = _colours(h)
+                if hc and not hc & shown:
+                    problems.append(f"legend entry {t.get_text()!r} has a colour nothing drawn has")
+        title = ax.title
+        if title.get_text():
+            tb = title.get_window_extent(renderer)
+            if tb.x0 < fig_box.x0 - 1 or tb.x1 > fig_box.x1 + 1:
+                problems.append(f"title {title.get_text()!r} is cut by the figure's edge")
+    return problems
+
+
+CASES = [pytest.param(d.parent.name, d, id=f"{d.parent.name}/{d.name}") for d in SAMPLE_DIRS
+         if d.parent.name in DRAW]
+
+
+@pytest.mark.parametrize(("cls", "sample"), CASES)
+def test_every_figure_reads_well(cls: str, sample: Path) -> None:
+    inc = traindoc.load(sample, progress=False)
+    bad = {name: p for name, fig in DRAW[cls](inc).items() if (p := check_figure(fig))}
+    assert not bad, bad
+
+
+def test_failure_moment_is_marked_on_time_axes() -> None:
+    inc = traindoc.load(DATA / "triage" / "crash_then_timeouts", progress=False)
+    fig = _gpu_crash(inc)["timeline"]
+    ax = fig.axes[0]
+    vertical = [ln for ln in ax.get_lines() if len(set(map(str, ln.get_xdata()))) == 1]
+    assert vertical, "the first failure's moment is not marked"
+    lanes = [t.get_text() for t in ax.get_yticklabels()]
+    assert lanes == ["node-a", "node-b"], lanes  # two nodes, two lanes (srun tasks are no hosts)
+
+
+def test_timeout_figure_draws_the_ranks_the_verdict_blames() -> None:
+    inc = traindoc.load(DATA / "triage" / "crash_then_timeouts", progress=False)
+    a = timeout.analyse(inc)
+    fig = _timeout(inc)["collective_positions"]
+    names = {t.get_text().split(" (")[0] for t in fig.axes[0].get_yticklabels()}
+    assert {f"rank {r}" for r in a.blamed_ranks + a.timed_out_ranks} <= names
+
+
+def test_one_failure_line_is_not_drawn_on_an_invented_range() -> None:
+    inc = traindoc.load(DATA / "gpu_crash" / "bloom_seed", progress=False)
+    ax = _gpu_crash(inc)["timeline"].axes[0]
+    FigureCanvasAgg(ax.figure).draw()
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert not any(FRACTION_RE.match(t) for t in ticks), ticks
+    assert "by rank" in ax.get_title()  # the lanes are ranks, not hosts
+
+
+def test_the_checker_catches_what_it_should() -> None:
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([0.5, 1.5], [1, 2], color="tab:blue")
+    ax.set_xlabel("iteration")
+    ax.set_xticks([0.5, 1.5], ["0.5", "1.5"])
+    ax.legend(handles=[Line2D([], [], color="tab:green", label="phantom")])
+    ax.set_title("x" * 400)
+    problems = " | ".join(check_figure(fig))
+    assert "fractional x ticks" in problems and "phantom" in problems
+    assert "cut by the figure's edge" in problems
+    empty = Figure()
+    empty.add_subplot().set_xlabel("time")
+    assert "empty axes" in " | ".join(check_figure(empty))
+    same = Figure()
+    sx = same.add_subplot()
+    sx.plot(pd.to_datetime(["2024-01-01 00:00:01", "2024-01-01 00:00:02"]), [1, 2])
+    sx.set_xticks(sx.get_xticks()[:2], ["00:00:00", "00:00:00"])
+    sx.set_xlabel("time")
+    sx.set_ylabel("y")
+    assert "ticks all read" in " | ".join(check_figure(same))
+
+
+@pytest.mark.parametrize("cls", ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"])
+def test_every_figure_reads_well_on_the_corpus(cls: str) -> None:
+    """Real logs make the odd shapes (one iteration, steps that never move, a hundred ranks)."""
+    from conftest import CORPUS
+
+    bad = {}
+    for case in sorted((CORPUS / cls).glob("*/case.json")):
+        inc = traindoc.load(case.parent / "logs", progress=False)
+        for name, fig in DRAW[cls](inc).items():
+            if problems := check_figure(fig):
+                bad[f"{case.parent.name}/{name}"] = problems
+    assert not bad, bad
