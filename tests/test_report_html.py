@@ -175,3 +175,77 @@ def test_chromium_wraps_evidence_at_spaces(report: dict, tmp_path: Path) -> None
     dom = chromium("--dump-dom", copy.resolve().as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'data-wb="normal/pre-wrap"' in dom.stdout, re.findall(r'data-wb="[^"]*"', dom.stdout)
+
+
+# Chromium's own services (network time, component updates, sign-in): the browser's traffic,
+# not the page's, even with background networking off.
+BROWSER_HOSTS = ("clients2.google.com", "update.googleapis.com", "accounts.google.com",
+                 "safebrowsing.googleapis.com", "optimizationguide-pa.googleapis.com",
+                 "content-autofill.googleapis.com", "clientservices.googleapis.com",
+                 "redirector.gvt1.com", "edgedl.me.gvt1.com")
+
+
+class _Recorder:
+    """A local HTTP proxy that answers 403 to everything and remembers what a page asked
+    (the browser's own service requests left out)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen: list[str] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _refuse(self) -> None:
+                target = self.path.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+                if target not in BROWSER_HOSTS:
+                    seen.append(f"{self.command} {self.path}")
+                self.send_response(403)
+                self.end_headers()
+
+            do_GET = do_POST = do_HEAD = do_CONNECT = do_OPTIONS = _refuse  # noqa: N815
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.seen = seen
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def flags(self) -> list[str]:
+        port = self.server.server_address[1]
+        return [f"--proxy-server=http://127.0.0.1:{port}", "--proxy-bypass-list=<-loopback>",
+                "--virtual-time-budget=4000"]
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@needs_chromium
+def test_triage_reports_fetch_nothing_in_a_browser(tmp_path: Path) -> None:
+    """Triage on a multi-file bundle, its class runbooks and every HTML report opened in
+    headless Chromium behind a proxy that records every request: none is made (issue 15.12).
+    A canary page proves the proxy sees what a page would fetch."""
+    logs = tmp_path / "logs"
+    shutil.copytree(MIXED, logs)
+    assert len([p for p in logs.iterdir() if p.suffix in (".out", ".txt", ".log")]) >= 2
+    out = tmp_path / "out"
+    assert cli.main(["triage", str(logs), "-o", str(out), "--html"]) == cli.EXIT_OK
+    pages = sorted(out.rglob("*.html"))
+    assert {p.stem for p in pages} >= {"triage", "gpu_crash", "timeout"}, pages
+    canary = tmp_path / "canary.html"
+    canary.write_text('<html><body><img src="http://canary.invalid/x.png"></body></html>')
+    proxy = _Recorder()
+    try:
+        dom = chromium(*proxy.flags, "--dump-dom", canary.as_uri())
+        assert dom.returncode == 0 and any("canary.invalid" in s for s in proxy.seen), proxy.seen
+        proxy.seen.clear()
+        for page in pages:
+            dom = chromium(*proxy.flags, "--dump-dom", page.resolve().as_uri())
+            assert dom.returncode == 0, dom.stderr[-2000:]
+            assert "Bottom line" in dom.stdout, page
+            assert not proxy.seen, f"{page.name} fetched {proxy.seen}"
+    finally:
+        proxy.close()
