@@ -46,6 +46,11 @@ def who(ranks: Iterable[Any], none: str = "a rank (no rank tag)", cap: bool = Fa
     return text[:1].upper() + text[1:] if cap else text
 
 
+def count(n: int, word: str) -> str:
+    """'1 host', '4 hosts'."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def training_steps(incident: Incident) -> pd.DataFrame:
     """Iteration rows that are training steps: a numbered iteration, no eval/summary event."""
     it = incident.iterations

@@ -80,6 +80,14 @@ class GpuCrashAnalysis:
         return ck[CHECKPOINT_LINE_COLUMNS] if len(ck) else ck
 
     @property
+    def cascade_hosts(self) -> list[str]:
+        """The machines the cascade ran on (srun task names and ranks resolved to hosts where
+        the logs tell; otherwise not counted as a host)."""
+        tl = self.timeline
+        lanes = tl.loc[tl["role"] == "cascade", "lane"].dropna().astype(str) if len(tl) else []
+        return sorted({h for h in lanes if not h.startswith(("rank ", "unknown host"))})
+
+    @property
     def mtbf_s(self) -> float:
         """M: the job's mean time between failures, in seconds."""
         return float(self.mtbf_hours) * 3600.0
@@ -130,7 +138,8 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
 
     return GpuCrashAnalysis(
         incident=incident, events=events, crash=crash, cascade=cascade_table(crash),
-        timeline=timeline_frame(crash, rank_hosts(incident), task_hosts(incident)), xids=xid_table(incident), xid_events=xids,
+        timeline=timeline_frame(crash, rank_hosts(incident), task_hosts(incident)),
+        xids=xid_table(incident), xid_events=xids,
         progress=prog, checkpoints=ck, seconds_per_iteration=spi, save_s=save_s,
         save_source=save_src, young_daly=yd,
         interval=interval_sources_table(save_s, save_src, mtbf_s, spi, ck.interval,

@@ -13,7 +13,7 @@ from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...parse.xid import xid_info
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import input_findings
+from ..common import count, input_findings
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, Checkpoints, expected_waste
 from .events import HOST_OOM_CODES, Crash
@@ -53,9 +53,10 @@ def report(a: GpuCrashAnalysis) -> Report:
     findings += _xid_findings(a.xid_events)
     if len(crash.cascade):
         n_r = crash.cascade["rank"].dropna().nunique()
-        hosts = crash.cascade["host"].dropna().nunique()
+        hosts = len(a.cascade_hosts)
         delay = a.cascade["after_s"].dropna()
-        who = (f"{n_r} other rank(s){f' on {hosts} host(s)' if hosts else ''}" if n_r
+        on = f" on {count(hosts, 'host')}" if hosts else ""
+        who = (f"{count(n_r, 'other rank')}{on}" if n_r
                else "Its peers")
         findings.append(Finding(
             "cascade", "info",
@@ -98,7 +99,7 @@ def report(a: GpuCrashAnalysis) -> Report:
         ["a GPU fails once a week"] if mtbf_hours == DEFAULT_MTBF_HOURS else [])
     actions = ranked(_actions(crash, facts, ck, spi, save_s, yd, hang, a.gpus_per_node,
                               assumed=assumed, total=prog.total))
-    verdict, confidence = _verdict(crash, facts)
+    verdict, confidence = _verdict(crash, facts, len(a.cascade_hosts))
     report_facts = {k: list(v) if isinstance(v, list) else v for k, v in facts.items()}
     return Report("gpu_crash", verdict, confidence, report_facts, findings, actions)
 
@@ -424,7 +425,7 @@ def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) 
     return []
 
 
-def _verdict(crash: Crash, f: dict[str, Any]) -> tuple[str, str]:
+def _verdict(crash: Crash, f: dict[str, Any], n_hosts: int) -> tuple[str, str]:
     if crash.first is None:
         if len(crash.cascade):
             return ("Only symptoms of a peer's failure (NCCL/gloo errors, timeouts, kills) are in "
@@ -435,8 +436,9 @@ def _verdict(crash: Crash, f: dict[str, Any]) -> tuple[str, str]:
     casc = ""
     if len(crash.cascade):
         n_r = crash.cascade["rank"].dropna().nunique()
-        n_h = crash.cascade["host"].dropna().nunique()
-        casc = (f"; {n_r} other rank(s){f' on {n_h} host(s)' if n_h else ''} failed after it "
+        n_h = n_hosts
+        on = f" on {count(n_h, 'host')}" if n_h else ""
+        casc = (f"; {count(n_r, 'other rank')}{on} failed after it "
                 "as a cascade" if n_r else "; its peers' failures followed as a cascade")
     lost = ""
     if f["lost_iterations"] is not None:
