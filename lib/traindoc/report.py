@@ -1,7 +1,10 @@
 """``Report``: what a diagnosis concluded, and how it is shown and written (summary.json).
 
-Log text is data: everything rendered as HTML goes through ``html.escape``; evidence lists
-are capped (``MAX_EVIDENCE``) and say so when cut.
+Log text is data. Every value and table that becomes HTML passes one boundary here:
+``display_text`` turns any value (str, list, dict, NA, number) into text with control
+characters made visible (``\\x1b``), ``text_html`` escapes that text, ``escape_frame`` does both
+for every cell, index label and column name of a table. Evidence lists are capped
+(``MAX_EVIDENCE``) and say so when cut. Files are written atomically (``write_atomic``).
 """
 
 from __future__ import annotations
@@ -9,11 +12,16 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
+import re
+import secrets
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import numpy as np
 import pandas as pd
 
 from . import __version__
@@ -23,6 +31,11 @@ MAX_EVIDENCE = 20
 MAX_EVIDENCE_CHARS = 400
 SEVERITIES = ("critical", "warning", "info")
 CONFIDENCES = ("high", "medium", "low")
+MAX_TEXT_DEPTH = 20  # nesting shown of a list/dict cell; deeper levels show as "…"
+PLAIN_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and
+# isolates that reorder what a reader sees: shown as escapes, never passed on raw.
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass
@@ -73,12 +86,12 @@ class Report:
         })
 
     def write(self, output_dir: str | Path, incident: Incident | None = None) -> Path:
-        """Write ``output_dir/summary.json``; return its path."""
+        """Write ``output_dir/summary.json`` atomically (the old one or none stays if writing
+        fails; the ``OSError`` propagates); return its path."""
         out = Path(output_dir)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / "summary.json"
-        path.write_text(json.dumps(self.summary(incident), indent=2, ensure_ascii=False) + "\n")
-        return path
+        text = json.dumps(self.summary(incident), indent=2, ensure_ascii=False) + "\n"
+        return write_atomic(out / "summary.json", text)
 
     def findings_table(self) -> pd.DataFrame:
         """Findings as a table (severity, title, number of evidence lines)."""
@@ -97,22 +110,22 @@ class Report:
 
     def verdict_html(self) -> str:
         """The verdict with its confidence and evidence, escaped, as HTML."""
-        parts = [f"<p><b>Verdict</b> (confidence: {html.escape(self.confidence)}): "
-                 f"{html.escape(self.verdict)}</p>"]
+        parts = [f"<p><b>Verdict</b> (confidence: {text_html(self.confidence)}): "
+                 f"{text_html(self.verdict)}</p>"]
         for f in self.findings:
             if f.severity == "critical" and f.evidence:
-                parts.append(f"<p>{html.escape(f.title)}</p>" + evidence_html(f.evidence))
+                parts.append(f"<p>{text_html(f.title)}</p>" + evidence_html(f.evidence))
         return "\n".join(parts)
 
     def bottom_line_html(self) -> str:
         """The first screen: verdict, confidence and the first action, before any detail."""
         acts = sorted(self.actions, key=lambda a: a.priority)
-        first = (f"<p><b>First action:</b> {html.escape(acts[0].title)}<br>"
-                 f"<code>{html.escape(acts[0].how)}</code></p>" if acts
+        first = (f"<p><b>First action:</b> {text_html(acts[0].title)}<br>"
+                 f"<code>{text_html(acts[0].how)}</code></p>" if acts
                  else "<p><b>First action:</b> none recommended.</p>")
         return (f"<div class='traindoc-bottom-line'><h3>Bottom line</h3>"
-                f"<p><b>Verdict</b> (confidence: {html.escape(self.confidence)}): "
-                f"{html.escape(self.verdict)}</p>{first}"
+                f"<p><b>Verdict</b> (confidence: {text_html(self.confidence)}): "
+                f"{text_html(self.verdict)}</p>{first}"
                 f"<p><i>The sections below show the evidence behind it.</i></p></div>")
 
     def actions_html(self) -> str:
@@ -120,8 +133,8 @@ class Report:
         items = []
         for a in sorted(self.actions, key=lambda a: a.priority):
             items.append(
-                f"<li><b>{html.escape(a.title)}</b><br><i>why:</i> {html.escape(a.why)}<br>"
-                f"<i>how:</i> <code>{html.escape(a.how)}</code></li>"
+                f"<li><b>{text_html(a.title)}</b><br><i>why:</i> {text_html(a.why)}<br>"
+                f"<i>how:</i> <code>{text_html(a.how)}</code></li>"
             )
         return "<ol>" + "".join(items) + "</ol>" if items else "<p>No action recommended.</p>"
 
@@ -130,16 +143,39 @@ class Report:
 
 
 def write_tables(incident: Incident, output_dir: str | Path) -> list[Path]:
-    """Write every non-empty table as CSV under ``output_dir`` (notebooks show only heads)."""
+    """Write every non-empty table as CSV under ``output_dir`` (notebooks show only heads),
+    each atomically: a failed write leaves the old file or none, and its ``OSError`` propagates."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, df in incident.tables.items():
         if len(df):
-            path = out / f"{name}.csv"
-            df.to_csv(path, index=False)
-            written.append(path)
+            written.append(write_atomic(out / f"{name}.csv",
+                                        lambda fh, df=df: df.to_csv(fh, index=False)))
     return written
+
+
+def write_atomic(path: str | os.PathLike[str], content: str | Callable[[IO[str]], object],
+                 ) -> Path:
+    """Write ``content`` (text, or a function writing to a text handle) to ``path`` through a
+    temporary file beside it, then rename it into place: a full disk or a kill leaves the old
+    file or none, never a partial one. An ``OSError`` propagates."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            if isinstance(content, str):
+                fh.write(content)
+            else:
+                content(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def ranked(actions: list[Action]) -> list[Action]:
@@ -177,13 +213,92 @@ def unrecognized_lines(incident: Incident, limit: int = 20) -> list[str]:
 
 
 def evidence_html(lines: list[str]) -> str:
-    """Evidence lines as an escaped <pre> block."""
-    return "<pre>" + html.escape("\n".join(lines)) + "</pre>" if lines else ""
+    """Evidence lines as an escaped <pre> block, control characters made visible."""
+    return "<pre>" + "\n".join(text_html(line) for line in lines) + "</pre>" if lines else ""
+
+
+def _visible(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every control character but tab and newline (C0, DEL, C1, so ESC and
+    whole OSC/CSI sequences too, and bidirectional overrides) shown as an escape (``\\x1b``)."""
+    return CONTROL_RE.sub(_visible, text)
+
+
+def display_text(value: Any, _depth: int = 0) -> str:
+    """Any value as the text a reader sees: str as is, lists/tuples/sets comma-separated,
+    dicts as ``k: v``, NA/None/NaN as empty; control characters made visible."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if value is None or value is pd.NA or value is pd.NaT:
+        return ""
+    if isinstance(value, bytes | bytearray):
+        return clean_text(bytes(value).decode("utf-8", errors="replace"))
+    if _depth >= MAX_TEXT_DEPTH and isinstance(value, Mapping | list | tuple | set | frozenset):
+        return "…"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{display_text(k, _depth + 1)}: {display_text(v, _depth + 1)}"
+                         for k, v in value.items())
+    if isinstance(value, set | frozenset):
+        value = sorted(value, key=str)
+    if isinstance(value, list | tuple | pd.Series | pd.Index | np.ndarray):
+        return ", ".join(display_text(v, _depth + 1) for v in value)
+    try:
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    return clean_text(str(value))
+
+
+def text_html(value: Any) -> str:
+    """``display_text(value)`` escaped for HTML (quotes too): safe in text and attributes."""
+    return html.escape(display_text(value))
+
+
+def _keeps_type(dtype: Any) -> bool:
+    """Numbers, booleans, times: rendered by the Styler's formatting, never markup."""
+    return (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+            or pd.api.types.is_datetime64_any_dtype(dtype)
+            or pd.api.types.is_timedelta64_dtype(dtype))
+
+
+def _cell(value: Any) -> Any:
+    """A cell as a number (plain numbers keep the Styler's formatting) or as display text."""
+    if isinstance(value, PLAIN_NUMBERS):
+        return value
+    return display_text(value)
+
+
+def _labels(index: pd.Index) -> pd.Index:
+    """Index or column labels as display text (numeric and time labels kept); their names
+    already escaped, as the Styler renders names raw."""
+    if isinstance(index, pd.MultiIndex):
+        return pd.MultiIndex.from_tuples(
+            [tuple(_cell(v) for v in t) for t in index],
+            names=[None if n is None else text_html(n) for n in index.names])
+    name = None if index.name is None else text_html(index.name)
+    if _keeps_type(index.dtype):
+        return index.rename(name)
+    return pd.Index([_cell(v) for v in index], dtype=object, name=name)
 
 
 def escape_frame(df: pd.DataFrame) -> Any:
-    """A Styler that renders ``df`` with every cell HTML-escaped (log text is data)."""
-    return df.style.format(escape="html", na_rep="")
+    """A Styler that renders ``df`` with every cell, index label and column name as escaped
+    text: lists, dicts and other objects become text first (log text is data); cells are
+    never cut."""
+    shown = df.copy()
+    for i in range(shown.shape[1]):
+        col = df.iloc[:, i]
+        if not _keeps_type(col.dtype):
+            shown.isetitem(i, pd.Series([_cell(v) for v in col], index=df.index, dtype=object))
+    shown.index = _labels(df.index)
+    shown.columns = _labels(df.columns)
+    return (shown.style.format(escape="html", na_rep="")
+            .format_index(escape="html", axis=0).format_index(escape="html", axis=1))
 
 
 def _jsonable(obj: Any) -> Any:

@@ -14,7 +14,6 @@ The pure parts (``rows_for``, ``lines_html``, ``context_lines``, ``context_html`
 from __future__ import annotations
 
 import gzip
-import html
 import io
 import re
 from pathlib import Path
@@ -24,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .incident import Incident
-from .report import Report
+from .report import Report, display_text, text_html
 
 PAGE = 40
 CONTEXT = 5  # lines shown before and after an evidence line
@@ -49,10 +48,12 @@ def rows_for(incident: Incident, table: str, ranks: list[int] | None = None,
 
 
 def lines_html(df: pd.DataFrame, start: int = 0, page: int = PAGE) -> str:
-    """One page of evidence lines ('source: line'), escaped, as a <pre> block."""
+    """One page of evidence lines ('source: line'), escaped, control characters made
+    visible, as a <pre> block."""
     part = df.iloc[start : start + page]
-    body = "\n".join(f"{s}: {line}" for s, line in zip(part["source"], part["line"], strict=False))
-    return f"<pre>{html.escape(body)}</pre><p>{start + len(part)} of {len(df)} line(s)</p>"
+    body = "\n".join(f"{text_html(s)}: {text_html(line)}"
+                     for s, line in zip(part["source"], part["line"], strict=False))
+    return f"<pre>{body}</pre><p>{start + len(part)} of {len(df)} line(s)</p>"
 
 
 # -- context around evidence lines -------------------------------------------------------------
@@ -122,15 +123,15 @@ def context_html(evidence: list[str], n: int = CONTEXT, limit: int = MAX_SOURCES
         path, lineno = src
         lines = context_lines(path, lineno, n)
         if not lines:
-            blocks.append(f"<p><code>{html.escape(path)}:{lineno}</code>: the file cannot be "
+            blocks.append(f"<p><code>{text_html(path)}:{lineno}</code>: the file cannot be "
                           "read from here</p>")
             continue
         width = len(str(lines[-1][0]))
         body = "\n".join(
             ("<b>" if i == lineno else "")
-            + f"{'›' if i == lineno else ' '} {i:>{width}} │ {html.escape(text)}"
+            + f"{'›' if i == lineno else ' '} {i:>{width}} │ {text_html(text)}"
             + ("</b>" if i == lineno else "") for i, text in lines)
-        blocks.append(f"<p><code>{html.escape(path)}:{lineno}</code></p><pre>{body}</pre>")
+        blocks.append(f"<p><code>{text_html(path)}:{lineno}</code></p><pre>{body}</pre>")
     return "\n".join(blocks) or "<p>No evidence line with a file and line number.</p>"
 
 
@@ -257,14 +258,15 @@ def finding_context(report: Report, n: int = CONTEXT) -> Any:
     found = [f for f in report.findings if f.evidence]
     if not found:
         return w.HTML("<p>No finding with evidence lines.</p>")
-    picker = w.Dropdown(options=[(f"[{f.severity}] {f.title[:110]}", i) for i, f in enumerate(found)],
+    picker = w.Dropdown(options=[(display_text(f"[{f.severity}] {f.title[:110]}"), i)
+                                 for i, f in enumerate(found)],
                         description="finding", layout=w.Layout(width="90%"))
     around = w.IntSlider(value=n, min=0, max=MAX_CONTEXT, description="context")
     out = w.HTML()
 
     def refresh(*_: Any) -> None:
         f = found[picker.value]
-        out.value = (f"<p><b>{html.escape(f.title)}</b></p>"
+        out.value = (f"<p><b>{text_html(f.title)}</b></p>"
                      + context_html(f.evidence, around.value))
 
     picker.observe(refresh, names="value")
