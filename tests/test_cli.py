@@ -76,11 +76,85 @@ def test_list_shows_runbooks_and_drills() -> None:
     ["triage"],
     ["drill", "no_such_drill"],
     ["frobnicate"],
+    # -p values checked against the parameters cell: type of the default, sane ranges (19.12)
+    ["run", "timeout", str(GEMMA), "-p", "world_size", "100000000"],
+    ["run", "timeout", str(GEMMA), "-p", "world_size", "0"],
+    ["run", "timeout", str(GEMMA), "-p", "world_size", "-8"],
+    ["run", "timeout", str(GEMMA), "-p", "world_size", "8.5"],
+    ["run", "timeout", str(GEMMA), "-p", "world_size", "eight"],
+    ["run", "timeout", str(GEMMA), "-p", "world_size", "[8]"],
+    ["run", "timeout", str(GEMMA), "-p", "year", "99999"],
+    ["run", "timeout", str(GEMMA), "-p", "interactive", "1"],
+    ["run", "gpu_crash", str(GEMMA), "-p", "gpus_per_node", "None"],
+    ["run", "gpu_crash", str(GEMMA), "-p", "mtbf_hours", "nan"],
+    ["run", "gpu_crash", str(GEMMA), "-p", "mtbf_hours", "float('inf')"],
+    ["run", "loss_spike", str(GEMMA), "-p", "window", "'50'"],
+    ["run", "throughput", str(GEMMA), "-p", "min_drop_pct", "1000"],
+    # drill sizes are checked before anything is launched (19.14)
+    ["drill", "crash", "--steps", "-5"],
+    ["drill", "crash", "--steps", "0"],
+    ["drill", "crash", "--nproc", "0"],
 ])
 def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
-    code, out, err = run_main(*args, *(["-o", str(tmp_path)] if args[:1] == ["run"] else []))
+    extra = ["-o", str(tmp_path / "out")] if args[:1] in (["run"], ["drill"]) else []
+    code, out, err = run_main(*args, *extra)
     assert code == cli.EXIT_USAGE, (out, err)
     assert not any(tmp_path.iterdir())
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("key", "text", "default", "value"), [
+    ("world_size", "8", None, 8), ("world_size", "None", None, None),
+    ("world_size", "1000000", None, 1_000_000), ("year", "2024", None, 2024),
+    ("mtbf_hours", "100", 168.0, 100.0), ("checkpoint_save_s", "40", None, 40.0),
+    ("metric", "tflops", "auto", "tflops"), ("job_script", "123", "<job script>", "123"),
+    ("hosts", "node[01-48]", None, "node[01-48]"), ("interactive", "true", False, True),
+    ("stack_depth", "0", 0, 0), ("some_new_knob", "7", None, 7),
+])
+def test_good_parameter_values_pass(key: str, text: str, default: object, value: object) -> None:
+    got, problem = cli.check_value(key, text, default)
+    assert problem is None and got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("argv", [["crash", "--out", "x", "--steps", "-5"],
+                                  ["crash", "--out", "x", "--steps", "0"],
+                                  ["crash", "--out", "x", "--nproc", "1"]])
+def test_python_m_drills_refuses_bad_sizes(argv: list[str], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from traindoc.drills import __main__ as drills_main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        drills_main.main(argv)
+    assert e.value.code == 2 and not any(tmp_path.iterdir())
+
+
+OSC_LINE = ("[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered"
+            " \x1b]0;PWNED\x07\x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ here"
+            "\u009d0;c1 title\u009c\x1b[2J\x1b[31mred\x1b[0m\x08\x00\u202eend\n")
+
+
+@pytest.mark.parametrize(("text", "clean"), [
+    ("a\x1b]0;title\x07b", "ab"), ("a\x1b]8;;http://x/\x1b\\link\x1b]8;;\x1b\\b", "alinkb"),
+    ("\x1b[1;31mred\x1b[0m", "red"), ("c1\u009b31mz", "c1z"), ("\x1bPdcs\x1b\\x", "x"),
+    ("tab\tand\nnewline", "tab\tand\nnewline"), ("bell\x07 nul\x00 del\x7f", "bell nul del"),
+    ("open\x1b]0;never closed\nnext", "open\nnext"), ("\u202egnp.exe", "gnp.exe"),
+])
+def test_terminal_text(text: str, clean: str) -> None:
+    assert cli.terminal_text(text) == clean
+
+
+def test_log_text_reaches_the_terminal_without_control_sequences(tmp_path: Path) -> None:
+    """A log line's OSC title and hyperlink reach the verdict; the CLI prints neither (19.9)."""
+    log = tmp_path / "job.log"
+    log.write_text(OSC_LINE, encoding="utf-8")
+    p = traindoc("run", "gpu_crash", str(log), "-o", str(tmp_path / "out"))
+    assert p.returncode == cli.EXIT_OK, p.stderr
+    verdict = p.stdout.strip().splitlines()[-1]
+    assert "illegal memory access" in verdict and "click here" in verdict, verdict
+    for text in (p.stdout, p.stderr):
+        assert not cli.CONTROL_CHAR_RE.search(text.replace("\n", "")), repr(text)
+        assert "PWNED" not in text and "evil.example" not in text
 
 
 def test_unreadable_input_exits_1_with_one_sentence(tmp_path: Path) -> None:
@@ -95,7 +169,8 @@ def test_shell_metacharacters_are_only_ever_a_path(tmp_path: Path) -> None:
     evil = f"{tmp_path}/x; touch {tmp_path}/pwned $(touch {tmp_path}/pwned2)"
     p = traindoc("triage", evil, "-o", str(tmp_path / "out"), "-p", "interactive",
                  f"$(touch {tmp_path}/pwned3)")
-    assert p.returncode in (cli.EXIT_NO_INPUT, cli.EXIT_FAILED), p.stderr
+    # exit 2 now: interactive takes True or False; either way nothing ran in a shell
+    assert p.returncode in (cli.EXIT_NO_INPUT, cli.EXIT_USAGE, cli.EXIT_FAILED), p.stderr
     assert not list(tmp_path.glob("pwned*"))
 
 

@@ -19,13 +19,21 @@ import argparse
 import ast
 import contextlib
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .execute import Execution, available_runbooks, execute_runbook
+from .execute import (
+    Execution,
+    OutputDirError,
+    available_runbooks,
+    claimed_output_dir,
+    execute_runbook,
+)
 from .locations import CHECKOUT, runbooks_dir
 
 EXIT_OK = 0  # diagnosed: the runbook ran and wrote summary.json
@@ -33,15 +41,51 @@ EXIT_NO_INPUT = 1  # nothing could be read from LOGS (the runbook raised NoInput
 EXIT_USAGE = 2  # bad command line: unknown runbook or parameter, missing argument
 EXIT_FAILED = 3  # the runbook itself failed (a bug: the executed notebook holds the traceback)
 EXIT_BELOW_FLOOR = 4  # traindoc score: fewer cases right than --floor
+EXIT_OUTPUT = 5  # -o DIR cannot be used or written: a file, read-only, full, in use by a run
 
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}  diagnosed: the runbook ran and wrote DIR/summary.json
   {EXIT_NO_INPUT}  input unreadable: nothing could be read from LOGS (one sentence says why)
-  {EXIT_USAGE}  usage: unknown runbook, drill or parameter, or a missing argument
+  {EXIT_USAGE}  usage: unknown runbook, drill or parameter, a missing argument, a -p value of the
+     wrong type or out of range, an empty -o, or a DIR traindoc did not make and may not clear
   {EXIT_FAILED}  a runbook failed for another reason (see the executed notebook in DIR)
   {EXIT_BELOW_FLOOR}  traindoc score: fewer cases right than --floor
+  {EXIT_OUTPUT}  output: DIR cannot be written (a file, under a file, read-only, disk full) or
+     another traindoc run is writing into it (one sentence says which)
 """
 RESERVED = ("log_path", "output_dir")  # set by LOGS and -o, never by -p
+MAX_COUNT = 1_000_000  # the most ranks, nodes or steps a -p size may name
+# -p knobs with a range (inclusive), and the type of those whose default is None
+RANGES: dict[str, tuple[type, float, float]] = {
+    "world_size": (int, 1, MAX_COUNT), "gpus_per_node": (int, 1, 1024),
+    "spare_nodes": (int, 0, MAX_COUNT), "stack_depth": (int, 0, 100_000),
+    "year": (int, 1970, 2999), "save_interval": (int, 1, 10**12),
+    "checkpoint_interval": (int, 1, 10**12), "window": (int, 1, MAX_COUNT),
+    "patience": (int, 1, MAX_COUNT), "min_segment": (int, 1, MAX_COUNT),
+    "checkpoint_save_s": (float, 0, 10**9), "iteration_s": (float, 0, 10**9),
+    "mtbf_hours": (float, 1e-6, 10**9), "k": (float, 0, 10**6),
+    "threshold": (float, 0, 10**6), "rel_threshold": (float, 0, 10**6),
+    "min_drop_pct": (float, 0, 100),
+}
+# control sequences a terminal acts on: CSI (7- and 8-bit), OSC/DCS/SOS/PM/APC strings up to
+# their terminator (BEL or ST) or the end of the line, and two-byte escapes
+TERMINAL_SEQ_RE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?")
+# every C0/C1 control but newline and tab, DEL, and the bidi overrides that reorder text
+CONTROL_CHAR_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: object) -> str:
+    """``text`` safe to print on a terminal: no control sequence, no control but \\n and \\t."""
+    return CONTROL_CHAR_RE.sub("", TERMINAL_SEQ_RE.sub("", str(text)))
+
+
+def _say(text: object, file: Any) -> None:
+    print(terminal_text(text), file=file)
+
+
 def describe(notebook: Path) -> str:
     """A runbook's one-line description: the title of its first markdown cell."""
     try:
@@ -101,7 +145,7 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
     d = sub.add_parser("drill", help="run a drill: a small real torch.distributed job with one "
                                      "injected fault (needs torch)")
     d.add_argument("name", metavar="NAME", help="drill name (traindoc list shows them)")
-    d.add_argument("-o", "--output-dir", "--out", dest="out", type=Path, default=None, metavar="DIR",
+    d.add_argument("-o", "--output-dir", "--out", dest="out", default=None, metavar="DIR",
                    help="bundle directory (default: drill-NAME)")
     d.add_argument("--steps", type=int, default=None, help="training steps (default per drill)")
     d.add_argument("--nproc", type=int, default=2, help="worker processes (default 2)")
@@ -127,15 +171,60 @@ def _params(p: argparse.ArgumentParser, books: dict[str, Path], name: str,
     """-p pairs as parameters, checked against the runbook's parameters cell."""
     import papermill as pm
 
-    known = set(pm.inspect_notebook(str(books[name])))
+    cell = pm.inspect_notebook(str(books[name]))
+    known = set(cell)
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in RESERVED:
             p.error(f"{key} is set by {'LOGS' if key == 'log_path' else '-o DIR'}, not by -p")
         if key not in known:
             p.error(f"runbook {name} has no parameter {key!r}; it has: {', '.join(sorted(known))}")
-        out[key] = parse_value(value)
+        out[key], problem = check_value(key, value, _default(cell[key].get("default")))
+        if problem:
+            p.error(f"-p {key}: {problem}")
     return out
+
+
+def _default(source: Any) -> Any:
+    """A parameter's default from the source text papermill read in the parameters cell."""
+    try:
+        return ast.literal_eval(str(source))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _type_name(t: type) -> str:
+    return {bool: "True or False", int: "a whole number", float: "a number",
+            str: "text"}.get(t, t.__name__)
+
+
+def check_value(key: str, text: str, default: Any) -> tuple[Any, str | None]:
+    """A ``-p`` value parsed and checked against the parameter's default type and its range
+    (``RANGES``); returns the value and what is wrong with it (None: nothing)."""
+    value = parse_value(text)
+    want, lo, hi = RANGES.get(key, (None, None, None))
+    if default is not None:
+        want = type(default)
+    if want is str:  # a text knob takes the text as given, even when it looks like a number
+        return (value if isinstance(value, str) else text), None
+    if value is None:
+        return value, None if default is None else f"takes {_type_name(want)}, not None"
+    if want is None:  # no default to go by: any plain value
+        ok = isinstance(value, bool | int | float | str)
+        return value, None if ok else f"takes a number, text, True/False or None, not {text!r}"
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if isinstance(value, bool) != (want is bool) or not isinstance(value, want):
+        return value, f"takes {_type_name(want)}, not {text!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return value, f"takes a finite number, not {text!r}"
+    if lo is not None and hi is not None and not lo <= value <= hi:
+        return value, f"must be between {_num(lo)} and {_num(hi)}, not {text}"
+    return value, None
 
 
 def _logs(raw: Sequence[str]) -> str | list[str]:
@@ -155,28 +244,38 @@ def _write_html(ex: Execution, also: Sequence[Path] = ()) -> list[Path]:
 
 def _finish(ex: Execution, html: bool, stdout: Any, stderr: Any) -> int:
     if ex.no_input:
-        print(f"traindoc: {ex.error}", file=stderr)
+        _say(f"traindoc: {ex.error}", stderr)
         return EXIT_NO_INPUT
+    if ex.output_error:
+        _say(f"traindoc: cannot write the results into {ex.output_dir}: {ex.error}", stderr)
+        return EXIT_OUTPUT
     if ex.error:
-        print(f"traindoc: the {ex.runbook} runbook failed: {ex.error}", file=stderr)
-        print(f"traindoc: executed notebook (with the traceback): {ex.notebook}", file=stderr)
+        _say(f"traindoc: the {ex.runbook} runbook failed: {ex.error}", stderr)
+        _say(f"traindoc: executed notebook (with the traceback): {ex.notebook}", stderr)
         return EXIT_FAILED
     s = ex.summary or {}
     extra = []
     if ex.runbook == "triage":
         extra = [Path(c["summary"]).with_name(f"{c['class']}.ipynb")
                  for c in s.get("facts", {}).get("classes", []) if c.get("summary")]
-    print(f"notebook: {ex.notebook}", file=stdout)
-    print(f"summary:  {ex.summary_path}", file=stdout)
+    reports: list[Path] = []
     if html:
-        for h in _write_html(ex, extra):
-            print(f"report:   {h}", file=stdout)
+        try:
+            reports = _write_html(ex, extra)
+        except OSError as e:
+            _say(f"traindoc: cannot write the HTML report into {ex.output_dir}: "
+                 f"{e.strerror or e}", stderr)
+            return EXIT_OUTPUT
+    _say(f"notebook: {ex.notebook}", stdout)
+    _say(f"summary:  {ex.summary_path}", stdout)
+    for h in reports:
+        _say(f"report:   {h}", stdout)
     if ex.runbook == "triage":
         for i, c in enumerate(s.get("facts", {}).get("classes", []), 1):
             when = f", {c['first_seen']}" if c.get("first_seen") else ""
-            print(f"  {i}. {c['class']} ({c['role']}{when}): {c.get('verdict') or c['detail']}",
-                  file=stdout)
-    print(f"verdict ({s.get('confidence')}): {s.get('verdict')}", file=stdout)
+            _say(f"  {i}. {c['class']} ({c['role']}{when}): {c.get('verdict') or c['detail']}",
+                 stdout)
+    _say(f"verdict ({s.get('confidence')}): {s.get('verdict')}", stdout)
     return EXIT_OK
 
 
@@ -185,11 +284,17 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
 
     if args.name not in drills.DRILLS:
         p.error(f"no drill {args.name!r}; drills: {', '.join(drills.DRILLS)}")
-    out = (args.out or Path(f"drill-{args.name}")).resolve()
+    if args.out is not None and not args.out.strip():
+        p.error("the bundle folder is empty (an unset variable?); give -o DIR")
+    if args.steps is not None and not 1 <= args.steps <= MAX_COUNT:
+        p.error(f"--steps must be between 1 and {MAX_COUNT}, not {args.steps}")
+    if not 2 <= args.nproc <= 64:
+        p.error(f"--nproc must be between 2 and 64, not {args.nproc}")
+    out = Path(args.out or f"drill-{args.name}").resolve()
     try:
         bundle = drills.run(args.name, out, steps=args.steps, nproc=args.nproc)
     except drills.DrillError as e:
-        print(f"traindoc: drill {args.name} failed: {e}", file=stderr)
+        _say(f"traindoc: drill {args.name} failed: {e}", stderr)
         return EXIT_FAILED
     spec = drills.SPECS[args.name]
     print(f"bundle: {bundle}  (class {spec.cls}: {spec.description})", file=stdout)
@@ -261,14 +366,22 @@ def _dispatch(p: argparse.ArgumentParser, args: argparse.Namespace, books: dict[
     if args.command not in ("triage", "run"):
         p.print_help(stderr)
         return EXIT_USAGE
+    if not args.output_dir.strip():  # an unset $OUT: never the working directory
+        p.error("-o DIR is empty (an unset variable?); give the folder to write into")
     name = "triage" if args.command == "triage" else args.runbook
     if name not in books:
         p.error(f"no runbook {name!r} in {runbooks_dir()}; runbooks: {', '.join(books)}")
     params = _params(p, books, name, args.parameter)
     if args.command == "triage" and args.no_runbooks:
         params["run_runbooks"] = False
-    ex = execute_runbook(name, _logs(args.logs), args.output_dir, params, books)
-    return _finish(ex, args.html, stdout, stderr)
+    logs = _logs(args.logs)
+    try:
+        with claimed_output_dir(args.output_dir, [logs] if isinstance(logs, str) else logs) as out:
+            ex = execute_runbook(name, logs, out, params, books)
+            return _finish(ex, args.html, stdout, stderr)
+    except OutputDirError as e:
+        _say(f"traindoc: {e}", stderr)
+        return EXIT_USAGE if e.usage else EXIT_OUTPUT
 
 
 if __name__ == "__main__":

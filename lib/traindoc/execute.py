@@ -6,9 +6,16 @@ the CLI, triage and the corpus scorer all run notebooks through it.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
-from collections.abc import Callable
+import re
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +26,14 @@ KERNEL = "python3"
 # ipykernel warns on stderr that its local TCP sockets are unencrypted; in a nested run
 # (triage running the class runbooks) that warning lands in the notebook, so keep it quiet.
 KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+
+MARKER = ".traindoc"  # in a folder traindoc made: what its last run wrote there
+LOCK = ".traindoc.lock"  # held (flock) while a run writes into the folder: pid, host, start
+# errors that say the output cannot be written, wherever it is (full disk, quota, read-only)
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+OS_ERROR_NAMES = frozenset({"OSError", "IOError", "PermissionError", "FileNotFoundError",
+                            "FileExistsError", "IsADirectoryError", "NotADirectoryError"})
+ERRNO_RE = re.compile(r"\[Errno (\d+)\]")
 
 
 def available_runbooks(directory: Path | None = None) -> dict[str, Path]:
@@ -37,6 +52,7 @@ class Execution:
     summary: dict[str, Any] | None = None
     error: str | None = None
     no_input: bool = False
+    output_error: bool = False  # the error is about writing the output, not the runbook
 
     @property
     def summary_path(self) -> Path:
@@ -52,8 +68,12 @@ def execute_runbook(name: str, log_path: str | list[str], output_dir: str | os.P
 
     books = runbooks if runbooks is not None else available_runbooks()
     out = Path(output_dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
     ex = Execution(name, out / f"{name}.ipynb", out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        ex.error, ex.output_error = f"cannot create {out}: {e.strerror or e}", True
+        return ex
     if name not in books:
         ex.error = f"no runbook {name}.ipynb in {runbooks_dir()}"
         return ex
@@ -66,8 +86,10 @@ def execute_runbook(name: str, log_path: str | list[str], output_dir: str | os.P
     except pm.PapermillExecutionError as e:
         ex.no_input = e.ename == "NoInputError"
         ex.error = e.evalue if ex.no_input else f"{e.ename}: {e.evalue}"
+        ex.output_error = not ex.no_input and _about_output(e.ename, e.evalue, out)
     except Exception as e:  # a kernel that died, a notebook that cannot be read
         ex.error = f"{type(e).__name__}: {e}"
+        ex.output_error = isinstance(e, OSError) and _about_output(type(e).__name__, str(e), out)
     if ex.error is None and ex.summary_path.exists():
         try:
             ex.summary = json.loads(ex.summary_path.read_text(encoding="utf-8"))
@@ -76,6 +98,152 @@ def execute_runbook(name: str, log_path: str | list[str], output_dir: str | os.P
     elif ex.error is None:
         ex.error = f"the runbook wrote no {ex.summary_path}"
     return ex
+
+
+def _about_output(ename: str, evalue: str, out: Path) -> bool:
+    """Whether an error raised while running into ``out`` is a failure to write there."""
+    if ename not in OS_ERROR_NAMES:
+        return False
+    m = ERRNO_RE.search(evalue)
+    return (m is not None and int(m.group(1)) in OUTPUT_ERRNOS) or str(out) in evalue
+
+
+class OutputDirError(Exception):
+    """An output folder that cannot be used. ``usage``: the command line must name another
+    (exit 2); else the folder or its disk is at fault (exit 5)."""
+
+    def __init__(self, message: str, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def _holder(lock: Path) -> str:
+    """Who holds ``lock``, in words, from what its holder wrote there."""
+    try:
+        h = json.loads(lock.read_text(encoding="utf-8"))
+        return f"pid {h['pid']} on host {h['host']}, started {h['started']}"
+    except (OSError, ValueError, TypeError, KeyError):
+        return "a process that has not yet said who it is"
+
+
+def _lock(out: Path) -> int:
+    """Take ``out``'s lock (an flock on ``out/.traindoc.lock``; a holder that died released it);
+    returns its descriptor. Raises ``OutputDirError`` naming the holder."""
+    lock = out / LOCK
+    for _ in range(20):
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise OutputDirError(f"cannot write in {out}: {e.strerror or e}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputDirError(
+                f"{out} is in use by another traindoc run ({_holder(lock)}); wait for it to "
+                "finish or choose another -o DIR") from None
+        try:  # the file we locked may have been removed by a holder that just finished
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.close(fd)
+            continue
+        info = {"pid": os.getpid(), "host": socket.gethostname(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps(info).encode())
+        except OSError as e:
+            _unlock(out, fd)
+            raise OutputDirError(f"cannot write in {out}: {e.strerror or e}") from None
+        return fd
+    raise OutputDirError(f"could not lock {out}: other runs keep taking it")
+
+
+def _unlock(out: Path, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        (out / LOCK).unlink()
+    os.close(fd)
+
+
+def _clear(out: Path, logs: Sequence[str]) -> None:
+    """Remove what an earlier traindoc run left in ``out``; refuse a folder holding other files."""
+    entries = {e.name: e for e in out.iterdir() if e.name != LOCK}
+    if not entries:
+        return
+    if MARKER not in entries:
+        raise OutputDirError(
+            f"{out} is not empty and was not made by traindoc; choose a new or empty folder "
+            "for -o (traindoc replaces only its own earlier results)", usage=True)
+    try:
+        ours = json.loads((out / MARKER).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        ours = None  # a run that died before saying what it wrote: everything here is its
+    foreign = sorted(set(entries) - {MARKER} - set(ours if isinstance(ours, list) else entries))
+    if foreign:
+        raise OutputDirError(
+            f"{out} holds files an earlier traindoc run did not write ({', '.join(foreign[:3])}"
+            f"{', ...' if len(foreign) > 3 else ''}); move them or choose another -o DIR",
+            usage=True)
+    for e in entries.values():
+        try:
+            if e.is_dir() and not e.is_symlink():
+                shutil.rmtree(e)
+            else:
+                e.unlink()
+        except OSError as err:
+            raise OutputDirError(f"cannot remove the earlier result {e}: "
+                                 f"{err.strerror or err}") from None
+
+
+def _mark(out: Path, files: list[str] | None) -> None:
+    """Record in ``out`` that traindoc made it and what it wrote (None: a run in progress)."""
+    (out / MARKER).write_text(json.dumps({"files": files}) + "\n", encoding="utf-8")
+
+
+def _inside(path: str, folder: Path) -> bool:
+    p = Path(path)
+    return p == folder or folder in p.parents
+
+
+@contextlib.contextmanager
+def claimed_output_dir(output_dir: str | os.PathLike[str],
+                       logs: Sequence[str] = ()) -> Iterator[Path]:
+    """``output_dir`` (made absolute) locked for this run and holding nothing from an earlier
+    one. A folder traindoc did not make must be new or empty; ``logs`` must lie outside it.
+    Raises ``OutputDirError`` before writing anything it must not."""
+    text = os.fspath(output_dir)
+    if not text.strip():
+        raise OutputDirError("the output folder is empty (an unset variable?); give -o DIR",
+                             usage=True)
+    out = Path(text).expanduser().resolve()
+    for p in (out, *out.parents):
+        if p.exists() and not p.is_dir():
+            where = "is a file" if p == out else f"is under the file {p}"
+            raise OutputDirError(f"the output folder {out} {where}, not a folder")
+    inside = [x for x in logs if _inside(os.path.abspath(x), out)]
+    if inside:
+        raise OutputDirError(f"the output folder {out} holds the logs ({inside[0]}); choose "
+                             "another -o DIR", usage=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputDirError(f"cannot create the output folder {out}: {e.strerror or e}") from None
+    fd = _lock(out)
+    try:
+        _clear(out, logs)
+        try:
+            _mark(out, None)
+        except OSError as e:
+            raise OutputDirError(f"cannot write in {out}: {e.strerror or e}") from None
+        try:
+            yield out
+        finally:
+            with contextlib.suppress(OSError):
+                _mark(out, sorted(e.name for e in out.iterdir() if e.name not in (LOCK, MARKER)))
+    finally:
+        _unlock(out, fd)
 
 
 def runbook_runner(log_path: str | list[str], output_dir: str | os.PathLike[str],
@@ -97,5 +265,5 @@ def runbook_runner(log_path: str | list[str], output_dir: str | os.PathLike[str]
     return run
 
 
-__all__ = ["KERNEL", "KERNEL_ARGS", "Execution", "available_runbooks", "execute_runbook",
-           "runbook_runner"]
+__all__ = ["KERNEL", "KERNEL_ARGS", "LOCK", "MARKER", "Execution", "OutputDirError",
+           "available_runbooks", "claimed_output_dir", "execute_runbook", "runbook_runner"]

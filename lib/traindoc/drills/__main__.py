@@ -10,6 +10,9 @@ from pathlib import Path
 
 from .runner import DATA_ROOT, DRILLS, SPECS, DrillError, regenerate_samples, run, sample_dir
 
+MAX_STEPS = 1_000_000  # --steps: 1 to this many training steps
+MAX_NPROC = 64  # --nproc: 2 (a drill needs two ranks) to this many worker processes
+
 
 def _summary(out: Path) -> str:
     rec = json.loads((out / "drill.json").read_text())
@@ -31,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         help=f"run every drill into {DATA_ROOT}/<class>/drill_<name>/",
     )
     args = p.parse_args(argv)
+    if args.steps is not None and not 1 <= args.steps <= MAX_STEPS:
+        p.error(f"--steps must be between 1 and {MAX_STEPS}, not {args.steps}")
+    if not 2 <= args.nproc <= MAX_NPROC:
+        p.error(f"--nproc must be between 2 and {MAX_NPROC}, not {args.nproc}")
     try:
         if args.list:
             for name, desc in DRILLS.items():
