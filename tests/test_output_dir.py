@@ -82,6 +82,19 @@ def test_files_added_to_a_traindoc_folder_are_kept(tmp_path: Path) -> None:
     assert names(tmp_path) == {MARKER, "summary.json", "notes.md"}
 
 
+@pytest.mark.parametrize("marker", ["dir", "not json", '{"files": 3}', "[]"])
+def test_a_marker_traindoc_did_not_write_clears_nothing(marker: str, tmp_path: Path) -> None:
+    if marker == "dir":
+        (tmp_path / MARKER).mkdir()
+    else:
+        (tmp_path / MARKER).write_text(marker)
+    (tmp_path / "thesis.tex").write_text("mine")
+    code, _, err = run_main("run", "timeout", str(GEMMA), "-o", str(tmp_path))
+    assert code == cli.EXIT_USAGE
+    assert "not made by traindoc" in one_sentence(err)
+    assert names(tmp_path) == {MARKER, "thesis.tex"}
+
+
 def test_logs_inside_the_output_folder_are_refused(tmp_path: Path) -> None:
     (tmp_path / MARKER).write_text(json.dumps({"files": ["train.log"]}))
     (tmp_path / "train.log").write_text((GEMMA / "train.log").read_text())

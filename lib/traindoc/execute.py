@@ -167,20 +167,25 @@ def _unlock(out: Path, fd: int) -> None:
     os.close(fd)
 
 
-def _clear(out: Path, logs: Sequence[str]) -> None:
+def _clear(out: Path) -> None:
     """Remove what an earlier traindoc run left in ``out``; refuse a folder holding other files."""
     entries = {e.name: e for e in out.iterdir() if e.name != LOCK}
     if not entries:
         return
-    if MARKER not in entries:
-        raise OutputDirError(
-            f"{out} is not empty and was not made by traindoc; choose a new or empty folder "
-            "for -o (traindoc replaces only its own earlier results)", usage=True)
+    not_ours = OutputDirError(
+        f"{out} is not empty and was not made by traindoc; choose a new or empty folder for -o "
+        "(traindoc replaces only its own earlier results)", usage=True)
     try:
-        ours = json.loads((out / MARKER).read_text(encoding="utf-8")).get("files")
-    except (OSError, ValueError, AttributeError):
-        ours = None  # a run that died before saying what it wrote: everything here is its
-    foreign = sorted(set(entries) - {MARKER} - set(ours if isinstance(ours, list) else entries))
+        ours = json.loads((out / MARKER).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, TypeError, KeyError):
+        raise not_ours from None
+    if ours is None:  # a run that died before saying what it wrote: everything here is its
+        listed = set(entries)
+    elif isinstance(ours, list):
+        listed = {x for x in ours if isinstance(x, str)}
+    else:
+        raise not_ours
+    foreign = sorted(set(entries) - {MARKER} - listed)
     if foreign:
         raise OutputDirError(
             f"{out} holds files an earlier traindoc run did not write ({', '.join(foreign[:3])}"
@@ -232,7 +237,7 @@ def claimed_output_dir(output_dir: str | os.PathLike[str],
         raise OutputDirError(f"cannot create the output folder {out}: {e.strerror or e}") from None
     fd = _lock(out)
     try:
-        _clear(out, logs)
+        _clear(out)
         try:
             _mark(out, None)
         except OSError as e:
