@@ -134,6 +134,28 @@ def test_a_second_run_into_a_locked_folder_says_who_holds_it(tmp_path: Path) -> 
         assert (d / LOCK).exists()
 
 
+def test_two_runs_started_together_never_mix(tmp_path: Path) -> None:
+    """Two real processes into one DIR: one waits its turn or is refused naming the other;
+    never exit 3, and DIR holds one run's files only."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    runs = {book: subprocess.Popen([sys.executable, "-m", "traindoc.cli", "run", book, str(logs),
+                                    "-o", str(out)], env=env, cwd=tmp_path, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for book, logs in (("timeout", GEMMA), ("gpu_crash", XID))}
+    done = {book: (p.wait(timeout=600), *p.communicate()) for book, p in runs.items()}
+    codes = {book: code for book, (code, _, _) in done.items()}
+    assert cli.EXIT_OK in codes.values() and set(codes.values()) <= {cli.EXIT_OK, cli.EXIT_OUTPUT}
+    for code, _, err in done.values():
+        if code == cli.EXIT_OUTPUT:
+            assert "in use by another traindoc run (pid" in one_sentence(err)
+    last = json.loads((out / "summary.json").read_text())["runbook"]
+    assert codes[last] == cli.EXIT_OK
+    other = ({"timeout", "gpu_crash"} - {last}).pop()
+    assert not [n for n in names(out) if n.startswith(other)], names(out)
+    assert done[last][1].strip().splitlines()[-1].startswith("verdict")
+
+
 def test_a_lock_left_by_a_dead_run_is_taken_over(tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
