@@ -4,11 +4,15 @@ or warning; only "nothing readable at all" fails, with one sentence naming log_p
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import papermill as pm
 import pytest
 
@@ -109,6 +113,77 @@ def _script_tag(d: Path) -> Path:
     return d / "job.log"
 
 
+def _fifo(d: Path) -> Path:
+    os.mkfifo(d / "pipe.log")  # opening it would block until a writer comes: never
+    (d / "job.log").write_text(WATCHDOG)
+    return d
+
+
+def _devices(d: Path) -> Path:
+    (d / "zero.log").symlink_to("/dev/zero")  # endless reads
+    (d / "urandom.log").symlink_to("/dev/urandom")
+    (d / "job.log").write_text(WATCHDOG)
+    return d
+
+
+def _link_loops(d: Path) -> Path:
+    (d / "sub").mkdir()
+    (d / "sub" / "up1").symlink_to("..")  # `**` grew with 2**depth paths through these
+    (d / "sub" / "up2").symlink_to("..")
+    (d / "job.log").write_text(WATCHDOG)
+    return d / "**"
+
+
+def _with_rank(line: str, rank: str) -> str:
+    return line.replace("[rank0]", f"[rank{rank}]").replace("[Rank 0]", f"[Rank {rank}]")
+
+
+def _huge_rank(d: Path) -> Path:
+    (d / "job.log").write_text(_with_rank(WATCHDOG, "99999999999999999999")
+                               + _with_rank(WATCHDOG, "1"))
+    return d / "job.log"
+
+
+def _huge_seqnum(d: Path) -> Path:
+    (d / "job.log").write_text(WATCHDOG.replace("SeqNum=9", "SeqNum=" + "9" * 5000)
+                               + _with_rank(WATCHDOG, "1"))
+    return d / "job.log"
+
+
+def _long_seqnum(d: Path) -> Path:
+    (d / "job.log").write_text(WATCHDOG.replace("SeqNum=9", "SeqNum=" + "1" * 23)
+                               + _with_rank(WATCHDOG, "1"))
+    return d / "job.log"
+
+
+H = "9" * 5000
+HUGE_LINES = [
+    f" iteration {H}/ {H} | consumed samples: {H} | elapsed time per iteration (ms): 100.0 | "
+    f"global batch size: {H} | lm loss: 2.0E+00 | number of skipped iterations: {H} |",
+    f"[  123.4] NVRM: Xid (PCI:0000:3b:00): {H}, pid={H}, name=python, GPU has fallen off the bus.",
+    f"[rank{H}]: RuntimeError: CUDA error: an illegal memory access was encountered",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "=" * 60,
+    "train.py FAILED", "-" * 60, "Root Cause (first observed failure):", "[0]:",
+    "  time      : 2024-07-08_01:57:23", "  host      : node-1",
+    f"  rank      : {H} (local_rank: {H})", f"  exitcode  : {H} (pid: {H})",
+    "  error_file: <N/A>", "=" * 60,
+    f"Process {H}: python train.py", "Python v3.10.12 (/usr/bin/python3.10)", "",
+    f'Thread {H} (active): "MainThread"', "    wait (torch/distributed/x.py:10)", "",
+    f"Epoch 0:  45%|####5     | {H}/{H} [01:00<01:13,  7.50it/s]",
+    f"saving checkpoint at iteration {H} to /ckpt",
+    f"[2024-07-08 01:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step={H}, skipped={H}, "
+    "lr=[0.0001], mom=[(0.9, 0.95)]",
+    f"srun: error: node-1: task {H}: Exited with exit code {H}",
+    f"[rank0]:[E1121 10:00:00.1 ProcessGroupNCCL.cpp:632] [PG 0 Rank 0] Received a timeout. last "
+    f"enqueued NCCL work: {H}, last completed NCCL work: {H}.",
+]
+
+
+def _huge_numbers(d: Path) -> Path:
+    (d / "job.log").write_text("\n".join(HUGE_LINES) + "\n" + WATCHDOG)
+    return d / "job.log"
+
+
 # name -> (builder, a phrase that must appear in the summary's warnings or findings)
 CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "unreadable_file": (_unreadable, "cannot be read"),
@@ -122,6 +197,13 @@ CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "10000_files": (_many_files, ""),
     "two_jobs": (_two_jobs, "more than one job"),
     "script_tag": (_script_tag, ""),
+    "fifo": (_fifo, "named pipe (FIFO); skipped"),
+    "dev_zero_urandom": (_devices, "a device; skipped"),
+    "glob_over_links_to_parent": (_link_loops, ""),
+    "rank_prefix_20_digits": (_huge_rank, "collectives.rank was a number too large"),
+    "seqnum_5000_digits": (_huge_seqnum, "collectives.seq_num was a number too large"),
+    "seqnum_23_digits": (_long_seqnum, "collectives.seq_num was a number too large"),
+    "numbers_of_5000_digits": (_huge_numbers, "a number of thousands of digits"),
 }
 
 
@@ -174,3 +256,142 @@ def test_empty_directory_fails_naming_log_path(runbook: str, tmp_path: Path) -> 
     with pytest.raises(pm.PapermillExecutionError) as e:
         execute(runbook, tmp_path, log_path=str(_empty_dir(tmp_path)), **_extra(runbook))
     assert "log_path" in str(e.value)
+
+
+# -- the reader's limits: hangs, bombs, overlong lines, numbers beyond int64 (issue 19) --------
+
+def _load_in_child(expr: str, timeout: float = 120) -> dict:
+    """``expr`` (a load) evaluated in a child process under a memory and time limit, so that a
+    regression hangs or swaps nothing: its account and table sizes."""
+    code = ("import json, resource, traindoc\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+            f"inc = {expr}\n"
+            "print(json.dumps({'account': inc.account, "
+            "'rows': {t: len(df) for t, df in inc.tables.items()}}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=timeout, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_fifos_devices_and_link_loops_are_skipped_not_read(tmp_path: Path, engine: str) -> None:
+    d = tmp_path / "logs"
+    d.mkdir()
+    _fifo(d)
+    _devices(d)
+    _link_loops(d)
+    for target in (d, d / "**", d / "**" / "*.log"):
+        got = _load_in_child(f"traindoc.load({str(target)!r}, engine={engine!r})")
+        acc = got["account"]
+        assert acc["file_list"] == [str(d / "job.log")], acc  # each real file once
+        assert got["rows"]["collectives"] == 1
+        if target != d / "**" / "*.log":  # (that glob names no pipe and no device)
+            assert any("named pipe" in w for w in acc["warnings"]), acc["warnings"]
+            assert sum("a device; skipped" in w for w in acc["warnings"]) == 2, acc["warnings"]
+    got = _load_in_child(f"traindoc.load(['/dev/zero', '/dev/urandom', {str(d / 'job.log')!r}], "
+                         f"engine={engine!r})")
+    assert got["account"]["files"] == 1 and got["rows"]["collectives"] == 1
+
+
+def test_a_glob_reads_like_globs_own_expansion() -> None:
+    import glob
+
+    from traindoc.reader.decode import glob_paths
+
+    for pat in ("data/**", "data/**/*.log", "data/**/", "data/*/**/*.txt", "data/**/[jt]*.log"):
+        assert glob_paths(pat) == sorted(glob.glob(pat, recursive=True)), pat
+
+
+ITERATIONS = "".join(f" iteration {i}/ 100000 | elapsed time per iteration (ms): 100.0 | "
+                     "lm loss: 2.0E+00 |\n" for i in range(1, 10001))
+
+
+def _bomb(d: Path, copies: int = 40) -> Path:
+    with gzip.open(d / "bomb.log.gz", "wb") as fh:  # about 30 MB of step lines in 1 MB
+        for _ in range(copies):
+            fh.write(ITERATIONS.encode())
+    (d / "job.log").write_text(WATCHDOG)
+    return d
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_gzip_bomb_is_read_up_to_the_limit_and_the_rest_loads(tmp_path: Path, engine: str,
+                                                                 monkeypatch) -> None:
+    _bomb(tmp_path)
+    cap = 2_000_000
+    inc = traindoc.load([tmp_path / "bomb.log.gz", tmp_path / "job.log"], engine=engine,
+                        max_bytes=cap)
+    warn = [w for w in inc.account["warnings"] if "bomb.log.gz: only its first" in w]
+    assert warn and "max_bytes=2000000" in warn[0], inc.account["warnings"]
+    assert 0 < len(inc.iterations) <= cap // 80  # whole lines only, up to the cap
+    assert inc.iterations["source"].iloc[-1].endswith(f":{len(inc.iterations)}")
+    assert len(inc.collectives) == 1  # the next file is read in full
+    from traindoc.diagnose.common import input_findings
+
+    assert any("only its first" in e for f in input_findings(inc) for e in f.evidence)
+    # the total over all files: the bomb takes it, the next file is said to be left out
+    inc = traindoc.load([tmp_path / "bomb.log.gz", tmp_path / "job.log"], engine=engine,
+                        max_total_bytes=cap)
+    assert len(inc.collectives) == 0
+    assert any("job.log: only its first 0 bytes" in w and "max_total_bytes" in w
+               for w in inc.account["warnings"]), inc.account["warnings"]
+    # a gzip file expanding past max_gzip_ratio times its size (once past GZIP_RATIO_FROM)
+    from traindoc.reader import decode
+
+    monkeypatch.setattr(decode, "GZIP_RATIO_FROM", cap)
+    inc = traindoc.load(tmp_path / "bomb.log.gz", engine=engine, max_gzip_ratio=0.5)
+    assert any("max_gzip_ratio=0.5" in w for w in inc.account["warnings"])
+    assert len(inc.iterations) <= cap // 80
+
+
+def test_the_total_limit_holds_across_worker_processes(tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"rank{i}.log").write_text(ITERATIONS)
+    one = len(ITERATIONS)
+    inc = traindoc.load(tmp_path, workers=3, max_total_bytes=int(one * 2.5))
+    assert len(inc.iterations) < 26_000  # of 60 000 (shorter lines first: a few more than 25 000)
+    assert sum("max_total_bytes" in w for w in inc.account["warnings"]) >= 3
+
+
+def test_a_bomb_by_default_limits_stays_bounded(tmp_path: Path) -> None:
+    """The default gzip ratio stops a bomb (here 24 MiB of step lines from a few hundred KB)
+    at 256 MiB: measured in a child with a memory limit."""
+    with gzip.open(tmp_path / "bomb.log.gz", "wb", compresslevel=9) as fh:
+        line = b"x" * 1023 + b"\n"
+        for _ in range(300 * 1024):  # 300 MiB of one repeated line: ~1000:1
+            fh.write(line)
+    got = _load_in_child(f"traindoc.load({str(tmp_path / 'bomb.log.gz')!r})")
+    assert any("max_gzip_ratio" in w for w in got["account"]["warnings"])
+    assert got["account"]["lines"] <= 256 * 1024 + 1
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_line_over_4_mib_is_one_line(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "job.log").write_text("x" * (9 * 1024 * 1024) + "\n" + WATCHDOG
+                                      + "\u00e9" * (3 * 1024 * 1024) + "\n" + WATCHDOG)
+    inc = traindoc.load(tmp_path / "job.log", engine=engine)
+    assert inc.collectives["source"].tolist() == [f"{tmp_path / 'job.log'}:2",
+                                                  f"{tmp_path / 'job.log'}:4"]
+    assert inc.account["lines"] == 4 and inc.account["truncated_lines"] == 2
+    assert inc.account["bad_bytes"] == 0  # the head is cut between characters
+    assert any("a line of 9437184 bytes" in w for w in inc.account["warnings"])
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_an_out_of_range_seqnum_is_na_and_said_not_dropped(tmp_path: Path, engine: str) -> None:
+    inc = traindoc.load(_long_seqnum(tmp_path), engine=engine)
+    c = inc.collectives.sort_values("rank")
+    assert c["rank"].tolist() == [0, 1]  # the row of rank 0 is kept …
+    assert pd.isna(c["seq_num"].iloc[0]) and c["seq_num"].iloc[1] == 9  # … without a number
+    assert any("seq_num was a number too large" in w for w in inc.account["warnings"])
+
+
+def test_numbers_of_thousands_of_digits_are_warnings(tmp_path: Path) -> None:
+    plain = traindoc.load(_huge_numbers(tmp_path), engine="plain")
+    fast = traindoc.load(tmp_path / "job.log", engine="fast")
+    assert plain.account == fast.account
+    for t in plain.tables:
+        pd.testing.assert_frame_equal(plain.tables[t], fast.tables[t], obj=t)
+    # the watchdog line after them is read
+    assert plain.collectives["source"].tolist() == [f"{tmp_path / 'job.log'}:{len(HUGE_LINES) + 1}"]
+    assert any("thousands of digits" in w for w in plain.account["warnings"])

@@ -94,16 +94,32 @@ INT_RE = re.compile(r"-?\d+")
 NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
 
 
+# A number read from a log but beyond int64: a table keeps its row with the value <NA> and the
+# account says so (``reader.sink``); never the slow or failing ``int()`` of thousands of digits.
+OUT_OF_RANGE = 2**63
+NOT_A_COUNT = 2**64 - 1  # NumelIn of a coalesced op: "not a count", read as None silently
+
+
+def as_int(digits: str) -> int:
+    """``int(digits)`` for an optionally signed run of digits; ``OUT_OF_RANGE`` when it does
+    not fit in int64."""
+    if len(digits.lstrip("+-").lstrip("0")) > 19:
+        return OUT_OF_RANGE
+    v = int(digits)
+    return v if -(2**63) <= v < 2**63 else OUT_OF_RANGE
+
+
 def to_int(value: str | None) -> int | None:
-    """An int from text (spaces removed), or None."""
+    """An int from text (spaces removed), or None; ``OUT_OF_RANGE`` beyond int64."""
     if value is None:
         return None
     m = INT_RE.fullmatch("".join(value.split()))
     if not m:
         return None
-    v = int(m.group())
-    # NumelIn of a coalesced op prints as 2**64-1; beyond int64 means "not a count".
-    return v if -(2**63) <= v < 2**63 else None
+    v = as_int(m.group())
+    if v == OUT_OF_RANGE and m.group().lstrip("+0") == str(NOT_A_COUNT):
+        return None
+    return v
 
 
 def to_float(value: str | None) -> float | None:

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from .base import as_int
+
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
 SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
@@ -114,7 +116,7 @@ def demux(text: str) -> tuple[str, Origin]:
                 rest, origin = demux(text[m.end():])
                 inner = origin.rank is not None and origin.rank_global
                 return rest, Origin(
-                    rank=origin.rank if inner else int(m["n"]), host=origin.host,
+                    rank=origin.rank if inner else as_int(m["n"]), host=origin.host,
                     pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
     for _ in range(6):
         while pos < len(text) and text[pos] == " ":
@@ -124,18 +126,18 @@ def demux(text: str) -> tuple[str, Origin]:
         if ch == "[":
             m = ROLE_RE.match(text, pos)
             if m:
-                rank = int(m["n"])
+                rank = as_int(m["n"])
                 rank_global = m["role"] == "rank"
             elif m := NOISE_RE.match(text, pos):
                 pass
             else:
                 m = MPI_RE.match(text, pos)
                 if m:  # mpirun's [job,rank]: the global rank
-                    rank, rank_global = int(m["n"]), True
+                    rank, rank_global = as_int(m["n"]), True
         elif ch == "(":
             m = RAY_RE.match(text, pos)
             if m:
-                pid = int(m["pid"])
+                pid = as_int(m["pid"])
                 if m["ip"]:
                     host = m["ip"]
         elif ch.isdigit():
@@ -145,7 +147,7 @@ def demux(text: str) -> tuple[str, Origin]:
             else:
                 m = SRUN_RE.match(text, pos)
                 if m:
-                    task = int(m["n"])
+                    task = as_int(m["n"])
         elif ch.isalpha() and pos == 0 and (m := _compose(text)):
             pass
         elif ch.isalpha() and pos == 0:
@@ -186,12 +188,12 @@ def path_origin(path: str) -> Origin:
     """Rank or host implied by a log file's path (torchrun --log-dir, rank3.log, trace-host.out)."""
     m = PATH_LOCAL_RANK_RE.search(path)
     if m:
-        return Origin(rank=int(m["n"]))
+        return Origin(rank=as_int(m["n"]))
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     m = PATH_TRACE_HOST_RE.search(name)
     if m:
         return Origin(host=m["host"])
     m = PATH_RANK_RE.search(name)
     if m:
-        return Origin(rank=int(m["n"]))
+        return Origin(rank=as_int(m["n"]))
     return Origin()

@@ -34,7 +34,7 @@ from typing import Any
 from ..incident import Incident
 from ..locations import CHECKOUT
 from ..schema import TABLES
-from .decode import expand_paths, file_size
+from .decode import MAX_BYTES, MAX_GZIP_RATIO, MAX_TOTAL_BYTES, Budget, expand_paths, file_size
 from .fast import fast_engine_status
 from .files import FileReader
 from .lines import LineReader, merge_origin, parsers_for
@@ -58,16 +58,22 @@ def load_or_fail(
     engine: str = "auto",
     progress: bool | None = None,
     tables: Iterable[str] | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+    max_gzip_ratio: float = MAX_GZIP_RATIO,
 ) -> Incident:
     """``load(paths)``, falling back to the repository root for relative paths (so bundled
     samples load from any working directory); raises ``NoInputError`` naming ``parameter``
     when nothing could be read."""
-    incident = load(paths, year=year, engine=engine, progress=progress, tables=tables)
+    limits = {"max_bytes": max_bytes, "max_total_bytes": max_total_bytes,
+              "max_gzip_ratio": max_gzip_ratio}
+    incident = load(paths, year=year, engine=engine, progress=progress, tables=tables, **limits)
     if not incident.readable:
         items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
         alt = [CHECKOUT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
         if alt and len(alt) == len(items) and any(a.exists() for a in alt):
-            incident = load(alt, year=year, engine=engine, progress=progress, tables=tables)
+            incident = load(alt, year=year, engine=engine, progress=progress, tables=tables,
+                            **limits)
     if not incident.readable:
         why = "; ".join(incident.account.get("warnings", [])[:3]) or "no file found"
         raise NoInputError(
@@ -84,6 +90,9 @@ def load(
     progress: bool | None = None,
     workers: int | None = None,
     tables: Iterable[str] | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+    max_gzip_ratio: float = MAX_GZIP_RATIO,
 ) -> Incident:
     """Read every log and flight-recorder dump under ``paths`` into an ``Incident``.
 
@@ -99,6 +108,12 @@ def load(
     ``tables``: fill only these tables (say ``["iterations"]`` for a loss or throughput
     question on a huge log): the other parsers do not run, the other tables stay empty, and
     failure-looking lines are not sampled as unrecognized.
+
+    Limits (a file cut short by one is a warning in the account, so a finding; raise them to
+    read more): ``max_bytes`` from one file, after decompression (16 GiB);
+    ``max_total_bytes`` from all files together (64 GiB); ``max_gzip_ratio``: a gzip file
+    stops expanding at this many times its size once it gave 256 MiB (100; a gzip bomb).
+    Only regular files are read (a FIFO or a device is a warning), each real file once.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -112,7 +127,9 @@ def load(
         if engine == "fast" and not ok:
             raise ValueError(f"the fast engine is not available here: {why}")
         engine = "fast" if ok else "plain"
-    reader = FileReader(year, engine, tables=tables, pipeline=workers is None or workers > 1)
+    budget = Budget(max_bytes, max_total_bytes, max_gzip_ratio)
+    reader = FileReader(year, engine, tables=tables, pipeline=workers is None or workers > 1,
+                        budget=budget)
     files = expand_paths(paths, reader.acc)
     sizes = [file_size(p) for p in files]
     bar = progress_bar(progress, sum(sizes), len(files))
@@ -150,5 +167,5 @@ def _read_serial(reader: FileReader, files: list[Path], sizes: list[int], bar: A
     reader.progress = None
 
 
-__all__ = ["ENGINES", "FileReader", "LineReader", "NoInputError", "expand_paths", "load",
+__all__ = ["ENGINES", "MAX_BYTES", "MAX_GZIP_RATIO", "MAX_TOTAL_BYTES", "FileReader", "LineReader", "NoInputError", "expand_paths", "load",
            "load_or_fail", "merge_origin", "parsers_for"]

@@ -55,7 +55,15 @@ import numpy as np
 from ..parse import BLOCK_PARSERS, LINE_PARSERS
 from ..parse.prefixes import demux, line_time, split_physical, strip_ansi
 from .account import Account
-from .decode import GZIP_MAGIC, MAX_LINE_CHARS, bytes_read, file_size, open_bytes, spans
+from .decode import (
+    GZIP_MAGIC,
+    MAX_LINE_CHARS,
+    Budget,
+    bytes_read,
+    file_size,
+    open_bytes,
+    spans,
+)
 from .lines import LineReader, Stream, merge_origin
 
 try:  # optional: one native pass over the chunk for all patterns
@@ -900,10 +908,12 @@ def _line_counter(chunk: bytes) -> Any:
 
 # --- one file ---------------------------------------------------------------------------------
 def read_text(lines: LineReader, path: Path, head: bytes, stream: Stream, *,
-              pipeline: bool = False, progress: Callable[[int], None] | None = None) -> None:
+              pipeline: bool = False, progress: Callable[[int], None] | None = None,
+              budget: Budget | None = None, size: int = 0) -> None:
     """Read the text file ``path`` (``head``: its first bytes) through ``lines`` the fast way,
     ending ``stream``. ``pipeline``: a big uncompressed file's chunks are planned in a child
-    process (``Planner``); ``progress`` is called with the bytes read so far."""
+    process (``Planner``); ``progress`` is called with the bytes read so far; ``budget`` and
+    ``size`` (bytes on disk) limit what is read (``decode.spans``)."""
     reg = registry(None, lines.line_parsers, lines.block_factories)
     fast = FastText(lines, stream, reg)
     planner = None
@@ -915,7 +925,8 @@ def read_text(lines: LineReader, path: Path, head: bytes, stream: Stream, *,
             planner = None
     try:
         with open_bytes(path, head) as fh:
-            for buf, start, end in spans(fh, lines.acc, str(path)):
+            for buf, start, end in spans(fh, lines.acc, str(path), budget, size,
+                                         head.startswith(GZIP_MAGIC)):
                 if progress is not None and (done := bytes_read(fh)) is not None:
                     progress(done)
                 plan = planner.next(buf, start, end) if planner is not None else None

@@ -15,7 +15,16 @@ import pandas as pd
 from ..parse import FILE_LOADERS, FileLoader
 from ..parse.prefixes import path_origin
 from .account import Account
-from .decode import GZIP_MAGIC, UTF16_BOMS, bytes_read, chunks, open_bytes
+from .decode import (
+    GZIP_MAGIC,
+    MAX_LINE_BYTES,
+    UTF16_BOMS,
+    Budget,
+    bytes_read,
+    chunks,
+    not_regular,
+    open_bytes,
+)
 from .fast import read_text
 from .lines import LineReader, Stream
 from .sink import Sink
@@ -26,22 +35,29 @@ class FileReader:
 
     ``year`` dates glog-style times (None: each file's own); ``engine``: "plain" (the
     reference, line by line) or "fast"; ``tables``: only the parsers that fill these run (None:
-    all); ``pipeline``: a big file's chunks may be planned in a child process (fast engine)."""
+    all); ``pipeline``: a big file's chunks may be planned in a child process (fast engine);
+    ``budget``: the bytes the files may give (``decode.Budget``; None: the default limits)."""
 
     def __init__(self, year: int | None, engine: str = "plain",
-                 tables: Iterable[str] | None = None, pipeline: bool = False) -> None:
+                 tables: Iterable[str] | None = None, pipeline: bool = False,
+                 budget: Budget | None = None) -> None:
         self.acc = Account()
         self.want = None if tables is None else frozenset(tables)
-        self.sink = Sink(self.want)
+        self.sink = Sink(self.want, self.acc.warn)
         self.lines = LineReader(self.acc, self.sink, self.want)
         self.year = year
         self.engine = engine
         self.pipeline = pipeline
+        self.budget = budget if budget is not None else Budget()
         self.progress: Callable[[int], None] | None = None  # called with the bytes read so far
 
     def read(self, path: Path) -> None:
         """Read one file (problems become warnings in ``acc``)."""
         name = str(path)
+        why = not_regular(path)
+        if why is not None:  # a FIFO would block the open, a device never end
+            self.acc.warn(why)
+            return
         try:
             with open(path, "rb") as fh:
                 head = fh.read(4096)
@@ -63,18 +79,19 @@ class FileReader:
         year = self.year or datetime.fromtimestamp(st.st_mtime).year
         stream = Stream(name, path_origin(name), year)
         if head.startswith(UTF16_BOMS) and head[2:400].count(b"\x00") * 3 > len(head[2:400]):
-            self._utf16(path, stream)
+            self._utf16(path, stream, st.st_size)
             return
         if b"\x00" in head and not head.startswith(GZIP_MAGIC):
             self.acc.warn(f"{name}: holds NUL bytes (binary data?); read as text with NULs removed")
         if self.engine == "fast":
             read_text(self.lines, path, head, stream, pipeline=self.pipeline,
-                      progress=self.progress)
+                      progress=self.progress, budget=self.budget, size=st.st_size)
             return
         lineno = 0
         try:
             with open_bytes(path, head) as fh:
-                for chunk in chunks(fh, self.acc, name):
+                for chunk in chunks(fh, self.acc, name, self.budget, st.st_size,
+                                    head.startswith(GZIP_MAGIC)):
                     if self.progress is not None and (done := bytes_read(fh)) is not None:
                         self.progress(done)
                     lineno = self.lines.read_chunk(stream, chunk, lineno)
@@ -82,12 +99,32 @@ class FileReader:
             self.acc.warn(f"{name}: reading stopped at line {lineno} ({e})")
         self.lines.end(stream)
 
-    def _utf16(self, path: Path, stream: Stream) -> None:
+    def _utf16(self, path: Path, stream: Stream, size: int) -> None:
         self.acc.warn(f"{path}: UTF-16 text, decoded as such")
         lineno = 0
+        limit, why = self.budget.file_limit(size, False)
+        used = 0
         try:
             with open(path, encoding="utf-16", errors="replace", newline="") as fh:
-                for raw in fh:
+                while raw := fh.readline(MAX_LINE_BYTES // 2):
+                    n = 2 * len(raw)
+                    if not raw.endswith("\n"):  # an overlong line: the rest of it is skipped
+                        while more := fh.readline(MAX_LINE_BYTES // 2):
+                            n += 2 * len(more)
+                            if more.endswith("\n"):
+                                break
+                    got = self.budget.take(min(n, max(0, limit - used)))
+                    used += got
+                    if got < n:
+                        if used >= limit:
+                            self.acc.warn(f"{path}: only its first {used} bytes were read: {why} "
+                                          "(raise it to read the rest)")
+                        else:
+                            self.acc.warn(f"{path}: only its first {used} bytes were read: the "
+                                          "limit for all files together, max_total_bytes="
+                                          f"{self.budget.max_total_bytes} (raise it to read the "
+                                          "rest)")
+                        break
                     lineno += 1
                     self.lines.physical(stream, raw.rstrip("\n"), lineno)
         except (OSError, UnicodeError) as e:

@@ -70,7 +70,10 @@ class Pending:
 
 def _fields(parser: LineParser, text: str) -> int:
     """How many values the parser reads from a line (0 when it reads none)."""
-    rows = parser.parse(text)
+    try:
+        rows = parser.parse(text)
+    except (ValueError, OverflowError, RecursionError):
+        return 0  # (said when the chosen join is dispatched)
     if rows is None:
         return 0
     rows = rows if isinstance(rows, list) else [rows]
@@ -163,7 +166,7 @@ class LineReader:
         if len(raw) > MAX_LINE_CHARS:
             self.acc.truncated_lines += 1
             self.acc.warn(f"{stream.name}:{lineno}: a line of {len(raw)} characters was cut to "
-                          f"{MAX_LINE_CHARS}")
+                          f"{MAX_LINE_CHARS}")  # (its first MAX_LINE_BYTES: decode.spans)
             raw = raw[:MAX_LINE_CHARS]
         if raw.endswith("\r"):
             raw = raw[:-1]
@@ -225,7 +228,11 @@ class LineReader:
         for parser in self.line_parsers if parsers is None else parsers:
             if not any(n in text for n in parser.needles):
                 continue
-            row = parser.parse(text)
+            try:
+                row = parser.parse(text)
+            except (ValueError, OverflowError, RecursionError) as e:  # a number no int holds
+                self.unreadable(name, lineno, e)
+                continue
             if not row:
                 continue
             parsed = True
@@ -237,7 +244,12 @@ class LineReader:
             blocks = stream.blocks[key] = [factory() for factory in self.block_factories]
         busy = False
         for b in blocks:
-            for table, row in b.feed(text, (name, lineno, origin, when, text)):
+            try:
+                got = b.feed(text, (name, lineno, origin, when, text))
+            except (ValueError, OverflowError, RecursionError) as e:
+                self.unreadable(name, lineno, e)
+                got = []
+            for table, row in got:
                 self.sink.add_block(table, row)
             if b.section is not None:
                 parsed = busy = True
@@ -252,6 +264,14 @@ class LineReader:
             if self.wants_unrecognized() and SUSPICIOUS_RE.search(text):
                 self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
 
+    def unreadable(self, name: str, lineno: int, e: Exception) -> None:
+        """A parser failed on a line (a number of thousands of digits, say): reported, and
+        the line counts as not parsed by it."""
+        why = ("a number of thousands of digits" if "digits" in str(e)
+               else f"{type(e).__name__}: {str(e)[:80]}")
+        self.acc.warn(f"{name}:{lineno}: a value could not be read ({why}); the parser that "
+                      "failed on it skipped the line")
+
     def end(self, stream: Stream) -> None:
         """The stream's end: the pending record is parsed, open block records close."""
         if stream.pending is not None:
@@ -260,6 +280,11 @@ class LineReader:
         # Records still open close in (rank, host) order: the same whichever lines were read.
         for key in sorted(stream.blocks, key=_key_order):
             for b in stream.blocks[key]:
-                for table, row in b.close():
+                try:
+                    got = b.close()
+                except (ValueError, OverflowError, RecursionError) as e:
+                    self.unreadable(stream.name, 0, e)
+                    continue
+                for table, row in got:
                     self.sink.add_block(table, row)
         stream.busy.clear()

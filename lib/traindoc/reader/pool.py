@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .account import Account
+from .decode import Budget
 from .fast import registry
 from .files import FileReader
 from .lines import KEEP_UNRECOGNIZED
@@ -19,6 +20,12 @@ from .lines import KEEP_UNRECOGNIZED
 # Below this many bytes (or files) a process pool costs more than it saves.
 POOL_MIN_BYTES = 16 * 1024 * 1024
 POOL_MIN_FILES = 4
+_TOTAL: Any = None  # in a worker: the bytes all workers read so far (``Budget.total``)
+
+
+def _init_worker(total: Any) -> None:
+    global _TOTAL
+    _TOTAL = total
 
 
 def pool_size(workers: int | None, files: list[Path], sizes: list[int]) -> int:
@@ -31,11 +38,12 @@ def pool_size(workers: int | None, files: list[Path], sizes: list[int]) -> int:
     return max(1, min(os.cpu_count() or 1, 8, len(files)))
 
 
-def _read_group(args: tuple[list[str], int | None, str, list[str] | None]) -> dict[str, Any]:
+def _read_group(args: tuple[list[str], int | None, str, list[str] | None,
+                              tuple[int, int, float]]) -> dict[str, Any]:
     """Some consecutive files read by a fresh reader in a worker process: what the parent
     merges (its first warnings and unrecognized lines are the first of the group's)."""
-    paths, year, engine, tables = args
-    reader = FileReader(year, engine, tables=tables)
+    paths, year, engine, tables, limits = args
+    reader = FileReader(year, engine, tables=tables, budget=Budget(*limits, total=_TOTAL))
     for path in paths:
         reader.read(Path(path))
     frames, sources = reader.sink.parts()
@@ -77,10 +85,15 @@ def read_pooled(reader: FileReader, files: list[Path], sizes: list[int], n: int,
         registry(None, reader.lines.line_parsers, reader.lines.block_factories)
     groups = _groups(sizes, n)
     want = None if reader.want is None else sorted(reader.want)
-    args = [([str(files[i]) for i in g], reader.year, reader.engine, want) for g in groups]
+    limits = reader.budget.args()
+    args = [([str(files[i]) for i in g], reader.year, reader.engine, want, limits)
+            for g in groups]
     parts = []
     try:
-        with cf.ProcessPoolExecutor(n, mp_context=mp.get_context(method)) as pool:
+        ctx = mp.get_context(method)
+        total = ctx.Value("q", reader.budget.used)  # the total limit holds across workers
+        with cf.ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker,
+                                    initargs=(total,)) as pool:
             results = pool.map(_read_group, args)  # (the workers are forked here)
             # The results unpickle into millions of small containers (frames lists, rows):
             # the cyclic collector would walk them again and again (7 s of a 27 s load of
@@ -99,6 +112,7 @@ def read_pooled(reader: FileReader, files: list[Path], sizes: list[int], n: int,
         if bar is not None:
             bar.reset()
         return False
+    reader.budget.used = total.value
     for part in parts:
         _merge(reader, part)
     return True

@@ -7,7 +7,7 @@ Knows rows and tables, not lines or files; imports no other reader module.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..incident import drop_echoes
 from ..parse.prefixes import Origin
-from ..schema import TABLES, frame
+from ..schema import SCHEMAS, TABLES, frame
 
 FLUSH_ROWS = 65536  # rows of a table kept as dicts before they become a DataFrame
 MERGE_PARTS = 32  # a whole-file loader's small DataFrames joined this many at a time
@@ -26,10 +26,13 @@ LineContext = tuple[str, int, Origin, datetime | None]
 
 class Sink:
     """The rows of every table read so far, in reading order. ``want``: the tables asked for
-    (None: all); a whole-file loader's rows of the others are dropped at the end."""
+    (None: all); a whole-file loader's rows of the others are dropped at the end. ``warn``:
+    where a value no table column can hold is reported (it becomes <NA>)."""
 
-    def __init__(self, want: frozenset[str] | None = None) -> None:
+    def __init__(self, want: frozenset[str] | None = None,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.want = want
+        self.warn = warn
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
         # rows already made into DataFrames (every FLUSH_ROWS rows: dicts cost ten times more)
         self.frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
@@ -97,7 +100,12 @@ class Sink:
         """Make the rows of ``table`` kept as dicts into a DataFrame."""
         rows = self.rows[table]
         if rows:
-            self.frames[table].append(frame(table, rows))
+            try:
+                df = frame(table, rows)
+            except (OverflowError, ValueError, TypeError):  # a number beyond int64, say
+                _clean_ints(table, rows, self.warn)
+                df = frame(table, rows)
+            self.frames[table].append(df)
             self.rows[table] = []
 
     def parts(self) -> tuple[dict[str, list[pd.DataFrame]], dict[str, set[str]]]:
@@ -136,6 +144,36 @@ class Sink:
             else:
                 out[t] = drop_echoes(df)
         return out
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _clean_ints(table: str, rows: list[dict[str, Any]],
+                warn: Callable[[str], None] | None) -> None:
+    """Set to None (and report) the values of ``table``'s integer columns that are no int64:
+    numbers beyond its range (``[rank99999999999999999999]:``, a 23-digit SeqNum) or not whole
+    numbers at all. The row stays: the rest of it was read."""
+    cols = [c for c, dtype in SCHEMAS[table].items() if dtype == "Int64"]
+    for r in rows:
+        for c in cols:
+            v = r.get(c)
+            if v is None or isinstance(v, bool):
+                continue
+            if isinstance(v, int):
+                if INT64_MIN <= v <= INT64_MAX:
+                    continue
+                what = "a number too large for a count"
+            elif isinstance(v, float):
+                if v != v or (v.is_integer() and INT64_MIN <= v <= INT64_MAX):
+                    continue
+                what = f"{v!r}, not a whole number"
+            else:
+                what = f"{type(v).__name__} {str(v)[:40]!r}, not a number"
+            r[c] = None
+            if warn is not None:
+                warn(f"{r.get('source', '?')}: {table}.{c} was {what}; read as <NA> (the row "
+                     "is kept)")
 
 
 def _non_finite(row: dict[str, Any]) -> bool:
