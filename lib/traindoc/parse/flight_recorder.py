@@ -5,6 +5,14 @@ read by ``SafeUnpickler``, which builds plain containers and scalars only: any o
 would import or call something (GLOBAL, STACK_GLOBAL, REDUCE, …) is refused, so no code from
 the file ever runs. The rank is taken from the file name (torch writes ``<prefix><rank>``).
 
+A dump may not explode: while it is unpickled the process may grow by ``MAX_DUMP_MEMORY`` at
+most (checked at each read of the file; a pickle frame over ``MAX_FRAME_BYTES`` is refused, as
+the unpickler would build all of it unchecked); a JSON dump is refused when its brackets and
+separators alone could build more than that; and before it becomes rows, what turning entries
+into text would cost, shared references counted each time they are reached, is added up
+(``MAX_DUMP_EXPANSION``, ``MAX_DEPTH``). Each of these is a ``DumpTooLarge`` (a ValueError):
+the file is skipped with a warning. Raise the module's caps to read a dump beyond them.
+
 A dump becomes ``collectives`` rows column by column (``dump_frame``): a thousand ranks of
 thousands of entries each are read in seconds. ``dump_rows`` gives the same rows as dicts.
 """
@@ -12,15 +20,16 @@ thousands of entries each are read in seconds. ``dump_rows`` gives the same rows
 from __future__ import annotations
 
 import gc
-import io
 import json
 import math
+import os
 import pickle
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -32,6 +41,13 @@ from ..schema import SCHEMAS
 from .base import FileLoader, Row
 
 MAX_DUMP_BYTES = 512 * 1024 * 1024
+MAX_DUMP_MEMORY = 1024**3  # how much the process may grow while one dump is read
+MAX_DUMP_EXPANSION = 1024**3  # what its entries may cost as text and rows (about bytes)
+MAX_DEPTH = 100  # lists and dicts within each other (torch writes five levels)
+MAX_FRAME_BYTES = 1024**2  # a pickle frame (pickle writes 64 KiB ones)
+READ_CHUNK = 1024**2  # the unpickler is handed this much at a time; memory is checked between
+ROW_COST = 512  # a table row's own cost in the expansion count
+FRAME_OP = 0x95
 RANK_IN_NAME_RE = re.compile(r"(\d+)(?:\.\w+)?$")
 PICKLE_MAGIC = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -42,6 +58,10 @@ COLUMNS = tuple(SCHEMAS["collectives"])
 
 class RefusedPickle(pickle.UnpicklingError):
     """A dump asked to import or call something; it was not loaded."""
+
+
+class DumpTooLarge(ValueError):
+    """A dump that would grow beyond one of the caps: it is skipped, not loaded."""
 
 
 class SafeUnpickler(pickle.Unpickler):
@@ -77,8 +97,82 @@ def looks_like_dump(path: Path, head: bytes) -> bool:
     )
 
 
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _resident() -> int:
+    """The process's resident memory in bytes (0 where the system does not tell)."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024**2:,.0f} MiB"
+
+
+class _BoundedInput:
+    """A pickle's bytes as the unpickler reads them (``peek``, ``read``, ``readline``), with
+    the process's growth checked at each read: it sees at most ``READ_CHUNK`` bytes, or one
+    frame, between two checks."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.view = memoryview(data)
+        self.pos = 0
+        self.base = _resident()
+
+    def _check(self) -> None:
+        if self.base and _resident() - self.base > MAX_DUMP_MEMORY:
+            raise DumpTooLarge(f"exceeds the {_mib(MAX_DUMP_MEMORY)} a dump may take while it "
+                               f"is read (at byte {self.pos:,} of {len(self.data):,}); skipped")
+
+    def peek(self, n: int = 0) -> memoryview:  # noqa: D102
+        self._check()
+        return self.view[self.pos:self.pos + READ_CHUNK]
+
+    def read(self, n: int = -1) -> bytes:  # noqa: D102
+        start = self.pos
+        if n is None or n < 0:
+            n = len(self.data) - start
+        if n > MAX_FRAME_BYTES and start >= 9 and self.data[start - 9] == FRAME_OP \
+                and int.from_bytes(self.data[start - 8:start], "little") == n:
+            raise DumpTooLarge(f"holds a pickle frame of {n:,} bytes, over the "
+                               f"{_mib(MAX_FRAME_BYTES)} cap (pickle writes 64 KiB frames); "
+                               "skipped")
+        self._check()
+        self.pos = min(start + n, len(self.data))
+        return self.data[start:self.pos]
+
+    def readline(self) -> bytes:  # noqa: D102
+        self._check()
+        start = self.pos
+        end = self.data.find(b"\n", start)
+        self.pos = len(self.data) if end < 0 else end + 1
+        return self.data[start:self.pos]
+
+
+# What one byte of JSON can build at most, by the byte that starts or separates it: a list
+# or dict, an item of one (its slot and a small object), a dict entry, a string.
+JSON_COSTS = ((b"[", 64), (b"{", 72), (b",", 48), (b":", 64), (b'"', 32))
+
+
+def check_json_size(data: bytes, what: str = "a dump") -> None:
+    """Raise ``DumpTooLarge`` when parsing ``data`` as JSON could build more than
+    ``MAX_DUMP_MEMORY``, by a count of its brackets and separators (strings included)."""
+    cost = len(data) * (1 if data.isascii() else 4) + sum(
+        data.count(ch) * n for ch, n in JSON_COSTS)
+    if cost > MAX_DUMP_MEMORY:
+        raise DumpTooLarge(f"exceeds the {_mib(MAX_DUMP_MEMORY)} {what} may take once parsed "
+                           f"(its {len(data):,} bytes of JSON could build about {_mib(cost)}); "
+                           "skipped")
+
+
 def read_dump(path: Path) -> dict[str, Any]:
-    """Load one dump as plain data. Raises ValueError with a clear reason when it cannot."""
+    """Load one dump as plain data. Raises ValueError with a clear reason when it cannot
+    (``DumpTooLarge`` when it exceeds a cap)."""
     size = path.stat().st_size
     if size == 0:
         raise ValueError("empty file (0 bytes): the rank was probably killed while dumping")
@@ -87,13 +181,21 @@ def read_dump(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     try:
         if data.startswith(PICKLE_MAGIC):
-            # buffered: the C unpickler then reads ahead instead of calling read() per opcode
-            obj = SafeUnpickler(io.BufferedReader(io.BytesIO(data), 1 << 20)).load()
+            obj = SafeUnpickler(_BoundedInput(data)).load()
         else:
+            check_json_size(data)
             obj = json.loads(data.decode("utf-8", errors="replace"))
+    except DumpTooLarge:
+        raise
     except RefusedPickle as e:
         raise ValueError(str(e)) from None
-    except (pickle.UnpicklingError, EOFError, ValueError, IndexError, KeyError, TypeError) as e:
+    except RecursionError:
+        raise ValueError("nests lists or dicts too deeply to read (deeper than Python's "
+                         "recursion limit)") from None
+    except MemoryError:
+        raise DumpTooLarge("asks for more memory than there is (a length or size in it is "
+                           "absurd: truncated or corrupt dump); skipped") from None
+    except Exception as e:  # BUILD on a dict, a bad opcode, a cut-off file: all corrupt data
         raise ValueError(f"truncated or corrupt dump ({type(e).__name__}: {e})") from None
     if not isinstance(obj, dict) or "entries" not in obj:
         raise ValueError("not a flight-recorder dump (no 'entries' key)")
@@ -107,6 +209,8 @@ def rank_from_name(path: Path) -> int | None:
 
 
 def _numel(sizes: Any) -> int | None:
+    """The elements of all shapes in ``sizes``; None when it is not a list of lists of ints
+    or a shape's product grows beyond int64 (it would be <NA> in the table all the same)."""
     if not isinstance(sizes, list | tuple):
         return None
     total = 0
@@ -114,10 +218,18 @@ def _numel(sizes: Any) -> int | None:
         if not isinstance(shape, list | tuple):
             return None
         n = 1
+        huge = False
         for d in shape:
             if not isinstance(d, int):
                 return None
+            if huge:  # no more multiplying out: only a zero still decides the product
+                n = 0 if d == 0 else n
+                huge = huge and d != 0
+                continue
             n *= d
+            huge = not I64_MIN <= n <= I64_MAX
+        if huge:
+            return None
         total += n
     return total
 
@@ -266,11 +378,16 @@ def _texts(values: list[Any], *, json_text: bool = True,
 TRY_SHARED_FRAMES = 64  # entries looked at for frame dicts shared between entries
 
 
+def _frame_text(f: dict[str, Any]) -> str:
+    return f"{f.get('name')} ({f.get('filename')}:{f.get('line')})"
+
+
 def _frame_texts(values: list[Any]) -> list[list[str]]:
     """Each entry's frames as ``name (file:line)`` strings, innermost first; equal lists are
-    one shared list (read-only, as every ``frames`` value is). Torch shares frame dicts
-    between entries: where the first entries show that, a list of the same dicts (by
-    identity: they are alive, so their ids are theirs) is formatted once."""
+    one shared list (read-only, as every ``frames`` value is), and a list that entries share
+    is formatted once. Torch shares frame dicts between entries: where the first entries show
+    that, a list of the same dicts (by identity: they are alive, so their ids are theirs) is
+    formatted once too."""
     values = [fr if fr and isinstance(fr, list | tuple) else () for fr in values]
     empty: list[str] = []
     lists: dict[tuple[str, ...], list[str]] = {(): empty}
@@ -282,25 +399,134 @@ def _frame_texts(values: list[Any]) -> list[list[str]]:
             shared = True
             break
         seen |= ids
-    if not shared:
-        try:  # every frame a dict with the three keys (else a TypeError or KeyError)
-            texts = [[f"{f['name']} ({f['filename']}:{f['line']})" for f in fr] if fr
-                     else empty for fr in values]
-        except (TypeError, KeyError):
-            texts = [[f"{f.get('name')} ({f.get('filename')}:{f.get('line')})" for f in fr
-                      if isinstance(f, dict)] if fr else empty for fr in values]
-        return [lists.setdefault(tuple(t), t) for t in texts]
-    by_ids: dict[tuple[int, ...], list[str]] = {}
     out: list[list[str]] = []
+    if not shared:
+        done: dict[int, list[str]] = {id(()): empty}
+        for fr in values:
+            got = done.get(id(fr))
+            if got is None:
+                try:  # every frame a dict with the three keys (else a TypeError or KeyError)
+                    t = [f"{f['name']} ({f['filename']}:{f['line']})" for f in fr]
+                except (TypeError, KeyError):
+                    t = [_frame_text(f) for f in fr if isinstance(f, dict)]
+                got = done[id(fr)] = lists.setdefault(tuple(t), t)
+            out.append(got)
+        return out
+    by_ids: dict[tuple[int, ...], list[str]] = {}
     for fr in values:
         ids = tuple(map(id, fr))
         got = by_ids.get(ids)
         if got is None:
-            t = [f"{f.get('name')} ({f.get('filename')}:{f.get('line')})" for f in fr
-                 if isinstance(f, dict)]
+            t = [_frame_text(f) for f in fr if isinstance(f, dict)]
             got = by_ids[ids] = lists.setdefault(tuple(t), t)
         out.append(got)
     return out
+
+
+# --- what an entry costs once turned into text: shared references counted each time --------
+TEXT_KEYS = ("profiling_name", "state", "pg_id", "collective_seq_id", "p2p_seq_id")
+SIZE_KEYS = ("input_sizes", "input_dtypes", "output_sizes")  # str, json.dumps and the line
+FRAME_KEYS = ("name", "filename", "line")
+STR_COST = 56  # a str object's own bytes
+ITEM_COST = 64  # a container, or a frame's text, before its contents
+
+
+class _Expansion:
+    """Adds up what ``dump_frame`` builds from a dump's entries, in about bytes: the text
+    ``str``, ``json.dumps`` and f-strings make of each value (a value reached twice costs
+    twice), the frame texts and the rows. ``DumpTooLarge`` beyond ``MAX_DUMP_EXPANSION`` or
+    ``MAX_DEPTH``."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.memo: dict[int, int] = {}  # id -> cost of a container; -1 while inside it
+
+    def add(self, cost: int) -> None:
+        self.total += cost
+        if self.total > MAX_DUMP_EXPANSION:
+            raise DumpTooLarge(
+                f"exceeds the {_mib(MAX_DUMP_EXPANSION)} its entries may expand to as text "
+                "and rows (shared references count each time they are used); skipped")
+
+    def scalar(self, v: Any) -> int:
+        """The text of ``str(v)`` (a value as it is, not nested)."""
+        if type(v) is str:
+            return len(v)
+        if type(v) is int:
+            return v.bit_length() // 3 + 1
+        return self.nested(v, 0)
+
+    def nested(self, v: Any, depth: int) -> int:
+        """``repr`` of ``v`` inside a container, and its JSON: twelve bytes a character at most
+        (``\\ud83d\\ude00``)."""
+        t = type(v)
+        if t is str:
+            return STR_COST + 12 * len(v)
+        if t is int:
+            return v.bit_length() // 3 + 2
+        if t is bytes or t is bytearray:
+            return STR_COST + 4 * len(v)
+        if t not in (list, tuple, dict, set, frozenset):
+            return ITEM_COST
+        got = self.memo.get(id(v))
+        if got is not None:
+            if got < 0:
+                raise DumpTooLarge("holds a list or dict that contains itself; skipped")
+            return got
+        if depth >= MAX_DEPTH:
+            raise DumpTooLarge(f"nests lists or dicts deeper than {MAX_DEPTH}; skipped")
+        self.memo[id(v)] = -1
+        cost = ITEM_COST + 8 * len(v)
+        for x in chain(v.keys(), v.values()) if t is dict else v:
+            cost += self.nested(x, depth + 1)
+            if cost > MAX_DUMP_EXPANSION:
+                self.add(cost)
+        self.memo[id(v)] = cost
+        return cost
+
+    def column(self, values: list[Any], times: int) -> None:
+        """``times`` texts of each value."""
+        kinds = set(map(type, values))
+        if kinds <= {str}:
+            self.add(times * (sum(map(len, values)) + STR_COST * len(values)))
+        else:
+            self.add(times * (sum(map(self.scalar, values)) + STR_COST * len(values)))
+
+    def frames(self, values: list[Any]) -> None:
+        """Each entry's look at its frames, and each distinct list's texts."""
+        lists = [fr for fr in values if fr and isinstance(fr, list | tuple)]
+        self.add(8 * sum(map(len, lists)))
+        done: set[int] = set()
+        dicts: dict[int, int] = {}
+        for fr in lists:
+            if id(fr) in done:
+                continue
+            done.add(id(fr))
+            cost = 0
+            for f in fr:
+                c = dicts.get(id(f))
+                if c is None:
+                    c = dicts[id(f)] = ITEM_COST + (
+                        sum(self.scalar(f.get(k)) for k in FRAME_KEYS) if isinstance(f, dict)
+                        else 0)
+                cost += c
+                if cost > MAX_DUMP_EXPANSION:
+                    self.add(cost)
+            self.add(cost)
+
+
+def _check_expansion(ents: list[dict[str, Any]]) -> None:
+    """Raise ``DumpTooLarge`` when turning ``ents`` into rows would build too much."""
+    exp = _Expansion()
+    exp.add(ROW_COST * len(ents))
+    for key in TEXT_KEYS:
+        exp.column(_field(ents, key), 2)
+    for key in SIZE_KEYS:
+        exp.column(_field(ents, key), 3)
+    pgs = _field(ents, "process_group")
+    if not set(map(type, pgs)) <= {type(None)}:
+        exp.column(pgs, 2)
+    exp.frames(_field(ents, "frames"))
 
 
 def dump_frame(dump: dict[str, Any], rank: int | None, source: str) -> pd.DataFrame:
@@ -320,6 +546,7 @@ def _dump_frame(dump: dict[str, Any], rank: int | None, source: str) -> pd.DataF
     index = [i for i, e in enumerate(raw) if isinstance(e, dict)]
     ents = raw if len(index) == len(raw) else [raw[i] for i in index]
     n = len(ents)
+    _check_expansion(ents)
 
     status = dump.get("pg_status") or {}
     pg_keys = list(map(str, _field(ents, "pg_id")))

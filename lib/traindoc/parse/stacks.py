@@ -441,6 +441,9 @@ def _json_docs(text: str) -> list[Any]:
             return out
         try:
             obj, pos = dec.raw_decode(text, pos)
+        except RecursionError:
+            raise ValueError("nests lists or dicts too deeply to read (deeper than Python's "
+                             "recursion limit)") from None
         except ValueError as e:
             if not out:
                 raise ValueError(f"not valid py-spy JSON ({e})") from None
@@ -448,11 +451,37 @@ def _json_docs(text: str) -> list[Any]:
         out.append(obj)
 
 
+def _line_numbers(text: str) -> list[int]:
+    """The line of each ``"thread_id"`` key in ``text`` (one per thread object)."""
+    starts, line, last = [], 1, 0
+    for m in THREAD_KEY_RE.finditer(text):
+        line += text.count("\n", last, m.start())
+        last = m.start()
+        starts.append(line)
+    return starts
+
+
 def load_pyspy_json(path: Path) -> list[tuple[str, Row]]:
-    """A py-spy ``--json`` dump as ``stacks`` rows (ValueError when it cannot be read)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """A py-spy ``--json`` dump as ``stacks`` rows (ValueError when it cannot be read, or would
+    build more than a flight-recorder dump may)."""
+    from .flight_recorder import check_json_size
+
+    data = path.read_bytes()
+    check_json_size(data, "a py-spy dump")
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    del data  # (read_text's newlines, from the bytes whose size was checked)
     # Each thread object holds one "thread_id" key: its line is the row's source line.
-    starts = [text.count("\n", 0, m.start()) + 1 for m in THREAD_KEY_RE.finditer(text)]
+    starts = _line_numbers(text)
+    try:
+        return _pyspy_rows(path, text, starts)
+    except RecursionError:
+        raise ValueError("nests lists or dicts too deeply to read (deeper than Python's "
+                         "recursion limit)") from None
+    except MemoryError:
+        raise ValueError("needs more memory than there is to read; skipped") from None
+
+
+def _pyspy_rows(path: Path, text: str, starts: list[int]) -> list[tuple[str, Row]]:
     rows: list[tuple[str, Row]] = []
     i = 0
     for doc in _json_docs(text):
