@@ -184,6 +184,14 @@ def _huge_numbers(d: Path) -> Path:
     return d / "job.log"
 
 
+def _deep_json(d: Path) -> Path:
+    deep = "[" * 200_000 + "]" * 200_000  # deeper than Python's stack: json raised RecursionError
+    (d / "trainer_state.json").write_text('{"log_history": ' + deep + "}")
+    (d / "history.jsonl").write_text('{"step": 1, "loss": 2.0, "x": ' + deep + "}\n")
+    (d / "job.log").write_text(WATCHDOG)
+    return d
+
+
 # name -> (builder, a phrase that must appear in the summary's warnings or findings)
 CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "unreadable_file": (_unreadable, "cannot be read"),
@@ -204,6 +212,7 @@ CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "seqnum_5000_digits": (_huge_seqnum, "collectives.seq_num was a number too large"),
     "seqnum_23_digits": (_long_seqnum, "collectives.seq_num was a number too large"),
     "numbers_of_5000_digits": (_huge_numbers, "a number of thousands of digits"),
+    "metrics_json_nested_200k_deep": (_deep_json, "JSON nested too deep to read"),
 }
 
 
@@ -363,6 +372,19 @@ def test_a_bomb_by_default_limits_stays_bounded(tmp_path: Path) -> None:
     got = _load_in_child(f"traindoc.load({str(tmp_path / 'bomb.log.gz')!r})")
     assert any("max_gzip_ratio" in w for w in got["account"]["warnings"])
     assert got["account"]["lines"] <= 256 * 1024 + 1
+
+
+def test_a_whole_file_over_the_limits_is_not_loaded(tmp_path: Path) -> None:
+    (tmp_path / "history.jsonl").write_text(
+        "".join(f'{{"step": {i}, "loss": 2.0}}\n' for i in range(1, 1001)))
+    (tmp_path / "job.log").write_text(WATCHDOG)
+    inc = traindoc.load(tmp_path, max_bytes=1000)
+    assert len(inc.iterations) == 0 and len(inc.collectives) == 1
+    assert any("history.jsonl: metrics export file not loaded" in w and "max_bytes=1000" in w
+               for w in inc.account["warnings"]), inc.account["warnings"]
+    inc = traindoc.load(tmp_path, max_total_bytes=1000)
+    assert any("not loaded: over the limit for all files together" in w
+               for w in inc.account["warnings"]), inc.account["warnings"]
 
 
 @pytest.mark.parametrize("engine", ["plain", "fast"])

@@ -271,3 +271,19 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(tmp_path: Path, capsys) -
         fh.write(generate.WATCHDOG.format(r=1, md="708", s=3) + "\n")
     inc = traindoc.load(p, progress=True)
     assert len(inc.collectives) == 1
+
+
+def test_the_reader_limits_read_the_same_through_both_engines(tmp_path: Path) -> None:
+    """A file cut at a byte limit, a line over 4 MiB, numbers beyond int64: the same tables and
+    account from either engine (issue 19.6, 19.8, 19.11, 19.13)."""
+    steps = "".join(f" iteration {i}/ 9000 | elapsed time per iteration (ms): 100.0 | "
+                    "lm loss: 2.0E+00 |\n" for i in range(1, 9001))
+    with gzip.open(tmp_path / "a.log.gz", "wt") as fh:
+        fh.write(steps)
+    (tmp_path / "b.log").write_text("x" * (5 * 1024 * 1024) + "\n" + steps[:2000]
+                                    + "[rank99999999999999999999]: iteration 1/ 2 | lm loss: 2.0 |\n"
+                                    + " iteration " + "1" * 23 + "/ 2 | lm loss: 2.0 |\n")
+    for kw in ({"max_bytes": 100_000}, {"max_total_bytes": 300_000}, {}):
+        plain, fast = both([tmp_path / "a.log.gz", tmp_path / "b.log"], **kw)
+        same(plain, fast)
+        assert plain.account["warnings"], kw

@@ -278,7 +278,7 @@ def load_jsonl(path: Path) -> list[tuple[str, Row]]:
             continue
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than Python's stack)
             bad += 1
             continue
         if not isinstance(obj, dict):
@@ -305,6 +305,8 @@ def load_json(path: Path) -> list[tuple[str, Row]]:
         doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
     except ValueError as e:
         raise ValueError(f"not valid JSON ({e})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deep to read") from None
     out: list[tuple[str, Row]] = []
     if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
         for i, entry in enumerate(doc["log_history"]):

@@ -70,7 +70,7 @@ class FileReader:
             return
         for loader in FILE_LOADERS:
             if loader.sniff(path, head):
-                self._whole(loader, path)
+                self._whole(loader, path, st.st_size)
                 return
         self.acc.files.append(name)
         if not head:
@@ -131,14 +131,25 @@ class FileReader:
             self.acc.warn(f"{path}: reading stopped at line {lineno} ({e})")
         self.lines.end(stream)
 
-    def _whole(self, loader: FileLoader, path: Path) -> None:
+    def _whole(self, loader: FileLoader, path: Path, size: int) -> None:
         """A whole-file loader's tables: as DataFrames where it gives them (``load_frames``:
-        flight-recorder dumps, no dict per row), else as rows."""
+        flight-recorder dumps, no dict per row), else as rows. A file over the budget's limits
+        is not loaded (said in a warning)."""
+        what = "flight-recorder dump" if loader.kind == "dump" else f"{loader.name} file"
+        if size > self.budget.max_bytes:
+            self.acc.warn(f"{path}: {what} not loaded: {size} bytes is over the per-file limit "
+                          f"max_bytes={self.budget.max_bytes} (raise it to read the file)")
+            return
+        if self.budget.take(size) < size:
+            self.acc.warn(f"{path}: {what} not loaded: over the limit for all files together, "
+                          f"max_total_bytes={self.budget.max_total_bytes} (raise it to read the "
+                          "file)")
+            return
         try:
             got = loader.load_frames(path) if loader.load_frames is not None else loader.load(path)
-        except (OSError, ValueError) as e:
-            what = "flight-recorder dump" if loader.kind == "dump" else f"{loader.name} file"
-            self.acc.warn(f"{path}: {what} not loaded: {e}")
+        except (OSError, ValueError, RecursionError, OverflowError) as e:  # (never a traceback)
+            why = "nested too deep to read" if isinstance(e, RecursionError) else str(e)
+            self.acc.warn(f"{path}: {what} not loaded: {why}")
             return
         if loader.kind == "dump":
             self.acc.dumps += 1
