@@ -74,6 +74,13 @@ def _big_numel(d: Path) -> Path:
     return path
 
 
+def _memo_index(d: Path) -> Path:
+    """Nine bytes: LONG_BINPUT at index 2**27 makes the unpickler write out a 2 GiB memo."""
+    path = d / "rank18.pkl"
+    path.write_bytes(b"\x80\x02}r" + struct.pack("<I", 2**27) + b".")
+    return path
+
+
 def _build(d: Path) -> Path:
     """33 bytes with a BUILD opcode on a dict."""
     path = d / "rank15.pkl"
@@ -121,6 +128,7 @@ BOMBS: dict[str, tuple[Callable[[Path], Path], str | None]] = {
     "10M_rows": (_many_rows, "exceeds"),
     "huge_numel": (_big_numel, None),
     "pyspy_100k_threads": (_many_threads, None),
+    "memo_index_2e27": (_memo_index, "exceeds"),
     "build_opcode": (_build, "corrupt"),
     "binbytes8_2e62": (_binbytes8, "corrupt"),
     "json_200k_deep": (_deep_json, "deep"),

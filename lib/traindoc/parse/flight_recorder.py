@@ -7,7 +7,8 @@ the file ever runs. The rank is taken from the file name (torch writes ``<prefix
 
 A dump may not explode: while it is unpickled the process may grow by ``MAX_DUMP_MEMORY`` at
 most (checked at each read of the file; a pickle frame over ``MAX_FRAME_BYTES`` is refused, as
-the unpickler would build all of it unchecked); a JSON dump is refused when its brackets and
+the unpickler would build all of it unchecked; the address-space limit is lowered meanwhile, so
+one absurd allocation fails instead of being written out); a JSON dump is refused when its brackets and
 separators alone could build more than that; and before it becomes rows, what turning entries
 into text would cost, shared references counted each time they are reached, is added up
 (``MAX_DUMP_EXPANSION``, ``MAX_DEPTH``). Each of these is a ``DumpTooLarge`` (a ValueError):
@@ -45,6 +46,7 @@ MAX_DUMP_MEMORY = 1024**3  # how much the process may grow while one dump is rea
 MAX_DUMP_EXPANSION = 1024**3  # what its entries may cost as text and rows (about bytes)
 MAX_DEPTH = 100  # lists and dicts within each other (torch writes five levels)
 MAX_FRAME_BYTES = 1024**2  # a pickle frame (pickle writes 64 KiB ones)
+SLACK_BYTES = 256 * 1024**2  # address space beyond MAX_DUMP_MEMORY (the allocator's own)
 READ_CHUNK = 1024**2  # the unpickler is handed this much at a time; memory is checked between
 ROW_COST = 512  # a table row's own cost in the expansion count
 FRAME_OP = 0x95
@@ -107,6 +109,32 @@ def _resident() -> int:
             return int(fh.read().split()[1]) * PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return 0
+
+
+@contextmanager
+def _address_space_capped(extra: int) -> Iterator[None]:
+    """The process's address-space limit lowered, for the block, to what it holds now plus
+    ``extra``: one allocation the unpickler makes at once for a number in the file (a memo
+    index: 8 GiB from 5 bytes) then fails with MemoryError instead of being written out. Where
+    the system has no such limit (or no ``/proc``), nothing changes."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        with open("/proc/self/statm", "rb") as fh:
+            cap = int(fh.read().split()[0]) * PAGE_SIZE + extra
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        lower = soft == resource.RLIM_INFINITY or soft > cap
+        if lower:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, OSError, ValueError, IndexError, AttributeError):
+        lower = False
+    try:
+        yield
+    finally:
+        if lower:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _mib(n: int) -> str:
@@ -181,7 +209,8 @@ def read_dump(path: Path) -> dict[str, Any]:
     data = path.read_bytes()
     try:
         if data.startswith(PICKLE_MAGIC):
-            obj = SafeUnpickler(_BoundedInput(data)).load()
+            with _address_space_capped(MAX_DUMP_MEMORY + SLACK_BYTES):
+                obj = SafeUnpickler(_BoundedInput(data)).load()
         else:
             check_json_size(data)
             obj = json.loads(data.decode("utf-8", errors="replace"))
@@ -193,8 +222,9 @@ def read_dump(path: Path) -> dict[str, Any]:
         raise ValueError("nests lists or dicts too deeply to read (deeper than Python's "
                          "recursion limit)") from None
     except MemoryError:
-        raise DumpTooLarge("asks for more memory than there is (a length or size in it is "
-                           "absurd: truncated or corrupt dump); skipped") from None
+        raise DumpTooLarge(f"exceeds the {_mib(MAX_DUMP_MEMORY)} a dump may take while it is "
+                           "read (it asked for more at once: an absurd length or index in a "
+                           "truncated or corrupt dump); skipped") from None
     except Exception as e:  # BUILD on a dict, a bad opcode, a cut-off file: all corrupt data
         raise ValueError(f"truncated or corrupt dump ({type(e).__name__}: {e})") from None
     if not isinstance(obj, dict) or "entries" not in obj:
