@@ -33,9 +33,11 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check lib tests benchmarks notebooks
 
+# JupyterLab on the runbooks (set `interactive = True` for the Explore widgets); it fetches
+# nothing from outside the machine (no news, no extension catalogue).
 lab: setup
-	$(PY) -m pip install -q -e '.[dev,lab]'
-	$(VENV)/bin/jupyter lab runbooks/
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/runbooks \
+		--LabApp.news_url= --LabApp.extension_manager=readonly
 
 # Ingest benchmark: inputs generated once into benchmarks/.cache/, then a table of targets.
 # `make bench QUICK=1` takes about a minute; the full inputs take 8 GB of disk.

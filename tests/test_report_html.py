@@ -249,3 +249,23 @@ def test_triage_reports_fetch_nothing_in_a_browser(tmp_path: Path) -> None:
             assert not proxy.seen, f"{page.name} fetched {proxy.seen}"
     finally:
         proxy.close()
+
+
+@needs_chromium
+def test_bottom_line_is_on_the_first_screen(report: dict, tmp_path: Path) -> None:
+    """Verdict, confidence and first action within the first 1000 px of the HTML report, for
+    triage and for a class runbook (issue 15.7)."""
+    out = tmp_path / "timeout"
+    assert cli.main(["run", "timeout", str(DATA / "timeout" / "gemma3_seed"), "-o", str(out),
+                     "--html"]) == cli.EXIT_OK
+    probe = ("<script>const b = document.querySelector('.traindoc-bottom-line');"
+             "document.body.dataset.bl = b ? Math.round(b.getBoundingClientRect().bottom) : -1;"
+             "</script>")
+    for page in (report["html"], out / "timeout.html"):
+        copy = tmp_path / f"probe-{page.name}"
+        copy.write_text(page.read_text().replace("</body>", probe + "</body>"))
+        dom = chromium("--window-size=1280,1000", "--dump-dom", copy.resolve().as_uri())
+        bottom = int(re.search(r'data-bl="(-?\d+)"', dom.stdout)[1])
+        assert 0 < bottom <= 1000, f"{page.name}: the bottom line ends at {bottom} px"
+        text = re.sub(r"<[^>]+>", " ", page.read_text())
+        assert text.index("Bottom line") < text.index("What was read")

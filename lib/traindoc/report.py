@@ -123,10 +123,9 @@ class Report:
         first = (f"<p><b>First action:</b> {text_html(acts[0].title)}<br>"
                  f"<code>{text_html(acts[0].how)}</code></p>" if acts
                  else "<p><b>First action:</b> none recommended.</p>")
-        return (f"<div class='traindoc-bottom-line'><h3>Bottom line</h3>"
+        return (f"<div class='traindoc-bottom-line'>"
                 f"<p><b>Verdict</b> (confidence: {text_html(self.confidence)}): "
-                f"{text_html(self.verdict)}</p>{first}"
-                f"<p><i>The sections below show the evidence behind it.</i></p></div>")
+                f"{text_html(self.verdict)}</p>{first}</div>")
 
     def actions_html(self) -> str:
         """Ranked actions as escaped HTML, each with why and how."""
