@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from .hostlist import runs
-from .schema import TABLES, empty, frame
+from .schema import SYNTHETIC_HOST_PREFIX, TABLES, empty, frame
 
 
 @dataclass
@@ -84,6 +84,8 @@ class Incident:
     def overview(self) -> pd.DataFrame:
         """A two-column table of what was read, for the top of a runbook."""
         a = self.account
+        machines = [h for h in self.hosts if not h.startswith(SYNTHETIC_HOST_PREFIX)]
+        tasks = [h for h in self.hosts if h.startswith(SYNTHETIC_HOST_PREFIX)]
         items = [
             ("paths", ", ".join(map(str, a.get("paths", [])))),
             ("files read", a.get("files", 0)),
@@ -94,7 +96,8 @@ class Incident:
             ("wrapped lines rejoined", a.get("rejoined_lines", 0)),
             ("undecodable bytes", a.get("bad_bytes", 0)),
             ("ranks seen", _span(self.ranks)),
-            ("hosts seen", ", ".join(self.hosts[:8]) + (" …" if len(self.hosts) > 8 else "")),
+            ("hosts seen", _names(machines)),
+            *([("srun tasks (machine not named)", _names(tasks))] if tasks else []),
             ("warnings", len(a.get("warnings", []))),
         ]
         items += [(f"{t} rows", len(df)) for t, df in self.tables.items()]
@@ -140,6 +143,10 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     drop = cand.copy()
     drop[cand] = dup
     return df.loc[~drop].reset_index(drop=True)
+
+
+def _names(names: list[str], limit: int = 8) -> str:
+    return ", ".join(names[:limit]) + (" …" if len(names) > limit else "")
 
 
 def _span(ranks: list[int]) -> str:

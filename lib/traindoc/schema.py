@@ -150,6 +150,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
 
 TABLES: tuple[str, ...] = tuple(SCHEMAS)
 
+# The ``host`` the reader gives the lines of an ``srun -l`` task ("3: …") when no line names
+# the machine: a writer, not a machine (srun's own exit lines say which machine it was).
+SYNTHETIC_HOST_PREFIX = "srun-task-"
+
 # Values a parser may put in ``collectives.state``.
 # "mismatch": a DETAIL-mode report of what one rank ran; "absent": a rank another rank reports
 # never arrived (gloo's monitored barrier).

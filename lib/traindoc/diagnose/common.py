@@ -12,6 +12,7 @@ import pandas as pd
 from ..hostlist import runs
 from ..incident import Incident
 from ..report import Finding, evidence
+from ..schema import SYNTHETIC_HOST_PREFIX
 
 
 def as_int(v: Any) -> int | None:
@@ -169,7 +170,6 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     return it
 
 
-SYNTHETIC_HOST_PREFIX = "srun-task-"  # the loader's name for an srun -l writer: not a machine
 
 
 def is_host(name: object) -> bool:

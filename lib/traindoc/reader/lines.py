@@ -20,6 +20,7 @@ from typing import Any
 
 from ..parse import BLOCK_PARSERS, LINE_PARSERS, BlockParser, LineParser
 from ..parse.prefixes import Origin, demux, line_time, split_physical, strip_ansi
+from ..schema import SYNTHETIC_HOST_PREFIX
 from .account import Account
 from .decode import MAX_LINE_CHARS, decode
 from .sink import LineContext, Sink
@@ -111,7 +112,7 @@ def merge_origin(base: Origin, line: Origin) -> Origin:
     rank = line.rank if line.rank is not None else base.rank
     host = line.host or base.host
     if host is None and line.task is not None:
-        host = f"srun-task-{line.task}"
+        host = f"{SYNTHETIC_HOST_PREFIX}{line.task}"
     return Origin(rank=rank, host=host, pid=line.pid, rank_global=line.rank_global)
 
 

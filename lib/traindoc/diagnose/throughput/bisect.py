@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...hostlist import compress, expand, natural_key
 from ...incident import Incident
-from ..common import SYNTHETIC_HOST_PREFIX
+from ...schema import SYNTHETIC_HOST_PREFIX
 from .change import Change
 from .series import MetricSpec
 
