@@ -59,10 +59,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _env(venv: Path) -> dict[str, str]:
+    """The caller's environment without what would point Python at the checkout."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRAINDOC_RUNBOOKS")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run([str(venv / "bin" / "traindoc"), *args], cwd=cwd, env=env,
+    return env
+
+
+def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(venv / "bin" / "traindoc"), *args], cwd=cwd, env=_env(venv),
                           capture_output=True, text=True, timeout=600)
 
 
@@ -70,7 +75,8 @@ def test_wheel_ships_the_runbooks(installed: Path, tmp_path: Path) -> None:
     where = subprocess.run(
         [installed / "bin" / "python", "-c", "import traindoc, traindoc.locations as l; "
          "print(traindoc.__file__); print(l.runbooks_dir())"],
-        cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+        cwd=tmp_path, env=_env(installed), capture_output=True, text=True, check=True
+    ).stdout.split()
     assert not where[0].startswith(str(ROOT)), where  # the wheel's copy, not the checkout
     assert sorted(p.name for p in Path(where[1]).glob("*.ipynb")) == sorted(
         p.name for p in (ROOT / "lib" / "traindoc" / "runbooks").glob("*.ipynb"))
