@@ -47,6 +47,12 @@ def who(ranks: Iterable[Any], none: str = "a rank (no rank tag)", cap: bool = Fa
     return text[:1].upper() + text[1:] if cap else text
 
 
+def when_text(t: Any) -> str:
+    """A moment as every sentence writes it: '2024-07-08 01:36:12' (ISO stays for JSON)."""
+    ts = pd.Timestamp(t)
+    return f"{ts:%Y-%m-%d %H:%M:%S}" if pd.notna(ts) else ""
+
+
 def count(n: int, word: str) -> str:
     """'1 host', '4 hosts'."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"

@@ -13,7 +13,7 @@ from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...parse.xid import xid_info
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import count, input_findings
+from ..common import count, input_findings, when_text
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, Checkpoints, expected_waste
 from .events import HOST_OOM_CODES, Crash
@@ -124,7 +124,7 @@ KIND_WORDS = {"cuda_error": "a CUDA error", "xid": "an Xid from the GPU driver",
 def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
     first = crash.first
     assert first is not None
-    when = f" at {facts['first_failure_time']}" if facts["first_failure_time"] else ""
+    when = f" at {when_text(facts['first_failure_time'])}" if facts["first_failure_time"] else ""
     how = {"time": "the earliest timestamp", "root_cause": "torchrun's root-cause record",
            "line_order": "line order, the lines carry no timestamps",
            "silent": "the only rank that reported nothing while the others failed after it"}
@@ -432,7 +432,7 @@ def _verdict(crash: Crash, f: dict[str, Any], n_hosts: int) -> tuple[str, str]:
                     "these logs; the rank that failed first left no line here — add every "
                     "rank's log and the nodes' dmesg.", "low")
         return ("No GPU crash, fatal error or failed process was found in these logs.", "low")
-    when = f" at {f['first_failure_time']}" if f["first_failure_time"] else ""
+    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
     casc = ""
     if len(crash.cascade):
         n_r = crash.cascade["rank"].dropna().nunique()

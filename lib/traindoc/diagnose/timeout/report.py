@@ -9,7 +9,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import as_int, as_str, input_findings, is_host, who
+from ..common import as_int, as_str, input_findings, is_host, when_text, who
 from .analysis import TimeoutAnalysis
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
@@ -152,7 +152,7 @@ def report(a: TimeoutAnalysis) -> Report:
 def _crash_words(crash: pd.Series) -> str:
     culprit = f"rank {as_int(crash['rank'])}" if pd.notna(crash["rank"]) else "a process"
     host = f" on {crash['host']}" if is_host(crash["host"]) else ""
-    when = f" at {pd.Timestamp(crash['time']):%Y-%m-%d %H:%M:%S}" if pd.notna(crash["time"]) else ""
+    when = f" at {when_text(crash['time'])}" if pd.notna(crash["time"]) else ""
     msg = str(crash["message"] or crash["code"] or "").strip().splitlines()[0][:160] if (
         as_str(crash["message"]) or as_str(crash["code"])) else "an error"
     return f"{culprit}{host} failed first{when} ({msg})"
