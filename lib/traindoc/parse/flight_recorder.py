@@ -561,12 +561,16 @@ def _check_expansion(ents: list[dict[str, Any]]) -> None:
 
 def dump_frame(dump: dict[str, Any], rank: int | None, source: str) -> pd.DataFrame:
     """The ``collectives`` table of one dump: one row per recorded entry (the schema's columns
-    and dtypes). Raises ValueError when an entry's data cannot be read as plain data."""
+    and dtypes). Raises ValueError when an entry's data cannot be read as plain data
+    (``DumpTooLarge`` when the rows would build more than the caps allow)."""
     try:
         with _gc_paused():
             return _dump_frame(dump, rank, source)
     except RecursionError:
         raise ValueError("an entry nests lists or dicts too deeply to read") from None
+    except MemoryError:
+        raise DumpTooLarge("exceeds the memory there is while its entries become rows; "
+                           "skipped") from None
 
 
 def _dump_frame(dump: dict[str, Any], rank: int | None, source: str) -> pd.DataFrame:
