@@ -5,14 +5,14 @@ read by ``SafeUnpickler``, which builds plain containers and scalars only: any o
 would import or call something (GLOBAL, STACK_GLOBAL, REDUCE, …) is refused, so no code from
 the file ever runs. The rank is taken from the file name (torch writes ``<prefix><rank>``).
 
-A dump may not explode: while it is unpickled the process may grow by ``MAX_DUMP_MEMORY`` at
-most (checked at each read of the file; a pickle frame over ``MAX_FRAME_BYTES`` is refused, as
-the unpickler would build all of it unchecked; the address-space limit is lowered meanwhile, so
-one absurd allocation fails instead of being written out); a JSON dump is refused when its brackets and
-separators alone could build more than that; and before it becomes rows, what turning entries
-into text would cost, shared references counted each time they are reached, is added up
-(``MAX_DUMP_EXPANSION``, ``MAX_DEPTH``). Each of these is a ``DumpTooLarge`` (a ValueError):
-the file is skipped with a warning. Raise the module's caps to read a dump beyond them.
+A dump may not explode. While it is unpickled the process may grow by ``MAX_DUMP_MEMORY`` at
+most: checked at each read of the file, with a pickle frame over ``MAX_FRAME_BYTES`` refused
+(the unpickler would build all of it unchecked) and the address-space limit lowered meanwhile
+(one absurd allocation fails instead of being written out). A JSON dump is refused when its
+brackets and separators alone could build more than that. Before entries become rows, what
+turning them into text would cost is added up, a shared reference counted each time it is
+reached (``MAX_DUMP_EXPANSION``, ``MAX_DEPTH``). Each is a ``DumpTooLarge`` (a ValueError): the
+file is skipped with a warning. Raise the module's caps to read a dump beyond them.
 
 A dump becomes ``collectives`` rows column by column (``dump_frame``): a thousand ranks of
 thousands of entries each are read in seconds. ``dump_rows`` gives the same rows as dicts.
