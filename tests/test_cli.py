@@ -243,3 +243,13 @@ def test_drill_then_triage(tmp_path: Path) -> None:
     assert t.returncode == cli.EXIT_OK, t.stderr
     s = json.loads((tmp_path / "t" / "summary.json").read_text())
     assert s["facts"]["cause"] == "gpu_crash"
+
+
+def test_runbooks_take_the_read_limits_as_parameters(tmp_path: Path) -> None:
+    """-p max_file_gib caps what is read of one file; what was cut is a warning in summary.json."""
+    out = tmp_path / "out"
+    code = cli.main(["run", "timeout", str(DATA / "timeout" / "gemma3_seed"), "-o", str(out),
+                     "-p", "max_file_gib", "0.000001"])
+    assert code == cli.EXIT_OK
+    warnings = json.loads((out / "summary.json").read_text())["inputs"]["warnings"]
+    assert any("limit" in w or "cut" in w or "stopped" in w for w in warnings), warnings

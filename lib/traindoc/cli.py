@@ -65,7 +65,8 @@ RANGES: dict[str, tuple[type, float, float]] = {
     "checkpoint_save_s": (float, 0, 10**9), "iteration_s": (float, 0, 10**9),
     "mtbf_hours": (float, 1e-6, 10**9), "k": (float, 0, 10**6),
     "threshold": (float, 0, 10**6), "rel_threshold": (float, 0, 10**6),
-    "min_drop_pct": (float, 0, 100),
+    "min_drop_pct": (float, 0, 100), "max_file_gib": (float, 1e-6, 10**6),
+    "max_total_gib": (float, 1e-6, 10**7),
 }
 # control sequences a terminal acts on: CSI (7- and 8-bit), OSC/DCS/SOS/PM/APC strings up to
 # their terminator (BEL or ST) or the end of the line, and two-byte escapes
