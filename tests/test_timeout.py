@@ -465,3 +465,15 @@ def test_notebook_analyses_once() -> None:
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert code.count("timeout.analyse(") == 1 and "timeout.diagnose(" not in code
     assert "with_status_pg" not in code and "bottom_line_html()" in code
+
+
+def test_a_negative_duration_is_no_duration(tmp_path: Path) -> None:
+    """A corrupt or hostile Timeout(ms)=-1 is no timeout length: no '-0 s' in the verdict."""
+    log = tmp_path / "job.log"
+    log.write_text("[rank0]:[E708 01:46:13.700000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog "
+                   "caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, "
+                   "NumelIn=1, NumelOut=1, Timeout(ms)=-1) ran for 600009 milliseconds before "
+                   "timing out.\n")
+    r = timeout.diagnose(traindoc.load(log))
+    assert r.facts["timeout_ms"] is None and r.facts["ran_for_ms"] == 600009
+    assert "-0 s" not in r.verdict and "-" not in r.verdict.split("after", 1)[-1][:6]

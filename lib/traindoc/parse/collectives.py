@@ -133,10 +133,16 @@ def parse_watchdog(text: str) -> Row | None:
         "op_type": _op_name(fields.get("optype")),
         "numel_in": to_int(fields.get("numelin")),
         "numel_out": to_int(fields.get("numelout")),
-        "timeout_ms": to_int(fields.get("timeout(ms)")),
-        "ran_for_ms": to_int(m.groupdict().get("ran")),
+        "timeout_ms": _duration(fields.get("timeout(ms)")),
+        "ran_for_ms": _duration(m.groupdict().get("ran")),
         "state": "timed_out",
     }
+
+
+def _duration(text: str | None) -> int | None:
+    """Milliseconds as printed; a negative one (a corrupt or hostile line) is no duration."""
+    v = to_int(text)
+    return v if v is None or v >= 0 else None
 
 
 CUT_WORK_RE = re.compile(r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?P<body>[^()]*)$")
@@ -155,7 +161,7 @@ def _cut_watchdog(text: str) -> Row | None:
     return {"rank": rank, "process_group": pg, "seq_num": to_int(fields.get("seqnum")),
             "op_type": _op_name(fields.get("optype")),
             "numel_in": to_int(fields.get("numelin")), "numel_out": to_int(fields.get("numelout")),
-            "timeout_ms": to_int(fields.get("timeout(ms)")), "state": "timed_out"}
+            "timeout_ms": _duration(fields.get("timeout(ms)")), "state": "timed_out"}
 
 
 RAN_FOR_TEXT = "ran for 0 milliseconds before timing out"  # digits as 0, spaces as one
