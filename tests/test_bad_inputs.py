@@ -192,6 +192,37 @@ def _deep_json(d: Path) -> Path:
     return d
 
 
+HOSTILE = "<img src=y onerror=alert(1)>"
+OSC_TITLE = "\x1b]0;pwned\x07"
+OSC_LINK = "\x1b]8;;http://evil.invalid\x1b\\click\x1b]8;;\x1b\\"
+
+
+def _hostile_names(d: Path) -> Path:
+    """A py-spy dump whose file NAME carries markup (it becomes a host), and a CUDA error line
+    carrying terminal escapes (OSC title, OSC 8 hyperlink, C1 CSI) that reaches the verdict."""
+    (d / f"trace-h{HOSTILE}-x.out").write_text(
+        'Process 42: python train.py\nPython v3.10.12 (/usr/bin/python3.10)\n\n'
+        'Thread 42 (idle): "MainThread"\n    wait (torch/distributed/distributed_c10d.py:1)\n'
+        '    train (train.py:10)\n')
+    (d / "job.log").write_text(
+        f"[rank1]:[E708 01:36:12.5 ProcessGroupNCCL.cpp:1] CUDA error: an illegal memory access "
+        f"was encountered {OSC_TITLE}{OSC_LINK}\x9b2J\n" + WATCHDOG)
+    return d
+
+
+def _hostile_pickles(d: Path) -> Path:
+    """Flight-recorder pickles that crashed a runbook or exploded in memory (issue 19.5, 19.8):
+    BUILD on a dict, BINBYTES8 claiming 2**62 bytes, a DAG of 2**40 shared references."""
+    from test_dump_bombs import _binbytes8, _build, _dag
+
+    fr = d / "fr"
+    fr.mkdir()
+    for build in (_build, _binbytes8, _dag):
+        build(fr)
+    (d / "job.log").write_text(WATCHDOG)
+    return d
+
+
 # name -> (builder, a phrase that must appear in the summary's warnings or findings)
 CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "unreadable_file": (_unreadable, "cannot be read"),
@@ -213,6 +244,8 @@ CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
     "seqnum_23_digits": (_long_seqnum, "collectives.seq_num was a number too large"),
     "numbers_of_5000_digits": (_huge_numbers, "a number of thousands of digits"),
     "metrics_json_nested_200k_deep": (_deep_json, "JSON nested too deep to read"),
+    "hostile_file_names_and_escapes": (_hostile_names, ""),
+    "pickles_build_binbytes8_dag": (_hostile_pickles, "not loaded"),
 }
 
 
@@ -245,14 +278,35 @@ def test_every_runbook_survives_the_catalogue(runbook: str, case: str, tmp_path:
     summary = execute(runbook, tmp_path, log_path=str(target), **_extra(runbook))
     assert summary["findings"], summary
     assert phrase in _text(summary), _text(summary)[:2000]
-    if case == "script_tag":  # log text is data: never live markup in the notebook's HTML
+    if case in ("script_tag", "hostile_file_names_and_escapes"):
+        # log text and file names are data: never live markup or raw escapes in the notebook
         import nbformat
 
         nb = nbformat.read(tmp_path / f"{runbook}.ipynb", as_version=4)
         for cell in nb.cells:
             for out in cell.get("outputs", []):
-                html = out.get("data", {}).get("text/html", "")
-                assert SCRIPT not in html, (runbook, html[:500])
+                html = "".join(out.get("data", {}).get("text/html", ""))
+                assert SCRIPT not in html and HOSTILE not in html, (runbook, html[:500])
+                assert "\x1b]" not in html and "\x9b" not in html, (runbook, html[:500])
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("case", sorted(c for c in CATALOGUE if c != "10000_files"))
+def test_the_command_line_survives_the_catalogue(case: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``traindoc run`` on each bad input: a diagnosis (0) or unreadable input (1), one clear
+    sentence, no traceback, nothing from the logs that a terminal would act on."""
+    from traindoc import cli
+
+    build, _ = CATALOGUE[case]
+    (tmp_path / "in").mkdir()
+    target = build(tmp_path / "in")
+    code = cli.main(["run", "gpu_crash", str(target), "-o", str(tmp_path / "out")])
+    printed = capsys.readouterr()
+    text = printed.out + printed.err
+    assert code in (cli.EXIT_OK, cli.EXIT_NO_INPUT), text[-2000:]
+    assert "Traceback" not in text
+    assert not any(c in text for c in ("\x1b", "\x07", "\x9b")), repr(text[-500:])
 
 
 def _extra(runbook: str) -> dict:
