@@ -27,3 +27,23 @@ def test_one_format_per_quantity_in_sentences() -> None:
     assert when_text("2024-07-08T01:36:12.508213") == "2024-07-08 01:36:12"
     assert when_text(pd.NaT) == ""
     assert count(1, "host") == "1 host" and count(4, "other rank") == "4 other ranks"
+
+
+def test_a_clock_that_goes_back_is_a_warning(tmp_path) -> None:
+    import traindoc
+    from traindoc.diagnose import timeout
+
+    log = tmp_path / "job.log"
+    line = ("[rank0]:[E708 {t} ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum={n}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n")
+    log.write_text("[2024-07-08 00:00:00] start\n" + line.format(t="01:46:13.7", n=5)
+                   + line.format(t="01:16:13.7", n=6))
+    r = timeout.diagnose(traindoc.load(log))
+    jump = [f for f in r.findings if f.id == "clock_went_back"]
+    assert jump and "job.log:3" in jump[0].evidence[0], [f.id for f in r.findings]
+    steady = tmp_path / "ok.log"
+    steady.write_text("[2024-07-08 00:00:00] start\n" + line.format(t="01:46:13.7", n=5)
+                      + line.format(t="01:46:12.7", n=6))  # a second back: jitter, not a jump
+    assert not [f for f in timeout.diagnose(traindoc.load(steady)).findings
+                if f.id == "clock_went_back"]

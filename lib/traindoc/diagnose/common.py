@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..hostlist import runs
@@ -224,6 +225,36 @@ def mixed_jobs(incident: Incident) -> list[str]:
     return evidence
 
 
+CLOCK_BACK_S = 300.0  # a file's timestamps going back by more than this is a clock jump
+
+
+def clock_jumps(incident: Incident, back_s: float = CLOCK_BACK_S) -> list[str]:
+    """Evidence of clocks going backwards: within one file and writer (rank, host), a line
+    stamped more than ``back_s`` earlier than the line before it (an NTP step, a reboot, a
+    node with a wrong clock) — then "first" by time can be wrong."""
+    frames = []
+    for df in incident.tables.values():
+        if "time" in df and "source" in df and len(df) and df["time"].notna().any():
+            frames.append(df.loc[df["time"].notna(), ["time", "source", "line", "rank", "host"]])
+    if not frames:
+        return []
+    rows = pd.concat(frames, ignore_index=True)
+    where = rows["source"].astype(str).str.rsplit(":", n=1, expand=True)
+    if where.shape[1] < 2:
+        return []
+    rows = rows.assign(file=where[0], lineno=pd.to_numeric(where[1], errors="coerce"))
+    rows = rows.dropna(subset=["lineno"]).sort_values(["file", "lineno"], kind="stable")
+    out: list[str] = []
+    for _, g in rows.groupby(["file", rows["rank"].fillna(-1), rows["host"].fillna("")],
+                             sort=False):
+        back = g["time"].diff().dt.total_seconds() < -back_s
+        for i in np.flatnonzero(back.to_numpy())[:3]:
+            prev, cur = g.iloc[i - 1], g.iloc[i]
+            out.append(f"{cur['source']}: stamped {when_text(cur['time'])}, after "
+                       f"{prev['source']} stamped {when_text(prev['time'])}")
+    return out[:10]
+
+
 def input_findings(incident: Incident) -> list[Finding]:
     """Findings about the input itself: warnings, and lines that look like errors but that no
     parser understood (so a new format is never silently ignored)."""
@@ -238,6 +269,13 @@ def input_findings(incident: Incident) -> list[Finding]:
             "mixed_jobs", "warning",
             "These logs seem to come from more than one job (different runs or iteration plans); "
             "point log_path at one job's logs, or read each finding's evidence with care", mixed))
+    jumps = clock_jumps(incident)
+    if jumps:
+        out.append(Finding(
+            "clock_went_back", "warning",
+            "Timestamps go backwards within a file (a clock jump): ordering by time, and so "
+            "which failure came first, may be wrong here; check the nodes' clocks (chronyc "
+            "tracking)", jumps))
     if incident.unrecognized:
         out.append(Finding(
             "unrecognized_error_lines", "info",
