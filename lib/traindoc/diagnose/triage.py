@@ -544,9 +544,9 @@ def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]],
         a = ordered[0]
         acts.append(Action(
             f"start_with_{a.cls}", 1, f"Start with the {a.cls} runbook: it is the likely cause",
-            f"{a.cls} came first ({a.detail}); what followed is usually its cascade.",
-            f"traindoc run {a.cls} {logs} -o {a.cls}-out   (a triage run with its runbooks "
-            f"leaves it in <output dir>/{a.cls}/{a.cls}.ipynb)"))
+            f"{a.cls} came first ({a.detail}); what followed is usually its cascade. (A triage "
+            f"run with its runbooks has already run it: <output dir>/{a.cls}/{a.cls}.ipynb.)",
+            f"traindoc run {a.cls} {logs} -o {a.cls}-out"))
         if len(ordered) > 1:
             rest = ", ".join(s.cls for s in ordered[1:])
             acts.append(Action(
