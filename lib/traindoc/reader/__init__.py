@@ -112,7 +112,7 @@ def load(
     Limits (a file cut short by one is a warning in the account, so a finding; raise them to
     read more): ``max_bytes`` from one file, after decompression (16 GiB);
     ``max_total_bytes`` from all files together (64 GiB); ``max_gzip_ratio``: a gzip file
-    stops expanding at this many times its size once it gave 256 MiB (100; a gzip bomb).
+    stops expanding at this many times its size once it gave 128 MiB (100; a gzip bomb).
     Only regular files are read (a FIFO or a device is a warning), each real file once.
     """
     if engine not in ENGINES:

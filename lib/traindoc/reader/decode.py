@@ -33,7 +33,7 @@ UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 MAX_BYTES = 16 * 1024**3  # read from one file (after decompression)
 MAX_TOTAL_BYTES = 64 * 1024**3  # read from all files together
 MAX_GZIP_RATIO = 100  # a compressed file may expand this many times its size …
-GZIP_RATIO_FROM = 256 * 1024**2  # … once it gave this many bytes (small files expand freely)
+GZIP_RATIO_FROM = 128 * 1024**2  # … once it gave this many bytes (small files expand freely)
 GLOB_MAGIC_RE = re.compile(r"[*?[]")
 
 
