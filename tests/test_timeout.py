@@ -477,3 +477,16 @@ def test_a_negative_duration_is_no_duration(tmp_path: Path) -> None:
     r = timeout.diagnose(traindoc.load(log))
     assert r.facts["timeout_ms"] is None and r.facts["ran_for_ms"] == 600009
     assert "-0 s" not in r.verdict and "-" not in r.verdict.split("after", 1)[-1][:6]
+
+
+def test_an_unreadable_seqnum_is_said_and_lowers_confidence(tmp_path: Path) -> None:
+    """Rank 0's 23-digit SeqNum is <NA> (beyond int64): the report must not pretend both ranks
+    are at #9 (issue 19.13)."""
+    line = ("[rank{r}]:[E1121 10:00:00.1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum={n}, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=600000) ran for 600009 milliseconds before timing out.\n")
+    log = tmp_path / "job.log"
+    log.write_text(line.format(r=0, n="1" * 23) + line.format(r=1, n=9))
+    r = timeout.diagnose(traindoc.load(log))
+    f = [x for x in r.findings if x.id == "seq_num_unreadable"]
+    assert f and "rank 0" in f[0].title and r.confidence != "high"

@@ -135,8 +135,18 @@ def report(a: TimeoutAnalysis) -> Report:
             f"{_crash_words(crash)} before the first timeout: the timeouts are its "
             "consequence (its peers waited in a collective it never reached)",
             [f"{crash['source']}: {crash['line']}"]))
+    unreadable = _unreadable_seq_ranks(a)
+    if unreadable and f["seq_num"] is not None:
+        findings.append(Finding(
+            "seq_num_unreadable", "warning",
+            f"The sequence number of {who(unreadable)} could not be read (a number beyond 64 "
+            f"bits): {'it' if len(unreadable) == 1 else 'they'} may be at another collective "
+            f"than #{f['seq_num']}, so the ranks may disagree",
+            [w for w in a.incident.account.get("warnings", []) if ".seq_num was" in w][:5]))
     actions = ranked(_actions(f, a))
     verdict, confidence = _verdict(f, prog.describe())
+    if unreadable and confidence == "high":
+        confidence = "medium"
     if crash is not None:
         verdict = (f"{_timeout_title(f)} — the consequence of an earlier failure: "
                    f"{_crash_words(crash)}. Diagnose that failure with the gpu_crash runbook.")
@@ -168,6 +178,17 @@ def _status_rows(incident: Incident, ranks: list[int]) -> pd.DataFrame:
 
 def _mismatch_rows(c: pd.DataFrame, mm: dict[str, Any]) -> pd.DataFrame:
     return c[(c["seq_num"] == mm["seq_num"]) & (c["process_group"].fillna("?") == mm["process_group"])]
+
+
+def _unreadable_seq_ranks(a: TimeoutAnalysis) -> list[int]:
+    """Timed-out ranks whose SeqNum the reader could not keep (out of range: read as <NA>)."""
+    t = a.timeouts
+    bad = {w.split(": ", 1)[0] for w in a.incident.account.get("warnings", [])
+           if ".seq_num was" in w}
+    if not len(t) or not bad:
+        return []
+    rows = t[t["seq_num"].isna() & t["source"].astype(str).isin(bad)]
+    return sorted({int(r) for r in rows["rank"].dropna()})
 
 
 def _timeout_title(f: dict[str, Any]) -> str:
