@@ -297,12 +297,11 @@ _ROLE_STYLE = {  # role -> (marker, colour, size, legend label, zorder): the cau
 }
 
 
-def _time_axis(ax: Any, axis: str = "x") -> None:
-    """Dates that read at any span: '01:36:12', 'Jul 08', never a column of equal ticks."""
+def _time_axis(ax: Any) -> None:
+    """Dates on x that read at any span: '01:36:12', 'Jul 08', never a row of equal ticks."""
     loc = mdates.AutoDateLocator(minticks=3, maxticks=7)
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(loc)
-    target.set_major_formatter(mdates.ConciseDateFormatter(loc))
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
 
 
 def gpu_crash_timeline(timeline: pd.DataFrame, max_lanes: int = 40) -> Figure:
@@ -470,10 +469,8 @@ def triage_timeline(frame: pd.DataFrame) -> Figure:
     ax.set_ylim(-0.6, len(lanes) - 0.3)
     ax.grid(axis="x", lw=0.4, alpha=0.5)
     if timed:
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+        _time_axis(ax)
         ax.set_xlabel(f"time as logged, {pd.Timestamp(frame['time'].min()):%Y-%m-%d}")
-        for label in ax.get_xticklabels():
-            label.set_rotation(20)
     else:
         ax.set_xticks([])
         ax.set_xlabel("order in the files (not every class carries timestamps)")
