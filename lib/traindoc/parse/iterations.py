@@ -627,7 +627,7 @@ class EpochBatchParser:
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return its ``iterations`` row when it is a step line."""
         self.section = None
-        if not any(n in text for n in self.needles):
+        if not any(map(text.__contains__, self.needles)):
             return []
         m = EPOCH_BATCH_RE.search(text)
         if not m:

@@ -328,14 +328,25 @@ class Registry:
         self.parser_masks = [(p, sum(1 << index[n] for n in p.needles if n in index))
                              for p in line_parsers]
         self.incomplete_masks = [(p, m) for p, m in self.parser_masks if p.incomplete]
+        # per block parser (by its index in ``factories``): the bit mask of its needles
+        self.block_masks = [(i, sum(1 << index[n] for n in f.needles if n in index))
+                            for i, f in enumerate(factories)]
         self._parsers: dict[int, tuple[Any, ...]] = {}
         self._incomplete: dict[int, tuple[Any, ...]] = {}
+        self._blocks: dict[int, tuple[int, ...]] = {}
 
     def parsers(self, mask: int) -> tuple[Any, ...]:
         """Line parsers (registry order) that have a needle in ``mask``."""
         got = self._parsers.get(mask)
         if got is None:
             got = self._parsers[mask] = tuple(p for p, m in self.parser_masks if m & mask)
+        return got
+
+    def blocks(self, mask: int) -> tuple[int, ...]:
+        """Indices of the block parsers that have a needle in ``mask``."""
+        got = self._blocks.get(mask)
+        if got is None:
+            got = self._blocks[mask] = tuple(i for i, m in self.block_masks if m & mask)
         return got
 
     def incomplete(self, mask: int) -> tuple[Any, ...]:
@@ -490,9 +501,9 @@ class FastText:
         reg = self.reg
         if mask:
             self.lines.record(st, text[c:], lineno, merged[1], reg.incomplete(mask),
-                              reg.parsers(mask))
+                              reg.parsers(mask), reg.blocks(mask))
         else:
-            self.lines.record(st, text[c:], lineno, merged[1], (), ())
+            self.lines.record(st, text[c:], lineno, merged[1], (), (), ())
 
     def _busy(self) -> bool:
         return self.st.pending is not None or bool(self.st.busy)

@@ -201,33 +201,38 @@ class LineReader:
 
     def record(self, stream: Stream, body: str, lineno: int, origin: Origin,
                incomplete: Sequence[LineParser] | None = None,
-               parsers: Sequence[LineParser] | None = None) -> None:
+               parsers: Sequence[LineParser] | None = None,
+               blocks: Sequence[int] | None = None) -> None:
         """A logical line with nothing pending, its writer known: the stream's year, then
         either the start of a wrapped record or ``dispatch``. ``incomplete`` and ``parsers``
         (the fast engine's hints) are the parsers that can have a needle in ``body``, in
-        registry order (None: all of them)."""
+        registry order (None: all of them); ``blocks`` likewise the block parsers (indices)."""
+        when = None
         if stream.year and ("20" in body[:30]):
-            t = line_time(body, None)
-            if t is not None:
-                stream.year = t.year
-        ctx = (stream.name, lineno, origin, line_time(body, stream.year))
+            when = line_time(body, None)  # an ISO time: the same with any year given
+            if when is not None:
+                stream.year = when.year
+        ctx = (stream.name, lineno, origin, when or line_time(body, stream.year))
         for parser in self.incomplete_parsers if incomplete is None else incomplete:
-            if not any(n in body for n in parser.needles):
+            if not any(map(body.__contains__, parser.needles)):
                 continue
             if parser.incomplete(body):  # type: ignore[misc]  # incomplete parsers have one
                 stream.pending = Pending(parser, body, ctx)
                 return
-        self.dispatch(stream, body, ctx, parsers)
+        self.dispatch(stream, body, ctx, parsers, blocks)
 
     def dispatch(self, stream: Stream, text: str, ctx: LineContext,
-                 parsers: Iterable[LineParser] | None = None) -> None:
+                 parsers: Iterable[LineParser] | None = None,
+                 blocks: Sequence[int] | None = None) -> None:
         """Parse one complete logical line: the line parsers (``parsers``: those of them that
-        can have a needle in ``text``; None: all), then its writer's block parsers."""
+        can have a needle in ``text``; None: all), then its writer's block parsers
+        (``blocks``: the indices of those that can have a needle in ``text``, fed only while
+        the writer has no record open, as ``BlockParser`` allows; None: all)."""
         name, lineno, origin, when = ctx
         parsed = False
         add = self.sink.add
         for parser in self.line_parsers if parsers is None else parsers:
-            if not any(n in text for n in parser.needles):
+            if not any(map(text.__contains__, parser.needles)):
                 continue
             try:
                 row = parser.parse(text)
@@ -240,11 +245,13 @@ class LineReader:
             for r in row if isinstance(row, list) else (row,):
                 add(parser.table, r, ctx, text)
         key = (origin.rank, origin.host)
-        blocks = stream.blocks.get(key)
-        if blocks is None:
-            blocks = stream.blocks[key] = [factory() for factory in self.block_factories]
+        mine = stream.blocks.get(key)
+        if mine is None:
+            mine = stream.blocks[key] = [factory() for factory in self.block_factories]
+        if blocks is not None and key not in stream.busy:
+            mine = [mine[i] for i in blocks]  # idle: the others ignore this line
         busy = False
-        for b in blocks:
+        for b in mine:
             try:
                 got = b.feed(text, (name, lineno, origin, when, text))
             except (ValueError, OverflowError, RecursionError) as e:
