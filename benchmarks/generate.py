@@ -282,6 +282,110 @@ def mixed_log_lines(size_bytes: int, seed: int = 0) -> Iterator[str]:
     yield from _failure_tail(rnd, t, it * 3 + 17, range(RANKS))
 
 
+HOT_PG_WARNING = (
+    "[rank{r}]:[W{md} {hms}.{ns:09d} ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank {r}] "
+    "using GPU {r} to perform barrier as devices used by this process are currently unknown. "
+    "This can potentially cause a hang if this rank to GPU mapping is incorrect. Specify "
+    "device_ids in barrier() to force use of a particular device, or call init_process_group() "
+    "with a device_id.")
+HOT_FRAMES = (
+    ("/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", 1532,
+     "_wrapped_call_impl"),
+    ("/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", 1541, "_call_impl"),
+    ("/workspace/megatron/core/transformer/transformer_layer.py", 303, "forward"),
+    ("/workspace/megatron/core/pipeline_parallel/schedules.py", 1402, "forward_backward_step"),
+)
+
+
+def hot_mix_lines(size_bytes: int, seed: int = 0, ranks: int = 8) -> Iterator[str]:
+    """A log where most lines are parser targets (issue 17's hot mix): a quarter Megatron
+    iteration lines behind torchrun's ``[defaultN]:`` prefixes (every rank logs them), the rest
+    in equal parts ``ProcessGroupNCCL.cpp`` warnings, ANSI-coloured status lines, traceback
+    ``File "…", line N, in …`` lines, tqdm bars, ``NCCL INFO Channel`` lines and ``saving
+    checkpoint at iteration N`` lines; about ``size_bytes`` in all."""
+    rnd = random.Random(seed)
+    t = T0
+    written = 0
+    it = 0
+    loss = 10.5
+    while written < size_bytes:
+        it += 1
+        t += timedelta(milliseconds=2030)
+        loss = max(1.7, loss * 0.99995 + (rnd.random() - 0.5) * 0.01)
+        batch = []
+        for r in rnd.sample(range(ranks), 6):
+            ms = 2000 + rnd.random() * 60
+            batch.append(
+                f"[default{r}]: [{t:%Y-%m-%d %H:%M:%S}] iteration {it:8d}/{TRAIN_ITERS:8d} | "
+                f"consumed samples: {it * 2048:12d} | elapsed time per iteration (ms): {ms:.1f} "
+                f"| learning rate: {1.5e-4 * (1 - it / TRAIN_ITERS):.6E} | global batch size: "
+                f" 2048 | lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: "
+                f"{0.2 + rnd.random() * 0.1:.3f} | number of skipped iterations:   0 | number "
+                "of nan iterations:   0 |")
+        for _ in range(3):
+            r = rnd.randrange(ranks)
+            batch.append(f"[default{r}]:" + HOT_PG_WARNING.format(
+                r=r, md=f"{t.month}{t.day:02d}", hms=f"{t:%H:%M:%S}", ns=rnd.randrange(10**9)))
+        for _ in range(3):
+            r = rnd.randrange(ranks)
+            batch.append(f"[default{r}]:\x1b[32m{t:%Y-%m-%d %H:%M:%S}.{rnd.randrange(1000):03d}"
+                         f"\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36mtrain.loop\x1b[0m - step "
+                         f"{it} data wait {rnd.random() / 100:.4f}s")
+        for _ in range(3):
+            r = rnd.randrange(ranks)
+            path, no, fn = HOT_FRAMES[rnd.randrange(len(HOT_FRAMES))]
+            batch.append(f'[default{r}]:  File "{path}", line {no}, in {fn}')
+        for _ in range(3):
+            r = rnd.randrange(ranks)
+            i = rnd.randrange(1, 1001)
+            full = i * 10 // 1000
+            bar = "\u2588" * full + " " * (10 - full)
+            batch.append(f"[default{r}]:Epoch 0: {i * 100 // 1000:3d}%|{bar}| {i}/1000 "
+                         f"[{i // 60:02d}:{i % 60:02d}<{(1000 - i) // 60:02d}:"
+                         f"{(1000 - i) % 60:02d}, {1 + rnd.random():.2f}it/s]")
+        for _ in range(3):
+            r = rnd.randrange(ranks)
+            ch = rnd.randrange(32)
+            batch.append(f"[default{r}]:node-000:{4000 + r}:{5000 + r} [{r}] NCCL INFO Channel "
+                         f"{ch:02d}/0 : {r}[{r}] -> {(r + 1) % ranks}[{(r + 1) % ranks}] via "
+                         "P2P/CUMEM/read")
+        for _ in range(3):
+            r = rnd.randrange(ranks)
+            batch.append(f"[default{r}]:saving checkpoint at iteration {it:7d} to "
+                         "/ckpt/gpt-175b in torch_dist format")
+        for line in batch:
+            written += len(line.encode()) + 1
+            yield line
+
+
+def hot_mix_log(path: Path, size_bytes: int, seed: int = 0) -> Path:
+    """Write the hot mix (once: an existing file of the right name is kept)."""
+    if not path.exists():
+        write_lines(path, hot_mix_lines(size_bytes, seed))
+    return path
+
+
+def dated_lines(size_bytes: int, seed: int = 0) -> Iterator[str]:
+    """Plain lines each stamped with an ISO date, across a new year (the year detection's
+    worst case: every line a date, the year changing)."""
+    rnd = random.Random(seed)
+    t = datetime(2023, 12, 31, 23, 0, 0)
+    written = 0
+    while written < size_bytes:
+        t += timedelta(milliseconds=rnd.randrange(1, 50))
+        line = (f"{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} - INFO - worker "
+                f"{rnd.randrange(64)} fetched shard {rnd.randrange(10**6)} of volume 2024/1")
+        written += len(line) + 1
+        yield line
+
+
+def dated_log(path: Path, size_bytes: int, seed: int = 0) -> Path:
+    """Write the dated log (once)."""
+    if not path.exists():
+        write_lines(path, dated_lines(size_bytes, seed))
+    return path
+
+
 def write_lines(path: Path, lines: Iterator[str], gz: bool = False) -> int:
     """Write lines (each ending in a newline) in large batches; return the bytes written."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,8 +5,10 @@ a child process of its own (so its peak RSS is its own): iteration-line ingest
 (``traindoc.load(log, tables=["iterations"])``) against a ``grep -E … | awk -F'|'`` pipeline
 that pulls the same fields (iteration, loss, grad norm, TFLOPs, elapsed) out of the same file;
 the full load of every table (for scale) and its peak memory; the per-rank files; grouping
-py-spy dumps; and the flight-recorder analysis (load + ``first_mismatch``) against
-``torchfrtrace``. Prints a table: each target, the figure measured, and whether it is met.
+py-spy dumps; the flight-recorder analysis (load + ``first_mismatch``) against
+``torchfrtrace``; the hot mix (most lines parser targets: ``generate.hot_mix_log``) against
+grep|awk, its hot lines per second, bytes per iteration row and peak memory; and a log of dated
+lines whose year changes (the year detection stays linear). Prints a table: each target, the figure measured, and whether it is met.
 """
 
 from __future__ import annotations
@@ -80,6 +82,11 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
         mm = first_mismatch(inc.collectives)
         out["mismatch_s"] = time.perf_counter() - t1
         out["mismatch"] = mm and {k: mm[k] for k in ("seq_num", "kind", "ranks")}
+    it = inc.tables.get("iterations")
+    if it is not None and len(it):
+        out["iteration_row_bytes"] = int(it.memory_usage(deep=True).sum()) / len(it)
+    out["hot_rows"] = sum(len(inc.tables[t]) for t in ("iterations", "progress", "checkpoints")
+                          if t in inc.tables)
     out["peak_mib"] = _peak_mib()
     out["children_peak_mib"] = _peak_mib(resource.RUSAGE_CHILDREN)  # the chunk planner
     return out
@@ -208,6 +215,41 @@ def main(argv: list[str] | None = None) -> int:
     fast = run_child("ingest", head, "auto")
     tab.add("16 MiB slice: reference (plain) vs fast", f"{plain['load_s']:.1f} s vs "
             f"{fast['load_s']:.2f} s = {plain['load_s'] / fast['load_s']:.0f}x faster")
+
+    # the hot mix: most lines are parser targets (iteration lines, tqdm bars, checkpoints,
+    # NCCL warnings, tracebacks, ANSI status lines); issue 17's targets
+    hot_size = 64 * MiB if quick else 1 * GiB
+    hot = generate.hot_mix_log(CACHE / f"hot_{hot_size // MiB}MiB.log", hot_size)
+    name = f"hot mix {hot_size // MiB} MiB"
+    ga = grep_awk(hot)
+    got = run_child("ingest", hot)
+    ratio = got["load_s"] / ga
+    tab.add(f"{name}: every table vs grep|awk", f"{got['load_s']:.1f} s vs {ga:.2f} s = "
+            f"{ratio:.0f}x", "within 10x", ratio <= 10)
+    rate = got["hot_rows"] / got["load_s"]
+    tab.add(f"{name}: hot lines per second", f"{rate / 1e3:.0f} k/s ({got['hot_rows']:,} "
+            "iteration, tqdm and checkpoint rows)", ">= 1 M/s", rate >= 1e6)
+    per_row = got.get("iteration_row_bytes", 0.0)
+    tab.add(f"{name}: bytes per iteration row", f"{per_row:.0f} B", "<= 120 B", per_row <= 120)
+    tab.add(f"{name}: every table, peak RSS", f"{got['peak_mib']:.0f} MiB", "<= 1 GiB",
+            got["peak_mib"] <= 1024)
+    # the year detection stays linear: every line dated, the year changing, and a literal
+    # that looks like a date's start ("2024/1") on every line
+    dated_size = 64 * MiB if quick else 1 * GiB
+    dated = generate.dated_log(CACHE / f"dated_{dated_size // MiB}MiB.log", dated_size)
+    small = CACHE / "dated_16MiB.log"
+    if not small.exists():
+        with open(dated, "rb") as src:
+            data = src.read(16 * MiB)
+        small.write_bytes(data[: data.rfind(b"\n") + 1])
+    big = run_child("ingest", dated)
+    part = run_child("ingest", small)
+    per_big = big["load_s"] / dated.stat().st_size
+    per_small = part["load_s"] / small.stat().st_size
+    tab.add(f"dated lines {dated_size // MiB} MiB: every table", f"{big['load_s']:.1f} s = "
+            f"{dated.stat().st_size / MiB / big['load_s']:.0f} MiB/s; per byte "
+            f"{per_big / per_small:.1f}x the 16 MiB slice's", "linear (<= 1.5x)",
+            per_big / per_small <= 1.5)
 
     got = run_child("ingest", per_rank)
     tab.add(f"{n_ranks} per-rank files ({got['lines']:,} lines)", f"{got['load_s']:.1f} s, "
