@@ -4,7 +4,7 @@
 
     traindoc triage LOGS... [-o DIR] [--html] [--no-runbooks]
     traindoc run CLASS LOGS... [-o DIR] [-p KEY VALUE]... [--html]
-    traindoc drill NAME [-o DIR]
+    traindoc drill NAME [-o DIR] [--live [--max-runtime S]] | traindoc drill --stop DIR
     traindoc list
 
 Runbooks are executed headless by papermill (kernel ``python3``) with the repository root as
@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .drills import live as drills_live
 from .execute import (
     Execution,
     OutputDirError,
@@ -145,11 +146,13 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
     common(r)
     d = sub.add_parser("drill", help="run a drill: a small real torch.distributed job with one "
                                      "injected fault (needs torch)")
-    d.add_argument("name", metavar="NAME", help="drill name (traindoc list shows them)")
+    d.add_argument("name", metavar="NAME", nargs="?", default=None,
+                   help="drill name (traindoc list shows them)")
     d.add_argument("-o", "--output-dir", "--out", dest="out", default=None, metavar="DIR",
                    help="bundle directory (default: drill-NAME)")
     d.add_argument("--steps", type=int, default=None, help="training steps (default per drill)")
     d.add_argument("--nproc", type=int, default=2, help="worker processes (default 2)")
+    drills_live.add_arguments(d)
     sub.add_parser("list", help="list the runbooks and drills")
     s = sub.add_parser("score", help="score the runbooks on a corpus of real incident logs",
                        description="Run every case's runbook on its logs and compare the facts "
@@ -283,6 +286,8 @@ def _finish(ex: Execution, html: bool, stdout: Any, stderr: Any) -> int:
 def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, stderr: Any) -> int:
     from . import drills
 
+    if args.live or args.stop is not None:
+        return drills_live.run_command(args.name, args.out, args, stdout, stderr)
     if args.name not in drills.DRILLS:
         p.error(f"no drill {args.name!r}; drills: {', '.join(drills.DRILLS)}")
     if args.out is not None and not args.out.strip():

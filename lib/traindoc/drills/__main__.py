@@ -1,4 +1,5 @@
-"""CLI: ``python -m traindoc.drills NAME --out DIR [--steps N] [--nproc 2]``."""
+"""CLI: ``python -m traindoc.drills NAME --out DIR [--steps N] [--nproc 2] [--live
+[--max-runtime S]]`` and ``python -m traindoc.drills --stop DIR``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import live
 from .runner import DATA_ROOT, DRILLS, SPECS, DrillError, regenerate_samples, run, sample_dir
 
 MAX_STEPS = 1_000_000  # --steps: 1 to this many training steps
@@ -33,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"run every drill into {DATA_ROOT}/<class>/drill_<name>/",
     )
+    live.add_arguments(p)
     args = p.parse_args(argv)
     if args.steps is not None and not 1 <= args.steps <= MAX_STEPS:
         p.error(f"--steps must be between 1 and {MAX_STEPS}, not {args.steps}")
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
                 regenerate_samples(names=[name])
                 print(_summary(sample_dir(name)), flush=True)
             return 0
+        if args.live or args.stop is not None:
+            return live.run_command(args.name, args.out, args, sys.stdout, sys.stderr)
         if not args.name or not args.out:
             p.error("give a drill NAME and --out DIR (or --list / --regenerate-samples)")
         t0 = time.monotonic()

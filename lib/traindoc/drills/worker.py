@@ -70,10 +70,11 @@ def collective_plan(fault_step: int) -> dict[str, int]:
 
 
 class FlightRecorder:
-    """Writes this rank's flight-recorder dump to ``<fr_dir>/rank<N>.pkl``."""
+    """Writes this rank's flight-recorder dump to ``<fr_dir>/rank<N>.pkl``, or to
+    ``<prefix><N>`` (torch's ``TORCH_FR_DUMP_TEMP_FILE`` convention) when a prefix is given."""
 
-    def __init__(self, fr_dir: Path, rank: int) -> None:
-        self.path = fr_dir / f"rank{rank}.pkl"
+    def __init__(self, fr_dir: Path, rank: int, prefix: str | None = None) -> None:
+        self.path = Path(f"{prefix}{rank}") if prefix else fr_dir / f"rank{rank}.pkl"
         self.rank = rank
         self._lock = threading.Lock()
 
@@ -110,6 +111,14 @@ def _signal_loop(recorder: FlightRecorder) -> None:
             _err(f"[rank{recorder.rank}] received {name}, exiting")
             sys.stdout.flush()
             os._exit(128 + sig)
+
+
+def _exit_at(deadline: float, rank: int) -> None:
+    """Exit the whole process at ``deadline`` (a live drill's own time limit)."""
+    while (left := deadline - time.time()) > 0:
+        time.sleep(min(left, 1.0))
+    _err(f"[rank{rank}] drill time limit reached, exiting")
+    os._exit(124)
 
 
 class _Progress:
@@ -191,6 +200,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--slow-time", type=float, default=0.25, help="slow_rank: extra seconds per step"
     )
+    p.add_argument("--fr-prefix", default=None,
+                   help="dump to <prefix><rank> instead of <fr-dir>/rank<N>.pkl (live drills)")
+    p.add_argument("--deadline", type=float, default=None,
+                   help="epoch seconds: exit (124) at this time whatever the job is doing")
     return p.parse_args(argv)
 
 
@@ -332,8 +345,15 @@ def _run(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     rank = int(os.environ["RANK"])
-    recorder = FlightRecorder(args.fr_dir, rank)
+    recorder = FlightRecorder(args.fr_dir, rank, args.fr_prefix)
     threading.Thread(target=_signal_loop, args=(recorder,), name="fr-signals", daemon=True).start()
+    # A handler of its own, so /proc/<pid>/status SigCgt shows SIGUSR1 as caught (what
+    # `traindoc collect` checks before it asks for a dump); while the signal is blocked the
+    # signal thread above takes it, and the handler dumps if it is ever delivered.
+    signal.signal(DUMP_SIGNAL, lambda signum, frame: recorder.dump("on SIGUSR1 (handler)"))
+    if args.deadline is not None:
+        threading.Thread(target=_exit_at, args=(args.deadline, rank), name="drill-deadline",
+                         daemon=True).start()
     dist.init_process_group("gloo", timeout=timedelta(seconds=args.pg_timeout))
     try:
         trainer = _Trainer(args, recorder)
