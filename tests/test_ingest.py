@@ -76,6 +76,22 @@ def test_a_big_generated_log_reads_the_same(tmp_path: Path, scanner: str) -> Non
     same(*both(tmp_path / "m.log"))
 
 
+@pytest.mark.parametrize("chunk", [1 << 14, 4 << 20])
+def test_the_hot_mix_reads_the_same(tmp_path: Path, scanner: str, chunk: int,
+                                    monkeypatch) -> None:
+    """Issue 17's hot mix (most lines parser targets, several writers, ANSI, tqdm bars)."""
+    monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
+    generate.write_lines(tmp_path / "hot.log", generate.hot_mix_lines(1 << 20, seed=3))
+    plain, fast = both(tmp_path / "hot.log")
+    same(plain, fast)
+    assert len(plain.iterations) and len(plain.progress) and len(plain.checkpoints)
+
+
+def test_dated_lines_read_the_same(tmp_path: Path, scanner: str) -> None:
+    generate.write_lines(tmp_path / "d.log", generate.dated_lines(1 << 20, seed=2))
+    same(*both(tmp_path / "d.log"))
+
+
 def test_year_changes_inside_a_file(tmp_path: Path, scanner: str) -> None:
     wd = generate.WATCHDOG.format(r=1, md="1231", s=5)
     lines = ["2023-12-31 23:59:58 INFO before midnight", wd, "chatter " * 3,
