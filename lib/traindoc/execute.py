@@ -252,8 +252,10 @@ def claimed_output_dir(output_dir: str | os.PathLike[str],
 
 
 def runbook_runner(log_path: str | list[str], output_dir: str | os.PathLike[str],
+                   parameters: dict[str, Any] | None = None,
                    ) -> Callable[[str], dict[str, Any]]:
-    """For ``triage.with_runbooks``: runs class ``cls``'s runbook into ``output_dir/cls/``."""
+    """For ``triage.with_runbooks``: runs class ``cls``'s runbook into ``output_dir/cls/``
+    with ``parameters`` (the reading limits triage ran with, say)."""
     if isinstance(log_path, str | os.PathLike):
         logs: str | list[str] = os.path.abspath(log_path)
     else:
@@ -261,7 +263,7 @@ def runbook_runner(log_path: str | list[str], output_dir: str | os.PathLike[str]
     base = Path(output_dir).resolve()
 
     def run(cls: str) -> dict[str, Any]:
-        ex = execute_runbook(cls, logs, base / cls)
+        ex = execute_runbook(cls, logs, base / cls, parameters)
         s = ex.summary or {}
         return {"summary": str(ex.summary_path) if ex.summary else None,
                 "verdict": s.get("verdict"), "confidence": s.get("confidence"),

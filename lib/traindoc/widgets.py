@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .diagnose.common import steps_of
 from .incident import Incident
 from .report import Report, display_text, text_html
 
@@ -137,16 +138,9 @@ def context_html(evidence: list[str], n: int = CONTEXT, limit: int = MAX_SOURCES
 
 # -- iterations -------------------------------------------------------------------------------
 
-def _steps(iterations: pd.DataFrame) -> pd.DataFrame:
-    it = iterations
-    if "event" in it:
-        it = it[it["event"].isna()]
-    return it.dropna(subset=["iteration"])
-
-
 def metric_columns(iterations: pd.DataFrame) -> list[str]:
     """Metrics with at least two values, in a useful order."""
-    it = _steps(iterations)
+    it = steps_of(iterations)
     return [c for c in METRICS if c in it and it[c].notna().sum() >= 2]
 
 
@@ -154,7 +148,7 @@ def iteration_window(iterations: pd.DataFrame, lo: int | None = None, hi: int | 
                      ranks: list[int] | None = None) -> pd.DataFrame:
     """Training steps with ``lo <= iteration <= hi`` (None: unbounded) of ``ranks`` (None:
     all), sorted by iteration."""
-    it = _steps(iterations)
+    it = steps_of(iterations)
     if lo is not None:
         it = it[it["iteration"] >= lo]
     if hi is not None:
@@ -224,7 +218,7 @@ def iteration_zoom(incident: Incident) -> Any:
     """A metric, a range slider over iterations and a rank filter, redrawing the plot."""
     import ipywidgets as w
 
-    it = _steps(incident.iterations)
+    it = steps_of(incident.iterations)
     metrics = metric_columns(it)
     if not metrics:
         return w.HTML("<p>No per-iteration metrics in these logs.</p>")

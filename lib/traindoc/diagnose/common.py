@@ -61,7 +61,12 @@ def count(n: int, word: str) -> str:
 
 def training_steps(incident: Incident) -> pd.DataFrame:
     """Iteration rows that are training steps: a numbered iteration, no eval/summary event."""
-    it = incident.iterations
+    return steps_of(incident.iterations)
+
+
+def steps_of(iterations: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an iterations table that are training steps (``training_steps``)."""
+    it = iterations
     if "event" in it:
         it = it[it["event"].isna()]
     return it[it["iteration"].notna()]

@@ -39,7 +39,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..incident import Incident, _span
+from ..hostlist import runs
+from ..incident import Incident
 from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, who
@@ -625,7 +626,7 @@ def report_links_html(report: Report) -> str:
 def classes_table(report: Report) -> pd.DataFrame:
     """The classes found, in order, as a small table."""
     rows = [(c["class"], c["role"], (c["first_seen"] or "")[:19].replace("T", " "),
-             _span(c.get("ranks") or []), c["detail"], c.get("verdict") or "")
+             runs(c.get("ranks") or [], sep=", "), c["detail"], c.get("verdict") or "")
             for c in report.facts.get("classes", [])]
     return pd.DataFrame(rows, columns=["class", "role", "first seen", "ranks", "what",
                                        "runbook verdict"])

@@ -103,7 +103,8 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
     ``gpus_per_node`` turns a rank into a node index when no line names the host."""
     facts: dict[str, Any] = {k: None for k in FACT_KEYS}
     facts.update(failed_ranks=[], failed_hosts=[], xid_codes=[])
-    events = failure_events(incident)
+    host_of = rank_hosts(incident)
+    events = failure_events(incident, host_of)
     crash = first_failure(events, window_s, incident.ranks)
     prog = last_progress(incident)
     facts["last_iteration"] = prog.step
@@ -138,7 +139,7 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
 
     return GpuCrashAnalysis(
         incident=incident, events=events, crash=crash, cascade=cascade_table(crash),
-        timeline=timeline_frame(crash, rank_hosts(incident), task_hosts(incident)),
+        timeline=timeline_frame(crash, host_of, task_hosts(incident)),
         xids=xid_table(incident), xid_events=xids,
         progress=prog, checkpoints=ck, seconds_per_iteration=spi, save_s=save_s,
         save_source=save_src, young_daly=yd,

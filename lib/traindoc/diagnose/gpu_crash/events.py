@@ -89,10 +89,11 @@ def _exit_message(exitcode: int | None, signal: str | None, line: str | None = N
     return f"{said} ({signal})" if signal and signal not in said else said
 
 
-def failure_events(incident: Incident) -> pd.DataFrame:
+def failure_events(incident: Incident, host_of: dict[int, str] | None = None) -> pd.DataFrame:
     """Every failure line (errors, exits, collective timeouts) as one table, with its role
     (cause | cascade | context) and strength, ranks filled in from pids and hosts where a line
-    names none. Sorted by time, then by position in its file."""
+    names none. Sorted by time, then by position in its file. ``host_of``: each rank's host
+    (``rank_hosts``), when the caller has it already."""
     files = {f: i for i, f in enumerate(incident.account.get("file_list", []))}
     rows: list[dict[str, Any]] = []
     for r in incident.errors.itertuples(index=False):
@@ -127,7 +128,7 @@ def failure_events(incident: Incident) -> pd.DataFrame:
     ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank"])
     if not len(ev):
         return ev[EVENT_COLUMNS]
-    _fill_ranks(ev, incident)
+    _fill_ranks(ev, incident, host_of)
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _exit_roles(ev)
@@ -160,7 +161,8 @@ def _cascade_xid_roles(ev: pd.DataFrame) -> None:
         ev.loc[xids[0], ["role", "strength"]] = ["cause", 1]
 
 
-def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
+def _fill_ranks(ev: pd.DataFrame, incident: Incident,
+                host_of: dict[int, str] | None = None) -> None:
     """Ranks from pids (torchrun's records name both) and from host + local rank; hosts from
     ranks (any table that names both)."""
     def known(v: Any) -> bool:
@@ -174,7 +176,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident) -> None:
                 by_pid.setdefault(int(r.pid), int(r.rank))
             if known(r.host) and known(r.local_rank):
                 by_local.setdefault((str(r.host), int(r.local_rank)), int(r.rank))
-    host_of = rank_hosts(incident)
+    if host_of is None:
+        host_of = rank_hosts(incident)
     # one machine (or none named): torchrun's local rank is the rank
     one_node = len([h for h in incident.hosts if is_host(h)]) <= 1
     ranks, hosts = [], []
