@@ -6,6 +6,7 @@
     traindoc run CLASS LOGS... [-o DIR] [-p KEY VALUE]... [--html]
     traindoc drill NAME [-o DIR] [--live [--max-runtime S]] | traindoc drill --stop DIR
     traindoc list
+    traindoc collect --pid P... | --from-logs LOGS... -o OUT [--hosts HOSTLIST] [--run]
 
 Runbooks are executed headless by papermill (kernel ``python3``) with the repository root as
 working directory; LOGS are made absolute first. Everything is written under ``-o DIR``: the
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import collect as collect_cmd
 from .drills import live as drills_live
 from .execute import (
     Execution,
@@ -153,6 +155,10 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
     d.add_argument("--steps", type=int, default=None, help="training steps (default per drill)")
     d.add_argument("--nproc", type=int, default=2, help="worker processes (default 2)")
     drills_live.add_arguments(d)
+    collect_cmd.add_arguments(sub.add_parser(
+        "collect", help="save py-spy stacks, flight-recorder dumps and GPU state of a live job",
+        description="Evidence from the job's processes while they still exist (this host); "
+                    "fan-out commands for many hosts."))
     sub.add_parser("list", help="list the runbooks and drills")
     s = sub.add_parser("score", help="score the runbooks on a corpus of real incident logs",
                        description="Run every case's runbook on its logs and compare the facts "
@@ -369,6 +375,8 @@ def _dispatch(p: argparse.ArgumentParser, args: argparse.Namespace, books: dict[
         return _drill(args, p, stdout, stderr)
     if args.command == "score":
         return _score(args, p, stdout)
+    if args.command == "collect":
+        return collect_cmd.main(args, stdout, stderr)
     if args.command not in ("triage", "run"):
         p.print_help(stderr)
         return EXIT_USAGE

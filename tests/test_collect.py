@@ -1,0 +1,183 @@
+"""traindoc collect: finding a job's rank processes, the SigCgt rule, the fan-out commands, and
+the whole collection on the live hang drill (py-spy per rank, flight recorder, the deadlock
+diagnosis naming the stuck rank), with nothing left running."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import traindoc
+from test_drills_live import live_drill, needs_torch, wait_for  # noqa: F401 (fixture)
+from traindoc import cli, collect
+from traindoc.diagnose import deadlock
+
+SLEEPER = "import time; print('ready', flush=True); time.sleep(120)"
+HANDLER = ("import signal, time; signal.signal(signal.SIGUSR1, lambda *a: print('usr1', flush=True))"
+           "; print('ready', flush=True); time.sleep(120)")
+# a launcher that starts two ranks (RANK set) and waits, like torchrun
+LAUNCHER = (
+    "import os, subprocess, sys, time\n"
+    "kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],\n"
+    "        env=dict(os.environ, RANK=str(r), LOCAL_RANK=str(r))) for r in range(2)]\n"
+    "print('ready', ' '.join(str(k.pid) for k in kids), flush=True)\n"
+    "time.sleep(120)\n")
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    """Start Python children that print 'ready'; every one (and its group) is killed after."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(code: str, env: dict[str, str] | None = None, stdout: Any = subprocess.PIPE
+              ) -> subprocess.Popen[str]:
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=stdout, text=True,
+                             env=dict(os.environ, **(env or {})), start_new_session=True)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+
+
+def ready(p: subprocess.Popen[str]) -> str:
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert line.startswith("ready"), line
+    return line
+
+
+def test_sigcgt_says_whether_sigusr1_is_caught(spawn: Callable[..., Any]) -> None:
+    plain, handled = spawn(SLEEPER), spawn(HANDLER)
+    ready(plain), ready(handled)
+    assert not collect.signal_caught(plain.pid, signal.SIGUSR1)
+    assert collect.signal_caught(handled.pid, signal.SIGUSR1)
+    assert not collect.signal_caught(handled.pid, signal.SIGUSR2)
+    assert not collect.signal_caught(999_999_999, signal.SIGUSR1)
+
+
+def test_sigusr1_never_sent_to_a_process_that_does_not_catch_it(
+        spawn: Callable[..., Any], tmp_path: Path) -> None:
+    plain = spawn(SLEEPER, env={"RANK": "3"})
+    ready(plain)
+    proc = collect.RankProcess(plain.pid, 3, collect.start_time(plain.pid) or "", "", "--pid")
+    saved, notes = collect.signal_dumps([proc], tmp_path, wait_s=0.5)
+    time.sleep(0.3)
+    assert plain.poll() is None and not saved  # the default action would have killed it
+    assert any("not sent" in n for n in notes)
+    handled = spawn(HANDLER, env={"RANK": "4", "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "fr")})
+    ready(handled)
+    proc = collect.RankProcess(handled.pid, 4, collect.start_time(handled.pid) or "", "", "--pid")
+    saved, notes = collect.signal_dumps([proc], tmp_path, wait_s=0.5)
+    assert handled.stdout is not None and handled.stdout.readline().strip() == "usr1"
+    assert handled.poll() is None and any("SIGUSR1 sent" in n for n in notes)
+    assert any(f"no new dump at {tmp_path / 'fr'}4" in n for n in notes)
+
+
+def test_ranks_found_below_a_launcher_pid(spawn: Callable[..., Any]) -> None:
+    launcher = spawn(LAUNCHER)
+    kids = [int(x) for x in ready(launcher).split()[1:]]
+    assert collect.children(launcher.pid) == sorted(kids)
+    procs, notes = collect.find_processes(pids=[launcher.pid])
+    assert [(p.rank, p.pid) for p in procs] == [(0, kids[0]), (1, kids[1])]
+    assert any("left alone" in n and str(launcher.pid) in n for n in notes)
+
+
+def test_ranks_found_from_logs(spawn: Callable[..., Any], tmp_path: Path) -> None:
+    launcher = spawn(LAUNCHER)
+    kids = [int(x) for x in ready(launcher).split()[1:]]
+    log = tmp_path / "job.log"
+    log.write_text(f"node01:{kids[0]}:{kids[0] + 7} [0] NCCL INFO Bootstrap : Using eth0\n"
+                   f"worker started (pid: {kids[1]})\nProcess 999999999: gone\n")
+    procs, notes = collect.find_processes(logs=[tmp_path])
+    assert sorted((p.rank, p.pid) for p in procs) == [(0, kids[0]), (1, kids[1])]
+    assert any("999999999" in n and "not running" in n for n in notes)
+    # a process holding the log open (a rank's redirected stdout) is found without any pid
+    with open(tmp_path / "rank5.log", "w") as out:
+        holder = spawn(SLEEPER, env={"RANK": "5"}, stdout=out)
+    wait_for(lambda: (tmp_path / "rank5.log").read_text().startswith("ready"), 30, "the child")
+    procs, _ = collect.find_processes(logs=[tmp_path / "rank5.log"])
+    assert [(p.rank, p.pid) for p in procs] == [(5, holder.pid)]
+
+
+def test_pids_in_logs_ignores_what_is_no_pid(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text(
+        "iteration 100/200 | pid: 4242 |\nhost-a:1234:1290 [3] NCCL INFO comm 0x1 rank 3\n"
+        "Process 77: python train.py\nrapid 55 steps\n")
+    assert collect.pids_in_logs([tmp_path / "a.log"]) == {4242, 1234, 77}
+
+
+def test_fanout_commands() -> None:
+    cmds = collect.fanout_commands("node[01-03]", Path("/shared/ev"), "4242")
+    srun = cmds["slurm"]
+    assert srun[:3] == ["srun", "--overlap", "--jobid=4242"]
+    assert "--nodelist=node[01-03]" in srun and "--nodes=3" in srun
+    assert "--output=/shared/ev/evidence/trace-%N.out" in srun  # the name parse/stacks reads
+    assert "py-spy dump" in srun[-1] and srun[-3:-1] == ["bash", "-c"]
+    assert cmds["pdsh"][:3] == ["pdsh", "-w", "node[01-03]"]
+    no_id = collect.fanout_commands(["node01", "node02"], Path("/ev"), None)
+    assert '--jobid="$SLURM_JOB_ID"' in collect.command_text(no_id["slurm"])
+    assert collect.fanout_commands(None, Path("/ev"), None) == {}
+
+
+def test_cli_collect_a_plain_python_process(spawn: Callable[..., Any], tmp_path: Path) -> None:
+    p = spawn(SLEEPER, env={"RANK": "0"})
+    ready(p)
+    out, err = io.StringIO(), io.StringIO()
+    rc = cli.main(["collect", "--pid", str(p.pid), "-o", str(tmp_path / "ev"), "--hosts",
+                   "n[1-2]"], out, err)
+    assert rc == 0, err.getvalue()
+    ev = tmp_path / "ev" / "evidence"
+    notes = (ev / "notes.txt").read_text()
+    assert "nvidia-smi" in notes and f"pid {p.pid}" in notes and "srun --overlap" in notes
+    dumps = list(ev.glob(f"py-spy-rank0-pid{p.pid}.txt"))
+    assert dumps or "py-spy" in notes  # py-spy absent or ptrace denied: a note says so
+    assert p.poll() is None
+    if dumps:
+        stacks = traindoc.load(str(tmp_path / "ev")).stacks
+        assert set(stacks["rank"].dropna()) == {0} and set(stacks["pid"].dropna()) == {p.pid}
+    assert cli.main(["collect", "-o", str(tmp_path / "x")], io.StringIO(), io.StringIO()) == 2
+    assert cli.main(["collect", "--pid", "999999999", "-o", str(tmp_path / "y")],
+                    io.StringIO(), io.StringIO()) == 1
+
+
+@pytest.mark.drills
+@needs_torch
+def test_collect_on_the_live_hang_drill(live_drill: Callable[..., dict[str, Any]],  # noqa: F811
+                                        tmp_path: Path) -> None:
+    rec = live_drill("hang", max_runtime_s=180)
+    last = Path(rec["ranks"]["1"]["logs"]["stdout"])
+    wait_for(lambda: " iteration        5/" in last.read_text(errors="replace"), 120, "the hang")
+    time.sleep(2.0)  # rank 1 waits on its eval loader, rank 0 in broadcast
+    res = collect.collect(tmp_path / "ev", logs=[rec["out"]])
+    assert sorted(p.rank for p in res.processes) == [0, 1]
+    names = {p.name for p in res.saved}
+    for r in (0, 1):
+        pid = rec["ranks"][str(r)]["pid"]
+        assert f"py-spy-rank{r}-pid{pid}.txt" in names
+        assert f"fr-rank{r}.pkl" in names  # asked with SIGUSR1: the drill's worker catches it
+    assert any("SIGUSR1 sent" in n for n in res.notes)
+    facts = deadlock.diagnose(traindoc.load(str(tmp_path / "ev"))).facts
+    assert facts["outlier_members"] == [1]
+    assert "_Trainer.evaluate" in facts["outlier_leaf"]
+    assert all(p.alive() for p in (collect_ref(rec, r) for r in ("0", "1")))  # still running
+
+
+def collect_ref(rec: dict[str, Any], rank: str) -> Any:
+    from traindoc.drills.live import ProcRef
+
+    return ProcRef(rec["ranks"][rank]["pid"], rec["ranks"][rank]["start"])
