@@ -181,3 +181,20 @@ def collect_ref(rec: dict[str, Any], rank: str) -> Any:
     from traindoc.drills.live import ProcRef
 
     return ProcRef(rec["ranks"][rank]["pid"], rec["ranks"][rank]["start"])
+
+
+@pytest.mark.drills
+@needs_torch
+def test_collect_asks_torchs_worker_server_without_a_signal(
+        live_drill: Callable[..., dict[str, Any]], tmp_path: Path) -> None:  # noqa: F811
+    rec = live_drill("hang", max_runtime_s=180, worker_server=True)
+    last = Path(rec["ranks"]["1"]["logs"]["stdout"])
+    wait_for(lambda: " iteration        5/" in last.read_text(errors="replace"), 120, "the hang")
+    res = collect.collect(tmp_path / "ev", logs=[rec["out"]], system=False)
+    names = {p.name for p in res.saved}
+    assert {"fr-rank0.json", "fr-rank1.json"} <= names
+    assert not any("SIGUSR1 sent" in n for n in res.notes)
+    assert not list(Path(rec["out"], "fr").glob("rank?"))  # nobody was signalled to dump
+    inc = traindoc.load(str(tmp_path / "ev"))
+    assert set(inc.collectives["rank"].dropna()) == {0, 1}
+    assert deadlock.diagnose(inc).facts["outlier_members"] == [1]

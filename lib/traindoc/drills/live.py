@@ -142,8 +142,9 @@ def _rank_logs(out: Path, local_rank: int) -> dict[str, str]:
 
 
 def _command(name: str, out: Path, py: str, nproc: int, steps: int, k: int,
-             pg_timeout: float, deadline: float) -> list[str]:
+             pg_timeout: float, deadline: float, worker_server: bool) -> list[str]:
     spec = SPECS[name]
+    server = [f"--worker-socket={out / 'fr' / 'rank'}"] if worker_server else []
     return [
         *_launcher(py),
         "--standalone",
@@ -163,6 +164,7 @@ def _command(name: str, out: Path, py: str, nproc: int, steps: int, k: int,
         f"--step-time={STEP_TIME_S:g}",
         f"--slow-time={SLOW_TIME_S:g}",
         f"--deadline={deadline + WORKER_EXTRA_S:.3f}",
+        *server,
     ]
 
 
@@ -174,10 +176,12 @@ def start(
     nproc: int = 2,
     python: str | os.PathLike[str] | None = None,
     wait_s: float = START_WAIT_S,
+    worker_server: bool = False,
 ) -> dict[str, Any]:
     """Start drill ``name`` detached into ``out_dir``; return its ``pids.json`` once all ranks run.
 
-    The job is killed when ``max_runtime_s`` passes, whether or not ``stop`` is called.
+    The job is killed when ``max_runtime_s`` passes, whether or not ``stop`` is called. With
+    ``worker_server`` each rank also serves torch's worker server on ``fr/rank<N>.sock``.
     """
     if name not in SPECS:
         raise DrillError(f"unknown drill {name!r}; choose from {', '.join(SPECS)}")
@@ -204,7 +208,7 @@ def start(
     started = time.time()
     deadline = started + max_runtime_s
     pg_timeout = max_runtime_s + 60.0 if name == "hang" else spec.pg_timeout * 12
-    cmd = _command(name, out, py, nproc, steps, k, pg_timeout, deadline)
+    cmd = _command(name, out, py, nproc, steps, k, pg_timeout, deadline, worker_server)
     facts, notes = _facts(spec, nproc, steps, k, {})
     _write_json(out / "drill.json", {
         "drill": name, "class": spec.cls, "facts": facts, "notes": "; ".join(notes),
@@ -413,6 +417,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-runtime", type=float, default=DEFAULT_MAX_RUNTIME_S, metavar="S",
                    help="live drill: kill it after S seconds even if nobody stops it "
                         f"(default {DEFAULT_MAX_RUNTIME_S:g})")
+    p.add_argument("--worker-server", action="store_true",
+                   help="live drill: each rank also serves torch's worker server on "
+                        "DIR/fr/rank<N>.sock (traindoc collect asks it for the flight recorder)")
 
 
 def stop_lines(res: StopResult) -> list[str]:
@@ -463,7 +470,8 @@ def run_command(name: str | None, out: str | os.PathLike[str] | None, args: argp
         print("error: --live needs a drill NAME and -o DIR", file=stderr)
         return 2
     try:
-        rec = start(name, out, max_runtime_s=args.max_runtime, nproc=args.nproc)
+        rec = start(name, out, max_runtime_s=args.max_runtime, nproc=args.nproc,
+                    worker_server=args.worker_server)
     except DrillError as e:
         print(f"error: {e}", file=stderr)
         return 2 if name not in LIVE_DRILLS or "max-runtime" in str(e) else 3

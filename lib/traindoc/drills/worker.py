@@ -202,6 +202,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--fr-prefix", default=None,
                    help="dump to <prefix><rank> instead of <fr-dir>/rank<N>.pkl (live drills)")
+    p.add_argument("--worker-socket", default=None,
+                   help="serve torch's worker server (flight recorder, stacks) on "
+                        "<prefix><rank>.sock, as torch's control_plane.worker_main does")
     p.add_argument("--deadline", type=float, default=None,
                    help="epoch seconds: exit (124) at this time whatever the job is doing")
     return p.parse_args(argv)
@@ -355,6 +358,10 @@ def _run(args: argparse.Namespace) -> None:
         threading.Thread(target=_exit_at, args=(args.deadline, rank), name="drill-deadline",
                          daemon=True).start()
     dist.init_process_group("gloo", timeout=timedelta(seconds=args.pg_timeout))
+    if args.worker_socket:
+        from torch._C._distributed_c10d import _WorkerServer
+
+        server = _WorkerServer(f"{args.worker_socket}{rank}.sock")  # noqa: F841 (kept alive)
     try:
         trainer = _Trainer(args, recorder)
         total = args.steps
