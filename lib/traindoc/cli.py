@@ -7,6 +7,7 @@
     traindoc drill NAME [-o DIR] [--live [--max-runtime S]] | traindoc drill --stop DIR
     traindoc list
     traindoc collect --pid P... | --from-logs LOGS... -o OUT [--hosts HOSTLIST] [--run]
+    traindoc watch LOGS... [-o OUT] [--collect] [--notify CMD] [--exit-on-alert]
 
 Runbooks are executed headless by papermill (kernel ``python3``) with the repository root as
 working directory; LOGS are made absolute first. Everything is written under ``-o DIR``: the
@@ -38,6 +39,8 @@ from .execute import (
     execute_runbook,
 )
 from .locations import CHECKOUT, runbooks_dir
+from .watch import add_arguments as watch_arguments
+from .watch import main as watch_main
 
 EXIT_OK = 0  # diagnosed: the runbook ran and wrote summary.json
 EXIT_NO_INPUT = 1  # nothing could be read from LOGS (the runbook raised NoInputError)
@@ -155,6 +158,8 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
     d.add_argument("--steps", type=int, default=None, help="training steps (default per drill)")
     d.add_argument("--nproc", type=int, default=2, help="worker processes (default 2)")
     drills_live.add_arguments(d)
+    watch_arguments(sub.add_parser("watch", help="follow a running job's logs; alert on a "
+                                                 "stall, error, throughput drop or loss spike"))
     collect_cmd.add_arguments(sub.add_parser(
         "collect", help="save py-spy stacks, flight-recorder dumps and GPU state of a live job",
         description="Evidence from the job's processes while they still exist (this host); "
@@ -377,6 +382,8 @@ def _dispatch(p: argparse.ArgumentParser, args: argparse.Namespace, books: dict[
         return _score(args, p, stdout)
     if args.command == "collect":
         return collect_cmd.main(args, stdout, stderr)
+    if args.command == "watch":
+        return watch_main(args, stdout, stderr, terminal_text)
     if args.command not in ("triage", "run"):
         p.print_help(stderr)
         return EXIT_USAGE
