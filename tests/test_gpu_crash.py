@@ -754,3 +754,69 @@ def test_runbook_analyses_once_and_shows_the_bottom_line_first() -> None:
     assert [s.splitlines()[0] for s in src[:i] if s.startswith("## ")] == ["## 1. Load the logs"]
     assert all(not c.get("outputs") and c.get("execution_count") is None
                for c in nb["cells"] if c["cell_type"] == "code")
+
+
+# --- which process ran where: NCCL's host:pid:tid [dev] lines (parse/processes.py) --------------
+
+NCCL_LINES = {  # real lines (pytorch#135486; public NCCL_DEBUG=INFO logs)
+    "g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to ffff0000,00000000,"
+    "ffff0000,00000000": {"host": "g1002", "pid": 2128869, "device": 0, "event": "affinity"},
+    "compute-gpu-st-distributed-ml-1:7614:7691 [0] NCCL INFO comm 0x573f9cb382e0 rank 0 nRanks 2 "
+    "nNodes 2 localRanks 1 localRank 0 MNNVL 0": {
+        "host": "compute-gpu-st-distributed-ml-1", "pid": 7614, "device": 0,
+        "comm": "0x573f9cb382e0", "comm_rank": 0, "comm_size": 2, "event": "comm"},
+    "VM-16-5-centos:39923:78857 [0] NCCL INFO comm 0x56501150c320 rank 0 nranks 16 cudaDev 0 "
+    "nvmlDev 0 busId 3000 commId 0x1c6daa4f776f8e93 - Init COMPLETE": {
+        "host": "VM-16-5-centos", "pid": 39923, "comm_rank": 0, "comm_size": 16,
+        "event": "init_complete"},
+    # a Docker container's host name is its id: no machine
+    "6a9ab017bb44:454:461 [0] NCCL INFO comm 0x557b4c553c80 rank 0 nranks 1 cudaDev 0 nvmlDev 0 "
+    "busId d8000 commId 0x428d7c9b55223c50 - Init START": {
+        "host": None, "pid": 454, "event": "init_start"},
+}
+
+
+@pytest.mark.parametrize("line", list(NCCL_LINES))
+def test_nccl_init_lines_name_the_process_and_its_machine(line: str) -> None:
+    from traindoc.parse import processes
+
+    assert reaches(processes.PARSERS, line)
+    row = processes.parse_nccl_process(line)
+    assert row is not None
+    for k, v in NCCL_LINES[line].items():
+        assert row.get(k) == v, (k, row)
+
+
+def test_other_nccl_info_lines_are_no_process_rows() -> None:
+    from traindoc.parse import processes
+
+    line = ("compute-gpu-st-distributed-ml-1:7614:7691 [0] NCCL INFO Channel 00/02 : 0 1")
+    assert not reaches(processes.PARSERS, line)
+    assert processes.parse_nccl_process(line) is None
+
+
+SEGV_TWO_NODES = """\
+0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to ffff0000,00000000
+1: g1003:3300001:3300009 [0] NCCL INFO Setting affinity for GPU 0 to ffff0000,00000000
+0: Fatal Python error: Segmentation fault
+0: E0909 14:03:50.013000 22579342468928 torch/distributed/elastic/multiprocessing/api.py:833] \
+failed (exitcode: -11) local_rank: 0 (pid: 2128869) of binary: /usr/bin/python
+"""
+
+
+def test_the_failed_pid_names_its_machine_through_nccl_lines(tmp_path: Path) -> None:
+    """srun -l's task 0 names no machine; NCCL's line for the pid torchrun reports does."""
+    a = gpu_crash.analyse(load_text(tmp_path, SEGV_TWO_NODES))
+    assert a.facts["failed_hosts"] == ["g1002"]
+    r = gpu_crash.report(a)
+    assert r.actions[0].id == "debug_native_crash"  # a segfault is no kill from outside
+    assert "g1003" not in r.verdict
+
+
+def test_a_container_id_is_never_a_failed_host(tmp_path: Path) -> None:
+    text = SEGV_TWO_NODES.replace("g1002", "6a9ab017bb44").replace("1: g1003:3300001:3300009 "
+                                                                   "[0] NCCL INFO Setting "
+                                                                   "affinity for GPU 0 to "
+                                                                   "ffff0000,00000000\n", "")
+    a = gpu_crash.analyse(load_text(tmp_path, text))
+    assert a.facts["failed_hosts"] == []

@@ -146,6 +146,22 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "source": "string",
         "line": "string",
     },
+    # Which process ran where: NCCL's "host:pid:tid [dev] NCCL INFO" init lines. ``comm_rank``
+    # is the rank inside communicator ``comm`` (of ``comm_size``), not the global rank; event:
+    # init_start | init_complete | comm | affinity | driver | bootstrap.
+    "processes": {
+        "rank": "Int64",
+        "host": "string",
+        "pid": "Int64",
+        "device": "Int64",
+        "comm": "string",
+        "comm_rank": "Int64",
+        "comm_size": "Int64",
+        "event": "string",
+        "time": "datetime64[ns]",
+        "source": "string",
+        "line": "string",
+    },
 }
 
 TABLES: tuple[str, ...] = tuple(SCHEMAS)

@@ -203,6 +203,17 @@ def rank_hosts(incident: Incident) -> dict[int, str]:
     return {int(r): str(g.mode().iloc[0]) for r, g in both.groupby("rank")["host"]}
 
 
+def pid_hosts(incident: Incident) -> dict[int, str]:
+    """The host of each pid that NCCL's init lines tie to one machine (``processes``; a pid
+    seen on two machines is left out)."""
+    p = incident.tables.get("processes")
+    if p is None or not len(p):
+        return {}
+    both = p[p["pid"].notna() & p["host"].notna()]
+    hosts = both.groupby("pid")["host"].unique()
+    return {int(pid): str(h[0]) for pid, h in hosts.items() if len(h) == 1 and is_host(h[0])}
+
+
 def task_hosts(incident: Incident) -> dict[str, str]:
     """The machine behind each srun task name (``srun-task-1`` -> ``node-b``), from srun's own
     exit lines ("srun: error: node-b: task 1: Exited …")."""

@@ -7,6 +7,7 @@ in ``LINE_PARSERS`` (one line each), ``BLOCK_PARSERS`` (multi-line records) or
   launcher/scheduler exit lines into ``exits``
 - ``xid``: NVIDIA driver Xid lines (dmesg/journal/syslog) and the Xid catalog
 - ``checkpoints``: checkpoint save/load lines
+- ``processes``: NCCL's ``host:pid:tid [dev]`` init lines (which process ran where)
 - ``iterations``: Megatron/DeepSpeed/torchtitan/Lightning/HF Trainer step lines
 - ``progress``: tqdm bars
 - ``torchrun``: torchrun's ChildFailedError report (block parser)
@@ -28,6 +29,7 @@ from . import (
     flight_recorder,
     iterations,
     metrics,
+    processes,
     progress,
     stacks,
     torchrun,
@@ -43,6 +45,7 @@ LINE_PARSERS: tuple[LineParser, ...] = (
     *iterations.PARSERS,
     *progress.PARSERS,
     *benchmarks.PARSERS,
+    *processes.PARSERS,
 )
 
 # Classes: the reader makes one block parser of each kind per writer of a stream, and reads

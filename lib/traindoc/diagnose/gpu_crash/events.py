@@ -19,7 +19,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ...parse.xid import xid_info
-from ..common import as_int, as_str, is_host, rank_hosts
+from ..common import as_int, as_str, is_host, pid_hosts, rank_hosts
 
 SAME_FAILURE_WINDOW_S = 120.0  # causes this close to the first one, on its host, are one failure
 
@@ -178,9 +178,13 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 by_local.setdefault((str(r.host), int(r.local_rank)), int(r.rank))
     if host_of is None:
         host_of = rank_hosts(incident)
+    by_pid_host = pid_hosts(incident)
     # one machine (or none named): torchrun's local rank is the rank
     one_node = len([h for h in incident.hosts if is_host(h)]) <= 1
     ranks, hosts = [], []
+    # srun task -> machine, where a line that task wrote names a pid NCCL places (a launcher's
+    # children run on its own machine); a task seen on two machines is left as it is
+    task_machine: dict[str, set[str]] = {}
     for r in ev.itertuples(index=False):
         rank = int(r.rank) if known(r.rank) else None
         if rank is None and known(r.pid):
@@ -192,10 +196,18 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         host = str(r.host) if is_host(r.host) else None
         if host is None and rank is not None:
             host = host_of.get(rank)
+        if host is None and known(r.pid):
+            host = by_pid_host.get(int(r.pid))  # NCCL's init lines: this pid's machine
+            if host is not None and known(r.host):
+                task_machine.setdefault(str(r.host), set()).add(host)
         if host is None and known(r.host):
             host = str(r.host)  # an srun task id: who wrote it, never a host to drain
         ranks.append(rank)
         hosts.append(host)
+    for i, h in enumerate(hosts):
+        machines = task_machine.get(h) if h is not None else None
+        if machines is not None and len(machines) == 1:
+            hosts[i] = next(iter(machines))
     ev["rank"] = pd.array(ranks, dtype="Int64")
     ev["host"] = pd.array(hosts, dtype="string")
 

@@ -380,6 +380,9 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
     return acts
 
 
+# Signals a process raises on itself by faulting (not a kill from outside).
+FAULT_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"})
+
 def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) -> list[Action]:
     who = _who(f)
     if kind == "oom" and first["code"] in HOST_OOM_CODES:
@@ -409,6 +412,15 @@ def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) 
             "fix_exception", 1, "Fix the Python exception",
             f"{who} raised it first ({msg[:160]}); every other failure followed from it.",
             f"read the traceback ending at {first['source']}")]
+    if kind == "signal" and first["code"] in FAULT_SIGNALS:
+        return [Action(
+            "debug_native_crash", 1, "Find the native code that crashed",
+            f"{who} died of {first['code']} ({msg[:120]}): a fault in native code (a library, "
+            "a driver, a custom kernel), not a kill from outside.",
+            f"read the Python stack dumped at {first['source']} (faulthandler) for the call "
+            "that crashed; for the native frames: ulimit -c unlimited, rerun, then gdb -batch "
+            "-ex bt $(which python) core; check that the GPU driver and runtime match the torch "
+            "build (python -m torch.utils.collect_env)")]
     if kind in ("signal", "exit"):
         return [Action(
             "why_killed", 1, "Find out who killed the process",

@@ -1,0 +1,70 @@
+"""Which process ran where: NCCL's ``host:pid:tid [dev]`` init lines into ``processes``.
+
+With ``NCCL_DEBUG=INFO`` every NCCL line starts with ``%h:%p:%t [%d]`` (``gethostname()``, pid,
+thread id, CUDA device), so a few lines each process prints once name its machine beside its
+pid — the pid torchrun's failure report gives, and which nothing else may tie to a host:
+
+- ``g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to ffff0000,…``
+- ``6a9ab017bb44:454:461 [0] NCCL INFO comm 0x557b4c553c80 rank 0 nranks 1 cudaDev 0 nvmlDev 0
+  busId d8000 commId 0x428d7c9b55223c50 - Init START`` (NCCL 2.18+; ``Init COMPLETE`` after)
+- ``compute-gpu-st-distributed-ml-1:7614:7691 [0] NCCL INFO comm 0x573f9cb382e0 rank 0 nRanks 2
+  nNodes 2 localRanks 1 localRank 0 MNNVL 0``
+- ``node-003:4001:4001 [1] NCCL INFO cudaDriverVersion 12040``, ``… NCCL INFO Bootstrap : Using
+  ib0:10.1.2.3<0>``
+
+``comm_rank`` is the rank inside that communicator (the global rank only for the default
+one), so it never fills ``rank``: that comes from the line's launcher prefix. A Docker
+container's host name is its 12-hex-digit id, no machine to drain: such a name is left out.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import LineParser, Row, to_int
+
+NCCL_PROCESS_RE = re.compile(
+    r"(?:^|\s)(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>\d{1,3})\]"
+    r" NCCL INFO (?P<what>.*)")
+NCCL_COMM_RE = re.compile(
+    r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<size>\d+)"
+    r"(?:.*?(?P<init>Init (?:START|COMPLETE)))?")
+CONTAINER_ID_RE = re.compile(r"[0-9a-f]{12}")
+
+EVENTS = (("Setting affinity", "affinity"), ("cudaDriverVersion", "driver"),
+          ("Bootstrap", "bootstrap"))
+
+
+def parse_nccl_process(text: str) -> Row | None:
+    """One NCCL init line: the process's host, pid and device (and its communicator)."""
+    m = NCCL_PROCESS_RE.search(text)
+    if not m:
+        return None
+    what = m["what"]
+    row: Row = {"pid": to_int(m["pid"]), "device": to_int(m["dev"])}
+    c = NCCL_COMM_RE.match(what)
+    if c:
+        row.update(comm=c["comm"], comm_rank=to_int(c["rank"]), comm_size=to_int(c["size"]),
+                   event=(c["init"] or "comm").lower().replace(" ", "_"))
+    else:
+        event = next((e for lead, e in EVENTS if what.startswith(lead)), None)
+        if event is None:
+            return None
+        row["event"] = event
+    host = m["host"]
+    if not CONTAINER_ID_RE.fullmatch(host):
+        row["host"] = host
+    else:
+        row["host"] = None  # (the sink falls back to the line's prefix host, if any)
+    return row
+
+
+PARSERS: tuple[LineParser, ...] = (
+    LineParser(
+        "nccl_process", "processes",
+        ("NCCL INFO comm 0x", "NCCL INFO Setting affinity", "NCCL INFO cudaDriverVersion",
+         "NCCL INFO Bootstrap"),
+        parse_nccl_process,
+        example="0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to "
+                "ffff0000,00000000,ffff0000,00000000"),
+)
