@@ -226,10 +226,13 @@ def start(
     env.pop("TORCHELASTIC_ERROR_FILE", None)
     # An intermediate process that exits at once: the supervisor is nobody's child here (no
     # zombie in the caller) and leads its own session.
-    subprocess.run(
-        [sys.executable, "-m", "traindoc.drills.live", "--detach", json.dumps(config)],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, check=True, timeout=60)
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "traindoc.drills.live", "--detach", json.dumps(config)],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise DrillError(f"could not start the live drill's supervisor: {e}") from None
     limit = time.monotonic() + wait_s
     while time.monotonic() < limit:
         with suppress(DrillError):
