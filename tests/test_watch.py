@@ -2,7 +2,9 @@
 error, throughput and loss-spike alerts; alert.json, --notify, --exit-on-alert; no alert on a
 healthy run. A background thread plays the job, writing real line formats (the Megatron lines
 of data/throughput/drill_slow_rank, a torch 2.4 NCCL watchdog line from
-tests/data/wordings/watchdog_timeout.txt) into tmp_path. No torch."""
+tests/data/wordings/watchdog_timeout.txt) into tmp_path. No torch, except the end-to-end
+tests on the live drills (marker ``drills``), which print the detection latencies the README
+quotes."""
 
 from __future__ import annotations
 
@@ -463,7 +465,8 @@ def _watch_live(d: Path, out: Path) -> dict[str, Any]:
     assert code == EXIT_ALERT, (printed, err)
     a = alert(out)
     print(f"{d.name}: {a['class']} {a['seconds_since_progress']} s after the last progress "
-          f"line; {a['reason']}")
+          f"line, {a['details'].get('seconds_since_onset')} s after the fault's first line; "
+          f"{a['reason']}")
     return a
 
 
