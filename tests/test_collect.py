@@ -198,3 +198,15 @@ def test_collect_asks_torchs_worker_server_without_a_signal(
     inc = traindoc.load(str(tmp_path / "ev"))
     assert set(inc.collectives["rank"].dropna()) == {0, 1}
     assert deadlock.diagnose(inc).facts["outlier_members"] == [1]
+
+
+def test_an_earlier_collection_is_replaced_not_mixed(tmp_path: Path) -> None:
+    ev = tmp_path / "ev" / "evidence"
+    ev.mkdir(parents=True)
+    old = ["py-spy-rank0-pid11.txt", "fr-rank1.pkl", "notes.txt", "trace-node01.out"]
+    for name in [*old, "mine.log"]:
+        (ev / name).write_text("x")
+    res = collect.collect(tmp_path / "ev", pids=[999_999_999], system=False)
+    assert not any((ev / n).exists() for n in old[:2] + old[3:])
+    assert (ev / "mine.log").read_text() == "x"  # not collect's: kept
+    assert any("earlier collection" in n for n in res.notes)

@@ -579,6 +579,23 @@ def run_fanout(cmds: dict[str, list[str]], evidence: Path) -> tuple[dict[str, in
 # -- the whole collection ------------------------------------------------------------------------
 
 
+# the files collect writes: an earlier collection's are removed so two moments never mix
+OWN_FILE_RES = (re.compile(r"^py-spy-rank(?:\d+|NA)-pid\d+\.txt$"),
+                re.compile(r"^fr-rank(?:\d+|NA)\.(?:json|pkl)$"),
+                re.compile(r"^(?:nvidia-smi-q|dmesg-xid|notes|pdsh-py-spy)\.txt$"),
+                re.compile(r"^trace-[^/]+\.out$"))
+
+
+def clear_previous(evidence: Path) -> list[Path]:
+    """Remove the files an earlier ``collect`` wrote into ``evidence`` (nothing else)."""
+    gone = []
+    for f in sorted(evidence.iterdir()):
+        if f.is_file() and not f.is_symlink() and any(rx.match(f.name) for rx in OWN_FILE_RES):
+            f.unlink()
+            gone.append(f)
+    return gone
+
+
 def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
             logs: Sequence[str | os.PathLike[str]] = (), hosts: str | Sequence[str] | None = None,
             jobid: str | None = None, run: bool = False, flight_recorder: bool = True,
@@ -588,6 +605,9 @@ def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
     evidence = out_p / "evidence"
     evidence.mkdir(parents=True, exist_ok=True)
     res = CollectResult(out_p, evidence)
+    cleared = clear_previous(evidence)
+    if cleared:
+        res.notes.append(f"removed {len(cleared)} files of an earlier collection in {evidence}")
     res.processes, notes = find_processes(pids, logs)
     res.notes += notes
     pyspy = find_pyspy()
