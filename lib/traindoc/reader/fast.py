@@ -77,7 +77,9 @@ NEEDLE, ESC, SUSP, SPLIT, CTRL, NONASCII, YEARCAND = 1, 2, 4, 8, 16, 32, 64
 ISO_TAIL = rb"[-/]\d\d[-/]\d\d[ T_]\d\d[:\-]\d\d[:\-]\d\d"
 ISO_B = re.compile(rb"20(\d\d)" + ISO_TAIL)  # prefixes.ISO_TIME_RE, on bytes
 # Byte patterns; each matches only inside one line. Supersets of what they stand for.
-MIDLINE_PAT = rb"\S\[(?:rank|default)[0-9]"  # split_physical's glued prefix (needs a non-space)
+# split_physical's glued prefix: after a character that is neither white space nor ":" (so
+# "[default2]:[rank2]:" stacked at a line's start is no split)
+MIDLINE_PAT = rb"[^\s:]\[(?:rank|default)[0-9]"
 CR_PAT = rb"\r[^\n]"  # a carriage return that is not the end of a CRLF line
 CTRL_PAT = rb"[\x00\x1c-\x1f]"  # NUL (removed) and what str regexes treat as white space
 SUSP_PATS = (rb"\b\w*(?:Error|Exception)\b:", rb"Traceback \(most recent call last\)",
@@ -475,10 +477,19 @@ class FastText:
         """``LineReader.physical`` for a line whose needles are in ``mask``: split only where
         the scan saw a split, stripped only where it saw escapes."""
         lines, st = self.lines, self.st
-        if flags & (NONASCII | CTRL):
+        ascii_ = not flags & NONASCII
+        if flags & CTRL:
             lines.read_line(st, b, lineno)
             return
-        text = lines.cut(st, b.decode("ascii"), lineno)
+        if ascii_:
+            text = b.decode("ascii")
+        else:
+            try:  # valid UTF-8 without NUL: what ``decode`` gives, nothing to count
+                text = b.decode("utf-8")
+            except UnicodeDecodeError:
+                lines.read_line(st, b, lineno)
+                return
+        text = lines.cut(st, text, lineno)
         parts = split_physical(text) if flags & SPLIT else (text,)
         acc = lines.acc
         for part in parts:
@@ -488,13 +499,17 @@ class FastText:
             if st.pending is not None:
                 lines.logical(st, part, lineno)
             else:
-                self._logical(part, lineno, mask)
+                self._logical(part, lineno, mask, ascii_)
 
-    def _logical(self, text: str, lineno: int, mask: int) -> None:
-        """``LineReader.logical`` with nothing pending: the writer from the prefix cache, and
-        only the parsers that can have a needle in the line."""
+    def _logical(self, text: str, lineno: int, mask: int, ascii_: bool = True) -> None:
+        """``LineReader.logical`` with nothing pending: the writer from the prefix cache (an
+        ASCII line) or ``demux``, and only the parsers that can have a needle in the line."""
         st = self.st
-        c, origin, _ = self.prefixes.split(text.encode("ascii"))
+        if ascii_:
+            c, origin, _ = self.prefixes.split(text.encode("ascii"))
+        else:
+            body, origin = demux(text)
+            c = len(text) - len(body)
         merged = self._merged_origin.get(id(origin))
         if merged is None or merged[0] is not origin:
             merged = self._merged_origin[id(origin)] = (origin, merge_origin(st.origin, origin))
