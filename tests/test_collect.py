@@ -97,6 +97,24 @@ def test_ranks_found_below_a_launcher_pid(spawn: Callable[..., Any]) -> None:
     assert any("left alone" in n and str(launcher.pid) in n for n in notes)
 
 
+def test_a_ranks_helper_is_dumped_but_never_signalled(spawn: Callable[..., Any],
+                                                      tmp_path: Path) -> None:
+    """A child with its parent's RANK (a DataLoader worker) is that rank's helper."""
+    code = ("import os, signal, subprocess, sys, time\n"
+            "signal.signal(signal.SIGUSR1, lambda *a: None)\n"
+            "k = subprocess.Popen([sys.executable, '-c', " + repr(HANDLER) + "],\n"
+            "                     stdout=subprocess.DEVNULL)\n"
+            "print('ready', k.pid, flush=True); time.sleep(120)\n")
+    rank = spawn(code, env={"RANK": "2"})
+    helper = int(ready(rank).split()[1])
+    wait_for(lambda: collect.signal_caught(helper, signal.SIGUSR1), 30, "the helper's handler")
+    procs, _ = collect.find_processes(pids=[rank.pid])
+    assert [(p.pid, p.rank, p.helper_of) for p in procs] == [(rank.pid, 2, None),
+                                                              (helper, 2, rank.pid)]
+    _, notes = collect.signal_dumps(procs[1:], tmp_path, wait_s=0.1)
+    assert any("a helper of" in n for n in notes) and not any("SIGUSR1 sent" in n for n in notes)
+
+
 def test_ranks_found_from_logs(spawn: Callable[..., Any], tmp_path: Path) -> None:
     launcher = spawn(LAUNCHER)
     kids = [int(x) for x in ready(launcher).split()[1:]]

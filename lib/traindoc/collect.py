@@ -66,6 +66,7 @@ class RankProcess:
     start: str  # /proc start time: the same process while this matches
     cmdline: str
     found_by: str
+    helper_of: int | None = None  # a child of the rank process with the same RANK (DataLoader)
 
 
 @dataclass
@@ -283,8 +284,23 @@ def find_processes(pids: Sequence[int] = (), logs: Sequence[str | os.PathLike[st
             notes.append("no process with RANK in its environment: dumping the --pid processes")
     if not procs:
         notes.append("no rank process of the job found on this host")
+    procs = _mark_helpers(procs)
     procs.sort(key=lambda p: (p.rank if p.rank is not None else 1 << 30, p.pid))
     return procs, notes
+
+
+def _mark_helpers(procs: list[RankProcess]) -> list[RankProcess]:
+    """A process whose parent has the same rank is that rank's helper (a DataLoader worker
+    inherits RANK): dumped by py-spy, never asked for a flight-recorder dump."""
+    by_pid = {p.pid: p for p in procs}
+    out = []
+    for p in procs:
+        fields = _stat(p.pid)
+        parent = by_pid.get(int(fields[1])) if fields else None
+        if parent is not None and parent.rank == p.rank and p.rank is not None:
+            p = RankProcess(p.pid, p.rank, p.start, p.cmdline, p.found_by, parent.pid)
+        out.append(p)
+    return out
 
 
 # -- dumps ---------------------------------------------------------------------------------------
@@ -410,8 +426,9 @@ def signal_dumps(procs: Sequence[RankProcess], evidence: Path, wait_s: float = F
     asked: dict[RankProcess, Path] = {}
     since = time.time() - 1.0
     for p in procs:
-        if p.rank is None:
-            notes.append(f"pid {p.pid}: no rank, no flight-recorder dump asked")
+        if p.rank is None or p.helper_of is not None:
+            why = "no rank" if p.rank is None else f"a helper of pid {p.helper_of}"
+            notes.append(f"pid {p.pid}: {why}, no flight-recorder dump asked")
             continue
         if start_time(p.pid) != p.start:
             notes.append(f"pid {p.pid} has exited (or is another process now): nothing asked")
@@ -623,6 +640,9 @@ def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
     if flight_recorder and res.processes:
         rest = []
         for p in res.processes:
+            if p.helper_of is not None:
+                rest.append(p)
+                continue
             path, note = worker_server_dump(p, evidence)
             if path:
                 res.saved.append(path)
