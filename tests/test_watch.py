@@ -161,11 +161,41 @@ def test_follower_uses_the_loads_parsers_for_failure_lines(tmp_path: Path) -> No
     assert "cuda_error" in set(new["errors"]["kind"]) | set(fol.poll()["errors"]["kind"])
 
 
+def test_line_times_stay_between_reads_whatever_the_files_clock(tmp_path: Path) -> None:
+    """A file server whose clock is behind (an old mtime) or ahead cannot date new lines
+    before the read that did not see them, nor after now."""
+    import os
+
+    log = tmp_path / "train.log"
+    append(log, megatron(1))
+    fol = Follower([str(log)])
+    fol.poll()
+    first = fol.tails[str(log)].read_at
+    assert first is not None
+    append(log, megatron(2))
+    os.utime(log, (1_000_000, 1_000_000))  # 1970: a clock far behind
+    fol.poll()
+    assert first <= fol.times[str(log)] <= time.time()
+    append(log, megatron(3))
+    os.utime(log, (time.time() + 3600,) * 2)  # an hour ahead
+    fol.poll()
+    assert fol.times[str(log)] <= time.time()
+
+
 def test_glob_follows_files_that_match_later(tmp_path: Path) -> None:
-    fol = Follower([str(tmp_path / "slurm-*.out")])
-    assert not len(fol.poll()["iterations"])
+    out = tmp_path / "out"
+    out.mkdir()
+    said: list[str] = []
+    w = Watcher([str(tmp_path / "slurm-*.out")], out, WatchOptions(), say=said.append)
+    assert w.poll_once() == [] and not len(w.tables.get("iterations", []))
+    assert said == ["traindoc watch: no file under LOGS yet; waiting for files to appear"]
     append(tmp_path / "slurm-42.out", megatron(7))
-    assert list(fol.poll()["iterations"]["iteration"]) == [7]
+    w.poll_once()
+    assert list(w.tables["iterations"]["iteration"]) == [7]
+    for r in range(20):  # many files at once are counted, not listed
+        append(tmp_path / f"slurm-{100 + r}.out", megatron(8))
+    w.poll_once()
+    assert said[-1].startswith("traindoc watch: following 20 new files (")
 
 
 def test_pids_json_of_a_live_drill() -> None:

@@ -71,6 +71,7 @@ ONLINE_MIN_SEGMENT = 3  # a throughput drop must hold for this many logged itera
 ONLINE_MIN_DROP_PCT = 10.0  # … and cost at least this much throughput
 NOTIFY_TIMEOUT_S = 60.0
 MAX_EVIDENCE = 8
+MAX_LISTED_FILES = 8  # new files named one by one in a poll; more are counted
 PIDS_FILE = "pids.json"
 ERROR_CLASSES = ("timeout", "gpu_crash")
 EXIT_OK = 0  # watched to the end (--max-runtime, or the job's processes ended), no alert
@@ -107,7 +108,7 @@ class _Tail:
     lineno: int = 0
     partial: bytes = b""
     quiet: int = 0  # polls since it last gave bytes
-    mtime: float = 0.0
+    read_at: float | None = None  # when it was last read (wall clock)
 
 
 class Follower:
@@ -115,8 +116,8 @@ class Follower:
 
     ``exclude``: folders whose files are never followed (the watcher's own output). Each
     ``poll`` reads what was added since the last one and returns the new rows, table by table.
-    ``times`` maps each file's name to the modification time of its last read (when its lines
-    were written, at the latest); ``notes`` says what happened to files (new, rotated, left to
+    ``times`` maps each file's name to when the lines of its last read were written (its
+    modification time, kept between the read before and now); ``notes`` says what happened to files (new, rotated, left to
     the runbooks)."""
 
     def __init__(self, paths: Sequence[str], exclude: Iterable[str | os.PathLike[str]] = (),
@@ -131,6 +132,7 @@ class Follower:
         self.left: set[str] = set()  # files not followed (whole-file loaders, gzip)
         self.times: dict[str, float] = {}
         self.notes: list[str] = []
+        self.behind = False  # the last poll left bytes unread (READ_BYTES per file)
 
     def files(self) -> list[Path]:
         """The regular files the paths name now, less the excluded folders."""
@@ -145,6 +147,7 @@ class Follower:
 
     def poll(self) -> dict[str, pd.DataFrame]:
         """Read every file's new whole lines; the rows they gave, per table (all tables)."""
+        self.behind = False
         for path in self.files():
             name = str(path)
             if name in self.left:
@@ -194,8 +197,14 @@ class Follower:
             data = fh.read(min(st.st_size - tail.offset, READ_BYTES))
         tail.offset += len(data)
         tail.quiet = 0
-        tail.mtime = min(st.st_mtime, time.time())
-        self.times[name] = tail.mtime
+        if tail.offset < st.st_size:
+            self.behind = True
+        # When the new lines were written: the file's modification time, but never before the
+        # last read (which did not see them) nor after now (a file server's clock may be off).
+        now = time.time()
+        lo = tail.read_at if tail.read_at is not None else float("-inf")
+        self.times[name] = min(max(st.st_mtime, lo), now)
+        tail.read_at = now
         data = tail.partial + data
         cut = data.rfind(b"\n")
         if cut < 0:
@@ -449,6 +458,7 @@ class Watcher:
         self.pids_from: str | None = "--pid" if self.pids else None
         self.started = clock()
         self.noted = 0
+        self.waiting_said = False
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -467,7 +477,8 @@ class Watcher:
                         and self.clock() - self.started >= self.opt.max_runtime):
                     self.say(f"traindoc watch: --max-runtime {self.opt.max_runtime:g} s reached")
                     break
-                time.sleep(self.opt.interval)
+                if not self.follower.behind:  # a backlog is read without waiting
+                    time.sleep(self.opt.interval)
         finally:
             self.follower.close()
         return EXIT_ALERT if self.alerts else EXIT_OK
@@ -475,8 +486,7 @@ class Watcher:
     def poll_once(self) -> list[Alert]:
         """One poll: read, update the picture, judge; the alerts raised (already handled)."""
         new = self.follower.poll()
-        for note in self.follower.notes[self.noted:]:
-            self.say(f"traindoc watch: {note}")
+        self._tell(self.follower.notes[self.noted:])
         self.noted = len(self.follower.notes)
         self._find_pids()
         times = self.follower.times
@@ -510,6 +520,19 @@ class Watcher:
                 writers = df["rank"].nunique() if "rank" in df else 1
                 limit = WINDOW_STEPS * max(1, writers)
             self.tables[t] = df.tail(limit).reset_index(drop=True) if len(df) > limit else df
+
+    def _tell(self, notes: list[str]) -> None:
+        """Say what happened to the files: new files one by one, or counted when many."""
+        new = [n for n in notes if n.startswith("following ")]
+        if len(new) > MAX_LISTED_FILES:
+            self.say(f"traindoc watch: following {len(new)} new files "
+                     f"({new[0].removeprefix('following ')}, …)")
+            notes = [n for n in notes if not n.startswith("following ")]
+        for note in notes:
+            self.say(f"traindoc watch: {note}")
+        if not self.waiting_said and not self.follower.tails and not self.follower.left:
+            self.waiting_said = True
+            self.say("traindoc watch: no file under LOGS yet; waiting for files to appear")
 
     # -- judging -----------------------------------------------------------------------------
     def incident(self) -> Incident:
@@ -768,7 +791,8 @@ Alerts (each one writes OUT/alert.json, prints one line, runs the matching runbo
 OUT/<class>/, and watching goes on unless --exit-on-alert):
   deadlock     no progress (iteration lines, tqdm bars) for
                max(--stall-factor x recent median step time, --min-stall) while the job's
-               processes are alive: a hang, long before the NCCL watchdog's timeout
+               processes are alive: a hang, long before the NCCL watchdog's timeout (judged
+               from the first progress line on)
   timeout      a watchdog / gloo collective timeout line (at once)
   gpu_crash    a CUDA/NCCL error, an Xid, a rank that died (at once)
   throughput   the throughput runbook's change-point test finds a drop in the recent window
