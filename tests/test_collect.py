@@ -228,3 +228,24 @@ def test_an_earlier_collection_is_replaced_not_mixed(tmp_path: Path) -> None:
     assert not any((ev / n).exists() for n in old[:2] + old[3:])
     assert (ev / "mine.log").read_text() == "x"  # not collect's: kept
     assert any("earlier collection" in n for n in res.notes)
+
+
+def test_run_fanout_runs_srun_else_pdsh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("srun", "pdsh"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\necho {tool} \"$@\" > {tmp_path}/{tool}.args\n"
+                                    f"echo 'node01: Process 1: python'\n")
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    ev = tmp_path / "ev"
+    ev.mkdir()
+    cmds = collect.fanout_commands("node[01-02]", tmp_path, "77")
+    ran, _ = collect.run_fanout(cmds, ev)
+    assert ran == {"slurm": 0}
+    assert "--jobid=77" in (tmp_path / "srun.args").read_text()
+    ran, notes = collect.run_fanout({"pdsh": cmds["pdsh"]}, ev)
+    assert ran == {"pdsh": 0} and (ev / "pdsh-py-spy.txt").read_text().startswith("node01:")
+    no_id = collect.fanout_commands("node01", tmp_path, None)
+    ran, notes = collect.run_fanout({"slurm": no_id["slurm"]}, ev)
+    assert ran == {} and any("no job id" in n for n in notes)
