@@ -91,6 +91,7 @@ def test_sigusr1_never_sent_to_a_process_that_does_not_catch_it(
 def test_ranks_found_below_a_launcher_pid(spawn: Callable[..., Any]) -> None:
     launcher = spawn(LAUNCHER)
     kids = [int(x) for x in ready(launcher).split()[1:]]
+    wait_for(lambda: all(collect.rank_of(k) is not None for k in kids), 30, "exec")  # not forks
     assert collect.children(launcher.pid) == sorted(kids)
     procs, notes = collect.find_processes(pids=[launcher.pid])
     assert [(p.rank, p.pid) for p in procs] == [(0, kids[0]), (1, kids[1])]
@@ -118,6 +119,7 @@ def test_a_ranks_helper_is_dumped_but_never_signalled(spawn: Callable[..., Any],
 def test_ranks_found_from_logs(spawn: Callable[..., Any], tmp_path: Path) -> None:
     launcher = spawn(LAUNCHER)
     kids = [int(x) for x in ready(launcher).split()[1:]]
+    wait_for(lambda: all(collect.rank_of(k) is not None for k in kids), 30, "exec")  # not forks
     log = tmp_path / "job.log"
     log.write_text(f"node01:{kids[0]}:{kids[0] + 7} [0] NCCL INFO Bootstrap : Using eth0\n"
                    f"worker started (pid: {kids[1]})\nProcess 999999999: gone\n")
