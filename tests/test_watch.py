@@ -265,6 +265,17 @@ def test_no_stall_alert_when_the_job_processes_ended(tmp_path: Path) -> None:
     assert not (out / "alert.json").exists()
 
 
+def test_a_crash_written_as_the_job_ends_is_still_raised(tmp_path: Path) -> None:
+    logs, out = tmp_path / "job", tmp_path / "out"
+    append(logs / "train.log", *(megatron(i) for i in range(1, 6)), *CUDA_ERROR)
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    code, printed, _ = watch([str(logs), "-o", str(out), "--interval", "0.1", "--pid",
+                              done.stdout.strip(), "--no-runbook", "--max-runtime", "10"])
+    assert code == EXIT_ALERT, printed
+    assert alert(out)["class"] == "gpu_crash" and "ALERT gpu_crash" in printed
+
+
 def test_stall_needs_a_live_process_from_pids_json(tmp_path: Path) -> None:
     import os
 

@@ -449,7 +449,6 @@ class Watcher:
         self.follower = Follower(self.logs, exclude=[out])
         self.progress = ProgressPicture()
         self.tables: dict[str, pd.DataFrame] = {}
-        self.window = pd.DataFrame()
         self.alerts: list[Alert] = []
         self.fired: set[str] = set()  # error classes alerted
         self.armed = {"deadlock": True, "throughput": True, "loss_spike": True}
@@ -470,7 +469,8 @@ class Watcher:
                 if fresh and self.opt.exit_on_alert:
                     return EXIT_ALERT
                 if self.pids and not any(alive(p) for p in self.pids):
-                    fresh = self.poll_once()  # the last lines the job wrote
+                    self.poll_once()  # the last lines the job wrote
+                    self.poll_once()  # (nothing new: records left open close and are judged)
                     self.say(f"traindoc watch: the job's processes ({self.pids_from}) ended")
                     break
                 if (self.opt.max_runtime is not None
