@@ -626,7 +626,7 @@ def report_links_html(report: Report) -> str:
 def classes_table(report: Report) -> pd.DataFrame:
     """The classes found, in order, as a small table."""
     rows = [(c["class"], c["role"], (c["first_seen"] or "")[:19].replace("T", " "),
-             runs(c.get("ranks") or [], sep=", "), c["detail"], c.get("verdict") or "")
+             runs(c["ranks"], sep=", ") if c.get("ranks") else "", c["detail"], c.get("verdict") or "")
             for c in report.facts.get("classes", [])]
     return pd.DataFrame(rows, columns=["class", "role", "first seen", "ranks", "what",
                                        "runbook verdict"])
