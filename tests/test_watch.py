@@ -28,8 +28,11 @@ from traindoc.watch import (
     Follower,
     Watcher,
     WatchOptions,
+    alive,
     notify,
     pids_in,
+    start_time,
+    starts_in,
 )
 
 # torchrun --log-dir layout: <run id>/attempt_0/<local rank>/stdout.log
@@ -204,6 +207,20 @@ def test_pids_json_of_a_live_drill() -> None:
                                  "1": {"pid": 13, "start": "4", "pgid": 11}}}
     assert pids_in(rec) == [12, 13]
     assert pids_in({"pids": [5, 6]}) == [5, 6]
+    assert starts_in(rec) == {10: "1", 11: "2", 12: "3", 13: "4"}
+
+
+def test_a_pid_given_to_another_process_is_no_sign_of_life() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        start = start_time(child.pid)
+        assert start is not None
+        assert alive(child.pid) and alive(child.pid, start)
+        assert not alive(child.pid, str(int(start) + 1))  # the same pid, started later
+    finally:
+        child.kill()
+        child.wait()
+    assert not alive(child.pid, start) and start_time(child.pid) is None
 
 
 # -- alerts ------------------------------------------------------------------------------------

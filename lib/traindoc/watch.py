@@ -360,14 +360,43 @@ def _pids(data: Any, key: str = "") -> list[int]:
     return out
 
 
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this host (a zombie has ended)."""
+def starts_in(data: Any) -> dict[int, str]:
+    """The /proc start times a ``pids.json`` records beside its pids (``{"pid", "start"}``)."""
+    out: dict[int, str] = {}
+    if isinstance(data, dict):
+        pid, start = data.get("pid"), data.get("start")
+        if isinstance(pid, int) and not isinstance(pid, bool) and start is not None:
+            out[pid] = str(start)
+        for v in data.values():
+            out.update(starts_in(v))
+    elif isinstance(data, list):
+        for v in data:
+            out.update(starts_in(v))
+    return out
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name ([0] the state, [19] the start
+    time in clock ticks since boot); [] when there is no such process."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
+        return []
+
+
+def start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), None when it does not exist."""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else None
+
+
+def alive(pid: int, start: str | None = None) -> bool:
+    """Whether process ``pid`` runs on this host (a zombie has ended); with ``start``, only
+    while it is the same process (a pid the system gave to another one is no sign of life)."""
+    fields = _stat(pid)
+    if not fields or fields[0] in ("Z", "X"):
         return False
-    state = stat.rpartition(")")[2].split()[:1]
-    return state != ["Z"] and state != ["X"]
+    return start is None or (len(fields) > 19 and fields[19] == start)
 
 
 # -- alerts ----------------------------------------------------------------------------------
@@ -455,6 +484,7 @@ class Watcher:
         self.judged_upto = {"throughput": -1, "loss_spike": -1}  # last iteration alerted at
         self.pids = list(options.pids)
         self.pids_from: str | None = "--pid" if self.pids else None
+        self.starts = {p: t for p in self.pids if (t := start_time(p)) is not None}
         self.started = clock()
         self.noted = 0
         self.waiting_said = False
@@ -468,7 +498,7 @@ class Watcher:
                 fresh = self.poll_once()
                 if fresh and self.opt.exit_on_alert:
                     return EXIT_ALERT
-                if self.pids and not any(alive(p) for p in self.pids):
+                if self.pids and not self.job_alive():
                     self.poll_once()  # the last lines the job wrote
                     self.poll_once()  # (nothing new: records left open close and are judged)
                     self.say(f"traindoc watch: the job's processes ({self.pids_from}) ended")
@@ -604,7 +634,7 @@ class Watcher:
         idle = now - p.last_at
         if idle < limit:
             return None
-        if self.pids and not any(alive(x) for x in self.pids):
+        if self.pids and not self.job_alive():
             return None  # the job ended: no hang
         self.armed["deadlock"] = False
         st = p.step_time()
@@ -679,11 +709,19 @@ class Watcher:
             if not f.is_file():
                 continue
             try:
-                pids = pids_in(json.loads(f.read_text(encoding="utf-8")))
+                data = json.loads(f.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
+            pids = pids_in(data)
             if pids and pids != self.pids:
                 self.pids, self.pids_from = pids, str(f)
+                recorded = starts_in(data)
+                self.starts = {p: t for p in pids
+                               if (t := recorded.get(p) or start_time(p)) is not None}
+
+    def job_alive(self) -> bool:
+        """Whether one of the job's processes (the very ones first seen) still runs."""
+        return any(alive(p, self.starts.get(p)) for p in self.pids)
 
 
 def _judge_throughput(inc: Incident, after: int) -> tuple[str, list[str], dict[str, Any]] | None:
