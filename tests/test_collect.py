@@ -75,7 +75,7 @@ def test_sigusr1_never_sent_to_a_process_that_does_not_catch_it(
     plain = spawn(SLEEPER, env={"RANK": "3"})
     ready(plain)
     proc = collect.RankProcess(plain.pid, 3, collect.start_time(plain.pid) or "", "", "--pid")
-    saved, notes = collect.signal_dumps([proc], tmp_path, wait_s=0.5)
+    saved, notes = collect.signal_dumps([proc], tmp_path, wait_s=0.5, sigusr1=True)
     time.sleep(0.3)
     assert plain.poll() is None and not saved  # the default action would have killed it
     assert any("not sent" in n for n in notes)
@@ -83,6 +83,8 @@ def test_sigusr1_never_sent_to_a_process_that_does_not_catch_it(
     ready(handled)
     proc = collect.RankProcess(handled.pid, 4, collect.start_time(handled.pid) or "", "", "--pid")
     saved, notes = collect.signal_dumps([proc], tmp_path, wait_s=0.5)
+    assert not saved and any("catches SIGUSR1, not sent" in n for n in notes)  # not asked for
+    saved, notes = collect.signal_dumps([proc], tmp_path, wait_s=0.5, sigusr1=True)
     assert handled.stdout is not None and handled.stdout.readline().strip() == "usr1"
     assert handled.poll() is None and any("SIGUSR1 sent" in n for n in notes)
     assert any(f"no new dump at {tmp_path / 'fr'}4" in n for n in notes)
@@ -112,7 +114,7 @@ def test_a_ranks_helper_is_dumped_but_never_signalled(spawn: Callable[..., Any],
     procs, _ = collect.find_processes(pids=[rank.pid])
     assert [(p.pid, p.rank, p.helper_of) for p in procs] == [(rank.pid, 2, None),
                                                               (helper, 2, rank.pid)]
-    _, notes = collect.signal_dumps(procs[1:], tmp_path, wait_s=0.1)
+    _, notes = collect.signal_dumps(procs[1:], tmp_path, wait_s=0.1, sigusr1=True)
     assert any("a helper of" in n for n in notes) and not any("SIGUSR1 sent" in n for n in notes)
 
 
@@ -183,7 +185,7 @@ def test_collect_on_the_live_hang_drill(live_drill: Callable[..., dict[str, Any]
     last = Path(rec["ranks"]["1"]["logs"]["stdout"])
     wait_for(lambda: " iteration        5/" in last.read_text(errors="replace"), 120, "the hang")
     time.sleep(2.0)  # rank 1 waits on its eval loader, rank 0 in broadcast
-    res = collect.collect(tmp_path / "ev", logs=[rec["out"]])
+    res = collect.collect(tmp_path / "ev", logs=[rec["out"]], sigusr1=True)
     assert sorted(p.rank for p in res.processes) == [0, 1]
     names = {p.name for p in res.saved}
     for r in (0, 1):

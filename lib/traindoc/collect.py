@@ -8,8 +8,9 @@ writes into ``OUT/evidence/``:
 - ``fr-rank<R>.json`` / ``fr-rank<R>.pkl``: a flight-recorder dump, asked for only in ways that
   cannot hurt the job: the torch worker server's ``fr_trace_json`` handler over its unix socket
   (``TORCH_WORKER_SERVER_SOCKET``, ``torch.distributed.elastic.control_plane.worker_main``), the
-  NCCL debug-info pipe (``TORCH_NCCL_DEBUG_INFO_PIPE_FILE``), or SIGUSR1 — sent only when
-  ``/proc/<pid>/status`` ``SigCgt`` shows the process catches it (its default action kills);
+  NCCL debug-info pipe (``TORCH_NCCL_DEBUG_INFO_PIPE_FILE``), or, with ``--sigusr1`` (the job's
+  own handler dumps), SIGUSR1 — and then only where ``/proc/<pid>/status`` ``SigCgt`` shows the
+  process catches it (its default action kills);
 - ``nvidia-smi-q.txt`` and ``dmesg-xid.txt`` when those tools exist;
 - ``notes.txt``: what was found, done and skipped, and why.
 
@@ -417,10 +418,11 @@ def _fresh(path: Path, since: float) -> bool:
         return False
 
 
-def signal_dumps(procs: Sequence[RankProcess], evidence: Path, wait_s: float = FR_WAIT_S
-                 ) -> tuple[list[Path], list[str]]:
-    """Ask processes for flight-recorder dumps through the NCCL debug pipe or SIGUSR1 (only
-    where ``SigCgt`` shows it caught), then copy the files they write into ``evidence``."""
+def signal_dumps(procs: Sequence[RankProcess], evidence: Path, wait_s: float = FR_WAIT_S,
+                 sigusr1: bool = False) -> tuple[list[Path], list[str]]:
+    """Ask processes for flight-recorder dumps through the NCCL debug pipe or, with
+    ``sigusr1`` (the job's own handler dumps the flight recorder), SIGUSR1 where ``SigCgt``
+    shows it caught; then copy the files they write into ``evidence``."""
     saved: list[Path] = []
     notes: list[str] = []
     asked: dict[RankProcess, Path] = {}
@@ -440,6 +442,12 @@ def signal_dumps(procs: Sequence[RankProcess], evidence: Path, wait_s: float = F
             asked[p] = target
             notes.append(f"{_tag(p)} (pid {p.pid}): asked through {pipe}{p.rank}.pipe")
         elif signal_caught(p.pid, signal.SIGUSR1):
+            if not sigusr1:
+                notes.append(f"{_tag(p)} (pid {p.pid}): catches SIGUSR1, not sent: the handler "
+                             "may do something else (Lightning's SLURM auto-requeue saves a "
+                             "checkpoint and requeues the job on it); --sigusr1 sends it when "
+                             "the job's handler dumps the flight recorder")
+                continue
             os.kill(p.pid, signal.SIGUSR1)
             asked[p] = target
             notes.append(f"{_tag(p)} (pid {p.pid}): SIGUSR1 sent (SigCgt shows it caught)")
@@ -616,8 +624,9 @@ def clear_previous(evidence: Path) -> list[Path]:
 def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
             logs: Sequence[str | os.PathLike[str]] = (), hosts: str | Sequence[str] | None = None,
             jobid: str | None = None, run: bool = False, flight_recorder: bool = True,
-            system: bool = True) -> CollectResult:
-    """Collect evidence of the job's live processes into ``out/evidence``; see the module doc."""
+            system: bool = True, sigusr1: bool = False) -> CollectResult:
+    """Collect evidence of the job's live processes into ``out/evidence``; see the module doc
+    (``sigusr1``: the job's SIGUSR1 handler dumps the flight recorder, so it may be sent)."""
     out_p = Path(out).resolve()
     evidence = out_p / "evidence"
     evidence.mkdir(parents=True, exist_ok=True)
@@ -650,7 +659,7 @@ def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
                 rest.append(p)
             if note:
                 res.notes.append(note)
-        saved, notes = signal_dumps(rest, evidence)
+        saved, notes = signal_dumps(rest, evidence, sigusr1=sigusr1)
         res.saved += saved
         res.notes += notes
         for path in [s for s in res.saved if s.name.startswith("fr-")]:
@@ -708,6 +717,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also run the fan-out (srun, else pdsh) from here")
     p.add_argument("--no-flight-recorder", action="store_true",
                    help="do not ask the processes for flight-recorder dumps")
+    p.add_argument("--sigusr1", action="store_true",
+                   help="the job's own SIGUSR1 handler dumps the flight recorder: send SIGUSR1 "
+                        "to ranks that catch it (never without this: torch installs no such "
+                        "handler, and Lightning's SLURM auto-requeue checkpoints and requeues "
+                        "the job on SIGUSR1)")
 
 
 def main(args: argparse.Namespace, stdout: Any, stderr: Any) -> int:
@@ -724,7 +738,7 @@ def main(args: argparse.Namespace, stdout: Any, stderr: Any) -> int:
     try:
         res = collect(args.output_dir, pids=args.pid or (), logs=args.from_logs or (),
                       hosts=hosts, jobid=args.jobid, run=args.run,
-                      flight_recorder=not args.no_flight_recorder)
+                      flight_recorder=not args.no_flight_recorder, sigusr1=args.sigusr1)
     except OSError as e:
         print(f"traindoc: cannot write into {args.output_dir}: {e.strerror or e}", file=stderr)
         return 5
