@@ -20,7 +20,7 @@ def names(specs: list[str]) -> set[str]:
 def test_environment_yml_matches_pyproject() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = names(project["dependencies"])
-    for extra in ("dev", "torch", "lab"):
+    for extra in ("dev", "torch", "lab", "cluster"):
         wanted |= names(project["optional-dependencies"][extra])
     env = set()
     text = (ROOT / "environment.yml").read_text()

@@ -9,8 +9,9 @@ problem becomes a warning in ``Incident.account``.
 
 Two engines give the same tables and account: ``plain`` (``lines``: every line through every
 step, the reference) and ``fast`` (``fast``: the lines no parser or open record can use are
-counted in bulk). Many files are read by a process pool and merged in file order; rows become
-DataFrames every ``FLUSH_ROWS`` rows so memory stays near the size of the tables.
+counted in bulk). Many files are read by a process pool, this machine's or any executor's (a
+Dask cluster's), and merged in file order; rows become DataFrames every ``FLUSH_ROWS`` rows so
+memory stays near the size of the tables.
 
 The modules, each importing only those listed before it:
 
@@ -20,14 +21,16 @@ The modules, each importing only those listed before it:
 - ``lines``: the line pipeline, ``LineReader`` (the reference engine)
 - ``fast``: the fast engine, on ``LineReader``'s public steps
 - ``files``: one file of any kind (whole-file loaders, UTF-16, text by either engine)
-- ``pool``: many files in worker processes
+- ``pool``: many files in worker processes, here or on an executor (a Dask scheduler)
 - ``progress``: the progress bar
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,14 @@ from .decode import MAX_BYTES, MAX_GZIP_RATIO, MAX_TOTAL_BYTES, Budget, expand_p
 from .fast import fast_engine_status
 from .files import FileReader
 from .lines import LineReader, merge_origin, parsers_for
-from .pool import pool_size, read_pooled
+from .pool import (
+    SCHEDULER_ENV,
+    SchedulerError,
+    pool_size,
+    read_on_executor,
+    read_pooled,
+    scheduler_executor,
+)
 from .progress import progress_bar
 
 ENGINES = ("auto", "fast", "plain")
@@ -61,19 +71,22 @@ def load_or_fail(
     max_bytes: int = MAX_BYTES,
     max_total_bytes: int = MAX_TOTAL_BYTES,
     max_gzip_ratio: float = MAX_GZIP_RATIO,
+    executor: Executor | None = None,
+    scheduler: str | None = None,
 ) -> Incident:
     """``load(paths)``, falling back to the repository root for relative paths (so bundled
     samples load from any working directory); raises ``NoInputError`` naming ``parameter``
-    when nothing could be read."""
-    limits = {"max_bytes": max_bytes, "max_total_bytes": max_total_bytes,
-              "max_gzip_ratio": max_gzip_ratio}
-    incident = load(paths, year=year, engine=engine, progress=progress, tables=tables, **limits)
-    if not incident.readable:
-        items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-        alt = [CHECKOUT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
-        if alt and len(alt) == len(items) and any(a.exists() for a in alt):
-            incident = load(alt, year=year, engine=engine, progress=progress, tables=tables,
-                            **limits)
+    when nothing could be read (``SchedulerError`` when ``scheduler`` cannot be used)."""
+    kw = {"year": year, "engine": engine, "progress": progress, "tables": tables,
+          "max_bytes": max_bytes, "max_total_bytes": max_total_bytes,
+          "max_gzip_ratio": max_gzip_ratio}
+    with _executor(executor, scheduler) as ex:  # one connection for both tries
+        incident = load(paths, executor=ex, **kw)
+        if not incident.readable:
+            items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+            alt = [CHECKOUT / os.fspath(p) for p in items if not os.path.isabs(os.fspath(p))]
+            if alt and len(alt) == len(items) and any(a.exists() for a in alt):
+                incident = load(alt, executor=ex, **kw)
     if not incident.readable:
         why = "; ".join(incident.account.get("warnings", [])[:3]) or "no file found"
         raise NoInputError(
@@ -93,6 +106,8 @@ def load(
     max_bytes: int = MAX_BYTES,
     max_total_bytes: int = MAX_TOTAL_BYTES,
     max_gzip_ratio: float = MAX_GZIP_RATIO,
+    executor: Executor | None = None,
+    scheduler: str | None = None,
 ) -> Incident:
     """Read every log and flight-recorder dump under ``paths`` into an ``Incident``.
 
@@ -114,6 +129,19 @@ def load(
     ``max_total_bytes`` from all files together (64 GiB); ``max_gzip_ratio``: a gzip file
     stops expanding at this many times its size once it gave 128 MiB (100; a gzip bomb).
     Only regular files are read (a FIFO or a device is a warning), each real file once.
+
+    Past one machine: ``executor``, any ``concurrent.futures.Executor`` (Dask's
+    ``Client(...).get_executor()``, a ``ProcessPoolExecutor``), reads groups of consecutive
+    files in its workers, which must see the same paths (a shared filesystem); the parts merge
+    here in file order, giving the tables and account of a local load (``workers`` is then
+    unused). Its workers share no byte counter, so each keeps the per-file limits and
+    ``max_total_bytes`` is enforced here, at merge time: from the first group that would reach
+    it, the files are read here with what is left, as a serial load would cut them.
+    ``scheduler``: the address of a Dask scheduler (``"tcp://host:8786"``; empty or None:
+    the environment variable ``TRAINDOC_SCHEDULER``, else this machine) whose executor is
+    used; needs ``pip install 'traindoc[cluster]'``. ``SchedulerError`` (naming the parameter)
+    when Dask is not installed or no scheduler answers within ``pool.SCHEDULER_TIMEOUT_S``.
+    An executor's own failure (a lost worker) is raised, not read around.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -130,18 +158,44 @@ def load(
     budget = Budget(max_bytes, max_total_bytes, max_gzip_ratio)
     reader = FileReader(year, engine, tables=tables, pipeline=workers is None or workers > 1,
                         budget=budget)
-    files = expand_paths(paths, reader.acc)
-    sizes = [file_size(p) for p in files]
-    bar = progress_bar(progress, sum(sizes), len(files))
-    try:
-        n = pool_size(workers, files, sizes)
-        done = read_pooled(reader, files, sizes, n, bar) if n > 1 else False
-        if not done:
-            _read_serial(reader, files, sizes, bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    with _executor(executor, scheduler) as ex:
+        files = expand_paths(paths, reader.acc)
+        sizes = [file_size(p) for p in files]
+        bar = progress_bar(progress, sum(sizes), len(files))
+        try:
+            if ex is not None:
+                k = read_on_executor(reader, files, sizes, ex, bar)
+                _read_serial(reader, files[k:], sizes[k:], bar)
+            else:
+                n = pool_size(workers, files, sizes)
+                done = read_pooled(reader, files, sizes, n, bar) if n > 1 else False
+                if not done:
+                    _read_serial(reader, files, sizes, bar)
+        finally:
+            if bar is not None:
+                bar.close()
     return _incident(reader)
+
+
+@contextmanager
+def _executor(executor: Executor | None, scheduler: str | None) -> Iterator[Executor | None]:
+    """The executor a load reads on: ``executor``, else one on the Dask scheduler that
+    ``scheduler`` or ``TRAINDOC_SCHEDULER`` names, else None (this machine)."""
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise ValueError(f"scheduler must be a Dask scheduler's address, not {scheduler!r}")
+    if executor is not None:
+        if scheduler:
+            raise ValueError("give executor or scheduler, not both")
+        yield executor
+        return
+    name = "scheduler"
+    if not (scheduler or "").strip():
+        scheduler, name = os.environ.get(SCHEDULER_ENV, ""), SCHEDULER_ENV
+    if not scheduler.strip():
+        yield None
+        return
+    with scheduler_executor(scheduler.strip(), name) as ex:
+        yield ex
 
 
 def _incident(reader: FileReader) -> Incident:
@@ -167,5 +221,6 @@ def _read_serial(reader: FileReader, files: list[Path], sizes: list[int], bar: A
     reader.progress = None
 
 
-__all__ = ["ENGINES", "MAX_BYTES", "MAX_GZIP_RATIO", "MAX_TOTAL_BYTES", "FileReader", "LineReader", "NoInputError", "expand_paths", "load",
+__all__ = ["ENGINES", "MAX_BYTES", "MAX_GZIP_RATIO", "MAX_TOTAL_BYTES", "SCHEDULER_ENV",
+           "FileReader", "LineReader", "NoInputError", "SchedulerError", "expand_paths", "load",
            "load_or_fail", "merge_origin", "parsers_for"]
