@@ -188,16 +188,24 @@ def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     rows = list(rows)
     if not rows:
         df = pd.DataFrame({col: [] for col in schema}, columns=list(schema))
-    else:  # (pandas reads a list of dicts in C: twice as quick as a list per column)
-        df = pd.DataFrame(rows, columns=list(schema))
+        for col, dtype in schema.items():
+            if dtype.startswith("datetime"):
+                df[col] = pd.to_datetime(df[col], errors="coerce")
+            elif dtype != "object":
+                df[col] = df[col].astype(dtype)
+        return df
+    # pandas reads a list of dicts in C (twice as quick as a list per column); each column is
+    # then made anew, so that nothing keeps that first frame's object block alive
+    raw = pd.DataFrame(rows, columns=list(schema))
+    cols: dict[str, Any] = {}
     for col, dtype in schema.items():
-        if dtype == "object":
-            if rows:  # (a missing key is None here, not NaN)
-                df[col] = [r.get(col) for r in rows]
-            continue
-        if dtype.startswith("datetime"):
-            df[col] = pd.to_datetime(df[col], errors="coerce")
+        if dtype == "object":  # (a missing key is None here, not NaN)
+            cols[col] = pd.Series([r.get(col) for r in rows], dtype=object)
+        elif dtype.startswith("datetime"):  # (inferred from the values, as a list is)
+            cols[col] = pd.to_datetime(pd.Series([r.get(col) for r in rows]), errors="coerce")
+        elif dtype == "string":  # (a string array would keep a view of the object block)
+            cols[col] = pd.Series(raw[col].to_numpy(dtype=object, copy=True)).astype(dtype)
         else:
-            df[col] = df[col].astype(dtype)
-    return df
-
+            cols[col] = raw[col].astype(dtype)
+    del raw
+    return pd.DataFrame(cols, columns=list(schema), copy=False)
