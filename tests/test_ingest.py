@@ -303,3 +303,24 @@ def test_the_reader_limits_read_the_same_through_both_engines(tmp_path: Path) ->
         plain, fast = both([tmp_path / "a.log.gz", tmp_path / "b.log"], **kw)
         same(plain, fast)
         assert plain.account["warnings"], kw
+
+
+def test_the_writer_caches_stay_bounded(monkeypatch) -> None:
+    """Lines whose writer the prefix cache does not keep (a host name leads them, or they are
+    not ASCII) give a new Origin each: the engine's caches of them stay bounded."""
+    from traindoc.reader.account import Account
+    from traindoc.reader.lines import LineReader, Stream
+    from traindoc.reader.sink import Sink
+
+    monkeypatch.setattr(fast_engine.PrefixCache, "MAX", 64)
+    acc = Account()
+    lines = LineReader(acc, Sink())
+    ft = fast_engine.FastText(lines, Stream("x.log", demux("")[1], 2024), fast_engine.registry())
+    body = (" iteration {i}/ 9000 | lm loss: 2.0 | grad norm: 0.3 | number of skipped iterations:"
+            "   0 | number of nan iterations:   0 |")
+    chunk = "".join(f"node-{i % 4}:{body.format(i=i)}\n[default0]:Epoch 0: {i % 100}%|█ "
+                    f"| {i}/9000 [00:01<00:02, 2.00it/s]\n" for i in range(1, 2001)).encode()
+    ft.chunk(chunk)
+    lines.end(ft.st)
+    assert acc.lines == 4000 and len(lines.sink.rows["iterations"]) >= 2000
+    assert len(ft._merged_origin) <= 64 and len(ft._merged) <= 64

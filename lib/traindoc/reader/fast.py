@@ -512,6 +512,8 @@ class FastText:
             c = len(text) - len(body)
         merged = self._merged_origin.get(id(origin))
         if merged is None or merged[0] is not origin:
+            if len(self._merged_origin) >= PrefixCache.MAX:  # (demux makes a new Origin for
+                self._merged_origin.clear()  # every line the prefix cache does not keep)
             merged = self._merged_origin[id(origin)] = (origin, merge_origin(st.origin, origin))
         reg = self.reg
         if mask:
@@ -538,6 +540,8 @@ class FastText:
     def _origin_key(self, origin: Any) -> tuple[Any, Any]:
         got = self._merged.get(id(origin))
         if got is None or got[0] is not origin:
+            if len(self._merged) >= PrefixCache.MAX:
+                self._merged.clear()
             m = merge_origin(self.st.origin, origin)
             got = self._merged[id(origin)] = (origin, (m.rank, m.host))
         return got[1]
