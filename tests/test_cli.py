@@ -94,6 +94,7 @@ def test_list_shows_runbooks_and_drills() -> None:
     ["drill", "crash", "--steps", "-5"],
     ["drill", "crash", "--steps", "0"],
     ["drill", "crash", "--nproc", "0"],
+    ["drill"],  # no name: says what to give, not "no drill None"
 ])
 def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
     extra = ["-o", str(tmp_path / "out")] if args[:1] in (["run"], ["drill"]) else []
@@ -101,6 +102,7 @@ def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
     assert code == cli.EXIT_USAGE, (out, err)
     assert not any(tmp_path.iterdir())
     assert "Traceback" not in err
+    assert args != ["drill"] or "NAME" in err and "None" not in err
 
 
 @pytest.mark.parametrize(("key", "text", "default", "value"), [

@@ -299,6 +299,8 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
 
     if args.live or args.stop is not None:
         return drills_live.run_command(args.name, args.out, args, stdout, stderr)
+    if args.name is None:
+        p.error(f"give a drill NAME ({', '.join(drills.DRILLS)}), or --stop DIR")
     if args.name not in drills.DRILLS:
         p.error(f"no drill {args.name!r}; drills: {', '.join(drills.DRILLS)}")
     if args.out is not None and not args.out.strip():
