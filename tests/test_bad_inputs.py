@@ -428,6 +428,37 @@ def test_a_bomb_by_default_limits_stays_bounded(tmp_path: Path) -> None:
     assert got["account"]["lines"] <= 128 * 1024 + 1
 
 
+MEGATRON_LINE = (" iteration {:8d}/ 2000000 | consumed samples: 2048 | elapsed time per "
+                 "iteration (ms): 2000.0 | learning rate: 1.5E-04 | global batch size:  2048 | "
+                 "lm loss: 2.000000E+00 | loss scale: 1.0 | grad norm: 0.250 | number of skipped "
+                 "iterations:   0 | number of nan iterations:   0 |\n")
+
+
+def test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded(tmp_path: Path) -> None:
+    """Issue 19.6's bomb: a few MB expanding to 1 GiB of Megatron iteration lines (every line
+    a row). The default ratio stops it near 100 times its size; the load, in a child with a
+    memory limit and a time limit, stays under 2 GiB of RSS and two minutes."""
+    line = MEGATRON_LINE.format(7).encode()
+    member = gzip.compress(line * ((64 << 20) // len(line)), compresslevel=9)  # 64 MiB of lines
+    path = tmp_path / "bomb.log.gz"
+    with open(path, "wb") as fh:  # members one after the other: one gzip stream to readers
+        for _ in range(16):
+            fh.write(member)
+    size = path.stat().st_size
+    assert 3 << 20 < size < 6 << 20  # (about 4.5 MB for 1 GiB)
+    code = ("import json, resource, traindoc\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))\n"
+            f"inc = traindoc.load({str(path)!r}, progress=False)\n"
+            "print(json.dumps({'warnings': inc.account['warnings'], 'rows': len(inc.iterations),"
+            " 'peak_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    got = json.loads(out.stdout)
+    assert any("max_gzip_ratio=100" in w for w in got["warnings"]), got["warnings"]
+    assert 0 < got["rows"] <= 100 * size // len(MEGATRON_LINE) + 1
+    assert got["peak_kib"] < 2 << 20, f"peak RSS {got['peak_kib'] >> 10} MiB"
+
+
 def test_a_whole_file_over_the_limits_is_not_loaded(tmp_path: Path) -> None:
     (tmp_path / "history.jsonl").write_text(
         "".join(f'{{"step": {i}, "loss": 2.0}}\n' for i in range(1, 1001)))
