@@ -255,3 +255,21 @@ def test_runbooks_take_the_read_limits_as_parameters(tmp_path: Path) -> None:
     assert code == cli.EXIT_OK
     warnings = json.loads((out / "summary.json").read_text())["inputs"]["warnings"]
     assert any("limit" in w or "cut" in w or "stopped" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_a_drill_never_clears_a_folder_it_did_not_write(tmp_path: Path, monkeypatch,
+                                                        live: bool) -> None:
+    """``drill -o`` pointed at a project (its README.md and logs/ share a bundle's names) is
+    refused before anything is removed or launched: exit 5."""
+    monkeypatch.setenv("TRAINDOC_DRILL_PYTHON", sys.executable)  # (no torch needed to refuse)
+    d = tmp_path / "project"
+    (d / "logs").mkdir(parents=True)
+    (d / "README.md").write_text("mine")
+    (d / "logs" / "keep.log").write_text("kept")
+    (d / "train.py").write_text("print()")
+    code, out, err = run_main("drill", "hang", *(["--live"] if live else []), "-o", str(d))
+    assert code == cli.EXIT_OUTPUT, (out, err)
+    assert "did not write" in err and "train.py" in err
+    assert (d / "README.md").read_text() == "mine" and (d / "logs" / "keep.log").is_file()
+    assert sorted(p.name for p in d.iterdir()) == ["README.md", "logs", "train.py"]

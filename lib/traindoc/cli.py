@@ -312,6 +312,9 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
     out = Path(args.out or f"drill-{args.name}").resolve()
     try:
         bundle = drills.run(args.name, out, steps=args.steps, nproc=args.nproc)
+    except drills.DrillOutputError as e:
+        _say(f"traindoc: {e}", stderr)
+        return EXIT_OUTPUT
     except drills.DrillError as e:
         _say(f"traindoc: drill {args.name} failed: {e}", stderr)
         return EXIT_FAILED

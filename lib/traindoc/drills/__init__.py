@@ -5,6 +5,16 @@ flight-recorder dumps, py-spy dumps) plus ``drill.json`` with the injected truth
 package does not import torch; only the worker process that torchrun starts does.
 """
 
-from .runner import DRILLS, SPECS, DrillError, DrillSpec, regenerate_samples, run, sample_dir
+from .runner import (
+    DRILLS,
+    SPECS,
+    DrillError,
+    DrillOutputError,
+    DrillSpec,
+    regenerate_samples,
+    run,
+    sample_dir,
+)
 
-__all__ = ["DRILLS", "SPECS", "DrillError", "DrillSpec", "regenerate_samples", "run", "sample_dir"]
+__all__ = ["DRILLS", "SPECS", "DrillError", "DrillOutputError", "DrillSpec", "regenerate_samples",
+           "run", "sample_dir"]

@@ -36,6 +36,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA_ROOT = REPO_ROOT / "data"
 FR_BUFFER_SIZE = "2000"
 BUNDLE_ENTRIES = ("logs", "fr", "pyspy", "torchrun.log", "drill.json", "README.md")
+LIVE_ENTRIES = ("pids.json", ".live-supervisor.log")  # what a live drill adds (drills.live)
 POLL_S = 0.2
 STALL_S = 3.0  # hang: no log output for this long after training started
 TERM_GRACE_S = 15.0
@@ -62,6 +63,10 @@ def _program_leaf(frames_text: str) -> str | None:
 
 class DrillError(RuntimeError):
     """A drill could not be launched or produced no usable bundle."""
+
+
+class DrillOutputError(DrillError):
+    """The bundle folder cannot be used (it holds other files, or cannot be read)."""
 
 
 @dataclass(frozen=True)
@@ -272,6 +277,17 @@ def _pyspy(python: str) -> str | None:
 
 
 def _clear_bundle(out: Path) -> None:
+    """Remove an earlier drill's bundle from ``out``; a folder that holds anything a drill
+    does not write (a project, a home) is refused before anything is removed."""
+    try:
+        foreign = sorted(p.name for p in out.iterdir()
+                         if p.name not in BUNDLE_ENTRIES + LIVE_ENTRIES)
+    except OSError as e:
+        raise DrillOutputError(f"cannot read the bundle folder {out}: {e.strerror or e}") from None
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", …" if len(foreign) > 3 else "")
+        raise DrillOutputError(f"{out} holds files a drill did not write ({shown}); give a new or "
+                         "empty folder (-o DIR), or an earlier drill's bundle")
     for name in BUNDLE_ENTRIES:
         p = out / name
         if p.is_dir():
