@@ -261,7 +261,7 @@ def test_runbooks_take_the_read_limits_as_parameters(tmp_path: Path) -> None:
 def test_a_drill_never_clears_a_folder_it_did_not_write(tmp_path: Path, monkeypatch,
                                                         live: bool) -> None:
     """``drill -o`` pointed at a project (its README.md and logs/ share a bundle's names) is
-    refused before anything is removed or launched: exit 5."""
+    refused before anything is removed or launched: exit 2, as for run's -o."""
     monkeypatch.setenv("TRAINDOC_DRILL_PYTHON", sys.executable)  # (no torch needed to refuse)
     d = tmp_path / "project"
     (d / "logs").mkdir(parents=True)
@@ -269,7 +269,7 @@ def test_a_drill_never_clears_a_folder_it_did_not_write(tmp_path: Path, monkeypa
     (d / "logs" / "keep.log").write_text("kept")
     (d / "train.py").write_text("print()")
     code, out, err = run_main("drill", "hang", *(["--live"] if live else []), "-o", str(d))
-    assert code == cli.EXIT_OUTPUT, (out, err)
+    assert code == cli.EXIT_USAGE, (out, err)
     assert "did not write" in err and "train.py" in err
     assert (d / "README.md").read_text() == "mine" and (d / "logs" / "keep.log").is_file()
     assert sorted(p.name for p in d.iterdir()) == ["README.md", "logs", "train.py"]

@@ -312,9 +312,9 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
     out = Path(args.out or f"drill-{args.name}").resolve()
     try:
         bundle = drills.run(args.name, out, steps=args.steps, nproc=args.nproc)
-    except drills.DrillOutputError as e:
+    except drills.DrillOutputError as e:  # (as for run: a DIR traindoc may not clear)
         _say(f"traindoc: {e}", stderr)
-        return EXIT_OUTPUT
+        return EXIT_USAGE
     except drills.DrillError as e:
         _say(f"traindoc: drill {args.name} failed: {e}", stderr)
         return EXIT_FAILED

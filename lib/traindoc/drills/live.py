@@ -457,7 +457,7 @@ def start_lines(rec: dict[str, Any]) -> list[str]:
 def run_command(name: str | None, out: str | os.PathLike[str] | None, args: argparse.Namespace,
                 stdout: Any, stderr: Any) -> int:
     """``--live`` or ``--stop`` of a drill command line; returns the exit code (0, 2 usage,
-    3 failed, 5 the bundle folder cannot be used)."""
+    3 failed)."""
     if args.stop is not None:
         if not str(args.stop).strip():
             print("error: --stop DIR is empty (an unset variable?)", file=stderr)
@@ -476,9 +476,9 @@ def run_command(name: str | None, out: str | os.PathLike[str] | None, args: argp
     try:
         rec = start(name, out, max_runtime_s=args.max_runtime, nproc=args.nproc,
                     worker_server=args.worker_server)
-    except DrillOutputError as e:
+    except DrillOutputError as e:  # a folder it may not clear: a usage error, as for run
         print(f"error: {e}", file=stderr)
-        return 5
+        return 2
     except DrillError as e:
         print(f"error: {e}", file=stderr)
         return 2 if name not in LIVE_DRILLS or "max-runtime" in str(e) else 3
