@@ -207,3 +207,30 @@ def test_a_runbook_survives_crashing_dumps(tmp_path: Path) -> None:
     warnings = "\n".join(summary["inputs"]["warnings"])
     for name in ("rank15.pkl", "rank16.pkl", "fr_trace_rank17.json", "rank10.pkl"):
         assert f"{name}: flight-recorder dump not loaded" in warnings, warnings
+
+
+def test_threads_take_turns_with_the_address_space_limit() -> None:
+    """The limit is the process's: a second reader waits for the first, and the limit the
+    process had is back once both are done (two at once could leave it lowered)."""
+    import resource
+    import threading
+
+    from traindoc.parse import flight_recorder as fr
+
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    entered = threading.Event()
+    inside: list[str] = []
+
+    def second() -> None:
+        with fr._address_space_capped(1 << 30):
+            inside.append("second")
+
+    with fr._address_space_capped(1 << 30):
+        inside.append("first")
+        t = threading.Thread(target=second)
+        t.start()
+        entered.wait(0.3)
+        assert inside == ["first"]  # the second waits
+    t.join(10)
+    assert inside == ["first", "second"]
+    assert resource.getrlimit(resource.RLIMIT_AS) == before

@@ -26,6 +26,7 @@ import math
 import os
 import pickle
 import re
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -111,12 +112,24 @@ def _resident() -> int:
         return 0
 
 
+# The address-space limit is the process's, not a thread's: one reader at a time lowers and
+# restores it (two at once could restore each other's lowered limit and leave it so).
+_ADDRESS_SPACE = threading.RLock()
+
+
 @contextmanager
 def _address_space_capped(extra: int) -> Iterator[None]:
     """The process's address-space limit lowered, for the block, to what it holds now plus
     ``extra``: one allocation the unpickler makes at once for a number in the file (a memo
     index: 8 GiB from 5 bytes) then fails with MemoryError instead of being written out. Where
-    the system has no such limit (or no ``/proc``), nothing changes."""
+    the system has no such limit (or no ``/proc``), nothing changes. Threads take turns."""
+    with _ADDRESS_SPACE:
+        with _address_space_capped_unlocked(extra):
+            yield
+
+
+@contextmanager
+def _address_space_capped_unlocked(extra: int) -> Iterator[None]:
     try:
         import resource
 
