@@ -269,6 +269,26 @@ def _epoch(iso: str) -> float:
     return datetime.fromisoformat(iso).timestamp()
 
 
+def test_startup_stall_is_a_hang_before_the_first_step(tmp_path: Path) -> None:
+    """No progress line at all: off by default; with --startup-stall, a deadlock alert once
+    that long has passed while the job lives (here this test's own process)."""
+    import os
+
+    logs, out = tmp_path / "job", tmp_path / "out"
+    append(logs / "train.log", "NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>", "init ...")
+    code, printed, _ = watch([str(logs), "-o", str(tmp_path / "quiet"), "--interval", "0.1",
+                              "--min-stall", "0.2", "--no-runbook", "--max-runtime", "1.5",
+                              "--pid", str(os.getpid())])
+    assert code == EXIT_OK and "ALERT" not in printed  # (default: no start-up limit)
+    code, printed, _ = watch([str(logs), "-o", str(out), "--interval", "0.1", "--min-stall",
+                              "0.2", "--startup-stall", "1", "--no-runbook", "--exit-on-alert",
+                              "--max-runtime", "20", "--pid", str(os.getpid())])
+    assert code == EXIT_ALERT, printed
+    a = alert(out)
+    assert a["class"] == "deadlock" and "before the first step" in a["reason"]
+    assert a["details"]["startup_stall_s"] == 1
+
+
 def test_no_stall_alert_when_the_job_processes_ended(tmp_path: Path) -> None:
     logs, out = tmp_path / "job", tmp_path / "out"
     append(logs / "train.log", *(megatron(i) for i in range(1, 6)))

@@ -451,6 +451,7 @@ class WatchOptions:
     notify: str | None = None
     pids: list[int] = field(default_factory=list)
     runbooks: bool = True
+    startup_stall: float | None = None  # no progress line at all this long: a hang at start
 
 
 class Watcher:
@@ -627,8 +628,10 @@ class Watcher:
 
     def _stall(self) -> Alert | None:
         p = self.progress
-        if p.last_at is None or not self.armed["deadlock"]:
+        if not self.armed["deadlock"]:
             return None
+        if p.last_at is None:
+            return self._startup_stall()
         now = self.clock()
         limit = self.stall_threshold()
         idle = now - p.last_at
@@ -656,6 +659,23 @@ class Watcher:
                        for r, x in p.ranks.items()},
                    "pids": self.pids}
         return self._alert("deadlock", reason, ev, details)
+
+    def _startup_stall(self) -> Alert | None:
+        """With ``startup_stall``: no progress line at all that long after watching began
+        while the job's processes live (a hang in NCCL init, a rendezvous, the first batch)."""
+        limit = self.opt.startup_stall
+        if limit is None:
+            return None
+        waited = self.clock() - self.started
+        if waited < limit or (self.pids and not self.job_alive()):
+            return None
+        self.armed["deadlock"] = False
+        alive_txt = (f"{len(self.pids)} process(es) alive ({self.pids_from})" if self.pids
+                     else "processes taken to be alive (no --pid or pids.json)")
+        reason = (f"no progress line at all in {waited:.1f} s of watching (--startup-stall "
+                  f"{limit:g} s); {alive_txt}: a hang before the first step is suspected "
+                  "(NCCL init, rendezvous, the first batch)")
+        return self._alert("deadlock", reason, [], {"startup_stall_s": limit, "pids": self.pids})
 
     def _alert(self, cls: str, reason: str, ev: list[str], details: dict[str, Any]) -> Alert:
         return Alert(cls, reason, self.clock(), self.progress.last_at, ev, details=details)
@@ -892,6 +912,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-steps", type=int, default=MIN_STEPS, metavar="N",
                    help=f"logged steps before throughput and loss are judged (default "
                         f"{MIN_STEPS})")
+    p.add_argument("--startup-stall", type=_positive, default=None, metavar="S",
+                   help="also alert when no progress line at all came in the first S seconds "
+                        "of watching (a hang in NCCL init or rendezvous; default: off, as "
+                        "start-up time varies by job)")
     p.add_argument("--pid", type=_pid, action="append", default=[], metavar="PID",
                    help="a process of the job (repeat for each); the stall alert needs one "
                         "alive, and the watch ends when all have ended")
@@ -937,7 +961,7 @@ def main(args: argparse.Namespace, stdout: Any, stderr: Any,
                         interval=args.interval, max_runtime=args.max_runtime,
                         min_steps=args.min_steps, exit_on_alert=args.exit_on_alert,
                         collect=args.collect, notify=args.notify, pids=list(args.pid),
-                        runbooks=args.runbooks)
+                        runbooks=args.runbooks, startup_stall=args.startup_stall)
     try:
         with claimed_output_dir(out, logs) as claimed:
             say(f"traindoc watch: watching {', '.join(logs)} -> {claimed} (every "
