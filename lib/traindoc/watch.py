@@ -850,7 +850,7 @@ OUT/<class>/, and watching goes on unless --exit-on-alert):
   deadlock     no progress (iteration lines, tqdm bars) for
                max(--stall-factor x recent median step time, --min-stall) while the job's
                processes are alive: a hang, long before the NCCL watchdog's timeout (judged
-               from the first progress line on)
+               from the first progress line on; before it only with --startup-stall)
   timeout      a watchdog / gloo collective timeout line (at once)
   gpu_crash    a CUDA/NCCL error, an Xid, a rank that died (at once)
   throughput   the throughput runbook's change-point test finds a drop in the recent window
