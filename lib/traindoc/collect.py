@@ -510,35 +510,34 @@ def system_evidence(evidence: Path) -> tuple[list[Path], list[str]]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         notes.append("nvidia-smi not found (no NVIDIA driver here): no GPU state saved")
-    else:
-        try:
-            res = subprocess.run([smi, "-q"], capture_output=True, text=True,
-                                 timeout=TOOL_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
-            (evidence / "nvidia-smi-q.txt").write_text(res.stdout + res.stderr)
-            saved.append(evidence / "nvidia-smi-q.txt")
-        except (OSError, subprocess.TimeoutExpired) as e:
-            notes.append(f"nvidia-smi -q failed: {e}")
+    elif (res := _run_tool([smi, "-q"], "nvidia-smi -q", notes)) is not None:
+        (evidence / "nvidia-smi-q.txt").write_text(res.stdout + res.stderr)
+        saved.append(evidence / "nvidia-smi-q.txt")
     dmesg = shutil.which("dmesg")
     if dmesg is None:
         notes.append("dmesg not found: no Xid lines saved")
-    else:
-        try:
-            res = subprocess.run([dmesg, "-T"], capture_output=True, text=True,
-                                 timeout=TOOL_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            notes.append(f"dmesg failed: {e}")
+    elif (res := _run_tool([dmesg, "-T"], "dmesg", notes)) is not None:
+        if res.returncode != 0:
+            notes.append(f"dmesg failed (exit {res.returncode}: "
+                         f"{res.stderr.strip()[:120]}); try: sudo dmesg -T | grep -i xid")
+        elif xid := [ln for ln in res.stdout.splitlines() if XID_RE.search(ln)]:
+            (evidence / "dmesg-xid.txt").write_text("\n".join(xid) + "\n")
+            saved.append(evidence / "dmesg-xid.txt")
         else:
-            if res.returncode != 0:
-                notes.append(f"dmesg failed (exit {res.returncode}: "
-                             f"{res.stderr.strip()[:120]}); try: sudo dmesg -T | grep -i xid")
-            else:
-                xid = [ln for ln in res.stdout.splitlines() if XID_RE.search(ln)]
-                if xid:
-                    (evidence / "dmesg-xid.txt").write_text("\n".join(xid) + "\n")
-                    saved.append(evidence / "dmesg-xid.txt")
-                else:
-                    notes.append("dmesg: no Xid line")
+            notes.append("dmesg: no Xid line")
     return saved, notes
+
+
+def _run_tool(argv: list[str], what: str, notes: list[str]
+              ) -> subprocess.CompletedProcess[str] | None:
+    """``argv`` run with the tools' time limit, its output captured; None (and a note) when
+    it could not run or ran out of time."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
+                              check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        notes.append(f"{what} failed: {e}")
+        return None
 
 
 # -- many hosts ----------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from typing import Any
 
 import pandas as pd
 
+from .diagnose.common import as_float
 from .incident import Incident
 from .parse import FILE_LOADERS
 from .parse.prefixes import path_origin
@@ -312,13 +313,9 @@ class ProgressPicture:
 
 
 def _num(v: Any) -> float | None:
-    if v is None or v is pd.NA:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f and f > 0 else None
+    """A positive number, or None (``as_float`` for the rest)."""
+    f = as_float(v)
+    return f if f is not None and f > 0 else None
 
 
 def _stated_period(row: dict[str, Any], kind: str, steps: int | None) -> float | None:

@@ -31,14 +31,13 @@ from . import worker
 from .runner import (
     FR_BUFFER_SIZE,
     SPECS,
-    WORKER_SCRIPT,
     DrillError,
     DrillOutputError,
     _clear_bundle,
     _facts,
     _find_python,
-    _launcher,
     _stat_fields,
+    job_command,
 )
 
 LIVE_DRILLS = ("hang", "slow_rank", "loss_spike")
@@ -144,24 +143,10 @@ def _rank_logs(out: Path, local_rank: int) -> dict[str, str]:
 
 def _command(name: str, out: Path, py: str, nproc: int, steps: int, k: int,
              pg_timeout: float, deadline: float, worker_server: bool) -> list[str]:
-    spec = SPECS[name]
     server = [f"--worker-socket={out / 'fr' / 'rank'}"] if worker_server else []
     return [
-        *_launcher(py),
-        "--standalone",
-        "--nnodes=1",
-        f"--nproc-per-node={nproc}",
-        f"--log-dir={out / 'logs'}",
-        "--redirects=3",
-        "--tee=3",
-        str(WORKER_SCRIPT),
-        f"--drill={name}",
-        f"--steps={steps}",
-        f"--fault-step={k}",
-        f"--fr-dir={out / 'fr'}",
+        *job_command(name, out, py, nproc, steps, k, pg_timeout),
         f"--fr-prefix={out / 'fr' / 'rank'}",
-        f"--pg-timeout={pg_timeout:g}",
-        f"--save-timeout={spec.save_timeout:g}",
         f"--step-time={STEP_TIME_S:g}",
         f"--slow-time={SLOW_TIME_S:g}",
         f"--deadline={deadline + WORKER_EXTRA_S:.3f}",

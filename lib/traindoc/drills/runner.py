@@ -276,6 +276,28 @@ def _pyspy(python: str) -> str | None:
     return str(sibling) if sibling.exists() else shutil.which("py-spy")
 
 
+def job_command(name: str, out: Path, python: str, nproc: int, steps: int, fault_step: int,
+                pg_timeout: float) -> list[str]:
+    """The torchrun command line of drill ``name`` writing its bundle into ``out`` (a live
+    drill appends its own worker options)."""
+    return [
+        *_launcher(python),
+        "--standalone",
+        "--nnodes=1",
+        f"--nproc-per-node={nproc}",
+        f"--log-dir={out / 'logs'}",
+        "--redirects=3",
+        "--tee=3",
+        str(WORKER_SCRIPT),
+        f"--drill={name}",
+        f"--steps={steps}",
+        f"--fault-step={fault_step}",
+        f"--fr-dir={out / 'fr'}",
+        f"--pg-timeout={pg_timeout:g}",
+        f"--save-timeout={SPECS[name].save_timeout:g}",
+    ]
+
+
 def _clear_bundle(out: Path) -> None:
     """Remove an earlier drill's bundle from ``out``; a folder that holds anything a drill
     does not write (a project, a home) is refused before anything is removed."""
@@ -440,22 +462,7 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     _clear_bundle(out)
     (out / "fr").mkdir()
-    cmd = [
-        *_launcher(py),
-        "--standalone",
-        "--nnodes=1",
-        f"--nproc-per-node={nproc}",
-        f"--log-dir={out / 'logs'}",
-        "--redirects=3",
-        "--tee=3",
-        str(WORKER_SCRIPT),
-        f"--drill={name}",
-        f"--steps={steps}",
-        f"--fault-step={k}",
-        f"--fr-dir={out / 'fr'}",
-        f"--pg-timeout={spec.pg_timeout:g}",
-        f"--save-timeout={spec.save_timeout:g}",
-    ]
+    cmd = job_command(name, out, py, nproc, steps, k, spec.pg_timeout)
     env = dict(
         os.environ, TORCH_FR_BUFFER_SIZE=FR_BUFFER_SIZE, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1"
     )
