@@ -507,20 +507,23 @@ class FastText:
         st = self.st
         if ascii_:
             c, origin, _ = self.prefixes.split(text.encode("ascii"))
-        else:
+            merged = self._merged_origin.get(id(origin))
+            if merged is None or merged[0] is not origin:
+                if len(self._merged_origin) >= PrefixCache.MAX:  # (the cache makes a new
+                    self._merged_origin.clear()  # Origin for each line it does not keep)
+                merged = self._merged_origin[id(origin)] = (origin,
+                                                            merge_origin(st.origin, origin))
+            writer = merged[1]
+        else:  # (demux makes a new Origin each time: nothing to remember)
             body, origin = demux(text)
             c = len(text) - len(body)
-        merged = self._merged_origin.get(id(origin))
-        if merged is None or merged[0] is not origin:
-            if len(self._merged_origin) >= PrefixCache.MAX:  # (demux makes a new Origin for
-                self._merged_origin.clear()  # every line the prefix cache does not keep)
-            merged = self._merged_origin[id(origin)] = (origin, merge_origin(st.origin, origin))
+            writer = merge_origin(st.origin, origin)
         reg = self.reg
         if mask:
-            self.lines.record(st, text[c:], lineno, merged[1], reg.incomplete(mask),
+            self.lines.record(st, text[c:], lineno, writer, reg.incomplete(mask),
                               reg.parsers(mask), reg.blocks(mask))
         else:
-            self.lines.record(st, text[c:], lineno, merged[1], (), (), ())
+            self.lines.record(st, text[c:], lineno, writer, (), (), ())
 
     def _busy(self) -> bool:
         return self.st.pending is not None or bool(self.st.busy)
