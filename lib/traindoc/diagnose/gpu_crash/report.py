@@ -30,6 +30,8 @@ PROGRAM_CUDA_RE = re.compile(
     r"invalid configuration|illegal instruction|no kernel image", re.IGNORECASE)
 WATCHDOG_FRAME_RE = re.compile(r"workCleanupLoop|watchdogHandler|ncclCommWatchdog|"
                                r"finishedGPUExecution|CUDAEvent\.h")
+# Signals a process raises on itself by faulting (not a kill from outside).
+FAULT_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"})
 
 
 def report(a: GpuCrashAnalysis) -> Report:
@@ -379,9 +381,6 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
             "dies; #SBATCH --requeue (or a job array with %1) so the restart is automatic"))
     return acts
 
-
-# Signals a process raises on itself by faulting (not a kill from outside).
-FAULT_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"})
 
 def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) -> list[Action]:
     who = _who(f)
