@@ -93,7 +93,9 @@ class CollectResult:
 # -- /proc ---------------------------------------------------------------------------------------
 
 
-def _stat(pid: int) -> list[str] | None:
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name ([0] the state, [2] the process
+    group, [19] the start time in clock ticks since boot); None when there is no such process."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except (OSError, ValueError):
@@ -103,7 +105,7 @@ def _stat(pid: int) -> list[str] | None:
 
 def start_time(pid: int) -> str | None:
     """The process's start time from /proc (None when it does not exist or is a zombie)."""
-    fields = _stat(pid)
+    fields = proc_stat(pid)
     return fields[19] if fields and fields[0] not in ("Z", "X") else None
 
 
@@ -156,7 +158,7 @@ def children(pid: int) -> list[int]:
         return sorted(kids)
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat(int(entry.name))
+            fields = proc_stat(int(entry.name))
             if fields and fields[1] == str(pid):
                 kids.add(int(entry.name))
     return sorted(kids)
@@ -296,7 +298,7 @@ def _mark_helpers(procs: list[RankProcess]) -> list[RankProcess]:
     by_pid = {p.pid: p for p in procs}
     out = []
     for p in procs:
-        fields = _stat(p.pid)
+        fields = proc_stat(p.pid)
         parent = by_pid.get(int(fields[1])) if fields else None
         if parent is not None and parent.rank == p.rank and p.rank is not None:
             p = RankProcess(p.pid, p.rank, p.start, p.cmdline, p.found_by, parent.pid)

@@ -48,6 +48,7 @@ from typing import Any
 
 import pandas as pd
 
+from .collect import proc_stat, start_time
 from .diagnose.common import as_float
 from .incident import Incident
 from .parse import FILE_LOADERS
@@ -372,25 +373,10 @@ def starts_in(data: Any) -> dict[int, str]:
     return out
 
 
-def _stat(pid: int) -> list[str]:
-    """The fields of /proc/<pid>/stat after the command name ([0] the state, [19] the start
-    time in clock ticks since boot); [] when there is no such process."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return []
-
-
-def start_time(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot), None when it does not exist."""
-    fields = _stat(pid)
-    return fields[19] if len(fields) > 19 else None
-
-
 def alive(pid: int, start: str | None = None) -> bool:
     """Whether process ``pid`` runs on this host (a zombie has ended); with ``start``, only
     while it is the same process (a pid the system gave to another one is no sign of life)."""
-    fields = _stat(pid)
+    fields = proc_stat(pid)
     if not fields or fields[0] in ("Z", "X"):
         return False
     return start is None or (len(fields) > 19 and fields[19] == start)
