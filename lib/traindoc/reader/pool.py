@@ -69,8 +69,8 @@ def read_group(args: Job) -> dict[str, Any]:
     total limit counts this group's bytes alone, in ``"used"``; the parent holds the total;
     ``"schema"``: the tables as this worker's traindoc knows them).
     One group at a time in a process: a worker's threads would gain little (the reader holds
-    the GIL), and a flight-recorder dump caps the whole process's address space while it is
-    unpickled, which another thread's dump would leave lowered."""
+    the GIL; the flight-recorder reader also takes turns for the process's address-space
+    limit, ``parse.flight_recorder``)."""
     with _ONE_READER:
         return {**_read(args, None), "schema": SCHEMAS}
 
@@ -86,13 +86,14 @@ def _read(args: Job, total: Any) -> dict[str, Any]:
             "account": reader.acc, "used": budget.used}
 
 
-def _groups(sizes: list[int], n: int) -> list[list[int]]:
-    """Consecutive runs of file indices, about ``4 * n`` of them, of similar total size."""
-    target = max(1, sum(sizes) // (4 * n))
+def _runs(sizes: list[int], max_bytes: int, max_files: int | None = None) -> list[list[int]]:
+    """Consecutive runs of file indices of at most ``max_bytes`` (or one file) and
+    ``max_files`` files (None: any number)."""
     out: list[list[int]] = [[]]
     acc = 0
     for i, size in enumerate(sizes):
-        if out[-1] and acc + size > target:
+        if out[-1] and (acc + size > max_bytes
+                        or (max_files is not None and len(out[-1]) >= max_files)):
             out.append([])
             acc = 0
         out[-1].append(i)
@@ -100,17 +101,15 @@ def _groups(sizes: list[int], n: int) -> list[list[int]]:
     return out
 
 
+def _groups(sizes: list[int], n: int) -> list[list[int]]:
+    """Consecutive runs of file indices, about ``4 * n`` of them, of similar total size."""
+    return _runs(sizes, max(1, sum(sizes) // (4 * n)))
+
+
 def _task_groups(sizes: list[int]) -> list[list[int]]:
     """Consecutive runs of file indices of at most ``TASK_BYTES`` (or one file) and
     ``TASK_FILES`` files: one task each on a foreign executor."""
-    out: list[list[int]] = [[]]
-    acc = 0
-    for i, size in enumerate(sizes):
-        if out[-1] and (acc + size > TASK_BYTES or len(out[-1]) >= TASK_FILES):
-            out.append([])
-            acc = 0
-        out[-1].append(i)
-        acc += size
+    out = _runs(sizes, TASK_BYTES, TASK_FILES)
     return out if out[0] else []
 
 
