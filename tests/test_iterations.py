@@ -377,6 +377,15 @@ def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
      "loss_smpl_pose: 0.3386", {"iteration": 26, "elapsed_s": 0.72, "lr": 0.0001}),
     # Tele-AI/TeleChat-52B#8
     ("epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625", {"iteration": 4, "loss": 7.40625}),
+    # DLLXW/baby-llama2-chinese#17 (epoch 0 of 2; the step inside the epoch in parentheses)
+    ("[2023-08-30 16:26:16,924][pretrain.py][INFO] Epoch:[0/2](6000/293491) loss:4.294 "
+     "lr:0.0000991 epoch_Time:1053.0min:",
+     {"iteration": 6000, "loss": 4.294, "lr": 0.0000991}),
+    # Kai-46/minFM#4 (TPS "16.88K" is left out: a K suffix is no unit the fields read)
+    ("2025-08-23 06:20:07,600 - trainers.dit_trainer - INFO - Step   1560 | Loss: 0.5275 | LR: "
+     "3.00e-04 | GradNorm: 2.29 | TPS: 16.88K | Data: 0.007s | Frozen: 0.097s | TrainableFwd: "
+     "0.701s | TrainableBwd: 1.170s",
+     {"iteration": 1560, "loss": 0.5275, "lr": 3e-04, "grad_norm": 2.29}),
 ])
 def test_kv_step_formats(line: str, expected: dict) -> None:
     from traindoc.parse.iterations import parse_kv_step
@@ -385,6 +394,27 @@ def test_kv_step_formats(line: str, expected: dict) -> None:
     assert row is not None
     for k, v in expected.items():
         assert row[k] == pytest.approx(v), k
+
+
+def test_epoch_paren_counts_on_across_epochs_and_reads_nan() -> None:
+    from traindoc.parse.iterations import parse_kv_step
+
+    # baby-llama2-chinese: epochs count from 0, so epoch 1's step 5 follows epoch 0's 293491
+    row = parse_kv_step("Epoch:[1/2](5/293491) loss:nan lr:0.0000987 epoch_Time:1044.0min:")
+    assert row is not None and row["iteration"] == 293491 + 5 and row["loss"] != row["loss"]
+
+
+def test_a_trainers_own_skip_guard_is_a_skipped_step(tmp_path: Path) -> None:
+    from traindoc.parse.iterations import parse_overflow
+
+    # Kai-46/minFM#4: a tqdm bar with the trainer's warning glued behind it
+    line = ("Training:  78%|███████▊  | 1556/2000 [6:15:28<1:55:17, 15.58s/step]2025-08-23 "
+            "06:19:20,889 - trainers.dit_trainer - WARNING - Step 1557: detected nan/inf/spiky "
+            "gradient (norm=2.1966569423675537); skipping optimizer step.")
+    assert parse_overflow(line) == {"iteration": 1557, "skipped": 1}
+    (tmp_path / "train.log").write_text(line + "\n")
+    it = traindoc.load(tmp_path / "train.log").iterations
+    assert list(it["iteration"]) == [1557] and list(it["skipped"]) == [1]
 
 
 def test_tf_example_and_onmt_lines() -> None:
@@ -447,6 +477,9 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     ("2023-01-25 00:21:34.569 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] | E6 "
      "iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125/car/x | [step]   104 | [url] none",
      {"iteration": 104}),
+    # RVC-Project/Retrieval-based-Voice-Conversion-WebUI#1882 (no rate: only the line's time)
+    ("2024-04-10 05:01:07 | INFO | logs | Total loss at epoch 5, step at 58600, "
+     "loss=33.73411178588867", {"iteration": 58600, "loss": 33.73411178588867}),
     # NLUT#12
     (" iter 3700   time/iter: 0.50  lr: 0.000100 loss_mn: 0.0016 loss_c: 0.5781   loss_s: 2.8997"
      "   loss_mse: 0.0280 losses: 3.4793", {"iteration": 3700, "loss": 3.4793, "elapsed_s": 0.5}),

@@ -484,6 +484,14 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                     {"tot_loss": "loss", "loss": "loss", "lr": "lr", "grad_norm": "grad_norm"}),
     # hand-rolled loops that print the global step and the loss (TeleChat's DeepSpeed trainer:
     # "epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625")
+    # llama2.c-style pretraining scripts (baby-llama2-chinese's pretrain.py): "Epoch:[0/2]
+    # (7000/293491) loss:nan lr:0.0000987 epoch_Time:1044.0min:" (epochs from 0)
+    "epoch_paren": (re.compile(r"\bEpoch:\[(?P<epoch0>\d+)/\d+\]\((?P<it>\d+)/(?P<total>\d+)\)"
+                               r"(?P<rest>.*)"), {"loss": "loss", "lr": "lr"}),
+    # minFM's trainer: "Step   1560 | Loss: 0.5275 | LR: 3.00e-04 | GradNorm: 2.29 | TPS: 16.88K"
+    # (TPS's K suffix is no unit PIPE_FIELD_RE reads: left out)
+    "step_pipe": (re.compile(r"\bStep\s+(?P<it>\d+) \|(?P<rest>.*)"),
+                  {"Loss": "loss", "LR": "lr", "GradNorm": "grad_norm"}),
     "global_step": (re.compile(r"\bglobal_step\s*[:=]\s*(?P<it>\d+)\b(?P<rest>.*)"),
                     {"loss": "loss", "cur_batch_loss": "loss", "train_loss": "loss", "lr": "lr",
                      "grad_norm": "grad_norm"}),
@@ -553,11 +561,14 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # "| E6 iter[ 14/ 15] | [Loss] nan | … | [step]   104 |"
     "bracket_keys": re.compile(rf"\[Loss\] (?P<loss>{_NUM}) \|.*?\[step\]\s+(?P<it>\d+)"),
     # NLUT-style "iter 3700   time/iter: 0.50  lr: 0.000100 loss_mn: … losses: 3.4793"
+    # RVC (Retrieval-based-Voice-Conversion-WebUI): "Total loss at epoch 5, step at 58400,
+    # loss=31.05100440979004" (no rate: the line's time is the only clock)
+    "rvc": re.compile(rf"\bloss at epoch \d+, step at (?P<it>\d+), loss=(?P<loss>{_NUM})"),
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
 SIMPLE_NEEDLES = ("sec/step)", "examples/sec;", ":\tloss_", ": loss_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
-                  "[Loss]", "time/iter:")
+                  "[Loss]", "time/iter:", ", step at ")
 
 
 def parse_simple_step(text: str) -> Row | None:
@@ -757,11 +768,15 @@ OVERFLOW_RE = re.compile(
     r"Reducing loss scale to (?P<to2>[\d.]+)|loss scaler \d+ reducing loss scale to (?P<to3>[\d.]+))?"
 )
 GRAD_OVERFLOW_RE = re.compile(r"\bGrad overflow on iteration:?\s*(?P<it>\d+)")
+# a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
+# (norm=2.1966569423675537); skipping optimizer step."
+SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
 
 
 def parse_overflow(text: str) -> Row | None:
-    """An fp16 overflow: the optimizer step was skipped (the loss scale it fell to)."""
-    m = GRAD_OVERFLOW_RE.search(text)
+    """A skipped optimizer step: an fp16 overflow (the loss scale it fell to) or a trainer's own
+    guard that names the step."""
+    m = GRAD_OVERFLOW_RE.search(text) or SKIP_STEP_RE.search(text)
     if m:
         return {"iteration": int(m["it"]), "skipped": 1}
     m = OVERFLOW_RE.search(text)
@@ -835,7 +850,7 @@ PARSERS: tuple[LineParser, ...] = (
         "kv_step",
         "iterations",
         ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr ", "global_step",
-         "global iter:"),
+         "global iter:", "Epoch:[", "| Loss:"),
         parse_kv_step,
         example="[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  "
         "loss_cls: 1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  "
@@ -876,7 +891,8 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "fp16_overflow",
         "iterations",
-        ("Skipping step", "Grad overflow on iteration"),
+        ("Skipping step", "Grad overflow on iteration", "skipping optimizer step",
+         "skipping the optimizer step"),
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
