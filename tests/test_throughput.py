@@ -367,6 +367,20 @@ def test_interval_times_become_seconds_per_iteration() -> None:
     assert per_iteration_seconds([150, 200, 250], [10.0, 5.0, 5.0]) == [None, 0.1, 0.1]
 
 
+def test_step_lines_without_a_rate_are_timed_by_their_own_times(tmp_path: Path) -> None:
+    from traindoc.diagnose.throughput.series import steps_with_seconds
+
+    # RVC-Project/Retrieval-based-Voice-Conversion-WebUI#1882's wording, every 200 steps
+    line = "2024-04-10 {} | INFO | logs | Total loss at epoch 5, step at {}, loss=31.05"
+    (tmp_path / "a.log").write_text("\n".join(line.format(t, s) for t, s in [
+        ("04:59:03", 58400), ("05:01:07", 58600), ("05:03:10", 58800), ("07:05:01", 59000)]))
+    got = steps_with_seconds(traindoc.load(tmp_path / "a.log"))["elapsed_s"].tolist()
+    assert got[0] is pd.NA and got[1:] == [0.62, 0.615, 36.555]
+    # lines a second apart: whole-second times are too coarse to time a step
+    (tmp_path / "b.log").write_text("\n".join(line.format(f"05:00:{s:02d}", s) for s in range(9)))
+    assert steps_with_seconds(traindoc.load(tmp_path / "b.log"))["elapsed_s"].isna().all()
+
+
 def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None:
     from traindoc.diagnose.throughput import find_change
 

@@ -38,13 +38,43 @@ EVENT_COLUMNS = ["iteration", "kind", "source", "line"]
 DISCONTINUITY_COLUMNS = ["position", "kind", "from_iteration", "to_iteration", "source", "line"]
 
 
+# Seconds between two logged steps below which line times (often whole seconds) are too coarse
+# to stand for the interval's wall time.
+MIN_TIMED_INTERVAL_S = 10.0
+
+
 def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     """Training-step rows (``common.training_steps``) whose missing ``elapsed_s`` is filled
-    from the logging interval's wall time where the logs give one (``interval_s``)."""
+    from the logging interval's wall time where the logs give one (``interval_s``); when no
+    step line carries any throughput figure at all, from the times of the step lines
+    themselves (``timed_seconds``)."""
     it = training_steps(incident)
     if "interval_s" in it and it["interval_s"].notna().any():
         it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
+    elif not any(spec.column in it and it[spec.column].notna().any()
+                 for spec in METRICS.values()):
+        it = it.assign(elapsed_s=timed_seconds(it))
     return it
+
+
+def timed_seconds(it: pd.DataFrame) -> pd.Series:
+    """Seconds per iteration read off the step lines' own times: the time since the previous
+    step line of the same file and rank over the iterations between them (<NA> for the first,
+    and everywhere when the lines are less than ``MIN_TIMED_INTERVAL_S`` apart at the median:
+    the times are then too coarse)."""
+    out = pd.Series(pd.NA, index=it.index, dtype="Float64")
+    if "time" not in it or it["time"].notna().sum() < 2:
+        return out
+    rows = it[it["time"].notna() & it["iteration"].notna()]
+    keys = [rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0],
+            rows["rank"].fillna(-1)]
+    for _, g in rows.groupby(keys, sort=False):
+        gaps = g["time"].diff().dt.total_seconds()
+        steps = g["iteration"].astype("Float64").diff()
+        gaps = gaps.where(steps > 0)  # a restart or a repeated step: no interval
+        if gaps.notna().any() and gaps.median() >= MIN_TIMED_INTERVAL_S:
+            out.loc[g.index] = pd.array(gaps / steps, dtype="Float64")
+    return out
 
 
 def per_iteration_seconds(iterations: list[int], interval_s: list[float | None]) -> list[float | None]:
