@@ -210,6 +210,10 @@ def write_dumps(tmp_path: Path, dumps: dict[str, str]) -> Path:
      "Condition.wait (threading.py:327)"),  # nothing but waits: the innermost Python frame
     (["get (myproj/queue.py:10)", "f (x.py:1)"], "get (myproj/queue.py:10)"),  # not the stdlib
     (["syscall (libc.so.6)"], "syscall (libc.so.6)"),
+    # intel/gprofiler#612: a PyInstaller bundle's bare file names; result is Future.result
+    (["wait (threading.py:295)", "result (_base.py:427)", "_snapshot (main.py:278)"],
+     "_snapshot (main.py:278)"),
+    (["result (mypkg/_base.py:12)", "f (x.py:1)"], "result (mypkg/_base.py:12)"),  # a package's
 ])
 def test_key_leaf_rule(frames: list[str], leaf: str) -> None:
     assert deadlock.key_leaf(frames) == leaf

@@ -15,10 +15,10 @@ from ...incident import Incident
 from ..collectives import first_mismatch, rank_positions
 from ..common import who
 from .stacks import (
-    GENERIC_WAIT_RE,
     Proc,
     _na,
     call_site,
+    generic_wait,
     infer_ranks,
     key_leaf_index,
     n_procs,
@@ -175,7 +175,8 @@ def known_traps(outliers: list[Proc], rest: list[Proc], mm: dict[str, Any] | Non
         o = outliers[0]
         leaf = o.leaf or "?"
         dataloader = _has(outliers, DATALOADER_RE)
-        queue_wait = any(GENERIC_WAIT_RE.search(split_frame(f).file) for f in o.frames[:3])
+        queue_wait = any(generic_wait(fr.func, fr.file)
+                         for fr in map(split_frame, o.frames[:3]))
         eval_phase = _has(outliers, EVAL_FUNC_RE, "func")
         if dataloader or (queue_wait and eval_phase and not o.in_collective):
             what = ("waits for a batch from its DataLoader workers" if dataloader

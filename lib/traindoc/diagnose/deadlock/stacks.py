@@ -20,6 +20,9 @@ _STDLIB_DIR = r"(?:^|[/\\]lib(?:[/\\]python\d[\d.]*t?)?[/\\])"
 _WAIT_MODULES = (r"threading|queue|selectors|multiprocessing[/\\](?:queues|connection|synchronize"
                  r"|pool)|concurrent[/\\]futures[/\\](?:_base|thread)")
 GENERIC_WAIT_RE = re.compile(rf"{_STDLIB_DIR}(?:{_WAIT_MODULES})\.py$", re.IGNORECASE)
+# concurrent.futures' waits where the dump prints bare file names (a PyInstaller bundle:
+# "result (_base.py:427)" under "wait (threading.py:295)"): the file alone could be any package's
+FUTURE_WAIT_FUNC_RE = re.compile(r"^(?:Future\.)?(?:result|exception|wait|as_completed)$")
 # Where a helper thread parks: the generic primitives plus signal.sigwait and socket waits.
 HELPER_WAIT_RE = re.compile(rf"{_STDLIB_DIR}(?:{_WAIT_MODULES}|signal|socket|socketserver)\.py$",
                             re.IGNORECASE)
@@ -66,7 +69,7 @@ def key_leaf_index(frames: list[str]) -> int | None:
     """Index of the frame that names where a thread waits (see the module's rules)."""
     parts = [split_frame(f) for f in frames]
     for i, p in enumerate(parts):
-        if p.python and not GENERIC_WAIT_RE.search(p.file):
+        if p.python and not generic_wait(p.func, p.file):
             return i
     for i, p in enumerate(parts):
         if p.python:
@@ -75,6 +78,12 @@ def key_leaf_index(frames: list[str]) -> int | None:
         if not HEX_ADDR_RE.match(p.func):
             return i
     return 0 if frames else None
+
+
+def generic_wait(func: str, file: str) -> bool:
+    """Whether a Python frame is one of the standard library's generic blocking primitives."""
+    return bool(GENERIC_WAIT_RE.search(file)) or (
+        file == "_base.py" and bool(FUTURE_WAIT_FUNC_RE.match(func)))
 
 
 def key_leaf(frames: list[str]) -> str | None:
