@@ -381,6 +381,27 @@ def test_step_lines_without_a_rate_are_timed_by_their_own_times(tmp_path: Path) 
     assert steps_with_seconds(traindoc.load(tmp_path / "b.log"))["elapsed_s"].isna().all()
 
 
+def test_a_last_interval_many_times_slower_is_a_stall_and_asks_whether_the_job_moves(
+        tmp_path: Path) -> None:
+    from traindoc.diagnose.throughput import trailing_stall
+
+    # RVC#1882: 124 s and 123 s per 200 steps, then 7311 s
+    ch = trailing_stall(np.array([0.62, 0.615, 36.555]), higher_is_better=False)
+    assert ch is not None and ch.shape == "stall" and ch.index == 2 and ch.drop_pct > 98
+    assert trailing_stall(np.array([100.0, 98.0, 5.0]), higher_is_better=True) is not None
+    # three times slower is no stall; nor is a last value after scattered ones; nor one point
+    assert trailing_stall(np.array([0.62, 0.615, 1.9]), higher_is_better=False) is None
+    assert trailing_stall(np.array([0.3, 1.0, 36.0]), higher_is_better=False) is None
+    assert trailing_stall(np.array([0.6, 36.0]), higher_is_better=False) is None
+    line = "2024-04-10 {} | INFO | logs | Total loss at epoch 5, step at {}, loss=31.05"
+    (tmp_path / "a.log").write_text("\n".join(line.format(t, s) for t, s in [
+        ("04:59:03", 58400), ("05:01:07", 58600), ("05:03:10", 58800), ("07:05:01", 59000)]))
+    r = tp.diagnose(traindoc.load(tmp_path / "a.log"))
+    assert r.facts["shape"] == "stall" and r.facts["change_iteration"] == 59000
+    assert r.facts["bisect_plan"] is None and r.confidence == "medium"
+    assert r.actions[0].id == "check_stall" and "traindoc collect --from-logs" in r.actions[0].how
+
+
 def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None:
     from traindoc.diagnose.throughput import find_change
 

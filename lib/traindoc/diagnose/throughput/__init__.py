@@ -4,7 +4,8 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
 
 1. ``metric_series``: one value per logged iteration of the chosen metric (TFLOPs, tokens/s,
    samples/s, or seconds per iteration), the median across ranks when several ranks log it;
-   tqdm's s/it when no iteration line carries a metric. Iteration numbers going back start a
+   tqdm's s/it when no iteration line carries a metric, or the step lines' own times when
+   they are at least 10 s apart (``series.timed_seconds``). Iteration numbers going back start a
    new *run* (a restart from a checkpoint).
 2. ``mask_events``: the logged iteration at and right after each eval (``validation loss at
    iteration N``) or checkpoint save is set aside — eval and save time lands in the next
@@ -23,7 +24,10 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s). Medians make the split blind to short transients, so eval and
    save slowdowns in the middle of a series never make a change; the minimum segment length of
    2 lets a drop in the last two logged iterations count (the BLOOM seed: 3 points at ~149, 2
-   at ~141.7), while a single slow last iteration does not.
+   at ~141.7), while a single slow last iteration does not — unless it is a *stall*
+   (``trailing_stall``): the last logged value ``STALL_FACTOR`` (10) times worse than every
+   one before it, those holding one level (RVC#1882: 124 s, 123 s, then 7311 s per 200
+   steps). Then the first question is whether the job still moves, not which node is slow.
 5. Who is slow: per-rank iteration times, Megatron's straggler detector and per-rank timers,
    per-host benchmark tables, and flight-recorder arrival lags (the rank that enqueues each
    collective last), each compared against its peers with a robust z-score.
@@ -39,7 +43,7 @@ shows, and 7) and ``report`` (``report``: findings, verdict, actions; ``diagnose
 
 from .analysis import LastStep, ThroughputAnalysis, analyse, eta_days
 from .bisect import bisect_plan, host_list, plan_frame, plan_table, runs_by_spares, worst_case_runs
-from .change import Change, despike, drop_pct, find_change, noise_sigma
+from .change import Change, despike, drop_pct, find_change, noise_sigma, trailing_stall
 from .report import FACT_KEYS, diagnose, report
 from .series import (
     AUTO_ORDER,
@@ -68,4 +72,4 @@ __all__ = ["AUTO_ORDER", "Change", "FACT_KEYS", "LastStep", "METRICS", "MetricSp
            "events", "find_change", "host_list", "mask_events", "metric_series", "noise_sigma",
            "peer_outliers", "per_iteration_from_intervals", "per_iteration_seconds",
            "plan_frame", "plan_table", "rank_step_times", "report", "runs_by_spares",
-           "straggler_reports", "timer_outliers", "worst_case_runs"]
+           "straggler_reports", "timer_outliers", "trailing_stall", "worst_case_runs"]

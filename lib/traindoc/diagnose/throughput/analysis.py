@@ -15,7 +15,7 @@ from ...hostlist import natural_key
 from ...incident import Incident
 from ..common import rank_hosts
 from .bisect import bisect_plan, fast_if, host_list, plan_frame, runs_by_spares
-from .change import Change, despike, find_change
+from .change import STALL_BEFORE, Change, despike, find_change, trailing_stall
 from .series import (
     METRICS,
     MetricSpec,
@@ -219,7 +219,8 @@ class ThroughputAnalysis:
     @property
     def wants_bisection(self) -> bool:
         """A change, nobody named, and at least two nodes to search."""
-        return self.change is not None and not self.suspect_hosts and len(self.node_list) >= 2
+        return (self.change is not None and self.change.shape != "stall"
+                and not self.suspect_hosts and len(self.node_list) >= 2)
 
     def plan_frame(self) -> pd.DataFrame:
         """The bisection steps as a table."""
@@ -271,6 +272,16 @@ class ThroughputAnalysis:
                  ("days lost", self.days_lost)]
         return pd.DataFrame(items, columns=["what", "value"], dtype=object).astype(
             {"value": "string"})
+
+
+def _stalled(incident: Incident, metric: str) -> bool:
+    """Whether the logged values of ``metric``, events set aside, end in a ``trailing_stall``."""
+    series = metric_series(incident, metric)
+    if not len(series):
+        return False
+    masked = mask_events(series, events(incident)["iteration"].astype(int).tolist())
+    vals = series["value"].to_numpy(dtype=float)[~masked]
+    return trailing_stall(vals, METRICS[metric].higher_is_better) is not None
 
 
 def _seconds_per_iteration(incident: Incident, spec: MetricSpec | None, series: pd.DataFrame,
@@ -336,6 +347,10 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     """Series, change point, coincidences, per-rank/per-host comparisons, node list, bisection
     plan and cost (no verdict yet). The knobs are ``diagnose``'s."""
     name = choose_metric(incident, metric, min_points=max(3, 2 * min_segment))
+    if name is None:  # too few values for a change; enough for a stall in the last one?
+        few = choose_metric(incident, metric, min_points=STALL_BEFORE + 1)
+        if few is not None and _stalled(incident, few):
+            name = few
     spec = METRICS.get(name) if name else None
     sparse = choose_metric(incident, metric, min_points=1) if spec is None else None
     series = metric_series(incident, name) if name else metric_series(incident, "")
@@ -350,6 +365,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     if spec is not None and len(cleaned):
         change = find_change(cleaned, spec.higher_is_better, min_segment, threshold,
                              min_drop_pct)
+        if change is None:  # (the raw values: despiking would have smoothed the stall away)
+            change = trailing_stall(vals, spec.higher_is_better)
         if change is not None:
             pos = int(used[change.index])
     since = int(series["iteration"].iloc[pos]) if pos is not None else None
@@ -380,7 +397,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             node_list, nodes_from = host_list(incident, hosts)
         except ValueError as e:
             hosts_error = str(e)
-        if change is not None and not sus_hosts and len(node_list) >= 2:
+        if change is not None and change.shape != "stall" and not sus_hosts and len(node_list) >= 2:
             plan = bisect_plan(node_list, spare_nodes, job_script, fast_if(spec, change))
         last = _last_step(incident, series)
         if last is not None:

@@ -97,7 +97,7 @@ class Change:
     sigma: float  # robust per-point noise
     n_before: int
     n_after: int
-    shape: str = "step"  # "step" or "gradual"
+    shape: str = "step"  # "step", "gradual", or "stall" (the last logged value alone)
     onset: int | None = None  # first position of the departure from baseline (gradual)
     recovered: bool = False  # the last points are back near the baseline
 
@@ -189,6 +189,32 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     return ch
 
 
+STALL_FACTOR = 10.0  # the last interval this many times slower than every one before: a stall
+STALL_BEFORE = 2  # logged iterations before it, at least
+STALL_SPREAD = 2.0  # those agree within this factor (a level, not noise)
+
+
+def trailing_stall(values: np.ndarray, higher_is_better: bool) -> Change | None:
+    """The last logged value ``STALL_FACTOR`` times worse than every value before it, those
+    holding one level: the job stalled or crawled in its last logged interval (a change of one
+    point, which ``find_change`` never claims; shape "stall"). None otherwise."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if len(x) < STALL_BEFORE + 1:
+        return None
+    before, last = x[:-1], float(x[-1])
+    if before.max() > STALL_SPREAD * before.min():
+        return None
+    worst = before.min() if higher_is_better else before.max()
+    if (worst / last if higher_is_better else last / worst) < STALL_FACTOR:
+        return None
+    base = float(np.median(before))
+    sigma = max(noise_sigma(before), 1e-3 * abs(base), 1e-12)
+    z = abs(last - base) / sigma
+    return Change(len(x) - 1, base, last, drop_pct(base, last, higher_is_better), z, sigma,
+                  len(before), 1, shape="stall")
+
+
 SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
 SEPARATED_DROP_PCT = 5.0
 
@@ -223,5 +249,5 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
         ch.drop_pct = drop_pct(ch.baseline, t, higher_is_better)
 
 
-__all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "Change",
-           "despike", "drop_pct", "find_change", "noise_sigma"]
+__all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
+           "Change", "despike", "drop_pct", "find_change", "noise_sigma", "trailing_stall"]

@@ -71,6 +71,11 @@ def report(a: ThroughputAnalysis) -> Report:
                  f"after; shift {ch.z:.1f} robust standard errors)")
         if ch.shape == "gradual" and onset_it is not None:
             title += f"; a gradual decline that began around iteration {onset_it}"
+        if ch.shape == "stall":
+            title = (f"The last logged interval is {_times(ch):.0f}× slower than the "
+                     f"{ch.n_before} before it ({label} {ch.baseline:.4g} → {ch.degraded:.4g} at "
+                     f"iteration {its[p]}): the job stalled or crawled there. One interval "
+                     "cannot tell a pause from the start of a hang or a lasting slowdown")
         findings.append(Finding("throughput_drop", "critical", title,
                                 evidence(a.around_change())))
         if ch.recovered:
@@ -323,6 +328,11 @@ def _verdict(a: ThroughputAnalysis, f: dict[str, Any]) -> tuple[str, str]:
         return (f"No lasting throughput drop in {n} logged iterations ({spec.label} steady); "
                 "if the job feels slow, compare with an earlier healthy run's figures.",
                 "medium" if n >= STEADY_POINTS else "low")
+    if ch.shape == "stall":
+        return (f"The job stalled in its last logged interval: {spec.label} {_times(ch):.0f}× "
+                f"worse ({ch.baseline:.4g} → {ch.degraded:.4g}) at iteration "
+                f"{f['change_iteration']} after {ch.n_before} steady ones; find out whether it "
+                "still makes progress before hunting a slow node.", "medium")
     what = (f"{spec.label} dropped {ch.drop_pct:.1f}% ({ch.baseline:.4g} → {ch.degraded:.4g}) at "
             f"iteration {f['change_iteration']}")
     what += " and recovered later" if ch.recovered else ""
@@ -358,10 +368,28 @@ def _log_throughput_action(prio: int) -> Action:
         "--timing-log-option all; torchtitan: --metrics.log_freq 1; HF Trainer: logging_steps=1")
 
 
+def _times(ch: Any) -> float:
+    """How many times worse the degraded level is than the baseline."""
+    lo, hi = sorted((abs(ch.baseline), abs(ch.degraded)))
+    return hi / lo if lo else float("inf")
+
+
 def _actions(a: ThroughputAnalysis, f: dict[str, Any]) -> list[Action]:
-    """The ranked next steps: exclude a named node, else sweep, benchmark or bisect."""
+    """The ranked next steps: exclude a named node, else sweep, benchmark or bisect; after a
+    stall, whether the job still moves first."""
     acts: list[Action] = []
     ch = a.change
+    if ch is not None and ch.shape == "stall":
+        acts.append(Action(
+            "check_stall", 1, "Find out whether the job is hung before hunting a slow node",
+            "One logged interval many times slower than all before it is how a hang or a dying "
+            "collective starts (the watchdog fires only after its timeout); a slow node slows "
+            "every interval alike.",
+            "while it runs: traindoc collect --from-logs <training log> -o evidence/  (py-spy "
+            "stacks of every rank on this host), then traindoc run deadlock evidence/; once it "
+            "has failed: traindoc run triage <the job's logs>"))
+        acts.append(_log_throughput_action(2))
+        return acts
     job_script = a.job_script
     if ch is None:
         acts.append(Action(
