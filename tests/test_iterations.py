@@ -381,6 +381,20 @@ def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
     ("[2023-08-30 16:26:16,924][pretrain.py][INFO] Epoch:[0/2](6000/293491) loss:4.294 "
      "lr:0.0000991 epoch_Time:1053.0min:",
      {"iteration": 6000, "loss": 4.294, "lr": 0.0000991}),
+    # huggingface/nanotron#390: human-format suffixes (K, G) and milliseconds named in the key
+    ("10/17/2025 16:31:56 [INFO|DP=0|PP=0|TP=0]: iteration: 327281 / 378950 | consumed_tokens: "
+     "85.8G | elapsed_time_per_iteration_ms: 11.5K | tokens_per_sec: 22.8K | tokens_per_sec_per_gpu"
+     ": 11.4K | global_batch_size: 64 | lm_loss: 2.38 | lr: 1e-05 | model_tflops_per_gpu: 38.3 | "
+     "hardware_tflops_per_gpu: 38.3 | grad_norm: 1.25",
+     {"iteration": 327281, "total_iterations": 378950, "consumed_tokens": 85_800_000_000,
+      "elapsed_s": 11.5, "tokens_per_s": 22800.0, "tokens_per_s_per_gpu": 11400.0,
+      "global_batch_size": 64, "loss": 2.38, "lr": 1e-05, "tflops": 38.3, "grad_norm": 1.25}),
+    # facebookresearch/fairseq#515 (fairseq 0.6-0.10: the update count is the iteration)
+    ("| epoch 001:    300 / 1374 loss=13.689, ppl=13208.82, wps=51846, ups=0, wpb=277242.090, "
+     "bsz=8636.772, num_updates=290, lr=7.34275e-06, gnorm=3.057, clip=0.000, oom=0.000, "
+     "loss_scale=0.062, wall=1551, train_wall=1413",
+     {"iteration": 290, "loss": 13.689, "tokens_per_s": 51846.0, "lr": 7.34275e-06,
+      "grad_norm": 3.057, "loss_scale": 0.062}),
     # Kai-46/minFM#4 (TPS "16.88K" is left out: a K suffix is no unit the fields read)
     ("2025-08-23 06:20:07,600 - trainers.dit_trainer - INFO - Step   1560 | Loss: 0.5275 | LR: "
      "3.00e-04 | GradNorm: 2.29 | TPS: 16.88K | Data: 0.007s | Frozen: 0.097s | TrainableFwd: "
@@ -406,6 +420,10 @@ def test_epoch_paren_counts_on_across_epochs_and_reads_nan() -> None:
 
 def test_a_trainers_own_skip_guard_is_a_skipped_step(tmp_path: Path) -> None:
     from traindoc.parse.iterations import parse_overflow
+
+    # facebookresearch/fairseq#515
+    assert parse_overflow("| WARNING: overflow detected, setting loss scale to: 0.03125") == {
+        "skipped": 1, "loss_scale": 0.03125}
 
     # Kai-46/minFM#4: a tqdm bar with the trainer's warning glued behind it
     line = ("Training:  78%|███████▊  | 1556/2000 [6:15:28<1:55:17, 15.58s/step]2025-08-23 "
@@ -438,6 +456,21 @@ EPOCH_BATCH_LOG = (
 MX_LOG = ("Epoch[0] Batch [20]\tSpeed: 95.71 samples/sec\tTrain-CrossEntropy=3.167187\n"
           "Epoch[0] Batch [40]\tSpeed: 94.49 samples/sec\tTrain-CrossEntropy=2.297927\n"
           "Epoch[1] Batch [20]\tSpeed: 46.48 samples/sec\tTrain-CrossEntropy=0.6\n")
+# RTM3D#4: the ImageNet example's meter with the epoch count; MzeroMiko/VMamba#273: Swin's main.py
+IMAGENET_TOTAL_LOG = (
+    "Train - Epoch: [127/300][ 35/464]\tTime  0.738 ( 0.738)\tData  0.000 ( 0.014)\tLoss "
+    "2.1274e+00 (1.5406e+00)\n"
+    "Train - Epoch: [127/300][ 85/464]\tTime  0.730 ( 0.730)\tData  0.000 ( 0.006)\tLoss "
+    "1.2996e+00 (1.5485e+00)\n")
+SWIN_LOG = (
+    "[2024-07-27 03:32:50 vssm1_high_tiny_gradacc2] (main.py 295): INFO Train: [29/300][2670/2859]"
+    "\teta 0:01:24 lr 0.000872\t wd 0.0500\ttime 0.4283 (0.4481)\tdata time 0.0008 (0.0122)\t"
+    "model time 0.4275 (0.4359)\tloss 2.0148 (1.9972)\tgrad_norm 4.1605 (inf)\tloss_scale "
+    "32768.0000 (34681.8180)\tmem 16138MB\n"
+    "[2024-07-27 03:32:55 vssm1_high_tiny_gradacc2] (main.py 295): INFO Train: [30/300][10/2859]"
+    "\teta 0:01:20 lr 0.000871\t wd 0.0500\ttime 0.4272 (0.4481)\tdata time 0.0015 (0.0122)\t"
+    "model time 0.4256 (0.4359)\tloss 2.1019 (1.9973)\tgrad_norm 2.5604 (inf)\tloss_scale "
+    "32768.0000 (34674.6796)\tmem 16138MB\n")
 TF_EPOCH_LOG = "\tEpoch: 0001 cost= 29.860479714\n\ttime this epoch= 1.749361\n"
 
 
@@ -451,6 +484,15 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     it = traindoc.load(tmp_path / "b.log", engine=engine).iterations
     assert list(it["iteration"]) == [20, 40, 60]
     assert list(it["samples_per_s"]) == [95.71, 94.49, 46.48]
+    (tmp_path / "d.log").write_text(IMAGENET_TOTAL_LOG)
+    it = traindoc.load(tmp_path / "d.log", engine=engine).iterations
+    assert list(it["iteration"]) == [35, 85] and list(it["loss"]) == [2.1274, 1.2996]
+    (tmp_path / "e.log").write_text(SWIN_LOG)
+    it = traindoc.load(tmp_path / "e.log", engine=engine).iterations
+    assert list(it["iteration"]) == [2670, 2859 + 10]  # epoch 30 continues after 29's 2859
+    assert list(it["loss"]) == [2.0148, 2.1019] and list(it["grad_norm"]) == [4.1605, 2.5604]
+    assert list(it["elapsed_s"]) == [0.4283, 0.4272] and list(it["lr"]) == [0.000872, 0.000871]
+    assert list(it["loss_scale"]) == [32768.0, 32768.0]
     (tmp_path / "c.log").write_text(TF_EPOCH_LOG)
     it = traindoc.load(tmp_path / "c.log", engine=engine).iterations
     assert (it.iloc[0]["iteration"], it.iloc[0]["elapsed_s"]) == (1, 1.749361)
@@ -477,6 +519,14 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     ("2023-01-25 00:21:34.569 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] | E6 "
      "iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125/car/x | [step]   104 | [url] none",
      {"iteration": 104}),
+    # BVLC/caffe#1255 (older Caffe) and wy1iu/sphereface#103 (the rate since Caffe 1.0)
+    ("I1010 17:40:30.682349 24907 solver.cpp:191] Iteration 1000, loss = 8.26466",
+     {"iteration": 1000, "loss": 8.26466}),
+    ("I0718 05:27:41.934793 23375 solver.cpp:218] Iteration 23500 (1.00034 iter/s, 99.9662s/100 "
+     "iters), loss = 38.7695", {"iteration": 23500, "loss": 38.7695, "elapsed_s": 1 / 1.00034}),
+    # Lightning-AI/litgpt#1607 (litgpt's pretrain since 2024)
+    ("Epoch 34 | iter 3050700 step 610140 | loss train: 2.846, val: 2.861 | iter time: 112.20 ms "
+     "(step) remaining time: 0:01:54", {"iteration": 3050700, "loss": 2.846, "elapsed_s": 0.1122}),
     # RVC-Project/Retrieval-based-Voice-Conversion-WebUI#1882 (no rate: only the line's time)
     ("2024-04-10 05:01:07 | INFO | logs | Total loss at epoch 5, step at 58600, "
      "loss=33.73411178588867", {"iteration": 58600, "loss": 33.73411178588867}),

@@ -455,7 +455,7 @@ def parse_nanogpt(text: str) -> Row | None:
 # (regex for the step, key -> (column, divisor)); values with "ms" are divided by 1000 when the
 # column is elapsed_s, thousands separators dropped.
 KV_FIELD_RE = re.compile(r"(?<![\w/])(?P<k>[A-Za-z_][\w/]*+)\s*[:=]\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
-                         r"(?P<u>ms|s\b|%)?")
+                         r"(?P<u>ms|s\b|%|[KMGT]\b)?")
 KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # detectron2's EventWriter: "eta: 8:29:46  iter: 19  total_loss: 1.739 … time: 0.3401
     # data_time: 0.0466  lr: 0.000200  max_mem: 3957M"
@@ -469,6 +469,12 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # lr=0.001, clip=100%, gnorm=1.8137" (iteration counted over epochs: (epoch-1)·total + n)
     "fairseq_legacy": (re.compile(r"\| epoch (?P<epoch>\d+)\s+(?P<it>\d+) / (?P<total>\d+) (?P<rest>.*)"),
                        {"loss": "loss", "wps": "tokens_per_s", "lr": "lr", "gnorm": "grad_norm"}),
+    # fairseq 0.6-0.10: "| epoch 001:    200 / 1374 loss=14.351, ppl=20899.56, wps=49604, …,
+    # num_updates=190, lr=4.84525e-06, gnorm=3.901, …, loss_scale=0.062" (the update count is
+    # the iteration: the batch counts within the epoch)
+    "fairseq": (re.compile(r"\bepoch \d+:\s+\d+ / \d+ (?P<rest>.*\bnum_updates=(?P<it>\d+)\b.*)"),
+                {"loss": "loss", "wps": "tokens_per_s", "lr": "lr", "gnorm": "grad_norm",
+                 "loss_scale": "loss_scale"}),
     # NeMo's console progress: "Training epoch 0, iteration 120/149 | lr: 3e-05 | … |
     # reduced_train_loss: 1.233 | train_step_timing in s: 0.03146 | val_loss: 4.106"
     "nemo_progress": (re.compile(r"\bTraining epoch \d+, iteration (?P<it>\d+)/(?P<total>\d+) \|(?P<rest>.*)"),
@@ -492,12 +498,23 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # (TPS's K suffix is no unit PIPE_FIELD_RE reads: left out)
     "step_pipe": (re.compile(r"\bStep\s+(?P<it>\d+) \|(?P<rest>.*)"),
                   {"Loss": "loss", "LR": "lr", "GradNorm": "grad_norm"}),
+    # nanotron: "iteration: 991 / 1000 | consumed_tokens: 634K | elapsed_time_per_iteration_ms:
+    # 272 | tokens_per_sec: 2.35K | tokens_per_sec_per_gpu: 294 | global_batch_size: 20 |
+    # lm_loss: 9.63 | lr: 1e-05 | model_tflops_per_gpu: 0.00744 | … | grad_norm: 1.11"
+    "nanotron": (re.compile(r"\biteration: (?P<it>\d+) / (?P<total>\d+) \|(?P<rest>.*)"),
+                 {"lm_loss": "loss", "lr": "lr", "grad_norm": "grad_norm",
+                  "elapsed_time_per_iteration_ms": "elapsed_s", "tokens_per_sec": "tokens_per_s",
+                  "tokens_per_sec_per_gpu": "tokens_per_s_per_gpu",
+                  "model_tflops_per_gpu": "tflops", "global_batch_size": "global_batch_size",
+                  "consumed_tokens": "consumed_tokens"}),
     "global_step": (re.compile(r"\bglobal_step\s*[:=]\s*(?P<it>\d+)\b(?P<rest>.*)"),
                     {"loss": "loss", "cur_batch_loss": "loss", "train_loss": "loss", "lr": "lr",
                      "grad_norm": "grad_norm"}),
 }
 PIPE_FIELD_RE = re.compile(r"^\s*(?P<k>[^:|]+?)\s*:\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
-                           r"(?P<u>ms|s\b|%)?")
+                           r"(?P<u>ms|s\b|%|[KMGT]\b)?")
+# a human-format suffix (nanotron's "2.35K tokens/s", "85.8G tokens")
+KV_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 def parse_kv_step(text: str) -> Row | None:
@@ -526,9 +543,11 @@ def parse_kv_step(text: str) -> Row | None:
             if col is None or col in row:
                 continue
             v = to_float(f["v"].replace(",", ""))
-            if v is not None and col == "elapsed_s" and f["u"] == "ms":
+            if v is not None and f["u"] in KV_SUFFIX:
+                v *= KV_SUFFIX[f["u"]]
+            if v is not None and col == "elapsed_s" and (f["u"] == "ms" or f["k"].endswith("_ms")):
                 v /= 1000.0
-            row[col] = v
+            row[col] = v if col not in INT_COLUMNS or v is None or v != v else int(v)
         return row if len(row) > 1 else None
     return None
 
@@ -555,6 +574,10 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # newer litgpt: "iter 16 step 1: loss nan, train time: 1405.01ms"
     "litgpt_train_time": re.compile(rf"\biter (?P<it>\d+) step \d+: loss (?P<loss>{_NUM}), train "
                                     r"time: (?P<elapsed_ms>[\d.]+)ms"),
+    # litgpt's pretrain since 2024: "Epoch 34 | iter 3050700 step 610140 | loss train: 2.846, val:
+    # 2.861 | iter time: 112.20 ms (step) remaining time: 0:01:54"
+    "litgpt_pipe": re.compile(rf"\biter (?P<it>\d+) step \d+ \| loss train: (?P<loss>{_NUM}), val: "
+                              r"[^|]*\| iter time: (?P<elapsed_ms>[\d.]+) ?ms"),
     # Dreamer: "[5000] expl_amount 0.0 / model_grad_norm nan / … / model_loss 5864.5 / …"
     "dreamer": re.compile(rf"^\[(?P<it>\d+)\] \w+ (?:{_NUM})(?= / ).*?\bmodel_grad_norm "
                           rf"(?P<grad_norm>{_NUM}).*?\bmodel_loss (?P<loss>{_NUM})"),
@@ -564,11 +587,15 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # RVC (Retrieval-based-Voice-Conversion-WebUI): "Total loss at epoch 5, step at 58400,
     # loss=31.05100440979004" (no rate: the line's time is the only clock)
     "rvc": re.compile(rf"\bloss at epoch \d+, step at (?P<it>\d+), loss=(?P<loss>{_NUM})"),
+    # Caffe's solver: "Iteration 23500 (1.00034 iter/s, 99.9662s/100 iters), loss = 38.7695";
+    # older Caffe: "Iteration 1000, loss = 8.26466"
+    "caffe": re.compile(rf"\bIteration (?P<it>\d+)(?: \((?P<it_per_s>[\d.]+) iter/s, [\d.]+s/\d+ "
+                        rf"iters\))?, loss = (?P<loss>{_NUM})"),
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
 SIMPLE_NEEDLES = ("sec/step)", "examples/sec;", ":\tloss_", ": loss_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
-                  "[Loss]", "time/iter:", ", step at ")
+                  "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:")
 
 
 def parse_simple_step(text: str) -> Row | None:
@@ -612,10 +639,18 @@ def parse_onmt(text: str) -> Row | None:
 # Data 0.076 (0.004)\tLoss 3.2168 (37.0903)"; MXNet's Speedometer: "Epoch[0] Batch [20]\tSpeed:
 # 95.71 samples/sec\t…", "Iter[0] Batch [10]", "Batch [0-20]".
 EPOCH_BATCH_RE = re.compile(
-    r"Epoch: \[(?P<epoch>\d+)\]\[\s*(?P<batch>\d+)/(?P<total>\d+)\]"
+    r"Epoch: \[(?P<epoch>\d+)(?:/\d+)?\]\[\s*(?P<batch>\d+)/(?P<total>\d+)\]"
     r"|(?:Epoch|Iter)\[(?P<mx_epoch>\d+)\] Batch ?\[(?:\d+-)?(?P<mx_batch>\d+)\]"
     r"|\bEpoch(?:\(train\))?\s*\[(?P<mm_epoch>\d+)\]\s*\[\s*(?P<mm_batch>\d+)/(?P<mm_total>\d+)\]"
-    r"(?P<mm_rest>.*)")
+    r"(?P<mm_rest>.*)"
+    r"|\bTrain: \[(?P<sw_epoch>\d+)/\d+\]\[\s*(?P<sw_batch>\d+)/(?P<sw_total>\d+)\](?P<sw_rest>.*)")
+# Swin Transformer's main.py and its descendants (VMamba, …): "Train: [29/300][2670/2859]\teta
+# 0:01:24 lr 0.000872\t wd 0.0500\ttime 0.4283 (0.4481)\tdata time 0.0008 (0.0122)\t…\tloss
+# 2.0148 (1.9972)\tgrad_norm 4.1605 (inf)\tloss_scale 32768.0000 (34681.8180)\tmem 16138MB"
+SWIN_FIELD_RE = re.compile(r"(?:^|\t|\s(?=lr ))\s*(?P<k>lr|time|loss|grad_norm|loss_scale) "
+                           r"(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan|inf)\b")
+SWIN_KEYS = {"lr": "lr", "time": "elapsed_s", "loss": "loss", "grad_norm": "grad_norm",
+             "loss_scale": "loss_scale"}
 AVG_METER_RE = re.compile(r"\b(?P<k>Time|Loss)\s+(?P<v>[-+\d.eE]+|nan|inf)\s+\(")
 MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
 
@@ -625,7 +660,7 @@ class EpochBatchParser:
     its printed batch number; each later epoch continues after the previous one's length (its
     total, else its last batch), so the iterations never go back."""
 
-    needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)")
+    needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)", "Train: [")
     tables = ("iterations",)
     section: str | None = None  # always None: each line is a record of its own
 
@@ -644,7 +679,13 @@ class EpochBatchParser:
         if not m:
             return []
         mm = None
-        if m["mm_epoch"] is not None:  # mmengine/mmcv: "Epoch(train) [1][240/735]  lr: …"
+        if m["sw_epoch"] is not None:  # Swin's "Train: [29/300][2670/2859]\t… loss 2.01 (1.99)"
+            mm = {SWIN_KEYS[f["k"]]: to_float(f["v"])
+                  for f in SWIN_FIELD_RE.finditer(m["sw_rest"])}
+            if "loss" not in mm and "grad_norm" not in mm:
+                return []
+            epoch, batch, total = int(m["sw_epoch"]), int(m["sw_batch"]), int(m["sw_total"])
+        elif m["mm_epoch"] is not None:  # mmengine/mmcv: "Epoch(train) [1][240/735]  lr: …"
             mm = mm_fields(m["mm_rest"])
             if mm is None:
                 return []
@@ -770,6 +811,9 @@ OVERFLOW_RE = re.compile(
 GRAD_OVERFLOW_RE = re.compile(r"\bGrad overflow on iteration:?\s*(?P<it>\d+)")
 # a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
 # (norm=2.1966569423675537); skipping optimizer step."
+# fairseq's FP16Optimizer: "| WARNING: overflow detected, setting loss scale to: 0.03125" (the
+# update is skipped)
+FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, setting loss scale to: (?P<to>[\d.]+(?:[eE][-+]?\d+)?)")
 SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
 
 
@@ -779,6 +823,9 @@ def parse_overflow(text: str) -> Row | None:
     m = GRAD_OVERFLOW_RE.search(text) or SKIP_STEP_RE.search(text)
     if m:
         return {"iteration": int(m["it"]), "skipped": 1}
+    m = FAIRSEQ_OVERFLOW_RE.search(text)
+    if m:
+        return {"skipped": 1, "loss_scale": to_float(m["to"])}
     m = OVERFLOW_RE.search(text)
     if not m:
         return None
@@ -850,7 +897,7 @@ PARSERS: tuple[LineParser, ...] = (
         "kv_step",
         "iterations",
         ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr ", "global_step",
-         "global iter:", "Epoch:[", "| Loss:"),
+         "global iter:", "Epoch:[", "| Loss:", "iteration: ", "num_updates="),
         parse_kv_step,
         example="[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  "
         "loss_cls: 1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  "
@@ -892,7 +939,7 @@ PARSERS: tuple[LineParser, ...] = (
         "fp16_overflow",
         "iterations",
         ("Skipping step", "Grad overflow on iteration", "skipping optimizer step",
-         "skipping the optimizer step"),
+         "skipping the optimizer step", "overflow detected, setting loss scale"),
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
