@@ -14,7 +14,7 @@ from .analysis import LossSpikeAnalysis, span_text, spikes_frame
 from .series import rollback_point
 
 FACT_KEYS = ("spikes", "grad_norm_leads", "nan_iterations", "skipped_iterations",
-             "rollback_iteration")
+             "rollback_iteration", "last_iteration")
 MAX_LISTED = 500  # nan/skipped iterations listed in facts (the findings give the totals)
 
 
@@ -78,6 +78,7 @@ def report(analysis: LossSpikeAnalysis) -> Report:
     facts["nan_iterations"] = nans[:MAX_LISTED]
     facts["skipped_iterations"] = skipped[:MAX_LISTED]
     last_it, first_it = a.last_iteration, a.first_iteration
+    facts["last_iteration"] = last_it  # (what the verdict covers: the logs were read to here)
     lf = s.dropna(subset=["loss"])
 
     # Spikes.
