@@ -395,6 +395,20 @@ def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
      "loss_scale=0.062, wall=1551, train_wall=1413",
      {"iteration": 290, "loss": 13.689, "tokens_per_s": 51846.0, "lr": 7.34275e-06,
       "grad_norm": 3.057, "loss_scale": 0.062}),
+    # AI-Hypercomputer/maxtext#4847 and #8 (before mid-2024: "TFLOP/s", already per device)
+    ("I0811 21:54:55.531340 138304841739136 metric_logger.py:226] completed step: 1, seconds: "
+     "0.631, TFLOP/s/device: 5688.282, Tokens/s/device: 311629.521, total_weights: 1572864, loss:"
+     " 12.979, lm_loss: 12.979, perplexity: 433358.281",
+     {"iteration": 1, "elapsed_s": 0.631, "tflops": 5688.282, "tokens_per_s_per_gpu": 311629.521,
+      "loss": 12.979}),
+    ("completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191",
+     {"iteration": 15107, "elapsed_s": 2.167, "tflops": 36.722, "loss": 2.191}),
+    # meta-pytorch/torchtune#1358 and #640 (StdoutLogger)
+    ("Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174",
+     {"iteration": 1, "loss": 2.085338592529297, "lr": 2e-05,
+      "tokens_per_s_per_gpu": 57.828881833956174}),
+    ("Step 0 | loss:1.7535516023635864 lr:2e-05 gpu_resources:13708965376 ",
+     {"iteration": 0, "loss": 1.7535516023635864, "lr": 2e-05}),
     # Kai-46/minFM#4 (TPS "16.88K" is left out: a K suffix is no unit the fields read)
     ("2025-08-23 06:20:07,600 - trainers.dit_trainer - INFO - Step   1560 | Loss: 0.5275 | LR: "
      "3.00e-04 | GradNorm: 2.29 | TPS: 16.88K | Data: 0.007s | Frozen: 0.097s | TrainableFwd: "
@@ -416,6 +430,19 @@ def test_epoch_paren_counts_on_across_epochs_and_reads_nan() -> None:
     # baby-llama2-chinese: epochs count from 0, so epoch 1's step 5 follows epoch 0's 293491
     row = parse_kv_step("Epoch:[1/2](5/293491) loss:nan lr:0.0000987 epoch_Time:1044.0min:")
     assert row is not None and row["iteration"] == 293491 + 5 and row["loss"] != row["loss"]
+
+
+def test_deit_json_epoch_lines() -> None:
+    from traindoc.parse.iterations import parse_json_epoch
+
+    # yuhuan-wu/P2T#13 (DeiT's log.txt): one JSON object per epoch
+    assert parse_json_epoch(
+        '{"train_lr": 0.000756975500796447, "train_loss": 3.762699702232004, "test_loss": '
+        '1.2603078159212155, "test_acc1": 71.27800225585938, "test_acc5": 90.97800259765626, '
+        '"epoch": 100, "n_parameters": 11590840}') == {
+        "iteration": 100, "epoch": 100.0, "loss": 3.762699702232004, "lr": 0.000756975500796447}
+    assert parse_json_epoch('{"train_loss": "n/a", "epoch": 3}') is None
+    assert parse_json_epoch('{"train_loss": 1.0, "epoch": 3') is None  # cut
 
 
 def test_a_trainers_own_skip_guard_is_a_skipped_step(tmp_path: Path) -> None:
@@ -524,6 +551,11 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
      {"iteration": 1000, "loss": 8.26466}),
     ("I0718 05:27:41.934793 23375 solver.cpp:218] Iteration 23500 (1.00034 iter/s, 99.9662s/100 "
      "iters), loss = 38.7695", {"iteration": 23500, "loss": 38.7695, "elapsed_s": 1 / 1.00034}),
+    # open-mmlab/OpenPCDet#1229 (its timm-style logger: Acc_iter is the iteration)
+    ("2023-01-05 16:34:49,377   INFO  Train:    1/3 ( 33%) [  49/323 ( 15%)]  Loss: 36.77 (81.7)  "
+     "LR: 1.351e-04  Time cost: 00:15/01:25 [00:15/04:48]  Acc_iter 50          Data time: "
+     "0.00(0.02)  Forward time: 0.31(0.29)  Batch time: 0.31(0.31)",
+     {"iteration": 50, "loss": 36.77, "lr": 1.351e-04, "elapsed_s": 0.31}),
     # Lightning-AI/litgpt#1607 (litgpt's pretrain since 2024)
     ("Epoch 34 | iter 3050700 step 610140 | loss train: 2.846, val: 2.861 | iter time: 112.20 ms "
      "(step) remaining time: 0:01:54", {"iteration": 3050700, "loss": 2.846, "elapsed_s": 0.1122}),

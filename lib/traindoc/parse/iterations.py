@@ -52,6 +52,7 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 
@@ -495,9 +496,18 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "epoch_paren": (re.compile(r"\bEpoch:\[(?P<epoch0>\d+)/\d+\]\((?P<it>\d+)/(?P<total>\d+)\)"
                                r"(?P<rest>.*)"), {"loss": "loss", "lr": "lr"}),
     # minFM's trainer: "Step   1560 | Loss: 0.5275 | LR: 3.00e-04 | GradNorm: 2.29 | TPS: 16.88K"
-    # (TPS's K suffix is no unit PIPE_FIELD_RE reads: left out)
+    # (TPS's K suffix is no unit PIPE_FIELD_RE reads: left out); torchtune's StdoutLogger:
+    # "Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174"
     "step_pipe": (re.compile(r"\bStep\s+(?P<it>\d+) \|(?P<rest>.*)"),
-                  {"Loss": "loss", "LR": "lr", "GradNorm": "grad_norm"}),
+                  {"Loss": "loss", "LR": "lr", "GradNorm": "grad_norm", "loss": "loss", "lr": "lr",
+                   "grad_norm": "grad_norm",
+                   "tokens_per_second_per_gpu": "tokens_per_s_per_gpu"}),
+    # MaxText: "completed step: 1, seconds: 0.631, TFLOP/s/device: 5688.282, Tokens/s/device:
+    # 311629.521, total_weights: 1572864, loss: 12.979, …" (before mid-2024 "TFLOP/s: 36.722",
+    # already per device)
+    "maxtext": (re.compile(r"\bcompleted step: (?P<it>\d+), (?P<rest>.*)"),
+                {"seconds": "elapsed_s", "TFLOP/s/device": "tflops", "TFLOP/s": "tflops",
+                 "Tokens/s/device": "tokens_per_s_per_gpu", "loss": "loss"}),
     # nanotron: "iteration: 991 / 1000 | consumed_tokens: 634K | elapsed_time_per_iteration_ms:
     # 272 | tokens_per_sec: 2.35K | tokens_per_sec_per_gpu: 294 | global_batch_size: 20 |
     # lm_loss: 9.63 | lr: 1e-05 | model_tflops_per_gpu: 0.00744 | … | grad_norm: 1.11"
@@ -574,6 +584,11 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # newer litgpt: "iter 16 step 1: loss nan, train time: 1405.01ms"
     "litgpt_train_time": re.compile(rf"\biter (?P<it>\d+) step \d+: loss (?P<loss>{_NUM}), train "
                                     r"time: (?P<elapsed_ms>[\d.]+)ms"),
+    # OpenPCDet's timm-style logger: "Train:    1/3 ( 33%) [  49/323 ( 15%)]  Loss: 36.77 (81.7)  LR:
+    # 1.351e-04  Time cost: 00:15/01:25 [00:15/04:48]  Acc_iter 50  …  Batch time: 0.31(0.31)"
+    "pcdet_timm": re.compile(rf"\bTrain:\s+\d+/\d+ \(\s*\d+%\) \[\s*\d+/\d+ \(\s*\d+%\)\]\s+Loss: "
+                             rf"(?P<loss>{_NUM}) \([^)]*\)\s+LR: (?P<lr>{_NUM}).*?\bAcc_iter "
+                             r"(?P<it>\d+)(?:.*?\bBatch time: (?P<elapsed_s>[\d.]+))?"),
     # litgpt's pretrain since 2024: "Epoch 34 | iter 3050700 step 610140 | loss train: 2.846, val:
     # 2.861 | iter time: 112.20 ms (step) remaining time: 0:01:54"
     "litgpt_pipe": re.compile(rf"\biter (?P<it>\d+) step \d+ \| loss train: (?P<loss>{_NUM}), val: "
@@ -595,7 +610,7 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
 SIMPLE_NEEDLES = ("sec/step)", "examples/sec;", ":\tloss_", ": loss_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
-                  "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:")
+                  "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ")
 
 
 def parse_simple_step(text: str) -> Row | None:
@@ -801,6 +816,30 @@ def parse_mmengine(text: str) -> Row | None:
     return {"iteration": int(m["it"]), "total_iterations": int(m["itotal"]), **vals}
 
 
+# -- per-epoch JSON lines (DeiT's log.txt and the many vision repos that copied it) ------------
+JSON_EPOCH_NEEDLE = '"train_loss": '
+
+
+def parse_json_epoch(text: str) -> Row | None:
+    """DeiT's ``{"train_lr": 0.00076, "train_loss": 3.7598, …, "epoch": 98, …}``: one row per
+    epoch (the epoch is the iteration)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        d = json.loads(text[start:end + 1])
+    except ValueError:
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("epoch"), int):
+        return None
+    loss = d.get("train_loss")
+    if not isinstance(loss, (int, float)) or isinstance(loss, bool):
+        return None
+    lr = d.get("train_lr")
+    return {"iteration": d["epoch"], "epoch": float(d["epoch"]), "loss": float(loss),
+            "lr": float(lr) if isinstance(lr, (int, float)) and not isinstance(lr, bool) else None}
+
+
 # -- fp16 overflow: a skipped step ------------------------------------------------------------
 OVERFLOW_RE = re.compile(
     r"(?:\[deep(?:speed|scale)\] (?:OVERFLOW!|fp16 dynamic loss scale overflow!)|"
@@ -897,7 +936,8 @@ PARSERS: tuple[LineParser, ...] = (
         "kv_step",
         "iterations",
         ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr ", "global_step",
-         "global iter:", "Epoch:[", "| Loss:", "iteration: ", "num_updates="),
+         "global iter:", "Epoch:[", "| Loss:", "| loss:", "iteration: ", "num_updates=",
+         "completed step: "),
         parse_kv_step,
         example="[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  "
         "loss_cls: 1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  "
@@ -934,6 +974,15 @@ PARSERS: tuple[LineParser, ...] = (
         # xtuner's docs (InternLM/xtuner), as the runner prints it
         example="01/29 21:35:34 - mmengine - INFO - Iter(train) [ 10/720]  lr: 9.0001e-05  eta: "
         "0:31:46  time: 2.6851  data_time: 0.0077  memory: 12762  loss: 2.6900",
+    ),
+    LineParser(
+        "json_epoch",
+        "iterations",
+        (JSON_EPOCH_NEEDLE,),
+        parse_json_epoch,
+        # yuhuan-wu/P2T#13 (DeiT's log.txt)
+        example='{"train_lr": 0.0007658431187708383, "train_loss": 3.7598581806742413, "epoch": '
+        '98, "n_parameters": 11590840}',
     ),
     LineParser(
         "fp16_overflow",
