@@ -432,6 +432,26 @@ def test_epoch_paren_counts_on_across_epochs_and_reads_nan() -> None:
     assert row is not None and row["iteration"] == 293491 + 5 and row["loss"] != row["loss"]
 
 
+def test_verl_step_lines() -> None:
+    from traindoc.parse.iterations import parse_step_kv
+
+    # verl-project/verl#2060 (cut by the poster after prompt_length)
+    row = parse_step_kv(
+        "step:1 - global_seqlen/min:484245.000 - global_seqlen/max:519990.000 - actor/entropy:0.323"
+        " - actor/kl_loss:0.000 - actor/kl_coef:0.001 - actor/pg_loss:0.001 - actor/pg_clipfrac:"
+        "0.001 - actor/ppo_kl:-0.000 - actor/pg_clipfrac_lower:0.000 - actor/grad_norm:0.020 - "
+        "perf/mfu/actor:0.343 - perf/max_memory_allocated_gb:62.447 - actor/lr:0.000 - "
+        "training/global_step:1.000 - training/epoch:0.000 - critic/score/mean:0.558")
+    assert row is not None and row["iteration"] == 1 and row["grad_norm"] == 0.02
+    assert row["mfu"] == pytest.approx(34.3) and "loss" not in row  # (pg_loss is no LM loss)
+    # a line built for this test from the keys of verl's compute_throughout_metrics (tokens/s
+    # per GPU, its docstring says) and the numpy scalars newer verl prints
+    row = parse_step_kv("step:3 - actor/grad_norm:np.float64(0.0284423828125) - "
+                        "perf/time_per_step:17.620004686992615 - perf/throughput:11.733822077392881")
+    assert row is not None and row["grad_norm"] == 0.0284423828125
+    assert (row["elapsed_s"], row["tokens_per_s_per_gpu"]) == (17.620004686992615, 11.733822077392881)
+
+
 def test_deit_json_epoch_lines() -> None:
     from traindoc.parse.iterations import parse_json_epoch
 

@@ -234,7 +234,14 @@ STEP_KEYS: dict[str, tuple[str, float]] = {
     # modded-nanogpt and its descendants: "step:5050/20000 train_loss:2.0232 train_time:219627ms
     # step_avg:43.49ms" (the running average is all the line gives per step)
     "train_loss": ("loss", 1), "step_avg": ("elapsed_s", 1),
+    # verl: "step:1 - … - actor/grad_norm:0.020 - perf/mfu/actor:0.343 - … - perf/time_per_step:
+    # 17.62 - perf/throughput:11.73" (MFU as a fraction; throughput in tokens/s per GPU, its
+    # compute_throughout_metrics)
+    "actor/grad_norm": ("grad_norm", 1), "perf/mfu/actor": ("mfu", 100),
+    "perf/throughput": ("tokens_per_s_per_gpu", 1), "perf/time_per_step": ("elapsed_s", 1),
+    "timing_s/step": ("elapsed_s", 1),
 }
+NUMPY_SCALAR_RE = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")  # newer verl: np.float64(0.028)
 
 
 def parse_step_kv(text: str) -> Row | None:
@@ -244,14 +251,15 @@ def parse_step_kv(text: str) -> Row | None:
     if not m:
         return None
     row: Row = {"iteration": int(m["it"])}
-    for p in PAIR_RE.finditer(m["rest"]):
+    rest = NUMPY_SCALAR_RE.sub(r"\1", m["rest"]) if "np." in m["rest"] else m["rest"]
+    for p in PAIR_RE.finditer(rest):
         spec = STEP_KEYS.get(p["k"].lower())
         if spec is None or spec[0] in row:
             continue
         v = to_float(p["v"].replace(",", ""))
         if v is not None and p["u"] == "ms" and spec[0] == "elapsed_s":
             v /= 1000.0
-        row[spec[0]] = v
+        row[spec[0]] = v * spec[1] if v is not None else None
     if not ({"tokens_per_s_per_gpu", "tokens_per_s", "tflops", "mfu", "elapsed_s"} & row.keys()):
         return None  # "step: N" alone is too common to be a training-step line
     r = RANK_TAG_RE.search(text[: m.start()])
