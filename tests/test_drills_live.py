@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from traindoc import cli
+from traindoc.collect import proc_stat
 from traindoc.drills import DrillError, live
-from traindoc.drills.runner import _stat_fields
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="drills need torch (make setup installs torch==2.13.0)")
@@ -31,7 +31,7 @@ def running_in_groups(pgids: set[int]) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
+            fields = proc_stat(int(entry.name))
             if fields and int(fields[2]) in pgids and fields[0] not in ("Z", "X"):
                 found.append(int(entry.name))
     return found

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..collect import proc_stat
 from . import worker
 from .runner import (
     FR_BUFFER_SIZE,
@@ -36,7 +37,6 @@ from .runner import (
     _clear_bundle,
     _facts,
     _find_python,
-    _stat_fields,
     job_command,
 )
 
@@ -64,18 +64,18 @@ class ProcRef:
 
     def alive(self) -> bool:
         """True while this very process (same start time) exists and is not a zombie."""
-        fields = _stat_fields(self.pid)
+        fields = proc_stat(self.pid)
         return bool(fields) and fields[19] == self.start and fields[0] not in ("Z", "X")
 
     def pgrp(self) -> int | None:
         """Its process group while alive, else None."""
-        fields = _stat_fields(self.pid)
+        fields = proc_stat(self.pid)
         return int(fields[2]) if fields and fields[19] == self.start else None
 
 
 def proc_ref(pid: int) -> ProcRef | None:
     """``pid`` with its current start time, or None when it does not exist."""
-    fields = _stat_fields(pid)
+    fields = proc_stat(pid)
     return ProcRef(pid, fields[19]) if fields else None
 
 
@@ -116,7 +116,7 @@ def _children(ppid: int) -> list[int]:
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
+            fields = proc_stat(int(entry.name))
             if fields and int(fields[1]) == ppid:
                 out.append(int(entry.name))
     return out

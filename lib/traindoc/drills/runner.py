@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..collect import environ, proc_stat
 from . import worker
 
 WORKER_SCRIPT = Path(worker.__file__).resolve()
@@ -161,39 +162,25 @@ class _Proc:
     start: str  # /proc/<pid>/stat starttime, guards against pid reuse
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw.rsplit(")", 1)[1].split()
-
-
 def _children(ppid: int) -> list[_Proc]:
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        fields = _stat_fields(int(entry.name))
+        fields = proc_stat(int(entry.name))
         if fields and int(fields[1]) == ppid:
             out.append(_Proc(int(entry.name), fields[19]))
     return out
 
 
 def _alive(proc: _Proc) -> bool:
-    fields = _stat_fields(proc.pid)
+    fields = proc_stat(proc.pid)
     return bool(fields) and fields[19] == proc.start and fields[0] != "Z"
 
 
 def _rank_of(pid: int) -> int | None:
-    try:
-        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return None
-    for item in env:
-        if item.startswith(b"RANK="):
-            return int(item[5:])
-    return None
+    rank = environ(pid).get("RANK", "")
+    return int(rank) if rank.isdigit() else None
 
 
 def _signal(pid: int, sig: int, group: bool = False) -> None:
