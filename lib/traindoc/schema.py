@@ -205,7 +205,24 @@ def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             cols[col] = pd.to_datetime(pd.Series([r.get(col) for r in rows]), errors="coerce")
         elif dtype == "string":  # (a string array would keep a view of the object block)
             cols[col] = pd.Series(raw[col].to_numpy(dtype=object, copy=True)).astype(dtype)
-        else:
-            cols[col] = raw[col].astype(dtype)
+            if col not in _UNIQUE_TEXT:
+                cols[col] = _shared(cols[col])
+        else:  # (copied: a column pandas casts without a NaN stays a view of raw's 2-D
+            # block of every float or int column, which then lives as long as the table)
+            cols[col] = raw[col].astype(dtype).copy()
     del raw
     return pd.DataFrame(cols, columns=list(schema), copy=False)
+
+
+# string columns whose values are (nearly) all different: no use looking for equal ones
+_UNIQUE_TEXT = frozenset({"source", "line"})
+
+
+def _shared(col: pd.Series) -> pd.Series:
+    """``col`` (a string column) with equal values held by one string object: a parser makes
+    a new string per row, and a column of few values ("Epoch 0", a checkpoint's path, a
+    state) would otherwise hold one per row (70 bytes each, against the 8 of a reference)."""
+    codes, uniques = col.factorize()
+    if len(uniques) >= len(col):
+        return col
+    return pd.Series(uniques.take(codes, allow_fill=True))
