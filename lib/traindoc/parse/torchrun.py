@@ -14,6 +14,20 @@
 Records under ``Failures:`` and ``Root Cause`` are read alike; ``root_cause`` tells them apart.
 A record pasted without its header (only the ``time : …`` / ``host : …`` fields, as people quote
 the tail) is read too, as a failure that is not marked the root cause.
+
+A table pasted flat is read as well (ZhehengJiangLancaster/AMVUR#2): a key alone on its line
+with its value on a later line (several keys may come first, their values then in the same
+order), fields glued together without whitespace, ``local rank`` for ``local_rank``, a
+lower-case ``signal``, a time with a space for the ``_``::
+
+    Root Cause (first observed failure) :
+    [0]:
+    time
+    host
+    2023-09-14 01:45:50
+    ding-X10DRG
+    rank2 (local rank: 2)exitcode: -9 (pid: 36071)error file: <N/A>
+    traceback : signal 9 (SIGKILL) received by PID 36071
 """
 
 from __future__ import annotations
@@ -25,13 +39,30 @@ from datetime import datetime
 from .base import Row
 
 RECORD_RE = re.compile(r"^\s*\[(?P<n>\d+)\]:\s*$")
-FIELD_RE = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<val>.*)$")
-RANK_FIELD_RE = re.compile(r"(?P<rank>\d+)\s*\(local_rank:\s*(?P<local>\d+)\)")
-EXIT_FIELD_RE = re.compile(r"(?P<code>-?\d+)\s*\(pid:\s*(?P<pid>\d+)\)")
-SIGNAL_TEXT_RE = re.compile(r"Signal (?P<num>\d+) \((?P<name>SIG\w+)\)")
+KEYS = r"time|host|rank|exitcode|error[_ ]file|traceback"
+# a key alone on its line (a table pasted flat: its value comes on a later line)
+BARE_KEY_RE = re.compile(rf"^\s*(?P<key>{KEYS})\s*:?\s*$")
+# where a field starts, also glued to the value before it ('…)exitcode: -9 (pid: 1)error file:
+# <N/A>'); 'rank' without its ':' needs its number and local rank right after it ('rank2 (local
+# rank: 2)') and is never the one of 'local rank' / 'local_rank'; a traceback takes the rest of
+# the line
+FIELD_START_RE = re.compile(
+    r"(?<![A-Za-z])(?P<time>time)\s*:"
+    r"|(?<![A-Za-z])(?P<host>host)\s*:"
+    r"|(?<!local )(?<!local_)(?P<rank>rank)(?:\s*:|(?=\d+\s*\(local[_ ]rank))"
+    r"|(?P<exitcode>exitcode)\s*:"
+    r"|(?P<error_file>error[_ ]file)\s*:"
+    r"|(?P<traceback>traceback)\s*:"
+)
+RANK_FIELD_RE = re.compile(r"^(?P<rank>\d+)(?:\s*\(local[_ ]rank:\s*(?P<local>\d+)\))?")
+EXIT_FIELD_RE = re.compile(r"^(?P<code>-?\d+)(?:\s*\(pid:\s*(?P<pid>\d+)\))?")
+HOST_VALUE_RE = re.compile(r"^\S+$")
+SIGNAL_TEXT_RE = re.compile(r"\bsignal (?P<num>\d+) \((?P<name>SIG\w+)\)", re.IGNORECASE)
+TIME_FORMATS = ("%Y-%m-%d_%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
 RULE_RE = re.compile(r"^\s*(?:={8,}|-{8,})\s*$")
+NO_OTHER_RE = re.compile(r"<NO[_ ]OTHER[_ ]FAILURES>")
 # the first field of a record quoted without its header: torchrun pads keys to 10 characters
-ORPHAN_START_RE = re.compile(r"^\s*(?:time {6}: \d{4}-\d\d-\d\d_|host {6}: \S)")
+ORPHAN_START_RE = re.compile(r"^\s*(?:time {6}: \d{4}-\d\d-\d\d[_ T]|host {6}: \S)")
 
 
 def signal_name(exitcode: int | None) -> str | None:
@@ -50,6 +81,9 @@ class ChildFailedParser:
     """Reads the framed failure report torchrun prints when a worker fails."""
 
     tables = ("exits",)  # what it fills (``load(tables=…)`` leaves it out otherwise)
+    # every line that starts a report while idle holds one: the headers, the padded first field
+    # of a record quoted without them (a flat table's key and value lines only come after a
+    # header, while the parser is inside the report)
     needles = ("Root Cause", "Failures:", "time      : ", "host      : ")
     section: str | None = None  # "root" | "failures" | "orphan" while inside the report
 
@@ -57,6 +91,7 @@ class ChildFailedParser:
         self.section: str | None = None
         self.record: Row | None = None
         self.ctx: object = None
+        self.pending: list[str] = []  # keys of a flat table still waiting for their values
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line of the stream; ``ctx`` (where the line came from) rides along."""
@@ -72,26 +107,36 @@ class ChildFailedParser:
         if self.section is None:
             if ORPHAN_START_RE.match(text):
                 self.section = "orphan"
-                self.record = {"root_cause": False}
-                self.ctx = ctx
-                self._field(*self._key_val(text))
+                self._start(ctx, root=False)
+                self._fields(text)
             return out
-        m = RECORD_RE.match(text)
-        if m:
+        if RECORD_RE.match(text):
             out += self._flush()
-            self.record = {"root_cause": self.section == "root"}
-            self.ctx = ctx
+            self._start(ctx, root=self.section == "root")
             return out
-        m = FIELD_RE.match(text)
-        if m and self.record is not None:
-            self._field(m["key"], m["val"].strip())
+        m = BARE_KEY_RE.match(text)
+        if m:
+            if self.record is None:  # the '[0]:' line left out of the paste
+                self._start(ctx, root=self.section == "root")
+            self.pending.append(_key(m["key"]))
+            return out
+        fields = _split_fields(text)
+        if fields:
+            if self.record is None:
+                self._start(ctx, root=self.section == "root")
+            self.pending.clear()
+            for key, val in fields:
+                self._field(key, val)
+            return out
+        if self.pending and self.record is not None and _fits(self.pending[0], text.strip()):
+            self._field(self.pending.pop(0), text.strip())
             return out
         if RULE_RE.match(text):
             out += self._flush()
             if text.strip().startswith("="):
                 self.section = None
             return out
-        if "<NO_OTHER_FAILURES>" in text:
+        if NO_OTHER_RE.search(text):
             return out
         if text.strip():
             out += self._flush()
@@ -104,38 +149,92 @@ class ChildFailedParser:
         self.section = None
         return out
 
-    @staticmethod
-    def _key_val(text: str) -> tuple[str, str]:
-        m = FIELD_RE.match(text)
-        return (m["key"], m["val"].strip()) if m else ("", "")
+    def _start(self, ctx: object, root: bool) -> None:
+        self.record = {"root_cause": root}
+        self.ctx = ctx
+        self.pending = []
+
+    def _fields(self, text: str) -> None:
+        for key, val in _split_fields(text):
+            self._field(key, val)
 
     def _field(self, key: str, val: str) -> None:
         rec = self.record
         assert rec is not None
         if key == "time":
-            try:
-                rec["time"] = datetime.strptime(val, "%Y-%m-%d_%H:%M:%S")
-            except ValueError:
-                pass
+            t = _time(val)
+            if t is not None:
+                rec["time"] = t
         elif key == "host":
             rec["host"] = val
         elif key == "rank":
-            m = RANK_FIELD_RE.search(val)
+            m = RANK_FIELD_RE.match(val)
             if m:
-                rec["rank"], rec["local_rank"] = int(m["rank"]), int(m["local"])
+                rec["rank"] = int(m["rank"])
+                if m["local"] is not None:
+                    rec["local_rank"] = int(m["local"])
         elif key == "exitcode":
-            m = EXIT_FIELD_RE.search(val)
+            m = EXIT_FIELD_RE.match(val)
             if m:
-                rec["exitcode"], rec["pid"] = int(m["code"]), int(m["pid"])
+                rec["exitcode"] = int(m["code"])
+                if m["pid"] is not None:
+                    rec["pid"] = int(m["pid"])
                 rec["signal"] = signal_name(rec["exitcode"])
         elif key == "traceback":
             m = SIGNAL_TEXT_RE.search(val)
             if m:
-                rec["signal"] = m["name"]
+                rec["signal"] = m["name"].upper()
 
     def _flush(self) -> list[tuple[str, Row]]:
         rec, self.record = self.record, None
+        self.pending = []
         if rec is None or ("rank" not in rec and "exitcode" not in rec):
             return []
         rec["_ctx"] = self.ctx
         return [("exits", rec)]
+
+
+def _key(name: str) -> str:
+    return "error_file" if name.startswith("error") else name
+
+
+def _split_fields(text: str) -> list[tuple[str, str]]:
+    """The (key, value) fields of a line that starts with one, glued or not:
+    'rank2 (local rank: 2)exitcode: -9 (pid: 36071)error file: <N/A>' gives three; [] for a
+    line that does not start with a field."""
+    starts = list(FIELD_START_RE.finditer(text))
+    if not starts or text[: starts[0].start()].strip():
+        return []
+    out: list[tuple[str, str]] = []
+    for i, m in enumerate(starts):
+        key = _key(m.lastgroup or "")
+        if key == "traceback" or i + 1 == len(starts):
+            out.append((key, text[m.end():].strip()))
+            break
+        out.append((key, text[m.end(): starts[i + 1].start()].strip()))
+    return out
+
+
+def _time(val: str) -> datetime | None:
+    for fmt in TIME_FORMATS:
+        try:
+            return datetime.strptime(val, fmt)
+        except ValueError:
+            pass
+    return None
+
+
+def _fits(key: str, val: str) -> bool:
+    """Whether a line of a flat table can be the value of ``key`` (anything else ends the
+    record as an unknown line would)."""
+    if not val or RULE_RE.match(val):
+        return False
+    if key == "time":
+        return _time(val) is not None
+    if key == "host":
+        return bool(HOST_VALUE_RE.match(val))
+    if key == "rank":
+        return bool(RANK_FIELD_RE.fullmatch(val))
+    if key == "exitcode":
+        return bool(EXIT_FIELD_RE.fullmatch(val))
+    return True
