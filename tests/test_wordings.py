@@ -89,6 +89,33 @@ def test_teardown_lines_are_errors() -> None:
     assert all(parse_error(ln) for ln in found)
 
 
+# om-ai-lab/VLM-R1#257: the heartbeat monitor's message wrapped by a terminal mid-word
+STUCK_WRAPPED = (
+    "[rank6]:[E429 13:55:49.384372190 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 6] ProcessGroupNCCL'\n"
+    "s watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+    "collectives. This typically indi\n"
+    "cates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog, and could be "
+    "triggered by another thread \n")
+# CASIA-LMC-Lab/AnomalyGPT#43: DeepSpeed's launcher line with its command list wrapped
+DS_EXIT_WRAPPED = (
+    "[2023-11-13 16:59:55,650] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/python', "
+    "'-u', 'train_mvtec.py', '--local_rank=1', '--model', 'openllama_peft', '--stage', '1', \n"
+    "'../pretrained_ckpt/imagebind_ckpt/imagebind_huge.pth', '--vicuna_ckpt_path', \n"
+    "] exits with return code = -9\n")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_wrapped_heartbeat_and_launcher_lines(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "a.log").write_text(STUCK_WRAPPED)
+    err = traindoc.load(tmp_path / "a.log", engine=engine).errors
+    assert list(err["rank"]) == [6] and list(err["kind"]) == ["nccl_error"]
+    assert err["message"].iloc[0].startswith("ProcessGroupNCCL's watchdog got stuck for 480 seconds")
+    (tmp_path / "b.log").write_text(DS_EXIT_WRAPPED)
+    ex = traindoc.load(tmp_path / "b.log", engine=engine).exits
+    assert list(ex["exitcode"]) == [-9] and list(ex["signal"]) == ["SIGKILL"]
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in WORDINGS.glob("*.txt")))
 def test_whole_corpus_loads_without_error(name: str) -> None:
     inc = traindoc.load(WORDINGS / name)

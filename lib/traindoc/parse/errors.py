@@ -397,6 +397,20 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure")
 MAX_MESSAGE_CHARS = 400
+# The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
+# ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
+STUCK_PHRASE = "ProcessGroupNCCL's watchdog got stuck for"
+STUCK_NEEDLE = "] ProcessGroupNCCL"
+
+
+def error_incomplete(text: str) -> bool:
+    """A line cut inside the words that name the error it reports (the heartbeat monitor's
+    'ProcessGroupNCCL's watchdog got stuck for'): the next lines continue it."""
+    i = text.rfind(STUCK_NEEDLE)
+    if i < 0:
+        return False
+    tail = text[i + 2:].rstrip()
+    return len(tail) < len(STUCK_PHRASE) and STUCK_PHRASE.startswith(tail)
 NCCL_SITE_RE = re.compile(r"NCCL error in: \S+?\.(?:cpp|hpp|cc):\d+,\s*")
 # A what() line belongs to the c10 block around it (``CudaErrorBlock``), not to a line of its own.
 WHAT_RE = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)$")
@@ -632,7 +646,8 @@ _SIG_ALT = "|".join(SIGNAL_WORDS)
 TORCHRUN_FAILED_RE = re.compile(
     r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<lr>\d+) \(pid: (?P<pid>\d+)\) of binary"
 )
-DS_EXIT_RE = re.compile(r"(?P<cmd>\[[^\]]*\]) exits with return code = (?P<code>-?\d+)")
+# (a terminal may wrap the command list: its last line is "] exits with return code = -9")
+DS_EXIT_RE = re.compile(r"(?:(?P<cmd>\[[^\]]*\])|^\s*\]) exits with return code = (?P<code>-?\d+)")
 DS_LOCAL_RANK_RE = re.compile(r"--local_rank=(?P<lr>\d+)")
 SRUN_EXIT_RE = re.compile(
     r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-]+): (?:Exited with exit code "
@@ -653,7 +668,7 @@ def parse_exit(text: str) -> Row | None:
     m = DS_EXIT_RE.search(text)
     if m:
         code = int(m["code"])
-        lr = DS_LOCAL_RANK_RE.search(m["cmd"])
+        lr = DS_LOCAL_RANK_RE.search(m["cmd"]) if m["cmd"] else None
         return {"local_rank": int(lr["lr"]) if lr else None, "exitcode": code,
                 "signal": signal_name(code)}
     m = SRUN_EXIT_RE.search(text)
@@ -677,8 +692,9 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_errors",
         "errors",
-        LINE_NEEDLES,
+        (*LINE_NEEDLES, STUCK_NEEDLE),
         parse_error,
+        incomplete=error_incomplete,
         example="[rank3]:[E708 01:47:23.097674411 ProcessGroupNCCL.cpp:681] [Rank 3] Some NCCL "
         "operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
         "subsequent GPU operations might run on corrupted/incomplete data.",
