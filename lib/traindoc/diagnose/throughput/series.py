@@ -66,9 +66,7 @@ def timed_seconds(it: pd.DataFrame) -> pd.Series:
     if "time" not in it or it["time"].notna().sum() < 2:
         return out
     rows = it[it["time"].notna() & it["iteration"].notna()]
-    keys = [rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0],
-            rows["rank"].fillna(-1)]
-    for _, g in rows.groupby(keys, sort=False):
+    for _, g in rows.groupby(_file_and_rank(rows), sort=False):
         gaps = g["time"].diff().dt.total_seconds()
         steps = g["iteration"].astype("Float64").diff()
         gaps = gaps.where(steps > 0)  # a restart or a repeated step: no interval
@@ -95,13 +93,18 @@ def per_iteration_from_intervals(it: pd.DataFrame) -> pd.Series:
     """``per_iteration_seconds`` for each file and rank of an iterations table, in log order."""
     out = pd.Series(pd.NA, index=it.index, dtype="Float64")
     rows = it[it["interval_s"].notna()]
-    keys = [rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0],
-            rows["rank"].fillna(-1)]
-    for _, g in rows.groupby(keys, sort=False):
+    for _, g in rows.groupby(_file_and_rank(rows), sort=False):
         vals = per_iteration_seconds([int(x) for x in g["iteration"]],
                                      [float(x) for x in g["interval_s"]])
         out.loc[g.index] = pd.array(vals, dtype="Float64")
     return out
+
+
+def _file_and_rank(rows: pd.DataFrame) -> list[pd.Series]:
+    """Group keys for step rows: the file each came from (its ``source`` less the line number)
+    and its rank (-1 for none)."""
+    return [rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0],
+            rows["rank"].fillna(-1)]
 
 
 def _order(df: pd.DataFrame) -> pd.DataFrame:
