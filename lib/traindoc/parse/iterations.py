@@ -856,11 +856,11 @@ OVERFLOW_RE = re.compile(
     r"Reducing loss scale to (?P<to2>[\d.]+)|loss scaler \d+ reducing loss scale to (?P<to3>[\d.]+))?"
 )
 GRAD_OVERFLOW_RE = re.compile(r"\bGrad overflow on iteration:?\s*(?P<it>\d+)")
-# a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
-# (norm=2.1966569423675537); skipping optimizer step."
 # fairseq's FP16Optimizer: "| WARNING: overflow detected, setting loss scale to: 0.03125" (the
 # update is skipped)
 FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, setting loss scale to: (?P<to>[\d.]+(?:[eE][-+]?\d+)?)")
+# a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
+# (norm=2.1966569423675537); skipping optimizer step."
 SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
 
 
