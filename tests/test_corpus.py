@@ -16,6 +16,8 @@ from traindoc import score
 # costs 6-50 points in the small classes, so their floors sit one case below today's score.)
 FLOOR_PCT = {"all": 98.0, "timeout": 96.0, "gpu_crash": 96.0, "loss_spike": 97.0,
              "throughput": 96.0, "deadlock": 95.0}
+# triage: the share of failing cases where it names the expected class first (issue 26: 90)
+TRIAGE_FLOOR_PCT = 80.0
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
@@ -133,6 +135,70 @@ def test_runbooks_on_the_corpus_stay_above_the_floor(capsys) -> None:
         assert row["percent"] >= floor, f"{row['runbook']}: {row['percent']} % < floor {floor} %"
     by_nb = [o for o in outcomes if o.via == "notebook"]
     assert all(o.error is None or "NoInputError" not in o.error for o in by_nb)
+    t = score.triage_table(outcomes)
+    assert t["failing_percent"] >= TRIAGE_FLOOR_PCT, t
+    assert t["healthy_right"] == t["healthy"], t
+
+
+# --- intake: the blind figure (issue 26) ------------------------------------------------------
+
+def test_intake_records_match_the_facts_they_were_scored_with() -> None:
+    """A case's facts are never edited after its intake: the record keeps their hash."""
+    for c in CASES:
+        if c.intake is None:
+            continue
+        assert set(c.intake) == {"commit", "right", "facts_sha256"}, c.id
+        assert re.fullmatch(r"[0-9a-f]{40}", c.intake["commit"]), c.id
+        assert c.intake["facts_sha256"] == c.facts_sha256, (
+            f"{c.id}: facts changed after its intake ({c.intake['commit'][:12]})")
+        assert c.batch, f"{c.id}: an intake record without a batch"
+
+
+def _case(tmp_path, facts: dict, runbook: str = "timeout", **extra) -> score.Case:
+    d = tmp_path / runbook / "c1"
+    (d / "logs").mkdir(parents=True)
+    (d / "logs" / "job.log").write_text("nothing here\n")
+    (d / "case.json").write_text(json.dumps({
+        "id": "c1", "runbook": runbook, "source": {"repo": "a/b", "number": 1},
+        "summary": "s", "facts": facts, **extra}, indent=1))
+    [case] = score.find_cases(tmp_path)
+    return case
+
+
+def test_record_intake_writes_once(tmp_path) -> None:
+    case = _case(tmp_path, {"timed_out_ranks": [1]}, batch="b1")
+    out = score.score_case(case)
+    assert score.record_intake([case], [out], "a" * 40) == ["c1"]
+    raw = json.loads((case.path / "case.json").read_text())
+    assert raw["intake"] == {"commit": "a" * 40, "right": False,
+                             "facts_sha256": score.facts_sha256({"timed_out_ranks": [1]})}
+    [again] = score.find_cases(tmp_path)
+    assert score.record_intake([again], [score.Outcome("c1", "timeout", True)], "b" * 40) == []
+    assert json.loads((case.path / "case.json").read_text())["intake"]["commit"] == "a" * 40
+    row = score.intake_table([score.Outcome("c1", "timeout", True, batch="b1",
+                                            intake_right=False)])[0]
+    assert (row["batch"], row["cases"], row["right"]) == ("b1", 1, 0)
+
+
+@pytest.mark.parametrize("facts, extra, expected", [
+    ({"timed_out_ranks": [1]}, {}, "timeout"),
+    ({"timed_out_ranks": [], "pattern": "unknown"}, {}, score.NO_TRIAGE),
+    ({"timed_out_ranks": [], "pattern": "desync"}, {}, "timeout"),
+    ({"timed_out_ranks": []}, {"triage": None}, None),
+    ({"timed_out_ranks": []}, {"triage": "gpu_crash"}, "gpu_crash"),
+])
+def test_expected_class(tmp_path, facts, extra, expected) -> None:
+    assert _case(tmp_path, facts, **extra).expected_class == expected
+
+
+def test_a_case_that_nothing_satisfies_is_caught(tmp_path) -> None:
+    assert score.passes_blind(_case(tmp_path, {"timed_out_ranks": []}))
+    assert not score.passes_blind(_case(tmp_path / "x", {"timed_out_ranks": [0]}))
+
+
+def test_a_bad_triage_expectation_is_refused(tmp_path) -> None:
+    with pytest.raises(ValueError, match="triage must be"):
+        _case(tmp_path, {"timed_out_ranks": [1]}, triage="timeouts")
 
 
 # issue 14: at least this many real cases per runbook (and 150 in all)

@@ -178,6 +178,12 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
                    help="processes (default: one per core)")
     s.add_argument("--floor", type=float, default=None, metavar="PCT",
                    help="exit 4 when fewer than PCT %% of the cases are right")
+    s.add_argument("--intake", default=None, metavar="BATCH",
+                   help="score only the cases of this batch (case.json \"batch\") and write "
+                        "each one's intake record (commit, right, facts' hash) into its "
+                        "case.json, once; run it before any code changes for the batch")
+    s.add_argument("--no-triage", action="store_true",
+                   help="do not also score triage on each case")
     return p
 
 
@@ -335,8 +341,23 @@ def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) ->
         p.error(str(e))
     if not cases:
         p.error(f"no case.json under {root}")
-    outcomes = score.score(cases, notebooks=args.notebooks, workers=args.workers)
+    commit = ""
+    if args.intake:
+        cases = [c for c in cases if c.batch == args.intake]
+        if not cases:
+            p.error(f"no case of batch {args.intake!r} under {root}")
+        commit, dirty = score.head_commit(root)
+        if dirty:
+            p.error("the library has uncommitted changes: an intake is scored on a commit")
+    outcomes = score.score(cases, notebooks=args.notebooks, workers=args.workers,
+                           with_triage=not args.no_triage)
     print(score.render(outcomes), file=stdout)
+    if args.intake:
+        done = score.record_intake(cases, outcomes, commit)
+        kept = len(cases) - len(done)
+        print(f"intake of batch {args.intake} at {commit[:12]}: recorded for {len(done)} "
+              f"case(s)" + (f"; {kept} already had one and keep it" if kept else ""),
+              file=stdout)
     if args.json:
         args.json.write_text(json.dumps(score.as_json(outcomes), indent=1, default=str) + "\n",
                              encoding="utf-8")

@@ -9,10 +9,12 @@ the runbooks are scored, not only the library.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import math
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -25,9 +27,20 @@ from .execute import execute_runbook
 from .reader import load_or_fail
 
 RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
+CLASSES = RUNBOOKS[:-1]  # the failure classes triage can name
 REL_TOLERANCE = 0.02  # floats within 2 %
 OPERATORS = ("any_of", "min", "max", "contains")
 REQUIRED_KEYS = ("id", "runbook", "source", "summary", "facts")
+NO_TRIAGE = "-"  # a case whose facts do not say which class triage should name first
+# The facts that say a case shows its runbook's own failure (a non-empty value in any of them):
+# such a case is one triage should name that class for first, unless the case says otherwise.
+POSITIVE_FACTS = {
+    "timeout": ("timed_out_ranks", "op_type", "seq_num", "timeout_ms", "first_mismatch"),
+    "gpu_crash": ("failed_ranks", "failed_hosts", "error_kind", "error_message", "xid_codes"),
+    "deadlock": ("processes_seen",),
+    "throughput": ("change_iteration", "drop_pct"),
+    "loss_spike": ("spikes", "nan_iterations"),
+}
 
 
 @dataclass
@@ -41,10 +54,44 @@ class Case:
     source: dict[str, Any]
     summary: str = ""
     features: list[str] = field(default_factory=list)
+    batch: str | None = None  # the intake batch the case came in with (None: before batches)
+    intake: dict[str, Any] | None = None  # its score when it came in (``record_intake``)
+    triage: Any = NO_TRIAGE  # the class triage should name first (None: no class)
 
     @property
     def logs(self) -> Path:
         return self.path / "logs"
+
+    @property
+    def facts_sha256(self) -> str:
+        """A hash of the expected facts, kept with the intake record: facts edited after the
+        intake no longer match it."""
+        return facts_sha256(self.facts)
+
+    @property
+    def expected_class(self) -> Any:
+        """What triage should name first: the case's ``triage`` when it gives one, else its
+        runbook when its facts show that runbook's failure, else ``NO_TRIAGE`` (not scored)."""
+        if self.triage != NO_TRIAGE:
+            return self.triage
+        keys = POSITIVE_FACTS.get(self.runbook, ())
+        if self.runbook == "timeout" and _positive(self.facts.get("pattern"), ("unknown",)):
+            return "timeout"
+        return self.runbook if any(_positive(self.facts.get(k)) for k in keys) else NO_TRIAGE
+
+
+def facts_sha256(facts: dict[str, Any]) -> str:
+    """sha256 of the facts as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(facts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _positive(v: Any, empty_values: tuple = ()) -> bool:
+    """A fact value that says something is there (not null, [], 0 or an ``any_of`` allowing
+    those)."""
+    if isinstance(v, dict) and "any_of" in v:
+        return all(_positive(x, empty_values) for x in v["any_of"])
+    return not (_empty(v) or v == 0 or v in empty_values)
 
 
 @dataclass
@@ -68,6 +115,12 @@ class Outcome:
     via: str = "library"  # "library" or "notebook"
     seconds: float = 0.0
     facts: dict[str, Any] = field(default_factory=dict)
+    batch: str | None = None
+    intake_right: bool | None = None  # the case's score when it came in (None: no record)
+    blind_right: bool = False  # a runbook that read nothing would pass it
+    triage_expected: Any = NO_TRIAGE
+    triage_cause: str | None = None
+    triage_right: bool | None = None  # None: not scored for triage
 
     def line(self) -> str:
         """One line for a failing case: what was expected, what came out."""
@@ -169,9 +222,19 @@ def read_case(path: Path) -> Case:
         raise ValueError(f"{cj}: unknown runbook {raw['runbook']!r}")
     if not isinstance(raw["facts"], dict) or not raw["facts"]:
         raise ValueError(f"{cj}: facts must be a non-empty object")
+    triage = raw.get("triage", NO_TRIAGE)
+    if triage != NO_TRIAGE and not _class_expectation(triage):
+        raise ValueError(f"{cj}: triage must be a class ({', '.join(CLASSES)}), null, or any_of")
     return Case(id=str(raw["id"]), runbook=raw["runbook"], path=path, facts=raw["facts"],
                 source=raw["source"], summary=raw.get("summary", ""),
-                features=list(raw.get("features", [])))
+                features=list(raw.get("features", [])), batch=raw.get("batch"),
+                intake=raw.get("intake"), triage=triage)
+
+
+def _class_expectation(v: Any) -> bool:
+    if isinstance(v, dict) and set(v) == {"any_of"}:
+        return all(_class_expectation(x) for x in v["any_of"])
+    return v is None or v in CLASSES
 
 
 def find_cases(root: str | os.PathLike[str]) -> list[Case]:
@@ -191,6 +254,32 @@ def library_facts(case: Case) -> dict[str, Any]:
     return dict(module.diagnose(incident).facts)
 
 
+def triage_cause(case: Case) -> str | None:
+    """The class ``traindoc triage`` names first on ``case``'s logs (None: no class)."""
+    from .diagnose import triage
+
+    return triage.analyse(load_or_fail(str(case.logs))).cause
+
+
+def nothing_facts(runbook: str) -> dict[str, Any]:
+    """The facts a runbook gives when it read one file and understood nothing in it: what a
+    case must not be satisfied by (every case needs a fact that such a runbook gets wrong)."""
+    from .incident import Incident
+
+    incident = Incident.empty()
+    incident.account.update({"files": 1, "lines": 1, "paths": ["empty.log"]})
+    module = importlib.import_module(f"traindoc.diagnose.{runbook}")
+    return json.loads(json.dumps(dict(module.diagnose(incident).facts), default=str))
+
+
+def passes_blind(case: Case, nothing: dict[str, dict[str, Any]] | None = None) -> bool:
+    """Whether a runbook that read nothing would get every fact of ``case`` right."""
+    facts = (nothing or {}).get(case.runbook)
+    if facts is None:
+        facts = nothing_facts(case.runbook)
+    return not compare(case.facts, facts)
+
+
 def notebook_facts(case: Case, output_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The facts in the ``summary.json`` that the runbook notebook writes on ``case``."""
     params = {"run_runbooks": False} if case.runbook == "triage" else {}
@@ -200,11 +289,20 @@ def notebook_facts(case: Case, output_dir: str | os.PathLike[str]) -> dict[str, 
     return dict(ex.summary.get("facts", {}))
 
 
-def score_case(case: Case, via: str = "library") -> Outcome:
-    """Run ``case`` (through the library, or its notebook with ``via="notebook"``); never
+def score_case(case: Case, via: str = "library", with_triage: bool = False) -> Outcome:
+    """Run ``case`` (through the library, or its notebook with ``via="notebook"``), and
+    triage on it with ``with_triage`` where the case says what triage should name; never
     raises: a failure to run is a wrong case with its error."""
     t0 = time.perf_counter()
-    out = Outcome(case.id, case.runbook, right=False, via=via)
+    out = Outcome(case.id, case.runbook, right=False, via=via, batch=case.batch,
+                  intake_right=(case.intake or {}).get("right"),
+                  triage_expected=case.expected_class)
+    if with_triage and case.expected_class != NO_TRIAGE:
+        try:
+            out.triage_cause = triage_cause(case)
+        except Exception as e:  # a crash is a wrong answer
+            out.triage_cause = f"{type(e).__name__}: {e}"[:200]
+        out.triage_right = matches(case.expected_class, out.triage_cause)
     try:
         if via == "notebook":
             with tempfile.TemporaryDirectory(prefix="traindoc-score-") as tmp:
@@ -234,16 +332,18 @@ def notebook_sample(cases: Sequence[Case], per_runbook: int) -> set[str]:
     return chosen
 
 
-def _score_one(args: tuple[Case, str]) -> Outcome:
+def _score_one(args: tuple[Case, str, bool]) -> Outcome:
     return score_case(*args)
 
 
 def score(cases: Sequence[Case], notebooks: int = 1, workers: int | None = None,
-          progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+          progress: Callable[[Outcome], None] | None = None,
+          with_triage: bool = True) -> list[Outcome]:
     """Score every case, in parallel processes; ``notebooks`` cases of each runbook go through
-    papermill (the rest through the same library calls in-process)."""
+    papermill (the rest through the same library calls in-process); with ``with_triage``,
+    triage is scored on every case that says which class it should name."""
     sample = notebook_sample(cases, notebooks)
-    jobs = [(c, "notebook" if c.id in sample else "library") for c in cases]
+    jobs = [(c, "notebook" if c.id in sample else "library", with_triage) for c in cases]
     # notebooks first: they are the slow ones
     jobs.sort(key=lambda j: j[1] != "notebook")
     n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
@@ -260,7 +360,43 @@ def score(cases: Sequence[Case], notebooks: int = 1, workers: int | None = None,
                 results[o.id] = o
                 if progress:
                     progress(o)
+    nothing = {rb: nothing_facts(rb) for rb in {c.runbook for c in cases}}
+    for c in cases:
+        results[c.id].blind_right = passes_blind(c, nothing)
     return [results[c.id] for c in cases]
+
+
+# --- intake ----------------------------------------------------------------------------------
+
+def head_commit(root: str | os.PathLike[str]) -> tuple[str, bool]:
+    """The checkout's HEAD commit and whether its library has uncommitted changes
+    (``("unknown", False)`` outside git)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=30, check=True).stdout.strip()
+    try:
+        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "--", "lib"))
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", False
+
+
+def record_intake(cases: Sequence[Case], outcomes: Sequence[Outcome], commit: str
+                  ) -> list[str]:
+    """Write each case's intake record (the commit scored, right or not, the facts' hash) into
+    its case.json, once: a case that already has one keeps it. Returns the ids written."""
+    by_id = {o.id: o for o in outcomes}
+    written = []
+    for c in cases:
+        if c.intake is not None or c.id not in by_id:
+            continue
+        cj = c.path / "case.json"
+        raw = json.loads(cj.read_text(encoding="utf-8"))
+        raw["intake"] = {"commit": commit, "right": bool(by_id[c.id].right),
+                         "facts_sha256": c.facts_sha256}
+        cj.write_text(json.dumps(raw, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        c.intake = raw["intake"]
+        written.append(c.id)
+    return written
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -280,9 +416,43 @@ def table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     return rows
 
 
+def intake_table(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """Per intake batch and runbook: cases with an intake record, right at intake, percent
+    (the blind figure: how the runbooks did before anyone changed code for those cases)."""
+    rows = []
+    batches = sorted({o.batch for o in outcomes if o.intake_right is not None})
+    for b in batches:
+        mine = [o for o in outcomes if o.batch == b and o.intake_right is not None]
+        for rb in [*RUNBOOKS, "all"]:
+            sel = mine if rb == "all" else [o for o in mine if o.runbook == rb]
+            if sel:
+                right = sum(bool(o.intake_right) for o in sel)
+                rows.append({"batch": b, "runbook": rb, "cases": len(sel), "right": right,
+                             "percent": round(100 * right / len(sel), 1)})
+    return rows
+
+
+def triage_table(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """How triage did: the failing cases where it named the expected class first, and the
+    healthy ones where it named none."""
+    scored = [o for o in outcomes if o.triage_right is not None]
+    failing = [o for o in scored if o.triage_expected is not None]
+    healthy = [o for o in scored if o.triage_expected is None]
+
+    def pct(sel: list[Outcome]) -> float:
+        return round(100 * sum(bool(o.triage_right) for o in sel) / len(sel), 1) if sel else 0.0
+    return {"failing": len(failing), "failing_right": sum(bool(o.triage_right) for o in failing),
+            "failing_percent": pct(failing), "healthy": len(healthy),
+            "healthy_right": sum(bool(o.triage_right) for o in healthy),
+            "healthy_percent": pct(healthy)}
+
+
 def render(outcomes: Sequence[Outcome]) -> str:
-    """The scorer's text: a line per failing case, the per-runbook table, ``K/N cases right``."""
+    """The scorer's text: a line per failing case, the per-runbook table, the blind-intake
+    table, triage, the share a do-nothing runbook passes, and last ``K/N cases right``."""
     lines = [o.line() for o in outcomes if not o.right]
+    lines += [f"✗ triage on {o.id}: expected {_short(o.triage_expected)}, got "
+              f"{_short(o.triage_cause)}" for o in outcomes if o.triage_right is False]
     if lines:
         lines.append("")
     lines.append(f"{'runbook':<12} {'cases':>6} {'right':>6} {'%':>6}")
@@ -291,13 +461,30 @@ def render(outcomes: Sequence[Outcome]) -> str:
     via_nb = sum(o.via == "notebook" for o in outcomes)
     lines.append(f"({via_nb} case(s) scored through the notebooks, the rest through the same "
                  "library calls)")
+    intake = intake_table(outcomes)
+    if intake:
+        lines += ["", "blind intake (each case as scored when it came in, before any change "
+                      "for it):", f"{'batch':<12} {'runbook':<12} {'cases':>6} {'right':>6} "
+                                  f"{'%':>6}"]
+        lines += [f"{r['batch']:<12} {r['runbook']:<12} {r['cases']:>6} {r['right']:>6} "
+                  f"{r['percent']:>6.1f}" for r in intake]
+    t = triage_table(outcomes)
+    if t["failing"] or t["healthy"]:
+        lines.append("")
+        lines.append(f"triage names the expected class first on {t['failing_right']}/"
+                     f"{t['failing']} failing cases ({t['failing_percent']:.1f} %) and no class "
+                     f"on {t['healthy_right']}/{t['healthy']} healthy ones")
+    blind = sum(o.blind_right for o in outcomes)
+    lines.append(f"a runbook that read nothing would pass {blind}/{len(outcomes)} cases")
     lines.append(f"{sum(o.right for o in outcomes)}/{len(outcomes)} cases right")
     return "\n".join(lines)
 
 
 def as_json(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     """What ``--json`` writes."""
-    return {"table": table(outcomes),
+    return {"table": table(outcomes), "intake": intake_table(outcomes),
+            "triage": triage_table(outcomes),
+            "blind_right": sum(o.blind_right for o in outcomes),
             "right": sum(o.right for o in outcomes), "cases": len(outcomes),
             "outcomes": [asdict(o) for o in outcomes]}
 
