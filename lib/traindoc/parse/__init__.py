@@ -9,6 +9,8 @@ in ``LINE_PARSERS`` (one line each), ``BLOCK_PARSERS`` (multi-line records) or
 - ``checkpoints``: checkpoint save/load lines
 - ``processes``: NCCL's ``host:pid:tid [dev]`` init lines (which process ran where)
 - ``iterations``: Megatron/DeepSpeed/torchtitan/Lightning/HF Trainer step lines
+- ``metric_lines``: the generic step-line reader (any trainer's ``step … loss …`` line that no
+  other parser read), by syntax and vocabulary
 - ``progress``: tqdm bars
 - ``torchrun``: torchrun's ChildFailedError report (block parser)
 - ``flight_recorder``: flight-recorder dumps (a whole-file loader, in ``FILE_LOADERS``)
@@ -28,6 +30,7 @@ from . import (
     errors,
     flight_recorder,
     iterations,
+    metric_lines,
     metrics,
     processes,
     progress,
@@ -43,6 +46,7 @@ LINE_PARSERS: tuple[LineParser, ...] = (
     *xid.PARSERS,
     *checkpoints.PARSERS,
     *iterations.PARSERS,
+    *metric_lines.PARSERS,
     *progress.PARSERS,
     *benchmarks.PARSERS,
     *processes.PARSERS,

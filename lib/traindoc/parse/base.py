@@ -39,6 +39,8 @@ class LineParser:
     example: str = field(default="", repr=False)
     # whether an unprefixed line continues the incomplete record so far (None: any does)
     continues: Callable[[str, str], bool] | None = None
+    # a fallback parser reads only a line that no other parser understood
+    fallback: bool = False
 
 
 class BlockParser(Protocol):

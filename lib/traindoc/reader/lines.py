@@ -229,21 +229,9 @@ class LineReader:
         (``blocks``: the indices of those that can have a needle in ``text``, fed only while
         the writer has no record open, as ``BlockParser`` allows; None: all)."""
         name, lineno, origin, when = ctx
-        parsed = False
-        add = self.sink.add
-        for parser in self.line_parsers if parsers is None else parsers:
-            if not any(map(text.__contains__, parser.needles)):
-                continue
-            try:
-                row = parser.parse(text)
-            except (ValueError, OverflowError, RecursionError) as e:  # a number no int holds
-                self.unreadable(name, lineno, e)
-                continue
-            if not row:
-                continue
-            parsed = True
-            for r in row if isinstance(row, list) else (row,):
-                add(parser.table, r, ctx, text)
+        candidates = self.line_parsers if parsers is None else parsers
+        fallbacks = [p for p in candidates if p.fallback]
+        parsed = self.parse_with(candidates, text, ctx, fallback=False)
         key = (origin.rank, origin.host)
         mine = stream.blocks.get(key)
         if mine is None:
@@ -265,12 +253,35 @@ class LineReader:
             stream.busy.add(key)
         elif stream.busy:
             stream.busy.discard(key)
+        if not parsed and fallbacks:
+            parsed = self.parse_with(fallbacks, text, ctx, fallback=True)
         if parsed:
             self.acc.parsed_lines += 1
         else:
             self.acc.unparsed_lines += 1
             if self.wants_unrecognized() and SUSPICIOUS_RE.search(text):
                 self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
+
+    def parse_with(self, parsers: Iterable[LineParser], text: str, ctx: LineContext,
+                   fallback: bool) -> bool:
+        """Run the line parsers (the fallback ones, or the others) whose needles ``text``
+        holds; whether any gave a row."""
+        parsed = False
+        for parser in parsers:
+            if parser.fallback is not fallback or not any(map(text.__contains__,
+                                                               parser.needles)):
+                continue
+            try:
+                row = parser.parse(text)
+            except (ValueError, OverflowError, RecursionError) as e:  # a number no int holds
+                self.unreadable(ctx[0], ctx[1], e)
+                continue
+            if not row:
+                continue
+            parsed = True
+            for r in row if isinstance(row, list) else (row,):
+                self.sink.add(parser.table, r, ctx, text)
+        return parsed
 
     def unreadable(self, name: str, lineno: int, e: Exception) -> None:
         """A parser failed on a line (a number of thousands of digits, say): reported, and

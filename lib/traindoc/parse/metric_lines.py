@@ -1,0 +1,230 @@
+"""The generic step-line reader: any trainer's ``step … loss …`` line into ``iterations``.
+
+The per-trainer patterns of ``iterations`` each know one wording. Most trainers say the same
+few things in the same few syntaxes, so this reader knows the syntaxes and two vocabularies
+instead, and reads a line that no other parser understood (it is a *fallback* line parser):
+
+- **syntaxes** of one field: ``key: value``, ``key=value``, ``key = value``, quoted keys of a
+  JSON or Python dict (``"loss": NaN``, ``'grad_norm': inf``), ``key value`` for a known
+  one-word key (``loss 2.31``), and ``value unit`` (``9.8it/s``, ``2.3 s/it``, ``5123 tokens/s``,
+  ``812 samples/sec``); fields may sit between ``|``, ``,``, ``;``, `` - `` or spaces.
+  Values may carry ``ms``/``s``/``%`` units, thousands separators, and ``K``/``M``/``G``
+  suffixes; ``nan``/``NaN``/``inf``/``Infinity`` are values.
+- **step keys** (``STEP_KEYS``, in order of preference): ``global_step``, ``opt_step``,
+  ``num_updates``, ``iteration``, ``iter``, ``step``, ``Global Step``…, with an optional
+  ``/total`` (``step 120/5000``, ``Iter [120/5000]``).
+- **metric keys** (``METRIC_KEYS``): a key is lower-cased, a ``train/``-style prefix and
+  spaces/underscores/dashes dropped, then looked up; a key of several words is looked up by its
+  longest known suffix (``INFO train loss`` is ``train loss``).
+
+A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
+MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
+that have no pattern of their own (``tests/test_metric_lines.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+from .base import LineParser, Row
+
+_NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
+
+# the step: a key of STEP_KEYS, an optional separator, the number, an optional total
+STEP_RE = re.compile(
+    r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|"
+    r"iteration|iter|step)s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
+    r"(?:/\s*(?P<tot>\d+))?(?![\d.])", re.IGNORECASE)
+# preference among step keys on one line (a global step beats an epoch-local step)
+STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1,
+             "iteration": 2, "iter": 2, "step": 3}
+
+# key [:=] value, or a quoted key (JSON, a Python dict)
+PAIR_RE = re.compile(
+    r"(?:(?P<q>[\"'])(?P<qk>[A-Za-z_][\w ./()-]{0,60}?)(?P=q)\s*:\s*[\"']?"
+    r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)\s*(?:[:=]|(?P<sp> ))\s*)"
+    rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d])")
+# value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
+UNIT_RE = re.compile(
+    rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|"
+    r"samples/s(?:ec)?|examples/s(?:ec)?|img/s|images/s(?:ec)?|TFLOPS|TFLOP/s)(?![\w/])",
+    re.IGNORECASE)
+
+# normalised key -> column (see ``_norm``)
+METRIC_KEYS: dict[str, str] = {
+    **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
+                     "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
+                     "batchloss", "pertokenloss"), "loss"),
+    **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
+                     "devloss", "evallmloss", "vallmloss"), "eval_loss"),
+    **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
+                     "gradnormtotal", "gradnormbeforeclip"), "grad_norm"),
+    **dict.fromkeys(("lr", "learningrate", "lrate"), "lr"),
+    **dict.fromkeys(("lossscale", "curscale"), "loss_scale"),
+    **dict.fromkeys(("samples/s", "samples/sec", "samplespersecond", "samplespersec",
+                     "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s",
+                     "images/s", "images/sec", "samplespers", "throughput(samples/s)"),
+                    "samples_per_s"),
+    **dict.fromkeys(("tokens/s", "tokens/sec", "tok/s", "tok/sec", "tokenspersec",
+                     "tokenspersecond", "tokens_per_sec", "wps", "words/s"), "tokens_per_s"),
+    **dict.fromkeys(("tokens/s/gpu", "tokens/sec/gpu", "tokenspersecpergpu",
+                     "tokenspersecondpergpu", "tgs", "tokens/s/device", "tokenspersecperdevice",
+                     "tokspersecpergpu", "throughput(tokens/s/gpu)"), "tokens_per_s_per_gpu"),
+    **dict.fromkeys(("tflops", "tflop/s", "tflops/gpu", "tflop/s/gpu", "modeltflops",
+                     "tflopspergpu", "modeltflopspergpu", "tflop/s/device"), "tflops"),
+    **dict.fromkeys(("mfu", "modelflopsutilization"), "mfu"),
+    **dict.fromkeys(("steptime", "itertime", "timeperstep", "time/iter", "time/step",
+                     "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
+                     "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter"),
+                    "elapsed_s"),
+}
+TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/")
+SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+# columns that make a line a step line (a learning rate or loss scale alone does not)
+SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per_s",
+                  "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
+# what the reader needs in a line before it looks (the fast engine's needles)
+NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
+           "MFU", "gnorm", "grad_norm")
+# a line that states a setting or a summary, not a step
+NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
+                           r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
+
+
+# columns a key may reach by dropping its leading words ("INFO train loss" is a loss; "elapsed
+# time" is no time per step)
+SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm")
+
+
+@lru_cache(maxsize=4096)
+def _norm(key: str) -> str | None:
+    """The column of a raw key, trying its longest known suffix of words (memoised)."""
+    words = key.split()
+    for i in range(len(words)):
+        k = " ".join(words[i:]).lower()
+        for p in TRAIN_PREFIXES:
+            if k.startswith(p):
+                k = k[len(p):]
+                break
+        col = METRIC_KEYS.get(re.sub(r"[\s_\-]", "", k))
+        if col is not None and (i == 0 or col in SUFFIX_COLUMNS):
+            return col
+    return None
+
+
+def _number(v: str, unit: str | None) -> float | None:
+    text = v.replace(",", "")
+    low = text.lower().lstrip("+-")
+    try:
+        x = float(text) if low not in ("infinity",) else float(text.replace("inity", ""))
+    except ValueError:
+        return None
+    if unit in SUFFIX:
+        x *= SUFFIX[unit]
+    return x
+
+
+def _step(text: str) -> re.Match[str] | None:
+    best: re.Match[str] | None = None
+    for m in STEP_RE.finditer(text):
+        if best is None or (STEP_RANK[re.sub(r"[ _]", "", m["k"].lower())]
+                            < STEP_RANK[re.sub(r"[ _]", "", best["k"].lower())]):
+            best = m
+    return best
+
+
+def _json_pairs(text: str) -> dict[str, str] | None:
+    """The scalar fields of a JSON object on the line (NaN/Infinity allowed), or None."""
+    start, end = text.find("{\""), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        obj = json.loads(text[start:end + 1])
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return {str(k): str(v) for k, v in obj.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def parse_metric_line(text: str) -> Row | None:
+    """A step line in any of the syntaxes above: iteration, total, and the known metrics."""
+    if NOT_A_STEP_RE.search(text):
+        return None
+    row: Row = {}
+    pairs = _json_pairs(text) if "{\"" in text else None
+    if pairs is not None:
+        step_key = next((k for k in pairs if re.sub(r"[ _]", "", k.lower()) in STEP_RANK
+                         or k.lower() in ("iteration", "steps")), None)
+        if step_key is None:
+            return None
+        it = _number(pairs[step_key], None)
+        if it is None or it != it or it < 0 or it != int(it):
+            return None
+        row["iteration"] = int(it)
+        for k, v in pairs.items():
+            col = _norm(k)
+            if col and col not in row:
+                row[col] = _number(v, None)
+        return _finish(row)
+    m = _step(text)
+    if m is None:
+        return None
+    row["iteration"] = int(m["n"])
+    if m["tot"]:
+        row["total_iterations"] = int(m["tot"])
+    rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    for p in PAIR_RE.finditer(rest):
+        key = p["qk"] or p["k"]
+        if p["sp"] and " " in key:
+            continue  # "key value" only for a one-word key
+        col = _norm(key)
+        if col is None or col in row:
+            continue
+        value = _number(p["v"], p["u"])
+        if value is not None and col == "elapsed_s" and (p["u"] == "ms"
+                                                         or key.lower().endswith("ms")):
+            value /= 1000.0
+        row[col] = value
+    for u in UNIT_RE.finditer(rest):
+        value = _number(u["v"], None)
+        unit = u["unit"].lower()
+        if value is None:
+            continue
+        if unit == "it/s":
+            row.setdefault("elapsed_s", 1.0 / value if value else None)
+        elif unit == "s/it":
+            row.setdefault("elapsed_s", value)
+        elif unit.startswith("tok"):
+            row.setdefault("tokens_per_s", value)
+        elif unit.startswith("tflop"):
+            row.setdefault("tflops", value)
+        else:
+            row.setdefault("samples_per_s", value)
+    return _finish(row)
+
+
+def _finish(row: Row) -> Row | None:
+    if not any(row.get(c) is not None for c in SIGNAL_COLUMNS):
+        return None
+    if row.get("loss") is None and row.get("eval_loss") is not None and not any(
+            row.get(c) is not None for c in SIGNAL_COLUMNS if c not in ("eval_loss", "loss")):
+        row["event"] = "eval"
+    return row
+
+
+PARSERS: tuple[LineParser, ...] = (
+    LineParser(
+        "generic_step",
+        "iterations",
+        NEEDLES,
+        parse_metric_line,
+        fallback=True,
+        # tenstorrent/tt-metal#45335, a trainer with no pattern of its own
+        example="Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, "
+        "MFU: 29.1%",
+    ),
+)

@@ -1,0 +1,88 @@
+"""The generic step-line reader (parse/metric_lines.py): real lines of trainers that have no
+pattern of their own, each with its source; and it reads only what no other parser read."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from traindoc import load
+from traindoc.parse.metric_lines import parse_metric_line
+
+NAN = float("nan")
+
+# (line, expected columns, source)
+REAL_LINES = [
+    ("Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, MFU: 29.1%",
+     {"iteration": 4970, "loss": 0.189453, "elapsed_s": 1.63807, "tflops": 43.28, "mfu": 29.1},
+     "tenstorrent/tt-metal#45335"),
+    ("| Training Device=xla:0/5 Epoch=1 Step=340 Loss=0.00373 Rate=545.27 GlobalRate=300.64 "
+     "Time=01:52:42", {"iteration": 340, "loss": 0.00373}, "pytorch/xla#4324"),
+    ("step 1655 - loss        nan - moving ave loss        nan", {"iteration": 1655, "loss": NAN},
+     "MahmudulAlam/Automatic-Identification-and-Counting-of-Blood-Cells#15"),
+    ("[2025-12-31 12:15:32,154227][I][examples/vit:445:train_fn] iter=10 loss=7.111572 "
+     "dt=0.744444 dtd=0.003141 dtf=0.021592 dto=0.698994 dtb=0.020717 loss/mean=7.036184",
+     {"iteration": 10, "loss": 7.111572, "elapsed_s": 0.744444}, "saforem2/ezpz docs/examples/vit.md"),
+    ("iteration:  4875/500000   0% | elapsed time: 19:29:30 | per_token_loss: 3.3900 | lr: "
+     "9.942E-06 | num_tokens: 1536772503 | fwd_bwd_time: 80734.8",
+     {"iteration": 4875, "total_iterations": 500000, "loss": 3.39, "lr": 9.942e-06},
+     "huggingface/m4-logs tr_141 num_workers_04 README.md"),
+]
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == pytest.approx(b)
+
+
+@pytest.mark.parametrize("line, expected, source", REAL_LINES, ids=[r[2] for r in REAL_LINES])
+def test_real_lines(line: str, expected: dict, source: str) -> None:
+    row = parse_metric_line(line)
+    assert row is not None, source
+    for k, v in expected.items():
+        assert _same(row.get(k), v), (source, k, row)
+    assert "elapsed_s" not in row or "elapsed_s" in expected  # a clock is no time per step
+
+
+@pytest.mark.parametrize("line", [
+    "max_steps: 1000 loss: 2",  # a setting
+    "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
+    "Epoch 3 finished, loss 2.31",  # no step
+    "Namespace(lr=0.001, step=10, loss=2.0)",
+])
+def test_lines_that_are_no_step(line: str) -> None:
+    assert parse_metric_line(line) is None
+
+
+@pytest.mark.parametrize("line, expected", [
+    ('{"step": 10, "train/loss": NaN, "lr": 0.001}', {"iteration": 10, "loss": NAN}),
+    ('{"global_step": 7, "loss": Infinity, "grad_norm": 3.2}',
+     {"iteration": 7, "loss": float("inf"), "grad_norm": 3.2}),
+    ("epoch 1 step 200/5000: loss=nan, grad_norm=inf, tokens/s=5,123",
+     {"iteration": 200, "total_iterations": 5000, "tokens_per_s": 5123.0}),
+    ("step: 5 eval_loss: 2.1", {"iteration": 5, "eval_loss": 2.1, "event": "eval"}),
+    ("Iter [120/5000] loss: 0.123 time: 0.34", {"iteration": 120, "elapsed_s": 0.34}),
+    ("global_step=40 step=3 train loss: 2.3 step_time: 230ms",
+     {"iteration": 40, "loss": 2.3, "elapsed_s": 0.23}),
+    ("step 12 | loss 2.1 | 9.8it/s", {"iteration": 12, "elapsed_s": 1 / 9.8}),
+])
+def test_syntaxes(line: str, expected: dict) -> None:
+    row = parse_metric_line(line)
+    assert row is not None
+    for k, v in expected.items():
+        assert _same(row.get(k), v), (k, row)
+
+
+def test_only_lines_no_other_parser_read(tmp_path) -> None:
+    """A Megatron line is read once, by its own parser; an unknown trainer's line by this one."""
+    log = tmp_path / "job.log"
+    log.write_text(
+        " iteration       10/     100 | consumed samples:          160 | elapsed time per "
+        "iteration (ms): 950.1 | learning rate: 1.000E-04 | global batch size:    16 | lm loss: "
+        "7.1E+00 | loss scale: 1.0 | grad norm: 1.2 | number of skipped iterations:   0 | number "
+        "of nan iterations:   0 |\n"
+        "Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, MFU: 29.1%\n")
+    it = load(str(log)).iterations
+    assert list(it["iteration"]) == [10, 4970]
