@@ -23,12 +23,13 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/traindoc run timeout $(SAMPLE) -o $(OUT)
 
+# Every test, over every core (pytest-xdist); about 10 minutes on 2 cores.
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
-# Everything but the real torch.distributed drills (about a minute faster).
+# The edit-test loop: no notebooks, no drills, nothing slow (under 2 minutes on 2 cores).
 test-fast: setup
-	$(PY) -m pytest -q -m "not drills"
+	$(PY) -m pytest -q -n auto -m "not runbooks and not drills and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check lib tests benchmarks notebooks

@@ -231,7 +231,8 @@ class LineReader:
         name, lineno, origin, when = ctx
         candidates = self.line_parsers if parsers is None else parsers
         fallbacks = [p for p in candidates if p.fallback]
-        parsed = self.parse_with(candidates, text, ctx, fallback=False)
+        filled: set[str] = set()  # the tables the line's rows went to
+        parsed = self.parse_with(candidates, text, ctx, False, filled)
         key = (origin.rank, origin.host)
         mine = stream.blocks.get(key)
         if mine is None:
@@ -247,14 +248,19 @@ class LineReader:
                 got = []
             for table, row in got:
                 self.sink.add_block(table, row)
+                filled.add(table)
             if b.section is not None:
                 parsed = busy = True
+                filled.update(b.tables or ("*",))
         if busy:
             stream.busy.add(key)
         elif stream.busy:
             stream.busy.discard(key)
-        if not parsed and fallbacks:
-            parsed = self.parse_with(fallbacks, text, ctx, fallback=True)
+        if fallbacks and "*" not in filled:
+            # a fallback parser reads a line no parser of its table understood (whatever other
+            # tables took from it: a load of one table reads the same rows as a full one)
+            mine = [p for p in fallbacks if p.table not in filled]
+            parsed = self.parse_with(mine, text, ctx, True, filled) or parsed
         if parsed:
             self.acc.parsed_lines += 1
         else:
@@ -263,9 +269,9 @@ class LineReader:
                 self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
 
     def parse_with(self, parsers: Iterable[LineParser], text: str, ctx: LineContext,
-                   fallback: bool) -> bool:
+                   fallback: bool, filled: set[str]) -> bool:
         """Run the line parsers (the fallback ones, or the others) whose needles ``text``
-        holds; whether any gave a row."""
+        holds, adding the tables they filled to ``filled``; whether any gave a row."""
         parsed = False
         for parser in parsers:
             if parser.fallback is not fallback or not any(map(text.__contains__,
@@ -279,6 +285,7 @@ class LineReader:
             if not row:
                 continue
             parsed = True
+            filled.add(parser.table)
             for r in row if isinstance(row, list) else (row,):
                 self.sink.add(parser.table, r, ctx, text)
         return parsed
