@@ -293,3 +293,22 @@ def test_jax_header_without_tasks_claims_nothing(tmp_path: Path) -> None:
 ])
 def test_heartbeat_names_the_group(tmp_path: Path, text: str, pg: str) -> None:
     assert facts(tmp_path, text)["process_group"] == pg
+
+
+# -- the prose says what was read ----------------------------------------------------------------
+
+def test_prose_of_a_report_without_a_timeout_line(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(FR_TUTORIAL)
+    r = timeout.diagnose(traindoc.load(p))
+    texts = [r.verdict] + [f.title for f in r.findings] + [a.title for a in r.actions]
+    assert not [t for t in texts if "None" in t or "no rank tag" in t]
+    assert "nccl:all_reduce #5 has not completed" in r.verdict and "rank 1" in r.verdict
+
+
+@pytest.mark.parametrize("line", [STORE_BARRIER[0][0], SOCKET[1][0]])
+def test_startup_timeouts_get_the_startup_action(tmp_path: Path, line: str) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(line + "\n")
+    r = timeout.diagnose(traindoc.load(p))
+    assert r.actions[0].id == "check_startup"

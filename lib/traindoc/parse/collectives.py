@@ -99,6 +99,7 @@ SOCKET_TIMEOUT_RE = re.compile(
     r"The client socket has timed out after\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|min|h)\b"
     r"\s*while trying to connect to"
 )
+STORE_BARRIER_OP = "STORE_BASED_BARRIER"
 UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
 GLOO_SITE_RE = re.compile(r"\[(?P<site>[^\]]*gloo[^\]]*?):\d+\]")
 
@@ -320,7 +321,7 @@ def parse_store_barrier(text: str) -> Row | None:
     if not m:
         return None
     seconds = hms_to_s(m["timeout"])
-    return {"rank": int(m["rank"]), "op_type": "STORE_BASED_BARRIER",
+    return {"rank": int(m["rank"]), "op_type": STORE_BARRIER_OP,
             "timeout_ms": None if seconds is None else round(seconds * 1000),
             "state": "timed_out", "_named_rank": True}
 
