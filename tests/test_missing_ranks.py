@@ -312,3 +312,21 @@ def test_startup_timeouts_get_the_startup_action(tmp_path: Path, line: str) -> N
     p.write_text(line + "\n")
     r = timeout.diagnose(traindoc.load(p))
     assert r.actions[0].id == "check_startup"
+
+
+def test_corrupt_ras_counts_claim_nothing(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("Communicator ranks have different AllReduce operation counts\n"
+                 f"  {'9' * 30} ranks have launched up to operation 64\n"
+                 "  2 ranks have launched up to operation 65\n  Rank 0 -- GPU 0 managed by x\n")
+    assert not len(traindoc.load(p).collectives)
+
+
+def test_ras_ranks_that_launched_nothing(tmp_path: Path) -> None:
+    # NCCL's src/ras/client_support.cc: "%d ranks have not launched any operations"
+    p = tmp_path / "job.log"
+    p.write_text("  Communicator ranks have different AllReduce operation counts\n"
+                 "  7 ranks have launched up to operation 64\n"
+                 "  Rank 7 has not launched any operations -- GPU 3 managed by process 1 on node n1\n")
+    f = timeout.diagnose(traindoc.load(p)).facts
+    assert f["lagging_ranks"] == [7] and f["seq_num"] == 64

@@ -37,9 +37,10 @@ failed``) carries ``_named_rank``: the loader keeps that rank instead of the lin
 
 from __future__ import annotations
 
+import math
 import re
 
-from .base import LineParser, Row, hms_to_s, to_int
+from .base import LineParser, Row, as_int, hms_to_s, to_float, to_int
 
 # [Rank 3] / [PG 0 Rank 3] / [PG 0 (default_pg) Rank 3] / [PG ID 0 PG GUID 0(default_pg) Rank 3]
 RANK_TAG_RE = re.compile(r"\[(?:PG (?P<pg>[^\[\]]*?) )?Rank (?P<rank>\d+)\]")
@@ -320,9 +321,8 @@ def parse_store_barrier(text: str) -> Row | None:
     m = STORE_BARRIER_RE.search(text)
     if not m:
         return None
-    seconds = hms_to_s(m["timeout"])
-    return {"rank": int(m["rank"]), "op_type": STORE_BARRIER_OP,
-            "timeout_ms": None if seconds is None else round(seconds * 1000),
+    return {"rank": as_int(m["rank"]), "op_type": STORE_BARRIER_OP,
+            "timeout_ms": _ms(hms_to_s(m["timeout"]), 1000),
             "state": "timed_out", "_named_rank": True}
 
 
@@ -331,8 +331,15 @@ def parse_socket_timeout(text: str) -> Row | None:
     m = SOCKET_TIMEOUT_RE.search(text)
     if not m:
         return None
-    return {"rank": None, "timeout_ms": round(float(m["value"]) * UNIT_MS[m["unit"]]),
+    return {"rank": None, "timeout_ms": _ms(to_float(m["value"]), UNIT_MS[m["unit"]]),
             "state": "timed_out"}
+
+
+def _ms(value: float | None, scale: int) -> int | None:
+    """A duration in milliseconds; None for one no clock could show (inf, beyond int64)."""
+    if value is None or not math.isfinite(value) or value * scale >= 2**63:
+        return None
+    return round(value * scale)
 
 
 # Timeouts at start-up, before any collective ran: one table, one entry per wording family.
