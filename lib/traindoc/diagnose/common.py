@@ -112,11 +112,16 @@ def last_progress(incident: Incident) -> Progress:
     pr = incident.progress
     if len(pr) and pr["step"].notna().any():
         # The longest-running bar is the training loop; its furthest step is the last progress.
+        # Bars without a total (an iterable without len(): ``240it [05:55, 1.47s/it]``) restart
+        # each epoch under a new description: the last bar printed is the one that stopped.
+        pr = pr.dropna(subset=["step"])
         totals = pr.dropna(subset=["total"])
         main = pr
         if len(totals):
             biggest = totals["total"].max()
             main = pr[pr["total"] == biggest]
+        elif pr["desc"].notna().any():
+            main = pr[pr["desc"] == pr["desc"].iloc[-1]] if pd.notna(pr["desc"].iloc[-1]) else pr
         row = main.loc[main["step"].idxmax()]
         rate = row["rate"] if pd.notna(row["rate"]) else None
         total = row["total"] if pd.notna(row["total"]) else None

@@ -2,7 +2,10 @@
 in ``LINE_PARSERS`` (one line each), ``BLOCK_PARSERS`` (multi-line records) or
 ``FILE_LOADERS`` (whole files); ``base`` states what each kind must provide.
 
-- ``collectives``: NCCL watchdog timeouts, watchdog work status, gloo timeouts
+- ``collectives``: NCCL watchdog timeouts, watchdog work status, gloo timeouts, start-up
+  (store-based barrier, c10d socket) timeouts
+- ``missing_ranks``: reports naming the ranks that never arrived (Horovod's stall inspector,
+  torch's desync report, fr_trace, NCCL RAS, JAX barriers) into ``collectives``
 - ``errors``: CUDA/NCCL/gloo/OOM/ECC/signal error lines, c10 exception blocks (block parser),
   launcher/scheduler exit lines into ``exits``
 - ``xid``: NVIDIA driver Xid lines (dmesg/journal/syslog) and the Xid catalog
@@ -32,6 +35,7 @@ from . import (
     iterations,
     metric_lines,
     metrics,
+    missing_ranks,
     processes,
     progress,
     stacks,
@@ -42,6 +46,7 @@ from .base import BlockParser, FileLoader, LineParser, Row
 
 LINE_PARSERS: tuple[LineParser, ...] = (
     *collectives.PARSERS,
+    *missing_ranks.PARSERS,
     *errors.PARSERS,
     *xid.PARSERS,
     *checkpoints.PARSERS,
@@ -58,7 +63,8 @@ BLOCK_PARSERS: tuple[type[BlockParser], ...] = (torchrun.ChildFailedParser,
                                                         stacks.StackParser,
                                                         errors.CudaErrorBlock,
                                                         *iterations.BLOCKS,
-                                                        *benchmarks.BLOCKS)
+                                                        *benchmarks.BLOCKS,
+                                                        *missing_ranks.BLOCKS)
 
 # Whole-file readers, tried (by their sniff) before a file is read as a text log.
 FILE_LOADERS: tuple[FileLoader, ...] = (flight_recorder.LOADER, metrics.LOADER,

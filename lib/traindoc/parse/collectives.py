@@ -23,6 +23,13 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
 - gloo monitored barrier: ``[Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms`` /
   ``Ranks 1, 2 failed to pass monitoredBarrier``: rank 0 waited; ranks 1 and 2 never arrived.
 - gloo: ``Timed out waiting 5000ms for recv operation to complete`` (also send).
+- start-up, before any collective (``STARTUP_TIMEOUTS``): the store-based barrier of
+  ``init_process_group`` (``Timed out initializing process group in store based barrier on rank:
+  5, for key: store_based_barrier_key:1 (world_size=8, worker_count=6, timeout=0:00:30)``; torch
+  2.x: ``on rank 5`` and ``num_workers_joined=6``): rank 5 timed out, ``world_size -
+  worker_count`` members never arrived, unnamed; the c10d client socket/TCPStore (``The client
+  socket has timed out after 60s while trying to connect to 192.0.0.1:1234``, also ``600000ms``,
+  ``20min``): no rank, no collective, only the timeout.
 
 A row whose rank the message names about another rank (``from rank 7``, ``but Rank 1``, ``Rank 2
 failed``) carries ``_named_rank``: the loader keeps that rank instead of the line's prefix.
@@ -30,9 +37,10 @@ failed``) carries ``_named_rank``: the loader keeps that rank instead of the lin
 
 from __future__ import annotations
 
+import math
 import re
 
-from .base import LineParser, Row, to_int
+from .base import LineParser, Row, as_int, hms_to_s, to_float, to_int
 
 # [Rank 3] / [PG 0 Rank 3] / [PG 0 (default_pg) Rank 3] / [PG ID 0 PG GUID 0(default_pg) Rank 3]
 RANK_TAG_RE = re.compile(r"\[(?:PG (?P<pg>[^\[\]]*?) )?Rank (?P<rank>\d+)\]")
@@ -83,6 +91,17 @@ STATUS_START_RE = re.compile(
 GLOO_TIMEOUT_RE = re.compile(
     r"Timed out waiting (?P<ms>\d+)\s*ms for (?P<op>recv|send|connect)\w* operation to complete"
 )
+STORE_BARRIER_RE = re.compile(
+    r"Timed out initializing process group in store based barrier on rank:?\s*(?P<rank>\d+),"
+    r"\s*for key:\s*(?P<key>\S+)\s*\(world_size=(?P<world>\d+),\s*"
+    r"(?:worker_count|num_workers_joined)=(?P<joined>\d+),\s*timeout=(?P<timeout>[^,)\s]+)"
+)
+SOCKET_TIMEOUT_RE = re.compile(
+    r"The client socket has timed out after\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|min|h)\b"
+    r"\s*while trying to connect to"
+)
+STORE_BARRIER_OP = "STORE_BASED_BARRIER"
+UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
 GLOO_SITE_RE = re.compile(r"\[(?P<site>[^\]]*gloo[^\]]*?):\d+\]")
 
 
@@ -95,6 +114,11 @@ def _rank_and_pg(text: str, end: int) -> tuple[int | None, str | None]:
         if m["pg"]:
             pg = _pg_name(m["pg"])
     return rank, pg
+
+
+def rank_tag_pg(text: str) -> str | None:
+    """The process group of the last ``[PG … Rank N]`` tag in ``text`` that names one."""
+    return _rank_and_pg(text, len(text))[1]
 
 
 def _pg_name(part: str | None) -> str | None:
@@ -292,6 +316,53 @@ def parse_gloo_timeout(text: str) -> Row | None:
     }
 
 
+def parse_store_barrier(text: str) -> Row | None:
+    """init_process_group's store-based barrier timed out on the rank the message names."""
+    m = STORE_BARRIER_RE.search(text)
+    if not m:
+        return None
+    return {"rank": as_int(m["rank"]), "op_type": STORE_BARRIER_OP,
+            "timeout_ms": _ms(hms_to_s(m["timeout"]), 1000),
+            "state": "timed_out", "_named_rank": True}
+
+
+def parse_socket_timeout(text: str) -> Row | None:
+    """The c10d client socket (rendezvous, TCPStore) gave up connecting: a timeout, no rank."""
+    m = SOCKET_TIMEOUT_RE.search(text)
+    if not m:
+        return None
+    return {"rank": None, "timeout_ms": _ms(to_float(m["value"]), UNIT_MS[m["unit"]]),
+            "state": "timed_out"}
+
+
+def _ms(value: float | None, scale: int) -> int | None:
+    """A duration in milliseconds; None for one no clock could show (inf, beyond int64)."""
+    if value is None or not math.isfinite(value) or value * scale >= 2**63:
+        return None
+    return round(value * scale)
+
+
+# Timeouts at start-up, before any collective ran: one table, one entry per wording family.
+STARTUP_TIMEOUTS: tuple[LineParser, ...] = (
+    LineParser(
+        "store_based_barrier_timeout",
+        "collectives",
+        ("in store based barrier on rank",),
+        parse_store_barrier,
+        example="RuntimeError: Timed out initializing process group in store based barrier on "
+        "rank: 5, for key: store_based_barrier_key:32 (world_size=8, worker_count=4, "
+        "timeout=0:00:30)",
+    ),
+    LineParser(
+        "c10d_socket_timeout",
+        "collectives",
+        ("client socket has timed out",),
+        parse_socket_timeout,
+        example="[E socket.cpp:860] [c10d] The client socket has timed out after 60s while "
+        "trying to connect to 192.0.0.1:1234",
+    ),
+)
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_watchdog_timeout",
@@ -348,4 +419,5 @@ PARSERS: tuple[LineParser, ...] = (
         example="RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out "
         "waiting 5000ms for recv operation to complete",
     ),
+    *STARTUP_TIMEOUTS,
 )

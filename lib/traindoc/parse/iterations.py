@@ -31,7 +31,8 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   ...}`` (``event="eval"``) and the end-of-run ``{'train_runtime': ..., 'train_samples_per_second':
   ...}`` (``event="train_summary"``). These dicts carry no step: ``iteration`` is ``step`` when a
   dict has one, else the running count of training dicts in that stream (a count of logging
-  events, ``logging_steps`` optimizer steps apart).
+  events, ``logging_steps`` optimizer steps apart); <NA> before the first training dict (a run
+  whose only dict is the end-of-run summary logged no step).
 
 - mmengine / mmcv runners (OpenMMLab, xtuner): ``Epoch(train) [1][240/735]  lr: 1.9813e-04  eta:
   2:44:49  time: 2.8874  data_time: 0.0042  memory: 10762  loss: 2.5128  grad_norm: nan``
@@ -370,7 +371,8 @@ class HFTrainerParser:
         kind, row = got
         if kind == "train":
             self.count += 1
-        if row.get("iteration") is None:
+        # an eval or end-of-run dict before any training dict has no place in the run: not step 0
+        if row.get("iteration") is None and self.count:
             row["iteration"] = self.count
         elif kind == "train":
             self.count = row["iteration"]

@@ -2,7 +2,11 @@
 
 ``Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]``; ``rate`` is stored in iterations per
 second whatever unit the bar printed (``25.64s/it`` -> 0.039). A bar pasted into Markdown may
-have its pipes escaped (``21%\\|█████▏ \\| 161544/770000 [...]``): read alike.
+have its pipes escaped (``21%\\|█████▏ \\| 161544/770000 [...]``): read alike. The layouts
+(``TQDM_FORMATS``): with the bar; without it (``82% 1025/1252 [35:04<13:48,  3.65s/it]``, a
+paste that dropped the block characters); without a total (``240it [05:55,  1.47s/it]``, an
+iterable with no ``len()``: ``total`` is <NA>). The last two are read only with an ``it/s`` or
+``s/it`` rate, which is what tells them from other ``n/m [..]`` text.
 """
 
 from __future__ import annotations
@@ -11,12 +15,25 @@ import re
 
 from .base import LineParser, Row, hms_to_s, to_float
 
-TQDM_RE = re.compile(
-    r"(?:(?P<desc>[^|\r\n]*?):?\s*)?(?P<pct>\d{1,3})%\\?\|[^|]*\|\s*(?P<n>\d+(?:\.\d+)?[kMG]?)"
-    r"/(?P<total>\d+(?:\.\d+)?[kMG]?)\s*\[(?P<elapsed>[\d:]+(?:\s*days?,\s*[\d:]+)?)"
-    r"(?:<(?P<remaining>[\d:?]+(?:\s*days?,\s*[\d:]+)?))?"
-    r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[a-zA-Z]*/[a-zA-Z]+))?"
+COUNT = r"\d+(?:\.\d+)?[kMG]?"
+ELAPSED = (r"\[(?P<elapsed>[\d:]+(?:\s*days?,\s*[\d:]+)?)"
+           r"(?:<(?P<remaining>[\d:?]+(?:\s*days?,\s*[\d:]+)?))?")
+RATE = r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[a-zA-Z]*/[a-zA-Z]+))"
+# tqdm's layouts, one entry each: what the bar shows differs, the fields after it do not.
+TQDM_FORMATS: tuple[re.Pattern[str], ...] = (
+    # the bar: ``Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]``
+    re.compile(r"(?:(?P<desc>[^|\r\n]*?):?\s*)?(?P<pct>\d{1,3})%\\?\|[^|]*\|\s*"
+               rf"(?P<n>{COUNT})/(?P<total>{COUNT})\s*{ELAPSED}{RATE}?"),
+    # the bar lost (a paste, a bar_format without it): ``Train Epoch #73:  82% 1025/1252
+    # [35:04<13:48,  3.65s/it, loss=0.946]``; the rate is required (it is what makes it tqdm's)
+    re.compile(r"(?:(?P<desc>[^|\r\n%]*?):?\s*)?(?P<pct>\d{1,3})%\s+"
+               rf"(?P<n>{COUNT})/(?P<total>{COUNT})\s*{ELAPSED}"
+               r",\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)"),
+    # no total (an iterable without len()): ``Epoch 10/10: 240it [05:55,  1.47s/it, loss=5.46]``
+    re.compile(r"(?:(?P<desc>[^|\r\n]*?):\s*)?(?<![\w.])(?P<n>\d+)it\s*"
+               rf"{ELAPSED}"r",\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)"),
 )
+TQDM_RE = TQDM_FORMATS[0]
 SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 
 
@@ -31,8 +48,12 @@ def _count(v: str) -> int | None:
 def parse_tqdm(text: str) -> Row | None:
     """The last tqdm bar in ``text``."""
     m = None
-    for found in TQDM_RE.finditer(text):
-        m = found
+    for pattern in TQDM_FORMATS:
+        for found in pattern.finditer(text):
+            if m is None or found.start() > m.start():
+                m = found
+        if m is not None:
+            break
     if m is None:
         return None
     rate = to_float(m["rate"]) if m["rate"] and m["rate"] != "?" else None
@@ -42,7 +63,7 @@ def parse_tqdm(text: str) -> Row | None:
     desc = (m["desc"] or "").strip() or None
     return {
         "step": _count(m["n"]),
-        "total": _count(m["total"]),
+        "total": _count(m["total"]) if "total" in m.groupdict() else None,
         "elapsed_s": hms_to_s(m["elapsed"]),
         "rate": rate,
         "desc": desc,
@@ -53,7 +74,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "tqdm",
         "progress",
-        ("%|", "%\\|"),
+        ("%|", "%\\|", "s/it", "it/s"),
         parse_tqdm,
         example="Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]",
     ),

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.collectives import rank_tag_pg
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -125,7 +126,10 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         incident=incident, world_size=world_size, progress=prog, timeouts=timeouts,
         status=status, stuck=stuck, in_flight=inflight, positions=positions,
         first_mismatch=mismatch, step_totals=step_totals_by_rank(incident))
-    if not len(timeouts) and not len(status) and not mismatch and not len(stuck):
+    # A report naming ranks that never arrived (fr_trace, NCCL RAS, a desync report) is a hang
+    # in a collective even where no watchdog line survives.
+    if not len(timeouts) and not len(status) and not mismatch and not len(stuck) \
+            and not len(absent):
         return TimeoutAnalysis(**base)
 
     # Timed out: ranks with a watchdog/gloo line, and ranks whose watchdog status line names
@@ -134,6 +138,10 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
                        | {int(r) for r in status["rank"]} | {int(r) for r in stuck["rank"]})
     coll, primary = _timed_out_collective(timeouts, nccl, status, gloo, legacy, inflight,
                                           timed_out, mismatch)
+    if coll["op_type"] is None and coll["seq_num"] is None:
+        coll.update(_missed_collective(absent))
+    if coll["process_group"] is None:
+        coll["process_group"] = stuck_group(stuck, timed_out)
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
                                         coll["process_group"], world_size)
     lagging_ranks = sorted(lagging - arrived)
@@ -214,6 +222,29 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
     if f["process_group"] == "?":
         f["process_group"] = None
     return f, primary
+
+
+def _missed_collective(absent: pd.DataFrame) -> dict[str, Any]:
+    """The collective a missing-ranks report names (op, seq, group), when no timeout line
+    names one: the values most of its rows carry."""
+    out: dict[str, Any] = {}
+    for col in ("op_type", "seq_num", "process_group"):
+        vals = absent[col].dropna()
+        if len(vals):
+            v = vals.value_counts(sort=True).index[0]
+            out[col] = as_int(v) if col == "seq_num" else str(v)
+    return out
+
+
+def stuck_group(stuck: pd.DataFrame, timed_out: list[int]) -> str | None:
+    """The process group the heartbeat monitor's lines name (``[PG 5 Rank 0] Heartbeat monitor
+    timed out!``) for the timed-out ranks, when they name one group only: the watchdog line
+    before it may carry ``[Rank N]`` alone, and a heartbeat hang has no watchdog line at all."""
+    if not len(stuck):
+        return None
+    rows = stuck[stuck["rank"].isin(timed_out)] if timed_out else stuck
+    groups = {g for g in (rank_tag_pg(str(line)) for line in rows["line"]) if g is not None}
+    return groups.pop() if len(groups) == 1 else None
 
 
 def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP
 from ...report import Action, Finding, Report, evidence, ranked
 from ..common import as_int, as_str, input_findings, is_host, when_text, who
 from .analysis import TimeoutAnalysis
@@ -56,7 +57,7 @@ def report(a: TimeoutAnalysis) -> Report:
             f"{len(a.unseen_ranks)} of {a.world_size} ranks left no line in these logs: "
             f"{who(a.unseen_ranks)}; they may be the lagging ones, or their logs are missing",
             []))
-    findings.append(Finding("collective_timeout", "critical", _timeout_title(f),
+    findings.append(Finding("collective_timeout", "critical", _timeout_title(f, _reported_only(a)),
                             evidence(a.timeouts)))
     mm = a.first_mismatch
     if mm:
@@ -70,8 +71,8 @@ def report(a: TimeoutAnalysis) -> Report:
     if a.lagging_ranks:
         findings.append(Finding(
             "lagging_ranks", "critical",
-            f"{who(a.lagging_ranks, cap=True)} never entered collective {a.seq_num}; the others "
-            "waited for them until the timeout",
+            f"{who(a.lagging_ranks, cap=True)} never entered {_collective_words(f)}; the others "
+            "waited for them" + ("" if _reported_only(a) else " until the timeout"),
             evidence(_status_rows(incident, a.lagging_candidates))))
     elif a.pattern == "unknown" and len(a.timed_out_ranks) <= 1:
         findings.append(Finding(
@@ -144,7 +145,7 @@ def report(a: TimeoutAnalysis) -> Report:
             f"than #{f['seq_num']}, so the ranks may disagree",
             [w for w in a.incident.account.get("warnings", []) if ".seq_num was" in w][:5]))
     actions = ranked(_actions(f, a))
-    verdict, confidence = _verdict(f, prog.describe())
+    verdict, confidence = _verdict(f, prog.describe(), _reported_only(a))
     if unreadable and confidence == "high":
         confidence = "medium"
     if crash is not None:
@@ -191,10 +192,26 @@ def _unreadable_seq_ranks(a: TimeoutAnalysis) -> list[int]:
     return sorted({int(r) for r in rows["rank"].dropna()})
 
 
-def _timeout_title(f: dict[str, Any]) -> str:
+def _reported_only(a: TimeoutAnalysis) -> bool:
+    """No rank printed a timeout: a report (fr_trace, NCCL RAS, a stall inspector) names the
+    ranks missing from a collective that has not completed."""
+    return not len(a.timeouts) and not len(a.status)
+
+
+def _collective_words(f: dict[str, Any]) -> str:
+    """``ALLREDUCE #241``, ``barrier:PjRT_Client_Connect`` or ``the collective``."""
+    seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+    return f"{f['op_type']}{seq}" if f["op_type"] else (
+        f"collective{seq}" if seq else "the collective")
+
+
+def _timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     ranks = who(f["timed_out_ranks"], cap=True)
     what = f["op_type"] or "a collective"
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+    if reported_only:
+        return (f"{_collective_words(f)} has not completed: a hang report names the ranks "
+                "missing from it")
     size = ""
     if f["numel_in"] is not None:
         size = f" (NumelIn={f['numel_in']}, NumelOut={f['numel_out']})"
@@ -203,8 +220,8 @@ def _timeout_title(f: dict[str, Any]) -> str:
     return f"{ranks} timed out in {what}{seq}{size}{ran}"
 
 
-def _verdict(f: dict[str, Any], progress: str) -> tuple[str, str]:
-    base = _timeout_title(f)
+def _verdict(f: dict[str, Any], progress: str, reported_only: bool = False) -> tuple[str, str]:
+    base = _timeout_title(f, reported_only)
     if f["pattern"] == "desync":
         mm = f["first_mismatch"]
         return (f"{base}: a desync — ranks issued different collectives at sequence "
@@ -220,6 +237,13 @@ def _verdict(f: dict[str, Any], progress: str) -> tuple[str, str]:
     tail = "" if progress.startswith("no ") else f"; last progress {progress}"
     return (f"{base}; the logs do not show which rank(s) never arrived{tail}.",
             "medium" if f["op_type"] else "low")
+
+
+def _startup_timeout(f: dict[str, Any], a: TimeoutAnalysis) -> bool:
+    """A timeout at start-up: the store-based barrier of init_process_group, or the c10d client
+    socket that never reached the store."""
+    lines = a.timeouts["line"].dropna().astype(str) if len(a.timeouts) else []
+    return f["op_type"] == STORE_BARRIER_OP or any(SOCKET_TIMEOUT_RE.search(ln) for ln in lines)
 
 
 def _evidence_actions(have_dumps: bool, prio: int) -> list[Action]:
@@ -292,6 +316,15 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
             "program, stalled.",
             "NCCL_DEBUG=INFO; run nccl-tests (all_reduce_perf -b 8 -e 1G -f 2 -g 8) per node and "
             "across nodes; check dmesg for Xid and link errors"))
+    if _startup_timeout(f, a):
+        acts.append(Action(
+            "check_startup", 1, "Find the ranks that never joined the job's start-up",
+            "The timeout came before any collective: init_process_group's barrier or its store "
+            "waited for ranks that had not started, could not reach the store, or were still busy "
+            "before init (a download, data preprocessing on one rank).",
+            "check that the launcher started world_size processes (squeue / kubectl get pods); "
+            "nc -zv $MASTER_ADDR $MASTER_PORT from every node; read the missing ranks' first "
+            "log lines"))
     have_dumps = bool(a.incident.account.get("dumps"))
     acts += _evidence_actions(have_dumps, prio=len(acts) + 2)
     acts.append(Action(

@@ -1,0 +1,255 @@
+"""Reports that name the ranks that never arrived at a collective or barrier → ``collectives``.
+
+Each rank such a report names as missing is an ``absent`` row (``_named_rank``: the report speaks
+of another rank than the one that printed it); the timeout runbook counts them as lagging ranks.
+
+One line each (``LINE_PARSERS``):
+
+- Horovod's stall inspector: ``HorovodBroadcast_dense_kernel_0 [missing ranks: 1]`` (after
+  horovod#342) or ``allreduce.conv1.weight [ready ranks: 1, 7, 5]`` (before): the stalled op, a
+  ``timed_out`` row for the rank that printed it, ``absent`` (missing) or ``started`` (ready) rows.
+- torch's desync report (``TORCH_DISTRIBUTED_DEBUG``/``TORCH_NCCL_DESYNC_DEBUG``): ``[7] finished
+  collective #182, but didn't join collective #183 (count from 1)``. Its numbers count from 1 and
+  are not the WorkNCCL SeqNum, so the rows carry none.
+
+Blocks of several lines (``MissingRanksBlock``, one per writer):
+
+- flight recorder's analyser (``torchfrtrace`` / ``fr_trace``): ``Not all ranks joining
+  collective 5 at entry 4`` (or ``…collective, sequence number: 4`` / ``…collective: sequence
+  number: 31117``), then ``group info: 0:default_pg``, ``collective: nccl:all_reduce``,
+  ``missing ranks: {1}``.
+- NCCL's RAS status report (NCCL >= 2.24): ``Communicator ranks have different AllGather
+  operation counts``, then ``30 ranks have launched up to operation 640``, ``2 ranks have launched
+  up to operation 641`` and the ranks of the outlier group(s) (``Rank 12 -- GPU 4 managed by
+  process …``, or ``Rank 7 has launched up to operation 60 -- GPU 3 …`` for a group of one). The
+  ranks at the highest count arrived there; the others are behind it (lagging).
+- JAX's coordination-service barrier: ``DEADLINE_EXCEEDED: Barrier timed out. Barrier_id:
+  PjRT_Client_Connect. Timed out task names:`` then one ``/job:jax_worker/replica:0/task:3`` line
+  per task that never arrived (also inline, ``\\n``-escaped, in the GRPC detail); newer JAX:
+  ``Barrier timed out. Id: …`` and ``The first task at the barrier: /job:…/task:13`` (arrived).
+  The printing task is the one whose ``jax.distributed.initialize(…, process_id=N)`` the
+  traceback shows, when it does.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import LineParser, Row, as_int
+
+MAX_COMM_RANKS = 1 << 20  # the largest communicator RAS can describe, far above any real job
+RANK_LIST_RE = re.compile(r"\d+")
+
+STALL_RE = re.compile(r"(?P<op>[\w./-]+)\s*\[(?P<kind>missing|ready)\s+ranks:\s*"
+                      r"(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
+DESYNC_LAGGING_RE = re.compile(
+    r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*finished collective #\d+,\s*but didn't join "
+    r"collective #\d+")
+
+FR_START_RE = re.compile(
+    r"Not all ranks joining collective(?:[,:]?\s*sequence number:)?\s*(?P<seq>\d+)"
+    r"(?:\s+at entry \d+)?\s*$")
+FR_FIELD_RE = re.compile(r"^\s*(?P<key>group info|collective|missing ranks|collective state):"
+                         r"\s*(?P<val>.*?)\s*$")
+FR_OTHER_RE = re.compile(r"^\s*(?:internal record id|input sizes|output sizes|world size|"
+                         r"expected ranks|collective stack trace|\S+ at \S+:\d+)")
+
+RAS_START_RE = re.compile(r"Communicator ranks have different (?P<op>\w+) operation counts")
+RAS_GROUP_RE = re.compile(r"^\s*(?P<n>\d+) ranks have (?:launched up to operation (?P<seq>\d+)|"
+                          r"not launched any operations)")
+RAS_ONE_RE = re.compile(r"^\s*Rank (?P<rank>\d+) has (?:launched up to operation (?P<seq>\d+)|"
+                        r"not launched any operations)")
+RAS_RANK_RE = re.compile(r"^\s*Rank (?P<rank>\d+) -- ")
+
+JAX_START_RE = re.compile(r"Barrier timed out\.\s*(?:Barrier_id|Id):\s*(?P<id>[^\s.]+(?:\.[^\s.]+)*?)"
+                          r"\.(?:\s|$)")
+JAX_TASK_RE = re.compile(r"/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
+JAX_FIRST_RE = re.compile(r"first task at the barrier:\s*/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
+JAX_COUNT_RE = re.compile(r"tasks that reached the barrier:\s*\d+/\d+")
+JAX_PROCESS_RE = re.compile(r"jax\.distributed\.initialize\(.*?\bprocess_id\s*=\s*(?P<pid>\d+)")
+
+
+def _ranks(text: str) -> list[int]:
+    return [as_int(r) for r in RANK_LIST_RE.findall(text)]
+
+
+def parse_stall(text: str) -> list[Row] | None:
+    """Horovod's stalled ops: per op, the rank that reported the stall and the ranks it names."""
+    rows: list[Row] = []
+    for m in STALL_RE.finditer(text):
+        op = m["op"]
+        rows.append({"op_type": op, "state": "timed_out"})
+        state = "absent" if m["kind"] == "missing" else "started"
+        rows += [{"rank": r, "op_type": op, "state": state, "_named_rank": True}
+                 for r in _ranks(m["ranks"])]
+    return rows or None
+
+
+def parse_desync_lagging(text: str) -> list[Row] | None:
+    """torch's desync report: the ranks that finished one collective and never joined the next."""
+    m = DESYNC_LAGGING_RE.search(text)
+    if not m:
+        return None
+    return [{"rank": r, "state": "absent", "_named_rank": True} for r in _ranks(m["ranks"])]
+
+
+def _pg(group_info: str | None) -> str | None:
+    """fr_trace's ``0:default_pg`` as the collectives table writes groups, ``0 (default_pg)``."""
+    if not group_info:
+        return None
+    pg, sep, desc = group_info.partition(":")
+    return f"{pg} ({desc})" if sep and desc else pg
+
+
+class MissingRanksBlock:
+    """The multi-line reports that name missing ranks: fr_trace, NCCL RAS, JAX barriers."""
+
+    tables = ("collectives",)
+    section: str | None = None
+    needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
+               "process_id=")
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.ctx: object = None
+        self.fields: dict[str, str] = {}
+        self.groups: list[tuple[int, int, list[int]]] = []  # (count, operation, listed ranks)
+        self.tasks: list[int] = []
+        self.first_task: int | None = None
+        self.process_id: int | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the rows of a report it ends."""
+        if self.section is not None and self._continue(text):
+            return []
+        out = self.close() if self.section is not None else []
+        m = JAX_PROCESS_RE.search(text)
+        if m:
+            self.process_id = as_int(m["pid"])
+        self._start(text, ctx)
+        return out
+
+    def _start(self, text: str, ctx: object) -> None:
+        self.ctx, self.fields, self.groups, self.tasks = ctx, {}, [], []
+        self.first_task = None
+        m = FR_START_RE.search(text)
+        if m:
+            self.section, self.fields["seq"] = "fr_trace", m["seq"]
+            return
+        m = RAS_START_RE.search(text)
+        if m:
+            self.section, self.fields["op"] = "ras", m["op"]
+            return
+        m = JAX_START_RE.search(text)
+        if m:
+            self.section, self.fields["op"] = "jax", f"barrier:{m['id']}"
+            self._jax_line(text)
+
+    def _continue(self, text: str) -> bool:
+        """Whether ``text`` belongs to the open report (and read it)."""
+        if self.section == "fr_trace":
+            f = FR_FIELD_RE.match(text)
+            if f:
+                self.fields[f["key"]] = f["val"]
+                return True
+            return bool(FR_OTHER_RE.match(text))
+        if self.section == "ras":
+            g = RAS_GROUP_RE.match(text)
+            if g:
+                self.groups.append((as_int(g["n"]), as_int(g["seq"] or "0"), []))
+                return True
+            one = RAS_ONE_RE.match(text)
+            if one:
+                self.groups.append((1, as_int(one["seq"] or "0"), [as_int(one["rank"])]))
+                return True
+            r = RAS_RANK_RE.match(text)
+            if r and self.groups:
+                self.groups[-1][2].append(as_int(r["rank"]))
+                return True
+            return False
+        if self.section == "jax":
+            if JAX_START_RE.search(text):
+                return False
+            return self._jax_line(text) or bool(JAX_COUNT_RE.search(text))
+        return False
+
+    def _jax_line(self, text: str) -> bool:
+        first = JAX_FIRST_RE.search(text)
+        if first:
+            self.first_task = as_int(first["task"])
+            text = text[:first.start()] + text[first.end():]
+        tasks = [as_int(t) for t in JAX_TASK_RE.findall(text)]
+        self.tasks += tasks
+        return bool(tasks or first)
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of the report (or of the stream): its rows."""
+        section, self.section = self.section, None
+        rows: list[Row] = []
+        if section == "fr_trace":
+            rows = self._fr_rows()
+        elif section == "ras":
+            rows = self._ras_rows()
+        elif section == "jax" and self.tasks:
+            rows = [{"rank": self.process_id, "op_type": self.fields["op"],
+                     "state": "timed_out", "_named_rank": True}]
+            if self.first_task is not None:
+                rows.append({"rank": self.first_task, "op_type": self.fields["op"],
+                             "state": "started", "_named_rank": True})
+            rows += [{"rank": t, "op_type": self.fields["op"], "state": "absent",
+                      "_named_rank": True} for t in sorted(set(self.tasks))]
+        for r in rows:
+            r["_ctx"] = self.ctx
+        return [("collectives", r) for r in rows]
+
+    def _fr_rows(self) -> list[Row]:
+        missing = _ranks(self.fields.get("missing ranks", ""))
+        op, pg = self.fields.get("collective"), _pg(self.fields.get("group info"))
+        return [{"rank": r, "seq_num": as_int(self.fields["seq"]), "op_type": op,
+                 "process_group": pg, "state": "absent", "_named_rank": True} for r in missing]
+
+    def _ras_rows(self) -> list[Row]:
+        """The ranks behind the highest operation count are absent from it; those at it, there.
+        A group RAS does not list is every rank the listed groups leave, when only one is."""
+        groups = self.groups
+        if len(groups) < 2:
+            return []
+        total = sum(n for n, _, _ in groups)
+        if total > MAX_COMM_RANKS:  # no communicator is that big: a corrupt count
+            return []
+        listed = {r for _, _, ranks in groups for r in ranks}
+        unlisted = [i for i, (n, _, ranks) in enumerate(groups) if len(ranks) < n]
+        if len(unlisted) > 1:
+            return []
+        members = [sorted(ranks) for _, _, ranks in groups]
+        if unlisted:
+            rest = sorted(set(range(total)) - listed)
+            if len(rest) != groups[unlisted[0]][0]:
+                return []
+            members[unlisted[0]] = rest
+        top = max(seq for _, seq, _ in groups)
+        op = None if self.fields["op"] == "collective" else self.fields["op"]
+        return [{"rank": r, "seq_num": top, "op_type": op,
+                 "state": "started" if seq == top else "absent", "_named_rank": True}
+                for (_, seq, _), ranks in zip(groups, members, strict=True) for r in ranks]
+
+
+PARSERS: tuple[LineParser, ...] = (
+    LineParser(
+        "horovod_stall",
+        "collectives",
+        ("missing ranks:", "ready ranks:"),
+        parse_stall,
+        example="[1,0]<stderr>:[2019-04-13 13:55:31.858119: W horovod/common/operations.cc:588] "
+        "HorovodBroadcast_dense_kernel_Momentum_0 [missing ranks: 1]",
+    ),
+    LineParser(
+        "desync_report_lagging",
+        "collectives",
+        ("but didn't join collective",),
+        parse_desync_lagging,
+        example="     [1] finished collective #2, but didn't join collective #3 (count from 1)",
+    ),
+)
+
+BLOCKS = (MissingRanksBlock,)

@@ -1,0 +1,332 @@
+"""Reports that name the ranks that never arrived, and timeouts at start-up: each family read on
+real lines from at least two sources (repo#number, or the file they come from)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from traindoc.diagnose import timeout
+from traindoc.parse.collectives import parse_socket_timeout, parse_store_barrier
+from traindoc.parse.missing_ranks import parse_desync_lagging, parse_stall
+
+
+def facts(tmp_path: Path, text: str) -> dict:
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    return timeout.diagnose(traindoc.load(p)).facts
+
+
+# -- start-up: init_process_group's store-based barrier ------------------------------------------
+
+STORE_BARRIER = [
+    # facebookresearch/metaseq#52 (torch 1.x: "on rank: N", worker_count)
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 4330, "
+     "for key: store_based_barrier_key:522 (world_size=2048, worker_count=1792, timeout=0:30:00)",
+     4330, 1_800_000),
+    # tczhangzhi/pytorch-distributed#18
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 2, for "
+     "key: store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:30:00)", 2, 1_800_000),
+    # epfml/powersgd#21 (no exception name, a 2-minute timeout)
+    ("Timed out initializing process group in store based barrier on rank: 0, for key: "
+     "store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=0:02:00)", 0, 120_000),
+    # torch 2.x wording, pytorch/pytorch torch/distributed/distributed_c10d.py
+    # (_store_based_barrier raises DistStoreError: "on rank {}", "num_workers_joined={}")
+    ("torch.distributed.DistStoreError: Timed out initializing process group in store based "
+     "barrier on rank 5, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=6, "
+     "timeout=0:00:30 error=...)", 5, 30_000),
+]
+
+
+@pytest.mark.parametrize(("line", "rank", "ms"), STORE_BARRIER)
+def test_store_barrier_timeout(line: str, rank: int, ms: int) -> None:
+    row = parse_store_barrier(line)
+    assert row is not None and row["rank"] == rank and row["timeout_ms"] == ms
+    assert row["state"] == "timed_out" and row["_named_rank"]
+
+
+def test_store_barrier_ranks_and_timeout_reach_the_facts(tmp_path: Path) -> None:
+    # deepspeedai/Megatron-DeepSpeed#338: two ranks, 30 s, the missing members unnamed
+    f = facts(tmp_path, "\n".join([
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for"
+        " key: store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)",
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 5, for"
+        " key: store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)", ""]))
+    assert f["timed_out_ranks"] == [5, 7] and f["timeout_ms"] == 30_000
+    assert f["pattern"] == "unknown" and f["lagging_ranks"] == []
+
+
+def test_the_waiting_line_is_no_timeout() -> None:
+    # ultralytics/yolov5#4574: the barrier still waiting, INFO every 10 s
+    assert parse_store_barrier(
+        "Waiting in store based barrier to initialize process group for rank: 0, key: "
+        "store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:30:00)") is None
+
+
+# -- start-up: the c10d client socket (rendezvous, TCPStore) --------------------------------------
+
+SOCKET = [
+    # pytorch/pytorch#107021
+    ("[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect"
+     " to 192.0.0.1:1234", 60_000),
+    # vllm-project/vllm#19670 (torch 2.x: milliseconds, "(host, port)")
+    ("torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while "
+     "trying to connect to (172.17.0.9, 46229).", 600_000),
+]
+
+
+@pytest.mark.parametrize(("line", "ms"), SOCKET)
+def test_socket_timeout(line: str, ms: int) -> None:
+    row = parse_socket_timeout(line)
+    assert row == {"rank": None, "timeout_ms": ms, "state": "timed_out"}
+
+
+# -- Horovod's stall inspector -------------------------------------------------------------------
+
+def test_horovod_missing_ranks() -> None:
+    # horovod/horovod#1012 (mpirun tag, a second tag spliced into the line) and horovod#534
+    for line, op, missing in [
+        ("[1,0]<stderr>:[2019-04-13 13:55:31.858146: W horovod/common/operations.cc[1,0]<stderr>"
+         "::588] HorovodBroadcast_conv2d_1_kernel_0 [missing ranks: 1]",
+         "HorovodBroadcast_conv2d_1_kernel_0", [1]),
+        ("[1,0]<stderr>:Stalled ops:HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]",
+         "HorovodBroadcast_dense_1_bias_0", [1]),
+        ("HorovodBroadcast_fully_connected_weights_0 [missing ranks: 0]",
+         "HorovodBroadcast_fully_connected_weights_0", [0]),
+    ]:
+        rows = parse_stall(line) or []
+        assert rows[0] == {"op_type": op, "state": "timed_out"}
+        assert [r["rank"] for r in rows if r["state"] == "absent"] == missing
+
+
+def test_horovod_ready_ranks() -> None:
+    # horovod/horovod#336 (TF names with '/') and horovod#334 (before horovod#342: ready ranks)
+    rows = parse_stall(
+        "Stalled ops: HorovodAllreduce_loss_Mean_0 [ready ranks: 3], DistributedMomentumOptimizer_"
+        "Allreduce/HorovodAllreduce_gradients_map_getter_Conv_Conv2D_grad_tuple_control_dependency"
+        "_1_0 [ready ranks: 2, 0, 1]") or []
+    assert [(r["op_type"][:16], r.get("rank"), r["state"]) for r in rows] == [
+        ("HorovodAllreduce", None, "timed_out"), ("HorovodAllreduce", 3, "started"),
+        ("DistributedMomen", None, "timed_out"), ("DistributedMomen", 2, "started"),
+        ("DistributedMomen", 0, "started"), ("DistributedMomen", 1, "started")]
+    rows = parse_stall("allreduce.conv1.weight [ready ranks: 5, 1, 4, 7, 2, 3]") or []
+    assert {r.get("rank") for r in rows} == {None, 5, 1, 4, 7, 2, 3}
+    assert not [r for r in rows if r["state"] == "absent"]  # the world size is not printed
+
+
+def test_horovod_stall_names_the_straggler(tmp_path: Path) -> None:
+    f = facts(tmp_path, "WARNING: One or more tensors were submitted to be reduced, gathered or "
+              "broadcasted by subset of ranks and are waiting for remainder of ranks for more "
+              "than 60 seconds.\nStalled ops:\nHorovodBroadcast_conv_layer1_Conv_biases_0 "
+              "[missing ranks: 0]\nHorovodBroadcast_conv_layer1_Conv_weights_0 [missing ranks: 0]\n")
+    assert f["lagging_ranks"] == [0] and f["pattern"] == "straggler"
+    assert "HorovodBroadcast" in f["op_type"]
+
+
+# -- torch's desync report ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("line", "ranks"), [
+    # pytorch/pytorch#152623 (torch 2.7, "(count from 1)")
+    ("             [7] finished collective #182, but didn't join collective #183 (count from 1)",
+     [7]),
+    # NVIDIA/nccl#2213 (as quoted there, without the suffix)
+    ("[1] finished collective #1155873, but didn't join collective #1155874", [1]),
+    # torch's TraceUtils.h ranksToString: several ranks, comma-separated
+    ("     [0, 1, 2] finished collective #41207, but didn't join collective #41208", [0, 1, 2]),
+])
+def test_desync_report_names_lagging_ranks(line: str, ranks: list[int]) -> None:
+    rows = parse_desync_lagging(line) or []
+    assert [r["rank"] for r in rows] == ranks and {r["state"] for r in rows} == {"absent"}
+
+
+def test_desync_report_makes_a_straggler(tmp_path: Path) -> None:
+    # NVIDIA/nccl#2213: the watchdog line of rank 0 and the report naming rank 1
+    f = facts(tmp_path, "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum="
+              "1155874, OpType=ALLREDUCE, NumelIn=9445376, NumelOut=9445376, Timeout(ms)=1800000)"
+              " ran for 1800002 milliseconds before timing out.\n\n[1] finished collective "
+              "#1155873, but didn't join collective #1155874\n")
+    assert f["timed_out_ranks"] == [0] and f["lagging_ranks"] == [1]
+    assert f["pattern"] == "straggler" and f["seq_num"] == 1155874
+
+
+# -- fr_trace / torchfrtrace -----------------------------------------------------------------------
+
+FR_TUTORIAL = """$torchfrtrace --prefix "trace_" /tmp/
+Not all ranks joining collective 5 at entry 4
+group info: 0:default_pg
+collective: nccl:all_reduce
+missing ranks: {1}
+input sizes: [[3, 4]]
+output sizes: [[3, 4]]
+expected ranks: 2
+collective state: scheduled
+collective stack trace:
+  all_reduce at /home/cpio/local/pytorch/torch/distributed/distributed_c10d.py:2696
+"""  # pytorch/tutorials prototype_source/flight_recorder_tutorial.rst
+
+FR_140969 = """Not all ranks joining collective: sequence number: 31117
+internal record id: 31116
+group info: 0:default_pg
+collective: nccl:all_reduce
+missing ranks: {3, 4, 5, 6, 7}
+input sizes: [[1571911]]
+output sizes: [[1571911]]
+world size: 8
+expected ranks: {0, 1, 2, 3, 4, 5, 6, 7}
+collective state: scheduled
+"""  # pytorch/pytorch#140969 (the newer wording: "sequence number", "internal record id")
+
+
+@pytest.mark.parametrize(("text", "seq", "missing"), [(FR_TUTORIAL, 5, [1]),
+                                                      (FR_140969, 31117, [3, 4, 5, 6, 7])])
+def test_fr_trace_report(tmp_path: Path, text: str, seq: int, missing: list[int]) -> None:
+    f = facts(tmp_path, text)
+    assert f["seq_num"] == seq and f["lagging_ranks"] == missing
+    assert f["op_type"] == "nccl:all_reduce" and f["process_group"] == "0 (default_pg)"
+    assert f["pattern"] == "straggler"
+
+
+# -- NCCL RAS --------------------------------------------------------------------------------------
+
+RAS_1911 = """#0-0 (fa93daea854b060b) MISMATCH
+  Communicator ranks have different AllGather operation counts
+  30 ranks have launched up to operation 640
+  2 ranks have launched up to operation 641
+  Rank 12 -- GPU 4 managed by process 323032 on node 10.137.190.124
+  Rank 13 -- GPU 5 managed by process 323033 on node 10.137.190.124
+"""  # NVIDIA/nccl#1911: the listed outliers are ahead; the other 30 are behind
+
+RAS_DOCS = """#0-0 (27a079b828ff1a75) MISMATCH
+  Communicator ranks have different collective operation counts
+  26 ranks have launched up to operation 6650
+  6 ranks have launched up to operation 6649
+  Rank 0 -- GPU 0 managed by process 483072 on node 172.16.64.210
+  Rank 2 -- GPU 2 managed by process 483074 on node 172.16.64.210
+  Rank 3 -- GPU 3 managed by process 483075 on node 172.16.64.210
+  Rank 4 -- GPU 4 managed by process 483076 on node 172.16.64.210
+  Rank 5 -- GPU 5 managed by process 483077 on node 172.16.64.210
+  Rank 7 -- GPU 7 managed by process 483079 on node 172.16.64.210
+"""  # NVIDIA/nccl's RAS user guide (docs, "Warnings"): the listed outliers are behind
+
+
+def test_ras_outliers_ahead(tmp_path: Path) -> None:
+    f = facts(tmp_path, RAS_1911)
+    assert f["lagging_ranks"] == [r for r in range(32) if r not in (12, 13)]
+    assert f["seq_num"] == 641 and f["op_type"] == "AllGather" and f["pattern"] == "straggler"
+
+
+def test_ras_outliers_behind(tmp_path: Path) -> None:
+    f = facts(tmp_path, RAS_DOCS)
+    assert f["lagging_ranks"] == [0, 2, 3, 4, 5, 7] and f["seq_num"] == 6650
+    assert f["op_type"] is None  # "collective operation counts": RAS does not say which op
+
+
+# -- JAX coordination-service barriers ------------------------------------------------------------
+
+JAX_LLAMA = """    jax.distributed.initialize(coordinator_address="localhost", num_processes=8, process_id=0)
+jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: PjRT_Client_Connect. Timed out task names:
+/job:jax_worker/replica:0/task:1
+/job:jax_worker/replica:0/task:6
+/job:jax_worker/replica:0/task:3
+
+Additional GRPC error information from remote target unknown_target_for_coordination_leader
+"""  # ayaka14732/llama-2-jax#20 (four task lines of seven kept)
+
+JAX_LEVANTER_GRPC = (  # marin-community/levanter#432: the GRPC detail repeats the list, escaped
+    ':{"created":"@1706211255.371885374","grpc_message":"Barrier timed out. Barrier_id: '
+    'multihost_broadcast_sync0. Timed out task names:\\n/job:jax_worker/replica:0/task:3\\n'
+    '/job:jax_worker/replica:0/task:0\\n","grpc_status":4}\n')
+
+# newer JAX ("Id:", the first task at the barrier): the wording of AI-Hypercomputer/gpu-recipes#2
+# ("DEADLINE_EXCEEDED: Barrier timed out. Id: [Init]Wait_for_all_tasks_to_register::0. This usually
+# happens because a task triggered the barrier too early or too slowly. …"), with task lines as a
+# MaxText job log printed them
+JAX_NEW = """jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: 0_async_write_complete.0.1. This usually happens because a task triggered the barrier too early or too slowly. Please look at the task logs (both timed out and first task) to debug further.
+# of tasks that reached the barrier: 8/16.
+The first task at the barrier: /job:jax_worker/replica:0/task:13. Some timed out task names:
+/job:jax_worker/replica:0/task:6
+/job:jax_worker/replica:0/task:0
+
+RPC: /tensorflow.CoordinationService/Barrier [type.googleapis.com/tensorflow.CoordinationServiceError='']
+"""
+
+
+def test_jax_barrier_names_missing_tasks(tmp_path: Path) -> None:
+    f = facts(tmp_path, JAX_LLAMA)
+    assert f["timed_out_ranks"] == [0] and f["lagging_ranks"] == [1, 3, 6]
+    assert f["pattern"] == "straggler"
+    f = facts(tmp_path, JAX_LEVANTER_GRPC)
+    assert f["lagging_ranks"] == [0, 3] and f["timed_out_ranks"] == []
+
+
+def test_jax_barrier_newer_wording(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(JAX_NEW)
+    c = traindoc.load(p).collectives
+    assert sorted(c[c["state"] == "absent"]["rank"].tolist()) == [0, 6]
+    assert c[c["state"] == "started"]["rank"].tolist() == [13]
+    assert set(c["op_type"]) == {"barrier:0_async_write_complete.0.1"}
+
+
+def test_jax_header_without_tasks_claims_nothing(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("Original error: DEADLINE_EXCEEDED: Barrier timed out. Id: [Init]Wait_for_all_"
+                 "tasks_to_register::0. This usually happens because a task triggered the barrier "
+                 "too early or too slowly.\n")  # AI-Hypercomputer/gpu-recipes#2
+    assert not len(traindoc.load(p).collectives)
+
+
+# -- the heartbeat monitor names the process group -------------------------------------------------
+
+@pytest.mark.parametrize(("text", "pg"), [
+    # xdit-project/xDiT#147: group 5, ranks 0 and 4 by their prefix
+    ("[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 5 Rank 0] Heartbeat monitor timed out! Process "
+     "will be terminated after dumping debug info. workMetaList_.size()=3\n"
+     "[rank4]:[E ProcessGroupNCCL.cpp:1316] [PG 5 Rank 0] Heartbeat monitor timed out! Process "
+     "will be terminated after dumping debug info. workMetaList_.size()=2\n", "5"),
+    # warpem/miss-alignment#105: torch 2.7's tag, the default group by name
+    ("[rank1]:[E513 12:38:14.493976596 ProcessGroupNCCL.cpp:1870] [PG ID 0 PG GUID 0(default_pg) "
+     "Rank 1] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in "
+     "monitoring enqueued collectives.\n", "0 (default_pg)"),
+])
+def test_heartbeat_names_the_group(tmp_path: Path, text: str, pg: str) -> None:
+    assert facts(tmp_path, text)["process_group"] == pg
+
+
+# -- the prose says what was read ----------------------------------------------------------------
+
+def test_prose_of_a_report_without_a_timeout_line(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(FR_TUTORIAL)
+    r = timeout.diagnose(traindoc.load(p))
+    texts = [r.verdict] + [f.title for f in r.findings] + [a.title for a in r.actions]
+    assert not [t for t in texts if "None" in t or "no rank tag" in t]
+    assert "nccl:all_reduce #5 has not completed" in r.verdict and "rank 1" in r.verdict
+
+
+@pytest.mark.parametrize("line", [STORE_BARRIER[0][0], SOCKET[1][0]])
+def test_startup_timeouts_get_the_startup_action(tmp_path: Path, line: str) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(line + "\n")
+    r = timeout.diagnose(traindoc.load(p))
+    assert r.actions[0].id == "check_startup"
+
+
+def test_corrupt_ras_counts_claim_nothing(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text("Communicator ranks have different AllReduce operation counts\n"
+                 f"  {'9' * 30} ranks have launched up to operation 64\n"
+                 "  2 ranks have launched up to operation 65\n  Rank 0 -- GPU 0 managed by x\n")
+    assert not len(traindoc.load(p).collectives)
+
+
+def test_ras_ranks_that_launched_nothing(tmp_path: Path) -> None:
+    # NCCL's src/ras/client_support.cc: "%d ranks have not launched any operations"
+    p = tmp_path / "job.log"
+    p.write_text("  Communicator ranks have different AllReduce operation counts\n"
+                 "  7 ranks have launched up to operation 64\n"
+                 "  Rank 7 has not launched any operations -- GPU 3 managed by process 1 on node n1\n")
+    f = timeout.diagnose(traindoc.load(p)).facts
+    assert f["lagging_ranks"] == [7] and f["seq_num"] == 64

@@ -1,0 +1,77 @@
+"""The last step before a hang, from every tqdm layout and from HF Trainer dicts: each family on
+real lines from two sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from traindoc.diagnose.common import last_progress
+from traindoc.parse.progress import parse_tqdm
+
+
+@pytest.mark.parametrize(("line", "step", "total", "desc"), [
+    # horovod/horovod#334: the bar's block characters lost in the paste, a warning glued after it
+    ("''' Train Epoch     #73:  82% 1025/1252 [35:04<13:48,  3.65s/it, loss=0.946, accuracy=77]"
+     "WARNING: One or more tensors were submitted to be reduced", 1025, 1252, "Train Epoch     #73"),
+    # ultralytics/yolov5#4409: a narrow console, no bar after a long description
+    ("               Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95:  72%"
+     " 23/32 [01:07<00:25,  2.80s/it]", 23, 32, None),
+])
+def test_bar_without_the_bar(line: str, step: int, total: int, desc: str | None) -> None:
+    row = parse_tqdm(line)
+    assert row is not None and (row["step"], row["total"]) == (step, total)
+    if desc is not None:
+        assert row["desc"].endswith(desc)
+
+
+@pytest.mark.parametrize(("line", "step", "desc"), [
+    # lancedb/lance-distributed-training README.md: an iterable without len(), NCCL glued after
+    ("Epoch 10/10: 240it [05:55,  1.47s/it, loss=5.46][rank0]:[E709 17:05:38.162555850 "
+     "ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation timeout", 240,
+     "Epoch 10/10"),
+    # tqdm/tqdm#750: journald's prefix and a literal ^M, the rate not yet known
+    ("May 23 17:34:32 python[15522]: ^MLoading persons: 0it [00:00, ?it/s]", 0, None),
+])
+def test_bar_without_a_total(line: str, step: int, desc: str | None) -> None:
+    row = parse_tqdm(line)
+    assert row is not None and row["step"] == step and row["total"] is None
+    if desc is not None:
+        assert row["desc"] == desc
+
+
+def test_other_counters_are_no_bar() -> None:
+    # a datasets/vLLM counter in other units is not a training loop's bar
+    assert parse_tqdm("Generating train split: 1000 examples [00:00, 2000.0 examples/s]") is None
+    assert parse_tqdm("loss 82% of 10/20 [done]") is None
+
+
+def test_the_last_bar_without_total_is_the_one_that_stopped(tmp_path: Path) -> None:
+    # lancedb/lance-distributed-training README.md: epoch 9 ran 300 batches, epoch 10 stopped
+    p = tmp_path / "job.log"
+    p.write_text("Epoch 9/10: 300it [07:24,  1.48s/it, loss=2.29]\n"
+                 "Epoch 10/10: 240it [05:55,  1.47s/it, loss=5.46]\n"
+                 "Epoch 10/10: 241it [15:55, 181.19s/it, loss=5.09]\n")
+    prog = last_progress(traindoc.load(p))
+    assert (prog.step, prog.total) == (241, None)
+
+
+@pytest.mark.parametrize("summary", [
+    # bigscience-workshop/bigscience experiments/gpt2-hf-ds/hf_ds_gpt2_base_n8-1832573.out
+    "{'train_runtime': 896.0007, 'train_samples_per_second': 1.116, 'train_steps_per_second': "
+    "0.009, 'epoch': 1.0}",
+    # a README's "Training output" block (search index file 35357560349; the index names no repo)
+    "{'train_runtime': 11.8075, 'train_samples_per_second': 42.431, 'train_steps_per_second': "
+    "5.336, 'train_loss': 0.9835215977260044, 'epoch': 3.0}",
+])
+def test_a_summary_dict_alone_is_no_step_zero(tmp_path: Path, summary: str) -> None:
+    """A run that logged no training dict: its end-of-run summary has no step, and the bar
+    says how far it went."""
+    p = tmp_path / "job.log"
+    p.write_text(f"100%|██████████| 8/8 [14:56<00:00, 111.95s/it]\n{summary}\n")
+    inc = traindoc.load(p)
+    assert inc.iterations["iteration"].isna().all()
+    prog = last_progress(inc)
+    assert (prog.step, prog.total) == (8, 8)
