@@ -820,3 +820,23 @@ def test_a_container_id_is_never_a_failed_host(tmp_path: Path) -> None:
                                                                    "ffff0000,00000000\n", "")
     a = gpu_crash.analyse(load_text(tmp_path, text))
     assert a.facts["failed_hosts"] == []
+
+
+# --- failures as a grammar of launchers and schedulers (issue 26, item 3) -------------------------
+# Each family is read in every wording found: the corpus case's line and one more real line from
+# another source, both cited.
+
+@pytest.mark.parametrize("line,host", [
+    # ZwwWayne/K-Net#30
+    ("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your "
+     "processes may have been killed by the cgroup out-of-memory handler.", "gpu20-15"),
+    # a dask-on-SLURM job log found by find_string (id 33040942797; the index names no
+    # repository); the daemon's name is Slurm's own (SchedMD/slurm
+    # src/slurmd/slurmstepd/slurmstepd.c: "slurmstepd-%s" with the node name)
+    ("slurmstepd-irene1112: error: *** STEP 8466589.0 ON irene1112 CANCELLED AT "
+     "2023-02-22T05:15:11 ***", "irene1112"),
+])
+def test_slurmstepd_named_after_its_node_is_that_node(line: str, host: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    assert demux(line)[1].host == host
