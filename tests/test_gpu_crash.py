@@ -840,3 +840,18 @@ def test_slurmstepd_named_after_its_node_is_that_node(line: str, host: str) -> N
     from traindoc.parse.prefixes import demux
 
     assert demux(line)[1].host == host
+
+
+def test_a_job_log_header_names_the_machine_of_a_one_node_job(tmp_path: Path) -> None:
+    # k2-fsa/icefall#247: the header Kaldi's queue.pl/slurm.pl write (kaldi-asr/kaldi
+    # egs/wsj/s5/utils/parallel/queue.pl: echo '#' Running on `hostname`)
+    f = gpu_crash.diagnose(load_text(tmp_path, (
+        "# Running on r7n01\n# Started at Fri Mar 11 13:48:01 EST 2022\n"
+        "# python conformer_ctc/train.py --world-size 4 \n\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: an illegal memory access was encountered\n"))).facts
+    assert (f["failed_hosts"], f["error_kind"]) == (["r7n01"], "cuda_error")
+    from traindoc.parse.benchmarks import parse_nodelist
+
+    assert parse_nodelist("Running on cuda:0") is None
+    assert parse_nodelist("# Running on GPU 0 of 4 (cuda:0)") is None
