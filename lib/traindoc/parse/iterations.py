@@ -370,7 +370,8 @@ class HFTrainerParser:
         kind, row = got
         if kind == "train":
             self.count += 1
-        if row.get("iteration") is None:
+        if row.get("iteration") is None and (kind == "train" or self.count):
+            # (an eval or end-of-run dict before any training dict is at no counted step)
             row["iteration"] = self.count
         elif kind == "train":
             self.count = row["iteration"]
