@@ -820,3 +820,255 @@ def test_a_container_id_is_never_a_failed_host(tmp_path: Path) -> None:
                                                                    "ffff0000,00000000\n", "")
     a = gpu_crash.analyse(load_text(tmp_path, text))
     assert a.facts["failed_hosts"] == []
+
+
+# --- failures as a grammar of launchers and schedulers (issue 26, item 3) -------------------------
+# Each family is read in every wording found: the corpus case's line and one more real line from
+# another source, both cited.
+
+@pytest.mark.parametrize("line,host", [
+    # bigscience m4 logs (data/corpus/gpu_crash/gpu_crash-m4-logs-tr141-num-workers-06)
+    ("srun: error: Node failure on jean-zay-iam37", "jean-zay-iam37"),
+    # GoogleCloudPlatform/cluster-toolkit#1600
+    ("srun: error: Node failure on hpcsmall-debug-ghpc-0", "hpcsmall-debug-ghpc-0"),
+])
+def test_a_node_failure_names_the_node_slurm_lost(line: str, host: str) -> None:
+    row = err(line)
+    assert (row["code"], row["host"]) == ("slurm_node_failure", host)
+
+
+def test_the_host_of_a_node_failure_cancel_line_only_reports_it(tmp_path: Path) -> None:
+    # m4 logs, tr141 num-workers-06: iam17 runs the step's first task and reports the cancel
+    f = gpu_crash.diagnose(load_text(tmp_path, (
+        "srun: error: Node failure on jean-zay-iam37\n"
+        "srun: Job step aborted: Waiting up to 62 seconds for job step to finish.\n"
+        "slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT "
+        "2023-03-06T03:17:51 DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n"))).facts
+    assert f["failed_hosts"] == ["jean-zay-iam37"] and "Node failure" in f["error_message"]
+
+
+def test_a_hostless_error_happened_on_the_node_slurm_lost(tmp_path: Path) -> None:
+    # m4 logs, tr141 num-workers-02: the CUDA abort names no host; srun names the lost node
+    f = gpu_crash.diagnose(load_text(tmp_path, (
+        "terminate called after throwing an instance of 'c10::CUDAError'\n"
+        "  what():  CUDA error: unknown error\n"
+        "Exception raised from query at ../aten/src/ATen/cuda/CUDAEvent.h:91 (most recent call "
+        "first):\n\n"
+        "srun: error: Node failure on jean-zay-iam49\n"
+        "srun: Job step aborted: Waiting up to 62 seconds for job step to finish.\n"))).facts
+    assert (f["failed_hosts"], f["error_kind"]) == (["jean-zay-iam49"], "cuda_error")
+
+
+@pytest.mark.parametrize("text", [
+    # bigscience-workshop/bigscience experiments/gpt2-meg/meg_gpt2_base_n64…-1809655.out
+    (" iteration       60/    1000 | consumed samples:          240 | elapsed time per iteration "
+     "(ms): 6703.7 | learning rate: 1.494E-04 | global batch size:     4 | lm loss: 1.696940E+01 "
+     "|\nsrun: Job step aborted: Waiting up to 62 seconds for job step to finish.\n"
+     "Killing subprocess 35029\nMain process received SIGTERM, exiting\n"
+     "slurmstepd: error: *** STEP 1809655.0 ON r6i4n3 CANCELLED AT 2021-05-24T09:50:34 DUE TO "
+     "TIME LIMIT ***\n"
+     "slurmstepd: error: *** JOB 1809655 ON r6i4n3 CANCELLED AT 2021-05-24T09:50:34 DUE TO TIME "
+     "LIMIT ***\n"),
+    # desihub/desitarget#628: the time limit, then srun's SIGTERM flood
+    ("srun: Force Terminated job 32233190\n"
+     "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+     "slurmstepd: error: *** STEP 32233190.0 ON nid01934 CANCELLED AT 2020-07-03T02:59:56 DUE TO "
+     "TIME LIMIT ***\n"
+     "srun: error: nid01934: tasks 2,4-5,7: Terminated\n"
+     "srun: Terminating job step 32233190.0\n"
+     "srun: error: nid01935: tasks 8-15: Terminated\n"
+     "srun: error: nid01934: tasks 0-1,3,6: Terminated\n"),
+])
+def test_a_job_ended_at_its_time_limit_is_no_crash(tmp_path: Path, text: str) -> None:
+    f = gpu_crash.diagnose(load_text(tmp_path, text)).facts
+    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == ([], [], None)
+
+
+@pytest.mark.parametrize("line,host", [
+    # ZwwWayne/K-Net#30
+    ("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your "
+     "processes may have been killed by the cgroup out-of-memory handler.", "gpu20-15"),
+    # a dask-on-SLURM job log found by find_string (id 33040942797; the index names no
+    # repository); the daemon's name is Slurm's own (SchedMD/slurm
+    # src/slurmd/slurmstepd/slurmstepd.c: "slurmstepd-%s" with the node name)
+    ("slurmstepd-irene1112: error: *** STEP 8466589.0 ON irene1112 CANCELLED AT "
+     "2023-02-22T05:15:11 ***", "irene1112"),
+])
+def test_slurmstepd_named_after_its_node_is_that_node(line: str, host: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    assert demux(line)[1].host == host
+
+
+@pytest.mark.parametrize("text,host,task_words", [
+    # ZwwWayne/K-Net#30
+    ("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of "
+     "your processes may have been killed by the cgroup out-of-memory handler.\n"
+     "srun: error: gpu20-15: task 0: Out Of Memory\n"
+     "srun: launch/slurm: _step_signal: Terminating StepId=9411285.0\n"
+     "slurmstepd-gpu20-15: error: *** STEP 9411285.0 ON gpu20-15 CANCELLED AT "
+     "2022-05-17T17:58:10 ***\n", "gpu20-15", "task 0: Out Of Memory"),
+    # chrisknewman/tusas#149
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks "
+     "have been OOM Killed.\n"
+     "srun: error: nid001277: tasks 1-3: Out Of Memory\n"
+     "srun: Terminating StepId=440575.0\n"
+     "slurmstepd: error: *** STEP 440575.0 ON nid001277 CANCELLED AT 2023-12-05T07:16:01 ***\n",
+     "nid001277", "tasks 1-3: Out Of Memory"),
+])
+def test_srun_names_the_task_slurms_oom_killer_hit(tmp_path: Path, text: str, host: str,
+                                                   task_words: str) -> None:
+    f = gpu_crash.diagnose(load_text(tmp_path, text)).facts
+    assert (f["failed_hosts"], f["error_kind"]) == ([host], "oom")
+    assert task_words in f["error_message"] and "oom" in f["error_message"].lower()
+
+
+@pytest.mark.parametrize("line,code,sig", [
+    # IBM/FfDL#127 (an FfDL learner pod's log viewer export)
+    ("136 | 1534166953118 | Training process finished. Exit code: 137", 137, "SIGKILL"),
+    ("137 | 1534166953119 | Job exited with error code 137", 137, "SIGKILL"),
+    ("138 | 1534166953120 | Failed: learner_exit_code: 137", 137, "SIGKILL"),
+    # horovod/horovod#2829
+    ("Process 0 exit with status code 137.", 137, "SIGKILL"),
+    ("Process 3 exit with status code 134.", 134, "SIGABRT"),
+    # pytorch/executorch#15400 (a CI runner)
+    ("Process completed with exit code 137.", 137, "SIGKILL"),
+    # kubernetes/kubernetes#122256 (kubectl describe pod)
+    ("      Exit Code: 137", 137, "SIGKILL"),
+    # jupyter/docker-stacks#736
+    ("command terminated with exit code 137", 137, "SIGKILL"),
+])
+def test_an_exit_status_above_128_is_a_death_by_signal(line: str, code: int, sig: str) -> None:
+    assert reaches(errors.PARSERS[1:], line)
+    row = errors.parse_exit(line)
+    assert row is not None and (row["exitcode"], row["signal"]) == (code, sig)
+
+
+def test_a_plain_exit_code_is_no_signal() -> None:
+    assert errors.parse_exit("Process completed with exit code 1.") is None
+    assert errors.parse_exit("      Exit Code:    0") is None
+
+
+def test_a_shell_kill_is_quoted_with_the_exit_status_below_it(tmp_path: Path) -> None:
+    # IBM/FfDL#127
+    f = gpu_crash.diagnose(load_text(tmp_path, (
+        "135 | 1534166953117 | /usr/local/bin/train.sh: line 18:    36 Killed                  "
+        "python3 convolutional_network.py --trainImagesFile x 2>&1\n"
+        "136 | 1534166953118 | Training process finished. Exit code: 137\n"
+        "137 | 1534166953119 | Job exited with error code 137\n"))).facts
+    assert f["error_kind"] == "signal" and "137" in f["error_message"]
+
+
+@pytest.mark.parametrize("line,code", [
+    # hmcts/cnp-flux-config#28772 (kubectl describe pod; kubectl get pods)
+    ("      Reason:       OOMKilled", "k8s_oom_killed"),
+    ("tax-tribunals-application-base-74464f6b98-2kj6g      0/1     OOMKilled   4 (57s ago)   "
+     "2m40s", "k8s_oom_killed"),
+    # kubeflow/kubeflow#1261 (kubectl get events: an eviction for memory)
+    ("The node was low on resource: memory.", "k8s_evicted_memory"),
+])
+def test_kubernetes_memory_kills_are_an_oom(line: str, code: str) -> None:
+    row = err(line)
+    assert (row["kind"], row["code"]) == ("oom", code)
+
+
+SPECULATORS_1115 = """\
+Failures:
+[1]:
+  time      : 2026-09-07_13:02:58
+  host      : localhost
+  rank      : 3 (local_rank: 3)
+  exitcode  : 1 (pid: 14692)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+[2]:
+  time      : 2026-09-07_13:03:29
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -9 (pid: 14689)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 14689
+[3]:
+  time      : 2026-09-07_13:03:29
+  host      : localhost
+  rank      : 2 (local_rank: 2)
+  exitcode  : -15 (pid: 14691)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 14691
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-09-07_13:02:58
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+"""
+
+
+def test_a_sigkill_30_s_after_the_failure_is_the_launchers_escalation(tmp_path: Path) -> None:
+    # vllm-project/speculators#1115: ranks 1 and 3 exit 1; 31 s later torchrun SIGKILLs rank 0
+    # (it ignored SIGTERM) and rank 2 dies of the SIGTERM
+    f = gpu_crash.diagnose(load_text(tmp_path, SPECULATORS_1115)).facts
+    assert (f["failed_ranks"], f["error_kind"]) == ([1, 3], "python")
+
+
+def test_a_sigkill_while_siblings_got_sigterm_is_the_first_failure(tmp_path: Path) -> None:
+    # the same records with rank 3's exit taken out: nothing failed before the SIGKILL
+    text = SPECULATORS_1115.split("Root Cause")[0].replace(
+        "[1]:\n  time      : 2026-09-07_13:02:58\n  host      : localhost\n  rank      : 3 "
+        "(local_rank: 3)\n  exitcode  : 1 (pid: 14692)\n  error_file: <N/A>\n  traceback : To "
+        "enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n", "")
+    a = gpu_crash.analyse(load_text(tmp_path, text))
+    assert (a.facts["failed_ranks"], a.facts["error_kind"]) == ([0], "signal")
+    assert "OOM killer" in " ".join(x.title + " " + " ".join(x.evidence)
+                                    for x in gpu_crash.report(a).findings) + \
+        " ".join(x.why + x.how for x in gpu_crash.report(a).actions)
+
+
+@pytest.mark.parametrize("line", [
+    # a write-up quoting torchrun 2.x's log, found by find_string (id 61421322529; the index
+    # names no repository); the wording is torch/distributed/elastic/multiprocessing/api.py's
+    "W0810 15:47:06 ... Unable to shutdown process 188 via Signals.SIGTERM, forcefully exiting "
+    "via Signals.SIGKILL",
+    # pytorch/pytorch#61602 (torch 1.10, when the 30 s escalation was added)
+    "05:54:35 Unable to shutdown processes via 15, forcefully exitting via 9",
+])
+def test_torchruns_escalation_line_is_teardown(line: str) -> None:
+    row = err(line)
+    assert (row["kind"], row["code"]) == ("signal", "launcher_sigkill")
+
+
+@pytest.mark.parametrize("text", [
+    # THUDM/GLM-130B evaluate log (data/corpus/gpu_crash/gpu_crash-glm-130b-2022-09-23-003145)
+    ("RuntimeError: CUDA out of memory. Tried to allocate 12.63 GiB (GPU 4; 79.17 GiB total "
+     "capacity; 63.77 GiB already allocated; 11.35 GiB free; 65.52 GiB reserved in total by "
+     "PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid "
+     "fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF\n"
+     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 4 "
+     "(pid: 369177) of binary: /mnt/yrfs/qinkai/miniconda3/envs/largescale/bin/python\n"),
+    # built from QwenLM/Qwen3-Coder#174 (torch 2.x's OOM line) and Facico/Chinese-Vicuna#113
+    # (torchrun's record of a worker that exited 1, the reporter asking whether memory ran out)
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB. GPU 3 has a "
+     "total capacity of 79.10 GiB of which 98.00 MiB is free. Process 387746 has 78.89 GiB "
+     "memory in use. Of the allocated memory 70.12 GiB is allocated by PyTorch, and 765.81 MiB "
+     "is reserved by PyTorch but unallocated.\n"
+     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+     "(pid: 1622990) of binary: /home/changquan/anaconda3/envs/lang/bin/python\n"),
+])
+def test_an_exit_1_is_the_cuda_oom_its_worker_printed(tmp_path: Path, text: str) -> None:
+    f = gpu_crash.diagnose(load_text(tmp_path, text)).facts
+    assert f["error_kind"] == "oom" and "CUDA out of memory" in f["error_message"]
+
+
+def test_a_job_log_header_names_the_machine_of_a_one_node_job(tmp_path: Path) -> None:
+    # k2-fsa/icefall#247: the header Kaldi's queue.pl/slurm.pl write (kaldi-asr/kaldi
+    # egs/wsj/s5/utils/parallel/queue.pl: echo '#' Running on `hostname`)
+    f = gpu_crash.diagnose(load_text(tmp_path, (
+        "# Running on r7n01\n# Started at Fri Mar 11 13:48:01 EST 2022\n"
+        "# python conformer_ctc/train.py --world-size 4 \n\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: an illegal memory access was encountered\n"))).facts
+    assert (f["failed_hosts"], f["error_kind"]) == (["r7n01"], "cuda_error")
+    from traindoc.parse.benchmarks import parse_nodelist
+
+    assert parse_nodelist("Running on cuda:0") is None
+    assert parse_nodelist("# Running on GPU 0 of 4 (cuda:0)") is None

@@ -614,3 +614,28 @@ def test_megatron_line_broken_at_its_bars_is_one_record(tmp_path: Path) -> None:
     it = traindoc.load(tmp_path / "a.log").iterations
     assert list(it["iteration"]) == [5, 6]
     assert it.iloc[0]["lr"] == pytest.approx(1.35e-4) and it.iloc[0]["loss_scale"] == 1.0
+
+
+@pytest.mark.parametrize("summary", [
+    # bigscience-workshop/bigscience experiments/gpt2-hf-ds/hf_ds_gpt2_base_n4-1832555.out
+    # (16 steps, logging_steps above that: only the end-of-run dict and the bars)
+    "{'train_runtime': 919.097, 'train_samples_per_second': 1.088, 'train_steps_per_second': "
+    "0.017, 'epoch': 1.0}",
+    # a model card's "Training output", found by find_string (id 35357560349; the index names no
+    # repository)
+    "{'train_runtime': 11.8075, 'train_samples_per_second': 42.431, 'train_steps_per_second': "
+    "5.336, 'train_loss': 0.9835215977260044, 'epoch': 3.0}",
+])
+def test_an_hf_summary_before_any_logged_step_is_at_no_step(tmp_path: Path, summary: str) -> None:
+    """With no training dict before it, the end-of-run dict counts no step (it is not step 0):
+    the bars say how far the run got."""
+    (tmp_path / "a.log").write_text(
+        summary + "\n100%|██████████| 16/16 [15:19<00:00, 57.45s/it]\n")
+    inc = traindoc.load(tmp_path / "a.log")
+    assert inc.iterations["iteration"].isna().all()
+    from traindoc.diagnose.common import last_progress
+
+    assert last_progress(inc).step == 16
+    p = HFTrainerParser()
+    p.feed("{'loss': 1.52, 'grad_norm': 82.9, 'learning_rate': 1.4e-06, 'epoch': 0.01}")
+    assert p.feed(summary)[0][1]["iteration"] == 1  # after a logged step: that step

@@ -131,11 +131,15 @@ _HOSTEXPR = r"[A-Za-z0-9][\w.\-]*(?:\[[\d,\-]+\][\w.\-]*)*"
 NODELIST_RE = re.compile(
     r"(?:SLURM_(?:JOB_)?NODELIST=|\bNodeList=|' partition \()"
     rf"(?P<expr>{_HOSTEXPR}(?:,{_HOSTEXPR})*)")
+# The job-log header Kaldi's queue.pl/slurm.pl (and ESPnet, icefall after them) write:
+# "# Running on r7n01": the one machine the job ran on.
+JOB_HEADER_HOST_RE = re.compile(rf"^#\s*Running on (?P<expr>{_HOSTEXPR})\s*$")
 
 
 def parse_nodelist(text: str) -> Row | None:
-    """A SLURM node list (``SLURM_JOB_NODELIST=``, ``NodeList=``, BigScience's PULSE line)."""
-    m = NODELIST_RE.search(text)
+    """A SLURM node list (``SLURM_JOB_NODELIST=``, ``NodeList=``, BigScience's PULSE line), or a
+    job-log header naming its machine (``# Running on r7n01``)."""
+    m = NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
     if not m or m["expr"] in ("(null)", "None"):
         return None
     try:
@@ -149,7 +153,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
         "host_timings",
-        ("NODELIST=", "NodeList=", "' partition ("),
+        ("NODELIST=", "NodeList=", "' partition (", "Running on "),
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
         "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])",

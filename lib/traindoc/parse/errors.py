@@ -48,6 +48,17 @@ Wordings, checked against the sources that print them (and public issues quoting
   python train.py``; Ray's ``ActorDiedError: The actor died unexpectedly before finishing this
   task.`` and ``Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits
   with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``.
+- SLURM's lost node: ``srun: error: Node failure on jean-zay-iam49`` (GoogleCloudPlatform/
+  cluster-toolkit#1600); ``*** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT … DUE TO NODE
+  FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`` names only the node that reports it; ``… DUE TO
+  TIME LIMIT ***`` (desihub/desitarget#628) is a job ended on purpose, not a crash.
+- Containers and Kubernetes: an exit status above 128 is death by signal 128+N (``Exit code:
+  137``, ``Job exited with error code 137`` IBM/FfDL#127, ``Process 0 exit with status code
+  137.`` horovod#2829, ``Exit Code: 137`` kubernetes#122256); ``Reason: OOMKilled``
+  (hmcts/cnp-flux-config#28772) and ``The node was low on resource: memory.`` (kubeflow#1261).
+- torchrun's escalation 30 s after its SIGTERM: ``Unable to shutdown process 188 via
+  Signals.SIGTERM, forcefully exiting via Signals.SIGKILL`` (torch 1.10: ``Unable to shutdown
+  processes via 15, forcefully exitting via 9``, pytorch#61602).
 """
 
 from __future__ import annotations
@@ -271,8 +282,21 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "srun_task_oom",
         "oom",
         "Out Of Memory",
-        re.compile(r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<task>[\d,\-]+): "
-                   r"(?P<msg>Out Of Memory)"),
+        re.compile(r"srun: error: (?P<host>[\w.\-]+): (?P<msg>tasks? (?P<task>[\d,\-]+): "
+                   r"Out Of Memory)"),
+    ),
+    (  # Kubernetes: a container's last state "Reason: OOMKilled" (kubectl describe / events)
+        "k8s_oom_killed",
+        "oom",
+        "OOMKilled",
+        re.compile(r"(?P<msg>(?:[Rr]eason:?\s*)?\bOOMKilled\b)"),
+    ),
+    (  # Kubernetes' eviction for memory pressure: "The node was low on resource: memory."
+        "k8s_evicted_memory",
+        "oom",
+        "low on resource: memory",
+        re.compile(r"(?P<msg>The node was low on resource: memory\.?(?: Container \S+ was "
+                   r"using \S+, (?:which exceeds its request of|request is) \S+\.)?)"),
     ),
     (
         "ray_oom",
@@ -344,18 +368,34 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "closing signal",
         re.compile(r"(?P<msg>Sending process (?P<pid>\d+) closing signal (?P<sig>SIG[A-Z]+))"),
     ),
+    (  # torchrun's escalation, 30 s after its SIGTERM (elastic/multiprocessing/api.py): "Unable
+        # to shutdown process 188 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL";
+        # torch 1.10: "Unable to shutdown processes via 15, forcefully exitting via 9"
+        "launcher_sigkill",
+        "signal",
+        "forcefully exit",
+        re.compile(r"(?P<msg>Unable to shutdown process(?:es)?(?: (?P<pid>\d+))? via "
+                   r"(?:Signals\.)?\w+, forcefully exit+ing via (?:Signals\.)?\w+)"),
+    ),
     (
         "launcher_kill",
         "signal",
         "Killing subprocess",
         re.compile(r"(?P<msg>Killing subprocess (?P<pid>\d+))"),
     ),
+    (  # srun: "srun: error: Node failure on jean-zay-iam49": the node SLURM lost (the host
+        # of "*** STEP … ON HOST CANCELLED … DUE TO NODE FAILURE" only reports it)
+        "slurm_node_failure",
+        "signal",
+        "Node failure on ",
+        re.compile(r"(?P<msg>Node failure on (?P<host>[A-Za-z0-9][\w.\-]*))"),
+    ),
     (
         "slurm_cancelled",
         "signal",
         " CANCELLED AT ",
-        re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<host>\S+) CANCELLED AT \S+"
-                   r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?) \*\*\*"),
+        re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<on>\S+) CANCELLED AT \S+"
+                   r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?)(?:, [^*]*?)? \*\*\*"),
     ),
     (
         "ray_worker_died",
@@ -392,6 +432,7 @@ NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
 # Not "emory": torchtitan prints "memory:" on every step line, and the fast engine scans raw
 # bytes, where a needle must not hit launcher prefixes either ("fault" is in "[default0]:").
 LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
+                "OOMKilled", "low on resource", "Node failure", "forcefully exit",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
@@ -458,8 +499,12 @@ def parse_error(text: str) -> Row | None:
         row["host"] = groups["host"]
     if groups.get("pid"):
         row["pid"] = int(groups["pid"])
-    if code == "slurm_cancelled" and groups.get("why"):
-        row["code"] = "slurm_" + groups["why"].strip().lower().replace(" ", "_")
+    if code == "slurm_cancelled":
+        why = (groups.get("why") or "").strip()
+        if why:
+            row["code"] = "slurm_" + why.lower().replace(" ", "_")
+        if why != "NODE FAILURE":  # then the node named only reports it ("Node failure on …")
+            row["host"] = groups["on"]
     if groups.get("local"):
         row["message"] = f"worker --local_rank={groups['local']} {msg}"
     if code == "fatal_signal" and groups.get("what"):
@@ -653,6 +698,13 @@ SRUN_EXIT_RE = re.compile(
     r"srun: error: (?P<host>[\w.\-]+): tasks? (?P<tasks>[\d,\-]+): (?:Exited with exit code "
     rf"(?P<code>\d+)|(?P<word>{_SIG_ALT}))"
 )
+# A process's exit status as a container runtime, CI runner or job wrapper reports it ("Exit
+# code: 137", "Job exited with error code 137", "learner_exit_code: 137", Kubernetes' "Exit Code:
+# 137", "exit status 137", "exit with status code 137"): read only above 128, a death by signal
+# 128+N (a plain "exit code 1" says nothing the worker's own error does not).
+EXIT_STATUS_RE = re.compile(
+    r"(?<![A-Za-z])(?P<said>(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|"
+    r"[Ee]xit_code)[:=]?\s*(?P<code>1[3-9]\d))\b")
 SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )
@@ -685,6 +737,9 @@ def parse_exit(text: str) -> Row | None:
     m = SHELL_KILLED_RE.search(text)
     if m:
         return {"pid": int(m["pid"]), "signal": SIGNAL_WORDS[m["word"]]}
+    m = EXIT_STATUS_RE.search(text)
+    if m and signal_name(int(m["code"])) is not None:
+        return {"exitcode": int(m["code"]), "signal": signal_name(int(m["code"]))}
     return None
 
 
@@ -702,7 +757,8 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "process_exits",
         "exits",
-        ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS),
+        ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS,
+         "xit code", "xit Code", "xit status", "xit_code", "error code", "status code"),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",

@@ -35,6 +35,9 @@ RAY_RE = re.compile(
 # (two letters at least and a replica number of 1-3 digits: "E-05 | " in a wrapped Megatron
 # line is no container)
 COMPOSE_RE = re.compile(r"(?P<name>[A-Za-z][\w.-]{0,62}[-_]\d{1,3}) +\| ?")  # bounded: no backtracking blow-up
+# slurmstepd names itself after its node ("slurmstepd-gpu20-15: error: …"; Slurm's slurmstepd.c:
+# argv0 = "slurmstepd-%s" with the node name): the node is the host, the daemon's name is not.
+SLURMSTEPD_PREFIX = "slurmstepd-"
 HOST_RE = re.compile(
     r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
 )
@@ -153,7 +156,7 @@ def demux(text: str) -> tuple[str, Origin]:
         elif ch.isalpha() and pos == 0:
             m = HOST_RE.match(text, pos)
             if m and not text.startswith(("http", "Timeout", "Exception")):
-                host = m["host"]
+                host = m["host"].removeprefix(SLURMSTEPD_PREFIX)
             else:
                 m = None
         if not m:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...hostlist import expand
 from ...incident import Incident
 from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts
 from .checkpoints import (
@@ -117,6 +118,9 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
                     | ({int(first["rank"])} if pd.notna(first["rank"]) else set()))
         fh = sorted({str(h) for h in crash.cluster["host"].dropna() if is_host(h)}
                     | ({str(first["host"])} if is_host(first["host"]) else set()))
+        machines = job_hosts(incident)
+        if not fh and len(machines) == 1:  # a job on one machine (node list, log header)
+            fh = machines
         facts.update(failed_ranks=fr, failed_hosts=fh, error_kind=first["kind"],
                      error_message=first["message"])
         if pd.notna(first["time"]):
@@ -148,6 +152,21 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
         exit_delay_s=_exit_delay(crash, events), facts=facts,
         checkpoint_save_s=checkpoint_save_s, iteration_s=iteration_s, mtbf_hours=mtbf_hours,
         save_interval=save_interval, gpus_per_node=gpus_per_node, window_s=window_s)
+
+
+def job_hosts(incident: Incident) -> list[str]:
+    """The machines the job's node lists and log headers name (``SLURM_JOB_NODELIST=``,
+    ``# Running on r7n01``), sorted; [] when none does."""
+    ht = incident.host_timings
+    if not len(ht):
+        return []
+    hosts: set[str] = set()
+    for expr in ht.loc[ht["metric"] == "nodelist", "host"].dropna().astype(str):
+        try:
+            hosts.update(expand(expr))
+        except ValueError:
+            continue
+    return sorted(hosts)
 
 
 def _exit_delay(crash: Crash, events: pd.DataFrame) -> float | None:

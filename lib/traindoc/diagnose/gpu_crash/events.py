@@ -31,9 +31,15 @@ LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage
                     "nccl_last_error"}
 # signal codes that are the launcher or scheduler tearing survivors down.
 TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
-                         "slurm_cancelled", "ray_actor_died"}
-STRONG_SIGNAL_CODES = {"slurm_node_failure": 3, "slurm_time_limit": 1, "slurm_preemption": 1,
+                         "launcher_sigkill", "slurm_cancelled", "ray_actor_died"}
+STRONG_SIGNAL_CODES = {"slurm_node_failure": 3, "slurm_preemption": 1,
                        "terminate": 1, "ray_worker_died": 1}
+# A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
+# that follows is its teardown.
+NOT_A_FAILURE_CODES = {"slurm_time_limit"}
+# torchrun (elastic's ``_close``: SIGTERM, then SIGKILL after 30 s) and SLURM (KillWait, 30 s by
+# default) escalate to SIGKILL about this long after the teardown began.
+KILL_ESCALATION_S = (25.0, 45.0)
 TEARDOWN_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
 # A Python exception that reports a peer or the network rather than a local fault.
 CASCADE_TEXT_RE = re.compile(
@@ -67,6 +73,8 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, int]:
     if kind == "nccl_error":
         return ("cause", 2) if code in LOCAL_NCCL_CODES else ("cascade", 0)
     if kind == "signal":
+        if code in NOT_A_FAILURE_CODES:
+            return "context", 0
         if code in TEARDOWN_SIGNAL_CODES:
             return "cascade", 0
         return "cause", STRONG_SIGNAL_CODES.get(code, 2)
@@ -78,7 +86,9 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, int]:
 # How launchers word an exit, to quote it as printed (people search for these words).
 EXIT_WORDS_RE = re.compile(
     r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
-    r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+")
+    r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+|"
+    r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
+    r"[:=]?\s*\d+")
 
 
 def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
@@ -133,6 +143,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _cascade_xid_roles(ev)
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
+    _escalation_roles(ev)
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
     return ev[EVENT_COLUMNS].reset_index(drop=True)
 
@@ -234,6 +245,28 @@ def _exit_roles(ev: pd.DataFrame) -> None:
             ev.loc[i, ["role", "strength"]] = ["cause", 2 if e["root_cause"] else 1]
 
 
+def _escalation_roles(ev: pd.DataFrame) -> None:
+    """A SIGKILL exit about 30 s (``KILL_ESCALATION_S``) after another failure, in a teardown
+    that sent SIGTERM, is the launcher's or scheduler's escalation (the worker ignored SIGTERM),
+    not a failure of its own: cascade. A SIGKILL with nothing failing before it stays a cause
+    (most often the host's OOM killer)."""
+    kill = ev.index[(ev["table"] == "exits") & (ev["code"] == "SIGKILL")
+                    & (ev["role"] == "cause") & ev["time"].notna()]
+    if not len(kill):
+        return
+    sigterm = ev["code"].isin(["SIGTERM", "launcher_sigterm", "launcher_received_signal",
+                               "launcher_sigkill", "slurm_cancelled", *NOT_A_FAILURE_CODES])
+    if not sigterm.any():
+        return
+    lo, hi = KILL_ESCALATION_S
+    before = ev[(ev["code"] != "SIGKILL") & ev["time"].notna()
+                & (ev["role"].isin(["cause", "context"]) | sigterm)]
+    for i in kill:
+        dt = (ev.at[i, "time"] - before["time"]).dt.total_seconds()
+        if ((dt >= lo) & (dt <= hi)).any():
+            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+
+
 # --- the first failure and its cascade ---------------------------------------------------------
 
 @dataclass
@@ -298,13 +331,19 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     reason = _abort_reason(first, key)
     if reason is not None:  # an abort is how a C++ error ends a process: the error is the failure
         first = reason
+    worker = _worker_error(first, key)
+    if worker is not None:  # a Python exit whose error the worker printed above the record
+        first = worker
     first = _with_last_error(first, key)
+    first = _with_exit_status(first, key)
+    first = _with_task_oom(first, key)
     member = causes.apply(lambda e: _same_failure(e, first, window_s), axis=1) \
         if len(causes) else pd.Series([], dtype=bool)
     if first["code"] in HOST_OOM_CODES and len(causes):
         member |= causes.apply(lambda e: _oom_explains(first, e), axis=1)
     cluster = causes[member]
     independent = causes[~member]
+    first = _with_sibling_code(first, cluster)
     failed_ranks = set(cluster["rank"].dropna().astype(int))
     # Cascade: symptoms anywhere but on the failed ranks themselves.
     casc = cascade_all[~(cascade_all["rank"].isin(list(failed_ranks)) & cascade_all["rank"].notna())]
@@ -328,6 +367,77 @@ def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) ->
         return first
     out = first.copy()
     out["message"] = f"{first['message']}; last error: {after.iloc[0]['message']}"
+    return out
+
+
+def _worker_error(first: pd.Series, ordered: pd.DataFrame) -> pd.Series | None:
+    """For a launcher's record of a worker that exited with code 1 (a Python exception):
+    the specific error (a CUDA OOM, a CUDA/NCCL/ECC error) the worker's traceback printed
+    earlier in the same file, on that rank or on no named rank — that is what failed. The
+    record's rank and host are kept where the error line names none."""
+    if first["table"] != "exits" or first["code"] != "exit_1":
+        return None
+    before = ordered[ordered["kind"].isin(SPECIFIC_KINDS) & (ordered["table"] == "errors")
+                     & (ordered["file"] == first["file"]) & (ordered["lineno"] < first["lineno"])]
+    if pd.notna(first["rank"]):
+        before = before[before["rank"].isna() | (before["rank"] == first["rank"])]
+    if not len(before):
+        return None
+    err = before.sort_values("lineno", kind="stable").iloc[0][EVENT_COLUMNS].copy()
+    for col in ("rank", "host", "time"):
+        if pd.isna(err[col]) and pd.notna(first[col]):
+            err[col] = first[col]
+    return err
+
+
+def _with_exit_status(first: pd.Series, ordered: pd.DataFrame, lines: int = 5) -> pd.Series:
+    """A process reported killed with no exit code (a shell's "Killed") with the exit status
+    the next lines give for it ("Exit code: 137"): the launcher's words are the message."""
+    if first["table"] != "exits" or not str(first["message"] or "").startswith("exited"):
+        return first
+    after = ordered[(ordered["table"] == "exits") & (ordered["code"] == first["code"])
+                    & (ordered["file"] == first["file"]) & (ordered["lineno"] > first["lineno"])
+                    & (ordered["lineno"] - first["lineno"] <= lines)
+                    & ~ordered["message"].astype(str).str.startswith("exited")]
+    if not len(after):
+        return first
+    out = first.copy()
+    out["message"] = after.sort_values("lineno").iloc[0]["message"]
+    return out
+
+
+def _with_task_oom(first: pd.Series, ordered: pd.DataFrame, lines: int = 10) -> pd.Series:
+    """slurmstepd's count of OOM kills in a step ("Detected 1 oom-kill event(s) in
+    StepId=…") with srun's line naming the task it killed ("srun: error: HOST: task 0: Out Of
+    Memory", printed with it): one failure; srun's line names where, so it leads."""
+    if first["code"] != "slurm_oom_kill":
+        return first
+    near = ordered[(ordered["code"] == "srun_task_oom") & (ordered["file"] == first["file"])
+                   & ((ordered["lineno"] - first["lineno"]).abs() <= lines)]
+    if as_str(first["host"]) is not None:
+        near = near[near["host"].isna() | (near["host"] == first["host"])]
+    if not len(near):
+        return first
+    out = near.iloc[0][EVENT_COLUMNS].copy()
+    out["message"] = f"{out['message']} ({first['message']})"
+    return out
+
+
+def _with_sibling_code(first: pd.Series, cluster: pd.DataFrame) -> pd.Series:
+    """A launcher's record cut before its exit code (torchrun's Root Cause pasted without its
+    ``exitcode`` line) takes the kind of the exit recorded at the same time in the same failure
+    (torchrun's other record of that second), and says so."""
+    if first["table"] != "exits" or first["code"] != "exit_None" or pd.isna(first["time"]):
+        return first
+    same = cluster[(cluster["table"] == "exits") & (cluster["time"] == first["time"])
+                   & (cluster["code"] != "exit_None")]
+    if not len(same):
+        return first
+    sib = same.iloc[0]
+    out = first.copy()
+    out["kind"] = sib["kind"]
+    who = f"rank {int(sib['rank'])}" if pd.notna(sib["rank"]) else "another worker"
+    out["message"] = f"exit code not shown; {who} at the same time: {sib['message']}"
     return out
 
 
@@ -357,6 +467,11 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
                  and not pd.isna(first["host"]) and e["host"] == first["host"])
     if same_host:
         return near
+    # The scheduler lost a node ("srun: error: Node failure on HOST") and the failure itself
+    # names no host: that node is where it happened.
+    if (e["code"] == "slurm_node_failure" and as_str(e["host"]) is not None and near
+            and pd.isna(first["rank"]) and as_str(first["host"]) is None):
+        return True
     # Every rank failing the same local way at once (e.g. all ranks OOM on one batch).
     if e["kind"] == first["kind"] == "oom" and near:
         return True
