@@ -70,8 +70,12 @@ def report(a: TimeoutAnalysis) -> Report:
     if a.lagging_ranks:
         findings.append(Finding(
             "lagging_ranks", "critical",
-            f"{who(a.lagging_ranks, cap=True)} never entered collective {a.seq_num}; the others "
-            "waited for them until the timeout",
+            f"{who(a.lagging_ranks, cap=True)} never entered "
+            f"{a.op_type or 'the collective'}{f' #{a.seq_num}' if a.seq_num is not None else ''}"
+            f"; the others waited for {'it' if len(a.lagging_ranks) == 1 else 'them'} until the "
+            "timeout" + (" (a monitoredBarrier report names the ranks that failed to pass; the "
+                         "rank that printed it is the monitor, not a culprit)"
+                         if a.op_type == "MONITORED_BARRIER" else ""),
             evidence(_status_rows(incident, a.lagging_candidates))))
     elif a.pattern == "unknown" and len(a.timed_out_ranks) <= 1:
         findings.append(Finding(
@@ -200,6 +204,8 @@ def _timeout_title(f: dict[str, Any]) -> str:
         size = f" (NumelIn={f['numel_in']}, NumelOut={f['numel_out']})"
     ran = f" after {f['ran_for_ms'] / 1000:.0f} s" if f["ran_for_ms"] else (
         f" after the {f['timeout_ms'] / 1000:.0f} s timeout" if f["timeout_ms"] else "")
+    if what == "MONITORED_BARRIER":
+        return f"{ranks} (the monitor of a monitoredBarrier) timed out waiting for its peers{ran}"
     return f"{ranks} timed out in {what}{seq}{size}{ran}"
 
 
@@ -279,7 +285,8 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
             "which checks that every rank issues the same collective"))
     if f["pattern"] == "straggler" and crash is None:
         acts.append(Action(
-            "inspect_lagging", 1, f"Find where {who(f['lagging_ranks'])} were instead",
+            "inspect_lagging", 1, f"Find where {who(f['lagging_ranks'])} "
+            f"{'was' if len(f['lagging_ranks']) == 1 else 'were'} instead",
             "They never entered the collective the others waited in; their stacks or last log "
             "lines show what they were doing (data loading, eval, a branch that skips a "
             "collective).",
