@@ -453,3 +453,9 @@ def test_report_links_point_at_each_class_report() -> None:
         {"class": "timeout", "role": "consequence", "summary": None}]}, [], [])
     links = triage.report_links_html(rep)
     assert 'href="gpu_crash/gpu_crash.html"' in links and "timeout" not in links
+
+
+def test_a_program_error_before_the_timeout_comes_first_in_the_actions() -> None:
+    r = triage.diagnose(_case("timeout/timeout-pytorch-134006"))
+    assert [a.id for a in r.actions[:2]] == ["read_traceback", "start_with_timeout"]
+    assert "before the timeout" in r.actions[0].why

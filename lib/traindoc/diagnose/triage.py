@@ -770,23 +770,25 @@ def _verdict(ordered: list[Sighting], how: str | None, not_checked: list[dict[st
 def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]],
              logs: str = "LOGS", pe: Mapping[str, Any] | None = None) -> list[Action]:
     acts: list[Action] = []
-    if pe is not None and not ordered:
+    if pe is not None and _program_error_first(pe, ordered):
         acts.append(Action(
             "read_traceback", 1, "Read the failed rank's traceback and fix the program",
-            f"{_program_error_text(pe)}. A Python exception is the program's own error: no "
-            "node to drain, no GPU to test; the gpu_crash runbook shows the traceback's frames.",
+            f"{_program_error_text(pe)}" + (
+                f", before the {ordered[0].cls}: the others likely waited for it" if ordered
+                else "") + ". A Python exception is the program's own error: no node to drain, "
+            "no GPU to test; the gpu_crash runbook shows the traceback's frames.",
             f"traindoc run gpu_crash {logs} -o gpu_crash-out"))
     if ordered:
         a = ordered[0]
         acts.append(Action(
-            f"start_with_{a.cls}", 1, f"Start with the {a.cls} runbook: it is the likely cause",
+            f"start_with_{a.cls}", len(acts) + 1, f"Start with the {a.cls} runbook: it is the likely cause",
             f"{a.cls} came first ({a.detail}); what followed is usually its cascade. (`traindoc "
             f"triage` with an output directory has already run it there: {a.cls}/{a.cls}.ipynb.)",
             f"traindoc run {a.cls} {logs} -o {a.cls}-out"))
         if len(ordered) > 1:
             rest = ", ".join(s.cls for s in ordered[1:])
             acts.append(Action(
-                "cascade", 2, f"Do not chase {rest} before the cause is fixed",
+                "cascade", len(acts) + 1, f"Do not chase {rest} before the cause is fixed",
                 f"{rest} began after {a.cls}: ranks waiting for a dead or broken peer time out or "
                 "abort; fixing them alone will not keep the job up.",
                 "after the fix, rerun the job and `traindoc triage` on its logs; a class that "
