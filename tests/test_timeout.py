@@ -502,3 +502,14 @@ def test_a_monitored_barrier_names_the_ranks_that_failed_to_pass_not_the_monitor
     assert "None" not in lag.title and "MONITORED_BARRIER" in lag.title
     assert "the monitor, not a culprit" in lag.title
     assert any(a.title == "Find where rank 0 was instead" for a in r.actions)
+
+
+def test_a_size_desync_without_a_timeout_says_so() -> None:
+    # issue 27: "Detected mismatch between collectives" with TensorShape differing, both
+    # ALLREDUCE: it read "A rank (no rank tag) timed out … ranks issued different collectives"
+    r = timeout.diagnose(traindoc.load(DATA / "corpus" / "timeout" / "timeout-ms-swift-9443"
+                                       / "logs"))
+    assert r.facts["pattern"] == "desync" and r.facts["timed_out_ranks"] == []
+    assert r.verdict.startswith("ALLREDUCE #3104 (no timeout line in these logs)")
+    assert "the same collective with different sizes" in r.verdict
+    assert "different collectives" not in r.verdict

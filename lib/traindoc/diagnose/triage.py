@@ -53,6 +53,7 @@ from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .timeout import STUCK_CODES, timeout_rows
 from .timeout.report import _timeout_title as timeout_title
+from .timeout.report import desync_words
 
 CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
@@ -193,7 +194,7 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
         f" #{f['seq_num']}" if f.get("seq_num") is not None else "")
     if f.get("pattern") == "desync" and mm:
         ops = ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
-        detail = f"a desync — ranks issued different collectives at sequence {mm['seq_num']} ({ops})"
+        detail = f"a desync — ranks issued {desync_words(mm)} at sequence {mm['seq_num']} ({ops})"
     elif f.get("pattern") == "straggler" and f.get("lagging_ranks"):
         detail = f"{who(f['lagging_ranks'])} never entered {what}, which the others waited in"
     elif f.get("pattern") == "all_stuck":

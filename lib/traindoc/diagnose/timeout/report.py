@@ -163,6 +163,15 @@ def report(a: TimeoutAnalysis) -> Report:
     return Report("timeout", verdict, confidence, f, findings, actions)
 
 
+DESYNC_WORDS = {"op": "different collectives", "size": "the same collective with different "
+                "sizes", "dtype": "the same collective with different dtypes"}
+
+
+def desync_words(mm: dict[str, Any]) -> str:
+    """What the ranks disagree on at the first mismatch, in words."""
+    return DESYNC_WORDS.get(str(mm.get("kind")), "different collectives")
+
+
 def _crash_words(crash: pd.Series) -> str:
     culprit = f"rank {as_int(crash['rank'])}" if pd.notna(crash["rank"]) else "a process"
     host = f" on {crash['host']}" if is_host(crash["host"]) else ""
@@ -213,7 +222,12 @@ def _verdict(f: dict[str, Any], progress: str) -> tuple[str, str]:
     base = _timeout_title(f)
     if f["pattern"] == "desync":
         mm = f["first_mismatch"]
-        return (f"{base}: a desync — ranks issued different collectives at sequence "
+        if not f["timed_out_ranks"] and not f["timeout_ms"] and not f["ran_for_ms"]:
+            # 'Detected mismatch between collectives' (TORCH_DISTRIBUTED_DEBUG=DETAIL): the
+            # check stopped the job; no rank is known to have timed out
+            seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+            base = f"{f['op_type'] or 'A collective'}{seq} (no timeout line in these logs)"
+        return (f"{base}: a desync — ranks issued {desync_words(mm)} at sequence "
                 f"{mm['seq_num']} ({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}).",
                 "high")
     if f["pattern"] == "straggler":
@@ -278,7 +292,7 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
         mm = f["first_mismatch"]
         acts.append(Action(
             "fix_desync", 1, "Find the code path where ranks issue different collectives",
-            f"At sequence {mm['seq_num']} the ranks called different collectives "
+            f"At sequence {mm['seq_num']} the ranks called {desync_words(mm)} "
             f"({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}); look for a "
             "collective under a rank-conditional branch or data-dependent control flow.",
             "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
