@@ -58,3 +58,31 @@ def test_triage_states_the_timeout_runbooks_numbers(path: Path) -> None:
     allowed = {f"{ms / 1000:.0f}" for ms in (f["ran_for_ms"], f["timeout_ms"]) if ms}
     for n in re.findall(r"after (?:the )?(\d+) s\b", t.detail):
         assert n in allowed, (t.detail, f["ran_for_ms"], f["timeout_ms"])
+
+
+# A "nothing found" finding whose evidence shows what its title denies (issue 27: "No sign of a
+# crashed or killed rank" with an NCCL error line as its evidence): (what the title denies,
+# what the evidence must then not show unless the title explains it, the explanation).
+DENIALS = [
+    (re.compile(r"\bno\b[^.;]*\bPython exception", re.I), re.compile(r"\w(?:Error|Exception): "),
+     None),
+    (re.compile(r"\bno\b[^.;]*\bNCCL error|No sign of", re.I), re.compile(r"NCCL|CUDA error"),
+     None),
+    (re.compile(r"^No collective timeout"), re.compile(r"timed out|[Tt]imeout"),
+     re.compile(r"name no timed-out collective")),
+]
+
+
+@pytest.mark.parametrize("path", LOGS, ids=_id)
+def test_a_nothing_found_finding_does_not_contradict_its_evidence(path: Path) -> None:
+    inc = traindoc.load(path)
+    reports = [importlib.import_module(f"traindoc.diagnose.{c}").diagnose(inc) for c in CLASSES]
+    reports.append(triage.diagnose(inc))
+    for r in reports:
+        for f in r.findings:
+            if not f.id.startswith("no_") or not f.evidence:
+                continue
+            for denied, shown, unless in DENIALS:
+                lines = [e.split(": ", 1)[-1] for e in f.evidence]  # without 'file:line: '
+                if denied.search(f.title) and any(shown.search(e) for e in lines):
+                    assert unless is not None and unless.search(f.title), (r.runbook, f)

@@ -41,7 +41,11 @@ def report(a: TimeoutAnalysis) -> Report:
     if not a.found:
         findings = [Finding(
             "no_timeout", "warning",
-            "No collective timeout (NCCL watchdog or gloo) was found in these logs",
+            "No collective timeout (NCCL watchdog or gloo) was found in these logs" + (
+                "; the lines below that mention a timeout name no timed-out collective (torch "
+                "prints 'failed or timed out' after any NCCL failure)"
+                if incident.errors["line"].fillna("").str.contains(
+                    r"timed out|timeout", case=False).any() else ""),
             evidence(incident.errors)), *input_findings(incident)]
         verdict = "No collective timeout found in the logs; " + (
             f"last progress: {prog.describe()}." if prog.step is not None
