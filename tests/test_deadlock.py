@@ -497,6 +497,7 @@ def test_a_stale_torch_extensions_lock_gets_its_fix_not_the_interconnect() -> No
     assert first.id == "stale_extension_lock"
     assert "~/.cache/torch_extensions/py<python>_cu<cuda>/<extension>/lock" in first.how
     assert not any(a.id == "check_transport" for a in r.actions)
+    assert "stale lock file (~/.cache/torch_extensions/*/*/lock" in r.verdict
 
 
 def test_a_process_py_spy_could_not_suspend_is_the_outlier() -> None:

@@ -123,6 +123,15 @@ def report(analysis: DeadlockAnalysis) -> Report:
     actions = ranked(_actions(a.traps, facts, incident, bool(ranks), site, stopped))
     verdict, confidence = _verdict(facts, outliers, rest, a.rule, mismatch, a.traps, ranks,
                                    a.fr_named)
+    if site == "file_baton" and not outliers and not mismatch:
+        n = n_procs(ranks)
+        verdict = (f"{'The dumped process waits' if n == 1 else f'{n} processes wait'} in "
+                   f"{facts['majority_leaf'] or 'torch/utils/file_baton.py'}: the lock of "
+                   "torch's C++-extension build (FileBaton), which a build killed mid-way leaves "
+                   "behind and nobody releases — remove the stale lock file "
+                   "(~/.cache/torch_extensions/*/*/lock, or under $TORCH_EXTENSIONS_DIR) and "
+                   "restart.")
+        confidence = "medium"
     if stopped and not outliers and not mismatch:
         verdict = (f"{members_text(stopped)} could not be dumped (py-spy: Failed to suspend "
                    "process) — the outlier: a process py-spy cannot suspend is usually in "
