@@ -23,6 +23,8 @@ The classes are then ordered: by the earliest time of their evidence where both 
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
 then the order of the lines in the files. The first class is the likely cause, the rest its
 cascade — a dead rank leaves its peers waiting in a collective until their watchdogs fire.
+A timeout read only from the flight recorder or status lines (no watchdog fired) and stack
+dumps are one hang: the dumps, which say where each process waits, come first.
 
 ``analyse`` reads the incident once into a ``TriageAnalysis`` (the classes found, ordered, the
 root-cause record, the lines no parser understood, the timeline's table); ``report`` writes
@@ -581,7 +583,7 @@ class TriageAnalysis:
     not_checked: list[dict[str, str]]  # classes that could not be judged, with the reason
     root_class: str | None  # the class torchrun's root-cause record belongs to
     root_cause_exit: pd.Series | None  # torchrun's earliest root-cause record
-    ordered_by: str | None  # only_class, time, root_cause or file_order; None: no class
+    ordered_by: str | None  # only_class, time, root_cause, same_hang or file_order; None: none
     series_judged: bool  # loss and throughput were judged (neither is under not_checked)
     unparsed_lines: list[str]  # failure-looking lines no parser understood (capped, counted)
     timeline: pd.DataFrame  # ``timeline_frame``: each class's evidence for the timeline figure
