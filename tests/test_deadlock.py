@@ -480,3 +480,64 @@ def test_thread_header_with_its_id_cut_out(tmp_path) -> None:
                  "    __next__ (torch/utils/data/dataloader.py:741)\n")
     f = deadlock.diagnose(traindoc.load(p)).facts
     assert f["processes_seen"] == 1 and "_try_get_data" in f["majority_leaf"]
+
+
+# -- issue 27: advice for where the processes wait ---------------------------------------------
+CORPUS = DATA / "corpus"
+
+
+def _corpus(case: str):
+    return diag(CORPUS / "deadlock" / case / "logs")
+
+
+def test_a_stale_torch_extensions_lock_gets_its_fix_not_the_interconnect() -> None:
+    # the main thread polls torch/utils/file_baton.py wait: a lock left by a killed build
+    _, r = _corpus("deadlock-lamforest-megatron-file-baton")
+    first = r.actions[0]
+    assert first.id == "stale_extension_lock"
+    assert "~/.cache/torch_extensions/py<python>_cu<cuda>/<extension>/lock" in first.how
+    assert not any(a.id == "check_transport" for a in r.actions)
+    assert "stale lock file (~/.cache/torch_extensions/*/*/lock" in r.verdict
+
+
+def test_a_process_py_spy_could_not_suspend_is_the_outlier() -> None:
+    # "Process 280058: ..." / "Error: Failed to suspend process" / "EPERM": in D state
+    _, r = _corpus("deadlock-m4-logs-tr141-try3")
+    assert r.facts["outlier_members"] == ["?:280058"]
+    assert r.verdict.startswith("Process ?:280058 could not be dumped") and "D in ps" in r.verdict
+    assert r.actions[0].id == "unsuspendable_process" and "ps -o pid,stat" in r.actions[0].how
+    assert any(f.id == "unsuspendable" for f in r.findings)
+    assert not any(a.id == "check_transport" for a in r.actions)
+
+
+@pytest.mark.parametrize("case", ["deadlock-ami-data-companion-140", "deadlock-pytorch-87995"])
+def test_a_process_waiting_for_a_batch_gets_data_loader_advice(case: str) -> None:
+    _, r = _corpus(case)
+    assert r.actions[0].id == "dataloader_queue"
+    assert not any(a.id == "check_transport" for a in r.actions)
+
+
+def test_a_logging_call_gets_logging_advice(tmp_path: Path) -> None:
+    # frames as py-spy prints a handler blocked on its lock (no corpus log shows one yet)
+    log = ["acquire (logging/__init__.py:917)", "handle (logging/__init__.py:1024)",
+           "callHandlers (logging/__init__.py:1706)", "info (logging/__init__.py:1477)",
+           "step (train.py:40)"]
+    d = write_dumps(tmp_path, {"trace-a.out": dump(1, log) + dump(2, log)})
+    _, r = diag(d)
+    assert r.actions[0].id == "blocked_logging"
+    assert not any(a.id == "check_transport" for a in r.actions)
+
+
+def test_transport_advice_only_where_every_stack_waits_in_one_collective() -> None:
+    """Every corpus case and sample with stacks: 'test the interconnect — every process waits
+    inside the same collective' only where two or more stacks do."""
+    paths = [*sorted(CORPUS.glob("*/*/logs")), *sorted((DATA / "deadlock").glob("*/"))]
+    for p in paths:
+        inc = traindoc.load(p)
+        if not len(inc.stacks):
+            continue
+        a = deadlock.analyse(inc)
+        r = deadlock.report(a)
+        if any(x.id == "check_transport" for x in r.actions):
+            assert len(a.ranks) >= 2 and all(q.in_collective for q in a.ranks), p
+            assert len({q.leaf for q in a.ranks}) == 1, p

@@ -1072,3 +1072,35 @@ def test_a_job_log_header_names_the_machine_of_a_one_node_job(tmp_path: Path) ->
 
     assert parse_nodelist("Running on cuda:0") is None
     assert parse_nodelist("# Running on GPU 0 of 4 (cuda:0)") is None
+
+
+# -- issue 27: the first failure, not the first line that looks bad ---------------------------
+
+def test_a_monitored_barrier_report_is_the_timeouts_consequence_not_the_failure() -> None:
+    # rank 1 printed "successfully reached monitoredBarrier, but received errors while waiting
+    # for send/recv from rank 0": a RuntimeError of the monitor, raised by the barrier's timeout
+    inc = traindoc.load(DATA / "corpus" / "timeout" / "timeout-roboorchardlab-33" / "logs")
+    r = gpu_crash.diagnose(inc)
+    assert r.facts["error_kind"] != "python"
+    assert 1 not in r.facts["failed_ranks"]
+
+
+@pytest.mark.parametrize("sample", ["drill_hang", "gloo_desync_hang"])
+def test_the_agents_signal_exception_is_teardown_not_a_python_failure(sample: str) -> None:
+    # torchelastic's "SignalException: Process 9570 got signal: 15": the hang was killed
+    r = gpu_crash.diagnose(traindoc.load(DATA / "deadlock" / sample))
+    assert r.facts["error_kind"] != "python" and r.facts["failed_ranks"] == []
+
+
+def test_a_python_error_after_a_timeout_on_the_same_rank_is_a_consequence(tmp_path: Path) -> None:
+    # a real watchdog line, then the dump helper that ran after it raised a TypeError
+    inc = load_text(tmp_path, (
+        "[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=2901, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600070 milliseconds before timing out.\n"
+        "[rank3]: Traceback (most recent call last):\n"
+        "[rank3]:   File \"train.py\", line 88, in dump_state\n"
+        "[rank3]: TypeError: 'NoneType' object is not subscriptable\n"))
+    ev = gpu_crash.analyse(inc).events
+    py = ev[ev["kind"] == "python"]
+    assert len(py) and (py["role"] == "cascade").all()

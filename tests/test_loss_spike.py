@@ -457,3 +457,23 @@ def test_analysis_of_no_metrics_is_empty() -> None:
     a = ls.analyse(Incident.empty())
     assert not a.has_metrics and a.spikes == [] and a.rollback_iteration is None
     assert ls.report(a).findings[0].id == "no_iterations"
+
+
+# -- issue 27: a learning rate that grows during warm-up is not a jump --------------------------
+
+def test_a_warm_up_ramp_is_not_an_lr_jump() -> None:
+    # Kimi-Audio's first logged steps: lr 1.98e-06, 3.14e-06, 3.96e-06, 4.6e-06 … (warm-up);
+    # the ×1.58 step between the first two was called "the learning rate jumped"
+    inc = traindoc.load(DATA / "corpus" / "loss_spike" / "loss_spike-kimi-audio-133" / "logs")
+    r = ls.diagnose(inc)
+    assert r.facts["spikes"]
+    assert not any(f.id == "lr_jump" for f in r.findings)
+    assert not any(a.id == "restore_lr" for a in r.actions)
+    assert "jumped" not in r.verdict
+
+
+def test_a_jump_from_a_flat_rate_is_still_an_lr_jump() -> None:
+    # wandb_lr_jump: 0.003 for 259 steps, then 0.09 and it stays: a reset, not a warm-up
+    r = ls.diagnose(traindoc.load(DATA / "loss_spike" / "wandb_lr_jump"))
+    assert any(f.id == "lr_jump" for f in r.findings)
+    assert r.actions[0].id == "restore_lr"

@@ -413,3 +413,13 @@ def test_thread_header_after_prose_and_compose_prefix(tmp_path: Path) -> None:
     s = traindoc.load(tmp_path / "b.txt").stacks
     assert s.iloc[0]["frames"] == ["_apply (penaltylib/min_new_tokens.py:78)",
                                    "apply (penaltylib/orchestrator.py:150)"]
+
+
+def test_a_failed_dump_after_its_process_header_keeps_the_pid() -> None:
+    # issue 27 (huggingface/m4-logs tr_141): "Process 280058: ..." then py-spy's
+    # "Error: Failed to suspend process" — the error was read as the header's command line
+    log = ROOT / "data" / "corpus" / "deadlock" / "deadlock-m4-logs-tr141-try3" / "logs"
+    s = traindoc.load(log).stacks
+    err = s[s["state"] == "dump_error"]
+    assert len(err) == 1 and int(err.iloc[0]["pid"]) == 280058
+    assert err.iloc[0]["line"] == "Error: Failed to suspend process"

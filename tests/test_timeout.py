@@ -490,3 +490,26 @@ def test_an_unreadable_seqnum_is_said_and_lowers_confidence(tmp_path: Path) -> N
     r = timeout.diagnose(traindoc.load(log))
     f = [x for x in r.findings if x.id == "seq_num_unreadable"]
     assert f and "rank 0" in f[0].title and r.confidence != "high"
+
+
+def test_a_monitored_barrier_names_the_ranks_that_failed_to_pass_not_the_monitor() -> None:
+    # issue 27: rank 1 printed the report; rank 0 never reached the barrier
+    r = timeout.diagnose(traindoc.load(DATA / "corpus" / "timeout" / "timeout-roboorchardlab-33"
+                                       / "logs"))
+    assert r.facts["lagging_ranks"] == [0]
+    assert "monitor" in r.verdict and r.verdict.index("monitor") < r.verdict.index("rank 0")
+    lag = next(f for f in r.findings if f.id == "lagging_ranks")
+    assert "None" not in lag.title and "MONITORED_BARRIER" in lag.title
+    assert "the monitor, not a culprit" in lag.title
+    assert any(a.title == "Find where rank 0 was instead" for a in r.actions)
+
+
+def test_a_size_desync_without_a_timeout_says_so() -> None:
+    # issue 27: "Detected mismatch between collectives" with TensorShape differing, both
+    # ALLREDUCE: it read "A rank (no rank tag) timed out … ranks issued different collectives"
+    r = timeout.diagnose(traindoc.load(DATA / "corpus" / "timeout" / "timeout-ms-swift-9443"
+                                       / "logs"))
+    assert r.facts["pattern"] == "desync" and r.facts["timed_out_ranks"] == []
+    assert r.verdict.startswith("ALLREDUCE #3104 (no timeout line in these logs)")
+    assert "the same collective with different sizes" in r.verdict
+    assert "different collectives" not in r.verdict

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import types
 from pathlib import Path
@@ -207,14 +208,137 @@ def test_a_failing_class_module_is_reported_not_raised() -> None:
     assert "ValueError: boom" in nc["loss_spike"]
 
 
-def test_short_series_is_not_judged(tmp_path: Path) -> None:
-    lines = [f" iteration {i:8d}/     100 | consumed samples: {i * 8} | elapsed time per iteration "
-             f"(ms): 55.0 | lm loss: {2.5 if i != 3 else 90.0:.6E} | grad norm: 1.0 |"
-             for i in range(1, triage.MIN_SERIES - 2)]
-    write(tmp_path, "job.log", "\n".join(lines) + "\n")
-    r = triage.diagnose(traindoc.load(tmp_path),
-                        modules={"loss_spike": _module({"spikes": [{"start_iteration": 3}]})})
-    assert r.facts["classes"] == [] and r.facts["not_checked"] == []
+CORPUS = DATA / "corpus"
+
+
+def _case(path: str) -> traindoc.Incident:
+    return traindoc.load(CORPUS / path / "logs")
+
+
+@pytest.mark.parametrize("case", [
+    "loss_spike/loss_spike-tablemaster-mmocr-32",  # 2 logged steps, a spike the runbook finds
+    "loss_spike/loss_spike-waveglow-32",  # 7
+    "loss_spike/loss_spike-xtuner-187",  # 6
+])
+def test_a_short_series_is_judged_by_the_class_runbook(case: str) -> None:
+    # issue 27: loss and throughput were skipped below a fixed number of steps, not_checked empty
+    inc = _case(case)
+    assert triage._series_len(inc, "loss_spike") < triage.MIN_SERIES
+    own = importlib.import_module("traindoc.diagnose.loss_spike").diagnose(inc)
+    assert own.facts["spikes"] or own.facts["nan_iterations"]
+    r = triage.diagnose(inc)
+    assert "loss_spike" in [c for c, _ in classes(r)]
+    assert CONFIDENCE.index(r.confidence) <= CONFIDENCE.index(own.confidence)
+
+
+@pytest.mark.parametrize("case", [
+    "throughput/throughput-megatron-lm-756",  # 3 steps of each, nothing found
+    "loss_spike/loss_spike-vmamba-273",  # 4
+])
+def test_a_short_series_with_nothing_found_is_listed_not_checked(case: str) -> None:
+    r = triage.diagnose(_case(case))
+    nc = {n["class"]: n["reason"] for n in r.facts["not_checked"]}
+    assert {"throughput", "loss_spike"} <= set(nc) and r.facts["classes"] == []
+    assert "too few to judge" in nc["loss_spike"] and "not checked: throughput, loss_spike" in r.verdict
+    assert "look normal" not in " ".join(f.title for f in r.findings)
+    assert any(a.id == "check_loss_spike" for a in r.actions)
+
+
+def test_a_class_without_any_data_is_listed_without_an_action() -> None:
+    r = triage.diagnose(_case("throughput/throughput-mxnet-223"))  # throughput only, no loss
+    nc = {n["class"]: n["reason"] for n in r.facts["not_checked"]}
+    assert nc == {"loss_spike": "no loss or grad-norm values in these logs"}
+    assert not any(a.id == "check_loss_spike" for a in r.actions)
+
+
+CONFIDENCE = ["low", "medium", "high"]
+CLASS_IDS = ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"]
+
+
+def _runbook_found(cls: str, rep: Report) -> bool:
+    f = rep.facts
+    return {"timeout": not any(x.id == "no_timeout" for x in rep.findings),
+            # a Python exception is a program error, not a GPU crash (issue 27)
+            "gpu_crash": f.get("error_kind") not in (None, "python"),
+            "deadlock": bool(f.get("processes_seen")),
+            "throughput": f.get("change_iteration") is not None and bool(f.get("drop_pct")),
+            "loss_spike": bool(f.get("spikes") or f.get("nan_iterations"))}[cls]
+
+
+ALL_LOGS = sorted([*CORPUS.glob("*/*/logs"), *SAMPLE_DIRS])
+
+
+@pytest.mark.parametrize("path", ALL_LOGS, ids=lambda p: "/".join(p.parts[-3:-1]) if
+                         p.name == "logs" else "/".join(p.parts[-2:]))
+def test_triage_reports_every_class_a_runbook_reports(path: Path) -> None:
+    """Every corpus case and sample: each class its runbook reports is a triage class (a
+    signal that is a timed-out rank's own teardown aside), and triage is never surer than the
+    cause's runbook."""
+    inc = traindoc.load(path)
+    a = triage.analyse(inc)
+    r = triage.report(a)
+    got = [c for c, _ in classes(r)]
+    for cls in CLASS_IDS:
+        own = a.runbooks[cls]
+        if own is None or not _runbook_found(cls, own) or cls in got:
+            continue
+        assert cls == "gpu_crash" and own.facts["error_kind"] == "signal" and "timeout" in got, (
+            cls, own.verdict)
+    if got:
+        assert CONFIDENCE.index(r.confidence) <= CONFIDENCE.index(a.runbooks[got[0]].confidence)
+    nc = [n["class"] for n in r.facts["not_checked"]]
+    for cls in ("throughput", "loss_spike"):
+        assert cls in got or cls in nc or triage._series_len(inc, cls) >= triage.MIN_SERIES
+    # issue 27.2: a finding does not contradict its evidence
+    for f in r.findings:
+        if f.id == "no_failure_class" and any("NCCL" in e or "CUDA" in e for e in f.evidence):
+            assert "NCCL error" not in f.title and "symptoms of a peer" in f.title, f
+
+
+@pytest.mark.parametrize("case", ["timeout/timeout-ms-swift-9443",
+                                  "timeout/timeout-speechbrain-2401"])
+def test_a_desync_the_timeout_runbook_reports_is_triaged_as_timeout(case: str) -> None:
+    # "Detected mismatch between collectives" (TORCH_DISTRIBUTED_DEBUG=DETAIL): no watchdog line
+    r = triage.diagnose(_case(case))
+    assert classes(r)[:1] == [("timeout", "cause")]
+    assert "desync" in r.facts["classes"][0]["detail"]
+    assert "gpu_crash" not in [c for c, _ in classes(r)]  # a RuntimeError is no GPU crash
+
+
+@pytest.mark.parametrize("case", ["gpu_crash/gpu_crash-flavr-58", "gpu_crash/gpu_crash-nccl-1029",
+                                  "gpu_crash/gpu_crash-nccl-629"])
+def test_an_nccl_error_is_a_gpu_crash_and_never_no_sign_of_one(case: str) -> None:
+    r = triage.diagnose(_case(case))
+    assert classes(r) == [("gpu_crash", "cause")]
+    assert not any(f.id == "no_failure_class" for f in r.findings)
+    assert "NCCL error" in r.facts["classes"][0]["detail"]
+
+
+def test_an_exit_with_code_1_is_a_program_error_not_a_gpu_crash() -> None:
+    # torchrun's record: rank 1 exitcode 1, no GPU or NCCL error anywhere
+    r = triage.diagnose(_case("gpu_crash/gpu_crash-llamafactory-6040"))
+    assert r.facts["classes"] == [] and r.facts["cause"] is None
+    assert r.verdict.startswith("Rank 1 exited with code 1") and "not a GPU crash" in r.verdict
+    assert any(f.id == "program_error" and f.severity == "critical" for f in r.findings)
+    assert r.actions[0].id == "read_traceback" and "drain" not in r.actions[0].why.lower().replace(
+        "no node to drain", "")
+
+
+def test_a_program_error_before_a_timeout_is_named_as_what_it_waited_for() -> None:
+    # rank 4 exits with code 1 at 11:37:36; rank 0 times out ten minutes later
+    r = triage.diagnose(_case("timeout/timeout-pytorch-134006"))
+    assert classes(r) == [("timeout", "cause")]
+    assert "Before it, rank 4 exited with code 1 at 2024-08-20 11:37:36" in r.verdict
+    assert r.confidence != "high"
+
+
+def test_the_timeout_numbers_are_the_timeout_runbooks() -> None:
+    # issue 27: "after 120 s" in triage, "after 121 s" in the timeout runbook, same event
+    inc = _case("timeout/timeout-picotron-tutorial-6")
+    a = triage.analyse(inc)
+    detail = triage.report(a).facts["classes"][0]["detail"]
+    ran = a.runbooks["timeout"].facts["ran_for_ms"]
+    assert f"after {ran / 1000:.0f} s" in detail and "after 120 s" not in detail
 
 
 def test_with_runbooks_fills_summary_and_verdict_and_merges_the_cause_actions() -> None:
@@ -329,3 +453,9 @@ def test_report_links_point_at_each_class_report() -> None:
         {"class": "timeout", "role": "consequence", "summary": None}]}, [], [])
     links = triage.report_links_html(rep)
     assert 'href="gpu_crash/gpu_crash.html"' in links and "timeout" not in links
+
+
+def test_a_program_error_before_the_timeout_comes_first_in_the_actions() -> None:
+    r = triage.diagnose(_case("timeout/timeout-pytorch-134006"))
+    assert [a.id for a in r.actions[:2]] == ["read_traceback", "start_with_timeout"]
+    assert "before the timeout" in r.actions[0].why

@@ -1,21 +1,30 @@
 """Triage: which failure classes an incident shows, in which order, and which came first.
 
-A page does not say what failed. Each class is detected from the tables:
+A page does not say what failed. Triage runs every class's own diagnosis
+(``traindoc.diagnose.<class>``) and reports each class its runbook reports; a class it could
+not judge (too few logged steps, no data, a diagnosis that failed) is listed under
+``not_checked`` with the reason, and its confidence is never above the cause's runbook's.
 
-- ``timeout``: collective rows in state ``timed_out`` (NCCL watchdog, gloo).
+- ``timeout``: wherever the timeout runbook finds one: collective rows in state ``timed_out``
+  (NCCL watchdog, gloo), and also a desync ('Detected mismatch between collectives'), a
+  flight-recorder straggler or a stuck watchdog (heartbeat monitor).
 - ``gpu_crash``: errors of kind cuda_error, xid, oom, ecc or signal, any error row whose text
-  carries a CUDA error (a watchdog that died of one), and worker exits by a signal or a non-zero
-  code. Teardown is not a crash: the SIGTERM/SIGKILL a launcher or scheduler sends to the
-  survivors, and the abort of a rank whose watchdog had already timed out.
+  carries a CUDA error (a watchdog that died of one), worker exits by a signal, and the first
+  failure the gpu_crash runbook names when it is a GPU, NCCL or signal failure. Teardown is not
+  a crash: the SIGTERM/SIGKILL a launcher or scheduler sends to the survivors, and the abort of
+  a rank whose watchdog had already timed out. A Python exception (or an exit with a code and
+  no GPU/NCCL error) is a program error, named in its own finding, not a GPU crash.
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
-- ``throughput`` / ``loss_spike``: iteration metrics long enough to judge; present only when the
-  class's own diagnosis (``traindoc.diagnose.<class>``, imported lazily) finds something, else
-  listed under ``not_checked``.
+- ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
+  whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
+  nothing is listed under ``not_checked``.
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
 then the order of the lines in the files. The first class is the likely cause, the rest its
 cascade — a dead rank leaves its peers waiting in a collective until their watchdogs fire.
+A timeout read only from the flight recorder or status lines (no watchdog fired) and stack
+dumps are one hang: the dumps, which say where each process waits, come first.
 
 ``analyse`` reads the incident once into a ``TriageAnalysis`` (the classes found, ordered, the
 root-cause record, the lines no parser understood, the timeline's table); ``report`` writes
@@ -43,13 +52,18 @@ from ..hostlist import runs
 from ..incident import Incident
 from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
 from .collectives import with_status_pg
-from .common import input_findings, training_steps, who
-from .timeout import timeout_rows
+from .common import input_findings, training_steps, when_text, who
+from .timeout import STUCK_CODES, timeout_rows
+from .timeout.report import _timeout_title as timeout_title
+from .timeout.report import desync_words
 
 CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
 METRIC_CLASSES = ("throughput", "loss_spike")
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
+# error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
+# word (a Python exception is a program error; see ``program_error``).
+RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error"})
 # Signals a launcher or scheduler sends to the survivors once one worker failed.
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 # errors.code of lines that are a launcher or scheduler tearing the job down, not a crash.
@@ -61,6 +75,9 @@ RECORD_HEADER_RE = re.compile(r"^\s*\[\d+\]:\s*$")
 # A CUDA failure, whatever parser filed the line (torch>=2.2 words a GPU fault seen by the NCCL
 # watchdog as "Process group watchdog thread terminated with exception: CUDA error: …").
 CUDA_TEXT_RE = re.compile(r"CUDA error: |CUDA out of memory|NVRM: Xid|uncorrectable ECC")
+# An error line that reports a peer or the network, not a failure of its own.
+PEER_TEXT_RE = re.compile(r"NCCL|[Gg]loo|[Cc]onnection (?:reset|closed|refused)|remote process|"
+                          r"[Nn]etwork|[Bb]roken pipe|socket|Socket")
 SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
@@ -80,6 +97,9 @@ class Sighting:
     first_seen: datetime | None = None
     position: tuple[int, int] = (1 << 30, 0)  # (file index, line) of the first evidence row
     report: Report | None = None
+    # a timeout read without a watchdog/gloo timeout line (flight recorder, status lines): a
+    # view of the same hang the stack dumps show, which the dumps place better
+    hang_view: bool = False
 
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
@@ -137,17 +157,61 @@ def _timeouts(incident: Incident) -> pd.DataFrame:
     return timeout_rows(pg)
 
 
-def _timeout(incident: Incident) -> Sighting | None:
+def _timeout_evidence(incident: Incident, mm: Mapping[str, Any] | None) -> pd.DataFrame:
+    """What the timeout runbook reads as a timeout: the watchdog/gloo lines, else the status
+    lines naming the failed work, the collectives of the first mismatch (flight recorder,
+    'Detected mismatch between collectives') and the heartbeat monitor's 'watchdog got stuck'
+    lines."""
     rows = _timeouts(incident)
+    if len(rows):
+        return rows
+    c = with_status_pg(incident.collectives)
+    e = incident.errors
+    parts = [c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()],
+             e[e["code"].isin(list(STUCK_CODES)) & e["rank"].notna()]]
+    if mm:
+        parts.append(c[(c["seq_num"] == mm["seq_num"])
+                       & (c["process_group"].fillna("?") == mm["process_group"])])
+    parts.append(c[c["state"] == "mismatch"])
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return rows
+    cols = ["rank", "host", "time", "source", "line"]
+    out = pd.concat([p[[k for k in cols if k in p]] for p in parts], ignore_index=True)
+    return out.drop_duplicates(["source", "line"])
+
+
+def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
+    """A timeout wherever the timeout runbook reports one (its facts say what and when)."""
+    if rep is None or any(f.id == "no_timeout" for f in rep.findings):
+        return None
+    f = rep.facts
+    mm = f.get("first_mismatch")
+    rows = _timeout_evidence(incident, mm)
     if not len(rows):
         return None
-    ranks = _ranks(rows)
-    ops = "/".join(sorted(set(rows["op_type"].dropna()))) or "a collective"
-    seqs = sorted({int(s) for s in rows["seq_num"].dropna()})
-    seq = f" #{seqs[0]}" if len(seqs) == 1 else (f" #{seqs[0]}–{seqs[-1]}" if seqs else "")
-    ms = rows["timeout_ms"].dropna()
-    after = f" after {int(ms.max()) / 1000:.0f} s" if len(ms) else ""
-    return Sighting("timeout", rows, f"{who(ranks)} timed out in {ops}{seq}{after}", ranks)
+    ranks = sorted({int(r) for r in f.get("timed_out_ranks") or []})
+    timed_out = bool(len(_timeouts(incident)))
+    what = f"{f.get('op_type') or 'a collective'}" + (
+        f" #{f['seq_num']}" if f.get("seq_num") is not None else "")
+    if f.get("pattern") == "desync" and mm:
+        ops = ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
+        detail = f"a desync — ranks issued {desync_words(mm)} at sequence {mm['seq_num']} ({ops})"
+    elif f.get("pattern") == "straggler" and f.get("lagging_ranks"):
+        detail = f"{who(f['lagging_ranks'])} never entered {what}, which the others waited in"
+    elif f.get("pattern") == "all_stuck":
+        detail = f"every rank entered {what} and it never completed"
+    elif not timed_out and not f.get("op_type") and f.get("seq_num") is None:
+        detail = (f"the NCCL watchdog of {who(ranks)} got stuck (heartbeat monitor): the process "
+                  "hung inside NCCL/CUDA")
+    else:
+        detail = ""
+    if timed_out or not detail:
+        title = timeout_title(f)
+        title = title[:1].lower() + title[1:]
+        detail = f"{title}: {detail}" if detail else title
+    return Sighting("timeout", rows, detail, ranks or _ranks(rows), report=rep,
+                    hang_view=not timed_out)
 
 
 def _signal_of(row: Mapping[str, Any]) -> str | None:
@@ -256,10 +320,18 @@ def headline_error(incident: Incident, err: pd.DataFrame) -> pd.Series:
     return key.sort_values(["_k", "_r"], kind="stable").iloc[0]
 
 
-def _gpu_crash(incident: Incident) -> Sighting | None:
+def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None:
+    """A crashed or killed rank: a GPU/NCCL error, a fatal signal, or the exit of a rank that
+    died without a Python exception (see ``crash_rows``). A Python exception is a program error,
+    not a GPU crash (``program_error``); a GPU/NCCL failure the gpu_crash runbook names first
+    is one even where the lines fit no rule above (NCCL's 'unhandled cuda error')."""
     err, x = crash_rows(incident)
+    kind = (rep.facts.get("error_kind") if rep is not None else None) or ""
+    if len(x) and not len(err) and kind in ("python", ""):
+        # only exits with a code: the rank's own Python exception, or nothing said it crashed
+        x = x[x["signal"].notna()]
     if not len(err) and not len(x):
-        return None
+        return _runbook_crash(incident, rep) if kind in RUNBOOK_CRASH_KINDS else None
     cols = ["rank", "host", "time", "source", "line"]
     rows = pd.concat([_ordered(incident, err)[cols], exit_evidence(_ordered(incident, x))[cols]],
                      ignore_index=True)
@@ -283,20 +355,48 @@ def _gpu_crash(incident: Incident) -> Sighting | None:
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
 
 
-def _deadlock(incident: Incident) -> Sighting | None:
+def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
+    """The gpu_crash runbook's first failure as a sighting (its cluster's lines)."""
+    from .gpu_crash import analyse as crash_analyse  # the runbook's own reading
+
+    crash = crash_analyse(incident).crash
+    if crash.first is None:
+        return None
+    rows = crash.cluster if len(crash.cluster) else crash.first.to_frame().T
+    rows = rows[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
+    rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
+    f = rep.facts
+    if f.get("error_kind") == "signal" and _follows_timeout(incident, rows, _timeouts(incident)).all():
+        return None  # a timed-out rank's abort: the watchdog's teardown, not a crash
+    ranks = [int(r) for r in f.get("failed_ranks") or []]
+    where = who(ranks) if ranks else (
+        f"host {f['failed_hosts'][0]}" if f.get("failed_hosts") else "a process (no rank tag)")
+    msg = str(f.get("error_message") or f.get("error_kind"))
+    kind = {"nccl_error": "an NCCL error", "cuda_error": "a CUDA error", "xid": "an Xid",
+            "ecc": "an ECC error", "oom": "out of memory", "signal": "a fatal signal"}.get(
+        str(f.get("error_kind")), str(f.get("error_kind")))
+    return Sighting("gpu_crash", rows, f"{where} failed with {kind}: "
+                    f"{msg if len(msg) <= 140 else msg[:140] + ' …'}", ranks, report=rep)
+
+
+def program_error(rep: Report | None) -> dict[str, Any] | None:
+    """The gpu_crash runbook's first failure when it is a Python exception: a program error,
+    which triage names but does not call a GPU crash."""
+    if rep is None or rep.facts.get("error_kind") != "python":
+        return None
+    f = rep.facts
+    return {"ranks": list(f.get("failed_ranks") or []), "hosts": list(f.get("failed_hosts") or []),
+            "message": str(f.get("error_message") or "a Python exception").strip().splitlines()[0],
+            "time": f.get("first_failure_time")}
+
+
+def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:  # noqa: ARG001
     s = incident.stacks
     if not len(s):
         return None
     procs = s.assign(_h=s["host"].fillna("?"), _p=s["pid"].fillna(-1)).drop_duplicates(["_h", "_p"])
     return Sighting("deadlock", s, f"stack dumps of {len(procs)} process(es) in the bundle "
                     "(taken while the job hung)", _ranks(s))
-
-
-def _series_ok(incident: Incident, cls: str) -> bool:
-    it = training_steps(incident)
-    cols = (["loss", "grad_norm", "nan"] if cls == "loss_spike" else
-            ["elapsed_s", "tflops", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu"])
-    return any(c in it and it[c].notna().sum() >= MIN_SERIES for c in cols)
 
 
 def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
@@ -313,28 +413,57 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
     return int(it)
 
 
-def _metric(incident: Incident, cls: str, modules: Mapping[str, Any] | None,
-            not_checked: list[dict[str, str]]) -> Sighting | None:
-    if not _series_ok(incident, cls):
+def _series_len(incident: Incident, cls: str) -> int:
+    """The most values any of the class's series has among the logged training steps."""
+    it = training_steps(incident)
+    cols = (["loss", "grad_norm", "nan"] if cls == "loss_spike" else
+            ["elapsed_s", "tflops", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu"])
+    return max((int(it[c].notna().sum()) for c in cols if c in it), default=0)
+
+
+def _module(cls: str, modules: Mapping[str, Any] | None) -> Any:
+    """The class's diagnosis module: ``modules`` (tests) for the metric classes when given,
+    else ``traindoc.diagnose.<cls>``; None when it cannot be imported."""
+    if modules is not None and (cls in METRIC_CLASSES or cls in modules):
+        return modules.get(cls)
+    try:
+        return importlib.import_module(f"traindoc.diagnose.{cls}")
+    except ImportError:
         return None
-    mod = (modules or {}).get(cls)
-    if modules is None:
-        try:
-            mod = importlib.import_module(f"traindoc.diagnose.{cls}")
-        except ImportError:
-            mod = None
+
+
+def run_class(incident: Incident, cls: str, modules: Mapping[str, Any] | None,
+              not_checked: list[dict[str, str]]) -> Report | None:
+    """The class runbook's own diagnosis of ``incident`` (None, with the reason added to
+    ``not_checked``, when it is missing or fails)."""
+    mod = _module(cls, modules)
     if mod is None or not hasattr(mod, "diagnose"):
-        not_checked.append({"class": cls, "reason": f"traindoc.diagnose.{cls} is not available; "
-                            f"{len(training_steps(incident))} iteration row(s) were not judged"})
+        n = len(training_steps(incident))
+        not_checked.append({"class": cls, "reason": f"traindoc.diagnose.{cls} is not available"
+                            + (f"; {n} iteration row(s) were not judged" if cls in METRIC_CLASSES
+                               else "")})
         return None
     try:
-        rep = mod.diagnose(incident)
+        return mod.diagnose(incident)
     except Exception as exc:  # another class's bug must not take triage down
         not_checked.append({"class": cls, "reason": f"traindoc.diagnose.{cls} failed: "
                             f"{type(exc).__name__}: {exc}"})
         return None
+
+
+def _metric(incident: Incident, cls: str, rep: Report | None,
+            not_checked: list[dict[str, str]]) -> Sighting | None:
+    if rep is None:
+        return None
     start = _metric_found(cls, rep.facts)
     if start is None:
+        n = _series_len(incident, cls)
+        what = "loss or grad-norm values" if cls == "loss_spike" else "throughput figures"
+        if n < MIN_SERIES:
+            not_checked.append({"class": cls, "reason": (
+                f"no {what} in these logs" if not n else
+                f"only {n} logged step(s) with {what}, too few to judge (the runbook found "
+                f"nothing in them; {MIN_SERIES} or more are needed to rule it out)")})
         return None
     it = training_steps(incident)
     rows = it[it["iteration"] >= start].head(1)
@@ -343,7 +472,7 @@ def _metric(incident: Incident, cls: str, modules: Mapping[str, Any] | None,
     return Sighting(cls, rows, rep.verdict, _ranks(rows), report=rep)
 
 
-DETECTORS: dict[str, Callable[[Incident], Sighting | None]] = {
+DETECTORS: dict[str, Callable[[Incident, Report | None], Sighting | None]] = {
     "timeout": _timeout, "gpu_crash": _gpu_crash, "deadlock": _deadlock}
 
 
@@ -351,17 +480,27 @@ def detect(incident: Incident, modules: Mapping[str, Any] | None = None,
            ) -> tuple[list[Sighting], list[dict[str, str]]]:
     """Every class present (unordered), and the classes that could not be judged.
     ``modules`` replaces the lazy import of the metric classes' diagnoses (tests)."""
+    found, not_checked, _ = _detect(incident, modules)
+    return found, not_checked
+
+
+def _detect(incident: Incident, modules: Mapping[str, Any] | None = None,
+            ) -> tuple[list[Sighting], list[dict[str, str]], dict[str, Report | None]]:
+    """``detect``, plus each class runbook's own report (None: not run)."""
     found: list[Sighting] = []
     not_checked: list[dict[str, str]] = []
+    reports: dict[str, Report | None] = {}
     for cls in CLASSES:
-        s = (_metric(incident, cls, modules, not_checked) if cls in METRIC_CLASSES
-             else DETECTORS[cls](incident))
+        rep = reports[cls] = run_class(incident, cls, modules, not_checked)
+        s = (_metric(incident, cls, rep, not_checked) if cls in METRIC_CLASSES
+             else DETECTORS[cls](incident, rep))
         if s is None:
             continue
+        s.report = rep
         s.first_seen, s.position = _first(incident, s.rows)
         s.rows = _ordered(incident, s.rows)
         found.append(s)
-    return found, not_checked
+    return found, not_checked, reports
 
 
 # -- ordering ---------------------------------------------------------------------------------
@@ -394,6 +533,8 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
     """Earliest first: by time where both classes have one, else the root-cause class first,
     else by file position."""
     def cmp(a: Sighting, b: Sighting) -> int:
+        if {a.cls, b.cls} == {"timeout", "deadlock"} and (a.hang_view or b.hang_view):
+            return -1 if a.cls == "deadlock" else 1  # one hang: the stacks say where
         if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
             return -1 if a.first_seen < b.first_seen else 1
         if root_cls in (a.cls, b.cls) and a.cls != b.cls:
@@ -405,10 +546,12 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
 
 
 def _how_ordered(ordered: list[Sighting], root_cls: str | None) -> str:
-    """'time', 'root_cause' or 'file_order': what put the first class first."""
+    """'time', 'root_cause', 'same_hang' or 'file_order': what put the first class first."""
     if len(ordered) < 2:
         return "only_class"
     a = ordered[0]
+    if a.cls == "deadlock" and any(s.cls == "timeout" and s.hang_view for s in ordered):
+        return "same_hang"
     if a.first_seen is not None and all(
             b.first_seen is not None and a.first_seen < b.first_seen for b in ordered[1:]):
         return "time"
@@ -440,10 +583,14 @@ class TriageAnalysis:
     not_checked: list[dict[str, str]]  # classes that could not be judged, with the reason
     root_class: str | None  # the class torchrun's root-cause record belongs to
     root_cause_exit: pd.Series | None  # torchrun's earliest root-cause record
-    ordered_by: str | None  # only_class, time, root_cause or file_order; None: no class
-    series_judged: bool  # the iteration lines were long enough to judge loss and throughput
+    ordered_by: str | None  # only_class, time, root_cause, same_hang or file_order; None: none
+    series_judged: bool  # loss and throughput were judged (neither is under not_checked)
     unparsed_lines: list[str]  # failure-looking lines no parser understood (capped, counted)
     timeline: pd.DataFrame  # ``timeline_frame``: each class's evidence for the timeline figure
+    # each class runbook's own report (None: not run); triage is never surer than the cause's
+    runbooks: dict[str, Report | None] = field(default_factory=dict)
+    # the gpu_crash runbook's first failure when it is a Python exception (``program_error``)
+    program_error: dict[str, Any] | None = None
 
     @property
     def cause(self) -> str | None:
@@ -454,16 +601,18 @@ class TriageAnalysis:
 def analyse(incident: Incident, modules: Mapping[str, Any] | None = None) -> TriageAnalysis:
     """Every failure class in ``incident``, ordered, the first the likely cause. ``modules``
     replaces the lazy import of the metric classes' diagnoses (tests)."""
-    found, not_checked = detect(incident, modules)
+    found, not_checked, reports = _detect(incident, modules)
     root_cls = root_cause_class(incident, found)
     ordered = order(found, root_cls)
     return TriageAnalysis(
         incident=incident, sightings=ordered, not_checked=not_checked, root_class=root_cls,
         root_cause_exit=root_cause_exit(incident),
         ordered_by=_how_ordered(ordered, root_cls) if ordered else None,
-        series_judged=_series_ok(incident, "loss_spike"),
+        series_judged=not any(n["class"] in METRIC_CLASSES for n in not_checked),
         unparsed_lines=unrecognized_lines(incident, limit=MAX_UNPARSED),
-        timeline=timeline_frame(incident, ordered))
+        timeline=timeline_frame(incident, ordered), runbooks=reports,
+        program_error=None if any(s.cls == "gpu_crash" for s in found)
+        else program_error(reports.get("gpu_crash")))
 
 
 def report(analysis: TriageAnalysis) -> Report:
@@ -490,18 +639,94 @@ def report(analysis: TriageAnalysis) -> Report:
         findings.append(Finding(
             "not_checked", "info",
             "Not checked: " + "; ".join(f"{n['class']} ({n['reason']})" for n in not_checked), []))
+    pe = a.program_error
+    if pe is not None:
+        first = _program_error_first(pe, ordered)
+        findings.append(Finding(
+            "program_error", "critical" if first else "info",
+            f"{_program_error_text(pe)}: a program error, not a GPU crash (no GPU or NCCL "
+            "error, fatal signal or kill in these logs)" + (
+                "" if not ordered else
+                f"; it came before the {ordered[0].cls}, which is likely its consequence" if first
+                else f"; it is not known to come before the {ordered[0].cls} (a Python error "
+                "raised after a collective timed out, by a dump helper or a teardown, is a "
+                "consequence)"),
+            _program_error_evidence(a)))
     if not ordered:
+        errs = a.incident.errors
+        kinds = sorted({str(k) for k in errs["kind"].dropna()}) if len(errs) else []
+        peer = errs["line"].fillna("").str.contains(PEER_TEXT_RE) if len(errs) else errs
+        if len(errs) and peer.any():
+            title = (f"No failure of a rank's own in these logs: the {int(peer.sum())} NCCL/network "
+                     "line(s) below are symptoms of a peer that failed (a remote process exited "
+                     "or the network broke); the rank that failed first left no line here")
+        else:
+            title = ("No collective timeout, GPU or NCCL error, fatal signal, killed rank or "
+                     "hang (stack dumps) in these logs" + (
+                         f"; the {len(errs)} error line(s) below ({', '.join(kinds)}) are none "
+                         "of these" if len(errs) else ""))
         findings.append(Finding(
             "no_failure_class", "warning",
-            "No sign of a collective timeout, a crashed or killed rank, or a hang (stack dumps) "
-            "in these logs" + ("; throughput and loss were checked and look normal"
-                               if not not_checked and a.series_judged else ""),
-            evidence(a.incident.errors, limit=MAX_LINES)))
+            title + ("; throughput and loss were checked and look normal"
+                     if a.series_judged else ""),
+            evidence(errs, limit=MAX_LINES)))
     findings += input_findings(a.incident)
-    verdict, confidence = _verdict(ordered, a.ordered_by, not_checked)
+    verdict, confidence = _verdict(ordered, a.ordered_by, not_checked, pe)
+    if pe is not None and ordered and _program_error_first(pe, ordered):
+        verdict += (f" Before it, {_program_error_text(pe)[:1].lower()}"
+                    f"{_program_error_text(pe)[1:]}: likely the failure the others waited for.")
+        confidence = min(confidence, "medium", key=CONFIDENCE.index)
+    confidence = _capped(confidence, ordered, a.runbooks)
     logs = " ".join(shlex.quote(str(p)) for p in a.incident.account.get("paths", [])) or "LOGS"
-    actions = ranked(_actions(ordered, not_checked, logs))
+    actions = ranked(_actions(ordered, not_checked, logs, pe))
     return Report("triage", verdict, confidence, facts, findings, actions)
+
+
+CONFIDENCE = ("low", "medium", "high")
+
+
+def _capped(confidence: str, ordered: list[Sighting], runbooks: Mapping[str, Report | None],
+            ) -> str:
+    """Triage is never surer than the cause's own runbook."""
+    if not ordered:
+        return confidence
+    rep = runbooks.get(ordered[0].cls) or ordered[0].report
+    own = getattr(rep, "confidence", None)
+    if own not in CONFIDENCE:
+        return confidence
+    return min(confidence, own, key=CONFIDENCE.index)
+
+
+EXIT_ONLY_RE = re.compile(r"exit ?code:? ?=? ?(-?\d+)|return code = (-?\d+)", re.IGNORECASE)
+
+
+def _program_error_text(pe: Mapping[str, Any]) -> str:
+    """'Rank 1 exited with code 1 at …' (only the exit is logged) or 'Rank 1 failed at … with
+    a Python exception (TypeError: …)'."""
+    where = (who(pe["ranks"], cap=True) if pe["ranks"] else
+             f"A process on {pe['hosts'][0]}" if pe["hosts"] else "A process (no rank tag)")
+    when = f" at {when_text(pe['time'])}" if pe.get("time") else ""
+    m = EXIT_ONLY_RE.search(pe["message"])
+    if m and len(pe["message"]) < 40:
+        return (f"{where} exited with code {m.group(1) or m.group(2)}{when} (no traceback in "
+                "these logs: most likely a Python exception, printed in that rank's own output)")
+    msg = pe["message"] if len(pe["message"]) <= 160 else pe["message"][:160] + " …"
+    return f"{where} failed{when} with a Python exception ({msg})"
+
+
+def _program_error_first(pe: Mapping[str, Any] | None, ordered: list[Sighting]) -> bool:
+    """The program error came before the first class (by the times the lines carry): it is the
+    failure the others followed. One after it (a dump helper, a teardown) is a consequence."""
+    if pe is None or not ordered:
+        return pe is not None
+    t, first = pe.get("time"), ordered[0].first_seen
+    return bool(t and first and pd.Timestamp(t) < pd.Timestamp(first))
+
+
+def _program_error_evidence(a: TriageAnalysis) -> list[str]:
+    rep = a.runbooks.get("gpu_crash")
+    f = next((f for f in (rep.findings if rep else []) if f.id == "first_failure"), None)
+    return list(f.evidence)[:MAX_LINES] if f else []
 
 
 def diagnose(incident: Incident, modules: Mapping[str, Any] | None = None) -> Report:
@@ -516,11 +741,15 @@ def triage(incident: Incident, modules: Mapping[str, Any] | None = None,
     return report(a), a.sightings
 
 
-def _verdict(ordered: list[Sighting], how: str | None,
-             not_checked: list[dict[str, str]]) -> tuple[str, str]:
+def _verdict(ordered: list[Sighting], how: str | None, not_checked: list[dict[str, str]],
+             pe: Mapping[str, Any] | None = None) -> tuple[str, str]:
     if not ordered:
         tail = (" (not checked: " + ", ".join(n["class"] for n in not_checked) + ")"
                 if not_checked else "")
+        if pe is not None:
+            return (f"{_program_error_text(pe)}: a program error, not a GPU crash, timeout or "
+                    "hang; no known failure class found" + tail + " — read its traceback.",
+                    "medium")
         return ("No known failure class found in these logs" + tail + "; check that log_path "
                 "holds every rank's output and the launcher's.", "low")
 
@@ -532,41 +761,54 @@ def _verdict(ordered: list[Sighting], how: str | None,
         return f"{a.cls}: {said(a)}; no other failure class found.", "high"
     rest = "; ".join(f"then {s.cls} ({said(s)})" for s in ordered[1:])
     why = {"time": "it came first", "root_cause": "torchrun's root-cause record names it",
-           "file_order": "its lines come first in the files (no timestamps to compare)"}[how or ""]
-    conf = {"time": "high", "root_cause": "medium", "file_order": "low"}[how or ""]
+           "file_order": "its lines come first in the files (no timestamps to compare)",
+           "same_hang": "the stack dumps say where the job hangs; the collectives' record "
+                        "shows the same hang"}[how or ""]
+    conf = {"time": "high", "root_cause": "medium", "file_order": "low",
+            "same_hang": "medium"}[how or ""]
     ending = "its consequences" if len(ordered) > 2 else "its consequence"
     return f"{a.cls} is the likely cause ({why}; {said(a)}); {rest} — {ending}.", conf
 
 
 def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]],
-             logs: str = "LOGS") -> list[Action]:
+             logs: str = "LOGS", pe: Mapping[str, Any] | None = None) -> list[Action]:
     acts: list[Action] = []
+    if pe is not None and _program_error_first(pe, ordered):
+        acts.append(Action(
+            "read_traceback", 1, "Read the failed rank's traceback and fix the program",
+            f"{_program_error_text(pe)}" + (
+                f", before the {ordered[0].cls}: the others likely waited for it" if ordered
+                else "") + ". A Python exception is the program's own error: no node to drain, "
+            "no GPU to test; the gpu_crash runbook shows the traceback's frames.",
+            f"traindoc run gpu_crash {logs} -o gpu_crash-out"))
     if ordered:
         a = ordered[0]
         acts.append(Action(
-            f"start_with_{a.cls}", 1, f"Start with the {a.cls} runbook: it is the likely cause",
-            f"{a.cls} came first ({a.detail}); what followed is usually its cascade. (A triage "
-            f"run with its runbooks has already run it: <output dir>/{a.cls}/{a.cls}.ipynb.)",
+            f"start_with_{a.cls}", len(acts) + 1, f"Start with the {a.cls} runbook: it is the likely cause",
+            f"{a.cls} came first ({a.detail}); what followed is usually its cascade. (`traindoc "
+            f"triage` with an output directory has already run it there: {a.cls}/{a.cls}.ipynb.)",
             f"traindoc run {a.cls} {logs} -o {a.cls}-out"))
         if len(ordered) > 1:
             rest = ", ".join(s.cls for s in ordered[1:])
             acts.append(Action(
-                "cascade", 2, f"Do not chase {rest} before the cause is fixed",
+                "cascade", len(acts) + 1, f"Do not chase {rest} before the cause is fixed",
                 f"{rest} began after {a.cls}: ranks waiting for a dead or broken peer time out or "
                 "abort; fixing them alone will not keep the job up.",
                 "after the fix, rerun the job and `traindoc triage` on its logs; a class that "
                 "persists is then a problem of its own"))
     else:
         acts.append(Action(
-            "collect_logs", 1, "Point log_path at all of the job's output",
+            "collect_logs", len(acts) + 1, "Point log_path at all of the job's output",
             "Nothing in these logs matched a known failure class.",
             "include every rank's stdout/stderr (torchrun --log-dir, srun -l output), the "
             "launcher's output, `dmesg -T` of each node, flight-recorder dumps and py-spy dumps"))
         acts.append(Action(
-            "stacks_next_time", 2, "If the job hangs, take py-spy dumps of every rank",
+            "stacks_next_time", len(acts) + 1, "If the job hangs, take py-spy dumps of every rank",
             "A hang without a timeout leaves no error line; stacks show where each rank is.",
             "py-spy dump --pid <pid> for every training process on every node"))
     for n in not_checked:
+        if n["reason"].startswith("no "):
+            continue  # nothing to judge: the class's runbook would have nothing either
         acts.append(Action(
             f"check_{n['class']}", len(acts) + 1, f"Check {n['class']} yourself",
             n["reason"], f"traindoc run {n['class']} {logs} -o {n['class']}-out"))

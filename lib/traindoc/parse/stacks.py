@@ -279,6 +279,14 @@ class StackParser:
         if PYTHON_VERSION_RE.match(text) or PARENT_RE.match(text):
             self._proc["in_cmd"] = False
             return []
+        if PYSPY_ERROR_RE.match(text):
+            # py-spy could not dump the process its header named ("Process 280058: …" then
+            # "Error: Failed to suspend process"): an error row that keeps its pid
+            out = self._flush_threads()
+            row = self._error_row(text, ctx)
+            row[1]["pid"] = self._proc.get("pid")
+            self.section, self._proc = None, {}
+            return [*out, row]
         if self._proc.get("in_cmd") and self._proc.get("cmd_lines", 0) < MAX_CMD_LINES:
             # a command line with newlines (python -c "…"), until "Python v…"
             self._proc["cmd"] = f"{self._proc.get('cmd') or ''}\n{text}"

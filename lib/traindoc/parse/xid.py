@@ -134,7 +134,7 @@ CATALOG: dict[int, XidInfo] = {x.code: x for x in (
     XidInfo(143, "GPU_INIT_ERROR", "GPU initialization error", "hardware", "RESET_GPU", "node",
             f"drain, reboot, {_DIAG3}"),
     XidInfo(154, "GPU_RECOVERY_ACTION_CHANGED", "The driver states the recovery the GPU needs "
-            "(None, GPU Reset Required, Node Reboot Required, Drain P2P, Drain and Reset)",
+            "(no action needed, GPU Reset Required, Node Reboot Required, Drain P2P, Drain and Reset)",
             "informational", "XID_154", "none",
             "do what the line asks (reset the GPU or reboot the node)", cascade=True),
 )}

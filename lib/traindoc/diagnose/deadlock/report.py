@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
+
+import pandas as pd
 
 from ...incident import Incident
 from ...report import Action, Finding, Report, ranked
@@ -38,6 +41,9 @@ def report(analysis: DeadlockAnalysis) -> Report:
     facts["outlier_members"] = list(a.outlier_members)
     facts["outlier_leaf"] = a.outlier_leaf
     facts["majority_leaf"] = a.majority_leaf
+    stopped = unsuspendable(a)
+    if stopped and not outliers and not mismatch:
+        facts["outlier_members"] = stopped
 
     # Findings.
     if not ranks:
@@ -63,6 +69,16 @@ def report(analysis: DeadlockAnalysis) -> Report:
             f"{facts['outlier_leaf']}" + (
                 f" (the others: {facts['majority_leaf']})" if facts["majority_leaf"] else ""),
             _stack_evidence(outliers)))
+    elif stopped and not mismatch:
+        findings.append(Finding(
+            "unsuspendable", "critical",
+            f"{members_text(stopped)} could not be dumped: py-spy failed to suspend "
+            f"{'it' if len(stopped) == 1 else 'them'} (EPERM) — the outlier. A process py-spy "
+            "cannot stop is usually in uninterruptible sleep (D in ps: blocked in the kernel, on "
+            "the GPU driver, a file system or the network) while the others wait for it"
+            + (f" ({facts['majority_leaf']})" if facts["majority_leaf"] else ""),
+            [f"{s}: {ln}" for s, ln in zip(a.dump_errors["source"].head(6),
+                                            a.dump_errors["line"].head(6), strict=False)]))
     elif ranks and a.rule == "all_same":
         where = "inside the same collective" if ranks[0].in_collective else "at the same place"
         findings.append(Finding(
@@ -103,9 +119,26 @@ def report(analysis: DeadlockAnalysis) -> Report:
                                             strict=False)]))
     findings += input_findings(incident)
 
-    actions = ranked(_actions(a.traps, facts, incident, bool(ranks)))
+    site = wait_site(ranks)
+    actions = ranked(_actions(a.traps, facts, incident, bool(ranks), site, stopped))
     verdict, confidence = _verdict(facts, outliers, rest, a.rule, mismatch, a.traps, ranks,
                                    a.fr_named)
+    if site == "file_baton" and not outliers and not mismatch:
+        n = n_procs(ranks)
+        verdict = (f"{'The dumped process waits' if n == 1 else f'{n} processes wait'} in "
+                   f"{facts['majority_leaf'] or 'torch/utils/file_baton.py'}: the lock of "
+                   "torch's C++-extension build (FileBaton), which a build killed mid-way leaves "
+                   "behind and nobody releases — remove the stale lock file "
+                   "(~/.cache/torch_extensions/*/*/lock, or under $TORCH_EXTENSIONS_DIR) and "
+                   "restart.")
+        confidence = "medium"
+    if stopped and not outliers and not mismatch:
+        verdict = (f"{members_text(stopped)} could not be dumped (py-spy: Failed to suspend "
+                   "process) — the outlier: a process py-spy cannot suspend is usually in "
+                   "uninterruptible sleep (D in ps), blocked in the kernel"
+                   + (f"; the {n_procs(ranks)} dumped wait in {facts['majority_leaf']}"
+                      if ranks and facts["majority_leaf"] else "") + ".")
+        confidence = "medium"
     prog = last_progress(incident)
     if prog.step is not None:
         findings.append(Finding("last_progress", "info",
@@ -119,6 +152,48 @@ def diagnose(incident: Incident, thread: str = "MainThread", depth: int | None =
     ``thread``: the thread to compare ("MainThread", a thread name, or "*" for all busy
     threads); ``depth``: frames per signature from the leaf outwards (None or 0: all)."""
     return report(analyse(incident, thread=thread, depth=depth))
+
+
+SUSPEND_FAILED_RE = re.compile(r"suspend process|EPERM|Operation not permitted", re.IGNORECASE)
+FILE_BATON_RE = re.compile(r"file_baton\.py|cpp_extension\.py|torch_extensions")
+LOGGING_RE = re.compile(r"[/(]logging/(?:__init__|handlers)\.py")
+LOADER_RE = re.compile(r"torch/utils/data/|_try_get_data|data/iterators\.py|_next_data")
+
+
+def unsuspendable(a: DeadlockAnalysis) -> list[str]:
+    """``host:pid`` of the processes py-spy could not suspend ("Error: Failed to suspend
+    process", EPERM): a process in uninterruptible sleep cannot be stopped to be read."""
+    e = a.dump_errors
+    if not len(e):
+        return []
+    e = e[e["line"].fillna("").str.contains(SUSPEND_FAILED_RE)]
+    out = []
+    for r in e.itertuples(index=False):
+        pid = getattr(r, "pid", None)
+        if pid is not None and not pd.isna(pid):
+            out.append(f"{r.host if isinstance(r.host, str) else '?'}:{int(pid)}")
+    return sorted(set(out))
+
+
+def wait_site(ranks: list[Proc]) -> str | None:
+    """Where the dumped processes wait, for the advice: ``collective`` (every one inside the
+    same collective), ``file_baton`` (the lock of torch's C++-extension build), ``logging``
+    (a logging call), ``dataloader`` (a DataLoader's queue), ``elsewhere``; None: no stacks."""
+    if not ranks:
+        return None
+    frames = [f for p in ranks for f in p.frames[:12]]
+    if any(FILE_BATON_RE.search(f) for f in frames):
+        return "file_baton"
+    leaves = {p.leaf for p in ranks}
+    if all(p.in_collective for p in ranks) and len(leaves) == 1:
+        # one process's stack cannot say the others arrived too
+        return "collective" if n_procs(ranks) > 1 else "one_in_collective"
+    if any(LOGGING_RE.search(str(p.leaf)) or any(LOGGING_RE.search(f) for f in p.frames[:4])
+           for p in ranks):
+        return "logging"
+    if any(LOADER_RE.search(str(p.leaf)) for p in ranks):
+        return "dataloader"
+    return "elsewhere"
 
 
 def _stack_evidence(procs: list[Proc], frames: int = 6) -> list[str]:
@@ -137,8 +212,56 @@ def _mismatch_evidence(incident: Incident, mm: dict[str, Any]) -> list[str]:
 
 
 def _actions(traps: dict[str, str], facts: dict[str, Any], incident: Incident,
-             have_stacks: bool) -> list[Action]:
+             have_stacks: bool, site: str | None = None,
+             stopped: list[str] | None = None) -> list[Action]:
     acts: list[Action] = []
+    if stopped:
+        pid = stopped[0].rsplit(":", 1)[-1]
+        acts.append(Action(
+            "unsuspendable_process", 1,
+            f"Look at {members_text(stopped, start=False)}, which py-spy could not suspend",
+            "A process py-spy cannot stop (Failed to suspend process, EPERM, as root) is in "
+            "uninterruptible sleep: blocked in the kernel — the GPU driver, a file system (NFS, "
+            "Lustre), the network. The others wait for it in their collective.",
+            f"ps -o pid,stat,wchan:32,cmd -p {pid}  # STAT D = uninterruptible sleep; as root: "
+            f"cat /proc/{pid}/stack; dmesg -T | grep -iE 'xid|hung_task|blocked for more than'; "
+            "a process that stays in D does not die to kill -9: the node needs a reboot"))
+    leaf = facts["majority_leaf"] or "the frame shown"
+    if site == "file_baton":
+        acts.append(Action(
+            "stale_extension_lock", 1,
+            "Remove the stale lock of torch's C++-extension build",
+            f"The process waits in {leaf}: torch's FileBaton, polling for a lock file that a "
+            "build killed mid-way (an earlier run, a crashed rank) left behind. No one will "
+            "ever release it; every rank that loads the extension waits for ever.",
+            "ls ~/.cache/torch_extensions/*/*/lock  # or $TORCH_EXTENSIONS_DIR/<extension>/lock; "
+            "the path is ~/.cache/torch_extensions/py<python>_cu<cuda>/<extension>/lock — stop "
+            "the job, rm that lock file (or the whole <extension> directory to rebuild), restart"))
+    elif site == "logging":
+        acts.append(Action(
+            "blocked_logging", 1, "Find what blocks the logging call",
+            f"The process waits in a logging call ({leaf}): a handler's lock held by a thread "
+            "that no longer runs (copied into a fork()ed child, e.g. a DataLoader worker, while "
+            "another thread logged), or a full stdout/stderr pipe nobody reads.",
+            "py-spy dump --native --pid <pid> (which lock, which write); use the 'spawn' or "
+            "'forkserver' start method (multiprocessing_context='spawn' for DataLoaders); make "
+            "sure the launcher drains the process's output (no pipe left unread)"))
+    elif site == "dataloader" and not ("eval_dataloader" in traps or "dataloader" in traps):
+        acts.append(Action(
+            "dataloader_queue", 1, "Look at the DataLoader's workers: the process waits for a batch",
+            f"The process waits on its DataLoader's queue ({leaf}): a worker is stuck (a read "
+            "that never returns, a worker deadlock, pytorch/pytorch#25158) or died without the "
+            "loader noticing.",
+            "py-spy dump --pid <worker pid> for each worker (pgrep -P <pid>); DataLoader(..., "
+            "timeout=600) so a stuck worker raises; num_workers=0 to confirm"))
+    elif site == "elsewhere" and not facts["outlier_members"] and not facts["first_mismatch"]:
+        acts.append(Action(
+            "read_wait_site", 1, f"Find what {leaf} waits on",
+            f"The processes wait in {leaf}, not inside a collective: the hang is in that code "
+            "(or in what it waits on: the GPU, a queue, a remote service), not in the "
+            "interconnect.",
+            "py-spy dump --native --pid <pid> twice a minute apart (stuck or slow); read the "
+            "frames above the leaf"))
     if "eval_dataloader" in traps or "dataloader" in traps:
         ev = traps.get("eval_dataloader") or traps["dataloader"]
         acts.append(Action(
@@ -170,7 +293,8 @@ def _actions(traps: dict[str, str], facts: dict[str, Any], incident: Incident,
             "eval-only collectives; BLOOM-176B's eval hang at iteration 45000 was fixed by a "
             "dist.barrier() before eval (microsoft/DeepSpeed#1944).",
             "torch.distributed.barrier()  # first line of evaluate(), on every rank"))
-    if have_stacks and not facts["outlier_members"] and not facts["first_mismatch"]:
+    if (have_stacks and site == "collective" and not facts["outlier_members"]
+            and not facts["first_mismatch"]):
         acts.append(Action(
             "check_transport", 2,
             "Test the interconnect and GPUs of the nodes involved",
@@ -270,6 +394,10 @@ def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule
         return (f"All {n_procs(ranks)} processes are {where} {ranks[0].leaf}: no rank is elsewhere"
                 + (" — the collective itself is stuck (suspect the transport or a GPU)"
                    if ranks[0].in_collective else "") + ".", "medium")
+    if ranks and n_procs(ranks) == 1:
+        return (f"One process was dumped, waiting in "
+                f"{facts['majority_leaf'] or 'the frames below'}: with one stack no outlier can "
+                "be named — dump every rank to see which one is elsewhere.", "low")
     if ranks:
         return (f"{n_procs(ranks)} processes in {len(facts['groups'])} groups and no clear outlier; "
                 "compare the groups' stacks below.", "low")

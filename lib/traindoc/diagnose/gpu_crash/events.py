@@ -141,6 +141,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _fill_ranks(ev, incident, host_of)
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
+    _after_timeout_roles(ev)
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
@@ -149,6 +150,31 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
 
 
 INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
+# torchelastic's agent told to stop from outside ("SignalException: Process 9570 got signal:
+# 15"): the launcher or scheduler tearing the job down, not a failure of the program.
+AGENT_SIGNAL_RE = re.compile(r"SignalException: Process \d+ got signal: (?:15|2|1|9)\b")
+
+
+def _after_timeout_roles(ev: pd.DataFrame) -> None:
+    """A Python exception raised after a collective timed out, by the code that runs then (the
+    timeout's own RuntimeError, a monitoredBarrier's report, a dump helper, a teardown), is a
+    consequence of the timeout, not the failure: same rank (or a line without one), later in the
+    same file or at a later time. So is the agent's SignalException when it is told to stop."""
+    timeouts = ev[ev["code"] == "collective_timeout"]
+    py = ev.index[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    for i in py:
+        e = ev.loc[i]
+        if AGENT_SIGNAL_RE.search(str(e["message"] or "")):
+            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+            continue
+        if not len(timeouts):
+            continue
+        rank_ok = timeouts["rank"].isna() | pd.isna(e["rank"]) | (timeouts["rank"] == e["rank"])
+        t, te = pd.to_datetime(timeouts["time"], errors="coerce"), pd.to_datetime(e["time"])
+        before = ((timeouts["file"] == e["file"]) & (timeouts["lineno"] <= e["lineno"])) | (
+            t.notna() & pd.notna(te) & (t <= te))
+        if (rank_ok.fillna(False).astype(bool) & before.astype(bool)).any():
+            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
 
 
 def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:

@@ -43,10 +43,12 @@ def report(a: GpuCrashAnalysis) -> Report:
     if first is None:
         findings.append(Finding(
             "no_failure", "warning",
-            "No crash was found: no CUDA/Xid/ECC/OOM error, fatal signal, failed process or "
-            "Python exception in these logs" + (
-                f" (only {len(crash.cascade)} symptom line(s) of a peer's failure)"
-                if len(crash.cascade) else ""),
+            ("No failure of a rank's own was found: the "
+             f"{len(crash.cascade)} line(s) below are symptoms of a failure elsewhere (a peer "
+             "that died, a collective that timed out, the launcher stopping the survivors)"
+             if len(crash.cascade) else
+             "No crash was found: no CUDA/Xid/ECC/OOM error, fatal signal, failed process or "
+             "Python exception in these logs"),
             evidence(crash.cascade)))
     else:
         findings.append(Finding("first_failure", "critical", _first_title(crash, facts),

@@ -185,8 +185,26 @@ def lr_jump(s: pd.DataFrame, first: int, peak: int, factor: float = 1.5,
     k = int(np.argmax(ratio))
     if ratio[k] < factor:
         return None
+    if in_warmup(lr, int(its[k + 1])):
+        return None
     return {"iteration": int(its[k + 1]), "from": float(v[k]), "to": float(v[k + 1]),
             "ratio": float(ratio[k])}
+
+
+def in_warmup(lr: pd.DataFrame, iteration: int, after: int = 2) -> bool:
+    """The step up to ``iteration`` is part of a warm-up ramp: from the first logged point to
+    ``after`` points past it the learning rate never falls, and it rises at some other step
+    too (a reset on resume jumps from a flat or decaying rate and stays)."""
+    its = lr["iteration"].to_numpy()
+    j = int(np.searchsorted(its, iteration))
+    v = lr["lr"].to_numpy(dtype=float)[: j + after + 1]
+    if j < 1 or len(v) < 2:
+        return False
+    d = np.diff(v)
+    if (d < 0).any():
+        return False
+    others = np.delete(d, j - 1)
+    return bool((others > 0).any())
 
 
 def gaps(s: pd.DataFrame, first: int, last: int) -> list[tuple[int, int]]:

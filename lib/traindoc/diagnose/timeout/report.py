@@ -42,7 +42,11 @@ def report(a: TimeoutAnalysis) -> Report:
     if not a.found:
         findings = [Finding(
             "no_timeout", "warning",
-            "No collective timeout (NCCL watchdog or gloo) was found in these logs",
+            "No collective timeout (NCCL watchdog or gloo) was found in these logs" + (
+                "; the lines below that mention a timeout name no timed-out collective (torch "
+                "prints 'failed or timed out' after any NCCL failure)"
+                if incident.errors["line"].fillna("").str.contains(
+                    r"timed out|timeout", case=False).any() else ""),
             evidence(incident.errors)), *input_findings(incident)]
         verdict = "No collective timeout found in the logs; " + (
             f"last progress: {prog.describe()}." if prog.step is not None
@@ -72,7 +76,11 @@ def report(a: TimeoutAnalysis) -> Report:
         findings.append(Finding(
             "lagging_ranks", "critical",
             f"{who(a.lagging_ranks, cap=True)} never entered {_collective_words(f)}; the others "
-            "waited for them" + ("" if _reported_only(a) else " until the timeout"),
+            f"waited for {'it' if len(a.lagging_ranks) == 1 else 'them'}"
+            + ("" if _reported_only(a) else " until the timeout")
+            + (" (a monitoredBarrier report names the ranks that failed to pass; the rank that "
+               "printed it is the monitor, not a culprit)" if a.op_type == "MONITORED_BARRIER"
+               else ""),
             evidence(_status_rows(incident, a.lagging_candidates))))
     elif a.pattern == "unknown" and len(a.timed_out_ranks) <= 1:
         findings.append(Finding(
@@ -160,6 +168,15 @@ def report(a: TimeoutAnalysis) -> Report:
     return Report("timeout", verdict, confidence, f, findings, actions)
 
 
+DESYNC_WORDS = {"op": "different collectives", "size": "the same collective with different "
+                "sizes", "dtype": "the same collective with different dtypes"}
+
+
+def desync_words(mm: dict[str, Any]) -> str:
+    """What the ranks disagree on at the first mismatch, in words."""
+    return DESYNC_WORDS.get(str(mm.get("kind")), "different collectives")
+
+
 def _crash_words(crash: pd.Series) -> str:
     culprit = f"rank {as_int(crash['rank'])}" if pd.notna(crash["rank"]) else "a process"
     host = f" on {crash['host']}" if is_host(crash["host"]) else ""
@@ -217,6 +234,8 @@ def _timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
         size = f" (NumelIn={f['numel_in']}, NumelOut={f['numel_out']})"
     ran = f" after {f['ran_for_ms'] / 1000:.0f} s" if f["ran_for_ms"] else (
         f" after the {f['timeout_ms'] / 1000:.0f} s timeout" if f["timeout_ms"] else "")
+    if what == "MONITORED_BARRIER":
+        return f"{ranks} (the monitor of a monitoredBarrier) timed out waiting for its peers{ran}"
     return f"{ranks} timed out in {what}{seq}{size}{ran}"
 
 
@@ -224,7 +243,12 @@ def _verdict(f: dict[str, Any], progress: str, reported_only: bool = False) -> t
     base = _timeout_title(f, reported_only)
     if f["pattern"] == "desync":
         mm = f["first_mismatch"]
-        return (f"{base}: a desync — ranks issued different collectives at sequence "
+        if not f["timed_out_ranks"] and not f["timeout_ms"] and not f["ran_for_ms"]:
+            # 'Detected mismatch between collectives' (TORCH_DISTRIBUTED_DEBUG=DETAIL): the
+            # check stopped the job; no rank is known to have timed out
+            seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+            base = f"{f['op_type'] or 'A collective'}{seq} (no timeout line in these logs)"
+        return (f"{base}: a desync — ranks issued {desync_words(mm)} at sequence "
                 f"{mm['seq_num']} ({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}).",
                 "high")
     if f["pattern"] == "straggler":
@@ -296,14 +320,15 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
         mm = f["first_mismatch"]
         acts.append(Action(
             "fix_desync", 1, "Find the code path where ranks issue different collectives",
-            f"At sequence {mm['seq_num']} the ranks called different collectives "
+            f"At sequence {mm['seq_num']} the ranks called {desync_words(mm)} "
             f"({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}); look for a "
             "collective under a rank-conditional branch or data-dependent control flow.",
             "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
             "which checks that every rank issues the same collective"))
     if f["pattern"] == "straggler" and crash is None:
         acts.append(Action(
-            "inspect_lagging", 1, f"Find where {who(f['lagging_ranks'])} were instead",
+            "inspect_lagging", 1, f"Find where {who(f['lagging_ranks'])} "
+            f"{'was' if len(f['lagging_ranks']) == 1 else 'were'} instead",
             "They never entered the collective the others waited in; their stacks or last log "
             "lines show what they were doing (data loading, eval, a branch that skips a "
             "collective).",
