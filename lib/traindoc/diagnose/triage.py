@@ -172,7 +172,7 @@ def _timeout_evidence(incident: Incident, mm: Mapping[str, Any] | None) -> pd.Da
     if mm:
         parts.append(c[(c["seq_num"] == mm["seq_num"])
                        & (c["process_group"].fillna("?") == mm["process_group"])])
-    parts.append(c[c["state"] == "mismatch"])
+    parts.append(c[c["state"].isin(["mismatch", "absent"])])  # desync and hang reports
     parts = [p for p in parts if len(p)]
     if not parts:
         return rows
