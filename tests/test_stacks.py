@@ -598,3 +598,29 @@ def test_per_node_leaf_listing(tmp_path: Path) -> None:
     # the full stack is the listing's one "wait": counted once, and the outlier
     assert f["processes_seen"] == 10
     assert f["outlier_leaf"].startswith("_try_get_data (") and f["majority_leaf"] == "all_reduce"
+
+
+@pytest.mark.parametrize("ps_line,pid", [
+    # fyu/drn#50 (ps aux, no header)
+    ("wust     13620  0.3  0.5 1394124 253628 pts/9  D    19:18   0:00 python classify.py train "
+     "--arch drn_d_38 -j 8 --batch-size 128 data/goods --epochs 120", 13620),
+    # benfred/py-spy#390's `ps PID` row (state T there, D here: the same columns)
+    ("20463 ?        Dsl   43:28 /opt/sygnal/env/bin/python -m sygnal.sygnal", 20463),
+])
+def test_a_process_in_uninterruptible_sleep_is_the_outlier(tmp_path: Path, ps_line: str,
+                                                          pid: int) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "d.txt").write_text(
+        'Thread 280064 (active): "MainThread"\n'
+        "    barrier (torch/distributed/distributed_c10d.py:2784)\n"
+        'Thread 280065 (active): "MainThread"\n'
+        "    barrier (torch/distributed/distributed_c10d.py:2784)\n"
+        "\n" + ps_line + "\n"
+        "20464 ?        Ssl   43:28 /opt/sygnal/env/bin/python -m other\n")
+    inc = traindoc.load(tmp_path / "d.txt")
+    assert list(inc.stacks[inc.stacks["state"] == "D"]["pid"]) == [pid]
+    r = deadlock.diagnose(inc)
+    assert r.facts["processes_seen"] == 3 and r.facts["outlier_members"] == [f"?:{pid}"]
+    assert r.facts["outlier_leaf"].startswith("uninterruptible sleep (D): ")
+    assert any(f.id == "outliers" and "uninterruptible sleep" in f.title for f in r.findings)

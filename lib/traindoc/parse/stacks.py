@@ -58,6 +58,9 @@ A condensed per-node listing of leaves (BigScience tr11's perl one-liner over ``
 files: ``trace-jean-zay-iam52`` then one indented function name per process's MainThread) loads
 as one row per name, ``state`` ``listed``, its only frame the name, its host the file's.
 
+A ``ps`` row of a process in uninterruptible sleep (``STAT`` ``D…``, from ``ps aux`` or ``ps
+PID``) is a row with ``state`` ``D``, its pid and command, and no frames.
+
 A frame reads ``function (file:line)`` exactly as py-spy prints it (faulthandler frames are
 written the same way), innermost first; ``leaf`` is the innermost frame as printed.
 
@@ -144,6 +147,16 @@ PROMPT_PYSPY_RE = re.compile(
 # the command without a user@host prompt: "py-spy dump --pid 280058", zsh's
 # "➜  py-spy git:(master) sudo py-spy dump -p 555"
 PYSPY_COMMAND_RE = re.compile(r"(?:^|\s)(?:sudo +)?(?:\S*/)?py-spy dump\b.*?(?:--pid|-p)[ =](?P<pid>\d+)")
+# `ps` rows of a process in uninterruptible sleep (STAT D…): `ps aux` ("wust 13620 0.3 0.5
+# 1394124 253628 pts/9  D    19:18   0:00 python classify.py …") and plain `ps PID` ("20463 ?
+# Dl   43:28 /usr/bin/python …"). Only D rows are kept: the process stuck in the kernel.
+PS_D_ROW_RE = re.compile(
+    r"^(?:(?P<user>[A-Za-z_][\w.\-+]*) +(?P<pid>\d+) +[\d.]+ +[\d.]+ +\d+ +\d+ +"
+    r"|(?P<pid2>\d+) +)(?:\?|pts/\d+|tty\w*) +(?P<stat>D[<NLsl+]*) +(?:\S+ +)?\d+:\d\d(?:[:.]\d\d)? +"
+    r"(?P<cmd>\S.*)$")
+# ps pads STAT to 4 columns: "D" and its flags, then spaces
+PS_D_NEEDLES = (" D   ", " Dl  ", " Ds  ", " D+  ", " D<  ", " DN  ", " Dl+ ", " Ds+ ", " Dsl ",
+                " DNl ", " D<l ")
 # BigScience's per-node listing: "trace-jean-zay-iam52" then one leaf name per line
 LISTING_HEAD_RE = re.compile(r"^(?:\./)?trace-(?P<host>[A-Za-z][\w.\-]*?)(?:\.(?:out|txt|log))?:?\s*$")
 LISTING_ENTRY_RE = re.compile(r"^\s*(?P<func>[A-Za-z_][\w.]*|<\w+>)\s*$")
@@ -242,7 +255,7 @@ class StackParser:
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
-               "py-spy")
+               "py-spy", *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
     def __init__(self) -> None:
@@ -273,6 +286,8 @@ class StackParser:
                     return self._thread(m, ctx)
             if self._where(text):
                 return []
+            if any(n in text for n in PS_D_NEEDLES):
+                return self._ps_row(text, ctx)
             return self._bare(text.strip(), ctx) if any(n in text for n in BARE_NEEDLES) else []
         if self.section == "faulthandler":
             return self._feed_faulthandler(text, ctx)
@@ -292,11 +307,13 @@ class StackParser:
         return out
 
     def _restart(self, text: str, ctx: object) -> list[tuple[str, Row]]:
-        """A line that ended a dump: it may start the next one or say where it is taken."""
+        """A line that ended a dump: it may start the next one, say where it is taken, or be a
+        ``ps`` row of a process in uninterruptible sleep."""
         if text.startswith(STARTERS):
             return self._start(text, ctx)
-        self._where(text)
-        return []
+        if self._where(text):
+            return []
+        return self._ps_row(text, ctx) if any(n in text for n in PS_D_NEEDLES) else []
 
     def _where(self, text: str) -> bool:
         """A loop's separator or a shell prompt running py-spy: the host/pid of the next dump."""
@@ -505,6 +522,15 @@ class StackParser:
         self._hint["used"] = True
         return ("stacks", {"state": "dump_error", "frames": [], "leaf": None, "_ctx": ctx,
                            "pid": pid, "host": self._hint.get("host")})
+
+    def _ps_row(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        """A ``ps`` row of a process in uninterruptible sleep: a row with ``state`` ``D``."""
+        m = PS_D_ROW_RE.match(text.strip())
+        if not m:
+            return []
+        return [("stacks", {"pid": int(m["pid"] or m["pid2"]), "cmd": m["cmd"].strip(),
+                            "state": "D", "frames": [], "leaf": None, "_ctx": ctx,
+                            "host": self._hint.get("host")})]
 
     # -- gdb py-bt and most-recent-call-last dumps ---------------------------------------
     def _tb_thread(self, m: re.Match[str] | None, ctx: object) -> list[tuple[str, Row]]:

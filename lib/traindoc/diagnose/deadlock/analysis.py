@@ -65,6 +65,9 @@ def find_outliers(procs: list[Proc]) -> tuple[list[Proc], str]:
     # py-spy could not attach to it (EPERM, "Failed to suspend process": a process in
     # uninterruptible sleep, D, cannot be stopped by ptrace) while the others could be read:
     # the one stuck in the kernel is the one the others wait for
+    stuck = [p for p in ranks if p.state == "D"]
+    if stuck and len(stuck) < len(ranks):
+        return stuck, "uninterruptible"
     blind = [p for p in ranks if p.state == "dump_error"]
     if blind and len(blind) < len(ranks):
         return blind, "not_dumpable"

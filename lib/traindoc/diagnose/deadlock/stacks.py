@@ -39,6 +39,8 @@ TORCH_FILE_RE = re.compile(r"(?:^|[/\\])torch[/\\]")
 HEX_ADDR_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
+# rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
+NO_STACK_STATES = ("dump_error", "D")
 ARROW = " ← "
 
 
@@ -229,7 +231,7 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
         return []
     state = stacks["state"].fillna("")
     named = stacks["pid"].notna() | stacks["rank"].notna() if "pid" in stacks else state == ""
-    df = stacks[(state != "dump_error") | named]
+    df = stacks[~state.isin(NO_STACK_STATES) | named]
     if not len(df):
         return []
     # Plain Python lists and a dict of rows per process, in table order: a DataFrame groupby
@@ -251,9 +253,11 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]] = {}
     out: list[Proc] = []
     for key, rows in groups.items():
-        if len(rows) > 1 and any(_na(r.state) == "dump_error" for r in rows):
-            # dumped after all (another try, another thread): the error says nothing more
-            rows = [r for r in rows if _na(r.state) != "dump_error"] or rows[:1]
+        stuck = next((r for r in rows if _na(r.state) == "D"), None)
+        if len(rows) > 1 and any(_na(r.state) in NO_STACK_STATES for r in rows):
+            # dumped after all (another try, another thread): the stack says more than the error
+            # or the ps row (whose D state the process keeps)
+            rows = [r for r in rows if _na(r.state) not in NO_STACK_STATES] or rows[:1]
         chosen = _choose_threads(rows, thread, memo)
         if not chosen:
             continue
@@ -268,13 +272,16 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
         leaf, coll, helper = leaf_memo[fkey]
         if _na(first.state) == "dump_error":  # named by what py-spy said instead of a frame
             leaf = f"not dumped: {str(_na(first.line) or 'py-spy error').strip()}"
+        elif _na(first.state) == "D" and not fkey:
+            leaf = f"uninterruptible sleep (D): {_na(first.cmd) or 'no stack'}"
         sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
         out.append(Proc(
             key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
             frames=list(fkey), leaf=leaf, signature=sigs[-1],
             in_collective=coll, helper=helper,
             source=str(first.source), line=str(_na(first.line) or ""),
-            thread=_na(first.thread), state=_na(first.state), cmd=_na(first.cmd),
+            thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
+            cmd=_na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
             threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
     return merge_listed(out)
