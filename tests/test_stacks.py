@@ -624,3 +624,17 @@ def test_a_process_in_uninterruptible_sleep_is_the_outlier(tmp_path: Path, ps_li
     assert r.facts["processes_seen"] == 3 and r.facts["outlier_members"] == [f"?:{pid}"]
     assert r.facts["outlier_leaf"].startswith("uninterruptible sleep (D): ")
     assert any(f.id == "outliers" and "uninterruptible sleep" in f.title for f in r.findings)
+
+
+def test_a_faulthandler_dump_is_one_writers(tmp_path: Path) -> None:
+    # Ray's prefixes as ray-project/ray#29576 ("(Actor pid=11471) ") and #47759
+    # ("(RayTrainWorker pid=43515) ") print them, before faulthandler lines as
+    # pytorch/pytorch#54531 quotes them: each prefixed process's dump is its own, the pid its
+    (tmp_path / "ray.log").write_text(
+        "(Actor pid=11471) Current thread 0x00007f04d36bb740 (most recent call first):\n"
+        '(Actor pid=11471)   File "test/distributed/test_c10d.py", line 4610 in _test_nccl_errors_blocking\n'
+        "(RayTrainWorker pid=43515) Current thread 0x00007f04d36bb741 (most recent call first):\n"
+        '(RayTrainWorker pid=43515)   File "test/distributed/test_c10d.py", line 4634 in <lambda>\n')
+    s = traindoc.load(tmp_path / "ray.log").stacks
+    assert list(s["pid"]) == [11471, 43515]
+    assert [f[0].split(" (")[0] for f in s["frames"]] == ["_test_nccl_errors_blocking", "<lambda>"]

@@ -24,7 +24,9 @@ processes are in:`` over one thread gives that row ``count`` 6 (the processes it
 its pid (Linux: the main thread's TID equals the PID), which names processes when no
 ``Process`` line does.
 
-faulthandler (CPython ``Python/traceback.c``; 3.14 adds `` [os thread name]``)::
+faulthandler (CPython ``Python/traceback.c``; 3.14 adds `` [os thread name]``); a dump is one
+writer's: behind launcher prefixes (Ray's ``(Actor pid=N)`` names the process, torchrun's the
+rank) a line of another writer ends it::
 
     Thread 0x00007f3a1c9ff640 (most recent call first):
       File "/usr/lib/python3.11/threading.py", line 327 in wait
@@ -378,8 +380,8 @@ class StackParser:
         m = FH_FRAME_RE.match(text)
         if m:
             self.section, self._fh, self._fh_cut = "faulthandler", [], False
-            self._fh.append({"pid": None, "cmd": None, "tid": None, "thread": None, "state": None,
-                             "frames": [], "_ctx": ctx, "_all": False})
+            self._fh.append({"pid": _writer(ctx)[2], "cmd": None, "tid": None, "thread": None,
+                             "state": None, "frames": [], "_ctx": ctx, "_all": False})
             return self._feed_faulthandler(text, ctx)
         return []
 
@@ -472,6 +474,12 @@ class StackParser:
 
     # -- faulthandler --------------------------------------------------------------------
     def _feed_faulthandler(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        if self._fh and _writer(ctx) != _writer(self._fh[0]["_ctx"]):
+            # another writer's line (Ray's "(Actor pid=N)", torchrun's "[default3]:"): a dump is
+            # one process's; this one ends here and the line is read afresh
+            out = self._flush_faulthandler()
+            self.section = None
+            return out + self.feed(text, ctx)
         m = FH_FRAME_RE.match(text)
         if m and self._fh:
             line = m["line"]
@@ -498,7 +506,7 @@ class StackParser:
             self.section = "faulthandler"
         name = None if m is None else (m["name"] or m["oldname"])
         self._fh.append({
-            "pid": None, "cmd": None, "tid": None if m is None else m["tid"], "thread": name,
+            "pid": _writer(ctx)[2], "cmd": None, "tid": None if m is None else m["tid"], "thread": name,
             "state": None if m is None else ("current" if m["current"] == "Current thread" else None),
             "frames": [], "_ctx": ctx, "_all": m is not None,
         })
@@ -598,6 +606,13 @@ class StackParser:
                                 "_ctx": ctx})]
         self.section, self._listing_host = None, None
         return self._restart(text, ctx) if text.strip() else []
+
+
+def _writer(ctx: object) -> tuple[Any, Any, Any]:
+    """(rank, host, pid) the line's prefixes named (Ray's ``(Actor pid=N)`` gives the pid)."""
+    origin = ctx[2] if isinstance(ctx, tuple) and len(ctx) > 2 else None
+    return (getattr(origin, "rank", None), getattr(origin, "host", None),
+            getattr(origin, "pid", None))
 
 
 def _process(m: re.Match[str]) -> dict[str, Any]:
