@@ -604,8 +604,8 @@ def test_per_node_leaf_listing(tmp_path: Path) -> None:
     # fyu/drn#50 (ps aux, no header)
     ("wust     13620  0.3  0.5 1394124 253628 pts/9  D    19:18   0:00 python classify.py train "
      "--arch drn_d_38 -j 8 --batch-size 128 data/goods --epochs 120", 13620),
-    # benfred/py-spy#390's `ps PID` row (state T there, D here: the same columns)
-    ("20463 ?        Dsl   43:28 /opt/sygnal/env/bin/python -m sygnal.sygnal", 20463),
+    # huggingface/m4-logs tr_141 try3 README (`ps auxc`: the hung rank py-spy could not attach to)
+    ("ura81os   280058  117  4.6 17517200480 24494736 ? Dl  00:36 291:14 python", 280058),
 ])
 def test_a_process_in_uninterruptible_sleep_is_the_outlier(tmp_path: Path, ps_line: str,
                                                           pid: int) -> None:
@@ -617,11 +617,14 @@ def test_a_process_in_uninterruptible_sleep_is_the_outlier(tmp_path: Path, ps_li
         'Thread 280065 (active): "MainThread"\n'
         "    barrier (torch/distributed/distributed_c10d.py:2784)\n"
         "\n" + ps_line + "\n"
-        "20464 ?        Ssl   43:28 /opt/sygnal/env/bin/python -m other\n")
+        # the others' rows: m4-logs' next one, and benfred/py-spy#390's `ps PID` layout
+        "ura81os   280059 87.9  4.4 17508566232 23526964 ? Rl  00:36 217:52 python\n"
+        "20463 ?        Tsl   43:28 /opt/sygnal/env/bin/python -m sygnal.sygnal\n")
     inc = traindoc.load(tmp_path / "d.txt")
     assert list(inc.stacks[inc.stacks["state"] == "D"]["pid"]) == [pid]
     r = deadlock.diagnose(inc)
     assert r.facts["processes_seen"] == 3 and r.facts["outlier_members"] == [f"?:{pid}"]
+    assert r.facts["majority_leaf"].startswith("barrier (")
     assert r.facts["outlier_leaf"].startswith("uninterruptible sleep (D): ")
     assert any(f.id == "outliers" and "uninterruptible sleep" in f.title for f in r.findings)
 
@@ -638,3 +641,17 @@ def test_a_faulthandler_dump_is_one_writers(tmp_path: Path) -> None:
     s = traindoc.load(tmp_path / "ray.log").stacks
     assert list(s["pid"]) == [11471, 43515]
     assert [f[0].split(" (")[0] for f in s["frames"]] == ["_test_nccl_errors_blocking", "<lambda>"]
+
+
+def test_ssh_names_the_host_of_the_dumps_after_it(tmp_path: Path) -> None:
+    # huggingface/m4-logs tr_141 try3 README: "ssh jean-zay-iam06", then py-spy there fails
+    (tmp_path / "notes.txt").write_text(
+        "ssh jean-zay-iam06\n"
+        "source $cnw_ALL_CCFRWORK/start-m4-user; conda activate stas-m4;\n"
+        "py-spy dump --pid 280058\n"
+        "Process 280058: ...\n"
+        "Error: Failed to suspend process\n"
+        "Reason: EPERM: Operation not permitted\n")
+    s = traindoc.load(tmp_path / "notes.txt").stacks
+    assert list(zip(s["host"], s["pid"], s["state"], strict=True)) == [
+        ("jean-zay-iam06", 280058, "dump_error")]

@@ -52,9 +52,10 @@ ActiveState recipe many projects copy), or ``Printing stack`` / ``-- Thread ID: 
 ident, not an OS id.
 
 Where a dump was taken is often said only by what precedes it: a loop's separator
-(``=== PID 544360 ===``, ``=== node17 4242 ===``, ``== pid 12 ==``) or the shell prompt of the
-command (``[user@tpgds-aihub0007 ~]$ py-spy dump --pid 544105``). The host and pid they name are
-the next dump's (and a py-spy error's: the process it could not dump), until the next one.
+(``=== PID 544360 ===``, ``=== node17 4242 ===``, ``== pid 12 ==``), the shell prompt of the
+command (``[user@tpgds-aihub0007 ~]$ py-spy dump --pid 544105``), an ``ssh HOST`` before it.
+The host and pid they name are the next dump's (and a py-spy error's: the process it could not
+dump), until the next one.
 
 A condensed per-node listing of leaves (BigScience tr11's perl one-liner over ``trace-%N.out``
 files: ``trace-jean-zay-iam52`` then one indented function name per process's MainThread) loads
@@ -159,6 +160,8 @@ PS_D_ROW_RE = re.compile(
 # ps pads STAT to 4 columns: "D" and its flags, then spaces
 PS_D_NEEDLES = (" D   ", " Dl  ", " Ds  ", " D+  ", " D<  ", " DN  ", " Dl+ ", " Ds+ ", " Dsl ",
                 " DNl ", " D<l ")
+# "ssh jean-zay-iam06": the commands (and dumps) after it ran there
+SSH_RE = re.compile(r"^ssh +(?:-\S+ +)*(?:[\w.\-]+@)?(?P<host>[A-Za-z][\w.\-]*)$")
 # BigScience's per-node listing: "trace-jean-zay-iam52" then one leaf name per line
 LISTING_HEAD_RE = re.compile(r"^(?:\./)?trace-(?P<host>[A-Za-z][\w.\-]*?)(?:\.(?:out|txt|log))?:?\s*$")
 LISTING_ENTRY_RE = re.compile(r"^\s*(?P<func>[A-Za-z_][\w.]*|<\w+>)\s*$")
@@ -257,7 +260,7 @@ class StackParser:
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
-               "py-spy", *PS_D_NEEDLES)
+               "py-spy", "ssh ", *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
     def __init__(self) -> None:
@@ -331,8 +334,13 @@ class StackParser:
                 self._hint = {"host": m["host"], "pid": _int(m["pid"])}
                 return True
             m = PYSPY_COMMAND_RE.search(text)
-            if m:  # the command without a prompt: the pid, on a host it does not say
-                self._hint = {"host": None, "pid": int(m["pid"])}
+            if m:  # the command without a prompt: the pid, on the host an ssh before it named
+                self._hint = {"host": self._hint.get("host"), "pid": int(m["pid"])}
+                return True
+        if text.startswith("ssh "):
+            m = SSH_RE.match(text.strip())
+            if m:
+                self._hint = {"host": m["host"], "pid": None}
                 return True
         return False
 
