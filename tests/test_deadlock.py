@@ -395,13 +395,20 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
 
     if not len(stacks):
         return []
-    df = stacks[stacks["state"].fillna("") != "dump_error"]
+    # a dump error or ps row counts only for a process the log names, and only when nothing
+    # else of it was read (a ps row's D state stays with the process)
+    no_stack = ("dump_error", "D")
+    df = stacks[~stacks["state"].fillna("").isin(no_stack) | stacks["pid"].notna()
+                | stacks["rank"].notna()]
     if not len(df):
         return []
     keys = []
-    for host, pid, rank, src in zip(df["host"], df["pid"], df["rank"], df["source"], strict=False):
+    for host, pid, rank, src, state in zip(df["host"], df["pid"], df["rank"], df["source"],
+                                           df["state"], strict=False):
         host, pid, rank = na(host), na(pid), na(rank)
-        if pid is not None:
+        if na(state) == "listed":
+            keys.append(("listed", host, str(src)))
+        elif pid is not None:
             keys.append(("pid", host, int(pid)))
         elif rank is not None:
             keys.append(("rank", host, int(rank)))
@@ -410,7 +417,11 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
     df = df.assign(key_=keys, order_=range(len(df)))
     out = []
     for key, g in df.groupby("key_", sort=False):
-        chosen = choose(list(g.itertuples(index=False)))
+        rows = list(g.itertuples(index=False))
+        stuck = any(na(r.state) == "D" for r in rows)
+        if len(rows) > 1 and any(na(r.state) in no_stack for r in rows):
+            rows = [r for r in rows if na(r.state) not in no_stack] or rows[:1]
+        chosen = choose(rows)
         if not chosen:
             continue
         snaps = snapshots(chosen)
@@ -421,13 +432,18 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
         sigs = [" ‖ ".join(sorted(deadlock.signature(frames_of(r), depth) for r in s)) for s in snaps]
         out.append(deadlock.Proc(
             key=key, rank=to_int(first.rank), host=na(first.host), pid=to_int(first.pid),
-            frames=frames, leaf=deadlock.key_leaf(frames), signature=sigs[-1],
+            frames=frames, leaf=(f"not dumped: {str(na(first.line) or 'py-spy error').strip()}"
+                                 if na(first.state) == "dump_error" else
+                                 f"uninterruptible sleep (D): {na(first.cmd) or 'no stack'}"
+                                 if na(first.state) == "D" and not frames
+                                 else deadlock.key_leaf(frames)),
+            signature=sigs[-1],
             in_collective=deadlock.in_collective(frames), helper=deadlock.is_helper_process(frames),
             source=str(first.source), line=str(na(first.line) or ""),
-            thread=na(first.thread), state=na(first.state), cmd=na(first.cmd),
+            thread=na(first.thread), state="D" if stuck else na(first.state), cmd=na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1,
             threads=[str(na(r.thread) or na(r.tid) or "?") for r in last]))
-    return out
+    return deadlock_stacks.merge_listed(out)
 
 
 THREAD_ARGS = [("MainThread", None), ("*", None), ("MainThread", 2), ("pt_autograd_0", None),
@@ -453,7 +469,7 @@ STACK_ROWS = st.lists(st.fixed_dictionaries({
     "thread": st.sampled_from([None, "MainThread", "pt_main_thread", "pt_autograd_0", "compute",
                                "tqdm_monitor", "Thread-2 (_pin_memory_loop)"]),
     "tid": st.sampled_from([None, "1", "2", "0x7F12AB"]),
-    "state": st.sampled_from([None, "idle", "active", "dump_error"]),
+    "state": st.sampled_from([None, "idle", "active", "dump_error", "D"]),
     "frames": st.one_of(st.none(), st.lists(st.sampled_from(WAIT_FRAMES), max_size=5)),
     "source": st.sampled_from(["trace-a.out:3", "trace-a.out:9", "job.log:1", "x/trace-b-rank1.out:4",
                                "fr#entry3"]),

@@ -423,3 +423,245 @@ def test_a_failed_dump_after_its_process_header_keeps_the_pid() -> None:
     err = s[s["state"] == "dump_error"]
     assert len(err) == 1 and int(err.iloc[0]["pid"]) == 280058
     assert err.iloc[0]["line"] == "Error: Failed to suspend process"
+
+
+# -- dump forms people paste (the 2026-11-26 batch's families) -----------------------------------
+GDB_PY_BT = [
+    # internetarchive/brozzler#91: thread apply all py-bt (gdb's header, source lines)
+    "Thread 1 (Thread 0x7f9af26b3700 (LWP 13663)):\n"
+    "Traceback (most recent call first):\n"
+    "  <built-in method acquire of _thread.RLock object at remote 0x7f9aeed3ed00>\n"
+    '  File "/usr/lib/python3.5/logging/__init__.py", line 804, in acquire\n'
+    "    self.lock.acquire()\n"
+    '  File "/usr/lib/python3.5/logging/__init__.py", line 853, in handle\n'
+    "    self.acquire()\n",
+    # python/cpython#142096: py-bt of the current thread only, with a frame it could not read
+    "(gdb) py-bt\n"
+    "Traceback (most recent call first):\n"
+    "  (unable to read python frame information)\n"
+    '  File "/home/user/devel/cpython/Lib/_pyrepl/unix_console.py", line 448, in wait\n'
+    "    or bool(self.pollob.poll(timeout))\n"
+    '  File "/home/user/devel/cpython/Lib/_pyrepl/reader.py", line 705, in handle1\n'
+    "    self.console.wait(100)\n",
+]
+
+
+@pytest.mark.parametrize("text,leaf,tid", [
+    (GDB_PY_BT[0], "acquire (/usr/lib/python3.5/logging/__init__.py:804)", "13663"),
+    (GDB_PY_BT[1], "wait (/home/user/devel/cpython/Lib/_pyrepl/unix_console.py:448)", None)])
+def test_gdb_py_bt(tmp_path: Path, text: str, leaf: str, tid: str | None) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "gdb.txt").write_text(text)
+    inc = traindoc.load(tmp_path / "gdb.txt")
+    s = inc.stacks
+    assert len(s) == 1 and s.iloc[0]["frames"][-1].startswith("handle")
+    assert (s.iloc[0]["tid"] if tid else None) == tid
+    f = deadlock.diagnose(inc).facts
+    assert f["processes_seen"] == 1 and f["majority_leaf"] == leaf
+
+
+CALL_LAST_DUMPS = [
+    # huggingface/transformers#24589: "Printing stack" / "-- Thread ID: N ---", unindented
+    ("Printing stack\n-- Thread ID: 139870071547712 ---\n"
+     'File "/data/work/train_gptj_summarize.py", line 281, in <module>\ntrainer.train()\n'
+     'File "/root/env/lib/python3.9/site-packages/transformers/trainer.py", line 3266, in evaluation_loop\n'
+     "logits = self._pad_across_processes(logits)\n"
+     'File "/root/env/lib/python3.9/site-packages/transformers/trainer.py", line 3410, in _pad_across_processes\n'
+     "sizes = self._nested_gather(size).cpu()\n",
+     "_pad_across_processes", "<module>"),
+    # spesmilo/electrum@8829b7cd (commit message): the "# ThreadID:" recipe, opening quote lost
+    ("# ThreadID: 19100\n"
+     'File: ...\\Python\\Python310\\lib\\threading.py", line 966, in _bootstrap\n'
+     "  self._bootstrap_inner()\n"
+     'File: ...\\Python\\Python310\\lib\\threading.py", line 1009, in _bootstrap_inner\n'
+     "  self.run()\n"
+     'File: ...\\Python\\Python310\\lib\\threading.py", line 946, in run\n'
+     "  self._target(*self._args, **self._kwargs)\n",
+     "run", "_bootstrap"),
+]
+
+
+@pytest.mark.parametrize("text,inner,outer", CALL_LAST_DUMPS)
+def test_most_recent_call_last_dumps_are_reversed(tmp_path: Path, text: str, inner: str,
+                                                 outer: str) -> None:
+    (tmp_path / "dump.txt").write_text(text)
+    s = traindoc.load(tmp_path / "dump.txt").stacks
+    assert len(s) == 1
+    frames = s.iloc[0]["frames"]
+    assert frames[0].startswith(inner + " (") and frames[-1].startswith(outer + " (")
+
+
+def test_an_exception_traceback_is_no_stack(tmp_path: Path) -> None:
+    (tmp_path / "tb.txt").write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/root/env/lib/python3.9/site-packages/transformers/trainer.py", line 1645, in train\n'
+        "    return inner_training_loop(\n"
+        '  File "/root/env/lib/python3.9/site-packages/transformers/trainer.py", line 3410, in x\n'
+        "    sizes = self._nested_gather(size).cpu()\n"
+        "RuntimeError: boom\n")
+    assert len(traindoc.load(tmp_path / "tb.txt").stacks) == 0
+
+
+def test_faulthandler_under_determined_prefix(tmp_path: Path) -> None:
+    # determined-ai/determined#4245 (a periodic faulthandler dump in a trial log)
+    (tmp_path / "trial.log").write_text(
+        "[2022-05-31T14:27:44.145661Z] dc5b74e6 [rank=0] || \n"
+        "[2022-05-31T14:27:44.145665Z] dc5b74e6 [rank=0] || Thread 0x00007f34546e3240 (most recent call first):\n"
+        '[2022-05-31T14:27:44.145784Z] dc5b74e6 [rank=0] ||   File "/opt/conda/lib/python3.8/site-packages/'
+        'model_hub/mmdetection/_data.py", line 82 in __iter__\n'
+        '[2022-05-31T14:27:44.146254Z] dc5b74e6 [rank=0] ||   File "/opt/conda/lib/python3.8/site-packages/'
+        'torch/utils/data/dataloader.py", line 512 in _next_index\n')
+    s = traindoc.load(tmp_path / "trial.log").stacks
+    assert list(s["rank"]) == [0] and s.iloc[0]["leaf"].startswith("__iter__ (")
+
+
+@pytest.mark.parametrize("line,rank,rest", [
+    ("[2022-05-31T14:27:44.145665Z] dc5b74e6 [rank=0] || Thread 0x00007f34546e3240 (most recent "
+     "call first):", 0, "Thread 0x00007f34546e3240 (most recent call first):"),  # determined#4245
+    ("[2022-07-12T01:07:19.518332Z] 74370f8a || + trap 'handle_signals SIGUSR2' SIGUSR2", None,
+     "+ trap 'handle_signals SIGUSR2' SIGUSR2"),  # determined-ai/determined#4506 (agent's own line)
+])
+def test_determined_prefix(line: str, rank: int | None, rest: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    text, origin = demux(line)
+    assert text == rest and origin.rank == rank
+
+
+def test_separator_and_prompt_name_the_dumps_host_and_pid(tmp_path: Path) -> None:
+    # devopsrustem/slurmv4 3/14.sh: a prompt on each host, then a loop's "=== PID N ===" dumps
+    (tmp_path / "launchers.txt").write_text(
+        '((sglang-0.5.9) ) [dcbsr_dev@tpgds-aihub0007 ~]$ py-spy dump --pid $(pgrep -f "sglang.launch_server")\n'
+        "Process 544105: python3 -m sglang.launch_server --tp-size 16\n"
+        "Python v3.12.12 (/usr/bin/python3.12)\n\n"
+        'Thread 544105 (idle): "MainThread"\n'
+        "    _recv (multiprocessing/connection.py:395)\n"
+        "    _wait_for_scheduler_ready (engine.py:894)\n\n\n\n"
+        '((sglang-0.5.9) ) [dcbsr_dev@tpgds-aihub0008 ~]$ py-spy dump --pid $(pgrep -f "sglang.launch_server")\n'
+        "Process 581325: python3 -m sglang.launch_server --tp-size 16\n"
+        "Python v3.12.12 (/usr/bin/python3.12)\n\n"
+        'Thread 581325 (idle): "MainThread"\n'
+        "    _recv (multiprocessing/connection.py:395)\n"
+        "    _wait_for_scheduler_ready (engine.py:894)\n")
+    s = traindoc.load(tmp_path / "launchers.txt").stacks
+    assert list(zip(s["host"], s["pid"], strict=True)) == [("tpgds-aihub0007", 544105),
+                                                           ("tpgds-aihub0008", 581325)]
+    # marin-community/marin#7344's loop prints "== pid $p ==" before each headless dump; a host
+    # in the separator ("=== node17 4242 ===") is the process's host
+    (tmp_path / "loop.txt").write_text(
+        "== pid 4242 ==\n"
+        'Thread 4242 (active): "MainThread"\n'
+        "    all_reduce (torch/distributed/distributed_c10d.py:2050)\n"
+        "=== node17 4243 ===\n"
+        'Thread 4243 (active): "MainThread"\n'
+        "    all_reduce (torch/distributed/distributed_c10d.py:2050)\n")
+    s = traindoc.load(tmp_path / "loop.txt").stacks
+    assert list(zip(s["host"].fillna("?"), s["pid"], strict=True)) == [("?", 4242), ("node17", 4243)]
+
+
+@pytest.mark.parametrize("text,pid", [
+    # huggingface/m4-logs tr_141 try3 README: the hung rank could not be dumped
+    ("py-spy dump --pid 280058\nProcess 280058: ...\nError: Failed to suspend process\n"
+     "Reason: EPERM: Operation not permitted\n", 280058),
+    # benfred/py-spy#804 (zsh prompt, sudo, -p)
+    ("➜  py-spy git:(master) sudo py-spy dump -p 555\n"
+     "Error: Failed to open process - check if it is running.\n"
+     "Reason: Operation not permitted (os error 1)\n", 555),
+])
+def test_a_dump_error_names_the_process_it_failed_on(tmp_path: Path, text: str, pid: int) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "d.txt").write_text(
+        'Thread 280064 (active): "MainThread"\n'
+        "    barrier (torch/distributed/distributed_c10d.py:2784)\n"
+        "    wait_for_everyone (accelerate/utils/other.py:81)\n" + text)
+    inc = traindoc.load(tmp_path / "d.txt")
+    errors = inc.stacks[inc.stacks["state"] == "dump_error"]
+    assert list(errors["pid"]) == [pid]
+    r = deadlock.diagnose(inc)
+    assert r.facts["outlier_members"] == [f"?:{pid}"]
+    assert r.facts["outlier_leaf"].startswith("not dumped: Error: Failed to")
+    assert r.facts["majority_leaf"].startswith("barrier (")
+    assert any(f.id == "outliers" and "could not attach" in f.title for f in r.findings)
+
+
+# BigScience tr11-176B chronicles.md, "hanging at eval redux": the leaves per trace file, and
+# the one full stack the author quotes
+TR11_LISTING = ("trace-jean-zay-iam06\n    send\n    send\n    broadcast\n    broadcast\n"
+                "trace-jean-zay-iam52\n    all_reduce\n    all_reduce\n    all_reduce\n    all_reduce\n    wait\n"
+                "    broadcast\n")
+TR11_FULL = ('Thread 1439102 (idle): "MainThread"\n    wait (threading.py:306)\n'
+             "    get (queue.py:179)\n    _try_get_data (torch/utils/data/dataloader.py:1011)\n"
+             "    eval_batch (deepspeed/runtime/pipe/engine.py:453)\n")
+
+
+def test_per_node_leaf_listing(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "trace-leaves.txt").write_text(TR11_LISTING)
+    (tmp_path / "pyspy-deadlocked.txt").write_text(TR11_FULL)
+    s = traindoc.load(tmp_path / "trace-leaves.txt").stacks
+    assert len(s) == 10 and set(s["state"]) == {"listed"}
+    assert list(s["host"].unique()) == ["jean-zay-iam06", "jean-zay-iam52"]
+    f = deadlock.diagnose(traindoc.load(tmp_path)).facts
+    # the full stack is the listing's one "wait": counted once, and the outlier
+    assert f["processes_seen"] == 10
+    assert f["outlier_leaf"].startswith("_try_get_data (") and f["majority_leaf"] == "all_reduce"
+
+
+@pytest.mark.parametrize("ps_line,pid", [
+    # fyu/drn#50 (ps aux, no header)
+    ("wust     13620  0.3  0.5 1394124 253628 pts/9  D    19:18   0:00 python classify.py train "
+     "--arch drn_d_38 -j 8 --batch-size 128 data/goods --epochs 120", 13620),
+    # huggingface/m4-logs tr_141 try3 README (`ps auxc`: the hung rank py-spy could not attach to)
+    ("ura81os   280058  117  4.6 17517200480 24494736 ? Dl  00:36 291:14 python", 280058),
+])
+def test_a_process_in_uninterruptible_sleep_is_the_outlier(tmp_path: Path, ps_line: str,
+                                                          pid: int) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "d.txt").write_text(
+        'Thread 280064 (active): "MainThread"\n'
+        "    barrier (torch/distributed/distributed_c10d.py:2784)\n"
+        'Thread 280065 (active): "MainThread"\n'
+        "    barrier (torch/distributed/distributed_c10d.py:2784)\n"
+        "\n" + ps_line + "\n"
+        # the others' rows: m4-logs' next one, and benfred/py-spy#390's `ps PID` layout
+        "ura81os   280059 87.9  4.4 17508566232 23526964 ? Rl  00:36 217:52 python\n"
+        "20463 ?        Tsl   43:28 /opt/sygnal/env/bin/python -m sygnal.sygnal\n")
+    inc = traindoc.load(tmp_path / "d.txt")
+    assert list(inc.stacks[inc.stacks["state"] == "D"]["pid"]) == [pid]
+    r = deadlock.diagnose(inc)
+    assert r.facts["processes_seen"] == 3 and r.facts["outlier_members"] == [f"?:{pid}"]
+    assert r.facts["majority_leaf"].startswith("barrier (")
+    assert r.facts["outlier_leaf"].startswith("uninterruptible sleep (D): ")
+    assert any(f.id == "outliers" and "uninterruptible sleep" in f.title for f in r.findings)
+
+
+def test_a_faulthandler_dump_is_one_writers(tmp_path: Path) -> None:
+    # Ray's prefixes as ray-project/ray#29576 ("(Actor pid=11471) ") and #47759
+    # ("(RayTrainWorker pid=43515) ") print them, before faulthandler lines as
+    # pytorch/pytorch#54531 quotes them: each prefixed process's dump is its own, the pid its
+    (tmp_path / "ray.log").write_text(
+        "(Actor pid=11471) Current thread 0x00007f04d36bb740 (most recent call first):\n"
+        '(Actor pid=11471)   File "test/distributed/test_c10d.py", line 4610 in _test_nccl_errors_blocking\n'
+        "(RayTrainWorker pid=43515) Current thread 0x00007f04d36bb741 (most recent call first):\n"
+        '(RayTrainWorker pid=43515)   File "test/distributed/test_c10d.py", line 4634 in <lambda>\n')
+    s = traindoc.load(tmp_path / "ray.log").stacks
+    assert list(s["pid"]) == [11471, 43515]
+    assert [f[0].split(" (")[0] for f in s["frames"]] == ["_test_nccl_errors_blocking", "<lambda>"]
+
+
+def test_ssh_names_the_host_of_the_dumps_after_it(tmp_path: Path) -> None:
+    # huggingface/m4-logs tr_141 try3 README: "ssh jean-zay-iam06", then py-spy there fails
+    (tmp_path / "notes.txt").write_text(
+        "ssh jean-zay-iam06\n"
+        "source $cnw_ALL_CCFRWORK/start-m4-user; conda activate stas-m4;\n"
+        "py-spy dump --pid 280058\n"
+        "Process 280058: ...\n"
+        "Error: Failed to suspend process\n"
+        "Reason: EPERM: Operation not permitted\n")
+    s = traindoc.load(tmp_path / "notes.txt").stacks
+    assert list(zip(s["host"], s["pid"], s["state"], strict=True)) == [
+        ("jean-zay-iam06", 280058, "dump_error")]

@@ -5,6 +5,7 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 - srun ``-l``: ``3: `` (the SLURM task id, right-justified)
 - torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``); c10 logging: ``[rank3]:``
 - MPI: ``[1,3]<stdout>:``
+- Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``
 - Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
 - pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit) or the hostfile's IP
   ``104.171.201.172: ``
@@ -26,6 +27,10 @@ ROLE_RE = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]*?)(?P<n>\d+)\]:\s?")
 # Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746]
 # (a bare number only before another prefix: "[5000] expl_amount …" is Dreamer's step).
 NOISE_RE = re.compile(r"\[(?:stdout|stderr)\]\s|\[\d{1,9}\]\s(?=[\[(])")
+# Determined's trial logs: "[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || " (the
+# container's short id; no "[rank=N]" on the agent's own lines)
+DETERMINED_RE = re.compile(
+    r"\[20\d\d-\d\d-\d\dT[\d:.]+Z?\] [0-9a-f]{8} (?:\[rank=(?P<n>\d+)\] )?\|\| ?")
 MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
 RAY_RE = re.compile(
     r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:\-]+))?\)\s?"
@@ -133,6 +138,9 @@ def demux(text: str) -> tuple[str, Origin]:
                 rank_global = m["role"] == "rank"
             elif m := NOISE_RE.match(text, pos):
                 pass
+            elif m := DETERMINED_RE.match(text, pos):
+                if m["n"] is not None:
+                    rank = as_int(m["n"])
             else:
                 m = MPI_RE.match(text, pos)
                 if m:  # mpirun's [job,rank]: the global rank

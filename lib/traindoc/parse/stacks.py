@@ -24,7 +24,9 @@ processes are in:`` over one thread gives that row ``count`` 6 (the processes it
 its pid (Linux: the main thread's TID equals the PID), which names processes when no
 ``Process`` line does.
 
-faulthandler (CPython ``Python/traceback.c``; 3.14 adds `` [os thread name]``)::
+faulthandler (CPython ``Python/traceback.c``; 3.14 adds `` [os thread name]``); a dump is one
+writer's: behind launcher prefixes (Ray's ``(Actor pid=N)`` names the process, torchrun's the
+rank) a line of another writer ends it::
 
     Thread 0x00007f3a1c9ff640 (most recent call first):
       File "/usr/lib/python3.11/threading.py", line 327 in wait
@@ -33,6 +35,34 @@ faulthandler (CPython ``Python/traceback.c``; 3.14 adds `` [os thread name]``)::
 
 CPython lists threads newest first, so in an all-threads dump the last thread is the main thread;
 it is named ``MainThread`` here (unless the dump was cut with ``...``).
+
+gdb's ``py-bt`` (``thread apply all py-bt``; CPython ``Tools/gdb/libpython.py``), most recent
+call first, a source line under each frame, built-in calls as pseudo-frames::
+
+    Thread 1 (Thread 0x7f9af26b3700 (LWP 13663)):           (gdb thread 1: the main thread)
+    Traceback (most recent call first):
+      <built-in method acquire of _thread.RLock object at remote 0x7f9aeed3ed00>
+      File "/usr/lib/python3.5/logging/__init__.py", line 804, in acquire
+        self.lock.acquire()
+
+Home-made dumpers over ``sys._current_frames()`` + ``traceback.extract_stack`` print most recent
+call LAST (frames are reversed here): ``# ThreadID: N`` then ``File: "x", line N, in f`` (the
+ActiveState recipe many projects copy), or ``Printing stack`` / ``-- Thread ID: N ---`` then
+``File "x", line N, in f``; a source line may follow each frame. The id is Python's thread
+ident, not an OS id.
+
+Where a dump was taken is often said only by what precedes it: a loop's separator
+(``=== PID 544360 ===``, ``=== node17 4242 ===``, ``== pid 12 ==``), the shell prompt of the
+command (``[user@tpgds-aihub0007 ~]$ py-spy dump --pid 544105``), an ``ssh HOST`` before it.
+The host and pid they name are the next dump's (and a py-spy error's: the process it could not
+dump), until the next one.
+
+A condensed per-node listing of leaves (BigScience tr11's perl one-liner over ``trace-%N.out``
+files: ``trace-jean-zay-iam52`` then one indented function name per process's MainThread) loads
+as one row per name, ``state`` ``listed``, its only frame the name, its host the file's.
+
+A ``ps`` row of a process in uninterruptible sleep (``STAT`` ``D…``, from ``ps aux`` or ``ps
+PID``) is a row with ``state`` ``D``, its pid and command, and no frames.
 
 A frame reads ``function (file:line)`` exactly as py-spy prints it (faulthandler frames are
 written the same way), innermost first; ``leaf`` is the innermost frame as printed.
@@ -86,6 +116,57 @@ FH_THREAD_RE = re.compile(
 FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
 FH_FRAME_RE = re.compile(r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+)$')
 
+# --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
+# "Thread 1 (Thread 0x7f9af26b3700 (LWP 13663)):", newer gdb: '… (LWP 13663) "python3"):'
+GDB_THREAD_RE = re.compile(
+    r'^Thread (?P<num>\d+) \((?:Thread 0x[0-9a-fA-F]+ )?\(?LWP (?P<lwp>\d+)\)?\)?'
+    r'(?: "[^"]*")?\):\s*$')
+GDB_TRACEBACK_RE = re.compile(r"^Traceback \(most recent call first\):\s*$")
+# '<built-in method acquire of _thread.RLock object at remote 0x…>', '<built-in function sleep>'
+GDB_BUILTIN_RE = re.compile(r"^<built-in (?:method|function) (?P<func>[\w.]+)")
+# what py-bt prints in place of a frame it cannot show
+GDB_NOTES = ("(unable to read python frame information)", "(frame information optimized out)",
+             "Waiting for the GIL", "Garbage-collecting", "Unable to locate python frame")
+# "# ThreadID: 140289192748800" (the recipe), "-- Thread ID: 139870071547712 ---"
+LAST_THREAD_RE = re.compile(r"^(?:# ThreadID|-+ ?Thread ID): (?P<tid>\d+)(?: -+)?\s*$")
+LAST_NAME_RE = re.compile(r"^# Name: (?P<name>.+)$")
+LAST_BANNERS = ("Printing stack", "*** STACKTRACE - START ***", "*** STACKTRACE - END ***")
+# 'File "x", line 804, in acquire' (gdb, traceback) and 'File: "x", line 888, in _bootstrap'
+# (the recipe; a paste may lose the opening quote). Only inside a dump begun by a header: a
+# bare one is a line of an exception's traceback.
+TB_FRAME_RE = re.compile(
+    r"""^File:? ["']?(?P<file>[^"']*?)["']?, line (?P<line>\d+|\?\?\?),? in (?P<func>\S.*)$""")
+
+# --- where a dump was taken ---------------------------------------------------------------------
+# a loop's separator: "=== PID 544360 ===", "== pid 12 ==", "=== node17 4242 ===",
+# "=== node17 pid 4242 ==="
+SEPARATOR_PID_RE = re.compile(
+    r"^={2,} ?(?:(?P<host>[A-Za-z][\w.\-]*?)[ :/]+)?(?:PID|pid)?[ :=]*(?P<pid>\d+) ?={2,}\s*$")
+# a shell prompt running py-spy: "[user@host ~]$ py-spy dump --pid 1", "user@host:~# sudo py-spy …"
+# (searched: conda/venv tags may come first, "((env) ) [user@host ~]$ …")
+PROMPT_PYSPY_RE = re.compile(
+    r"(?:^|[\s(\[])[\w.\-]+@(?P<host>[A-Za-z][\w.\-]*)[: ][^$#@]*[$#] +(?:sudo +)?(?:\S*/)?"
+    r"py-spy (?:dump|record)(?:.*?(?:--pid|-p)[ =](?P<pid>\d+))?")
+# the command without a user@host prompt: "py-spy dump --pid 280058", zsh's
+# "➜  py-spy git:(master) sudo py-spy dump -p 555"
+PYSPY_COMMAND_RE = re.compile(r"(?:^|\s)(?:sudo +)?(?:\S*/)?py-spy dump\b.*?(?:--pid|-p)[ =](?P<pid>\d+)")
+# `ps` rows of a process in uninterruptible sleep (STAT D…): `ps aux` ("wust 13620 0.3 0.5
+# 1394124 253628 pts/9  D    19:18   0:00 python classify.py …") and plain `ps PID` ("20463 ?
+# Dl   43:28 /usr/bin/python …"). Only D rows are kept: the process stuck in the kernel.
+PS_D_ROW_RE = re.compile(
+    r"^(?:(?P<user>[A-Za-z_][\w.\-+]*) +(?P<pid>\d+) +[\d.]+ +[\d.]+ +\d+ +\d+ +"
+    r"|(?P<pid2>\d+) +)(?:\?|pts/\d+|tty\w*) +(?P<stat>D[<NLsl+]*) +(?:\S+ +)?\d+:\d\d(?:[:.]\d\d)? +"
+    r"(?P<cmd>\S.*)$")
+# ps pads STAT to 4 columns: "D" and its flags, then spaces
+PS_D_NEEDLES = (" D   ", " Dl  ", " Ds  ", " D+  ", " D<  ", " DN  ", " Dl+ ", " Ds+ ", " Dsl ",
+                " DNl ", " D<l ")
+# "ssh jean-zay-iam06": the commands (and dumps) after it ran there
+SSH_RE = re.compile(r"^ssh +(?:-\S+ +)*(?:[\w.\-]+@)?(?P<host>[A-Za-z][\w.\-]*)$")
+# BigScience's per-node listing: "trace-jean-zay-iam52" then one leaf name per line
+LISTING_HEAD_RE = re.compile(r"^(?:\./)?trace-(?P<host>[A-Za-z][\w.\-]*?)(?:\.(?:out|txt|log))?:?\s*$")
+LISTING_ENTRY_RE = re.compile(r"^\s*(?P<func>[A-Za-z_][\w.]*|<\w+>)\s*$")
+
+
 # Cheap first-character/prefix checks before any regex (the loader feeds every line).
 def _thread_line(text: str) -> re.Match[str] | None:
     """A py-spy thread header: an id, a state or a name at least (a bare 'Thread ' is prose).
@@ -109,7 +190,8 @@ THREAD_TAIL_RE = re.compile(
 BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) \([^()]+\.py:\d+\)$")
 
 
-STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ")
+STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ",
+            "Traceback (most recent call first)", "# ThreadID", "-- Thread ID", "trace-", "./trace-")
 # A bare faulthandler frame starts a stack in a stream; bare py-spy frames only as a whole file
 # (``BARE_LOADER``): ".py:" is in every Python warning line, too common a needle.
 BARE_NEEDLES = ('File "',)
@@ -177,7 +259,8 @@ class StackParser:
     # (digit first and endswith(" in:")), a thread header after prose ("Thread "), or a bare
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
-               'File "')
+               'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
+               "py-spy", "ssh ", *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
     def __init__(self) -> None:
@@ -189,6 +272,11 @@ class StackParser:
         self._fh: list[dict[str, Any]] = []  # threads of the faulthandler dump being read
         self._fh_cut = False
         self._condensed: int | None = None  # the N of the last "N processes are in:" header
+        self._hint: dict[str, Any] = {}  # host/pid a separator or prompt named for the next dump
+        self._tb: list[dict[str, Any]] = []  # threads of the gdb / call-last dump being read
+        self._tb_last = False  # frames printed most recent call last (reversed at flush)
+        self._tb_after_frame = False  # the line before was a frame: this one may be its source
+        self._listing_host: str | None = None
 
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
@@ -201,17 +289,60 @@ class StackParser:
                 if m:
                     self.section, self._proc = "pyspy", {}
                     return self._thread(m, ctx)
+            if self._where(text):
+                return []
+            if any(n in text for n in PS_D_NEEDLES):
+                return self._ps_row(text, ctx)
             return self._bare(text.strip(), ctx) if any(n in text for n in BARE_NEEDLES) else []
         if self.section == "faulthandler":
             return self._feed_faulthandler(text, ctx)
+        if self.section == "traceback":
+            return self._feed_traceback(text, ctx)
+        if self.section == "listing":
+            return self._feed_listing(text, ctx)
         return self._feed_pyspy(text, ctx)
 
     def close(self) -> list[tuple[str, Row]]:
         """End of stream: emit what is pending."""
-        out = self._flush_threads() + self._flush_faulthandler()
+        out = self._flush_threads() + self._flush_faulthandler() + self._flush_traceback()
         self.section = None
         self._proc = {}
+        self._hint = {}
+        self._listing_host = None
         return out
+
+    def _restart(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        """A line that ended a dump: it may start the next one, say where it is taken, or be a
+        ``ps`` row of a process in uninterruptible sleep."""
+        if text.startswith(STARTERS):
+            return self._start(text, ctx)
+        if self._where(text):
+            return []
+        return self._ps_row(text, ctx) if any(n in text for n in PS_D_NEEDLES) else []
+
+    def _where(self, text: str) -> bool:
+        """A loop's separator or a shell prompt running py-spy: the host/pid of the next dump."""
+        if "== " in text:
+            m = SEPARATOR_PID_RE.match(text.strip())
+            if m:
+                host = m["host"] if m["host"] and m["host"].lower() not in ("pid", "rank") else None
+                self._hint = {"host": host or self._hint.get("host"), "pid": int(m["pid"])}
+                return True
+        if "py-spy" in text:
+            m = PROMPT_PYSPY_RE.search(text) if "@" in text else None
+            if m:
+                self._hint = {"host": m["host"], "pid": _int(m["pid"])}
+                return True
+            m = PYSPY_COMMAND_RE.search(text)
+            if m:  # the command without a prompt: the pid, on the host an ssh before it named
+                self._hint = {"host": self._hint.get("host"), "pid": int(m["pid"])}
+                return True
+        if text.startswith("ssh "):
+            m = SSH_RE.match(text.strip())
+            if m:
+                self._hint = {"host": m["host"], "pid": None}
+                return True
+        return False
 
     # -- starting a section --------------------------------------------------------------
     def _start(self, text: str, ctx: object) -> list[tuple[str, Row]]:
@@ -238,6 +369,17 @@ class StackParser:
             return self._fh_thread(m, ctx)
         if PYSPY_ERROR_RE.match(text):
             return [self._error_row(text, ctx)]
+        m = GDB_THREAD_RE.match(text)
+        if m or GDB_TRACEBACK_RE.match(text):
+            self.section, self._tb, self._tb_last = "traceback", [], False
+            return self._tb_thread(m, ctx)
+        m = LAST_THREAD_RE.match(text.strip())
+        if m:
+            self.section, self._tb, self._tb_last = "traceback", [], True
+            return self._tb_thread(m, ctx)
+        m = LISTING_HEAD_RE.match(text)
+        if m:
+            self.section, self._listing_host = "listing", m["host"]
         return []
 
     def _bare(self, text: str, ctx: object) -> list[tuple[str, Row]]:
@@ -246,8 +388,8 @@ class StackParser:
         m = FH_FRAME_RE.match(text)
         if m:
             self.section, self._fh, self._fh_cut = "faulthandler", [], False
-            self._fh.append({"pid": None, "cmd": None, "tid": None, "thread": None, "state": None,
-                             "frames": [], "_ctx": ctx, "_all": False})
+            self._fh.append({"pid": _writer(ctx)[2], "cmd": None, "tid": None, "thread": None,
+                             "state": None, "frames": [], "_ctx": ctx, "_all": False})
             return self._feed_faulthandler(text, ctx)
         return []
 
@@ -276,6 +418,12 @@ class StackParser:
             out = self._flush_threads()
             self._proc = _process(m)
             return out
+        if PYSPY_ERROR_RE.match(text):  # "Process N: …" then py-spy could not read it
+            out = self._flush_threads()
+            if self._proc.get("pid") is not None and not self._threads:
+                self._hint = {"host": self._hint.get("host"), "pid": self._proc["pid"]}
+            self.section, self._proc = None, {}
+            return out + [self._error_row(text, ctx)]
         if PYTHON_VERSION_RE.match(text) or PARENT_RE.match(text):
             self._proc["in_cmd"] = False
             return []
@@ -297,11 +445,12 @@ class StackParser:
             out = self._flush_threads()
             self._condensed = int(m["n"])
             return out
-        # Anything else ends the dump; it may start the next one (an error, faulthandler).
+        # Anything else ends the dump; it may start the next one (an error, faulthandler) or
+        # say where the next one is taken.
         out = self._flush_threads()
         self.section = None
         self._proc = {}
-        return out + self._start(text, ctx) if text.startswith(STARTERS) else out
+        return out + self._restart(text, ctx)
 
     def _thread(self, m: re.Match[str], ctx: object) -> list[tuple[str, Row]]:
         out: list[tuple[str, Row]] = []
@@ -317,9 +466,13 @@ class StackParser:
                 pid = main_pid
                 self._proc = {"pid": pid, "cmd": None}
             self._proc["has_main"] = True
+        if pid is None and self._hint.get("pid") is not None and not self._hint.get("used"):
+            pid = self._proc["pid"] = self._hint["pid"]  # "=== PID N ===" before a headless dump
+        if pid is not None and pid == self._hint.get("pid"):
+            self._hint["used"] = True
         self._threads.append({
             "pid": pid, "cmd": self._proc.get("cmd"), "tid": tid, "thread": name,
-            "state": m["state"], "_ctx": ctx,
+            "state": m["state"], "_ctx": ctx, "host": self._hint.get("host"),
         })
         self._in_locals = False
         return out
@@ -337,6 +490,12 @@ class StackParser:
 
     # -- faulthandler --------------------------------------------------------------------
     def _feed_faulthandler(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        if self._fh and _writer(ctx) != _writer(self._fh[0]["_ctx"]):
+            # another writer's line (Ray's "(Actor pid=N)", torchrun's "[default3]:"): a dump is
+            # one process's; this one ends here and the line is read afresh
+            out = self._flush_faulthandler()
+            self.section = None
+            return out + self.feed(text, ctx)
         m = FH_FRAME_RE.match(text)
         if m and self._fh:
             line = m["line"]
@@ -354,7 +513,7 @@ class StackParser:
             return []
         out = self._flush_faulthandler()
         self.section = None
-        return out + self._start(text, ctx) if text.startswith(STARTERS) else out
+        return out + self._restart(text, ctx)
 
     def _fh_thread(self, m: re.Match[str] | None, ctx: object) -> list[tuple[str, Row]]:
         out: list[tuple[str, Row]] = []
@@ -363,7 +522,7 @@ class StackParser:
             self.section = "faulthandler"
         name = None if m is None else (m["name"] or m["oldname"])
         self._fh.append({
-            "pid": None, "cmd": None, "tid": None if m is None else m["tid"], "thread": name,
+            "pid": _writer(ctx)[2], "cmd": None, "tid": None if m is None else m["tid"], "thread": name,
             "state": None if m is None else ("current" if m["current"] == "Current thread" else None),
             "frames": [], "_ctx": ctx, "_all": m is not None,
         })
@@ -381,9 +540,95 @@ class StackParser:
         return [("stacks", _row(t, t.pop("frames"))) for t in threads]
 
     # -- errors --------------------------------------------------------------------------
-    @staticmethod
-    def _error_row(text: str, ctx: object) -> tuple[str, Row]:
-        return ("stacks", {"state": "dump_error", "frames": [], "leaf": None, "_ctx": ctx})
+    def _error_row(self, text: str, ctx: object) -> tuple[str, Row]:
+        """py-spy's error, for the process a separator or prompt before it named (if any)."""
+        pid = None if self._hint.get("used") else self._hint.get("pid")
+        self._hint["used"] = True
+        return ("stacks", {"state": "dump_error", "frames": [], "leaf": None, "_ctx": ctx,
+                           "pid": pid, "host": self._hint.get("host")})
+
+    def _ps_row(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        """A ``ps`` row of a process in uninterruptible sleep: a row with ``state`` ``D``."""
+        m = PS_D_ROW_RE.match(text.strip())
+        if not m:
+            return []
+        return [("stacks", {"pid": int(m["pid"] or m["pid2"]), "cmd": m["cmd"].strip(),
+                            "state": "D", "frames": [], "leaf": None, "_ctx": ctx,
+                            "host": self._hint.get("host")})]
+
+    # -- gdb py-bt and most-recent-call-last dumps ---------------------------------------
+    def _tb_thread(self, m: re.Match[str] | None, ctx: object) -> list[tuple[str, Row]]:
+        """A thread header (gdb's, or a dumper's thread id), or gdb's bare ``Traceback (most
+        recent call first):`` (``py-bt`` of the current thread only)."""
+        if m is None and self._tb and not self._tb[-1]["frames"]:
+            return []  # the Traceback line under gdb's own thread header
+        tid = name = None
+        if m is not None:
+            tid = m["lwp"] if "lwp" in m.re.groupindex else m["tid"]
+            # gdb numbers the main thread 1 (its LWP is the pid)
+            name = "MainThread" if "num" in m.re.groupindex and m["num"] == "1" else None
+        self._tb.append({"pid": self._hint.get("pid"), "cmd": None, "tid": tid, "thread": name,
+                         "state": None, "frames": [], "_ctx": ctx, "host": self._hint.get("host")})
+        self._tb_after_frame = False
+        return []
+
+    def _feed_traceback(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        s = text.strip()
+        m = TB_FRAME_RE.match(s)
+        if m and self._tb:
+            line = m["line"]
+            self._tb[-1]["frames"].append(
+                frame_text(m["func"].strip(), m["file"], int(line) if line.isdigit() else None))
+            self._tb_after_frame = True
+            return []
+        m = GDB_BUILTIN_RE.match(s)
+        if m and self._tb:
+            self._tb[-1]["frames"].append(frame_text(m["func"], "built-in", None))
+            self._tb_after_frame = False
+            return []
+        m = GDB_THREAD_RE.match(s) or LAST_THREAD_RE.match(s)
+        if m or GDB_TRACEBACK_RE.match(s):
+            return self._tb_thread(m, ctx)
+        m = LAST_NAME_RE.match(s)
+        if m and self._tb:
+            self._tb[-1]["thread"] = m["name"].strip()
+            return []
+        if not s or s in GDB_NOTES or s in LAST_BANNERS:
+            self._tb_after_frame = False
+            return []
+        if self._tb_after_frame:  # the source line under a frame
+            self._tb_after_frame = False
+            return []
+        out = self._flush_traceback()
+        self.section = None
+        return out + self._restart(text, ctx)
+
+    def _flush_traceback(self) -> list[tuple[str, Row]]:
+        threads, self._tb = self._tb, []
+        out = []
+        for t in threads:
+            frames = t.pop("frames")
+            if not frames:
+                continue
+            out.append(("stacks", _row(t, frames[::-1] if self._tb_last else frames)))
+        return out
+
+    # -- a condensed per-node listing of leaves -----------------------------------------
+    def _feed_listing(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        m = LISTING_ENTRY_RE.match(text)
+        if m:
+            return [("stacks", {"host": self._listing_host, "thread": "MainThread",
+                                "state": "listed", "frames": [m["func"]], "leaf": m["func"],
+                                "_ctx": ctx})]
+        self.section, self._listing_host = None, None
+        return self._restart(text, ctx) if text.strip() else []
+
+
+def _writer(ctx: object) -> tuple[Any, Any, Any]:
+    """(rank, host, pid) the line's prefixes named (Ray's ``(Actor pid=N)`` gives the pid)."""
+    origin = ctx[2] if isinstance(ctx, tuple) and len(ctx) > 2 else None
+    return (getattr(origin, "rank", None), getattr(origin, "host", None),
+            getattr(origin, "pid", None))
 
 
 def _process(m: re.Match[str]) -> dict[str, Any]:
@@ -405,7 +650,9 @@ def _row(t: dict[str, Any], frames: list[str]) -> Row:
     }
     if t.get("count"):
         row["count"] = t["count"]
-    if isinstance(ctx, tuple) and len(ctx) > 2:
+    if t.get("host"):
+        row["host"] = t["host"]  # named by a separator or prompt before the dump
+    elif isinstance(ctx, tuple) and len(ctx) > 2:
         source, origin = str(ctx[0]), ctx[2]
         hints = (_file_hints(source, row["pid"]) if len(source) <= MEMO_MAX_LEN
                  else _file_hints.__wrapped__(source, row["pid"]))

@@ -11,7 +11,12 @@ Rules (documented because the runbook's facts depend on them):
 - **Processes.** One per (host, pid); else per rank; else per dump file. DataLoader worker and
   pin-memory processes (``torch/utils/data/_utils/worker.py`` …) are helpers, not ranks: they
   are counted apart. When one process was dumped several times, the last snapshot counts and
-  the others say whether it moved.
+  the others say whether it moved. A py-spy error counts as a process only when the log names
+  the process it failed on (``Process N:`` before it, a loop's ``=== PID N ===``, the
+  ``py-spy dump --pid N`` command) and nothing else of that process was read; its leaf is
+  ``not dumped: <the error>``. Each entry of a condensed per-node listing of leaves is one
+  process; a full stack whose innermost frame's function is a listed name takes the place of
+  one such entry (it is that process, shown in full), so nothing is counted twice.
 - **Thread.** ``MainThread`` by default (``pt_main_thread`` in faulthandler's OS names; a
   process with one unnamed thread uses it); ``thread="*"`` takes every thread except idle
   helpers (pt_autograd, tqdm's monitor, pin_memory, and non-main threads parked in a stdlib
@@ -27,7 +32,9 @@ Rules (documented because the runbook's facts depend on them):
   column stays the innermost frame as printed.
 - **Signature.** The leaf and the Python frames outside it (``depth`` of them; 0 = all): two
   processes share a signature when they wait at the same place reached the same way.
-- **Outliers.** When some processes wait inside a collective (``torch.distributed`` /
+- **Outliers.** A process py-spy could not attach to (EPERM, ``Failed to suspend process``:
+  one in uninterruptible sleep, ``D``, cannot be stopped by ptrace) while others could be
+  dumped is the outlier, named as such. Else, when some processes wait inside a collective (``torch.distributed`` /
   DeepSpeed comm) and no more of them are outside one, those outside are the outliers: a
   collective only finishes when every rank calls it, so the ranks outside it are the ones
   everyone waits for. Otherwise (all, none or only a few in collectives — NCCL ranks often

@@ -62,6 +62,16 @@ def find_outliers(procs: list[Proc]) -> tuple[list[Proc], str]:
     ranks = [p for p in procs if not p.helper]
     if n_procs(ranks) < 2:
         return [], "too_few"
+    # py-spy could not attach to it (EPERM, "Failed to suspend process": a process in
+    # uninterruptible sleep, D, cannot be stopped by ptrace) while the others could be read:
+    # the one stuck in the kernel is the one the others wait for
+    stuck = [p for p in ranks if p.state == "D"]
+    if stuck and len(stuck) < len(ranks):
+        return stuck, "uninterruptible"
+    blind = [p for p in ranks if p.state == "dump_error"]
+    if blind and len(blind) < len(ranks):
+        return blind, "not_dumpable"
+    ranks = [p for p in ranks if p.state != "dump_error"]
     inside = [p for p in ranks if p.in_collective]
     outside = [p for p in ranks if not p.in_collective]
     if inside and outside and n_procs(outside) <= n_procs(inside):

@@ -62,6 +62,8 @@ def report(analysis: DeadlockAnalysis) -> Report:
     if outliers:
         why = {"outside_collective": "outside any collective while the others wait in one",
                "smallest_group": "in a state no larger group shares",
+               "not_dumpable": "the process py-spy could not attach to (stuck in the kernel?)",
+               "uninterruptible": "in uninterruptible sleep (D in ps): stuck in the kernel",
                }.get(a.rule, "named by the flight recorder")
         findings.append(Finding(
             "outliers", "critical",

@@ -39,6 +39,8 @@ TORCH_FILE_RE = re.compile(r"(?:^|[/\\])torch[/\\]")
 HEX_ADDR_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
+# rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
+NO_STACK_STATES = ("dump_error", "D")
 ARROW = " ← "
 
 
@@ -221,10 +223,15 @@ def _frame_key(row: _Row) -> tuple[str, ...]:
 
 def processes(stacks: pd.DataFrame, thread: str = "MainThread",
               depth: int | None = None) -> list[Proc]:
-    """One ``Proc`` per process seen in the ``stacks`` table (dump errors left out)."""
+    """One ``Proc`` per process seen in the ``stacks`` table: dump errors only where the log
+    names the process py-spy failed on (a pid or rank); a listed leaf (``state`` ``listed``)
+    is one process each, and a full stack whose innermost frame is a listed name stands for
+    one of those entries (``merge_listed``)."""
     if not len(stacks):
         return []
-    df = stacks[stacks["state"].fillna("") != "dump_error"]
+    state = stacks["state"].fillna("")
+    named = stacks["pid"].notna() | stacks["rank"].notna() if "pid" in stacks else state == ""
+    df = stacks[~state.isin(NO_STACK_STATES) | named]
     if not len(df):
         return []
     # Plain Python lists and a dict of rows per process, in table order: a DataFrame groupby
@@ -233,8 +240,10 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     groups: dict[tuple[Any, ...], list[_Row]] = {}
     for row in map(_Row._make, zip(*cols, strict=True)):
         host, pid, rank = _na(row.host), _na(row.pid), _na(row.rank)
-        if pid is not None:
-            key: tuple[Any, ...] = ("pid", host, int(pid))
+        if _na(row.state) == "listed":
+            key: tuple[Any, ...] = ("listed", host, str(row.source))  # one process per entry
+        elif pid is not None:
+            key = ("pid", host, int(pid))
         elif rank is not None:
             key = ("rank", host, int(rank))
         else:
@@ -244,6 +253,11 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]] = {}
     out: list[Proc] = []
     for key, rows in groups.items():
+        stuck = next((r for r in rows if _na(r.state) == "D"), None)
+        if len(rows) > 1 and any(_na(r.state) in NO_STACK_STATES for r in rows):
+            # dumped after all (another try, another thread): the stack says more than the error
+            # or the ps row (whose D state the process keeps)
+            rows = [r for r in rows if _na(r.state) not in NO_STACK_STATES] or rows[:1]
         chosen = _choose_threads(rows, thread, memo)
         if not chosen:
             continue
@@ -256,16 +270,41 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
             frames = list(fkey)
             leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
         leaf, coll, helper = leaf_memo[fkey]
+        if _na(first.state) == "dump_error":  # named by what py-spy said instead of a frame
+            leaf = f"not dumped: {str(_na(first.line) or 'py-spy error').strip()}"
+        elif _na(first.state) == "D" and not fkey:
+            leaf = f"uninterruptible sleep (D): {_na(first.cmd) or 'no stack'}"
         sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
         out.append(Proc(
             key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
             frames=list(fkey), leaf=leaf, signature=sigs[-1],
             in_collective=coll, helper=helper,
             source=str(first.source), line=str(_na(first.line) or ""),
-            thread=_na(first.thread), state=_na(first.state), cmd=_na(first.cmd),
+            thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
+            cmd=_na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
             threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
-    return out
+    return merge_listed(out)
+
+
+def merge_listed(procs: list[Proc]) -> list[Proc]:
+    """A condensed listing names each process by its innermost frame's function alone; a full
+    stack shown beside it is one of those processes (the one the poster singled out). Each full
+    stack whose innermost frame's function is a listed name on its host (any host when its own
+    is unknown) takes the place of one such entry, so no process is counted twice."""
+    listed = [p for p in procs if p.state == "listed"]
+    if not listed:
+        return procs
+    drop: set[int] = set()
+    for p in procs:
+        if p.state == "listed" or not p.frames:
+            continue
+        func = split_frame(p.frames[0]).func.rsplit(".", 1)[-1]
+        for q in listed:
+            if id(q) not in drop and q.leaf == func and (p.host is None or p.host == q.host):
+                drop.add(id(q))
+                break
+    return [p for p in procs if id(p) not in drop]
 
 
 def _choose_threads(rows: list[_Row], thread: str, memo: _FrameMemo) -> list[_Row]:
