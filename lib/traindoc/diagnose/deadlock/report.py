@@ -42,7 +42,7 @@ def report(analysis: DeadlockAnalysis) -> Report:
     facts["outlier_leaf"] = a.outlier_leaf
     facts["majority_leaf"] = a.majority_leaf
     stopped = unsuspendable(a)
-    if stopped and not outliers and not mismatch:
+    if stopped and not mismatch and (not outliers or a.rule == "not_dumpable"):
         facts["outlier_members"] = stopped
 
     # Findings.
@@ -59,7 +59,7 @@ def report(analysis: DeadlockAnalysis) -> Report:
             f"{'threads are' if thread == '*' else thread + ' is'}: " + "; ".join(
                 f"{r['count']} in {r['leaf']}" for _, r in table.head(8).iterrows()),
             [f"{len(g['members'])} × {g['signature'][:300]}" for g in facts["groups"][:8]]))
-    if outliers:
+    if outliers and not (stopped and a.rule == "not_dumpable"):
         why = {"outside_collective": "outside any collective while the others wait in one",
                "smallest_group": "in a state no larger group shares",
                "not_dumpable": "the process py-spy could not attach to (stuck in the kernel?)",
@@ -134,7 +134,7 @@ def report(analysis: DeadlockAnalysis) -> Report:
                    "(~/.cache/torch_extensions/*/*/lock, or under $TORCH_EXTENSIONS_DIR) and "
                    "restart.")
         confidence = "medium"
-    if stopped and not outliers and not mismatch:
+    if stopped and not mismatch and (not outliers or a.rule == "not_dumpable"):
         verdict = (f"{members_text(stopped)} could not be dumped (py-spy: Failed to suspend "
                    "process) — the outlier: a process py-spy cannot suspend is usually in "
                    "uninterruptible sleep (D in ps), blocked in the kernel"
