@@ -28,6 +28,54 @@ REAL_LINES = [
      "9.942E-06 | num_tokens: 1536772503 | fwd_bwd_time: 80734.8",
      {"iteration": 4875, "total_iterations": 500000, "loss": 3.39, "lr": 9.942e-06},
      "huggingface/m4-logs tr_141 num_workers_04 README.md"),
+    # JSON lines whose total_steps field is the total, not a setting (two trainers' logs)
+    ('{"current_steps": 11900, "total_steps": 11900, "loss": 0.0023, "reward": null, '
+     '"learning_rate": 2.7878267028214054e-11, "epoch": 24.96, "percentage": 100.0, '
+     '"elapsed_time": "3:40:04", "remaining_time": "0:00:00"}',
+     {"iteration": 11900, "total_iterations": 11900, "loss": 0.0023},
+     "112292454/ChatGLM-Efficient-Tuning-main trainer_log.jsonl (corpus)"),
+    ('{"current_steps": 43, "total_steps": 82, "loss": 0.6608, "eval_loss": null, '
+     '"predict_loss": null, "reward": null, "accuracy": null, "learning_rate": '
+     '6.971779275566593e-06, "epoch": 0.5220030349013657, "percentage": 52.44, '
+     '"elapsed_time": "0:27:55", "remaining_time": "0:25:19"}',
+     {"iteration": 43, "total_iterations": 82, "loss": 0.6608}, "hiyouga/LlamaFactory#4350"),
+    # parts of a loss, no loss key of its own: the first part is the loss
+    ("[^[[34m2025-05-28 14:40:17^[[0m] (step=0012490) Train Loss mse: 0.0018, Train Loss ce: "
+     "0.0130, Train Steps/Sec: 0.16,",
+     {"iteration": 12490, "loss": 0.0018, "elapsed_s": 1 / 0.16}, "ByteDance-Seed/Bagel#80"),
+    ("02:31:56: train iter: 100 loss_net: nan loss_scale: 785.4200 norm: nan norm_average: "
+     "0.8729 seconds: 122.871", {"iteration": 100, "loss": NAN, "loss_scale": 785.42},
+     "christianpayer/MedicalDataAugmentationTool-VerSe#31"),
+    ("step 700, training mse loss nan, val mse loss nan",
+     {"iteration": 700, "loss": NAN, "eval_loss": NAN}, "yaoyichen/CIKM-Cup-2017#7"),
+    ("step 100000: train loss nan, val loss nan", {"iteration": 100000, "loss": NAN,
+                                                  "eval_loss": NAN}, "datawhalechina/tiny-universe#31"),
+    # DLLogger (NVIDIA DeepLearningExamples): step_loss / average_loss are parts of the loss
+    ("DLL 2020-06-04 01:09:11.569757 - Training Epoch: 0 Training Iteration: 2933  average_loss "
+     ": nan  step_loss : 1.0703125  learning_rate : 0.003161792362931437",
+     {"iteration": 2933, "loss": NAN}, "NVIDIA/DeepLearningExamples#543"),
+    ("DLL 2022-04-05 02:22:54.614486 - Training Epoch: 1 Training Iteration: 2872  step_loss : "
+     "0.6953772306442261  learning_rate : 1.5844598709048836e-05",
+     {"iteration": 2872, "loss": 0.6953772306442261}, "NVIDIA/DeepLearningExamples#1107"),
+    # llm.c's log file: f.write("s:%d trl:%f\n") and "s:%d tel:%f\n" (karpathy/llm.c
+    # train_gpt2.py, and modded-nanogpt's logs written by the same code)
+    ("s:9535 trl:3.340180", {"iteration": 9535, "loss": 3.34018},
+     "KellerJordan/modded-nanogpt records (corpus loss_spike-modded-nanogpt-f66d43d7)"),
+    ("s:9536 tel:3.275959", {"iteration": 9536, "eval_loss": 3.275959, "event": "eval"},
+     "KellerJordan/modded-nanogpt records (corpus loss_spike-modded-nanogpt-f66d43d7)"),
+    ("s:0 trl:10.965596", {"iteration": 0, "loss": 10.965596}, "karpathy/llm.c train_gpt2.py"),
+    # "key is value" and records/second (BigDL's DistriOptimizer)
+    ("2018-04-13 07:12:15 INFO  DistriOptimizer$:392 - [Epoch 42 933888/1281167][Iteration "
+     "17442][Wall Clock 26290.6678436s] Trained 3072 records in 1.468526684 seconds. Throughput "
+     "is 2091.8926 records/second. Loss is 1.72319. Current learning rate is "
+     "0.07595911266872037.", {"iteration": 17442, "loss": 1.72319, "samples_per_s": 2091.8926},
+     "intel/ipex-llm#2494"),
+    # a parenthesised time per step after the metrics
+    ("INFO:niftynet:2018-02-04 06:07:02,482: Training iter 3211, loss=0.4551212191581726 "
+     "(1.349622s)", {"iteration": 3211, "loss": 0.4551212191581726, "elapsed_s": 1.349622},
+     "NifTK/NiftyNet#47"),
+    ("INFO:tensorflow:global step 2458: loss = nan (2.34 sec/step)",
+     {"iteration": 2458, "loss": NAN, "elapsed_s": 2.34}, "ardiya/HashtagPrediction#6"),
 ]
 
 
@@ -51,6 +99,8 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
     "Epoch 3 finished, loss 2.31",  # no step
     "Namespace(lr=0.001, step=10, loss=2.0)",
+    "step 3 loss_scale: 1024.0",  # a loss scale is no part of the loss
+    "s:12 eval:0.29",  # llm.c's HellaSwag accuracy: no loss
 ])
 def test_lines_that_are_no_step(line: str) -> None:
     assert parse_metric_line(line) is None

@@ -9,13 +9,24 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   one-word key (``loss 2.31``), and ``value unit`` (``9.8it/s``, ``2.3 s/it``, ``5123 tokens/s``,
   ``812 samples/sec``); fields may sit between ``|``, ``,``, ``;``, `` - `` or spaces.
   Values may carry ``ms``/``s``/``%`` units, thousands separators, and ``K``/``M``/``G``
-  suffixes; ``nan``/``NaN``/``inf``/``Infinity`` are values.
+  suffixes; ``nan``/``NaN``/``inf``/``Infinity`` are values. Also ``key is value`` (BigDL's
+  ``Loss is 1.72``), a multi-word key known whole before a bare value (``train loss nan``), and
+  a parenthesised time per step after the metrics (``loss = nan (2.34 sec/step)``,
+  ``loss=0.45 (1.35s)``).
 - **step keys** (``STEP_KEYS``, in order of preference): ``global_step``, ``opt_step``,
   ``num_updates``, ``iteration``, ``iter``, ``step``, ``Global Step``…, with an optional
   ``/total`` (``step 120/5000``, ``Iter [120/5000]``).
 - **metric keys** (``METRIC_KEYS``): a key is lower-cased, a ``train/``-style prefix and
   spaces/underscores/dashes dropped, then looked up; a key of several words is looked up by its
-  longest known suffix (``INFO train loss`` is ``train loss``).
+  longest known suffix (``INFO train loss`` is ``train loss``). A key that is no known one but
+  names a loss (``loss_net``, ``step_loss``, ``Train Loss ce``) is a *part* of the loss: the
+  first such part is the row's loss only when the line has no loss key of its own (an eval
+  part, ``val mse loss``, the eval loss alike). Rates per step (``Steps/Sec``) are inverted
+  into seconds per step.
+- **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
+  ``total_steps``-like field is the total, not a reason to skip the line.
+- **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
+  digits is a step, ``trl``/``tel`` are the train and val loss.
 
 A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
 MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
@@ -35,30 +46,37 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|"
-    r"iteration|iter|step)s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
+    r"iteration|iter|step|s(?=:\d))s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.])", re.IGNORECASE)
 # preference among step keys on one line (a global step beats an epoch-local step)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1,
-             "iteration": 2, "iter": 2, "step": 3}
+             "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
+# JSON fields that give the run's total steps
+TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
 # key [:=] value, or a quoted key (JSON, a Python dict)
 PAIR_RE = re.compile(
     r"(?:(?P<q>[\"'])(?P<qk>[A-Za-z_][\w ./()-]{0,60}?)(?P=q)\s*:\s*[\"']?"
-    r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)\s*(?:[:=]|(?P<sp> ))\s*)"
+    r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)"
+    r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)"
     rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d])")
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|"
-    r"samples/s(?:ec)?|examples/s(?:ec)?|img/s|images/s(?:ec)?|TFLOPS|TFLOP/s)(?![\w/])",
+    r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
+    r"TFLOPS|TFLOP/s)(?![\w/])",
     re.IGNORECASE)
+
+# a time per step in parentheses after the metrics: "(2.34 sec/step)", "(1.349622s)"
+PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:step|it|iter))?\)")
 
 # normalised key -> column (see ``_norm``)
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
-                     "batchloss", "pertokenloss"), "loss"),
+                     "batchloss", "pertokenloss", "trl"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
-                     "devloss", "evallmloss", "vallmloss"), "eval_loss"),
+                     "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
                      "gradnormtotal", "gradnormbeforeclip"), "grad_norm"),
     **dict.fromkeys(("lr", "learningrate", "lrate"), "lr"),
@@ -75,6 +93,8 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("tflops", "tflop/s", "tflops/gpu", "tflop/s/gpu", "modeltflops",
                      "tflopspergpu", "modeltflopspergpu", "tflop/s/device"), "tflops"),
     **dict.fromkeys(("mfu", "modelflopsutilization"), "mfu"),
+    **dict.fromkeys(("steps/sec", "steps/s", "stepspersec", "stepspersecond", "it/sec"),
+                    "steps_per_s"),
     **dict.fromkeys(("steptime", "itertime", "timeperstep", "time/iter", "time/step",
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
                      "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter"),
@@ -87,15 +107,21 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
 
 
+# a key naming a loss that is not one of METRIC_KEYS: a part of the loss ("loss_net", "Train
+# Loss ce"); an eval part when it starts with one of EVAL_WORDS
+LOSS_PART_RE = re.compile(r"loss", re.IGNORECASE)
+EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
+NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
+
 # columns a key may reach by dropping its leading words ("INFO train loss" is a loss; "elapsed
 # time" is no time per step)
-SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm")
+SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
 
 
 @lru_cache(maxsize=4096)
@@ -110,8 +136,23 @@ def _norm(key: str) -> str | None:
                 break
         col = METRIC_KEYS.get(re.sub(r"[\s_\-]", "", k))
         if col is not None and (i == 0 or col in SUFFIX_COLUMNS):
+            if col == "loss" and any(w.lower() in EVAL_WORDS for w in words[:i]):
+                return "eval_loss"  # "val mse loss"
             return col
     return None
+
+
+@lru_cache(maxsize=4096)
+def _loss_part(key: str) -> str | None:
+    """``loss`` or ``eval_loss`` for a key that names a part of a loss (``loss_net``,
+    ``step_loss``, ``Train Loss ce``, ``val mse loss``), else None (memoised)."""
+    low = key.lower()
+    if not LOSS_PART_RE.search(low):
+        return None
+    words = re.split(r"[\s_\-/.]+", low)
+    if any(w in NOT_LOSS_PARTS for w in words):
+        return None
+    return "eval_loss" if words and words[0] in EVAL_WORDS else "loss"
 
 
 def _number(v: str, unit: str | None) -> float | None:
@@ -152,8 +193,6 @@ def _json_pairs(text: str) -> dict[str, str] | None:
 
 def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics."""
-    if NOT_A_STEP_RE.search(text):
-        return None
     row: Row = {}
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
@@ -165,11 +204,21 @@ def parse_metric_line(text: str) -> Row | None:
         if it is None or it != it or it < 0 or it != int(it):
             return None
         row["iteration"] = int(it)
+        parts: Row = {}
         for k, v in pairs.items():
+            if k.lower() in TOTAL_KEYS:
+                total = _number(v, None)
+                if total is not None and total == total and total > 0:
+                    row.setdefault("total_iterations", int(total))
+                continue
             col = _norm(k)
             if col and col not in row:
                 row[col] = _number(v, None)
-        return _finish(row)
+            elif col is None and k != step_key and (part := _loss_part(k)):
+                parts.setdefault(part, _number(v, None))
+        return _finish(_with_parts(row, parts))
+    if NOT_A_STEP_RE.search(text):
+        return None
     m = _step(text)
     if m is None:
         return None
@@ -177,18 +226,28 @@ def parse_metric_line(text: str) -> Row | None:
     if m["tot"]:
         row["total_iterations"] = int(m["tot"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    parts: Row = {}
     for p in PAIR_RE.finditer(rest):
         key = p["qk"] or p["k"]
-        if p["sp"] and " " in key:
-            continue  # "key value" only for a one-word key
         col = _norm(key)
-        if col is None or col in row:
+        if p["sp"] and " " in key and (col is None or _norm(key.split()[-1]) == col) \
+                and not _loss_part(key):
+            continue  # "key value" only for a one-word key or a multi-word key known whole
+        if col is None:
+            part = _loss_part(key)
+            if part and part not in parts:
+                parts[part] = _number(p["v"], p["u"])
+            continue
+        if col in row:
             continue
         value = _number(p["v"], p["u"])
         if value is not None and col == "elapsed_s" and (p["u"] == "ms"
                                                          or key.lower().endswith("ms")):
             value /= 1000.0
         row[col] = value
+    steps_per_s = row.pop("steps_per_s", None)
+    if steps_per_s:
+        row.setdefault("elapsed_s", 1.0 / steps_per_s)
     for u in UNIT_RE.finditer(rest):
         value = _number(u["v"], None)
         unit = u["unit"].lower()
@@ -204,7 +263,18 @@ def parse_metric_line(text: str) -> Row | None:
             row.setdefault("tflops", value)
         else:
             row.setdefault("samples_per_s", value)
-    return _finish(row)
+    if "elapsed_s" not in row and (t := PAREN_TIME_RE.search(rest)) and t.start() > m.start():
+        secs = float(t["v"])
+        row["elapsed_s"] = secs / 1000.0 if t["u"] == "ms" else secs
+    return _finish(_with_parts(row, parts))
+
+
+def _with_parts(row: Row, parts: Row) -> Row:
+    """The row with a loss part as its loss (and an eval part as its eval loss) where the line
+    named no loss of its own."""
+    for col, value in parts.items():
+        row.setdefault(col, value)
+    return row
 
 
 def _finish(row: Row) -> Row | None:
