@@ -154,6 +154,24 @@ def _main_bar(progress: pd.DataFrame) -> pd.DataFrame:
     return pr
 
 
+def bar_steps(progress: pd.DataFrame) -> pd.Series:
+    """The step of each bar row counted across the bar's restarts: a bar that starts again at
+    every epoch (YOLO's ``42/42``, Keras's ``1490/1490``) goes on from the total of the epoch
+    before, so that epoch after epoch is a series in order (a row not past the previous one of
+    its file and rank starts a new epoch)."""
+    pr = _order(progress)
+    out = pd.Series(0, index=pr.index, dtype="int64")
+    for _, g in pr.groupby(_file_and_rank(pr), sort=False):
+        offset, prev = 0, None
+        for idx, step, total in zip(g.index, g["step"], g["total"], strict=True):
+            step = int(step)
+            if prev is not None and step <= prev[0]:
+                offset += int(prev[1]) if pd.notna(prev[1]) else prev[0]
+            out.loc[idx] = offset + step
+            prev = (step, total)
+    return out.reindex(progress.index)
+
+
 def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     """One row per logged iteration: run (restart count), iteration, value (median across the
     ranks that logged it), ranks (how many), source, line, time. Ordered as the job ran."""
@@ -169,7 +187,7 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
         pr = _main_bar(incident.progress)
         if not len(pr) or metric != "s_per_iteration":
             return pd.DataFrame(columns=cols)
-        rows = pr.assign(iteration=pr["step"], value=1.0 / pr["rate"].astype(float))
+        rows = pr.assign(iteration=bar_steps(pr), value=1.0 / pr["rate"].astype(float))
     rows = _order(rows)
     rows = rows.assign(_rank=rows["rank"].fillna(-1).astype(int))
     rows = rows.assign(iteration=rows["iteration"].astype("int64"))
