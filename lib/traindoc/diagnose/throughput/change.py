@@ -145,6 +145,9 @@ def noise_sigma(x: np.ndarray, split: int | None = None) -> float:
     return max(s_diff, s_res)
 
 
+OWN_NOISE_MIN = 5  # points a segment needs before its own noise is estimated
+
+
 def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2,
                 threshold: float = 4.0, min_drop_pct: float = 1.0,
                 coarse_above: int = 3000) -> Change | None:
@@ -177,6 +180,13 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     sigma = noise_sigma(x, s)
     sigma = max(sigma, 1e-3 * abs(ma), 1e-12)
     se = MEDIAN_SE * sigma * math.sqrt(1.0 / len(a) + 1.0 / len(b2))
+    # each level with its own noise as well: a short, coarse segment (warm-up steps timed to
+    # the whole millisecond, 42-44 ms) must not borrow the precision of a long smooth one
+    # (43.6-43.8 ms) and make a 1.5 % difference of medians look certain
+    # (a segment too short to know its own noise keeps the pooled one)
+    sa = max(noise_sigma(a), 1e-3 * abs(ma), 1e-12) if len(a) >= OWN_NOISE_MIN else sigma
+    sb = max(noise_sigma(b2), 1e-3 * abs(mb), 1e-12) if len(b2) >= OWN_NOISE_MIN else sigma
+    se = max(se, MEDIAN_SE * math.sqrt(sa * sa / len(a) + sb * sb / len(b2)))
     z = abs(mb - ma) / se
     pct = drop_pct(ma, mb, higher_is_better)
     if pct < min_drop_pct or (z < threshold and not _separated(a, b2, higher_is_better, pct)):

@@ -49,6 +49,9 @@ def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     step line carries any throughput figure at all, from the times of the step lines
     themselves (``timed_seconds``)."""
     it = training_steps(incident)
+    if "train_time_s" in it and it["train_time_s"].notna().sum() >= 2:
+        clocked = per_iteration_from_clock(it)
+        it = it.assign(elapsed_s=clocked.where(it["train_time_s"].notna(), it["elapsed_s"]))
     if "interval_s" in it and it["interval_s"].notna().any():
         it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
     elif not any(spec.column in it and it[spec.column].notna().any()
@@ -86,6 +89,22 @@ def per_iteration_seconds(iterations: list[int], interval_s: list[float | None])
         else:
             gap = it if len(iterations) > 1 and iterations[1] - it == it else 0
         out.append(t / gap if t is not None and gap > 0 else None)
+    return out
+
+
+def per_iteration_from_clock(it: pd.DataFrame) -> pd.Series:
+    """Seconds per iteration from a training clock the step lines state (``train_time_s``):
+    the clock's advance since the previous step line of the same file and rank over the
+    iterations between them (<NA> for the first line and after a restart). A running average
+    since the start (modded-nanogpt's step_avg) is no rate of the steps it ends: a slowdown at
+    step 3000 of 5000 moves it by a fraction, late; the clock's differences move at once."""
+    out = pd.Series(pd.NA, index=it.index, dtype="Float64")
+    rows = it[it["train_time_s"].notna() & it["iteration"].notna()]
+    for _, g in rows.groupby(_file_and_rank(rows), sort=False):
+        dt = g["train_time_s"].astype("Float64").diff()
+        steps = g["iteration"].astype("Float64").diff()
+        ok = (steps > 0) & (dt >= 0)
+        out.loc[g.index] = (dt / steps).where(ok, pd.NA)
     return out
 
 
