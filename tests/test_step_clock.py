@@ -58,3 +58,37 @@ def test_coarse_warm_up_steps_are_no_drop() -> None:
     warm = [44.0, 43.0, 42.0, 44.0, 43.0, 43.0, 44.0, 42.0, 44.0]
     smooth = list(43.7 + 0.05 * np.sin(np.arange(300)))
     assert find_change(np.array(warm + smooth) / 1000, higher_is_better=False) is None
+
+
+MEGATRON_LLM_22 = [  # epfLLM/Megatron-LLM#22: each interval slower than the one before (a leak)
+    " iteration       10/     600 | consumed samples:          640 | elapsed time per iteration "
+    "(ms): 84606.2 | learning rate: 8.000E-06 | ",
+    " iteration       15/     600 | consumed samples:          960 | elapsed time per iteration "
+    "(ms): 142474.1 | learning rate: 1.200E-05 | ",
+    " iteration       20/     600 | consumed samples:         1280 | elapsed time per iteration "
+    "(ms): 202438.6 | learning rate: 1.600E-05 |",
+]
+MEGATRON_LLM_11 = [  # epfLLM/Megatron-LLM#11: three neighbouring iterations, 1-2 % apart
+    " iteration      122/  250000 | consumed samples:       124928 | elapsed time per iteration "
+    "(ms): 86545.2 | learning rate: 9.150E-06 | global batch size:  1024 | lm loss: 2.504220E+00 |",
+    " iteration      123/  250000 | consumed samples:       125952 | elapsed time per iteration "
+    "(ms): 87871.6 | learning rate: 9.225E-06 | global batch size:  1024 | lm loss: 2.493043E+00 |",
+    " iteration      124/  250000 | consumed samples:       126976 | elapsed time per iteration "
+    "(ms): 89474.8 | learning rate: 9.300E-06 | global batch size:  1024 | lm loss: 2.559583E+00 |",
+]
+
+
+def test_three_points_that_worsen_at_every_step_are_a_change(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(MEGATRON_LLM_22) + "\n")
+    a = tp.analyse(traindoc.load(str(log)))
+    assert a.change is not None and a.change.shape == "gradual"
+    assert (a.change.baseline, a.change.degraded) == (pytest.approx(84.6062),
+                                                      pytest.approx(202.4386))
+    assert int(a.series["iteration"].iloc[a.change_position]) == 15
+
+
+def test_three_points_a_few_percent_apart_are_no_change(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(MEGATRON_LLM_11) + "\n")
+    assert tp.analyse(traindoc.load(str(log))).change is None

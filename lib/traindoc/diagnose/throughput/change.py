@@ -225,6 +225,31 @@ def trailing_stall(values: np.ndarray, higher_is_better: bool) -> Change | None:
                   len(before), 1, shape="stall")
 
 
+SHORT_MAX = 3  # a series this short has no two levels of two points: the creep rule reads it
+SHORT_STEP_PCT = 10.0  # each logged value this much worse than the one before ...
+SHORT_MIN_DROP_PCT = 25.0  # ... and the last this much worse than the first
+
+
+def short_creep(values: np.ndarray, higher_is_better: bool) -> Change | None:
+    """A series of ``SHORT_MAX`` values or fewer (three Megatron lines: 84.6 → 142.5 → 202.4 s
+    per iteration) that gets worse at every logged point by ``SHORT_STEP_PCT`` and in all by
+    ``SHORT_MIN_DROP_PCT``: a slowdown going on (a leak, a growing queue), which two-level
+    splitting cannot see in so few points. Baseline the first value, degraded the last, the
+    change at the second (shape "gradual"). None otherwise, and for longer series."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if not 3 <= len(x) <= SHORT_MAX:
+        return None
+    steps = [drop_pct(float(a), float(b), higher_is_better) for a, b in zip(x[:-1], x[1:],
+                                                                         strict=True)]
+    total = drop_pct(float(x[0]), float(x[-1]), higher_is_better)
+    if min(steps) < SHORT_STEP_PCT or total < SHORT_MIN_DROP_PCT:
+        return None
+    sigma = max(noise_sigma(x), 1e-3 * abs(float(x[0])), 1e-12)
+    return Change(1, float(x[0]), float(x[-1]), total, abs(float(x[-1] - x[0])) / sigma, sigma,
+                  1, len(x) - 1, shape="gradual", onset=1)
+
+
 SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
 SEPARATED_DROP_PCT = 5.0
 
@@ -260,4 +285,5 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
 
 
 __all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
-           "Change", "despike", "drop_pct", "find_change", "noise_sigma", "trailing_stall"]
+           "Change", "despike", "drop_pct", "find_change", "noise_sigma", "short_creep",
+           "trailing_stall"]
