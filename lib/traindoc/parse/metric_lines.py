@@ -23,6 +23,8 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   first such part is the row's loss only when the line has no loss key of its own (an eval
   part, ``val mse loss``, the eval loss alike). Rates per step (``Steps/Sec``) are inverted
   into seconds per step.
+- **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
+  ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
   ``total_steps``-like field is the total, not a reason to skip the line.
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
@@ -48,6 +50,9 @@ STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|"
     r"iteration|iter|step|s(?=:\d))s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.])", re.IGNORECASE)
+# a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
+# kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
+EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", re.IGNORECASE)
 # preference among step keys on one line (a global step beats an epoch-local step)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
@@ -225,6 +230,8 @@ def parse_metric_line(text: str) -> Row | None:
     row["iteration"] = int(m["n"])
     if m["tot"]:
         row["total_iterations"] = int(m["tot"])
+    if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+        row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     parts: Row = {}
     for p in PAIR_RE.finditer(rest):

@@ -1,0 +1,72 @@
+"""Loss-spike families on real lines (diagnose/loss_spike): a step counter that restarts every
+epoch counted on across epochs, and no spike on a healthy noisy run (a rise that is small
+against the range the loss has covered)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import traindoc
+from traindoc.diagnose import loss_spike as ls
+from traindoc.diagnose.loss_spike.detect import LOSS, excursions, find_spikes
+from traindoc.diagnose.loss_spike.series import SERIES_COLUMNS
+from traindoc.parse.metric_lines import parse_metric_line
+
+# AnshDhalla1/PyTorch_finetune_GPT2 train.log (corpus loss_spike-pytorch-finetune-gpt2-train)
+GPT2 = ("INFO:__main__:Epoch {e} | Step {s:4d}/6501 | Loss: {loss:.4f} | PPL: 1.70 | LR: 1.52e-04 "
+        "| Grad: 0.203 | Time: 0.138s")
+
+
+def test_the_epoch_is_read_before_the_step() -> None:
+    row = parse_metric_line(GPT2.format(e=1, s=0, loss=0.5187))
+    assert row is not None
+    assert (row["epoch"], row["iteration"], row["total_iterations"]) == (1.0, 0, 6501)
+    # noahchalifour/rnnt-speech-recognition#26: an epoch beside a global step
+    row = parse_metric_line("Epoch: 0, Batch: 7, Global Step: 7, Step Time: 1.6160, "
+                            "Loss: 327.3580")
+    assert row is not None
+    assert (row["epoch"], row["iteration"], row["loss"]) == (0.0, 7, 327.358)
+
+
+def test_a_step_counter_that_restarts_each_epoch_counts_on(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    lines = [GPT2.format(e=e, s=s, loss=0.5 + 0.02 * rng.standard_normal())
+             for e in (0, 1) for s in range(0, 6501, 100)]
+    lines.append(GPT2.format(e=1, s=6500, loss=0.49))
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.series["iteration"].max() == 6501 + 6500
+    assert len(a.series) == 2 * 66  # epoch 1 does not overwrite epoch 0
+
+
+def test_a_blip_of_a_memorised_fine_tune_is_no_spike() -> None:
+    """112292454/ChatGLM-Efficient-Tuning-main trainer_log.jsonl: 3.57 at step 10, ~0.003 at
+    the end; one record at 0.0077 is 2.4x its neighbours but 0.1 % of the range covered."""
+    rng = np.random.default_rng(1)
+    fall = np.geomspace(3.5663, 0.0035, 200)
+    tail = 0.0033 + 0.0005 * np.abs(rng.standard_normal(300))
+    tail[150] = 0.0077
+    y = np.concatenate([fall, tail])
+    assert any(e.confirmed for e in excursions(y, LOSS))  # the rolling detector alone
+    s = _frame(y)
+    spikes, _ = find_spikes(s)
+    assert spikes == []
+
+
+def test_a_real_spike_is_still_one() -> None:
+    """A bigscience-like spike (2.5 -> 4.1 after a fall from 11) stays a spike."""
+    y = np.concatenate([np.geomspace(11.0, 2.5, 100), np.full(60, 2.5), [4.1, 3.4, 2.6],
+                        np.full(20, 2.5)])
+    y = y + 0.01 * np.sin(np.arange(len(y)))
+    spikes, _ = find_spikes(_frame(y))
+    assert len(spikes) == 1 and spikes[0]["peak_iteration"] == 160
+
+
+def _frame(y: np.ndarray) -> pd.DataFrame:
+    n = len(y)
+    s = pd.DataFrame({c: np.full(n, np.nan) for c in SERIES_COLUMNS})
+    return s.assign(iteration=np.arange(n), loss=y)
