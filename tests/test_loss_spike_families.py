@@ -70,3 +70,44 @@ def _frame(y: np.ndarray) -> pd.DataFrame:
     n = len(y)
     s = pd.DataFrame({c: np.full(n, np.nan) for c in SERIES_COLUMNS})
     return s.assign(iteration=np.arange(n), loss=y)
+
+
+# DeepSpeed's unnumbered "OVERFLOW! … Skipping step" placed by the step lines around it
+TR8B_104B = [  # bigscience tr8b-104b chronicle (corpus loss_spike-bigscience-tr8b-104b-optim-reset-b)
+    " iteration    17061/  159576 | consumed samples:      8128736 | elapsed time per iteration "
+    "(ms): 423042.3 | learning rate: 5.948E-05 | global batch size:  2048 | lm loss: "
+    "2.667128E+00 | loss scale: 1048576.0 | grad norm: 1.004 | number of skipped iterations:   0 "
+    "| number of nan iterations:   0 |",
+    "[2022-01-19 13:16:17,683] [INFO] [stage_1_and_2.py:1644:step] [deepscale] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 1048576.0, reducing to 524288.0",
+    " iteration    17062/  159576 | consumed samples:      8130784 | elapsed time per iteration "
+    "(ms): 422832.0 | learning rate: 5.948E-05 | global batch size:  2048 | lm loss: "
+    "4.374269E+00 | loss scale: 524288.0 | grad norm: 464441.887 | number of skipped iterations:"
+    "   0 | number of nan iterations:   0 |",
+]
+CHINESE_LLAMA_ALPACA_534 = [  # ymcui/Chinese-LLaMA-Alpaca#534: tqdm bars and HF dicts
+    " 14%|█▍        | 378/2724 [13:58:09<86:18:35, 132.44s/it][2023-06-07 22:16:00,018] [INFO] "
+    "[loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted "
+    "loss scale: 64, reducing to 32",
+    " 14%|█▍        | 379/2724 [14:00:21<86:09:52, 132.28s/it][2023-06-07 22:18:11,762] [INFO] "
+    "[loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted "
+    "loss scale: 32, reducing to 16",
+    " 14%|█▍        | 380/2724 [14:02:33<86:01:24, 132.12s/it]",
+    "{'loss': 2.0491, 'learning_rate': 0.0001961913563176343, 'epoch': 0.28}",
+]
+
+
+def test_an_overflow_belongs_to_the_step_whose_line_follows(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(TR8B_104B) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    # Megatron's own counter says 0 at 17062: DeepSpeed's skip is kept all the same
+    assert a.skipped_iterations == [17062]
+
+
+def test_an_overflow_after_a_bar_belongs_to_the_next_step(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(CHINESE_LLAMA_ALPACA_534) + "\n")
+    inc = traindoc.load(str(log))
+    a = ls.analyse(inc)
+    assert a.skipped_iterations == [379, 380]

@@ -81,6 +81,11 @@ def series(incident: Incident) -> pd.DataFrame:
     df = df.sort_values(["iteration", "_order"], kind="stable")
     g = df.groupby("iteration", sort=True)
     out = g[[c for c in cols if c != "iteration"]].last().reset_index()
+    # a skipped step placed at an iteration (DeepSpeed's unnumbered "OVERFLOW! … Skipping
+    # step", ``place_unnumbered_skips``) stays skipped when that iteration's own line, logged
+    # after it, counts none (Megatron's "number of skipped iterations: 0" does not see
+    # DeepSpeed's skips)
+    out["skipped"] = g["skipped"].max().to_numpy()
     out["is_nan"] = g["_nan"].any().to_numpy()
     out["iteration"] = out["iteration"].astype("int64")
     for c in ("loss", "grad_norm", "lr", "loss_scale"):
