@@ -111,3 +111,29 @@ def test_an_overflow_after_a_bar_belongs_to_the_next_step(tmp_path: Path) -> Non
     inc = traindoc.load(str(log))
     a = ls.analyse(inc)
     assert a.skipped_iterations == [379, 380]
+
+
+# unnumbered overflow notes after the last training line: skipped steps, not logged iterations
+FAIRSEQ_1895 = [  # facebookresearch/fairseq#1895
+    "2020-03-23 11:39:44 | INFO | train_inner | epoch 003:      5 / 356 loss=9.44, nll_loss=8.44, "
+    "ppl=347.28, wps=30690.8, ups=0.07, wpb=427295, bsz=14390.4, num_updates=700, lr=0.000175, "
+    "gnorm=156.036, loss_scale=0, train_wall=1281, wall=9877",
+    "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale "
+    "to: 0.00048828125",
+    "2020-03-23 11:48:04 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale "
+    "to: 0.000244140625",
+]
+FAIRSEQ_512 = [  # facebookresearch/fairseq#512
+    "| epoch 027 | loss 6.343 | nll_loss 4.984 | ppl 31.65 | wps 164346 | ups 0.4 | wpb 364096 | "
+    "bsz 11907 | num_updates 10198 | lr 0.000626286 | gnorm 0.390 | clip 0% | oom 0 | loss_scale "
+    "0.500 | wall 23080 | train_wall 21383",
+    "| WARNING: overflow detected, setting loss scale to: 0.25",
+    "| WARNING: overflow detected, setting loss scale to: 0.125",
+]
+
+
+def test_the_last_iteration_is_the_last_logged_loss(tmp_path: Path) -> None:
+    for lines, last in ((FAIRSEQ_1895, 700), (FAIRSEQ_512, 10198)):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        assert ls.analyse(traindoc.load(str(log))).last_iteration == last
