@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import traindoc
@@ -73,3 +74,33 @@ def test_epoch_bars_make_one_series(tmp_path: Path) -> None:
     assert a.metric == "s_per_iteration"
     assert list(a.series["iteration"]) == [42, 84, 126, 168, 210]
     assert a.change is None
+
+
+AI_TOOLKIT_595 = [  # ostris/ai-toolkit#595: 300 steps at ~28 s each between steps at ~2 s
+    "lokr-test-2:  10%|9         | 299/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: 5.226e-01]",
+    "lokr-test-2:  20%|#9        | 599/3000 [19:45<1:03:24,  1.58s/it, lr: 2.0e-04 loss: 6.736e-01]",
+    "lokr-test-2:  30%|##9       | 899/3000 [29:51<1:06:28,  1.90s/it, lr: 2.0e-04 loss: 6.463e-01]",
+    "lokr-test-2:  40%|###9      | 1199/3000 [2:49:04<14:04:18, 28.13s/it, lr: 2.0e-04 loss: "
+    "7.353e-01]",
+    "lokr-test-2:  50%|####9     | 1499/3000 [2:56:55<34:04,  1.36s/it, lr: 2.0e-04 loss: 2.635e-01]",
+]
+
+
+def test_a_long_pause_mid_run_is_a_change_that_recovered(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(AI_TOOLKIT_595) + "\n")
+    a = tp.analyse(traindoc.load(str(log)))
+    assert a.change is not None and a.change.shape == "pause" and a.change.recovered
+    assert int(a.series["iteration"].iloc[a.change_position]) == 1199
+    assert a.change.degraded == pytest.approx(28.13)
+
+
+def test_one_slow_step_is_no_pause() -> None:
+    """begeekmyfriend/tacotron2#9: steps at ~1.5 s/iter, step 320 at 15 s, then normal again:
+    10x slower, but 13.5 s lost is a blip (a blocked loader thread), not a pause."""
+    secs = np.array([1.5, 1.52, 1.48, 1.5, 1.51, 15.0, 1.5, 1.49, 1.5])
+    its = np.arange(315, 324)
+    assert tp.mid_pause(secs, its) is None
+    secs[5] = 16.0  # (over ten times the slowest other step)
+    assert tp.mid_pause(secs, its) is None
+    assert tp.mid_pause(secs, its * 1000) is not None  # the same over 1000 steps a point

@@ -15,7 +15,15 @@ from ...hostlist import natural_key
 from ...incident import Incident
 from ..common import rank_hosts
 from .bisect import bisect_plan, fast_if, host_list, plan_frame, runs_by_spares
-from .change import STALL_BEFORE, Change, despike, find_change, short_creep, trailing_stall
+from .change import (
+    STALL_BEFORE,
+    Change,
+    despike,
+    find_change,
+    mid_pause,
+    short_creep,
+    trailing_stall,
+)
 from .series import (
     METRICS,
     MetricSpec,
@@ -371,6 +379,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             change = trailing_stall(vals, spec.higher_is_better)
         if change is None:
             change = short_creep(vals, spec.higher_is_better)
+        if change is None and not spec.higher_is_better:  # (seconds: the wall time it lost)
+            change = mid_pause(vals, series["iteration"].to_numpy(dtype=float)[used])
         if change is not None:
             pos = int(used[change.index])
     since = int(series["iteration"].iloc[pos]) if pos is not None else None

@@ -225,6 +225,39 @@ def trailing_stall(values: np.ndarray, higher_is_better: bool) -> Change | None:
                   len(before), 1, shape="stall")
 
 
+PAUSE_MIN_LOST_S = 3600.0  # wall time a mid-run interval must lose to be a pause, not a blip
+
+
+def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
+    """One logged interval in the middle of the run ``STALL_FACTOR`` times slower than every
+    other, those holding one level, that lost at least ``PAUSE_MIN_LOST_S`` of wall time (its
+    excess seconds per iteration times the iterations it covers): the job paused or crawled
+    for a long while and then ran at its old pace again (ai-toolkit#595: 300 steps at 28 s
+    each between steps at 1.6-2.2 s; shape "pause", recovered). A checkpoint save or an eval
+    inside one logging interval loses minutes, not an hour. ``seconds`` are seconds per
+    iteration in log order, ``iterations`` the logged iteration of each. None otherwise."""
+    x = np.asarray(seconds, dtype=float)
+    its = np.asarray(iterations, dtype=float)
+    ok = np.isfinite(x) & (x > 0)
+    x, its = x[ok], its[ok]
+    if len(x) < STALL_BEFORE + 2:
+        return None
+    k = int(np.argmax(x))
+    if k == len(x) - 1 or k == 0:
+        return None  # the last interval is ``trailing_stall``'s; the first has no level before
+    rest = np.delete(x, k)
+    if rest.max() > STALL_SPREAD * rest.min() or x[k] < STALL_FACTOR * rest.max():
+        return None
+    base = float(np.median(rest))
+    covered = its[k] - its[k - 1]
+    if not covered > 0 or (x[k] - base) * covered < PAUSE_MIN_LOST_S:
+        return None
+    sigma = max(noise_sigma(rest), 1e-3 * base, 1e-12)
+    return Change(k, base, float(x[k]), drop_pct(base, float(x[k]), False),
+                  abs(float(x[k]) - base) / sigma, sigma, k, len(x) - k, shape="pause",
+                  onset=k, recovered=True)
+
+
 SHORT_MAX = 3  # a series this short has no two levels of two points: the creep rule reads it
 SHORT_STEP_PCT = 10.0  # each logged value this much worse than the one before ...
 SHORT_MIN_DROP_PCT = 25.0  # ... and the last this much worse than the first
@@ -285,5 +318,5 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
 
 
 __all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
-           "Change", "despike", "drop_pct", "find_change", "noise_sigma", "short_creep",
+           "Change", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "short_creep",
            "trailing_stall"]
