@@ -76,6 +76,15 @@ REAL_LINES = [
      "NifTK/NiftyNet#47"),
     ("INFO:tensorflow:global step 2458: loss = nan (2.34 sec/step)",
      {"iteration": 2458, "loss": NAN, "elapsed_s": 2.34}, "ardiya/HashtagPrediction#6"),
+    # the PyTorch examples' "Train Epoch: E [n/N (p%)]" counter: sample position across epochs
+    ("2019-09-19 14:39:57 Train Epoch: 1 [51200/490871 (10%)]100, Loss: 24.182110, Elapsed "
+     "time: 198.7967s(100 iters) Margin: 0.4000, Scale: 30.00",
+     {"iteration": 490871 + 51200, "epoch": 1.0, "loss": 24.18211, "elapsed_s": 1.987967},
+     "MuggleWang/CosFace_pytorch#14"),
+    ("Train Epoch: 1 [4672/60000 (31%)]       Loss: 0.126806",
+     {"iteration": 64672, "loss": 0.126806}, "kubernetes-sigs/jobset#95"),
+    ("2025-08-14T23:41:27Z INFO     Train Epoch: 1 [1920/60000 (3%)]    loss=2.2376",
+     {"iteration": 61920, "loss": 2.2376}, "kubeflow/katib#2560"),
 ]
 
 

@@ -25,6 +25,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   into seconds per step.
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
+- **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
+  is on the line: the sample position counted across epochs; a time over a window of
+  iterations (``198.8s(100 iters)``) is divided by it.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
   ``total_steps``-like field is the total, not a reason to skip the line.
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
@@ -53,6 +56,13 @@ STEP_RE = re.compile(
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
 EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", re.IGNORECASE)
+# the PyTorch examples' counter, when no step key is on the line: "Train Epoch: 1 [51200/490871
+# (10%)]" (samples of the epoch); its iteration is epoch × total + count
+EXAMPLE_STEP_RE = re.compile(
+    r"(?<![\w/.])epoch:?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*(?:\(\s*\d+%\s*\))?\s*\]",
+    re.IGNORECASE)
+# a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
+WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
@@ -226,12 +236,18 @@ def parse_metric_line(text: str) -> Row | None:
         return None
     m = _step(text)
     if m is None:
-        return None
-    row["iteration"] = int(m["n"])
-    if m["tot"]:
-        row["total_iterations"] = int(m["tot"])
-    if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
-        row["epoch"] = float(ep["e"])
+        m = EXAMPLE_STEP_RE.search(text)
+        if m is None:
+            return None
+        # PyTorch examples: the sample counter of the epoch, counted on across epochs
+        row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])
+        row["epoch"] = float(m["e"])
+    else:
+        row["iteration"] = int(m["n"])
+        if m["tot"]:
+            row["total_iterations"] = int(m["tot"])
+        if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     parts: Row = {}
     for p in PAIR_RE.finditer(rest):
@@ -270,6 +286,8 @@ def parse_metric_line(text: str) -> Row | None:
             row.setdefault("tflops", value)
         else:
             row.setdefault("samples_per_s", value)
+    if "elapsed_s" not in row and (w := WINDOW_TIME_RE.search(rest)) and int(w["n"]) > 0:
+        row["elapsed_s"] = float(w["v"]) / int(w["n"])
     if "elapsed_s" not in row and (t := PAREN_TIME_RE.search(rest)) and t.start() > m.start():
         secs = float(t["v"])
         row["elapsed_s"] = secs / 1000.0 if t["u"] == "ms" else secs
