@@ -76,6 +76,12 @@ REAL_LINES = [
      "NifTK/NiftyNet#47"),
     ("INFO:tensorflow:global step 2458: loss = nan (2.34 sec/step)",
      {"iteration": 2458, "loss": NAN, "elapsed_s": 2.34}, "ardiya/HashtagPrediction#6"),
+    # a step of a total as a JSON string: ms-swift's jsonl "global_step/max_steps": "1/10000"
+    ('{"loss": 0.0, "grad_norm": 0.0, "learning_rate": 1e-06, "step_time": 17.67188024, '
+     '"epoch": 0.0001, "global_step/max_steps": "1/10000", "elapsed_time": "36s", '
+     '"remaining_time": "4d 3h 37m 48s", "memory(GiB)": 55.33, "train_speed(s/it)": 35.870414}',
+     {"iteration": 1, "total_iterations": 10000, "loss": 0.0, "elapsed_s": 17.67188024},
+     "modelscope/ms-swift#9261"),
     # the PyTorch examples' "Train Epoch: E [n/N (p%)]" counter: sample position across epochs
     ("2019-09-19 14:39:57 Train Epoch: 1 [51200/490871 (10%)]100, Loss: 24.182110, Elapsed "
      "time: 198.7967s(100 iters) Margin: 0.4000, Scale: 30.00",
@@ -145,3 +151,16 @@ def test_only_lines_no_other_parser_read(tmp_path) -> None:
         "Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, MFU: 29.1%\n")
     it = load(str(log)).iterations
     assert list(it["iteration"]) == [10, 4970]
+
+
+def test_ms_swift_printed_dict_names_its_step() -> None:
+    """ms-swift prints an HF-style dict whose step is 'global_step/max_steps': 'N/M'
+    (modelscope/ms-swift#4146), read by the HF dict parser, not counted."""
+    from traindoc.parse.iterations import parse_hf_dict
+
+    got = parse_hf_dict("{'loss': 0.21862793, 'grad_norm': 0.73740131, 'learning_rate': 8.6e-07, "
+                        "'memory(GiB)': 63.16, 'train_speed(iter/s)': 0.011176, 'epoch': 0.65, "
+                        "'global_step/max_steps': '57/176', 'percentage': '32.39%'}")
+    assert got is not None
+    kind, row = got
+    assert (kind, row["iteration"], row["total_iterations"]) == ("train", 57, 176)

@@ -324,6 +324,8 @@ def parse_lightning(text: str) -> Row | None:
 # -- HF Trainer dicts (a block parser: it counts) --------------------------------------------
 HF_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'[^{}]*\}")
 HF_PAIR_RE = re.compile(r"'(?P<k>[^']+)':\s*(?P<q>['\"]?)(?P<v>[^,'\"}\]\[]+)(?P=q)")
+# the step a dict names, best first (ms-swift prints "global_step/max_steps": "N/M")
+HF_STEP_KEYS = ("step", "global_step", "global_step/max_steps")
 HF_TRAIN_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr",
                  "epoch": "epoch"}
 
@@ -336,8 +338,13 @@ def parse_hf_dict(text: str) -> tuple[str, Row] | None:
         return None
     d = {p["k"]: p["v"].strip() for p in HF_PAIR_RE.finditer(m.group())}
     row: Row = {}
-    if "step" in d and to_int(d["step"]) is not None:
-        row["iteration"] = to_int(d["step"])
+    for key in HF_STEP_KEYS:  # ms-swift: 'global_step/max_steps': '57/176'
+        n, _, total = d.get(key, "").partition("/")
+        if to_int(n) is not None:
+            row["iteration"] = to_int(n)
+            if to_int(total) is not None:
+                row["total_iterations"] = to_int(total)
+            break
     if "epoch" in d:
         row["epoch"] = to_float(d["epoch"])
     if "train_runtime" in d:

@@ -66,6 +66,8 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 # preference among step keys on one line (a global step beats an epoch-local step)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
+# a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
+STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
@@ -203,7 +205,8 @@ def _json_pairs(text: str) -> dict[str, str] | None:
     if not isinstance(obj, dict):
         return None
     return {str(k): str(v) for k, v in obj.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+            if (isinstance(v, int | float) and not isinstance(v, bool))
+            or (isinstance(v, str) and STEP_OF_TOTAL_RE.fullmatch(v))}
 
 
 def parse_metric_line(text: str) -> Row | None:
@@ -212,9 +215,14 @@ def parse_metric_line(text: str) -> Row | None:
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
         step_key = next((k for k in pairs if re.sub(r"[ _]", "", k.lower()) in STEP_RANK
-                         or k.lower() in ("iteration", "steps")), None)
+                         or k.lower() in ("iteration", "steps")
+                         or STEP_OF_TOTAL_RE.fullmatch(pairs[k])), None)
         if step_key is None:
             return None
+        if (frac := STEP_OF_TOTAL_RE.fullmatch(pairs[step_key])) is not None:
+            # ms-swift's "global_step/max_steps": "57/176"
+            row["total_iterations"] = int(frac["tot"])
+            pairs[step_key] = frac["n"]
         it = _number(pairs[step_key], None)
         if it is None or it != it or it < 0 or it != int(it):
             return None
