@@ -116,6 +116,12 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     "Namespace(lr=0.001, step=10, loss=2.0)",
     "step 3 loss_scale: 1024.0",  # a loss scale is no part of the loss
     "s:12 eval:0.29",  # llm.c's HellaSwag accuracy: no loss
+    # a tqdm bar's percentage is no step (FastVideo#1008; the bar is the progress parser's)
+    "Steps:  25%|██▌       | 382/1500 [5:29:27<15:48:09, 50.89s/it, loss=0.0841, "
+    "step_time=50.94s, grad_norm=0.378]",
+    # deepspeedai/DeepSpeed#5008: a bar fused with a message that names a step
+    "3%|▎         | 270/9847 [05:50<3:17:42,  1.24s/it]Invalidate trace cache @ step 1: "
+    "expected module 25, but got module 323",
 ])
 def test_lines_that_are_no_step(line: str) -> None:
     assert parse_metric_line(line) is None
@@ -164,3 +170,39 @@ def test_ms_swift_printed_dict_names_its_step() -> None:
     assert got is not None
     kind, row = got
     assert (kind, row["iteration"], row["total_iterations"]) == ("train", 57, 176)
+
+
+# deepinsight/insightface#2262: a paste broke the step line at a field separator
+INSIGHTFACE_2262 = [
+    "Training: 2023-03-14 09:08:43,293-Speed 2178.40 samples/sec   Loss nan   LearningRate "
+    "0.001000   ",
+    "Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0   Required: 194 hours",
+    "Training: 2023-03-14 09:08:47,984-Speed 2183.37 samples/sec   Loss nan   LearningRate "
+    "0.001000   Epoch: 0   Global Step: 30   Fp16 Grad Scale:  0   Required: 144 hours",
+]
+# deepinsight/insightface#2277: the same record whole, and broken the same way
+INSIGHTFACE_2277 = ("Training: 2023-04-07 09:02:24,067-Speed 931.38 samples/sec   Loss 9.5353   "
+                    "LearningRate 0.066591490546   ", "Epoch: 5   Global Step: 440620   Fp16 Grad "
+                    "Scale:  0   Required: 187 hours")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_step_line_broken_before_its_step_is_rejoined(tmp_path, engine: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(INSIGHTFACE_2262) + "\n")
+    it = load(str(log), engine=engine).iterations
+    assert list(it["iteration"]) == [20, 30]
+    assert it["nan"].fillna(0).astype(int).tolist() == [1, 1]
+    whole = parse_metric_line("".join(INSIGHTFACE_2277))
+    log.write_text("\n".join(INSIGHTFACE_2277) + "\n")
+    it = load(str(log), engine=engine).iterations
+    assert whole is not None and list(it["iteration"]) == [whole["iteration"]] == [440620]
+    assert it["loss"].iloc[0] == pytest.approx(9.5353)
+
+
+def test_a_metrics_line_is_not_joined_to_a_step_line_of_its_own(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("eval loss 2.5 samples/sec 100   \nstep 10 loss 2.1\n")
+    it = load(str(log)).iterations
+    assert list(it["iteration"]) == [10]
+    assert it["loss"].iloc[0] == pytest.approx(2.1)

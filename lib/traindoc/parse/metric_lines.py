@@ -45,6 +45,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row
+from .progress import TQDM_RE
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
 
@@ -52,7 +53,7 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|"
     r"iteration|iter|step|s(?=:\d))s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
-    r"(?:/\s*(?P<tot>\d+))?(?![\d.])", re.IGNORECASE)
+    r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step)
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
 EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", re.IGNORECASE)
@@ -210,7 +211,11 @@ def _json_pairs(text: str) -> dict[str, str] | None:
 
 
 def parse_metric_line(text: str) -> Row | None:
-    """A step line in any of the syntaxes above: iteration, total, and the known metrics."""
+    """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
+    line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
+    fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
+    if ("%|" in text or "%\\|" in text) and TQDM_RE.search(text):
+        return None
     row: Row = {}
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
@@ -319,12 +324,30 @@ def _finish(row: Row) -> Row | None:
     return row
 
 
+def cut_before_step(text: str) -> bool:
+    """Whether a line is the first part of a step line a paste broke at a field separator:
+    metrics (a loss or a rate) and trailing blanks, but no step key, which the next line
+    brings (insightface: "…Speed 2178.40 samples/sec   Loss nan   LearningRate 0.001000   " /
+    "Epoch: 0   Global Step: 20   …")."""
+    if not text[-1:].isspace() or "{" in text or _step(text) is not None:
+        return False
+    return bool(UNIT_RE.search(text)) or bool(re.search(r"\bloss\b", text, re.IGNORECASE))
+
+
+def step_continues(record: str, body: str) -> bool:
+    """Whether ``body`` is the rest of a ``cut_before_step`` line: it names a step but no
+    metric of its own."""
+    return _step(body) is not None and parse_metric_line(body) is None
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
         NEEDLES,
         parse_metric_line,
+        incomplete=cut_before_step,
+        continues=step_continues,
         fallback=True,
         # tenstorrent/tt-metal#45335, a trainer with no pattern of its own
         example="Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, "
