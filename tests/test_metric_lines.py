@@ -28,6 +28,69 @@ REAL_LINES = [
      "9.942E-06 | num_tokens: 1536772503 | fwd_bwd_time: 80734.8",
      {"iteration": 4875, "total_iterations": 500000, "loss": 3.39, "lr": 9.942e-06},
      "huggingface/m4-logs tr_141 num_workers_04 README.md"),
+    # JSON lines whose total_steps field is the total, not a setting (two trainers' logs)
+    ('{"current_steps": 11900, "total_steps": 11900, "loss": 0.0023, "reward": null, '
+     '"learning_rate": 2.7878267028214054e-11, "epoch": 24.96, "percentage": 100.0, '
+     '"elapsed_time": "3:40:04", "remaining_time": "0:00:00"}',
+     {"iteration": 11900, "total_iterations": 11900, "loss": 0.0023},
+     "112292454/ChatGLM-Efficient-Tuning-main trainer_log.jsonl (corpus)"),
+    ('{"current_steps": 43, "total_steps": 82, "loss": 0.6608, "eval_loss": null, '
+     '"predict_loss": null, "reward": null, "accuracy": null, "learning_rate": '
+     '6.971779275566593e-06, "epoch": 0.5220030349013657, "percentage": 52.44, '
+     '"elapsed_time": "0:27:55", "remaining_time": "0:25:19"}',
+     {"iteration": 43, "total_iterations": 82, "loss": 0.6608}, "hiyouga/LlamaFactory#4350"),
+    # parts of a loss, no loss key of its own: the first part is the loss
+    ("[^[[34m2025-05-28 14:40:17^[[0m] (step=0012490) Train Loss mse: 0.0018, Train Loss ce: "
+     "0.0130, Train Steps/Sec: 0.16,",
+     {"iteration": 12490, "loss": 0.0018, "elapsed_s": 1 / 0.16}, "ByteDance-Seed/Bagel#80"),
+    ("02:31:56: train iter: 100 loss_net: nan loss_scale: 785.4200 norm: nan norm_average: "
+     "0.8729 seconds: 122.871", {"iteration": 100, "loss": NAN, "loss_scale": 785.42},
+     "christianpayer/MedicalDataAugmentationTool-VerSe#31"),
+    ("step 700, training mse loss nan, val mse loss nan",
+     {"iteration": 700, "loss": NAN, "eval_loss": NAN}, "yaoyichen/CIKM-Cup-2017#7"),
+    ("step 100000: train loss nan, val loss nan", {"iteration": 100000, "loss": NAN,
+                                                  "eval_loss": NAN}, "datawhalechina/tiny-universe#31"),
+    # DLLogger (NVIDIA DeepLearningExamples): step_loss / average_loss are parts of the loss
+    ("DLL 2020-06-04 01:09:11.569757 - Training Epoch: 0 Training Iteration: 2933  average_loss "
+     ": nan  step_loss : 1.0703125  learning_rate : 0.003161792362931437",
+     {"iteration": 2933, "loss": NAN}, "NVIDIA/DeepLearningExamples#543"),
+    ("DLL 2022-04-05 02:22:54.614486 - Training Epoch: 1 Training Iteration: 2872  step_loss : "
+     "0.6953772306442261  learning_rate : 1.5844598709048836e-05",
+     {"iteration": 2872, "loss": 0.6953772306442261}, "NVIDIA/DeepLearningExamples#1107"),
+    # llm.c's log file: f.write("s:%d trl:%f\n") and "s:%d tel:%f\n" (karpathy/llm.c
+    # train_gpt2.py, and modded-nanogpt's logs written by the same code)
+    ("s:9535 trl:3.340180", {"iteration": 9535, "loss": 3.34018},
+     "KellerJordan/modded-nanogpt records (corpus loss_spike-modded-nanogpt-f66d43d7)"),
+    ("s:9536 tel:3.275959", {"iteration": 9536, "eval_loss": 3.275959, "event": "eval"},
+     "KellerJordan/modded-nanogpt records (corpus loss_spike-modded-nanogpt-f66d43d7)"),
+    ("s:0 trl:10.965596", {"iteration": 0, "loss": 10.965596}, "karpathy/llm.c train_gpt2.py"),
+    # "key is value" and records/second (BigDL's DistriOptimizer)
+    ("2018-04-13 07:12:15 INFO  DistriOptimizer$:392 - [Epoch 42 933888/1281167][Iteration "
+     "17442][Wall Clock 26290.6678436s] Trained 3072 records in 1.468526684 seconds. Throughput "
+     "is 2091.8926 records/second. Loss is 1.72319. Current learning rate is "
+     "0.07595911266872037.", {"iteration": 17442, "loss": 1.72319, "samples_per_s": 2091.8926},
+     "intel/ipex-llm#2494"),
+    # a parenthesised time per step after the metrics
+    ("INFO:niftynet:2018-02-04 06:07:02,482: Training iter 3211, loss=0.4551212191581726 "
+     "(1.349622s)", {"iteration": 3211, "loss": 0.4551212191581726, "elapsed_s": 1.349622},
+     "NifTK/NiftyNet#47"),
+    ("INFO:tensorflow:global step 2458: loss = nan (2.34 sec/step)",
+     {"iteration": 2458, "loss": NAN, "elapsed_s": 2.34}, "ardiya/HashtagPrediction#6"),
+    # a step of a total as a JSON string: ms-swift's jsonl "global_step/max_steps": "1/10000"
+    ('{"loss": 0.0, "grad_norm": 0.0, "learning_rate": 1e-06, "step_time": 17.67188024, '
+     '"epoch": 0.0001, "global_step/max_steps": "1/10000", "elapsed_time": "36s", '
+     '"remaining_time": "4d 3h 37m 48s", "memory(GiB)": 55.33, "train_speed(s/it)": 35.870414}',
+     {"iteration": 1, "total_iterations": 10000, "loss": 0.0, "elapsed_s": 17.67188024},
+     "modelscope/ms-swift#9261"),
+    # the PyTorch examples' "Train Epoch: E [n/N (p%)]" counter: sample position across epochs
+    ("2019-09-19 14:39:57 Train Epoch: 1 [51200/490871 (10%)]100, Loss: 24.182110, Elapsed "
+     "time: 198.7967s(100 iters) Margin: 0.4000, Scale: 30.00",
+     {"iteration": 490871 + 51200, "epoch": 1.0, "loss": 24.18211, "elapsed_s": 1.987967},
+     "MuggleWang/CosFace_pytorch#14"),
+    ("Train Epoch: 1 [4672/60000 (31%)]       Loss: 0.126806",
+     {"iteration": 64672, "loss": 0.126806}, "kubernetes-sigs/jobset#95"),
+    ("2025-08-14T23:41:27Z INFO     Train Epoch: 1 [1920/60000 (3%)]    loss=2.2376",
+     {"iteration": 61920, "loss": 2.2376}, "kubeflow/katib#2560"),
 ]
 
 
@@ -51,6 +114,14 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
     "Epoch 3 finished, loss 2.31",  # no step
     "Namespace(lr=0.001, step=10, loss=2.0)",
+    "step 3 loss_scale: 1024.0",  # a loss scale is no part of the loss
+    "s:12 eval:0.29",  # llm.c's HellaSwag accuracy: no loss
+    # a tqdm bar's percentage is no step (FastVideo#1008; the bar is the progress parser's)
+    "Steps:  25%|██▌       | 382/1500 [5:29:27<15:48:09, 50.89s/it, loss=0.0841, "
+    "step_time=50.94s, grad_norm=0.378]",
+    # deepspeedai/DeepSpeed#5008: a bar fused with a message that names a step
+    "3%|▎         | 270/9847 [05:50<3:17:42,  1.24s/it]Invalidate trace cache @ step 1: "
+    "expected module 25, but got module 323",
 ])
 def test_lines_that_are_no_step(line: str) -> None:
     assert parse_metric_line(line) is None
@@ -86,3 +157,52 @@ def test_only_lines_no_other_parser_read(tmp_path) -> None:
         "Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, MFU: 29.1%\n")
     it = load(str(log)).iterations
     assert list(it["iteration"]) == [10, 4970]
+
+
+def test_ms_swift_printed_dict_names_its_step() -> None:
+    """ms-swift prints an HF-style dict whose step is 'global_step/max_steps': 'N/M'
+    (modelscope/ms-swift#4146), read by the HF dict parser, not counted."""
+    from traindoc.parse.iterations import parse_hf_dict
+
+    got = parse_hf_dict("{'loss': 0.21862793, 'grad_norm': 0.73740131, 'learning_rate': 8.6e-07, "
+                        "'memory(GiB)': 63.16, 'train_speed(iter/s)': 0.011176, 'epoch': 0.65, "
+                        "'global_step/max_steps': '57/176', 'percentage': '32.39%'}")
+    assert got is not None
+    kind, row = got
+    assert (kind, row["iteration"], row["total_iterations"]) == ("train", 57, 176)
+
+
+# deepinsight/insightface#2262: a paste broke the step line at a field separator
+INSIGHTFACE_2262 = [
+    "Training: 2023-03-14 09:08:43,293-Speed 2178.40 samples/sec   Loss nan   LearningRate "
+    "0.001000   ",
+    "Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0   Required: 194 hours",
+    "Training: 2023-03-14 09:08:47,984-Speed 2183.37 samples/sec   Loss nan   LearningRate "
+    "0.001000   Epoch: 0   Global Step: 30   Fp16 Grad Scale:  0   Required: 144 hours",
+]
+# deepinsight/insightface#2277: the same record whole, and broken the same way
+INSIGHTFACE_2277 = ("Training: 2023-04-07 09:02:24,067-Speed 931.38 samples/sec   Loss 9.5353   "
+                    "LearningRate 0.066591490546   ", "Epoch: 5   Global Step: 440620   Fp16 Grad "
+                    "Scale:  0   Required: 187 hours")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_step_line_broken_before_its_step_is_rejoined(tmp_path, engine: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(INSIGHTFACE_2262) + "\n")
+    it = load(str(log), engine=engine).iterations
+    assert list(it["iteration"]) == [20, 30]
+    assert it["nan"].fillna(0).astype(int).tolist() == [1, 1]
+    whole = parse_metric_line("".join(INSIGHTFACE_2277))
+    log.write_text("\n".join(INSIGHTFACE_2277) + "\n")
+    it = load(str(log), engine=engine).iterations
+    assert whole is not None and list(it["iteration"]) == [whole["iteration"]] == [440620]
+    assert it["loss"].iloc[0] == pytest.approx(9.5353)
+
+
+def test_a_metrics_line_is_not_joined_to_a_step_line_of_its_own(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("eval loss 2.5 samples/sec 100   \nstep 10 loss 2.1\n")
+    it = load(str(log)).iterations
+    assert list(it["iteration"]) == [10]
+    assert it["loss"].iloc[0] == pytest.approx(2.1)

@@ -23,6 +23,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
         # wall seconds of the whole logging interval that ends at this iteration (Pythia's
         # "time(s): 307.7 s" over 100 iterations); the throughput runbook divides it by the gap
         "interval_s": "Float64",
+        # training seconds since the run started, as the line states them (modded-nanogpt's
+        # "train_time:219627ms"): a clock, not a time per step; the throughput runbook takes
+        # the differences between successive step lines
+        "train_time_s": "Float64",
         "lr": "Float64",
         "global_batch_size": "Int64",
         "loss": "Float64",

@@ -156,7 +156,13 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     """The ``iterations`` table with a number for each skipped step (fp16 overflow) whose line
     names none: the step after the last one logged before it in the same file (a progress bar's
     count or an iteration line), one more for each overflow in between; with none before it,
-    the first step logged after it. Overflows with neither stay unnumbered."""
+    the first step logged after it. Overflows with neither stay unnumbered.
+
+    Why that neighbour: the overflow is found inside an optimizer step, before the line that
+    reports the step is written, so with a step line every iteration (Megatron+DeepSpeed:
+    "OVERFLOW! Rank 0 Skipping step" then "iteration 17062/…") the step after the last one
+    logged is the one whose line follows. Where the writer logs every N steps the overflow's
+    step is only known to lie in the interval, and the first step of it is taken."""
     it = incident.iterations
     need = it["iteration"].isna() & (pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0)
     if not need.any():

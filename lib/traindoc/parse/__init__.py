@@ -19,6 +19,7 @@ in ``LINE_PARSERS`` (one line each), ``BLOCK_PARSERS`` (multi-line records) or
 - ``flight_recorder``: flight-recorder dumps (a whole-file loader, in ``FILE_LOADERS``)
 - ``metrics``: TensorBoard/W&B/HF metric exports into ``iterations`` (a whole-file loader)
 - ``stacks``: py-spy and faulthandler stack dumps (block parser; py-spy --json a file loader)
+- ``tables``: headerless numeric tables of step and loss (a whole-file loader)
 - ``benchmarks``: per-host benchmark CSVs (file loader), Megatron straggler/timer lines,
   SLURM node lists into ``host_timings``
 - ``prefixes``: rank/host prefixes, ANSI, timestamps (not a table of its own)
@@ -39,6 +40,7 @@ from . import (
     processes,
     progress,
     stacks,
+    tables,
     torchrun,
     xid,
 )
@@ -68,7 +70,8 @@ BLOCK_PARSERS: tuple[type[BlockParser], ...] = (torchrun.ChildFailedParser,
 
 # Whole-file readers, tried (by their sniff) before a file is read as a text log.
 FILE_LOADERS: tuple[FileLoader, ...] = (flight_recorder.LOADER, metrics.LOADER,
-                                        stacks.JSON_LOADER, stacks.BARE_LOADER, benchmarks.LOADER)
+                                        stacks.JSON_LOADER, stacks.BARE_LOADER, benchmarks.LOADER,
+                                        tables.LOADER)
 
 __all__ = ["BLOCK_PARSERS", "FILE_LOADERS", "LINE_PARSERS", "BlockParser", "FileLoader",
            "LineParser", "Row"]

@@ -233,8 +233,13 @@ STEP_KEYS: dict[str, tuple[str, float]] = {
     "tokens_per_second": ("tokens_per_s", 1), "tflops": ("tflops", 1), "mfu": ("mfu", 1),
     "lr": ("lr", 1), "step_time": ("elapsed_s", 1),
     # modded-nanogpt and its descendants: "step:5050/20000 train_loss:2.0232 train_time:219627ms
-    # step_avg:43.49ms" (the running average is all the line gives per step)
-    "train_loss": ("loss", 1), "step_avg": ("elapsed_s", 1),
+    # step_avg:43.49ms": step_avg is a running mean since the start (a slowdown shows in it
+    # late and diluted); train_time is the clock, whose differences are the time per step
+    # (``diagnose.throughput.series``). step_avg stays for a line without the clock.
+    "train_loss": ("loss", 1), "step_avg": ("elapsed_s", 1), "train_time": ("train_time_s", 1),
+    # its validation line at the same step ("step:1000/20000 val_loss:2.3036 val_bpb:1.3643
+    # train_time:63809ms step_avg:63.81ms") is an eval event, not a second training step
+    "val_loss": ("eval_loss", 1),
     # verl: "step:1 - … - actor/grad_norm:0.020 - perf/mfu/actor:0.343 - … - perf/time_per_step:
     # 17.62 - perf/throughput:11.73" (MFU as a fraction; throughput in tokens/s per GPU, its
     # compute_throughout_metrics)
@@ -258,11 +263,13 @@ def parse_step_kv(text: str) -> Row | None:
         if spec is None or spec[0] in row:
             continue
         v = to_float(p["v"].replace(",", ""))
-        if v is not None and p["u"] == "ms" and spec[0] == "elapsed_s":
+        if v is not None and p["u"] == "ms" and spec[0] in ("elapsed_s", "train_time_s"):
             v /= 1000.0
         row[spec[0]] = v * spec[1] if v is not None else None
     if not ({"tokens_per_s_per_gpu", "tokens_per_s", "tflops", "mfu", "elapsed_s"} & row.keys()):
         return None  # "step: N" alone is too common to be a training-step line
+    if row.get("eval_loss") is not None and row.get("loss") is None:
+        row["event"] = "eval"
     r = RANK_TAG_RE.search(text[: m.start()])
     if r:
         row["rank"] = int(r["r"])
@@ -318,6 +325,8 @@ def parse_lightning(text: str) -> Row | None:
 # -- HF Trainer dicts (a block parser: it counts) --------------------------------------------
 HF_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'[^{}]*\}")
 HF_PAIR_RE = re.compile(r"'(?P<k>[^']+)':\s*(?P<q>['\"]?)(?P<v>[^,'\"}\]\[]+)(?P=q)")
+# the step a dict names, best first (ms-swift prints "global_step/max_steps": "N/M")
+HF_STEP_KEYS = ("step", "global_step", "global_step/max_steps")
 HF_TRAIN_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr",
                  "epoch": "epoch"}
 
@@ -330,8 +339,13 @@ def parse_hf_dict(text: str) -> tuple[str, Row] | None:
         return None
     d = {p["k"]: p["v"].strip() for p in HF_PAIR_RE.finditer(m.group())}
     row: Row = {}
-    if "step" in d and to_int(d["step"]) is not None:
-        row["iteration"] = to_int(d["step"])
+    for key in HF_STEP_KEYS:  # ms-swift: 'global_step/max_steps': '57/176'
+        n, _, total = d.get(key, "").partition("/")
+        if to_int(n) is not None:
+            row["iteration"] = to_int(n)
+            if to_int(total) is not None:
+                row["total_iterations"] = to_int(total)
+            break
     if "epoch" in d:
         row["epoch"] = to_float(d["epoch"])
     if "train_runtime" in d:

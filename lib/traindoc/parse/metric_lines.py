@@ -9,13 +9,29 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   one-word key (``loss 2.31``), and ``value unit`` (``9.8it/s``, ``2.3 s/it``, ``5123 tokens/s``,
   ``812 samples/sec``); fields may sit between ``|``, ``,``, ``;``, `` - `` or spaces.
   Values may carry ``ms``/``s``/``%`` units, thousands separators, and ``K``/``M``/``G``
-  suffixes; ``nan``/``NaN``/``inf``/``Infinity`` are values.
+  suffixes; ``nan``/``NaN``/``inf``/``Infinity`` are values. Also ``key is value`` (BigDL's
+  ``Loss is 1.72``), a multi-word key known whole before a bare value (``train loss nan``), and
+  a parenthesised time per step after the metrics (``loss = nan (2.34 sec/step)``,
+  ``loss=0.45 (1.35s)``).
 - **step keys** (``STEP_KEYS``, in order of preference): ``global_step``, ``opt_step``,
   ``num_updates``, ``iteration``, ``iter``, ``step``, ``Global Step``…, with an optional
   ``/total`` (``step 120/5000``, ``Iter [120/5000]``).
 - **metric keys** (``METRIC_KEYS``): a key is lower-cased, a ``train/``-style prefix and
   spaces/underscores/dashes dropped, then looked up; a key of several words is looked up by its
-  longest known suffix (``INFO train loss`` is ``train loss``).
+  longest known suffix (``INFO train loss`` is ``train loss``). A key that is no known one but
+  names a loss (``loss_net``, ``step_loss``, ``Train Loss ce``) is a *part* of the loss: the
+  first such part is the row's loss only when the line has no loss key of its own (an eval
+  part, ``val mse loss``, the eval loss alike). Rates per step (``Steps/Sec``) are inverted
+  into seconds per step.
+- **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
+  ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
+- **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
+  is on the line: the sample position counted across epochs; a time over a window of
+  iterations (``198.8s(100 iters)``) is divided by it.
+- **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
+  ``total_steps``-like field is the total, not a reason to skip the line.
+- **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
+  digits is a step, ``trl``/``tel`` are the train and val loss.
 
 A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
 MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
@@ -29,36 +45,56 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row
+from .progress import TQDM_RE
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
 
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|"
-    r"iteration|iter|step)s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
-    r"(?:/\s*(?P<tot>\d+))?(?![\d.])", re.IGNORECASE)
+    r"iteration|iter|step|s(?=:\d))s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
+    r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step)
+# a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
+# kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
+EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", re.IGNORECASE)
+# the PyTorch examples' counter, when no step key is on the line: "Train Epoch: 1 [51200/490871
+# (10%)]" (samples of the epoch); its iteration is epoch × total + count
+EXAMPLE_STEP_RE = re.compile(
+    r"(?<![\w/.])epoch:?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*(?:\(\s*\d+%\s*\))?\s*\]",
+    re.IGNORECASE)
+# a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
+WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1,
-             "iteration": 2, "iter": 2, "step": 3}
+             "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
+# a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
+STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
+# JSON fields that give the run's total steps
+TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
 # key [:=] value, or a quoted key (JSON, a Python dict)
 PAIR_RE = re.compile(
     r"(?:(?P<q>[\"'])(?P<qk>[A-Za-z_][\w ./()-]{0,60}?)(?P=q)\s*:\s*[\"']?"
-    r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)\s*(?:[:=]|(?P<sp> ))\s*)"
+    r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)"
+    r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)"
     rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d])")
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|"
-    r"samples/s(?:ec)?|examples/s(?:ec)?|img/s|images/s(?:ec)?|TFLOPS|TFLOP/s)(?![\w/])",
+    r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
+    r"TFLOPS|TFLOP/s)(?![\w/])",
     re.IGNORECASE)
+
+# a time per step in parentheses after the metrics: "(2.34 sec/step)", "(1.349622s)"
+PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:step|it|iter))?\)")
 
 # normalised key -> column (see ``_norm``)
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
-                     "batchloss", "pertokenloss"), "loss"),
+                     "batchloss", "pertokenloss", "trl"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
-                     "devloss", "evallmloss", "vallmloss"), "eval_loss"),
+                     "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
                      "gradnormtotal", "gradnormbeforeclip"), "grad_norm"),
     **dict.fromkeys(("lr", "learningrate", "lrate"), "lr"),
@@ -75,6 +111,8 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("tflops", "tflop/s", "tflops/gpu", "tflop/s/gpu", "modeltflops",
                      "tflopspergpu", "modeltflopspergpu", "tflop/s/device"), "tflops"),
     **dict.fromkeys(("mfu", "modelflopsutilization"), "mfu"),
+    **dict.fromkeys(("steps/sec", "steps/s", "stepspersec", "stepspersecond", "it/sec"),
+                    "steps_per_s"),
     **dict.fromkeys(("steptime", "itertime", "timeperstep", "time/iter", "time/step",
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
                      "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter"),
@@ -87,15 +125,21 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
 
 
+# a key naming a loss that is not one of METRIC_KEYS: a part of the loss ("loss_net", "Train
+# Loss ce"); an eval part when it starts with one of EVAL_WORDS
+LOSS_PART_RE = re.compile(r"loss", re.IGNORECASE)
+EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
+NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
+
 # columns a key may reach by dropping its leading words ("INFO train loss" is a loss; "elapsed
 # time" is no time per step)
-SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm")
+SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
 
 
 @lru_cache(maxsize=4096)
@@ -110,8 +154,23 @@ def _norm(key: str) -> str | None:
                 break
         col = METRIC_KEYS.get(re.sub(r"[\s_\-]", "", k))
         if col is not None and (i == 0 or col in SUFFIX_COLUMNS):
+            if col == "loss" and any(w.lower() in EVAL_WORDS for w in words[:i]):
+                return "eval_loss"  # "val mse loss"
             return col
     return None
+
+
+@lru_cache(maxsize=4096)
+def _loss_part(key: str) -> str | None:
+    """``loss`` or ``eval_loss`` for a key that names a part of a loss (``loss_net``,
+    ``step_loss``, ``Train Loss ce``, ``val mse loss``), else None (memoised)."""
+    low = key.lower()
+    if not LOSS_PART_RE.search(low):
+        return None
+    words = re.split(r"[\s_\-/.]+", low)
+    if any(w in NOT_LOSS_PARTS for w in words):
+        return None
+    return "eval_loss" if words and words[0] in EVAL_WORDS else "loss"
 
 
 def _number(v: str, unit: str | None) -> float | None:
@@ -147,48 +206,84 @@ def _json_pairs(text: str) -> dict[str, str] | None:
     if not isinstance(obj, dict):
         return None
     return {str(k): str(v) for k, v in obj.items()
-            if isinstance(v, int | float) and not isinstance(v, bool)}
+            if (isinstance(v, int | float) and not isinstance(v, bool))
+            or (isinstance(v, str) and STEP_OF_TOTAL_RE.fullmatch(v))}
 
 
 def parse_metric_line(text: str) -> Row | None:
-    """A step line in any of the syntaxes above: iteration, total, and the known metrics."""
-    if NOT_A_STEP_RE.search(text):
+    """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
+    line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
+    fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
+    if ("%|" in text or "%\\|" in text) and TQDM_RE.search(text):
         return None
     row: Row = {}
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
         step_key = next((k for k in pairs if re.sub(r"[ _]", "", k.lower()) in STEP_RANK
-                         or k.lower() in ("iteration", "steps")), None)
+                         or k.lower() in ("iteration", "steps")
+                         or STEP_OF_TOTAL_RE.fullmatch(pairs[k])), None)
         if step_key is None:
             return None
+        if (frac := STEP_OF_TOTAL_RE.fullmatch(pairs[step_key])) is not None:
+            # ms-swift's "global_step/max_steps": "57/176"
+            row["total_iterations"] = int(frac["tot"])
+            pairs[step_key] = frac["n"]
         it = _number(pairs[step_key], None)
         if it is None or it != it or it < 0 or it != int(it):
             return None
         row["iteration"] = int(it)
+        parts: Row = {}
         for k, v in pairs.items():
+            if k.lower() in TOTAL_KEYS:
+                total = _number(v, None)
+                if total is not None and total == total and total > 0:
+                    row.setdefault("total_iterations", int(total))
+                continue
             col = _norm(k)
             if col and col not in row:
                 row[col] = _number(v, None)
-        return _finish(row)
+            elif col is None and k != step_key and (part := _loss_part(k)):
+                parts.setdefault(part, _number(v, None))
+        return _finish(_with_parts(row, parts))
+    if NOT_A_STEP_RE.search(text):
+        return None
     m = _step(text)
     if m is None:
-        return None
-    row["iteration"] = int(m["n"])
-    if m["tot"]:
-        row["total_iterations"] = int(m["tot"])
+        m = EXAMPLE_STEP_RE.search(text)
+        if m is None:
+            return None
+        # PyTorch examples: the sample counter of the epoch, counted on across epochs
+        row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])
+        row["epoch"] = float(m["e"])
+    else:
+        row["iteration"] = int(m["n"])
+        if m["tot"]:
+            row["total_iterations"] = int(m["tot"])
+        if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    parts: Row = {}
     for p in PAIR_RE.finditer(rest):
         key = p["qk"] or p["k"]
-        if p["sp"] and " " in key:
-            continue  # "key value" only for a one-word key
         col = _norm(key)
-        if col is None or col in row:
+        if p["sp"] and " " in key and (col is None or _norm(key.split()[-1]) == col) \
+                and not _loss_part(key):
+            continue  # "key value" only for a one-word key or a multi-word key known whole
+        if col is None:
+            part = _loss_part(key)
+            if part and part not in parts:
+                parts[part] = _number(p["v"], p["u"])
+            continue
+        if col in row:
             continue
         value = _number(p["v"], p["u"])
         if value is not None and col == "elapsed_s" and (p["u"] == "ms"
                                                          or key.lower().endswith("ms")):
             value /= 1000.0
         row[col] = value
+    steps_per_s = row.pop("steps_per_s", None)
+    if steps_per_s:
+        row.setdefault("elapsed_s", 1.0 / steps_per_s)
     for u in UNIT_RE.finditer(rest):
         value = _number(u["v"], None)
         unit = u["unit"].lower()
@@ -204,7 +299,20 @@ def parse_metric_line(text: str) -> Row | None:
             row.setdefault("tflops", value)
         else:
             row.setdefault("samples_per_s", value)
-    return _finish(row)
+    if "elapsed_s" not in row and (w := WINDOW_TIME_RE.search(rest)) and int(w["n"]) > 0:
+        row["elapsed_s"] = float(w["v"]) / int(w["n"])
+    if "elapsed_s" not in row and (t := PAREN_TIME_RE.search(rest)) and t.start() > m.start():
+        secs = float(t["v"])
+        row["elapsed_s"] = secs / 1000.0 if t["u"] == "ms" else secs
+    return _finish(_with_parts(row, parts))
+
+
+def _with_parts(row: Row, parts: Row) -> Row:
+    """The row with a loss part as its loss (and an eval part as its eval loss) where the line
+    named no loss of its own."""
+    for col, value in parts.items():
+        row.setdefault(col, value)
+    return row
 
 
 def _finish(row: Row) -> Row | None:
@@ -216,12 +324,30 @@ def _finish(row: Row) -> Row | None:
     return row
 
 
+def cut_before_step(text: str) -> bool:
+    """Whether a line is the first part of a step line a paste broke at a field separator:
+    metrics (a loss or a rate) and trailing blanks, but no step key, which the next line
+    brings (insightface: "…Speed 2178.40 samples/sec   Loss nan   LearningRate 0.001000   " /
+    "Epoch: 0   Global Step: 20   …")."""
+    if not text[-1:].isspace() or "{" in text or _step(text) is not None:
+        return False
+    return bool(UNIT_RE.search(text)) or bool(re.search(r"\bloss\b", text, re.IGNORECASE))
+
+
+def step_continues(record: str, body: str) -> bool:
+    """Whether ``body`` is the rest of a ``cut_before_step`` line: it names a step but no
+    metric of its own."""
+    return _step(body) is not None and parse_metric_line(body) is None
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
         NEEDLES,
         parse_metric_line,
+        incomplete=cut_before_step,
+        continues=step_continues,
         fallback=True,
         # tenstorrent/tt-metal#45335, a trainer with no pattern of its own
         example="Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, "

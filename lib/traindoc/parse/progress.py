@@ -6,7 +6,15 @@ have its pipes escaped (``21%\\|█████▏ \\| 161544/770000 [...]``): r
 (``TQDM_FORMATS``): with the bar; without it (``82% 1025/1252 [35:04<13:48,  3.65s/it]``, a
 paste that dropped the block characters); without a total (``240it [05:55,  1.47s/it]``, an
 iterable with no ``len()``: ``total`` is <NA>). The last two are read only with an ``it/s`` or
-``s/it`` rate, which is what tells them from other ``n/m [..]`` text.
+``s/it`` rate, which is what tells them from other ``n/m [..]`` text. A bar written where the
+terminal is no tty (Colab, a redirected YOLO run) is the second layout (``640: 100% 42/42
+[01:09<00:00,  1.65s/it]``).
+
+Keras prints one progress line per epoch: ``1490/1490 - 106s - loss: … - 71ms/step`` (verbose
+2) or ``1000/1000 [=====] - 1873s 2s/step - loss: …`` (verbose 1): a row with the batch count
+as step and total, the epoch's seconds as ``elapsed_s`` and the inverse of its time per step
+as ``rate``. Such a bar starts again at every epoch; the throughput series counts steps across
+the restarts (``diagnose.throughput.series``).
 """
 
 from __future__ import annotations
@@ -35,6 +43,11 @@ TQDM_FORMATS: tuple[re.Pattern[str], ...] = (
 )
 TQDM_RE = TQDM_FORMATS[0]
 SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
+# Keras: "1490/1490 - 106s - loss: … - 71ms/step", "1000/1000 [=====] - 1873s 2s/step - …"
+KERAS_RE = re.compile(
+    r"^\s*(?P<n>\d+)/(?P<total>\d+)\s+(?:\[[=>.]*\]\s+)?-\s+(?P<elapsed>\d+)s\b"
+    r".*?(?<![\w.])(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/step\b")
+PER_STEP_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def _count(v: str) -> int | None:
@@ -70,6 +83,16 @@ def parse_tqdm(text: str) -> Row | None:
     }
 
 
+def parse_keras(text: str) -> Row | None:
+    """One Keras epoch line: batches done of the total, seconds, and steps per second."""
+    m = KERAS_RE.match(text)
+    if m is None:
+        return None
+    per = float(m["per"]) * PER_STEP_S[m["unit"]]
+    return {"step": int(m["n"]), "total": int(m["total"]), "elapsed_s": float(m["elapsed"]),
+            "rate": 1.0 / per if per > 0 else None, "desc": "keras"}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "tqdm",
@@ -77,5 +100,14 @@ PARSERS: tuple[LineParser, ...] = (
         ("%|", "%\\|", "s/it", "it/s"),
         parse_tqdm,
         example="Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]",
+    ),
+    LineParser(
+        "keras_epoch",
+        "progress",
+        ("/step",),
+        parse_keras,
+        # sleap-ai/sleap#2230
+        example="1490/1490 - 106s - loss: 1.9500e-05 - val_loss: 2.0626e-05 - lr: 1.0000e-04 - "
+        "106s/epoch - 71ms/step",
     ),
 )

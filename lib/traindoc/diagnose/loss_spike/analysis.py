@@ -59,8 +59,13 @@ class LossSpikeAnalysis:
 
     @property
     def last_iteration(self) -> int:
-        """The last iteration in the series."""
-        return int(self.series["iteration"].iloc[-1])
+        """The last iteration that logged a loss or a grad norm (NaN counts): a skipped step
+        placed after it from an unnumbered overflow note (fairseq's "NOTE: overflow detected"
+        after update 700) is no logged iteration. The series' last one when none did."""
+        s = self.series
+        logged = s["loss"].notna() | s["grad_norm"].notna() | s["is_nan"]
+        rows = s[logged] if logged.any() else s
+        return int(rows["iteration"].iloc[-1])
 
     @property
     def main_spike(self) -> dict[str, Any] | None:

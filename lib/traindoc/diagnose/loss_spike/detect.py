@@ -160,6 +160,26 @@ def excursions(y: np.ndarray, det: Detector = LOSS) -> list[Excursion]:
 
 
 # -- spikes ----------------------------------------------------------------------------------
+RANGE_HISTORY = 20  # finite losses before an excursion needed to know the run's loss range
+MIN_RISE_OF_RANGE = 0.02  # a spike rises by at least this share of that range
+
+
+def _within_run_range(y: np.ndarray, e: Excursion) -> bool:
+    """Whether an excursion's rise is too small for the run to call a spike: under
+    ``MIN_RISE_OF_RANGE`` of the range the loss has covered before it (lowest to second
+    highest value: one absurd logged value does not set the scale). The rolling baseline measures noise on its last ``window`` points only, so a
+    slow wobble of a smoothed loss (0.44 → 0.53 after a fall from 8.9) or a blip of a memorised
+    fine-tune (0.003 → 0.008 after a fall from 3.6) passes the relative thresholds; against
+    the whole run such a rise is noise. With fewer than ``RANGE_HISTORY`` points before it the
+    range is unknown and the excursion stands."""
+    prior = y[: e.start]
+    if len(prior) < RANGE_HISTORY:
+        return False
+    ordered = np.sort(prior)
+    lo, hi = float(ordered[0]), float(ordered[-2])
+    return bool(float(y[e.peak]) - e.baseline < MIN_RISE_OF_RANGE * (hi - lo))
+
+
 GRAD_JUMP = 10.0  # a grad norm this many times its recent level leads a loss spike
 GRAD_JUMP_LOOKBACK = 5  # logged points before a spike's start searched for that jump
 
@@ -188,7 +208,7 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
     with np.errstate(divide="ignore", invalid="ignore"):
         gf = np.isfinite(grad) & (grad > 0)
         gi, gy = its[gf], np.log(grad[gf])
-    lex = [e for e in excursions(ly, loss_det) if e.confirmed]
+    lex = [e for e in excursions(ly, loss_det) if e.confirmed and not _within_run_range(ly, e)]
     gex = [e for e in excursions(gy, grad_det) if e.confirmed]
     last_it = int(its[-1]) if len(its) else None
     spikes: list[dict[str, Any]] = []

@@ -24,11 +24,36 @@ MEGATRON_COUNTERS_RE = re.compile(r"\biteration\s+\d+\s*/.*number of nan iterati
 
 
 # -- the series ------------------------------------------------------------------------------
+def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
+    """The iterations table with a step counter that restarts every epoch counted on across
+    epochs: in one file, a step line whose iteration goes back while its ``epoch`` went up
+    ("Epoch 0 | Step 6500/6501" then "Epoch 1 | Step 0/6501") continues after the epoch before
+    (its total, else its last step + 1) instead of overwriting it as a rerun would. An
+    iteration that goes back with no higher epoch stays a restart."""
+    if "epoch" not in it or not it["epoch"].notna().any():
+        return it
+    rows = it[it["iteration"].notna() & it["epoch"].notna()]
+    if not len(rows):
+        return it
+    files = rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0]
+    new = it["iteration"].copy()
+    for _, g in rows.groupby(files, sort=False):
+        offset, prev_it, prev_ep, prev_tot = 0, None, None, None
+        for idx, itv, ep, tot in zip(g.index, g["iteration"], g["epoch"], g["total_iterations"],
+                                     strict=True):
+            itv, ep = int(itv), float(ep)
+            if prev_it is not None and itv < prev_it and ep > prev_ep:
+                offset += int(prev_tot) if pd.notna(prev_tot) else prev_it + 1
+            new.loc[idx] = offset + itv
+            prev_it, prev_ep, prev_tot = itv, ep, tot
+    return it.assign(iteration=new)
+
+
 def series(incident: Incident) -> pd.DataFrame:
     """One row per iteration: the metrics of every line or export row for it, the last value
     logged winning (a restarted job's rerun replaces the first attempt; per-tag exports merge);
     ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf."""
-    it = place_unnumbered_skips(incident)
+    it = across_epochs(place_unnumbered_skips(incident))
     cols = list(SERIES_COLUMNS)
     if not len(it) or it["iteration"].notna().sum() == 0 or (
             "event" in it.columns and not (it["iteration"].notna() & it["event"].isna()).any()):
@@ -56,6 +81,11 @@ def series(incident: Incident) -> pd.DataFrame:
     df = df.sort_values(["iteration", "_order"], kind="stable")
     g = df.groupby("iteration", sort=True)
     out = g[[c for c in cols if c != "iteration"]].last().reset_index()
+    # a skipped step placed at an iteration (DeepSpeed's unnumbered "OVERFLOW! … Skipping
+    # step", ``place_unnumbered_skips``) stays skipped when that iteration's own line, logged
+    # after it, counts none (Megatron's "number of skipped iterations: 0" does not see
+    # DeepSpeed's skips)
+    out["skipped"] = g["skipped"].max().to_numpy()
     out["is_nan"] = g["_nan"].any().to_numpy()
     out["iteration"] = out["iteration"].astype("int64")
     for c in ("loss", "grad_norm", "lr", "loss_scale"):

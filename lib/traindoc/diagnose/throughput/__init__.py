@@ -28,6 +28,12 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    (``trailing_stall``): the last logged value ``STALL_FACTOR`` (10) times worse than every
    one before it, those holding one level (RVC#1882: 124 s, 123 s, then 7311 s per 200
    steps). Then the first question is whether the job still moves, not which node is slow.
+   Three logged values or fewer cannot be split into two levels of two; they are a change
+   when each is worse than the one before by 10 % and the last than the first by 25 %
+   (``short_creep``: Megatron-LLM#22, 84.6 → 142.5 → 202.4 s per iteration, a leak). One
+   interval in the middle ten times slower than all others, that lost an hour or more, is a
+   *pause* that recovered (``mid_pause``: ai-toolkit#595, 300 steps at 28 s between steps at
+   2 s); a single slow step that lost seconds stays a blip.
 5. Who is slow: per-rank iteration times, Megatron's straggler detector and per-rank timers,
    per-host benchmark tables, and flight-recorder arrival lags (the rank that enqueues each
    collective last), each compared against its peers with a robust z-score.
@@ -43,7 +49,16 @@ shows, and 7) and ``report`` (``report``: findings, verdict, actions; ``diagnose
 
 from .analysis import LastStep, ThroughputAnalysis, analyse, eta_days
 from .bisect import bisect_plan, host_list, plan_frame, plan_table, runs_by_spares, worst_case_runs
-from .change import Change, despike, drop_pct, find_change, noise_sigma, trailing_stall
+from .change import (
+    Change,
+    despike,
+    drop_pct,
+    find_change,
+    mid_pause,
+    noise_sigma,
+    short_creep,
+    trailing_stall,
+)
 from .report import FACT_KEYS, diagnose, report
 from .series import (
     AUTO_ORDER,
@@ -72,4 +87,4 @@ __all__ = ["AUTO_ORDER", "Change", "FACT_KEYS", "LastStep", "METRICS", "MetricSp
            "events", "find_change", "host_list", "mask_events", "metric_series", "noise_sigma",
            "peer_outliers", "per_iteration_from_intervals", "per_iteration_seconds",
            "plan_frame", "plan_table", "rank_step_times", "report", "runs_by_spares",
-           "straggler_reports", "timer_outliers", "trailing_stall", "worst_case_runs"]
+           "straggler_reports", "timer_outliers", "mid_pause", "short_creep", "trailing_stall", "worst_case_runs"]

@@ -15,7 +15,15 @@ from ...hostlist import natural_key
 from ...incident import Incident
 from ..common import rank_hosts
 from .bisect import bisect_plan, fast_if, host_list, plan_frame, runs_by_spares
-from .change import STALL_BEFORE, Change, despike, find_change, trailing_stall
+from .change import (
+    STALL_BEFORE,
+    Change,
+    despike,
+    find_change,
+    mid_pause,
+    short_creep,
+    trailing_stall,
+)
 from .series import (
     METRICS,
     MetricSpec,
@@ -275,13 +283,15 @@ class ThroughputAnalysis:
 
 
 def _stalled(incident: Incident, metric: str) -> bool:
-    """Whether the logged values of ``metric``, events set aside, end in a ``trailing_stall``."""
+    """Whether the logged values of ``metric``, events set aside, end in a ``trailing_stall``
+    or are a ``short_creep``."""
     series = metric_series(incident, metric)
     if not len(series):
         return False
     masked = mask_events(series, events(incident)["iteration"].astype(int).tolist())
     vals = series["value"].to_numpy(dtype=float)[~masked]
-    return trailing_stall(vals, METRICS[metric].higher_is_better) is not None
+    hib = METRICS[metric].higher_is_better
+    return trailing_stall(vals, hib) is not None or short_creep(vals, hib) is not None
 
 
 def _seconds_per_iteration(incident: Incident, spec: MetricSpec | None, series: pd.DataFrame,
@@ -367,6 +377,10 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
                              min_drop_pct)
         if change is None:  # (the raw values: despiking would have smoothed the stall away)
             change = trailing_stall(vals, spec.higher_is_better)
+        if change is None:
+            change = short_creep(vals, spec.higher_is_better)
+        if change is None and not spec.higher_is_better:  # (seconds: the wall time it lost)
+            change = mid_pause(vals, series["iteration"].to_numpy(dtype=float)[used])
         if change is not None:
             pos = int(used[change.index])
     since = int(series["iteration"].iloc[pos]) if pos is not None else None

@@ -145,6 +145,9 @@ def noise_sigma(x: np.ndarray, split: int | None = None) -> float:
     return max(s_diff, s_res)
 
 
+OWN_NOISE_MIN = 5  # points a segment needs before its own noise is estimated
+
+
 def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2,
                 threshold: float = 4.0, min_drop_pct: float = 1.0,
                 coarse_above: int = 3000) -> Change | None:
@@ -177,6 +180,13 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     sigma = noise_sigma(x, s)
     sigma = max(sigma, 1e-3 * abs(ma), 1e-12)
     se = MEDIAN_SE * sigma * math.sqrt(1.0 / len(a) + 1.0 / len(b2))
+    # each level with its own noise as well: a short, coarse segment (warm-up steps timed to
+    # the whole millisecond, 42-44 ms) must not borrow the precision of a long smooth one
+    # (43.6-43.8 ms) and make a 1.5 % difference of medians look certain
+    # (a segment too short to know its own noise keeps the pooled one)
+    sa = max(noise_sigma(a), 1e-3 * abs(ma), 1e-12) if len(a) >= OWN_NOISE_MIN else sigma
+    sb = max(noise_sigma(b2), 1e-3 * abs(mb), 1e-12) if len(b2) >= OWN_NOISE_MIN else sigma
+    se = max(se, MEDIAN_SE * math.sqrt(sa * sa / len(a) + sb * sb / len(b2)))
     z = abs(mb - ma) / se
     pct = drop_pct(ma, mb, higher_is_better)
     if pct < min_drop_pct or (z < threshold and not _separated(a, b2, higher_is_better, pct)):
@@ -215,6 +225,64 @@ def trailing_stall(values: np.ndarray, higher_is_better: bool) -> Change | None:
                   len(before), 1, shape="stall")
 
 
+PAUSE_MIN_LOST_S = 3600.0  # wall time a mid-run interval must lose to be a pause, not a blip
+
+
+def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
+    """One logged interval in the middle of the run ``STALL_FACTOR`` times slower than every
+    other, those holding one level, that lost at least ``PAUSE_MIN_LOST_S`` of wall time (its
+    excess seconds per iteration times the iterations it covers): the job paused or crawled
+    for a long while and then ran at its old pace again (ai-toolkit#595: 300 steps at 28 s
+    each between steps at 1.6-2.2 s; shape "pause", recovered). A checkpoint save or an eval
+    inside one logging interval loses minutes, not an hour. ``seconds`` are seconds per
+    iteration in log order, ``iterations`` the logged iteration of each. None otherwise."""
+    x = np.asarray(seconds, dtype=float)
+    its = np.asarray(iterations, dtype=float)
+    ok = np.isfinite(x) & (x > 0)
+    x, its = x[ok], its[ok]
+    if len(x) < STALL_BEFORE + 2:
+        return None
+    k = int(np.argmax(x))
+    if k == len(x) - 1 or k == 0:
+        return None  # the last interval is ``trailing_stall``'s; the first has no level before
+    rest = np.delete(x, k)
+    if rest.max() > STALL_SPREAD * rest.min() or x[k] < STALL_FACTOR * rest.max():
+        return None
+    base = float(np.median(rest))
+    covered = its[k] - its[k - 1]
+    if not covered > 0 or (x[k] - base) * covered < PAUSE_MIN_LOST_S:
+        return None
+    sigma = max(noise_sigma(rest), 1e-3 * base, 1e-12)
+    return Change(k, base, float(x[k]), drop_pct(base, float(x[k]), False),
+                  abs(float(x[k]) - base) / sigma, sigma, k, len(x) - k, shape="pause",
+                  onset=k, recovered=True)
+
+
+SHORT_MAX = 3  # a series this short has no two levels of two points: the creep rule reads it
+SHORT_STEP_PCT = 10.0  # each logged value this much worse than the one before ...
+SHORT_MIN_DROP_PCT = 25.0  # ... and the last this much worse than the first
+
+
+def short_creep(values: np.ndarray, higher_is_better: bool) -> Change | None:
+    """A series of ``SHORT_MAX`` values or fewer (three Megatron lines: 84.6 → 142.5 → 202.4 s
+    per iteration) that gets worse at every logged point by ``SHORT_STEP_PCT`` and in all by
+    ``SHORT_MIN_DROP_PCT``: a slowdown going on (a leak, a growing queue), which two-level
+    splitting cannot see in so few points. Baseline the first value, degraded the last, the
+    change at the second (shape "gradual"). None otherwise, and for longer series."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if not 3 <= len(x) <= SHORT_MAX:
+        return None
+    steps = [drop_pct(float(a), float(b), higher_is_better) for a, b in zip(x[:-1], x[1:],
+                                                                         strict=True)]
+    total = drop_pct(float(x[0]), float(x[-1]), higher_is_better)
+    if min(steps) < SHORT_STEP_PCT or total < SHORT_MIN_DROP_PCT:
+        return None
+    sigma = max(noise_sigma(x), 1e-3 * abs(float(x[0])), 1e-12)
+    return Change(1, float(x[0]), float(x[-1]), total, abs(float(x[-1] - x[0])) / sigma, sigma,
+                  1, len(x) - 1, shape="gradual", onset=1)
+
+
 SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
 SEPARATED_DROP_PCT = 5.0
 
@@ -250,4 +318,5 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
 
 
 __all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
-           "Change", "despike", "drop_pct", "find_change", "noise_sigma", "trailing_stall"]
+           "Change", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "short_creep",
+           "trailing_stall"]

@@ -71,6 +71,12 @@ def report(a: ThroughputAnalysis) -> Report:
                  f"after; shift {ch.z:.1f} robust standard errors)")
         if ch.shape == "gradual" and onset_it is not None:
             title += f"; a gradual decline that began around iteration {onset_it}"
+        if ch.shape == "pause":
+            title = (f"One logged interval, ending at iteration {its[p]}, is {_times(ch):.0f}× "
+                     f"slower than the {ch.n_before + ch.n_after - 1} others ({label} "
+                     f"{ch.baseline:.4g} → {ch.degraded:.4g}); the iterations after it run at "
+                     "the old pace again: the job paused or crawled for a long while, then "
+                     "recovered")
         if ch.shape == "stall":
             title = (f"The last logged interval is {_times(ch):.0f}× slower than the "
                      f"{ch.n_before} before it ({label} {ch.baseline:.4g} → {ch.degraded:.4g} at "
@@ -328,6 +334,11 @@ def _verdict(a: ThroughputAnalysis, f: dict[str, Any]) -> tuple[str, str]:
         return (f"No lasting throughput drop in {n} logged iterations ({spec.label} steady); "
                 "if the job feels slow, compare with an earlier healthy run's figures.",
                 "medium" if n >= STEADY_POINTS else "low")
+    if ch.shape == "pause":
+        return (f"The job paused or crawled in the interval ending at iteration "
+                f"{f['change_iteration']} ({spec.label} {ch.baseline:.4g} → {ch.degraded:.4g}, "
+                f"{_times(ch):.0f}× worse) and then ran at its old pace again; look at what the "
+                "host did in that interval rather than for a slow node.", "medium")
     if ch.shape == "stall":
         return (f"The job stalled in its last logged interval: {spec.label} {_times(ch):.0f}× "
                 f"worse ({ch.baseline:.4g} → {ch.degraded:.4g}) at iteration "
@@ -379,6 +390,17 @@ def _actions(a: ThroughputAnalysis, f: dict[str, Any]) -> list[Action]:
     stall, whether the job still moves first."""
     acts: list[Action] = []
     ch = a.change
+    if ch is not None and ch.shape == "pause":
+        acts.append(Action(
+            "check_pause", 1, "Find what the host did while the job paused",
+            "One long slow interval between normal ones is a pause of the host or its storage "
+            "(swapping, a slow checkpoint write, another job or process competing, the machine "
+            "sleeping), not a slow GPU: the iterations after it are back at the baseline.",
+            "compare the pause's time window (the log's timestamps or elapsed times) with the "
+            "host's memory and swap use, disk writes and other processes; sudo dmesg -T for "
+            "that time"))
+        acts.append(_log_throughput_action(2))
+        return acts
     if ch is not None and ch.shape == "stall":
         acts.append(Action(
             "check_stall", 1, "Find out whether the job is hung before hunting a slow node",

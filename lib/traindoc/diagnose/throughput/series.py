@@ -49,6 +49,9 @@ def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     step line carries any throughput figure at all, from the times of the step lines
     themselves (``timed_seconds``)."""
     it = training_steps(incident)
+    if "train_time_s" in it and it["train_time_s"].notna().sum() >= 2:
+        clocked = per_iteration_from_clock(it)
+        it = it.assign(elapsed_s=clocked.where(it["train_time_s"].notna(), it["elapsed_s"]))
     if "interval_s" in it and it["interval_s"].notna().any():
         it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
     elif not any(spec.column in it and it[spec.column].notna().any()
@@ -86,6 +89,22 @@ def per_iteration_seconds(iterations: list[int], interval_s: list[float | None])
         else:
             gap = it if len(iterations) > 1 and iterations[1] - it == it else 0
         out.append(t / gap if t is not None and gap > 0 else None)
+    return out
+
+
+def per_iteration_from_clock(it: pd.DataFrame) -> pd.Series:
+    """Seconds per iteration from a training clock the step lines state (``train_time_s``):
+    the clock's advance since the previous step line of the same file and rank over the
+    iterations between them (<NA> for the first line and after a restart). A running average
+    since the start (modded-nanogpt's step_avg) is no rate of the steps it ends: a slowdown at
+    step 3000 of 5000 moves it by a fraction, late; the clock's differences move at once."""
+    out = pd.Series(pd.NA, index=it.index, dtype="Float64")
+    rows = it[it["train_time_s"].notna() & it["iteration"].notna()]
+    for _, g in rows.groupby(_file_and_rank(rows), sort=False):
+        dt = g["train_time_s"].astype("Float64").diff()
+        steps = g["iteration"].astype("Float64").diff()
+        ok = (steps > 0) & (dt >= 0)
+        out.loc[g.index] = (dt / steps).where(ok, pd.NA)
     return out
 
 
@@ -154,6 +173,24 @@ def _main_bar(progress: pd.DataFrame) -> pd.DataFrame:
     return pr
 
 
+def bar_steps(progress: pd.DataFrame) -> pd.Series:
+    """The step of each bar row counted across the bar's restarts: a bar that starts again at
+    every epoch (YOLO's ``42/42``, Keras's ``1490/1490``) goes on from the total of the epoch
+    before, so that epoch after epoch is a series in order (a row not past the previous one of
+    its file and rank starts a new epoch)."""
+    pr = _order(progress)
+    out = pd.Series(0, index=pr.index, dtype="int64")
+    for _, g in pr.groupby(_file_and_rank(pr), sort=False):
+        offset, prev = 0, None
+        for idx, step, total in zip(g.index, g["step"], g["total"], strict=True):
+            step = int(step)
+            if prev is not None and step <= prev[0]:
+                offset += int(prev[1]) if pd.notna(prev[1]) else prev[0]
+            out.loc[idx] = offset + step
+            prev = (step, total)
+    return out.reindex(progress.index)
+
+
 def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     """One row per logged iteration: run (restart count), iteration, value (median across the
     ranks that logged it), ranks (how many), source, line, time. Ordered as the job ran."""
@@ -169,7 +206,7 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
         pr = _main_bar(incident.progress)
         if not len(pr) or metric != "s_per_iteration":
             return pd.DataFrame(columns=cols)
-        rows = pr.assign(iteration=pr["step"], value=1.0 / pr["rate"].astype(float))
+        rows = pr.assign(iteration=bar_steps(pr), value=1.0 / pr["rate"].astype(float))
     rows = _order(rows)
     rows = rows.assign(_rank=rows["rank"].fillna(-1).astype(int))
     rows = rows.assign(iteration=rows["iteration"].astype("int64"))

@@ -1,0 +1,139 @@
+"""Loss-spike families on real lines (diagnose/loss_spike): a step counter that restarts every
+epoch counted on across epochs, and no spike on a healthy noisy run (a rise that is small
+against the range the loss has covered)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import traindoc
+from traindoc.diagnose import loss_spike as ls
+from traindoc.diagnose.loss_spike.detect import LOSS, excursions, find_spikes
+from traindoc.diagnose.loss_spike.series import SERIES_COLUMNS
+from traindoc.parse.metric_lines import parse_metric_line
+
+# AnshDhalla1/PyTorch_finetune_GPT2 train.log (corpus loss_spike-pytorch-finetune-gpt2-train)
+GPT2 = ("INFO:__main__:Epoch {e} | Step {s:4d}/6501 | Loss: {loss:.4f} | PPL: 1.70 | LR: 1.52e-04 "
+        "| Grad: 0.203 | Time: 0.138s")
+
+
+def test_the_epoch_is_read_before_the_step() -> None:
+    row = parse_metric_line(GPT2.format(e=1, s=0, loss=0.5187))
+    assert row is not None
+    assert (row["epoch"], row["iteration"], row["total_iterations"]) == (1.0, 0, 6501)
+    # noahchalifour/rnnt-speech-recognition#26: an epoch beside a global step
+    row = parse_metric_line("Epoch: 0, Batch: 7, Global Step: 7, Step Time: 1.6160, "
+                            "Loss: 327.3580")
+    assert row is not None
+    assert (row["epoch"], row["iteration"], row["loss"]) == (0.0, 7, 327.358)
+
+
+def test_a_step_counter_that_restarts_each_epoch_counts_on(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    lines = [GPT2.format(e=e, s=s, loss=0.5 + 0.02 * rng.standard_normal())
+             for e in (0, 1) for s in range(0, 6501, 100)]
+    lines.append(GPT2.format(e=1, s=6500, loss=0.49))
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.series["iteration"].max() == 6501 + 6500
+    assert len(a.series) == 2 * 66  # epoch 1 does not overwrite epoch 0
+
+
+def test_a_blip_of_a_memorised_fine_tune_is_no_spike() -> None:
+    """112292454/ChatGLM-Efficient-Tuning-main trainer_log.jsonl: 3.57 at step 10, ~0.003 at
+    the end; one record at 0.0077 is 2.4x its neighbours but 0.1 % of the range covered."""
+    rng = np.random.default_rng(1)
+    fall = np.geomspace(3.5663, 0.0035, 200)
+    tail = 0.0033 + 0.0005 * np.abs(rng.standard_normal(300))
+    tail[150] = 0.0077
+    y = np.concatenate([fall, tail])
+    assert any(e.confirmed for e in excursions(y, LOSS))  # the rolling detector alone
+    s = _frame(y)
+    spikes, _ = find_spikes(s)
+    assert spikes == []
+
+
+def test_a_real_spike_is_still_one() -> None:
+    """A bigscience-like spike (2.5 -> 4.1 after a fall from 11) stays a spike."""
+    y = np.concatenate([np.geomspace(11.0, 2.5, 100), np.full(60, 2.5), [4.1, 3.4, 2.6],
+                        np.full(20, 2.5)])
+    y = y + 0.01 * np.sin(np.arange(len(y)))
+    spikes, _ = find_spikes(_frame(y))
+    assert len(spikes) == 1 and spikes[0]["peak_iteration"] == 160
+
+
+def _frame(y: np.ndarray) -> pd.DataFrame:
+    n = len(y)
+    s = pd.DataFrame({c: np.full(n, np.nan) for c in SERIES_COLUMNS})
+    return s.assign(iteration=np.arange(n), loss=y)
+
+
+# DeepSpeed's unnumbered "OVERFLOW! … Skipping step" placed by the step lines around it
+TR8B_104B = [  # bigscience tr8b-104b chronicle (corpus loss_spike-bigscience-tr8b-104b-optim-reset-b)
+    " iteration    17061/  159576 | consumed samples:      8128736 | elapsed time per iteration "
+    "(ms): 423042.3 | learning rate: 5.948E-05 | global batch size:  2048 | lm loss: "
+    "2.667128E+00 | loss scale: 1048576.0 | grad norm: 1.004 | number of skipped iterations:   0 "
+    "| number of nan iterations:   0 |",
+    "[2022-01-19 13:16:17,683] [INFO] [stage_1_and_2.py:1644:step] [deepscale] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 1048576.0, reducing to 524288.0",
+    " iteration    17062/  159576 | consumed samples:      8130784 | elapsed time per iteration "
+    "(ms): 422832.0 | learning rate: 5.948E-05 | global batch size:  2048 | lm loss: "
+    "4.374269E+00 | loss scale: 524288.0 | grad norm: 464441.887 | number of skipped iterations:"
+    "   0 | number of nan iterations:   0 |",
+]
+CHINESE_LLAMA_ALPACA_534 = [  # ymcui/Chinese-LLaMA-Alpaca#534: tqdm bars and HF dicts
+    " 14%|█▍        | 378/2724 [13:58:09<86:18:35, 132.44s/it][2023-06-07 22:16:00,018] [INFO] "
+    "[loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted "
+    "loss scale: 64, reducing to 32",
+    " 14%|█▍        | 379/2724 [14:00:21<86:09:52, 132.28s/it][2023-06-07 22:18:11,762] [INFO] "
+    "[loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted "
+    "loss scale: 32, reducing to 16",
+    " 14%|█▍        | 380/2724 [14:02:33<86:01:24, 132.12s/it]",
+    "{'loss': 2.0491, 'learning_rate': 0.0001961913563176343, 'epoch': 0.28}",
+]
+
+
+def test_an_overflow_belongs_to_the_step_whose_line_follows(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(TR8B_104B) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    # Megatron's own counter says 0 at 17062: DeepSpeed's skip is kept all the same
+    assert a.skipped_iterations == [17062]
+
+
+def test_an_overflow_after_a_bar_belongs_to_the_next_step(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(CHINESE_LLAMA_ALPACA_534) + "\n")
+    inc = traindoc.load(str(log))
+    a = ls.analyse(inc)
+    assert a.skipped_iterations == [379, 380]
+
+
+# unnumbered overflow notes after the last training line: skipped steps, not logged iterations
+FAIRSEQ_1895 = [  # facebookresearch/fairseq#1895
+    "2020-03-23 11:39:44 | INFO | train_inner | epoch 003:      5 / 356 loss=9.44, nll_loss=8.44, "
+    "ppl=347.28, wps=30690.8, ups=0.07, wpb=427295, bsz=14390.4, num_updates=700, lr=0.000175, "
+    "gnorm=156.036, loss_scale=0, train_wall=1281, wall=9877",
+    "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale "
+    "to: 0.00048828125",
+    "2020-03-23 11:48:04 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale "
+    "to: 0.000244140625",
+]
+FAIRSEQ_512 = [  # facebookresearch/fairseq#512
+    "| epoch 027 | loss 6.343 | nll_loss 4.984 | ppl 31.65 | wps 164346 | ups 0.4 | wpb 364096 | "
+    "bsz 11907 | num_updates 10198 | lr 0.000626286 | gnorm 0.390 | clip 0% | oom 0 | loss_scale "
+    "0.500 | wall 23080 | train_wall 21383",
+    "| WARNING: overflow detected, setting loss scale to: 0.25",
+    "| WARNING: overflow detected, setting loss scale to: 0.125",
+]
+
+
+def test_the_last_iteration_is_the_last_logged_loss(tmp_path: Path) -> None:
+    for lines, last in ((FAIRSEQ_1895, 700), (FAIRSEQ_512, 10198)):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        assert ls.analyse(traindoc.load(str(log))).last_iteration == last

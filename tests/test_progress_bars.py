@@ -1,0 +1,106 @@
+"""Progress bars as the throughput metric when no step line gives one (parse/progress.py,
+diagnose/throughput/series.py): tqdm bars without a bar (no tty), Keras epoch lines, and bars
+that start again every epoch. Each wording with two real lines and their sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import traindoc
+from traindoc.diagnose import throughput as tp
+from traindoc.parse.progress import parse_keras, parse_tqdm
+
+# (line, step, total, seconds per step, source)
+NO_TTY_BARS = [
+    ("   154/239     15.7G    0.0236   0.04801 0.0004782       365       640: 100% 42/42 "
+     "[01:09<00:00,  1.65s/it]", 42, 42, 1.65, "dnth/yolov5-deepsparse-blogpost#11"),
+    ("      1/499      10.2G    0.08632    0.03235    0.03949         23        640: 100% 15/15 "
+     "[00:08<00:00,  1.79it/s]", 15, 15, 1 / 1.79,
+     "camilacorreamelo/especializa-o_cesar README.md (a YOLOv5 Colab run)"),
+]
+KERAS_LINES = [
+    ("1490/1490 - 106s - loss: 1.9500e-05 - val_loss: 2.0626e-05 - lr: 1.0000e-04 - 106s/epoch "
+     "- 71ms/step", 1490, 1490, 0.071, "talmolab/sleap#2230"),
+    ("1000/1000 [==============================] - 1873s 2s/step - loss: 3.6317 - val_loss: 3.3623",
+     1000, 1000, 2.0, "pierluigiferrari/ssd_keras#344"),
+    ("5/5 [==============================] - 2s 613ms/step - loss: 0.3212 - val_loss: 0.1224",
+     5, 5, 0.613, "keras-team/keras#16286"),
+]
+
+
+@pytest.mark.parametrize("line, step, total, spi, source", NO_TTY_BARS,
+                         ids=[r[4] for r in NO_TTY_BARS])
+def test_bar_without_a_bar(line: str, step: int, total: int, spi: float, source: str) -> None:
+    row = parse_tqdm(line)
+    assert row is not None, source
+    assert (row["step"], row["total"]) == (step, total)
+    assert 1 / row["rate"] == pytest.approx(spi, rel=1e-3)
+
+
+@pytest.mark.parametrize("line, step, total, spi, source", KERAS_LINES,
+                         ids=[r[4] for r in KERAS_LINES])
+def test_keras_epoch_line(line: str, step: int, total: int, spi: float, source: str) -> None:
+    row = parse_keras(line)
+    assert row is not None, source
+    assert (row["step"], row["total"]) == (step, total)
+    assert 1 / row["rate"] == pytest.approx(spi, rel=1e-3)
+
+
+@pytest.mark.parametrize("line", [
+    "Epoch 12/200",
+    "step 5/10 - loss: 2.0",  # no time per step
+    "   10%|#         | 5/50 [00:01<00:09]",  # a tqdm bar, not Keras
+])
+def test_not_keras(line: str) -> None:
+    assert parse_keras(line) is None
+
+
+def test_epoch_bars_make_one_series(tmp_path: Path) -> None:
+    """A bar that restarts each epoch counts on across epochs; validation bars (smaller total)
+    are not the training loop."""
+    lines = []
+    for epoch, secs in zip(range(5), (1.65, 1.71, 1.64, 1.66, 1.70), strict=True):
+        lines.append(f"   {epoch}/239     15.7G    0.0236   0.04801 0.0004782       365       "
+                     f"640: 100% 42/42 [01:09<00:00,  {secs}s/it]")
+        lines.append("               Class     Images     Labels          P          R     "
+                     "mAP@.5 mAP@.5:.95: 100% 2/2 [00:02<00:00,  1.37s/it]")
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    inc = traindoc.load(str(log))
+    a = tp.analyse(inc)
+    assert a.metric == "s_per_iteration"
+    assert list(a.series["iteration"]) == [42, 84, 126, 168, 210]
+    assert a.change is None
+
+
+AI_TOOLKIT_595 = [  # ostris/ai-toolkit#595: 300 steps at ~28 s each between steps at ~2 s
+    "lokr-test-2:  10%|9         | 299/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: 5.226e-01]",
+    "lokr-test-2:  20%|#9        | 599/3000 [19:45<1:03:24,  1.58s/it, lr: 2.0e-04 loss: 6.736e-01]",
+    "lokr-test-2:  30%|##9       | 899/3000 [29:51<1:06:28,  1.90s/it, lr: 2.0e-04 loss: 6.463e-01]",
+    "lokr-test-2:  40%|###9      | 1199/3000 [2:49:04<14:04:18, 28.13s/it, lr: 2.0e-04 loss: "
+    "7.353e-01]",
+    "lokr-test-2:  50%|####9     | 1499/3000 [2:56:55<34:04,  1.36s/it, lr: 2.0e-04 loss: 2.635e-01]",
+]
+
+
+def test_a_long_pause_mid_run_is_a_change_that_recovered(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(AI_TOOLKIT_595) + "\n")
+    a = tp.analyse(traindoc.load(str(log)))
+    assert a.change is not None and a.change.shape == "pause" and a.change.recovered
+    assert int(a.series["iteration"].iloc[a.change_position]) == 1199
+    assert a.change.degraded == pytest.approx(28.13)
+
+
+def test_one_slow_step_is_no_pause() -> None:
+    """begeekmyfriend/tacotron2#9: steps at ~1.5 s/iter, step 320 at 15 s, then normal again:
+    10x slower, but 13.5 s lost is a blip (a blocked loader thread), not a pause."""
+    secs = np.array([1.5, 1.52, 1.48, 1.5, 1.51, 15.0, 1.5, 1.49, 1.5])
+    its = np.arange(315, 324)
+    assert tp.mid_pause(secs, its) is None
+    secs[5] = 16.0  # (over ten times the slowest other step)
+    assert tp.mid_pause(secs, its) is None
+    assert tp.mid_pause(secs, its * 1000) is not None  # the same over 1000 steps a point
