@@ -130,6 +130,8 @@ class MissingRanksBlock:
         return out
 
     def _start(self, text: str, ctx: object) -> None:
+        if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, JAX_START_RE)):
+            return  # idle, and stays as it was (the fast engine's contract)
         self.ctx, self.fields, self.groups, self.tasks = ctx, {}, [], []
         self.first_task = None
         m = FR_START_RE.search(text)
