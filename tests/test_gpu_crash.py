@@ -1104,3 +1104,13 @@ def test_a_python_error_after_a_timeout_on_the_same_rank_is_a_consequence(tmp_pa
     ev = gpu_crash.analyse(inc).events
     py = ev[ev["kind"] == "python"]
     assert len(py) and (py["role"] == "cascade").all()
+
+
+def test_an_abort_that_ends_a_peers_symptom_is_no_first_failure() -> None:
+    # tatsu-lab/stanford_alpaca#207: "… taking the entire process down. terminate called after
+    # throwing an instance of 'std::runtime_error' what(): NCCL error: remote process exited or
+    # there was a network error …": the abort is how NCCL's report of a peer ended this process
+    inc = traindoc.load(DATA / "corpus" / "gpu_crash" / "gpu_crash-stanford-alpaca-207" / "logs")
+    r = gpu_crash.diagnose(inc)
+    assert r.facts["failed_ranks"] == [] and r.facts["error_kind"] != "signal"
+    assert r.verdict.startswith("Only symptoms of a peer's failure")

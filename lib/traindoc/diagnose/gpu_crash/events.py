@@ -328,6 +328,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     empty = events.iloc[0:0]
     if not len(events):
         return Crash(events, None, empty, empty, empty, "none")
+    events = _aborts_after_a_symptom(events)
     causes = events[events["role"] == "cause"]
     cascade_all = events[events["role"] == "cascade"]
     if not len(causes):
@@ -478,6 +479,32 @@ def _abort_reason(first: pd.Series, ordered: pd.DataFrame, lines: int = 40) -> p
     if pd.notna(first["rank"]):
         near = near[near["rank"].isna() | (near["rank"] == first["rank"])]
     return near.iloc[0][EVENT_COLUMNS] if len(near) else None
+
+
+def _aborts_after_a_symptom(events: pd.DataFrame, lines: int = 40) -> pd.DataFrame:
+    """An abort ('terminate called after throwing …', SIGABRT) that names no error of its own,
+    printed within ``lines`` lines after a peer's symptom in the same file and process (NCCL's
+    'remote process exited or there was a network error'), is how that symptom ended the
+    process: a cascade event too, not the first failure (stanford_alpaca#207)."""
+    causes = events[(events["role"] == "cause") & events["code"].isin(list(ABORT_CODES))]
+    symptoms = events[events["role"] == "cascade"]
+    if not len(causes) or not len(symptoms):
+        return events
+    demote = []
+    for idx, e in causes.iterrows():
+        if _abort_reason(e, events[events["role"] == "cause"], lines) is not None:
+            continue  # a local error it names: that error is the failure
+        near = symptoms[(symptoms["file"] == e["file"]) & (symptoms["lineno"] <= e["lineno"])
+                        & (e["lineno"] - symptoms["lineno"] <= lines)]
+        if pd.notna(e["rank"]):
+            near = near[near["rank"].isna() | (near["rank"] == e["rank"])]
+        if len(near):
+            demote.append(idx)
+    if not demote:
+        return events
+    events = events.copy()
+    events.loc[demote, "role"] = "cascade"
+    return events
 
 
 def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
