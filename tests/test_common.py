@@ -47,3 +47,25 @@ def test_a_clock_that_goes_back_is_a_warning(tmp_path) -> None:
                       + line.format(t="01:46:12.7", n=6))  # a second back: jitter, not a jump
     assert not [f for f in timeout.diagnose(traindoc.load(steady)).findings
                 if f.id == "clock_went_back"]
+
+
+def test_a_log_nothing_understood_is_said_so(tmp_path) -> None:
+    """Issue 26.5: a runbook that recognised nothing says so, with what it read; unplaced error
+    lines are grouped by form with counts."""
+    import importlib
+
+    import traindoc
+    from traindoc.diagnose.common import unplaced_forms
+
+    log = tmp_path / "job.log"
+    log.write_text("hello\nall good here\n")
+    inc = traindoc.load(str(log))
+    for rb in ("timeout", "gpu_crash", "throughput", "loss_spike"):
+        r = importlib.import_module(f"traindoc.diagnose.{rb}").diagnose(inc)
+        assert "2 line(s) read, none of them understood" in r.verdict, (rb, r.verdict)
+        assert "point log_path at the training log" not in r.verdict
+    forms = unplaced_forms(["a.log:3: RuntimeError: bad value 17 at /x/y/z.py",
+                            "a.log:9: RuntimeError: bad value 23 at /x/y/w.py",
+                            "b.log:1: KeyError: 'foo'"])
+    assert forms[0] == (2, "a.log:3", "RuntimeError: bad value 17 at /x/y/z.py")
+    assert forms[1][0] == 1

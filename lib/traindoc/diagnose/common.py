@@ -282,6 +282,36 @@ def clock_jumps(incident: Incident, back_s: float = CLOCK_BACK_S) -> list[str]:
     return out[:10]
 
 
+# what varies between lines of one form: numbers, hex ids, paths (a template keeps the rest)
+TEMPLATE_RE = re.compile(r"0x[0-9a-fA-F]+|(?:/[\w.+-]+){2,}/?|\d+(?:\.\d+)?")
+UNRECOGNIZED_RE = re.compile(r"^(?P<where>.+?:\d+): (?P<text>.*)$", re.S)
+
+
+def unplaced_forms(lines: Iterable[str], limit: int = 12) -> list[tuple[int, str, str]]:
+    """Lines no parser placed (``file:line: text``), grouped by their form (numbers, hex ids
+    and paths taken out): ``(count, first place, first line)`` per form, most frequent first."""
+    groups: dict[str, list[Any]] = {}
+    for entry in lines:
+        m = UNRECOGNIZED_RE.match(entry)
+        where, text = (m["where"], m["text"]) if m else ("?", entry)
+        key = TEMPLATE_RE.sub("#", text.strip())[:200]
+        g = groups.setdefault(key, [0, where, text.strip()])
+        g[0] += 1
+    ranked = sorted(groups.values(), key=lambda g: -g[0])
+    return [(int(n), where, text) for n, where, text in ranked[:limit]]
+
+
+def reading_words(incident: Incident) -> str:
+    """How much of the input was understood, for a verdict that found nothing: ``N lines read,
+    none understood`` or ``N lines read, K understood`` (empty when nothing was read)."""
+    a = incident.account
+    lines, parsed = int(a.get("lines", 0) or 0), int(a.get("parsed_lines", 0) or 0)
+    if not lines:
+        return ""
+    return (f"{lines} line(s) read, none of them understood by any parser" if not parsed
+            else f"{lines} line(s) read, {parsed} understood")
+
+
 def input_findings(incident: Incident) -> list[Finding]:
     """Findings about the input itself: warnings, and lines that look like errors but that no
     parser understood (so a new format is never silently ignored)."""
@@ -304,11 +334,15 @@ def input_findings(incident: Incident) -> list[Finding]:
             "which failure came first, may be wrong here; check the nodes' clocks (chronyc "
             "tracking)", jumps))
     if incident.unrecognized:
+        forms = unplaced_forms(incident.unrecognized)
         out.append(Finding(
             "unrecognized_error_lines", "info",
-            f"{len(incident.unrecognized)} line(s) mention errors or timeouts in a form no parser "
-            "knows; read them yourself", list(incident.unrecognized[:20])))
+            f"{len(incident.unrecognized)} line(s) in {len(forms)}"
+            f"{'+' if len(forms) == 12 else ''} form(s) mention errors or timeouts in a way no "
+            "parser knows; read them yourself (count × first place: first line)",
+            [f"{n} × {where}: {text[:400]}" for n, where, text in forms]))
     return out
 
 
-__all__ = ["Progress", "evidence", "input_findings", "last_progress", "step_totals_by_rank"]
+__all__ = ["Progress", "evidence", "input_findings", "last_progress", "reading_words",
+           "step_totals_by_rank", "unplaced_forms"]

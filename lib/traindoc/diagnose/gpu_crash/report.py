@@ -13,7 +13,7 @@ from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...parse.xid import xid_info
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import count, input_findings, when_text
+from ..common import count, input_findings, reading_words, when_text
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, Checkpoints, expected_waste
 from .events import HOST_OOM_CODES, Crash
@@ -104,6 +104,9 @@ def report(a: GpuCrashAnalysis) -> Report:
     actions = ranked(_actions(crash, facts, ck, spi, save_s, yd, hang, a.gpus_per_node,
                               assumed=assumed, total=prog.total))
     verdict, confidence = _verdict(crash, facts, len(a.cascade_hosts))
+    read = reading_words(a.incident)
+    if crash.first is None and not len(crash.cascade) and read:
+        verdict = verdict.rstrip(".") + f" ({read})."
     report_facts = {k: list(v) if isinstance(v, list) else v for k, v in facts.items()}
     return Report("gpu_crash", verdict, confidence, report_facts, findings, actions)
 

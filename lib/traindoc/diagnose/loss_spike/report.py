@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import input_findings
+from ..common import input_findings, reading_words
 from .analysis import LossSpikeAnalysis, span_text, spikes_frame
 from .series import rollback_point
 
@@ -67,9 +67,11 @@ def report(analysis: LossSpikeAnalysis) -> Report:
             "log_path = the rank that prints iteration lines (Megatron: the last pipeline stage), "
             "or a TensorBoard scalar CSV (run-…-tag-lm loss.csv), a W&B history CSV/JSONL, or "
             "HF trainer_state.json"))
-        return Report("loss_spike", "No loss or grad-norm values found in the logs: nothing to "
-                      "say about spikes; check that log_path points at the training log or a "
-                      "metrics export.", "low", facts, findings, ranked(actions))
+        read = reading_words(incident)
+        return Report("loss_spike", "No loss or grad-norm values in these logs" + (
+                      f" ({read})" if read else "") + ": nothing to say about spikes; if the "
+                      "job's step lines or a metrics export are elsewhere, add them to "
+                      "log_path.", "low", facts, findings, ranked(actions))
 
     spikes, lonely = a.spikes, a.grad_norm_spikes
     nans, skipped = a.nan_iterations, a.skipped_iterations

@@ -11,7 +11,7 @@ import pandas as pd
 from ...hostlist import compress
 from ...incident import Incident
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import input_findings, who
+from ..common import input_findings, reading_words, who
 from .analysis import ThroughputAnalysis, analyse
 from .change import MAD_TO_SIGMA
 from .series import METRICS
@@ -146,9 +146,11 @@ def _unjudged(a: ThroughputAnalysis, facts: dict[str, Any],
         "samples/s or seconds per iteration, and no tqdm bar with a rate",
         evidence(incident.iterations.head(5))))
     findings += input_findings(incident)
-    return Report("throughput", "No throughput figures found in the logs; point log_path at "
-                  "the training log (the one with the iteration lines).", "low", facts,
-                  findings, ranked([_log_throughput_action(1)]))
+    read = reading_words(incident)
+    return Report("throughput", "No throughput figures in these logs" + (f" ({read})" if read
+                  else "") + ": no iteration line or progress bar with a rate was recognised; "
+                  "if the job's step lines are in another file, add it to log_path.", "low",
+                  facts, findings, ranked([_log_throughput_action(1)]))
 
 
 def _coincidence_findings(a: ThroughputAnalysis) -> list[Finding]:

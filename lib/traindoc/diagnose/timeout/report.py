@@ -10,7 +10,7 @@ import pandas as pd
 from ...incident import Incident
 from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP
 from ...report import Action, Finding, Report, evidence, ranked
-from ..common import as_int, as_str, input_findings, is_host, when_text, who
+from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
 from .analysis import TimeoutAnalysis
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
@@ -48,9 +48,11 @@ def report(a: TimeoutAnalysis) -> Report:
                 if incident.errors["line"].fillna("").str.contains(
                     r"timed out|timeout", case=False).any() else ""),
             evidence(incident.errors)), *input_findings(incident)]
+        read = reading_words(incident)
         verdict = "No collective timeout found in the logs; " + (
             f"last progress: {prog.describe()}." if prog.step is not None
-            else "check that log_path points at the failing job's logs.")
+            else (f"{read}; " if read else "") + "check that log_path holds the failing job's "
+            "logs (every rank's, and the launcher's).")
         return Report("timeout", verdict, "low", f, findings,
                       ranked(_evidence_actions(have_dumps, prio=1)))
 
