@@ -39,6 +39,7 @@ from .execute import (
     execute_runbook,
 )
 from .locations import CHECKOUT, runbooks_dir
+from .shellsafe import quote
 from .watch import add_arguments as watch_arguments
 from .watch import main as watch_main
 
@@ -320,7 +321,8 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
         return EXIT_FAILED
     spec = drills.SPECS[args.name]
     print(f"bundle: {bundle}  (class {spec.cls}: {spec.description})", file=stdout)
-    print(f"next:   traindoc triage {bundle} -o {bundle}-triage", file=stdout)
+    print(f"next:   traindoc triage {quote(bundle) or 'BUNDLE'} -o "
+          f"{quote(f'{bundle}-triage') or 'OUT'}", file=stdout)
     return EXIT_OK
 
 

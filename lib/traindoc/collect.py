@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from . import hostlist
+from .shellsafe import quote
 
 PYSPY_TIMEOUT_S = 60.0
 FR_WAIT_S = 10.0
@@ -752,5 +753,9 @@ def main(args: argparse.Namespace, stdout: Any, stderr: Any) -> int:
         print(f"note:  {n}", file=stdout)
     for name, cmd in res.fanout.items():
         print(f"{name} fan-out: {command_text(cmd)}", file=stdout)
-    print(f"next:  traindoc run deadlock {res.out} -o {res.out}-deadlock", file=stdout)
+    out_q, dest_q = quote(res.out), quote(f"{res.out}-deadlock")
+    if out_q and dest_q:
+        print(f"next:  traindoc run deadlock {out_q} -o {dest_q}", file=stdout)
+    else:  # a control character in the path: no command line to paste
+        print("next:  traindoc run deadlock on the output folder above", file=stdout)
     return 0 if res.processes else 1

@@ -31,7 +31,6 @@ import functools
 import html
 import importlib
 import re
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -42,6 +41,7 @@ import pandas as pd
 from ..hostlist import runs
 from ..incident import Incident
 from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
+from ..shellsafe import quote_all
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, who
 from .timeout import timeout_rows
@@ -499,7 +499,7 @@ def report(analysis: TriageAnalysis) -> Report:
             evidence(a.incident.errors, limit=MAX_LINES)))
     findings += input_findings(a.incident)
     verdict, confidence = _verdict(ordered, a.ordered_by, not_checked)
-    logs = " ".join(shlex.quote(str(p)) for p in a.incident.account.get("paths", [])) or "LOGS"
+    logs = quote_all(a.incident.account.get("paths", [])) or "LOGS"
     actions = ranked(_actions(ordered, not_checked, logs))
     return Report("triage", verdict, confidence, facts, findings, actions)
 

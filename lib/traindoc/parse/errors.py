@@ -350,6 +350,12 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "Killing subprocess",
         re.compile(r"(?P<msg>Killing subprocess (?P<pid>\d+))"),
     ),
+    (  # srun's own word that a node of the step failed: the host to name (issue 27)
+        "slurm_node_failure",
+        "signal",
+        "rror: Node failure on ",
+        re.compile(r"rror: (?P<msg>Node failure on (?P<host>[A-Za-z0-9][\w.\-]*))"),
+    ),
     (
         "slurm_cancelled",
         "signal",
