@@ -253,3 +253,40 @@ def test_run_fanout_runs_srun_else_pdsh(tmp_path: Path, monkeypatch: pytest.Monk
     no_id = collect.fanout_commands("node01", tmp_path, None)
     ran, notes = collect.run_fanout({"slurm": no_id["slurm"]}, ev)
     assert ran == {} and any("no job id" in n for n in notes)
+
+
+# -- files collect writes never follow a link (issue 31) -----------------------------------------
+
+def test_a_link_planted_in_out_is_never_written_through(tmp_path: Path) -> None:
+    ev = tmp_path / "ev" / "evidence"
+    ev.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (ev / "notes.txt").symlink_to(victim)
+    (ev / "py-spy-rank0-pid11.txt").symlink_to(victim)
+    collect.collect(tmp_path / "ev", pids=[999_999_999], system=False)
+    assert victim.read_text() == "keep\n"
+    assert not (ev / "notes.txt").is_symlink() and (ev / "notes.txt").is_file()
+    assert not (ev / "py-spy-rank0-pid11.txt").exists()
+
+
+def test_an_evidence_folder_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "evidence").symlink_to(elsewhere)
+    err = io.StringIO()
+    rc = cli.main(["collect", "--pid", "999999999", "-o", str(tmp_path / "ev")], io.StringIO(), err)
+    assert rc == 5, err.getvalue()
+    assert not list(elsewhere.iterdir())
+
+
+def test_process_text_is_written_on_one_line(tmp_path: Path) -> None:
+    res = collect.CollectResult(tmp_path, tmp_path)
+    res.processes = [collect.RankProcess(pid=5, rank=0, start="1", cmdline="python train.py\n* * * * * "
+                                         "root sh /tmp/x\x1b]0;title\x07", found_by="--pid")]
+    res.notes = ["py-spy said\nline two \x1b[2J"]
+    collect._write_notes(res)
+    text = (tmp_path / "notes.txt").read_text()
+    assert "\n* * * * *" not in text and "\x1b" not in text and "\x07" not in text
+    assert "\\n* * * * * root" in text and "line two" in text

@@ -39,6 +39,7 @@ from .execute import (
     execute_runbook,
 )
 from .locations import CHECKOUT, runbooks_dir
+from .report import write_new
 from .shellsafe import quote
 from .watch import add_arguments as watch_arguments
 from .watch import main as watch_main
@@ -340,8 +341,7 @@ def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) ->
     outcomes = score.score(cases, notebooks=args.notebooks, workers=args.workers)
     print(score.render(outcomes), file=stdout)
     if args.json:
-        args.json.write_text(json.dumps(score.as_json(outcomes), indent=1, default=str) + "\n",
-                             encoding="utf-8")
+        write_new(args.json, json.dumps(score.as_json(outcomes), indent=1, default=str) + "\n")
     pct = 100 * sum(o.right for o in outcomes) / len(outcomes)
     return EXIT_BELOW_FLOOR if args.floor is not None and pct < args.floor else EXIT_OK
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from . import hostlist
+from .report import create_new, line_text, own_dir, write_new
 from .shellsafe import quote
 
 PYSPY_TIMEOUT_S = 60.0
@@ -337,7 +338,7 @@ def pyspy_dump(p: RankProcess, evidence: Path, pyspy: str) -> tuple[Path | None,
                 "kernel.yama.ptrace_scope=0)") if "ermission" in reason or "ptrace" in reason else ""
         return None, f"py-spy dump of pid {p.pid} failed: {reason}{hint}"
     path = evidence / f"py-spy-{_tag(p)}-pid{p.pid}.txt"
-    path.write_text(res.stdout)
+    write_new(path, res.stdout)
     return path, None
 
 
@@ -401,7 +402,7 @@ def worker_server_dump(p: RankProcess, evidence: Path) -> tuple[Path | None, str
             body = _handler(path, name)
             if body:
                 out = evidence / f"fr-{_tag(p)}.{ext}"
-                out.write_bytes(body)
+                write_new(out, body)
                 return out, f"{_tag(p)} (pid {p.pid}): flight recorder from torch's worker " \
                             f"server at {path} (handler {name})"
     return None, None
@@ -467,7 +468,7 @@ def signal_dumps(procs: Sequence[RankProcess], evidence: Path, wait_s: float = F
             data = src.read_bytes()
             ext = "json" if data.lstrip()[:1] == b"{" else "pkl"
             out = evidence / f"fr-{_tag(p)}.{ext}"
-            out.write_bytes(data)
+            write_new(out, data)
             saved.append(out)
             notes.append(f"{_tag(p)}: flight-recorder dump {src} -> {out.name}")
         else:
@@ -514,7 +515,7 @@ def system_evidence(evidence: Path) -> tuple[list[Path], list[str]]:
     if smi is None:
         notes.append("nvidia-smi not found (no NVIDIA driver here): no GPU state saved")
     elif (res := _run_tool([smi, "-q"], "nvidia-smi -q", notes)) is not None:
-        (evidence / "nvidia-smi-q.txt").write_text(res.stdout + res.stderr)
+        write_new(evidence / "nvidia-smi-q.txt", res.stdout + res.stderr)
         saved.append(evidence / "nvidia-smi-q.txt")
     dmesg = shutil.which("dmesg")
     if dmesg is None:
@@ -524,7 +525,7 @@ def system_evidence(evidence: Path) -> tuple[list[Path], list[str]]:
             notes.append(f"dmesg failed (exit {res.returncode}: "
                          f"{res.stderr.strip()[:120]}); try: sudo dmesg -T | grep -i xid")
         elif xid := [ln for ln in res.stdout.splitlines() if XID_RE.search(ln)]:
-            (evidence / "dmesg-xid.txt").write_text("\n".join(xid) + "\n")
+            write_new(evidence / "dmesg-xid.txt", "\n".join(xid) + "\n")
             saved.append(evidence / "dmesg-xid.txt")
         else:
             notes.append("dmesg: no Xid line")
@@ -588,7 +589,7 @@ def run_fanout(cmds: dict[str, list[str]], evidence: Path) -> tuple[dict[str, in
             continue
         try:
             if name == "pdsh":
-                with open(evidence / "pdsh-py-spy.txt", "wb") as fh:
+                with create_new(evidence / "pdsh-py-spy.txt", binary=True) as fh:
                     rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, timeout=600,
                                         check=False).returncode
@@ -614,10 +615,12 @@ OWN_FILE_RES = (re.compile(r"^py-spy-rank(?:\d+|NA)-pid\d+\.txt$"),
 
 
 def clear_previous(evidence: Path) -> list[Path]:
-    """Remove the files an earlier ``collect`` wrote into ``evidence`` (nothing else)."""
+    """Remove the files an earlier ``collect`` wrote into ``evidence`` (nothing else), and a
+    link planted under one of their names (the link itself, never what it points at: the
+    next write must not follow it)."""
     gone = []
     for f in sorted(evidence.iterdir()):
-        if f.is_file() and not f.is_symlink() and any(rx.match(f.name) for rx in OWN_FILE_RES):
+        if (f.is_symlink() or f.is_file()) and any(rx.match(f.name) for rx in OWN_FILE_RES):
             f.unlink()
             gone.append(f)
     return gone
@@ -631,7 +634,7 @@ def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
     (``sigusr1``: the job's SIGUSR1 handler dumps the flight recorder, so it may be sent)."""
     out_p = Path(out).resolve()
     evidence = out_p / "evidence"
-    evidence.mkdir(parents=True, exist_ok=True)
+    own_dir(evidence)
     res = CollectResult(out_p, evidence)
     cleared = clear_previous(evidence)
     if cleared:
@@ -686,14 +689,15 @@ def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
 def _write_notes(res: CollectResult) -> None:
     lines = ["traindoc collect", f"at: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
              f"host: {socket.gethostname()}", "", "processes:"]
-    lines += [f"  rank {p.rank if p.rank is not None else '?'} pid {p.pid} ({p.found_by}): "
-              f"{p.cmdline[:200]}" for p in res.processes] or ["  (none)"]
-    lines += ["", "notes:"] + [f"  {n}" for n in res.notes]
+    lines += [f"  rank {p.rank if p.rank is not None else '?'} pid {p.pid} "
+              f"({line_text(p.found_by)}): {line_text(p.cmdline[:200])}"
+              for p in res.processes] or ["  (none)"]
+    lines += ["", "notes:"] + [f"  {line_text(n)}" for n in res.notes]
     if res.fanout:
         lines += ["", "fan-out (every host):"] + [f"  {k}: {command_text(v)}"
                                                    for k, v in res.fanout.items()]
     path = res.evidence / "notes.txt"
-    path.write_text("\n".join(lines) + "\n")
+    write_new(path, "\n".join(lines) + "\n")
     if path not in res.saved:
         res.saved.append(path)
 
@@ -745,12 +749,12 @@ def main(args: argparse.Namespace, stdout: Any, stderr: Any) -> int:
         print(f"traindoc: cannot write into {args.output_dir}: {e.strerror or e}", file=stderr)
         return 5
     for p in res.processes:
-        print(f"rank {p.rank if p.rank is not None else '?'} pid {p.pid}: {p.found_by}",
+        print(f"rank {p.rank if p.rank is not None else '?'} pid {p.pid}: {line_text(p.found_by)}",
               file=stdout)
     for path in res.saved:
-        print(f"saved: {path}", file=stdout)
+        print(f"saved: {line_text(path)}", file=stdout)
     for n in res.notes:
-        print(f"note:  {n}", file=stdout)
+        print(f"note:  {line_text(n)}", file=stdout)
     for name, cmd in res.fanout.items():
         print(f"{name} fan-out: {command_text(cmd)}", file=stdout)
     out_q, dest_q = quote(res.out), quote(f"{res.out}-deadlock")

@@ -3,6 +3,7 @@ writes it as PNG under ``output_dir`` (the notebook shows it, then closes it).""
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -14,16 +15,19 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from .diagnose.collectives import rank_positions
+from .report import write_new
 
 
 def save(fig: Figure, output_dir: str | Path, name: str) -> Path:
-    """Write ``fig`` as ``output_dir/name.png``; ``name`` may not leave ``output_dir``."""
+    """Write ``fig`` as ``output_dir/name.png``; ``name`` may not leave ``output_dir``, and a
+    link planted at that name is never followed (``report.write_new``)."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "figure"
     path = out / f"{safe}.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    return path
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return write_new(path, buf.getvalue())
 
 
 def _count_axis(ax: Any, values: pd.Series, axis: str = "x", from_zero: bool = False) -> None:

@@ -58,6 +58,7 @@ from .reader.decode import GZIP_MAGIC, MAX_LINE_BYTES, expand_paths
 from .reader.lines import LineReader, Stream
 from .reader.sink import Sink
 from .report import evidence as evidence_lines
+from .report import write_atomic
 from .schema import TABLES
 
 STALL_FACTOR = 5.0
@@ -414,10 +415,9 @@ class Alert:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` so a reader never sees half of it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``data`` as JSON to ``path`` so a reader never sees half of it, through a new
+    temporary file (never a link; ``report.write_atomic``), removed if writing fails."""
+    write_atomic(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 @dataclass
