@@ -38,6 +38,7 @@ import os
 import shlex
 import statistics
 import subprocess
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -58,7 +59,7 @@ from .reader.decode import GZIP_MAGIC, MAX_LINE_BYTES, expand_paths
 from .reader.lines import LineReader, Stream
 from .reader.sink import Sink
 from .report import evidence as evidence_lines
-from .report import write_atomic
+from .report import line_text, write_atomic
 from .schema import TABLES
 
 STALL_FACTOR = 5.0
@@ -672,6 +673,16 @@ class Watcher:
             a.evidence += [e for e in other.evidence if e not in a.evidence][:MAX_EVIDENCE]
             a.details.setdefault("also", []).append({"class": other.cls, "reason": other.reason})
         self.alerts.append(a)
+        # The page first: the line and --notify come before anything that writes to OUT or
+        # takes time (evidence), so a full disk or a slow py-spy never holds the alert back.
+        # Writing is reported when it fails, never fatal.
+        self.say(a.line())
+        path = self.out / "alert.json"
+        self._write("alert.json", lambda: write_json_atomic(path, a.as_json()))
+        if self.opt.notify:
+            problem = notify(self.opt.notify, path)
+            if problem:
+                self.say(f"traindoc watch: --notify failed: {problem}")
         if self.opt.collect:
             try:
                 a.collected, notes = self.collector(self.logs, self.pids, self.out)
@@ -679,15 +690,9 @@ class Watcher:
             except Exception as e:  # noqa: BLE001 (collecting is best effort)
                 a.details["collect_error"] = f"{type(e).__name__}: {e}"
                 self.say(f"traindoc watch: collecting evidence failed: {type(e).__name__}: {e}")
-        path = self.out / "alert.json"
-        write_json_atomic(path, a.as_json())
-        with open(self.out / "alerts.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(a.as_json(), default=str) + "\n")
-        self.say(a.line())
-        if self.opt.notify:
-            problem = notify(self.opt.notify, path)
-            if problem:
-                self.say(f"traindoc watch: --notify failed: {problem}")
+            self._write("alert.json", lambda: write_json_atomic(path, a.as_json()))
+        self._write("alerts.jsonl", lambda: _append_line(
+            self.out / "alerts.jsonl", json.dumps(a.as_json(), default=str)))
         if self.opt.runbooks:
             seen = {c for x in self.alerts for c in x.classes}
             book = "triage" if len(seen) > 1 else a.cls
@@ -696,13 +701,21 @@ class Watcher:
                 logs.append(str(self.out / "evidence"))
             got = self.runner(book, logs, self.out / book)
             a.runbook = {"name": book, **got}
-            write_json_atomic(path, a.as_json())
+            self._write("alert.json", lambda: write_json_atomic(path, a.as_json()))
             if got.get("error"):
                 self.say(f"traindoc watch: the {book} runbook failed: {got['error']}")
             else:
                 self.say(f"traindoc watch: {book} runbook: {got.get('summary')} — "
                          f"{got.get('verdict')}")
         return a
+
+    def _write(self, what: str, write: Callable[[], object]) -> None:
+        """``write()``; an ``OSError`` (a full disk, a read-only OUT) is said, not raised."""
+        try:
+            write()
+        except OSError as e:
+            self.say(f"traindoc watch: could not write {what} into {self.out}: "
+                     f"{e.strerror or e}")
 
     def _find_pids(self) -> None:
         if self.pids_from == "--pid":
@@ -801,7 +814,10 @@ def collect_evidence(logs: list[str], pids: list[int], out: Path) -> tuple[list[
 
 def notify(command: str, alert_path: Path) -> str | None:
     """Run ``command`` (split like a shell would, run without one) with the alert file's path
-    as its last argument; what went wrong, or None."""
+    as its last argument; what went wrong, or None. The wait is for the command itself, not
+    for its output pipes: a child it leaves running (a backgrounded sender) holds no pipe of
+    ours, so it neither blocks the watch nor makes a page that went out count as failed. Its
+    stderr goes to an unnamed temporary file (memory when no file can be made)."""
     try:
         argv = shlex.split(command)
     except ValueError as e:
@@ -809,14 +825,40 @@ def notify(command: str, alert_path: Path) -> str | None:
     if not argv:
         return "the command is empty"
     try:
-        done = subprocess.run([*argv, str(alert_path)], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=NOTIFY_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"{argv[0]}: {e}"
-    if done.returncode != 0:
-        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        return f"{argv[0]} exited with {done.returncode}" + (f": {tail[0]}" if tail else "")
-    return None
+        err: Any = tempfile.TemporaryFile()
+    except OSError:  # a full /tmp: no stderr tail, the command still runs
+        err = None
+    try:
+        try:
+            proc = subprocess.Popen([*argv, str(alert_path)], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=err if err is not None else subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"{argv[0]}: {e}"
+        try:
+            rc = proc.wait(timeout=NOTIFY_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return f"{argv[0]} did not finish within {NOTIFY_TIMEOUT_S:g} s: killed"
+        if rc != 0:
+            tail: list[str] = []
+            if err is not None:
+                err.seek(0)
+                tail = err.read(64 * 1024).decode("utf-8", "replace").strip().splitlines()[-1:]
+            return f"{argv[0]} exited with {rc}" + (f": {line_text(tail[0])}" if tail else "")
+        return None
+    finally:
+        if err is not None:
+            err.close()
+
+
+def _append_line(path: Path, line: str) -> None:
+    """One line appended to ``path`` (``alerts.jsonl``), never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0), 0o666)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
 
 
 # -- the command line ------------------------------------------------------------------------
