@@ -290,3 +290,22 @@ def test_process_text_is_written_on_one_line(tmp_path: Path) -> None:
     text = (tmp_path / "notes.txt").read_text()
     assert "\n* * * * *" not in text and "\x1b" not in text and "\x07" not in text
     assert "\\n* * * * * root" in text and "line two" in text
+
+
+def test_a_link_to_a_kernel_interface_is_never_read_for_pids(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    (tmp_path / "kmsg.log").symlink_to("/proc/uptime")  # (/proc/kmsg: a read that never ends)
+    (tmp_path / "job.log").write_text("node-1:4242:4300 [0] NCCL INFO Bootstrap\n")
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def spy(file, *a, **k):  # type: ignore[no-untyped-def]
+        opened.append(str(file))
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    pids = collect.pids_in_logs([tmp_path / "kmsg.log", tmp_path / "job.log"])
+    assert not [p for p in opened if "kmsg" in p or "uptime" in p]
+    assert 4242 in pids

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from . import hostlist
+from .reader.decode import not_regular
 from .report import create_new, line_text, own_dir, write_new
 from .shellsafe import quote
 
@@ -210,6 +211,8 @@ def pids_in_logs(files: Iterable[Path]) -> set[int]:
     live drill's ``pids.json`` records."""
     pids: set[int] = set()
     for f in files:
+        if not_regular(f) is not None:  # a link to /proc/kmsg would block the read for ever
+            continue
         if f.name == "pids.json":
             try:
                 rec = json.loads(f.read_text())
