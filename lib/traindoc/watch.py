@@ -23,9 +23,10 @@ where the logs say) and raises alerts:
   ``diagnose.loss_spike.analyse``) on the recent window of steps, once it holds ``min_steps``;
   a condition alerts once, and again only after it cleared.
 
-An alert writes ``OUT/alert.json`` atomically (and appends it to ``OUT/alerts.jsonl``), runs
-the notify command and the class's runbook on the logs so far (``OUT/<class>/``; triage into
-``OUT/triage/`` once several classes fired), then watching goes on. ``Watcher`` does the work
+An alert is said first, then ``OUT/alert.json`` is written atomically and the notify command
+runs; evidence (``--collect``), ``OUT/alerts.jsonl`` and the class's runbook on the logs so far
+(``OUT/<class>/``; triage into ``OUT/triage/`` once several classes fired) come after, and a
+write that fails (a full disk) is said, never fatal; then watching goes on. ``Watcher`` does the work
 and never prints; ``main`` is the command line's glue.
 """
 
@@ -870,8 +871,9 @@ LOGS are the job's log files, folders (torchrun --log-dir, per-rank files, SLURM
 globs; files that appear later are followed too, a rotated or truncated file is read again.
 Only new bytes are read; the lines go through the same parsers as 'traindoc run'.
 
-Alerts (each one writes OUT/alert.json, prints one line, runs the matching runbook into
-OUT/<class>/, and watching goes on unless --exit-on-alert):
+Alerts (each one prints one line, writes OUT/alert.json, runs --notify, then collects
+evidence and runs the matching runbook into OUT/<class>/; a write that fails is said, not
+fatal; watching goes on unless --exit-on-alert):
   deadlock     no progress (iteration lines, tqdm bars) for
                max(--stall-factor x recent median step time, --min-stall) while the job's
                processes are alive: a hang, long before the NCCL watchdog's timeout (judged
