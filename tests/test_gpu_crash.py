@@ -838,6 +838,7 @@ def test_nccl_cuda_failure_invalid_argument_drains_nothing(tmp_path: Path) -> No
     _, r = diag(tmp_path, text)
     assert r.facts["error_kind"] == "nccl_error"
     assert _drain(r) is None and all("scontrol" not in a.how for a in r.actions)
+    assert r.actions[0].id == "debug_cuda_in_nccl"
 
 
 def test_a_python_error_drains_nothing(tmp_path: Path) -> None:

@@ -458,6 +458,15 @@ def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) 
             "on its node: sudo dmesg -T | grep -i -E 'killed process|out of memory|NVRM'; "
             "sacct -j $SLURM_JOB_ID -o JobID,State,ExitCode,MaxRSS,NodeList; look for "
             "scancel/preemption in the scheduler log")]
+    if kind == "nccl_error" and first["code"] in ("nccl_unhandled_cuda", "nccl_warn_cuda"):
+        return [Action(  # (hardware words in the message drain instead: _actions)
+            "debug_cuda_in_nccl", 1, "Find the CUDA error NCCL hit",
+            f"{who} reported {msg[:120]}: a CUDA call inside NCCL failed; without an Xid, ECC "
+            "or bus error that is no proof of broken hardware (an invalid argument or out of "
+            "memory is the program's).",
+            "rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the failing call; read the "
+            "node's kernel log (sudo dmesg -T | grep -E 'NVRM|Xid') and add it to log_path: the "
+            "runbook names a drain when the fault is the GPU's")]
     if kind == "nccl_error":
         return [Action(
             "check_network", 1, "Check the network path of the failed rank",
