@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -250,3 +251,21 @@ def test_a_link_to_a_kernel_interface_is_never_opened(tmp_path: Path,
     assert not [p for p in opened if "uptime" in p]
     w = inc.account["warnings"]
     assert any("uptime.log" in x and "kernel interface" in x and "never opened" in x for x in w)
+
+
+def test_a_folder_past_the_path_length_limit_is_a_warning(tmp_path: Path) -> None:
+    write(tmp_path / "job.log", "hello\n")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(24):  # 24 × 201 characters: past PATH_MAX (4096) under tmp_path
+            os.mkdir("d" * 200, dir_fd=fd)
+            nxt = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        with os.fdopen(os.open("deep.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as fh:
+            fh.write("hello\n")
+    finally:
+        os.close(fd)
+    inc = traindoc.load(tmp_path, progress=False)
+    assert any("length limit" in w and "skipped" in w for w in inc.account["warnings"])
+    assert inc.readable

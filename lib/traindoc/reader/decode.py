@@ -7,13 +7,14 @@ Above ``account`` only: it knows nothing of lines or parsers.
 
 from __future__ import annotations
 
+import errno
 import glob as _glob
 import gzip
 import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +114,13 @@ def _component_re(part: str) -> re.Pattern[str]:
     return re.compile(lead + "".join(out) + r"\Z", re.DOTALL)
 
 
-def walk(top: str, seen: set[str] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
+def walk(top: str, seen: set[str] | None = None, warn: Callable[[str], None] | None = None,
+         ) -> Iterator[tuple[str, list[str], list[str]]]:
     """``os.walk(top)`` top-down with sorted names (the caller may prune ``dirs``), following
     links to directories but entering each real directory once: a link to ``..`` cannot make it
     loop, nor a link to a sibling read its files twice (``seen``: real directories already
-    walked, shared between walks)."""
+    walked, shared between walks). A folder that cannot be listed (no permission, a path over
+    the system's length limit in a deep tree) is skipped, and said through ``warn``."""
     seen = set() if seen is None else seen
     stack = [top]
     while stack:
@@ -129,7 +132,12 @@ def walk(top: str, seen: set[str] | None = None) -> Iterator[tuple[str, list[str
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as e:
+            if warn is not None:
+                what = ("its path is over the system's length limit"
+                        if e.errno == errno.ENAMETOOLONG else (e.strerror or str(e)))
+                warn(f"{d[:200]}{'…' if len(d) > 200 else ''}: a folder that cannot be read "
+                     f"({what}); skipped with what it holds")
             continue
         dirs, names = [], []
         for e in entries:
@@ -285,7 +293,7 @@ def expand_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]
                 if os.path.realpath(p) in walked:
                     continue  # walked already (named twice, or reached through a link)
                 found = False
-                for root, dirs, names in walk(str(p), walked):
+                for root, dirs, names in walk(str(p), walked, acc.warn):
                     dirs[:] = [d for d in dirs if not d.startswith(".")]
                     for n in names:
                         if n.startswith(".") or n.lower() in SKIP_NAMES or n.lower().endswith(
