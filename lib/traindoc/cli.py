@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import errno
 import json
 import math
 import os
@@ -312,11 +313,23 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
     if not 2 <= args.nproc <= 64:
         p.error(f"--nproc must be between 2 and 64, not {args.nproc}")
     out = Path(args.out or f"drill-{args.name}").resolve()
+    try:  # -o onto a file, under a file, read-only: one sentence and exit 5, as for run
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "not writable", str(out))
+    except OSError as e:
+        _say(f"traindoc: cannot write the drill's bundle into {out}: {e.strerror or e}", stderr)
+        return EXIT_OUTPUT
     try:
         bundle = drills.run(args.name, out, steps=args.steps, nproc=args.nproc)
     except drills.DrillOutputError as e:  # (as for run: a DIR traindoc may not clear)
         _say(f"traindoc: {e}", stderr)
         return EXIT_USAGE
+    except OSError as e:
+        if e.filename is None or not str(e.filename).startswith(str(out)):
+            raise
+        _say(f"traindoc: cannot write the drill's bundle into {out}: {e.strerror or e}", stderr)
+        return EXIT_OUTPUT
     except drills.DrillError as e:
         _say(f"traindoc: drill {args.name} failed: {e}", stderr)
         return EXIT_FAILED
