@@ -665,3 +665,20 @@ def test_notify_waits_for_the_command_not_its_children(tmp_path: Path) -> None:
     t0 = time.monotonic()
     assert notify(f"{sys.executable} -c \"{code}\"", p) is None
     assert time.monotonic() - t0 < 15
+
+
+def test_a_stale_pids_json_never_ends_the_watch_while_the_logs_grow(tmp_path: Path) -> None:
+    # issue 31: an earlier run's pids.json (its pids gone) ended the watch with 'no alert'
+    logs, out = tmp_path / "job", tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    append(logs / "pids.json", json.dumps({"ranks": {"0": {"pid": int(done.stdout)}}}))
+    f0 = logs / RANK_LOG.format(rank=0)
+    with Job(_steady(f0, 12, 0.1)):
+        code, printed, err = watch([str(logs), "-o", str(out), "--interval", "0.1",
+                                    "--min-stall", "0.5", "--exit-on-alert", "--no-runbook",
+                                    "--max-runtime", "30"])
+    assert "ended" not in printed, printed
+    assert code == EXIT_ALERT, (printed, err)
+    assert alert(out)["class"] == "deadlock"
+    assert "names no live process" in printed

@@ -13,7 +13,8 @@ where the logs say) and raises alerts:
 
 - ``deadlock`` (a stall): no progress for ``max(stall_factor × recent median step time,
   min_stall)`` while the job's processes are alive (``--pid``, or a ``pids.json`` in a watched
-  folder; without either the job is taken to be alive while it is watched). The step time is
+  folder that names a live process — a stale one is said and not used; without either the job
+  is taken to be alive while it is watched). The step time is
   the time between two progress lines, as the lines say it (Megatron's elapsed time per
   iteration × the iterations between lines, tqdm's rate) or as observed;
 - ``timeout`` / ``gpu_crash``: at once, any line the failure classes recognise, classed as
@@ -474,6 +475,7 @@ class Watcher:
         self.started = clock()
         self.noted = 0
         self.waiting_said = False
+        self.stale_said: set[str] = set()  # pids.json files said to name no live process
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -731,10 +733,17 @@ class Watcher:
                 continue
             pids = pids_in(data)
             if pids and pids != self.pids:
-                self.pids, self.pids_from = pids, str(f)
                 recorded = starts_in(data)
-                self.starts = {p: t for p in pids
-                               if (t := recorded.get(p) or start_time(p)) is not None}
+                starts = {p: t for p in pids
+                          if (t := recorded.get(p) or start_time(p)) is not None}
+                if not any(alive(p, starts.get(p)) for p in pids):
+                    # a stale file (an earlier run's): its pids never say the job ended
+                    if str(f) not in self.stale_said:
+                        self.stale_said.add(str(f))
+                        self.say(f"traindoc watch: {f} names no live process (an earlier "
+                                 "run's?): not used to tell whether the job runs")
+                    continue
+                self.pids, self.pids_from, self.starts = pids, str(f), starts
 
     def job_alive(self) -> bool:
         """Whether one of the job's processes (the very ones first seen) still runs."""
@@ -885,8 +894,9 @@ fatal; watching goes on unless --exit-on-alert):
 
 alert.json: class, reason, detected_at, last_progress_at, seconds_since_progress, evidence
 (file:line: text), collected (files --collect wrote), runbook (its summary.json and verdict).
-Processes are checked in /proc: --pid, or DIR/pids.json of a live drill in a watched folder;
-without either the job is taken to be alive while watched. When they all end, the watch ends.
+Processes are checked in /proc: --pid, or DIR/pids.json of a live drill in a watched folder
+(one that names no live process, an earlier run's, is said and not used); without either the
+job is taken to be alive while watched. When they all end, the watch ends.
 """
 
 EXAMPLES = """\
