@@ -5,7 +5,9 @@ diagnosis naming the stuck rank), with nothing left running."""
 from __future__ import annotations
 
 import io
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -309,3 +311,38 @@ def test_a_link_to_a_kernel_interface_is_never_read_for_pids(tmp_path: Path,
     pids = collect.pids_in_logs([tmp_path / "kmsg.log", tmp_path / "job.log"])
     assert not [p for p in opened if "kmsg" in p or "uptime" in p]
     assert 4242 in pids
+
+
+def test_what_the_logs_name_must_run_as_the_logs_owner(spawn: Callable[..., Any],
+                                                        tmp_path: Path) -> None:
+    # issue 31: a job's owner prints another user's pid (or plants a pids.json) in its logs
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start a process as another user")
+    sleep = shutil.which("sleep") or "/bin/sleep"
+    other = subprocess.Popen([sleep, "60"], env={"RANK": "0"}, user=65534, cwd="/",
+                             start_new_session=True)
+    try:
+        wait_for(lambda: os.stat(f"/proc/{other.pid}").st_uid == 65534, 30, "the other user")
+        (tmp_path / "job.log").write_text(f"worker started (pid: {other.pid})\n")
+        (tmp_path / "pids.json").write_text(json.dumps({"ranks": {"0": {"pid": other.pid}}}))
+        procs, notes = collect.find_processes(logs=[tmp_path])
+        assert other.pid not in [p.pid for p in procs]
+        assert any(f"pid {other.pid}" in n and "left alone" in n for n in notes), notes
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_link_to_another_jobs_open_log_makes_no_target(spawn: Callable[..., Any],
+                                                         tmp_path: Path) -> None:
+    elsewhere = tmp_path / "other-job"
+    elsewhere.mkdir()
+    with open(elsewhere / "rank5.log", "w") as out:
+        holder = spawn(SLEEPER, env={"RANK": "5"}, stdout=out)
+    wait_for(lambda: (elsewhere / "rank5.log").read_text().startswith("ready"), 30, "the child")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "job.log").write_text("nothing\n")
+    (mine / "theirs.log").symlink_to(elsewhere / "rank5.log")
+    procs, _ = collect.find_processes(logs=[mine])
+    assert holder.pid not in [p.pid for p in procs]

@@ -22,6 +22,7 @@ timeout runbooks read as they are.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -194,16 +195,35 @@ def signal_caught(pid: int, signum: int) -> bool:
 
 
 def _log_files(logs: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The regular files under ``logs``; a file reached through a symbolic link in a log
+    folder is left out (a link to another job's open log must not make its ranks targets)."""
     files: list[Path] = []
     for raw in logs:
         p = Path(raw)
         if p.is_dir():
-            files.extend(f for f in sorted(p.rglob("*")) if f.is_file())
+            files.extend(f for f in sorted(p.rglob("*")) if f.is_file() and not f.is_symlink())
         elif p.is_file():
             files.append(p)
         else:
-            files.extend(f for f in sorted(Path().glob(str(raw))) if f.is_file())
+            files.extend(f for f in sorted(Path().glob(str(raw)))
+                         if f.is_file() and not f.is_symlink())
     return [f.resolve() for f in files]
+
+
+def proc_uid(pid: int) -> int | None:
+    """The user id process ``pid`` runs as (its /proc entry's owner), or None when gone."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _owners(files: Iterable[Path]) -> set[int]:
+    out = set()
+    for f in files:
+        with contextlib.suppress(OSError):
+            out.add(os.stat(f).st_uid)
+    return out
 
 
 def pids_in_logs(files: Iterable[Path]) -> set[int]:
@@ -264,10 +284,19 @@ def find_processes(pids: Sequence[int] = (), logs: Sequence[str | os.PathLike[st
         files = _log_files(logs)
         if not files:
             notes.append(f"no log files found under {', '.join(map(str, logs))}")
-        for p in sorted(pids_in_logs(files)):
-            seeds.setdefault(p, "printed in the logs")
-        for p in sorted(holders_of(files)):
-            seeds.setdefault(p, "has a log file open")
+        # What the logs name is acted on only when it runs as the user who owns the logs:
+        # a job's owner can print any pid (or plant a pids.json), never make it theirs.
+        owners = _owners(files)
+        from_logs = {p: "printed in the logs" for p in sorted(pids_in_logs(files))}
+        from_logs.update({p: "has a log file open" for p in sorted(holders_of(files))
+                          if p not in from_logs})
+        for p, how in from_logs.items():
+            uid = proc_uid(p)
+            if uid is not None and uid not in owners:
+                notes.append(f"pid {p} ({how}) runs as user {uid}, not as the logs' owner "
+                             f"({', '.join(map(str, sorted(owners))) or 'none'}): left alone")
+                continue
+            seeds.setdefault(p, how)
     candidates: dict[int, str] = {}
     for p, how in seeds.items():
         if start_time(p) is None:
