@@ -37,7 +37,9 @@ def _empty_dir(d: Path) -> Path:
 
 
 def _unreadable(d: Path) -> Path:
-    # root ignores file modes; /proc/self/mem refuses reads at offset 0 for anyone.
+    # root ignores file modes; /proc/self/mem refuses reads at offset 0 for anyone. Since
+    # issue 31 a path under /proc is not even opened (/proc/kmsg would block for ever): it is
+    # skipped as a kernel interface, which says as much.
     (d / "job.log").symlink_to("/proc/self/mem")
     (d / "other.log").write_text(WATCHDOG)
     return d
@@ -225,7 +227,7 @@ def _hostile_pickles(d: Path) -> Path:
 
 # name -> (builder, a phrase that must appear in the summary's warnings or findings)
 CATALOGUE: dict[str, tuple[Callable[[Path], Path], str]] = {
-    "unreadable_file": (_unreadable, "cannot be read"),
+    "unreadable_file": (_unreadable, "kernel interface"),
     "broken_symlink": (_broken_link, "broken symbolic link"),
     "truncated_gzip": (_truncated_gzip, "stopped reading early"),
     "bad_dumps": (_dumps, "refused to import"),

@@ -273,3 +273,21 @@ def test_a_drill_never_clears_a_folder_it_did_not_write(tmp_path: Path, monkeypa
     assert "did not write" in err and "train.py" in err
     assert (d / "README.md").read_text() == "mine" and (d / "logs" / "keep.log").is_file()
     assert sorted(p.name for p in d.iterdir()) == ["README.md", "logs", "train.py"]
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file", "read-only"])
+def test_drill_into_an_unusable_folder_is_exit_5(where: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 31: a traceback and exit 1 before
+    (tmp_path / "f").write_text("mine")
+    out = {"a file": tmp_path / "f", "under a file": tmp_path / "f" / "sub",
+           "read-only": tmp_path / "ro"}[where]
+    if where == "read-only":  # (root writes through a mode bit: the check is what is tested)
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda p, m, *a, **k: False if str(p) == str(out)
+                            else real(p, m, *a, **k))
+    err = io.StringIO()
+    rc = cli.main(["drill", "timeout", "-o", str(out)], io.StringIO(), err)
+    assert rc == 5, err.getvalue()
+    assert "Traceback" not in err.getvalue() and "cannot write the drill's bundle" in err.getvalue()
+    assert (tmp_path / "f").read_text() == "mine"

@@ -8,6 +8,8 @@ import multiprocessing as mp
 import random
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,3 +221,58 @@ class _Skewed(cf.Executor):
 def test_workers_of_another_version_are_refused() -> None:
     with pytest.raises(RuntimeError, match="another version of traindoc"):
         traindoc.load(DATA / "deadlock" / "drill_hang", executor=_Skewed())
+
+
+# -- a scheduler address that hangs or answers junk (issue 31) ---------------------------------
+
+def _server(reply: bytes | None) -> tuple[Any, int, Any]:
+    """A TCP server on 127.0.0.1 that accepts and then sends ``reply`` (None: never a byte)."""
+    import socket
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    stop = threading.Event()
+    conns: list[Any] = []
+
+    def serve() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            conns.append(c)
+            if reply is not None:
+                try:
+                    c.sendall(reply)
+                except OSError:
+                    pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+
+    def close() -> None:
+        stop.set()
+        t.join()
+        for c in conns:
+            c.close()
+        srv.close()
+
+    return srv, srv.getsockname()[1], close
+
+
+@pytest.mark.parametrize("reply", [None, b"\xff" * 64 + b"junk" * 1000],
+                         ids=["silent", "junk"])
+def test_a_scheduler_that_hangs_or_answers_junk_is_one_sentence_in_time(
+        reply: bytes | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("distributed", reason="Dask's distributed is not installed")
+    monkeypatch.setattr(pool, "SCHEDULER_TIMEOUT_S", 2.0)
+    _, port, close = _server(reply)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SchedulerError, match=rf"scheduler='tcp://127\.0\.0\.1:{port}'"):
+            traindoc.load(DATA / "timeout" / "gemma3_seed", scheduler=f"tcp://127.0.0.1:{port}")
+        assert time.monotonic() - t0 < 2.0 + 6.0
+    finally:
+        close()

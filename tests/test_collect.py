@@ -5,7 +5,9 @@ diagnosis naming the stuck rank), with nothing left running."""
 from __future__ import annotations
 
 import io
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -253,3 +255,94 @@ def test_run_fanout_runs_srun_else_pdsh(tmp_path: Path, monkeypatch: pytest.Monk
     no_id = collect.fanout_commands("node01", tmp_path, None)
     ran, notes = collect.run_fanout({"slurm": no_id["slurm"]}, ev)
     assert ran == {} and any("no job id" in n for n in notes)
+
+
+# -- files collect writes never follow a link (issue 31) -----------------------------------------
+
+def test_a_link_planted_in_out_is_never_written_through(tmp_path: Path) -> None:
+    ev = tmp_path / "ev" / "evidence"
+    ev.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    (ev / "notes.txt").symlink_to(victim)
+    (ev / "py-spy-rank0-pid11.txt").symlink_to(victim)
+    collect.collect(tmp_path / "ev", pids=[999_999_999], system=False)
+    assert victim.read_text() == "keep\n"
+    assert not (ev / "notes.txt").is_symlink() and (ev / "notes.txt").is_file()
+    assert not (ev / "py-spy-rank0-pid11.txt").exists()
+
+
+def test_an_evidence_folder_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "evidence").symlink_to(elsewhere)
+    err = io.StringIO()
+    rc = cli.main(["collect", "--pid", "999999999", "-o", str(tmp_path / "ev")], io.StringIO(), err)
+    assert rc == 5, err.getvalue()
+    assert not list(elsewhere.iterdir())
+
+
+def test_process_text_is_written_on_one_line(tmp_path: Path) -> None:
+    res = collect.CollectResult(tmp_path, tmp_path)
+    res.processes = [collect.RankProcess(pid=5, rank=0, start="1", cmdline="python train.py\n* * * * * "
+                                         "root sh /tmp/x\x1b]0;title\x07", found_by="--pid")]
+    res.notes = ["py-spy said\nline two \x1b[2J"]
+    collect._write_notes(res)
+    text = (tmp_path / "notes.txt").read_text()
+    assert "\n* * * * *" not in text and "\x1b" not in text and "\x07" not in text
+    assert "\\n* * * * * root" in text and "line two" in text
+
+
+def test_a_link_to_a_kernel_interface_is_never_read_for_pids(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    (tmp_path / "kmsg.log").symlink_to("/proc/uptime")  # (/proc/kmsg: a read that never ends)
+    (tmp_path / "job.log").write_text("node-1:4242:4300 [0] NCCL INFO Bootstrap\n")
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def spy(file, *a, **k):  # type: ignore[no-untyped-def]
+        opened.append(str(file))
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    pids = collect.pids_in_logs([tmp_path / "kmsg.log", tmp_path / "job.log"])
+    assert not [p for p in opened if "kmsg" in p or "uptime" in p]
+    assert 4242 in pids
+
+
+def test_what_the_logs_name_must_run_as_the_logs_owner(spawn: Callable[..., Any],
+                                                        tmp_path: Path) -> None:
+    # issue 31: a job's owner prints another user's pid (or plants a pids.json) in its logs
+    if os.geteuid() != 0:
+        pytest.skip("needs root to start a process as another user")
+    sleep = shutil.which("sleep") or "/bin/sleep"
+    other = subprocess.Popen([sleep, "60"], env={"RANK": "0"}, user=65534, cwd="/",
+                             start_new_session=True)
+    try:
+        wait_for(lambda: os.stat(f"/proc/{other.pid}").st_uid == 65534, 30, "the other user")
+        (tmp_path / "job.log").write_text(f"worker started (pid: {other.pid})\n")
+        (tmp_path / "pids.json").write_text(json.dumps({"ranks": {"0": {"pid": other.pid}}}))
+        procs, notes = collect.find_processes(logs=[tmp_path])
+        assert other.pid not in [p.pid for p in procs]
+        assert any(f"pid {other.pid}" in n and "left alone" in n for n in notes), notes
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_link_to_another_jobs_open_log_makes_no_target(spawn: Callable[..., Any],
+                                                         tmp_path: Path) -> None:
+    elsewhere = tmp_path / "other-job"
+    elsewhere.mkdir()
+    with open(elsewhere / "rank5.log", "w") as out:
+        holder = spawn(SLEEPER, env={"RANK": "5"}, stdout=out)
+    wait_for(lambda: (elsewhere / "rank5.log").read_text().startswith("ready"), 30, "the child")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "job.log").write_text("nothing\n")
+    (mine / "theirs.log").symlink_to(elsewhere / "rank5.log")
+    procs, _ = collect.find_processes(logs=[mine])
+    assert holder.pid not in [p.pid for p in procs]

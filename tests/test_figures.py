@@ -19,6 +19,7 @@ from matplotlib.collections import Collection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
+from matplotlib.text import Text
 
 import traindoc
 from conftest import DATA, SAMPLE_DIRS
@@ -221,3 +222,47 @@ def test_every_figure_reads_well_on_the_corpus(cls: str) -> None:
             if problems := check_figure(fig):
                 bad[f"{case.parent.name}/{name}"] = problems
     assert not bad, bad
+
+
+# -- text from logs is never parsed as math (issue 31) -----------------------------------------
+
+MATH_BAIT = "${SLURM_JOB_ID}"
+
+
+def _dollar_bundle(src: Path, dest: Path) -> Path:
+    """``src`` copied with ``$…$`` in frame paths, file names and process-group names."""
+    for f in sorted(p for p in src.rglob("*") if p.is_file()):
+        rel = f.relative_to(src)
+        target = dest / rel.parent / f"{MATH_BAIT}_{f.name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = f.read_bytes()
+        if f.suffix in (".out", ".log", ".txt", ".json", ""):
+            text = data.decode("utf-8", "replace")
+            text = text.replace(".py", f"_{MATH_BAIT}_$.py").replace(
+                "default_pg", f"pg_{MATH_BAIT}_$")
+            target.write_text(text)
+        else:
+            target.write_bytes(data)
+    return dest
+
+
+@pytest.mark.parametrize("cls", ["deadlock", "timeout"])
+def test_dollar_signs_in_log_text_never_crash_a_figure(cls: str, tmp_path: Path) -> None:
+    draw = {"deadlock": _deadlock, "timeout": _timeout}[cls]
+    shown = []
+    for i, src in enumerate(d for d in SAMPLE_DIRS if d.parent.name == cls):
+        inc = traindoc.load(_dollar_bundle(src, tmp_path / str(i)), progress=False)
+        for name, fig in draw(inc).items():
+            plots.save(fig, tmp_path / "figs", f"{cls}-{i}-{name}")  # draws every text
+            shown += [t.get_text() for t in fig.findobj(Text) if "$" in t.get_text()]
+    if cls == "timeout":  # a process group named with an unexpanded variable
+        a = timeout.analyse(traindoc.load(DATA / "timeout" / "drill_timeout", progress=False))
+        bait = f"pg_{MATH_BAIT}_$"
+        cols = a.collectives.copy()
+        cols["process_group"] = cols["process_group"].astype(object).where(
+            cols["process_group"] != a.process_group, bait)
+        fig = plots.collective_positions(cols, a.seq_num, a.timed_out_ranks, bait,
+                                         blamed_ranks=a.blamed_ranks)
+        plots.save(fig, tmp_path / "figs", "pg")
+        shown += [t.get_text() for t in fig.findobj(Text) if "$" in t.get_text()]
+    assert shown  # the bait did reach a figure

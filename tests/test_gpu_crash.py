@@ -431,7 +431,11 @@ def test_bloom_seed_bundle() -> None:
         "cuda_error", [3], "CUDA error: unknown error")
     assert f["last_iteration"] == 12695 and f["checkpoint_interval_recommended"] == 66
     assert any(x.id == "async_cuda_error" for x in r.findings)
-    assert r.actions[0].id == "drain_node"
+    # 'unknown error' with no Xid, ECC or bus line is a suspect, not hardware evidence (issue
+    # 27): check the node first, drain nothing, and never guess the node from the rank
+    assert r.actions[0].id == "check_node"
+    assert not any(a.id == "drain_node" for a in r.actions)
+    assert all("GPUs per node" not in a.how for a in r.actions)
     assert set(f) == set(gpu_crash.FACT_KEYS)
 
 
@@ -1114,3 +1118,55 @@ def test_an_abort_that_ends_a_peers_symptom_is_no_first_failure() -> None:
     r = gpu_crash.diagnose(inc)
     assert r.facts["failed_ranks"] == [] and r.facts["error_kind"] != "signal"
     assert r.verdict.startswith("Only symptoms of a peer's failure")
+
+
+# --- drain only on hardware evidence, only a host the log names (issue 27) --------------------
+
+def _drain(r):
+    return next((a for a in r.actions if a.id == "drain_node"), None)
+
+
+def test_nccl_cuda_failure_invalid_argument_drains_nothing(tmp_path: Path) -> None:
+    text = ("node-a:4242:4300 [0] NCCL WARN Cuda failure 'invalid argument'\n"
+            "node-a:4242:4300 [0] NCCL INFO transport/p2p.cc:275 -> 1\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["error_kind"] == "nccl_error"
+    assert _drain(r) is None and all("scontrol" not in a.how for a in r.actions)
+    assert r.actions[0].id == "debug_cuda_in_nccl"
+
+
+def test_a_python_error_drains_nothing(tmp_path: Path) -> None:
+    text = ("[rank2]: Traceback (most recent call last):\n"
+            "[rank2]:   File \"train.py\", line 3, in <module>\n"
+            "[rank2]: TypeError: unsupported operand type(s) for +: 'int' and 'str'\n")
+    _, r = diag(tmp_path, text)
+    assert _drain(r) is None and all("scontrol" not in a.how for a in r.actions)
+
+
+def test_the_schedulers_node_failure_names_the_host_to_drain(tmp_path: Path) -> None:
+    text = "srun: error: Node failure on gpu-node-7\n"
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_hosts"] == ["gpu-node-7"]
+    drain = _drain(r)
+    assert drain is not None and "nodename=gpu-node-7 state=drain" in drain.how
+
+
+def test_a_drain_without_a_named_host_never_guesses_the_node(tmp_path: Path) -> None:
+    text = ("[rank11]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    _, r = diag(tmp_path, text)
+    drain = _drain(r)
+    assert drain is not None
+    assert "GPUs per node" not in drain.how and "sed -n" not in drain.how
+    assert "do not name the host of rank 11" in drain.how
+
+
+def test_a_drain_reason_is_never_cut_mid_word(tmp_path: Path) -> None:
+    text = ("[rank0]: RuntimeError: CUDA error: GPU is lost and the framebuffer memory of "
+            "this device can no longer be read by the driver\n")
+    _, r = diag(tmp_path, text)
+    drain = _drain(r)
+    assert drain is not None
+    reason = drain.how.split('reason="', 1)[1].split('"', 1)[0].split(" (job", 1)[0]
+    words = ("CUDA error: GPU is lost and the framebuffer memory of this device can no longer "
+             "be read by the driver").split()
+    assert reason.split()[-1] in words, reason  # whole words only

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -196,3 +197,75 @@ def test_failure_looking_lines_no_parser_read_are_shown(tmp_path: Path) -> None:
     shown = report.unrecognized_lines(inc, limit=20)
     assert len(shown) == 21 and "shard 0 FAILED" in shown[0]
     assert shown[-1].startswith("… and 5 more")
+
+
+# -- binary files and kernel interfaces beside logs (issue 31) ----------------------------------
+
+@pytest.mark.parametrize(("name", "head"), [
+    ("core.12345", b"\x7fELF\x02\x01\x01" + b"\x00" * 57),
+    ("model.pt", b"PK\x03\x04" + b"\x00" * 40),
+    ("weights.npy", b"\x93NUMPY\x01\x00"),
+    ("loss_curve.img", b"\x89PNG\r\n\x1a\n"),
+])
+def test_a_binary_file_beside_the_logs_is_skipped_with_a_note(name: str, head: bytes,
+                                                               tmp_path: Path) -> None:
+    (tmp_path / name).write_bytes(head + b"\n[rank0]: RuntimeError: CUDA error: made up\n" * 50)
+    write(tmp_path / "job.log", "[rank1]: RuntimeError: CUDA error: an illegal memory access "
+          "was encountered\n")
+    inc = traindoc.load(tmp_path, progress=False)
+    warnings = inc.account["warnings"]
+    assert any(name in w and "recognised from its first bytes; skipped" in w for w in warnings)
+    assert str(tmp_path / name) not in inc.account["file_list"]
+    assert len(inc.errors) == 1 and inc.errors["rank"].tolist() == [1]  # the log still read
+
+
+def test_nul_bytes_alone_do_not_make_a_log_binary(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_bytes(b"\x00" * 5000 + b"[rank1]: RuntimeError: CUDA error: "
+                                       b"an illegal memory access was encountered\n")
+    inc = traindoc.load(tmp_path / "job.log", progress=False)
+    assert len(inc.errors) == 1
+
+
+def test_a_link_to_a_kernel_interface_is_never_opened(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    from traindoc.reader.decode import not_regular
+
+    # /proc/kmsg: as root, a read that blocks for ever (judged here without loading it, so a
+    # regression fails instead of hanging the suite); /proc/uptime: the same rule, loaded
+    (tmp_path / "kmsg.log").symlink_to("/proc/kmsg")
+    assert "kernel interface" in (not_regular(tmp_path / "kmsg.log") or "")
+    (tmp_path / "kmsg.log").unlink()
+    (tmp_path / "uptime.log").symlink_to("/proc/uptime")
+    write(tmp_path / "job.log", "hello\n")
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def spy(file, *a, **k):  # type: ignore[no-untyped-def]
+        opened.append(str(file))
+        return real_open(file, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    inc = traindoc.load(tmp_path, progress=False, workers=1)
+    assert not [p for p in opened if "uptime" in p]
+    w = inc.account["warnings"]
+    assert any("uptime.log" in x and "kernel interface" in x and "never opened" in x for x in w)
+
+
+def test_a_folder_past_the_path_length_limit_is_a_warning(tmp_path: Path) -> None:
+    write(tmp_path / "job.log", "hello\n")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(24):  # 24 × 201 characters: past PATH_MAX (4096) under tmp_path
+            os.mkdir("d" * 200, dir_fd=fd)
+            nxt = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        with os.fdopen(os.open("deep.log", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as fh:
+            fh.write("hello\n")
+    finally:
+        os.close(fd)
+    inc = traindoc.load(tmp_path, progress=False)
+    assert any("length limit" in w and "skipped" in w for w in inc.account["warnings"])
+    assert inc.readable

@@ -261,3 +261,51 @@ def test_exit_5_is_documented() -> None:
     assert code == 0 and f"  {cli.EXIT_OUTPUT}  output" in out
     readme = (ROOT / "README.md").read_text()
     assert f"| {cli.EXIT_OUTPUT} | output" in readme
+
+
+# -- every file traindoc writes is created without following a link (issue 31) -------------------
+
+def test_write_new_never_follows_a_link(tmp_path: Path) -> None:
+    from traindoc.report import write_new
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "out.txt").symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        write_new(tmp_path / "out.txt", "x")
+    assert victim.read_text() == "keep"
+    (tmp_path / "old.txt").write_text("old")
+    write_new(tmp_path / "old.txt", "new")  # our earlier regular file: replaced
+    assert (tmp_path / "old.txt").read_text() == "new"
+
+
+def test_a_figure_save_never_follows_a_link(tmp_path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from traindoc import plots
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "timeline.png").symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        plots.save(Figure(), tmp_path, "timeline")
+    assert victim.read_text() == "keep"
+
+
+def test_summary_and_tables_replace_a_planted_link(tmp_path: Path) -> None:
+    import traindoc
+    from traindoc.diagnose import gpu_crash
+    from traindoc.report import write_tables
+    log = tmp_path / "job.log"
+    log.write_text("[rank0]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    inc = traindoc.load(log, progress=False)
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (out / "summary.json").symlink_to(victim)
+    (out / "errors.csv").symlink_to(victim)
+    gpu_crash.diagnose(inc).write(out, inc)
+    write_tables(inc, out)
+    assert victim.read_text() == "keep"
+    assert not (out / "summary.json").is_symlink() and not (out / "errors.csv").is_symlink()

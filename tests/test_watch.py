@@ -593,3 +593,92 @@ def test_live_metric_drills_alert_their_class(name: str, live_drill: Callable[[s
     else:
         assert a["details"]["spikes"][0]["start_iteration"] == k
         assert summary["facts"]["spikes"][0]["start_iteration"] == k
+
+
+# -- an alert that survives (issue 31) ---------------------------------------------------------
+
+def test_a_full_disk_never_holds_the_alert_back(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from traindoc import watch as watch_mod
+
+    def full(*_a: Any, **_k: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(watch_mod, "write_json_atomic", full)
+    monkeypatch.setattr(watch_mod, "_append_line", full)
+    logs, out = tmp_path / "job", tmp_path / "out"
+    out.mkdir()
+    notified = tmp_path / "notified.txt"
+    hook = tmp_path / "hook.py"
+    hook.write_text("import sys\nopen(sys.argv[1], 'a').write('paged\\n')\n")
+    order: list[str] = []
+
+    def collector(paths: list[str], pids: list[int], where: Path) -> tuple[list[str], list[str]]:
+        order.append("collect:" + ("paged" if notified.exists() else "not paged yet"))
+        return [], []
+
+    said: list[str] = []
+    w = Watcher([str(logs)], out, WatchOptions(collect=True, runbooks=False,
+                                               notify=f"{sys.executable} {hook} {notified}"),
+                say=said.append, collector=collector)
+    append(logs / "a.log", WATCHDOG)
+    got = w.poll_once()
+    assert got
+    assert any(s.startswith("ALERT timeout") for s in said), said
+    assert notified.read_text() == "paged\n"
+    assert order == ["collect:paged"]  # the page went out before evidence was taken
+    assert any("could not write alert.json" in s and "No space left" in s for s in said), said
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_full_disk_alert_ends_the_watch_with_the_alert_code(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from traindoc import report
+
+    real = report.write_atomic
+
+    def full(path: Any, content: Any) -> Any:
+        if str(path).endswith("alert.json"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, content)
+
+    monkeypatch.setattr("traindoc.watch.write_atomic", full)
+    logs, out = tmp_path / "job", tmp_path / "out"
+    append(logs / RANK_LOG.format(rank=1), *(megatron(i) for i in range(1, 6)), WATCHDOG)
+    code, printed, err = watch([str(logs), "-o", str(out), "--interval", "0.1",
+                                "--no-runbook", "--exit-on-alert", "--max-runtime", "20"])
+    assert code == EXIT_ALERT, (printed, err)
+    assert "ALERT timeout" in printed and "Traceback" not in err
+    assert "could not write alert.json" in printed + err
+
+
+def test_notify_waits_for_the_command_not_its_children(tmp_path: Path) -> None:
+    p = tmp_path / "alert.json"
+    p.write_text("{}")
+    # the command returns at once and leaves a child holding stdout/stderr for 30 s
+    code = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(30)']); print('sent')")
+    t0 = time.monotonic()
+    assert notify(f"{sys.executable} -c \"{code}\"", p) is None
+    assert time.monotonic() - t0 < 15
+
+
+def test_a_stale_pids_json_never_ends_the_watch_while_the_logs_grow(tmp_path: Path) -> None:
+    # issue 31: an earlier run's pids.json (its pids gone) ended the watch with 'no alert'
+    logs, out = tmp_path / "job", tmp_path / "out"
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    append(logs / "pids.json", json.dumps({"ranks": {"0": {"pid": int(done.stdout)}}}))
+    f0 = logs / RANK_LOG.format(rank=0)
+    with Job(_steady(f0, 12, 0.1)):
+        code, printed, err = watch([str(logs), "-o", str(out), "--interval", "0.1",
+                                    "--min-stall", "0.5", "--exit-on-alert", "--no-runbook",
+                                    "--max-runtime", "30"])
+    assert "ended" not in printed, printed
+    assert code == EXIT_ALERT, (printed, err)
+    assert alert(out)["class"] == "deadlock"
+    assert "names no live process" in printed

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import errno
 import json
 import math
 import os
@@ -39,6 +40,8 @@ from .execute import (
     execute_runbook,
 )
 from .locations import CHECKOUT, runbooks_dir
+from .report import write_new
+from .shellsafe import quote
 from .watch import add_arguments as watch_arguments
 from .watch import main as watch_main
 
@@ -316,17 +319,30 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
     if not 2 <= args.nproc <= 64:
         p.error(f"--nproc must be between 2 and 64, not {args.nproc}")
     out = Path(args.out or f"drill-{args.name}").resolve()
+    try:  # -o onto a file, under a file, read-only: one sentence and exit 5, as for run
+        out.mkdir(parents=True, exist_ok=True)
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "not writable", str(out))
+    except OSError as e:
+        _say(f"traindoc: cannot write the drill's bundle into {out}: {e.strerror or e}", stderr)
+        return EXIT_OUTPUT
     try:
         bundle = drills.run(args.name, out, steps=args.steps, nproc=args.nproc)
     except drills.DrillOutputError as e:  # (as for run: a DIR traindoc may not clear)
         _say(f"traindoc: {e}", stderr)
         return EXIT_USAGE
+    except OSError as e:
+        if e.filename is None or not str(e.filename).startswith(str(out)):
+            raise
+        _say(f"traindoc: cannot write the drill's bundle into {out}: {e.strerror or e}", stderr)
+        return EXIT_OUTPUT
     except drills.DrillError as e:
         _say(f"traindoc: drill {args.name} failed: {e}", stderr)
         return EXIT_FAILED
     spec = drills.SPECS[args.name]
     print(f"bundle: {bundle}  (class {spec.cls}: {spec.description})", file=stdout)
-    print(f"next:   traindoc triage {bundle} -o {bundle}-triage", file=stdout)
+    print(f"next:   traindoc triage {quote(bundle) or 'BUNDLE'} -o "
+          f"{quote(f'{bundle}-triage') or 'OUT'}", file=stdout)
     return EXIT_OK
 
 
@@ -359,8 +375,7 @@ def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) ->
               f"case(s)" + (f"; {kept} already had one and keep it" if kept else ""),
               file=stdout)
     if args.json:
-        args.json.write_text(json.dumps(score.as_json(outcomes), indent=1, default=str) + "\n",
-                             encoding="utf-8")
+        write_new(args.json, json.dumps(score.as_json(outcomes), indent=1, default=str) + "\n")
     pct = 100 * sum(o.right for o in outcomes) / len(outcomes)
     return EXIT_BELOW_FLOOR if args.floor is not None and pct < args.floor else EXIT_OK
 

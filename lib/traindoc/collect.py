@@ -22,6 +22,7 @@ timeout runbooks read as they are.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -40,6 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from . import hostlist
+from .reader.decode import not_regular
+from .report import create_new, line_text, own_dir, write_new
+from .shellsafe import quote
 
 PYSPY_TIMEOUT_S = 60.0
 FR_WAIT_S = 10.0
@@ -191,16 +195,35 @@ def signal_caught(pid: int, signum: int) -> bool:
 
 
 def _log_files(logs: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The regular files under ``logs``; a file reached through a symbolic link in a log
+    folder is left out (a link to another job's open log must not make its ranks targets)."""
     files: list[Path] = []
     for raw in logs:
         p = Path(raw)
         if p.is_dir():
-            files.extend(f for f in sorted(p.rglob("*")) if f.is_file())
+            files.extend(f for f in sorted(p.rglob("*")) if f.is_file() and not f.is_symlink())
         elif p.is_file():
             files.append(p)
         else:
-            files.extend(f for f in sorted(Path().glob(str(raw))) if f.is_file())
+            files.extend(f for f in sorted(Path().glob(str(raw)))
+                         if f.is_file() and not f.is_symlink())
     return [f.resolve() for f in files]
+
+
+def proc_uid(pid: int) -> int | None:
+    """The user id process ``pid`` runs as (its /proc entry's owner), or None when gone."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _owners(files: Iterable[Path]) -> set[int]:
+    out = set()
+    for f in files:
+        with contextlib.suppress(OSError):
+            out.add(os.stat(f).st_uid)
+    return out
 
 
 def pids_in_logs(files: Iterable[Path]) -> set[int]:
@@ -208,6 +231,8 @@ def pids_in_logs(files: Iterable[Path]) -> set[int]:
     live drill's ``pids.json`` records."""
     pids: set[int] = set()
     for f in files:
+        if not_regular(f) is not None:  # a link to /proc/kmsg would block the read for ever
+            continue
         if f.name == "pids.json":
             try:
                 rec = json.loads(f.read_text())
@@ -259,10 +284,19 @@ def find_processes(pids: Sequence[int] = (), logs: Sequence[str | os.PathLike[st
         files = _log_files(logs)
         if not files:
             notes.append(f"no log files found under {', '.join(map(str, logs))}")
-        for p in sorted(pids_in_logs(files)):
-            seeds.setdefault(p, "printed in the logs")
-        for p in sorted(holders_of(files)):
-            seeds.setdefault(p, "has a log file open")
+        # What the logs name is acted on only when it runs as the user who owns the logs:
+        # a job's owner can print any pid (or plant a pids.json), never make it theirs.
+        owners = _owners(files)
+        from_logs = {p: "printed in the logs" for p in sorted(pids_in_logs(files))}
+        from_logs.update({p: "has a log file open" for p in sorted(holders_of(files))
+                          if p not in from_logs})
+        for p, how in from_logs.items():
+            uid = proc_uid(p)
+            if uid is not None and uid not in owners:
+                notes.append(f"pid {p} ({how}) runs as user {uid}, not as the logs' owner "
+                             f"({', '.join(map(str, sorted(owners))) or 'none'}): left alone")
+                continue
+            seeds.setdefault(p, how)
     candidates: dict[int, str] = {}
     for p, how in seeds.items():
         if start_time(p) is None:
@@ -336,7 +370,7 @@ def pyspy_dump(p: RankProcess, evidence: Path, pyspy: str) -> tuple[Path | None,
                 "kernel.yama.ptrace_scope=0)") if "ermission" in reason or "ptrace" in reason else ""
         return None, f"py-spy dump of pid {p.pid} failed: {reason}{hint}"
     path = evidence / f"py-spy-{_tag(p)}-pid{p.pid}.txt"
-    path.write_text(res.stdout)
+    write_new(path, res.stdout)
     return path, None
 
 
@@ -400,7 +434,7 @@ def worker_server_dump(p: RankProcess, evidence: Path) -> tuple[Path | None, str
             body = _handler(path, name)
             if body:
                 out = evidence / f"fr-{_tag(p)}.{ext}"
-                out.write_bytes(body)
+                write_new(out, body)
                 return out, f"{_tag(p)} (pid {p.pid}): flight recorder from torch's worker " \
                             f"server at {path} (handler {name})"
     return None, None
@@ -466,7 +500,7 @@ def signal_dumps(procs: Sequence[RankProcess], evidence: Path, wait_s: float = F
             data = src.read_bytes()
             ext = "json" if data.lstrip()[:1] == b"{" else "pkl"
             out = evidence / f"fr-{_tag(p)}.{ext}"
-            out.write_bytes(data)
+            write_new(out, data)
             saved.append(out)
             notes.append(f"{_tag(p)}: flight-recorder dump {src} -> {out.name}")
         else:
@@ -513,7 +547,7 @@ def system_evidence(evidence: Path) -> tuple[list[Path], list[str]]:
     if smi is None:
         notes.append("nvidia-smi not found (no NVIDIA driver here): no GPU state saved")
     elif (res := _run_tool([smi, "-q"], "nvidia-smi -q", notes)) is not None:
-        (evidence / "nvidia-smi-q.txt").write_text(res.stdout + res.stderr)
+        write_new(evidence / "nvidia-smi-q.txt", res.stdout + res.stderr)
         saved.append(evidence / "nvidia-smi-q.txt")
     dmesg = shutil.which("dmesg")
     if dmesg is None:
@@ -523,7 +557,7 @@ def system_evidence(evidence: Path) -> tuple[list[Path], list[str]]:
             notes.append(f"dmesg failed (exit {res.returncode}: "
                          f"{res.stderr.strip()[:120]}); try: sudo dmesg -T | grep -i xid")
         elif xid := [ln for ln in res.stdout.splitlines() if XID_RE.search(ln)]:
-            (evidence / "dmesg-xid.txt").write_text("\n".join(xid) + "\n")
+            write_new(evidence / "dmesg-xid.txt", "\n".join(xid) + "\n")
             saved.append(evidence / "dmesg-xid.txt")
         else:
             notes.append("dmesg: no Xid line")
@@ -587,7 +621,7 @@ def run_fanout(cmds: dict[str, list[str]], evidence: Path) -> tuple[dict[str, in
             continue
         try:
             if name == "pdsh":
-                with open(evidence / "pdsh-py-spy.txt", "wb") as fh:
+                with create_new(evidence / "pdsh-py-spy.txt", binary=True) as fh:
                     rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, timeout=600,
                                         check=False).returncode
@@ -613,10 +647,12 @@ OWN_FILE_RES = (re.compile(r"^py-spy-rank(?:\d+|NA)-pid\d+\.txt$"),
 
 
 def clear_previous(evidence: Path) -> list[Path]:
-    """Remove the files an earlier ``collect`` wrote into ``evidence`` (nothing else)."""
+    """Remove the files an earlier ``collect`` wrote into ``evidence`` (nothing else), and a
+    link planted under one of their names (the link itself, never what it points at: the
+    next write must not follow it)."""
     gone = []
     for f in sorted(evidence.iterdir()):
-        if f.is_file() and not f.is_symlink() and any(rx.match(f.name) for rx in OWN_FILE_RES):
+        if (f.is_symlink() or f.is_file()) and any(rx.match(f.name) for rx in OWN_FILE_RES):
             f.unlink()
             gone.append(f)
     return gone
@@ -630,7 +666,7 @@ def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
     (``sigusr1``: the job's SIGUSR1 handler dumps the flight recorder, so it may be sent)."""
     out_p = Path(out).resolve()
     evidence = out_p / "evidence"
-    evidence.mkdir(parents=True, exist_ok=True)
+    own_dir(evidence)
     res = CollectResult(out_p, evidence)
     cleared = clear_previous(evidence)
     if cleared:
@@ -685,14 +721,15 @@ def collect(out: str | os.PathLike[str], *, pids: Sequence[int] = (),
 def _write_notes(res: CollectResult) -> None:
     lines = ["traindoc collect", f"at: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
              f"host: {socket.gethostname()}", "", "processes:"]
-    lines += [f"  rank {p.rank if p.rank is not None else '?'} pid {p.pid} ({p.found_by}): "
-              f"{p.cmdline[:200]}" for p in res.processes] or ["  (none)"]
-    lines += ["", "notes:"] + [f"  {n}" for n in res.notes]
+    lines += [f"  rank {p.rank if p.rank is not None else '?'} pid {p.pid} "
+              f"({line_text(p.found_by)}): {line_text(p.cmdline[:200])}"
+              for p in res.processes] or ["  (none)"]
+    lines += ["", "notes:"] + [f"  {line_text(n)}" for n in res.notes]
     if res.fanout:
         lines += ["", "fan-out (every host):"] + [f"  {k}: {command_text(v)}"
                                                    for k, v in res.fanout.items()]
     path = res.evidence / "notes.txt"
-    path.write_text("\n".join(lines) + "\n")
+    write_new(path, "\n".join(lines) + "\n")
     if path not in res.saved:
         res.saved.append(path)
 
@@ -744,13 +781,17 @@ def main(args: argparse.Namespace, stdout: Any, stderr: Any) -> int:
         print(f"traindoc: cannot write into {args.output_dir}: {e.strerror or e}", file=stderr)
         return 5
     for p in res.processes:
-        print(f"rank {p.rank if p.rank is not None else '?'} pid {p.pid}: {p.found_by}",
+        print(f"rank {p.rank if p.rank is not None else '?'} pid {p.pid}: {line_text(p.found_by)}",
               file=stdout)
     for path in res.saved:
-        print(f"saved: {path}", file=stdout)
+        print(f"saved: {line_text(path)}", file=stdout)
     for n in res.notes:
-        print(f"note:  {n}", file=stdout)
+        print(f"note:  {line_text(n)}", file=stdout)
     for name, cmd in res.fanout.items():
         print(f"{name} fan-out: {command_text(cmd)}", file=stdout)
-    print(f"next:  traindoc run deadlock {res.out} -o {res.out}-deadlock", file=stdout)
+    out_q, dest_q = quote(res.out), quote(f"{res.out}-deadlock")
+    if out_q and dest_q:
+        print(f"next:  traindoc run deadlock {out_q} -o {dest_q}", file=stdout)
+    else:  # a control character in the path: no command line to paste
+        print("next:  traindoc run deadlock on the output folder above", file=stdout)
     return 0 if res.processes else 1

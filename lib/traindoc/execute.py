@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .locations import runbooks_dir
+from .report import write_new
 
 KERNEL = "python3"
 # ipykernel warns on stderr that its local TCP sockets are unencrypted; in a nested run
@@ -204,7 +205,7 @@ def _clear(out: Path) -> None:
 
 def _mark(out: Path, files: list[str] | None) -> None:
     """Record in ``out`` that traindoc made it and what it wrote (None: a run in progress)."""
-    (out / MARKER).write_text(json.dumps({"files": files}) + "\n", encoding="utf-8")
+    write_new(out / MARKER, json.dumps({"files": files}) + "\n")
 
 
 def _inside(path: str, folder: Path) -> bool:

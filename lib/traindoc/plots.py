@@ -1,29 +1,47 @@
 """Figures, built with matplotlib's object API: each function returns a Figure; ``save``
-writes it as PNG under ``output_dir`` (the notebook shows it, then closes it)."""
+writes it as PNG under ``output_dir`` (the notebook shows it, then closes it).
+
+Text from logs is never parsed as math: a ``$…$`` in a frame path, a file name or a
+process-group name (an unexpanded ``${SLURM_JOB_ID}`` is common) would go to matplotlib's
+math parser, which raises on it. Importing this module turns math parsing and TeX off
+(``text.parse_math``, ``text.usetex``; the figures here draw no math), and ``save`` draws
+under the same settings, so tick labels made at draw time keep them too."""
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import matplotlib.dates as mdates
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from .diagnose.collectives import rank_positions
+from .report import write_new
+
+NO_MATH = {"text.parse_math": False, "text.usetex": False}
+matplotlib.rcParams.update(NO_MATH)
 
 
 def save(fig: Figure, output_dir: str | Path, name: str) -> Path:
-    """Write ``fig`` as ``output_dir/name.png``; ``name`` may not leave ``output_dir``."""
+    """Write ``fig`` as ``output_dir/name.png``; ``name`` may not leave ``output_dir``, and a
+    link planted at that name is never followed (``report.write_new``)."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "figure"
     path = out / f"{safe}.png"
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    return path
+    buf = io.BytesIO()
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+    with matplotlib.rc_context(NO_MATH):
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return write_new(path, buf.getvalue())
 
 
 def _count_axis(ax: Any, values: pd.Series, axis: str = "x", from_zero: bool = False) -> None:

@@ -4,17 +4,21 @@ Log text is data. Every value and table that becomes HTML passes one boundary he
 ``display_text`` turns any value (str, list, dict, NA, number) into text with control
 characters made visible (``\\x1b``), ``text_html`` escapes that text, ``escape_frame`` does both
 for every cell, index label and column name of a table. Evidence lists are capped
-(``MAX_EVIDENCE``) and say so when cut. Files are written atomically (``write_atomic``).
+(``MAX_EVIDENCE``) and say so when cut. Files are written atomically (``write_atomic``) or
+created new (``create_new``/``write_new``), never through a link planted where they go;
+process text written to a file or a terminal is one line (``line_text``).
 """
 
 from __future__ import annotations
 
+import errno
 import html
 import json
 import math
 import os
 import re
 import secrets
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
@@ -154,14 +158,68 @@ def write_tables(incident: Incident, output_dir: str | Path) -> list[Path]:
     return written
 
 
+# How traindoc creates every file it writes: a new file, never through a link (a folder the
+# job's owner can write may hold one planted where traindoc's file goes).
+NEW_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                  | getattr(os, "O_CLOEXEC", 0))
+
+
+def create_new(path: str | os.PathLike[str], *, binary: bool = False, mode: int = 0o666,
+               ) -> IO[Any]:
+    """Open ``path`` for writing as a new file that no link redirects: a previous regular
+    file there (traindoc's own, from an earlier run) is removed first; anything else there
+    (a symbolic link, a folder, a device) raises ``FileExistsError`` and is left alone. The
+    file is created with ``O_CREAT|O_EXCL|O_NOFOLLOW``, so a link planted between the two
+    steps makes the open fail instead of being followed."""
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise FileExistsError(errno.EEXIST, "not a regular file (a link?): not written "
+                                  "through", str(path))
+        os.unlink(path)
+    fd = os.open(path, NEW_FILE_FLAGS, mode)
+    if binary:
+        return os.fdopen(fd, "wb")
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+
+def write_new(path: str | os.PathLike[str], content: str | bytes) -> Path:
+    """``content`` written to ``path`` through ``create_new`` (never through a link)."""
+    with create_new(path, binary=isinstance(content, bytes)) as fh:
+        fh.write(content)
+    return Path(path)
+
+
+def own_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a folder to write into, made if missing; a symbolic link there (or
+    anything but a folder) raises ``NotADirectoryError``: traindoc never writes through one."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "a link or not a folder: not written into",
+                                 str(path))
+    return path
+
+
+def line_text(value: Any) -> str:
+    """Process text (a command line, a tool's message) as one line: control characters,
+    newlines and tabs shown as escapes, never passed on raw."""
+    return clean_text(str(value)).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def write_atomic(path: str | os.PathLike[str], content: str | Callable[[IO[str]], object],
                  ) -> Path:
     """Write ``content`` (text, or a function writing to a text handle) to ``path`` through a
     temporary file beside it, then rename it into place: a full disk or a kill leaves the old
-    file or none, never a partial one. An ``OSError`` propagates."""
+    file or none, never a partial one; the rename replaces a link at ``path``, never follows
+    it. An ``OSError`` propagates."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(tmp, NEW_FILE_FLAGS, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             if isinstance(content, str):

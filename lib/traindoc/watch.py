@@ -13,7 +13,8 @@ where the logs say) and raises alerts:
 
 - ``deadlock`` (a stall): no progress for ``max(stall_factor × recent median step time,
   min_stall)`` while the job's processes are alive (``--pid``, or a ``pids.json`` in a watched
-  folder; without either the job is taken to be alive while it is watched). The step time is
+  folder that names a live process — a stale one is said and not used; without either the job
+  is taken to be alive while it is watched). The step time is
   the time between two progress lines, as the lines say it (Megatron's elapsed time per
   iteration × the iterations between lines, tqdm's rate) or as observed;
 - ``timeout`` / ``gpu_crash``: at once, any line the failure classes recognise, classed as
@@ -23,9 +24,10 @@ where the logs say) and raises alerts:
   ``diagnose.loss_spike.analyse``) on the recent window of steps, once it holds ``min_steps``;
   a condition alerts once, and again only after it cleared.
 
-An alert writes ``OUT/alert.json`` atomically (and appends it to ``OUT/alerts.jsonl``), runs
-the notify command and the class's runbook on the logs so far (``OUT/<class>/``; triage into
-``OUT/triage/`` once several classes fired), then watching goes on. ``Watcher`` does the work
+An alert is said first, then ``OUT/alert.json`` is written atomically and the notify command
+runs; evidence (``--collect``), ``OUT/alerts.jsonl`` and the class's runbook on the logs so far
+(``OUT/<class>/``; triage into ``OUT/triage/`` once several classes fired) come after, and a
+write that fails (a full disk) is said, never fatal; then watching goes on. ``Watcher`` does the work
 and never prints; ``main`` is the command line's glue.
 """
 
@@ -38,6 +40,7 @@ import os
 import shlex
 import statistics
 import subprocess
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -58,6 +61,7 @@ from .reader.decode import GZIP_MAGIC, MAX_LINE_BYTES, expand_paths
 from .reader.lines import LineReader, Stream
 from .reader.sink import Sink
 from .report import evidence as evidence_lines
+from .report import line_text, write_atomic
 from .schema import TABLES
 
 STALL_FACTOR = 5.0
@@ -414,10 +418,9 @@ class Alert:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` so a reader never sees half of it."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``data`` as JSON to ``path`` so a reader never sees half of it, through a new
+    temporary file (never a link; ``report.write_atomic``), removed if writing fails."""
+    write_atomic(path, json.dumps(data, indent=1, default=str) + "\n")
 
 
 @dataclass
@@ -472,6 +475,7 @@ class Watcher:
         self.started = clock()
         self.noted = 0
         self.waiting_said = False
+        self.stale_said: set[str] = set()  # pids.json files said to name no live process
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> int:
@@ -672,6 +676,16 @@ class Watcher:
             a.evidence += [e for e in other.evidence if e not in a.evidence][:MAX_EVIDENCE]
             a.details.setdefault("also", []).append({"class": other.cls, "reason": other.reason})
         self.alerts.append(a)
+        # The page first: the line and --notify come before anything that writes to OUT or
+        # takes time (evidence), so a full disk or a slow py-spy never holds the alert back.
+        # Writing is reported when it fails, never fatal.
+        self.say(a.line())
+        path = self.out / "alert.json"
+        self._write("alert.json", lambda: write_json_atomic(path, a.as_json()))
+        if self.opt.notify:
+            problem = notify(self.opt.notify, path)
+            if problem:
+                self.say(f"traindoc watch: --notify failed: {problem}")
         if self.opt.collect:
             try:
                 a.collected, notes = self.collector(self.logs, self.pids, self.out)
@@ -679,15 +693,9 @@ class Watcher:
             except Exception as e:  # noqa: BLE001 (collecting is best effort)
                 a.details["collect_error"] = f"{type(e).__name__}: {e}"
                 self.say(f"traindoc watch: collecting evidence failed: {type(e).__name__}: {e}")
-        path = self.out / "alert.json"
-        write_json_atomic(path, a.as_json())
-        with open(self.out / "alerts.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(a.as_json(), default=str) + "\n")
-        self.say(a.line())
-        if self.opt.notify:
-            problem = notify(self.opt.notify, path)
-            if problem:
-                self.say(f"traindoc watch: --notify failed: {problem}")
+            self._write("alert.json", lambda: write_json_atomic(path, a.as_json()))
+        self._write("alerts.jsonl", lambda: _append_line(
+            self.out / "alerts.jsonl", json.dumps(a.as_json(), default=str)))
         if self.opt.runbooks:
             seen = {c for x in self.alerts for c in x.classes}
             book = "triage" if len(seen) > 1 else a.cls
@@ -696,13 +704,21 @@ class Watcher:
                 logs.append(str(self.out / "evidence"))
             got = self.runner(book, logs, self.out / book)
             a.runbook = {"name": book, **got}
-            write_json_atomic(path, a.as_json())
+            self._write("alert.json", lambda: write_json_atomic(path, a.as_json()))
             if got.get("error"):
                 self.say(f"traindoc watch: the {book} runbook failed: {got['error']}")
             else:
                 self.say(f"traindoc watch: {book} runbook: {got.get('summary')} — "
                          f"{got.get('verdict')}")
         return a
+
+    def _write(self, what: str, write: Callable[[], object]) -> None:
+        """``write()``; an ``OSError`` (a full disk, a read-only OUT) is said, not raised."""
+        try:
+            write()
+        except OSError as e:
+            self.say(f"traindoc watch: could not write {what} into {self.out}: "
+                     f"{e.strerror or e}")
 
     def _find_pids(self) -> None:
         if self.pids_from == "--pid":
@@ -717,10 +733,17 @@ class Watcher:
                 continue
             pids = pids_in(data)
             if pids and pids != self.pids:
-                self.pids, self.pids_from = pids, str(f)
                 recorded = starts_in(data)
-                self.starts = {p: t for p in pids
-                               if (t := recorded.get(p) or start_time(p)) is not None}
+                starts = {p: t for p in pids
+                          if (t := recorded.get(p) or start_time(p)) is not None}
+                if not any(alive(p, starts.get(p)) for p in pids):
+                    # a stale file (an earlier run's): its pids never say the job ended
+                    if str(f) not in self.stale_said:
+                        self.stale_said.add(str(f))
+                        self.say(f"traindoc watch: {f} names no live process (an earlier "
+                                 "run's?): not used to tell whether the job runs")
+                    continue
+                self.pids, self.pids_from, self.starts = pids, str(f), starts
 
     def job_alive(self) -> bool:
         """Whether one of the job's processes (the very ones first seen) still runs."""
@@ -801,7 +824,10 @@ def collect_evidence(logs: list[str], pids: list[int], out: Path) -> tuple[list[
 
 def notify(command: str, alert_path: Path) -> str | None:
     """Run ``command`` (split like a shell would, run without one) with the alert file's path
-    as its last argument; what went wrong, or None."""
+    as its last argument; what went wrong, or None. The wait is for the command itself, not
+    for its output pipes: a child it leaves running (a backgrounded sender) holds no pipe of
+    ours, so it neither blocks the watch nor makes a page that went out count as failed. Its
+    stderr goes to an unnamed temporary file (memory when no file can be made)."""
     try:
         argv = shlex.split(command)
     except ValueError as e:
@@ -809,14 +835,40 @@ def notify(command: str, alert_path: Path) -> str | None:
     if not argv:
         return "the command is empty"
     try:
-        done = subprocess.run([*argv, str(alert_path)], stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=NOTIFY_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"{argv[0]}: {e}"
-    if done.returncode != 0:
-        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        return f"{argv[0]} exited with {done.returncode}" + (f": {tail[0]}" if tail else "")
-    return None
+        err: Any = tempfile.TemporaryFile()
+    except OSError:  # a full /tmp: no stderr tail, the command still runs
+        err = None
+    try:
+        try:
+            proc = subprocess.Popen([*argv, str(alert_path)], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=err if err is not None else subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"{argv[0]}: {e}"
+        try:
+            rc = proc.wait(timeout=NOTIFY_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return f"{argv[0]} did not finish within {NOTIFY_TIMEOUT_S:g} s: killed"
+        if rc != 0:
+            tail: list[str] = []
+            if err is not None:
+                err.seek(0)
+                tail = err.read(64 * 1024).decode("utf-8", "replace").strip().splitlines()[-1:]
+            return f"{argv[0]} exited with {rc}" + (f": {line_text(tail[0])}" if tail else "")
+        return None
+    finally:
+        if err is not None:
+            err.close()
+
+
+def _append_line(path: Path, line: str) -> None:
+    """One line appended to ``path`` (``alerts.jsonl``), never through a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0), 0o666)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
 
 
 # -- the command line ------------------------------------------------------------------------
@@ -828,8 +880,9 @@ LOGS are the job's log files, folders (torchrun --log-dir, per-rank files, SLURM
 globs; files that appear later are followed too, a rotated or truncated file is read again.
 Only new bytes are read; the lines go through the same parsers as 'traindoc run'.
 
-Alerts (each one writes OUT/alert.json, prints one line, runs the matching runbook into
-OUT/<class>/, and watching goes on unless --exit-on-alert):
+Alerts (each one prints one line, writes OUT/alert.json, runs --notify, then collects
+evidence and runs the matching runbook into OUT/<class>/; a write that fails is said, not
+fatal; watching goes on unless --exit-on-alert):
   deadlock     no progress (iteration lines, tqdm bars) for
                max(--stall-factor x recent median step time, --min-stall) while the job's
                processes are alive: a hang, long before the NCCL watchdog's timeout (judged
@@ -841,8 +894,9 @@ OUT/<class>/, and watching goes on unless --exit-on-alert):
 
 alert.json: class, reason, detected_at, last_progress_at, seconds_since_progress, evidence
 (file:line: text), collected (files --collect wrote), runbook (its summary.json and verdict).
-Processes are checked in /proc: --pid, or DIR/pids.json of a live drill in a watched folder;
-without either the job is taken to be alive while watched. When they all end, the watch ends.
+Processes are checked in /proc: --pid, or DIR/pids.json of a live drill in a watched folder
+(one that names no live process, an earlier run's, is said and not used); without either the
+job is taken to be alive while watched. When they all end, the watch ends.
 """
 
 EXAMPLES = """\

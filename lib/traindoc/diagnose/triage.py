@@ -40,7 +40,6 @@ import functools
 import html
 import importlib
 import re
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -51,6 +50,7 @@ import pandas as pd
 from ..hostlist import runs
 from ..incident import Incident
 from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
+from ..shellsafe import quote_all
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .timeout import STUCK_CODES, timeout_rows
@@ -677,7 +677,7 @@ def report(analysis: TriageAnalysis) -> Report:
                     f"{_program_error_text(pe)[1:]}: likely the failure the others waited for.")
         confidence = min(confidence, "medium", key=CONFIDENCE.index)
     confidence = _capped(confidence, ordered, a.runbooks)
-    logs = " ".join(shlex.quote(str(p)) for p in a.incident.account.get("paths", [])) or "LOGS"
+    logs = quote_all(a.incident.account.get("paths", [])) or "LOGS"
     actions = ranked(_actions(ordered, not_checked, logs, pe))
     return Report("triage", verdict, confidence, facts, findings, actions)
 

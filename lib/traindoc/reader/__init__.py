@@ -140,7 +140,10 @@ def load(
     ``scheduler``: the address of a Dask scheduler (``"tcp://host:8786"``; empty or None:
     the environment variable ``TRAINDOC_SCHEDULER``, else this machine) whose executor is
     used; needs ``pip install 'traindoc[cluster]'``. ``SchedulerError`` (naming the parameter)
-    when Dask is not installed or no scheduler answers within ``pool.SCHEDULER_TIMEOUT_S``.
+    when Dask is not installed, no scheduler answers within ``pool.SCHEDULER_TIMEOUT_S`` (the
+    handshake included), or what answers is no Dask scheduler. A Dask scheduler can run code
+    in the process that connects to it: name only a scheduler you control (``tls://``
+    addresses use Dask's TLS settings, ``distributed.comm.tls.*`` in Dask's config).
     An executor's own failure (a lost worker) is raised, not read around.
     """
     if engine not in ENGINES:

@@ -7,13 +7,14 @@ Above ``account`` only: it knows nothing of lines or parsers.
 
 from __future__ import annotations
 
+import errno
 import glob as _glob
 import gzip
 import os
 import re
 import stat
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,11 +114,13 @@ def _component_re(part: str) -> re.Pattern[str]:
     return re.compile(lead + "".join(out) + r"\Z", re.DOTALL)
 
 
-def walk(top: str, seen: set[str] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
+def walk(top: str, seen: set[str] | None = None, warn: Callable[[str], None] | None = None,
+         ) -> Iterator[tuple[str, list[str], list[str]]]:
     """``os.walk(top)`` top-down with sorted names (the caller may prune ``dirs``), following
     links to directories but entering each real directory once: a link to ``..`` cannot make it
     loop, nor a link to a sibling read its files twice (``seen``: real directories already
-    walked, shared between walks)."""
+    walked, shared between walks). A folder that cannot be listed (no permission, a path over
+    the system's length limit in a deep tree) is skipped, and said through ``warn``."""
     seen = set() if seen is None else seen
     stack = [top]
     while stack:
@@ -129,7 +132,12 @@ def walk(top: str, seen: set[str] | None = None) -> Iterator[tuple[str, list[str
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError:
+        except OSError as e:
+            if warn is not None:
+                what = ("its path is over the system's length limit"
+                        if e.errno == errno.ENAMETOOLONG else (e.strerror or str(e)))
+                warn(f"{d[:200]}{'…' if len(d) > 200 else ''}: a folder that cannot be read "
+                     f"({what}); skipped with what it holds")
             continue
         dirs, names = [], []
         for e in entries:
@@ -188,12 +196,57 @@ def _match(pattern: list[str], names: list[str]) -> bool:
     return ok and _match(rest, names[1:])
 
 
+# Kernel interfaces that look like regular files but never end or block a read for ever
+# (/proc/kmsg waits for the next kernel message): never opened, wherever a link points.
+# (/dev is judged by the file's type: /dev/shm holds regular files that may be logs.)
+KERNEL_DIRS = ("/proc/", "/sys/")
+
+# Binary files that sit beside logs (core dumps, executables, checkpoints, images, archives),
+# recognised from their first bytes: (magic, offset, what it is).
+BINARY_MAGIC: tuple[tuple[bytes, int, str], ...] = (
+    (b"\x7fELF", 0, "an ELF file (a core dump, an executable or a library)"),
+    (b"PK\x03\x04", 0, "a zip archive (a torch checkpoint, a wheel)"),
+    (b"\x93NUMPY", 0, "a NumPy array"),
+    (b"\x89HDF\r\n\x1a\n", 0, "an HDF5 file"),
+    (b"\x89PNG\r\n\x1a\n", 0, "a PNG image"),
+    (b"\xff\xd8\xff", 0, "a JPEG image"),
+    (b"GIF8", 0, "a GIF image"),
+    (b"%PDF-", 0, "a PDF document"),
+    (b"SQLite format 3\x00", 0, "an SQLite database"),
+    (b"\xfd7zXZ\x00", 0, "an xz archive"),
+    (b"\x28\xb5\x2f\xfd", 0, "a zstd archive"),
+    (b"7z\xbc\xaf\x27\x1c", 0, "a 7-zip archive"),
+    (b"1AY&SY", 4, "a bzip2 archive"),
+    (b"ustar", 257, "a tar archive"),
+    (b"\xcf\xfa\xed\xfe", 0, "a Mach-O file"),
+    (b"\x7fCUDA", 0, "a CUDA core dump"),
+)
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What binary file ``head`` (a file's first bytes) starts, or None for anything that may
+    be text. Only signatures: a log with NUL bytes (a hole after a crash) is still read."""
+    for magic, at, what in BINARY_MAGIC:
+        if head[at:at + len(magic)] == magic:
+            return what
+    if len(head) >= 3 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "a Python pickle (not a flight-recorder dump)"
+    if len(head) >= 10 and head[8:10] == b'{"' and int.from_bytes(head[:8], "little") < 2**27:
+        return "a safetensors file"
+    return None
+
+
 def not_regular(path: Path) -> str | None:
-    """Why ``path`` is no regular file to read (a FIFO, a device, a socket), or None."""
+    """Why ``path`` is no regular file to read (a FIFO, a device, a socket, a kernel
+    interface under /proc, /sys or /dev, also through a link), or None. Never opens it."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return None  # missing or unreadable: said when it is read
+    real = os.path.realpath(path)
+    if real.startswith(KERNEL_DIRS):
+        return (f"{path}: {'a link to ' if real != os.path.abspath(path) else ''}{real}, a kernel "
+                "interface, not a log; skipped (never opened)")
     if stat.S_ISREG(mode):
         return None
     kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device"
@@ -240,7 +293,7 @@ def expand_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]
                 if os.path.realpath(p) in walked:
                     continue  # walked already (named twice, or reached through a link)
                 found = False
-                for root, dirs, names in walk(str(p), walked):
+                for root, dirs, names in walk(str(p), walked, acc.warn):
                     dirs[:] = [d for d in dirs if not d.startswith(".")]
                     for n in names:
                         if n.startswith(".") or n.lower() in SKIP_NAMES or n.lower().endswith(

@@ -20,6 +20,7 @@ from .decode import (
     MAX_LINE_BYTES,
     UTF16_BOMS,
     Budget,
+    binary_kind,
     bytes_read,
     chunks,
     not_regular,
@@ -72,6 +73,10 @@ class FileReader:
             if loader.sniff(path, head):
                 self._whole(loader, path, st.st_size)
                 return
+        what = binary_kind(head)
+        if what is not None:  # a multi-GiB core dump read as text took hours
+            self.acc.warn(f"{name}: {what}, recognised from its first bytes; skipped (not text)")
+            return
         self.acc.files.append(name)
         if not head:
             self.acc.warn(f"{name}: empty file")

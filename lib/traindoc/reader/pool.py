@@ -9,6 +9,7 @@ The worker processes are this machine's (``read_pooled``, the default) or any
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import gc
 import multiprocessing as mp
 import os
@@ -212,6 +213,58 @@ def read_on_executor(reader: FileReader, files: list[Path], sizes: list[int],
     return done
 
 
+HANDSHAKE_SLACK_S = 2.0  # past the timeout, how long a started connection may still take
+
+
+def _connect(client_cls: Any, address: str, name: str, timeout: float) -> Any:
+    """A Dask ``Client`` on ``address`` made within ``timeout`` s (and a little slack) in all
+    cases: Dask's own timeout covers the TCP connect, not the handshake, so an address that
+    accepts and never answers held the load for minutes, and one that answers junk raised
+    ``MemoryError``. The client is made in a thread that is waited for with a deadline; one
+    that comes too late is closed there. Every failure is one ``SchedulerError`` naming
+    ``name``."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def make() -> None:
+        try:
+            got = client_cls(address, timeout=timeout, set_as_default=False)
+        except BaseException as e:  # noqa: BLE001 (MemoryError on junk, anything on a stranger)
+            box["error"] = e
+        else:
+            with lock:
+                late = box.get("abandoned", False)
+                box["client"] = got
+            if late:
+                with contextlib.suppress(Exception):
+                    got.close()
+        done.set()
+
+    threading.Thread(target=make, name="traindoc-dask-connect", daemon=True).start()
+    finished = done.wait(timeout + HANDSHAKE_SLACK_S)
+    with lock:
+        if not finished:
+            box["abandoned"] = True
+    if not finished:
+        raise SchedulerError(
+            f"{name}={address!r}: something accepted the connection but no Dask scheduler "
+            f"answered within {timeout:g} s; check the address (tcp://host:8786), or leave it "
+            "empty to read on this machine")
+    err = box.get("error")
+    if isinstance(err, OSError | TimeoutError):
+        raise SchedulerError(
+            f"{name}={address!r}: no Dask scheduler answered there within {timeout:g} s "
+            f"({err}); check the address (tcp://host:8786), or leave it empty to read on this "
+            "machine") from err
+    if err is not None:
+        raise SchedulerError(
+            f"{name}={address!r}: what answered there is not a Dask scheduler "
+            f"({type(err).__name__}); check the address (tcp://host:8786), or leave it empty "
+            "to read on this machine") from None
+    return box["client"]
+
+
 @contextmanager
 def scheduler_executor(address: str, name: str = "scheduler",
                        timeout: float | None = None) -> Iterator[cf.Executor]:
@@ -234,13 +287,7 @@ def scheduler_executor(address: str, name: str = "scheduler",
     except ValueError as e:
         raise SchedulerError(f"{name}={address!r} is not a Dask scheduler's address ({e}): "
                              "give it as tcp://host:8786") from e
-    try:
-        client = Client(address, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError, ValueError, TypeError) as e:
-        raise SchedulerError(
-            f"{name}={address!r}: no Dask scheduler answered there within {timeout:g} s ({e}); "
-            "check the address (tcp://host:8786), or leave it empty to read on this "
-            "machine") from e
+    client = _connect(Client, address, name, timeout)
     try:
         yield client.get_executor()
     finally:

@@ -13,6 +13,7 @@ from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...parse.xid import xid_info
 from ...report import Action, Finding, Report, evidence, ranked
+from ...shellsafe import hosts_arg, is_host_name, quote, rank_arg, reason_text, shown
 from ..common import count, input_findings, reading_words, when_text
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, Checkpoints, expected_waste
@@ -28,6 +29,10 @@ HARDWARE_CUDA_RE = re.compile(
 PROGRAM_CUDA_RE = re.compile(
     r"illegal memory access|device-side assert|misaligned address|invalid argument|"
     r"invalid configuration|illegal instruction|no kernel image", re.IGNORECASE)
+# What a node is drained for: hardware evidence in the failure's own words (issue 27).
+DRAIN_EVIDENCE_RE = re.compile(
+    r"uncorrectable ECC|ECC error|row.?remap|fallen off|GPU is lost|"
+    r"Unable to determine the device handle|NVLink|NVL error", re.IGNORECASE)
 WATCHDOG_FRAME_RE = re.compile(r"workCleanupLoop|watchdogHandler|ncclCommWatchdog|"
                                r"finishedGPUExecution|CUDAEvent\.h")
 # Signals a process raises on itself by faulting (not a kill from outside).
@@ -265,13 +270,23 @@ def _checkpoint_findings(ck: Checkpoints, facts: dict[str, Any], spi: float | No
     return out
 
 
-def _node_lookup(rank: int, gpus_per_node: int) -> str:
-    idx = rank // max(1, gpus_per_node)
-    return (f"find the node of rank {rank}: with global ranks laid out node by node, it is node "
-            f"{idx} at {gpus_per_node} GPUs per node (scontrol show hostnames "
-            f"$SLURM_JOB_NODELIST | sed -n '{idx + 1}p'); a [default{rank}] prefix is torchrun's "
-            "local rank, on every node, so grep each node's log (or srun -l's task prefix) for "
-            "the crash instead")
+def _path_words(path: Any) -> str:
+    """A path from the logs as it may stand in an action: shell-quoted, or escaped when it
+    cannot be quoted (a control character)."""
+    return quote(path) or shown(path)
+
+
+def _unknown_host(f: dict[str, Any], refused: list[str]) -> str:
+    """Where the failed node is to be found when no usable host name is in the logs: said in
+    words, never guessed from the rank (a rank // GPUs-per-node is a guess the layout, srun's
+    distribution or a restart on other nodes makes wrong)."""
+    ranks = [r for r in (rank_arg(x) for x in f["failed_ranks"]) if r is not None]
+    who = f"rank {ranks[0]}" if ranks else "the failed process"
+    bad = (f"the logs name {', '.join(shown(h) for h in refused)}, which is not a host name, "
+           "so it is not put into a command; " if refused else "")
+    return (f"{bad}the logs do not name the host of {who}: find it (sacct -j $SLURM_JOB_ID -o "
+            "NodeList; the node whose kernel log has the Xid; the launcher's log with srun -l "
+            "or torchrun's host field), then drain it by hand")
 
 
 def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None, save_s: float,
@@ -287,30 +302,32 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
     # service: the drain advice must agree with the Xid table the runbook shows.
     first_xid = (xid_info(int(first["code"])) if first is not None and kind == "xid"
                  and str(first["code"]).isdigit() else None)
+    # Drain only on hardware evidence (issue 27): an Xid of the hardware kind, ECC or a row
+    # remap, a GPU fallen off the bus, NVLink errors, the scheduler's own node failure. An
+    # NCCL "Cuda failure 'invalid argument'", an OOM or a Python error drains nothing.
+    hw_msg = bool(DRAIN_EVIDENCE_RE.search(msg))
     hardware = bool(hw_xids) or kind == "ecc" or (
         kind == "xid" and (first_xid is None or first_xid.scope in ("node", "gpu"))) or (
-        kind == "cuda_error" and bool(HARDWARE_CUDA_RE.search(msg))) or (
-        first is not None and first["code"] in ("slurm_node_failure", "nccl_unhandled_cuda",
-                                                "nccl_warn_cuda"))
+        kind in ("cuda_error", "nccl_error") and hw_msg) or (
+        first is not None and first["code"] == "slurm_node_failure")
+    suspect = (not hardware and kind == "cuda_error" and bool(HARDWARE_CUDA_RE.search(msg))
+               and not PROGRAM_CUDA_RE.search(msg))
     program = kind == "cuda_error" and bool(PROGRAM_CUDA_RE.search(msg)) and not hw_xids
     reason = (f"Xid {', '.join(str(x.code) for x in hw_xids)}" if hw_xids
-              else (msg[:40] or kind or "GPU failure"))
+              else reason_text(msg or kind or "GPU failure", 40))
     if first is not None and hardware and not program:
-        if hosts:
-            h = ",".join(hosts)
-            how = (f"scontrol update nodename={h} state=drain reason=\"{reason} (job "
-                   f"$SLURM_JOB_ID)\"; restart with: sbatch --exclude={h} <job script>")
-        elif f["failed_ranks"]:
-            how = (_node_lookup(f["failed_ranks"][0], gpus_per_node) + "; then scontrol update "
-                   f"nodename=<node> state=drain reason=\"{reason}\" and sbatch "
-                   "--exclude=<node> <job script>")
+        node = hosts_arg(hosts)
+        refused = [h for h in hosts if not is_host_name(h)]
+        if node is not None:
+            how = (f"scontrol update nodename={node} state=drain reason=\"{reason} (job "
+                   f"$SLURM_JOB_ID)\"; restart with: sbatch --exclude={node} <job script>")
         else:
-            how = ("find the node from the job's logs or sacct -j $SLURM_JOB_ID -o NodeList; "
-                   "scontrol update nodename=<node> state=drain reason=\"GPU failure\"")
+            how = (_unknown_host(f, refused) + ": scontrol update nodename=<node> state=drain "
+                   f"reason=\"{reason}\" and sbatch --exclude=<node> <job script>")
         acts.append(Action(
             "drain_node", 1,
-            f"Drain {', '.join(hosts) if hosts else 'the failed node'} and exclude it from the "
-            "restart",
+            f"Drain {', '.join(hosts) if node is not None else 'the failed node'} and exclude "
+            "it from the restart",
             f"The first failure is a GPU/driver fault ({reason}); restarting on the same node "
             "invites the same crash, and draining keeps other jobs off it until it is checked.",
             how))
@@ -322,7 +339,21 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
             "diagnose_gpu", 2, "Run the diagnostic that fits the fault before returning the node",
             "The Xid/ECC/CUDA error says which kind of check settles it: "
             + (", ".join(f"Xid {x.code}: {x.meaning}" for x in hw_xids) or msg or kind),
-            diag + (f"  (on {', '.join(hosts)})" if hosts else "")))
+            diag + (f"  (on {', '.join(hosts)})" if node is not None else "")))
+    elif first is not None and suspect:
+        node = hosts_arg(hosts)
+        acts.append(Action(
+            "check_node", 1,
+            f"Check {', '.join(hosts) if node is not None else 'the failed node'} for a GPU "
+            "fault before restarting on it",
+            f"'{msg}' is how a failing GPU often shows itself, but it is not proof: drain the node "
+            "only if its kernel log or nvidia-smi shows a hardware fault (an Xid, ECC or row-remap "
+            "errors, a GPU fallen off the bus, NVLink errors).",
+            ("on " + (node if node is not None else "its node") + ": sudo dmesg -T | grep -E "
+             "'NVRM|Xid'; nvidia-smi -q -d ECC,ROW_REMAPPER; add the kernel log to log_path and "
+             "rerun this runbook: it names the drain command when the fault is there")
+            + ("" if node is not None else
+               "; " + _unknown_host(f, [h for h in hosts if not is_host_name(h)]))))
     elif first is not None and first_xid is not None:
         acts.append(Action(
             "application_xid", 1, f"Debug the program: Xid {first_xid.code} is an application "
@@ -344,7 +375,7 @@ def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None
                                    "skip it." if ck.incomplete is not None else "")),
             ("Megatron: --load <save dir> (reads latest_checkpointed_iteration.txt); DeepSpeed: "
              "the 'latest' file names global_stepN; HF: trainer.train(resume_from_checkpoint="
-             "'<dir>/checkpoint-N')" + (f"; path seen: {ck.last_path}" if ck.last_path else "")
+             "'<dir>/checkpoint-N')" + (f"; path seen: {_path_words(ck.last_path)}" if ck.last_path else "")
              + (f"; remove the partial iteration {ck.incomplete} directory first"
                 if ck.incomplete is not None else ""))))
     if f["checkpoint_interval_recommended"]:
@@ -415,13 +446,13 @@ def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) 
         return [Action(
             "fix_exception", 1, "Fix the Python exception",
             f"{who} raised it first ({msg[:160]}); every other failure followed from it.",
-            f"read the traceback ending at {first['source']}")]
+            f"read the traceback ending at {_path_words(first['source'])}")]
     if kind == "signal" and first["code"] in FAULT_SIGNALS:
         return [Action(
             "debug_native_crash", 1, "Find the native code that crashed",
             f"{who} died of {first['code']} ({msg[:120]}): a fault in native code (a library, "
             "a driver, a custom kernel), not a kill from outside.",
-            f"read the Python stack dumped at {first['source']} (faulthandler) for the call "
+            f"read the Python stack dumped at {_path_words(first['source'])} (faulthandler) for the call "
             "that crashed; for the native frames: ulimit -c unlimited, rerun, then gdb -batch "
             "-ex bt $(which python) core; check that the GPU driver and runtime match the torch "
             "build (python -m torch.utils.collect_env)")]
@@ -432,6 +463,15 @@ def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) 
             "on its node: sudo dmesg -T | grep -i -E 'killed process|out of memory|NVRM'; "
             "sacct -j $SLURM_JOB_ID -o JobID,State,ExitCode,MaxRSS,NodeList; look for "
             "scancel/preemption in the scheduler log")]
+    if kind == "nccl_error" and first["code"] in ("nccl_unhandled_cuda", "nccl_warn_cuda"):
+        return [Action(  # (hardware words in the message drain instead: _actions)
+            "debug_cuda_in_nccl", 1, "Find the CUDA error NCCL hit",
+            f"{who} reported {msg[:120]}: a CUDA call inside NCCL failed; without an Xid, ECC "
+            "or bus error that is no proof of broken hardware (an invalid argument or out of "
+            "memory is the program's).",
+            "rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the failing call; read the "
+            "node's kernel log (sudo dmesg -T | grep -E 'NVRM|Xid') and add it to log_path: the "
+            "runbook names a drain when the fault is the GPU's")]
     if kind == "nccl_error":
         return [Action(
             "check_network", 1, "Check the network path of the failed rank",

@@ -12,6 +12,7 @@ import pandas as pd
 from ...hostlist import compress, expand, natural_key
 from ...incident import Incident
 from ...schema import SYNTHETIC_HOST_PREFIX
+from ...shellsafe import hosts_arg, is_host_name
 from .change import Change
 from .series import MetricSpec
 
@@ -78,6 +79,7 @@ def bisect_plan(hosts: list[str] | str, spares: int, job_script: str = "<job scr
     the shell), and where to go next if the run is fast (the slow node was excluded) or slow.
     None when there are fewer than 2 hosts or no spare."""
     names = expand(hosts) if isinstance(hosts, str) else list(dict.fromkeys(hosts))
+    names = [n for n in names if is_host_name(n)]  # a name that is no host is not excluded
     names = sorted(names, key=natural_key)
     if len(names) < 2 or spares < 1:
         return None
@@ -109,7 +111,7 @@ def bisect_plan(hosts: list[str] | str, spares: int, job_script: str = "<job scr
             "step": node.step,
             "candidates": compress(node.candidates),
             "exclude": excl,
-            "sbatch": f"sbatch --exclude='{excl}' {job_script}",
+            "sbatch": f"sbatch --exclude={hosts_arg(node.exclude, hostlist=True)} {job_script}",
             "if_fast": outcome(node.fast),
             "if_slow": outcome(node.slow),
         })

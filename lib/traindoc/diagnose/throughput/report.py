@@ -11,6 +11,7 @@ import pandas as pd
 from ...hostlist import compress
 from ...incident import Incident
 from ...report import Action, Finding, Report, evidence, ranked
+from ...shellsafe import hosts_arg, shown
 from ..common import input_findings, reading_words, who
 from .analysis import ThroughputAnalysis, analyse
 from .change import MAD_TO_SIGMA
@@ -426,25 +427,33 @@ def _actions(a: ThroughputAnalysis, f: dict[str, Any]) -> list[Action]:
         return acts
     sus_hosts, sus_ranks = f["suspect_hosts"], f["suspect_ranks"]
     nodes = compress(sus_hosts) if sus_hosts else None
-    if nodes:
+    excl = hosts_arg(sus_hosts, hostlist=True) if sus_hosts else None
+    if nodes and excl is None:  # a suspect the logs name by something that is no host name
+        acts.append(Action(
+            "exclude_suspect", 1, "Exclude the slow node and restart from the last checkpoint",
+            f"The logs name {shown(nodes)} as slower than its peers, but that is not a host name: "
+            "it is not put into a command.",
+            "find the node's real name (sacct -j $SLURM_JOB_ID -o NodeList%400), then by hand: "
+            f"sbatch --exclude=<that node> {job_script}"))
+    elif nodes:
         acts.append(Action(
             "exclude_suspect", 1, f"Exclude {nodes} and restart from the last checkpoint",
             f"{nodes} is slower than its peers (see the findings): with synchronous training "
             "every rank waits for the slowest, so one slow GPU slows the whole job.",
-            f"sbatch --exclude='{nodes}' {job_script}  # then check {a.spec.label if a.spec else ''}"
+            f"sbatch --exclude={excl} {job_script}  # then check {a.spec.label if a.spec else ''}"
             f" is back near {f['baseline']}"))
         acts.append(Action(
             "check_clocks_suspect", 2, f"Check clocks and throttling on {nodes}",
             "A GPU that throttles (thermal, power brake, HW slowdown) or runs at reduced clocks "
             "is the usual cause of one slow node with a healthy network.",
-            f"srun -w '{nodes}' --ntasks-per-node=1 nvidia-smi -q -d PERFORMANCE,CLOCK  # look at "
+            f"srun -w {excl} --ntasks-per-node=1 nvidia-smi -q -d PERFORMANCE,CLOCK  # look at "
             "'Clocks Event Reasons' (HW Slowdown, HW Thermal Slowdown, HW Power Brake) and SM "
             "clocks below the others"))
         acts.append(Action(
             "burn_suspect", 3, f"Benchmark {nodes}'s GPUs against a healthy node",
             "Confirms the hardware fault before handing the node to the admins (BLOOM's slow GPU "
             "showed 303.6 s vs ~296.5 s on a node benchmark: 2.5%).",
-            f"srun -w '{nodes}' --ntasks-per-node=1 dcgmi diag -r 3  # or gpu_burn -d 120 on each "
+            f"srun -w {excl} --ntasks-per-node=1 dcgmi diag -r 3  # or gpu_burn -d 120 on each "
             "GPU; report the node with the numbers"))
     elif sus_ranks:
         r = sus_ranks[0]

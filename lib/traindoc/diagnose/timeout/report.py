@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 import pandas as pd
@@ -10,6 +9,7 @@ import pandas as pd
 from ...incident import Incident
 from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP
 from ...report import Action, Finding, Report, evidence, ranked
+from ...shellsafe import quote_all
 from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
 from .analysis import TimeoutAnalysis
 
@@ -303,9 +303,8 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
             "diagnose_crash", 1, "Diagnose the earlier failure, not the timeouts",
             f"{_crash_words(crash)}; the ranks that timed out were waiting for it. The gpu_crash "
             "runbook names the failure, its host and whether to drain it.",
-            "traindoc run gpu_crash " + " ".join(
-                shlex.quote(str(p)) for p in a.incident.account.get("paths", []) or ["LOGS"])
-            + " -o gpu_crash-out"))
+            "traindoc run gpu_crash " + (quote_all(a.incident.account.get("paths", []))
+                                         or "LOGS") + " -o gpu_crash-out"))
     uneven = len(set(a.step_totals.values())) > 1 or a.finished_early
     fsdp_gather = (f["op_type"] or "").upper() in FSDP_GATHER_OPS
     if uneven or (fsdp_gather and f["pattern"] in ("straggler", "unknown")):
