@@ -24,7 +24,11 @@ CORPUS = DATA / "corpus"
 RUNBOOK_MODULES = {"test_runbooks", "test_bad_inputs", "test_cli", "test_output_dir",
                    "test_hostile_output", "test_lab", "test_report_html", "test_wheel"}
 DRILL_MODULES = {"test_drills", "test_drills_e2e", "test_drills_live"}
-SLOW_MODULES = {"test_cluster", "test_figures", "test_dump_bombs", "test_every_sample"}
+SLOW_MODULES = {"test_cluster", "test_figures", "test_dump_bombs", "test_every_sample",
+                "test_report_text"}
+# sweeps over every sample and corpus case (hundreds of loads each)
+SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
+              "test_every_action_command_exists"}
 
 
 def pytest_collection_modifyitems(config, items) -> None:
@@ -37,5 +41,5 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.runbooks)
         if mod in DRILL_MODULES:
             item.add_marker(pytest.mark.drills)
-        if mod in SLOW_MODULES:
+        if mod in SLOW_MODULES or item.originalname in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
