@@ -61,6 +61,9 @@ EXIT_CODES = f"""exit codes:
   {EXIT_BELOW_FLOOR}  traindoc score: fewer cases right than --floor
   {EXIT_OUTPUT}  output: DIR cannot be written (a file, under a file, read-only, disk full) or
      another traindoc run is writing into it (one sentence says which)
+
+reading on a Dask cluster (-p scheduler tcp://HOST:8786, or TRAINDOC_SCHEDULER): connect only
+to a scheduler you control; its protocol carries pickles, which run code in this process.
 """
 RESERVED = ("log_path", "output_dir")  # set by LOGS and -o, never by -p
 MAX_COUNT = 1_000_000  # the most ranks, nodes or steps a -p size may name
