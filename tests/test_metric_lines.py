@@ -146,6 +146,27 @@ def test_syntaxes(line: str, expected: dict) -> None:
         assert _same(row.get(k), v), (k, row)
 
 
+@pytest.mark.parametrize("line, expected", [
+    # cepin19/dp logs/opensubtiles/src1tgt0_fr/train_trans.newvocab3.2.log (Marian NMT, 2019)
+    ("[2019-02-22 14:19:55] Ep. 41 : Up. 405500 : Sen. 3,713,239 : Cost 23.00790405 : Time "
+     "1327.50s : 26701.88 words/s : L.r. 5.9592e-05",
+     {"iteration": 405500, "loss": 23.00790405, "tokens_per_s": 26701.88, "interval_s": 1327.5}),
+    # a 2022 Marian log found by find_string (index id 10910561532; the index names no
+    # repository): the newer 'Cost avg * count @ labels after total' layout of
+    # marian-nmt/marian's scheduler.h
+    ("[2022-04-13 06:50:14] Ep. 743 : Up. 54500 : Sen. 2,024 : Cost 1.32428324 * 1,606,964 @ "
+     "2,405 after 175,555,492 : Time 200.61s : 8010.57 words/s : L.r. 1.6255e-04",
+     {"iteration": 54500, "loss": 1.32428324, "tokens_per_s": 8010.57, "interval_s": 200.61}),
+])
+def test_marian_update_lines(line: str, expected: dict) -> None:
+    """Marian NMT: 'Up.' is the update counter, 'Cost' the loss, words/s the rate, and the bare
+    'Time …s' beside that rate the display interval's wall time, not one update's."""
+    row = parse_metric_line(line)
+    assert row is not None and "elapsed_s" not in row
+    for k, v in expected.items():
+        assert _same(row.get(k), v), (k, row)
+
+
 def test_only_lines_no_other_parser_read(tmp_path) -> None:
     """A Megatron line is read once, by its own parser; an unknown trainer's line by this one."""
     log = tmp_path / "job.log"

@@ -13,7 +13,7 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   ``Loss is 1.72``), a multi-word key known whole before a bare value (``train loss nan``), and
   a parenthesised time per step after the metrics (``loss = nan (2.34 sec/step)``,
   ``loss=0.45 (1.35s)``).
-- **step keys** (``STEP_KEYS``, in order of preference): ``global_step``, ``opt_step``,
+- **step keys** (``STEP_RANK``, in order of preference; Marian NMT's ``Up.`` too): ``global_step``, ``opt_step``,
   ``num_updates``, ``iteration``, ``iter``, ``step``, ``Global Step``…, with an optional
   ``/total`` (``step 120/5000``, ``Iter [120/5000]``).
 - **metric keys** (``METRIC_KEYS``): a key is lower-cased, a ``train/``-style prefix and
@@ -51,8 +51,8 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
-    r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|"
-    r"iteration|iter|step|s(?=:\d))s?(?![\w/])\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
+    r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
+    r"iteration|iter|step|s(?=:\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step)
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
@@ -65,7 +65,8 @@ EXAMPLE_STEP_RE = re.compile(
 # a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
-STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1,
+# (Marian NMT's "Up. 405500" is its update counter)
+STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
@@ -80,7 +81,7 @@ PAIR_RE = re.compile(
     rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d])")
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
-    rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|"
+    rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
     r"TFLOPS|TFLOP/s)(?![\w/])",
     re.IGNORECASE)
@@ -92,7 +93,7 @@ PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:st
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
-                     "batchloss", "pertokenloss", "trl"), "loss"),
+                     "batchloss", "pertokenloss", "trl", "cost"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
@@ -263,6 +264,7 @@ def parse_metric_line(text: str) -> Row | None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     parts: Row = {}
+    plain_time: float | None = None
     for p in PAIR_RE.finditer(rest):
         key = p["qk"] or p["k"]
         col = _norm(key)
@@ -280,6 +282,8 @@ def parse_metric_line(text: str) -> Row | None:
         if value is not None and col == "elapsed_s" and (p["u"] == "ms"
                                                          or key.lower().endswith("ms")):
             value /= 1000.0
+        if col == "elapsed_s" and key.lower() == "time":
+            plain_time = value
         row[col] = value
     steps_per_s = row.pop("steps_per_s", None)
     if steps_per_s:
@@ -293,12 +297,17 @@ def parse_metric_line(text: str) -> Row | None:
             row.setdefault("elapsed_s", 1.0 / value if value else None)
         elif unit == "s/it":
             row.setdefault("elapsed_s", value)
-        elif unit.startswith("tok"):
+        elif unit.startswith(("tok", "words")):
             row.setdefault("tokens_per_s", value)
         elif unit.startswith("tflop"):
             row.setdefault("tflops", value)
         else:
             row.setdefault("samples_per_s", value)
+    if plain_time is not None and row.get("elapsed_s") == plain_time and any(
+            row.get(c) is not None for c in ("tokens_per_s", "samples_per_s")):
+        # a bare "Time 1327.50s" beside a words/s or samples/s rate is the logging interval's
+        # wall time (Marian NMT prints it every --disp-freq updates), not one step's
+        row["interval_s"] = row.pop("elapsed_s")
     if "elapsed_s" not in row and (w := WINDOW_TIME_RE.search(rest)) and int(w["n"]) > 0:
         row["elapsed_s"] = float(w["v"]) / int(w["n"])
     if "elapsed_s" not in row and (t := PAREN_TIME_RE.search(rest)) and t.start() > m.start():
