@@ -159,3 +159,17 @@ def test_docker_compose_prefix_is_stripped_not_a_host() -> None:
     text, origin = demux("sglang-1  | [2025-10-29 11:25:58 TP7] Pyspy dump for PID 310:")
     assert text.startswith("[2025-10-29") and origin.host is None
     assert demux("E-05 | global batch size: 2048 |")[0].startswith("E-05")  # a wrapped Megatron line
+
+
+@pytest.mark.parametrize("line, rank, rest", [
+    # NVIDIA/nccl#957 (mpirun --tag-output --timestamp-output)
+    ("Fri Aug 11 12:31:45 2023[1,0]<stdout>:tomte401:1850301:1881341 [0] transport.cc:154 NCCL "
+     "WARN Cuda failure 'invalid argument'", 0, "tomte401:1850301:1881341 [0] transport.cc:154"),
+    # open-mpi/ompi#7710 (the prefix as Open MPI 4.0.2 prints it: ctime pads the day)
+    ("Thu May  7 10:39:20 2020[1,1]<stdout>:Hello, World, I am 1 of 8", 1, "Hello, World"),
+])
+def test_mpirun_timestamp_before_its_tag(line: str, rank: int, rest: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    body, origin = demux(line)
+    assert (origin.rank, origin.rank_global) == (rank, True) and body.startswith(rest)

@@ -4,7 +4,7 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 
 - srun ``-l``: ``3: `` (the SLURM task id, right-justified)
 - torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``); c10 logging: ``[rank3]:``
-- MPI: ``[1,3]<stdout>:``
+- MPI: ``[1,3]<stdout>:`` (with ``--timestamp-output``: ``Fri Aug 11 12:31:45 2023[1,0]<stdout>:``)
 - Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``
 - Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
 - pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit) or the hostfile's IP
@@ -32,6 +32,9 @@ NOISE_RE = re.compile(r"\[(?:stdout|stderr)\]\s|\[\d{1,9}\]\s(?=[\[(])")
 DETERMINED_RE = re.compile(
     r"\[20\d\d-\d\d-\d\dT[\d:.]+Z?\] [0-9a-f]{8} (?:\[rank=(?P<n>\d+)\] )?\|\| ?")
 MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
+# mpirun --timestamp-output glues a ctime stamp before its tag: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
+MPI_STAMP_RE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d "
+                          r"\d\d:\d\d:\d\d \d{4}(?=\[\d+,\d+\]<std(?:out|err)>:)")
 RAY_RE = re.compile(
     r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:\-]+))?\)\s?"
 )
@@ -159,6 +162,8 @@ def demux(text: str) -> tuple[str, Origin]:
                 m = SRUN_RE.match(text, pos)
                 if m:
                     task = as_int(m["n"])
+        elif ch.isalpha() and pos == 0 and (m := MPI_STAMP_RE.match(text)):
+            pass  # the MPI tag after it gives the rank
         elif ch.isalpha() and pos == 0 and (m := _compose(text)):
             pass
         elif ch.isalpha() and pos == 0:
