@@ -15,10 +15,10 @@ from traindoc import score
 # Raised as runbooks improve; never lowered to let a regression land. Each floor sits about one
 # case below today's score. 2026-11-26: 153 cases came in two blind batches (their intake records
 # say how the runbooks did before any change for them) and 15 earlier cases gained a fact read
-# from their log; the floors were set anew for the 397 cases (369 right), no case that was right
+# from their log; the floors were set anew for the 397 cases (374 right), no case that was right
 # having gone wrong.
-FLOOR_PCT = {"all": 92.5, "timeout": 97.0, "gpu_crash": 88.0, "loss_spike": 90.0,
-             "throughput": 91.0, "deadlock": 90.0}
+FLOOR_PCT = {"all": 93.5, "timeout": 97.0, "gpu_crash": 89.0, "loss_spike": 92.5,
+             "throughput": 94.0, "deadlock": 90.0}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
 # and of healthy cases where it names none
 TRIAGE_FLOOR_PCT = 93.5
