@@ -54,8 +54,7 @@ from ..shellsafe import quote_all
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .timeout import STUCK_CODES, timeout_rows
-from .timeout.report import _timeout_title as timeout_title
-from .timeout.report import desync_words
+from .timeout.report import desync_words, timeout_title
 
 CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 # Classes judged by their own diagnosis module; the others are read straight off the tables.

@@ -45,6 +45,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row
+from .iterations import KV_SUFFIX
 from .progress import TQDM_RE
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
@@ -120,7 +121,6 @@ METRIC_KEYS: dict[str, str] = {
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/")
-SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 # columns that make a line a step line (a learning rate or loss scale alone does not)
 SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per_s",
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
@@ -181,8 +181,8 @@ def _number(v: str, unit: str | None) -> float | None:
         x = float(text) if low not in ("infinity",) else float(text.replace("inity", ""))
     except ValueError:
         return None
-    if unit in SUFFIX:
-        x *= SUFFIX[unit]
+    if unit in KV_SUFFIX:
+        x *= KV_SUFFIX[unit]
     return x
 
 

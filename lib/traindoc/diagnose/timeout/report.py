@@ -63,7 +63,7 @@ def report(a: TimeoutAnalysis) -> Report:
             f"{len(a.unseen_ranks)} of {a.world_size} ranks left no line in these logs: "
             f"{who(a.unseen_ranks)}; they may be the lagging ones, or their logs are missing",
             []))
-    findings.append(Finding("collective_timeout", "critical", _timeout_title(f, _reported_only(a)),
+    findings.append(Finding("collective_timeout", "critical", timeout_title(f, _reported_only(a)),
                             evidence(a.timeouts)))
     mm = a.first_mismatch
     if mm:
@@ -159,7 +159,7 @@ def report(a: TimeoutAnalysis) -> Report:
     if unreadable and confidence == "high":
         confidence = "medium"
     if crash is not None:
-        verdict = (f"{_timeout_title(f)} — the consequence of an earlier failure: "
+        verdict = (f"{timeout_title(f)} — the consequence of an earlier failure: "
                    f"{_crash_words(crash)}. Diagnose that failure with the gpu_crash runbook.")
         confidence = "high" if pd.notna(crash["time"]) else "medium"
     if len(a.stuck) and a.op_type is None and a.seq_num is None:
@@ -224,7 +224,9 @@ def _collective_words(f: dict[str, Any]) -> str:
         f"collective{seq}" if seq else "the collective")
 
 
-def _timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
+def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
+    """The timeout in one phrase from the facts: who timed out in which collective, after how
+    long (with ``reported_only``: which collective a hang report says never completed)."""
     ranks = who(f["timed_out_ranks"], cap=True)
     what = f["op_type"] or "a collective"
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
@@ -242,7 +244,7 @@ def _timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
 
 
 def _verdict(f: dict[str, Any], progress: str, reported_only: bool = False) -> tuple[str, str]:
-    base = _timeout_title(f, reported_only)
+    base = timeout_title(f, reported_only)
     if f["pattern"] == "desync":
         mm = f["first_mismatch"]
         if not f["timed_out_ranks"] and not f["timeout_ms"] and not f["ran_for_ms"]:
