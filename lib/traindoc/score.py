@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .execute import execute_runbook
+from .incident import Incident
 from .reader import load_or_fail
 
 RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
@@ -247,18 +248,22 @@ def find_cases(root: str | os.PathLike[str]) -> list[Case]:
 
 # --- running ---------------------------------------------------------------------------------
 
-def library_facts(case: Case) -> dict[str, Any]:
-    """The facts the runbook's own library calls give on ``case`` (its default knobs)."""
-    incident = load_or_fail(str(case.logs))
+def library_facts(case: Case, incident: Incident | None = None) -> dict[str, Any]:
+    """The facts the runbook's own library calls give on ``case`` (its default knobs);
+    ``incident``: its logs, when already loaded."""
+    if incident is None:
+        incident = load_or_fail(str(case.logs))
     module = importlib.import_module(f"traindoc.diagnose.{case.runbook}")
     return dict(module.diagnose(incident).facts)
 
 
-def triage_cause(case: Case) -> str | None:
-    """The class ``traindoc triage`` names first on ``case``'s logs (None: no class)."""
+def triage_cause(case: Case, incident: Incident | None = None) -> str | None:
+    """The class ``traindoc triage`` names first on ``case``'s logs (None: no class);
+    ``incident``: its logs, when already loaded."""
     from .diagnose import triage
 
-    return triage.analyse(load_or_fail(str(case.logs))).cause
+    return triage.analyse(incident if incident is not None
+                          else load_or_fail(str(case.logs))).cause
 
 
 def nothing_facts(runbook: str) -> dict[str, Any]:
@@ -297,9 +302,15 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False) -> O
     out = Outcome(case.id, case.runbook, right=False, via=via, batch=case.batch,
                   intake_right=(case.intake or {}).get("right"),
                   triage_expected=case.expected_class)
+    incident: Incident | None = None  # loaded once for the runbook and triage alike
+    if via != "notebook":
+        try:
+            incident = load_or_fail(str(case.logs))
+        except Exception:  # said below, by whichever call loads it again
+            incident = None
     if with_triage and case.expected_class != NO_TRIAGE:
         try:
-            out.triage_cause = triage_cause(case)
+            out.triage_cause = triage_cause(case, incident)
         except Exception as e:  # a crash is a wrong answer
             out.triage_cause = f"{type(e).__name__}: {e}"[:200]
         out.triage_right = matches(case.expected_class, out.triage_cause)
@@ -308,7 +319,7 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False) -> O
             with tempfile.TemporaryDirectory(prefix="traindoc-score-") as tmp:
                 facts = notebook_facts(case, tmp)
         else:
-            facts = library_facts(case)
+            facts = library_facts(case, incident)
     except Exception as e:  # a crash on a real log is a wrong answer, and a finding
         out.error = f"{type(e).__name__}: {e}"[:300]
     else:
