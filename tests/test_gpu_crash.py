@@ -1170,3 +1170,39 @@ def test_a_drain_reason_is_never_cut_mid_word(tmp_path: Path) -> None:
     words = ("CUDA error: GPU is lost and the framebuffer memory of this device can no longer "
              "be read by the driver").split()
     assert reason.split()[-1] in words, reason  # whole words only
+
+
+# Two or more processes abort at once: their terminate lines (whole, or interleaved into shards
+# of the type name) come before the what() they share. Real lines: huggingface/m4-logs
+# tr_141 …-try5/README.md (two clean copies), huggingface/open-r1#620 (shards, a wrapped line).
+INTERLEAVED_TERMINATES = {
+    "m4-logs tr_141 try5": (
+        "terminate called after throwing an instance of 'c10::CUDAError'\n"
+        "terminate called after throwing an instance of 'c10::CUDAError'\n"
+        "  what():  CUDA error: unknown error\n"
+        "Exception raised from query at ../aten/src/ATen/cuda/CUDAEvent.h:91 (most recent call "
+        "first):\n",
+        "cuda_error", "CUDA error: unknown error", None),
+    "open-r1#620": (
+        "terminate called after throwing an instance of 'c10::DistBackendErrorterminate called "
+        "after throwing an instance of ''\n"
+        "terminate called after throwing an instance of 'terminate called after throwing an "
+        "instance of 'terminate called after throwing an instan\n"
+        "ce of 'c10::DistBackendErrorc10::DistBackendError'\n"
+        "terminate called after throwing an instance of 'c10::DistBackendErrorc10::DistBackendError'\n"
+        "c10::DistBackendError'\n'\n'\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread "
+        "terminated with exception: [Rank 3] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) "
+        "ran for 1800011 milliseconds before timing out.\n",
+        "watchdog_terminated", "Process group watchdog thread terminated with exception", 3),
+}
+
+
+@pytest.mark.parametrize("name", list(INTERLEAVED_TERMINATES))
+def test_interleaved_terminate_lines_share_one_what(tmp_path: Path, name: str) -> None:
+    text, code, message, rank = INTERLEAVED_TERMINATES[name]
+    e = load_text(tmp_path, text).errors
+    assert list(e["code"]) == [code]
+    assert e.iloc[0]["message"] == message
+    assert (None if pd.isna(e.iloc[0]["rank"]) else int(e.iloc[0]["rank"])) == rank

@@ -587,6 +587,10 @@ ADVICE = ("CUDA kernel errors might be asynchronously reported", "For debugging 
           "Compile with `TORCH_USE_CUDA_DSA`", "Search for `cudaErrorLaunchFailure'",
           "Device-side assertions")
 MAX_FRAMES = 64
+# what is left of a type name when several processes' terminate lines interleave:
+# "c10::DistBackendError'", "ce of 'c10::DistBackendErrorc10::DistBackendError'", "'"
+# (huggingface/open-r1#620)
+TYPE_SHARD_RE = re.compile(r"^(?:[\w :']*::\w+'|[\w:]*')$")
 
 
 class CudaErrorBlock:
@@ -635,6 +639,13 @@ class CudaErrorBlock:
             if m:
                 rec["msg"], rec["ctx"] = m["msg"].strip(), ctx
                 return True
+        if rec["msg"] is None and ("terminate called after" in text or TYPE_SHARD_RE.match(s)):
+            # another process aborting at the same moment: its terminate line (or a shard of
+            # the interleaved type names) lands before the what() they share
+            if rec["type"] is None or "'" in rec["type"]:
+                m = TERMINATE_RE.search(text)
+                rec["type"] = m["type"] if m else rec["type"]
+            return True
         if s.startswith("frame #"):
             m = FRAME_RE.match(text)
             if m and len(rec["frames"]) < MAX_FRAMES:
