@@ -553,16 +553,58 @@ def test_torchrun_record_quoted_without_its_header(tmp_path) -> None:
         [0], ["yotta-B200-232"], "signal")
 
 
-def test_local_rank_is_the_rank_on_one_node(tmp_path) -> None:
-    # fudan-generative-vision/hallo2#56: the agent's line names only the local rank
-    p = tmp_path / "job.log"
-    p.write_text("[2024-11-26 02:04:28,494] torch.distributed.elastic.multiprocessing.api: "
-                 "[WARNING] Sending process 750661 closing signal SIGTERM\n"
-                 "[2024-11-26 02:04:31,514] torch.distributed.elastic.multiprocessing.api: "
-                 "[ERROR] failed (exitcode: -11) local_rank: 1 (pid: 750662) of binary: "
-                 "/home/jinlin_li/anaconda3/envs/hallo/bin/python\n")
-    f = gpu_crash.diagnose(traindoc.load(p)).facts
-    assert (f["failed_ranks"], f["error_kind"]) == ([1], "signal")
+# The local -> global rank rule (issue 26): a launcher's local rank is a global rank only when
+# the log states the node rank and the processes per node (or one node); otherwise it stays
+# "local rank R on its host". Real records: fudan-generative-vision/hallo2#56 (the agent's
+# line, no layout), meta-pytorch/torchx#492 (torch elastic's rendezvous result lines),
+# the Megatron-DeepSpeed MoE log of the corpus (DeepSpeed's launcher layout line).
+HALLO2_56 = ("[2024-11-26 02:04:28,494] torch.distributed.elastic.multiprocessing.api: "
+             "[WARNING] Sending process 750661 closing signal SIGTERM\n"
+             "[2024-11-26 02:04:31,514] torch.distributed.elastic.multiprocessing.api: "
+             "[ERROR] failed (exitcode: -11) local_rank: 1 (pid: 750662) of binary: "
+             "/home/jinlin_li/anaconda3/envs/hallo/bin/python\n")
+TORCHX_492_RDZV = ("INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for "
+                   "workers. Result:\n  restart_count=0\n  master_addr=tristanr-arch2\n"
+                   "  master_port=48089\n  group_rank={node}\n  group_world_size=2\n"
+                   "  local_ranks=[0, 1]\n")
+DS_LAUNCH_ONE_NODE = ("[2022-10-29 00:41:40,882] [INFO] [launch.py:142:main] nnodes=1, "
+                      "num_local_procs=8, node_rank=0\n")
+
+
+def test_local_rank_on_one_machine_without_a_layout_is_an_assumption(tmp_path) -> None:
+    a = gpu_crash.analyse(load_text(tmp_path, HALLO2_56))
+    assert (a.facts["failed_ranks"], a.facts["error_kind"]) == ([1], "signal")
+    assert "taken as rank 1" in a.crash.first["rank_note"]
+    assert "taken as rank 1" in gpu_crash.report(a).findings[0].title
+
+
+def test_local_rank_on_a_node_of_several_stays_local(tmp_path) -> None:
+    # the rendezvous says two nodes but not this node's rank: no global rank
+    text = TORCHX_492_RDZV.replace("  group_rank={node}\n", "") + HALLO2_56
+    a = gpu_crash.analyse(load_text(tmp_path, text))
+    assert (a.facts["failed_ranks"], a.facts["error_kind"]) == ([], "signal")
+    assert "local rank 1: the log does not give" in a.crash.first["rank_note"]
+
+
+@pytest.mark.parametrize(("layout", "rank"), [
+    (TORCHX_492_RDZV.format(node=1), 3), (TORCHX_492_RDZV.format(node=0), 1),
+    (DS_LAUNCH_ONE_NODE, 1)])
+def test_local_rank_with_the_node_layout_is_global(tmp_path, layout: str, rank: int) -> None:
+    f = gpu_crash.diagnose(load_text(tmp_path, layout + HALLO2_56)).facts
+    assert (f["failed_ranks"], f["error_kind"]) == ([rank], "signal")
+
+
+def test_global_rank_rule() -> None:
+    from traindoc.diagnose.common import NodeLayout, global_rank
+    assert global_rank(1, None, NodeLayout({}, None, None, None)) is None
+    assert global_rank(1, None, NodeLayout({}, None, 8, None)) is None  # node rank unknown
+    assert global_rank(1, None, NodeLayout({}, 2, 8, None)) == 17
+    assert global_rank(1, "n2", NodeLayout({"n1": 0, "n2": 1}, None, 8, 2)) == 9
+    assert global_rank(1, None, NodeLayout({"n1": 0, "n2": 1}, None, 8, 2)) is None
+    assert global_rank(3, None, NodeLayout({}, None, None, 1)) == 3  # one node
+    assert global_rank(3, None, NodeLayout({}, None, None, None), one_machine=True) == 3
+    assert global_rank(3, None, NodeLayout({}, None, None, 2), one_machine=True) is None
+    assert global_rank(9, None, NodeLayout({}, 0, 8, None)) is None  # not a local rank of 8
 
 
 def test_an_abort_is_named_by_the_error_that_caused_it(tmp_path) -> None:
