@@ -1248,3 +1248,30 @@ def test_interleaved_terminate_lines_share_one_what(tmp_path: Path, name: str) -
     assert list(e["code"]) == [code]
     assert e.iloc[0]["message"] == message
     assert (None if pd.isna(e.iloc[0]["rank"]) else int(e.iloc[0]["rank"])) == rank
+
+
+# A launcher that exits with its child's -N is seen by ssh/pdsh, a wrapper or a container as the
+# unsigned byte 256-N: death by signal N. Real lines: determined-ai/determined's
+# cifar10_cpu_offloading README (DeepSpeed's launcher under pdsh, 247 = -9),
+# deepspeedai/DeepSpeedExamples#614 (DeepSpeed-Chat's wrapper, 249 = -7), deepspeedai/DeepSpeed#3232
+# (the same launcher line with the signed code).
+UNSIGNED_EXITS = [
+    ("[ERROR] [launch.py:184:sigkill_handler] ['python3', '-m', 'determined.exec.harness', "
+     "'model_def_OOM_offload:CIFARTrial'] exits with return code = 247", 247, "SIGKILL"),
+    ("pdsh@ip-172-31-36-1: 172.31.36.1: ssh exited with exit code 247", 247, "SIGKILL"),
+    ("RuntimeError: Step 1 exited with non-zero status 249", 249, "SIGBUS"),
+    ("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
+     "'main.py', '--local_rank=0'] exits with return code = -9", -9, "SIGKILL"),
+]
+
+
+@pytest.mark.parametrize(("line", "code", "sig"), UNSIGNED_EXITS)
+def test_a_negative_return_code_as_an_unsigned_byte_is_a_signal(line, code, sig) -> None:
+    row = errors.parse_exit(line)
+    assert row is not None and (row["exitcode"], row["signal"]) == (code, sig)
+
+
+def test_exit_255_is_not_a_signal() -> None:
+    # exit(-1) is 255: a program's own error code, not a signal
+    from traindoc.parse.torchrun import signal_name
+    assert signal_name(255) is None and signal_name(1) is None and signal_name(137) == "SIGKILL"

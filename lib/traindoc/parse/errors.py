@@ -713,9 +713,11 @@ SRUN_EXIT_RE = re.compile(
 # code: 137", "Job exited with error code 137", "learner_exit_code: 137", Kubernetes' "Exit Code:
 # 137", "exit status 137", "exit with status code 137"): read only above 128, a death by signal
 # 128+N (a plain "exit code 1" says nothing the worker's own error does not).
+# Above 240: a launcher's -N seen as the unsigned byte 256-N ("ssh exited with exit code 247",
+# "Step 1 exited with non-zero status 249": torchrun.signal_name).
 EXIT_STATUS_RE = re.compile(
-    r"(?<![A-Za-z])(?P<said>(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|"
-    r"[Ee]xit_code)[:=]?\s*(?P<code>1[3-9]\d))\b")
+    r"(?<![A-Za-z])(?P<said>(?:[Ee]xit(?:ed)?(?: with)?(?: error| status| non-zero status)?"
+    r"(?: [Cc]ode)?|exit status|[Ee]xit_code)[:=]?\s*(?P<code>1[3-9]\d|24\d|25[0-2]))\b")
 SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )
