@@ -356,9 +356,28 @@ def test_first_in_time_not_first_in_file(tmp_path: Path) -> None:
 def test_cascade_only_is_low_confidence(tmp_path: Path) -> None:
     text = HEADER + "".join(glog_err(r, "03:12:12", REMOTE) for r in (0, 1))
     _, r = diag(tmp_path, text)
-    assert r.facts["failed_ranks"] == [] and r.facts["error_kind"] is None
+    # a victim's view: the kind of what it saw, nobody to blame
+    assert r.facts["failed_ranks"] == [] and r.facts["error_kind"] == "nccl_error"
     assert r.confidence == "low"
     assert any(f.id == "no_failure" for f in r.findings)
+
+
+# Only a peer's failure seen from here (the remote side exited, a socket broke): error_kind is
+# what this side saw, no rank or host is blamed. Real lines: hiyouga/LlamaFactory#6849,
+# NVIDIA/nccl#795, tatsu-lab/stanford_alpaca#207 (the corpus cases' logs).
+PEER_ONLY = {
+    "LlamaFactory#6849": "[rank5]:[E207 19:37:09.983600771 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG "
+    "GUID 0(default_pg) Rank 5] Process group watchdog thread terminated with exception: NCCL "
+    "error: remote process exited or there was a network error\n",
+    "nccl#795": "a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call "
+    "to recv from 10.200.84.247<58355> failed : Broken pipe\n",
+}
+
+
+@pytest.mark.parametrize("name", list(PEER_ONLY))
+def test_a_victims_view_names_the_kind_not_a_culprit(tmp_path: Path, name: str) -> None:
+    f = gpu_crash.diagnose(load_text(tmp_path, PEER_ONLY[name])).facts
+    assert (f["error_kind"], f["failed_ranks"], f["failed_hosts"]) == ("nccl_error", [], [])
 
 
 def test_torchrun_root_cause_without_timestamps(tmp_path: Path) -> None:
