@@ -220,6 +220,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "watchdog got stuck",
         re.compile(r"(?P<msg>ProcessGroupNCCL's watchdog got stuck for \d+ seconds[^.]*)"),
     ),
+    # the monitor thread ending the process it found stuck (torch >= 2.4, a LOG(FATAL) line:
+    # NVIDIA/Fuser#3055, warpem/miss-alignment#105): the same hang, from its last line
+    (
+        "watchdog_stuck",
+        "nccl_error",
+        "due to ProcessGroupNCCL watchdog hang",
+        re.compile(r"(?P<msg>Terminating the process after attempting to dump debug info, due to "
+                   r"ProcessGroupNCCL watchdog hang)"),
+    ),
     (
         "watchdog_terminated",
         "nccl_error",
