@@ -1294,3 +1294,27 @@ def test_exit_255_is_not_a_signal() -> None:
     # exit(-1) is 255: a program's own error code, not a signal
     from traindoc.parse.torchrun import signal_name
     assert signal_name(255) is None and signal_name(1) is None and signal_name(137) == "SIGKILL"
+
+
+# Kubernetes' eviction for a resource other than memory: the kubelet stops the pod. Real lines:
+# kubernetes/kubernetes#91600 (kubectl describe pod), cloud-ark/kubeplus#1382.
+EVICTIONS = [
+    "Message:        The node was low on resource: ephemeral-storage. Container ebaogi-bff-app "
+    "was using 34260Ki, which exceeds its request of 0. ",
+    "Message:      The node was low on resource: ephemeral-storage. Threshold quantity: "
+    "2146223340, available: 1883424Ki. Container helmer was using 10304Ki, request is 10Mi, has "
+    "larger consumption of ephemeral-storage.",
+]
+
+
+@pytest.mark.parametrize("line", EVICTIONS)
+def test_an_eviction_for_disk_is_a_failure(line: str) -> None:
+    row = err(line)
+    assert (row["code"], row["kind"]) == ("k8s_evicted", "signal")
+    assert row["message"].startswith("The node was low on resource: ephemeral-storage")
+
+
+def test_an_eviction_for_memory_stays_oom() -> None:
+    # kubeflow/kubeflow#1261
+    row = err("The node was low on resource: memory.")
+    assert (row["code"], row["kind"]) == ("k8s_evicted_memory", "oom")

@@ -55,7 +55,9 @@ Wordings, checked against the sources that print them (and public issues quoting
 - Containers and Kubernetes: an exit status above 128 is death by signal 128+N (``Exit code:
   137``, ``Job exited with error code 137`` IBM/FfDL#127, ``Process 0 exit with status code
   137.`` horovod#2829, ``Exit Code: 137`` kubernetes#122256); ``Reason: OOMKilled``
-  (hmcts/cnp-flux-config#28772) and ``The node was low on resource: memory.`` (kubeflow#1261).
+  (hmcts/cnp-flux-config#28772) and ``The node was low on resource: memory.`` (kubeflow#1261);
+  an eviction for another resource (``… low on resource: ephemeral-storage.``,
+  kubernetes#91600) is the pod stopped by the kubelet (kind ``signal``).
 - torchrun's escalation 30 s after its SIGTERM: ``Unable to shutdown process 188 via
   Signals.SIGTERM, forcefully exiting via Signals.SIGKILL`` (torch 1.10: ``Unable to shutdown
   processes via 15, forcefully exitting via 9``, pytorch#61602).
@@ -306,6 +308,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "low on resource: memory",
         re.compile(r"(?P<msg>The node was low on resource: memory\.?(?: Container \S+ was "
                    r"using \S+, (?:which exceeds its request of|request is) \S+\.)?)"),
+    ),
+    # the same eviction for another resource (disk: ephemeral-storage, nodefs; pids): the
+    # kubelet stops the pod's containers (kubernetes/kubernetes#91600, cloud-ark/kubeplus#1382)
+    (
+        "k8s_evicted",
+        "signal",
+        "low on resource: ",
+        re.compile(r"(?P<msg>The node was low on resource: (?!memory)[\w.-]+\.?(?: Container \S+ "
+                   r"was using \S+, (?:which exceeds its request of|request is) \S+\.)?)"),
     ),
     (
         "ray_oom",
