@@ -356,9 +356,28 @@ def test_first_in_time_not_first_in_file(tmp_path: Path) -> None:
 def test_cascade_only_is_low_confidence(tmp_path: Path) -> None:
     text = HEADER + "".join(glog_err(r, "03:12:12", REMOTE) for r in (0, 1))
     _, r = diag(tmp_path, text)
-    assert r.facts["failed_ranks"] == [] and r.facts["error_kind"] is None
+    # a victim's view: the kind of what it saw, nobody to blame
+    assert r.facts["failed_ranks"] == [] and r.facts["error_kind"] == "nccl_error"
     assert r.confidence == "low"
     assert any(f.id == "no_failure" for f in r.findings)
+
+
+# Only a peer's failure seen from here (the remote side exited, a socket broke): error_kind is
+# what this side saw, no rank or host is blamed. Real lines: hiyouga/LlamaFactory#6849,
+# NVIDIA/nccl#795, tatsu-lab/stanford_alpaca#207 (the corpus cases' logs).
+PEER_ONLY = {
+    "LlamaFactory#6849": "[rank5]:[E207 19:37:09.983600771 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG "
+    "GUID 0(default_pg) Rank 5] Process group watchdog thread terminated with exception: NCCL "
+    "error: remote process exited or there was a network error\n",
+    "nccl#795": "a100-st-p4d24xlarge-22:183006:183220 [1] misc/socket.cc:518 NCCL WARN Net : Call "
+    "to recv from 10.200.84.247<58355> failed : Broken pipe\n",
+}
+
+
+@pytest.mark.parametrize("name", list(PEER_ONLY))
+def test_a_victims_view_names_the_kind_not_a_culprit(tmp_path: Path, name: str) -> None:
+    f = gpu_crash.diagnose(load_text(tmp_path, PEER_ONLY[name])).facts
+    assert (f["error_kind"], f["failed_ranks"], f["failed_hosts"]) == ("nccl_error", [], [])
 
 
 def test_torchrun_root_cause_without_timestamps(tmp_path: Path) -> None:
@@ -553,16 +572,58 @@ def test_torchrun_record_quoted_without_its_header(tmp_path) -> None:
         [0], ["yotta-B200-232"], "signal")
 
 
-def test_local_rank_is_the_rank_on_one_node(tmp_path) -> None:
-    # fudan-generative-vision/hallo2#56: the agent's line names only the local rank
-    p = tmp_path / "job.log"
-    p.write_text("[2024-11-26 02:04:28,494] torch.distributed.elastic.multiprocessing.api: "
-                 "[WARNING] Sending process 750661 closing signal SIGTERM\n"
-                 "[2024-11-26 02:04:31,514] torch.distributed.elastic.multiprocessing.api: "
-                 "[ERROR] failed (exitcode: -11) local_rank: 1 (pid: 750662) of binary: "
-                 "/home/jinlin_li/anaconda3/envs/hallo/bin/python\n")
-    f = gpu_crash.diagnose(traindoc.load(p)).facts
-    assert (f["failed_ranks"], f["error_kind"]) == ([1], "signal")
+# The local -> global rank rule (issue 26): a launcher's local rank is a global rank only when
+# the log states the node rank and the processes per node (or one node); otherwise it stays
+# "local rank R on its host". Real records: fudan-generative-vision/hallo2#56 (the agent's
+# line, no layout), meta-pytorch/torchx#492 (torch elastic's rendezvous result lines),
+# the Megatron-DeepSpeed MoE log of the corpus (DeepSpeed's launcher layout line).
+HALLO2_56 = ("[2024-11-26 02:04:28,494] torch.distributed.elastic.multiprocessing.api: "
+             "[WARNING] Sending process 750661 closing signal SIGTERM\n"
+             "[2024-11-26 02:04:31,514] torch.distributed.elastic.multiprocessing.api: "
+             "[ERROR] failed (exitcode: -11) local_rank: 1 (pid: 750662) of binary: "
+             "/home/jinlin_li/anaconda3/envs/hallo/bin/python\n")
+TORCHX_492_RDZV = ("INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for "
+                   "workers. Result:\n  restart_count=0\n  master_addr=tristanr-arch2\n"
+                   "  master_port=48089\n  group_rank={node}\n  group_world_size=2\n"
+                   "  local_ranks=[0, 1]\n")
+DS_LAUNCH_ONE_NODE = ("[2022-10-29 00:41:40,882] [INFO] [launch.py:142:main] nnodes=1, "
+                      "num_local_procs=8, node_rank=0\n")
+
+
+def test_local_rank_on_one_machine_without_a_layout_is_an_assumption(tmp_path) -> None:
+    a = gpu_crash.analyse(load_text(tmp_path, HALLO2_56))
+    assert (a.facts["failed_ranks"], a.facts["error_kind"]) == ([1], "signal")
+    assert "taken as rank 1" in a.crash.first["rank_note"]
+    assert "taken as rank 1" in gpu_crash.report(a).findings[0].title
+
+
+def test_local_rank_on_a_node_of_several_stays_local(tmp_path) -> None:
+    # the rendezvous says two nodes but not this node's rank: no global rank
+    text = TORCHX_492_RDZV.replace("  group_rank={node}\n", "") + HALLO2_56
+    a = gpu_crash.analyse(load_text(tmp_path, text))
+    assert (a.facts["failed_ranks"], a.facts["error_kind"]) == ([], "signal")
+    assert "local rank 1: the log does not give" in a.crash.first["rank_note"]
+
+
+@pytest.mark.parametrize(("layout", "rank"), [
+    (TORCHX_492_RDZV.format(node=1), 3), (TORCHX_492_RDZV.format(node=0), 1),
+    (DS_LAUNCH_ONE_NODE, 1)])
+def test_local_rank_with_the_node_layout_is_global(tmp_path, layout: str, rank: int) -> None:
+    f = gpu_crash.diagnose(load_text(tmp_path, layout + HALLO2_56)).facts
+    assert (f["failed_ranks"], f["error_kind"]) == ([rank], "signal")
+
+
+def test_global_rank_rule() -> None:
+    from traindoc.diagnose.common import NodeLayout, global_rank
+    assert global_rank(1, None, NodeLayout({}, None, None, None)) is None
+    assert global_rank(1, None, NodeLayout({}, None, 8, None)) is None  # node rank unknown
+    assert global_rank(1, None, NodeLayout({}, 2, 8, None)) == 17
+    assert global_rank(1, "n2", NodeLayout({"n1": 0, "n2": 1}, None, 8, 2)) == 9
+    assert global_rank(1, None, NodeLayout({"n1": 0, "n2": 1}, None, 8, 2)) is None
+    assert global_rank(3, None, NodeLayout({}, None, None, 1)) == 3  # one node
+    assert global_rank(3, None, NodeLayout({}, None, None, None), one_machine=True) == 3
+    assert global_rank(3, None, NodeLayout({}, None, None, 2), one_machine=True) is None
+    assert global_rank(9, None, NodeLayout({}, 0, 8, None)) is None  # not a local rank of 8
 
 
 def test_an_abort_is_named_by_the_error_that_caused_it(tmp_path) -> None:
@@ -1170,3 +1231,90 @@ def test_a_drain_reason_is_never_cut_mid_word(tmp_path: Path) -> None:
     words = ("CUDA error: GPU is lost and the framebuffer memory of this device can no longer "
              "be read by the driver").split()
     assert reason.split()[-1] in words, reason  # whole words only
+
+
+# Two or more processes abort at once: their terminate lines (whole, or interleaved into shards
+# of the type name) come before the what() they share. Real lines: huggingface/m4-logs
+# tr_141 …-try5/README.md (two clean copies), huggingface/open-r1#620 (shards, a wrapped line).
+INTERLEAVED_TERMINATES = {
+    "m4-logs tr_141 try5": (
+        "terminate called after throwing an instance of 'c10::CUDAError'\n"
+        "terminate called after throwing an instance of 'c10::CUDAError'\n"
+        "  what():  CUDA error: unknown error\n"
+        "Exception raised from query at ../aten/src/ATen/cuda/CUDAEvent.h:91 (most recent call "
+        "first):\n",
+        "cuda_error", "CUDA error: unknown error", None),
+    "open-r1#620": (
+        "terminate called after throwing an instance of 'c10::DistBackendErrorterminate called "
+        "after throwing an instance of ''\n"
+        "terminate called after throwing an instance of 'terminate called after throwing an "
+        "instance of 'terminate called after throwing an instan\n"
+        "ce of 'c10::DistBackendErrorc10::DistBackendError'\n"
+        "terminate called after throwing an instance of 'c10::DistBackendErrorc10::DistBackendError'\n"
+        "c10::DistBackendError'\n'\n'\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread "
+        "terminated with exception: [Rank 3] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=4, OpType=BROADCAST, NumelIn=112, NumelOut=112, Timeout(ms)=1800000) "
+        "ran for 1800011 milliseconds before timing out.\n",
+        "watchdog_terminated", "Process group watchdog thread terminated with exception", 3),
+}
+
+
+@pytest.mark.parametrize("name", list(INTERLEAVED_TERMINATES))
+def test_interleaved_terminate_lines_share_one_what(tmp_path: Path, name: str) -> None:
+    text, code, message, rank = INTERLEAVED_TERMINATES[name]
+    e = load_text(tmp_path, text).errors
+    assert list(e["code"]) == [code]
+    assert e.iloc[0]["message"] == message
+    assert (None if pd.isna(e.iloc[0]["rank"]) else int(e.iloc[0]["rank"])) == rank
+
+
+# A launcher that exits with its child's -N is seen by ssh/pdsh, a wrapper or a container as the
+# unsigned byte 256-N: death by signal N. Real lines: determined-ai/determined's
+# cifar10_cpu_offloading README (DeepSpeed's launcher under pdsh, 247 = -9),
+# deepspeedai/DeepSpeedExamples#614 (DeepSpeed-Chat's wrapper, 249 = -7), deepspeedai/DeepSpeed#3232
+# (the same launcher line with the signed code).
+UNSIGNED_EXITS = [
+    ("[ERROR] [launch.py:184:sigkill_handler] ['python3', '-m', 'determined.exec.harness', "
+     "'model_def_OOM_offload:CIFARTrial'] exits with return code = 247", 247, "SIGKILL"),
+    ("pdsh@ip-172-31-36-1: 172.31.36.1: ssh exited with exit code 247", 247, "SIGKILL"),
+    ("RuntimeError: Step 1 exited with non-zero status 249", 249, "SIGBUS"),
+    ("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
+     "'main.py', '--local_rank=0'] exits with return code = -9", -9, "SIGKILL"),
+]
+
+
+@pytest.mark.parametrize(("line", "code", "sig"), UNSIGNED_EXITS)
+def test_a_negative_return_code_as_an_unsigned_byte_is_a_signal(line, code, sig) -> None:
+    row = errors.parse_exit(line)
+    assert row is not None and (row["exitcode"], row["signal"]) == (code, sig)
+
+
+def test_exit_255_is_not_a_signal() -> None:
+    # exit(-1) is 255: a program's own error code, not a signal
+    from traindoc.parse.torchrun import signal_name
+    assert signal_name(255) is None and signal_name(1) is None and signal_name(137) == "SIGKILL"
+
+
+# Kubernetes' eviction for a resource other than memory: the kubelet stops the pod. Real lines:
+# kubernetes/kubernetes#91600 (kubectl describe pod), cloud-ark/kubeplus#1382.
+EVICTIONS = [
+    "Message:        The node was low on resource: ephemeral-storage. Container ebaogi-bff-app "
+    "was using 34260Ki, which exceeds its request of 0. ",
+    "Message:      The node was low on resource: ephemeral-storage. Threshold quantity: "
+    "2146223340, available: 1883424Ki. Container helmer was using 10304Ki, request is 10Mi, has "
+    "larger consumption of ephemeral-storage.",
+]
+
+
+@pytest.mark.parametrize("line", EVICTIONS)
+def test_an_eviction_for_disk_is_a_failure(line: str) -> None:
+    row = err(line)
+    assert (row["code"], row["kind"]) == ("k8s_evicted", "signal")
+    assert row["message"].startswith("The node was low on resource: ephemeral-storage")
+
+
+def test_an_eviction_for_memory_stays_oom() -> None:
+    # kubeflow/kubeflow#1261
+    row = err("The node was low on resource: memory.")
+    assert (row["code"], row["kind"]) == ("k8s_evicted_memory", "oom")

@@ -6,6 +6,7 @@ import json
 import pickle
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import traindoc
@@ -513,3 +514,30 @@ def test_a_size_desync_without_a_timeout_says_so() -> None:
     assert r.verdict.startswith("ALLREDUCE #3104 (no timeout line in these logs)")
     assert "the same collective with different sizes" in r.verdict
     assert "different collectives" not in r.verdict
+
+
+# The heartbeat monitor ending a rank whose watchdog hung (torch >= 2.4's LOG(FATAL) line), the
+# last line such a rank prints when its "watchdog got stuck" line is cut from the excerpt. Real
+# lines: NVIDIA/Fuser#3055, warpem/miss-alignment#105.
+WATCHDOG_HANG_ENDS = [
+    ("[F930 15:23:07.686401350 ProcessGroupNCCL.cpp:1309] [PG ID 6 PG GUID  Rank 0] [PG ID 6 PG "
+     "GUID  Rank 0] Terminating the process after attempting to dump debug info, due to "
+     "ProcessGroupNCCL watchdog hang.", None),  # rank 0 of PG 6: a group-local rank, not global
+    ("[rank1]:[F513 12:46:14.495035780 ProcessGroupNCCL.cpp:1614] [PG ID 0 PG GUID 0(default_pg) "
+     "Rank 1] [PG ID 0 PG GUID 0(default_pg) Rank 1] Terminating the process after attempting to "
+     "dump debug info, due to ProcessGroupNCCL watchdog hang.", 1),
+]
+
+
+@pytest.mark.parametrize(("line", "rank"), WATCHDOG_HANG_ENDS)
+def test_monitor_terminating_a_hung_watchdog_is_read(tmp_path: Path, line: str,
+                                                     rank: int | None) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(line + "\n")
+    inc = traindoc.load(p)
+    e = inc.errors
+    got = e.iloc[0]["rank"] if len(e) else None
+    assert list(e["code"]) == ["watchdog_stuck"]
+    assert (None if pd.isna(got) else int(got)) == rank
+    if rank is not None:
+        assert timeout.analyse(inc).timed_out_ranks == [rank]

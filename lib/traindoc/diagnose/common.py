@@ -346,3 +346,61 @@ def input_findings(incident: Incident) -> list[Finding]:
 
 __all__ = ["Progress", "evidence", "input_findings", "last_progress", "reading_words",
            "step_totals_by_rank", "unplaced_forms"]
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """What a launcher said about the node layout (``layout:`` rows of ``host_timings``): each
+    named host's node rank, the node rank of lines without a host, processes per node, nodes."""
+
+    node_rank_of: dict[str, int]
+    node_rank: int | None
+    nproc_per_node: int | None
+    nnodes: int | None
+
+
+def node_layout(incident: Incident) -> NodeLayout:
+    """The node layout the logs state; a value stated two different ways counts as not stated."""
+    ht = incident.tables.get("host_timings")
+    if ht is None or not len(ht):
+        return NodeLayout({}, None, None, None)
+    lay = ht[ht["metric"].astype("string").str.startswith("layout:", na=False)]
+
+    def one(values: Iterable[Any]) -> int | None:
+        vals = {int(v) for v in values if pd.notna(v)}
+        return vals.pop() if len(vals) == 1 else None
+
+    by_key = {k: g for k, g in lay.groupby(lay["metric"].astype(str).str[len("layout:"):])}
+    nr = by_key.get("node_rank", lay.iloc[0:0])
+    named = nr[nr["host"].notna()]
+    node_rank_of: dict[str, int] = {}
+    for h, g in named.groupby(named["host"].astype(str)):
+        v = one(g["value"])
+        if v is not None:
+            node_rank_of[str(h)] = v
+    return NodeLayout(
+        node_rank_of, one(nr.loc[nr["host"].isna(), "value"]),
+        one(by_key.get("nproc_per_node", lay.iloc[0:0])["value"]),
+        one(by_key.get("nnodes", lay.iloc[0:0])["value"]))
+
+
+def global_rank(local_rank: int | None, host: str | None, layout: NodeLayout,
+                one_machine: bool = False) -> int | None:
+    """A launcher's local rank (torchrun's ``failed (exitcode: N) local_rank: R``, DeepSpeed's
+    ``--local_rank=R``) as a global rank: node rank × processes per node + R when the log states
+    both for the record's node, R when it states one node. ``one_machine`` (the log names one
+    machine at most) takes R as the rank only where the log states no layout at all: an
+    assumption the caller must say it made. Else None: the record stays "local rank R on its
+    host"."""
+    if local_rank is None:
+        return None
+    if layout.nnodes == 1:
+        return local_rank
+    node = layout.node_rank_of.get(host) if host else None
+    if node is None and not layout.node_rank_of:
+        node = layout.node_rank  # lines without a host: the one node rank the log states
+    if node is not None and layout.nproc_per_node is not None:
+        return node * layout.nproc_per_node + local_rank \
+            if local_rank < layout.nproc_per_node else None
+    stated = layout.nnodes is not None or layout.node_rank is not None or bool(layout.node_rank_of)
+    return local_rank if one_machine and not stated else None

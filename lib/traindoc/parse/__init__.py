@@ -21,7 +21,7 @@ in ``LINE_PARSERS`` (one line each), ``BLOCK_PARSERS`` (multi-line records) or
 - ``stacks``: py-spy and faulthandler stack dumps (block parser; py-spy --json a file loader)
 - ``tables``: headerless numeric tables of step and loss (a whole-file loader)
 - ``benchmarks``: per-host benchmark CSVs (file loader), Megatron straggler/timer lines,
-  SLURM node lists into ``host_timings``
+  SLURM node lists, launchers' node layout into ``host_timings``
 - ``prefixes``: rank/host prefixes, ANSI, timestamps (not a table of its own)
 """
 

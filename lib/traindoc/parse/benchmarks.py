@@ -149,6 +149,44 @@ def parse_nodelist(text: str) -> Row | None:
     return {"host": m["expr"], "metric": "nodelist", "value": float(len(hosts))}
 
 
+# -- the node layout a launcher states: which node this is and how many processes per node ----
+# Metric "layout:<key>" (value the number; host the line's host when a prefix names one).
+# A launcher's local rank becomes a global rank only with these (``diagnose.common.global_rank``).
+# Real lines: torch elastic's rendezvous result ("  group_rank=0", "  group_world_size=2",
+# "  local_ranks=[0]": meta-pytorch/torchx#492), DeepSpeed's launcher ("[launch.py:142:main]
+# nnodes=1, num_local_procs=8, node_rank=0": Megatron-DeepSpeed MoE log), torchrun's command
+# line ("--standalone --nproc_per_node=8", "--nnodes=2 --node_rank=1").
+_N = r"[= ]\s*(?P<n>\d+)\b(?![:.])"
+LAYOUT_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("node_rank", re.compile(rf"(?:--node[_-]rank|\bnode_rank|\bgroup_rank|\bNODE_RANK){_N}")),
+    ("nproc_per_node", re.compile(
+        rf"(?:--nproc[_-]per[_-]node|\bnum_local_procs|\blocal_world_size|\bLOCAL_WORLD_SIZE)"
+        rf"{_N}")),
+    ("nnodes", re.compile(rf"(?:--nnodes|\bnnodes|\bgroup_world_size|\bNNODES){_N}")),
+)
+LOCAL_RANKS_RE = re.compile(r"\blocal_ranks=\[(?P<list>[\d, ]*)\]")
+STANDALONE_RE = re.compile(r"(?:^|\s)--standalone\b")
+LAYOUT_NEEDLES = ("node_rank", "node-rank", "group_rank", "NODE_RANK", "nproc", "num_local_procs",
+                  "local_world_size", "LOCAL_WORLD_SIZE", "nnodes", "NNODES", "group_world_size",
+                  "local_ranks=", "--standalone")
+
+
+def parse_node_layout(text: str) -> list[Row] | None:
+    """A launcher's statement of the node layout: node rank, processes per node, node count
+    (``--standalone``: one node) as ``layout:`` rows."""
+    rows: list[Row] = []
+    for key, rx in LAYOUT_KEYS:
+        m = rx.search(text)
+        if m:
+            rows.append({"metric": f"layout:{key}", "value": float(m["n"])})
+    m = LOCAL_RANKS_RE.search(text)
+    if m and m["list"].strip():
+        rows.append({"metric": "layout:nproc_per_node", "value": float(len(m["list"].split(",")))})
+    if STANDALONE_RE.search(text) and not any(r["metric"] == "layout:nnodes" for r in rows):
+        rows.append({"metric": "layout:nnodes", "value": 1.0})
+    return rows or None
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
@@ -157,6 +195,14 @@ PARSERS: tuple[LineParser, ...] = (
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
         "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])",
+    ),
+    LineParser(
+        "node_layout",
+        "host_timings",
+        LAYOUT_NEEDLES,
+        parse_node_layout,
+        example="[2022-10-29 00:41:40,882] [INFO] [launch.py:142:main] nnodes=1, num_local_procs=8, "
+        "node_rank=0",
     ),
 )
 

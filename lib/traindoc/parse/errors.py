@@ -55,7 +55,9 @@ Wordings, checked against the sources that print them (and public issues quoting
 - Containers and Kubernetes: an exit status above 128 is death by signal 128+N (``Exit code:
   137``, ``Job exited with error code 137`` IBM/FfDL#127, ``Process 0 exit with status code
   137.`` horovod#2829, ``Exit Code: 137`` kubernetes#122256); ``Reason: OOMKilled``
-  (hmcts/cnp-flux-config#28772) and ``The node was low on resource: memory.`` (kubeflow#1261).
+  (hmcts/cnp-flux-config#28772) and ``The node was low on resource: memory.`` (kubeflow#1261);
+  an eviction for another resource (``… low on resource: ephemeral-storage.``,
+  kubernetes#91600) is the pod stopped by the kubelet (kind ``signal``).
 - torchrun's escalation 30 s after its SIGTERM: ``Unable to shutdown process 188 via
   Signals.SIGTERM, forcefully exiting via Signals.SIGKILL`` (torch 1.10: ``Unable to shutdown
   processes via 15, forcefully exitting via 9``, pytorch#61602).
@@ -220,6 +222,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "watchdog got stuck",
         re.compile(r"(?P<msg>ProcessGroupNCCL's watchdog got stuck for \d+ seconds[^.]*)"),
     ),
+    # the monitor thread ending the process it found stuck (torch >= 2.4, a LOG(FATAL) line:
+    # NVIDIA/Fuser#3055, warpem/miss-alignment#105): the same hang, from its last line
+    (
+        "watchdog_stuck",
+        "nccl_error",
+        "due to ProcessGroupNCCL watchdog hang",
+        re.compile(r"(?P<msg>Terminating the process after attempting to dump debug info, due to "
+                   r"ProcessGroupNCCL watchdog hang)"),
+    ),
     (
         "watchdog_terminated",
         "nccl_error",
@@ -297,6 +308,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "low on resource: memory",
         re.compile(r"(?P<msg>The node was low on resource: memory\.?(?: Container \S+ was "
                    r"using \S+, (?:which exceeds its request of|request is) \S+\.)?)"),
+    ),
+    # the same eviction for another resource (disk: ephemeral-storage, nodefs; pids): the
+    # kubelet stops the pod's containers (kubernetes/kubernetes#91600, cloud-ark/kubeplus#1382)
+    (
+        "k8s_evicted",
+        "signal",
+        "low on resource: ",
+        re.compile(r"(?P<msg>The node was low on resource: (?!memory)[\w.-]+\.?(?: Container \S+ "
+                   r"was using \S+, (?:which exceeds its request of|request is) \S+\.)?)"),
     ),
     (
         "ray_oom",
@@ -587,6 +607,10 @@ ADVICE = ("CUDA kernel errors might be asynchronously reported", "For debugging 
           "Compile with `TORCH_USE_CUDA_DSA`", "Search for `cudaErrorLaunchFailure'",
           "Device-side assertions")
 MAX_FRAMES = 64
+# what is left of a type name when several processes' terminate lines interleave:
+# "c10::DistBackendError'", "ce of 'c10::DistBackendErrorc10::DistBackendError'", "'"
+# (huggingface/open-r1#620)
+TYPE_SHARD_RE = re.compile(r"^(?:[\w :']*::\w+'|[\w:]*')$")
 
 
 class CudaErrorBlock:
@@ -635,6 +659,13 @@ class CudaErrorBlock:
             if m:
                 rec["msg"], rec["ctx"] = m["msg"].strip(), ctx
                 return True
+        if rec["msg"] is None and ("terminate called after" in text or TYPE_SHARD_RE.match(s)):
+            # another process aborting at the same moment: its terminate line (or a shard of
+            # the interleaved type names) lands before the what() they share
+            if rec["type"] is None or "'" in rec["type"]:
+                m = TERMINATE_RE.search(text)
+                rec["type"] = m["type"] if m else rec["type"]
+            return True
         if s.startswith("frame #"):
             m = FRAME_RE.match(text)
             if m and len(rec["frames"]) < MAX_FRAMES:
@@ -702,9 +733,11 @@ SRUN_EXIT_RE = re.compile(
 # code: 137", "Job exited with error code 137", "learner_exit_code: 137", Kubernetes' "Exit Code:
 # 137", "exit status 137", "exit with status code 137"): read only above 128, a death by signal
 # 128+N (a plain "exit code 1" says nothing the worker's own error does not).
+# Above 240: a launcher's -N seen as the unsigned byte 256-N ("ssh exited with exit code 247",
+# "Step 1 exited with non-zero status 249": torchrun.signal_name).
 EXIT_STATUS_RE = re.compile(
-    r"(?<![A-Za-z])(?P<said>(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|"
-    r"[Ee]xit_code)[:=]?\s*(?P<code>1[3-9]\d))\b")
+    r"(?<![A-Za-z])(?P<said>(?:[Ee]xit(?:ed)?(?: with)?(?: error| status| non-zero status)?"
+    r"(?: [Cc]ode)?|exit status|[Ee]xit_code)[:=]?\s*(?P<code>1[3-9]\d|24\d|25[0-2]))\b")
 SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )

@@ -65,9 +65,17 @@ NO_OTHER_RE = re.compile(r"<NO[_ ]OTHER[_ ]FAILURES>")
 ORPHAN_START_RE = re.compile(r"^\s*(?:time {6}: \d{4}-\d\d-\d\d[_ T]|host {6}: \S)")
 
 
+# A launcher that exits with its child's -N (DeepSpeed's launch.py: sys.exit(returncode)) is seen
+# by ssh/pdsh, a wrapper or a container as the unsigned byte 256-N: 247 is -9 (SIGKILL), 245 is
+# -11 (SIGSEGV), 249 is -7 (SIGBUS). Only the fatal signals: 255 is the common exit(-1).
+UNSIGNED_FATAL_SIGNALS = (4, 6, 7, 8, 9, 11, 15)
+
+
 def signal_name(exitcode: int | None) -> str | None:
-    """'SIGABRT' for exit code -6 (torchrun reports death by signal N as -N) and 'SIGTERM'
-    for 143 (a shell's 128+N)."""
+    """'SIGABRT' for exit code -6 (torchrun reports death by signal N as -N), 'SIGTERM' for 143
+    (a shell's 128+N), 'SIGKILL' for 247 (-9 as an unsigned exit byte)."""
+    if exitcode is not None and 256 - exitcode in UNSIGNED_FATAL_SIGNALS:
+        exitcode -= 256
     if exitcode is None or exitcode == 0 or 0 < exitcode <= 128 or exitcode > 128 + 64:
         return None
     num = -exitcode if exitcode < 0 else exitcode - 128

@@ -125,6 +125,10 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
                      error_message=first["message"])
         if pd.notna(first["time"]):
             facts["first_failure_time"] = pd.Timestamp(first["time"]).isoformat()
+    elif len(peer := _peer_errors(crash.cascade)):
+        # only a victim's view (a peer went away, the network broke): the kind and words of
+        # what this side saw; no rank or host to blame
+        facts.update(error_kind="nccl_error", error_message=peer.iloc[0]["message"])
     xids = events[events["kind"] == "xid"] if len(events) else events
     if len(xids) and facts["failed_hosts"]:
         on_failed = xids[xids["host"].isin(facts["failed_hosts"])]
@@ -152,6 +156,18 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
         exit_delay_s=_exit_delay(crash, events), facts=facts,
         checkpoint_save_s=checkpoint_save_s, iteration_s=iteration_s, mtbf_hours=mtbf_hours,
         save_interval=save_interval, gpus_per_node=gpus_per_node, window_s=window_s)
+
+
+# NCCL's own words for a peer or the network failing under this process (the remote side went
+# away, a socket broke): a victim's view, the only failure a log may show
+PEER_NCCL_CODES = ("nccl_remote", "nccl_warn_net")
+
+
+def _peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
+    """The cascade's NCCL lines that report a peer or the network failing."""
+    if not len(cascade):
+        return cascade
+    return cascade[(cascade["table"] == "errors") & cascade["code"].isin(PEER_NCCL_CODES)]
 
 
 def job_hosts(incident: Incident) -> list[str]:

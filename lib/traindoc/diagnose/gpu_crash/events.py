@@ -19,12 +19,12 @@ import pandas as pd
 
 from ...incident import Incident
 from ...parse.xid import xid_info
-from ..common import as_int, as_str, is_host, pid_hosts, rank_hosts
+from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
 
 SAME_FAILURE_WINDOW_S = 120.0  # causes this close to the first one, on its host, are one failure
 
 EVENT_COLUMNS = ["file", "lineno", "time", "rank", "host", "pid", "kind", "code", "message",
-                 "role", "strength", "root_cause", "table", "source", "line"]
+                 "role", "strength", "root_cause", "table", "source", "line", "rank_note"]
 
 # nccl_error codes that are a local failure (the rank's own GPU or program), not a peer's.
 LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage", "gloo_mismatch",
@@ -216,9 +216,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     if host_of is None:
         host_of = rank_hosts(incident)
     by_pid_host = pid_hosts(incident)
-    # one machine (or none named): torchrun's local rank is the rank
-    one_node = len([h for h in incident.hosts if is_host(h)]) <= 1
-    ranks, hosts = [], []
+    layout = node_layout(incident)
+    # one machine (or none) named and no layout stated: the local rank is taken as the rank
+    one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
+    ranks, hosts, notes = [], [], []
     # srun task -> machine, where a line that task wrote names a pid NCCL places (a launcher's
     # children run on its own machine); a task seen on two machines is left as it is
     task_machine: dict[str, set[str]] = {}
@@ -228,8 +229,12 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             rank = by_pid.get(int(r.pid))
         if rank is None and known(r.host) and known(r.local_rank):
             rank = by_local.get((str(r.host), int(r.local_rank)))
-        if rank is None and known(r.local_rank) and one_node:
-            rank = int(r.local_rank)
+        assumed = False
+        if rank is None and known(r.local_rank):
+            rank = global_rank(int(r.local_rank), as_str(r.host), layout)
+            if rank is None:
+                rank = global_rank(int(r.local_rank), as_str(r.host), layout, one_machine)
+                assumed = rank is not None
         host = str(r.host) if is_host(r.host) else None
         if host is None and rank is not None:
             host = host_of.get(rank)
@@ -241,11 +246,21 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             host = str(r.host)  # an srun task id: who wrote it, never a host to drain
         ranks.append(rank)
         hosts.append(host)
+        if rank is None and known(r.local_rank):
+            where = f" on {host}" if host else ""
+            notes.append(f"local rank {int(r.local_rank)}{where}: the log does not give its "
+                         "node rank and processes per node, so no global rank")
+        elif assumed:
+            notes.append(f"local rank {rank} taken as rank {rank}: the log names one machine at "
+                         "most and states no node layout")
+        else:
+            notes.append(None)
     for i, h in enumerate(hosts):
         machines = task_machine.get(h) if h is not None else None
         if machines is not None and len(machines) == 1:
             hosts[i] = next(iter(machines))
     ev["rank"] = pd.array(ranks, dtype="Int64")
+    ev["rank_note"] = pd.array(notes, dtype="string")
     ev["host"] = pd.array(hosts, dtype="string")
 
 

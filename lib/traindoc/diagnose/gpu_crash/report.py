@@ -141,7 +141,9 @@ def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
            "line_order": "line order, the lines carry no timestamps",
            "silent": "the only rank that reported nothing while the others failed after it"}
     kind = KIND_WORDS.get(facts["error_kind"], facts["error_kind"]) or "cause unknown"
-    return (f"{_who(facts)} failed first{when}: {kind} — {facts['error_message']}"
+    note = first.get("rank_note")
+    note = f" ({note})" if isinstance(note, str) and note else ""
+    return (f"{_who(facts)}{note} failed first{when}: {kind} — {facts['error_message']}"
             f" [chosen by {how.get(crash.by, crash.by)}]")
 
 
