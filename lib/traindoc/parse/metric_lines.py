@@ -25,6 +25,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   into seconds per step.
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
+- **a count named by its unit** when no step key is on the line (PyTorch's
+  word_language_model: ``| epoch   1 |   200/ 2983 batches | … | ms/batch 45.68 | loss  7.63``):
+  ``N/ M batches`` (or iters, steps) is the step of the epoch; ``ms/batch`` a time per step.
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
   is on the line: the sample position counted across epochs; a time over a window of
   iterations (``198.8s(100 iters)``) is divided by it.
@@ -62,6 +65,12 @@ EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", 
 # (10%)]" (samples of the epoch); its iteration is epoch × total + count
 EXAMPLE_STEP_RE = re.compile(
     r"(?<![\w/.])epoch:?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*(?:\(\s*\d+%\s*\))?\s*\]",
+    re.IGNORECASE)
+# a count of a total named by its unit, when no step key is on the line (PyTorch's
+# word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …"):
+# the batch of the epoch
+COUNTER_STEP_RE = re.compile(
+    r"(?<![\w/.])(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s+(?:batch(?:es)?|iters?|iterations|steps)\b",
     re.IGNORECASE)
 # a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
@@ -117,7 +126,8 @@ METRIC_KEYS: dict[str, str] = {
                     "steps_per_s"),
     **dict.fromkeys(("steptime", "itertime", "timeperstep", "time/iter", "time/step",
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
-                     "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter"),
+                     "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter",
+                     "ms/batch", "ms/step", "ms/iter", "ms/it"),
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/")
@@ -248,7 +258,7 @@ def parse_metric_line(text: str) -> Row | None:
         return _finish(_with_parts(row, parts))
     if NOT_A_STEP_RE.search(text):
         return None
-    m = _step(text)
+    m = _step(text) or COUNTER_STEP_RE.search(text)
     if m is None:
         m = EXAMPLE_STEP_RE.search(text)
         if m is None:
@@ -279,8 +289,8 @@ def parse_metric_line(text: str) -> Row | None:
         if col in row:
             continue
         value = _number(p["v"], p["u"])
-        if value is not None and col == "elapsed_s" and (p["u"] == "ms"
-                                                         or key.lower().endswith("ms")):
+        if value is not None and col == "elapsed_s" and (
+                p["u"] == "ms" or key.lower().endswith("ms") or key.lower().startswith("ms/")):
             value /= 1000.0
         if col == "elapsed_s" and key.lower() == "time":
             plain_time = value
