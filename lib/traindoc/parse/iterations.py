@@ -46,6 +46,9 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   scaler 0 reducing loss scale to 32768.0``: a row with ``skipped=1``; only ``Grad overflow on
   iteration N`` numbers the step (the runbook places the others after the last step logged
   before them).
+- NaN/inf warnings that name no step (``Loss is nan, stopping training``, TF's ``Model
+  diverged with loss = NaN.``): a row with ``nan=1`` and no iteration, placed by the runbook
+  like an overflow.
 
 ``event`` is <NA> for a training step; rows with an event are not steps (their ``loss`` stays
 <NA>: an eval loss goes to ``eval_loss``, a run-average train loss is not kept).
@@ -896,6 +899,23 @@ def parse_overflow(text: str) -> Row | None:
     return {"skipped": 1, "loss_scale": scale}
 
 
+# -- a NaN/inf warning that names no step ------------------------------------------------------
+# "Loss is nan, stopping training" (DEIM, GreenMIM, MAE-style engines), TF estimator's
+# NanTensorHook "Model diverged with loss = NaN.": the runbook places it after the last step
+# logged before it (common.place_unnumbered_skips)
+NAN_WARNING_RE = re.compile(
+    r"\b(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b", re.IGNORECASE)
+# a line that names its step is a step line (the generic reader's), not an unplaced warning
+NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*[:=#]?\s*\[?\s*\d", re.IGNORECASE)
+
+
+def parse_nan_warning(text: str) -> Row | None:
+    """A NaN/inf loss reported by a warning that names no step: ``nan=1``, no iteration."""
+    if not NAN_WARNING_RE.search(text) or NAMES_A_STEP_RE.search(text):
+        return None
+    return {"nan": 1}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "megatron_iteration",
@@ -1016,6 +1036,14 @@ PARSERS: tuple[LineParser, ...] = (
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
+    ),
+    LineParser(
+        "nan_warning",
+        "iterations",
+        ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss"),
+        parse_nan_warning,
+        # Intellindust-AI-Lab/DEIM#96
+        example="Loss is nan, stopping training",
     ),
     LineParser(
         "lightning_bar",
