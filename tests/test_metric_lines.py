@@ -240,3 +240,36 @@ def test_a_metrics_line_is_not_joined_to_a_step_line_of_its_own(tmp_path) -> Non
     it = load(str(log)).iterations
     assert list(it["iteration"]) == [10]
     assert it["loss"].iloc[0] == pytest.approx(2.1)
+
+
+# MLPerf's ":::MLLOG {json}" events: the step in the metadata, the rate in the value
+MLLOG_LINES = [
+    (':::MLLOG {"namespace": "", "time_ms": 1714541647261, "event_type": "POINT_IN_TIME", "key": '
+     '"tracked_stats", "value": {"throughput": 56479.878083263764}, "metadata": {"file": '
+     '"/workspace/image_classification/common/fit.py", "lineno": 1001, "step": 2}}',
+     {"iteration": 2, "samples_per_s": 56479.878083263764},
+     "LambdaLabsML/training_results_v4.0 Oracle resnet 240501044234180111914_4.log (corpus)"),
+    (' 0: :::MLLOG {"namespace": "", "time_ms": 1719843792116, "event_type": "POINT_IN_TIME", '
+     '"key": "tracked_stats", "value": {"throughput": 14214.65962521748}, "metadata": {"file": '
+     '"/workspace/bert/run_pretraining.py", "lineno": 1850, "epoch_num": 799502}}',
+     {"iteration": 799502, "samples_per_s": 14214.65962521748},
+     "LambdaLabsML/training_results_v4.0 Lambda/benchmarks/bert/implementations/pytorch/Lambda.md"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", MLLOG_LINES, ids=[r[2] for r in MLLOG_LINES])
+def test_mllog_events(line: str, expected: dict, source: str) -> None:
+    assert parse_metric_line(line) == expected
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_mllog_events_by_either_engine(tmp_path, engine: str) -> None:
+    log = tmp_path / "result.log"
+    # an eval event is no step line: no loss, no rate
+    log.write_text("\n".join(line for line, _, _ in MLLOG_LINES) + "\n"
+                   ':::MLLOG {"namespace": "", "time_ms": 1714541672016, "event_type": '
+                   '"POINT_IN_TIME", "key": "eval_accuracy", "value": 0.2938, "metadata": {"file": '
+                   '"/workspace/image_classification/common/fit.py", "lineno": 1043, '
+                   '"epoch_num": 3}}\n')
+    it = load(str(log), engine=engine).iterations
+    assert it["samples_per_s"].tolist() == [56479.878083263764, 14214.65962521748]

@@ -32,7 +32,10 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   is on the line: the sample position counted across epochs; a time over a window of
   iterations (``198.8s(100 iters)``) is divided by it.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
-  ``total_steps``-like field is the total, not a reason to skip the line.
+  ``total_steps``-like field is the total, not a reason to skip the line. MLPerf's ``:::MLLOG``
+  events are flattened first: the step from the metadata (``step``, else ``epoch_num``), the
+  value's fields (``tracked_stats`` ``{"throughput": …}``, samples per second) or the value
+  under the event's key (``"key": "train_loss"``).
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
   digits is a step, ``trl``/``tel`` are the train and val loss.
 
@@ -77,9 +80,16 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1, "up": 1,
-             "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
+             "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
+             "epochnum": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
+# MLPerf's logging (":::MLLOG {…, "key": "tracked_stats", "value": {"throughput": 56479.9},
+# "metadata": {…, "step": 2}}"): an event's fields, the step in its metadata, and the names
+# its benchmarks give a rate (samples per second: images, sequences)
+MLLOG_FIELDS = frozenset(("key", "value", "metadata"))
+MLLOG_STEP_KEYS = ("step", "epoch_num")
+MLLOG_KEYS = {"throughput": "samples_per_second"}
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
@@ -136,7 +146,7 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm", " trl:", " tel:")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
@@ -205,6 +215,16 @@ def _step(text: str) -> re.Match[str] | None:
     return best
 
 
+def _mllog_fields(obj: dict) -> dict:
+    """An MLPerf ``:::MLLOG`` event as flat fields: its metadata (the step), then its value —
+    a dict's fields, or one field named by the event's key — with MLPerf's names renamed."""
+    meta = obj["metadata"] if isinstance(obj["metadata"], dict) else {}
+    value = obj["value"]
+    fields = {k: v for k, v in meta.items() if k in MLLOG_STEP_KEYS}
+    fields.update(value if isinstance(value, dict) else {str(obj["key"]): value})
+    return {MLLOG_KEYS.get(k, k): v for k, v in fields.items()}
+
+
 def _json_pairs(text: str) -> dict[str, str] | None:
     """The scalar fields of a JSON object on the line (NaN/Infinity allowed), or None."""
     start, end = text.find("{\""), text.rfind("}")
@@ -216,6 +236,8 @@ def _json_pairs(text: str) -> dict[str, str] | None:
         return None
     if not isinstance(obj, dict):
         return None
+    if MLLOG_FIELDS <= obj.keys():
+        obj = _mllog_fields(obj)
     return {str(k): str(v) for k, v in obj.items()
             if (isinstance(v, int | float) and not isinstance(v, bool))
             or (isinstance(v, str) and STEP_OF_TOTAL_RE.fullmatch(v))}
