@@ -204,3 +204,17 @@ def test_a_nan_warning_belongs_to_the_step_after_the_last_logged(tmp_path: Path)
     a = ls.analyse(traindoc.load(str(log)))
     assert a.nan_iterations == [11]
     assert a.last_iteration == 11
+
+
+# a 1-based step counter that wraps at an epoch, in an excerpt that starts late in the run
+SID_117 = ["333 154 Loss=nan Time=0.040", "333 155 Loss=nan Time=0.041",
+           "333 161 Loss=nan Time=0.042", "334 1 Loss=nan Time=0.044",
+           "334 3 Loss=nan Time=0.036"]  # cchen156/Learning-to-See-in-the-Dark#117
+
+
+def test_a_wrapping_counter_counts_from_the_epoch_number(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(SID_117) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    # 161 steps per epoch (the wrap 161 -> 1); epoch 333 starts at (333 - 1) * 161
+    assert a.nan_iterations == [53606, 53607, 53613, 53614, 53616]

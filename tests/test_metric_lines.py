@@ -102,6 +102,16 @@ REAL_LINES = [
     ("| epoch   6 |   200/ 2983 batches | lr 5.00 | ms/batch 32.47 | loss  4.95 | ppl   140.84",
      {"iteration": 200, "epoch": 6.0, "lr": 5.0, "elapsed_s": 0.03247, "loss": 4.95},
      "pytorch/examples#642"),
+    # a count before its unit word, no step key (HAKE-Action's AE pre-training log)
+    ("000 epoch, 06000 iter, average time 0.6607, loss nan", {"iteration": 6000, "loss": NAN},
+     "DirtyHarryLYL/HAKE-Action-Torch#34"),
+    # bare counters at the start of the line before keyed metrics: the step (of a total), or
+    # the epoch and the step
+    ("268/446 (epoch 0), train_loss = 2.097, time/batch = 0.194",
+     {"iteration": 268, "total_iterations": 446, "loss": 2.097, "elapsed_s": 0.194},
+     "sherjilozair/char-rnn-tensorflow#138"),
+    ("333 154 Loss=nan Time=0.040", {"iteration": 154, "epoch": 333.0, "loss": NAN,
+                                     "elapsed_s": 0.04}, "cchen156/Learning-to-See-in-the-Dark#117"),
 ]
 
 
@@ -124,6 +134,8 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     # word_language_model's end-of-epoch summary names no step (pytorch/examples#95)
     "| end of epoch   1 | time: 24.19s | valid loss  5.15 | valid ppl   172.34",
     "max_steps: 1000 loss: 2",  # a setting
+    "76930 2.6496577",  # a bare table row is the table loader's (parse/tables.py)
+    "20240101 12:00:00 loss=2.0",  # a date and a clock are no counters
     "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
     "Epoch 3 finished, loss 2.31",  # no step
     "Namespace(lr=0.001, step=10, loss=2.0)",

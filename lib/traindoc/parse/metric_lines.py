@@ -27,7 +27,11 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
 - **a count named by its unit** when no step key is on the line (PyTorch's
   word_language_model: ``| epoch   1 |   200/ 2983 batches | … | ms/batch 45.68 | loss  7.63``):
-  ``N/ M batches`` (or iters, steps) is the step of the epoch; ``ms/batch`` a time per step.
+  ``N/ M batches`` or ``N iter`` (batches, iters, steps) is the step; ``ms/batch`` a time per
+  step.
+- **bare counters at the start of the line** when nothing else names the step: ``N`` or
+  ``N/M`` before keyed metrics is the step (char-rnn's ``268/446 (epoch 0), train_loss =
+  2.097``), two numbers are the epoch and the step (``333 154 Loss=nan Time=0.040``).
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
   is on the line: the sample position counted across epochs; a time over a window of
   iterations (``198.8s(100 iters)``) is divided by it.
@@ -69,12 +73,18 @@ EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", 
 EXAMPLE_STEP_RE = re.compile(
     r"(?<![\w/.])epoch:?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*(?:\(\s*\d+%\s*\))?\s*\]",
     re.IGNORECASE)
-# a count of a total named by its unit, when no step key is on the line (PyTorch's
-# word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …"):
-# the batch of the epoch
+# a count (of a total) named by its unit, when no step key is on the line (PyTorch's
+# word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
+# HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
 COUNTER_STEP_RE = re.compile(
-    r"(?<![\w/.])(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s+(?:batch(?:es)?|iters?|iterations|steps)\b",
+    r"(?<![\w/.(])(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?\s+(?:batch(?:es)?|iters?|iterations|steps)\b",
     re.IGNORECASE)
+# bare counters at the start of a line, before its keyed metrics, when nothing else names the
+# step: "268/446 (epoch 0), train_loss = 2.097" (the step of a total), "333 154 Loss=nan
+# Time=0.040" (epoch, then the step); the next token must be a word, so that a clock or a
+# table row ("76930 2.6496577") is no step
+LEAD_STEP_RE = re.compile(
+    r"^\s*(?:(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?(?=\s*[,(]?\s*[A-Za-z(])")
 # a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
@@ -137,7 +147,7 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("steptime", "itertime", "timeperstep", "time/iter", "time/step",
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
                      "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter",
-                     "ms/batch", "ms/step", "ms/iter", "ms/it"),
+                     "ms/batch", "ms/step", "ms/iter", "ms/it", "time/batch"),
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/")
@@ -280,14 +290,25 @@ def parse_metric_line(text: str) -> Row | None:
         return _finish(_with_parts(row, parts))
     if NOT_A_STEP_RE.search(text):
         return None
-    m = _step(text) or COUNTER_STEP_RE.search(text)
-    if m is None:
-        m = EXAMPLE_STEP_RE.search(text)
-        if m is None:
-            return None
+    m = _step(text)
+    if m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
         row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])
         row["epoch"] = float(m["e"])
+    elif m is None and (m := COUNTER_STEP_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
+        if m["tot"]:
+            row["total_iterations"] = int(m["tot"])
+        if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
+    elif m is None and (m := LEAD_STEP_RE.match(text)) is not None:
+        row["iteration"] = int(m["n"])
+        if m["tot"]:
+            row["total_iterations"] = int(m["tot"])
+        if m["e"]:
+            row["epoch"] = float(m["e"])
+    elif m is None:
+        return None
     else:
         row["iteration"] = int(m["n"])
         if m["tot"]:
