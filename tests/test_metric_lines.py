@@ -112,6 +112,33 @@ REAL_LINES = [
      "sherjilozair/char-rnn-tensorflow#138"),
     ("333 154 Loss=nan Time=0.040", {"iteration": 154, "epoch": 333.0, "loss": NAN,
                                      "elapsed_s": 0.04}, "cchen156/Learning-to-See-in-the-Dark#117"),
+    # trainers whose own pattern (parse/iterations.py) was removed: this reader gives the same row
+    ("[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  loss_cls: "
+     "1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  max_mem: 3957M",
+     {"iteration": 19, "loss": 1.739, "elapsed_s": 0.3401, "lr": 0.0002},
+     "facebookresearch/detectron2#195"),
+    ("step 00004/21400 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | "
+     "mfu: 74.13 | total time: 0.00m",
+     {"iteration": 4, "total_iterations": 21400, "loss": 8.893647, "elapsed_s": 0.98944,
+      "tokens_per_s": 529882.0, "mfu": 74.13}, "karpathy/nanochat#147"),
+    ("Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174",
+     {"iteration": 1, "loss": 2.085338592529297, "lr": 2e-05,
+      "tokens_per_s_per_gpu": 57.828881833956174}, "meta-pytorch/torchtune#1358"),
+    ("Step 0 | loss:1.7535516023635864 lr:2e-05 gpu_resources:13708965376 ",
+     {"iteration": 0, "loss": 1.7535516023635864, "lr": 2e-05}, "meta-pytorch/torchtune#640"),
+    ("2025-08-23 06:20:07,600 - trainers.dit_trainer - INFO - Step   1560 | Loss: 0.5275 | LR: "
+     "3.00e-04 | GradNorm: 2.29 | TPS: 16.88K | Data: 0.007s | Frozen: 0.097s | TrainableFwd: "
+     "0.701s | TrainableBwd: 1.170s",
+     {"iteration": 1560, "loss": 0.5275, "lr": 3e-04, "grad_norm": 2.29}, "Kai-46/minFM#4"),
+    ("I0422 07:10:05.258542 140486560917376 learning.py:507] global step 409: loss = 25237.8984 "
+     "(0.273 sec/step)", {"iteration": 409, "loss": 25237.8984, "elapsed_s": 0.273},
+     "tensorflow/models#8423 (TF-slim)"),
+    ("Iter 100: Train loss 6.437, Learning Rate 7.000e-05, It/sec 0.921, Tokens/sec 371.347, "
+     "Trained Tokens 39407, Peak mem 8.626 GB",
+     {"iteration": 100, "loss": 6.437, "lr": 7e-05, "tokens_per_s": 371.347,
+      "elapsed_s": 1 / 0.921}, "ml-explore/mlx-examples#620"),
+    ("iter 2 step 1: loss 3.3320, iter time: 765.52ms (optimizer.step)",
+     {"iteration": 2, "loss": 3.332, "elapsed_s": 0.76552}, "Lightning-AI/litgpt (iterations.py's example)"),
 ]
 
 
