@@ -112,6 +112,13 @@ REAL_LINES = [
      "sherjilozair/char-rnn-tensorflow#138"),
     ("333 154 Loss=nan Time=0.040", {"iteration": 154, "epoch": 333.0, "loss": NAN,
                                      "elapsed_s": 0.04}, "cchen156/Learning-to-See-in-the-Dark#117"),
+    # "Batch: b/B" is a step only with its total (a batch size has none)
+    ("[Epoch: 1/200, Batch: 20/327] loss: nan, dsc: 0.2118112862110138, sen: 0.37746421322226525, "
+     "ppv: 0.682047963514924", {"iteration": 20, "total_iterations": 327, "epoch": 1.0,
+                                "loss": NAN}, "Tai-Hsien/MeshSegNet#32"),
+    ("Epoch: 1/3, Batch: 100/391, Loss: 1.4052, Accuracy: 37.27%",
+     {"iteration": 100, "total_iterations": 391, "epoch": 1.0, "loss": 1.4052},
+     "zyz9740/public.ai.c_training pybind11/README.md"),
     # trainers whose own pattern (parse/iterations.py) was removed: this reader gives the same row
     ("[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  loss_cls: "
      "1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  max_mem: 3957M",
@@ -163,6 +170,7 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     "max_steps: 1000 loss: 2",  # a setting
     "76930 2.6496577",  # a bare table row is the table loader's (parse/tables.py)
     "20240101 12:00:00 loss=2.0",  # a date and a clock are no counters
+    "batch size 32 loss 2.3",  # a batch size is no step
     "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
     "Epoch 3 finished, loss 2.31",  # no step
     "Namespace(lr=0.001, step=10, loss=2.0)",

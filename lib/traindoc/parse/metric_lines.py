@@ -15,7 +15,8 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   ``loss=0.45 (1.35s)``).
 - **step keys** (``STEP_RANK``, in order of preference; Marian NMT's ``Up.`` too): ``global_step``, ``opt_step``,
   ``num_updates``, ``iteration``, ``iter``, ``step``, ``Global Step``…, with an optional
-  ``/total`` (``step 120/5000``, ``Iter [120/5000]``).
+  ``/total`` (``step 120/5000``, ``Iter [120/5000]``); ``batch`` only with its total
+  (``[Epoch 0/30, Batch 323/1313]``: a batch size has none).
 - **metric keys** (``METRIC_KEYS``): a key is lower-cased, a ``train/``-style prefix and
   spaces/underscores/dashes dropped, then looked up; a key of several words is looked up by its
   longest known suffix (``INFO train loss`` is ``train loss``). A key that is no known one but
@@ -63,7 +64,7 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
-    r"iteration|iter|step|s(?=:\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
+    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step)
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
@@ -91,7 +92,7 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 # (Marian NMT's "Up. 405500" is its update counter)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
-             "epochnum": 4}
+             "epochnum": 4, "batch": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
 # MLPerf's logging (":::MLLOG {…, "key": "tracked_stats", "value": {"throughput": 56479.9},
