@@ -137,3 +137,84 @@ def test_the_last_iteration_is_the_last_logged_loss(tmp_path: Path) -> None:
         log = tmp_path / "train.log"
         log.write_text("\n".join(lines) + "\n")
         assert ls.analyse(traindoc.load(str(log))).last_iteration == last
+
+
+# overflows logged before the file's first numbered step: one skipped step each, counted back
+# from that step (common.place_unnumbered_skips); after a step: counted on from it
+SEEKPOINT_BERT = [  # SeekPoint/DeepSpeedExamples yknote-training-train_bert_ds.py (corpus case)
+    "[2023-07-24 13:21:33,168] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+    "Rank 0 Skipping step. Attempted loss scale: 16777216, reducing to 8388608",
+    "[2023-07-24 13:21:33,259] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+    "Rank 0 Skipping step. Attempted loss scale: 8388608, reducing to 4194304",
+    "[2023-07-24 13:21:33,260] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=10, "
+    "lr=[0.0001], mom=[(0.9, 0.999)]",
+    "[2023-07-24 13:21:33,260] [INFO] [timer.py:215:stop] epoch=0/micro_step=10/global_step=10, "
+    "RunningAvgSamplesPerSec=199.08122946828823, CurrSamplesPerSec=216.75849639214218, "
+    "MemAllocated=0.06GB, MaxMemAllocated=1.68GB",
+    "[2023-07-24 13:21:33,539] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+    "Rank 0 Skipping step. Attempted loss scale: 4194304, reducing to 2097152",
+    "[2023-07-24 13:21:34,636] [INFO] [timer.py:215:stop] epoch=0/micro_step=20/global_step=20, "
+    "RunningAvgSamplesPerSec=175.20191347781497, CurrSamplesPerSec=119.40314143577992, "
+    "MemAllocated=0.06GB, MaxMemAllocated=2.04GB",
+]
+LARGE_SCALE_LM_ZERO = [  # hwang2006/large-scale-lm-tutorials docs/07_zero_redundancy_optimization.md
+    "[2024-09-15 00:13:28,261] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] OVERFLOW! "
+    "Rank 0 Skipping step. Attempted loss scale: 4294967296, but hysteresis is 2. Reducing "
+    "hysteresis to 1",
+    "step:0, loss:5.453125",
+    "[2024-09-15 00:13:28,307] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+    "Rank 0 Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648",
+    "[2024-09-15 00:13:28,340] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+    "Rank 0 Skipping step. Attempted loss scale: 2147483648, reducing to 1073741824",
+    "step:10, loss:3.650390625",
+]
+
+
+def test_overflows_before_the_first_step_count_back_from_it(tmp_path: Path) -> None:
+    for lines, skipped in ((SEEKPOINT_BERT, [9, 10, 11]), (LARGE_SCALE_LM_ZERO, [0, 1, 2])):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        assert ls.analyse(traindoc.load(str(log))).skipped_iterations == skipped
+
+
+# NaN warnings that name no step: a NaN at the step after the last one logged before them
+NAN_WARNINGS = [
+    ("Loss is nan, stopping training", "Intellindust-AI-Lab/DEIM#96"),
+    ("loss is nan, stopping training!", "LayneH/GreenMIM#6"),
+    ("ERROR:tensorflow:Model diverged with loss = NaN.", "NVIDIA/DeepLearningExamples#529"),
+    ("E0526 15:34:12.011717 140569525946176 basic_session_run_hooks.py:760] Model diverged with "
+     "loss = NaN.", "NVIDIA/DeepLearningExamples#529"),
+]
+
+
+def test_a_nan_warning_is_a_nan_row_without_a_step() -> None:
+    from traindoc.parse.iterations import parse_nan_warning
+    for line, source in NAN_WARNINGS:
+        assert parse_nan_warning(line) == {"nan": 1}, source
+    # a line that names its step is a step line, read by the step parsers
+    assert parse_nan_warning("Epoch 3 step 100: loss is nan") is None
+
+
+def test_a_nan_warning_belongs_to_the_step_after_the_last_logged(tmp_path: Path) -> None:
+    # the step lines are LARGE_SCALE_LM_ZERO's; the warning is DEIM#96's (no public log has
+    # both, so the sequence is put together here)
+    log = tmp_path / "train.log"
+    log.write_text("step:0, loss:5.453125\nstep:10, loss:3.650390625\n"
+                   "Loss is nan, stopping training\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == [11]
+    assert a.last_iteration == 11
+
+
+# a 1-based step counter that wraps at an epoch, in an excerpt that starts late in the run
+SID_117 = ["333 154 Loss=nan Time=0.040", "333 155 Loss=nan Time=0.041",
+           "333 161 Loss=nan Time=0.042", "334 1 Loss=nan Time=0.044",
+           "334 3 Loss=nan Time=0.036"]  # cchen156/Learning-to-See-in-the-Dark#117
+
+
+def test_a_wrapping_counter_counts_from_the_epoch_number(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(SID_117) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    # 161 steps per epoch (the wrap 161 -> 1); epoch 333 starts at (333 - 1) * 161
+    assert a.nan_iterations == [53606, 53607, 53613, 53614, 53616]

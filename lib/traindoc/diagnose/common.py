@@ -153,18 +153,26 @@ def split_source(source: object) -> tuple[str, int] | None:
 
 
 def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
-    """The ``iterations`` table with a number for each skipped step (fp16 overflow) whose line
-    names none: the step after the last one logged before it in the same file (a progress bar's
+    """The ``iterations`` table with a number for each skipped step (fp16 overflow) or NaN/inf
+    warning (``Loss is nan, stopping training``) whose line names none: the step after the last one logged before it in the same file (a progress bar's
     count or an iteration line), one more for each overflow in between; with none before it,
-    the first step logged after it. Overflows with neither stay unnumbered.
+    the steps up to the first one logged after it, one each (k overflows before step N are
+    N-k+1 … N). Overflows with neither stay unnumbered.
 
-    Why that neighbour: the overflow is found inside an optimizer step, before the line that
+    Why those neighbours: the overflow is found inside an optimizer step, before the line that
     reports the step is written, so with a step line every iteration (Megatron+DeepSpeed:
     "OVERFLOW! Rank 0 Skipping step" then "iteration 17062/…") the step after the last one
     logged is the one whose line follows. Where the writer logs every N steps the overflow's
-    step is only known to lie in the interval, and the first step of it is taken."""
+    step is only known to lie in the interval: each overflow is one skipped step, counted on
+    from the interval's first step, or back from its last where nothing before it was logged
+    (DeepSpeed's start-of-run loss-scale calibration: ten overflows, then "step=10,
+    skipped=10"; all ten on step 10 would count one). A NaN warning is found the same way,
+    when the step's loss is computed and before its line (if any) is written; overflows and
+    NaN warnings are counted apart, since one step often logs both."""
     it = incident.iterations
-    need = it["iteration"].isna() & (pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0)
+    skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
+    nan = pd.to_numeric(it["nan"], errors="coerce").fillna(0) > 0
+    need = it["iteration"].isna() & (skip | nan)
     if not need.any():
         return it
     marks: dict[str, list[tuple[int, int]]] = {}
@@ -177,19 +185,26 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     for v in marks.values():
         v.sort()
     it = it.copy()
-    run: dict[tuple[str, int], int] = {}
+    run: dict[tuple[str, int, bool], int] = {}
+    # per file and kind: the notes before its first logged step
+    ahead: dict[tuple[str, bool], list[int]] = {}
     for i in it.index[need]:
         where = split_source(it.at[i, "source"])
         if where is None or where[0] not in marks:
             continue
+        kind = bool(skip.at[i])  # an overflow and a NaN warning of one step are one step
         ms = marks[where[0]]
         before = [m for m in ms if m[0] <= where[1]]
         if before:
-            key = (where[0], before[-1][0])
+            key = (where[0], before[-1][0], kind)
             run[key] = run.get(key, 0) + 1
             it.at[i, "iteration"] = before[-1][1] + run[key]
         else:
-            it.at[i, "iteration"] = ms[0][1]
+            ahead.setdefault((where[0], kind), []).append(i)
+    for (file, _), rows in ahead.items():
+        first = marks[file][0][1]
+        for back, i in enumerate(reversed(rows)):
+            it.at[i, "iteration"] = max(first - back, 0)
     return it
 
 

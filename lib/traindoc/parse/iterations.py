@@ -21,7 +21,6 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
 - torchtitan (``torchtitan/components/metrics.py``) and other ``step: N  key: value`` loggers:
   ``step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu:
   34.29%`` (ANSI colour is stripped by the loader; ``tps`` is tokens/s per device).
-- litgpt: ``iter 1 step 0: loss 3.5551, iter time: 1069.53ms``.
 - nanoGPT: ``iter 1631: loss 4.0863, time 561.94ms`` (newer: ``…, mfu 30.12%``; ``-100.00%``
   before the first measurement is no value).
 - Lightning's progress bar with the epoch in front and a postfix: ``Epoch 0:  25%|██▌ | 8/32
@@ -46,6 +45,9 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   scaler 0 reducing loss scale to 32768.0``: a row with ``skipped=1``; only ``Grad overflow on
   iteration N`` numbers the step (the runbook places the others after the last step logged
   before them).
+- NaN/inf warnings that name no step (``Loss is nan, stopping training``, TF's ``Model
+  diverged with loss = NaN.``): a row with ``nan=1`` and no iteration, placed by the runbook
+  like an overflow.
 
 ``event`` is <NA> for a training step; rows with an event are not steps (their ``loss`` stays
 <NA>: an eval loss goes to ``eval_loss``, a run-average train loss is not kept).
@@ -277,20 +279,6 @@ def parse_step_kv(text: str) -> Row | None:
 
 
 # -- litgpt ----------------------------------------------------------------------------------
-LITGPT_RE = re.compile(r"\biter (?P<it>\d+) step (?P<step>\d+): loss (?P<loss>[\d.]+|nan),"
-                       r" iter time: (?P<t>[\d.]+)ms")
-
-
-def parse_litgpt(text: str) -> Row | None:
-    """litgpt's ``iter 1 step 0: loss 3.5551, iter time: 1069.53ms``."""
-    m = LITGPT_RE.search(text)
-    if not m:
-        return None
-    t = to_float(m["t"])
-    return {"iteration": int(m["it"]), "loss": to_float(m["loss"]),
-            "elapsed_s": None if t is None else t / 1000.0}
-
-
 # -- Lightning progress bar ------------------------------------------------------------------
 LIGHTNING_RE = re.compile(
     r"\bEpoch (?P<epoch>\d+):\s*\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
@@ -482,14 +470,6 @@ def parse_nanogpt(text: str) -> Row | None:
 KV_FIELD_RE = re.compile(r"(?<![\w/])(?P<k>[A-Za-z_][\w/]*+)\s*[:=]\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
                          r"(?P<u>ms|s\b|%|[KMGT]\b)?")
 KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
-    # detectron2's EventWriter: "eta: 8:29:46  iter: 19  total_loss: 1.739 … time: 0.3401
-    # data_time: 0.0466  lr: 0.000200  max_mem: 3957M"
-    "detectron2": (re.compile(r"\biter: (?P<it>\d+)\s+(?P<rest>.*\btotal_loss: .*)"),
-                   {"total_loss": "loss", "time": "elapsed_s", "lr": "lr"}),
-    # nanochat: "step 00004/21400 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms |
-    # tok/sec: 529,882 | mfu: 74.13 | total time: 0.00m"
-    "nanochat": (re.compile(r"\bstep (?P<it>\d+)/(?P<total>\d+) \([\d.]+%\) \|(?P<rest>.*)"),
-                 {"loss": "loss", "dt": "elapsed_s", "tok/sec": "tokens_per_s", "mfu": "mfu"}),
     # fairseq before 0.6: "| epoch 015  4000 / 8223 loss=0.73 (0.96), wps=963, wpb=915, bsz=32,
     # lr=0.001, clip=100%, gnorm=1.8137" (iteration counted over epochs: (epoch-1)·total + n)
     "fairseq_legacy": (re.compile(r"\| epoch (?P<epoch>\d+)\s+(?P<it>\d+) / (?P<total>\d+) (?P<rest>.*)"),
@@ -519,13 +499,6 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # (7000/293491) loss:nan lr:0.0000987 epoch_Time:1044.0min:" (epochs from 0)
     "epoch_paren": (re.compile(r"\bEpoch:\[(?P<epoch0>\d+)/\d+\]\((?P<it>\d+)/(?P<total>\d+)\)"
                                r"(?P<rest>.*)"), {"loss": "loss", "lr": "lr"}),
-    # minFM's trainer: "Step   1560 | Loss: 0.5275 | LR: 3.00e-04 | GradNorm: 2.29 | TPS: 16.88K"
-    # (TPS's K suffix is no unit PIPE_FIELD_RE reads: left out); torchtune's StdoutLogger:
-    # "Step 1 | loss:2.085338592529297 lr:2e-05 tokens_per_second_per_gpu:57.828881833956174"
-    "step_pipe": (re.compile(r"\bStep\s+(?P<it>\d+) \|(?P<rest>.*)"),
-                  {"Loss": "loss", "LR": "lr", "GradNorm": "grad_norm", "loss": "loss", "lr": "lr",
-                   "grad_norm": "grad_norm",
-                   "tokens_per_second_per_gpu": "tokens_per_s_per_gpu"}),
     # MaxText: "completed step: 1, seconds: 0.631, TFLOP/s/device: 5688.282, Tokens/s/device:
     # 311629.521, total_weights: 1572864, loss: 12.979, …" (before mid-2024 "TFLOP/s: 36.722",
     # already per device)
@@ -591,9 +564,6 @@ def parse_kv_step(text: str) -> Row | None:
 # samples_per_s, total -> total_iterations. Each with a real line in tests/test_iterations.py.
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
-    # TF-slim's learning.py: "global step 409: loss = 25237.8984 (0.273 sec/step)"
-    "tf_slim": re.compile(rf"\bglobal step (?P<it>\d+): loss = (?P<loss>{_NUM}) \((?P<elapsed_s>"
-                          r"[\d.]+) sec/step\)"),
     # TensorFlow's cifar10/ImageNet example trainers: "step 10, loss = 4.63 (5530.9
     # examples/sec; 0.023 sec/batch)"
     "tf_example": re.compile(rf"\bstep (?P<it>\d+), loss = (?P<loss>{_NUM}) \((?P<samples_per_s>"
@@ -602,9 +572,6 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     "waveglow": re.compile(rf"^step_(?P<it>\d+):\s*loss_(?P<loss>{_NUM})\s*$"),
     # a bare per-epoch loop: "epoch: 3451 loss: nan"
     "epoch_loss": re.compile(rf"^epoch: (?P<it>\d+) loss: (?P<loss>{_NUM})\s*$"),
-    # mlx-lm: "Iter 100: Train loss 6.437, Learning Rate 7.000e-05, It/sec 0.921, Tokens/sec …"
-    "mlx": re.compile(rf"^Iter (?P<it>\d+): Train loss (?P<loss>{_NUM}), Learning Rate (?P<lr>{_NUM})"
-                      rf"(?:, It/sec (?P<it_per_s>{_NUM}), Tokens/sec (?P<tokens_per_s>{_NUM}))?"),
     # newer litgpt: "iter 16 step 1: loss nan, train time: 1405.01ms"
     "litgpt_train_time": re.compile(rf"\biter (?P<it>\d+) step \d+: loss (?P<loss>{_NUM}), train "
                                     r"time: (?P<elapsed_ms>[\d.]+)ms"),
@@ -633,7 +600,7 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
-SIMPLE_NEEDLES = ("sec/step)", "examples/sec;", ":\tloss_", ": loss_", "epoch: ", "Train loss", "train time:", "model_grad_norm",
+SIMPLE_NEEDLES = ("examples/sec;", ":\tloss_", ": loss_", "epoch: ", "train time:", "model_grad_norm",
                   "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ")
 
 
@@ -896,6 +863,23 @@ def parse_overflow(text: str) -> Row | None:
     return {"skipped": 1, "loss_scale": scale}
 
 
+# -- a NaN/inf warning that names no step ------------------------------------------------------
+# "Loss is nan, stopping training" (DEIM, GreenMIM, MAE-style engines), TF estimator's
+# NanTensorHook "Model diverged with loss = NaN.": the runbook places it after the last step
+# logged before it (common.place_unnumbered_skips)
+NAN_WARNING_RE = re.compile(
+    r"\b(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b", re.IGNORECASE)
+# a line that names its step is a step line (the generic reader's), not an unplaced warning
+NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*[:=#]?\s*\[?\s*\d", re.IGNORECASE)
+
+
+def parse_nan_warning(text: str) -> Row | None:
+    """A NaN/inf loss reported by a warning that names no step: ``nan=1``, no iteration."""
+    if not NAN_WARNING_RE.search(text) or NAMES_A_STEP_RE.search(text):
+        return None
+    return {"nan": 1}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "megatron_iteration",
@@ -943,13 +927,6 @@ PARSERS: tuple[LineParser, ...] = (
         "  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu: 34.29%",
     ),
     LineParser(
-        "litgpt",
-        "iterations",
-        ("iter time:",),
-        parse_litgpt,
-        example="iter 1 step 0: loss 3.5551, iter time: 1069.53ms",
-    ),
-    LineParser(
         "nanogpt",
         "iterations",
         (": loss ",),
@@ -959,20 +936,19 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "kv_step",
         "iterations",
-        ("total_loss:", "tok/sec:", "| epoch ", "Training epoch ", " itr ", "global_step",
-         "global iter:", "Epoch:[", "| Loss:", "| loss:", "iteration: ", "num_updates=",
-         "completed step: "),
+        ("| epoch ", "Training epoch ", " itr ", "global_step", "global iter:", "Epoch:[",
+         "iteration: ", "num_updates=", "completed step: "),
         parse_kv_step,
-        example="[11/01 11:20:11 d2.utils.events]: eta: 8:29:46  iter: 19  total_loss: 1.739  "
-        "loss_cls: 1.226  loss_box_reg: 0.516  time: 0.3401  data_time: 0.0466  lr: 0.000200  "
-        "max_mem: 3957M",
+        # AI-Hypercomputer/maxtext#8
+        example="completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191",
     ),
     LineParser(
         "simple_step",
         "iterations",
         SIMPLE_NEEDLES,
         parse_simple_step,
-        example="INFO:tensorflow:global step 409: loss = 25237.8984 (0.273 sec/step)",
+        # BVLC/caffe#1255
+        example="I1010 17:40:30.682349 24907 solver.cpp:191] Iteration 1000, loss = 8.26466",
     ),
     LineParser(
         "onmt",
@@ -1016,6 +992,14 @@ PARSERS: tuple[LineParser, ...] = (
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
+    ),
+    LineParser(
+        "nan_warning",
+        "iterations",
+        ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss"),
+        parse_nan_warning,
+        # Intellindust-AI-Lab/DEIM#96
+        example="Loss is nan, stopping training",
     ),
     LineParser(
         "lightning_bar",

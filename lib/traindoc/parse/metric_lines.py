@@ -15,7 +15,8 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   ``loss=0.45 (1.35s)``).
 - **step keys** (``STEP_RANK``, in order of preference; Marian NMT's ``Up.`` too): ``global_step``, ``opt_step``,
   ``num_updates``, ``iteration``, ``iter``, ``step``, ``Global Step``…, with an optional
-  ``/total`` (``step 120/5000``, ``Iter [120/5000]``).
+  ``/total`` (``step 120/5000``, ``Iter [120/5000]``); ``batch`` only with its total
+  (``[Epoch 0/30, Batch 323/1313]``: a batch size has none).
 - **metric keys** (``METRIC_KEYS``): a key is lower-cased, a ``train/``-style prefix and
   spaces/underscores/dashes dropped, then looked up; a key of several words is looked up by its
   longest known suffix (``INFO train loss`` is ``train loss``). A key that is no known one but
@@ -25,11 +26,21 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   into seconds per step.
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
+- **a count named by its unit** when no step key is on the line (PyTorch's
+  word_language_model: ``| epoch   1 |   200/ 2983 batches | … | ms/batch 45.68 | loss  7.63``):
+  ``N/ M batches`` or ``N iter`` (batches, iters, steps) is the step; ``ms/batch`` a time per
+  step.
+- **bare counters at the start of the line** when nothing else names the step: ``N`` or
+  ``N/M`` before keyed metrics is the step (char-rnn's ``268/446 (epoch 0), train_loss =
+  2.097``), two numbers are the epoch and the step (``333 154 Loss=nan Time=0.040``).
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
   is on the line: the sample position counted across epochs; a time over a window of
   iterations (``198.8s(100 iters)``) is divided by it.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
-  ``total_steps``-like field is the total, not a reason to skip the line.
+  ``total_steps``-like field is the total, not a reason to skip the line. MLPerf's ``:::MLLOG``
+  events are flattened first: the step from the metadata (``step``, else ``epoch_num``), the
+  value's fields (``tracked_stats`` ``{"throughput": …}``, samples per second) or the value
+  under the event's key (``"key": "train_loss"``).
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
   digits is a step, ``trl``/``tel`` are the train and val loss.
 
@@ -53,7 +64,7 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
-    r"iteration|iter|step|s(?=:\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
+    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step)
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
@@ -63,14 +74,33 @@ EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", 
 EXAMPLE_STEP_RE = re.compile(
     r"(?<![\w/.])epoch:?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*(?:\(\s*\d+%\s*\))?\s*\]",
     re.IGNORECASE)
+# a count (of a total) named by its unit, when no step key is on the line (PyTorch's
+# word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
+# HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
+COUNTER_STEP_RE = re.compile(
+    r"(?<![\w/.(])(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?\s+(?:batch(?:es)?|iters?|iterations|steps)\b",
+    re.IGNORECASE)
+# bare counters at the start of a line, before its keyed metrics, when nothing else names the
+# step: "268/446 (epoch 0), train_loss = 2.097" (the step of a total), "333 154 Loss=nan
+# Time=0.040" (epoch, then the step); the next token must be a word, so that a clock or a
+# table row ("76930 2.6496577") is no step
+LEAD_STEP_RE = re.compile(
+    r"^\s*(?:(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?(?=\s*[,(]?\s*[A-Za-z(])")
 # a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1, "up": 1,
-             "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1}
+             "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
+             "epochnum": 4, "batch": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
+# MLPerf's logging (":::MLLOG {…, "key": "tracked_stats", "value": {"throughput": 56479.9},
+# "metadata": {…, "step": 2}}"): an event's fields, the step in its metadata, and the names
+# its benchmarks give a rate (samples per second: images, sequences)
+MLLOG_FIELDS = frozenset(("key", "value", "metadata"))
+MLLOG_STEP_KEYS = ("step", "epoch_num")
+MLLOG_KEYS = {"throughput": "samples_per_second"}
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
@@ -117,7 +147,8 @@ METRIC_KEYS: dict[str, str] = {
                     "steps_per_s"),
     **dict.fromkeys(("steptime", "itertime", "timeperstep", "time/iter", "time/step",
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
-                     "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter"),
+                     "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter",
+                     "ms/batch", "ms/step", "ms/iter", "ms/it", "time/batch"),
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/")
@@ -126,7 +157,7 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm", " trl:", " tel:")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
@@ -195,6 +226,16 @@ def _step(text: str) -> re.Match[str] | None:
     return best
 
 
+def _mllog_fields(obj: dict) -> dict:
+    """An MLPerf ``:::MLLOG`` event as flat fields: its metadata (the step), then its value —
+    a dict's fields, or one field named by the event's key — with MLPerf's names renamed."""
+    meta = obj["metadata"] if isinstance(obj["metadata"], dict) else {}
+    value = obj["value"]
+    fields = {k: v for k, v in meta.items() if k in MLLOG_STEP_KEYS}
+    fields.update(value if isinstance(value, dict) else {str(obj["key"]): value})
+    return {MLLOG_KEYS.get(k, k): v for k, v in fields.items()}
+
+
 def _json_pairs(text: str) -> dict[str, str] | None:
     """The scalar fields of a JSON object on the line (NaN/Infinity allowed), or None."""
     start, end = text.find("{\""), text.rfind("}")
@@ -206,6 +247,8 @@ def _json_pairs(text: str) -> dict[str, str] | None:
         return None
     if not isinstance(obj, dict):
         return None
+    if MLLOG_FIELDS <= obj.keys():
+        obj = _mllog_fields(obj)
     return {str(k): str(v) for k, v in obj.items()
             if (isinstance(v, int | float) and not isinstance(v, bool))
             or (isinstance(v, str) and STEP_OF_TOTAL_RE.fullmatch(v))}
@@ -249,13 +292,24 @@ def parse_metric_line(text: str) -> Row | None:
     if NOT_A_STEP_RE.search(text):
         return None
     m = _step(text)
-    if m is None:
-        m = EXAMPLE_STEP_RE.search(text)
-        if m is None:
-            return None
+    if m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
         row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])
         row["epoch"] = float(m["e"])
+    elif m is None and (m := COUNTER_STEP_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
+        if m["tot"]:
+            row["total_iterations"] = int(m["tot"])
+        if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
+    elif m is None and (m := LEAD_STEP_RE.match(text)) is not None:
+        row["iteration"] = int(m["n"])
+        if m["tot"]:
+            row["total_iterations"] = int(m["tot"])
+        if m["e"]:
+            row["epoch"] = float(m["e"])
+    elif m is None:
+        return None
     else:
         row["iteration"] = int(m["n"])
         if m["tot"]:
@@ -279,8 +333,8 @@ def parse_metric_line(text: str) -> Row | None:
         if col in row:
             continue
         value = _number(p["v"], p["u"])
-        if value is not None and col == "elapsed_s" and (p["u"] == "ms"
-                                                         or key.lower().endswith("ms")):
+        if value is not None and col == "elapsed_s" and (
+                p["u"] == "ms" or key.lower().endswith("ms") or key.lower().startswith("ms/")):
             value /= 1000.0
         if col == "elapsed_s" and key.lower() == "time":
             plain_time = value

@@ -26,10 +26,14 @@ MEGATRON_COUNTERS_RE = re.compile(r"\biteration\s+\d+\s*/.*number of nan iterati
 # -- the series ------------------------------------------------------------------------------
 def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
     """The iterations table with a step counter that restarts every epoch counted on across
-    epochs: in one file, a step line whose iteration goes back while its ``epoch`` went up
-    ("Epoch 0 | Step 6500/6501" then "Epoch 1 | Step 0/6501") continues after the epoch before
-    (its total, else its last step + 1) instead of overwriting it as a rerun would. An
-    iteration that goes back with no higher epoch stays a restart."""
+    epochs: in one file where a step line's iteration goes back while its ``epoch`` went up
+    ("Epoch 0 | Step 6500/6501" then "Epoch 1 | Step 0/6501"), every step is
+    ``(epoch - first epoch number) × steps per epoch + step`` instead of overwriting the epoch
+    before as a rerun would. Steps per epoch: the line's total, else read from the first wrap
+    (the last step before it, one more for a counter that restarts at 0); the first epoch
+    number is 0 where the file shows an epoch 0, else 1 (a log that begins at epoch 333 is
+    counted from the run's start, not from its own first line). An iteration that goes back
+    with no higher epoch stays a restart."""
     if "epoch" not in it or not it["epoch"].notna().any():
         return it
     rows = it[it["iteration"].notna() & it["epoch"].notna()]
@@ -38,14 +42,17 @@ def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
     files = rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0]
     new = it["iteration"].copy()
     for _, g in rows.groupby(files, sort=False):
-        offset, prev_it, prev_ep, prev_tot = 0, None, None, None
-        for idx, itv, ep, tot in zip(g.index, g["iteration"], g["epoch"], g["total_iterations"],
-                                     strict=True):
-            itv, ep = int(itv), float(ep)
-            if prev_it is not None and itv < prev_it and ep > prev_ep:
-                offset += int(prev_tot) if pd.notna(prev_tot) else prev_it + 1
-            new.loc[idx] = offset + itv
-            prev_it, prev_ep, prev_tot = itv, ep, tot
+        its = [int(v) for v in g["iteration"]]
+        eps = [float(v) for v in g["epoch"]]
+        wrap = next((j for j in range(1, len(its))
+                     if its[j] < its[j - 1] and eps[j] > eps[j - 1]), None)
+        if wrap is None or any(e != int(e) for e in eps):
+            continue
+        tot = g["total_iterations"].dropna()
+        per = int(tot.iloc[0]) if len(tot) else its[wrap - 1] + (1 if its[wrap] == 0 else 0)
+        base = 0 if min(eps) == 0 else 1
+        for idx, itv, ep in zip(g.index, its, eps, strict=True):
+            new.loc[idx] = (int(ep) - base) * per + itv
     return it.assign(iteration=new)
 
 
