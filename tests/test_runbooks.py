@@ -13,6 +13,7 @@ import papermill as pm
 import pytest
 
 from conftest import DATA, ROOT
+from traindoc.answer import answer
 
 RUNBOOKS = sorted(p.stem for p in (ROOT / "runbooks").glob("*.ipynb"))
 COMMON = {"log_path", "output_dir", "interactive"}
@@ -65,6 +66,9 @@ def test_runbook_on_sample(runbook: str, sample: Path, facts: dict, tmp_path: Pa
     for key, value in facts.items():
         assert key in summary["facts"], key
         assert matches(value, summary["facts"][key]), (key, value, summary["facts"][key])
+    # what `traindoc run`/`triage` print before the notebook runs is what the notebook wrote
+    early = answer(runbook, str(sample), {}, tmp_path / "out").summary
+    assert early == summary
 
 
 @pytest.mark.parametrize("runbook", RUNBOOKS)
