@@ -87,6 +87,21 @@ def test_missing_input_fails_naming_log_path(runbook: str, tmp_path: Path) -> No
 
 @pytest.mark.notebooks
 @pytest.mark.parametrize("runbook", RUNBOOKS)
+def test_opened_without_log_path_asks_for_one(runbook: str, tmp_path: Path) -> None:
+    """Issue 27: no bundled sample diagnosed as if it were the job; one sentence naming
+    log_path and a sample to try, which exists."""
+    assert pm.inspect_notebook(str(ROOT / "runbooks" / f"{runbook}.ipynb"))["log_path"][
+        "default"] == "None"
+    with pytest.raises(pm.PapermillExecutionError) as e:
+        execute(runbook, tmp_path)
+    assert e.value.ename == "NoInputError" and "log_path is not set" in e.value.evalue
+    sample = e.value.evalue.split("log_path = ")[-1].strip(".'\"")
+    assert (ROOT / sample).is_dir(), sample
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("runbook", RUNBOOKS)
 @pytest.mark.parametrize("content", [b"", b"\x00\xff\xfe\x80" * 5000, b"nothing wrong here\n"],
                          ids=["empty", "binary", "no-failure"])
 def test_bad_input_is_a_finding(runbook: str, content: bytes, tmp_path: Path) -> None:
