@@ -66,6 +66,10 @@ def test_bottom_line_comes_right_after_loading(cls: str) -> None:
     at = [i for i, c in enumerate(code) if "bottom_line_html()" in c]
     analysed = [i for i, c in enumerate(code) if f"{cls}.analyse(" in c]
     assert at and analysed and at[0] <= analysed[0] + 1, f"{cls}: bottom line right after analyse"
+    md = [c for c in _cells(ROOT / "lib" / "traindoc" / "runbooks" / f"{cls}.ipynb", "markdown")]
+    before = md[:next(i for i, c in enumerate(md) if c.startswith("## Bottom line"))]
+    assert len(before) == 1 and before[0].startswith("# ") and "\n" not in before[0].strip(), (
+        f"{cls}: only the title above the bottom line, no prose section (issue 27)")
 
 
 def test_no_link_leaves_the_repository() -> None:

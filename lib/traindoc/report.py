@@ -392,7 +392,7 @@ def _labels(index: pd.Index) -> pd.Index:
 def escape_frame(df: pd.DataFrame) -> Any:
     """A Styler that renders ``df`` with every cell, index label and column name as escaped
     text: lists, dicts and other objects become text first (log text is data); cells are
-    never cut."""
+    never cut; an index of bare row numbers is not shown."""
     shown = df.copy()
     for i in range(shown.shape[1]):
         col = df.iloc[:, i]
@@ -400,8 +400,28 @@ def escape_frame(df: pd.DataFrame) -> Any:
             shown.isetitem(i, pd.Series([_cell(v) for v in col], index=df.index, dtype=object))
     shown.index = _labels(df.index)
     shown.columns = _labels(df.columns)
-    return (shown.style.format(escape="html", na_rep="")
-            .format_index(escape="html", axis=0).format_index(escape="html", axis=1))
+    styler = (shown.style.format(escape="html", na_rep="")
+              .format_index(escape="html", axis=0).format_index(escape="html", axis=1))
+    if _row_numbers(df.index):  # pandas' 0, 1, 2 … column says nothing: not shown
+        styler = styler.hide(axis="index")
+    return styler.map(_unbroken)
+
+
+MAX_UNBROKEN = 40  # a one-word cell up to this long is never wrapped (at its hyphens, say)
+
+
+def _unbroken(value: Any) -> str:
+    """CSS that keeps a short one-word cell (a host ``node-2``, a path) on one line: a
+    browser breaks after a hyphen, which reads as a word cut in two."""
+    text = value if isinstance(value, str) else ""
+    return ("white-space: nowrap" if text and len(text) <= MAX_UNBROKEN
+            and not any(c.isspace() for c in text) else "")
+
+
+def _row_numbers(index: pd.Index) -> bool:
+    """Whether ``index`` is only row numbers (unnamed integers, a filter's subset included)."""
+    return (not isinstance(index, pd.MultiIndex) and index.name is None
+            and pd.api.types.is_integer_dtype(index.dtype))
 
 
 def _jsonable(obj: Any) -> Any:

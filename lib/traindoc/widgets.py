@@ -296,11 +296,9 @@ def no_log_path(sample: str) -> str:
 
 def log_path_box(namespace: dict[str, Any]) -> Any:
     """A text box that sets ``namespace['log_path']`` (the notebook's globals) to the path
-    typed, then says to run the notebook from the load cell on; None without ipywidgets."""
-    try:
-        import ipywidgets as w
-    except ImportError:
-        return None
+    typed, then says to run the notebook from the load cell on."""
+    import ipywidgets as w
+
     box = w.Text(placeholder="/path/to/the/job's/logs", description="log_path",
                  layout=w.Layout(width="60%"))
     button = w.Button(description="Use this path")
