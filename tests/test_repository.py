@@ -85,3 +85,17 @@ def test_no_link_leaves_the_repository() -> None:
             elif target and not (path.parent / target).resolve().is_relative_to(ROOT):
                 bad.append(f"{path.relative_to(ROOT)}: {target}")
     assert not bad, "links that leave the repository:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_parameter_is_read(nb: Path) -> None:
+    """No parameter that does nothing (issue 27: the walkthrough's 'reserved' interactive):
+    each name the parameters cell sets is read by another code cell."""
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    params = next(c for c in cells if "parameters" in c["metadata"].get("tags", [])
+                  or "".join(c["source"]).startswith("# Parameters"))
+    names = re.findall(r"^(\w+) = ", "".join(params["source"]), re.M)
+    rest = "\n".join("".join(c["source"]) for c in cells
+                     if c["cell_type"] == "code" and c is not params)
+    unread = [n for n in names if not re.search(rf"\b{n}\b", rest)]
+    assert names and not unread, f"{nb.name}: parameters no code reads: {unread}"
