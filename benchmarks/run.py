@@ -173,23 +173,28 @@ def five_line_log(path: Path) -> Path:
 
 
 def cli_rows(tab: Table, five: Path, big: Path) -> None:
-    """run and triage on a 5-line log (budgets: the verdict in 3 s and 6 s) and on ``big``
-    (the verdict against the load alone: it is one load and the analysis)."""
+    """run and triage on a 5-line log (budgets: the verdict in 3 s and 6 s: start-up, imports,
+    nothing else) and on ``big``: the verdict's time beyond that start-up against the load
+    alone (run: one load and one analysis, within 1.5x; triage: one load and every class's
+    analysis, within 2.5x)."""
+    start = {}
     for cmd, budget in (("run", 3.0), ("triage", 6.0)):
         args = ("run", "timeout") if cmd == "run" else ("triage",)
         answered, total = min((cli_seconds(*args, str(five)) for _ in range(2)),
                               key=lambda x: x[0])
+        start[cmd] = answered
         tab.add(f"5-line log: traindoc {cmd}, verdict printed", f"{answered:.1f} s "
                 f"(all notebooks written: {total:.1f} s)", f"<= {budget:.0f} s",
                 answered <= budget)
     load = run_child("ingest", big)["load_s"]
     name = f"{big.stat().st_size / MiB:.0f} MiB log"
-    for cmd in ("run", "triage"):
+    for cmd, ratio in (("run", 1.5), ("triage", 2.5)):
         args = ("run", "timeout") if cmd == "run" else ("triage",)
         answered, total = cli_seconds(*args, str(big))
-        tab.add(f"{name}: traindoc {cmd}, verdict vs load", f"{answered:.1f} s vs {load:.1f} s "
-                f"= {answered / load:.1f}x (exits at {total / load:.1f}x)", "<= 1.5x",
-                answered / load <= 1.5)
+        work = max(0.0, answered - start[cmd])
+        tab.add(f"{name}: traindoc {cmd}, verdict vs load", f"{answered:.1f} s: {work:.1f} s "
+                f"beyond start-up vs load {load:.1f} s = {work / load:.1f}x (exits at "
+                f"{total:.0f} s)", f"<= {ratio}x", work / load <= ratio)
 
 
 # --- the table ------------------------------------------------------------------------------
