@@ -281,3 +281,20 @@ def test_nothing_to_draw_is_one_line_not_a_figure(tmp_path: Path) -> None:
         assert isinstance(fig, plots.Message) and fig.text.startswith("No ")
         assert plots.save(fig, tmp_path, "x") is None and "<i>No " in fig._repr_html_()
     assert not list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.parametrize(("cls", "sample"), CASES)
+def test_every_colour_drawn_is_in_a_legend(cls: str, sample: Path) -> None:
+    """Issue 27: a figure that draws more than one colour names each in a legend (the stack
+    groups' and triage timeline's colours were told only in the title, the loss curves' spans,
+    peaks and baselines nowhere)."""
+    inc = traindoc.load(sample, progress=False)
+    for name, fig in DRAW[cls](inc).items():
+        if isinstance(fig, plots.Message):
+            continue
+        FigureCanvasAgg(fig).draw()
+        drawn = set().union(*(_colours(a) for ax in fig.axes for a in _drawn(ax)))
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        named = set().union(*(_colours(h) for lg in legends for h in lg.legend_handles))
+        if len(drawn) > 1:
+            assert drawn <= named, f"{name}: colours {sorted(drawn - named)} in no legend"

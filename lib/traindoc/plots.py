@@ -21,6 +21,7 @@ import matplotlib.dates as mdates
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
@@ -236,9 +237,21 @@ def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
             top.axhline(sp["baseline_loss"], color="grey", lw=0.6, ls="--")
     if skipped_iterations:
         sk = series[series["iteration"].isin(skipped_iterations)]
-        top.plot(sk["iteration"], sk[panels[0]].astype(float), "x", color="black", ms=6,
-                 label="skipped step")
-        top.legend(fontsize=8, loc="best")
+        top.plot(sk["iteration"], sk[panels[0]].astype(float), "x", color="black", ms=6)
+    marks = [Line2D([], [], lw=0.9, color="tab:blue", label="logged value")]
+    spans = [_spike_span(sp, last)[2] for sp in spikes or []]
+    if any(spans):
+        marks.append(Patch(color="tab:orange", alpha=0.2, label="spike, recovered"))
+    if not all(spans):
+        marks.append(Patch(color="tab:red", alpha=0.2, label="spike, not recovered"))
+    if panels[0] == "loss" and spikes:
+        marks += [Line2D([], [], ls="", marker="v", color="tab:red", label="spike peak"),
+                  Line2D([], [], ls="--", lw=0.6, color="grey", label="loss before the spike")]
+    if nan_iterations:
+        marks.append(Line2D([], [], lw=0.6, color="red", alpha=0.6, label="NaN loss"))
+    if skipped_iterations:
+        marks.append(Line2D([], [], ls="", marker="x", color="black", label="skipped step"))
+    top.legend(handles=marks, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     top.set_title("Loss and grad norm per iteration (shaded: spikes, first sign to recovery)")
     axes[-1].set_xlabel("iteration")
     _count_axis(axes[-1], x)
@@ -314,6 +327,9 @@ def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure | Message
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Where each process's stack is\n(red: outliers, blue: in a collective, "
                  "grey: elsewhere)", fontsize=10)
+    ax.legend(handles=[Patch(color=c, label=what) for c, what in (
+        ("tab:red", "outlier"), ("tab:blue", "waiting in a collective"),
+        ("tab:gray", "elsewhere")) if c in colors], fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
 
@@ -455,8 +471,8 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
         False, index=df.index)
     colours = ["tab:red" if s else "tab:blue" for s in sus]
     ax.bar(range(len(df)), df[value].astype(float), color=colours)
-    ax.axhline(float(df[value].astype(float).median()), color="grey", ls="--", lw=0.8,
-               label="median of peers")
+    median = ax.axhline(float(df[value].astype(float).median()), color="grey", ls="--", lw=0.8,
+                        label="median of peers")
     ax.set_xticks(range(len(df)), [str(k) for k in df[key]], rotation=90 if len(df) > 12 else 0,
                   fontsize=7)
     ax.set_ylabel(label)
@@ -466,7 +482,11 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
     lo, hi = float(df[value].min()), float(df[value].max())
     if lo > 0 and (hi - lo) < 0.2 * hi:  # zoom on small differences
         ax.set_ylim(lo - (hi - lo) * 0.5 - 1e-9, hi + (hi - lo) * 0.3 + 1e-9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    seen = {c for c, h in zip(colours, df[value].astype(float), strict=True)
+            if pd.notna(h) and h != 0}  # a bar of height 0 draws nothing
+    bars = [Patch(color=c, label=what) for c, what in (("tab:blue", "peer"),
+                                                        ("tab:red", "suspect")) if c in seen]
+    ax.legend(handles=[*bars, median], fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
 
@@ -496,6 +516,11 @@ def triage_timeline(frame: pd.DataFrame) -> Figure | Message:
                                       for c in reversed(lanes)], fontsize=9)
     ax.set_ylim(-0.6, len(lanes) - 0.3)
     ax.grid(axis="x", lw=0.4, alpha=0.5)
+    ax.legend(handles=[Line2D([], [], ls="", marker="o", color=c, label=what)
+                       for c, what, shown in (("tab:red", "the likely cause", any(cause.values())),
+                                              ("tab:orange", "its consequences",
+                                               not all(cause.values()))) if shown],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if timed:
         _time_axis(ax)
         ax.set_xlabel(f"time as logged, {pd.Timestamp(frame['time'].min()):%Y-%m-%d}")
