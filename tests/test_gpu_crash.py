@@ -1318,3 +1318,35 @@ def test_an_eviction_for_memory_stays_oom() -> None:
     # kubeflow/kubeflow#1261
     row = err("The node was low on resource: memory.")
     assert (row["code"], row["kind"]) == ("k8s_evicted_memory", "oom")
+
+
+# slurmstepd's memory-limit kill: the job's cgroup passed its --mem, SLURM kills it. Real lines:
+# coqui-ai/STT#2238 (no host: its CANCELLED line names xantipa), bcbio/bcbio-nextgen#2393 and
+# openbabel/openbabel#2658 (slurmstepd-HOST: prefix).
+MEM_LIMIT_KILLS = [
+    ("slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed",
+     None),
+    ("slurmstepd-dback-c11-n01: error: Job 848444 exceeded memory limit (33715636 > 32757760), "
+     "being killed", "dback-c11-n01"),
+    ("slurmstepd-falkor7: error: Step 1141810.0 exceeded memory limit (52917772 > 20971520), "
+     "being killed", "falkor7"),
+]
+
+
+@pytest.mark.parametrize(("line", "host"), MEM_LIMIT_KILLS)
+def test_a_slurm_memory_limit_kill_is_a_host_oom(line: str, host: str | None) -> None:
+    row = err(line)
+    assert (row["code"], row["kind"]) == ("slurm_mem_limit", "oom")
+    assert "exceeded memory limit" in row["message"] and row.get("host") == host
+
+
+def test_a_memory_limit_kill_takes_the_host_of_its_cancelled_line(tmp_path: Path) -> None:
+    # coqui-ai/STT#2238: the kill names no host, the job's CANCELLED line two lines on does
+    inc = load_text(tmp_path, "Epoch 0 | Steps: 93 | Loss: 24.580695\n"
+                    "slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), "
+                    "being killed\nslurmstepd: error: Exceeded job memory limit\n"
+                    "slurmstepd: error: *** JOB 7518 ON xantipa CANCELLED AT "
+                    "2022-06-10T17:11:35 ***\n")
+    facts = gpu_crash.diagnose(inc).facts
+    assert facts["failed_hosts"] == ["xantipa"] and facts["error_kind"] == "oom"
+    assert "exceeded memory limit" in facts["error_message"]

@@ -34,7 +34,8 @@ Wordings, checked against the sources that print them (and public issues quoting
   uncorrectable memory errors and row remappings are pending`` (stas00/ml-engineering,
   compute/accelerator/nvidia/debug.md; dcgmi wraps the sentence inside its table, so only its
   first part is matched).
-- Host OOM: the kernel's ``Out of memory: Killed process 12345 (python)`` / ``Memory cgroup out
+- Host OOM: slurmstepd's ``Job 7518 exceeded memory limit (626359956 > 512000000), being
+  killed`` (its ``*** JOB 7518 ON HOST CANCELLED ***`` line names the host); the kernel's ``Out of memory: Killed process 12345 (python)`` / ``Memory cgroup out
   of memory: Killed process …``; ``slurmstepd: error: Detected 1 oom_kill event in
   StepId=11300781.0. Some of the step tasks have been OOM Killed.`` and ``srun: error:
   sdumont6156: task 0: Out Of Memory`` (nextflow#5932); Ray's ``OutOfMemoryError``.
@@ -289,6 +290,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>Detected \d+ oom[-_]kill event\S* in (?:StepId=|step )\S+?)\.?"
                    r"(?:\s|$)"),
     ),
+    (  # slurmstepd's memory-limit kill (cgroup accounting): "slurmstepd: error: Job 7518
+        # exceeded memory limit (626359956 > 512000000), being killed" (coqui-ai/STT#2238,
+        # jmonlong/PopSV#7), "slurmstepd-falkor7: error: Step 1141810.0 exceeded memory limit
+        # (…), being killed" (openbabel/openbabel#2658): the host, when its prefix names one
+        "slurm_mem_limit",
+        "oom",
+        "exceeded memory limit",
+        re.compile(r"(?:slurmstepd-(?P<host>[A-Za-z0-9][\w.\-]*): error: )?(?P<msg>(?:Job |Step |"
+                   r"StepId=)(?P<job>\d+)\S* exceeded memory limit \(\d+ > \d+\), being killed)"),
+    ),
     (
         "srun_task_oom",
         "oom",
@@ -454,7 +465,7 @@ NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
 LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
                 "OOMKilled", "low on resource", "Node failure", "forcefully exit",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
-                "Page Blacklist", "kill event", "received at time", "signal",
+                "Page Blacklist", "kill event", "memory limit", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure")
 MAX_MESSAGE_CHARS = 400

@@ -379,6 +379,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     first = _with_last_error(first, key)
     first = _with_exit_status(first, key)
     first = _with_task_oom(first, key)
+    first = _with_cancelled_host(first, events)
     member = causes.apply(lambda e: _same_failure(e, first, window_s), axis=1) \
         if len(causes) else pd.Series([], dtype=bool)
     if first["code"] in HOST_OOM_CODES and len(causes):
@@ -463,6 +464,28 @@ def _with_task_oom(first: pd.Series, ordered: pd.DataFrame, lines: int = 10) -> 
     out = near.iloc[0][EVENT_COLUMNS].copy()
     out["message"] = f"{out['message']} ({first['message']})"
     return out
+
+
+JOB_ID_RE = re.compile(r"(?:Job |Step |StepId=|JOB |STEP )(?P<id>\d+)")
+
+
+def _with_cancelled_host(first: pd.Series, events: pd.DataFrame, lines: int = 5) -> pd.Series:
+    """slurmstepd's memory-limit kill of a job ("Job 7518 exceeded memory limit …, being
+    killed"), which names no host, with the host of the same job's "*** JOB 7518 ON HOST
+    CANCELLED ***" line printed just after it: that is where the job was killed."""
+    if first["code"] != "slurm_mem_limit" or as_str(first["host"]) is not None:
+        return first
+    job = JOB_ID_RE.search(str(first["message"] or ""))
+    near = events[(events["code"] == "slurm_cancelled") & (events["file"] == first["file"])
+                  & (events["lineno"] > first["lineno"])
+                  & (events["lineno"] - first["lineno"] <= lines) & events["host"].notna()]
+    for _, c in near.sort_values("lineno", kind="stable").iterrows():
+        said = JOB_ID_RE.search(str(c["message"] or ""))
+        if job and said and said["id"] == job["id"]:
+            out = first.copy()
+            out["host"] = c["host"]
+            return out
+    return first
 
 
 def _with_sibling_code(first: pd.Series, cluster: pd.DataFrame) -> pd.Series:
@@ -559,7 +582,8 @@ def _same_words(a: Any, b: Any) -> bool:
     return bool(a and b) and (a in b or b in a)
 
 
-HOST_OOM_CODES = {"host_oom_killer", "slurm_oom_kill", "srun_task_oom", "ray_oom"}
+HOST_OOM_CODES = {"host_oom_killer", "slurm_oom_kill", "slurm_mem_limit", "srun_task_oom",
+                  "ray_oom"}
 
 
 def _oom_killer_for(e: pd.Series, causes: pd.DataFrame) -> pd.Series | None:
