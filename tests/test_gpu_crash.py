@@ -1350,3 +1350,41 @@ def test_a_memory_limit_kill_takes_the_host_of_its_cancelled_line(tmp_path: Path
     facts = gpu_crash.diagnose(inc).facts
     assert facts["failed_hosts"] == ["xantipa"] and facts["error_kind"] == "oom"
     assert "exceeded memory limit" in facts["error_message"]
+
+
+# NCCL's WARN lines that name the far end of a failed link. Real lines: NVIDIA/nccl#1405 and
+# #1814 (InfiniBand retries exhausted, status 12: the reporting host and its peer);
+# stas00/ml-engineering's slurm-users.md and pytorch/pytorch#38702 (the peer refused the
+# connection: that machine is the broken one).
+LINK_FAULTS = [
+    ("kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+     "10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid "
+     "fd00:1148:9000:5000:4:200:3:ff22 remoteGidsfd00:1148:9000:5000:4:200:3:ff1f",
+     ["10.216.210.236", "kp-ddp-worker-0"]),
+    ("hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+     "172.36.143.59<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv) localGid "
+     "::ffff:29.87.88.182 remoteGids::ffff:29.87.4.221", ["172.36.143.59", "hostname-test"]),
+    ("r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> "
+     "failed : Connection refused", ["10.148.3.247"]),
+    ("NCCL WARN Connect to 10.38.10.112<21724> failed : Connection refused", ["10.38.10.112"]),
+]
+
+
+@pytest.mark.parametrize(("line", "hosts"), LINK_FAULTS)
+def test_nccl_names_the_machines_at_a_failed_link(tmp_path: Path, line: str,
+                                                  hosts: list[str]) -> None:
+    facts = gpu_crash.diagnose(load_text(tmp_path, line + "\n")).facts
+    assert facts["error_kind"] == "nccl_error" and facts["failed_hosts"] == hosts
+
+
+def test_a_peer_that_went_away_names_no_host(tmp_path: Path) -> None:
+    # NVIDIA/nccl#795: a broken pipe is the peer's process gone (a victim's view); the IB
+    # error quoted inside torch's ncclRemoteError has no reporting host (stanford_alpaca#207)
+    for line in ("host-a:1:2 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from "
+                 "10.200.84.247<58355> failed : Broken pipe",
+                 "NCCL error: remote process exited or there was a network error, NCCL version "
+                 "2.14.3 ncclRemoteError: A call failed possibly due to a network error or a "
+                 "remote process exiting prematurely. Last error: NET/IB : Got completion from "
+                 "peer 11.214.147.122<39138> with error 12, opcode 0, len 0, vendor err 129"):
+        facts = gpu_crash.diagnose(load_text(tmp_path, line + "\n")).facts
+        assert facts["error_kind"] == "nccl_error" and facts["failed_hosts"] == [], line

@@ -25,11 +25,13 @@ from .checkpoints import (
     young_daly,
 )
 from .events import (
+    PEER_REFUSED_RE,
     SAME_FAILURE_WINDOW_S,
     Crash,
     cascade_table,
     failure_events,
     first_failure,
+    link_fault_hosts,
     timeline_frame,
     xid_table,
 )
@@ -129,6 +131,8 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
         # only a victim's view (a peer went away, the network broke): the kind and words of
         # what this side saw; no rank or host to blame
         facts.update(error_kind="nccl_error", error_message=peer.iloc[0]["message"])
+    if not facts["failed_hosts"] and facts["error_kind"] == "nccl_error":
+        facts["failed_hosts"] = link_fault_hosts(events)
     xids = events[events["kind"] == "xid"] if len(events) else events
     if len(xids) and facts["failed_hosts"]:
         on_failed = xids[xids["host"].isin(facts["failed_hosts"])]
@@ -164,10 +168,13 @@ PEER_NCCL_CODES = ("nccl_remote", "nccl_warn_net")
 
 
 def _peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
-    """The cascade's NCCL lines that report a peer or the network failing."""
+    """The cascade's NCCL lines that report a peer or the network failing (a peer that refused
+    the connection included)."""
     if not len(cascade):
         return cascade
-    return cascade[(cascade["table"] == "errors") & cascade["code"].isin(PEER_NCCL_CODES)]
+    refused = cascade["message"].astype(str).map(lambda m: PEER_REFUSED_RE.search(m) is not None)
+    return cascade[(cascade["table"] == "errors")
+                   & (cascade["code"].isin(PEER_NCCL_CODES) | refused)]
 
 
 def job_hosts(incident: Incident) -> list[str]:

@@ -610,6 +610,33 @@ def _oom_explains(o: pd.Series, e: pd.Series) -> bool:
     return pd.isna(o["host"]) and pd.isna(o["pid"]) and pd.isna(o["rank"])
 
 
+# NCCL WARN lines that name the far end of a link that failed: the peer refused the connection
+# (nothing listens there: that machine is the broken one, stas00/ml-engineering's
+# slurm-users.md, pytorch#38702), or InfiniBand gave up retrying to it (status 12,
+# IBV_WC_RETRY_EXC_ERR: the link between the reporting host and the peer, NVIDIA/nccl#1405,
+# #1814).
+PEER_REFUSED_RE = re.compile(r"Connect to (?P<peer>[\w.\-]+)<\d+> failed ?: Connection refused")
+IB_RETRY_RE = re.compile(r"Got completion from peer (?P<peer>[\w.\-]+)<\d+> with "
+                         r"(?:error |status=)12\b")
+NCCL_WARN_CODES = ("nccl_warn", "nccl_warn_net")
+
+
+def link_fault_hosts(events: pd.DataFrame) -> list[str]:
+    """The machines NCCL's own WARN lines name at a failed link: a peer that refused the
+    connection; for an InfiniBand retry error, the reporting host and its peer. [] if none."""
+    if not len(events):
+        return []
+    warns = events[(events["table"] == "errors") & events["code"].isin(NCCL_WARN_CODES)]
+    hosts: list[str] = []
+    for _, e in warns.iterrows():
+        msg = str(e["message"] or "")
+        if m := PEER_REFUSED_RE.search(msg):
+            hosts.append(m["peer"])
+        elif (m := IB_RETRY_RE.search(msg)) and is_host(e["host"]):
+            hosts += [str(e["host"]), m["peer"]]
+    return sorted(dict.fromkeys(hosts))
+
+
 def _silent_rank(events: pd.DataFrame, ranks_seen: list[int]) -> int | None:
     if len(ranks_seen) < 2:
         return None
