@@ -541,3 +541,43 @@ def test_monitor_terminating_a_hung_watchdog_is_read(tmp_path: Path, line: str,
     assert (None if pd.isna(got) else int(got)) == rank
     if rank is not None:
         assert timeout.analyse(inc).timed_out_ranks == [rank]
+
+
+# A tag of a non-default process group ("[PG ID 1 PG GUID 1 Rank 1]") names the rank within
+# that group: without a "[rankN]:" prefix the line's global rank is unknown, and a group-local
+# rank must not be counted as another rank. Real lines: the whole-file driver log of
+# megatron-deepspeed lock-clock ib_dual16_smoke_1080 (rank 4's c10 block lost its prefix),
+# sgl-project/sglang#3709.
+GROUP_LOCAL_TAGS = [
+    ("  what():  [PG ID 1 PG GUID 1 Rank 1] Process group watchdog thread terminated with "
+     "exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600025 milliseconds "
+     "before timing out.", "1"),
+    ("  what():  [PG ID 2 PG GUID 3 Rank 5] Process group watchdog thread terminated with "
+     "exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=91885, "
+     "OpType=ALLREDUCE, NumelIn=1290240, NumelOut=1290240, Timeout(ms)=600000) ran for 600066 "
+     "milliseconds before timing out.", "2"),
+]
+
+
+@pytest.mark.parametrize(("line", "pg"), GROUP_LOCAL_TAGS)
+def test_a_non_default_group_tag_names_no_global_rank(line: str, pg: str) -> None:
+    from traindoc.parse.collectives import parse_watchdog
+    row = parse_watchdog(line)
+    assert row is not None and row["rank"] is None and str(row["process_group"]).startswith(pg)
+
+
+def test_the_rank_prefix_wins_over_a_group_local_rank(tmp_path: Path) -> None:
+    # the smoke_1080 driver log: rank 4 (prefix) is group-local Rank 1; its c10 block's what()
+    # line lost the prefix and must not add a rank 1
+    text = ("v100x16-1: [rank0]:[E410 17:25:53.848336558 ProcessGroupNCCL.cpp:683] [Rank 0] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing "
+            "out.\n"
+            "v100x16-1: [rank4]:[E410 17:25:53.861955618 ProcessGroupNCCL.cpp:683] [Rank 1] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600025 milliseconds before timing "
+            "out.\n"
+            "v100x16-1: terminate called after throwing an instance of 'c10::DistBackendError'\n"
+            f"v100x16-1: {GROUP_LOCAL_TAGS[0][0]}\n")
+    assert diag(tmp_path, text)[1].facts["timed_out_ranks"] == [0, 4]
