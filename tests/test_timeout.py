@@ -611,7 +611,8 @@ def test_total_steps_from_the_train_line_of_the_last_step(tmp_path: Path, text: 
 
 # HF Trainer's log dicts carry no step (the parser counts them); its tqdm bar beside them does.
 # Real lines: ROCm/ROCm#4021 (the bar fused with a HW exception), hiyouga/LlamaFactory#8261
-# (the bar fused with a watchdog line; the paste's line numbers left out).
+# (the bar fused with a watchdog line, as far as the stored excerpt goes; the paste's line
+# numbers left out).
 HF_DICTS_AND_BARS = [
     ("{'loss': 0.4589, 'grad_norm': 1.0493940198290594, 'learning_rate': 5.284132841328413e-06, "
      "'epoch': 1.22}\n"
@@ -622,8 +623,7 @@ HF_DICTS_AND_BARS = [
      "{'loss': 0.0, 'grad_norm': 1.4142135381698608, 'learning_rate': 4.3181818181818185e-06, "
      "'epoch': 0.01}\n  1%|▏         | 24/1752 [01:08<1:22:56,  2.88s/it][rank5]:[E602 "
      "11:17:52.185053341 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective "
-     "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
-     "Timeout(ms)=600000) ran for 600004 milliseconds before timing out.\n", 24, 1752),
+     "operati\n", 24, 1752),
 ]
 
 
@@ -632,3 +632,28 @@ def test_the_bar_beside_stepless_hf_dicts_gives_the_step(tmp_path: Path, text: s
                                                          total: int) -> None:
     facts = diag(tmp_path, text)[1].facts
     assert (facts["last_step"], facts["total_steps"]) == (step, total)
+
+
+# A tqdm bar fused with another rank's watchdog line, that line wrapped by the terminal at a
+# space (kept at the end of the physical line): nanotron#204, whole. The joined line has two
+# spaces at the wrap, which the watchdog wording allows between its words. The fused bar and
+# rank prefix also in hiyouga/LlamaFactory#8261 (its excerpt cut inside the wording).
+NANOTRON_204 = (
+    "[default0]:Grouping texts in chunks of 2049:   8%|▊         | 726000/9672101 [02:32<30:38, "
+    "4866.01 examples/s][default2]:[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught \n"
+    "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600888 milliseconds before timing out.                   \n"
+    "[default3]:[E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) \n"
+    "ran for 600892 milliseconds before timing out.\n")
+
+
+def test_a_watchdog_line_wrapped_at_a_space_after_a_fused_bar(tmp_path: Path) -> None:
+    facts = diag(tmp_path, NANOTRON_204)[1].facts
+    assert facts["timed_out_ranks"] == [2, 3] and facts["seq_num"] == 3
+
+
+def test_a_rank_prefix_fused_to_a_bar_is_split_off(tmp_path: Path) -> None:
+    # hiyouga/LlamaFactory#8261: the bar's line ends where rank 5's line begins
+    inc, _ = diag(tmp_path, HF_DICTS_AND_BARS[1][0])
+    assert inc.progress["step"].max() == 24 and inc.progress["rank"].isna().all()

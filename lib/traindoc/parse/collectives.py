@@ -49,7 +49,7 @@ PG_PART_RE = re.compile(
 )
 
 WATCHDOG_RE = re.compile(
-    r"Watchdog caught collective operation timeout:\s*Work(?:NCCL|Gloo|UCC)?"
+    r"Watchdog caught\s+collective\s+operation\s+timeout:\s*Work(?:NCCL|Gloo|UCC)?"
     r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"
     r"(?:\s*ran for\s*(?P<ran>\d[\d\s]*?)\s*milliseconds\s*before\s*timing\s*out)?"
 )
@@ -183,7 +183,7 @@ def _duration(text: str | None) -> int | None:
     return v if v is None or v >= 0 else None
 
 
-CUT_WORK_RE = re.compile(r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?P<body>[^()]*)$")
+CUT_WORK_RE = re.compile(r"Watchdog caught\s+collective\s+operation\s+timeout:\s*WorkNCCL\((?P<body>[^()]*)$")
 
 
 def _cut_watchdog(text: str) -> Row | None:
