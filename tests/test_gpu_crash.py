@@ -1388,3 +1388,34 @@ def test_a_peer_that_went_away_names_no_host(tmp_path: Path) -> None:
                  "peer 11.214.147.122<39138> with error 12, opcode 0, len 0, vendor err 129"):
         facts = gpu_crash.diagnose(load_text(tmp_path, line + "\n")).facts
         assert facts["error_kind"] == "nccl_error" and facts["failed_hosts"] == [], line
+
+
+# Hardware faults on more than one machine: each host with its own ECC/hardware Xid is a failed
+# host, and each code is reported. Real lines: HuggingFaceM4's memo of Xid alerts (m4-logs
+# memos/README.md), one file per alert. No second source with two hosts was found. A negative
+# control (made up from the memo's second alert): an application Xid (13, the program's fault)
+# on another host is not added.
+M4_XID_ALERTS = {
+    "xid-ip-26-0-146-100.log": "Xid errors on instance: ip-26-0-146-100, Error: May 19 07:08:57 "
+    "ip-26-0-146-100 kernel: [680111.646286] NVRM: Xid (PCI:0000:10:1c): 63, pid=1850, Row "
+    "Remapper: New row marked for remapping, reset gpu to activate\n",
+    "xid-ip-26-0-147-135.log": "Xid errors on instance: ip-26-0-147-135, Error: May 29 01:37:38 "
+    "ip-26-0-147-135 kernel: [257087.812628] NVRM: Xid (PCI:0000:90:1c): 64, ...\n",
+}
+
+
+def test_every_host_with_a_hardware_xid_is_a_failed_host(tmp_path: Path) -> None:
+    for name, text in M4_XID_ALERTS.items():
+        (tmp_path / name).write_text(text)
+    facts = gpu_crash.diagnose(traindoc.load(tmp_path)).facts
+    assert facts["failed_hosts"] == ["ip-26-0-146-100", "ip-26-0-147-135"]
+    assert facts["xid_codes"] == [63, 64]
+
+
+def test_an_application_xid_elsewhere_is_no_failed_host(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text(M4_XID_ALERTS["xid-ip-26-0-146-100.log"])
+    (tmp_path / "b.log").write_text(
+        "Xid errors on instance: ip-26-0-147-135, Error: May 29 01:37:38 ip-26-0-147-135 kernel: "
+        "[257087.812628] NVRM: Xid (PCI:0000:90:1c): 13, Graphics Exception\n")
+    facts = gpu_crash.diagnose(traindoc.load(tmp_path)).facts
+    assert facts["failed_hosts"] == ["ip-26-0-146-100"]

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ...hostlist import expand
 from ...incident import Incident
+from ...parse.xid import xid_info
 from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts
 from .checkpoints import (
     DEFAULT_MTBF_HOURS,
@@ -120,6 +121,7 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
                     | ({int(first["rank"])} if pd.notna(first["rank"]) else set()))
         fh = sorted({str(h) for h in crash.cluster["host"].dropna() if is_host(h)}
                     | ({str(first["host"])} if is_host(first["host"]) else set()))
+        fh = sorted(set(fh) | set(hardware_fault_hosts(crash.independent)))
         machines = job_hosts(incident)
         if not fh and len(machines) == 1:  # a job on one machine (node list, log header)
             fh = machines
@@ -175,6 +177,24 @@ def _peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
     refused = cascade["message"].astype(str).map(lambda m: PEER_REFUSED_RE.search(m) is not None)
     return cascade[(cascade["table"] == "errors")
                    & (cascade["code"].isin(PEER_NCCL_CODES) | refused)]
+
+
+def hardware_fault_hosts(causes: pd.DataFrame) -> list[str]:
+    """The hosts of failures independent of the first one that are the GPU's own hardware (an
+    ECC error, an Xid of NVIDIA's hardware or ECC category): each is a machine to check too."""
+    if not len(causes):
+        return []
+    hosts: set[str] = set()
+    for _, e in causes.iterrows():
+        if not is_host(e["host"]):
+            continue
+        if e["kind"] == "ecc":
+            hosts.add(str(e["host"]))
+        elif e["kind"] == "xid" and str(e["code"]).isdigit():
+            info = xid_info(int(e["code"]))
+            if info.origin == "hardware" or info.category == "ecc":
+                hosts.add(str(e["host"]))
+    return sorted(hosts)
 
 
 def job_hosts(incident: Incident) -> list[str]:
