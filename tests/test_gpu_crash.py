@@ -1419,3 +1419,43 @@ def test_an_application_xid_elsewhere_is_no_failed_host(tmp_path: Path) -> None:
         "[257087.812628] NVRM: Xid (PCI:0000:90:1c): 13, Graphics Exception\n")
     facts = gpu_crash.diagnose(traindoc.load(tmp_path)).facts
     assert facts["failed_hosts"] == ["ip-26-0-146-100"]
+
+
+# pdsh / DeepSpeed's launcher name the local node "localhost" (no digit in it) before the rank
+# tag. Real lines: two runs of stark-sim/megatron-deepspeed-lock-clock (dual8_tp4pp1dp2 r2 and
+# watch_and_launch_dual8), each its own log.
+LOCALHOST_LINES = [
+    ("localhost: [rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/"
+     "distributed/c10d/NCCLUtils.cpp:230, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+     "details), NCCL version 2.27.5", 0),
+    ("localhost: [rank1]:[E328 01:06:50.505414292 ProcessGroupNCCL.cpp:683] [Rank 1] Watchdog "
+     "caught collective operation timeout: WorkNCCL(SeqNum=8, OpType=ALLREDUCE, NumelIn=1, "
+     "NumelOut=1, Timeout(ms)=1800000) ran for 1800014 milliseconds before timing out.", 1),
+]
+
+
+@pytest.mark.parametrize(("line", "rank"), LOCALHOST_LINES)
+def test_pdsh_localhost_prefix_is_a_host_before_the_rank(line: str, rank: int) -> None:
+    from traindoc.parse.prefixes import demux
+    body, origin = demux(line)
+    assert (origin.host, origin.rank) == ("localhost", rank) and body.startswith(("torch", "[E"))
+
+
+# DeepSpeed's launcher (launch.py sigkill_handler) prints the dead process's return code with
+# ``cmd``, the last command its spawn loop built: always its last local rank. Real lines: the
+# dual8_tp4pp1dp2 r2 log (rank 0 failed, the line names --local_rank=3 of 4) and
+# deepspeedai/DeepSpeedExamples#626 (``deepspeed --num_gpus 2``: --local_rank=1).
+def test_deepspeeds_exit_line_names_its_last_rank_not_the_failed_one(tmp_path: Path) -> None:
+    text = (LOCALHOST_LINES[0][0] + "\n"
+            "localhost: [rank0]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+            "localhost: [2026-03-28 00:24:52,547] [ERROR] [launch.py:341:sigkill_handler] "
+            "['/usr/bin/python3', '-u', 'pretrain_gpt.py', '--local_rank=3', "
+            "'--tensor-model-parallel-size', '4'] exits with return code = 1\n")
+    facts = gpu_crash.diagnose(load_text(tmp_path, text)).facts
+    assert facts["failed_ranks"] == [0] and facts["failed_hosts"] == ["localhost"]
+    # alone, the line is all there is: its rank stays the reading (DeepSpeedExamples#626)
+    alone = ("[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/global/D1/homes/"
+             "sushant/sushanta/venv/bin/python3.10', '-u', 'trainCLM.py', '--local_rank=1', "
+             "'--deepspeed', '/home/sushant/D1/sushanta/try/nepaligpt/clm/config/"
+             "deepspeed_config.json'] exits with return code = -11\n")
+    assert gpu_crash.diagnose(load_text(tmp_path, alone, "b.log")).facts["failed_ranks"] == [1]

@@ -7,8 +7,8 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 - MPI: ``[1,3]<stdout>:`` (with ``--timestamp-output``: ``Fri Aug 11 12:31:45 2023[1,0]<stdout>:``)
 - Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``
 - Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
-- pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit) or the hostfile's IP
-  ``104.171.201.172: ``
+- pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit), the hostfile's IP
+  ``104.171.201.172: ``, ``localhost: ``, or any name before a rank tag (``gpu-a: [rank3]:``)
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ SLURMSTEPD_PREFIX = "slurmstepd-"
 HOST_RE = re.compile(
     r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
 )
+# pdsh / DeepSpeed's launcher name the local node "localhost" (no digit), and any host name
+# stands before a torchrun or c10 rank tag ("localhost: [rank0]: …", "gpu-a: [default3]:")
+HOST_BEFORE_TAG_RE = re.compile(
+    r"(?P<host>localhost|[A-Za-z][\w.\-]{0,62}(?=: \[(?:rank|default)\d+\]:)): (?=\S)")
 
 # A log collector's timestamp before the launcher's rank prefix (``2024-11-20 14:37:16 [rank3]: …``):
 # both are prefixes (the body that follows is what the rank wrote; the collector's time is not
@@ -167,7 +171,7 @@ def demux(text: str) -> tuple[str, Origin]:
         elif ch.isalpha() and pos == 0 and (m := _compose(text)):
             pass
         elif ch.isalpha() and pos == 0:
-            m = HOST_RE.match(text, pos)
+            m = HOST_RE.match(text, pos) or HOST_BEFORE_TAG_RE.match(text, pos)
             if m and not text.startswith(("http", "Timeout", "Exception")):
                 host = m["host"].removeprefix(SLURMSTEPD_PREFIX)
             else:

@@ -384,7 +384,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
         if len(causes) else pd.Series([], dtype=bool)
     if first["code"] in HOST_OOM_CODES and len(causes):
         member |= causes.apply(lambda e: _oom_explains(first, e), axis=1)
-    cluster = causes[member]
+    cluster = _without_launcher_command_rank(causes[member], first)
     independent = causes[~member]
     first = _with_sibling_code(first, cluster)
     failed_ranks = set(cluster["rank"].dropna().astype(int))
@@ -396,6 +396,22 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
 # an abort, or a launcher saying a worker died: neither names the error that caused it
 ABORT_CODES = {"SIGABRT", "terminate", "ray_worker_died"}
 SPECIFIC_KINDS = ("cuda_error", "xid", "ecc", "oom", "nccl_error")
+
+
+def _without_launcher_command_rank(cluster: pd.DataFrame, first: pd.Series) -> pd.DataFrame:
+    """DeepSpeed's launcher prints the return code of the process that died with ``cmd``, the
+    loop variable of its spawn loop, i.e. its *last* local rank's command (launch.py's
+    sigkill_handler): when the failure names its own rank, that command's rank is not a
+    failed rank."""
+    if pd.isna(first["rank"]) or not len(cluster):
+        return cluster
+    said = cluster["line"].astype(str).str.contains(" exits with return code = ", regex=False)
+    other = said & cluster["rank"].notna() & (cluster["rank"] != first["rank"])
+    if not other.any():
+        return cluster
+    out = cluster.copy()
+    out.loc[other, "rank"] = pd.NA
+    return out
 
 
 def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) -> pd.Series:
