@@ -129,7 +129,7 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
                      error_message=first["message"])
         if pd.notna(first["time"]):
             facts["first_failure_time"] = pd.Timestamp(first["time"]).isoformat()
-    elif len(peer := _peer_errors(crash.cascade)):
+    elif len(peer := peer_errors(crash.cascade)):
         # only a victim's view (a peer went away, the network broke): the kind and words of
         # what this side saw; no rank or host to blame
         facts.update(error_kind="nccl_error", error_message=peer.iloc[0]["message"])
@@ -169,7 +169,7 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
 PEER_NCCL_CODES = ("nccl_remote", "nccl_warn_net")
 
 
-def _peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
+def peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
     """The cascade's NCCL lines that report a peer or the network failing (a peer that refused
     the connection included)."""
     if not len(cascade):
