@@ -6,6 +6,7 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 - torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``); c10 logging: ``[rank3]:``
 - MPI: ``[1,3]<stdout>:`` (with ``--timestamp-output``: ``Fri Aug 11 12:31:45 2023[1,0]<stdout>:``)
 - Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``
+- kubectl logs --prefix: ``[pod/trainer-0-x7k2p/pytorch] `` (stripped; a pod is no machine)
 - Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
 - pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit), the hostfile's IP
   ``104.171.201.172: ``, ``localhost: ``, or any name before a rank tag (``gpu-a: [rank3]:``)
@@ -31,6 +32,9 @@ NOISE_RE = re.compile(r"\[(?:stdout|stderr)\]\s|\[\d{1,9}\]\s(?=[\[(])")
 # container's short id; no "[rank=N]" on the agent's own lines)
 DETERMINED_RE = re.compile(
     r"\[20\d\d-\d\d-\d\dT[\d:.]+Z?\] [0-9a-f]{8} (?:\[rank=(?P<n>\d+)\] )?\|\| ?")
+# kubectl logs --prefix: "[pod/NAME/CONTAINER] " (connaisseur#555). A pod is not a machine
+# that could be drained: stripped, not kept as the host.
+KUBECTL_RE = re.compile(r"\[pod/[a-z0-9][a-z0-9.\-]{0,252}/[a-z0-9][a-z0-9.\-]{0,62}\] ?")
 MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
 # mpirun --timestamp-output glues a ctime stamp before its tag: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
 MPI_STAMP_RE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d "
@@ -148,6 +152,8 @@ def demux(text: str) -> tuple[str, Origin]:
             elif m := DETERMINED_RE.match(text, pos):
                 if m["n"] is not None:
                     rank = as_int(m["n"])
+            elif m := KUBECTL_RE.match(text, pos):
+                pass
             else:
                 m = MPI_RE.match(text, pos)
                 if m:  # mpirun's [job,rank]: the global rank
