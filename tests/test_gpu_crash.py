@@ -1459,3 +1459,29 @@ def test_deepspeeds_exit_line_names_its_last_rank_not_the_failed_one(tmp_path: P
              "'--deepspeed', '/home/sushant/D1/sushanta/try/nepaligpt/clm/config/"
              "deepspeed_config.json'] exits with return code = -11\n")
     assert gpu_crash.diagnose(load_text(tmp_path, alone, "b.log")).facts["failed_ranks"] == [1]
+
+
+# Determined's short log form: "[f35a2cc1] " (the container's id: no machine), "[rank=0] ", and
+# a pdsh host prefix after it. DeepSpeed's launcher answers its child's death with 'Killing
+# subprocess' lines and then the child's code: those lines are no earlier failure. Real lines:
+# determined-ai/determined's cifar10 cpu-offloading example README (two containers, two hosts).
+DETERMINED_LINES = (
+    "[f35a2cc1] [rank=0] [INFO] [logging.py:69:log_dist] [Rank 0] Saving model checkpoint: "
+    "/tmp/8596df39-c441-4259-a890-705a32f96326/model0/zero_pp_rank_0_mp_rank_00_model_states.pt\n"
+    "[f35a2cc1] 172.31.42.141: [INFO] [launch.py:178:sigkill_handler] Killing subprocess 190\n"
+    "[f35a2cc1] 172.31.36.1: [INFO] [launch.py:178:sigkill_handler] Killing subprocess 204\n"
+    "[f35a2cc1] 172.31.42.141: [ERROR] [launch.py:184:sigkill_handler] ['python3', '-m', "
+    "'determined.launch.wrap_rank', 'RANK', '--', 'python3', 'train.py'] exits with return code "
+    "= 247\n"
+    "[f35a2cc1] 172.31.36.1: [ERROR] [launch.py:184:sigkill_handler] ['python3', '-m', "
+    "'determined.launch.wrap_rank', 'RANK', '--', 'python3', 'train.py'] exits with return code "
+    "= 247\n"
+    "[f35a2cc1] pdsh@ip-172-31-36-1: 172.31.36.1: ssh exited with exit code 247\n")
+
+
+def test_determined_short_tags_and_the_host_behind_them(tmp_path: Path) -> None:
+    from traindoc.parse.prefixes import demux
+    first, third = DETERMINED_LINES.splitlines()[0], DETERMINED_LINES.splitlines()[1]
+    assert demux(first)[1].rank == 0 and demux(third)[1].host == "172.31.42.141"
+    facts = gpu_crash.diagnose(load_text(tmp_path, DETERMINED_LINES)).facts
+    assert facts["failed_hosts"] == ["172.31.42.141"] and "247" in facts["error_message"]

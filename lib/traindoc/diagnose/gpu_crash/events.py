@@ -266,8 +266,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
 
 def _exit_roles(ev: pd.DataFrame) -> None:
     """An exit repeats its rank's own error (context), follows a peer's failure (cascade), or is
-    the only thing known about a rank that died (cause: killed without a word)."""
-    errs = ev[ev["role"] != "exit"]
+    the only thing known about a rank that died (cause: killed without a word). DeepSpeed's
+    'Killing subprocess' lines are its launcher's answer to that very exit (sigkill_handler
+    kills the siblings, then reports the dead child's code), not a peer's failure before it."""
+    errs = ev[(ev["role"] != "exit") & (ev["code"] != "launcher_kill")]
     for i in ev.index[ev["role"] == "exit"]:
         e = ev.loc[i]
         if e["code"] in TEARDOWN_SIGNALS:
