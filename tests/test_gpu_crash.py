@@ -1485,3 +1485,24 @@ def test_determined_short_tags_and_the_host_behind_them(tmp_path: Path) -> None:
     assert demux(first)[1].rank == 0 and demux(third)[1].host == "172.31.42.141"
     facts = gpu_crash.diagnose(load_text(tmp_path, DETERMINED_LINES)).facts
     assert facts["failed_hosts"] == ["172.31.42.141"] and "247" in facts["error_message"]
+
+
+# torch's DataLoader reporting a worker that a signal killed. Real lines: facebookresearch/
+# pycls#146, sutrack#15 (segfault), THU-DA-6D-Pose-Group/GDR-Net#16 (bus error: shm),
+# hezhangsprinter/DCPDN#58 (the C++ handler's bus-error line).
+DATALOADER_SIGNALS = [
+    ("RuntimeError: DataLoader worker (pid 624) is killed by signal: Segmentation fault. ",
+     "SIGSEGV"),
+    ("RuntimeError: DataLoader worker (pid 3216) is killed by signal: Bus error. It is possible "
+     "that dataloader's workers are out of shared memory. Please try to raise your shared memory "
+     "limit.", "SIGBUS"),
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "SIGSEGV"),
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+     "shared memory (shm).", "SIGBUS"),
+]
+
+
+@pytest.mark.parametrize(("line", "sig"), DATALOADER_SIGNALS)
+def test_a_dataloader_worker_killed_by_a_signal_is_a_signal(line: str, sig: str) -> None:
+    row = err(line)
+    assert (row["kind"], row["code"]) == ("signal", sig)

@@ -441,6 +441,24 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>(?:[\w.]*(?:ActorDiedError|RayActorError)\S*: )?The actor died "
                    r"unexpectedly before finishing this task\.?)"),
     ),
+    (  # torch's DataLoader (torch/utils/data/_utils/signal_handling.py, csrc/DataLoader.cpp):
+        # "RuntimeError: DataLoader worker (pid 624) is killed by signal: Segmentation fault."
+        # (facebookresearch/pycls#146, sutrack#15), "ERROR: Unexpected bus error encountered in
+        # worker. This might be caused by insufficient shared memory (shm)." (DCPDN#58)
+        "fatal_signal",
+        "signal",
+        "is killed by signal",
+        re.compile(r"(?P<msg>DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: "
+                   r"(?P<what>[A-Z][a-z]+(?: [a-z]+)*)\.?)"),
+    ),
+    (
+        "fatal_signal",
+        "signal",
+        "encountered in worker",
+        re.compile(r"(?P<msg>Unexpected (?P<what>segmentation fault|bus error|floating-point "
+                   r"exception) encountered in worker\.?(?: This might be caused by insufficient "
+                   r"shared memory \(shm\)\.?)?)"),
+    ),
     # --- last: any Python exception's final line ---------------------------------------------
     (
         "python_exception",
@@ -465,7 +483,7 @@ NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
 LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
                 "OOMKilled", "low on resource", "Node failure", "forcefully exit",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
-                "Page Blacklist", "kill event", "memory limit", "received at time", "signal",
+                "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure")
 MAX_MESSAGE_CHARS = 400
@@ -539,7 +557,8 @@ def parse_error(text: str) -> Row | None:
     if groups.get("local"):
         row["message"] = f"worker --local_rank={groups['local']} {msg}"
     if code == "fatal_signal" and groups.get("what"):
-        row["code"] = SIGNAL_WORDS.get(groups["what"], "fatal_signal")
+        what = groups["what"].replace("-", " ")
+        row["code"] = SIGNAL_WORDS.get(what[:1].upper() + what[1:], "fatal_signal")
     host = NCCL_HOST_RE.match(text)
     if kind == "nccl_error" and host:
         row["host"] = host["host"]
