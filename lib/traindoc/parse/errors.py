@@ -48,7 +48,10 @@ Wordings, checked against the sources that print them (and public issues quoting
   ON node-1 CANCELLED AT 2024-05-14T03:22:41 ***``; a job script's ``line 42: 12345 Killed
   python train.py``; Ray's ``ActorDiedError: The actor died unexpectedly before finishing this
   task.`` and ``Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits
-  with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``.
+  with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``;
+  torch's DataLoader: ``DataLoader worker (pid 624) is killed by signal: Segmentation fault.``
+  and ``Unexpected bus error encountered in worker. This might be caused by insufficient
+  shared memory (shm).``
 - SLURM's lost node: ``srun: error: Node failure on jean-zay-iam49`` (GoogleCloudPlatform/
   cluster-toolkit#1600); ``*** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT … DUE TO NODE
   FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`` names only the node that reports it; ``… DUE TO
