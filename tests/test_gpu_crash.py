@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import traindoc
-from conftest import DATA, ROOT, SEEDS
+from conftest import CORPUS, DATA, ROOT, SEEDS
 from traindoc.diagnose import gpu_crash
 from traindoc.diagnose.common import task_hosts
 from traindoc.parse import checkpoints, errors, xid
@@ -1507,3 +1507,34 @@ DATALOADER_SIGNALS = [
 def test_a_dataloader_worker_killed_by_a_signal_is_a_signal(line: str, sig: str) -> None:
     row = err(line)
     assert (row["kind"], row["code"]) == ("signal", sig)
+
+
+@pytest.mark.parametrize("line, bus", [
+    # huggingface/m4-logs memos/README (the corpus case gpu_crash-m4-logs-memos-readme)
+    ("May 19 07:08:57 ip-26-0-146-100 kernel: [680111.646286] NVRM: Xid (PCI:0000:10:1c): 63, "
+     "pid=1850, Row Remapper: New row marked for remapping, reset gpu to activate", "0000:10:1c"),
+    # the driver's older wording without 'PCI:' (parse/xid.py's docstring, leptonai/gpud tests)
+    ("NVRM: Xid (0000:03:00): 14, Channel 00000001", "0000:03:00"),
+    # a bare fall off the bus, no domain (NVIDIA/open-gpu-kernel-modules issues)
+    ("NVRM: GPU 0000:29:00.0: GPU has fallen off the bus.", "0000:29:00"),
+])
+def test_pci_bus_id_of_an_xid_line(line: str, bus: str) -> None:
+    from traindoc.parse.xid import parse_xid, pci_bus_id
+    row = parse_xid(line)
+    assert row is not None and pci_bus_id(row["message"]) == bus
+
+
+def test_pci_bus_id_of_a_lost_gpu_and_none() -> None:
+    from traindoc.parse.xid import parse_gpu_lost, pci_bus_id
+    row = parse_gpu_lost("Unable to determine the device handle for GPU00000000:3B:00.0: Unknown Error")
+    assert row is not None and pci_bus_id(row["message"]) == "0000:3b:00"
+    assert pci_bus_id("CUDA error: an illegal memory access was encountered") is None
+
+
+def test_pci_bus_ids_fact_names_each_failed_gpu() -> None:
+    """Xid 63 and 64 on two hosts (m4 memos): both GPUs' bus ids, in order of appearance."""
+    inc = traindoc.load(CORPUS / "gpu_crash" / "gpu_crash-m4-logs-memos-readme" / "logs",
+                        progress=False)
+    a = gpu_crash.analyse(inc)
+    assert a.facts["pci_bus_ids"] == ["0000:10:1c", "0000:90:1c"]
+    assert list(a.xids["gpu_pci_bus"]) == ["0000:10:1c", "0000:90:1c"]

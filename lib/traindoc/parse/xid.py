@@ -248,6 +248,22 @@ def parse_gpu_lost(text: str) -> Row | None:
             "host": _host(text, m.start())}
 
 
+# The bus id as this module writes it into an Xid row's message: ``Xid 79 (PCI:0000:3b:00): …``
+# or ``… device handle for GPU00000000:3B:00.0: …`` (nvidia-smi's eight-digit domain).
+MESSAGE_BUS_RE = re.compile(
+    r"(?:\(PCI:|device handle for GPU)(?:[0-9a-fA-F]{0,4}(?P<dom>[0-9a-fA-F]{4}):)?"
+    r"(?P<bus>[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
+
+
+def pci_bus_id(message: str) -> str | None:
+    """The GPU's PCI bus id (``0000:3b:00``: domain, bus, device; lower case, no function) of
+    an Xid or lost-GPU row's ``message``; None when it names none (``?``)."""
+    m = MESSAGE_BUS_RE.search(message or "")
+    if not m:
+        return None
+    return f"{(m['dom'] or '0000').lower()}:{m['bus'].lower()}"
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nvidia_xid",

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ...hostlist import expand
 from ...incident import Incident
-from ...parse.xid import xid_info
+from ...parse.xid import pci_bus_id, xid_info
 from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts
 from .checkpoints import (
     DEFAULT_MTBF_HOURS,
@@ -38,7 +38,7 @@ from .events import (
 )
 
 FACT_KEYS = ("failed_ranks", "failed_hosts", "error_kind", "error_message", "xid_codes",
-             "first_failure_time", "last_iteration", "last_checkpoint_iteration",
+             "pci_bus_ids", "first_failure_time", "last_iteration", "last_checkpoint_iteration",
              "lost_iterations", "lost_hours", "checkpoint_interval_recommended")
 
 CHECKPOINT_LINE_COLUMNS = ["iteration", "kind", "path", "duration_s", "time", "source"]
@@ -106,7 +106,7 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
     job's --save-interval) places the last checkpoint when no save line was logged;
     ``gpus_per_node`` turns a rank into a node index when no line names the host."""
     facts: dict[str, Any] = {k: None for k in FACT_KEYS}
-    facts.update(failed_ranks=[], failed_hosts=[], xid_codes=[])
+    facts.update(failed_ranks=[], failed_hosts=[], xid_codes=[], pci_bus_ids=[])
     host_of = rank_hosts(incident)
     events = failure_events(incident, host_of)
     crash = first_failure(events, window_s, incident.ranks)
@@ -140,6 +140,10 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
         on_failed = xids[xids["host"].isin(facts["failed_hosts"])]
         xids = on_failed if len(on_failed) else xids
     facts["xid_codes"] = sorted({int(c) for c in xids["code"].dropna() if str(c).isdigit()})
+    # the GPU's locator on its host (8 GPUs a node: the bus id says which), in order of first
+    # appearance
+    buses = (pci_bus_id(str(m)) for m in xids["message"]) if len(xids) else ()
+    facts["pci_bus_ids"] = list(dict.fromkeys(b for b in buses if b))
 
     facts["last_checkpoint_iteration"] = ck.last_iteration
     facts["lost_iterations"], facts["lost_hours"] = lost_work(
