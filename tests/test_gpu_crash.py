@@ -1538,3 +1538,12 @@ def test_pci_bus_ids_fact_names_each_failed_gpu() -> None:
     a = gpu_crash.analyse(inc)
     assert a.facts["pci_bus_ids"] == ["0000:10:1c", "0000:90:1c"]
     assert list(a.xids["gpu_pci_bus"]) == ["0000:10:1c", "0000:90:1c"]
+
+
+@pytest.mark.parametrize("case", ["gpu_crash-akash-support-244", "gpu_crash-pytorch-51382"])
+def test_a_dmesg_spanning_days_is_no_hang(case: str) -> None:
+    """Xid lines of one host days apart (akash-network/support#244: Jul 28 to Aug 5; pytorch#51382)
+    are several incidents on the host, not survivors that hung for days: no exit delay."""
+    a = gpu_crash.analyse(traindoc.load(CORPUS / "gpu_crash" / case / "logs", progress=False))
+    assert a.exit_delay_s is None
+    assert not any(f.id == "exit_delay" for f in gpu_crash.report(a).findings)

@@ -41,6 +41,8 @@ FACT_KEYS = ("failed_ranks", "failed_hosts", "error_kind", "error_message", "xid
              "pci_bus_ids", "first_failure_time", "last_iteration", "last_checkpoint_iteration",
              "lost_iterations", "lost_hours", "checkpoint_interval_recommended")
 
+INCIDENT_GAP_S = 3600.0  # failure lines further apart than this belong to different incidents
+
 CHECKPOINT_LINE_COLUMNS = ["iteration", "kind", "path", "duration_s", "time", "source"]
 
 
@@ -217,11 +219,17 @@ def job_hosts(incident: Incident) -> list[str]:
 
 
 def _exit_delay(crash: Crash, events: pd.DataFrame) -> float | None:
-    """Seconds from the first failure to the last failure line, when positive."""
+    """Seconds from the first failure to the job's last failure line of the same incident, when
+    positive. Kernel lines (Xid) are the host's, not the job's, and a gap of more than
+    ``INCIDENT_GAP_S`` between failure lines starts another incident (a dmesg spanning days
+    holds several; the survivors did not hang that long)."""
     if crash.first is None or pd.isna(crash.first["time"]) or not len(events):
         return None
-    later = events["time"].dropna()
-    if not len(later):
-        return None
-    d = (later.max() - crash.first["time"]).total_seconds()
+    t0 = crash.first["time"]
+    last = t0
+    for t in sorted(t for t in events.loc[events["kind"] != "xid", "time"].dropna() if t >= t0):
+        if (t - last).total_seconds() > INCIDENT_GAP_S:
+            break
+        last = t
+    d = (last - t0).total_seconds()
     return d if d > 0 else None
