@@ -284,3 +284,30 @@ def test_an_overflow_note_after_a_numbered_overflow_is_the_same_step(tmp_path: P
         log.write_text("\n".join(lines) + "\n")
         a = ls.analyse(traindoc.load(str(log)))
         assert sorted(set(a.skipped_iterations)) == skipped, lines[0]
+
+
+# HF Trainer dicts printed right after the bar's redraws carry no step: the bar's last count on
+# the line is the step (HF logs after the bar's update; the checkpoint names agree)
+H2OGPT_86 = [  # h2oai/h2ogpt#86 (corpus loss_spike-h2ogpt-86): carriage returns pasted as '^M'
+    "^M  4%|▎         | 1317/36234 [11:37<5:10:26,  1.87it/s]^M  4%|▎         | 1318/36234 "
+    "[11:37<5:12:34,  1.86it/s]^M                                                      ^M"
+    "{'loss': 1.5545, 'learning_rate': 0.00028994575745834946, 'epoch': 0.22}",
+    "^M  4%|▎         | 1318/36234 [11:37<5:12:34,  1.86it/s]^M  4%|▎         | 1319/36234 "
+    "[11:38<5:06:46,  1.90it/s]^M                                                      ^M"
+    "{'loss': 1.3465, 'learning_rate': 0.000289937455028505, 'epoch': 0.22}",
+]
+NLP_HOMEWORK = [  # hef1023/NLP-Course-Homework-2022 README.md (then "checkpoint-500", …)
+    " 30%|██▉       | 500/1689 [01:30<03:29,  5.68it/s]{'loss': 1.6771, 'learning_rate': "
+    "7.039668442865602e-06, 'epoch': 0.89}",
+    "Saving model checkpoint to translations\\checkpoint-500",
+    " 59%|█████▉    | 1000/1689 [03:00<01:57,  5.87it/s]{'loss': 1.5235, 'learning_rate': "
+    "4.079336885731202e-06, 'epoch': 1.78}",
+]
+
+
+def test_a_dict_after_a_bar_is_logged_at_the_bar_count(tmp_path: Path) -> None:
+    for lines, steps in ((H2OGPT_86, [1318, 1319]), (NLP_HOMEWORK, [500, 1000])):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        it = traindoc.load(str(log)).iterations
+        assert it.loc[it["loss"].notna(), "iteration"].tolist() == steps, lines[0]
