@@ -23,7 +23,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   names a loss (``loss_net``, ``step_loss``, ``Train Loss ce``) is a *part* of the loss: the
   first such part is the row's loss only when the line has no loss key of its own (an eval
   part, ``val mse loss``, the eval loss alike). Rates per step (``Steps/Sec``) are inverted
-  into seconds per step.
+  into seconds per step. A running mean since the start printed beside the interval's rate
+  (``Rate=… GlobalRate=…``, ``RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…``) is the rate
+  only where the line prints no other; ``learning-rate`` is no rate.
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
 - **a count named by its unit** when no step key is on the line (PyTorch's
@@ -32,7 +34,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   step.
 - **bare counters at the start of the line** when nothing else names the step: ``N`` or
   ``N/M`` before keyed metrics is the step (char-rnn's ``268/446 (epoch 0), train_loss =
-  2.097``), two numbers are the epoch and the step (``333 154 Loss=nan Time=0.040``).
+  2.097``), two numbers are the epoch and the step (``333 154 Loss=nan Time=0.040``), also
+  before a ``|`` (llama2.c: ``590 | loss 6.1569 | lr …``) and after a bracketed epoch
+  (yolact: ``[  1]    1530 || B: 5.557 | … || timer: 0.321``).
 - **the MetricLogger counter** (torchvision's references, DLRM: ``Epoch: [0]  [ 0/84]``,
   ``Epoch:[0/1] [592/75869]``) when no step key is on the line: the batch of the epoch.
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
@@ -40,7 +44,8 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   iterations (``198.8s(100 iters)``) is divided by it.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
   ``total_steps``-like field is the total, not a reason to skip the line. MLPerf's ``:::MLLOG``
-  events are flattened first: the step from the metadata (``step``, else ``epoch_num``), the
+  events are flattened first: the step from the metadata (``step``, ``step_num``, else
+  ``epoch_num``; an end-of-run event whose metadata step is a list has none), the
   value's fields (``tracked_stats`` ``{"throughput": …}``, samples per second) or the value
   under the event's key (``"key": "train_loss"``).
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
