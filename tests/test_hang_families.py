@@ -323,3 +323,13 @@ def test_fr_trace_missing_ranks_name_the_outliers(tmp_path: Path, text: str, seq
                                                  missing: list[int]) -> None:
     f = _facts(tmp_path, text)
     assert f["first_mismatch"]["seq_num"] == seq and f["outlier_members"] == missing
+
+
+def test_a_headless_faulthandler_tail_beside_a_crash_is_no_hang(tmp_path: Path) -> None:
+    # pytorch/pytorch#152780: the end of a crash's faulthandler dump, then the watchdog's error
+    text = ('  File "/h/lib/python3.12/multiprocessing/spawn.py", line 122 in spawn_main\n'
+            '  File "<string>", line 1 in <module>\n'
+            "[rank0]:[E504 23:32:59.338859795 ProcessGroupNCCL.cpp:1896] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 0] Process group watchdog thread terminated with exception: CUDA error: an illegal "
+            "memory access was encountered\n")
+    assert "deadlock" not in _classes(tmp_path, text)

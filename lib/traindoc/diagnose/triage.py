@@ -399,13 +399,16 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
     ``raised``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
-    as a stack, or cut) counts only when it is ``alone``: no error, exit or collective beside
-    it, which it would be the cut-off start of."""
+    as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
+    crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
+    beside it, which it would be a piece of."""
     if not len(stacks):
         return stacks
     state = stacks["state"].fillna("")
     framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
-    keep = framed & (state != "raised") & (alone | (state != "traceback"))
+    headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
+    unsure = (state == "traceback") | headless
+    keep = framed & (state != "raised") & (alone | ~unsure)
     return stacks[keep | state.isin(HANG_STATES)]
 
 
