@@ -1318,3 +1318,191 @@ def test_an_eviction_for_memory_stays_oom() -> None:
     # kubeflow/kubeflow#1261
     row = err("The node was low on resource: memory.")
     assert (row["code"], row["kind"]) == ("k8s_evicted_memory", "oom")
+
+
+# slurmstepd's memory-limit kill: the job's cgroup passed its --mem, SLURM kills it. Real lines:
+# coqui-ai/STT#2238 (no host: its CANCELLED line names xantipa), bcbio/bcbio-nextgen#2393 and
+# openbabel/openbabel#2658 (slurmstepd-HOST: prefix).
+MEM_LIMIT_KILLS = [
+    ("slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed",
+     None),
+    ("slurmstepd-dback-c11-n01: error: Job 848444 exceeded memory limit (33715636 > 32757760), "
+     "being killed", "dback-c11-n01"),
+    ("slurmstepd-falkor7: error: Step 1141810.0 exceeded memory limit (52917772 > 20971520), "
+     "being killed", "falkor7"),
+]
+
+
+@pytest.mark.parametrize(("line", "host"), MEM_LIMIT_KILLS)
+def test_a_slurm_memory_limit_kill_is_a_host_oom(line: str, host: str | None) -> None:
+    row = err(line)
+    assert (row["code"], row["kind"]) == ("slurm_mem_limit", "oom")
+    assert "exceeded memory limit" in row["message"] and row.get("host") == host
+
+
+def test_a_memory_limit_kill_takes_the_host_of_its_cancelled_line(tmp_path: Path) -> None:
+    # coqui-ai/STT#2238: the kill names no host, the job's CANCELLED line two lines on does
+    inc = load_text(tmp_path, "Epoch 0 | Steps: 93 | Loss: 24.580695\n"
+                    "slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), "
+                    "being killed\nslurmstepd: error: Exceeded job memory limit\n"
+                    "slurmstepd: error: *** JOB 7518 ON xantipa CANCELLED AT "
+                    "2022-06-10T17:11:35 ***\n")
+    facts = gpu_crash.diagnose(inc).facts
+    assert facts["failed_hosts"] == ["xantipa"] and facts["error_kind"] == "oom"
+    assert "exceeded memory limit" in facts["error_message"]
+
+
+# NCCL's WARN lines that name the far end of a failed link. Real lines: NVIDIA/nccl#1405 and
+# #1814 (InfiniBand retries exhausted, status 12: the reporting host and its peer);
+# stas00/ml-engineering's slurm-users.md and pytorch/pytorch#38702 (the peer refused the
+# connection: that machine is the broken one).
+LINK_FAULTS = [
+    ("kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+     "10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid "
+     "fd00:1148:9000:5000:4:200:3:ff22 remoteGidsfd00:1148:9000:5000:4:200:3:ff1f",
+     ["10.216.210.236", "kp-ddp-worker-0"]),
+    ("hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+     "172.36.143.59<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv) localGid "
+     "::ffff:29.87.88.182 remoteGids::ffff:29.87.4.221", ["172.36.143.59", "hostname-test"]),
+    ("r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to 10.148.3.247<56821> "
+     "failed : Connection refused", ["10.148.3.247"]),
+    ("NCCL WARN Connect to 10.38.10.112<21724> failed : Connection refused", ["10.38.10.112"]),
+]
+
+
+@pytest.mark.parametrize(("line", "hosts"), LINK_FAULTS)
+def test_nccl_names_the_machines_at_a_failed_link(tmp_path: Path, line: str,
+                                                  hosts: list[str]) -> None:
+    facts = gpu_crash.diagnose(load_text(tmp_path, line + "\n")).facts
+    assert facts["error_kind"] == "nccl_error" and facts["failed_hosts"] == hosts
+
+
+def test_a_peer_that_went_away_names_no_host(tmp_path: Path) -> None:
+    # NVIDIA/nccl#795: a broken pipe is the peer's process gone (a victim's view); the IB
+    # error quoted inside torch's ncclRemoteError has no reporting host (stanford_alpaca#207)
+    for line in ("host-a:1:2 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from "
+                 "10.200.84.247<58355> failed : Broken pipe",
+                 "NCCL error: remote process exited or there was a network error, NCCL version "
+                 "2.14.3 ncclRemoteError: A call failed possibly due to a network error or a "
+                 "remote process exiting prematurely. Last error: NET/IB : Got completion from "
+                 "peer 11.214.147.122<39138> with error 12, opcode 0, len 0, vendor err 129"):
+        facts = gpu_crash.diagnose(load_text(tmp_path, line + "\n")).facts
+        assert facts["error_kind"] == "nccl_error" and facts["failed_hosts"] == [], line
+
+
+# Hardware faults on more than one machine: each host with its own ECC/hardware Xid is a failed
+# host, and each code is reported. Real lines: HuggingFaceM4's memo of Xid alerts (m4-logs
+# memos/README.md), one file per alert. No second source with two hosts was found. A negative
+# control (made up from the memo's second alert): an application Xid (13, the program's fault)
+# on another host is not added.
+M4_XID_ALERTS = {
+    "xid-ip-26-0-146-100.log": "Xid errors on instance: ip-26-0-146-100, Error: May 19 07:08:57 "
+    "ip-26-0-146-100 kernel: [680111.646286] NVRM: Xid (PCI:0000:10:1c): 63, pid=1850, Row "
+    "Remapper: New row marked for remapping, reset gpu to activate\n",
+    "xid-ip-26-0-147-135.log": "Xid errors on instance: ip-26-0-147-135, Error: May 29 01:37:38 "
+    "ip-26-0-147-135 kernel: [257087.812628] NVRM: Xid (PCI:0000:90:1c): 64, ...\n",
+}
+
+
+def test_every_host_with_a_hardware_xid_is_a_failed_host(tmp_path: Path) -> None:
+    for name, text in M4_XID_ALERTS.items():
+        (tmp_path / name).write_text(text)
+    facts = gpu_crash.diagnose(traindoc.load(tmp_path)).facts
+    assert facts["failed_hosts"] == ["ip-26-0-146-100", "ip-26-0-147-135"]
+    assert facts["xid_codes"] == [63, 64]
+
+
+def test_an_application_xid_elsewhere_is_no_failed_host(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text(M4_XID_ALERTS["xid-ip-26-0-146-100.log"])
+    (tmp_path / "b.log").write_text(
+        "Xid errors on instance: ip-26-0-147-135, Error: May 29 01:37:38 ip-26-0-147-135 kernel: "
+        "[257087.812628] NVRM: Xid (PCI:0000:90:1c): 13, Graphics Exception\n")
+    facts = gpu_crash.diagnose(traindoc.load(tmp_path)).facts
+    assert facts["failed_hosts"] == ["ip-26-0-146-100"]
+
+
+# pdsh / DeepSpeed's launcher name the local node "localhost" (no digit in it) before the rank
+# tag. Real lines: two runs of stark-sim/megatron-deepspeed-lock-clock (dual8_tp4pp1dp2 r2 and
+# watch_and_launch_dual8), each its own log.
+LOCALHOST_LINES = [
+    ("localhost: [rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/"
+     "distributed/c10d/NCCLUtils.cpp:230, unhandled cuda error (run with NCCL_DEBUG=INFO for "
+     "details), NCCL version 2.27.5", 0),
+    ("localhost: [rank1]:[E328 01:06:50.505414292 ProcessGroupNCCL.cpp:683] [Rank 1] Watchdog "
+     "caught collective operation timeout: WorkNCCL(SeqNum=8, OpType=ALLREDUCE, NumelIn=1, "
+     "NumelOut=1, Timeout(ms)=1800000) ran for 1800014 milliseconds before timing out.", 1),
+]
+
+
+@pytest.mark.parametrize(("line", "rank"), LOCALHOST_LINES)
+def test_pdsh_localhost_prefix_is_a_host_before_the_rank(line: str, rank: int) -> None:
+    from traindoc.parse.prefixes import demux
+    body, origin = demux(line)
+    assert (origin.host, origin.rank) == ("localhost", rank) and body.startswith(("torch", "[E"))
+
+
+# DeepSpeed's launcher (launch.py sigkill_handler) prints the dead process's return code with
+# ``cmd``, the last command its spawn loop built: always its last local rank. Real lines: the
+# dual8_tp4pp1dp2 r2 log (rank 0 failed, the line names --local_rank=3 of 4) and
+# deepspeedai/DeepSpeedExamples#626 (``deepspeed --num_gpus 2``: --local_rank=1).
+def test_deepspeeds_exit_line_names_its_last_rank_not_the_failed_one(tmp_path: Path) -> None:
+    text = (LOCALHOST_LINES[0][0] + "\n"
+            "localhost: [rank0]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+            "localhost: [2026-03-28 00:24:52,547] [ERROR] [launch.py:341:sigkill_handler] "
+            "['/usr/bin/python3', '-u', 'pretrain_gpt.py', '--local_rank=3', "
+            "'--tensor-model-parallel-size', '4'] exits with return code = 1\n")
+    facts = gpu_crash.diagnose(load_text(tmp_path, text)).facts
+    assert facts["failed_ranks"] == [0] and facts["failed_hosts"] == ["localhost"]
+    # alone, the line is all there is: its rank stays the reading (DeepSpeedExamples#626)
+    alone = ("[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/global/D1/homes/"
+             "sushant/sushanta/venv/bin/python3.10', '-u', 'trainCLM.py', '--local_rank=1', "
+             "'--deepspeed', '/home/sushant/D1/sushanta/try/nepaligpt/clm/config/"
+             "deepspeed_config.json'] exits with return code = -11\n")
+    assert gpu_crash.diagnose(load_text(tmp_path, alone, "b.log")).facts["failed_ranks"] == [1]
+
+
+# Determined's short log form: "[f35a2cc1] " (the container's id: no machine), "[rank=0] ", and
+# a pdsh host prefix after it. DeepSpeed's launcher answers its child's death with 'Killing
+# subprocess' lines and then the child's code: those lines are no earlier failure. Real lines:
+# determined-ai/determined's cifar10 cpu-offloading example README (two containers, two hosts).
+DETERMINED_LINES = (
+    "[f35a2cc1] [rank=0] [INFO] [logging.py:69:log_dist] [Rank 0] Saving model checkpoint: "
+    "/tmp/8596df39-c441-4259-a890-705a32f96326/model0/zero_pp_rank_0_mp_rank_00_model_states.pt\n"
+    "[f35a2cc1] 172.31.42.141: [INFO] [launch.py:178:sigkill_handler] Killing subprocess 190\n"
+    "[f35a2cc1] 172.31.36.1: [INFO] [launch.py:178:sigkill_handler] Killing subprocess 204\n"
+    "[f35a2cc1] 172.31.42.141: [ERROR] [launch.py:184:sigkill_handler] ['python3', '-m', "
+    "'determined.launch.wrap_rank', 'RANK', '--', 'python3', 'train.py'] exits with return code "
+    "= 247\n"
+    "[f35a2cc1] 172.31.36.1: [ERROR] [launch.py:184:sigkill_handler] ['python3', '-m', "
+    "'determined.launch.wrap_rank', 'RANK', '--', 'python3', 'train.py'] exits with return code "
+    "= 247\n"
+    "[f35a2cc1] pdsh@ip-172-31-36-1: 172.31.36.1: ssh exited with exit code 247\n")
+
+
+def test_determined_short_tags_and_the_host_behind_them(tmp_path: Path) -> None:
+    from traindoc.parse.prefixes import demux
+    first, third = DETERMINED_LINES.splitlines()[0], DETERMINED_LINES.splitlines()[1]
+    assert demux(first)[1].rank == 0 and demux(third)[1].host == "172.31.42.141"
+    facts = gpu_crash.diagnose(load_text(tmp_path, DETERMINED_LINES)).facts
+    assert facts["failed_hosts"] == ["172.31.42.141"] and "247" in facts["error_message"]
+
+
+# torch's DataLoader reporting a worker that a signal killed. Real lines: facebookresearch/
+# pycls#146, sutrack#15 (segfault), THU-DA-6D-Pose-Group/GDR-Net#16 (bus error: shm),
+# hezhangsprinter/DCPDN#58 (the C++ handler's bus-error line).
+DATALOADER_SIGNALS = [
+    ("RuntimeError: DataLoader worker (pid 624) is killed by signal: Segmentation fault. ",
+     "SIGSEGV"),
+    ("RuntimeError: DataLoader worker (pid 3216) is killed by signal: Bus error. It is possible "
+     "that dataloader's workers are out of shared memory. Please try to raise your shared memory "
+     "limit.", "SIGBUS"),
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "SIGSEGV"),
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+     "shared memory (shm).", "SIGBUS"),
+]
+
+
+@pytest.mark.parametrize(("line", "sig"), DATALOADER_SIGNALS)
+def test_a_dataloader_worker_killed_by_a_signal_is_a_signal(line: str, sig: str) -> None:
+    row = err(line)
+    assert (row["kind"], row["code"]) == ("signal", sig)

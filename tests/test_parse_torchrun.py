@@ -129,3 +129,51 @@ def test_idle_lines_without_a_needle_are_ignored() -> None:
         if not any(n in line for n in ChildFailedParser.needles):
             p = ChildFailedParser()
             assert p.feed(line) == [] and p.section is None
+
+
+# kubectl logs --prefix puts "[pod/NAME/CONTAINER] " before every line: stripped, so a
+# ChildFailedError table behind it is read. Real prefixes: sse-secure-systems/connaisseur#555,
+# a HAMi blog post's ``kubectl logs --prefix`` output; the table is megatron-sft-recipes'
+# run_sdpa stdout.log, given the prefix here (no public post with both was found).
+KUBECTL_LINES = [
+    ("[pod/connaisseur-deployment-7f5ddc58c5-vh8c6/connaisseur] [2022-02-18 09:50:25,270] INFO: "
+     "{'message': 'automatic child approval'}", "[2022-02-18 09:50:25,270] INFO: "),
+    ("[pod/pytorch-hami-demo-77b6f5dcd9-whrbg/pytorch] CUDA Available: True", "CUDA Available: "),
+]
+
+
+@pytest.mark.parametrize(("line", "body"), KUBECTL_LINES)
+def test_kubectl_prefix_is_stripped(line: str, body: str) -> None:
+    from traindoc.parse.prefixes import demux
+    rest, origin = demux(line)
+    assert rest.startswith(body) and origin.host is None
+
+
+def test_a_childfailederror_table_behind_kubectl_prefixes_is_read(tmp_path: Path) -> None:
+    table = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+             "============================================================\n"
+             "/usr/local/lib/python3.12/site-packages/swift/cli/sft.py FAILED\n"
+             "------------------------------------------------------------\n"
+             "Failures:\n"
+             "[1]:\n"
+             "  time      : 2026-04-25_02:53:51\n"
+             "  host      : am4g1r39bm1.mgt.ams4.paperspace.com\n"
+             "  rank      : 2 (local_rank: 2)\n"
+             "  exitcode  : -15 (pid: 130963)\n"
+             "  error_file: <N/A>\n"
+             "  traceback : Signal 15 (SIGTERM) received by PID 130963\n"
+             "------------------------------------------------------------\n"
+             "Root Cause (first observed failure):\n"
+             "[0]:\n"
+             "  time      : 2026-04-25_02:53:51\n"
+             "  host      : am4g1r39bm1.mgt.ams4.paperspace.com\n"
+             "  rank      : 1 (local_rank: 1)\n"
+             "  exitcode  : 1 (pid: 130962)\n"
+             "  error_file: <N/A>\n"
+             "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n"
+             "============================================================\n")
+    p = tmp_path / "pod.log"
+    p.write_text("".join(f"[pod/sft-master-0/pytorch] {ln}\n" for ln in table.splitlines()))
+    ex = traindoc.load(p).exits
+    assert sorted(ex["rank"].dropna().astype(int)) == [1, 2]
+    assert ex.loc[ex["root_cause"].fillna(False).astype(bool), "exitcode"].tolist() == [1]

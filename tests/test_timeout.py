@@ -541,3 +541,119 @@ def test_monitor_terminating_a_hung_watchdog_is_read(tmp_path: Path, line: str,
     assert (None if pd.isna(got) else int(got)) == rank
     if rank is not None:
         assert timeout.analyse(inc).timed_out_ranks == [rank]
+
+
+# A tag of a non-default process group ("[PG ID 1 PG GUID 1 Rank 1]") names the rank within
+# that group: without a "[rankN]:" prefix the line's global rank is unknown, and a group-local
+# rank must not be counted as another rank. Real lines: the whole-file driver log of
+# megatron-deepspeed lock-clock ib_dual16_smoke_1080 (rank 4's c10 block lost its prefix),
+# sgl-project/sglang#3709.
+GROUP_LOCAL_TAGS = [
+    ("  what():  [PG ID 1 PG GUID 1 Rank 1] Process group watchdog thread terminated with "
+     "exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, "
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600025 milliseconds "
+     "before timing out.", "1"),
+    ("  what():  [PG ID 2 PG GUID 3 Rank 5] Process group watchdog thread terminated with "
+     "exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=91885, "
+     "OpType=ALLREDUCE, NumelIn=1290240, NumelOut=1290240, Timeout(ms)=600000) ran for 600066 "
+     "milliseconds before timing out.", "2"),
+]
+
+
+@pytest.mark.parametrize(("line", "pg"), GROUP_LOCAL_TAGS)
+def test_a_non_default_group_tag_names_no_global_rank(line: str, pg: str) -> None:
+    from traindoc.parse.collectives import parse_watchdog
+    row = parse_watchdog(line)
+    assert row is not None and row["rank"] is None and str(row["process_group"]).startswith(pg)
+
+
+def test_the_rank_prefix_wins_over_a_group_local_rank(tmp_path: Path) -> None:
+    # the smoke_1080 driver log: rank 4 (prefix) is group-local Rank 1; its c10 block's what()
+    # line lost the prefix and must not add a rank 1
+    text = ("v100x16-1: [rank0]:[E410 17:25:53.848336558 ProcessGroupNCCL.cpp:683] [Rank 0] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing "
+            "out.\n"
+            "v100x16-1: [rank4]:[E410 17:25:53.861955618 ProcessGroupNCCL.cpp:683] [Rank 1] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600025 milliseconds before timing "
+            "out.\n"
+            "v100x16-1: terminate called after throwing an instance of 'c10::DistBackendError'\n"
+            f"v100x16-1: {GROUP_LOCAL_TAGS[0][0]}\n")
+    assert diag(tmp_path, text)[1].facts["timed_out_ranks"] == [0, 4]
+
+
+# The last progress and the run's length. Megatron prints a validation line at the last
+# iteration, without the total its train line gives: the total of any line at that step counts.
+# Real lines: the megatron-deepspeed lock-clock tp1pp2dp8_base50 log, ROCm/rocm-blogs'
+# megablocks/README.md (both end on 'iteration N/ N' then 'validation loss at iteration N').
+MEGATRON_LAST_LINES = [
+    (" iteration       50/      50 | consumed samples:          800 | consumed tokens:      "
+     "1638400 | elapsed time per iteration (ms): 22625.0 | learning rate: 1.000E-05 | global "
+     "batch size:    16 | lm loss: 8.953300E+00 | loss scale: 1.0 | grad norm: 2.129 |\n"
+     " validation loss at iteration 50 on 160-sample draw from validation set | lm loss value: "
+     "8.942019E+00 | lm loss PPL: 7.646624E+03 | \n", 50),
+    (" iteration   2000/2000 | consumed samples:      1024000 | elapsed time per iteration (ms): "
+     "657.1 | learning rate: 6.000E-05 | global batch size:   512 | lm loss: 4.640055E+00 | loss "
+     "scale: 1.0 | grad norm: 0.344 | number of skipped iterations:   0 | number of nan "
+     "iterations:   0 |\n"
+     " validation loss at iteration 2000 | lm loss value: 4.583530E+00 | lm loss PPL: "
+     "9.785927E+01 | \n", 2000),
+]
+
+
+@pytest.mark.parametrize(("text", "total"), MEGATRON_LAST_LINES)
+def test_total_steps_from_the_train_line_of_the_last_step(tmp_path: Path, text: str,
+                                                           total: int) -> None:
+    facts = diag(tmp_path, text)[1].facts
+    assert (facts["last_step"], facts["total_steps"]) == (total, total)
+
+
+# HF Trainer's log dicts carry no step (the parser counts them); its tqdm bar beside them does.
+# Real lines: ROCm/ROCm#4021 (the bar fused with a HW exception), hiyouga/LlamaFactory#8261
+# (the bar fused with a watchdog line, as far as the stored excerpt goes; the paste's line
+# numbers left out).
+HF_DICTS_AND_BARS = [
+    ("{'loss': 0.4589, 'grad_norm': 1.0493940198290594, 'learning_rate': 5.284132841328413e-06, "
+     "'epoch': 1.22}\n"
+     " 41%|" + "█" * 42 + "▌" + " " * 62 + "| 366/903 [5:15:39<6:53:09, 46.16s/it]HW Exception by "
+     "GPU node-9 (Agent handle: 0x631351bb5a20) reason :GPU Hang\n", 366, 903),
+    ("{'loss': 3.5534, 'grad_norm': 1.4142135381698608, 'learning_rate': 2.0454545454545457e-06, "
+     "'epoch': 0.01}\n  1%|          | 20/1752 [00:57<1:22:40,  2.86s/it]\n"
+     "{'loss': 0.0, 'grad_norm': 1.4142135381698608, 'learning_rate': 4.3181818181818185e-06, "
+     "'epoch': 0.01}\n  1%|▏         | 24/1752 [01:08<1:22:56,  2.88s/it][rank5]:[E602 "
+     "11:17:52.185053341 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective "
+     "operati\n", 24, 1752),
+]
+
+
+@pytest.mark.parametrize(("text", "step", "total"), HF_DICTS_AND_BARS)
+def test_the_bar_beside_stepless_hf_dicts_gives_the_step(tmp_path: Path, text: str, step: int,
+                                                         total: int) -> None:
+    facts = diag(tmp_path, text)[1].facts
+    assert (facts["last_step"], facts["total_steps"]) == (step, total)
+
+
+# A tqdm bar fused with another rank's watchdog line, that line wrapped by the terminal at a
+# space (kept at the end of the physical line): nanotron#204, whole. The joined line has two
+# spaces at the wrap, which the watchdog wording allows between its words. The fused bar and
+# rank prefix also in hiyouga/LlamaFactory#8261 (its excerpt cut inside the wording).
+NANOTRON_204 = (
+    "[default0]:Grouping texts in chunks of 2049:   8%|▊         | 726000/9672101 [02:32<30:38, "
+    "4866.01 examples/s][default2]:[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught \n"
+    "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600888 milliseconds before timing out.                   \n"
+    "[default3]:[E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) \n"
+    "ran for 600892 milliseconds before timing out.\n")
+
+
+def test_a_watchdog_line_wrapped_at_a_space_after_a_fused_bar(tmp_path: Path) -> None:
+    facts = diag(tmp_path, NANOTRON_204)[1].facts
+    assert facts["timed_out_ranks"] == [2, 3] and facts["seq_num"] == 3
+
+
+def test_a_rank_prefix_fused_to_a_bar_is_split_off(tmp_path: Path) -> None:
+    # hiyouga/LlamaFactory#8261: the bar's line ends where rank 5's line begins
+    inc, _ = diag(tmp_path, HF_DICTS_AND_BARS[1][0])
+    assert inc.progress["step"].max() == 24 and inc.progress["rank"].isna().all()

@@ -314,14 +314,23 @@ def test_an_nccl_error_is_a_gpu_crash_and_never_no_sign_of_one(case: str) -> Non
     assert "NCCL error" in r.facts["classes"][0]["detail"]
 
 
-def test_an_exit_with_code_1_is_a_program_error_not_a_gpu_crash() -> None:
-    # torchrun's record: rank 1 exitcode 1, no GPU or NCCL error anywhere
+def test_an_exit_with_code_1_is_a_crash_with_a_python_error() -> None:
+    # torchrun's record: rank 1 exitcode 1, no GPU or NCCL error anywhere. The process died of
+    # its exception: the corpus names that a gpu_crash (error_kind python), as the scorer's
+    # rule for a case with failure facts and no triage of its own says
     r = triage.diagnose(_case("gpu_crash/gpu_crash-llamafactory-6040"))
-    assert r.facts["classes"] == [] and r.facts["cause"] is None
-    assert r.verdict.startswith("Rank 1 exited with code 1") and "not a GPU crash" in r.verdict
-    assert any(f.id == "program_error" and f.severity == "critical" for f in r.findings)
-    assert r.actions[0].id == "read_traceback" and "drain" not in r.actions[0].why.lower().replace(
-        "no node to drain", "")
+    assert r.facts["cause"] == "gpu_crash" and "Python exception" in r.verdict
+    assert not any(f.id == "program_error" for f in r.findings)
+
+
+def test_a_python_exception_nothing_recorded_as_fatal_is_a_program_error(tmp_path: Path) -> None:
+    # a traceback with no launcher record of the exit names no class
+    p = tmp_path / "job.log"
+    p.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                 "RuntimeError: The size of tensor a (8) must match the size of tensor b (2) at "
+                 "non-singleton dimension 1\n")
+    r = triage.diagnose(traindoc.load(p))
+    assert r.facts["classes"] == [] and "not a GPU crash" in r.verdict
 
 
 def test_a_program_error_before_a_timeout_is_named_as_what_it_waited_for() -> None:
@@ -459,3 +468,11 @@ def test_a_program_error_before_the_timeout_comes_first_in_the_actions() -> None
     r = triage.diagnose(_case("timeout/timeout-pytorch-134006"))
     assert [a.id for a in r.actions[:2]] == ["read_traceback", "start_with_timeout"]
     assert "before the timeout" in r.actions[0].why
+
+
+@pytest.mark.parametrize("case", ["gpu_crash/gpu_crash-nccl-1405", "gpu_crash/gpu_crash-llamafactory-6849"])
+def test_a_process_that_saw_its_peer_or_link_fail_is_a_crash(case: str) -> None:
+    # NVIDIA/nccl#1405 (an InfiniBand retry error on a pod), hiyouga/LlamaFactory#6849 (the
+    # watchdog dies of ncclRemoteError): no timeout, no failure of the process's own
+    r = triage.diagnose(_case(case))
+    assert r.facts["cause"] == "gpu_crash" and "peer or the network" in r.verdict

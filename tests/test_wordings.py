@@ -42,7 +42,9 @@ def test_watchdog_versions() -> None:
                "timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, "
                "NumelOut=68124672, Timeout(ms)=600000) ran for 600003 milliseconds before timing out.")
     row = parse_watchdog(wrapped)
-    assert (row["rank"], row["process_group"], row["seq_num"]) == (6, "1", 7753)
+    # "PG 1 Rank 6" is the rank within group 1, not a global rank: the "[rank6]:" prefix, which
+    # the loader reads, gives the global one
+    assert (row["rank"], row["process_group"], row["seq_num"]) == (None, "1", 7753)
     coalesced = ("[rank4]:[E318 07:39:53.792630246 ProcessGroupNCCL.cpp:616] [Rank 4] Watchdog caught "
                  "collective operation timeout: WorkNCCL(SeqNum=610, OpType=COALESCED, NumelIn="
                  "18446744073709551615, NumelOut=18446744073709551615, Timeout(ms)=600000) ran for "

@@ -95,11 +95,14 @@ class Progress:
 def last_progress(incident: Incident) -> Progress:
     """The furthest step in tqdm bars or iteration lines (iteration lines win when both)."""
     it = incident.iterations
-    if len(it) and it["iteration"].notna().any():
+    if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[it["iteration"].idxmax()]
         spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else None
-        total = row["total_iterations"] if pd.notna(row["total_iterations"]) else None
         step = int(row["iteration"])
+        # any line at that step may state the run's length (Megatron's train line does, its
+        # validation line at the same iteration does not)
+        totals = it.loc[it["iteration"] == step, "total_iterations"].dropna()
+        total = totals.max() if len(totals) else None
         pr = incident.progress
         bar = pr[(pr["source"] == row["source"]) & pr["step"].notna()] if len(pr) else pr
         if len(bar):  # a progress bar (Lightning, NeMo) also read as an iteration: as printed
@@ -129,6 +132,25 @@ def last_progress(incident: Incident) -> Progress:
                         None if not rate else 1.0 / float(rate), row["source"], row["line"],
                         "tqdm")
     return Progress(None, None, None, None, None, "none")
+
+
+# HF Trainer's log dicts carry no step ("{'loss': 0.45, …, 'epoch': 1.22}"): the parser counts
+# them; the step is the trainer's tqdm bar printed beside them ("366/903 [5:15:39<…]")
+HF_STEPLESS_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'(?![^{}]*'"
+                                 r"(?:step|global_step)[^']*':)[^{}]*\}")
+
+
+def _counted_beside_a_bar(incident: Incident) -> bool:
+    """Whether every iteration row is a counted HF dict (no step of its own) while a progress
+    bar with a total was printed in the same files: the bar holds the steps."""
+    it, pr = incident.iterations, incident.progress
+    if not len(pr) or not pr["total"].notna().any():
+        return False
+    lines = it.loc[it["iteration"].notna(), "line"].astype(str)
+    if not len(lines) or not lines.map(lambda t: HF_STEPLESS_DICT_RE.search(t) is not None).all():
+        return False
+    files = {str(s).rsplit(":", 1)[0] for s in it["source"].dropna()}
+    return any(str(s).rsplit(":", 1)[0] in files for s in pr.loc[pr["total"].notna(), "source"])
 
 
 def step_totals_by_rank(incident: Incident) -> dict[int, int]:

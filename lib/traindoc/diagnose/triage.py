@@ -12,8 +12,11 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   carries a CUDA error (a watchdog that died of one), worker exits by a signal, and the first
   failure the gpu_crash runbook names when it is a GPU, NCCL or signal failure. Teardown is not
   a crash: the SIGTERM/SIGKILL a launcher or scheduler sends to the survivors, and the abort of
-  a rank whose watchdog had already timed out. A Python exception (or an exit with a code and
-  no GPU/NCCL error) is a program error, named in its own finding, not a GPU crash.
+  a rank whose watchdog had already timed out. A Python exception is a program error, named in
+  its own finding, unless it took its process down (the launcher recorded the exit: torchrun's
+  ChildFailedError) — then the job crashed, and the class is gpu_crash (error_kind python).
+  NCCL's report of a peer or the network failing under a process, with no collective timed
+  out, is a crash seen from the victim's side.
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
@@ -61,7 +64,7 @@ CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 METRIC_CLASSES = ("throughput", "loss_spike")
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
-# word (a Python exception is a program error; see ``program_error``).
+# word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
 RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error"})
 # Signals a launcher or scheduler sends to the survivors once one worker failed.
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
@@ -326,11 +329,17 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     is one even where the lines fit no rule above (NCCL's 'unhandled cuda error')."""
     err, x = crash_rows(incident)
     kind = (rep.facts.get("error_kind") if rep is not None else None) or ""
+    # a Python exception that took its process down (the launcher recorded the exit): the job
+    # crashed, and the corpus names that a gpu_crash whose error_kind is python
+    # (not a collective's own failure: a desync's RuntimeError, a timeout's abort)
+    coll = incident.collectives
+    died = (kind == "python" and bool(len(x))
+            and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
         x = x[x["signal"].notna()]
     if not len(err) and not len(x):
-        return _runbook_crash(incident, rep) if kind in RUNBOOK_CRASH_KINDS else None
+        return _runbook_crash(incident, rep) if kind in RUNBOOK_CRASH_KINDS or died else None
     cols = ["rank", "host", "time", "source", "line"]
     rows = pd.concat([_ordered(incident, err)[cols], exit_evidence(_ordered(incident, x))[cols]],
                      ignore_index=True)
@@ -360,7 +369,7 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
 
     crash = crash_analyse(incident).crash
     if crash.first is None:
-        return None
+        return _victim_crash(incident, crash.cascade, rep)
     rows = crash.cluster if len(crash.cluster) else crash.first.to_frame().T
     rows = rows[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
     rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
@@ -372,10 +381,29 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
         f"host {f['failed_hosts'][0]}" if f.get("failed_hosts") else "a process (no rank tag)")
     msg = str(f.get("error_message") or f.get("error_kind"))
     kind = {"nccl_error": "an NCCL error", "cuda_error": "a CUDA error", "xid": "an Xid",
-            "ecc": "an ECC error", "oom": "out of memory", "signal": "a fatal signal"}.get(
+            "ecc": "an ECC error", "oom": "out of memory", "signal": "a fatal signal",
+            "python": "a Python exception"}.get(
         str(f.get("error_kind")), str(f.get("error_kind")))
     return Sighting("gpu_crash", rows, f"{where} failed with {kind}: "
                     f"{msg if len(msg) <= 140 else msg[:140] + ' …'}", ranks, report=rep)
+
+
+def _victim_crash(incident: Incident, cascade: pd.DataFrame, rep: Report) -> Sighting | None:
+    """A process taken down by NCCL's report of a peer or the network failing under it (the
+    remote side exited, a socket broke, a peer refused or an InfiniBand link gave up), with no
+    collective timed out: a crash seen from the victim's side (the corpus's reading of
+    NVIDIA/nccl#795, #1405, LlamaFactory#6849)."""
+    from .gpu_crash.analysis import peer_errors
+
+    peer = peer_errors(cascade)
+    if not len(peer) or rep.facts.get("error_kind") != "nccl_error" or len(_timeouts(incident)):
+        return None
+    rows = peer[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
+    rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
+    msg = str(rep.facts.get("error_message") or "an NCCL error")
+    return Sighting("gpu_crash", rows, "a peer or the network failed under these processes "
+                    f"(NCCL: {msg if len(msg) <= 140 else msg[:140] + ' …'})", _ranks(rows),
+                    report=rep)
 
 
 def program_error(rep: Report | None) -> dict[str, Any] | None:

@@ -49,7 +49,7 @@ PG_PART_RE = re.compile(
 )
 
 WATCHDOG_RE = re.compile(
-    r"Watchdog caught collective operation timeout:\s*Work(?:NCCL|Gloo|UCC)?"
+    r"Watchdog caught\s+collective\s+operation\s+timeout:\s*Work(?:NCCL|Gloo|UCC)?"
     r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"
     r"(?:\s*ran for\s*(?P<ran>\d[\d\s]*?)\s*milliseconds\s*before\s*timing\s*out)?"
 )
@@ -109,11 +109,25 @@ def _rank_and_pg(text: str, end: int) -> tuple[int | None, str | None]:
     """The rank of the tag closest before ``end``, and the process group of the closest tag
     that names one (a wrapper line reads ``[PG 1 Rank 6] … exception: [Rank 6] Watchdog…``)."""
     rank = pg = None
+    local = False
     for m in RANK_TAG_RE.finditer(text, 0, end):
         rank = int(m["rank"])
         if m["pg"]:
             pg = _pg_name(m["pg"])
-    return rank, pg
+            local = _group_local(m["pg"])
+    return (None if local else rank), pg
+
+
+PG_ID_RE = re.compile(r"\d+")
+
+
+def _group_local(part: str) -> bool:
+    """Whether a ``[PG … Rank N]`` tag is of a non-default process group (``PG ID 5``), whose
+    ``Rank N`` is the rank within that group, not the global one."""
+    if "default_pg" in part:
+        return False
+    ids = PG_ID_RE.findall(part)
+    return bool(ids) and ids[0] != "0"
 
 
 def rank_tag_pg(text: str) -> str | None:
@@ -169,7 +183,7 @@ def _duration(text: str | None) -> int | None:
     return v if v is None or v >= 0 else None
 
 
-CUT_WORK_RE = re.compile(r"Watchdog caught collective operation timeout:\s*WorkNCCL\((?P<body>[^()]*)$")
+CUT_WORK_RE = re.compile(r"Watchdog caught\s+collective\s+operation\s+timeout:\s*WorkNCCL\((?P<body>[^()]*)$")
 
 
 def _cut_watchdog(text: str) -> Row | None:

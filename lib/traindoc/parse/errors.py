@@ -34,7 +34,8 @@ Wordings, checked against the sources that print them (and public issues quoting
   uncorrectable memory errors and row remappings are pending`` (stas00/ml-engineering,
   compute/accelerator/nvidia/debug.md; dcgmi wraps the sentence inside its table, so only its
   first part is matched).
-- Host OOM: the kernel's ``Out of memory: Killed process 12345 (python)`` / ``Memory cgroup out
+- Host OOM: slurmstepd's ``Job 7518 exceeded memory limit (626359956 > 512000000), being
+  killed`` (its ``*** JOB 7518 ON HOST CANCELLED ***`` line names the host); the kernel's ``Out of memory: Killed process 12345 (python)`` / ``Memory cgroup out
   of memory: Killed process …``; ``slurmstepd: error: Detected 1 oom_kill event in
   StepId=11300781.0. Some of the step tasks have been OOM Killed.`` and ``srun: error:
   sdumont6156: task 0: Out Of Memory`` (nextflow#5932); Ray's ``OutOfMemoryError``.
@@ -47,7 +48,10 @@ Wordings, checked against the sources that print them (and public issues quoting
   ON node-1 CANCELLED AT 2024-05-14T03:22:41 ***``; a job script's ``line 42: 12345 Killed
   python train.py``; Ray's ``ActorDiedError: The actor died unexpectedly before finishing this
   task.`` and ``Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits
-  with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``.
+  with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``;
+  torch's DataLoader: ``DataLoader worker (pid 624) is killed by signal: Segmentation fault.``
+  and ``Unexpected bus error encountered in worker. This might be caused by insufficient
+  shared memory (shm).``
 - SLURM's lost node: ``srun: error: Node failure on jean-zay-iam49`` (GoogleCloudPlatform/
   cluster-toolkit#1600); ``*** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT … DUE TO NODE
   FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`` names only the node that reports it; ``… DUE TO
@@ -289,6 +293,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>Detected \d+ oom[-_]kill event\S* in (?:StepId=|step )\S+?)\.?"
                    r"(?:\s|$)"),
     ),
+    (  # slurmstepd's memory-limit kill (cgroup accounting): "slurmstepd: error: Job 7518
+        # exceeded memory limit (626359956 > 512000000), being killed" (coqui-ai/STT#2238,
+        # jmonlong/PopSV#7), "slurmstepd-falkor7: error: Step 1141810.0 exceeded memory limit
+        # (…), being killed" (openbabel/openbabel#2658): the host, when its prefix names one
+        "slurm_mem_limit",
+        "oom",
+        "exceeded memory limit",
+        re.compile(r"(?:slurmstepd-(?P<host>[A-Za-z0-9][\w.\-]*): error: )?(?P<msg>(?:Job |Step |"
+                   r"StepId=)(?P<job>\d+)\S* exceeded memory limit \(\d+ > \d+\), being killed)"),
+    ),
     (
         "srun_task_oom",
         "oom",
@@ -430,6 +444,24 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>(?:[\w.]*(?:ActorDiedError|RayActorError)\S*: )?The actor died "
                    r"unexpectedly before finishing this task\.?)"),
     ),
+    (  # torch's DataLoader (torch/utils/data/_utils/signal_handling.py, csrc/DataLoader.cpp):
+        # "RuntimeError: DataLoader worker (pid 624) is killed by signal: Segmentation fault."
+        # (facebookresearch/pycls#146, sutrack#15), "ERROR: Unexpected bus error encountered in
+        # worker. This might be caused by insufficient shared memory (shm)." (DCPDN#58)
+        "fatal_signal",
+        "signal",
+        "is killed by signal",
+        re.compile(r"(?P<msg>DataLoader worker \(pid (?P<pid>\d+)\) is killed by signal: "
+                   r"(?P<what>[A-Z][a-z]+(?: [a-z]+)*)\.?)"),
+    ),
+    (
+        "fatal_signal",
+        "signal",
+        "encountered in worker",
+        re.compile(r"(?P<msg>Unexpected (?P<what>segmentation fault|bus error|floating-point "
+                   r"exception) encountered in worker\.?(?: This might be caused by insufficient "
+                   r"shared memory \(shm\)\.?)?)"),
+    ),
     # --- last: any Python exception's final line ---------------------------------------------
     (
         "python_exception",
@@ -454,7 +486,7 @@ NEEDLES = tuple(dict.fromkeys(p[2] for p in ERROR_PATTERNS))
 LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN", "NCCL op", "InvalidUsage", "watchdog",
                 "OOMKilled", "low on resource", "Node failure", "forcefully exit",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
-                "Page Blacklist", "kill event", "received at time", "signal",
+                "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure")
 MAX_MESSAGE_CHARS = 400
@@ -528,7 +560,8 @@ def parse_error(text: str) -> Row | None:
     if groups.get("local"):
         row["message"] = f"worker --local_rank={groups['local']} {msg}"
     if code == "fatal_signal" and groups.get("what"):
-        row["code"] = SIGNAL_WORDS.get(groups["what"], "fatal_signal")
+        what = groups["what"].replace("-", " ")
+        row["code"] = SIGNAL_WORDS.get(what[:1].upper() + what[1:], "fatal_signal")
     host = NCCL_HOST_RE.match(text)
     if kind == "nccl_error" and host:
         row["host"] = host["host"]

@@ -5,10 +5,12 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 - srun ``-l``: ``3: `` (the SLURM task id, right-justified)
 - torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``); c10 logging: ``[rank3]:``
 - MPI: ``[1,3]<stdout>:`` (with ``--timestamp-output``: ``Fri Aug 11 12:31:45 2023[1,0]<stdout>:``)
-- Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``
+- Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``; short: ``[f35a2cc1] [rank=0] ``
+  or ``[f35a2cc1] 172.31.42.141: `` (the container's id, then a pdsh host)
+- kubectl logs --prefix: ``[pod/trainer-0-x7k2p/pytorch] `` (stripped; a pod is no machine)
 - Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
-- pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit) or the hostfile's IP
-  ``104.171.201.172: ``
+- pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit), the hostfile's IP
+  ``104.171.201.172: ``, ``localhost: ``, or any name before a rank tag (``gpu-a: [rank3]:``)
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ NOISE_RE = re.compile(r"\[(?:stdout|stderr)\]\s|\[\d{1,9}\]\s(?=[\[(])")
 # container's short id; no "[rank=N]" on the agent's own lines)
 DETERMINED_RE = re.compile(
     r"\[20\d\d-\d\d-\d\dT[\d:.]+Z?\] [0-9a-f]{8} (?:\[rank=(?P<n>\d+)\] )?\|\| ?")
+# kubectl logs --prefix: "[pod/NAME/CONTAINER] " (connaisseur#555). A pod is not a machine
+# that could be drained: stripped, not kept as the host.
+KUBECTL_RE = re.compile(r"\[pod/[a-z0-9][a-z0-9.\-]{0,252}/[a-z0-9][a-z0-9.\-]{0,62}\] ?")
+# Determined's short form ("determined … logs"): "[f35a2cc1] [rank=0] …", "[f35a2cc1] 172.31.42.141:
+# …": the container's short id (no machine), the rank; a launcher's host prefix may follow it
+DETERMINED_SHORT_RE = re.compile(r"\[(?=[0-9]*[a-f])[0-9a-f]{8}\] (?:\[rank=(?P<n>\d+)\] )?")
 MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
 # mpirun --timestamp-output glues a ctime stamp before its tag: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
 MPI_STAMP_RE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d "
@@ -49,6 +57,10 @@ SLURMSTEPD_PREFIX = "slurmstepd-"
 HOST_RE = re.compile(
     r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
 )
+# pdsh / DeepSpeed's launcher name the local node "localhost" (no digit), and any host name
+# stands before a torchrun or c10 rank tag ("localhost: [rank0]: …", "gpu-a: [default3]:")
+HOST_BEFORE_TAG_RE = re.compile(
+    r"(?P<host>localhost|[A-Za-z][\w.\-]{0,62}(?=: \[(?:rank|default)\d+\]:)): (?=\S)")
 
 # A log collector's timestamp before the launcher's rank prefix (``2024-11-20 14:37:16 [rank3]: …``):
 # both are prefixes (the body that follows is what the rank wrote; the collector's time is not
@@ -129,6 +141,7 @@ def demux(text: str) -> tuple[str, Origin]:
                 return rest, Origin(
                     rank=origin.rank if inner else as_int(m["n"]), host=origin.host,
                     pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
+    start = 0  # where a host prefix may stand: the line's start, or just after a container tag
     for _ in range(6):
         while pos < len(text) and text[pos] == " ":
             pos += 1
@@ -144,6 +157,12 @@ def demux(text: str) -> tuple[str, Origin]:
             elif m := DETERMINED_RE.match(text, pos):
                 if m["n"] is not None:
                     rank = as_int(m["n"])
+            elif m := KUBECTL_RE.match(text, pos):
+                pass
+            elif m := DETERMINED_SHORT_RE.match(text, pos):
+                if m["n"] is not None:
+                    rank = as_int(m["n"])
+                start = m.end()
             else:
                 m = MPI_RE.match(text, pos)
                 if m:  # mpirun's [job,rank]: the global rank
@@ -155,7 +174,7 @@ def demux(text: str) -> tuple[str, Origin]:
                 if m["ip"]:
                     host = m["ip"]
         elif ch.isdigit():
-            m = IP_HOST_RE.match(text, pos) if pos == 0 else None
+            m = IP_HOST_RE.match(text, pos) if pos == start else None
             if m:
                 host = m["host"]
             else:
@@ -166,8 +185,8 @@ def demux(text: str) -> tuple[str, Origin]:
             pass  # the MPI tag after it gives the rank
         elif ch.isalpha() and pos == 0 and (m := _compose(text)):
             pass
-        elif ch.isalpha() and pos == 0:
-            m = HOST_RE.match(text, pos)
+        elif ch.isalpha() and pos == start:
+            m = HOST_RE.match(text, pos) or HOST_BEFORE_TAG_RE.match(text, pos)
             if m and not text.startswith(("http", "Timeout", "Exception")):
                 host = m["host"].removeprefix(SLURMSTEPD_PREFIX)
             else:

@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..parse import BLOCK_PARSERS, LINE_PARSERS
-from ..parse.prefixes import demux, line_time, split_physical, strip_ansi
+from ..parse.prefixes import DETERMINED_SHORT_RE, demux, line_time, split_physical, strip_ansi
 from .account import Account
 from .decode import (
     GZIP_MAGIC,
@@ -426,6 +426,8 @@ class PrefixCache:
         text = line.decode("ascii")
         body, origin = demux(text)
         c = len(text) - len(body)
+        if c and DETERMINED_SHORT_RE.match(text):
+            return c, origin, 0  # a host prefix may follow the container tag: not memoised
         if c < len(text):
             ch = text[c]
             if ch in "[(":

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ...hostlist import expand
 from ...incident import Incident
+from ...parse.xid import xid_info
 from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts
 from .checkpoints import (
     DEFAULT_MTBF_HOURS,
@@ -25,11 +26,13 @@ from .checkpoints import (
     young_daly,
 )
 from .events import (
+    PEER_REFUSED_RE,
     SAME_FAILURE_WINDOW_S,
     Crash,
     cascade_table,
     failure_events,
     first_failure,
+    link_fault_hosts,
     timeline_frame,
     xid_table,
 )
@@ -118,6 +121,7 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
                     | ({int(first["rank"])} if pd.notna(first["rank"]) else set()))
         fh = sorted({str(h) for h in crash.cluster["host"].dropna() if is_host(h)}
                     | ({str(first["host"])} if is_host(first["host"]) else set()))
+        fh = sorted(set(fh) | set(hardware_fault_hosts(crash.independent)))
         machines = job_hosts(incident)
         if not fh and len(machines) == 1:  # a job on one machine (node list, log header)
             fh = machines
@@ -125,10 +129,12 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
                      error_message=first["message"])
         if pd.notna(first["time"]):
             facts["first_failure_time"] = pd.Timestamp(first["time"]).isoformat()
-    elif len(peer := _peer_errors(crash.cascade)):
+    elif len(peer := peer_errors(crash.cascade)):
         # only a victim's view (a peer went away, the network broke): the kind and words of
         # what this side saw; no rank or host to blame
         facts.update(error_kind="nccl_error", error_message=peer.iloc[0]["message"])
+    if not facts["failed_hosts"] and facts["error_kind"] == "nccl_error":
+        facts["failed_hosts"] = link_fault_hosts(events)
     xids = events[events["kind"] == "xid"] if len(events) else events
     if len(xids) and facts["failed_hosts"]:
         on_failed = xids[xids["host"].isin(facts["failed_hosts"])]
@@ -163,11 +169,32 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
 PEER_NCCL_CODES = ("nccl_remote", "nccl_warn_net")
 
 
-def _peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
-    """The cascade's NCCL lines that report a peer or the network failing."""
+def peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
+    """The cascade's NCCL lines that report a peer or the network failing (a peer that refused
+    the connection included)."""
     if not len(cascade):
         return cascade
-    return cascade[(cascade["table"] == "errors") & cascade["code"].isin(PEER_NCCL_CODES)]
+    refused = cascade["message"].astype(str).map(lambda m: PEER_REFUSED_RE.search(m) is not None)
+    return cascade[(cascade["table"] == "errors")
+                   & (cascade["code"].isin(PEER_NCCL_CODES) | refused)]
+
+
+def hardware_fault_hosts(causes: pd.DataFrame) -> list[str]:
+    """The hosts of failures independent of the first one that are the GPU's own hardware (an
+    ECC error, an Xid of NVIDIA's hardware or ECC category): each is a machine to check too."""
+    if not len(causes):
+        return []
+    hosts: set[str] = set()
+    for _, e in causes.iterrows():
+        if not is_host(e["host"]):
+            continue
+        if e["kind"] == "ecc":
+            hosts.add(str(e["host"]))
+        elif e["kind"] == "xid" and str(e["code"]).isdigit():
+            info = xid_info(int(e["code"]))
+            if info.origin == "hardware" or info.category == "ecc":
+                hosts.add(str(e["host"]))
+    return sorted(hosts)
 
 
 def job_hosts(incident: Incident) -> list[str]:

@@ -266,8 +266,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
 
 def _exit_roles(ev: pd.DataFrame) -> None:
     """An exit repeats its rank's own error (context), follows a peer's failure (cascade), or is
-    the only thing known about a rank that died (cause: killed without a word)."""
-    errs = ev[ev["role"] != "exit"]
+    the only thing known about a rank that died (cause: killed without a word). DeepSpeed's
+    'Killing subprocess' lines are its launcher's answer to that very exit (sigkill_handler
+    kills the siblings, then reports the dead child's code), not a peer's failure before it."""
+    errs = ev[(ev["role"] != "exit") & (ev["code"] != "launcher_kill")]
     for i in ev.index[ev["role"] == "exit"]:
         e = ev.loc[i]
         if e["code"] in TEARDOWN_SIGNALS:
@@ -379,11 +381,12 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     first = _with_last_error(first, key)
     first = _with_exit_status(first, key)
     first = _with_task_oom(first, key)
+    first = _with_cancelled_host(first, events)
     member = causes.apply(lambda e: _same_failure(e, first, window_s), axis=1) \
         if len(causes) else pd.Series([], dtype=bool)
     if first["code"] in HOST_OOM_CODES and len(causes):
         member |= causes.apply(lambda e: _oom_explains(first, e), axis=1)
-    cluster = causes[member]
+    cluster = _without_launcher_command_rank(causes[member], first)
     independent = causes[~member]
     first = _with_sibling_code(first, cluster)
     failed_ranks = set(cluster["rank"].dropna().astype(int))
@@ -395,6 +398,22 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
 # an abort, or a launcher saying a worker died: neither names the error that caused it
 ABORT_CODES = {"SIGABRT", "terminate", "ray_worker_died"}
 SPECIFIC_KINDS = ("cuda_error", "xid", "ecc", "oom", "nccl_error")
+
+
+def _without_launcher_command_rank(cluster: pd.DataFrame, first: pd.Series) -> pd.DataFrame:
+    """DeepSpeed's launcher prints the return code of the process that died with ``cmd``, the
+    loop variable of its spawn loop, i.e. its *last* local rank's command (launch.py's
+    sigkill_handler): when the failure names its own rank, that command's rank is not a
+    failed rank."""
+    if pd.isna(first["rank"]) or not len(cluster):
+        return cluster
+    said = cluster["line"].astype(str).str.contains(" exits with return code = ", regex=False)
+    other = said & cluster["rank"].notna() & (cluster["rank"] != first["rank"])
+    if not other.any():
+        return cluster
+    out = cluster.copy()
+    out.loc[other, "rank"] = pd.NA
+    return out
 
 
 def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) -> pd.Series:
@@ -463,6 +482,28 @@ def _with_task_oom(first: pd.Series, ordered: pd.DataFrame, lines: int = 10) -> 
     out = near.iloc[0][EVENT_COLUMNS].copy()
     out["message"] = f"{out['message']} ({first['message']})"
     return out
+
+
+JOB_ID_RE = re.compile(r"(?:Job |Step |StepId=|JOB |STEP )(?P<id>\d+)")
+
+
+def _with_cancelled_host(first: pd.Series, events: pd.DataFrame, lines: int = 5) -> pd.Series:
+    """slurmstepd's memory-limit kill of a job ("Job 7518 exceeded memory limit …, being
+    killed"), which names no host, with the host of the same job's "*** JOB 7518 ON HOST
+    CANCELLED ***" line printed just after it: that is where the job was killed."""
+    if first["code"] != "slurm_mem_limit" or as_str(first["host"]) is not None:
+        return first
+    job = JOB_ID_RE.search(str(first["message"] or ""))
+    near = events[(events["code"] == "slurm_cancelled") & (events["file"] == first["file"])
+                  & (events["lineno"] > first["lineno"])
+                  & (events["lineno"] - first["lineno"] <= lines) & events["host"].notna()]
+    for _, c in near.sort_values("lineno", kind="stable").iterrows():
+        said = JOB_ID_RE.search(str(c["message"] or ""))
+        if job and said and said["id"] == job["id"]:
+            out = first.copy()
+            out["host"] = c["host"]
+            return out
+    return first
 
 
 def _with_sibling_code(first: pd.Series, cluster: pd.DataFrame) -> pd.Series:
@@ -559,7 +600,8 @@ def _same_words(a: Any, b: Any) -> bool:
     return bool(a and b) and (a in b or b in a)
 
 
-HOST_OOM_CODES = {"host_oom_killer", "slurm_oom_kill", "srun_task_oom", "ray_oom"}
+HOST_OOM_CODES = {"host_oom_killer", "slurm_oom_kill", "slurm_mem_limit", "srun_task_oom",
+                  "ray_oom"}
 
 
 def _oom_killer_for(e: pd.Series, causes: pd.DataFrame) -> pd.Series | None:
@@ -584,6 +626,33 @@ def _oom_explains(o: pd.Series, e: pd.Series) -> bool:
     if pd.notna(o["host"]) and pd.notna(e["host"]):
         return bool(o["host"] == e["host"])
     return pd.isna(o["host"]) and pd.isna(o["pid"]) and pd.isna(o["rank"])
+
+
+# NCCL WARN lines that name the far end of a link that failed: the peer refused the connection
+# (nothing listens there: that machine is the broken one, stas00/ml-engineering's
+# slurm-users.md, pytorch#38702), or InfiniBand gave up retrying to it (status 12,
+# IBV_WC_RETRY_EXC_ERR: the link between the reporting host and the peer, NVIDIA/nccl#1405,
+# #1814).
+PEER_REFUSED_RE = re.compile(r"Connect to (?P<peer>[\w.\-]+)<\d+> failed ?: Connection refused")
+IB_RETRY_RE = re.compile(r"Got completion from peer (?P<peer>[\w.\-]+)<\d+> with "
+                         r"(?:error |status=)12\b")
+NCCL_WARN_CODES = ("nccl_warn", "nccl_warn_net")
+
+
+def link_fault_hosts(events: pd.DataFrame) -> list[str]:
+    """The machines NCCL's own WARN lines name at a failed link: a peer that refused the
+    connection; for an InfiniBand retry error, the reporting host and its peer. [] if none."""
+    if not len(events):
+        return []
+    warns = events[(events["table"] == "errors") & events["code"].isin(NCCL_WARN_CODES)]
+    hosts: list[str] = []
+    for _, e in warns.iterrows():
+        msg = str(e["message"] or "")
+        if m := PEER_REFUSED_RE.search(msg):
+            hosts.append(m["peer"])
+        elif (m := IB_RETRY_RE.search(msg)) and is_host(e["host"]):
+            hosts += [str(e["host"]), m["peer"]]
+    return sorted(dict.fromkeys(hosts))
 
 
 def _silent_rank(events: pd.DataFrame, ranks_seen: list[int]) -> int | None:
