@@ -218,3 +218,96 @@ def test_a_wrapping_counter_counts_from_the_epoch_number(tmp_path: Path) -> None
     a = ls.analyse(traindoc.load(str(log)))
     # 161 steps per epoch (the wrap 161 -> 1); epoch 333 starts at (333 - 1) * 161
     assert a.nan_iterations == [53606, 53607, 53613, 53614, 53616]
+
+
+# the last logged iteration is a step line even without a loss: Megatron prints no loss or grad
+# norm on a skipped step, and a log whose step lines name no loss ends at its last step line,
+# not at an overflow placed after it
+MEGATRON_LLM_34 = [  # epfLLM/Megatron-LLM#34 (corpus loss_spike-megatron-llm-34)
+    " iteration     3633/    8000 | consumed samples:       232512 | elapsed time per iteration "
+    "(ms): 6956.6 | learning rate: 6.245E-06 | global batch size:    64 | loss scale: 1.0 | grad "
+    "norm: 0.794 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+    " iteration     3634/    8000 | consumed samples:       232576 | elapsed time per iteration "
+    "(ms): 8295.0 | learning rate: 6.245E-06 | global batch size:    64 | loss scale: 1.0 | "
+    "number of skipped iterations:   1 |",
+]
+NCCL_743 = [  # NVIDIA/nccl#743: Megatron-LM's BERT example, ten skipped calibration steps
+    " iteration       10/ 1000000 | consumed samples:           40 | elapsed time per iteration "
+    "(ms): 356.2 | learning rate: 0.000E+00 | global batch size:     4 | loss scale: 8388608.0 | "
+    "number of skipped iterations:  10 | number of nan iterations:   0 |",
+]
+YOLACT_359 = [  # dbolya/yolact#359 (corpus loss_spike-yolact-359), apex's overflow after 1530
+    "[  1]    1520 || B: 5.535 | C: 3.031 | M: 8.000 | S: 1.054 | T: 17.619 || ETA: 196 days, "
+    "23:30:26 || timer: 2.222",
+    "[  1]    1530 || B: 5.557 | C: 2.994 | M: 8.920 | S: 0.971 | T: 18.442 || ETA: 196 days, "
+    "14:56:04 || timer: 0.321",
+    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 7.62939453125e-06",
+]
+
+
+def test_the_last_iteration_is_the_last_step_line(tmp_path: Path) -> None:
+    for lines, last in ((MEGATRON_LLM_34, 3634), (NCCL_743, 10), (YOLACT_359, 1530)):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        assert ls.analyse(traindoc.load(str(log))).last_iteration == last, lines[0]
+
+
+# an overflow note right after a numbered overflow is that overflow (one skipped step, not two)
+DSE_FP16 = [  # deepspeedai/DeepSpeedExamples data_efficiency train_with_kernel_fp16.log (corpus)
+    "[2022-10-28 04:10:05,553] [INFO] [unfused_optimizer.py:300:_update_scale] Grad overflow on "
+    "iteration: 0",
+    "[2022-10-28 04:10:05,553] [INFO] [unfused_optimizer.py:301:_update_scale] Reducing dynamic "
+    "loss scale from 65536.0 to 32768.0",
+    "[2022-10-28 04:10:05,559] [INFO] [unfused_optimizer.py:221:step] [deepspeed] fp16 dynamic "
+    "loss scale overflow! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0",
+    "[2022-10-28 04:10:07,054] [INFO] [unfused_optimizer.py:300:_update_scale] Grad overflow on "
+    "iteration: 1",
+    "[2022-10-28 04:10:07,058] [INFO] [unfused_optimizer.py:221:step] [deepspeed] fp16 dynamic "
+    "loss scale overflow! Skipping step. Attempted loss scale: 32768.0, reducing to 16384.0",
+]
+DS_697 = [  # deepspeedai/DeepSpeed#697: the fused optimizer, the number on the line after its
+    # header, repeated by ranks, then one "Overflow detected. Skipping step"
+    "[2021-01-26 22:05:35,108] [INFO] [fused_optimizer.py:314:_update_scale] ",
+    "Grad overflow on iteration 8",
+    "[2021-01-26 22:05:35,108] [INFO] [fused_optimizer.py:314:_update_scale] ",
+    "Grad overflow on iteration 8",
+    "[2021-01-26 22:05:35,108] [INFO] [fused_optimizer.py:316:_update_scale] Reducing dynamic "
+    "loss scale from 1 to 1",
+    "[2021-01-26 22:05:35,108] [INFO] [logging.py:60:log_dist] [Rank 0] Overflow detected. "
+    "Skipping step. Attempted loss scale: 1, reducing to 1",
+]
+
+
+def test_an_overflow_note_after_a_numbered_overflow_is_the_same_step(tmp_path: Path) -> None:
+    for lines, skipped in ((DSE_FP16, [0, 1]), (DS_697, [8])):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        a = ls.analyse(traindoc.load(str(log)))
+        assert sorted(set(a.skipped_iterations)) == skipped, lines[0]
+
+
+# HF Trainer dicts printed right after the bar's redraws carry no step: the bar's last count on
+# the line is the step (HF logs after the bar's update; the checkpoint names agree)
+H2OGPT_86 = [  # h2oai/h2ogpt#86 (corpus loss_spike-h2ogpt-86): carriage returns pasted as '^M'
+    "^M  4%|▎         | 1317/36234 [11:37<5:10:26,  1.87it/s]^M  4%|▎         | 1318/36234 "
+    "[11:37<5:12:34,  1.86it/s]^M                                                      ^M"
+    "{'loss': 1.5545, 'learning_rate': 0.00028994575745834946, 'epoch': 0.22}",
+    "^M  4%|▎         | 1318/36234 [11:37<5:12:34,  1.86it/s]^M  4%|▎         | 1319/36234 "
+    "[11:38<5:06:46,  1.90it/s]^M                                                      ^M"
+    "{'loss': 1.3465, 'learning_rate': 0.000289937455028505, 'epoch': 0.22}",
+]
+NLP_HOMEWORK = [  # hef1023/NLP-Course-Homework-2022 README.md (then "checkpoint-500", …)
+    " 30%|██▉       | 500/1689 [01:30<03:29,  5.68it/s]{'loss': 1.6771, 'learning_rate': "
+    "7.039668442865602e-06, 'epoch': 0.89}",
+    "Saving model checkpoint to translations\\checkpoint-500",
+    " 59%|█████▉    | 1000/1689 [03:00<01:57,  5.87it/s]{'loss': 1.5235, 'learning_rate': "
+    "4.079336885731202e-06, 'epoch': 1.78}",
+]
+
+
+def test_a_dict_after_a_bar_is_logged_at_the_bar_count(tmp_path: Path) -> None:
+    for lines, steps in ((H2OGPT_86, [1318, 1319]), (NLP_HOMEWORK, [500, 1000])):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        it = traindoc.load(str(log)).iterations
+        assert it.loc[it["loss"].notna(), "iteration"].tolist() == steps, lines[0]

@@ -18,7 +18,8 @@ REAL_LINES = [
      {"iteration": 4970, "loss": 0.189453, "elapsed_s": 1.63807, "tflops": 43.28, "mfu": 29.1},
      "tenstorrent/tt-metal#45335"),
     ("| Training Device=xla:0/5 Epoch=1 Step=340 Loss=0.00373 Rate=545.27 GlobalRate=300.64 "
-     "Time=01:52:42", {"iteration": 340, "loss": 0.00373}, "pytorch/xla#4324"),
+     "Time=01:52:42", {"iteration": 340, "loss": 0.00373, "samples_per_s": 545.27},
+     "pytorch/xla#4324"),
     ("step 1655 - loss        nan - moving ave loss        nan", {"iteration": 1655, "loss": NAN},
      "MahmudulAlam/Automatic-Identification-and-Counting-of-Blood-Cells#15"),
     ("[2025-12-31 12:15:32,154227][I][examples/vit:445:train_fn] iter=10 loss=7.111572 "
@@ -320,3 +321,109 @@ def test_mllog_events_by_either_engine(tmp_path, engine: str) -> None:
                    '"epoch_num": 3}}\n')
     it = load(str(log), engine=engine).iterations
     assert it["samples_per_s"].tolist() == [56479.878083263764, 14214.65962521748]
+
+
+# running means printed beside the interval's rate: the interval's rate is read, the running
+# mean only where the line has no other (torch_xla's and Cerebras' "Rate=… GlobalRate=…";
+# DeepSpeed's "RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…")
+RATE_LINES = [
+    ("| Training Device=xla:0/3 Epoch=1 Step=280 Loss=0.01022 Rate=1760.91 GlobalRate=257.10 "
+     "Time=07:29:39", {"iteration": 280, "loss": 0.01022, "samples_per_s": 1760.91},
+     "pytorch/xla#6026 (corpus)"),
+    ("2024-03-30 15:16:51,449 INFO:   | Train Device=CSX, Step=200, Loss=8.70312, "
+     "Rate=2941.41 samples/sec, GlobalRate=2948.08 samples/sec",
+     {"iteration": 200, "loss": 8.70312, "samples_per_s": 2941.41},
+     "kharelb/ai-science-training-series homework_7.md (a Cerebras CSX run)"),
+    # (syntax, not a real line: DeepSpeed's two fields as JSON keys; a running mean alone)
+    ('{"step": 20, "RunningAvgSamplesPerSec": 232.73, "CurrSamplesPerSec": 227.48, "loss": 2.1}',
+     {"iteration": 20, "loss": 2.1, "samples_per_s": 227.48}, "syntax: DeepSpeed's fields"),
+    ('{"step": 20, "GlobalRate": 257.1, "loss": 2.1}',
+     {"iteration": 20, "loss": 2.1, "samples_per_s": 257.1}, "syntax: a running mean alone"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", RATE_LINES, ids=[r[2] for r in RATE_LINES])
+def test_interval_rate_before_running_mean(line: str, expected: dict, source: str) -> None:
+    row = parse_metric_line(line)
+    assert row is not None
+    assert {k: row.get(k) for k in expected} == expected
+    assert "samples_per_s_mean" not in row
+
+
+# bare counters before "|"-separated fields (llama2.c and its forks) and yolact's bracketed
+# epoch before the counter; the MetricLogger counter of torchvision's references and DLRM
+COUNTER_LINES = [
+    ("590 | loss 6.1569 | lr 4.995067e-05 | 7949.49ms | mfu 0.21%",
+     {"iteration": 590, "loss": 6.1569, "mfu": 0.21}, "karpathy/llama2.c#461 (corpus)"),
+    ("10 | loss 9.3750 | lr 3.000000e-04 | 13597.70ms",
+     {"iteration": 10, "loss": 9.375, "lr": 3e-4}, "nwyin/modded-llama2#10"),
+    ("[  1]    1530 || B: 5.557 | C: 2.994 | M: 8.920 | S: 0.971 | T: 18.442 || ETA: 196 days, "
+     "14:56:04 || timer: 0.321", {"iteration": 1530, "epoch": 1.0, "elapsed_s": 0.321},
+     "dbolya/yolact#359 (corpus)"),
+    ("[ 10]    1000 || B: 2.486 | C: 2.181 | M: 1.478 | S: 0.064 | T: 6.209 || ETA: 93 days, "
+     "12:50:16 || timer: 2.703", {"iteration": 1000, "epoch": 10.0, "elapsed_s": 2.703},
+     "dbolya/yolact#560 (timer: one iteration's time, yolact#43)"),
+    ("Epoch:[0/1] [68080/75869]  eta: 0:00:37  loss: 0.1228  step_time: 4.7715 ms  lr: 24.000000",
+     {"iteration": 68080, "total_iterations": 75869, "epoch": 0.0, "loss": 0.1228,
+      "elapsed_s": 0.0047715}, "mlcommons training_results_v0.7 NVIDIA DLRM result_0 (corpus)"),
+    ("Epoch: [0]  [1/6]  eta: 0:00:11  lr: 0.002003  loss: 7.5953 (7.9363)  loss_classifier: "
+     "0.7068 (0.7149)  loss_box_reg: 0.7579 (0.7598)  time: 2.2824  data: 0.6244  max mem: 2648",
+     {"iteration": 1, "total_iterations": 6, "epoch": 0.0, "loss": 7.5953, "elapsed_s": 2.2824},
+     "beijn/bachelor-thesis detection/traingraph.py (a torchvision detection log)"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", COUNTER_LINES,
+                         ids=[r[2] for r in COUNTER_LINES])
+def test_counters_of_other_shapes(line: str, expected: dict, source: str) -> None:
+    row = parse_metric_line(line)
+    assert row is not None
+    assert {k: row.get(k) for k in expected} == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_yolact_lines_by_either_engine(tmp_path, engine: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(line for line, _, src in COUNTER_LINES if "yolact" in src) + "\n")
+    assert load(str(log), engine=engine).iterations["iteration"].tolist() == [1530, 1000]
+
+
+# MLPerf positions and names of more writers: NeMo stable diffusion's "step_num", a GPT-3
+# writer's float "step" and "train_step_time"; the end-of-run average whose metadata step is a
+# list is no step of its own (its value's "epoch_num" is no position)
+MLLOG_MORE = [
+    ('0: :::MLLOG {"namespace": "", "time_ms": 1745982402366, "event_type": "POINT_IN_TIME", '
+     '"key": "tracked_stats", "value": {"throughput": 1060.6359424038478}, "metadata": {"file": '
+     '"/workspace/sd/callbacks.py", "lineno": 471, "step_num": 100}}',
+     {"iteration": 100, "samples_per_s": 1060.6359424038478},
+     "mlcommons training_results_v5.0 h200 NeMo stable diffusion result_9 (corpus)"),
+    (':::MLLOG {"namespace": "", "time_ms": 1745667468145, "event_type": "POINT_IN_TIME", "key": '
+     '"tracked_stats", "value": {"train_step_time": 20.183792114257812, "reduced_train_loss": '
+     '7.745606422424316}, "metadata": {"file": "/workspace/llm/custom_callbacks.py", "lineno": '
+     '484, "step": 896.0}}',
+     {"iteration": 896, "elapsed_s": 20.183792114257812, "loss": 7.745606422424316},
+     "mlcommons training_results_v5.0 tyche gpt3 ngpu512 result_1 (corpus)"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", MLLOG_MORE, ids=[r[2] for r in MLLOG_MORE])
+def test_mllog_positions_and_names(line: str, expected: dict, source: str) -> None:
+    assert parse_metric_line(line) == expected
+
+
+def test_mllog_run_average_is_no_step() -> None:
+    line = (':::MLLOG {"namespace": "", "time_ms": 1727863630647, "event_type": "POINT_IN_TIME", '
+            '"key": "tracked_stats", "value": {"throughput": 7015.3764712020175, "epoch_num": '
+            '2248947}, "metadata": {"file": "/workspace/bert/run_pretraining.py", "lineno": 2035, '
+            '"step": [2, 2930]}}')
+    assert parse_metric_line(line) is None
+
+
+def test_the_tail_of_a_hyphenated_key_is_no_rate() -> None:
+    # the pith trainer's job.log (corpus throughput-pith-train-7): "learning-rate" is no rate
+    row = parse_metric_line(
+        "2026-04-01 14:06:36 | INFO | step 00000001/00000015 | step-time 73.352 sec | "
+        "cross-entropy-loss 2.6636 | load-balance-loss 0.001807 | learning-rate 1.000000e-06 | "
+        "gradient-norm 20.2657 | tokens-per-second 28,590 | peak-gpu-memory 63.65 GB")
+    assert row is not None
+    assert "samples_per_s" not in row and row["loss"] == 2.6636

@@ -179,7 +179,10 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     warning (``Loss is nan, stopping training``) whose line names none: the step after the last one logged before it in the same file (a progress bar's
     count or an iteration line), one more for each overflow in between; with none before it,
     the steps up to the first one logged after it, one each (k overflows before step N are
-    N-k+1 … N). Overflows with neither stay unnumbered.
+    N-k+1 … N). Overflows with neither stay unnumbered. An overflow note right after a numbered
+    overflow line ("Grad overflow on iteration: 38", then "[deepspeed] fp16 dynamic loss scale
+    overflow! Skipping step"; DeepSpeed's fused optimizer: "Overflow detected. Skipping step")
+    is that same overflow, on its step.
 
     Why those neighbours: the overflow is found inside an optimizer step, before the line that
     reports the step is written, so with a step line every iteration (Megatron+DeepSpeed:
@@ -197,13 +200,16 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     need = it["iteration"].isna() & (skip | nan)
     if not need.any():
         return it
-    marks: dict[str, list[tuple[int, int]]] = {}
+    marks: dict[str, list[tuple[int, int, bool]]] = {}  # (line, step, a numbered overflow)
     pr = incident.progress
-    for df, col in ((it[it["iteration"].notna()], "iteration"), (pr[pr["step"].notna()], "step")):
-        for src, v in zip(df["source"], df[col], strict=True):
+    numbered_skip = it["iteration"].notna() & skip
+    for df, col, flags in ((it[it["iteration"].notna()], "iteration", numbered_skip),
+                           (pr[pr["step"].notna()], "step", None)):
+        for j, src, v in zip(df.index, df["source"], df[col], strict=True):
             where = split_source(src)
             if where:
-                marks.setdefault(where[0], []).append((where[1], int(v)))
+                marks.setdefault(where[0], []).append(
+                    (where[1], int(v), bool(flags is not None and flags.at[j])))
     for v in marks.values():
         v.sort()
     it = it.copy()
@@ -219,7 +225,13 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
         before = [m for m in ms if m[0] <= where[1]]
         if before:
             key = (where[0], before[-1][0], kind)
-            run[key] = run.get(key, 0) + 1
+            if kind and before[-1][2] and key not in run:
+                # the note that follows a numbered overflow is that overflow's own ("Grad
+                # overflow on iteration: 38" then "fp16 dynamic loss scale overflow! Skipping
+                # step"): the same step, not the next one
+                run[key] = 0
+            else:
+                run[key] = run.get(key, 0) + 1
             it.at[i, "iteration"] = before[-1][1] + run[key]
         else:
             ahead.setdefault((where[0], kind), []).append(i)

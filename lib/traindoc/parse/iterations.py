@@ -30,8 +30,10 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   ...}`` (``event="eval"``) and the end-of-run ``{'train_runtime': ..., 'train_samples_per_second':
   ...}`` (``event="train_summary"``). These dicts carry no step: ``iteration`` is ``step`` when a
   dict has one, else the running count of training dicts in that stream (a count of logging
-  events, ``logging_steps`` optimizer steps apart); <NA> before the first training dict (a run
-  whose only dict is the end-of-run summary logged no step).
+  events, ``logging_steps`` optimizer steps apart) — or the count of the tqdm bar redrawn
+  just before the dict on its line (h2ogpt#86: ``^M  4%|▎ | 1322/36234 [11:40<…]^M{'loss':
+  1.0574, …}``; ms-swift's dicts name the same step as the bar before them); <NA> before the
+  first training dict (a run whose only dict is the end-of-run summary logged no step).
 
 - mmengine / mmcv runners (OpenMMLab, xtuner): ``Epoch(train) [1][240/735]  lr: 1.9813e-04  eta:
   2:44:49  time: 2.8874  data_time: 0.0042  memory: 10762  loss: 2.5128  grad_norm: nan``
@@ -60,6 +62,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s, to_float, to_int
+from .progress import TQDM_RE
 
 MEGATRON_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)")
 NUMBER_PREFIX_RE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)",
@@ -350,6 +353,14 @@ def parse_hf_dict(text: str) -> tuple[str, Row] | None:
     return "train", row
 
 
+def bar_count(text: str) -> int | None:
+    """The count of the last tqdm bar in ``text`` (None without one)."""
+    last = None
+    for m in TQDM_RE.finditer(text):
+        last = m
+    return to_int(last["n"]) if last is not None else None
+
+
 class HFTrainerParser:
     """HF Trainer's printed log dicts. One instance per stream (file and rank), so the running
     count that stands in for the missing step number is per source."""
@@ -371,6 +382,12 @@ class HFTrainerParser:
         if got is None:
             return []
         kind, row = got
+        if kind == "train" and row.get("iteration") is None:
+            # a dict printed right after the bar's redraws ("^M  4%|▎ | 1318/36234 [11:37<…]
+            # ^M{'loss': 1.5545, …}"): the bar's last count is the step the dict was logged at
+            bar = bar_count(text[:text.find("{'")])
+            if bar is not None:
+                row["iteration"] = bar
         if kind == "train":
             self.count += 1
         # an eval or end-of-run dict before any training dict has no place in the run: not step 0

@@ -23,7 +23,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   names a loss (``loss_net``, ``step_loss``, ``Train Loss ce``) is a *part* of the loss: the
   first such part is the row's loss only when the line has no loss key of its own (an eval
   part, ``val mse loss``, the eval loss alike). Rates per step (``Steps/Sec``) are inverted
-  into seconds per step.
+  into seconds per step. A running mean since the start printed beside the interval's rate
+  (``Rate=… GlobalRate=…``, ``RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…``) is the rate
+  only where the line prints no other; ``learning-rate`` is no rate.
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
 - **a count named by its unit** when no step key is on the line (PyTorch's
@@ -32,13 +34,18 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   step.
 - **bare counters at the start of the line** when nothing else names the step: ``N`` or
   ``N/M`` before keyed metrics is the step (char-rnn's ``268/446 (epoch 0), train_loss =
-  2.097``), two numbers are the epoch and the step (``333 154 Loss=nan Time=0.040``).
+  2.097``), two numbers are the epoch and the step (``333 154 Loss=nan Time=0.040``), also
+  before a ``|`` (llama2.c: ``590 | loss 6.1569 | lr …``) and after a bracketed epoch
+  (yolact: ``[  1]    1530 || B: 5.557 | … || timer: 0.321``).
+- **the MetricLogger counter** (torchvision's references, DLRM: ``Epoch: [0]  [ 0/84]``,
+  ``Epoch:[0/1] [592/75869]``) when no step key is on the line: the batch of the epoch.
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
   is on the line: the sample position counted across epochs; a time over a window of
   iterations (``198.8s(100 iters)``) is divided by it.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
   ``total_steps``-like field is the total, not a reason to skip the line. MLPerf's ``:::MLLOG``
-  events are flattened first: the step from the metadata (``step``, else ``epoch_num``), the
+  events are flattened first: the step from the metadata (``step``, ``step_num``, else
+  ``epoch_num``; an end-of-run event whose metadata step is a list has none), the
   value's fields (``tracked_stats`` ``{"throughput": …}``, samples per second) or the value
   under the event's key (``"key": "train_loss"``).
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
@@ -74,6 +81,13 @@ EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", 
 EXAMPLE_STEP_RE = re.compile(
     r"(?<![\w/.])epoch:?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*(?:\(\s*\d+%\s*\))?\s*\]",
     re.IGNORECASE)
+# the MetricLogger counter of torchvision's references and the trainers that copied it, when
+# no step key is on the line: "Epoch: [0]  [ 0/84]  eta: 0:02:17  lr: …  loss: 1.6518 (1.6518)",
+# DLRM's "Epoch:[0/1] [592/75869]  eta: 0:31:32  loss: 0.1604  step_time: 25.1425 ms": the
+# batch of the epoch (the loss runbook counts it on across epochs)
+BRACKET_STEP_RE = re.compile(
+    r"(?<![\w/.])epoch\s*:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*\d+)?\s*\]\s*"
+    r"\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]", re.IGNORECASE)
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
 # HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
@@ -82,24 +96,27 @@ COUNTER_STEP_RE = re.compile(
     re.IGNORECASE)
 # bare counters at the start of a line, before its keyed metrics, when nothing else names the
 # step: "268/446 (epoch 0), train_loss = 2.097" (the step of a total), "333 154 Loss=nan
-# Time=0.040" (epoch, then the step); the next token must be a word, so that a clock or a
-# table row ("76930 2.6496577") is no step
+# Time=0.040" (epoch, then the step), "590 | loss 6.1569 | lr …" (llama2.c and its forks: a
+# "|" or "||" after the counter), "[  1]    1530 || B: 5.495 | … || timer: 0.321" (yolact: the
+# epoch in brackets); the next token must be a word, so that a clock or a table row
+# ("76930 2.6496577") is no step
 LEAD_STEP_RE = re.compile(
-    r"^\s*(?:(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?(?=\s*[,(]?\s*[A-Za-z(])")
+    r"^\s*(?:\[\s*(?P<be>\d+)\s*\]\s*|(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?"
+    r"(?=\s*(?:[,(]|\|\|?)?\s*[A-Za-z(])")
 # a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
-             "epochnum": 4, "batch": 4}
+             "stepnum": 3, "epochnum": 4, "batch": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
 # MLPerf's logging (":::MLLOG {…, "key": "tracked_stats", "value": {"throughput": 56479.9},
 # "metadata": {…, "step": 2}}"): an event's fields, the step in its metadata, and the names
 # its benchmarks give a rate (samples per second: images, sequences)
 MLLOG_FIELDS = frozenset(("key", "value", "metadata"))
-MLLOG_STEP_KEYS = ("step", "epoch_num")
+MLLOG_STEP_KEYS = ("step", "step_num", "epoch_num")
 MLLOG_KEYS = {"throughput": "samples_per_second"}
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
@@ -120,6 +137,8 @@ UNIT_RE = re.compile(
 # a time per step in parentheses after the metrics: "(2.34 sec/step)", "(1.349622s)"
 PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:step|it|iter))?\)")
 
+# the pseudo-column of a samples-per-second running mean (see METRIC_KEYS)
+RUNNING_MEAN = "samples_per_s_mean"
 # normalised key -> column (see ``_norm``)
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
@@ -133,8 +152,13 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("lossscale", "curscale"), "loss_scale"),
     **dict.fromkeys(("samples/s", "samples/sec", "samplespersecond", "samplespersec",
                      "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s",
-                     "images/s", "images/sec", "samplespers", "throughput(samples/s)"),
+                     "images/s", "images/sec", "samplespers", "throughput(samples/s)", "rate",
+                     "currsamplespersec"),
                     "samples_per_s"),
+    # running means since the start printed beside the interval's rate (torch_xla's and
+    # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
+    # CurrSamplesPerSec=…"): the rate only when the line prints no interval rate
+    **dict.fromkeys(("globalrate", "runningavgsamplespersec"), RUNNING_MEAN),
     **dict.fromkeys(("tokens/s", "tokens/sec", "tok/s", "tok/sec", "tokenspersec",
                      "tokenspersecond", "tokens_per_sec", "wps", "words/s"), "tokens_per_s"),
     **dict.fromkeys(("tokens/s/gpu", "tokens/sec/gpu", "tokenspersecpergpu",
@@ -148,7 +172,8 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("steptime", "itertime", "timeperstep", "time/iter", "time/step",
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
                      "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter",
-                     "ms/batch", "ms/step", "ms/iter", "ms/it", "time/batch"),
+                     "ms/batch", "ms/step", "ms/iter", "ms/it", "time/batch", "timer",
+                     "trainsteptime"),
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/")
@@ -157,7 +182,7 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
@@ -169,6 +194,8 @@ LOSS_PART_RE = re.compile(r"loss", re.IGNORECASE)
 EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
 NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
 
+# keys that name another thing as the tail of a hyphenated key ("learning-rate")
+GLUED_KEYS = frozenset(("rate",))
 # columns a key may reach by dropping its leading words ("INFO train loss" is a loss; "elapsed
 # time" is no time per step)
 SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
@@ -232,7 +259,11 @@ def _mllog_fields(obj: dict) -> dict:
     meta = obj["metadata"] if isinstance(obj["metadata"], dict) else {}
     value = obj["value"]
     fields = {k: v for k, v in meta.items() if k in MLLOG_STEP_KEYS}
-    fields.update(value if isinstance(value, dict) else {str(obj["key"]): value})
+    if isinstance(value, dict):  # a position inside the value is no step ("epoch_num" of
+        # BERT's end-of-run average, whose metadata "step" is a list)
+        fields.update({k: v for k, v in value.items() if k not in MLLOG_STEP_KEYS})
+    else:
+        fields[str(obj["key"])] = value
     return {MLLOG_KEYS.get(k, k): v for k, v in fields.items()}
 
 
@@ -292,7 +323,11 @@ def parse_metric_line(text: str) -> Row | None:
     if NOT_A_STEP_RE.search(text):
         return None
     m = _step(text)
-    if m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
+    if m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
+        row["total_iterations"] = int(m["tot"])
+        row["epoch"] = float(m["e"])
+    elif m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
         row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])
         row["epoch"] = float(m["e"])
@@ -306,8 +341,8 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(m["n"])
         if m["tot"]:
             row["total_iterations"] = int(m["tot"])
-        if m["e"]:
-            row["epoch"] = float(m["e"])
+        if m["e"] or m["be"]:
+            row["epoch"] = float(m["e"] or m["be"])
     elif m is None:
         return None
     else:
@@ -325,6 +360,8 @@ def parse_metric_line(text: str) -> Row | None:
         if p["sp"] and " " in key and (col is None or _norm(key.split()[-1]) == col) \
                 and not _loss_part(key):
             continue  # "key value" only for a one-word key or a multi-word key known whole
+        if p["k"] and rest[p.start("k") - 1:p.start("k")] == "-" and key.lower() in GLUED_KEYS:
+            continue  # the tail of a hyphenated key ("learning-rate 1e-06" is no rate)
         if col is None:
             part = _loss_part(key)
             if part and part not in parts:
@@ -379,6 +416,9 @@ def _with_parts(row: Row, parts: Row) -> Row:
 
 
 def _finish(row: Row) -> Row | None:
+    mean = row.pop(RUNNING_MEAN, None)
+    if mean is not None:
+        row.setdefault("samples_per_s", mean)
     if not any(row.get(c) is not None for c in SIGNAL_COLUMNS):
         return None
     if row.get("loss") is None and row.get("eval_loss") is not None and not any(

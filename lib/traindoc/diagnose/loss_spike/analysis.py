@@ -59,12 +59,22 @@ class LossSpikeAnalysis:
 
     @property
     def last_iteration(self) -> int:
-        """The last iteration that logged a loss or a grad norm (NaN counts): a skipped step
-        placed after it from an unnumbered overflow note (fairseq's "NOTE: overflow detected"
-        after update 700) is no logged iteration. The series' last one when none did."""
+        """The last iteration that logged a loss or a grad norm (NaN counts) or its own step
+        line (Megatron prints no grad norm for a skipped step: "iteration 3634/ 8000 | … |
+        number of skipped iterations: 1 |"); a skipped step placed after it from an
+        unnumbered overflow note (fairseq's "NOTE: overflow detected" after update 700,
+        apex's "Gradient overflow.  Skipping step") is no logged iteration."""
         s = self.series
-        logged = s["loss"].notna() | s["grad_norm"].notna() | s["is_nan"]
-        rows = s[logged] if logged.any() else s
+        values = [c for c in ("lr", "consumed_samples", "consumed_tokens", "global_batch_size")
+                  if c in s]
+        logged = s["loss"].notna() | s["grad_norm"].notna() | s["is_nan"] | s[values].notna().any(
+            axis=1)
+        if logged.any():
+            return int(s.loc[logged, "iteration"].iloc[-1])
+        # no value anywhere (yolact's "[  1]    1530 || B: … | T: 18.442 || timer: 0.321"):
+        # the last step line, not an overflow placed after it
+        placed = s["skipped"].fillna(0).gt(0)
+        rows = s[~placed] if (~placed).any() else s
         return int(rows["iteration"].iloc[-1])
 
     @property

@@ -18,7 +18,9 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    each segment at least ``min_segment`` points. It is a change only if the level shift is at
    least ``threshold`` robust standard errors (noise scale: 1.4826 · the median absolute
    residual, standard error of a median difference 1.2533·σ·√(1/n₁+1/n₂)) **and** at least
-   ``min_drop_pct`` of throughput — or, for short noisy series, when the two segments do not
+   ``min_drop_pct`` of throughput, and ``material`` (a step of ``STEP_MIN_DROP_PCT``, 3 %, a
+   gradual slide of ``DRIFT_MIN_DROP_PCT``, 10 %: below them a healthy run settling after
+   warm-up or a running mean converging is no incident) — or, for short noisy series, when the two segments do not
    overlap at all, each at least ``SEPARATED_MIN`` points long and ``SEPARATED_DROP_PCT`` apart
    (every point after worse than every point before: by chance at most one in C(n, k) per
    split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s). Medians make the split blind to short transients, so eval and

@@ -20,6 +20,7 @@ from .change import (
     Change,
     despike,
     find_change,
+    material,
     mid_pause,
     short_creep,
     trailing_stall,
@@ -381,6 +382,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             change = short_creep(vals, spec.higher_is_better)
         if change is None and not spec.higher_is_better:  # (seconds: the wall time it lost)
             change = mid_pause(vals, series["iteration"].to_numpy(dtype=float)[used])
+        if change is not None and not material(change):
+            change = None  # a healthy run's wander (warm-up settling, a mean converging)
         if change is not None:
             pos = int(used[change.index])
     since = int(series["iteration"].iloc[pos]) if pos is not None else None

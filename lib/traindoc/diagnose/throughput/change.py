@@ -283,6 +283,22 @@ def short_creep(values: np.ndarray, higher_is_better: bool) -> Change | None:
                   1, len(x) - 1, shape="gradual", onset=1)
 
 
+# a healthy run's throughput wanders: it settles over the first iterations after warm-up
+# (Megatron-DeepSpeed's TFLOPs 5.6 -> 5.3 over a 50-iteration benchmark), a running mean
+# printed as the time per step still converges (detectron2's "time:" +1.5 %), a slow drift
+# comes back. Below these floors a change is no throughput incident, whatever its z.
+STEP_MIN_DROP_PCT = 3.0  # a step to a lower level
+DRIFT_MIN_DROP_PCT = 10.0  # a gradual slide
+
+
+def material(ch: Change) -> bool:
+    """Whether a change costs enough throughput to be an incident (``STEP_MIN_DROP_PCT`` for a
+    step, ``DRIFT_MIN_DROP_PCT`` for a gradual slide; stalls, pauses and creeps are large by
+    their own rules)."""
+    floor = DRIFT_MIN_DROP_PCT if ch.shape == "gradual" else STEP_MIN_DROP_PCT
+    return ch.drop_pct >= floor
+
+
 SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
 SEPARATED_DROP_PCT = 5.0
 
