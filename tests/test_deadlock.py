@@ -79,7 +79,12 @@ def test_desync_hang_names_seq_ops_and_ranks() -> None:
 def test_drill_desync_flight_recorder_alone() -> None:
     if not (DRILL_DESYNC / "fr").is_dir():
         pytest.skip("drill bundle not generated")
+    # the whole bundle: the ranks' crash tracebacks are their stacks (torchrun's own and its
+    # copies left out), rank 1 the one outside the collective
     _, r = diag(DRILL_DESYNC)
+    assert r.facts["processes_seen"] == 2 and r.facts["outlier_members"] == [1]
+    assert "the flight recorder agrees" in r.verdict
+    _, r = diag(DRILL_DESYNC / "fr")
     mm = r.facts["first_mismatch"]
     assert mm["kind"] == "op" and mm["ops"] == {"0": "gloo:all_reduce", "1": "gloo:all_gather"}
     assert f"sequence number {mm['seq_num']}" in r.verdict
@@ -378,6 +383,10 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
         chosen = [r for r in rows if na(r.thread) in names]
         if chosen:
             return chosen
+        if names == mains_names:  # the thread whose id is the pid
+            chosen = [r for r in rows if na(r.pid) is not None and str(na(r.tid)) == str(na(r.pid))]
+            if chosen:
+                return chosen
         if len({na(r.tid) for r in rows}) == 1 and all(na(r.thread) is None for r in rows):
             return rows
         return []
@@ -395,6 +404,13 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
 
     if not len(stacks):
         return []
+    # a traceback the process printed counts only where no dump is; beside ranks' tracebacks,
+    # unranked ones are the launcher's
+    tb = stacks["state"].fillna("").isin(deadlock_stacks.TRACEBACK_STATES)
+    if tb.any() and not tb.all():
+        stacks = stacks[~tb]
+    elif tb.any() and stacks["rank"].notna().any():
+        stacks = stacks[stacks["rank"].notna() | stacks["pid"].notna()]
     # a dump error or ps row counts only for a process the log names, and only when nothing
     # else of it was read (a ps row's D state stays with the process)
     no_stack = ("dump_error", "D")
@@ -403,11 +419,18 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
     if not len(df):
         return []
     keys = []
-    for host, pid, rank, src, state in zip(df["host"], df["pid"], df["rank"], df["source"],
-                                           df["state"], strict=False):
+    seen, dumps = set(), 0  # pid 1 on no host: each dump (a thread seen again) a container
+    for host, pid, rank, src, state, tid, thr in zip(df["host"], df["pid"], df["rank"],
+                                                     df["source"], df["state"], df["tid"],
+                                                     df["thread"], strict=False):
         host, pid, rank = na(host), na(pid), na(rank)
         if na(state) == "listed":
             keys.append(("listed", host, str(src)))
+        elif pid == 1 and host is None and rank is None:
+            if (na(tid), na(thr)) in seen:
+                dumps, seen = dumps + 1, set()
+            seen.add((na(tid), na(thr)))
+            keys.append(("pid", None, 1, dumps))
         elif pid is not None:
             keys.append(("pid", host, int(pid)))
         elif rank is not None:
@@ -443,6 +466,9 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
             thread=na(first.thread), state="D" if stuck else na(first.state), cmd=na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1,
             threads=[str(na(r.thread) or na(r.tid) or "?") for r in last]))
+    if out and all(p.helper for p in out):  # helpers alone: they are the processes looked at
+        for p in out:
+            p.helper = False
     return deadlock_stacks.merge_listed(out)
 
 

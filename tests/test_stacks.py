@@ -492,7 +492,9 @@ def test_most_recent_call_last_dumps_are_reversed(tmp_path: Path, text: str, inn
     assert frames[0].startswith(inner + " (") and frames[-1].startswith(outer + " (")
 
 
-def test_an_exception_traceback_is_no_stack(tmp_path: Path) -> None:
+def test_an_exception_traceback_is_one_raised_sample(tmp_path: Path) -> None:
+    # a crash's traceback is one sample of the process's stack, innermost first, state
+    # "raised" (triage does not call it a hang)
     (tmp_path / "tb.txt").write_text(
         "Traceback (most recent call last):\n"
         '  File "/root/env/lib/python3.9/site-packages/transformers/trainer.py", line 1645, in train\n'
@@ -500,7 +502,9 @@ def test_an_exception_traceback_is_no_stack(tmp_path: Path) -> None:
         '  File "/root/env/lib/python3.9/site-packages/transformers/trainer.py", line 3410, in x\n'
         "    sizes = self._nested_gather(size).cpu()\n"
         "RuntimeError: boom\n")
-    assert len(traindoc.load(tmp_path / "tb.txt").stacks) == 0
+    s = traindoc.load(tmp_path / "tb.txt").stacks
+    assert len(s) == 1 and s.iloc[0]["state"] == "raised"
+    assert [f.split(" (")[0] for f in s.iloc[0]["frames"]] == ["x", "train"]
 
 
 def test_faulthandler_under_determined_prefix(tmp_path: Path) -> None:

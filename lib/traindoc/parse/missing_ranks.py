@@ -23,6 +23,12 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
   up to operation 641`` and the ranks of the outlier group(s) (``Rank 12 -- GPU 4 managed by
   process …``, or ``Rank 7 has launched up to operation 60 -- GPU 3 …`` for a group of one). The
   ranks at the highest count arrived there; the others are behind it (lagging).
+- init_process_group's store-based barrier while it waits (torch < 2.1, every
+  ``_store_based_barrier`` poll): ``Waiting in store based barrier to initialize process group for
+  rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)``.
+  Each line is a ``started`` row of the rank that waits; where one writer's lines show exactly
+  ``worker_count`` waiting ranks and ``world_size - worker_count`` ranks of the world never
+  print, those are ``absent`` (read by absence, at the end of the stream).
 - JAX's coordination-service barrier: ``DEADLINE_EXCEEDED: Barrier timed out. Barrier_id:
   PjRT_Client_Connect. Timed out task names:`` then one ``/job:jax_worker/replica:0/task:3`` line
   per task that never arrived (also inline, ``\\n``-escaped, in the GRPC detail); newer JAX:
@@ -60,6 +66,13 @@ RAS_GROUP_RE = re.compile(r"^\s*(?P<n>\d+) ranks have (?:launched up to operatio
 RAS_ONE_RE = re.compile(r"^\s*Rank (?P<rank>\d+) has (?:launched up to operation (?P<seq>\d+)|"
                         r"not launched any operations)")
 RAS_RANK_RE = re.compile(r"^\s*Rank (?P<rank>\d+) -- ")
+
+STORE_WAIT_RE = re.compile(
+    r"Waiting in store based barrier to initialize process group for rank:?\s*(?P<rank>\d+),\s*"
+    r"key:\s*(?P<key>\S+)\s*\(world_size=(?P<world>\d+),\s*"
+    r"(?:worker_count|num_workers_joined)=(?P<joined>\d+)")
+STORE_BARRIER_OP = "STORE_BASED_BARRIER"  # as parse.collectives names the barrier's timeout
+MAX_WORLD = 1 << 20
 
 JAX_START_RE = re.compile(r"Barrier timed out\.\s*(?:Barrier_id|Id):\s*(?P<id>[^\s.]+(?:\.[^\s.]+)*?)"
                           r"\.(?:\s|$)")
@@ -107,7 +120,7 @@ class MissingRanksBlock:
     tables = ("collectives",)
     section: str | None = None
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
-               "process_id=")
+               "process_id=", "Waiting in store based barrier")
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -117,12 +130,16 @@ class MissingRanksBlock:
         self.tasks: list[int] = []
         self.first_task: int | None = None
         self.process_id: int | None = None
+        # store-based barrier keys -> (world size, worker count, waiting ranks, first ctx)
+        self.barrier: dict[str, tuple[int, int, set[int], object]] = {}
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the rows of a report it ends."""
         if self.section is not None and self._continue(text):
             return []
-        out = self.close() if self.section is not None else []
+        out = self._end_report() if self.section is not None else []
+        if "Waiting in store based barrier" in text:
+            return out + self._barrier_wait(text, ctx)
         m = JAX_PROCESS_RE.search(text)
         if m:
             self.process_id = as_int(m["pid"])
@@ -184,8 +201,38 @@ class MissingRanksBlock:
         self.tasks += tasks
         return bool(tasks or first)
 
+    def _barrier_wait(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        """A rank waiting in the store-based barrier: a ``started`` row, its rank remembered."""
+        m = STORE_WAIT_RE.search(text)
+        if not m:
+            return []
+        rank, world, joined = as_int(m["rank"]), as_int(m["world"]), as_int(m["joined"])
+        if world > MAX_WORLD:
+            return []
+        w, j, ranks, first = self.barrier.get(m["key"], (world, joined, set(), ctx))
+        ranks.add(rank)
+        self.barrier[m["key"]] = (world, max(j, joined), ranks, first)
+        return [("collectives", {"rank": rank, "op_type": STORE_BARRIER_OP, "process_group": m["key"],
+                                 "state": "started", "_named_rank": True, "_ctx": ctx})]
+
+    def _barrier_absent(self) -> list[tuple[str, Row]]:
+        """The ranks that never waited at a barrier, where exactly ``worker_count`` did."""
+        out: list[tuple[str, Row]] = []
+        for key, (world, joined, ranks, ctx) in self.barrier.items():
+            missing = sorted(set(range(world)) - ranks)
+            if len(ranks) == joined and ranks <= set(range(world)) and len(missing) == world - joined:
+                out += [("collectives", {"rank": r, "op_type": STORE_BARRIER_OP,
+                                         "process_group": key, "state": "absent",
+                                         "_named_rank": True, "_ctx": ctx}) for r in missing]
+        self.barrier = {}
+        return out
+
     def close(self) -> list[tuple[str, Row]]:
-        """End of the report (or of the stream): its rows."""
+        """End of the stream: the open report's rows, and the ranks no barrier saw."""
+        return self._end_report() + self._barrier_absent()
+
+    def _end_report(self) -> list[tuple[str, Row]]:
+        """End of the report: its rows."""
         section, self.section = self.section, None
         rows: list[Row] = []
         if section == "fr_trace":

@@ -61,6 +61,13 @@ A condensed per-node listing of leaves (BigScience tr11's perl one-liner over ``
 files: ``trace-jean-zay-iam52`` then one indented function name per process's MainThread) loads
 as one row per name, ``state`` ``listed``, its only frame the name, its host the file's.
 
+A Python traceback (most recent call last) is one sample of the stack of the process that
+printed it (``PYTB_*`` below): ``state`` ``interrupted`` (KeyboardInterrupt), ``raised`` (any
+other exception) or ``traceback`` (no exception line). gdb's ``info threads`` gives one row per
+thread with its one (C) frame, thread 1 the main thread whose LWP is the pid. The kernel's
+hung-task report (``INFO: task python:280058 blocked for more than 120 seconds`` and its ``Call
+Trace:``) is a row with ``state`` ``D``, its pid, command and kernel frames.
+
 A ``ps`` row of a process in uninterruptible sleep (``STAT`` ``D…``, from ``ps aux`` or ``ps
 PID``) is a row with ``state`` ``D``, its pid and command, and no frames.
 
@@ -136,6 +143,63 @@ LAST_BANNERS = ("Printing stack", "*** STACKTRACE - START ***", "*** STACKTRACE 
 # bare one is a line of an exception's traceback.
 TB_FRAME_RE = re.compile(
     r"""^File:? ["']?(?P<file>[^"']*?)["']?, line (?P<line>\d+|\?\?\?),? in (?P<func>\S.*)$""")
+
+# --- a Python traceback (most recent call last) -----------------------------------------------
+# A traceback a hung process printed when interrupted (Ctrl-C's KeyboardInterrupt, an atexit hook
+# timing out) or when it crashed is one sample of its stack: ``Traceback (most recent call
+# last):`` (after "^C", "Exception ignored in atexit callback: …"), or the frames pasted without
+# it; each frame 'File "x", line N, in f', its source and Python 3.11's caret lines indented
+# under it. The exception line ends it; a chained exception ("The above exception was the
+# direct cause …", "During handling of the above exception …") continues the same sample, its
+# traceback the outer frames.
+PYTB_HEADER = "Traceback (most recent call last):"
+PYTB_FRAME_RE = re.compile(r'^File "(?P<file>[^"]*)", line (?P<line>\d+|\?\?\?), in (?P<func>\S.*)$')
+# "KeyboardInterrupt", "RuntimeError: DataLoader worker (pid 624) is killed by signal: …",
+# "subprocess.TimeoutExpired: Command … timed out"
+PYTB_EXC_RE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::(?:\s.*)?)?$")
+# the exception right under a frame (where its source line is expected): a name that says so,
+# or one followed by its message
+PYTB_EXC_STRICT_RE = re.compile(
+    r"^(?P<exc>[A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit|Expired|Timeout|Warning|Failure"
+    r"|Iteration))(?::.*)?$|^(?P<named>[A-Za-z_][\w.]*): \S")
+PYTB_CHAIN = ("The above exception was the direct cause of the following exception:",
+              "During handling of the above exception, another exception occurred:")
+# what a traceback shows between frames: carets, the interpreter's elisions, a poster's own
+PYTB_FILLER_RE = re.compile(r"^(?:[\^~\s]+|\.\.\.|<omitted[^>]*>|\[Previous line repeated \d+ more times?\])$")
+INTERRUPTS = ("KeyboardInterrupt",)
+# the state of a traceback row: interrupted (Ctrl-C), raised (any other exception), or
+# ``traceback`` (no exception line: a stack pasted as such, or cut)
+TRACEBACK_STATES = ("interrupted", "raised", "traceback")
+
+# --- gdb's ``info threads`` (C frames only) -----------------------------------------------------
+# "* 1    Thread 0x7fc73ac5d700 (LWP 52422) "" select_poll_poll () at …/selectmodule.c.h:219",
+# "  5    Thread 0x7fc6b71e9700 (LWP 52742) "" 0x00007fc739c909c8 in accept4 (fd=7, …) at …:40"
+GDB_INFO_THREADS_RE = re.compile(r"^(?:\(gdb\) +)?info threads\s*$")
+GDB_INFO_HEAD_RE = re.compile(r"^\s*Id\s+Target Id\s+Frame\s*$")
+GDB_INFO_ROW_RE = re.compile(
+    r'^(?P<cur>\*)?\s*(?P<num>\d+)\s+Thread 0x[0-9a-fA-F]+ \(LWP (?P<lwp>\d+)\)(?: "(?P<name>[^"]*)")?'
+    r"\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>[\w.@:~<>]+) \(.*?\)(?: (?:at|from) (?P<file>\S+?))?"
+    r"(?::(?P<line>\d+))?\s*$")
+
+# --- the kernel's hung-task report (dmesg) ------------------------------------------------------
+# "INFO: task python:280058 blocked for more than 120 seconds.", then "Call Trace:" and one
+# kernel frame a line (" __schedule+0x2d1/0x860", " cxiWaitEventWait+0x208/0x330 [mmfslinux]";
+# "? " marks a frame the unwinder is unsure of, left out): a process in uninterruptible sleep
+HUNG_TASK_RE = re.compile(r"INFO: task (?P<cmd>.+?):(?P<pid>\d+) blocked for more than \d+ seconds")
+KERNEL_FRAME_RE = re.compile(
+    r"^(?:\[<[0-9a-f]+>\] )?(?P<unsure>\? )?(?P<func>[\w.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(?P<mod>[\w-]+)\])?$")
+SCHEDULER_FRAMES = ("__schedule", "schedule", "schedule_timeout", "io_schedule",
+                    "schedule_preempt_disabled")  # how a task sleeps, not where
+# older kernels' lines under the header: "python3  D ffff880838017788  0  5604  3943 0x00000000"
+# (name, state, task address, pids) and the raw stack words ("ffff880838017788 0000000100000000")
+HUNG_TASK_RAW_RE = re.compile(r"^(?:\S+\s+D\s+[0-9a-f]{8,}\s.*|[0-9a-f]{8,}(?: [0-9a-f]{8,})*)$")
+# what dmesg and syslog put before a kernel line: "[  843.133443] ", "[Sat Mar  4 04:10:52 2023] "
+# (dmesg -T), "Oct 11 06:07:26 glustern1 kernel: "
+KERNEL_STAMP_RE = re.compile(
+    r"^(?:\[\s*(?:\d+\.\d+|\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4})\]"
+    r"|\w{3} [ \d]\d \d\d:\d\d:\d\d \S+ kernel:)")
+HUNG_TASK_LINES = ("Tainted:", '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs"', "task:", "Call Trace:", "<TASK>",
+                   "</TASK>", "RIP:", "RSP:", "RAX:", "RDX:", "RBP:", "R10:", "R13:")
 
 # --- where a dump was taken ---------------------------------------------------------------------
 # a loop's separator: "=== PID 544360 ===", "== pid 12 ==", "=== node17 4242 ===",
@@ -260,7 +324,8 @@ class StackParser:
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
-               "py-spy", "ssh ", *PS_D_NEEDLES)
+               "py-spy", "ssh ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
+               *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
     def __init__(self) -> None:
@@ -277,11 +342,22 @@ class StackParser:
         self._tb_last = False  # frames printed most recent call last (reversed at flush)
         self._tb_after_frame = False  # the line before was a frame: this one may be its source
         self._listing_host: str | None = None
+        self._py: dict[str, Any] = {}  # the Python traceback being read
+        self._gdb_info: list[dict[str, Any]] = []  # the rows of gdb's `info threads` being read
+        self._hung: dict[str, Any] = {}  # the kernel's hung-task report being read
 
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the thread rows it completed."""
         if self.section is None:
+            if "(most recent call last)" in text and text.rstrip().endswith(PYTB_HEADER):
+                return self._pytb_start(ctx)
+            if "blocked for more than" in text:
+                return self._hung_start(text, ctx)
+            if ("info threads" in text and GDB_INFO_THREADS_RE.match(text.strip())) or (
+                    "Target Id" in text and GDB_INFO_HEAD_RE.match(text)):
+                self.section, self._gdb_info = "gdb_info", []
+                return []
             if text.startswith(STARTERS) or (text[:1].isdigit() and text.endswith(" in:")):
                 return self._start(text, ctx)
             if "Thread " in text and text.endswith('"'):
@@ -300,11 +376,18 @@ class StackParser:
             return self._feed_traceback(text, ctx)
         if self.section == "listing":
             return self._feed_listing(text, ctx)
+        if self.section == "pytb":
+            return self._feed_pytb(text, ctx)
+        if self.section == "gdb_info":
+            return self._feed_gdb_info(text, ctx)
+        if self.section == "hung":
+            return self._feed_hung(text, ctx)
         return self._feed_pyspy(text, ctx)
 
     def close(self) -> list[tuple[str, Row]]:
         """End of stream: emit what is pending."""
-        out = self._flush_threads() + self._flush_faulthandler() + self._flush_traceback()
+        out = (self._flush_threads() + self._flush_faulthandler() + self._flush_traceback()
+               + self._flush_pytb() + self._flush_gdb_info() + self._flush_hung())
         self.section = None
         self._proc = {}
         self._hint = {}
@@ -391,6 +474,10 @@ class StackParser:
             self._fh.append({"pid": _writer(ctx)[2], "cmd": None, "tid": None, "thread": None,
                              "state": None, "frames": [], "_ctx": ctx, "_all": False})
             return self._feed_faulthandler(text, ctx)
+        m = PYTB_FRAME_RE.match(text)
+        if m:  # a Python traceback's frames pasted without their header
+            out = self._pytb_start(ctx)
+            return out + self._feed_pytb(text, ctx)
         return []
 
     # -- py-spy --------------------------------------------------------------------------
@@ -612,6 +699,119 @@ class StackParser:
                 continue
             out.append(("stacks", _row(t, frames[::-1] if self._tb_last else frames)))
         return out
+
+    # -- a Python traceback (most recent call last) ---------------------------------------
+    def _pytb_start(self, ctx: object) -> list[tuple[str, Row]]:
+        """A traceback starts: its header, or its first frame (fed next)."""
+        self.section = "pytb"
+        self._py = {"frames": [], "inner": [], "phase": "frames", "state": None, "_ctx": ctx,
+                    "after_frame": False}
+        return []
+
+    def _feed_pytb(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        py, s = self._py, text.strip()
+        if _writer(ctx) != _writer(py["_ctx"]):  # another writer's line: this sample ends
+            out = self._flush_pytb()
+            self.section = None
+            return out + self.feed(text, ctx)
+        if py["phase"] != "frames":  # after the exception line: a chained one continues it
+            if not s:
+                return []
+            if s in PYTB_CHAIN:
+                py["phase"] = "chain"
+                return []
+            if py["phase"] == "chain" and s.endswith(PYTB_HEADER):
+                py["inner"], py["frames"] = py["frames"] + py["inner"], []
+                py["phase"], py["after_frame"] = "frames", False
+                return []
+        else:
+            m = PYTB_FRAME_RE.match(s)
+            if m:
+                line = m["line"]
+                py["frames"].append(
+                    frame_text(m["func"].strip(), m["file"], int(line) if line.isdigit() else None))
+                py["after_frame"] = True
+                return []
+            if s and PYTB_FILLER_RE.match(s):
+                return []
+            # (the reader hands lines over without their indentation: the line after a frame
+            # is its source unless it can only be an exception)
+            after, py["after_frame"] = py.get("after_frame"), False
+            m = (PYTB_EXC_STRICT_RE if after else PYTB_EXC_RE).match(s)
+            if m and py["frames"] and not s.endswith(PYTB_HEADER):
+                exc = m["exc"] or m["named"]
+                py["state"] = "interrupted" if exc.rsplit(".", 1)[-1] in INTERRUPTS else "raised"
+                py["phase"] = "after"
+                return []
+            if after and s:
+                return []  # the source line under a frame
+        out = self._flush_pytb()
+        self.section = None
+        return out + self.feed(text, ctx)
+
+    def _flush_pytb(self) -> list[tuple[str, Row]]:
+        py, self._py = self._py, {}
+        frames = (py.get("frames") or []) + (py.get("inner") or [])
+        if not frames:
+            return []
+        t = {"pid": _writer(py["_ctx"])[2], "cmd": None, "tid": None, "thread": None,
+             "state": py["state"] or "traceback", "_ctx": py["_ctx"]}
+        return [("stacks", _row(t, frames[::-1]))]
+
+    # -- gdb's info threads ----------------------------------------------------------------
+    def _feed_gdb_info(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        m = GDB_INFO_ROW_RE.match(text.rstrip())
+        if m:
+            func, file = m["func"], m["file"] or "?"
+            self._gdb_info.append({
+                "tid": m["lwp"], "thread": "MainThread" if m["num"] == "1" else (m["name"] or None),
+                "state": "current" if m["cur"] else None, "_ctx": ctx, "cmd": None,
+                "frames": [frame_text(func, file, _int(m["line"]))]})
+            return []
+        if not text.strip() or GDB_INFO_HEAD_RE.match(text) or (
+                self._gdb_info and text.strip().startswith(("from /", "at "))):
+            return []  # (a long row's "from /usr/lib/libpthread.so.0" wraps to a line of its own)
+        out = self._flush_gdb_info()
+        self.section = None
+        return out + self.feed(text, ctx)
+
+    def _flush_gdb_info(self) -> list[tuple[str, Row]]:
+        """The listed threads, each with its one frame; gdb's thread 1 is the main thread,
+        whose LWP is the process id."""
+        rows, self._gdb_info = self._gdb_info, []
+        main = next((r["tid"] for r in rows if r["thread"] == "MainThread"), None)
+        out = []
+        for r in rows:
+            r["pid"] = _int(main) or self._hint.get("pid")
+            out.append(("stacks", _row(r, r.pop("frames"))))
+        return out
+
+    # -- the kernel's hung-task report -----------------------------------------------------
+    def _hung_start(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        m = HUNG_TASK_RE.search(text)
+        if not m:
+            return []
+        self.section = "hung"
+        self._hung = {"pid": int(m["pid"]), "cmd": m["cmd"], "tid": m["pid"], "thread": None,
+                      "state": "D", "_ctx": ctx, "frames": []}
+        return []
+
+    def _feed_hung(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        s = KERNEL_STAMP_RE.sub("", text.strip(), count=1).strip()
+        m = KERNEL_FRAME_RE.match(s)
+        if m:
+            if not m["unsure"] and not (not self._hung["frames"] and m["func"] in SCHEDULER_FRAMES):
+                self._hung["frames"].append(frame_text(m["func"], m["mod"] or "kernel", None))
+            return []
+        if not s or s.startswith(HUNG_TASK_LINES) or HUNG_TASK_RAW_RE.match(s):
+            return []
+        out = self._flush_hung()
+        self.section = None
+        return out + self.feed(text, ctx)
+
+    def _flush_hung(self) -> list[tuple[str, Row]]:
+        t, self._hung = self._hung, {}
+        return [("stacks", _row(t, t.pop("frames")))] if t else []
 
     # -- a condensed per-node listing of leaves -----------------------------------------
     def _feed_listing(self, text: str, ctx: object) -> list[tuple[str, Row]]:

@@ -16,14 +16,20 @@ Rules (documented because the runbook's facts depend on them):
   ``py-spy dump --pid N`` command) and nothing else of that process was read; its leaf is
   ``not dumped: <the error>``. Each entry of a condensed per-node listing of leaves is one
   process; a full stack whose innermost frame's function is a listed name takes the place of
-  one such entry (it is that process, shown in full), so nothing is counted twice.
+  one such entry (it is that process, shown in full), so nothing is counted twice. A Python
+  traceback the process printed (Ctrl-C, an atexit hook, a crash) is a sample of its stack
+  where no dump was taken; beside ranks' tracebacks, unranked ones are the launcher's and left
+  out. When every process seen is a helper (a worker's own dump), they are the processes. Pid 1
+  on no named host is every container's first process: each dump of it is another process.
+  Ranks a hang report shows without a stack (waiting in the store-based barrier, compared by a
+  DETAIL mismatch report) are processes too, with no leaf; they name no outlier by themselves.
 - **Thread.** ``MainThread`` by default (``pt_main_thread`` in faulthandler's OS names; a
   process with one unnamed thread uses it); ``thread="*"`` takes every thread except idle
   helpers (pt_autograd, tqdm's monitor, pin_memory, and non-main threads parked in a stdlib
   wait).
 - **Leaf.** The innermost *Python* frame that is not in the standard library's generic
   blocking primitives (``threading``, ``queue``, ``selectors``, ``multiprocessing`` queues /
-  connections / locks, ``concurrent.futures``), printed as py-spy prints it,
+  connections / locks / process joins, ``concurrent.futures``), printed as py-spy prints it,
   ``function (file:line)``. Those primitives say *that* a thread waits, not *for what*; their
   line numbers even change with the Python version (``wait (threading.py:306)`` on 3.8,
   ``Condition.wait (threading.py:327)`` on 3.11). So the BLOOM eval hang's leaf is
@@ -41,7 +47,8 @@ Rules (documented because the runbook's facts depend on them):
   block later, in ``.item()`` or a CUDA sync), the members of the strictly smallest group(s)
   are. When the
   stacks single out no one, a decisive flight-recorder disagreement (ranks missing from a
-  collective, or a minority that issued a different one) names them.
+  collective, or a minority that issued a different one) names them; so does a report of ranks
+  that never arrived (fr_trace's missing ranks, a store-based barrier's silent ranks).
 - **Ranks** come from the logs (prefixes, per-rank files, ``trace-<host>-rank<N>.out``). When a
   dump names no rank and flight-recorder dumps exist, a process whose Python call chain (torch
   frames aside) equals a rank's last recorded collective's stack is that rank; one process and

@@ -12,9 +12,10 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ..collectives import first_mismatch, rank_positions
+from ..collectives import detail_mismatch, first_mismatch, rank_positions
 from ..common import who
 from .stacks import (
+    REPORTED,
     Proc,
     _na,
     call_site,
@@ -23,6 +24,7 @@ from .stacks import (
     key_leaf_index,
     n_procs,
     processes,
+    reported_procs,
     split_frame,
 )
 
@@ -58,8 +60,9 @@ def groups_table(procs: list[Proc], outliers: set[Any] | None = None) -> pd.Data
 
 
 def find_outliers(procs: list[Proc]) -> tuple[list[Proc], str]:
-    """The processes the others wait for, and the rule that named them."""
-    ranks = [p for p in procs if not p.helper]
+    """The processes the others wait for, and the rule that named them (from their stacks:
+    ranks a report shows without one take no part)."""
+    ranks = [p for p in procs if not p.helper and p.state != REPORTED]
     if n_procs(ranks) < 2:
         return [], "too_few"
     # py-spy could not attach to it (EPERM, "Failed to suspend process": a process in
@@ -136,6 +139,27 @@ def members_text(members: list[Any], start: bool = True) -> str:
     return (text[0].upper() + text[1:]) if start else text[0].lower() + text[1:]
 
 
+def absent_report(collectives: pd.DataFrame) -> dict[str, Any] | None:
+    """The first report that names ranks which never arrived (``absent`` rows: fr_trace's
+    missing ranks, NCCL RAS, a barrier a rank never reached) as a mismatch of kind
+    ``missing_ranks``; None without one."""
+    c = collectives
+    if not len(c):
+        return None
+    absent = c[(c["state"] == "absent").fillna(False) & c["rank"].notna()]
+    if not len(absent):
+        return None
+    first = absent.iloc[0]
+    pg, seq, op = _na(first["process_group"]), _na(first["seq_num"]), _na(first["op_type"])
+    same = absent[(absent["process_group"].fillna("?") == (pg or "?"))
+                  & (absent["seq_num"].fillna(-1) == (-1 if seq is None else seq))]
+    there = c[(c["state"] == "started").fillna(False) & c["rank"].notna()
+              & (c["process_group"].fillna("?") == (pg or "?"))]
+    ops = {str(int(r)): str(op or "?") for r in sorted(set(there["rank"]))}
+    return {"process_group": pg or "?", "seq_num": None if seq is None else int(seq),
+            "kind": "missing_ranks", "ops": ops, "ranks": sorted({int(r) for r in same["rank"]})}
+
+
 def mismatch_title(mm: dict[str, Any]) -> str:
     """The flight recorder's first mismatch in one sentence."""
     ops = ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
@@ -143,8 +167,10 @@ def mismatch_title(mm: dict[str, Any]) -> str:
             "dtype": "issued different dtypes",
             "missing_ranks": f"did not all reach it (missing: {who(mm['ranks'])})",
             "state": f"did not all finish it (not completed on {who(mm['ranks'])})"}[mm["kind"]]
-    return (f"Flight recorder: at sequence number {mm['seq_num']} of process group "
-            f"{mm['process_group']} ranks {what} — {ops}")
+    at = (f"at sequence number {mm['seq_num']}" if mm["seq_num"] is not None
+          else "at the collective or barrier")
+    return (f"Flight recorder: {at} of process group "
+            f"{mm['process_group']} ranks {what}" + (f" — {ops}" if ops else ""))
 
 
 def flight_recorder_table(collectives: pd.DataFrame, procs: list[Proc]) -> pd.DataFrame:
@@ -268,12 +294,14 @@ def analyse(incident: Incident, thread: str = "MainThread",
     ``depth``: frames per signature from the leaf outwards, None or 0: all), name the outliers,
     and read the flight recorder beside them."""
     procs = processes(incident.stacks, thread=thread, depth=depth or None)
+    procs += reported_procs(incident.collectives, procs)
     inferred = infer_ranks(procs, incident.collectives)
     for p in procs:
         if p.key in inferred:
             p.rank, p.rank_inferred = inferred[p.key]
     stack_outliers, rule = find_outliers(procs)
-    mismatch = first_mismatch(incident.collectives)
+    c = incident.collectives
+    mismatch = first_mismatch(c) or detail_mismatch(c) or absent_report(c)
     ranks = [p for p in procs if not p.helper]
     outliers, fr_named = stack_outliers, False
     if not outliers and mismatch and _decisive(mismatch):

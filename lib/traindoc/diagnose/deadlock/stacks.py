@@ -18,7 +18,7 @@ FRAME_RE = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$
 # directory (``threading.py``), faulthandler with the full path (``…/lib/python3.11/…``).
 _STDLIB_DIR = r"(?:^|[/\\]lib(?:[/\\]python\d[\d.]*t?)?[/\\])"
 _WAIT_MODULES = (r"threading|queue|selectors|multiprocessing[/\\](?:queues|connection|synchronize"
-                 r"|pool)|concurrent[/\\]futures[/\\](?:_base|thread)")
+                 r"|pool|process|popen_\w+)|concurrent[/\\]futures[/\\](?:_base|thread)")
 GENERIC_WAIT_RE = re.compile(rf"{_STDLIB_DIR}(?:{_WAIT_MODULES})\.py$", re.IGNORECASE)
 # concurrent.futures' waits where the dump prints bare file names (a PyInstaller bundle:
 # "result (_base.py:427)" under "wait (threading.py:295)"): the file alone could be any package's
@@ -41,6 +41,10 @@ LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 # rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
 NO_STACK_STATES = ("dump_error", "D")
+# a Python traceback (most recent call last) the process printed: a sample of its stack where
+# no dump is (``parse.stacks.TRACEBACK_STATES``)
+TRACEBACK_STATES = ("interrupted", "raised", "traceback")
+CONTAINER_PID = 1  # every container's first process: pid 1 on no named host is no one process
 ARROW = " ← "
 
 
@@ -230,6 +234,14 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     if not len(stacks):
         return []
     state = stacks["state"].fillna("")
+    tracebacks = state.isin(TRACEBACK_STATES)
+    if tracebacks.any() and not tracebacks.all():  # dumps were taken: they say more
+        stacks, state = stacks[~tracebacks], state[~tracebacks]
+    elif tracebacks.any() and stacks["rank"].notna().any():
+        # ranks' tracebacks beside unranked ones: those are the launcher's (its own, or its
+        # copy of a rank's in the ChildFailedError report), not processes of their own
+        keep = stacks["rank"].notna() | stacks["pid"].notna()
+        stacks, state = stacks[keep], state[keep]
     named = stacks["pid"].notna() | stacks["rank"].notna() if "pid" in stacks else state == ""
     df = stacks[~state.isin(NO_STACK_STATES) | named]
     if not len(df):
@@ -238,10 +250,18 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     # with a sub-frame per process costs far more than the work done on each.
     cols = [list(df[c]) if c in df else [None] * len(df) for c in _Row._fields]
     groups: dict[tuple[Any, ...], list[_Row]] = {}
+    seen_threads: set[Any] = set()
+    dumps = 0  # dumps of pid 1 on no named host: each one another container's process
     for row in map(_Row._make, zip(*cols, strict=True)):
         host, pid, rank = _na(row.host), _na(row.pid), _na(row.rank)
         if _na(row.state) == "listed":
             key: tuple[Any, ...] = ("listed", host, str(row.source))  # one process per entry
+        elif pid == CONTAINER_PID and host is None and rank is None:
+            ident = (_na(row.tid), _na(row.thread))
+            if ident in seen_threads:
+                dumps, seen_threads = dumps + 1, set()
+            seen_threads.add(ident)
+            key = ("pid", host, CONTAINER_PID, dumps)
         elif pid is not None:
             key = ("pid", host, int(pid))
         elif rank is not None:
@@ -284,6 +304,9 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
             cmd=_na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
             threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
+    if out and all(p.helper for p in out):  # a helper's own dump, no rank beside it: the
+        for p in out:                       # process looked at
+            p.helper = False
     return merge_listed(out)
 
 
@@ -315,6 +338,10 @@ def _choose_threads(rows: list[_Row], thread: str, memo: _FrameMemo) -> list[_Ro
     chosen = [r for r in rows if _na(r.thread) in names]
     if chosen:
         return chosen
+    if names == MAIN_THREAD_NAMES:  # on Linux the main thread's id is the process id
+        chosen = [r for r in rows if _na(r.pid) is not None and str(_na(r.tid)) == str(_na(r.pid))]
+        if chosen:
+            return chosen
     tids = {_na(r.tid) for r in rows}
     if all(_na(r.thread) is None for r in rows):
         if len(tids) == 1:
@@ -339,6 +366,38 @@ def _snapshots(rows: list[_Row]) -> list[list[_Row]]:
         seen.add(tid)
         snaps[-1].append(r)
     return snaps
+
+
+# -- processes a hang report shows without a stack --------------------------------------------
+# rows of hang reports that show a rank alive and waiting: the store-based barrier's waiting
+# lines, the ranks a DETAIL mismatch report compares
+REPORTED_STATES = ("started", "mismatch")
+STORE_BARRIER_OP = "STORE_BASED_BARRIER"
+REPORTED = "reported"  # a Proc's state: seen in a hang report, no stack
+
+
+def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
+    """Ranks a hang report shows waiting (the store-based barrier's ``Waiting in store based
+    barrier … for rank: N``) or compares (a DETAIL ``Detected mismatch between collectives``),
+    that no stack shows: one ``Proc`` each, no frames, ``state`` ``reported``."""
+    c = collectives
+    if not len(c) or "state" not in c:
+        return []
+    barrier = (c["op_type"] == STORE_BARRIER_OP) & (c["state"] == "started")
+    rows = c[(barrier.fillna(False) | (c["state"] == "mismatch").fillna(False)) & c["rank"].notna()]
+    known = {p.rank for p in procs if p.rank is not None}
+    out: dict[int, Proc] = {}
+    for r in rows.itertuples(index=False):
+        rank = int(r.rank)
+        if rank in known or rank in out:
+            continue
+        what = ("waiting in the store-based barrier" if r.op_type == STORE_BARRIER_OP
+                else f"in {r.op_type} (DETAIL mismatch report)")
+        out[rank] = Proc(key=("rank", None, rank), rank=rank, host=_na(r.host), pid=None,
+                         frames=[], leaf=None, signature=f"({what})", in_collective=False,
+                         helper=False, source=str(r.source), line=str(_na(r.line) or ""),
+                         state=REPORTED)
+    return list(out.values())
 
 
 # -- ranks from the flight recorder --------------------------------------------------------
