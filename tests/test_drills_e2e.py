@@ -38,7 +38,8 @@ def test_walkthrough_notebook_runs(tmp_path: Path) -> None:
 
     pm.execute_notebook(str(ROOT / "notebooks" / "drill_walkthrough.ipynb"),
                         str(tmp_path / "walk.ipynb"),
-                        parameters={"drill": "timeout", "output_dir": str(tmp_path / "out")},
+                        parameters={"drill": "timeout", "output_dir": str(tmp_path / "out"),
+                                    "my_class": "gpu_crash"},
                         kernel_name="python3", cwd=str(ROOT), progress_bar=False)
     assert (tmp_path / "out" / "timeout" / "drill.json").exists()
     # the injected fault is told only in the reveal, after the reader predicted; the reveal
@@ -54,3 +55,6 @@ def test_walkthrough_notebook_runs(tmp_path: Path) -> None:
         i > reveal for i, text in shown if fault in text), "fault shown before the reveal"
     table = next(text for i, text in shown if i > reveal and "injected" in text and "<table" in text)
     assert "match" in table and ">yes<" in table
+    # the trainee's call is made before triage's answer, and compared with it (issue 27)
+    said = next(i for i, text in shown if "you said 'gpu_crash'; triage names 'timeout'" in text)
+    assert said < reveal

@@ -107,8 +107,10 @@ def _colours(artist: object) -> set[str]:
     return set(cols)
 
 
-def check_figure(fig: Figure) -> list[str]:
+def check_figure(fig: Figure | plots.Message) -> list[str]:
     """What is wrong with ``fig`` (empty when nothing)."""
+    if isinstance(fig, plots.Message):  # nothing to draw: one line of text, no figure
+        return [] if fig.text and "\n" not in fig.text else [f"message {fig.text!r}"]
     FigureCanvasAgg(fig).draw()
     problems = []
     renderer = fig.canvas.get_renderer()
@@ -254,7 +256,8 @@ def test_dollar_signs_in_log_text_never_crash_a_figure(cls: str, tmp_path: Path)
         inc = traindoc.load(_dollar_bundle(src, tmp_path / str(i)), progress=False)
         for name, fig in draw(inc).items():
             plots.save(fig, tmp_path / "figs", f"{cls}-{i}-{name}")  # draws every text
-            shown += [t.get_text() for t in fig.findobj(Text) if "$" in t.get_text()]
+            if not isinstance(fig, plots.Message):
+                shown += [t.get_text() for t in fig.findobj(Text) if "$" in t.get_text()]
     if cls == "timeout":  # a process group named with an unexpanded variable
         a = timeout.analyse(traindoc.load(DATA / "timeout" / "drill_timeout", progress=False))
         bait = f"pg_{MATH_BAIT}_$"
@@ -266,3 +269,32 @@ def test_dollar_signs_in_log_text_never_crash_a_figure(cls: str, tmp_path: Path)
         plots.save(fig, tmp_path / "figs", "pg")
         shown += [t.get_text() for t in fig.findobj(Text) if "$" in t.get_text()]
     assert shown  # the bait did reach a figure
+
+
+def test_nothing_to_draw_is_one_line_not_a_figure(tmp_path: Path) -> None:
+    """Issue 27: on a log with no progress and no timeout positions (the Xid 79 sample's
+    kernel log alone) the figures that would only say so are one line each, saved as no PNG."""
+    inc = traindoc.load(DATA / "gpu_crash" / "xid79_multinode" / "dmesg.log",
+                        progress=False)
+    for fig in (plots.progress_timeline(inc.progress, inc.iterations),
+                plots.collective_positions(inc.collectives)):
+        assert isinstance(fig, plots.Message) and fig.text.startswith("No ")
+        assert plots.save(fig, tmp_path, "x") is None and "<i>No " in fig._repr_html_()
+    assert not list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.parametrize(("cls", "sample"), CASES)
+def test_every_colour_drawn_is_in_a_legend(cls: str, sample: Path) -> None:
+    """Issue 27: a figure that draws more than one colour names each in a legend (the stack
+    groups' and triage timeline's colours were told only in the title, the loss curves' spans,
+    peaks and baselines nowhere)."""
+    inc = traindoc.load(sample, progress=False)
+    for name, fig in DRAW[cls](inc).items():
+        if isinstance(fig, plots.Message):
+            continue
+        FigureCanvasAgg(fig).draw()
+        drawn = set().union(*(_colours(a) for ax in fig.axes for a in _drawn(ax)))
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        named = set().union(*(_colours(h) for lg in legends for h in lg.legend_handles))
+        if len(drawn) > 1:
+            assert drawn <= named, f"{name}: colours {sorted(drawn - named)} in no legend"

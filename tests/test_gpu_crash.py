@@ -815,8 +815,9 @@ def test_runbook_analyses_once_and_shows_the_bottom_line_first() -> None:
     assert "gpu_crash.report(analysis)" in src[i]
     assert src[i + 1].startswith("## Bottom line")
     assert src[i + 2] == "display(HTML(result.bottom_line_html()))"
-    # right after loading, before any detail section
-    assert [s.splitlines()[0] for s in src[:i] if s.startswith("## ")] == ["## 1. Load the logs"]
+    # right after loading, before any prose: above it only the title (issue 27)
+    prose = [s for s, c in zip(src[:i], nb["cells"], strict=False) if c["cell_type"] == "markdown"]
+    assert prose == ["# Runbook: GPU crash (CUDA error, Xid, OOM, a rank killed)"]
     assert all(not c.get("outputs") and c.get("execution_count") is None
                for c in nb["cells"] if c["cell_type"] == "code")
 

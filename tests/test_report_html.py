@@ -7,6 +7,7 @@ CI installs Debian's ``chromium`` (``.ci/run``); where it is absent the browser 
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import shutil
@@ -269,3 +270,37 @@ def test_bottom_line_is_on_the_first_screen(report: dict, tmp_path: Path) -> Non
         assert 0 < bottom <= 1000, f"{page.name}: the bottom line ends at {bottom} px"
         text = re.sub(r"<[^>]+>", " ", page.read_text())
         assert text.index("Bottom line") < text.index("What was read")
+
+
+@needs_chromium
+def test_tables_have_no_index_column_and_no_word_cut(tmp_path: Path) -> None:
+    """Issue 27: the gpu_crash report on the Xid 79 sample (wide tables: the Xid catalogue's
+    advice, the cascade's messages) shows no pandas row numbers, and no word of a table cell
+    is broken across lines in a 1280 px window."""
+    out = tmp_path / "gpu"
+    assert cli.main(["run", "gpu_crash", str(DATA / "gpu_crash" / "xid79_multinode"), "-o",
+                     str(out), "--html"]) == cli.EXIT_OK
+    page = (out / "gpu_crash.html").read_text()
+    assert "row_heading" not in page  # the Styler's class for index cells
+    probe = """<script>
+const cut = [];
+for (const td of document.querySelectorAll('td')) {
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const re = /\\S+/g; let m;
+    while ((m = re.exec(n.data)) !== null) {
+      const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));
+      if (tops.size > 1 && m[0].length < 40) cut.push(m[0]);
+    }
+  }
+}
+document.body.dataset.cut = JSON.stringify(cut.slice(0, 5));
+document.body.dataset.cells = document.querySelectorAll('td').length;
+</script>"""
+    copy = tmp_path / "probe.html"
+    copy.write_text(page.replace("</body>", probe + "</body>"))
+    dom = chromium("--window-size=1280,1000", "--dump-dom", copy.resolve().as_uri())
+    assert int(re.search(r'data-cells="(\d+)"', dom.stdout)[1]) > 20
+    cut = html.unescape(re.search(r'data-cut="([^"]*)"', dom.stdout)[1])
+    assert cut == "[]", f"words cut mid-word: {cut}"

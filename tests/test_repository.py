@@ -66,6 +66,10 @@ def test_bottom_line_comes_right_after_loading(cls: str) -> None:
     at = [i for i, c in enumerate(code) if "bottom_line_html()" in c]
     analysed = [i for i, c in enumerate(code) if f"{cls}.analyse(" in c]
     assert at and analysed and at[0] <= analysed[0] + 1, f"{cls}: bottom line right after analyse"
+    md = [c for c in _cells(ROOT / "lib" / "traindoc" / "runbooks" / f"{cls}.ipynb", "markdown")]
+    before = md[:next(i for i, c in enumerate(md) if c.startswith("## Bottom line"))]
+    assert len(before) == 1 and before[0].startswith("# ") and "\n" not in before[0].strip(), (
+        f"{cls}: only the title above the bottom line, no prose section (issue 27)")
 
 
 def test_no_link_leaves_the_repository() -> None:
@@ -81,3 +85,17 @@ def test_no_link_leaves_the_repository() -> None:
             elif target and not (path.parent / target).resolve().is_relative_to(ROOT):
                 bad.append(f"{path.relative_to(ROOT)}: {target}")
     assert not bad, "links that leave the repository:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_parameter_is_read(nb: Path) -> None:
+    """No parameter that does nothing (issue 27: the walkthrough's 'reserved' interactive):
+    each name the parameters cell sets is read by another code cell."""
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    params = next(c for c in cells if "parameters" in c["metadata"].get("tags", [])
+                  or "".join(c["source"]).startswith("# Parameters"))
+    names = re.findall(r"^(\w+) = ", "".join(params["source"]), re.M)
+    rest = "\n".join("".join(c["source"]) for c in cells
+                     if c["cell_type"] == "code" and c is not params)
+    unread = [n for n in names if not re.search(rf"\b{n}\b", rest)]
+    assert names and not unread, f"{nb.name}: parameters no code reads: {unread}"

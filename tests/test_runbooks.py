@@ -13,6 +13,7 @@ import papermill as pm
 import pytest
 
 from conftest import DATA, ROOT
+from traindoc.answer import answer
 
 RUNBOOKS = sorted(p.stem for p in (ROOT / "runbooks").glob("*.ipynb"))
 COMMON = {"log_path", "output_dir", "interactive"}
@@ -65,6 +66,9 @@ def test_runbook_on_sample(runbook: str, sample: Path, facts: dict, tmp_path: Pa
     for key, value in facts.items():
         assert key in summary["facts"], key
         assert matches(value, summary["facts"][key]), (key, value, summary["facts"][key])
+    # what `traindoc run`/`triage` print before the notebook runs is what the notebook wrote
+    early = answer(runbook, str(sample), {}, tmp_path / "out").summary
+    assert early == summary
 
 
 @pytest.mark.parametrize("runbook", RUNBOOKS)
@@ -79,6 +83,21 @@ def test_missing_input_fails_naming_log_path(runbook: str, tmp_path: Path) -> No
     with pytest.raises(pm.PapermillExecutionError) as e:
         execute(runbook, tmp_path, log_path=str(tmp_path / "no-such.log"))
     assert "NoInputError" in str(e.value) and "log_path" in str(e.value)
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("runbook", RUNBOOKS)
+def test_opened_without_log_path_asks_for_one(runbook: str, tmp_path: Path) -> None:
+    """Issue 27: no bundled sample diagnosed as if it were the job; one sentence naming
+    log_path and a sample to try, which exists."""
+    assert pm.inspect_notebook(str(ROOT / "runbooks" / f"{runbook}.ipynb"))["log_path"][
+        "default"] == "None"
+    with pytest.raises(pm.PapermillExecutionError) as e:
+        execute(runbook, tmp_path)
+    assert e.value.ename == "NoInputError" and "log_path is not set" in e.value.evalue
+    sample = e.value.evalue.split("log_path = ")[-1].strip(".'\"")
+    assert (ROOT / sample).is_dir(), sample
+    assert not (tmp_path / "out" / "summary.json").exists()
 
 
 @pytest.mark.notebooks

@@ -136,3 +136,22 @@ def test_widgets_build_and_react_without_a_front_end(mixed: traindoc.Incident) -
     tabs = widgets.explore(mixed, r)
     assert len(tabs.children) == 3 and tabs.get_title(2) == "findings in context"
     assert len(widgets.explore(mixed).children) == 2
+
+
+def test_log_path_box_sets_the_notebooks_log_path() -> None:
+    pytest.importorskip("ipywidgets")
+    ns: dict = {"log_path": None}
+    box = widgets.log_path_box(ns)
+    text, button = box.children[0].children
+    button.click()  # nothing typed: nothing set
+    assert ns["log_path"] is None and "first" in box.children[1].value
+    text.value = "/logs/job-<17>.log"
+    button.click()
+    assert ns["log_path"] == "/logs/job-<17>.log"
+    assert "&lt;17&gt;" in box.children[1].value and "Run Selected Cell and All Below" in (
+        box.children[1].value)
+
+
+def test_no_log_path_names_the_parameter_and_a_sample() -> None:
+    text = widgets.no_log_path("data/timeout/gemma3_seed")
+    assert text.startswith("log_path is not set") and "'data/timeout/gemma3_seed'" in text

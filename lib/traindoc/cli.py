@@ -38,6 +38,8 @@ from .execute import (
     available_runbooks,
     claimed_output_dir,
     execute_runbook,
+    parameters_cell,
+    say_progress,
 )
 from .locations import CHECKOUT, runbooks_dir
 from .report import write_new
@@ -145,6 +147,9 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
                         metavar=("KEY", "VALUE"), help="a runbook parameter, e.g. -p world_size 8")
         sp.add_argument("--html", action="store_true",
                         help="also write DIR/<runbook>.html, a report without code")
+        sp.add_argument("--progress", action="store_true",
+                        help="show bytes read and which runbook runs on stderr even when it "
+                             "is not a terminal (on a terminal it is always shown)")
 
     t = sub.add_parser("triage", help="say which failure classes a bundle shows; run their runbooks",
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -196,9 +201,7 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
 def _params(p: argparse.ArgumentParser, books: dict[str, Path], name: str,
             pairs: list[list[str]]) -> dict[str, Any]:
     """-p pairs as parameters, checked against the runbook's parameters cell."""
-    import papermill as pm
-
-    cell = pm.inspect_notebook(str(books[name]))
+    cell = parameters_cell(books[name])
     known = set(cell)
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -206,7 +209,7 @@ def _params(p: argparse.ArgumentParser, books: dict[str, Path], name: str,
             p.error(f"{key} is set by {'LOGS' if key == 'log_path' else '-o DIR'}, not by -p")
         if key not in known:
             p.error(f"runbook {name} has no parameter {key!r}; it has: {', '.join(sorted(known))}")
-        out[key], problem = check_value(key, value, _default(cell[key].get("default")))
+        out[key], problem = check_value(key, value, _default(cell[key]))
         if problem:
             p.error(f"-p {key}: {problem}")
     return out
@@ -269,7 +272,54 @@ def _write_html(ex: Execution, also: Sequence[Path] = ()) -> list[Path]:
     return out
 
 
-def _finish(ex: Execution, html: bool, stdout: Any, stderr: Any) -> int:
+@contextlib.contextmanager
+def _progress_env(on: bool) -> Any:
+    """With ``--progress``, ``TRAINDOC_PROGRESS=1`` for this run: the kernels inherit it, so
+    triage's says which class runbook runs."""
+    old = os.environ.get("TRAINDOC_PROGRESS")
+    if on:
+        os.environ["TRAINDOC_PROGRESS"] = "1"
+    try:
+        yield
+    finally:
+        if on and old is None:
+            os.environ.pop("TRAINDOC_PROGRESS", None)
+        elif on:
+            os.environ["TRAINDOC_PROGRESS"] = old or ""
+
+
+def _early_answer(name: str, logs: str | list[str], params: dict[str, Any], out: Path,
+                  progress: bool, stdout: Any, stderr: Any) -> int | None:
+    """Print the answer (verdict, confidence, where, first action) computed in this process
+    by the notebook's own library calls, before the notebook runs; an exit code when the
+    logs cannot be read (as the notebook would say), else None."""
+    from .answer import RUNBOOK_CALLS, answer
+    from .reader import NoInputError
+
+    if name not in RUNBOOK_CALLS:  # a runbook of the user's own: only its notebook knows
+        return None
+    try:
+        ans = answer(name, logs, params, out, progress=True if progress else None)
+    except NoInputError as e:
+        _say(f"traindoc: {e}", stderr)
+        return EXIT_NO_INPUT
+    except Exception:  # noqa: BLE001 - the notebook runs next and reports it with its traceback
+        return None
+    for line in ans.lines():
+        _say(line, stdout)
+    if name == "triage":
+        for i, c in enumerate(ans.summary["facts"].get("classes", []), 1):
+            when = f", {c['first_seen']}" if c.get("first_seen") else ""
+            _say(f"  {i}. {c['class']} ({c['role']}{when}): {c.get('verdict') or c['detail']}",
+                 stdout)
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        stdout.flush()
+    return None
+
+
+def _finish(ex: Execution, html: bool, stdout: Any, stderr: Any, early: bool = False) -> int:
+    """Say where the notebook's results are and its verdict (the class list too, for triage,
+    unless the ``early`` answer showed it); or the one sentence of why it failed."""
     if ex.no_input:
         _say(f"traindoc: {ex.error}", stderr)
         return EXIT_NO_INPUT
@@ -297,7 +347,7 @@ def _finish(ex: Execution, html: bool, stdout: Any, stderr: Any) -> int:
     _say(f"summary:  {ex.summary_path}", stdout)
     for h in reports:
         _say(f"report:   {h}", stdout)
-    if ex.runbook == "triage":
+    if ex.runbook == "triage" and not early:
         for i, c in enumerate(s.get("facts", {}).get("classes", []), 1):
             when = f", {c['first_seen']}" if c.get("first_seen") else ""
             _say(f"  {i}. {c['class']} ({c['role']}{when}): {c.get('verdict') or c['detail']}",
@@ -441,9 +491,14 @@ def _dispatch(p: argparse.ArgumentParser, args: argparse.Namespace, books: dict[
         params["run_runbooks"] = False
     logs = _logs(args.logs)
     try:
-        with claimed_output_dir(args.output_dir, [logs] if isinstance(logs, str) else logs) as out:
+        with claimed_output_dir(args.output_dir, [logs] if isinstance(logs, str) else logs) as out, \
+                _progress_env(args.progress):
+            code = _early_answer(name, logs, params, out, args.progress, stdout, stderr)
+            if code is not None:
+                return code
+            say_progress(f"running the {name} notebook into {out}")
             ex = execute_runbook(name, logs, out, params, books)
-            return _finish(ex, args.html, stdout, stderr)
+            return _finish(ex, args.html, stdout, stderr, early=True)
     except OutputDirError as e:
         _say(f"traindoc: {e}", stderr)
         return EXIT_USAGE if e.usage else EXIT_OUTPUT

@@ -15,7 +15,7 @@ import re
 import shutil
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,11 @@ from .locations import runbooks_dir
 from .report import write_new
 
 KERNEL = "python3"
-# ipykernel warns on stderr that its local TCP sockets are unencrypted; in a nested run
-# (triage running the class runbooks) that warning lands in the notebook, so keep it quiet.
-KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+# ipykernel warns on stderr that its local TCP sockets are unencrypted, and logs "KeyboardInterrupt
+# caught in kernel" when jupyter_client interrupts it on shut-down; its stderr is the terminal's
+# (or, nested, the notebook's), so it logs only what stops it.
+KERNEL_ARGS = ["--IPKernelApp.log_level=CRITICAL"]
+KERNEL_START_S = 60  # the longest a kernel may take to start on a loaded machine
 
 MARKER = ".traindoc"  # in a folder traindoc made: what its last run wrote there
 LOCK = ".traindoc.lock"  # held (flock) while a run writes into the folder: pid, host, start
@@ -35,6 +37,22 @@ OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS}
 OS_ERROR_NAMES = frozenset({"OSError", "IOError", "PermissionError", "FileNotFoundError",
                             "FileExistsError", "IsADirectoryError", "NotADirectoryError"})
 ERRNO_RE = re.compile(r"\[Errno (\d+)\]")
+
+
+def parameters_cell(notebook: Path) -> dict[str, str]:
+    """A notebook's parameters (the cell tagged ``parameters``): name -> its default's source
+    text, read without papermill (whose import costs a second)."""
+    import ast
+
+    cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    for c in cells:
+        if c.get("cell_type") == "code" and "parameters" in c.get("metadata", {}).get("tags", []):
+            src = "".join(c.get("source", ""))
+            return {n.targets[0].id: ast.get_source_segment(src, n.value) or ""
+                    for n in ast.parse(src).body
+                    if isinstance(n, ast.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], ast.Name)}
+    return {}
 
 
 def available_runbooks(directory: Path | None = None) -> dict[str, Path]:
@@ -62,9 +80,10 @@ class Execution:
 
 def execute_runbook(name: str, log_path: str | list[str], output_dir: str | os.PathLike[str],
                     parameters: dict[str, Any] | None = None,
-                    runbooks: dict[str, Path] | None = None) -> Execution:
+                    runbooks: dict[str, Path] | None = None, km: Any = None) -> Execution:
     """Execute runbook ``name`` with papermill into ``output_dir`` (the executed notebook is
-    ``output_dir/<name>.ipynb``). Never raises for a failing runbook: see ``error``."""
+    ``output_dir/<name>.ipynb``), in a kernel of its own or in the running kernel of ``km``
+    (``shared_kernel``). Never raises for a failing runbook: see ``error``."""
     import papermill as pm
 
     books = runbooks if runbooks is not None else available_runbooks()
@@ -82,8 +101,9 @@ def execute_runbook(name: str, log_path: str | list[str], output_dir: str | os.P
     params = {**(parameters or {}), "log_path": log_path, "output_dir": str(out)}
     try:
         pm.execute_notebook(str(books[name]), str(ex.notebook), parameters=params,
-                            kernel_name=KERNEL, cwd=os.getcwd(),
-                            progress_bar=False, log_output=False, extra_arguments=KERNEL_ARGS)
+                            kernel_name=KERNEL, cwd=os.getcwd(), progress_bar=False,
+                            log_output=False, extra_arguments=KERNEL_ARGS,
+                            **({"km": km} if km is not None else {}))
     except pm.PapermillExecutionError as e:
         ex.no_input = e.ename == "NoInputError"
         ex.error = e.evalue if ex.no_input else f"{e.ename}: {e.evalue}"
@@ -252,26 +272,90 @@ def claimed_output_dir(output_dir: str | os.PathLike[str],
         _unlock(out, fd)
 
 
-def runbook_runner(log_path: str | list[str], output_dir: str | os.PathLike[str],
-                   parameters: dict[str, Any] | None = None,
-                   ) -> Callable[[str], dict[str, Any]]:
-    """For ``triage.with_runbooks``: runs class ``cls``'s runbook into ``output_dir/cls/``
-    with ``parameters`` (the reading limits triage ran with, say)."""
-    if isinstance(log_path, str | os.PathLike):
-        logs: str | list[str] = os.path.abspath(log_path)
-    else:
-        logs = [os.path.abspath(p) for p in log_path]
-    base = Path(output_dir).resolve()
+@contextlib.contextmanager
+def shared_kernel() -> Iterator[Any]:
+    """One kernel (its ``KernelManager``) for several runbooks run one after the other:
+    each starts from an empty namespace; the kernel is shut down on leaving."""
+    from jupyter_client.manager import KernelManager
 
-    def run(cls: str) -> dict[str, Any]:
-        ex = execute_runbook(cls, logs, base / cls, parameters)
+    km = KernelManager(kernel_name=KERNEL)
+    km.start_kernel(extra_arguments=KERNEL_ARGS, cwd=os.getcwd())
+    try:
+        yield km
+    finally:
+        km.shutdown_kernel(now=True)
+
+
+def _reset(km: Any) -> None:
+    """Empty the namespace of ``km``'s kernel (the next runbook sees none of the last one's)."""
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=KERNEL_START_S)
+        kc.execute_interactive("get_ipython().run_line_magic('reset', '-f')",
+                               timeout=KERNEL_START_S, output_hook=lambda msg: None)
+    finally:
+        kc.stop_channels()
+
+
+def say_progress(text: str) -> None:
+    """``text`` on the terminal's stderr while a long run works: only when stderr is a
+    terminal, or ``TRAINDOC_PROGRESS=1`` (``traindoc … --progress``)."""
+    if os.environ.get("TRAINDOC_PROGRESS") == "1" or os.isatty(2):
+        with contextlib.suppress(OSError):
+            os.write(2, f"traindoc: {text}\n".encode(errors="replace"))
+
+
+class RunbookRunner:
+    """For ``triage.with_runbooks``: runs class ``cls``'s runbook into ``output_dir/cls/`` with
+    ``parameters`` (the reading limits triage ran with, say). Used as a context manager, every
+    runbook runs in one kernel, started once."""
+
+    def __init__(self, log_path: str | list[str], output_dir: str | os.PathLike[str],
+                 parameters: dict[str, Any] | None = None) -> None:
+        if isinstance(log_path, str | os.PathLike):
+            self.logs: str | list[str] = os.path.abspath(log_path)
+        else:
+            self.logs = [os.path.abspath(p) for p in log_path]
+        self.base = Path(output_dir).resolve()
+        self.parameters = parameters
+        self._stack: contextlib.ExitStack | None = None
+        self._km: Any = None
+
+    def __enter__(self) -> RunbookRunner:
+        self._stack = contextlib.ExitStack()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack, self._km = None, None
+
+    def _kernel(self) -> Any:
+        if self._stack is None:
+            return None
+        if self._km is None:
+            self._km = self._stack.enter_context(shared_kernel())
+        else:
+            _reset(self._km)
+        return self._km
+
+    def __call__(self, cls: str) -> dict[str, Any]:
+        say_progress(f"running the {cls} runbook into {self.base / cls}")
+        ex = execute_runbook(cls, self.logs, self.base / cls, self.parameters,
+                             km=self._kernel() if cls in available_runbooks() else None)
         s = ex.summary or {}
         return {"summary": str(ex.summary_path) if ex.summary else None,
                 "verdict": s.get("verdict"), "confidence": s.get("confidence"),
                 "actions": s.get("actions", []), "error": ex.error}
 
-    return run
+
+def runbook_runner(log_path: str | list[str], output_dir: str | os.PathLike[str],
+                   parameters: dict[str, Any] | None = None) -> RunbookRunner:
+    """A ``RunbookRunner`` (``with runbook_runner(...) as run:`` runs them in one kernel)."""
+    return RunbookRunner(log_path, output_dir, parameters)
 
 
 __all__ = ["KERNEL", "KERNEL_ARGS", "LOCK", "MARKER", "Execution", "OutputDirError",
-           "available_runbooks", "claimed_output_dir", "execute_runbook", "runbook_runner"]
+           "RunbookRunner", "available_runbooks", "claimed_output_dir", "execute_runbook",
+           "parameters_cell", "runbook_runner", "say_progress", "shared_kernel"]

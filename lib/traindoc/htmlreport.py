@@ -30,10 +30,12 @@ TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 <style>
   body.jp-Notebook { max-width: 1180px; margin: 0 auto; padding: 12px 24px; }
   /* long log lines wrap at spaces (JupyterLab's own CSS, later in the page, breaks output
-     <pre> anywhere, mid-word): only a word longer than the page is broken */
-  body.jp-Notebook .jp-RenderedHTMLCommon td { overflow-wrap: anywhere; }
+     <pre> anywhere, mid-word): only a word longer than the page is broken. break-word, not
+     anywhere: 'anywhere' lets a table column shrink below its longest word, so every word
+     of a narrow column was cut mid-word */
+  body.jp-Notebook .jp-RenderedHTMLCommon td { overflow-wrap: break-word; word-break: normal; }
   body.jp-Notebook .jp-OutputArea-output pre, body.jp-Notebook .jp-RenderedHTMLCommon pre {
-    white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;
+    white-space: pre-wrap; word-break: normal; overflow-wrap: break-word;
     font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
 </style>
 {%- endblock extra_css -%}

@@ -1,5 +1,7 @@
 """Figures, built with matplotlib's object API: each function returns a Figure; ``save``
-writes it as PNG under ``output_dir`` (the notebook shows it, then closes it).
+writes it as PNG under ``output_dir`` (the notebook shows it, then closes it). A figure that
+would only say that there is nothing to draw is a ``Message`` instead: one line of text,
+shown as such and saved as no PNG.
 
 Text from logs is never parsed as math: a ``$…$`` in a frame path, a file name or a
 process-group name (an unexpanded ``${SLURM_JOB_ID}`` is common) would go to matplotlib's
@@ -19,19 +21,36 @@ import matplotlib.dates as mdates
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from .diagnose.collectives import rank_positions
-from .report import write_new
+from .report import text_html, write_new
 
 NO_MATH = {"text.parse_math": False, "text.usetex": False}
 matplotlib.rcParams.update(NO_MATH)
 
 
-def save(fig: Figure, output_dir: str | Path, name: str) -> Path:
-    """Write ``fig`` as ``output_dir/name.png``; ``name`` may not leave ``output_dir``, and a
-    link planted at that name is never followed (``report.write_new``)."""
+class Message:
+    """What a figure would have said when there is nothing to draw: one line, no image."""
+
+    def __init__(self, text: str) -> None:
+        self.text = " ".join(text.split())
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return f"<p class='traindoc-no-figure'><i>{text_html(self.text)}</i></p>"
+
+
+def save(fig: Figure | Message, output_dir: str | Path, name: str) -> Path | None:
+    """Write ``fig`` as ``output_dir/name.png`` (a ``Message`` writes nothing: None);
+    ``name`` may not leave ``output_dir``, and a link planted at that name is never followed
+    (``report.write_new``)."""
+    if isinstance(fig, Message):
+        return None
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "figure"
@@ -63,17 +82,10 @@ def _count_axis(ax: Any, values: pd.Series, axis: str = "x", from_zero: bool = F
         (ax.set_xlim if axis == "x" else ax.set_ylim)(0, hi * 1.05)
 
 
-def _message(fig: Figure, text: str) -> Figure:
-    ax = fig.add_subplot()
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
-    return fig
-
-
 def collective_positions(collectives: pd.DataFrame, seq_num: int | None = None,
                          timed_out_ranks: list[int] | None = None,
                          process_group: str | None = None, max_ranks: int = 48,
-                         blamed_ranks: list[int] | None = None) -> Figure:
+                         blamed_ranks: list[int] | None = None) -> Figure | Message:
     """Per rank: the span from last completed to last enqueued collective, and the one the
     timeout hit (dashed line). A rank whose span ends left of the line never arrived. Every
     rank that timed out or that the verdict blames (``blamed_ranks``: never arrived, failed
@@ -89,8 +101,7 @@ def collective_positions(collectives: pd.DataFrame, seq_num: int | None = None,
                             ignore_index=True)
     timed, blamed = set(timed_out_ranks or []), set(blamed_ranks or [])
     if not len(pos) or pos["last_enqueued"].isna().all():  # nothing to draw
-        return _message(Figure(figsize=(8, 1.6)),
-                        "No per-rank collective positions in these logs\n"
+        return Message("No per-rank collective positions in these logs\n"
                         "(no watchdog status lines, rank-tagged timeouts or flight-recorder dumps)")
     pos = pos.astype({"last_enqueued": "Float64", "last_completed": "Float64"})
     missing = sorted((timed | blamed) - set(pos["rank"].astype(int)))
@@ -143,7 +154,7 @@ def collective_positions(collectives: pd.DataFrame, seq_num: int | None = None,
     return fig
 
 
-def progress_timeline(progress: pd.DataFrame, iterations: pd.DataFrame) -> Figure:
+def progress_timeline(progress: pd.DataFrame, iterations: pd.DataFrame) -> Figure | Message:
     """Steps reached over elapsed time (tqdm) or seconds per iteration (iteration lines), on
     axes from zero so that noise of a few per mille does not look like a sawtooth."""
     fig = Figure(figsize=(8, 3))
@@ -168,7 +179,7 @@ def progress_timeline(progress: pd.DataFrame, iterations: pd.DataFrame) -> Figur
         if len(groups) > 1:
             ax.legend(fontsize=8)
     else:
-        return _message(Figure(figsize=(8, 1.5)), "No progress bars or iteration lines found")
+        return Message("No progress bars or iteration lines found")
     ax.set_title("Progress before the incident")
     fig.tight_layout()
     return fig
@@ -190,7 +201,7 @@ def _log_helps(values: pd.Series) -> bool:
 
 def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
                       nan_iterations: list[int] | None = None,
-                      skipped_iterations: list[int] | None = None) -> Figure:
+                      skipped_iterations: list[int] | None = None) -> Figure | Message:
     """Loss, grad norm (log scale when it spans decades) and, when logged, the fp16 loss scale
     (and the learning rate, when it moved by half or more) over iterations; spikes shaded from their first sign to their recovery (red: not
     recovered), NaN iterations as red ticks, skipped steps as crosses."""
@@ -201,7 +212,7 @@ def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
     if panels and len(lr) > 1 and float(lr.max()) >= 1.5 * float(lr.min()):
         panels.append("lr")  # the schedule moved: show it beside the loss
     if not len(series) or not panels:
-        return _message(Figure(figsize=(8, 1.5)), "No loss or grad-norm values in these logs")
+        return Message("No loss or grad-norm values in these logs")
     fig = Figure(figsize=(9, 2.4 * len(panels) + 0.4))
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     x = series["iteration"].astype(float)
@@ -226,9 +237,21 @@ def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
             top.axhline(sp["baseline_loss"], color="grey", lw=0.6, ls="--")
     if skipped_iterations:
         sk = series[series["iteration"].isin(skipped_iterations)]
-        top.plot(sk["iteration"], sk[panels[0]].astype(float), "x", color="black", ms=6,
-                 label="skipped step")
-        top.legend(fontsize=8, loc="best")
+        top.plot(sk["iteration"], sk[panels[0]].astype(float), "x", color="black", ms=6)
+    marks = [Line2D([], [], lw=0.9, color="tab:blue", label="logged value")]
+    spans = [_spike_span(sp, last)[2] for sp in spikes or []]
+    if any(spans):
+        marks.append(Patch(color="tab:orange", alpha=0.2, label="spike, recovered"))
+    if not all(spans):
+        marks.append(Patch(color="tab:red", alpha=0.2, label="spike, not recovered"))
+    if panels[0] == "loss" and spikes:
+        marks += [Line2D([], [], ls="", marker="v", color="tab:red", label="spike peak"),
+                  Line2D([], [], ls="--", lw=0.6, color="grey", label="loss before the spike")]
+    if nan_iterations:
+        marks.append(Line2D([], [], lw=0.6, color="red", alpha=0.6, label="NaN loss"))
+    if skipped_iterations:
+        marks.append(Line2D([], [], ls="", marker="x", color="black", label="skipped step"))
+    top.legend(handles=marks, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     top.set_title("Loss and grad norm per iteration (shaded: spikes, first sign to recovery)")
     axes[-1].set_xlabel("iteration")
     _count_axis(axes[-1], x)
@@ -237,12 +260,12 @@ def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
 
 
 def loss_spike_zoom(series: pd.DataFrame, spike: dict | None, before: int = 10,
-                    after: int = 10) -> Figure:
+                    after: int = 10) -> Figure | Message:
     """One spike up close (``before``/``after`` logged points around it): loss (left axis) and
     grad norm (right axis, log), the pre-spike baseline, and where each left its baseline —
     which moved first."""
     if spike is None or not len(series):
-        return _message(Figure(figsize=(8, 1.5)), "No loss spike to show")
+        return Message("No loss spike to show")
     a, b, _ = _spike_span(spike, float(series["iteration"].max()))
     its = series["iteration"].astype(float)
     ia, ip, ib = (int(its.searchsorted(v)) for v in (a, spike["peak_iteration"], b))
@@ -278,11 +301,11 @@ def loss_spike_zoom(series: pd.DataFrame, spike: dict | None, before: int = 10,
     return fig
 
 
-def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure:
+def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure | Message:
     """Processes per stack signature (``diagnose.deadlock.groups_table``): one bar per group,
     labelled by its leaf frame; outliers red, groups waiting in a collective blue."""
     if not len(groups):
-        return _message(Figure(figsize=(8, 1.5)), "No stack dumps (py-spy or faulthandler) found")
+        return Message("No stack dumps (py-spy or faulthandler) found")
     g = groups.head(max_groups).iloc[::-1]
     fig = Figure(figsize=(9, 0.9 + 0.55 * len(g)))
     ax = fig.add_subplot()
@@ -304,6 +327,9 @@ def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Where each process's stack is\n(red: outliers, blue: in a collective, "
                  "grey: elsewhere)", fontsize=10)
+    ax.legend(handles=[Patch(color=c, label=what) for c, what in (
+        ("tab:red", "outlier"), ("tab:blue", "waiting in a collective"),
+        ("tab:gray", "elsewhere")) if c in colors], fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
 
@@ -322,13 +348,13 @@ def _time_axis(ax: Any) -> None:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc))
 
 
-def gpu_crash_timeline(timeline: pd.DataFrame, max_lanes: int = 40) -> Figure:
+def gpu_crash_timeline(timeline: pd.DataFrame, max_lanes: int = 40) -> Figure | Message:
     """Per host (or rank, when lines name no host) the failure events over time — the first
     failure ringed, its cascade in grey — from ``gpu_crash.timeline_frame``. When the lines
     carry no timestamps the x axis is their order in the logs."""
     fig = Figure(figsize=(9, 3.6))
     if timeline is None or not len(timeline):
-        return _message(fig, "No failure lines to place on a timeline")
+        return Message("No failure lines to place on a timeline")
     lanes = list(dict.fromkeys(timeline["lane"].astype(str)))
     if len(lanes) > max_lanes:
         keep = set(lanes[:max_lanes])
@@ -381,12 +407,12 @@ def throughput_timeline(series: pd.DataFrame, label: str, change_iteration: int 
                         baseline: float | None = None, degraded: float | None = None,
                         events: pd.DataFrame | None = None,
                         discontinuities: pd.DataFrame | None = None,
-                        transients: pd.DataFrame | None = None) -> Figure:
+                        transients: pd.DataFrame | None = None) -> Figure | Message:
     """The throughput metric per logged iteration, the two levels and the change point, with
     eval/save events, restarts/gaps and the iterations set aside as transients marked."""
     fig = Figure(figsize=(9, 3.6))
     if series is None or not len(series):
-        return _message(Figure(figsize=(8, 1.5)), "No throughput figures in these logs")
+        return Message("No throughput figures in these logs")
     ax = fig.add_subplot()
     x = series["iteration"].to_numpy()
     ax.plot(x, series["value"].to_numpy(dtype=float), marker="." if len(x) <= 2000 else None,
@@ -432,11 +458,11 @@ def throughput_timeline(series: pd.DataFrame, label: str, change_iteration: int 
 
 
 def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str,
-              max_bars: int = 64) -> Figure:
+              max_bars: int = 64) -> Figure | Message:
     """One bar per rank or host (its median ``value``), suspects (column ``suspect``) in red,
     the peers' median as a line: the slow one stands out."""
     if values is None or not len(values):
-        return _message(Figure(figsize=(8, 1.5)), "No per-rank or per-host figures in these logs")
+        return Message("No per-rank or per-host figures in these logs")
     df = values.head(max_bars)
     width = min(12.0, max(5.0, 2 + 0.3 * len(df)))
     fig = Figure(figsize=(width, 3.4))
@@ -445,8 +471,8 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
         False, index=df.index)
     colours = ["tab:red" if s else "tab:blue" for s in sus]
     ax.bar(range(len(df)), df[value].astype(float), color=colours)
-    ax.axhline(float(df[value].astype(float).median()), color="grey", ls="--", lw=0.8,
-               label="median of peers")
+    median = ax.axhline(float(df[value].astype(float).median()), color="grey", ls="--", lw=0.8,
+                        label="median of peers")
     ax.set_xticks(range(len(df)), [str(k) for k in df[key]], rotation=90 if len(df) > 12 else 0,
                   fontsize=7)
     ax.set_ylabel(label)
@@ -456,18 +482,22 @@ def peer_bars(values: pd.DataFrame, key: str, value: str, label: str, title: str
     lo, hi = float(df[value].min()), float(df[value].max())
     if lo > 0 and (hi - lo) < 0.2 * hi:  # zoom on small differences
         ax.set_ylim(lo - (hi - lo) * 0.5 - 1e-9, hi + (hi - lo) * 0.3 + 1e-9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    seen = {c for c, h in zip(colours, df[value].astype(float), strict=True)
+            if pd.notna(h) and h != 0}  # a bar of height 0 draws nothing
+    bars = [Patch(color=c, label=what) for c, what in (("tab:blue", "peer"),
+                                                        ("tab:red", "suspect")) if c in seen]
+    ax.legend(handles=[*bars, median], fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
 
 
-def triage_timeline(frame: pd.DataFrame) -> Figure:
+def triage_timeline(frame: pd.DataFrame) -> Figure | Message:
     """Each failure class's evidence (``triage.timeline_frame``) on one time axis, or in file
     order when not every class carries timestamps; the likely cause in red."""
 
     lanes = list(dict.fromkeys(frame["class"]))
     if not lanes:
-        return _message(Figure(figsize=(9, 1.4 + 0.7)), "No failure class found in these logs")
+        return Message("No failure class found in these logs")
     fig = Figure(figsize=(9, 1.4 + 0.7 * len(lanes)))
     ax = fig.add_subplot()
     by_class = {c: frame[frame["class"] == c] for c in lanes}
@@ -486,6 +516,11 @@ def triage_timeline(frame: pd.DataFrame) -> Figure:
                                       for c in reversed(lanes)], fontsize=9)
     ax.set_ylim(-0.6, len(lanes) - 0.3)
     ax.grid(axis="x", lw=0.4, alpha=0.5)
+    ax.legend(handles=[Line2D([], [], ls="", marker="o", color=c, label=what)
+                       for c, what, shown in (("tab:red", "the likely cause", any(cause.values())),
+                                              ("tab:orange", "its consequences",
+                                               not all(cause.values()))) if shown],
+              fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if timed:
         _time_axis(ax)
         ax.set_xlabel(f"time as logged, {pd.Timestamp(frame['time'].min()):%Y-%m-%d}")

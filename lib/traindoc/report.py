@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from .hostlist import runs
 from .incident import Incident
 
 MAX_EVIDENCE = 20
@@ -121,15 +122,18 @@ class Report:
                 parts.append(f"<p>{text_html(f.title)}</p>" + evidence_html(f.evidence))
         return "\n".join(parts)
 
-    def bottom_line_html(self) -> str:
-        """The first screen: verdict, confidence and the first action, before any detail."""
+    def bottom_line_html(self, cause: Report | None = None) -> str:
+        """The first screen: verdict, confidence, where (the ranks and hosts the facts name,
+        or ``cause``'s for triage) and the first action, before any detail."""
         acts = sorted(self.actions, key=lambda a: a.priority)
         first = (f"<p><b>First action:</b> {text_html(acts[0].title)}<br>"
                  f"<code>{text_html(acts[0].how)}</code></p>" if acts
                  else "<p><b>First action:</b> none recommended.</p>")
+        here = where((cause or self).facts)
+        at = f"<p><b>Where:</b> {text_html(here)}</p>" if here else ""
         return (f"<div class='traindoc-bottom-line'>"
                 f"<p><b>Verdict</b> (confidence: {text_html(self.confidence)}): "
-                f"{text_html(self.verdict)}</p>{first}</div>")
+                f"{text_html(self.verdict)}</p>{at}{first}</div>")
 
     def actions_html(self) -> str:
         """Ranked actions as escaped HTML, each with why and how."""
@@ -143,6 +147,48 @@ class Report:
 
     def _repr_html_(self) -> str:
         return self.verdict_html() + self.actions_html()
+
+
+# facts that say where a failure is, in the order a reader wants them, and what each names
+WHERE_FACTS = (("failed_ranks", "failed rank"), ("failed_hosts", "host"),
+               ("timed_out_ranks", "timed out: rank"), ("lagging_ranks", "never arrived: rank"),
+               ("outlier_members", "stuck: process"), ("suspect_ranks", "slow: rank"),
+               ("suspect_hosts", "slow: host"))
+MAX_WHERE_NAMES = 8  # host or process names listed before "and N more"
+
+
+def rank_ranges(ranks: list[int]) -> str:
+    """Ranks as ranges, readable for 384 of them: [0, 1, 2, 5] -> '0-2,5'."""
+    return runs(sorted({int(r) for r in ranks})) if ranks else ""
+
+
+def where(facts: Mapping[str, Any]) -> str:
+    """Where the failure is, from the facts that name ranks, hosts or processes (ranks as
+    ranges, names capped); '' when no fact names any."""
+    parts = []
+    for key, label in WHERE_FACTS:
+        v = facts.get(key)
+        if not isinstance(v, list) or not v:
+            continue
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+            n = len(set(v))
+            parts.append(f"{label}{'s' if n > 1 else ''} {rank_ranges(v)}")
+        else:
+            names = [str(x) for x in v]
+            more = len(names) - MAX_WHERE_NAMES
+            shown = ", ".join(names[:MAX_WHERE_NAMES]) + (f" and {more} more" if more > 0 else "")
+            parts.append(f"{label}{'s' if len(names) > 1 else ''} {shown}")
+    classes = facts.get("classes")
+    if not parts and isinstance(classes, list) and classes and isinstance(classes[0], Mapping):
+        c = classes[0]  # triage: the cause's entry names its ranks and hosts
+        ranks = [r for r in c.get("ranks") or [] if isinstance(r, int)]
+        hosts = [str(h) for h in c.get("hosts") or []]
+        if ranks:
+            parts.append(f"{c.get('class')}: rank{'s' if len(set(ranks)) > 1 else ''} "
+                         f"{rank_ranges(ranks)}")
+        if hosts:
+            parts.append(f"host{'s' if len(hosts) > 1 else ''} {', '.join(hosts[:MAX_WHERE_NAMES])}")
+    return "; ".join(parts)
 
 
 def write_tables(incident: Incident, output_dir: str | Path) -> list[Path]:
@@ -346,7 +392,7 @@ def _labels(index: pd.Index) -> pd.Index:
 def escape_frame(df: pd.DataFrame) -> Any:
     """A Styler that renders ``df`` with every cell, index label and column name as escaped
     text: lists, dicts and other objects become text first (log text is data); cells are
-    never cut."""
+    never cut; an index of bare row numbers is not shown."""
     shown = df.copy()
     for i in range(shown.shape[1]):
         col = df.iloc[:, i]
@@ -354,8 +400,28 @@ def escape_frame(df: pd.DataFrame) -> Any:
             shown.isetitem(i, pd.Series([_cell(v) for v in col], index=df.index, dtype=object))
     shown.index = _labels(df.index)
     shown.columns = _labels(df.columns)
-    return (shown.style.format(escape="html", na_rep="")
-            .format_index(escape="html", axis=0).format_index(escape="html", axis=1))
+    styler = (shown.style.format(escape="html", na_rep="")
+              .format_index(escape="html", axis=0).format_index(escape="html", axis=1))
+    if _row_numbers(df.index):  # pandas' 0, 1, 2 … column says nothing: not shown
+        styler = styler.hide(axis="index")
+    return styler.map(_unbroken)
+
+
+MAX_UNBROKEN = 40  # a one-word cell up to this long is never wrapped (at its hyphens, say)
+
+
+def _unbroken(value: Any) -> str:
+    """CSS that keeps a short one-word cell (a host ``node-2``, a path) on one line: a
+    browser breaks after a hyphen, which reads as a word cut in two."""
+    text = value if isinstance(value, str) else ""
+    return ("white-space: nowrap" if text and len(text) <= MAX_UNBROKEN
+            and not any(c.isspace() for c in text) else "")
+
+
+def _row_numbers(index: pd.Index) -> bool:
+    """Whether ``index`` is only row numbers (unnamed integers, a filter's subset included)."""
+    return (not isinstance(index, pd.MultiIndex) and index.name is None
+            and pd.api.types.is_integer_dtype(index.dtype))
 
 
 def _jsonable(obj: Any) -> Any:

@@ -6,6 +6,8 @@
 - ``finding_context``: pick a finding, read each of its evidence lines with the lines around it
   in the original file (read lazily from disk, with line numbers).
 - ``explore``: the three as tabs.
+- ``no_log_path``/``log_path_box``: a runbook opened without a ``log_path`` says so and, where
+  ipywidgets runs, offers a text box that sets it.
 
 The pure parts (``rows_for``, ``lines_html``, ``context_lines``, ``context_html``,
 ``iteration_window``, ``metric_figure``) work without a front end and are unit-tested.
@@ -284,6 +286,38 @@ def explore(incident: Incident, report: Report | None = None) -> Any:
     return tabs
 
 
+def no_log_path(sample: str) -> str:
+    """The sentence a runbook opened without a ``log_path`` stops with: which parameter to set,
+    and how to try a bundled ``sample`` instead."""
+    return (f"log_path is not set: set log_path in the parameters cell to the job's logs (a "
+            f"file, a directory, a glob or a list) and run the notebook again; to try it on a "
+            f"bundled sample, set log_path = {sample!r}.")
+
+
+def log_path_box(namespace: dict[str, Any]) -> Any:
+    """A text box that sets ``namespace['log_path']`` (the notebook's globals) to the path
+    typed, then says to run the notebook from the load cell on."""
+    import ipywidgets as w
+
+    box = w.Text(placeholder="/path/to/the/job's/logs", description="log_path",
+                 layout=w.Layout(width="60%"))
+    button = w.Button(description="Use this path")
+    said = w.HTML()
+
+    def use(*_: Any) -> None:
+        path = box.value.strip()
+        if not path:
+            said.value = "<p>Type the path of the job's logs first.</p>"
+            return
+        namespace["log_path"] = path
+        said.value = (f"<p>log_path = <code>{text_html(path)}</code>. Now run this cell and "
+                      "the ones below (Run ▸ Run Selected Cell and All Below).</p>")
+
+    button.on_click(use)
+    return w.VBox([w.HBox([box, button]), said])
+
+
 __all__ = ["context_html", "context_lines", "evidence_browser", "explore", "figure_png",
            "finding_context", "iteration_window", "iteration_zoom", "lines_html",
-           "metric_columns", "metric_figure", "parse_source", "rows_for"]
+           "log_path_box", "metric_columns", "metric_figure", "no_log_path", "parse_source",
+           "rows_for"]
