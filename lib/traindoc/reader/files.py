@@ -45,7 +45,7 @@ class FileReader:
                  budget: Budget | None = None) -> None:
         self.acc = Account()
         self.want = None if tables is None else frozenset(tables)
-        self.sink = Sink(self.want, self.acc.warn)
+        self.sink = Sink(self.want, self.acc.unreadable_value)
         self.lines = LineReader(self.acc, self.sink, self.want)
         self.year = year
         self.engine = engine
