@@ -58,6 +58,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s, to_float, to_int
+from .collectives import RANK_TAG_RE
 
 MEGATRON_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)")
 NUMBER_PREFIX_RE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)",
@@ -224,7 +225,6 @@ def parse_deepspeed_timer(text: str) -> Row | None:
 STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)\b(?P<rest>.*)")
 PAIR_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
                      r"(?P<u>%|ms|s|GiB)?")
-RANK_TAG_RE = re.compile(r"\[Rank (?P<r>\d+)\]")
 # key -> (column, scale); tps/wps are per device in torchtitan (tokens / (time * non-DP size))
 STEP_KEYS: dict[str, tuple[str, float]] = {
     "loss": ("loss", 1), "global_avg_loss": ("loss", 1), "grad_norm": ("grad_norm", 1),
@@ -272,7 +272,7 @@ def parse_step_kv(text: str) -> Row | None:
         row["event"] = "eval"
     r = RANK_TAG_RE.search(text[: m.start()])
     if r:
-        row["rank"] = int(r["r"])
+        row["rank"] = int(r["rank"])
     return row
 
 
