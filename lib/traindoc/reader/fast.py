@@ -23,22 +23,25 @@ Only those lines ("hot") go through the reference per-line code (``LineReader.ph
 others are counted in bulk (numpy over long stretches). A pending wrapped record or a block
 parser inside a record (``section`` set) takes every following line of its writer through the
 per-line code until it is done, so multi-line records see exactly the lines they would have
-seen. A chunk is read in two steps: ``planner.plan`` (the scan and the candidate lines: no stream state)
-and ``run`` (the lines, in order, with the stream's state); for a big uncompressed file a
-forked child (``Planner``) plans most chunks while the reader runs them.
+seen. A chunk is read in two steps: ``planner.plan`` (the scan and the candidate lines: no
+stream state) and ``FastText.run`` (the lines, in order, with the stream's state); for a big
+uncompressed file a forked child (``planner.Planner``) plans most chunks while the reader runs
+them.
 
 The scan uses Hyperscan (one pass for all patterns; compiled databases are cached on disk)
 when the ``hyperscan`` package is installed, else a pure-Python scanner that finds the same
 lines more slowly. The parts, bottom up: ``patterns`` (byte patterns, line flags, the database
-cache), ``scanners``, ``registry`` (needles and masks of the parsers a load runs),
-``planner`` (a chunk's plan, in this process or a forked one), and this module, the engine. Exactness is checked by ``tests/test_ingest.py`` against the reference on
-every sample under ``data/`` and on generated adversarial logs, with both scanners, table
-subsets, tiny chunks and windows, and a planner that dies or planned other bytes.
+cache), ``scanners``, ``registry`` (needles and masks of the parsers a load runs), ``planner``
+(a chunk's plan, here or in a forked child), and this module, the engine. Exactness is
+checked by ``tests/test_ingest.py`` against the reference on every sample under ``data/`` and
+on generated adversarial logs, with both scanners, table subsets, tiny chunks and windows, and
+a planner that dies or planned other bytes.
 
 The block-parser contract this engine relies on is ``parse.base.BlockParser``: ``needles``
 (one of them is in every line that can start a record or change its idle state) and, while idle
 (``section`` None), no change of state on any line holding none of them. A block parser with
-empty ``needles`` makes ``engine="auto"`` use the reference path (see ``fast_engine_status``).
+empty ``needles`` makes ``engine="auto"`` use the reference path
+(``registry.fast_engine_status``).
 """
 
 from __future__ import annotations
