@@ -33,10 +33,16 @@ SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
               "test_every_action_command_exists"}
 
 
-# Tests that take tens of seconds each on 2 busy cores (`--durations`): started first, so that
-# no worker of `make test` is left running one of them while the other has nothing to do.
-LONGEST_TESTS = {"test_runbooks_on_the_corpus_stay_above_the_floor", "test_live_watch",
-                 "test_a_512_rank_job_reads_the_same_on_a_cluster"}
+# The tests that took a minute or more each (`pytest -n 2 --durations=60` at 4f0d5a1 on the
+# 2-core machine, load 10-13): started first, so that no worker of `make test` is left running
+# one of them at the end while the other has nothing to do.
+LONGEST_TESTS = {"test_runbooks_on_the_corpus_stay_above_the_floor",
+                 "test_every_figure_reads_well_on_the_corpus",
+                 "test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded",
+                 "test_512_rank_files_on_a_local_cluster", "test_no_action_runs_what_the_logs_say",
+                 "test_comparison_on_every_sample",
+                 "test_triage_names_the_gpu_crash_as_cause_of_the_timeouts",
+                 "test_markup_in_any_cell_of_any_shown_table_is_text"}
 
 
 def pytest_collection_modifyitems(config, items) -> None:
