@@ -40,7 +40,7 @@ def scanner_kind(kind: str | None = None) -> str:
     ``python``."""
     kind = kind or os.environ.get(SCANNER_ENV) or ("hyperscan" if hs is not None else "python")
     if kind not in SCANNERS:
-        raise ValueError(f"scanner must be one of {SCANNERS}, not {kind!r}")
+        raise ValueError(f"the scanner ({SCANNER_ENV}) must be one of {SCANNERS}, not {kind!r}")
     return kind
 
 
