@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import traindoc
-from conftest import CORPUS, ROOT, SAMPLE_DIRS
+from conftest import CORPUS, ROOT, SAMPLE_DIRS, reports_once
 
 RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 
@@ -44,9 +43,7 @@ def _check(how: str) -> list[str]:
 
 @pytest.mark.parametrize(("runbook", "path"), _cases(), ids=lambda v: str(v)[-60:])
 def test_every_action_command_exists(runbook: str, path: Path) -> None:
-    inc = traindoc.load(path, progress=False)
-    rep = importlib.import_module(f"traindoc.diagnose.{runbook}").diagnose(inc)
-    for a in rep.actions:
+    for a in reports_once(path)[runbook].actions:
         assert not _check(a.how), (a.id, a.how)
 
 

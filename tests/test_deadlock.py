@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import traindoc
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, load_once
 from test_timeout import Boom
 from traindoc import plots, schema
 from traindoc.diagnose import deadlock
@@ -575,7 +575,7 @@ def test_transport_advice_only_where_every_stack_waits_in_one_collective() -> No
     inside the same collective' only where two or more stacks do."""
     paths = [*sorted(CORPUS.glob("*/*/logs")), *sorted((DATA / "deadlock").glob("*/"))]
     for p in paths:
-        inc = traindoc.load(p)
+        inc = load_once(p)
         if not len(inc.stacks):
             continue
         a = deadlock.analyse(inc)

@@ -215,11 +215,11 @@ def test_the_checker_catches_what_it_should() -> None:
 @pytest.mark.parametrize("cls", ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"])
 def test_every_figure_reads_well_on_the_corpus(cls: str) -> None:
     """Real logs make the odd shapes (one iteration, steps that never move, a hundred ranks)."""
-    from conftest import CORPUS
+    from conftest import CORPUS, load_once
 
     bad = {}
     for case in sorted((CORPUS / cls).glob("*/case.json")):
-        inc = traindoc.load(case.parent / "logs", progress=False)
+        inc = load_once(case.parent / "logs")
         for name, fig in DRAW[cls](inc).items():
             if problems := check_figure(fig):
                 bad[f"{case.parent.name}/{name}"] = problems

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import traindoc
-from conftest import DATA, SAMPLE_DIRS
+from conftest import DATA, SAMPLE_DIRS, load_once, reports_once, triage_once
 from traindoc import plots
 from traindoc.diagnose import triage
 from traindoc.report import Action, Report
@@ -274,9 +274,9 @@ def test_triage_reports_every_class_a_runbook_reports(path: Path) -> None:
     """Every corpus case and sample: each class its runbook reports is a triage class (a
     signal that is a timed-out rank's own teardown aside), and triage is never surer than the
     cause's runbook."""
-    inc = traindoc.load(path)
-    a = triage.analyse(inc)
-    r = triage.report(a)
+    inc = load_once(path)
+    a = triage_once(path)
+    r = reports_once(path)["triage"]
     got = [c for c, _ in classes(r)]
     for cls in CLASS_IDS:
         own = a.runbooks[cls]

@@ -311,7 +311,7 @@ def unrecognized_lines(incident: Incident, limit: int = 20) -> list[str]:
     out = kept[:limit]
     if len(kept) > limit:
         out.append(f"… and {len(kept) - limit} more (the first "
-                   f"{len(kept)} kept; {incident.account.get('unparsed_lines', 0)} lines unparsed in all)")
+                   f"{len(kept)} kept; {incident.account.unparsed_lines} lines unparsed in all)")
     return out
 
 

@@ -269,10 +269,10 @@ def triage_cause(case: Case, incident: Incident | None = None) -> str | None:
 def nothing_facts(runbook: str) -> dict[str, Any]:
     """The facts a runbook gives when it read one file and understood nothing in it: what a
     case must not be satisfied by (every case needs a fact that such a runbook gets wrong)."""
-    from .incident import Incident
+    from .incident import Incident, ReadAccount
 
     incident = Incident.empty()
-    incident.account.update({"files": 1, "lines": 1, "paths": ["empty.log"]})
+    incident.account = ReadAccount(files=1, lines=1, paths=["empty.log"])
     module = importlib.import_module(f"traindoc.diagnose.{runbook}")
     return json.loads(json.dumps(dict(module.diagnose(incident).facts), default=str))
 

@@ -53,7 +53,7 @@ import pandas as pd
 
 from .collect import proc_stat, start_time
 from .diagnose.common import as_float
-from .incident import Incident
+from .incident import Incident, ReadAccount
 from .parse import FILE_LOADERS
 from .parse.prefixes import path_origin
 from .reader.account import Account
@@ -131,7 +131,7 @@ class Follower:
         self.paths = list(paths)
         self.exclude = [os.path.realpath(p) for p in exclude]
         self.acc = Account()
-        self.sink = Sink(None, self.acc.warn)
+        self.sink = Sink(None, self.acc.unreadable_value)
         self.lines = LineReader(self.acc, self.sink)
         self.year = year or datetime.now().year
         self.tails: dict[str, _Tail] = {}
@@ -558,9 +558,9 @@ class Watcher:
         from .schema import frame
 
         tables = {t: self.tables.get(t, frame(t, [])) for t in TABLES}
-        acc = {"files": len(self.follower.acc.files),
-               "file_list": list(self.follower.acc.files), "paths": self.logs,
-               "lines": self.follower.acc.lines, "warnings": []}
+        acc = ReadAccount(files=len(self.follower.acc.files),
+                          file_list=list(self.follower.acc.files), paths=list(self.logs),
+                          lines=self.follower.acc.lines)
         return Incident(tables, acc)
 
     def _errors(self, new: dict[str, pd.DataFrame]) -> list[Alert]:

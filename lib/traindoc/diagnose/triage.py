@@ -107,7 +107,7 @@ class Sighting:
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
     """(file index, line number) of each row's ``source`` ('file:lineno' or 'file#entryN')."""
-    files = {f: i for i, f in enumerate(incident.account.get("file_list", []))}
+    files = {f: i for i, f in enumerate(incident.account.file_list)}
     out = []
     for src in df["source"].fillna(""):
         name, _, num = str(src).rpartition(":")
@@ -735,7 +735,7 @@ def report(analysis: TriageAnalysis) -> Report:
                     f"{_program_error_text(pe)[1:]}: likely the failure the others waited for.")
         confidence = min(confidence, "medium", key=CONFIDENCE.index)
     confidence = _capped(confidence, ordered, a.runbooks)
-    logs = quote_all(a.incident.account.get("paths", [])) or "LOGS"
+    logs = quote_all(a.incident.account.paths) or "LOGS"
     actions = ranked(_actions(ordered, not_checked, logs, pe))
     return Report("triage", verdict, confidence, facts, findings, actions)
 

@@ -104,7 +104,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     (cause | cascade | context) and strength, ranks filled in from pids and hosts where a line
     names none. Sorted by time, then by position in its file. ``host_of``: each rank's host
     (``rank_hosts``), when the caller has it already."""
-    files = {f: i for i, f in enumerate(incident.account.get("file_list", []))}
+    files = {f: i for i, f in enumerate(incident.account.file_list)}
     rows: list[dict[str, Any]] = []
     for r in incident.errors.itertuples(index=False):
         f, ln = _split_source(r.source, files)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...incident import Incident
+from ...incident import Incident, Unreadable
 from ...parse.collectives import rank_tag_pg
 from ..collectives import (
     adopt_pg,
@@ -82,6 +82,12 @@ class TimeoutAnalysis:
         if self.earlier_failure is not None and as_int(self.earlier_failure.get("rank")) is not None:
             blamed.add(int(self.earlier_failure["rank"]))
         return sorted(blamed)
+
+    @property
+    def unreadable_seq_nums(self) -> list[Unreadable]:
+        """The sequence numbers the reader could not keep (beyond 64 bits: read as <NA>), with
+        where each was, in reading order."""
+        return self.incident.account.unreadable_in("collectives", "seq_num")
 
     @property
     def group_size(self) -> int | None:

@@ -153,7 +153,7 @@ def report(a: TimeoutAnalysis) -> Report:
             f"The sequence number of {who(unreadable)} could not be read (a number beyond 64 "
             f"bits): {'it' if len(unreadable) == 1 else 'they'} may be at another collective "
             f"than #{f['seq_num']}, so the ranks may disagree",
-            [w for w in a.incident.account.get("warnings", []) if ".seq_num was" in w][:5]))
+            [str(u) for u in a.unreadable_seq_nums][:5]))
     actions = ranked(_actions(f, a))
     verdict, confidence = _verdict(f, prog.describe(), _reported_only(a))
     if unreadable and confidence == "high":
@@ -203,8 +203,7 @@ def _mismatch_rows(c: pd.DataFrame, mm: dict[str, Any]) -> pd.DataFrame:
 def _unreadable_seq_ranks(a: TimeoutAnalysis) -> list[int]:
     """Timed-out ranks whose SeqNum the reader could not keep (out of range: read as <NA>)."""
     t = a.timeouts
-    bad = {w.split(": ", 1)[0] for w in a.incident.account.get("warnings", [])
-           if ".seq_num was" in w}
+    bad = {u.source for u in a.unreadable_seq_nums}
     if not len(t) or not bad:
         return []
     rows = t[t["seq_num"].isna() & t["source"].astype(str).isin(bad)]
