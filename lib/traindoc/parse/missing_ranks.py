@@ -206,7 +206,7 @@ class MissingRanksBlock:
         m = STORE_WAIT_RE.search(text)
         if not m:
             return []
-        rank, world, joined = as_int(m["rank"]), as_int(m["world"]), as_int(m["joined"])
+        rank, world, joined = digits_int(m["rank"]), digits_int(m["world"]), digits_int(m["joined"])
         if world > MAX_WORLD:
             return []
         w, j, ranks, first = self.barrier.get(m["key"], (world, joined, set(), ctx))
