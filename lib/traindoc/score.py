@@ -377,6 +377,57 @@ def score(cases: Sequence[Case], notebooks: int = 1, workers: int | None = None,
     return [results[c.id] for c in cases]
 
 
+# --- the summary guard -----------------------------------------------------------------------
+
+def summary_record(report: Any, incident: Incident) -> dict[str, Any]:
+    """What a restructuring must keep of one report: its summary.json facts, verdict,
+    confidence, finding titles and action commands (as summary.json writes them)."""
+    doc = report.summary(incident)
+    return {"verdict": doc["verdict"], "confidence": doc["confidence"], "facts": doc["facts"],
+            "findings": [f["title"] for f in doc["findings"]],
+            "actions": [a["how"] for a in doc["actions"]]}
+
+
+def _summaries_of(args: tuple[str, str, str, str]) -> tuple[str, dict[str, Any]]:
+    """One folder's records: its own runbook's and triage's (``{"error": …}`` on a crash),
+    with the checkout's path written ``<checkout>`` (the same snapshot wherever it is)."""
+    key, runbook, logs, checkout = args
+    out: dict[str, Any] = {"runbook": runbook}
+    try:
+        incident = load_or_fail(logs)
+    except Exception as e:  # a folder that cannot be read is recorded as such
+        out["error"] = f"{type(e).__name__}: {e}"[:300]
+        incident = None
+    for name in dict.fromkeys((runbook, "triage")) if incident is not None else ():
+        try:
+            module = importlib.import_module(f"traindoc.diagnose.{name}")
+            out[name] = summary_record(module.diagnose(incident), incident)
+        except Exception as e:  # a crash is part of the behaviour the guard keeps
+            out[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+    text = json.dumps(out, sort_keys=True, ensure_ascii=False, default=str)
+    return key, json.loads(text.replace(json.dumps(checkout)[1:-1], "<checkout>"))
+
+
+def summaries(checkout: str | os.PathLike[str], workers: int | None = None
+              ) -> dict[str, dict[str, Any]]:
+    """Every bundled sample's (``data/<runbook>/<sample>``) and corpus case's summary record,
+    by its folder relative to ``checkout``: the runbook's own report and triage's
+    (``summary_record``). ``traindoc score --summaries OUT.json`` writes it; the slow test
+    ``tests/test_summaries.py`` compares it with ``tests/data/summaries.json``."""
+    root = Path(checkout).resolve()
+    data = root / "data"
+    jobs = [(p.relative_to(root).as_posix(), p.parent.name, str(p), str(root))
+            for p in sorted(data.glob("*/*/"))
+            if p.is_dir() and p.parent.name != "corpus" and p.parent.name in RUNBOOKS]
+    jobs += [(c.path.relative_to(root).as_posix(), c.runbook, str(c.logs), str(root))
+             for c in find_cases(data / "corpus")]
+    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
+    if n == 1:
+        return dict(map(_summaries_of, jobs))
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        return dict(pool.map(_summaries_of, jobs, chunksize=4))
+
+
 # --- intake ----------------------------------------------------------------------------------
 
 def head_commit(root: str | os.PathLike[str]) -> tuple[str, bool]:
