@@ -3,7 +3,6 @@ existed nowhere): every runbook on every sample and corpus case, each action's c
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import re
 from pathlib import Path
@@ -12,8 +11,9 @@ import pytest
 
 import traindoc
 from conftest import CORPUS, ROOT, SAMPLE_DIRS
+from traindoc.diagnose import NAMES, failure_class
 
-RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
+RUNBOOKS = NAMES
 
 SCRIPT_RE = re.compile(r"\bpython3? (?:-u )?(?P<script>[\w./-]+\.py)\b")
 MODULE_RE = re.compile(r"\bpython3? -m (?P<module>traindoc(?:\.\w+)*)")
@@ -45,7 +45,7 @@ def _check(how: str) -> list[str]:
 @pytest.mark.parametrize(("runbook", "path"), _cases(), ids=lambda v: str(v)[-60:])
 def test_every_action_command_exists(runbook: str, path: Path) -> None:
     inc = traindoc.load(path, progress=False)
-    rep = importlib.import_module(f"traindoc.diagnose.{runbook}").diagnose(inc)
+    rep = failure_class(runbook).diagnose(inc)
     for a in rep.actions:
         assert not _check(a.how), (a.id, a.how)
 

@@ -5,7 +5,6 @@ numbers triage states about a timeout are the timeout runbook's."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
@@ -13,10 +12,10 @@ import pytest
 
 import traindoc
 from conftest import CORPUS, SAMPLE_DIRS
-from traindoc.diagnose import triage
+from traindoc.diagnose import NAMES as CLASSES
+from traindoc.diagnose import failure_class, triage
 from traindoc.report import Report
 
-CLASSES = ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"]
 LOGS = sorted([*SAMPLE_DIRS, *CORPUS.glob("*/*/logs")])
 # Case-sensitive: "NaN" is the word for a NaN loss and "none" is English; "None" and "nan" are
 # Python's missing values printed into a sentence.
@@ -40,7 +39,7 @@ def sentences(r: Report) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("path", LOGS, ids=_id)
 def test_no_missing_value_or_placeholder_in_any_sentence(path: Path) -> None:
     inc = traindoc.load(path)
-    reports = {c: importlib.import_module(f"traindoc.diagnose.{c}").diagnose(inc) for c in CLASSES}
+    reports = {c: failure_class(c).diagnose(inc) for c in CLASSES}
     reports["triage"] = triage.diagnose(inc)
     bad = [(cls, where, BAD.search(text or "")[0], text[:200])
            for cls, r in reports.items() for where, text in sentences(r)
@@ -76,7 +75,7 @@ DENIALS = [
 @pytest.mark.parametrize("path", LOGS, ids=_id)
 def test_a_nothing_found_finding_does_not_contradict_its_evidence(path: Path) -> None:
     inc = traindoc.load(path)
-    reports = [importlib.import_module(f"traindoc.diagnose.{c}").diagnose(inc) for c in CLASSES]
+    reports = [failure_class(c).diagnose(inc) for c in CLASSES]
     reports.append(triage.diagnose(inc))
     for r in reports:
         for f in r.findings:

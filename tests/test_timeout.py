@@ -12,6 +12,7 @@ import traindoc
 from conftest import DATA
 from traindoc.diagnose import timeout
 from traindoc.diagnose.collectives import first_mismatch
+from traindoc.diagnose.timeout import analysis as to_analysis
 
 
 def diag(tmp_path: Path, text: str, **kw):
@@ -449,7 +450,7 @@ def test_analyse_then_report_is_diagnose(sample: str) -> None:
         assert (r.facts["timed_out_ranks"], r.facts["seq_num"], r.facts["pattern"]) == (
             a.timed_out_ranks, a.seq_num, a.pattern)
         assert r.facts["last_step"] == a.progress.step and len(a.timeouts) == len(
-            timeout.timeout_rows(a.incident))
+            to_analysis.timeout_rows(a.incident))
 
 
 def test_analysis_without_a_timeout(tmp_path: Path) -> None:

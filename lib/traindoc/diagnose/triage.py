@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import html
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -51,12 +50,13 @@ from ..hostlist import runs
 from ..incident import Incident
 from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
 from ..shellsafe import quote_all
+from . import NAMES as CLASSES
+from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
-from .timeout import STUCK_CODES, timeout_rows
+from .timeout.analysis import STUCK_CODES, timeout_rows
 from .timeout.report import desync_words, timeout_title
 
-CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
 METRIC_CLASSES = ("throughput", "loss_spike")
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
@@ -421,14 +421,11 @@ def _series_len(incident: Incident, cls: str) -> int:
 
 
 def _module(cls: str, modules: Mapping[str, Any] | None) -> Any:
-    """The class's diagnosis module: ``modules`` (tests) for the metric classes when given,
-    else ``traindoc.diagnose.<cls>``; None when it cannot be imported."""
+    """The class's diagnosis module: ``modules`` (tests) for the metric classes when given
+    (None: missing), else the registered class."""
     if modules is not None and (cls in METRIC_CLASSES or cls in modules):
         return modules.get(cls)
-    try:
-        return importlib.import_module(f"traindoc.diagnose.{cls}")
-    except ImportError:
-        return None
+    return failure_class(cls)
 
 
 def run_class(incident: Incident, cls: str, modules: Mapping[str, Any] | None,

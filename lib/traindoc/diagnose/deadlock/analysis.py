@@ -264,9 +264,13 @@ class DeadlockAnalysis:
 
 def analyse(incident: Incident, thread: str = "MainThread",
             depth: int | None = None) -> DeadlockAnalysis:
-    """Group the processes of ``incident`` by where ``thread`` is (``"*"``: every busy thread;
-    ``depth``: frames per signature from the leaf outwards, None or 0: all), name the outliers,
-    and read the flight recorder beside them."""
+    """Group the processes of ``incident`` by where a thread is, name the outliers, and read
+    the flight recorder beside them.
+
+    Args:
+        thread: the thread compared ("MainThread", a thread name, or "*": every busy thread).
+        depth: frames per signature from the leaf outwards (None or 0: all).
+    """
     procs = processes(incident.stacks, thread=thread, depth=depth or None)
     inferred = infer_ranks(procs, incident.collectives)
     for p in procs:

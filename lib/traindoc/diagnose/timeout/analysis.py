@@ -26,7 +26,7 @@ from ..collectives import (
     with_status_pg,
 )
 from ..common import Progress, as_int, as_str, last_progress, split_source, step_totals_by_rank
-from ..gpu_crash import failure_events, first_failure
+from ..gpu_crash.events import failure_events, first_failure
 
 STUCK_CODES = ("heartbeat_timeout", "watchdog_stuck")  # errors codes of the heartbeat monitor
 HARD_FAILURE_STRENGTH = 2  # gpu_crash's strength of a local failure (CUDA, Xid, ECC, OOM, signal)
@@ -101,8 +101,12 @@ def timeout_rows(incident: Incident) -> pd.DataFrame:
 
 
 def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysis:
-    """Read a collective timeout from ``incident``. ``world_size``, when known, lets ranks that
-    left no trace at all be named as lagging candidates."""
+    """Read a collective timeout from ``incident``.
+
+    Args:
+        world_size: the job's number of ranks, when known: ranks that left no trace at all are
+            then named as lagging candidates.
+    """
     incident = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
                         incident.account, incident.unrecognized)
     prog = last_progress(incident)
