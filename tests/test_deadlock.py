@@ -134,7 +134,7 @@ def test_torchfrtrace_fails_on_gloo_dumps_where_we_do_not(tmp_path: Path) -> Non
     res = _run(exe, tmp_path / "raw")
     assert res.returncode != 0
     assert re.search(r"KeyError: \('0', 0\)", res.stdout), res.stdout[-2000:]
-    assert first_mismatch(traindoc.load(DESYNC / "fr").collectives)["kind"] == "op"
+    assert first_mismatch(traindoc.load(DESYNC / "fr").collectives).kind == "op"
 
 
 def test_torchfrtrace_agrees_on_nccl_shaped_dumps(tmp_path: Path) -> None:
@@ -144,12 +144,12 @@ def test_torchfrtrace_agrees_on_nccl_shaped_dumps(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout[-2000:]
     mm = first_mismatch(traindoc.load(DESYNC / "fr").collectives)
     m = re.search(r"Collective sequence number: (\d+) has errors", res.stdout)
-    assert m and int(m[1]) == mm["seq_num"]
+    assert m and int(m[1]) == mm.seq_num
     m = re.search(r"Culprit rank (\d+); Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective "
                   r"type: '(\w+)' does not match found collective type: '(\w+)'", res.stdout)
     assert m, res.stdout[-2000:]
-    assert [int(m[1])] == mm["ranks"]
-    assert {f"gloo:{m[2]}", f"gloo:{m[3]}"} == set(mm["ops"].values())
+    assert [int(m[1])] == mm.ranks
+    assert {f"gloo:{m[2]}", f"gloo:{m[3]}"} == set(mm.ops.values())
 
 
 def test_torchfrtrace_agrees_on_a_missing_rank(tmp_path: Path) -> None:
@@ -161,9 +161,9 @@ def test_torchfrtrace_agrees_on_a_missing_rank(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout[-2000:]
     mm = first_mismatch(traindoc.load(DRILL_HANG / "fr").collectives)
     m = re.search(r"Not all ranks joining collective, sequence number: (\d+)", res.stdout)
-    assert m and int(m[1]) == mm["seq_num"]
+    assert m and int(m[1]) == mm.seq_num
     m = re.search(r"missing ranks: \{([\d, ]+)\}", res.stdout)
-    assert m and sorted(int(x) for x in m[1].split(",")) == mm["ranks"]
+    assert m and sorted(int(x) for x in m[1].split(",")) == mm.ranks
 
 
 def test_malicious_dump_beside_stacks_is_refused_and_runs_nothing(tmp_path: Path) -> None:
@@ -348,7 +348,7 @@ def test_report_of_analyse_is_diagnose(path: Path) -> None:
     r = deadlock.report(a)
     assert r.summary(inc) == deadlock.diagnose(inc).summary(inc)
     assert a.outlier_members == r.facts["outlier_members"]
-    assert a.majority_leaf == r.facts["majority_leaf"] and a.mismatch == r.facts["first_mismatch"]
+    assert a.majority_leaf == r.facts["majority_leaf"] and (a.mismatch and a.mismatch.as_fact()) == r.facts["first_mismatch"]
     assert set(a.tables()) == {"processes", "groups", "outliers", "flight_recorder"}
     assert int(a.processes["outlier"].sum()) == len(a.outliers)
     assert int(a.groups["count"].sum()) == r.facts["processes_seen"]

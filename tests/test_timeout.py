@@ -137,7 +137,7 @@ def test_flight_recorder_desync(tmp_path: Path) -> None:
     (tmp_path / "rank1").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]]), (2, "gloo:all_gather", [[4]])]))
     inc = traindoc.load(tmp_path)
     assert inc.account["dumps"] == 2
-    mm = first_mismatch(inc.collectives)
+    mm = first_mismatch(inc.collectives).as_fact()
     assert mm == {"process_group": "0 (default_pg)", "seq_num": 2, "kind": "op",
                   "ops": {"0": "gloo:all_reduce", "1": "gloo:all_gather"}, "ranks": [1]}
 
@@ -146,7 +146,7 @@ def test_flight_recorder_missing_rank(tmp_path: Path) -> None:
     (tmp_path / "rank0").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]]), (2, "gloo:all_reduce", [[4]])]))
     (tmp_path / "rank1").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]])]))
     mm = first_mismatch(traindoc.load(tmp_path).collectives)
-    assert mm["kind"] == "missing_ranks" and mm["ranks"] == [1] and mm["seq_num"] == 2
+    assert mm.kind == "missing_ranks" and mm.ranks == [1] and mm.seq_num == 2
 
 
 class Boom:

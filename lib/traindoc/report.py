@@ -22,6 +22,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,8 +34,6 @@ from .incident import Incident
 
 MAX_EVIDENCE = 20
 MAX_EVIDENCE_CHARS = 400
-SEVERITIES = ("critical", "warning", "info")
-CONFIDENCES = ("high", "medium", "low")
 MAX_TEXT_DEPTH = 20  # nesting shown of a list/dict cell; deeper levels show as "…"
 PLAIN_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and
@@ -42,14 +41,44 @@ PLAIN_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+class Severity(StrEnum):
+    """How much a finding matters (summary.json's ``severity``).
+
+    CRITICAL: it is the failure, or what the verdict rests on.
+    WARNING: it changes what to do or how far to trust the verdict.
+    INFO: context.
+    """
+
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Confidence(StrEnum):
+    """How sure a verdict is (summary.json's ``confidence``); ordered, ``LOW`` < ``HIGH``."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """0 for low, 1 for medium, 2 for high: for "never surer than" comparisons."""
+        return (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH).index(self)
+
+
 @dataclass
 class Finding:
-    """One thing the diagnosis established, with the log lines behind it."""
+    """One thing the diagnosis established, with the log lines behind it (a ``severity``
+    given as its text is made a ``Severity``; any other text raises ``ValueError``)."""
 
     id: str
-    severity: str
+    severity: Severity
     title: str
     evidence: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.severity = Severity(self.severity)
 
 
 @dataclass
@@ -65,14 +94,18 @@ class Action:
 
 @dataclass
 class Report:
-    """The result of one runbook's diagnosis (the body of summary.json)."""
+    """The result of one runbook's diagnosis (the body of summary.json; a ``confidence``
+    given as its text is made a ``Confidence``)."""
 
     runbook: str
     verdict: str
-    confidence: str
+    confidence: Confidence
     facts: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.confidence = Confidence(self.confidence)
 
     def summary(self, incident: Incident | None = None) -> dict[str, Any]:
         """The summary.json document (ARCHITECTURE.md, "The runbook contract")."""
@@ -360,6 +393,10 @@ def escape_frame(df: pd.DataFrame) -> Any:
 
 def _jsonable(obj: Any) -> Any:
     """Plain JSON types only: numpy/pandas scalars, NA and NaN become ints/floats/None."""
+    if isinstance(obj, Enum):
+        return _jsonable(obj.value)
+    if hasattr(obj, "_asdict"):  # a NamedTuple record is an object, not a list
+        return _jsonable(obj._asdict())
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set):

@@ -12,6 +12,7 @@ import pandas as pd
 from ...incident import Incident
 from ...report import Action, Finding, Report, ranked
 from ..common import input_findings, last_progress, who
+from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind
 from .analysis import DeadlockAnalysis, analyse, members_text, mismatch_title, per_rank_sites
 from .stacks import Proc, key_leaf_index, n_procs, split_frame
 
@@ -27,7 +28,7 @@ def report(analysis: DeadlockAnalysis) -> Report:
     facts: dict[str, Any] = {k: None for k in FACT_KEYS}
     facts.update(processes_seen=0, groups=[], outlier_members=[])
     findings: list[Finding] = []
-    facts["first_mismatch"] = mismatch
+    facts["first_mismatch"] = mismatch.as_fact() if mismatch else None
     if a.inferred:
         findings.append(Finding(
             "ranks_inferred", "info",
@@ -207,9 +208,10 @@ def _stack_evidence(procs: list[Proc], frames: int = 6) -> list[str]:
     return out
 
 
-def _mismatch_evidence(incident: Incident, mm: dict[str, Any]) -> list[str]:
+def _mismatch_evidence(incident: Incident, mm: Mismatch) -> list[str]:
     c = incident.collectives
-    rows = c[(c["seq_num"] == mm["seq_num"]) & (c["process_group"].fillna("?") == mm["process_group"])]
+    rows = c[(c["seq_num"] == mm.seq_num)
+             & (c["process_group"].fillna(UNKNOWN_GROUP) == mm.process_group)]
     return [f"{s}: {ln}" for s, ln in zip(rows["source"].head(16), rows["line"].head(16), strict=False)]
 
 
@@ -350,14 +352,15 @@ def _actions(traps: dict[str, str], facts: dict[str, Any], incident: Incident,
 
 
 def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule: str,
-             mm: dict[str, Any] | None, traps: dict[str, str], ranks: list[Proc],
+             mm: Mismatch | None, traps: dict[str, str], ranks: list[Proc],
              fr_named: bool) -> tuple[str, str]:
     n_rest = n_procs(rest)
     fr_part = ""
     if mm:
-        fr_part = (f"; the flight recorder agrees: at sequence {mm['seq_num']} "
-                   + ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
-                   + (f" (missing: {who(mm['ranks'])})" if mm["kind"] == "missing_ranks" else ""))
+        fr_part = (f"; the flight recorder agrees: at sequence {mm.seq_num} "
+                   + ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
+                   + (f" (missing: {who(mm.ranks)})"
+                      if mm.kind == MismatchKind.MISSING_RANKS else ""))
     if outliers and not fr_named:
         trap = ""
         if "eval_dataloader" in traps or "dataloader" in traps:
@@ -380,16 +383,16 @@ def _verdict(facts: dict[str, Any], outliers: list[Proc], rest: list[Proc], rule
         conf = "high" if rule == "outside_collective" or mm else "medium"
         return verdict, conf
     if mm:
-        ops = ", ".join(f"rank {r} issued {o}" for r, o in mm["ops"].items())
-        if mm["kind"] in ("op", "size", "dtype"):
+        ops = ", ".join(f"rank {r} issued {o}" for r, o in mm.ops.items())
+        if mm.kind.is_desync:
             kind = {"op": "different collectives", "size": "different sizes",
-                    "dtype": "different dtypes"}[mm["kind"]]
+                    "dtype": "different dtypes"}[mm.kind]
             where = per_rank_sites(ranks, mm)
-            return (f"Desync: at sequence number {mm['seq_num']} of process group "
-                    f"{mm['process_group']} ranks issued {kind} ({ops}) — each waits in a "
+            return (f"Desync: at sequence number {mm.seq_num} of process group "
+                    f"{mm.process_group} ranks issued {kind} ({ops}) — each waits in a "
                     f"collective its peers never issue{where}.", "high")
-        return (f"{who(mm['ranks'], cap=True)} never reached collective {mm['seq_num']} of process group "
-                f"{mm['process_group']} that the others issued ({ops}).",
+        return (f"{who(mm.ranks, cap=True)} never reached collective {mm.seq_num} of "
+                f"process group {mm.process_group} that the others issued ({ops}).",
                 "high" if ranks else "medium")
     if ranks and rule == "all_same":
         where = "inside" if ranks[0].in_collective else "at"

@@ -11,6 +11,7 @@ from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP
 from ...report import Action, Finding, Report, evidence, ranked
 from ...shellsafe import quote_all
 from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
+from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern
 from .analysis import TimeoutAnalysis
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
@@ -30,7 +31,7 @@ def facts(a: TimeoutAnalysis) -> dict[str, Any]:
             "numel_out": a.numel_out, "process_group": a.process_group,
             "lagging_ranks": list(a.lagging_ranks), "last_step": a.progress.step,
             "total_steps": a.progress.total, "pattern": a.pattern,
-            "first_mismatch": a.first_mismatch}
+            "first_mismatch": a.first_mismatch.as_fact() if a.first_mismatch else None}
 
 
 def report(a: TimeoutAnalysis) -> Report:
@@ -69,10 +70,10 @@ def report(a: TimeoutAnalysis) -> Report:
     if mm:
         findings.append(Finding(
             "first_mismatch", "critical",
-            f"Ranks disagree at sequence number {mm['seq_num']} of process group "
-            f"{mm['process_group']} ({mm['kind']}): "
-            + ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
-            + (f"; differing or missing: {mm['ranks']}" if mm["ranks"] else ""),
+            f"Ranks disagree at sequence number {mm.seq_num} of process group "
+            f"{mm.process_group} ({mm.kind}): "
+            + ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
+            + (f"; differing or missing: {mm.ranks}" if mm.ranks else ""),
             evidence(_mismatch_rows(a.collectives, mm))))
     if a.lagging_ranks:
         findings.append(Finding(
@@ -84,7 +85,7 @@ def report(a: TimeoutAnalysis) -> Report:
                "printed it is the monitor, not a culprit)" if a.op_type == "MONITORED_BARRIER"
                else ""),
             evidence(_status_rows(incident, a.lagging_candidates))))
-    elif a.pattern == "unknown" and len(a.timed_out_ranks) <= 1:
+    elif a.pattern == Pattern.UNKNOWN and len(a.timed_out_ranks) <= 1:
         findings.append(Finding(
             "one_view", "warning",
             "Only one rank's view of the timeout is in these logs (or the lines carry no rank): "
@@ -155,7 +156,7 @@ def report(a: TimeoutAnalysis) -> Report:
             f"than #{f['seq_num']}, so the ranks may disagree",
             [w for w in a.incident.account.get("warnings", []) if ".seq_num was" in w][:5]))
     actions = ranked(_actions(f, a))
-    verdict, confidence = _verdict(f, prog.describe(), _reported_only(a))
+    verdict, confidence = _verdict(f, a.first_mismatch, prog.describe(), _reported_only(a))
     if unreadable and confidence == "high":
         confidence = "medium"
     if crash is not None:
@@ -170,13 +171,14 @@ def report(a: TimeoutAnalysis) -> Report:
     return Report("timeout", verdict, confidence, f, findings, actions)
 
 
-DESYNC_WORDS = {"op": "different collectives", "size": "the same collective with different "
-                "sizes", "dtype": "the same collective with different dtypes"}
+DESYNC_WORDS = {MismatchKind.OP: "different collectives",
+                MismatchKind.SIZE: "the same collective with different sizes",
+                MismatchKind.DTYPE: "the same collective with different dtypes"}
 
 
-def desync_words(mm: dict[str, Any]) -> str:
+def desync_words(mm: Mismatch) -> str:
     """What the ranks disagree on at the first mismatch, in words."""
-    return DESYNC_WORDS.get(str(mm.get("kind")), "different collectives")
+    return DESYNC_WORDS.get(mm.kind, "different collectives")
 
 
 def _crash_words(crash: pd.Series) -> str:
@@ -196,8 +198,9 @@ def _status_rows(incident: Incident, ranks: list[int]) -> pd.DataFrame:
     return rows
 
 
-def _mismatch_rows(c: pd.DataFrame, mm: dict[str, Any]) -> pd.DataFrame:
-    return c[(c["seq_num"] == mm["seq_num"]) & (c["process_group"].fillna("?") == mm["process_group"])]
+def _mismatch_rows(c: pd.DataFrame, mm: Mismatch) -> pd.DataFrame:
+    return c[(c["seq_num"] == mm.seq_num)
+             & (c["process_group"].fillna(UNKNOWN_GROUP) == mm.process_group)]
 
 
 def _unreadable_seq_ranks(a: TimeoutAnalysis) -> list[int]:
@@ -243,23 +246,23 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     return f"{ranks} timed out in {what}{seq}{size}{ran}"
 
 
-def _verdict(f: dict[str, Any], progress: str, reported_only: bool = False) -> tuple[str, str]:
+def _verdict(f: dict[str, Any], mm: Mismatch | None, progress: str, reported_only: bool = False,
+             ) -> tuple[str, str]:
     base = timeout_title(f, reported_only)
-    if f["pattern"] == "desync":
-        mm = f["first_mismatch"]
+    if f["pattern"] == Pattern.DESYNC and mm is not None:
         if not f["timed_out_ranks"] and not f["timeout_ms"] and not f["ran_for_ms"]:
             # 'Detected mismatch between collectives' (TORCH_DISTRIBUTED_DEBUG=DETAIL): the
             # check stopped the job; no rank is known to have timed out
             seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
             base = f"{f['op_type'] or 'A collective'}{seq} (no timeout line in these logs)"
         return (f"{base}: a desync — ranks issued {desync_words(mm)} at sequence "
-                f"{mm['seq_num']} ({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}).",
+                f"{mm.seq_num} ({', '.join(f'rank {r}: {o}' for r, o in mm.ops.items())}).",
                 "high")
-    if f["pattern"] == "straggler":
+    if f["pattern"] == Pattern.STRAGGLER:
         tail = "" if progress.startswith("no ") else f"; last progress {progress}"
         return (f"{base}: {who(f['lagging_ranks'])} never entered it (straggler){tail}.",
                 "high" if f["timed_out_ranks"] else "medium")
-    if f["pattern"] == "all_stuck":
+    if f["pattern"] == Pattern.ALL_STUCK:
         return (f"{base}: every rank entered it and it never completed — suspect the transport "
                 "(network, NVLink, a sick GPU) rather than the program.", "medium")
     tail = "" if progress.startswith("no ") else f"; last progress {progress}"
@@ -309,7 +312,7 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
                                          or "LOGS") + " -o gpu_crash-out"))
     uneven = len(set(a.step_totals.values())) > 1 or a.finished_early
     fsdp_gather = (f["op_type"] or "").upper() in FSDP_GATHER_OPS
-    if uneven or (fsdp_gather and f["pattern"] in ("straggler", "unknown")):
+    if uneven or (fsdp_gather and f["pattern"] in (Pattern.STRAGGLER, Pattern.UNKNOWN)):
         acts.append(Action(
             "seed_data_split", 1 if uneven else 3,
             "Seed every data split and shuffle so all ranks get the same number of batches",
@@ -319,16 +322,16 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
              "sign of ranks with different amounts of data (unseeded train/test split)."),
             "ds.train_test_split(test_size=..., seed=1234); np.random.seed(seed); "
             "torch.manual_seed(seed); use DistributedSampler(drop_last=True)"))
-    if f["pattern"] == "desync":
-        mm = f["first_mismatch"]
+    mm = a.first_mismatch
+    if f["pattern"] == Pattern.DESYNC and mm is not None:
         acts.append(Action(
             "fix_desync", 1, "Find the code path where ranks issue different collectives",
-            f"At sequence {mm['seq_num']} the ranks called {desync_words(mm)} "
-            f"({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}); look for a "
+            f"At sequence {mm.seq_num} the ranks called {desync_words(mm)} "
+            f"({', '.join(f'rank {r}: {o}' for r, o in mm.ops.items())}); look for a "
             "collective under a rank-conditional branch or data-dependent control flow.",
             "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
             "which checks that every rank issues the same collective"))
-    if f["pattern"] == "straggler" and crash is None:
+    if f["pattern"] == Pattern.STRAGGLER and crash is None:
         acts.append(Action(
             "inspect_lagging", 1, f"Find where {who(f['lagging_ranks'])} "
             f"{'was' if len(f['lagging_ranks']) == 1 else 'were'} instead",
@@ -337,7 +340,7 @@ def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
             "collective).",
             f"py-spy dump --pid <pid of rank {f['lagging_ranks'][0]}> on its host while it hangs; "
             "or read its last log lines"))
-    if f["pattern"] == "all_stuck":
+    if f["pattern"] == Pattern.ALL_STUCK:
         acts.append(Action(
             "check_transport", 1, "Test the interconnect and the GPUs of the nodes involved",
             "Every rank entered the collective and none finished: the transport, not the "
