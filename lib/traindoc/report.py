@@ -19,12 +19,12 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -274,6 +274,69 @@ def ranked(actions: list[Action]) -> list[Action]:
     for i, a in enumerate(out, 1):
         a.priority = i
     return out
+
+
+# -- reports as rules ----------------------------------------------------------------------------
+# A class's report is three lists of rules over its analysis: findings (shown in list order),
+# actions (ranked by their rule's priority) and verdicts (the firing one of highest priority
+# wins). Adding a finding is adding a rule; which verdict wins is data, not statement order.
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Rule(Generic[T]):
+    """One rule of a report: ``make(analysis)`` is its finding (or findings), action or
+    verdict, or None when it does not fire; ``priority`` ranks actions and picks the verdict."""
+
+    id: str
+    make: Callable[[Any], T | None]
+    priority: int = 0
+
+
+def fired_findings(rules: Sequence[Rule[Finding | Sequence[Finding]]], analysis: Any
+                   ) -> list[Finding]:
+    """The findings the rules give, in the rules' order."""
+    out: list[Finding] = []
+    for rule in rules:
+        got = rule.make(analysis)
+        if isinstance(got, Finding):
+            out.append(got)
+        elif got:
+            out.extend(got)
+    return out
+
+
+def fired_actions(rules: Iterable[Rule[Action]], analysis: Any) -> list[Action]:
+    """The actions the rules give, each with its rule's priority, ranked (``ranked``)."""
+    acts = []
+    for rule in rules:
+        act = rule.make(analysis)
+        if act is not None:
+            act.priority = rule.priority
+            acts.append(act)
+    return ranked(acts)
+
+
+def verdict_of(rules: Iterable[Rule[tuple[str, Confidence]]], analysis: Any,
+               ) -> tuple[str, Confidence]:
+    """The verdict and confidence of the firing rule of highest priority (the first listed
+    among equals); a rule list ends with one that always fires."""
+    best: tuple[int, tuple[str, Confidence]] | None = None
+    for rule in rules:
+        if best is not None and rule.priority <= best[0]:
+            continue
+        got = rule.make(analysis)
+        if got is not None:
+            best = (rule.priority, (got[0], Confidence(got[1])))
+    if best is None:
+        raise ValueError("no verdict rule fired: the last rule must always fire")
+    return best[1]
+
+
+def action(id: str, title: str, why: str, how: str) -> Action:
+    """An action whose priority its rule gives (``fired_actions``)."""
+    return Action(id, 0, title, why, how)
 
 
 def evidence(df: pd.DataFrame, limit: int = MAX_EVIDENCE) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ...parse.collectives import rank_tag_pg
+from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP, rank_tag_pg
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -81,6 +81,14 @@ class TimeoutAnalysis:
         if self.earlier_failure is not None and as_int(self.earlier_failure.get("rank")) is not None:
             blamed.add(int(self.earlier_failure["rank"]))
         return sorted(blamed)
+
+    @property
+    def at_startup(self) -> bool:
+        """A timeout at start-up: the store-based barrier of init_process_group, or the c10d
+        client socket that never reached the store."""
+        lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
+        return (self.op_type == STORE_BARRIER_OP
+                or any(SOCKET_TIMEOUT_RE.search(ln) for ln in lines))
 
     @property
     def group_size(self) -> int | None:

@@ -1,0 +1,151 @@
+"""Reports as rules (issue 28.3): each class's report is lists of small rules over its analysis
+(``traindoc.report.Rule``: findings in order, actions ranked by priority, the verdict of highest
+priority). Every rule is listed here with a real case — a bundled sample or a corpus case, with
+the knobs it needs — whose report it shapes; no report or rule function is over 40 lines; a
+report reads the analysis and the shared report helpers, never the reader or the parsers."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import traindoc
+from conftest import ROOT
+from traindoc.diagnose import failure_class
+from traindoc.report import Finding, Rule
+
+DIAGNOSE = ROOT / "lib" / "traindoc" / "diagnose"
+MAX_LINES = 40
+# Classes whose report is rules; the others still build it in long functions (issue 28.3
+# continues class by class: the checks below cover a class once it is listed here).
+RULED = ("timeout",)
+
+# (class, rule list, rule id) -> (the case whose report the rule shapes, the knobs it needs)
+FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
+    ("timeout", "FINDINGS", "earlier_failure"): ("data/corpus/timeout/timeout-pytorch-134006", {}),
+    ("timeout", "FINDINGS", "ranks_without_logs"): ("data/timeout/gemma3_seed", {"world_size": 8}),
+    ("timeout", "FINDINGS", "collective_timeout"): ("data/timeout/drill_desync", {}),
+    ("timeout", "FINDINGS", "first_mismatch"): ("data/corpus/timeout/timeout-axolotl-1495", {}),
+    ("timeout", "FINDINGS", "lagging_ranks"): ("data/timeout/drill_unseeded_split", {}),
+    ("timeout", "FINDINGS", "one_view"): ("data/timeout/drill_timeout", {}),
+    ("timeout", "FINDINGS", "last_progress"): ("data/timeout/drill_desync", {}),
+    ("timeout", "FINDINGS", "teardown"): ("data/timeout/gemma3_seed", {}),
+    ("timeout", "FINDINGS", "exits"): ("data/corpus/timeout/timeout-accelerate-1209", {}),
+    ("timeout", "FINDINGS", "input"): ("data/corpus/timeout/timeout-accelerate-1209", {}),
+    ("timeout", "FINDINGS", "group_size"): ("data/timeout/llama_recipes_seed", {}),
+    ("timeout", "FINDINGS", "finished_early"): ("data/timeout/drill_unseeded_split", {}),
+    ("timeout", "FINDINGS", "watchdog_stuck"): (
+        "data/corpus/timeout/timeout-arctictraining-219", {}),
+    ("timeout", "NO_TIMEOUT_FINDINGS", "no_timeout"): ("data/gpu_crash/drill_crash", {}),
+    ("timeout", "NO_TIMEOUT_FINDINGS", "input"): (
+        "data/corpus/deadlock/deadlock-deepspeedexamples-302", {}),
+    ("timeout", "VERDICTS", "watchdog_stuck"): (
+        "data/corpus/timeout/timeout-llamafactory-6964", {}),
+    ("timeout", "VERDICTS", "earlier_failure"): ("data/corpus/timeout/timeout-pytorch-134006", {}),
+    ("timeout", "VERDICTS", "desync"): ("data/corpus/timeout/timeout-axolotl-1495", {}),
+    ("timeout", "VERDICTS", "straggler"): ("data/timeout/drill_unseeded_split", {}),
+    ("timeout", "VERDICTS", "all_stuck"): ("data/corpus/timeout/timeout-basicsr-737",
+                                           {"world_size": 3}),
+    ("timeout", "VERDICTS", "unknown"): ("data/timeout/drill_timeout", {}),
+    ("timeout", "NO_TIMEOUT_VERDICTS", "no_timeout"): ("data/gpu_crash/drill_crash", {}),
+    ("timeout", "EVIDENCE_ACTIONS", "flight_recorder"): ("data/gpu_crash/drill_crash", {}),
+    ("timeout", "EVIDENCE_ACTIONS", "py_spy_all"): ("data/gpu_crash/drill_crash", {}),
+    ("timeout", "EVIDENCE_ACTIONS", "nccl_debug"): ("data/gpu_crash/drill_crash", {}),
+    ("timeout", "ACTIONS", "diagnose_crash"): ("data/corpus/timeout/timeout-pytorch-134006", {}),
+    ("timeout", "ACTIONS", "seed_uneven"): ("data/timeout/drill_unseeded_split", {}),
+    ("timeout", "ACTIONS", "seed_fsdp"): ("data/timeout/llama_recipes_seed", {}),
+    ("timeout", "ACTIONS", "fix_desync"): ("data/corpus/timeout/timeout-axolotl-1495", {}),
+    ("timeout", "ACTIONS", "inspect_lagging"): ("data/timeout/drill_unseeded_split", {}),
+    ("timeout", "ACTIONS", "check_transport"): ("data/corpus/timeout/timeout-basicsr-737",
+                                                {"world_size": 3}),
+    ("timeout", "ACTIONS", "check_startup"): (
+        "data/corpus/timeout/timeout-megatron-deepspeed-338", {}),
+    ("timeout", "ACTIONS", "flight_recorder"): ("data/timeout/drill_desync", {}),
+    ("timeout", "ACTIONS", "py_spy_all"): ("data/timeout/drill_desync", {}),
+    ("timeout", "ACTIONS", "nccl_debug"): ("data/timeout/drill_desync", {}),
+    ("timeout", "ACTIONS", "longer_timeout_experiment"): ("data/timeout/drill_desync", {}),
+}
+# Rules no sample or corpus case fires yet: the synthetic test that does.
+SYNTHETIC_ONLY = {
+    ("timeout", "FINDINGS", "uneven_data"):
+        "tests/test_timeout.py::test_uneven_data_split_from_progress_bars",
+    ("timeout", "FINDINGS", "seq_num_unreadable"): "tests/test_timeout.py (seq_num_unreadable)",
+}
+
+
+def rule_lists(cls: str) -> dict[str, tuple[Rule, ...]]:
+    """The class's report module's rule lists, by name."""
+    mod = importlib.import_module(failure_class(cls).report.__module__)
+    return {n: v for n, v in vars(mod).items()
+            if isinstance(v, tuple) and v and all(isinstance(r, Rule) for r in v)}
+
+
+def report_files(cls: str) -> list[Path]:
+    """``diagnose/<cls>/report*.py``."""
+    return sorted((DIAGNOSE / cls).glob("report*.py"))
+
+
+def test_every_rule_is_listed_with_a_case() -> None:
+    listed = set(FIRES) | set(SYNTHETIC_ONLY)
+    rules = {(cls, name, r.id) for cls in RULED for name, rs in rule_lists(cls).items()
+             for r in rs}
+    assert rules, "no rule lists found"
+    assert not rules - listed, f"rules without a case: {sorted(rules - listed)}"
+    assert not listed - rules, f"listed rules that do not exist: {sorted(listed - rules)}"
+
+
+def _shaped(made: Any, name: str, report: Any) -> bool:
+    """Whether what a rule made is in the report: its findings, its verdict, its action."""
+    if not made:
+        return False
+    if "FINDINGS" in name:
+        made = [made] if isinstance(made, Finding) else list(made)
+        return all(any((f.id, f.title) == (m.id, m.title) for f in report.findings)
+                   for m in made)
+    if "VERDICTS" in name:
+        return report.verdict == made[0]
+    return any((a.id, a.title) == (made.id, made.title) for a in report.actions)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(FIRES), ids=lambda k: "/".join(k))
+def test_the_listed_case_fires_the_rule(key: tuple[str, str, str]) -> None:
+    cls, name, rid = key
+    case, knobs = FIRES[key]
+    path = ROOT / case
+    inc = traindoc.load(path / "logs" if (path / "logs").is_dir() else path, progress=False)
+    fc = failure_class(cls)
+    analysis = fc.analyse(inc, **knobs)
+    rule = next(r for r in rule_lists(cls)[name] if r.id == rid)
+    assert _shaped(rule.make(analysis), name, fc.report(analysis)), key
+
+
+@pytest.mark.parametrize("cls", RULED)
+def test_no_report_or_rule_function_is_long(cls: str) -> None:
+    long = []
+    for path in report_files(cls):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_LINES:
+                    long.append(f"{path.name}:{node.name} ({n} lines)")
+    assert not long, f"{cls}: functions over {MAX_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("cls", RULED)
+def test_a_report_reads_no_reader_or_parser(cls: str) -> None:
+    bad = []
+    for path in report_files(cls):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                mod = "." * node.level + (node.module or "")
+                if any(part in ("parse", "reader") for part in mod.lstrip(".").split(".")):
+                    bad.append(f"{path.name}: from {mod} import …")
+            elif isinstance(node, ast.Import):
+                bad += [f"{path.name}: import {a.name}" for a in node.names
+                        if ".parse" in a.name or ".reader" in a.name]
+    assert not bad, bad
