@@ -22,7 +22,7 @@ DIAGNOSE = ROOT / "lib" / "traindoc" / "diagnose"
 MAX_LINES = 40
 # Classes whose report is rules; the others still build it in long functions (issue 28.3
 # continues class by class: the checks below cover a class once it is listed here).
-RULED = ("timeout",)
+RULED = ("timeout", "loss_spike")
 
 # (class, rule list, rule id) -> (the case whose report the rule shapes, the knobs it needs)
 FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
@@ -68,6 +68,60 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("timeout", "ACTIONS", "py_spy_all"): ("data/timeout/drill_desync", {}),
     ("timeout", "ACTIONS", "nccl_debug"): ("data/timeout/drill_desync", {}),
     ("timeout", "ACTIONS", "longer_timeout_experiment"): ("data/timeout/drill_desync", {}),
+    ("loss_spike", "FINDINGS", "spikes"): ("data/loss_spike/bloom_seed", {}),
+    ("loss_spike", "FINDINGS", "more_spikes"): (
+        "data/corpus/throughput/throughput-modded-nanogpt-d4bfb25f", {}),
+    ("loss_spike", "FINDINGS", "grad_norm_leads"): ("data/loss_spike/bloom_seed", {}),
+    ("loss_spike", "FINDINGS", "grad_norm_with_loss"): ("data/loss_spike/drill_loss_spike", {}),
+    ("loss_spike", "FINDINGS", "data_window"): ("data/loss_spike/bloom_seed", {}),
+    ("loss_spike", "FINDINGS", "lr_jump"): ("data/loss_spike/wandb_lr_jump", {}),
+    ("loss_spike", "FINDINGS", "grad_norm_spikes"): (
+        "data/corpus/loss_spike/loss_spike-megatron-sft-recipes-gemma4-ds-prod-full-epoch", {}),
+    ("loss_spike", "FINDINGS", "nan_iterations"): (
+        "data/corpus/loss_spike/loss_spike-automatic-identification-and-counting-of-blood-cells-15", {}),
+    ("loss_spike", "FINDINGS", "skipped_iterations"): (
+        "data/corpus/loss_spike/loss_spike-bigscience-meg-gpt2-base-n8", {}),
+    ("loss_spike", "FINDINGS", "loss_scale_collapses"): (
+        "data/corpus/loss_spike/loss_spike-bigscience-meg-gpt2-base-n8", {}),
+    ("loss_spike", "FINDINGS", "no_spike"): ("data/corpus/loss_spike/loss_spike-bagel-80", {}),
+    ("loss_spike", "FINDINGS", "input"): ("data/loss_spike/drill_loss_spike", {}),
+    ("loss_spike", "NO_METRICS_FINDINGS", "no_iterations"): (
+        "data/corpus/loss_spike/loss_spike-cogvideo-233", {}),
+    ("loss_spike", "NO_METRICS_FINDINGS", "input"): (
+        "data/corpus/deadlock/deadlock-deepspeedexamples-302", {}),
+    ("loss_spike", "VERDICTS", "lr_jump"): ("data/loss_spike/wandb_lr_jump", {}),
+    ("loss_spike", "VERDICTS", "rollback"): (
+        "data/corpus/loss_spike/loss_spike-bigscience-tr1-13b-spike", {}),
+    ("loss_spike", "VERDICTS", "doubtful_recovery"): ("data/loss_spike/bloom_seed", {}),
+    ("loss_spike", "VERDICTS", "recovered"): ("data/loss_spike/drill_loss_spike", {}),
+    ("loss_spike", "VERDICTS", "nan_at_end"): (
+        "data/corpus/loss_spike/loss_spike-automatic-identification-and-counting-of-blood-cells-15", {}),
+    ("loss_spike", "VERDICTS", "loss_scale_collapse"): (
+        "data/corpus/loss_spike/loss_spike-chinese-llama-alpaca-534", {}),
+    ("loss_spike", "VERDICTS", "went_on"): ("data/corpus/loss_spike/loss_spike-minfm-4", {}),
+    ("loss_spike", "VERDICTS", "quiet"): ("data/corpus/loss_spike/loss_spike-bagel-80", {}),
+    ("loss_spike", "NO_METRICS_VERDICTS", "no_iterations"): (
+        "data/corpus/loss_spike/loss_spike-cogvideo-233", {}),
+    ("loss_spike", "ACTIONS", "restore_lr"): ("data/loss_spike/wandb_lr_jump", {}),
+    ("loss_spike", "ACTIONS", "rollback_skip_data_lr"): ("data/loss_spike/wandb_lr_jump", {}),
+    ("loss_spike", "ACTIONS", "rollback_skip_data"): (
+        "data/corpus/loss_spike/loss_spike-bigscience-tr1-13b-spike", {}),
+    ("loss_spike", "ACTIONS", "lower_lr"): (
+        "data/corpus/loss_spike/loss_spike-bigscience-tr1-13b-spike", {}),
+    ("loss_spike", "ACTIONS", "inspect_data"): (
+        "data/corpus/loss_spike/loss_spike-bigscience-tr1-13b-spike", {}),
+    ("loss_spike", "ACTIONS", "rollback_nan"): (
+        "data/corpus/loss_spike/loss_spike-automatic-identification-and-counting-of-blood-cells-15", {}),
+    ("loss_spike", "ACTIONS", "loss_scale"): (
+        "data/corpus/loss_spike/loss_spike-bigscience-meg-gpt2-base-n8", {}),
+    ("loss_spike", "ACTIONS", "keep_going"): ("data/loss_spike/bloom_seed", {}),
+    ("loss_spike", "ACTIONS", "repeated_spikes"): (
+        "data/corpus/throughput/throughput-modded-nanogpt-d4bfb25f", {}),
+    ("loss_spike", "ACTIONS", "keep_going_quiet"): (
+        "data/corpus/loss_spike/loss_spike-bagel-80", {}),
+    ("loss_spike", "ACTIONS", "watch_skips"): ("data/corpus/loss_spike/loss_spike-lmops-130", {}),
+    ("loss_spike", "NO_METRICS_ACTIONS", "point_at_metrics"): (
+        "data/corpus/loss_spike/loss_spike-cogvideo-233", {}),
 }
 # Rules no sample or corpus case fires yet: the synthetic test that does.
 SYNTHETIC_ONLY = {
