@@ -87,18 +87,16 @@ def triage_once(path: Path) -> Any:
     return triage.analyse(load_once(path))
 
 
-CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
+from traindoc.diagnose import NAMES as CLASSES  # noqa: E402 - the registry's list
 
 
 @functools.cache
 def reports_once(path: Path) -> dict[str, Any]:
     """Every class's ``diagnose`` of ``load_once(path)``, and triage's report (``"triage"``),
     once per test process."""
-    import importlib
-
-    from traindoc.diagnose import triage
+    from traindoc.diagnose import CLASSES, triage
 
     inc = load_once(path)
-    out = {c: importlib.import_module(f"traindoc.diagnose.{c}").diagnose(inc) for c in CLASSES}
+    out = {fc.NAME: fc.diagnose(inc) for fc in CLASSES}
     out["triage"] = triage.report(triage_once(path))
     return out

@@ -3,7 +3,6 @@ existed nowhere): every runbook on every sample and corpus case, each action's c
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import re
 from pathlib import Path
@@ -11,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import CORPUS, ROOT, SAMPLE_DIRS, reports_once
+from traindoc.diagnose import NAMES
 
-RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
+RUNBOOKS = NAMES
 
 SCRIPT_RE = re.compile(r"\bpython3? (?:-u )?(?P<script>[\w./-]+\.py)\b")
 MODULE_RE = re.compile(r"\bpython3? -m (?P<module>traindoc(?:\.\w+)*)")

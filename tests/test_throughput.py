@@ -17,6 +17,11 @@ from hypothesis import strategies as st
 import traindoc
 from conftest import DATA
 from traindoc.diagnose import throughput as tp
+from traindoc.diagnose.throughput import analysis as tp_analysis
+from traindoc.diagnose.throughput import bisect as tp_bisect
+from traindoc.diagnose.throughput import change as tp_change
+from traindoc.diagnose.throughput import series as tp_series
+from traindoc.diagnose.throughput import suspects as tp_suspects
 from traindoc.hostlist import compress, expand
 
 SEED = DATA / "throughput" / "bloom_seed"
@@ -32,9 +37,9 @@ def megatron_line(it: int, total: int, secs: float, tflops: float) -> str:
             f"{2048 / secs:.3f} | TFLOPs: {tflops:.2f} |")
 
 
-def detect(values, higher_is_better: bool = True, **kw) -> tp.Change | None:
-    cleaned, _ = tp.despike(np.asarray(values, dtype=float))
-    return tp.find_change(cleaned, higher_is_better, **kw)
+def detect(values, higher_is_better: bool = True, **kw) -> tp_change.Change | None:
+    cleaned, _ = tp_change.despike(np.asarray(values, dtype=float))
+    return tp_change.find_change(cleaned, higher_is_better, **kw)
 
 
 # -- change points on synthetic series with known answers --------------------------------------
@@ -115,15 +120,15 @@ def test_the_seeds_five_points() -> None:
 def test_despike_replaces_isolated_points_only() -> None:
     x = np.r_[np.full(20, 100.0), 150.0, np.full(20, 100.0), 130.0, 131.0]
     x = x + np.random.default_rng(0).normal(0, 0.2, len(x))
-    cleaned, replaced = tp.despike(x)
+    cleaned, replaced = tp_change.despike(x)
     assert replaced[20] and cleaned[20] == pytest.approx(100, abs=1)
     assert not replaced[-2:].any()  # a run of two at the end is kept
 
 
 def test_mask_events_sets_aside_the_event_and_the_next_logged_iteration() -> None:
     s = pd.DataFrame({"iteration": [98, 99, 100, 101, 102]})
-    assert tp.mask_events(s, [100]).tolist() == [False, False, True, True, False]
-    assert not tp.mask_events(s, [98, 99, 100, 101]).any()  # too much: nothing masked
+    assert tp_series.mask_events(s, [100]).tolist() == [False, False, True, True, False]
+    assert not tp_series.mask_events(s, [98, 99, 100, 101]).any()  # too much: nothing masked
 
 
 # -- the BLOOM seed -----------------------------------------------------------------------------
@@ -143,7 +148,7 @@ def test_seed_done_when() -> None:
 
 
 def test_eta_matches_the_seeds_arithmetic() -> None:
-    assert round(tp.eta_days(115311 - 12695, 105), 1) == 124.7
+    assert round(tp_analysis.eta_days(115311 - 12695, 105), 1) == 124.7
 
 
 # -- bisection ------------------------------------------------------------------------------------
@@ -164,7 +169,7 @@ def brute_force(candidates: frozenset[int], spares: int) -> int:
 @pytest.mark.parametrize("n", range(1, 9))
 @pytest.mark.parametrize("spares", [1, 2, 3, 4])
 def test_plan_is_optimal_against_brute_force(n: int, spares: int) -> None:
-    assert tp.worst_case_runs(n, spares) == brute_force(frozenset(range(n)), spares)
+    assert tp_bisect.worst_case_runs(n, spares) == brute_force(frozenset(range(n)), spares)
 
 
 def follow(plan: dict, slow: str) -> tuple[str, int]:
@@ -186,7 +191,7 @@ def follow(plan: dict, slow: str) -> tuple[str, int]:
 @pytest.mark.parametrize(("expr", "spares"), [("n[1-7]", 2), ("jean-zay-iam[01-34,36-49]", 3),
                                               ("gpu[001-016]", 1), ("a[1-10]", 10)])
 def test_plan_finds_every_node_within_the_worst_case(expr: str, spares: int) -> None:
-    plan = tp.bisect_plan(expr, spares, "job.slurm")
+    plan = tp_bisect.bisect_plan(expr, spares, "job.slurm")
     for host in expand(expr):
         found, runs = follow(plan, host)
         assert found == host and runs <= plan["worst_case_runs"]
@@ -195,16 +200,16 @@ def test_plan_finds_every_node_within_the_worst_case(expr: str, spares: int) -> 
 
 
 def test_large_plans_use_the_worst_case_optimal_split(monkeypatch) -> None:
-    full = tp.plan_table(200, 7)[0]
+    full = tp_bisect.plan_table(200, 7)[0]
     monkeypatch.setattr("traindoc.diagnose.throughput.bisect.DP_LIMIT", 0)
-    assert tp.plan_table(200, 7)[0] == full
+    assert tp_bisect.plan_table(200, 7)[0] == full
 
 
 def test_plan_edge_cases() -> None:
-    assert tp.bisect_plan(["only"], 3) is None
-    assert tp.bisect_plan("n[1-4]", 0) is None
-    assert tp.worst_case_runs(48, 3) == 17  # 15 groups of 3 cleared, then 2 halvings
-    assert tp.worst_case_runs(48, 24) == 6  # plain binary search: ceil(log2 48)
+    assert tp_bisect.bisect_plan(["only"], 3) is None
+    assert tp_bisect.bisect_plan("n[1-4]", 0) is None
+    assert tp_bisect.worst_case_runs(48, 3) == 17  # 15 groups of 3 cleared, then 2 halvings
+    assert tp_bisect.worst_case_runs(48, 24) == 6  # plain binary search: ceil(log2 48)
 
 
 # -- hostlists ------------------------------------------------------------------------------------
@@ -298,7 +303,7 @@ def test_arrival_lags_name_the_rank_the_others_wait_for() -> None:
             rows.append({"rank": rank, "process_group": "0", "seq_num": seq,
                          "time": t0 + pd.Timedelta(seconds=seq * 0.3 + late),
                          "source": f"fr/rank{rank}.pkl#entry{seq}"})
-    lags = tp.arrival_lags(pd.DataFrame(rows))
+    lags = tp_suspects.arrival_lags(pd.DataFrame(rows))
     assert lags[lags["suspect"]]["rank"].tolist() == [2]
     assert lags.set_index("rank").loc[2, "first_late_seq"] == 15
 
@@ -360,7 +365,7 @@ def test_two_readings_name_the_metric_and_claim_no_change(tmp_path) -> None:
 
 
 def test_interval_times_become_seconds_per_iteration() -> None:
-    from traindoc.diagnose.throughput import per_iteration_seconds
+    from traindoc.diagnose.throughput.series import per_iteration_seconds
 
     assert per_iteration_seconds([100, 200, 400], [300.0, 270.0, 600.0]) == [3.0, 2.7, 3.0]
     # the first interval's start is unknown unless the gaps say it began at 0
@@ -383,7 +388,7 @@ def test_step_lines_without_a_rate_are_timed_by_their_own_times(tmp_path: Path) 
 
 def test_a_last_interval_many_times_slower_is_a_stall_and_asks_whether_the_job_moves(
         tmp_path: Path) -> None:
-    from traindoc.diagnose.throughput import trailing_stall
+    from traindoc.diagnose.throughput.change import trailing_stall
 
     # RVC#1882: 124 s and 123 s per 200 steps, then 7311 s
     ch = trailing_stall(np.array([0.62, 0.615, 36.555]), higher_is_better=False)
@@ -403,7 +408,7 @@ def test_a_last_interval_many_times_slower_is_a_stall_and_asks_whether_the_job_m
 
 
 def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None:
-    from traindoc.diagnose.throughput import find_change
+    from traindoc.diagnose.throughput.change import find_change
 
     # mmf#27: 5 intervals at 268-308 s per 100 iterations, then 4 at 324-356 s
     x = np.array([307.7, 268.5, 282.1, 299.6, 285.3, 329.9, 356.2, 324.3, 335.9])
@@ -416,7 +421,7 @@ def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None
 
 
 def test_a_slide_still_going_at_the_end_is_no_spike() -> None:
-    from traindoc.diagnose.throughput import despike, find_change
+    from traindoc.diagnose.throughput.change import despike, find_change
 
     # apache/mxnet#75 (SSD): ~95 samples/s, then 46.5 and 23.5 in the last two reports
     x = np.array([95.71, 94.49, 94.29, 90.31, 89.77, 97.99, 46.48, 23.47])
@@ -430,7 +435,7 @@ def test_a_slide_still_going_at_the_end_is_no_spike() -> None:
 
 
 def test_a_staircase_reports_the_level_it_reached() -> None:
-    from traindoc.diagnose.throughput import find_change
+    from traindoc.diagnose.throughput.change import find_change
 
     # SeanNaren/deepspeech.pytorch#127: batch time 0.40 s → 0.54 → 0.66 → 0.81 → 0.93 s
     x = np.array([0.470, 0.407, 0.393, 0.403, 0.538, 0.538, 0.663, 0.664, 0.663, 0.806, 0.818,
