@@ -87,7 +87,6 @@ def triage_once(path: Path) -> Any:
     return triage.analyse(load_once(path))
 
 
-from traindoc.diagnose import NAMES as CLASSES  # noqa: E402 - the registry's list
 
 
 @functools.cache
