@@ -441,6 +441,7 @@ def test_silent_rank_is_named(tmp_path: Path) -> None:
     _, r = diag(tmp_path, text)
     assert r.facts["failed_ranks"] == [1]
     assert r.confidence == "medium"
+    assert any(f.id == "silent_rank" for f in r.findings)
 
 
 # --- the bundles --------------------------------------------------------------------------------------
