@@ -20,8 +20,13 @@ from traindoc.report import Finding, Rule
 
 DIAGNOSE = ROOT / "lib" / "traindoc" / "diagnose"
 MAX_LINES = 40
-# Classes whose report still builds it in long functions (issue 28.3 goes class by class: the
-# checks below cover every other class; take a class off this list once its report is rules).
+# Classes whose rules are not all listed with a case yet (issue 28.3 goes class by class; take a
+# class off this list once every one of its rules is). throughput's report is rules, and its
+# listed rules are checked; these fire on no sample or corpus case with default knobs and have
+# no synthetic test yet: FINDINGS metric_unavailable, change_at_event, slow_ranks_iterations,
+# straggler_detector, slow_ranks_timers, slow_hosts_benchmark, benchmark_metric_unknown,
+# bad_hosts, no_spares; UNJUDGED_FINDINGS metric_unavailable, input; ACTIONS exclude_unnamed,
+# exclude_suspect, check_clocks_suspect, burn_suspect.
 PENDING = ("throughput",)
 RULED = tuple(n for n in NAMES if n not in PENDING)
 # Parser modules a ruled class's report still reads, named so that none is added unseen:
@@ -213,6 +218,56 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("gpu_crash", "ACTIONS", "keep_interval"): ("data/gpu_crash/xid79_multinode", {}),
     ("gpu_crash", "ACTIONS", "exit_on_failure_hung"): ("data/gpu_crash/xid79_multinode", {}),
     ("gpu_crash", "ACTIONS", "exit_on_failure"): ("data/gpu_crash/bloom_seed", {}),
+    ("throughput", "FINDINGS", "throughput_drop"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "FINDINGS", "recovered"): (
+        "data/corpus/throughput/throughput-ai-toolkit-595", {}),
+    ("throughput", "FINDINGS", "no_change"): (
+        "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
+    ("throughput", "FINDINGS", "discontinuities"): (
+        "data/corpus/throughput/throughput-llamafactory-8261", {}),
+    ("throughput", "FINDINGS", "change_at_restart"): (
+        "data/corpus/throughput/throughput-megatron-llm-11", {}),
+    ("throughput", "FINDINGS", "nothing_coincides"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "FINDINGS", "transients"): ("data/throughput/drill_slow_rank", {}),
+    ("throughput", "FINDINGS", "late_ranks"): ("data/throughput/drill_slow_rank", {}),
+    ("throughput", "FINDINGS", "bisect_plan"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "FINDINGS", "eta"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "FINDINGS", "one_view"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "FINDINGS", "input"): ("data/throughput/drill_slow_rank", {}),
+    ("throughput", "UNJUDGED_FINDINGS", "too_few_points"): (
+        "data/corpus/throughput/throughput-deepspeed-1825", {}),
+    ("throughput", "UNJUDGED_FINDINGS", "no_metric"): (
+        "data/corpus/throughput/throughput-fgvc-herbs-19", {}),
+    ("throughput", "VERDICTS", "pause"): ("data/corpus/throughput/throughput-ai-toolkit-595", {}),
+    ("throughput", "VERDICTS", "stall"): (
+        "data/corpus/throughput/throughput-retrieval-based-voice-conversion-webui-1882", {}),
+    ("throughput", "VERDICTS", "drop"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "VERDICTS", "steady"): (
+        "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
+    ("throughput", "UNJUDGED_VERDICTS", "too_few_points"): (
+        "data/corpus/throughput/throughput-deepspeed-1825", {}),
+    ("throughput", "UNJUDGED_VERDICTS", "no_metric"): (
+        "data/corpus/throughput/throughput-fgvc-herbs-19", {}),
+    ("throughput", "ACTIONS", "check_pause"): (
+        "data/corpus/throughput/throughput-ai-toolkit-595", {}),
+    ("throughput", "ACTIONS", "check_stall"): (
+        "data/corpus/throughput/throughput-retrieval-based-voice-conversion-webui-1882", {}),
+    ("throughput", "ACTIONS", "compare_baseline"): (
+        "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
+    ("throughput", "ACTIONS", "log_throughput"): (
+        "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
+    ("throughput", "ACTIONS", "locate_rank"): ("data/throughput/drill_slow_rank", {}),
+    ("throughput", "ACTIONS", "check_clocks_rank"): ("data/throughput/drill_slow_rank", {}),
+    ("throughput", "ACTIONS", "sweep_all_nodes"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "ACTIONS", "benchmark_all_nodes"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "ACTIONS", "bisect"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "ACTIONS", "get_nodelist"): (
+        "data/corpus/throughput/throughput-deepspeech-pytorch-127", {}),
+    ("throughput", "ACTIONS", "per_rank_timing"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "ACTIONS", "check_coincidence"): (
+        "data/corpus/throughput/throughput-megatron-llm-11", {}),
+    ("throughput", "UNJUDGED_ACTIONS", "log_throughput"): (
+        "data/corpus/throughput/throughput-deepspeed-1825", {}),
 }
 # Rules no sample or corpus case fires yet: the synthetic test that does.
 SYNTHETIC_ONLY = {
@@ -248,7 +303,7 @@ def report_files(cls: str) -> list[Path]:
 
 
 def test_every_rule_is_listed_with_a_case() -> None:
-    listed = set(FIRES) | set(SYNTHETIC_ONLY)
+    listed = {k for k in set(FIRES) | set(SYNTHETIC_ONLY) if k[0] in RULED}
     rules = {(cls, name, r.id) for cls in RULED for name, rs in rule_lists(cls).items()
              for r in rs}
     assert rules, "no rule lists found"
@@ -282,7 +337,7 @@ def test_the_listed_case_fires_the_rule(key: tuple[str, str, str]) -> None:
     assert _shaped(rule.make(analysis), name, fc.report(analysis)), key
 
 
-@pytest.mark.parametrize("cls", RULED)
+@pytest.mark.parametrize("cls", NAMES)
 def test_no_report_or_rule_function_is_long(cls: str) -> None:
     long = []
     for path in report_files(cls):
@@ -294,7 +349,7 @@ def test_no_report_or_rule_function_is_long(cls: str) -> None:
     assert not long, f"{cls}: functions over {MAX_LINES} lines: {long}"
 
 
-@pytest.mark.parametrize("cls", RULED)
+@pytest.mark.parametrize("cls", NAMES)
 def test_a_report_reads_no_reader_or_parser(cls: str) -> None:
     bad = []
     for path in report_files(cls):
