@@ -22,11 +22,9 @@ DIAGNOSE = ROOT / "lib" / "traindoc" / "diagnose"
 MAX_LINES = 40
 # Classes whose rules are not all listed with a case yet (issue 28.3 goes class by class; take a
 # class off this list once every one of its rules is). throughput's report is rules, and its
-# listed rules are checked; these fire on no sample or corpus case with default knobs and have
-# no synthetic test yet: FINDINGS metric_unavailable, change_at_event, slow_ranks_iterations,
-# straggler_detector, slow_ranks_timers, slow_hosts_benchmark, benchmark_metric_unknown,
-# bad_hosts, no_spares; UNJUDGED_FINDINGS metric_unavailable, input; ACTIONS exclude_unnamed,
-# exclude_suspect, check_clocks_suspect, burn_suspect.
+# listed rules are checked; these fire on no sample or corpus case and have no synthetic test
+# yet: FINDINGS change_at_event, slow_ranks_timers, benchmark_metric_unknown; UNJUDGED_FINDINGS
+# input; ACTIONS exclude_unnamed.
 PENDING = ("throughput",)
 RULED = tuple(n for n in NAMES if n not in PENDING)
 # Parser modules a ruled class's report still reads, named so that none is added unseen:
@@ -268,6 +266,12 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/throughput/throughput-megatron-llm-11", {}),
     ("throughput", "UNJUDGED_ACTIONS", "log_throughput"): (
         "data/corpus/throughput/throughput-deepspeed-1825", {}),
+    ("throughput", "FINDINGS", "metric_unavailable"): (
+        "data/throughput/bloom_seed", {"metric": "nope"}),
+    ("throughput", "FINDINGS", "bad_hosts"): ("data/throughput/bloom_seed", {"hosts": "n[1-"}),
+    ("throughput", "FINDINGS", "no_spares"): ("data/throughput/bloom_seed", {"spare_nodes": 0}),
+    ("throughput", "UNJUDGED_FINDINGS", "metric_unavailable"): (
+        "data/corpus/throughput/throughput-deepspeed-1825", {"metric": "nope"}),
 }
 # Rules no sample or corpus case fires yet: the synthetic test that does.
 SYNTHETIC_ONLY = {
@@ -287,6 +291,18 @@ SYNTHETIC_ONLY = {
         "tests/test_gpu_crash.py::test_silent_rank_is_named",
     ("gpu_crash", "FINDINGS", "incomplete_save"):
         "tests/test_gpu_crash.py::test_incomplete_save_and_lost_time",
+    ("throughput", "FINDINGS", "slow_ranks_iterations"):
+        "tests/test_throughput.py::test_per_rank_step_lines_name_the_slow_rank",
+    ("throughput", "FINDINGS", "straggler_detector"):
+        "tests/test_throughput.py::test_straggler_detector_names_the_slow_rank",
+    ("throughput", "FINDINGS", "slow_hosts_benchmark"):
+        "tests/test_throughput.py::test_benchmark_table_names_the_slow_node",
+    ("throughput", "ACTIONS", "exclude_suspect"):
+        "tests/test_throughput.py::test_benchmark_table_names_the_slow_node",
+    ("throughput", "ACTIONS", "check_clocks_suspect"):
+        "tests/test_throughput.py::test_benchmark_table_names_the_slow_node",
+    ("throughput", "ACTIONS", "burn_suspect"):
+        "tests/test_throughput.py::test_benchmark_table_names_the_slow_node",
 }
 
 

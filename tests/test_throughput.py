@@ -263,6 +263,9 @@ def test_benchmark_table_names_the_slow_node(tmp_path: Path) -> None:
     assert r.facts["bisect_plan"] is None
     assert r.actions[0].how.startswith("sbatch --exclude='jean-zay-iam27'")
     assert r.confidence == "high"
+    assert "slow_hosts_benchmark" in {f.id for f in r.findings}
+    assert [a.id for a in r.actions[:3]] == ["exclude_suspect", "check_clocks_suspect",
+                                             "burn_suspect"]
 
 
 def test_straggler_detector_names_the_slow_rank(tmp_path: Path) -> None:
@@ -274,6 +277,7 @@ def test_straggler_detector_names_the_slow_rank(tmp_path: Path) -> None:
     log.write_text(text + extra)
     r = tp.diagnose(traindoc.load(log))
     assert r.facts["suspect_ranks"] == [13]
+    assert "straggler_detector" in {f.id for f in r.findings}
 
 
 def test_per_rank_step_lines_name_the_slow_rank(tmp_path: Path) -> None:
@@ -292,6 +296,7 @@ def test_per_rank_step_lines_name_the_slow_rank(tmp_path: Path) -> None:
     r = tp.diagnose(traindoc.load(tmp_path), metric="tokens_per_s_per_gpu")
     assert r.facts["change_iteration"] == 21
     assert r.facts["suspect_ranks"] == [5]
+    assert "slow_ranks_iterations" in {f.id for f in r.findings}
 
 
 def test_arrival_lags_name_the_rank_the_others_wait_for() -> None:
