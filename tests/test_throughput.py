@@ -485,3 +485,36 @@ def test_report_of_the_analysis_is_the_diagnosis() -> None:
 def test_a_healthy_runs_wander_is_no_change(case: str, found: bool) -> None:
     a = tp.analyse(traindoc.load(DATA / "corpus" / case / "logs"))
     assert (a.change is not None) == found, a.change
+
+
+def _bench_log(tmp_path: Path, header: str, slow: str) -> Path:
+    """The seed's log and a per-node benchmark table whose ``slow`` row is 2.5% slower."""
+    seed_like_log(tmp_path)
+    hosts = expand("jean-zay-iam[01-34,36-49]")
+    rng = np.random.default_rng(0)
+    rows = [f"{h},{296.5 + rng.normal(0, 0.4):.1f}" for h in hosts]
+    rows[hosts.index("jean-zay-iam27")] = f"{slow},303.6"
+    (tmp_path / "bench.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def test_a_benchmark_column_of_unknown_direction_is_said(tmp_path: Path) -> None:
+    r = tp.diagnose(traindoc.load(_bench_log(tmp_path, "host,widgets", "jean-zay-iam27")))
+    assert r.facts["suspect_hosts"] == []
+    assert "benchmark_metric_unknown" in {f.id for f in r.findings}
+
+
+def test_a_slow_node_that_is_no_host_name_is_excluded_by_hand(tmp_path: Path) -> None:
+    r = tp.diagnose(traindoc.load(_bench_log(tmp_path, "host,seconds", "jean zay;iam27")))
+    assert r.facts["suspect_hosts"] == ["jean zay;iam27"]
+    first = r.actions[0]
+    assert first.id == "exclude_suspect" and first.title.startswith("Exclude the slow node")
+    assert "jean zay" not in first.how and "--exclude=<that node>" in first.how
+
+
+def test_input_findings_are_kept_when_no_metric_is_found(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text("hello\nFATAL: widget frobnication failed badly\n"
+                                      "something Error: zorp\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    ids = [f.id for f in r.findings]
+    assert ids[0] == "no_metric" and "unrecognized_error_lines" in ids
