@@ -518,3 +518,31 @@ def test_input_findings_are_kept_when_no_metric_is_found(tmp_path: Path) -> None
     r = tp.diagnose(traindoc.load(tmp_path))
     ids = [f.id for f in r.findings]
     assert ids[0] == "no_metric" and "unrecognized_error_lines" in ids
+
+
+def test_an_eval_at_the_change_is_said(tmp_path: Path) -> None:
+    lines = [megatron_line(44990 + i, 115311, 105.2, 149.1 - 0.1 * (i % 3)) for i in range(11)]
+    lines.append("[default7]:valid loss at iteration 45000 | lm loss value: 2.327091E+00 | lm "
+                 "loss PPL: 1.024808E+01 |")
+    lines += [megatron_line(45001 + i, 115311, 112.0, 140.0 - 0.1 * (i % 3)) for i in range(11)]
+    (tmp_path / "log.txt").write_text("\n".join(lines) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    assert r.facts["coincides"] == ["eval"]
+    assert "change_at_event" in {f.id for f in r.findings}
+    assert r.actions[-1].id == "check_coincidence"
+
+
+def test_per_rank_timers_name_the_slow_rank(tmp_path: Path) -> None:
+    out = []
+    for i in range(24):
+        slow = i >= 12
+        out.append(megatron_line(100 + i, 115311, 112.0 if slow else 105.2,
+                                 (140.0 if slow else 149.1) - 0.1 * (i % 3)))
+        out += ["times across ranks (ms):", "  forward-compute:"]
+        ms = [3600.0 + 5 * ((r + i) % 3) + (900.0 if r == 5 and slow else 0) for r in range(8)]
+        out += [f"     rank {r:2d}: {v:.2f}" for r, v in enumerate(ms)]
+    (tmp_path / "log.txt").write_text("\n".join(out) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    assert r.facts["change_iteration"] == 112 and r.facts["suspect_ranks"] == [5]
+    assert "slow_ranks_timers" in {f.id for f in r.findings}
+    assert r.actions[0].id == "locate_rank"
