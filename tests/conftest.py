@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -31,11 +33,25 @@ SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
               "test_every_action_command_exists"}
 
 
+# The tests that took a minute or more each (`pytest -n 2 --durations=60` at 4f0d5a1 on the
+# 2-core machine, load 10-13): started first, so that no worker of `make test` is left running
+# one of them at the end while the other has nothing to do.
+LONGEST_TESTS = {"test_runbooks_on_the_corpus_stay_above_the_floor",
+                 "test_every_figure_reads_well_on_the_corpus",
+                 "test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded",
+                 "test_512_rank_files_on_a_local_cluster", "test_no_action_runs_what_the_logs_say",
+                 "test_comparison_on_every_sample",
+                 "test_triage_names_the_gpu_crash_as_cause_of_the_timeouts",
+                 "test_markup_in_any_cell_of_any_shown_table_is_text"}
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark each test with its tier (see the module sets above)."""
+    """Mark each test with its tier (see the module sets above), and order them longest tier
+    first (drills, the longest tests, notebooks, slow, the rest; each in its own order), so
+    that pytest-xdist hands out the long ones while there is other work to balance them."""
     import pytest
 
-    for item in items:
+    def rank(item: Any) -> int:
         mod = item.module.__name__.rsplit(".", 1)[-1]
         if mod in RUNBOOK_MODULES or item.get_closest_marker("notebooks"):
             item.add_marker(pytest.mark.runbooks)
@@ -43,3 +59,43 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.drills)
         if mod in SLOW_MODULES or item.originalname in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("drills"):
+            return 0
+        if item.originalname in LONGEST_TESTS:
+            return 1
+        return 2 if item.get_closest_marker("runbooks") else 3 if item.get_closest_marker(
+            "slow") else 4
+
+    items[:] = sorted(items, key=rank)  # (stable: each tier keeps the collection order)
+
+
+@functools.cache
+def load_once(path: Path) -> Any:
+    """``traindoc.load(path)``, once per test process: the sweeps over every sample and corpus
+    case (actions, triage, report text, figures, deadlock advice) share one load of each. The
+    library is pure: no test changes an Incident it is given."""
+    import traindoc
+
+    return traindoc.load(path, progress=False)
+
+
+@functools.cache
+def triage_once(path: Path) -> Any:
+    """``triage.analyse(load_once(path))``, once per test process (every class's diagnosis)."""
+    from traindoc.diagnose import triage
+
+    return triage.analyse(load_once(path))
+
+
+
+
+@functools.cache
+def reports_once(path: Path) -> dict[str, Any]:
+    """Every class's ``diagnose`` of ``load_once(path)``, and triage's report (``"triage"``),
+    once per test process."""
+    from traindoc.diagnose import CLASSES, triage
+
+    inc = load_once(path)
+    out = {fc.NAME: fc.diagnose(inc) for fc in CLASSES}
+    out["triage"] = triage.report(triage_once(path))
+    return out

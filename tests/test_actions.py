@@ -3,17 +3,16 @@ existed nowhere): every runbook on every sample and corpus case, each action's c
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
-import traindoc
-from conftest import CORPUS, ROOT, SAMPLE_DIRS
+from conftest import CORPUS, ROOT, SAMPLE_DIRS, reports_once
+from traindoc.diagnose import NAMES
 
-RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
+RUNBOOKS = NAMES
 
 SCRIPT_RE = re.compile(r"\bpython3? (?:-u )?(?P<script>[\w./-]+\.py)\b")
 MODULE_RE = re.compile(r"\bpython3? -m (?P<module>traindoc(?:\.\w+)*)")
@@ -44,9 +43,7 @@ def _check(how: str) -> list[str]:
 
 @pytest.mark.parametrize(("runbook", "path"), _cases(), ids=lambda v: str(v)[-60:])
 def test_every_action_command_exists(runbook: str, path: Path) -> None:
-    inc = traindoc.load(path, progress=False)
-    rep = importlib.import_module(f"traindoc.diagnose.{runbook}").diagnose(inc)
-    for a in rep.actions:
+    for a in reports_once(path)[runbook].actions:
         assert not _check(a.how), (a.id, a.how)
 
 

@@ -169,7 +169,8 @@ def test_no_import_cycle() -> None:
 
 def test_the_reader_imports_one_way() -> None:
     """Inside ``traindoc.reader`` each module imports only those below it, in this order."""
-    order = ["account", "decode", "sink", "lines", "fast", "files", "pool", "progress", ""]
+    order = ["account", "decode", "sink", "lines", "patterns", "scanners", "registry", "planner",
+             "fast", "files", "pool", "progress", ""]
     graph = import_graph()
     rank = {f"traindoc.reader.{m}".rstrip("."): i for i, m in enumerate(order)}
     assert set(rank) == {m for m in graph if m == "traindoc.reader"
@@ -212,19 +213,17 @@ def test_architecture_lists_every_table_and_column() -> None:
 
 
 def test_architecture_lists_every_fact(tmp_path: Path) -> None:
-    import importlib
-
     import traindoc
+    from traindoc.score import RUNBOOKS, diagnosis
 
     log = tmp_path / "job.log"
     log.write_text("nothing wrong here\n")
     incident = traindoc.load(log)
     documented = {m[0]: {f.strip() for f in m[1].split(",")} for m in re.findall(
         r"^  - `(\w+)`: ([^`]+?)(?=\n  - |\n- |\Z)", _section("The runbook contract"), re.M | re.S)}
-    classes = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
-    assert set(documented) == set(classes)
-    for cls in classes:
-        facts = importlib.import_module(f"traindoc.diagnose.{cls}").diagnose(incident).facts
+    assert set(documented) == set(RUNBOOKS)
+    for cls in RUNBOOKS:
+        facts = diagnosis(cls)(incident).facts
         assert documented[cls] == set(facts), f"{cls}: {documented[cls] ^ set(facts)}"
 
 
@@ -242,3 +241,57 @@ def test_the_add_a_format_example_parses_its_real_line(tmp_path: Path) -> None:
     assert set(ns["parse_memory"](parser.example)) <= set(SCHEMAS[parser.table])
     assert parser.example in (ROOT / "data" / "corpus" / "loss_spike" / "loss_spike-deepspeed-3742"
                               / "logs" / "job.log").read_text()
+
+
+# -- the registry of failure classes (issue 28.4) ------------------------------------------------
+
+def test_every_class_keeps_the_contract_and_exports_nothing_else() -> None:
+    import inspect
+
+    from traindoc.diagnose import CLASSES
+    from traindoc.locations import runbooks_dir
+    from traindoc.schema import TABLES
+
+    for c in CLASSES:
+        name = c.__name__.rsplit(".", 1)[1]
+        analysis = next(n for n in c.__all__ if n.endswith("Analysis"))
+        assert set(c.__all__) == {"NAME", "FACT_KEYS", "TABLES", "RUNBOOK", "analyse", "report",
+                                  "diagnose", analysis}, name
+        assert c.NAME == name and c.RUNBOOK == f"{name}.ipynb"
+        assert (runbooks_dir() / c.RUNBOOK).is_file(), c.RUNBOOK
+        assert c.TABLES and set(c.TABLES) <= set(TABLES), name
+        assert c.FACT_KEYS and all(isinstance(k, str) for k in c.FACT_KEYS), name
+        knobs = list(inspect.signature(c.analyse).parameters)[1:]
+        doc = inspect.getdoc(c.analyse) or ""
+        args = doc.split("Args:", 1)[1] if "Args:" in doc else ""
+        missing = [k for k in knobs if not re.search(rf"^\s+{k}: ", args, re.M)]
+        assert not missing, f"{name}.analyse: knobs without an Args entry: {missing}"
+
+
+def _class_lists(tree: ast.AST, names: set[str]) -> Iterator[int]:
+    """Lines of tuple, list or set literals naming three or more failure classes (a dict from
+    a class to its own data is not a list of the classes)."""
+    for node in ast.walk(tree):
+        items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else []
+        named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in names}
+        if len(named) >= 3:
+            yield node.lineno
+
+
+def test_the_registry_is_the_only_list_of_classes() -> None:
+    """``diagnose.CLASSES`` is the one list: no other literal names the classes, nothing
+    imports a class by a string built at run time."""
+    from traindoc.diagnose import NAMES
+
+    registry = LIB / PACKAGE / "diagnose" / "__init__.py"
+    files = [*sorted((LIB / PACKAGE).rglob("*.py")), *sorted((ROOT / "tests").glob("*.py")),
+             *sorted((ROOT / "benchmarks").glob("*.py"))]
+    bad = []
+    for path in files:
+        if path == registry:
+            continue
+        text = path.read_text(encoding="utf-8")
+        bad += [f"{path.relative_to(ROOT)}:{n}" for n in _class_lists(ast.parse(text), set(NAMES))]
+        if re.search(r"import_module\(f?[\"']traindoc\.diagnose", text):
+            bad.append(f"{path.relative_to(ROOT)}: importlib by string")
+    assert not bad, f"lists of the failure classes besides diagnose.CLASSES: {bad}"

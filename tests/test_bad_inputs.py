@@ -331,7 +331,7 @@ def _load_in_child(expr: str, timeout: float = 120, address_space: int = 3 << 30
     code = ("import json, resource, traindoc\n"
             f"resource.setrlimit(resource.RLIMIT_AS, ({address_space}, {address_space}))\n"
             f"inc = {expr}\n"
-            "print(json.dumps({'account': inc.account, "
+            "print(json.dumps({'account': dict(inc.account), "
             "'rows': {t: len(df) for t, df in inc.tables.items()}, "
             "'peak_kib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -489,6 +489,11 @@ def test_an_out_of_range_seqnum_is_na_and_said_not_dropped(tmp_path: Path, engin
     assert c["rank"].tolist() == [0, 1]  # the row of rank 0 is kept …
     assert pd.isna(c["seq_num"].iloc[0]) and c["seq_num"].iloc[1] == 9  # … without a number
     assert any("seq_num was a number too large" in w for w in inc.account["warnings"])
+    # … and the account holds it as data: table, column, file, line
+    [u] = inc.account.unreadable_in("collectives", "seq_num")
+    assert (u.table, u.column, u.file, u.line) == ("collectives", "seq_num",
+                                                   str(tmp_path / "job.log"), 1)
+    assert str(u) in inc.account.warnings and u.what == "a number too large for a count"
 
 
 def test_numbers_of_thousands_of_digits_are_warnings(tmp_path: Path) -> None:

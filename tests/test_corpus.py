@@ -3,7 +3,6 @@ comparison rules hold, and the runbooks stay at or above the floor on it (CI run
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 
@@ -11,6 +10,7 @@ import pytest
 
 from conftest import CORPUS
 from traindoc import score
+from traindoc.diagnose import failure_class
 
 # Raised as runbooks improve; never lowered to let a regression land. Each floor sits about one
 # case below today's score. 2026-11-26: 153 cases came in two blind batches (their intake records
@@ -98,8 +98,7 @@ def test_a_crash_is_a_wrong_case(tmp_path) -> None:
 # --- the corpus itself ----------------------------------------------------------------------
 
 def _fact_keys(runbook: str) -> set[str]:
-    mod = importlib.import_module(f"traindoc.diagnose.{runbook}")
-    return set(getattr(mod, "FACT_KEYS", ()))
+    return set(failure_class(runbook).FACT_KEYS)
 
 
 def test_corpus_cases_are_well_formed() -> None:

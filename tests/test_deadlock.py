@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import traindoc
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, load_once
 from test_timeout import Boom
 from traindoc import plots, schema
 from traindoc.diagnose import deadlock
@@ -139,7 +139,7 @@ def test_torchfrtrace_fails_on_gloo_dumps_where_we_do_not(tmp_path: Path) -> Non
     res = _run(exe, tmp_path / "raw")
     assert res.returncode != 0
     assert re.search(r"KeyError: \('0', 0\)", res.stdout), res.stdout[-2000:]
-    assert first_mismatch(traindoc.load(DESYNC / "fr").collectives)["kind"] == "op"
+    assert first_mismatch(traindoc.load(DESYNC / "fr").collectives).kind == "op"
 
 
 def test_torchfrtrace_agrees_on_nccl_shaped_dumps(tmp_path: Path) -> None:
@@ -149,12 +149,12 @@ def test_torchfrtrace_agrees_on_nccl_shaped_dumps(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout[-2000:]
     mm = first_mismatch(traindoc.load(DESYNC / "fr").collectives)
     m = re.search(r"Collective sequence number: (\d+) has errors", res.stdout)
-    assert m and int(m[1]) == mm["seq_num"]
+    assert m and int(m[1]) == mm.seq_num
     m = re.search(r"Culprit rank (\d+); Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective "
                   r"type: '(\w+)' does not match found collective type: '(\w+)'", res.stdout)
     assert m, res.stdout[-2000:]
-    assert [int(m[1])] == mm["ranks"]
-    assert {f"gloo:{m[2]}", f"gloo:{m[3]}"} == set(mm["ops"].values())
+    assert [int(m[1])] == mm.ranks
+    assert {f"gloo:{m[2]}", f"gloo:{m[3]}"} == set(mm.ops.values())
 
 
 def test_torchfrtrace_agrees_on_a_missing_rank(tmp_path: Path) -> None:
@@ -166,9 +166,9 @@ def test_torchfrtrace_agrees_on_a_missing_rank(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout[-2000:]
     mm = first_mismatch(traindoc.load(DRILL_HANG / "fr").collectives)
     m = re.search(r"Not all ranks joining collective, sequence number: (\d+)", res.stdout)
-    assert m and int(m[1]) == mm["seq_num"]
+    assert m and int(m[1]) == mm.seq_num
     m = re.search(r"missing ranks: \{([\d, ]+)\}", res.stdout)
-    assert m and sorted(int(x) for x in m[1].split(",")) == mm["ranks"]
+    assert m and sorted(int(x) for x in m[1].split(",")) == mm.ranks
 
 
 def test_malicious_dump_beside_stacks_is_refused_and_runs_nothing(tmp_path: Path) -> None:
@@ -221,12 +221,12 @@ def write_dumps(tmp_path: Path, dumps: dict[str, str]) -> Path:
     (["result (mypkg/_base.py:12)", "f (x.py:1)"], "result (mypkg/_base.py:12)"),  # a package's
 ])
 def test_key_leaf_rule(frames: list[str], leaf: str) -> None:
-    assert deadlock.key_leaf(frames) == leaf
+    assert deadlock_stacks.key_leaf(frames) == leaf
 
 
 def test_native_dump_signature_has_no_addresses() -> None:
     inc = traindoc.load(FIX / "native.txt")
-    p = deadlock.processes(inc.stacks)[0]
+    p = deadlock_stacks.processes(inc.stacks)[0]
     assert p.leaf == "Trainer.evaluate (trainer.py:18)"
     assert "0x" not in p.signature and "libc" not in p.signature
 
@@ -269,11 +269,11 @@ def test_depth_and_thread_parameters(tmp_path: Path) -> None:
     helper = ('Thread 77 (idle): "pt_autograd_0"\n    Condition.wait (threading.py:327)\n'
               'Thread 78 (active): "compute"\n    busy (train.py:7)\n')
     d = write_dumps(tmp_path, {"trace-a.out": dump(1, AR, extra=helper) + dump(2, other)})
-    whole = deadlock.processes(traindoc.load(d).stacks)
+    whole = deadlock_stacks.processes(traindoc.load(d).stacks)
     assert len({p.signature for p in whole}) == 2
-    top2 = deadlock.processes(traindoc.load(d).stacks, depth=2)
+    top2 = deadlock_stacks.processes(traindoc.load(d).stacks, depth=2)
     assert len({p.signature for p in top2}) == 1
-    every = deadlock.processes(traindoc.load(d).stacks, thread="*")
+    every = deadlock_stacks.processes(traindoc.load(d).stacks, thread="*")
     p1 = next(p for p in every if p.pid == 1)
     assert p1.threads == ["MainThread", "compute"]  # pt_autograd_0 is an idle helper
     assert "busy (train.py:7)" in p1.signature
@@ -353,7 +353,7 @@ def test_report_of_analyse_is_diagnose(path: Path) -> None:
     r = deadlock.report(a)
     assert r.summary(inc) == deadlock.diagnose(inc).summary(inc)
     assert a.outlier_members == r.facts["outlier_members"]
-    assert a.majority_leaf == r.facts["majority_leaf"] and a.mismatch == r.facts["first_mismatch"]
+    assert a.majority_leaf == r.facts["majority_leaf"] and (a.mismatch and a.mismatch.as_fact()) == r.facts["first_mismatch"]
     assert set(a.tables()) == {"processes", "groups", "outliers", "flight_recorder"}
     assert int(a.processes["outlier"].sum()) == len(a.outliers)
     assert int(a.groups["count"].sum()) == r.facts["processes_seen"]
@@ -362,11 +362,11 @@ def test_report_of_analyse_is_diagnose(path: Path) -> None:
 
 # -- the fast grouping against the plain one -----------------------------------------------------
 def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
-                        depth: int | None = None) -> list[deadlock.Proc]:
-    """``deadlock.processes`` as it was before it grouped plain lists and memoised per stack: a
+                        depth: int | None = None) -> list[deadlock_stacks.Proc]:
+    """``deadlock_stacks.processes`` as it was before it grouped plain lists and memoised per stack: a
     pandas groupby, one ``itertuples`` per process and every frame list matched per row."""
     na, file_of = deadlock_stacks._na, deadlock_stacks._file_of
-    mains_names = deadlock.MAIN_THREAD_NAMES
+    mains_names = deadlock_stacks.MAIN_THREAD_NAMES
 
     def frames_of(row):
         return list(row.frames) if isinstance(row.frames, list) else []
@@ -377,7 +377,7 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
 
     def choose(rows):
         if thread == "*":
-            keep = [r for r in rows if not deadlock.is_idle_helper_thread(na(r.thread), frames_of(r))]
+            keep = [r for r in rows if not deadlock_stacks.is_idle_helper_thread(na(r.thread), frames_of(r))]
             return keep or [r for r in rows if na(r.thread) in mains_names]
         names = mains_names if thread in mains_names else (thread,)
         chosen = [r for r in rows if na(r.thread) in names]
@@ -452,16 +452,16 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
         mains = [r for r in last if na(r.thread) in mains_names]
         first = mains[0] if mains else last[0]
         frames = frames_of(first)
-        sigs = [" ‖ ".join(sorted(deadlock.signature(frames_of(r), depth) for r in s)) for s in snaps]
-        out.append(deadlock.Proc(
+        sigs = [" ‖ ".join(sorted(deadlock_stacks.signature(frames_of(r), depth) for r in s)) for s in snaps]
+        out.append(deadlock_stacks.Proc(
             key=key, rank=to_int(first.rank), host=na(first.host), pid=to_int(first.pid),
             frames=frames, leaf=(f"not dumped: {str(na(first.line) or 'py-spy error').strip()}"
                                  if na(first.state) == "dump_error" else
                                  f"uninterruptible sleep (D): {na(first.cmd) or 'no stack'}"
                                  if na(first.state) == "D" and not frames
-                                 else deadlock.key_leaf(frames)),
+                                 else deadlock_stacks.key_leaf(frames)),
             signature=sigs[-1],
-            in_collective=deadlock.in_collective(frames), helper=deadlock.is_helper_process(frames),
+            in_collective=deadlock_stacks.in_collective(frames), helper=deadlock_stacks.is_helper_process(frames),
             source=str(first.source), line=str(na(first.line) or ""),
             thread=na(first.thread), state="D" if stuck else na(first.state), cmd=na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1,
@@ -481,7 +481,7 @@ THREAD_ARGS = [("MainThread", None), ("*", None), ("MainThread", 2), ("pt_autogr
 def test_processes_equal_the_plain_grouping_on_the_samples(path: Path) -> None:
     stacks = traindoc.load(path).stacks
     for thread, depth in THREAD_ARGS:
-        assert deadlock.processes(stacks, thread, depth) == reference_processes(stacks, thread, depth)
+        assert deadlock_stacks.processes(stacks, thread, depth) == reference_processes(stacks, thread, depth)
 
 
 WAIT_FRAMES = [*AR, *AG, *LOADER, "0x7f72b8ea3f16 (libc.so.6)", "syscall (libc.so.6)",
@@ -511,7 +511,7 @@ def test_processes_equal_the_plain_grouping_on_generated_tables(rows: list[dict]
     for row in rows:
         row["leaf"] = row["frames"][0] if row["frames"] else None
     stacks = schema.frame("stacks", rows)
-    assert deadlock.processes(stacks, *args) == reference_processes(stacks, *args)
+    assert deadlock_stacks.processes(stacks, *args) == reference_processes(stacks, *args)
 
 
 def test_thread_header_with_its_id_cut_out(tmp_path) -> None:
@@ -575,7 +575,7 @@ def test_transport_advice_only_where_every_stack_waits_in_one_collective() -> No
     inside the same collective' only where two or more stacks do."""
     paths = [*sorted(CORPUS.glob("*/*/logs")), *sorted((DATA / "deadlock").glob("*/"))]
     for p in paths:
-        inc = traindoc.load(p)
+        inc = load_once(p)
         if not len(inc.stacks):
             continue
         a = deadlock.analyse(inc)

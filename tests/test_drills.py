@@ -25,6 +25,7 @@ LIB = REPO / "lib"
 if str(LIB) not in sys.path:
     sys.path.insert(0, str(LIB))
 
+from traindoc.diagnose import NAMES  # noqa: E402
 from traindoc.drills import DRILLS, SPECS, run, sample_dir  # noqa: E402
 from traindoc.drills.worker import megatron_line  # noqa: E402
 
@@ -49,7 +50,7 @@ EXPECTED_KEYS = {
     "slow_rank": {"change_iteration", "suspect_ranks"},
     "loss_spike": {"spikes"},
 }
-CLASSES = {"timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"}
+CLASSES = set(NAMES)
 
 
 def _leftovers(marker: str) -> list[str]:

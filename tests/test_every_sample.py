@@ -3,15 +3,14 @@ the runbook's facts and never raises (a page does not say which failure it is)."
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 
 import traindoc
 from conftest import SAMPLE_DIRS
 from traindoc.report import Report
+from traindoc.score import RUNBOOKS as CLASSES
+from traindoc.score import diagnosis
 
-CLASSES = ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage"]
 SAMPLES = SAMPLE_DIRS
 
 
@@ -22,9 +21,8 @@ def incidents() -> dict:
 
 @pytest.mark.parametrize("cls", CLASSES)
 def test_diagnosis_runs_on_every_sample(cls: str, incidents: dict) -> None:
-    module = importlib.import_module(f"traindoc.diagnose.{cls}")
     for path, inc in incidents.items():
-        report = module.diagnose(inc)
+        report = diagnosis(cls)(inc)
         assert isinstance(report, Report), path
         assert report.verdict and report.confidence in ("high", "medium", "low"), path
         report.summary(inc)  # JSON-able

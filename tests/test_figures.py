@@ -24,7 +24,7 @@ from matplotlib.text import Text
 import traindoc
 from conftest import DATA, SAMPLE_DIRS
 from traindoc import plots
-from traindoc.diagnose import deadlock, gpu_crash, loss_spike, throughput, timeout, triage
+from traindoc.diagnose import NAMES, deadlock, gpu_crash, loss_spike, throughput, timeout, triage
 
 COUNT_LABEL_RE = re.compile(r"^(iteration|step|collective sequence number|order of)\b", re.I)
 FRACTION_RE = re.compile(r"^[−-]?\d+\.\d*[1-9]\d*$")
@@ -212,14 +212,14 @@ def test_the_checker_catches_what_it_should() -> None:
     assert "ticks all read" in " | ".join(check_figure(same))
 
 
-@pytest.mark.parametrize("cls", ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"])
+@pytest.mark.parametrize("cls", NAMES)
 def test_every_figure_reads_well_on_the_corpus(cls: str) -> None:
     """Real logs make the odd shapes (one iteration, steps that never move, a hundred ranks)."""
-    from conftest import CORPUS
+    from conftest import CORPUS, load_once
 
     bad = {}
     for case in sorted((CORPUS / cls).glob("*/case.json")):
-        inc = traindoc.load(case.parent / "logs", progress=False)
+        inc = load_once(case.parent / "logs")
         for name, fig in DRAW[cls](inc).items():
             if problems := check_figure(fig):
                 bad[f"{case.parent.name}/{name}"] = problems

@@ -16,8 +16,10 @@ import pytest
 
 import traindoc
 from conftest import CORPUS, DATA, ROOT, SEEDS
-from traindoc.diagnose import gpu_crash
+from traindoc.diagnose import common, gpu_crash
 from traindoc.diagnose.common import task_hosts
+from traindoc.diagnose.gpu_crash import checkpoints as gc_checkpoints
+from traindoc.diagnose.gpu_crash import events as gc_events
 from traindoc.parse import checkpoints, errors, xid
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -346,9 +348,9 @@ def test_first_in_time_not_first_in_file(tmp_path: Path) -> None:
     assert r.facts["failed_ranks"] == [2]
     assert r.facts["error_kind"] == "cuda_error"
     assert r.facts["first_failure_time"] == "2024-05-14T03:12:10.100000"
-    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc))
+    crash = gc_events.first_failure(gc_events.failure_events(inc))
     assert sorted(int(x) for x in crash.cascade["rank"]) == [0, 1, 3]
-    ct = gpu_crash.cascade_table(crash)
+    ct = gc_events.cascade_table(crash)
     assert list(ct["after_s"]) == [2.0, 2.0, 2.0]
     assert r.confidence == "high"
 
@@ -439,6 +441,7 @@ def test_silent_rank_is_named(tmp_path: Path) -> None:
     _, r = diag(tmp_path, text)
     assert r.facts["failed_ranks"] == [1]
     assert r.confidence == "medium"
+    assert any(f.id == "silent_rank" for f in r.findings)
 
 
 # --- the bundles --------------------------------------------------------------------------------------
@@ -462,7 +465,7 @@ def test_drill_crash_bundle() -> None:
     inc = traindoc.load(DATA / "gpu_crash" / "drill_crash")
     r = gpu_crash.diagnose(inc)
     assert r.facts["failed_ranks"] == [1] and r.facts["error_kind"] == "signal"
-    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc), ranks_seen=inc.ranks)
+    crash = gc_events.first_failure(gc_events.failure_events(inc), ranks_seen=inc.ranks)
     assert 0 in set(crash.cascade["rank"].dropna().astype(int))
     assert 1 not in set(crash.cascade["rank"].dropna().astype(int))
 
@@ -475,7 +478,7 @@ def test_xid79_bundle() -> None:
     assert f["error_kind"] == "xid" and f["xid_codes"] == [79, 154]
     assert (f["last_checkpoint_iteration"], f["lost_iterations"]) == (4000, 240)
     assert f["lost_hours"] == pytest.approx(0.842, abs=1e-3)
-    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc), ranks_seen=inc.ranks)
+    crash = gc_events.first_failure(gc_events.failure_events(inc), ranks_seen=inc.ranks)
     assert set(crash.cascade["rank"].dropna().astype(int)) == set(range(0, 8)) | set(range(16, 32))
     drain = next(a for a in r.actions if a.id == "drain_node")
     assert 'scontrol update nodename=node-2 state=drain reason="Xid 79' in drain.how
@@ -486,26 +489,26 @@ def test_xid79_bundle() -> None:
     assert "TORCH_NCCL_ASYNC_ERROR_HANDLING=1" in hang.how and "--kill-on-bad-exit=1" in hang.how
     assert "--wait=60" in hang.how and hang.priority <= 3  # the survivors hung 10 min
     assert any(x.id == "exit_delay" and x.severity == "warning" for x in r.findings)
-    cost = dict(gpu_crash.cost_table(f).values.tolist())
+    cost = dict(gc_checkpoints.cost_table(f).values.tolist())
     assert cost["lost_iterations"] == "240" and cost["checkpoint_interval_recommended"] == "541"
-    tl = gpu_crash.timeline_frame(crash)
+    tl = gc_events.timeline_frame(crash)
     assert tl["first"].sum() == 1 and tl.loc[tl["first"], "lane"].item() == "node-2"
 
 
 # --- checkpoints and Young/Daly -----------------------------------------------------------------------
 
 def test_young_daly_numbers() -> None:
-    yd = gpu_crash.young_daly(40.0, 7 * 24 * 3600.0)
+    yd = gc_checkpoints.young_daly(40.0, 7 * 24 * 3600.0)
     assert yd["young_s"] == pytest.approx(math.sqrt(2 * 40 * 604800), rel=1e-9)
     assert yd["young_s"] == pytest.approx(6955.9, abs=0.1)  # ≈ 1.93 h
     assert yd["daly_s"] == pytest.approx(6929.0, abs=1.0)
     assert round(yd["young_s"] / 105) == 66
     # The interval minimises δ/τ + τ/2M: its neighbours waste more.
-    w = [gpu_crash.expected_waste(t, 40.0, 604800.0) for t in (3000.0, yd["young_s"], 15000.0)]
+    w = [gc_checkpoints.expected_waste(t, 40.0, 604800.0) for t in (3000.0, yd["young_s"], 15000.0)]
     assert w[1] < w[0] and w[1] < w[2]
-    assert gpu_crash.expected_waste(yd["young_s"], 40.0, 604800.0) == pytest.approx(
+    assert gc_checkpoints.expected_waste(yd["young_s"], 40.0, 604800.0) == pytest.approx(
         2 * 40.0 / yd["young_s"], rel=1e-9)
-    assert math.isnan(gpu_crash.young_daly(0.0, 1.0)["young_s"])
+    assert math.isnan(gc_checkpoints.young_daly(0.0, 1.0)["young_s"])
 
 
 def test_interval_parameters_override(tmp_path: Path) -> None:
@@ -513,7 +516,7 @@ def test_interval_parameters_override(tmp_path: Path) -> None:
     assert r.facts["checkpoint_interval_recommended"] == 66
     _, r = diag(tmp_path, SEED_BLOCK, checkpoint_save_s=40, iteration_s=105, mtbf_hours=24)
     assert r.facts["checkpoint_interval_recommended"] == round(math.sqrt(2 * 40 * 86400) / 105)
-    table = gpu_crash.interval_table(40.0, 604800.0, 105.0, current_iterations=250)
+    table = gc_checkpoints.interval_table(40.0, 604800.0, 105.0, current_iterations=250)
     assert "66" in set(table["value"])
 
 
@@ -528,7 +531,7 @@ def test_incomplete_save_and_lost_time(tmp_path: Path) -> None:
             + "[2024-05-14 01:16:42,000] [INFO] saving checkpoint at iteration     200 to /ck\n"
             + HEADER.replace("03:00:00", "01:17:00") + glog_err(5, "01:17:02", CUDA))
     inc, r = diag(tmp_path, text)
-    ck = gpu_crash.checkpoint_state(inc, 200)
+    ck = gc_checkpoints.checkpoint_state(inc, 200)
     assert (ck.last_iteration, ck.incomplete, ck.save_s) == (100, 200, 40.0)
     assert r.facts["last_checkpoint_iteration"] == 100 and r.facts["lost_iterations"] == 100
     assert r.facts["lost_hours"] == pytest.approx((17 * 60 + 2 - 41) / 3600, abs=1e-3)
@@ -783,15 +786,15 @@ def test_analyse_holds_every_table_the_runbook_shows() -> None:
     r = gpu_crash.report(a)
     assert r.summary(inc) == gpu_crash.diagnose(inc).summary(inc)
     assert a.facts == r.facts and a.facts is not r.facts
-    crash = gpu_crash.first_failure(gpu_crash.failure_events(inc), ranks_seen=inc.ranks)
+    crash = gc_events.first_failure(gc_events.failure_events(inc), ranks_seen=inc.ranks)
     pd.testing.assert_frame_equal(a.events, crash.events)
     pd.testing.assert_frame_equal(a.crash.cluster, crash.cluster)
-    pd.testing.assert_frame_equal(a.cascade, gpu_crash.cascade_table(crash))
-    pd.testing.assert_frame_equal(a.timeline, gpu_crash.timeline_frame(
-        crash, gpu_crash.rank_hosts(inc), task_hosts(inc)))
-    pd.testing.assert_frame_equal(a.xids, gpu_crash.xid_table(inc))
-    pd.testing.assert_frame_equal(a.interval, gpu_crash.interval_report(inc))
-    pd.testing.assert_frame_equal(a.cost, gpu_crash.cost_table(r.facts))
+    pd.testing.assert_frame_equal(a.cascade, gc_events.cascade_table(crash))
+    pd.testing.assert_frame_equal(a.timeline, gc_events.timeline_frame(
+        crash, common.rank_hosts(inc), task_hosts(inc)))
+    pd.testing.assert_frame_equal(a.xids, gc_events.xid_table(inc))
+    pd.testing.assert_frame_equal(a.interval, gc_checkpoints.interval_report(inc))
+    pd.testing.assert_frame_equal(a.cost, gc_checkpoints.cost_table(r.facts))
     assert a.checkpoints.last_iteration == 4000 and len(a.checkpoint_lines)
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.save_s = 1.0  # type: ignore[misc]
@@ -802,7 +805,7 @@ def test_analyse_takes_the_knobs_of_diagnose() -> None:
     kw = dict(checkpoint_save_s=12.0, iteration_s=3.5, mtbf_hours=24.0, save_interval=50)
     a = gpu_crash.analyse(inc, **kw)
     assert (a.save_s, a.seconds_per_iteration, a.mtbf_s) == (12.0, 3.5, 24 * 3600.0)
-    pd.testing.assert_frame_equal(a.interval, gpu_crash.interval_report(inc, **kw))
+    pd.testing.assert_frame_equal(a.interval, gc_checkpoints.interval_report(inc, **kw))
     assert gpu_crash.report(a).summary(inc) == gpu_crash.diagnose(inc, **kw).summary(inc)
 
 

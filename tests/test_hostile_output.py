@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import errno
-import importlib
 import inspect
 import json
 import os
@@ -37,6 +36,7 @@ import traindoc
 from conftest import DATA, ROOT
 from traindoc import report as rep
 from traindoc import widgets
+from traindoc.diagnose import failure_class, triage
 from traindoc.execute import execute_runbook
 from traindoc.htmlreport import clean_outputs, notebook_html, terminal_text, write_html
 
@@ -134,7 +134,7 @@ def shown_tables() -> dict[str, pd.DataFrame]:
     findings and actions, the incident overview and every parsed table."""
     tables: dict[str, pd.DataFrame] = {}
     for cls in RUNBOOKS:
-        mod = importlib.import_module(f"traindoc.diagnose.{cls}")
+        mod = triage if cls == "triage" else failure_class(cls)
         inc = traindoc.load(_sample(cls))
         analysis = mod.analyse(inc)
         result = mod.report(analysis)

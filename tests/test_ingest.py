@@ -16,13 +16,14 @@ import traindoc
 from conftest import DATA, ROOT, SEEDS
 from traindoc.parse import BLOCK_PARSERS
 from traindoc.parse.prefixes import demux
-from traindoc.reader import decode, progress, sink
+from traindoc.reader import decode, patterns, planner, progress, registry, sink
 from traindoc.reader import fast as fast_engine
+from traindoc.reader.scanners import SCANNER_ENV
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import generate  # noqa: E402
 
-SCANNERS = ["python"] + (["hyperscan"] if fast_engine._hs is not None else [])
+SCANNERS = ["python"] + (["hyperscan"] if patterns.hs is not None else [])
 
 
 def same(a: traindoc.Incident, b: traindoc.Incident) -> None:
@@ -40,7 +41,7 @@ def both(paths, **kw) -> tuple[traindoc.Incident, traindoc.Incident]:
 
 @pytest.fixture(params=SCANNERS)
 def scanner(request, monkeypatch):
-    monkeypatch.setattr(fast_engine, "SCANNER", request.param)
+    monkeypatch.setenv(SCANNER_ENV, request.param)
     return request.param
 
 
@@ -145,26 +146,26 @@ def test_iterations_alone_are_the_iterations_of_a_full_load(tmp_path: Path) -> N
         traindoc.load(log, tables=["iteration"])
 
 
-needs_hyperscan = pytest.mark.skipif(fast_engine._hs is None, reason="the planner needs hyperscan")
+needs_hyperscan = pytest.mark.skipif(patterns.hs is None, reason="the planner needs hyperscan")
 
 
 @needs_hyperscan
 @pytest.mark.parametrize("seed", range(3))
 def test_chunks_planned_in_a_child_process_read_the_same(tmp_path: Path, seed: int,
                                                         monkeypatch) -> None:
-    monkeypatch.setattr(fast_engine, "SCANNER", "hyperscan")
+    monkeypatch.setenv(SCANNER_ENV, "hyperscan")
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << (12 + seed))
-    monkeypatch.setattr(fast_engine, "PIPELINE_MIN_BYTES", 0)
+    monkeypatch.setattr(planner, "PIPELINE_MIN_BYTES", 0)
     monkeypatch.setattr(fast_engine, "SKIP_WINDOW", 64 << seed)
     log = generate.torture_log(tmp_path / f"t{seed}.log", 40 + seed, n=2000)
     made = []
-    real = fast_engine.Planner.__init__
+    real = planner.Planner.__init__
 
     def spy(self, *a, **kw):
         made.append(a[0])
         real(self, *a, **kw)
 
-    monkeypatch.setattr(fast_engine.Planner, "__init__", spy)
+    monkeypatch.setattr(planner.Planner, "__init__", spy)
     piped = traindoc.load(log, engine="fast", workers=None)
     assert made == [str(log)]
     same(traindoc.load(log, engine="plain", workers=1), piped)
@@ -179,9 +180,9 @@ def test_the_reader_plans_itself_when_the_planner_fails(tmp_path: Path, fault: s
                                                        monkeypatch) -> None:
     """A planner that dies after two chunks, or that read other bytes (a file rewritten in
     between): the reader plans the rest itself, with the same result."""
-    monkeypatch.setattr(fast_engine, "SCANNER", "hyperscan")
+    monkeypatch.setenv(SCANNER_ENV, "hyperscan")
     monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << 13)
-    monkeypatch.setattr(fast_engine, "PIPELINE_MIN_BYTES", 0)
+    monkeypatch.setattr(planner, "PIPELINE_MIN_BYTES", 0)
     log = generate.torture_log(tmp_path / "t.log", 7, n=2000)
 
     class Conn:
@@ -200,21 +201,21 @@ def test_the_reader_plans_itself_when_the_planner_fails(tmp_path: Path, fault: s
         def close(self):
             self.conn.close()
 
-    real = fast_engine._plan_file
-    monkeypatch.setattr(fast_engine, "_plan_file", lambda path, reg, susp, conn:
-                        real(path, reg, susp, Conn(conn)))
+    real = planner._plan_file
+    monkeypatch.setattr(planner, "_plan_file", lambda path, scan, susp, conn:
+                        real(path, scan, susp, Conn(conn)))
     same(traindoc.load(log, engine="plain", workers=1), traindoc.load(log, workers=None))
 
 
 def test_engine_argument() -> None:
     with pytest.raises(ValueError, match="engine"):
         traindoc.load(DATA, engine="turbo")
-    ok, why = fast_engine.fast_engine_status()
+    ok, why = registry.fast_engine_status()
     assert ok, why
 
 
 def test_every_block_parser_declares_start_needles() -> None:
-    _, missing = fast_engine.block_needles()
+    _, missing = registry.block_needles()
     assert not missing, f"declare `needles` on {missing} (see traindoc.parse.base.BlockParser)"
 
 
@@ -231,7 +232,7 @@ def test_every_block_parser_states_the_whole_contract() -> None:
         assert factory.section is None and factory().section is None, name
 
 
-NEEDLES = fast_engine.all_needles()
+NEEDLES = registry.all_needles()
 plain_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80)
 
 
@@ -312,10 +313,11 @@ def test_the_writer_caches_stay_bounded(monkeypatch) -> None:
     from traindoc.reader.lines import LineReader, Stream
     from traindoc.reader.sink import Sink
 
-    monkeypatch.setattr(fast_engine.PrefixCache, "MAX", 64)
+    monkeypatch.setattr(fast_engine, "CACHE_ENTRIES", 64)
     acc = Account()
     lines = LineReader(acc, Sink())
-    ft = fast_engine.FastText(lines, Stream("x.log", demux("")[1], 2024), fast_engine.registry())
+    ft = fast_engine.FastText(lines, Stream("x.log", demux("")[1], 2024), registry.Registry(),
+                              fast_engine.PrefixCache())
     body = (" iteration {i}/ 9000 | lm loss: 2.0 | grad norm: 0.3 | number of skipped iterations:"
             "   0 | number of nan iterations:   0 |")
     chunk = "".join(f"node-{i % 4}:{body.format(i=i)}\n[default0]:Epoch 0: {i % 100}%|█ "

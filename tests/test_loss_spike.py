@@ -16,6 +16,9 @@ import traindoc
 from conftest import DATA
 from traindoc import Incident
 from traindoc.diagnose import loss_spike as ls
+from traindoc.diagnose.loss_spike import detect as ls_detect
+from traindoc.diagnose.loss_spike import series as ls_series
+from traindoc.diagnose.loss_spike.report import spikes_table
 
 GBS = 2048
 
@@ -116,7 +119,7 @@ def test_smooth_falling_curve_has_no_spike(noise: float, seed: int) -> None:
 def test_no_spike_on_any_noisy_decay(seed: int, noise: float, tau: float, floor: float,
                                      n: int) -> None:
     loss = falling(n, noise, seed, floor=floor, tau=tau)
-    assert ls.find_spikes(ls.series(rows_incident(loss, grads(n, seed))))[0] == []
+    assert ls_detect.find_spikes(ls_series.series(rows_incident(loss, grads(n, seed))))[0] == []
 
 
 # -- known spikes ------------------------------------------------------------------------------
@@ -193,10 +196,10 @@ def test_unrecovered_spike_rolls_back_to_the_last_saved_checkpoint() -> None:
 
 
 def test_rollback_point() -> None:
-    assert ls.rollback_point(1160, [1000, 1100, 1200]) == 1100
-    assert ls.rollback_point(1100, [1000, 1100]) == 1000  # iteration 1100's batch is suspect
-    assert ls.rollback_point(1160, [], 100) == 1100
-    assert ls.rollback_point(50, [], 100) is None
+    assert ls_series.rollback_point(1160, [1000, 1100, 1200]) == 1100
+    assert ls_series.rollback_point(1100, [1000, 1100]) == 1000  # iteration 1100's batch is suspect
+    assert ls_series.rollback_point(1160, [], 100) == 1100
+    assert ls_series.rollback_point(50, [], 100) is None
 
 
 # -- NaN, skipped, loss scale --------------------------------------------------------------------
@@ -227,7 +230,7 @@ def test_loss_scale_collapse(tmp_path: Path) -> None:
         lines.append(megatron(i, 2.5, None, scale=scale, skipped=1))
     r = ls.diagnose(load_lines(tmp_path, lines))
     assert r.facts["skipped_iterations"] == list(range(11, 21))
-    c = ls.loss_scale_collapses(ls.series(load_lines(tmp_path, lines)))
+    c = ls_series.loss_scale_collapses(ls_series.series(load_lines(tmp_path, lines)))
     assert c == [{"start_iteration": 10, "end_iteration": 20, "from": 65536.0, "to": 64.0,
                   "halvings": 10.0}]
     assert any(f.id == "loss_scale_collapse_10" and f.severity == "critical" for f in r.findings)
@@ -239,8 +242,8 @@ def test_normal_dynamic_loss_scaling_is_no_collapse() -> None:
     # halve on an overflow, grow back ×2 after a quiet window: what a healthy fp16 run does
     scale = [65536.0] * 10 + [32768.0] * 10 + [65536.0] * 10 + [32768.0] * 5 + [16384.0] * 5
     s = pd.DataFrame({"iteration": range(1, 41), "loss_scale": scale})
-    assert ls.loss_scale_collapses(s) == []
-    assert ls.loss_scale_collapses(pd.DataFrame({"iteration": [1, 2], "loss_scale": [2.0, 1.0]}))
+    assert ls_series.loss_scale_collapses(s) == []
+    assert ls_series.loss_scale_collapses(pd.DataFrame({"iteration": [1, 2], "loss_scale": [2.0, 1.0]}))
 
 
 # -- the real samples ------------------------------------------------------------------------------
@@ -284,7 +287,7 @@ def test_hf_trainer_torchtitan_and_deepspeed_lines(tmp_path: Path) -> None:
 def test_restarted_job_rerun_replaces_the_first_attempt(tmp_path: Path) -> None:
     first = [megatron(i, 2.0, 0.3) for i in range(1, 21)] + [megatron(21, 9.0, 50.0)]
     rerun = [megatron(i, 2.0, 0.3) for i in range(11, 31)]  # restarted from checkpoint 10
-    s = ls.series(load_lines(tmp_path, first + rerun))
+    s = ls_series.series(load_lines(tmp_path, first + rerun))
     assert s["iteration"].tolist() == list(range(1, 31))
     assert float(s.loc[s["iteration"] == 21, "loss"].item()) == 2.0
 
@@ -301,7 +304,7 @@ def test_rolling_stats_match_a_naive_computation() -> None:
     rng = np.random.default_rng(0)
     y = rng.standard_normal(300)
     y[rng.choice(300, 30, replace=False)] = np.nan
-    med, mad, cnt = ls.rolling_stats(y, 20)
+    med, mad, cnt = ls_detect.rolling_stats(y, 20)
     for i in (1, 5, 19, 20, 150, 299):
         w = y[max(0, i - 20) : i]
         w = w[~np.isnan(w)]
@@ -316,7 +319,7 @@ def test_detection_is_fast_on_a_long_run() -> None:
     loss = falling(n, 0.02, 7, tau=20_000)
     loss[150_000] *= 3
     t = time.perf_counter()
-    found = [e for e in ls.excursions(loss) if e.confirmed]
+    found = [e for e in ls_detect.excursions(loss) if e.confirmed]
     assert time.perf_counter() - t < 20
     assert [e.start for e in found] == [150_000]
 
@@ -402,7 +405,7 @@ def test_megatron_line_without_lm_loss_is_a_nan_iteration(tmp_path) -> None:
 
 
 def test_recovery_after_a_huge_spike_with_little_history() -> None:
-    from traindoc.diagnose.loss_spike import LOSS, excursions
+    from traindoc.diagnose.loss_spike.detect import LOSS, excursions
 
     # microsoft/LMOps#130: 1.53 → 2442.9 → 2.28
     ex = excursions(np.array([1.5269, 2442.9075, 2.2808]), LOSS)
@@ -410,7 +413,7 @@ def test_recovery_after_a_huge_spike_with_little_history() -> None:
 
 
 def test_noisy_first_micro_batches_are_no_spike() -> None:
-    from traindoc.diagnose.loss_spike import LOSS, excursions
+    from traindoc.diagnose.loss_spike.detect import LOSS, excursions
 
     # Lightning-AI/litgpt#185: micro-batch losses 1.71-2.71 before the first optimizer step
     y = np.array([1.7089, 2.1155, 1.9496, 1.7309, 1.7632, 1.8084, 1.8845, 2.3051, 1.7964, 2.4444,
@@ -419,7 +422,7 @@ def test_noisy_first_micro_batches_are_no_spike() -> None:
 
 
 def test_a_whole_skipped_interval_lists_every_step() -> None:
-    from traindoc.diagnose.loss_spike import skipped_iterations
+    from traindoc.diagnose.loss_spike.series import skipped_iterations
 
     # NVIDIA/nccl#743 (Megatron BERT): "number of skipped iterations: 10" at iteration 10
     s = pd.DataFrame({"iteration": [10, 20, 30], "skipped": [10, 0, 3]})
@@ -433,13 +436,13 @@ def test_diagnose_is_report_of_analyse(sample: str) -> None:
     a = ls.analyse(inc, checkpoint_interval=100)
     assert ls.report(a).summary(inc) == ls.diagnose(inc, checkpoint_interval=100).summary(inc)
     # the tables the runbook shows come from the analysis, equal to the library's own calls
-    pd.testing.assert_frame_equal(a.series, ls.series(inc))
-    assert a.checkpoints == ls.checkpoint_iterations(inc)
-    assert a.loss_scale_collapses == ls.loss_scale_collapses(a.series)
-    pd.testing.assert_frame_equal(a.spikes_table(), ls.spikes_table(ls.report(a)))
+    pd.testing.assert_frame_equal(a.series, ls_series.series(inc))
+    assert a.checkpoints == ls_series.checkpoint_iterations(inc)
+    assert a.loss_scale_collapses == ls_series.loss_scale_collapses(a.series)
+    pd.testing.assert_frame_equal(a.spikes_table(), spikes_table(ls.report(a)))
     if a.spikes:
         pd.testing.assert_frame_equal(a.spike_rows(a.spikes[0]),
-                                      ls.spike_rows(a.series, a.spikes[0]))
+                                      ls_series.spike_rows(a.series, a.spikes[0]))
 
 
 def test_analysis_holds_the_rollback_point_and_is_frozen() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 import traindoc
 from conftest import DATA
-from traindoc.diagnose import loss_spike
+from traindoc.diagnose.loss_spike import series as ls_series
 from traindoc.parse import FILE_LOADERS
 from traindoc.parse.metrics import LOADER, looks_like_metrics, tag_from_name
 
@@ -41,7 +41,7 @@ def test_tensorboard_per_tag_csvs_merge_by_step(tmp_path: Path) -> None:
     inc = traindoc.load(tmp_path)
     assert len(inc.iterations) == 12
     assert inc.account["files"] == 2
-    s = loss_spike.series(inc)
+    s = ls_series.series(inc)
     assert s["iteration"].tolist() == [i for i, _, _ in SEED]
     assert s["loss"].tolist() == [loss for _, loss, _ in SEED]
     assert s["grad_norm"].tolist() == [g for _, _, g in SEED]
@@ -105,12 +105,12 @@ def test_nan_and_infinity_values_count_as_nan_iterations(tmp_path: Path) -> None
     p.write_text('{"_step": 1, "train/loss": 2.0, "train/grad_norm": 0.5}\n'
                  '{"_step": 2, "train/loss": NaN, "train/grad_norm": Infinity}\n'
                  '{"_step": 3, "train/loss": 2.1, "train/grad_norm": 0.4}\n')
-    s = loss_spike.series(traindoc.load(p))
+    s = ls_series.series(traindoc.load(p))
     assert s["is_nan"].tolist() == [False, True, False]
     assert math.isinf(s["grad_norm"].iloc[1])
     c = tmp_path / "history.csv"
     c.write_text("_step,train/loss\n1,2.0\n2,nan\n3,2.1\n")
-    assert loss_spike.nan_iterations(loss_spike.series(traindoc.load(c))) == [2]
+    assert ls_series.nan_iterations(ls_series.series(traindoc.load(c))) == [2]
 
 
 def test_hf_trainer_state_json(tmp_path: Path) -> None:

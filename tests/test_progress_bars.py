@@ -11,6 +11,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import throughput as tp
+from traindoc.diagnose.throughput import change as tp_change
 from traindoc.parse.progress import parse_keras, parse_tqdm
 
 # (line, step, total, seconds per step, source)
@@ -100,7 +101,7 @@ def test_one_slow_step_is_no_pause() -> None:
     10x slower, but 13.5 s lost is a blip (a blocked loader thread), not a pause."""
     secs = np.array([1.5, 1.52, 1.48, 1.5, 1.51, 15.0, 1.5, 1.49, 1.5])
     its = np.arange(315, 324)
-    assert tp.mid_pause(secs, its) is None
+    assert tp_change.mid_pause(secs, its) is None
     secs[5] = 16.0  # (over ten times the slowest other step)
-    assert tp.mid_pause(secs, its) is None
-    assert tp.mid_pause(secs, its * 1000) is not None  # the same over 1000 steps a point
+    assert tp_change.mid_pause(secs, its) is None
+    assert tp_change.mid_pause(secs, its * 1000) is not None  # the same over 1000 steps a point

@@ -136,13 +136,20 @@ def test_chromium_renders_the_report(report: dict, tmp_path: Path) -> None:
     assert red.sum() > 20, "the timeline's red 'cause' marker is not on the page"
 
 
-@needs_chromium
-def test_chromium_renders_a_class_runbook_report(tmp_path: Path) -> None:
-    """The report of another runbook (here timeout's) renders too: same exporter."""
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def timeout_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``traindoc run timeout --html`` on the bundled sample, once for the tests that read it."""
+    out = tmp_path_factory.mktemp("timeout") / "out"
     code = cli.main(["run", "timeout", str(DATA / "timeout" / "gemma3_seed"), "-o", str(out),
                      "--html"])
     assert code == cli.EXIT_OK
+    return out
+
+
+@needs_chromium
+def test_chromium_renders_a_class_runbook_report(timeout_report: Path) -> None:
+    """The report of another runbook (here timeout's) renders too: same exporter."""
+    out = timeout_report
     s = json.loads((out / "summary.json").read_text())
     dom = chromium("--dump-dom", (out / "timeout.html").resolve().as_uri())
     assert dom.returncode == 0 and s["verdict"][:60].replace("&", "&amp;") in dom.stdout
@@ -253,12 +260,11 @@ def test_triage_reports_fetch_nothing_in_a_browser(tmp_path: Path) -> None:
 
 
 @needs_chromium
-def test_bottom_line_is_on_the_first_screen(report: dict, tmp_path: Path) -> None:
+def test_bottom_line_is_on_the_first_screen(report: dict, timeout_report: Path,
+                                            tmp_path: Path) -> None:
     """Verdict, confidence and first action within the first 1000 px of the HTML report, for
     triage and for a class runbook (issue 15.7)."""
-    out = tmp_path / "timeout"
-    assert cli.main(["run", "timeout", str(DATA / "timeout" / "gemma3_seed"), "-o", str(out),
-                     "--html"]) == cli.EXIT_OK
+    out = timeout_report
     probe = ("<script>const b = document.querySelector('.traindoc-bottom-line');"
              "document.body.dataset.bl = b ? Math.round(b.getBoundingClientRect().bottom) : -1;"
              "</script>")

@@ -5,18 +5,14 @@ numbers triage states about a timeout are the timeout runbook's."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 
 import pytest
 
-import traindoc
-from conftest import CORPUS, SAMPLE_DIRS
-from traindoc.diagnose import triage
+from conftest import CORPUS, SAMPLE_DIRS, reports_once, triage_once
 from traindoc.report import Report
 
-CLASSES = ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"]
 LOGS = sorted([*SAMPLE_DIRS, *CORPUS.glob("*/*/logs")])
 # Case-sensitive: "NaN" is the word for a NaN loss and "none" is English; "None" and "nan" are
 # Python's missing values printed into a sentence.
@@ -39,9 +35,7 @@ def sentences(r: Report) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("path", LOGS, ids=_id)
 def test_no_missing_value_or_placeholder_in_any_sentence(path: Path) -> None:
-    inc = traindoc.load(path)
-    reports = {c: importlib.import_module(f"traindoc.diagnose.{c}").diagnose(inc) for c in CLASSES}
-    reports["triage"] = triage.diagnose(inc)
+    reports = reports_once(path)  # every class's diagnose and triage's, shared with the others
     bad = [(cls, where, BAD.search(text or "")[0], text[:200])
            for cls, r in reports.items() for where, text in sentences(r)
            if BAD.search(text or "")]
@@ -50,7 +44,7 @@ def test_no_missing_value_or_placeholder_in_any_sentence(path: Path) -> None:
 
 @pytest.mark.parametrize("path", [p for p in LOGS if "timeout" in p.parts], ids=_id)
 def test_triage_states_the_timeout_runbooks_numbers(path: Path) -> None:
-    a = triage.analyse(traindoc.load(path))
+    a = triage_once(path)
     t = next((s for s in a.sightings if s.cls == "timeout"), None)
     if t is None:
         return
@@ -75,10 +69,7 @@ DENIALS = [
 
 @pytest.mark.parametrize("path", LOGS, ids=_id)
 def test_a_nothing_found_finding_does_not_contradict_its_evidence(path: Path) -> None:
-    inc = traindoc.load(path)
-    reports = [importlib.import_module(f"traindoc.diagnose.{c}").diagnose(inc) for c in CLASSES]
-    reports.append(triage.diagnose(inc))
-    for r in reports:
+    for r in reports_once(path).values():
         for f in r.findings:
             if not f.id.startswith("no_") or not f.evidence:
                 continue

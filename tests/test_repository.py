@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from traindoc.score import RUNBOOKS as CLASSES
 
 RUNBOOKS = sorted((ROOT / "lib" / "traindoc" / "runbooks").glob("*.ipynb"))
 NOTEBOOKS = RUNBOOKS + sorted((ROOT / "notebooks").glob("*.ipynb"))
-CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
 # [text](target) in Markdown; a target that is a URL or climbs out of the repository leaves it
 LINK_RE = re.compile(r"\]\(\s*<?([^)\s>]+)")
 URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)

@@ -6,7 +6,9 @@ A sample is a folder ``data/<runbook>/<name>/`` holding ``expected.json`` (or a 
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import papermill as pm
@@ -51,11 +53,22 @@ def matches(expected, actual) -> bool:
     return expected == actual
 
 
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], tuple[dict, Path]]:
+    """``execute`` of a runbook on a sample once per test process: (summary, its folder)."""
+
+    @functools.cache
+    def run(runbook: str, sample: Path) -> tuple[dict, Path]:
+        tmp = tmp_path_factory.mktemp(f"{runbook}-{sample.name}")
+        return execute(runbook, tmp, log_path=str(sample)), tmp
+    return run
+
+
 @pytest.mark.notebooks
 @pytest.mark.parametrize(("runbook", "sample", "facts"), samples(),
                          ids=[f"{r}-{d.name}" for r, d, _ in samples()])
-def test_runbook_on_sample(runbook: str, sample: Path, facts: dict, tmp_path: Path) -> None:
-    summary = execute(runbook, tmp_path, log_path=str(sample))
+def test_runbook_on_sample(runbook: str, sample: Path, facts: dict, executed) -> None:
+    summary, tmp_path = executed(runbook, sample)
     assert summary["runbook"] == runbook
     # every figure saved as PNG is also shown in the executed notebook
     pngs = list((tmp_path / "out").rglob("*.png"))
@@ -111,8 +124,8 @@ def test_bad_input_is_a_finding(runbook: str, content: bytes, tmp_path: Path) ->
     assert summary["findings"]
 
 
-def test_summary_keys_are_complete(tmp_path: Path) -> None:
-    summary = execute("timeout", tmp_path, log_path=str(DATA / "timeout" / "gemma3_seed"))
+def test_summary_keys_are_complete(executed) -> None:
+    summary, _ = executed("timeout", DATA / "timeout" / "gemma3_seed")
     assert set(summary) == {"runbook", "version", "inputs", "verdict", "confidence", "facts",
                             "findings", "actions"}
     assert [a["priority"] for a in summary["actions"]] == list(range(1, len(summary["actions"]) + 1))

@@ -8,7 +8,6 @@ that would run them runs them here too.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import shutil
@@ -20,11 +19,12 @@ import pytest
 import traindoc
 from conftest import SAMPLE_DIRS
 from traindoc import shellsafe
+from traindoc.score import RUNBOOKS, diagnosis
 
 # What a job's owner can write where a host name, a message or a file name goes.
 PAYLOADS = ("a;>MARKER;#", "$(>MARKER)", "`>MARKER`", "x'>MARKER'", 'x"$(>MARKER)"',
             "x|>MARKER", "x&>MARKER&", "-x$(>MARKER)")
-RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
+
 # Where a pasted command begins: the tools the actions name.
 COMMAND_RE = re.compile(r"(?<![\w/.-])(?:scontrol|sbatch|srun|sacct|py-spy|traindoc|timeout|sudo|"
                         r"nvidia-smi|dcgmi|pdsh|export|grep|bash|sh|compute-sanitizer)(?![\w-])")
@@ -141,7 +141,7 @@ def _marker(sandbox: dict[str, str | Path]) -> list[Path]:
 
 def _reports(paths: list[Path]) -> list:
     inc = traindoc.load(paths, progress=False)
-    return [importlib.import_module(f"traindoc.diagnose.{rb}").diagnose(inc) for rb in RUNBOOKS]
+    return [diagnosis(rb)(inc) for rb in RUNBOOKS]
 
 
 @pytest.mark.parametrize("kind", ["logs", "samples"])

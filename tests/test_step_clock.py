@@ -13,7 +13,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import throughput as tp
-from traindoc.diagnose.throughput import find_change
+from traindoc.diagnose.throughput.change import find_change
 from traindoc.parse.iterations import parse_step_kv
 
 # (line, train_time_s, event, source)

@@ -17,6 +17,11 @@ from hypothesis import strategies as st
 import traindoc
 from conftest import DATA
 from traindoc.diagnose import throughput as tp
+from traindoc.diagnose.throughput import analysis as tp_analysis
+from traindoc.diagnose.throughput import bisect as tp_bisect
+from traindoc.diagnose.throughput import change as tp_change
+from traindoc.diagnose.throughput import series as tp_series
+from traindoc.diagnose.throughput import suspects as tp_suspects
 from traindoc.hostlist import compress, expand
 
 SEED = DATA / "throughput" / "bloom_seed"
@@ -32,9 +37,9 @@ def megatron_line(it: int, total: int, secs: float, tflops: float) -> str:
             f"{2048 / secs:.3f} | TFLOPs: {tflops:.2f} |")
 
 
-def detect(values, higher_is_better: bool = True, **kw) -> tp.Change | None:
-    cleaned, _ = tp.despike(np.asarray(values, dtype=float))
-    return tp.find_change(cleaned, higher_is_better, **kw)
+def detect(values, higher_is_better: bool = True, **kw) -> tp_change.Change | None:
+    cleaned, _ = tp_change.despike(np.asarray(values, dtype=float))
+    return tp_change.find_change(cleaned, higher_is_better, **kw)
 
 
 # -- change points on synthetic series with known answers --------------------------------------
@@ -115,15 +120,15 @@ def test_the_seeds_five_points() -> None:
 def test_despike_replaces_isolated_points_only() -> None:
     x = np.r_[np.full(20, 100.0), 150.0, np.full(20, 100.0), 130.0, 131.0]
     x = x + np.random.default_rng(0).normal(0, 0.2, len(x))
-    cleaned, replaced = tp.despike(x)
+    cleaned, replaced = tp_change.despike(x)
     assert replaced[20] and cleaned[20] == pytest.approx(100, abs=1)
     assert not replaced[-2:].any()  # a run of two at the end is kept
 
 
 def test_mask_events_sets_aside_the_event_and_the_next_logged_iteration() -> None:
     s = pd.DataFrame({"iteration": [98, 99, 100, 101, 102]})
-    assert tp.mask_events(s, [100]).tolist() == [False, False, True, True, False]
-    assert not tp.mask_events(s, [98, 99, 100, 101]).any()  # too much: nothing masked
+    assert tp_series.mask_events(s, [100]).tolist() == [False, False, True, True, False]
+    assert not tp_series.mask_events(s, [98, 99, 100, 101]).any()  # too much: nothing masked
 
 
 # -- the BLOOM seed -----------------------------------------------------------------------------
@@ -143,7 +148,7 @@ def test_seed_done_when() -> None:
 
 
 def test_eta_matches_the_seeds_arithmetic() -> None:
-    assert round(tp.eta_days(115311 - 12695, 105), 1) == 124.7
+    assert round(tp_analysis.eta_days(115311 - 12695, 105), 1) == 124.7
 
 
 # -- bisection ------------------------------------------------------------------------------------
@@ -164,7 +169,7 @@ def brute_force(candidates: frozenset[int], spares: int) -> int:
 @pytest.mark.parametrize("n", range(1, 9))
 @pytest.mark.parametrize("spares", [1, 2, 3, 4])
 def test_plan_is_optimal_against_brute_force(n: int, spares: int) -> None:
-    assert tp.worst_case_runs(n, spares) == brute_force(frozenset(range(n)), spares)
+    assert tp_bisect.worst_case_runs(n, spares) == brute_force(frozenset(range(n)), spares)
 
 
 def follow(plan: dict, slow: str) -> tuple[str, int]:
@@ -186,7 +191,7 @@ def follow(plan: dict, slow: str) -> tuple[str, int]:
 @pytest.mark.parametrize(("expr", "spares"), [("n[1-7]", 2), ("jean-zay-iam[01-34,36-49]", 3),
                                               ("gpu[001-016]", 1), ("a[1-10]", 10)])
 def test_plan_finds_every_node_within_the_worst_case(expr: str, spares: int) -> None:
-    plan = tp.bisect_plan(expr, spares, "job.slurm")
+    plan = tp_bisect.bisect_plan(expr, spares, "job.slurm")
     for host in expand(expr):
         found, runs = follow(plan, host)
         assert found == host and runs <= plan["worst_case_runs"]
@@ -195,16 +200,16 @@ def test_plan_finds_every_node_within_the_worst_case(expr: str, spares: int) -> 
 
 
 def test_large_plans_use_the_worst_case_optimal_split(monkeypatch) -> None:
-    full = tp.plan_table(200, 7)[0]
+    full = tp_bisect.plan_table(200, 7)[0]
     monkeypatch.setattr("traindoc.diagnose.throughput.bisect.DP_LIMIT", 0)
-    assert tp.plan_table(200, 7)[0] == full
+    assert tp_bisect.plan_table(200, 7)[0] == full
 
 
 def test_plan_edge_cases() -> None:
-    assert tp.bisect_plan(["only"], 3) is None
-    assert tp.bisect_plan("n[1-4]", 0) is None
-    assert tp.worst_case_runs(48, 3) == 17  # 15 groups of 3 cleared, then 2 halvings
-    assert tp.worst_case_runs(48, 24) == 6  # plain binary search: ceil(log2 48)
+    assert tp_bisect.bisect_plan(["only"], 3) is None
+    assert tp_bisect.bisect_plan("n[1-4]", 0) is None
+    assert tp_bisect.worst_case_runs(48, 3) == 17  # 15 groups of 3 cleared, then 2 halvings
+    assert tp_bisect.worst_case_runs(48, 24) == 6  # plain binary search: ceil(log2 48)
 
 
 # -- hostlists ------------------------------------------------------------------------------------
@@ -258,6 +263,9 @@ def test_benchmark_table_names_the_slow_node(tmp_path: Path) -> None:
     assert r.facts["bisect_plan"] is None
     assert r.actions[0].how.startswith("sbatch --exclude='jean-zay-iam27'")
     assert r.confidence == "high"
+    assert "slow_hosts_benchmark" in {f.id for f in r.findings}
+    assert [a.id for a in r.actions[:3]] == ["exclude_suspect", "check_clocks_suspect",
+                                             "burn_suspect"]
 
 
 def test_straggler_detector_names_the_slow_rank(tmp_path: Path) -> None:
@@ -269,6 +277,7 @@ def test_straggler_detector_names_the_slow_rank(tmp_path: Path) -> None:
     log.write_text(text + extra)
     r = tp.diagnose(traindoc.load(log))
     assert r.facts["suspect_ranks"] == [13]
+    assert "straggler_detector" in {f.id for f in r.findings}
 
 
 def test_per_rank_step_lines_name_the_slow_rank(tmp_path: Path) -> None:
@@ -287,6 +296,7 @@ def test_per_rank_step_lines_name_the_slow_rank(tmp_path: Path) -> None:
     r = tp.diagnose(traindoc.load(tmp_path), metric="tokens_per_s_per_gpu")
     assert r.facts["change_iteration"] == 21
     assert r.facts["suspect_ranks"] == [5]
+    assert "slow_ranks_iterations" in {f.id for f in r.findings}
 
 
 def test_arrival_lags_name_the_rank_the_others_wait_for() -> None:
@@ -298,7 +308,7 @@ def test_arrival_lags_name_the_rank_the_others_wait_for() -> None:
             rows.append({"rank": rank, "process_group": "0", "seq_num": seq,
                          "time": t0 + pd.Timedelta(seconds=seq * 0.3 + late),
                          "source": f"fr/rank{rank}.pkl#entry{seq}"})
-    lags = tp.arrival_lags(pd.DataFrame(rows))
+    lags = tp_suspects.arrival_lags(pd.DataFrame(rows))
     assert lags[lags["suspect"]]["rank"].tolist() == [2]
     assert lags.set_index("rank").loc[2, "first_late_seq"] == 15
 
@@ -360,7 +370,7 @@ def test_two_readings_name_the_metric_and_claim_no_change(tmp_path) -> None:
 
 
 def test_interval_times_become_seconds_per_iteration() -> None:
-    from traindoc.diagnose.throughput import per_iteration_seconds
+    from traindoc.diagnose.throughput.series import per_iteration_seconds
 
     assert per_iteration_seconds([100, 200, 400], [300.0, 270.0, 600.0]) == [3.0, 2.7, 3.0]
     # the first interval's start is unknown unless the gaps say it began at 0
@@ -383,7 +393,7 @@ def test_step_lines_without_a_rate_are_timed_by_their_own_times(tmp_path: Path) 
 
 def test_a_last_interval_many_times_slower_is_a_stall_and_asks_whether_the_job_moves(
         tmp_path: Path) -> None:
-    from traindoc.diagnose.throughput import trailing_stall
+    from traindoc.diagnose.throughput.change import trailing_stall
 
     # RVC#1882: 124 s and 123 s per 200 steps, then 7311 s
     ch = trailing_stall(np.array([0.62, 0.615, 36.555]), higher_is_better=False)
@@ -403,7 +413,7 @@ def test_a_last_interval_many_times_slower_is_a_stall_and_asks_whether_the_job_m
 
 
 def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None:
-    from traindoc.diagnose.throughput import find_change
+    from traindoc.diagnose.throughput.change import find_change
 
     # mmf#27: 5 intervals at 268-308 s per 100 iterations, then 4 at 324-356 s
     x = np.array([307.7, 268.5, 282.1, 299.6, 285.3, 329.9, 356.2, 324.3, 335.9])
@@ -416,7 +426,7 @@ def test_short_series_cleanly_separated_is_a_change_overlapping_is_not() -> None
 
 
 def test_a_slide_still_going_at_the_end_is_no_spike() -> None:
-    from traindoc.diagnose.throughput import despike, find_change
+    from traindoc.diagnose.throughput.change import despike, find_change
 
     # apache/mxnet#75 (SSD): ~95 samples/s, then 46.5 and 23.5 in the last two reports
     x = np.array([95.71, 94.49, 94.29, 90.31, 89.77, 97.99, 46.48, 23.47])
@@ -430,7 +440,7 @@ def test_a_slide_still_going_at_the_end_is_no_spike() -> None:
 
 
 def test_a_staircase_reports_the_level_it_reached() -> None:
-    from traindoc.diagnose.throughput import find_change
+    from traindoc.diagnose.throughput.change import find_change
 
     # SeanNaren/deepspeech.pytorch#127: batch time 0.40 s → 0.54 → 0.66 → 0.81 → 0.93 s
     x = np.array([0.470, 0.407, 0.393, 0.403, 0.538, 0.538, 0.663, 0.664, 0.663, 0.806, 0.818,
@@ -475,3 +485,64 @@ def test_report_of_the_analysis_is_the_diagnosis() -> None:
 def test_a_healthy_runs_wander_is_no_change(case: str, found: bool) -> None:
     a = tp.analyse(traindoc.load(DATA / "corpus" / case / "logs"))
     assert (a.change is not None) == found, a.change
+
+
+def _bench_log(tmp_path: Path, header: str, slow: str) -> Path:
+    """The seed's log and a per-node benchmark table whose ``slow`` row is 2.5% slower."""
+    seed_like_log(tmp_path)
+    hosts = expand("jean-zay-iam[01-34,36-49]")
+    rng = np.random.default_rng(0)
+    rows = [f"{h},{296.5 + rng.normal(0, 0.4):.1f}" for h in hosts]
+    rows[hosts.index("jean-zay-iam27")] = f"{slow},303.6"
+    (tmp_path / "bench.csv").write_text(header + "\n" + "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def test_a_benchmark_column_of_unknown_direction_is_said(tmp_path: Path) -> None:
+    r = tp.diagnose(traindoc.load(_bench_log(tmp_path, "host,widgets", "jean-zay-iam27")))
+    assert r.facts["suspect_hosts"] == []
+    assert "benchmark_metric_unknown" in {f.id for f in r.findings}
+
+
+def test_a_slow_node_that_is_no_host_name_is_excluded_by_hand(tmp_path: Path) -> None:
+    r = tp.diagnose(traindoc.load(_bench_log(tmp_path, "host,seconds", "jean zay;iam27")))
+    assert r.facts["suspect_hosts"] == ["jean zay;iam27"]
+    first = r.actions[0]
+    assert first.id == "exclude_suspect" and first.title.startswith("Exclude the slow node")
+    assert "jean zay" not in first.how and "--exclude=<that node>" in first.how
+
+
+def test_input_findings_are_kept_when_no_metric_is_found(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text("hello\nFATAL: widget frobnication failed badly\n"
+                                      "something Error: zorp\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    ids = [f.id for f in r.findings]
+    assert ids[0] == "no_metric" and "unrecognized_error_lines" in ids
+
+
+def test_an_eval_at_the_change_is_said(tmp_path: Path) -> None:
+    lines = [megatron_line(44990 + i, 115311, 105.2, 149.1 - 0.1 * (i % 3)) for i in range(11)]
+    lines.append("[default7]:valid loss at iteration 45000 | lm loss value: 2.327091E+00 | lm "
+                 "loss PPL: 1.024808E+01 |")
+    lines += [megatron_line(45001 + i, 115311, 112.0, 140.0 - 0.1 * (i % 3)) for i in range(11)]
+    (tmp_path / "log.txt").write_text("\n".join(lines) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    assert r.facts["coincides"] == ["eval"]
+    assert "change_at_event" in {f.id for f in r.findings}
+    assert r.actions[-1].id == "check_coincidence"
+
+
+def test_per_rank_timers_name_the_slow_rank(tmp_path: Path) -> None:
+    out = []
+    for i in range(24):
+        slow = i >= 12
+        out.append(megatron_line(100 + i, 115311, 112.0 if slow else 105.2,
+                                 (140.0 if slow else 149.1) - 0.1 * (i % 3)))
+        out += ["times across ranks (ms):", "  forward-compute:"]
+        ms = [3600.0 + 5 * ((r + i) % 3) + (900.0 if r == 5 and slow else 0) for r in range(8)]
+        out += [f"     rank {r:2d}: {v:.2f}" for r, v in enumerate(ms)]
+    (tmp_path / "log.txt").write_text("\n".join(out) + "\n")
+    r = tp.diagnose(traindoc.load(tmp_path))
+    assert r.facts["change_iteration"] == 112 and r.facts["suspect_ranks"] == [5]
+    assert "slow_ranks_timers" in {f.id for f in r.findings}
+    assert r.actions[0].id == "locate_rank"

@@ -13,6 +13,7 @@ import traindoc
 from conftest import DATA
 from traindoc.diagnose import timeout
 from traindoc.diagnose.collectives import first_mismatch
+from traindoc.diagnose.timeout import analysis as to_analysis
 
 
 def diag(tmp_path: Path, text: str, **kw):
@@ -137,7 +138,7 @@ def test_flight_recorder_desync(tmp_path: Path) -> None:
     (tmp_path / "rank1").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]]), (2, "gloo:all_gather", [[4]])]))
     inc = traindoc.load(tmp_path)
     assert inc.account["dumps"] == 2
-    mm = first_mismatch(inc.collectives)
+    mm = first_mismatch(inc.collectives).as_fact()
     assert mm == {"process_group": "0 (default_pg)", "seq_num": 2, "kind": "op",
                   "ops": {"0": "gloo:all_reduce", "1": "gloo:all_gather"}, "ranks": [1]}
 
@@ -146,7 +147,7 @@ def test_flight_recorder_missing_rank(tmp_path: Path) -> None:
     (tmp_path / "rank0").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]]), (2, "gloo:all_reduce", [[4]])]))
     (tmp_path / "rank1").write_bytes(fr_dump([(1, "gloo:all_reduce", [[4]])]))
     mm = first_mismatch(traindoc.load(tmp_path).collectives)
-    assert mm["kind"] == "missing_ranks" and mm["ranks"] == [1] and mm["seq_num"] == 2
+    assert mm.kind == "missing_ranks" and mm.ranks == [1] and mm.seq_num == 2
 
 
 class Boom:
@@ -450,7 +451,7 @@ def test_analyse_then_report_is_diagnose(sample: str) -> None:
         assert (r.facts["timed_out_ranks"], r.facts["seq_num"], r.facts["pattern"]) == (
             a.timed_out_ranks, a.seq_num, a.pattern)
         assert r.facts["last_step"] == a.progress.step and len(a.timeouts) == len(
-            timeout.timeout_rows(a.incident))
+            to_analysis.timeout_rows(a.incident))
 
 
 def test_analysis_without_a_timeout(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import types
 from pathlib import Path
@@ -10,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import traindoc
-from conftest import DATA, SAMPLE_DIRS
+from conftest import DATA, SAMPLE_DIRS, load_once, reports_once, triage_once
 from traindoc import plots
-from traindoc.diagnose import triage
+from traindoc.diagnose import NAMES, failure_class, triage
 from traindoc.report import Action, Report
 
 MIXED = DATA / "triage" / "crash_then_timeouts"
@@ -105,7 +104,7 @@ def test_every_sample_shows_its_own_class() -> None:
         cls = spec.get("class") or spec.get("runbook") or d.parent.name
         r = triage.diagnose(traindoc.load(d))
         assert r.confidence in ("high", "medium", "low") and r.findings, d
-        if cls in ("timeout", "gpu_crash", "deadlock"):
+        if cls in triage.DETECTORS:  # the classes read straight off the tables
             assert cls in [c for c, _ in classes(r)], (d, r.verdict)
 
 
@@ -224,7 +223,7 @@ def test_a_short_series_is_judged_by_the_class_runbook(case: str) -> None:
     # issue 27: loss and throughput were skipped below a fixed number of steps, not_checked empty
     inc = _case(case)
     assert triage._series_len(inc, "loss_spike") < triage.MIN_SERIES
-    own = importlib.import_module("traindoc.diagnose.loss_spike").diagnose(inc)
+    own = failure_class("loss_spike").diagnose(inc)
     assert own.facts["spikes"] or own.facts["nan_iterations"]
     r = triage.diagnose(inc)
     assert "loss_spike" in [c for c, _ in classes(r)]
@@ -252,7 +251,7 @@ def test_a_class_without_any_data_is_listed_without_an_action() -> None:
 
 
 CONFIDENCE = ["low", "medium", "high"]
-CLASS_IDS = ["timeout", "gpu_crash", "deadlock", "throughput", "loss_spike"]
+CLASS_IDS = NAMES
 
 
 def _runbook_found(cls: str, rep: Report) -> bool:
@@ -274,9 +273,9 @@ def test_triage_reports_every_class_a_runbook_reports(path: Path) -> None:
     """Every corpus case and sample: each class its runbook reports is a triage class (a
     signal that is a timed-out rank's own teardown aside), and triage is never surer than the
     cause's runbook."""
-    inc = traindoc.load(path)
-    a = triage.analyse(inc)
-    r = triage.report(a)
+    inc = load_once(path)
+    a = triage_once(path)
+    r = reports_once(path)["triage"]
     got = [c for c, _ in classes(r)]
     for cls in CLASS_IDS:
         own = a.runbooks[cls]

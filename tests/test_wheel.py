@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from traindoc.score import RUNBOOKS
 
 SAMPLE = ROOT / "data" / "timeout" / "gemma3_seed"
 
@@ -86,7 +87,7 @@ def test_installed_cli_lists_and_runs_from_another_directory(installed: Path,
                                                               tmp_path: Path) -> None:
     listed = _run(installed, "list", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    for name in ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage"):
+    for name in RUNBOOKS:
         assert name in listed.stdout
     # a relative log path resolves against the caller's directory, not the package
     shutil.copytree(SAMPLE, tmp_path / "logs")

@@ -9,13 +9,13 @@ the notebook writes on the bundled samples, so the two cannot drift apart unseen
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .diagnose import failure_class, triage
 from .reader import load_or_fail
 from .report import Report, where
 
@@ -84,7 +84,7 @@ def answer(name: str, log_path: str | list[str], parameters: Mapping[str, Any] |
         log_path, max_bytes=int(read["max_file_gib"] * 2**30),
         max_total_bytes=int(read["max_total_gib"] * 2**30), scheduler=read["scheduler"],
         progress=progress, **({"year": p.get("year")} if calls.year else {}))
-    module = importlib.import_module(f"traindoc.diagnose.{name}")
+    module = triage if name == "triage" else failure_class(name)
     knobs = {kw: p[param] for kw, param in calls.knobs.items() if param in p}
     analysis = module.analyse(incident, **knobs)
     result = module.report(analysis)

@@ -195,6 +195,11 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
                         "case.json, once; run it before any code changes for the batch")
     s.add_argument("--no-triage", action="store_true",
                    help="do not also score triage on each case")
+    s.add_argument("--summaries", type=Path, default=None, metavar="OUT.json",
+                   help="instead of scoring, write every bundled sample's and corpus case's "
+                        "summary (facts, verdict, confidence, finding titles, action commands; "
+                        "its runbook's and triage's) to OUT.json: the guard of "
+                        "tests/test_summaries.py")
     return p
 
 
@@ -401,6 +406,12 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
 
 def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) -> int:
     from . import score
+    if args.summaries:
+        doc = score.summaries(CHECKOUT, workers=args.workers)
+        write_new(args.summaries, json.dumps(doc, indent=1, sort_keys=True,
+                                             ensure_ascii=False, default=str) + "\n")
+        print(f"wrote {len(doc)} summaries to {args.summaries}", file=stdout)
+        return EXIT_OK
     root = Path(args.corpus) if args.corpus else CHECKOUT / "data" / "corpus"
     if not root.is_dir():
         p.error(f"no corpus folder {root}")

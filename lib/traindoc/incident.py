@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pandas as pd
@@ -12,16 +12,96 @@ from .hostlist import runs
 from .schema import SYNTHETIC_HOST_PREFIX, TABLES, empty, frame
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A value a parser read that no column of its table can hold (a number beyond int64, a
+    float where a count goes): the row is kept, the value is <NA>. ``line`` is None where the
+    source names no line (a whole-file loader's row)."""
+
+    table: str
+    column: str
+    file: str
+    line: int | None
+    what: str  # what the value was, in words ("a number too large for a count")
+
+    @property
+    def source(self) -> str:
+        """``file:line`` (the rows' ``source``)."""
+        return self.file if self.line is None else f"{self.file}:{self.line}"
+
+    def __str__(self) -> str:
+        return (f"{self.source}: {self.table}.{self.column} was {self.what}; read as <NA> (the "
+                "row is kept)")
+
+    @classmethod
+    def at(cls, source: str, table: str, column: str, what: str) -> Unreadable:
+        """The value of ``table.column`` in the row whose ``source`` is ``file:line``."""
+        file, sep, line = source.rpartition(":")
+        if sep and line.isdigit():
+            return cls(table, column, file, int(line), what)
+        return cls(table, column, source, None, what)
+
+
+@dataclass(frozen=True)
+class ReadAccount(Mapping[str, Any]):
+    """What a load read, skipped and warned about (``Incident.account``). Read as attributes;
+    it is also a read-only mapping of the same names (``account["lines"]``), without
+    ``unreadable`` (so ``dict(account)`` is JSON) and without ``tables`` when every table was
+    filled."""
+
+    paths: list[str] = field(default_factory=list)
+    files: int = 0  # files and dumps read
+    file_list: list[str] = field(default_factory=list)
+    lines: int = 0
+    parsed_lines: int = 0
+    unparsed_lines: int = 0
+    rejoined_lines: int = 0
+    truncated_lines: int = 0
+    bad_bytes: int = 0
+    dumps: int = 0
+    warnings: list[str] = field(default_factory=list)
+    tables: list[str] | None = None  # the tables the load filled, when not all
+    unreadable: list[Unreadable] = field(default_factory=list)  # each also a warning
+
+    @classmethod
+    def of(cls, account: Mapping[str, Any] | None) -> ReadAccount:
+        """``account`` itself, or an account of a mapping's known keys (``{"files": 1}``)."""
+        if isinstance(account, ReadAccount):
+            return account
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (account or {}).items() if k in names})
+
+    def unreadable_in(self, table: str, column: str) -> list[Unreadable]:
+        """The values of ``table.column`` that could not be kept, in reading order."""
+        return [u for u in self.unreadable if u.table == table and u.column == column]
+
+    def _keys(self) -> list[str]:
+        return [f.name for f in fields(self)
+                if f.name != "unreadable" and (f.name != "tables" or self.tables is not None)]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
 @dataclass
 class Incident:
     """Tables of schema.py (``iterations``, ``collectives``, ``errors``, ``stacks``,
     ``progress``, ``exits``) plus what was read and what could not be parsed."""
 
     tables: dict[str, pd.DataFrame]
-    account: dict[str, Any] = field(default_factory=dict)
+    account: ReadAccount = field(default_factory=ReadAccount)  # a mapping is made one
     unrecognized: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.account = ReadAccount.of(self.account)
         if "exits" in self.tables:
             self.tables["exits"] = srun_tasks_as_ranks(self.tables["exits"])
 
@@ -29,17 +109,17 @@ class Incident:
     def from_rows(
         cls,
         rows: Mapping[str, list[dict[str, Any]]],
-        account: dict[str, Any] | None = None,
+        account: Mapping[str, Any] | None = None,
         unrecognized: list[str] | None = None,
     ) -> Incident:
         """Build the tables from parser rows (see ``traindoc.schema``)."""
         tables = {t: drop_echoes(frame(t, rows.get(t, []))) for t in TABLES}
-        return cls(tables, dict(account or {}), list(unrecognized or []))
+        return cls(tables, ReadAccount.of(account), list(unrecognized or []))
 
     @classmethod
     def empty(cls) -> Incident:
         """An incident with no rows and nothing read."""
-        return cls({t: empty(t) for t in TABLES}, {"files": 0, "lines": 0, "warnings": []})
+        return cls({t: empty(t) for t in TABLES}, ReadAccount())
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         tables = self.__dict__.get("tables", {})
@@ -50,7 +130,7 @@ class Incident:
     @property
     def readable(self) -> bool:
         """True when at least one file or dump could be read."""
-        return bool(self.account.get("files"))
+        return bool(self.account.files)
 
     @property
     def ranks(self) -> list[int]:
@@ -73,13 +153,8 @@ class Incident:
     def inputs(self) -> dict[str, Any]:
         """The ``inputs`` block of summary.json."""
         a = self.account
-        return {
-            "paths": list(a.get("paths", [])),
-            "files": int(a.get("files", 0)),
-            "lines": int(a.get("lines", 0)),
-            "unparsed_lines": int(a.get("unparsed_lines", 0)),
-            "warnings": list(a.get("warnings", [])),
-        }
+        return {"paths": list(a.paths), "files": int(a.files), "lines": int(a.lines),
+                "unparsed_lines": int(a.unparsed_lines), "warnings": list(a.warnings)}
 
     def overview(self) -> pd.DataFrame:
         """A two-column table of what was read, for the top of a runbook."""
@@ -87,18 +162,18 @@ class Incident:
         machines = [h for h in self.hosts if not h.startswith(SYNTHETIC_HOST_PREFIX)]
         tasks = [h for h in self.hosts if h.startswith(SYNTHETIC_HOST_PREFIX)]
         items = [
-            ("paths", ", ".join(map(str, a.get("paths", [])))),
-            ("files read", a.get("files", 0)),
-            ("flight-recorder dumps", a.get("dumps", 0)),
-            ("lines", a.get("lines", 0)),
-            ("lines parsed", a.get("parsed_lines", 0)),
-            ("lines not parsed", a.get("unparsed_lines", 0)),
-            ("wrapped lines rejoined", a.get("rejoined_lines", 0)),
-            ("undecodable bytes", a.get("bad_bytes", 0)),
+            ("paths", ", ".join(map(str, a.paths))),
+            ("files read", a.files),
+            ("flight-recorder dumps", a.dumps),
+            ("lines", a.lines),
+            ("lines parsed", a.parsed_lines),
+            ("lines not parsed", a.unparsed_lines),
+            ("wrapped lines rejoined", a.rejoined_lines),
+            ("undecodable bytes", a.bad_bytes),
             ("ranks seen", _span(self.ranks)),
             ("hosts seen", _names(machines)),
             *([("srun tasks (machine not named)", _names(tasks))] if tasks else []),
-            ("warnings", len(a.get("warnings", []))),
+            ("warnings", len(a.warnings)),
         ]
         items += [(f"{t} rows", len(df)) for t, df in self.tables.items()]
         return pd.DataFrame(items, columns=["what", "value"]).astype({"value": "string"})

@@ -19,11 +19,12 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
+from enum import Enum, StrEnum
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -34,8 +35,6 @@ from .incident import Incident
 
 MAX_EVIDENCE = 20
 MAX_EVIDENCE_CHARS = 400
-SEVERITIES = ("critical", "warning", "info")
-CONFIDENCES = ("high", "medium", "low")
 MAX_TEXT_DEPTH = 20  # nesting shown of a list/dict cell; deeper levels show as "…"
 PLAIN_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and
@@ -43,14 +42,44 @@ PLAIN_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+class Severity(StrEnum):
+    """How much a finding matters (summary.json's ``severity``).
+
+    CRITICAL: it is the failure, or what the verdict rests on.
+    WARNING: it changes what to do or how far to trust the verdict.
+    INFO: context.
+    """
+
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Confidence(StrEnum):
+    """How sure a verdict is (summary.json's ``confidence``); ordered, ``LOW`` < ``HIGH``."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """0 for low, 1 for medium, 2 for high: for "never surer than" comparisons."""
+        return (Confidence.LOW, Confidence.MEDIUM, Confidence.HIGH).index(self)
+
+
 @dataclass
 class Finding:
-    """One thing the diagnosis established, with the log lines behind it."""
+    """One thing the diagnosis established, with the log lines behind it (a ``severity``
+    given as its text is made a ``Severity``; any other text raises ``ValueError``)."""
 
     id: str
-    severity: str
+    severity: Severity
     title: str
     evidence: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.severity = Severity(self.severity)
 
 
 @dataclass
@@ -66,14 +95,18 @@ class Action:
 
 @dataclass
 class Report:
-    """The result of one runbook's diagnosis (the body of summary.json)."""
+    """The result of one runbook's diagnosis (the body of summary.json; a ``confidence``
+    given as its text is made a ``Confidence``)."""
 
     runbook: str
     verdict: str
-    confidence: str
+    confidence: Confidence
     facts: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.confidence = Confidence(self.confidence)
 
     def summary(self, incident: Incident | None = None) -> dict[str, Any]:
         """The summary.json document (ARCHITECTURE.md, "The runbook contract")."""
@@ -289,6 +322,69 @@ def ranked(actions: list[Action]) -> list[Action]:
     return out
 
 
+# -- reports as rules ----------------------------------------------------------------------------
+# A class's report is three lists of rules over its analysis: findings (shown in list order),
+# actions (ranked by their rule's priority) and verdicts (the firing one of highest priority
+# wins). Adding a finding is adding a rule; which verdict wins is data, not statement order.
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Rule(Generic[T]):
+    """One rule of a report: ``make(analysis)`` is its finding (or findings), action or
+    verdict, or None when it does not fire; ``priority`` ranks actions and picks the verdict."""
+
+    id: str
+    make: Callable[[Any], T | None]
+    priority: int = 0
+
+
+def fired_findings(rules: Sequence[Rule[Finding | Sequence[Finding]]], analysis: Any
+                   ) -> list[Finding]:
+    """The findings the rules give, in the rules' order."""
+    out: list[Finding] = []
+    for rule in rules:
+        got = rule.make(analysis)
+        if isinstance(got, Finding):
+            out.append(got)
+        elif got:
+            out.extend(got)
+    return out
+
+
+def fired_actions(rules: Iterable[Rule[Action]], analysis: Any) -> list[Action]:
+    """The actions the rules give, each with its rule's priority, ranked (``ranked``)."""
+    acts = []
+    for rule in rules:
+        act = rule.make(analysis)
+        if act is not None:
+            act.priority = rule.priority
+            acts.append(act)
+    return ranked(acts)
+
+
+def verdict_of(rules: Iterable[Rule[tuple[str, Confidence]]], analysis: Any,
+               ) -> tuple[str, Confidence]:
+    """The verdict and confidence of the firing rule of highest priority (the first listed
+    among equals); a rule list ends with one that always fires."""
+    best: tuple[int, tuple[str, Confidence]] | None = None
+    for rule in rules:
+        if best is not None and rule.priority <= best[0]:
+            continue
+        got = rule.make(analysis)
+        if got is not None:
+            best = (rule.priority, (got[0], Confidence(got[1])))
+    if best is None:
+        raise ValueError("no verdict rule fired: the last rule must always fire")
+    return best[1]
+
+
+def action(id: str, title: str, why: str, how: str) -> Action:
+    """An action whose priority its rule gives (``fired_actions``)."""
+    return Action(id, 0, title, why, how)
+
+
 def evidence(df: pd.DataFrame, limit: int = MAX_EVIDENCE) -> list[str]:
     """'source: line' strings for the rows of ``df`` (first ``limit``, plus a count of the rest)."""
     if df is None or not len(df):
@@ -311,7 +407,7 @@ def unrecognized_lines(incident: Incident, limit: int = 20) -> list[str]:
     out = kept[:limit]
     if len(kept) > limit:
         out.append(f"… and {len(kept) - limit} more (the first "
-                   f"{len(kept)} kept; {incident.account.get('unparsed_lines', 0)} lines unparsed in all)")
+                   f"{len(kept)} kept; {incident.account.unparsed_lines} lines unparsed in all)")
     return out
 
 
@@ -426,6 +522,10 @@ def _row_numbers(index: pd.Index) -> bool:
 
 def _jsonable(obj: Any) -> Any:
     """Plain JSON types only: numpy/pandas scalars, NA and NaN become ints/floats/None."""
+    if isinstance(obj, Enum):
+        return _jsonable(obj.value)
+    if hasattr(obj, "_asdict"):  # a NamedTuple record is an object, not a list
+        return _jsonable(obj._asdict())
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple | set):

@@ -10,7 +10,6 @@ the runbooks are scored, not only the library.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import math
 import os
@@ -23,12 +22,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .diagnose import NAMES, failure_class
 from .execute import execute_runbook
 from .incident import Incident
 from .reader import load_or_fail
+from .report import Report
 
-RUNBOOKS = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike", "triage")
-CLASSES = RUNBOOKS[:-1]  # the failure classes triage can name
+RUNBOOKS = (*NAMES, "triage")
+CLASSES = NAMES  # the failure classes triage can name
 REL_TOLERANCE = 0.02  # floats within 2 %
 OPERATORS = ("any_of", "min", "max", "contains")
 REQUIRED_KEYS = ("id", "runbook", "source", "summary", "facts")
@@ -248,13 +249,22 @@ def find_cases(root: str | os.PathLike[str]) -> list[Case]:
 
 # --- running ---------------------------------------------------------------------------------
 
+def diagnosis(runbook: str) -> Callable[[Incident], Report]:
+    """The library call behind a runbook: a registered failure class's ``diagnose``, or
+    triage's."""
+    if runbook == "triage":
+        from .diagnose import triage
+
+        return triage.diagnose
+    return failure_class(runbook).diagnose
+
+
 def library_facts(case: Case, incident: Incident | None = None) -> dict[str, Any]:
     """The facts the runbook's own library calls give on ``case`` (its default knobs);
     ``incident``: its logs, when already loaded."""
     if incident is None:
         incident = load_or_fail(str(case.logs))
-    module = importlib.import_module(f"traindoc.diagnose.{case.runbook}")
-    return dict(module.diagnose(incident).facts)
+    return dict(diagnosis(case.runbook)(incident).facts)
 
 
 def triage_cause(case: Case, incident: Incident | None = None) -> str | None:
@@ -269,12 +279,11 @@ def triage_cause(case: Case, incident: Incident | None = None) -> str | None:
 def nothing_facts(runbook: str) -> dict[str, Any]:
     """The facts a runbook gives when it read one file and understood nothing in it: what a
     case must not be satisfied by (every case needs a fact that such a runbook gets wrong)."""
-    from .incident import Incident
+    from .incident import Incident, ReadAccount
 
     incident = Incident.empty()
-    incident.account.update({"files": 1, "lines": 1, "paths": ["empty.log"]})
-    module = importlib.import_module(f"traindoc.diagnose.{runbook}")
-    return json.loads(json.dumps(dict(module.diagnose(incident).facts), default=str))
+    incident.account = ReadAccount(files=1, lines=1, paths=["empty.log"])
+    return json.loads(json.dumps(dict(diagnosis(runbook)(incident).facts), default=str))
 
 
 def passes_blind(case: Case, nothing: dict[str, dict[str, Any]] | None = None) -> bool:
@@ -375,6 +384,56 @@ def score(cases: Sequence[Case], notebooks: int = 1, workers: int | None = None,
     for c in cases:
         results[c.id].blind_right = passes_blind(c, nothing)
     return [results[c.id] for c in cases]
+
+
+# --- the summary guard -----------------------------------------------------------------------
+
+def summary_record(report: Report, incident: Incident) -> dict[str, Any]:
+    """What a restructuring must keep of one report: its summary.json facts, verdict,
+    confidence, finding titles and action commands (as summary.json writes them)."""
+    doc = report.summary(incident)
+    return {"verdict": doc["verdict"], "confidence": doc["confidence"], "facts": doc["facts"],
+            "findings": [f["title"] for f in doc["findings"]],
+            "actions": [a["how"] for a in doc["actions"]]}
+
+
+def _summaries_of(args: tuple[str, str, str, str]) -> tuple[str, dict[str, Any]]:
+    """One folder's records: its own runbook's and triage's (``{"error": …}`` on a crash),
+    with the checkout's path written ``<checkout>`` (the same snapshot wherever it is)."""
+    key, runbook, logs, checkout = args
+    out: dict[str, Any] = {"runbook": runbook}
+    try:
+        incident = load_or_fail(logs)
+    except Exception as e:  # a folder that cannot be read is recorded as such
+        out["error"] = f"{type(e).__name__}: {e}"[:300]
+        incident = None
+    for name in dict.fromkeys((runbook, "triage")) if incident is not None else ():
+        try:
+            out[name] = summary_record(diagnosis(name)(incident), incident)
+        except Exception as e:  # a crash is part of the behaviour the guard keeps
+            out[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+    text = json.dumps(out, sort_keys=True, ensure_ascii=False, default=str)
+    return key, json.loads(text.replace(json.dumps(checkout)[1:-1], "<checkout>"))
+
+
+def summaries(checkout: str | os.PathLike[str], workers: int | None = None
+              ) -> dict[str, dict[str, Any]]:
+    """Every bundled sample's (``data/<runbook>/<sample>``) and corpus case's summary record,
+    by its folder relative to ``checkout``: the runbook's own report and triage's
+    (``summary_record``). ``traindoc score --summaries OUT.json`` writes it; the slow test
+    ``tests/test_summaries.py`` compares it with ``tests/data/summaries.json``."""
+    root = Path(checkout).resolve()
+    data = root / "data"
+    jobs = [(p.relative_to(root).as_posix(), p.parent.name, str(p), str(root))
+            for p in sorted(data.glob("*/*/"))
+            if p.is_dir() and p.parent.name != "corpus" and p.parent.name in RUNBOOKS]
+    jobs += [(c.path.relative_to(root).as_posix(), c.runbook, str(c.logs), str(root))
+             for c in find_cases(data / "corpus")]
+    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
+    if n == 1:
+        return dict(map(_summaries_of, jobs))
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        return dict(pool.map(_summaries_of, jobs, chunksize=4))
 
 
 # --- intake ----------------------------------------------------------------------------------

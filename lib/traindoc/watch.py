@@ -53,7 +53,7 @@ import pandas as pd
 
 from .collect import proc_stat, start_time
 from .diagnose.common import as_float
-from .incident import Incident
+from .incident import Incident, ReadAccount
 from .parse import FILE_LOADERS
 from .parse.prefixes import path_origin
 from .reader.account import Account
@@ -131,7 +131,7 @@ class Follower:
         self.paths = list(paths)
         self.exclude = [os.path.realpath(p) for p in exclude]
         self.acc = Account()
-        self.sink = Sink(None, self.acc.warn)
+        self.sink = Sink(None, self.acc.unreadable_value)
         self.lines = LineReader(self.acc, self.sink)
         self.year = year or datetime.now().year
         self.tails: dict[str, _Tail] = {}
@@ -467,8 +467,8 @@ class Watcher:
         self.tables: dict[str, pd.DataFrame] = {}
         self.alerts: list[Alert] = []
         self.fired: set[str] = set()  # error classes alerted
-        self.armed = {"deadlock": True, "throughput": True, "loss_spike": True}
-        self.judged_upto = {"throughput": -1, "loss_spike": -1}  # last iteration alerted at
+        self.armed = dict.fromkeys(("deadlock", *LIVE_JUDGES), True)
+        self.judged_upto = dict.fromkeys(LIVE_JUDGES, -1)  # last iteration alerted at
         self.pids = list(options.pids)
         self.pids_from: str | None = "--pid" if self.pids else None
         self.starts = {p: t for p in self.pids if (t := start_time(p)) is not None}
@@ -558,9 +558,9 @@ class Watcher:
         from .schema import frame
 
         tables = {t: self.tables.get(t, frame(t, [])) for t in TABLES}
-        acc = {"files": len(self.follower.acc.files),
-               "file_list": list(self.follower.acc.files), "paths": self.logs,
-               "lines": self.follower.acc.lines, "warnings": []}
+        acc = ReadAccount(files=len(self.follower.acc.files),
+                          file_list=list(self.follower.acc.files), paths=list(self.logs),
+                          lines=self.follower.acc.lines)
         return Incident(tables, acc)
 
     def _errors(self, new: dict[str, pd.DataFrame]) -> list[Alert]:
@@ -587,7 +587,7 @@ class Watcher:
             return []
         last_it = int(steps["iteration"].max())
         out = []
-        for cls, judge in (("throughput", _judge_throughput), ("loss_spike", _judge_loss)):
+        for cls, judge in LIVE_JUDGES.items():
             try:
                 got = judge(inc, self.judged_upto[cls])
             except Exception as e:  # noqa: BLE001 (a detector's bug must not stop the watch)
@@ -798,6 +798,11 @@ def _judge_loss(inc: Incident, after: int) -> tuple[str, list[str], dict[str, An
     details = {"spikes": spikes, "nan_iterations": nans[:20],
                "onset_iteration": int(at[0]) if at else None}
     return reason, evidence_lines(rows, MAX_EVIDENCE), details
+
+
+# The metric classes watch judges on each window of new steps (the others come from triage's
+# detection of error rows and from stalls).
+LIVE_JUDGES = {"throughput": _judge_throughput, "loss_spike": _judge_loss}
 
 
 # -- side effects: runbooks, evidence, notify ------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .common import as_int, as_str
+from .types import UNKNOWN_GROUP, Mismatch, MismatchKind
 
 OP_ROW_STATES = ("timed_out", "scheduled", "started", "completed", "failed")
 COMPARED = ("process_group", "seq_num", "rank", "op_type", "state", "numel_in", "numel_out",
@@ -71,7 +72,7 @@ def op_rows(collectives: pd.DataFrame) -> pd.DataFrame:
     if not len(df):
         return df
     df = df[_op_mask(df)]
-    df = df.assign(process_group=df["process_group"].fillna("?"))
+    df = df.assign(process_group=df["process_group"].fillna(UNKNOWN_GROUP))
     pg, _ = _codes(df["process_group"])
     keep = _first_per_key(pg, df["seq_num"].to_numpy(dtype=np.int64),
                           df["rank"].to_numpy(dtype=np.int64))
@@ -98,26 +99,22 @@ def _group_min_max(codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, n
 
 
 def _pg_codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of the process groups, an unknown one (<NA>) counted as the group ``?``."""
+    """Codes of the process groups, an unknown one (<NA>) counted as ``UNKNOWN_GROUP``."""
     codes, names = _codes(values)
     if (codes < 0).any():
-        q = np.flatnonzero(names == "?")
+        q = np.flatnonzero(names == UNKNOWN_GROUP)
         if len(q):
             fill = int(q[0])
         else:
             fill = len(names)
-            names = np.append(names, np.array(["?"], dtype=object))
+            names = np.append(names, np.array([UNKNOWN_GROUP], dtype=object))
         codes = np.where(codes < 0, fill, codes)
     return codes, names
 
 
-def first_mismatch(collectives: pd.DataFrame) -> dict[str, Any] | None:
-    """The first (process group, sequence number) at which ranks disagree, or None.
-
-    ``kind`` is ``op`` (different collectives), ``size`` (different element counts or shapes),
-    ``dtype``, ``missing_ranks`` (some ranks of the group recorded nothing at that number while
-    having recorded earlier ones) or ``state`` (some completed it, others did not).
-    """
+def first_mismatch(collectives: pd.DataFrame) -> Mismatch | None:
+    """The first (process group, sequence number) at which ranks disagree (its ``kind`` a
+    ``MismatchKind``), or None."""
     if not len(collectives):
         return None
     c = collectives[[k for k in COMPARED if k in collectives]]
@@ -173,8 +170,8 @@ def first_mismatch(collectives: pd.DataFrame) -> dict[str, Any] | None:
         hi = np.maximum.reduceat(np.where(d_o >= 0, d_o, -1), starts)
         flag |= (hi >= 0) & (lo < hi)  # two different dtypes named (unknown ones aside)
     # Missing ranks and states compare positions within one group: not across lines whose
-    # group is unknown ("?": watchdog lines of several groups numbered independently).
-    known_pg = np.array([str(g) != "?" for g in pgs], dtype=bool)[bp]
+    # group is unknown (watchdog lines of several groups numbered independently).
+    known_pg = np.array([str(g) != UNKNOWN_GROUP for g in pgs], dtype=bool)[bp]
     flag |= known_pg & (bs > first_last[bp])  # a rank of the group stopped before this number
     done = np.array([u == "completed" for u in st_u] + [False], dtype=bool)
     if done.any():
@@ -183,7 +180,8 @@ def first_mismatch(collectives: pd.DataFrame) -> dict[str, Any] | None:
     # the first flagged block by (seq, group name); read row by row, it says what differs
     for b in sorted(np.flatnonzero(flag), key=lambda b: (int(bs[b]), str(pgs[bp[b]]))):
         p, s = bp[b], bs[b]
-        last = per_rank[per_rank["p"] == p] if str(pgs[p]) != "?" else per_rank.iloc[:0]
+        last = (per_rank[per_rank["p"] == p] if str(pgs[p]) != UNKNOWN_GROUP
+                else per_rank.iloc[:0])
         found = _describe(str(pgs[p]), int(s), sub[(pg_codes == p) & (seq == s)],
                           dict(zip(last["r"].tolist(), last["hi"].tolist(), strict=True)))
         if found is not None:
@@ -203,41 +201,35 @@ def _size_codes(df: pd.DataFrame) -> np.ndarray:
 
 
 def _describe(pg: str, seq: int, block: pd.DataFrame,
-              last: dict[int, int]) -> dict[str, Any] | None:
+              last: dict[int, int]) -> Mismatch | None:
     """The mismatch at one (process group, seq) block, its kind and the differing ranks; None
     when its ranks agree. ``last``: each rank of the group's last seq."""
     recs = {int(r): rec for r, rec in zip(block["rank"], block.to_dict("records"), strict=True)}
     ops = {r: str(rec["op_type"]) for r, rec in recs.items()}
     missing = [r for r in sorted(last) if r not in recs and last[r] < seq]
-    result: tuple[str, list[int]] | None = None
+    result: tuple[MismatchKind, list[int]] | None = None
     if len(set(ops.values())) > 1:
         maj = _majority(ops)
-        result = ("op", [r for r, o in ops.items() if o != maj])
+        result = (MismatchKind.OP, [r for r, o in ops.items() if o != maj])
     else:
         sizes = {r: _size_key(rec) for r, rec in recs.items()}
         dtypes = {r: _na_none(rec.get("dtypes")) for r, rec in recs.items()}
         if len(set(sizes.values())) > 1:
             maj = _majority(sizes)
-            result = ("size", [r for r, v in sizes.items() if v != maj])
+            result = (MismatchKind.SIZE, [r for r, v in sizes.items() if v != maj])
         elif len({d for d in dtypes.values() if isinstance(d, str)}) > 1:
             maj = _majority(dtypes)
-            result = ("dtype", [r for r, v in dtypes.items() if v != maj])
+            result = (MismatchKind.DTYPE, [r for r, v in dtypes.items() if v != maj])
         elif missing:
-            result = ("missing_ranks", missing)
+            result = (MismatchKind.MISSING_RANKS, missing)
         else:
             states = {r: str(rec["state"]) for r, rec in recs.items()}
             if "completed" in states.values() and len(set(states.values())) > 1:
-                result = ("state", [r for r, v in states.items() if v != "completed"])
+                result = (MismatchKind.STATE, [r for r, v in states.items() if v != "completed"])
     if result is None:
         return None
     kind, differing = result
-    return {
-        "process_group": pg,
-        "seq_num": seq,
-        "kind": kind,
-        "ops": {str(r): ops[r] for r in sorted(ops)},
-        "ranks": sorted(differing),
-    }
+    return Mismatch(pg, seq, kind, {str(r): ops[r] for r in sorted(ops)}, sorted(differing))
 
 
 def _size_key(rec: Any) -> Any:
@@ -259,7 +251,7 @@ def rank_positions(collectives: pd.DataFrame) -> pd.DataFrame:
     timed_out = state.eq("timed_out").fillna(False).to_numpy(dtype=bool)
     seq = df["seq_num"]
     parts = pd.DataFrame({
-        "process_group": df["process_group"].fillna("?"),
+        "process_group": df["process_group"].fillna(UNKNOWN_GROUP),
         "rank": df["rank"],
         "enq": df["last_enqueued"],
         "comp": df["last_completed"],
@@ -310,18 +302,18 @@ def with_status_pg(c: pd.DataFrame) -> pd.DataFrame:
 
 
 def adopt_pg(rows: pd.DataFrame, ref: pd.DataFrame | None = None) -> pd.Series:
-    """Each row's process group, "?" when unknown; a row without one takes the group that
+    """Each row's process group, ``UNKNOWN_GROUP`` when unknown; a row without one takes the group that
     ``ref``'s rows (default: ``rows``) name for the same sequence number, when only one does
     (a watchdog line carries ``[Rank N]`` only; the status line of another rank names it)."""
-    pg = rows["process_group"].fillna("?").astype(object)
+    pg = rows["process_group"].fillna(UNKNOWN_GROUP).astype(object)
     ref = rows if ref is None else ref
-    named = ref[ref["process_group"].notna() & (ref["process_group"] != "?")
+    named = ref[ref["process_group"].notna() & (ref["process_group"] != UNKNOWN_GROUP)
                 & ref["seq_num"].notna()]
-    if not len(named) or not (pg == "?").any():
+    if not len(named) or not (pg == UNKNOWN_GROUP).any():
         return pg
     groups = named.groupby("seq_num")["process_group"].unique()
     only = {int(q): g[0] for q, g in groups.items() if len(g) == 1}
-    fill = [only.get(int(q), "?") if p == "?" and pd.notna(q) else p
+    fill = [only.get(int(q), UNKNOWN_GROUP) if p == UNKNOWN_GROUP and pd.notna(q) else p
             for p, q in zip(pg, rows["seq_num"], strict=True)]
     return pd.Series(fill, index=rows.index, dtype=object)
 
@@ -338,7 +330,7 @@ def majority_op(rows: pd.DataFrame) -> str | None:
     return max(counts, key=lambda o: counts[o]) if counts else None
 
 
-def detail_mismatch(c: pd.DataFrame) -> dict[str, Any] | None:
+def detail_mismatch(c: pd.DataFrame) -> Mismatch | None:
     """TORCH_DISTRIBUTED_DEBUG=DETAIL's 'Detected mismatch between collectives': what each
     rank it names was running (the first report)."""
     rows = c[(c["state"] == "mismatch") & c["rank"].notna()]
@@ -348,16 +340,15 @@ def detail_mismatch(c: pd.DataFrame) -> dict[str, Any] | None:
     ops = {int(r): as_str(o) or "?" for r, o in zip(first["rank"], first["op_type"], strict=True)}
     sizes = {as_str(v) for v in first["sizes"]}
     dtypes = {as_str(v) for v in first["dtypes"]} - {None}
-    kind = ("op" if len(set(ops.values())) > 1 else "size" if len(sizes) > 1
-            else "dtype" if len(dtypes) > 1 else "op")
+    kind = (MismatchKind.OP if len(set(ops.values())) > 1 else MismatchKind.SIZE
+            if len(sizes) > 1 else MismatchKind.DTYPE if len(dtypes) > 1 else MismatchKind.OP)
     seqs = [as_int(v) for v in first["seq_num"]]
-    return {"process_group": as_str(first["process_group"].iloc[0]) or "?",
-            "seq_num": next((q for q in seqs if q is not None), None), "kind": kind,
-            "ops": {str(r): o for r, o in sorted(ops.items())},
-            "ranks": [int(first["rank"].iloc[-1])]}
+    return Mismatch(as_str(first["process_group"].iloc[0]) or UNKNOWN_GROUP,
+                    next((q for q in seqs if q is not None), None), kind,
+                    {str(r): o for r, o in sorted(ops.items())}, [int(first["rank"].iloc[-1])])
 
 
-def unnumbered_mismatch(legacy: pd.DataFrame) -> dict[str, Any] | None:
+def unnumbered_mismatch(legacy: pd.DataFrame) -> Mismatch | None:
     """Watchdog lines without SeqNum (torch <= 1.9) where each rank timed out in one op and
     the ranks name different ops: the desync, as far as those lines tell."""
     rows = legacy.dropna(subset=["rank", "op_type"])
@@ -368,9 +359,9 @@ def unnumbered_mismatch(legacy: pd.DataFrame) -> dict[str, Any] | None:
     if len(set(ops.values())) < 2:
         return None
     maj = majority_op(rows)
-    return {"process_group": "?", "seq_num": None, "kind": "op",
-            "ops": {str(r): o for r, o in sorted(ops.items())},
-            "ranks": sorted(r for r, o in ops.items() if o != maj)}
+    return Mismatch(UNKNOWN_GROUP, None, MismatchKind.OP,
+                    {str(r): o for r, o in sorted(ops.items())},
+                    sorted(r for r, o in ops.items() if o != maj))
 
 
 def is_dump(c: pd.DataFrame) -> pd.Series:

@@ -290,7 +290,7 @@ def mixed_jobs(incident: Incident) -> list[str]:
     """Evidence that the input holds logs of more than one job: several torchrun run
     directories, or iteration lines announcing different total iteration counts."""
     evidence: list[str] = []
-    runs = sorted({m.group(1) for f in incident.account.get("file_list", [])
+    runs = sorted({m.group(1) for f in incident.account.file_list
                    if (m := RUN_DIR_RE.search(str(f)))})
     if len(runs) > 1:
         evidence.append(f"torchrun run directories: {', '.join(runs[:8])}")
@@ -353,8 +353,7 @@ def unplaced_forms(lines: Iterable[str], limit: int = 12) -> list[tuple[int, str
 def reading_words(incident: Incident) -> str:
     """How much of the input was understood, for a verdict that found nothing: ``N lines read,
     none understood`` or ``N lines read, K understood`` (empty when nothing was read)."""
-    a = incident.account
-    lines, parsed = int(a.get("lines", 0) or 0), int(a.get("parsed_lines", 0) or 0)
+    lines, parsed = incident.account.lines, incident.account.parsed_lines
     if not lines:
         return ""
     return (f"{lines} line(s) read, none of them understood by any parser" if not parsed
@@ -365,7 +364,7 @@ def input_findings(incident: Incident) -> list[Finding]:
     """Findings about the input itself: warnings, and lines that look like errors but that no
     parser understood (so a new format is never silently ignored)."""
     out: list[Finding] = []
-    warnings = incident.account.get("warnings", [])
+    warnings = incident.account.warnings
     if warnings:
         out.append(Finding("input_warnings", "info",
                            f"{len(warnings)} warning(s) while reading the input", list(warnings[:20])))

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import html
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -53,14 +52,25 @@ import pandas as pd
 from ..hostlist import runs
 from ..incident import Incident
 from ..parse.collectives import STORE_BARRIER_OP
-from ..report import Action, Finding, Report, escape_frame, evidence, ranked, unrecognized_lines
+from ..report import (
+    Action,
+    Confidence,
+    Finding,
+    Report,
+    escape_frame,
+    evidence,
+    ranked,
+    unrecognized_lines,
+)
 from ..shellsafe import quote_all
+from . import NAMES as CLASSES
+from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
-from .timeout import STUCK_CODES, timeout_rows
+from .timeout.analysis import STUCK_CODES, timeout_rows
 from .timeout.report import desync_words, timeout_title
+from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
-CLASSES = ("timeout", "gpu_crash", "deadlock", "throughput", "loss_spike")
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
 METRIC_CLASSES = ("throughput", "loss_spike")
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
@@ -107,7 +117,7 @@ class Sighting:
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
     """(file index, line number) of each row's ``source`` ('file:lineno' or 'file#entryN')."""
-    files = {f: i for i, f in enumerate(incident.account.get("file_list", []))}
+    files = {f: i for i, f in enumerate(incident.account.file_list)}
     out = []
     for src in df["source"].fillna(""):
         name, _, num = str(src).rpartition(":")
@@ -160,7 +170,7 @@ def _timeouts(incident: Incident) -> pd.DataFrame:
     return timeout_rows(pg)
 
 
-def _timeout_evidence(incident: Incident, mm: Mapping[str, Any] | None) -> pd.DataFrame:
+def _timeout_evidence(incident: Incident, mm: Mismatch | None) -> pd.DataFrame:
     """What the timeout runbook reads as a timeout: the watchdog/gloo lines, else the status
     lines naming the failed work, the collectives of the first mismatch (flight recorder,
     'Detected mismatch between collectives') and the heartbeat monitor's 'watchdog got stuck'
@@ -173,8 +183,8 @@ def _timeout_evidence(incident: Incident, mm: Mapping[str, Any] | None) -> pd.Da
     parts = [c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()],
              e[e["code"].isin(list(STUCK_CODES)) & e["rank"].notna()]]
     if mm:
-        parts.append(c[(c["seq_num"] == mm["seq_num"])
-                       & (c["process_group"].fillna("?") == mm["process_group"])])
+        parts.append(c[(c["seq_num"] == mm.seq_num)
+                       & (c["process_group"].fillna(UNKNOWN_GROUP) == mm.process_group)])
     parts.append(c[c["state"].isin(["mismatch", "absent"])])  # desync and hang reports
     parts = [p for p in parts if len(p)]
     if not parts:
@@ -189,7 +199,7 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
     if rep is None or any(f.id == "no_timeout" for f in rep.findings):
         return None
     f = rep.facts
-    mm = f.get("first_mismatch")
+    mm = Mismatch.from_fact(f.get("first_mismatch"))
     rows = _timeout_evidence(incident, mm)
     if not len(rows):
         return None
@@ -197,12 +207,12 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
     timed_out = bool(len(_timeouts(incident)))
     what = f"{f.get('op_type') or 'a collective'}" + (
         f" #{f['seq_num']}" if f.get("seq_num") is not None else "")
-    if f.get("pattern") == "desync" and mm:
-        ops = ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
-        detail = f"a desync — ranks issued {desync_words(mm)} at sequence {mm['seq_num']} ({ops})"
-    elif f.get("pattern") == "straggler" and f.get("lagging_ranks"):
+    if f.get("pattern") == Pattern.DESYNC and mm:
+        ops = ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
+        detail = f"a desync — ranks issued {desync_words(mm)} at sequence {mm.seq_num} ({ops})"
+    elif f.get("pattern") == Pattern.STRAGGLER and f.get("lagging_ranks"):
         detail = f"{who(f['lagging_ranks'])} never entered {what}, which the others waited in"
-    elif f.get("pattern") == "all_stuck":
+    elif f.get("pattern") == Pattern.ALL_STUCK:
         detail = f"every rank entered {what} and it never completed"
     elif not timed_out and not f.get("op_type") and f.get("seq_num") is None:
         detail = (f"the NCCL watchdog of {who(ranks)} got stuck (heartbeat monitor): the process "
@@ -480,14 +490,11 @@ def _series_len(incident: Incident, cls: str) -> int:
 
 
 def _module(cls: str, modules: Mapping[str, Any] | None) -> Any:
-    """The class's diagnosis module: ``modules`` (tests) for the metric classes when given,
-    else ``traindoc.diagnose.<cls>``; None when it cannot be imported."""
+    """The class's diagnosis module: ``modules`` (tests) for the metric classes when given
+    (None: missing), else the registered class."""
     if modules is not None and (cls in METRIC_CLASSES or cls in modules):
         return modules.get(cls)
-    try:
-        return importlib.import_module(f"traindoc.diagnose.{cls}")
-    except ImportError:
-        return None
+    return failure_class(cls)
 
 
 def run_class(incident: Incident, cls: str, modules: Mapping[str, Any] | None,
@@ -733,26 +740,23 @@ def report(analysis: TriageAnalysis) -> Report:
     if pe is not None and ordered and _program_error_first(pe, ordered):
         verdict += (f" Before it, {_program_error_text(pe)[:1].lower()}"
                     f"{_program_error_text(pe)[1:]}: likely the failure the others waited for.")
-        confidence = min(confidence, "medium", key=CONFIDENCE.index)
+        confidence = min(Confidence(confidence), Confidence.MEDIUM, key=lambda c: c.rank)
     confidence = _capped(confidence, ordered, a.runbooks)
-    logs = quote_all(a.incident.account.get("paths", [])) or "LOGS"
+    logs = quote_all(a.incident.account.paths) or "LOGS"
     actions = ranked(_actions(ordered, not_checked, logs, pe))
     return Report("triage", verdict, confidence, facts, findings, actions)
 
 
-CONFIDENCE = ("low", "medium", "high")
 
 
 def _capped(confidence: str, ordered: list[Sighting], runbooks: Mapping[str, Report | None],
-            ) -> str:
+            ) -> Confidence:
     """Triage is never surer than the cause's own runbook."""
-    if not ordered:
-        return confidence
-    rep = runbooks.get(ordered[0].cls) or ordered[0].report
+    rep = (runbooks.get(ordered[0].cls) or ordered[0].report) if ordered else None
     own = getattr(rep, "confidence", None)
-    if own not in CONFIDENCE:
-        return confidence
-    return min(confidence, own, key=CONFIDENCE.index)
+    if own not in set(Confidence):
+        return Confidence(confidence)
+    return min(Confidence(confidence), Confidence(own), key=lambda c: c.rank)
 
 
 EXIT_ONLY_RE = re.compile(r"exit ?code:? ?=? ?(-?\d+)|return code = (-?\d+)", re.IGNORECASE)

@@ -1,6 +1,8 @@
-"""Log-line parsers. A new log format goes in the module of the table it fills, and is listed
-in ``LINE_PARSERS`` (one line each), ``BLOCK_PARSERS`` (multi-line records) or
-``FILE_LOADERS`` (whole files); ``base`` states what each kind must provide.
+"""Log parsers, one module per kind of record, and their registries. Where a new log format
+goes (ARCHITECTURE.md, "Adding a log format"): a new wording of a record already read is one
+entry in its module's table of patterns; a new kind of record is a new module here and one line
+in ``LINE_PARSERS`` (line parsers), ``BLOCK_PARSERS`` (multi-line records) or ``FILE_LOADERS``
+(whole files); ``base`` states what each kind must provide. The modules:
 
 - ``collectives``: NCCL watchdog timeouts, watchdog work status, gloo timeouts, start-up
   (store-based barrier, c10d socket) timeouts

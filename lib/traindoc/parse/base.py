@@ -102,9 +102,9 @@ OUT_OF_RANGE = 2**63
 NOT_A_COUNT = 2**64 - 1  # NumelIn of a coalesced op: "not a count", read as None silently
 
 
-def as_int(digits: str) -> int:
-    """``int(digits)`` for an optionally signed run of digits; ``OUT_OF_RANGE`` when it does
-    not fit in int64."""
+def digits_int(digits: str) -> int:
+    """``int(digits)`` for an optionally signed run of digits a regex matched; ``OUT_OF_RANGE``
+    when it does not fit in int64. (A table's cell is read by ``diagnose.common.as_int``.)"""
     if len(digits.lstrip("+-").lstrip("0")) > 19:
         return OUT_OF_RANGE
     v = int(digits)
@@ -118,7 +118,7 @@ def to_int(value: str | None) -> int | None:
     m = INT_RE.fullmatch("".join(value.split()))
     if not m:
         return None
-    v = as_int(m.group())
+    v = digits_int(m.group())
     if v == OUT_OF_RANGE and m.group().lstrip("+0") == str(NOT_A_COUNT):
         return None
     return v

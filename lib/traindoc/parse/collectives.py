@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import re
 
-from .base import LineParser, Row, as_int, hms_to_s, to_float, to_int
+from .base import LineParser, Row, digits_int, hms_to_s, to_float, to_int
 
 # [Rank 3] / [PG 0 Rank 3] / [PG 0 (default_pg) Rank 3] / [PG ID 0 PG GUID 0(default_pg) Rank 3]
 RANK_TAG_RE = re.compile(r"\[(?:PG (?P<pg>[^\[\]]*?) )?Rank (?P<rank>\d+)\]")
@@ -102,7 +102,6 @@ SOCKET_TIMEOUT_RE = re.compile(
 )
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"
 UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
-GLOO_SITE_RE = re.compile(r"\[(?P<site>[^\]]*gloo[^\]]*?):\d+\]")
 
 
 def _rank_and_pg(text: str, end: int) -> tuple[int | None, str | None]:
@@ -335,7 +334,7 @@ def parse_store_barrier(text: str) -> Row | None:
     m = STORE_BARRIER_RE.search(text)
     if not m:
         return None
-    return {"rank": as_int(m["rank"]), "op_type": STORE_BARRIER_OP,
+    return {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP,
             "timeout_ms": _ms(hms_to_s(m["timeout"]), 1000),
             "state": "timed_out", "_named_rank": True}
 

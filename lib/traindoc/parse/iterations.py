@@ -62,6 +62,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s, to_float, to_int
+from .collectives import RANK_TAG_RE
 from .progress import TQDM_RE
 
 MEGATRON_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)")
@@ -229,7 +230,6 @@ def parse_deepspeed_timer(text: str) -> Row | None:
 STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)\b(?P<rest>.*)")
 PAIR_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
                      r"(?P<u>%|ms|s|GiB)?")
-RANK_TAG_RE = re.compile(r"\[Rank (?P<r>\d+)\]")
 # key -> (column, scale); tps/wps are per device in torchtitan (tokens / (time * non-DP size))
 STEP_KEYS: dict[str, tuple[str, float]] = {
     "loss": ("loss", 1), "global_avg_loss": ("loss", 1), "grad_norm": ("grad_norm", 1),
@@ -277,7 +277,7 @@ def parse_step_kv(text: str) -> Row | None:
         row["event"] = "eval"
     r = RANK_TAG_RE.search(text[: m.start()])
     if r:
-        row["rank"] = int(r["r"])
+        row["rank"] = int(r["rank"])
     return row
 
 

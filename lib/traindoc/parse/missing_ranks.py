@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import re
 
-from .base import LineParser, Row, as_int
+from .base import LineParser, Row, digits_int
 
 MAX_COMM_RANKS = 1 << 20  # the largest communicator RAS can describe, far above any real job
 RANK_LIST_RE = re.compile(r"\d+")
@@ -83,7 +83,7 @@ JAX_PROCESS_RE = re.compile(r"jax\.distributed\.initialize\(.*?\bprocess_id\s*=\
 
 
 def _ranks(text: str) -> list[int]:
-    return [as_int(r) for r in RANK_LIST_RE.findall(text)]
+    return [digits_int(r) for r in RANK_LIST_RE.findall(text)]
 
 
 def parse_stall(text: str) -> list[Row] | None:
@@ -142,7 +142,7 @@ class MissingRanksBlock:
             return out + self._barrier_wait(text, ctx)
         m = JAX_PROCESS_RE.search(text)
         if m:
-            self.process_id = as_int(m["pid"])
+            self.process_id = digits_int(m["pid"])
         self._start(text, ctx)
         return out
 
@@ -175,15 +175,15 @@ class MissingRanksBlock:
         if self.section == "ras":
             g = RAS_GROUP_RE.match(text)
             if g:
-                self.groups.append((as_int(g["n"]), as_int(g["seq"] or "0"), []))
+                self.groups.append((digits_int(g["n"]), digits_int(g["seq"] or "0"), []))
                 return True
             one = RAS_ONE_RE.match(text)
             if one:
-                self.groups.append((1, as_int(one["seq"] or "0"), [as_int(one["rank"])]))
+                self.groups.append((1, digits_int(one["seq"] or "0"), [digits_int(one["rank"])]))
                 return True
             r = RAS_RANK_RE.match(text)
             if r and self.groups:
-                self.groups[-1][2].append(as_int(r["rank"]))
+                self.groups[-1][2].append(digits_int(r["rank"]))
                 return True
             return False
         if self.section == "jax":
@@ -195,9 +195,9 @@ class MissingRanksBlock:
     def _jax_line(self, text: str) -> bool:
         first = JAX_FIRST_RE.search(text)
         if first:
-            self.first_task = as_int(first["task"])
+            self.first_task = digits_int(first["task"])
             text = text[:first.start()] + text[first.end():]
-        tasks = [as_int(t) for t in JAX_TASK_RE.findall(text)]
+        tasks = [digits_int(t) for t in JAX_TASK_RE.findall(text)]
         self.tasks += tasks
         return bool(tasks or first)
 
@@ -206,7 +206,7 @@ class MissingRanksBlock:
         m = STORE_WAIT_RE.search(text)
         if not m:
             return []
-        rank, world, joined = as_int(m["rank"]), as_int(m["world"]), as_int(m["joined"])
+        rank, world, joined = digits_int(m["rank"]), digits_int(m["world"]), digits_int(m["joined"])
         if world > MAX_WORLD:
             return []
         w, j, ranks, first = self.barrier.get(m["key"], (world, joined, set(), ctx))
@@ -254,7 +254,7 @@ class MissingRanksBlock:
     def _fr_rows(self) -> list[Row]:
         missing = _ranks(self.fields.get("missing ranks", ""))
         op, pg = self.fields.get("collective"), _pg(self.fields.get("group info"))
-        return [{"rank": r, "seq_num": as_int(self.fields["seq"]), "op_type": op,
+        return [{"rank": r, "seq_num": digits_int(self.fields["seq"]), "op_type": op,
                  "process_group": pg, "state": "absent", "_named_rank": True} for r in missing]
 
     def _ras_rows(self) -> list[Row]:

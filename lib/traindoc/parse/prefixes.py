@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from .base import as_int
+from .base import digits_int
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
@@ -139,7 +139,7 @@ def demux(text: str) -> tuple[str, Origin]:
                 rest, origin = demux(text[m.end():])
                 inner = origin.rank is not None and origin.rank_global
                 return rest, Origin(
-                    rank=origin.rank if inner else as_int(m["n"]), host=origin.host,
+                    rank=origin.rank if inner else digits_int(m["n"]), host=origin.host,
                     pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
     start = 0  # where a host prefix may stand: the line's start, or just after a container tag
     for _ in range(6):
@@ -150,27 +150,27 @@ def demux(text: str) -> tuple[str, Origin]:
         if ch == "[":
             m = ROLE_RE.match(text, pos)
             if m:
-                rank = as_int(m["n"])
+                rank = digits_int(m["n"])
                 rank_global = m["role"] == "rank"
             elif m := NOISE_RE.match(text, pos):
                 pass
             elif m := DETERMINED_RE.match(text, pos):
                 if m["n"] is not None:
-                    rank = as_int(m["n"])
+                    rank = digits_int(m["n"])
             elif m := KUBECTL_RE.match(text, pos):
                 pass
             elif m := DETERMINED_SHORT_RE.match(text, pos):
                 if m["n"] is not None:
-                    rank = as_int(m["n"])
+                    rank = digits_int(m["n"])
                 start = m.end()
             else:
                 m = MPI_RE.match(text, pos)
                 if m:  # mpirun's [job,rank]: the global rank
-                    rank, rank_global = as_int(m["n"]), True
+                    rank, rank_global = digits_int(m["n"]), True
         elif ch == "(":
             m = RAY_RE.match(text, pos)
             if m:
-                pid = as_int(m["pid"])
+                pid = digits_int(m["pid"])
                 if m["ip"]:
                     host = m["ip"]
         elif ch.isdigit():
@@ -180,7 +180,7 @@ def demux(text: str) -> tuple[str, Origin]:
             else:
                 m = SRUN_RE.match(text, pos)
                 if m:
-                    task = as_int(m["n"])
+                    task = digits_int(m["n"])
         elif ch.isalpha() and pos == 0 and (m := MPI_STAMP_RE.match(text)):
             pass  # the MPI tag after it gives the rank
         elif ch.isalpha() and pos == 0 and (m := _compose(text)):
@@ -223,12 +223,12 @@ def path_origin(path: str) -> Origin:
     """Rank or host implied by a log file's path (torchrun --log-dir, rank3.log, trace-host.out)."""
     m = PATH_LOCAL_RANK_RE.search(path)
     if m:
-        return Origin(rank=as_int(m["n"]))
+        return Origin(rank=digits_int(m["n"]))
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     m = PATH_TRACE_HOST_RE.search(name)
     if m:
         return Origin(host=m["host"])
     m = PATH_RANK_RE.search(name)
     if m:
-        return Origin(rank=as_int(m["n"]))
+        return Origin(rank=digits_int(m["n"]))
     return Origin()

@@ -38,7 +38,6 @@ from ..incident import Incident
 from ..locations import CHECKOUT
 from ..schema import TABLES
 from .decode import MAX_BYTES, MAX_GZIP_RATIO, MAX_TOTAL_BYTES, Budget, expand_paths, file_size
-from .fast import fast_engine_status
 from .files import FileReader
 from .lines import LineReader, merge_origin, parsers_for
 from .pool import (
@@ -50,6 +49,7 @@ from .pool import (
     scheduler_executor,
 )
 from .progress import progress_bar
+from .registry import fast_engine_status
 
 ENGINES = ("auto", "fast", "plain")
 

@@ -26,8 +26,9 @@ from .decode import (
     not_regular,
     open_bytes,
 )
-from .fast import read_text
+from .fast import PrefixCache, read_text
 from .lines import LineReader, Stream
+from .registry import Registry
 from .sink import Sink
 
 
@@ -44,10 +45,13 @@ class FileReader:
                  budget: Budget | None = None) -> None:
         self.acc = Account()
         self.want = None if tables is None else frozenset(tables)
-        self.sink = Sink(self.want, self.acc.warn)
+        self.sink = Sink(self.want, self.acc.unreadable_value)
         self.lines = LineReader(self.acc, self.sink, self.want)
         self.year = year
         self.engine = engine
+        # the fast engine's view of the parsers and memo of line writers, for every file read
+        self.fast = (Registry(None, self.lines.line_parsers, self.lines.block_factories),
+                     PrefixCache()) if engine == "fast" else None
         self.pipeline = pipeline
         self.budget = budget if budget is not None else Budget()
         self.progress: Callable[[int], None] | None = None  # called with the bytes read so far
@@ -88,8 +92,8 @@ class FileReader:
             return
         if b"\x00" in head and not head.startswith(GZIP_MAGIC):
             self.acc.warn(f"{name}: holds NUL bytes (binary data?); read as text with NULs removed")
-        if self.engine == "fast":
-            read_text(self.lines, path, head, stream, pipeline=self.pipeline,
+        if self.fast is not None:
+            read_text(self.lines, path, head, stream, *self.fast, pipeline=self.pipeline,
                       progress=self.progress, budget=self.budget, size=st.st_size)
             return
         lineno = 0

@@ -22,7 +22,6 @@ from typing import Any
 from ..schema import SCHEMAS
 from .account import Account
 from .decode import Budget
-from .fast import registry
 from .files import FileReader
 from .lines import KEEP_UNRECOGNIZED
 
@@ -137,8 +136,6 @@ def read_pooled(reader: FileReader, files: list[Path], sizes: list[int], n: int,
     can be had."""
     method = "fork" if "fork" in mp.get_all_start_methods() and os.name == "posix" and (
         os.uname().sysname == "Linux") else "spawn"
-    if reader.engine == "fast":  # built once here, inherited by forked workers
-        registry(None, reader.lines.line_parsers, reader.lines.block_factories)
     groups = _groups(sizes, n)
     args = _jobs(reader, files, groups)
     parts = []

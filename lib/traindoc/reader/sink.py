@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..incident import drop_echoes
+from ..incident import Unreadable, drop_echoes
 from ..parse.prefixes import Origin
 from ..schema import SCHEMAS, TABLES, frame
 
@@ -33,13 +33,13 @@ LineContext = tuple[str, int, Origin, datetime | None]
 
 class Sink:
     """The rows of every table read so far, in reading order. ``want``: the tables asked for
-    (None: all); a whole-file loader's rows of the others are dropped at the end. ``warn``:
-    where a value no table column can hold is reported (it becomes <NA>)."""
+    (None: all); a whole-file loader's rows of the others are dropped at the end.
+    ``unreadable``: where a value no table column can hold is reported (it becomes <NA>)."""
 
     def __init__(self, want: frozenset[str] | None = None,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 unreadable: Callable[[Unreadable], None] | None = None) -> None:
         self.want = want
-        self.warn = warn
+        self.unreadable = unreadable
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
         self.kept = 0  # rows in ``rows``, all tables together
         # rows already made into DataFrames (every FLUSH_ROWS rows: dicts cost ten times more)
@@ -111,7 +111,7 @@ class Sink:
             try:
                 df = frame(table, rows)
             except (OverflowError, ValueError, TypeError):  # a number beyond int64, say
-                _clean_ints(table, rows, self.warn)
+                _clean_ints(table, rows, self.unreadable)
                 df = frame(table, rows)
             self.frames[table].append(df)
             self.rows[table] = []
@@ -166,7 +166,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _clean_ints(table: str, rows: list[dict[str, Any]],
-                warn: Callable[[str], None] | None) -> None:
+                unreadable: Callable[[Unreadable], None] | None) -> None:
     """Set to None (and report) the values of ``table``'s integer columns that are no int64:
     numbers beyond its range (``[rank99999999999999999999]:``, a 23-digit SeqNum) or not whole
     numbers at all. The row stays: the rest of it was read."""
@@ -187,9 +187,8 @@ def _clean_ints(table: str, rows: list[dict[str, Any]],
             else:
                 what = f"{type(v).__name__} {str(v)[:40]!r}, not a number"
             r[c] = None
-            if warn is not None:
-                warn(f"{r.get('source', '?')}: {table}.{c} was {what}; read as <NA> (the row "
-                     "is kept)")
+            if unreadable is not None:
+                unreadable(Unreadable.at(str(r.get("source", "?")), table, c, what))
 
 
 def _non_finite(row: dict[str, Any]) -> bool:

@@ -55,29 +55,15 @@ Rules (documented because the runbook's facts depend on them):
   one rank left over are matched by elimination. Either is reported as an inference.
 """
 
-from .analysis import (
-    DeadlockAnalysis,
-    analyse,
-    find_outliers,
-    flight_recorder_table,
-    groups_table,
-)
-from .report import FACT_KEYS, diagnose, report
-from .stacks import (
-    MAIN_THREAD_NAMES,
-    Proc,
-    call_site,
-    in_collective,
-    infer_ranks,
-    is_helper_process,
-    is_idle_helper_thread,
-    key_leaf,
-    n_procs,
-    processes,
-    signature,
-)
+from __future__ import annotations
 
-__all__ = ["FACT_KEYS", "MAIN_THREAD_NAMES", "DeadlockAnalysis", "Proc", "analyse", "call_site",
-           "diagnose", "find_outliers", "flight_recorder_table", "groups_table", "in_collective",
-           "infer_ranks", "is_helper_process", "is_idle_helper_thread", "key_leaf", "n_procs",
-           "processes", "report", "signature"]
+from .analysis import DeadlockAnalysis, analyse
+from .report import FACT_KEYS, diagnose, report
+
+NAME = "deadlock"
+RUNBOOK = "deadlock.ipynb"  # in traindoc/runbooks/
+# the incident tables ``analyse`` reads
+TABLES = ("stacks", "collectives", "processes")
+
+__all__ = ["DeadlockAnalysis", "FACT_KEYS", "NAME", "RUNBOOK", "TABLES", "analyse",
+           "diagnose", "report"]

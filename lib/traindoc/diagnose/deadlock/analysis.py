@@ -14,6 +14,7 @@ import pandas as pd
 from ...incident import Incident
 from ..collectives import detail_mismatch, first_mismatch, rank_positions
 from ..common import who
+from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind
 from .stacks import (
     REPORTED,
     Proc,
@@ -108,9 +109,9 @@ def _member_sort(members: list[Any]) -> list[Any]:
     return sorted(members, key=lambda m: (isinstance(m, str), str(m).zfill(12)))
 
 
-def per_rank_sites(ranks: list[Proc], mm: dict[str, Any]) -> str:
+def per_rank_sites(ranks: list[Proc], mm: Mismatch) -> str:
     """'; stacks: rank 0 in all_reduce (…) from worker (train.py:84), …' for the mismatch's ranks."""
-    want = {int(r) for r in mm["ops"]}
+    want = {int(r) for r in mm.ops}
     parts = []
     for p in sorted((p for p in ranks if p.rank in want), key=lambda p: p.rank):
         site = call_site(p.frames)
@@ -118,12 +119,12 @@ def per_rank_sites(ranks: list[Proc], mm: dict[str, Any]) -> str:
     return "; stacks: " + "; ".join(parts) if parts else ""
 
 
-def _decisive(mm: dict[str, Any]) -> bool:
+def _decisive(mm: Mismatch) -> bool:
     """A flight-recorder disagreement that names who is off: missing/unfinished ranks, or a
     strict minority issuing something else."""
-    if mm["kind"] in ("missing_ranks", "state"):
-        return bool(mm["ranks"])
-    return bool(mm["ranks"]) and 2 * len(mm["ranks"]) < len(mm["ops"])
+    if mm.kind in (MismatchKind.MISSING_RANKS, MismatchKind.STATE):
+        return bool(mm.ranks)
+    return bool(mm.ranks) and 2 * len(mm.ranks) < len(mm.ops)
 
 
 def members_text(members: list[Any], start: bool = True) -> str:
@@ -139,7 +140,7 @@ def members_text(members: list[Any], start: bool = True) -> str:
     return (text[0].upper() + text[1:]) if start else text[0].lower() + text[1:]
 
 
-def absent_report(collectives: pd.DataFrame) -> dict[str, Any] | None:
+def absent_report(collectives: pd.DataFrame) -> Mismatch | None:
     """The first report that names ranks which never arrived (``absent`` rows: fr_trace's
     missing ranks, NCCL RAS, a barrier a rank never reached) as a mismatch of kind
     ``missing_ranks``; None without one."""
@@ -151,26 +152,28 @@ def absent_report(collectives: pd.DataFrame) -> dict[str, Any] | None:
         return None
     first = absent.iloc[0]
     pg, seq, op = _na(first["process_group"]), _na(first["seq_num"]), _na(first["op_type"])
-    same = absent[(absent["process_group"].fillna("?") == (pg or "?"))
+    same = absent[(absent["process_group"].fillna(UNKNOWN_GROUP) == (pg or UNKNOWN_GROUP))
                   & (absent["seq_num"].fillna(-1) == (-1 if seq is None else seq))]
     there = c[(c["state"] == "started").fillna(False) & c["rank"].notna()
-              & (c["process_group"].fillna("?") == (pg or "?"))]
+              & (c["process_group"].fillna(UNKNOWN_GROUP) == (pg or UNKNOWN_GROUP))]
     ops = {str(int(r)): str(op or "?") for r in sorted(set(there["rank"]))}
-    return {"process_group": pg or "?", "seq_num": None if seq is None else int(seq),
-            "kind": "missing_ranks", "ops": ops, "ranks": sorted({int(r) for r in same["rank"]})}
+    return Mismatch(pg or UNKNOWN_GROUP, None if seq is None else int(seq), MismatchKind.MISSING_RANKS,
+                    ops, sorted({int(r) for r in same["rank"]}))
 
 
-def mismatch_title(mm: dict[str, Any]) -> str:
+def mismatch_title(mm: Mismatch) -> str:
     """The flight recorder's first mismatch in one sentence."""
-    ops = ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
-    what = {"op": "issued different collectives", "size": "issued different sizes",
-            "dtype": "issued different dtypes",
-            "missing_ranks": f"did not all reach it (missing: {who(mm['ranks'])})",
-            "state": f"did not all finish it (not completed on {who(mm['ranks'])})"}[mm["kind"]]
-    at = (f"at sequence number {mm['seq_num']}" if mm["seq_num"] is not None
+    ops = ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
+    what = {MismatchKind.OP: "issued different collectives",
+            MismatchKind.SIZE: "issued different sizes",
+            MismatchKind.DTYPE: "issued different dtypes",
+            MismatchKind.MISSING_RANKS: f"did not all reach it (missing: {who(mm.ranks)})",
+            MismatchKind.STATE: f"did not all finish it (not completed on {who(mm.ranks)})",
+            }[mm.kind]
+    at = (f"at sequence number {mm.seq_num}" if mm.seq_num is not None
           else "at the collective or barrier")
     return (f"Flight recorder: {at} of process group "
-            f"{mm['process_group']} ranks {what}" + (f" — {ops}" if ops else ""))
+            f"{mm.process_group} ranks {what}" + (f" — {ops}" if ops else ""))
 
 
 def flight_recorder_table(collectives: pd.DataFrame, procs: list[Proc]) -> pd.DataFrame:
@@ -187,7 +190,7 @@ def flight_recorder_table(collectives: pd.DataFrame, procs: list[Proc]) -> pd.Da
             leaf_by_rank[int(p.rank)] = p.leaf
     pos = rank_positions(c)
     rows = []
-    for (pg, rank), g in fr.assign(process_group=fr["process_group"].fillna("?")).groupby(
+    for (pg, rank), g in fr.assign(process_group=fr["process_group"].fillna(UNKNOWN_GROUP)).groupby(
             ["process_group", "rank"], sort=True):
         last = g.loc[g["seq_num"].idxmax()]
         p = pos[(pos["process_group"] == pg) & (pos["rank"] == rank)]
@@ -230,7 +233,7 @@ def known_traps(outliers: list[Proc], rest: list[Proc], mm: dict[str, Any] | Non
             traps["barrier_before_eval"] = (
                 f"The hang is in the evaluation phase: {members_text([o.member], start=False)} is in {leaf}, the "
                 f"others in {rest[0].leaf if rest else '?'}")
-    if mm and mm["kind"] in ("op", "size", "dtype"):
+    if mm and mm.kind.is_desync:
         traps.setdefault("rank_conditional",
                          mismatch_title(mm) + per_rank_sites(outliers + rest, mm))
     return traps
@@ -248,7 +251,7 @@ class DeadlockAnalysis:
     inferred: dict[tuple[Any, ...], tuple[int, str]]  # process key -> (rank, how inferred)
     rule: str  # the rule the stacks named outliers by (see the package docstring)
     stack_outliers: list[Proc]  # the outliers the stacks alone name
-    mismatch: dict[str, Any] | None  # the flight recorder's first disagreement
+    mismatch: Mismatch | None  # the flight recorder's first disagreement
     fr_named: bool  # the outliers come from a decisive flight-recorder mismatch, not the stacks
     outliers: list[Proc]  # the processes the others wait for
     outlier_members: list[Any]
@@ -290,9 +293,13 @@ class DeadlockAnalysis:
 
 def analyse(incident: Incident, thread: str = "MainThread",
             depth: int | None = None) -> DeadlockAnalysis:
-    """Group the processes of ``incident`` by where ``thread`` is (``"*"``: every busy thread;
-    ``depth``: frames per signature from the leaf outwards, None or 0: all), name the outliers,
-    and read the flight recorder beside them."""
+    """Group the processes of ``incident`` by where a thread is, name the outliers, and read
+    the flight recorder beside them.
+
+    Args:
+        thread: the thread compared ("MainThread", a thread name, or "*": every busy thread).
+        depth: frames per signature from the leaf outwards (None or 0: all).
+    """
     procs = processes(incident.stacks, thread=thread, depth=depth or None)
     procs += reported_procs(incident.collectives, procs)
     inferred = infer_ranks(procs, incident.collectives)
@@ -305,13 +312,13 @@ def analyse(incident: Incident, thread: str = "MainThread",
     ranks = [p for p in procs if not p.helper]
     outliers, fr_named = stack_outliers, False
     if not outliers and mismatch and _decisive(mismatch):
-        want = set(mismatch["ranks"])
+        want = set(mismatch.ranks)
         outliers = [p for p in ranks if p.rank in want]
         fr_named = True
     out_members = {p.member for p in outliers}
     out_keys = {p.key for p in outliers}
     if fr_named and not outliers and mismatch:
-        outlier_members = list(mismatch["ranks"])
+        outlier_members = list(mismatch.ranks)
     else:
         outlier_members = _member_sort(list(out_members))
     rest = [p for p in ranks if p.member not in out_members]

@@ -17,34 +17,15 @@ from __future__ import annotations
 
 from ...incident import Incident
 from ...report import Report
-from ..common import rank_hosts
 from .analysis import FACT_KEYS, GpuCrashAnalysis, analyse
-from .checkpoints import (
-    DEFAULT_MTBF_HOURS,
-    DEFAULT_SAVE_S,
-    Checkpoints,
-    checkpoint_state,
-    cost_table,
-    expected_waste,
-    interval_report,
-    interval_table,
-    iteration_seconds,
-    lost_work,
-    save_cost,
-    young_daly,
-)
-from .events import (
-    EVENT_COLUMNS,
-    SAME_FAILURE_WINDOW_S,
-    Crash,
-    cascade_table,
-    effective_times,
-    failure_events,
-    first_failure,
-    timeline_frame,
-    xid_table,
-)
-from .report import HANG_WARN_S, KIND_WORDS, report
+from .checkpoints import DEFAULT_MTBF_HOURS
+from .events import SAME_FAILURE_WINDOW_S
+from .report import report
+
+NAME = "gpu_crash"
+RUNBOOK = "gpu_crash.ipynb"  # in traindoc/runbooks/
+# the incident tables ``analyse`` reads
+TABLES = ("errors", "exits", "iterations", "checkpoints", "collectives", "host_timings", "progress")
 
 
 def diagnose(incident: Incident, checkpoint_save_s: float | None = None,
@@ -61,9 +42,5 @@ def diagnose(incident: Incident, checkpoint_save_s: float | None = None,
                           gpus_per_node=gpus_per_node, window_s=window_s))
 
 
-__all__ = ["DEFAULT_MTBF_HOURS", "DEFAULT_SAVE_S", "EVENT_COLUMNS", "FACT_KEYS", "HANG_WARN_S",
-           "KIND_WORDS", "SAME_FAILURE_WINDOW_S", "Checkpoints", "Crash", "GpuCrashAnalysis",
-           "analyse", "cascade_table", "checkpoint_state", "cost_table", "diagnose",
-           "effective_times", "expected_waste", "failure_events", "first_failure",
-           "interval_report", "interval_table", "iteration_seconds", "lost_work", "rank_hosts",
-           "report", "save_cost", "timeline_frame", "xid_table", "young_daly"]
+__all__ = ["FACT_KEYS", "GpuCrashAnalysis", "NAME", "RUNBOOK", "TABLES", "analyse",
+           "diagnose", "report"]

@@ -103,10 +103,17 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
             iteration_s: float | None = None, mtbf_hours: float = DEFAULT_MTBF_HOURS,
             save_interval: int | None = None, gpus_per_node: int = 8,
             window_s: float = SAME_FAILURE_WINDOW_S) -> GpuCrashAnalysis:
-    """Analyse a crashed job. ``checkpoint_save_s`` / ``iteration_s`` override what the logs
-    measure; ``mtbf_hours`` is the job's mean time between failures; ``save_interval`` (the
-    job's --save-interval) places the last checkpoint when no save line was logged;
-    ``gpus_per_node`` turns a rank into a node index when no line names the host."""
+    """Analyse a crashed job: its first failure and cascade, lost work, checkpoint interval.
+
+    Args:
+        checkpoint_save_s: seconds one checkpoint save takes, overriding what the logs measure.
+        iteration_s: seconds per iteration, overriding what the logs measure.
+        mtbf_hours: the job's mean time between failures (the Young/Daly interval).
+        save_interval: the job's --save-interval: places the last checkpoint when no save line
+            was logged.
+        gpus_per_node: turns a rank into a node index when no line names the host.
+        window_s: failures this close to the first are one failure (its cluster).
+    """
     facts: dict[str, Any] = {k: None for k in FACT_KEYS}
     facts.update(failed_ranks=[], failed_hosts=[], xid_codes=[], pci_bus_ids=[])
     host_of = rank_hosts(incident)

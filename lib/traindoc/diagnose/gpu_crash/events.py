@@ -20,6 +20,7 @@ import pandas as pd
 from ...incident import Incident
 from ...parse.xid import pci_bus_id, xid_info
 from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
+from ..types import Strength
 
 SAME_FAILURE_WINDOW_S = 120.0  # causes this close to the first one, on its host, are one failure
 
@@ -32,8 +33,8 @@ LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage
 # signal codes that are the launcher or scheduler tearing survivors down.
 TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
                          "launcher_sigkill", "slurm_cancelled", "ray_actor_died"}
-STRONG_SIGNAL_CODES = {"slurm_node_failure": 3, "slurm_preemption": 1,
-                       "terminate": 1, "ray_worker_died": 1}
+STRONG_SIGNAL_CODES = {"slurm_node_failure": Strength.HARDWARE, "slurm_preemption": Strength.WEAK,
+                       "terminate": Strength.WEAK, "ray_worker_died": Strength.WEAK}
 # A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
 # that follows is its teardown.
 NOT_A_FAILURE_CODES = {"slurm_time_limit"}
@@ -61,26 +62,28 @@ def _split_source(src: str | None, files: dict[str, int]) -> tuple[int, int]:
     return (files.setdefault(f, len(files)), int(m["line"]))
 
 
-def _error_role(kind: str, code: str, message: str) -> tuple[str, int]:
+def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     """(role, strength) of one ``errors`` row."""
     if kind == "xid":
         info = xid_info(as_int(code) if code and code.isdigit() else None)
-        return ("context", 0) if info.cascade else ("cause", 3)
+        return ("context", Strength.NONE) if info.cascade else ("cause", Strength.HARDWARE)
     if kind == "ecc":
-        return "cause", 3
+        return "cause", Strength.HARDWARE
     if kind in ("cuda_error", "oom"):
-        return "cause", 2
+        return "cause", Strength.LOCAL
     if kind == "nccl_error":
-        return ("cause", 2) if code in LOCAL_NCCL_CODES else ("cascade", 0)
+        return (("cause", Strength.LOCAL) if code in LOCAL_NCCL_CODES
+                else ("cascade", Strength.NONE))
     if kind == "signal":
         if code in NOT_A_FAILURE_CODES:
-            return "context", 0
+            return "context", Strength.NONE
         if code in TEARDOWN_SIGNAL_CODES:
-            return "cascade", 0
-        return "cause", STRONG_SIGNAL_CODES.get(code, 2)
+            return "cascade", Strength.NONE
+        return "cause", STRONG_SIGNAL_CODES.get(code, Strength.LOCAL)
     if kind == "python":
-        return ("cascade", 0) if CASCADE_TEXT_RE.search(f"{code} {message}") else ("cause", 2)
-    return "cause", 1
+        return (("cascade", Strength.NONE) if CASCADE_TEXT_RE.search(f"{code} {message}")
+                else ("cause", Strength.LOCAL))
+    return "cause", Strength.WEAK
 
 
 # How launchers word an exit, to quote it as printed (people search for these words).
@@ -104,7 +107,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     (cause | cascade | context) and strength, ranks filled in from pids and hosts where a line
     names none. Sorted by time, then by position in its file. ``host_of``: each rank's host
     (``rank_hosts``), when the caller has it already."""
-    files = {f: i for i, f in enumerate(incident.account.get("file_list", []))}
+    files = {f: i for i, f in enumerate(incident.account.file_list)}
     rows: list[dict[str, Any]] = []
     for r in incident.errors.itertuples(index=False):
         f, ln = _split_source(r.source, files)
@@ -119,7 +122,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
         op = as_str(r.op_type) or "a collective"
         rows.append(dict(file=f, lineno=ln, time=r.time, rank=as_int(r.rank), host=as_str(r.host),
                          pid=None, kind="nccl_error", code="collective_timeout",
-                         message=f"timed out in {op}", role="cascade", strength=0,
+                         message=f"timed out in {op}", role="cascade", strength=Strength.NONE,
                          root_cause=False, table="collectives", source=r.source, line=r.line))
     ex = incident.exits
     for r in ex.itertuples(index=False):
@@ -131,7 +134,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
                          pid=as_int(r.pid), kind="signal" if sig else ("python" if code == 1
                                                                      else "exit"),
                          code=sig or f"exit_{code}", message=_exit_message(code, sig, as_str(r.line)),
-                         role="exit", strength=1,
+                         role="exit", strength=Strength.WEAK,
                          root_cause=False if pd.isna(r.root_cause) else bool(r.root_cause),
                          table="exits", source=r.source, line=r.line,
                          local_rank=as_int(r.local_rank)))
@@ -165,7 +168,7 @@ def _after_timeout_roles(ev: pd.DataFrame) -> None:
     for i in py:
         e = ev.loc[i]
         if AGENT_SIGNAL_RE.search(str(e["message"] or "")):
-            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+            ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
             continue
         if not len(timeouts):
             continue
@@ -174,7 +177,7 @@ def _after_timeout_roles(ev: pd.DataFrame) -> None:
         before = ((timeouts["file"] == e["file"]) & (timeouts["lineno"] <= e["lineno"])) | (
             t.notna() & pd.notna(te) & (t <= te))
         if (rank_ok.fillna(False).astype(bool) & before.astype(bool)).any():
-            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+            ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
 
 
 def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
@@ -184,7 +187,7 @@ def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
     if (ev["role"] == "cause").any() or len(incident.iterations) or len(incident.progress):
         return
     init = ev["code"].isin(list(INIT_NCCL_CODES))
-    ev.loc[init, ["role", "strength"]] = ["cause", 1]
+    ev.loc[init, ["role", "strength"]] = ["cause", Strength.WEAK]
 
 
 def _cascade_xid_roles(ev: pd.DataFrame) -> None:
@@ -195,7 +198,7 @@ def _cascade_xid_roles(ev: pd.DataFrame) -> None:
         return
     xids = ev.index[(ev["kind"] == "xid") & (ev["role"] == "context")]
     if len(xids):
-        ev.loc[xids[0], ["role", "strength"]] = ["cause", 1]
+        ev.loc[xids[0], ["role", "strength"]] = ["cause", Strength.WEAK]
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
@@ -273,7 +276,7 @@ def _exit_roles(ev: pd.DataFrame) -> None:
     for i in ev.index[ev["role"] == "exit"]:
         e = ev.loc[i]
         if e["code"] in TEARDOWN_SIGNALS:
-            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+            ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
             continue
         same = errs.iloc[0:0]
         if not pd.isna(e["rank"]):
@@ -281,11 +284,12 @@ def _exit_roles(ev: pd.DataFrame) -> None:
         elif e["host"] is not None and not pd.isna(e["host"]):
             same = errs[errs["host"] == e["host"]]
         if (same["role"] == "cause").any():
-            ev.loc[i, ["role", "strength"]] = ["context", 0]
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
         elif (same["role"] == "cascade").any():
-            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+            ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
         else:
-            ev.loc[i, ["role", "strength"]] = ["cause", 2 if e["root_cause"] else 1]
+            ev.loc[i, ["role", "strength"]] = ["cause", (Strength.LOCAL if e["root_cause"]
+                                                         else Strength.WEAK)]
 
 
 def _escalation_roles(ev: pd.DataFrame) -> None:
@@ -307,7 +311,7 @@ def _escalation_roles(ev: pd.DataFrame) -> None:
     for i in kill:
         dt = (ev.at[i, "time"] - before["time"]).dt.total_seconds()
         if ((dt >= lo) & (dt <= hi)).any():
-            ev.loc[i, ["role", "strength"]] = ["cascade", 0]
+            ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
 
 
 # --- the first failure and its cascade ---------------------------------------------------------
@@ -353,7 +357,8 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
         if silent is None:
             return Crash(events, None, empty, cascade_all, empty, "none")
         first = pd.Series({**{c: None for c in EVENT_COLUMNS}, "rank": silent, "kind": None,
-                           "code": "silent", "time": pd.NaT, "role": "cause", "strength": 0,
+                           "code": "silent", "time": pd.NaT, "role": "cause",
+                           "strength": Strength.NONE,
                            "message": "left no error of its own while every other rank failed "
                                       "after it"})
         return Crash(events, first, empty, cascade_all, empty, "silent")

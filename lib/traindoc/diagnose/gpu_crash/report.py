@@ -1,22 +1,34 @@
 """The gpu_crash report: findings, verdict and ranked actions (the prose) from a
-``GpuCrashAnalysis``. Nothing here reads the logs again."""
+``GpuCrashAnalysis``, as rules (``traindoc.report.Rule``). Nothing here reads the logs again."""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from ...incident import Incident
 from ...parse.errors import oom_figures
-from ...parse.xid import xid_info
-from ...report import Action, Finding, Report, evidence, ranked
+from ...parse.xid import XidInfo, xid_info
+from ...report import (
+    Action,
+    Confidence,
+    Finding,
+    Report,
+    Rule,
+    Severity,
+    action,
+    evidence,
+    fired_actions,
+    fired_findings,
+    verdict_of,
+)
 from ...shellsafe import hosts_arg, is_host_name, quote, rank_arg, reason_text, shown
 from ..common import count, input_findings, reading_words, when_text
 from .analysis import GpuCrashAnalysis
-from .checkpoints import DEFAULT_MTBF_HOURS, Checkpoints, expected_waste
+from .checkpoints import DEFAULT_MTBF_HOURS, expected_waste
 from .events import HOST_OOM_CODES, Crash
 
 HANG_WARN_S = 300.0  # a job that took longer than this to exit after the failure "hung"
@@ -37,83 +49,16 @@ WATCHDOG_FRAME_RE = re.compile(r"workCleanupLoop|watchdogHandler|ncclCommWatchdo
                                r"finishedGPUExecution|CUDAEvent\.h")
 # Signals a process raises on itself by faulting (not a kill from outside).
 FAULT_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"})
+# NCCL codes of a CUDA call failing inside NCCL (no proof of broken hardware by themselves).
+NCCL_CUDA_CODES = ("nccl_unhandled_cuda", "nccl_warn_cuda")
 
 
 def report(a: GpuCrashAnalysis) -> Report:
     """The findings, verdict, confidence and ranked actions for an analysed crash."""
-    crash, ck, prog, facts = a.crash, a.checkpoints, a.progress, a.facts
-    spi, save_s, save_src, yd = a.seconds_per_iteration, a.save_s, a.save_source, a.young_daly
-    mtbf_hours, mtbf_s, first = a.mtbf_hours, a.mtbf_s, crash.first
-    findings: list[Finding] = []
-    if first is None:
-        findings.append(Finding(
-            "no_failure", "warning",
-            ("No failure of a rank's own was found: the "
-             f"{len(crash.cascade)} line(s) below are symptoms of a failure elsewhere (a peer "
-             "that died, a collective that timed out, the launcher stopping the survivors)"
-             if len(crash.cascade) else
-             "No crash was found: no CUDA/Xid/ECC/OOM error, fatal signal, failed process or "
-             "Python exception in these logs"),
-            evidence(crash.cascade)))
-    else:
-        findings.append(Finding("first_failure", "critical", _first_title(crash, facts),
-                                _first_evidence(crash)))
-        findings += _detail_findings(crash, facts, a.incident)
-    findings += _xid_findings(a.xid_events)
-    if len(crash.cascade):
-        n_r = crash.cascade["rank"].dropna().nunique()
-        hosts = len(a.cascade_hosts)
-        delay = a.cascade["after_s"].dropna()
-        on = f" on {count(hosts, 'host')}" if hosts else ""
-        who = (f"{count(n_r, 'other rank')}{on}" if n_r
-               else "Its peers")
-        findings.append(Finding(
-            "cascade", "info",
-            f"{who} failed after it: peers' NCCL/gloo errors, collective timeouts and launcher "
-            "kills are symptoms of the first failure, not causes"
-            + (f" (first {delay.min():.0f} s, last {delay.max():.0f} s after it)"
-               if len(delay) else ""),
-            evidence(crash.cascade, limit=12)))
-    if len(crash.independent):
-        findings.append(Finding(
-            "other_failures", "warning",
-            f"{len(crash.independent)} other local failure(s) on other ranks/hosts, apart from "
-            "the first one in time or place: check whether they are a second, independent "
-            "problem", evidence(crash.independent, limit=10)))
-    hang = a.exit_delay_s
-    if hang is not None:
-        findings.append(Finding(
-            "exit_delay", "warning" if hang > HANG_WARN_S else "info",
-            f"The job's last failure line came {hang / 60:.1f} min after the first failure"
-            + (": the survivors hung until a timeout instead of exiting" if hang > HANG_WARN_S
-               else ""), []))
-    findings += _checkpoint_findings(ck, facts, spi, prog)
-    if facts["checkpoint_interval_recommended"] is not None or not math.isnan(yd["young_s"]):
-        cur = ck.interval
-        findings.append(Finding(
-            "checkpoint_interval", "info",
-            f"Young/Daly: τ = sqrt(2·δ·M) = sqrt(2 × {save_s:g} s × {mtbf_hours:g} h) = "
-            f"{yd['young_s']:.0f} s ({yd['young_s'] / 3600:.2f} h)"
-            + (f" = {facts['checkpoint_interval_recommended']} iterations at {spi:.3g} s each"
-               if facts["checkpoint_interval_recommended"] else "")
-            + f"; Daly's refinement {yd['daly_s']:.0f} s. Save cost: {save_src}; M: "
-            f"mtbf_hours={mtbf_hours:g}"
-            + (f". Current interval: {cur} iterations, expected waste "
-               f"{100 * expected_waste(cur * spi, save_s, mtbf_s):.1f}% vs "
-               f"{100 * expected_waste(yd['young_s'], save_s, mtbf_s):.1f}% at the optimum"
-               if cur and spi else ""), []))
-    findings += input_findings(a.incident)
-
-    assumed = ([f"a save takes {save_s:g} s"] if save_src.startswith("assumed") else []) + (
-        ["a GPU fails once a week"] if mtbf_hours == DEFAULT_MTBF_HOURS else [])
-    actions = ranked(_actions(crash, facts, ck, spi, save_s, yd, hang, a.gpus_per_node,
-                              assumed=assumed, total=prog.total))
-    verdict, confidence = _verdict(crash, facts, len(a.cascade_hosts))
-    read = reading_words(a.incident)
-    if crash.first is None and not len(crash.cascade) and read:
-        verdict = verdict.rstrip(".") + f" ({read})."
-    report_facts = {k: list(v) if isinstance(v, list) else v for k, v in facts.items()}
-    return Report("gpu_crash", verdict, confidence, report_facts, findings, actions)
+    verdict, confidence = verdict_of(VERDICTS, a)
+    report_facts = {k: list(v) if isinstance(v, list) else v for k, v in a.facts.items()}
+    return Report("gpu_crash", verdict, confidence, report_facts, fired_findings(FINDINGS, a),
+                  fired_actions(ACTIONS, a))
 
 
 def _who(facts: dict[str, Any]) -> str:
@@ -154,74 +99,137 @@ def _first_evidence(crash: Crash) -> list[str]:
     return evidence(rows, limit=12)
 
 
-def _detail_findings(crash: Crash, facts: dict[str, Any], incident: Incident) -> list[Finding]:
-    out: list[Finding] = []
-    first = crash.first
-    assert first is not None
-    kind, msg = facts["error_kind"], facts["error_message"] or ""
-    errs = incident.errors
-    cl = crash.cluster
+def _kind(a: GpuCrashAnalysis) -> str | None:
+    """The first failure's kind (the ``error_kind`` fact)."""
+    return a.facts["error_kind"]
+
+
+def _msg(a: GpuCrashAnalysis) -> str:
+    """The first failure's message ('' when none)."""
+    return a.facts["error_message"] or ""
+
+
+def _code(a: GpuCrashAnalysis) -> Any:
+    """The first failure's code (None when no failure of a rank's own was found)."""
+    return a.crash.first["code"] if a.crash.first is not None else None
+
+
+# -- findings ------------------------------------------------------------------------------------
+
+def _no_failure(a: GpuCrashAnalysis) -> Finding | None:
+    crash = a.crash
+    if crash.first is not None:
+        return None
+    return Finding(
+        "no_failure", Severity.WARNING,
+        ("No failure of a rank's own was found: the "
+         f"{len(crash.cascade)} line(s) below are symptoms of a failure elsewhere (a peer "
+         "that died, a collective that timed out, the launcher stopping the survivors)"
+         if len(crash.cascade) else
+         "No crash was found: no CUDA/Xid/ECC/OOM error, fatal signal, failed process or "
+         "Python exception in these logs"),
+        evidence(crash.cascade))
+
+
+def _first_failure(a: GpuCrashAnalysis) -> Finding | None:
+    if a.crash.first is None:
+        return None
+    return Finding("first_failure", Severity.CRITICAL, _first_title(a.crash, a.facts),
+                   _first_evidence(a.crash))
+
+
+def _frames(a: GpuCrashAnalysis) -> list[str]:
+    """The stack frames logged with the first failure's lines (any error's, if no cluster)."""
+    errs, cl = a.incident.errors, a.crash.cluster
     frames_rows = errs[errs["frames"].notna()] if "frames" in errs else errs.iloc[0:0]
     if len(cl):
         frames_rows = frames_rows[frames_rows["source"].isin(list(cl["source"]))]
-    frames = [f for fl in frames_rows["frames"] for f in (fl or [])] if len(frames_rows) else []
-    if kind == "cuda_error" or any(WATCHDOG_FRAME_RE.search(f) for f in frames):
-        if frames and any(WATCHDOG_FRAME_RE.search(f) for f in frames):
-            out.append(Finding(
-                "async_cuda_error", "info",
-                "The CUDA error surfaced in ProcessGroupNCCL's watchdog thread (it polls CUDA "
-                "events of finished collectives): the fault happened earlier, in some kernel on "
-                "this GPU, and was only noticed there — the frames do not point at the culprit",
-                frames[:10]))
-    if kind == "cuda_error":
-        if HARDWARE_CUDA_RE.search(msg):
-            out.append(Finding(
-                "hardware_suspect", "warning",
-                f"'{msg}' is what a GPU that failed under the job looks like (an Xid in the "
-                "node's kernel log usually says which): treat the node as suspect until a "
-                "diagnostic passes", []))
-        elif PROGRAM_CUDA_RE.search(msg):
-            out.append(Finding(
-                "program_suspect", "warning",
-                f"'{msg}' is usually the program (an out-of-bounds index, a bad kernel), not the "
-                "hardware: rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel before blaming "
-                "the node", []))
-    if kind == "oom":
-        ooms = cl[cl["kind"] == "oom"] if len(cl) else cl
-        figs = [oom_figures(str(m)) for m in ooms["message"]] if len(ooms) else []
-        figs = [f for f in figs if f]
-        if figs:
-            f0 = figs[0]
-            frag = f0.get("reserved_unallocated")
-            out.append(Finding(
-                "oom_figures", "info",
-                f"GPU {f0['gpu']}: tried to allocate {f0['tried']} GiB with {f0['free']} GiB free "
-                f"of {f0['total']} GiB; PyTorch held {f0['allocated']} GiB"
-                + (f" and {frag} GiB reserved but unallocated (fragmentation)" if frag else ""),
-                evidence(ooms, limit=4)))
-    if kind == "signal" and first["code"] == "SIGKILL":
-        out.append(Finding(
-            "killed", "warning",
-            "Killed by SIGKILL with no error of its own: the kernel's OOM killer, the "
-            "scheduler (time limit, preemption, scancel) or an operator; the node's dmesg and "
-            "sacct tell which", []))
-    if crash.by == "silent":
-        out.append(Finding(
-            "silent_rank", "warning",
-            f"Rank {int(first['rank'])} appears in the logs but reported no failure while every "
-            "other rank failed after it: it most likely died first without a word (SIGKILL, "
-            "node loss); its own stderr and the node's dmesg are missing", []))
-    return out
+    return [f for fl in frames_rows["frames"] for f in (fl or [])] if len(frames_rows) else []
 
 
-def _xid_findings(xids: pd.DataFrame) -> list[Finding]:
+def _async_cuda_error(a: GpuCrashAnalysis) -> Finding | None:
+    frames = _frames(a) if a.crash.first is not None else []
+    if not any(WATCHDOG_FRAME_RE.search(f) for f in frames):
+        return None
+    return Finding(
+        "async_cuda_error", Severity.INFO,
+        "The CUDA error surfaced in ProcessGroupNCCL's watchdog thread (it polls CUDA "
+        "events of finished collectives): the fault happened earlier, in some kernel on "
+        "this GPU, and was only noticed there — the frames do not point at the culprit",
+        frames[:10])
+
+
+def _hardware_suspect(a: GpuCrashAnalysis) -> Finding | None:
+    msg = _msg(a)
+    if a.crash.first is None or _kind(a) != "cuda_error" or not HARDWARE_CUDA_RE.search(msg):
+        return None
+    return Finding(
+        "hardware_suspect", Severity.WARNING,
+        f"'{msg}' is what a GPU that failed under the job looks like (an Xid in the "
+        "node's kernel log usually says which): treat the node as suspect until a "
+        "diagnostic passes", [])
+
+
+def _program_suspect(a: GpuCrashAnalysis) -> Finding | None:
+    msg = _msg(a)
+    if (a.crash.first is None or _kind(a) != "cuda_error" or HARDWARE_CUDA_RE.search(msg)
+            or not PROGRAM_CUDA_RE.search(msg)):
+        return None
+    return Finding(
+        "program_suspect", Severity.WARNING,
+        f"'{msg}' is usually the program (an out-of-bounds index, a bad kernel), not the "
+        "hardware: rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel before blaming "
+        "the node", [])
+
+
+def _oom_figures(a: GpuCrashAnalysis) -> Finding | None:
+    cl = a.crash.cluster
+    if a.crash.first is None or _kind(a) != "oom":
+        return None
+    ooms = cl[cl["kind"] == "oom"] if len(cl) else cl
+    figs = [f for f in (oom_figures(str(m)) for m in ooms["message"]) if f] if len(ooms) else []
+    if not figs:
+        return None
+    f0 = figs[0]
+    frag = f0.get("reserved_unallocated")
+    return Finding(
+        "oom_figures", Severity.INFO,
+        f"GPU {f0['gpu']}: tried to allocate {f0['tried']} GiB with {f0['free']} GiB free "
+        f"of {f0['total']} GiB; PyTorch held {f0['allocated']} GiB"
+        + (f" and {frag} GiB reserved but unallocated (fragmentation)" if frag else ""),
+        evidence(ooms, limit=4))
+
+
+def _killed(a: GpuCrashAnalysis) -> Finding | None:
+    if _kind(a) != "signal" or _code(a) != "SIGKILL":
+        return None
+    return Finding(
+        "killed", Severity.WARNING,
+        "Killed by SIGKILL with no error of its own: the kernel's OOM killer, the "
+        "scheduler (time limit, preemption, scancel) or an operator; the node's dmesg and "
+        "sacct tell which", [])
+
+
+def _silent_rank(a: GpuCrashAnalysis) -> Finding | None:
+    first = a.crash.first
+    if first is None or a.crash.by != "silent":
+        return None
+    return Finding(
+        "silent_rank", Severity.WARNING,
+        f"Rank {int(first['rank'])} appears in the logs but reported no failure while every "
+        "other rank failed after it: it most likely died first without a word (SIGKILL, "
+        "node loss); its own stderr and the node's dmesg are missing", [])
+
+
+def _xids(a: GpuCrashAnalysis) -> list[Finding]:
     out: list[Finding] = []
+    xids = a.xid_events
     if not len(xids):
         return out
     for code, g in xids.groupby("code", sort=False):
         info = xid_info(int(code) if str(code).isdigit() else None)
         hosts = sorted({str(h) for h in g["host"].dropna()})
-        sev = "info" if info.cascade or info.scope == "none" else "critical"
+        sev = Severity.INFO if info.cascade or info.scope == "none" else Severity.CRITICAL
         out.append(Finding(
             f"xid_{code}", sev,
             f"Xid {code} ({info.mnemonic}): {info.meaning}"
@@ -232,45 +240,190 @@ def _xid_findings(xids: pd.DataFrame) -> list[Finding]:
     return out
 
 
+def _cascade_words(a: GpuCrashAnalysis) -> tuple[int, str]:
+    """How many other ranks failed after the first, and ' on N hosts' ('' if none known)."""
+    hosts = len(a.cascade_hosts)
+    return (a.crash.cascade["rank"].dropna().nunique(),
+            f" on {count(hosts, 'host')}" if hosts else "")
 
 
-def _checkpoint_findings(ck: Checkpoints, facts: dict[str, Any], spi: float | None,
-                         prog: Any) -> list[Finding]:
-    out: list[Finding] = []
-    lost_it, lost_h = facts["lost_iterations"], facts["lost_hours"]
+def _cascade(a: GpuCrashAnalysis) -> Finding | None:
+    if not len(a.crash.cascade):
+        return None
+    n_r, on = _cascade_words(a)
+    delay = a.cascade["after_s"].dropna()
+    who = f"{count(n_r, 'other rank')}{on}" if n_r else "Its peers"
+    return Finding(
+        "cascade", Severity.INFO,
+        f"{who} failed after it: peers' NCCL/gloo errors, collective timeouts and launcher "
+        "kills are symptoms of the first failure, not causes"
+        + (f" (first {delay.min():.0f} s, last {delay.max():.0f} s after it)"
+           if len(delay) else ""),
+        evidence(a.crash.cascade, limit=12))
+
+
+def _other_failures(a: GpuCrashAnalysis) -> Finding | None:
+    ind = a.crash.independent
+    if not len(ind):
+        return None
+    return Finding(
+        "other_failures", Severity.WARNING,
+        f"{len(ind)} other local failure(s) on other ranks/hosts, apart from "
+        "the first one in time or place: check whether they are a second, independent "
+        "problem", evidence(ind, limit=10))
+
+
+def _exit_delay(a: GpuCrashAnalysis) -> Finding | None:
+    hang = a.exit_delay_s
+    if hang is None:
+        return None
+    return Finding(
+        "exit_delay", Severity.WARNING if hang > HANG_WARN_S else Severity.INFO,
+        f"The job's last failure line came {hang / 60:.1f} min after the first failure"
+        + (": the survivors hung until a timeout instead of exiting" if hang > HANG_WARN_S
+           else ""), [])
+
+
+def _last_checkpoint(a: GpuCrashAnalysis) -> Finding:
+    ck = a.checkpoints
     if ck.how in ("saved", "loaded"):
         what = "saved" if ck.how == "saved" else "loaded at start (no save after it)"
-        out.append(Finding(
-            "last_checkpoint", "info",
+        return Finding(
+            "last_checkpoint", Severity.INFO,
             f"Last checkpoint: iteration {ck.last_iteration} ({what})"
             + (f" at {ck.last_path}" if ck.last_path else "")
             + (f"; saving took ~{ck.save_s:.0f} s ({ck.save_s_source})" if ck.save_s else "")
-            + (f"; saves every {ck.interval} iterations" if ck.interval else ""), []))
-    elif ck.how == "inferred":
-        out.append(Finding(
-            "last_checkpoint", "info",
+            + (f"; saves every {ck.interval} iterations" if ck.interval else ""), [])
+    if ck.how == "inferred":
+        return Finding(
+            "last_checkpoint", Severity.INFO,
             f"No checkpoint line in the logs; with save_interval the last save was at iteration "
-            f"{ck.last_iteration} (inferred, not seen)", []))
-    else:
-        out.append(Finding(
-            "no_checkpoint_lines", "warning",
-            "No checkpoint save or load line in these logs: the resume point is unknown (set "
-            "save_interval to place it, or add the log that has the save lines)", []))
-    if ck.incomplete is not None:
-        out.append(Finding(
-            "incomplete_save", "critical",
-            f"The save of iteration {ck.incomplete} started and never finished: that "
-            "checkpoint is probably partial — do not resume from it", []))
-    if lost_it is not None:
-        ckpt = facts["last_checkpoint_iteration"]
-        point = f"iteration {ckpt}" if ckpt is not None else "the start of training"
-        hours = f" ≈ {lost_h:.2f} h of the whole job" if lost_h is not None else ""
-        out.append(Finding(
-            "lost_work", "warning" if (lost_h or 0) >= 1 else "info",
-            f"Work lost: {lost_it} iteration(s){hours} (last iteration {prog.step}, resume "
-            f"point {point})", [f"{prog.source}: {prog.line}"] if prog.source else []))
-    return out
+            f"{ck.last_iteration} (inferred, not seen)", [])
+    return Finding(
+        "no_checkpoint_lines", Severity.WARNING,
+        "No checkpoint save or load line in these logs: the resume point is unknown (set "
+        "save_interval to place it, or add the log that has the save lines)", [])
 
+
+def _incomplete_save(a: GpuCrashAnalysis) -> Finding | None:
+    if a.checkpoints.incomplete is None:
+        return None
+    return Finding(
+        "incomplete_save", Severity.CRITICAL,
+        f"The save of iteration {a.checkpoints.incomplete} started and never finished: that "
+        "checkpoint is probably partial — do not resume from it", [])
+
+
+def _lost_work(a: GpuCrashAnalysis) -> Finding | None:
+    f, prog = a.facts, a.progress
+    lost_it, lost_h = f["lost_iterations"], f["lost_hours"]
+    if lost_it is None:
+        return None
+    ckpt = f["last_checkpoint_iteration"]
+    point = f"iteration {ckpt}" if ckpt is not None else "the start of training"
+    hours = f" ≈ {lost_h:.2f} h of the whole job" if lost_h is not None else ""
+    return Finding(
+        "lost_work", Severity.WARNING if (lost_h or 0) >= 1 else Severity.INFO,
+        f"Work lost: {lost_it} iteration(s){hours} (last iteration {prog.step}, resume "
+        f"point {point})", [f"{prog.source}: {prog.line}"] if prog.source else [])
+
+
+def _checkpoint_interval(a: GpuCrashAnalysis) -> Finding | None:
+    f, yd, spi, cur = a.facts, a.young_daly, a.seconds_per_iteration, a.checkpoints.interval
+    if f["checkpoint_interval_recommended"] is None and math.isnan(yd["young_s"]):
+        return None
+    return Finding(
+        "checkpoint_interval", Severity.INFO,
+        f"Young/Daly: τ = sqrt(2·δ·M) = sqrt(2 × {a.save_s:g} s × {a.mtbf_hours:g} h) = "
+        f"{yd['young_s']:.0f} s ({yd['young_s'] / 3600:.2f} h)"
+        + (f" = {f['checkpoint_interval_recommended']} iterations at {spi:.3g} s each"
+           if f["checkpoint_interval_recommended"] else "")
+        + f"; Daly's refinement {yd['daly_s']:.0f} s. Save cost: {a.save_source}; M: "
+        f"mtbf_hours={a.mtbf_hours:g}"
+        + (f". Current interval: {cur} iterations, expected waste "
+           f"{100 * expected_waste(cur * spi, a.save_s, a.mtbf_s):.1f}% vs "
+           f"{100 * expected_waste(yd['young_s'], a.save_s, a.mtbf_s):.1f}% at the optimum"
+           if cur and spi else ""), [])
+
+
+def _input(a: GpuCrashAnalysis) -> list[Finding]:
+    return input_findings(a.incident)
+
+
+FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
+    Rule("no_failure", _no_failure), Rule("first_failure", _first_failure),
+    Rule("async_cuda_error", _async_cuda_error), Rule("hardware_suspect", _hardware_suspect),
+    Rule("program_suspect", _program_suspect), Rule("oom_figures", _oom_figures),
+    Rule("killed", _killed), Rule("silent_rank", _silent_rank), Rule("xids", _xids),
+    Rule("cascade", _cascade), Rule("other_failures", _other_failures),
+    Rule("exit_delay", _exit_delay), Rule("last_checkpoint", _last_checkpoint),
+    Rule("incomplete_save", _incomplete_save), Rule("lost_work", _lost_work),
+    Rule("checkpoint_interval", _checkpoint_interval), Rule("input", _input))
+
+
+# -- verdicts ------------------------------------------------------------------------------------
+
+def _symptoms_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
+    if a.crash.first is not None or not len(a.crash.cascade):
+        return None
+    return ("Only symptoms of a peer's failure (NCCL/gloo errors, timeouts, kills) are in "
+            "these logs; the rank that failed first left no line here — add every "
+            "rank's log and the nodes' dmesg.", Confidence.LOW)
+
+
+def _no_crash_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence]:
+    read = reading_words(a.incident)
+    verdict = "No GPU crash, fatal error or failed process was found in these logs."
+    return (verdict.rstrip(".") + f" ({read})." if read else verdict), Confidence.LOW
+
+
+def _lost_words(f: dict[str, Any]) -> str:
+    """'; N iteration(s) lost since …' or '; last iteration N, …' ('' when neither is known)."""
+    if f["lost_iterations"] is not None:
+        base = (f"the checkpoint at iteration {f['last_checkpoint_iteration']}"
+                if f["last_checkpoint_iteration"] is not None else "the start of training")
+        return (f"; {f['lost_iterations']} iteration(s) lost since {base}"
+                + (f" ({f['lost_hours']:.2f} h)" if f["lost_hours"] is not None else ""))
+    if f["last_iteration"] is not None:
+        return f"; last iteration {f['last_iteration']}, no checkpoint line to measure the loss"
+    return ""
+
+
+def _first_confidence(crash: Crash) -> Confidence:
+    """High when the first failure is certain (a timestamp, torchrun's record, one cause)."""
+    if crash.by == "silent":
+        return Confidence.MEDIUM
+    if crash.by in ("time", "root_cause"):
+        return Confidence.HIGH
+    causes = crash.events[crash.events["role"] == "cause"]
+    return (Confidence.HIGH if len(crash.independent) == 0 and causes["rank"].nunique() <= 1
+            else Confidence.MEDIUM)
+
+
+def _first_failure_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
+    crash, f = a.crash, a.facts
+    if crash.first is None:
+        return None
+    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    casc = ""
+    if len(crash.cascade):
+        n_r, on = _cascade_words(a)
+        casc = (f"; {count(n_r, 'other rank')}{on} failed after it "
+                "as a cascade" if n_r else "; its peers' failures followed as a cascade")
+    what = (f"with {KIND_WORDS.get(f['error_kind'], f['error_kind'])}: {f['error_message']}"
+            if f["error_kind"] else f"({f['error_message']})")
+    return (f"{_who(f)} failed first{when} {what}{casc}{_lost_words(f)}.",
+            _first_confidence(crash))
+
+
+# The firing rule of highest priority gives the verdict: the first failure when there is one,
+# else only a peer's symptoms, else nothing found.
+VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("first_failure", _first_failure_verdict, 20), Rule("symptoms", _symptoms_verdict, 10),
+    Rule("no_crash", _no_crash_verdict, 0))
+
+
+# -- actions -------------------------------------------------------------------------------------
 
 def _path_words(path: Any) -> str:
     """A path from the logs as it may stand in an action: shell-quoted, or escaped when it
@@ -291,230 +444,333 @@ def _unknown_host(f: dict[str, Any], refused: list[str]) -> str:
             "or torchrun's host field), then drain it by hand")
 
 
-def _actions(crash: Crash, f: dict[str, Any], ck: Checkpoints, spi: float | None, save_s: float,
-             yd: dict[str, float], hang: float | None, gpus_per_node: int,
-             assumed: list[str] | None = None, total: int | None = None) -> list[Action]:
-    acts: list[Action] = []
-    first = crash.first
-    kind, msg = f["error_kind"], f["error_message"] or ""
-    hosts = f["failed_hosts"]
-    xinfo = [xid_info(c) for c in f["xid_codes"]]
-    hw_xids = [x for x in xinfo if not x.cascade and x.scope in ("node", "gpu")]
-    # An Xid the catalogue calls an application fault (13, 31, 43…) takes nothing out of
-    # service: the drain advice must agree with the Xid table the runbook shows.
-    first_xid = (xid_info(int(first["code"])) if first is not None and kind == "xid"
-                 and str(first["code"]).isdigit() else None)
-    # Drain only on hardware evidence (issue 27): an Xid of the hardware kind, ECC or a row
-    # remap, a GPU fallen off the bus, NVLink errors, the scheduler's own node failure. An
-    # NCCL "Cuda failure 'invalid argument'", an OOM or a Python error drains nothing.
-    hw_msg = bool(DRAIN_EVIDENCE_RE.search(msg))
-    hardware = bool(hw_xids) or kind == "ecc" or (
+def _hw_xids(a: GpuCrashAnalysis) -> list[XidInfo]:
+    """The hardware Xids of the failed hosts (not a cascade; node or GPU out of service)."""
+    xinfo = [xid_info(c) for c in a.facts["xid_codes"]]
+    return [x for x in xinfo if not x.cascade and x.scope in ("node", "gpu")]
+
+
+def _first_xid(a: GpuCrashAnalysis) -> XidInfo | None:
+    """The first failure's Xid, when it is one. An Xid the catalogue calls an application
+    fault (13, 31, 43…) takes nothing out of service: the drain advice must agree with the Xid
+    table the runbook shows."""
+    code = _code(a)
+    return xid_info(int(code)) if _kind(a) == "xid" and str(code).isdigit() else None
+
+
+def _program(a: GpuCrashAnalysis) -> bool:
+    """A CUDA error of the program's kind, with no hardware Xid."""
+    return (_kind(a) == "cuda_error" and bool(PROGRAM_CUDA_RE.search(_msg(a)))
+            and not _hw_xids(a))
+
+
+def _hardware(a: GpuCrashAnalysis) -> bool:
+    """Drain only on hardware evidence (issue 27): an Xid of the hardware kind, ECC or a row
+    remap, a GPU fallen off the bus, NVLink errors, the scheduler's own node failure. An NCCL
+    "Cuda failure 'invalid argument'", an OOM or a Python error drains nothing."""
+    kind, first_xid = _kind(a), _first_xid(a)
+    hardware = bool(_hw_xids(a)) or kind == "ecc" or (
         kind == "xid" and (first_xid is None or first_xid.scope in ("node", "gpu"))) or (
-        kind in ("cuda_error", "nccl_error") and hw_msg) or (
-        first is not None and first["code"] == "slurm_node_failure")
-    suspect = (not hardware and kind == "cuda_error" and bool(HARDWARE_CUDA_RE.search(msg))
-               and not PROGRAM_CUDA_RE.search(msg))
-    program = kind == "cuda_error" and bool(PROGRAM_CUDA_RE.search(msg)) and not hw_xids
+        kind in ("cuda_error", "nccl_error") and bool(DRAIN_EVIDENCE_RE.search(_msg(a)))) or (
+        _code(a) == "slurm_node_failure")
+    return a.crash.first is not None and hardware and not _program(a)
+
+
+def _suspect(a: GpuCrashAnalysis) -> bool:
+    """A CUDA error that often means a failing GPU but proves nothing (no drain)."""
+    msg = _msg(a)
+    return (a.crash.first is not None and not _hardware(a) and _kind(a) == "cuda_error"
+            and bool(HARDWARE_CUDA_RE.search(msg)) and not PROGRAM_CUDA_RE.search(msg))
+
+
+def _application_xid(a: GpuCrashAnalysis) -> bool:
+    """An Xid of the application's kind failed first (nothing to drain)."""
+    return not _hardware(a) and not _suspect(a) and _first_xid(a) is not None
+
+
+def _software(a: GpuCrashAnalysis, kind: str) -> bool:
+    """The first failure is the program's, of ``kind``: no drain, check or Xid advice first."""
+    return (a.crash.first is not None and _kind(a) == kind and not _hardware(a)
+            and not _suspect(a) and _first_xid(a) is None)
+
+
+def _drain_node(a: GpuCrashAnalysis) -> Action | None:
+    if not _hardware(a):
+        return None
+    f, hw_xids = a.facts, _hw_xids(a)
+    hosts = f["failed_hosts"]
     reason = (f"Xid {', '.join(str(x.code) for x in hw_xids)}" if hw_xids
-              else reason_text(msg or kind or "GPU failure", 40))
-    if first is not None and hardware and not program:
-        node = hosts_arg(hosts)
-        refused = [h for h in hosts if not is_host_name(h)]
-        if node is not None:
-            how = (f"scontrol update nodename={node} state=drain reason=\"{reason} (job "
-                   f"$SLURM_JOB_ID)\"; restart with: sbatch --exclude={node} <job script>")
-        else:
-            how = (_unknown_host(f, refused) + ": scontrol update nodename=<node> state=drain "
-                   f"reason=\"{reason}\" and sbatch --exclude=<node> <job script>")
-        acts.append(Action(
-            "drain_node", 1,
-            f"Drain {', '.join(hosts) if node is not None else 'the failed node'} and exclude "
-            "it from the restart",
-            f"The first failure is a GPU/driver fault ({reason}); restarting on the same node "
-            "invites the same crash, and draining keeps other jobs off it until it is checked.",
-            how))
-        diag = "; ".join(dict.fromkeys(x.next_step for x in hw_xids)) if hw_xids else (
-            "no Xid in these logs: read the node's kernel log (sudo dmesg -T | grep -E "
-            "'NVRM|Xid'; add it to log_path and rerun this runbook), nvidia-smi -q -d "
-            "ECC,ROW_REMAPPER, then dcgmi diag -r 2 (-r 3 before returning it to service)")
-        acts.append(Action(
-            "diagnose_gpu", 2, "Run the diagnostic that fits the fault before returning the node",
-            "The Xid/ECC/CUDA error says which kind of check settles it: "
-            + (", ".join(f"Xid {x.code}: {x.meaning}" for x in hw_xids) or msg or kind),
-            diag + (f"  (on {', '.join(hosts)})" if node is not None else "")))
-    elif first is not None and suspect:
-        node = hosts_arg(hosts)
-        acts.append(Action(
-            "check_node", 1,
-            f"Check {', '.join(hosts) if node is not None else 'the failed node'} for a GPU "
-            "fault before restarting on it",
-            f"'{msg}' is how a failing GPU often shows itself, but it is not proof: drain the node "
-            "only if its kernel log or nvidia-smi shows a hardware fault (an Xid, ECC or row-remap "
-            "errors, a GPU fallen off the bus, NVLink errors).",
-            ("on " + (node if node is not None else "its node") + ": sudo dmesg -T | grep -E "
-             "'NVRM|Xid'; nvidia-smi -q -d ECC,ROW_REMAPPER; add the kernel log to log_path and "
-             "rerun this runbook: it names the drain command when the fault is there")
-            + ("" if node is not None else
-               "; " + _unknown_host(f, [h for h in hosts if not is_host_name(h)]))))
-    elif first is not None and first_xid is not None:
-        acts.append(Action(
-            "application_xid", 1, f"Debug the program: Xid {first_xid.code} is an application "
-            "fault, not a broken GPU",
-            f"Xid {first_xid.code} ({first_xid.meaning}): {first_xid.next_step}. Nothing to "
-            "drain: the same code on healthy hardware fails the same way.",
-            "rerun the failing step with CUDA_LAUNCH_BLOCKING=1, or under compute-sanitizer "
-            "(compute-sanitizer --tool memcheck python …)"))
-    elif first is not None:
-        acts += _software_actions(first, kind, msg, f)
-    if first is not None:
-        resume = ck.last_iteration
-        acts.append(Action(
-            "resume", 3,
-            f"Resume from the last checkpoint (iteration {resume})" if resume is not None
-            else "Resume from the last complete checkpoint",
-            ("Work since then is lost either way; resuming from the newest complete checkpoint "
-             "loses the least." + (f" The save of iteration {ck.incomplete} never finished: "
-                                   "skip it." if ck.incomplete is not None else "")),
-            ("Megatron: --load <save dir> (reads latest_checkpointed_iteration.txt); DeepSpeed: "
-             "the 'latest' file names global_stepN; HF: trainer.train(resume_from_checkpoint="
-             "'<dir>/checkpoint-N')" + (f"; path seen: {_path_words(ck.last_path)}" if ck.last_path else "")
-             + (f"; remove the partial iteration {ck.incomplete} directory first"
-                if ck.incomplete is not None else ""))))
-    if f["checkpoint_interval_recommended"]:
-        n = f["checkpoint_interval_recommended"]
-        cur = f" (now {ck.interval})" if ck.interval else ""
-        close = bool(ck.interval) and 0.75 <= ck.interval / n <= 1.33
-        title = (f"Keep saving about every {ck.interval} iterations (optimum {n})" if close
-                 else f"Save a checkpoint every {n} iterations{cur}")
-        why = (f"Young/Daly: τ = sqrt(2·δ·M) with δ = {save_s:g} s per save and M = "
-               f"{yd['young_s'] ** 2 / (2 * save_s) / 3600:g} h between failures gives "
-               f"{yd['young_s']:.0f} s ≈ {n} iterations at {spi:.3g} s/iteration; more often "
-               "wastes time saving, less often loses more work per crash.")
-        if assumed:
-            title += f", if {' and '.join(assumed)}"
-            why += (" Assumed (BLOOM-176B's figures), not measured here: "
-                    + "; ".join(assumed) + " — set checkpoint_save_s / mtbf_hours.")
-        if total and n >= total:  # the whole job is shorter than the optimum: cap by its length
-            n = max(1, total // 2)
-            title = (f"This job ({total} iterations) is shorter than the optimal checkpoint "
-                     f"interval: save once halfway (every {n} iterations)")
-            why += (f" The job has {total} iterations in all, fewer than the optimum: one save "
-                    "halfway bounds the loss to half the run.")
-        acts.append(Action(
-            "save_interval", 6 if close else 4, title, why,
-            f"Megatron: --save-interval {n}; HF Trainer: save_steps={n}; torchtitan: "
-            f"checkpoint.interval={n}; DeepSpeed: engine.save_checkpoint(dir) every {n} steps"))
-    if first is not None:
-        hung = hang is not None and hang > HANG_WARN_S
-        acts.append(Action(
-            "exit_on_failure", 2 if hung else 5,
-            "Make a crashed job exit instead of hanging",
-            ("When one rank dies the others block in their next collective; without async error "
-             "handling they wait there (BLOOM-176B lost hours this way), and without "
-             "--kill-on-bad-exit srun keeps the step alive, so nothing restarts it."
-             + (f" Here the last failure line came {hang / 60:.0f} min after the first."
-                if hang else "")),
-            "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # torch<2.2: NCCL_ASYNC_ERROR_HANDLING=1; "
-            "srun --kill-on-bad-exit=1 --wait=60 …  # end the step 60 s after the first task "
-            "dies; #SBATCH --requeue (or a job array with %1) so the restart is automatic"))
-    return acts
-
-
-def _software_actions(first: pd.Series, kind: str, msg: str, f: dict[str, Any]) -> list[Action]:
-    who = _who(f)
-    if kind == "oom" and first["code"] in HOST_OOM_CODES:
-        return [Action(
-            "reduce_memory", 1, "Reduce host (CPU) memory before restarting",
-            f"{who} was killed by the out-of-memory killer ({msg[:120]}): host RAM, not GPU "
-            "memory, ran out; the same step will fail again.",
-            "sacct -j $SLURM_JOB_ID -o JobID,MaxRSS,ReqMem,NodeList; fewer DataLoader workers or "
-            "prefetch, no full dataset in RAM per rank, CPU-offload buffers sized to the node; "
-            "or ask for more memory (#SBATCH --mem=…)")]
-    if kind == "oom":
-        return [Action(
-            "reduce_memory", 1, "Reduce peak GPU memory before restarting",
-            f"{who} ran out of GPU memory ({msg[:120]}); the same step will fail again.",
-            "lower the micro-batch size or sequence length, enable activation checkpointing; "
-            "if much memory is 'reserved but unallocated', "
-            "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")]
-    if kind == "cuda_error":
-        return [Action(
-            "debug_kernel", 1, "Find the faulting kernel",
-            f"'{msg}' usually comes from the program (bad index, kernel bug), reported "
-            "asynchronously where it was noticed.",
-            "rerun the failing step with CUDA_LAUNCH_BLOCKING=1 (or under compute-sanitizer); "
-            "TORCH_USE_CUDA_DSA builds give device-side asserts")]
-    if kind == "python":
-        return [Action(
-            "fix_exception", 1, "Fix the Python exception",
-            f"{who} raised it first ({msg[:160]}); every other failure followed from it.",
-            f"read the traceback ending at {_path_words(first['source'])}")]
-    if kind == "signal" and first["code"] in FAULT_SIGNALS:
-        return [Action(
-            "debug_native_crash", 1, "Find the native code that crashed",
-            f"{who} died of {first['code']} ({msg[:120]}): a fault in native code (a library, "
-            "a driver, a custom kernel), not a kill from outside.",
-            f"read the Python stack dumped at {_path_words(first['source'])} (faulthandler) for the call "
-            "that crashed; for the native frames: ulimit -c unlimited, rerun, then gdb -batch "
-            "-ex bt $(which python) core; check that the GPU driver and runtime match the torch "
-            "build (python -m torch.utils.collect_env)")]
-    if kind in ("signal", "exit"):
-        return [Action(
-            "why_killed", 1, "Find out who killed the process",
-            f"{who} was {msg or 'terminated'} without an error of its own.",
-            "on its node: sudo dmesg -T | grep -i -E 'killed process|out of memory|NVRM'; "
-            "sacct -j $SLURM_JOB_ID -o JobID,State,ExitCode,MaxRSS,NodeList; look for "
-            "scancel/preemption in the scheduler log")]
-    if kind == "nccl_error" and first["code"] in ("nccl_unhandled_cuda", "nccl_warn_cuda"):
-        return [Action(  # (hardware words in the message drain instead: _actions)
-            "debug_cuda_in_nccl", 1, "Find the CUDA error NCCL hit",
-            f"{who} reported {msg[:120]}: a CUDA call inside NCCL failed; without an Xid, ECC "
-            "or bus error that is no proof of broken hardware (an invalid argument or out of "
-            "memory is the program's).",
-            "rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the failing call; read the "
-            "node's kernel log (sudo dmesg -T | grep -E 'NVRM|Xid') and add it to log_path: the "
-            "runbook names a drain when the fault is the GPU's")]
-    if kind == "nccl_error":
-        return [Action(
-            "check_network", 1, "Check the network path of the failed rank",
-            f"{who} reported {msg[:120]} with no local cause in these logs.",
-            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET; ibstat / ibv_devinfo on its node; run "
-            "nccl-tests all_reduce_perf across the nodes involved")]
-    return []
-
-
-def _verdict(crash: Crash, f: dict[str, Any], n_hosts: int) -> tuple[str, str]:
-    if crash.first is None:
-        if len(crash.cascade):
-            return ("Only symptoms of a peer's failure (NCCL/gloo errors, timeouts, kills) are in "
-                    "these logs; the rank that failed first left no line here — add every "
-                    "rank's log and the nodes' dmesg.", "low")
-        return ("No GPU crash, fatal error or failed process was found in these logs.", "low")
-    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
-    casc = ""
-    if len(crash.cascade):
-        n_r = crash.cascade["rank"].dropna().nunique()
-        n_h = n_hosts
-        on = f" on {count(n_h, 'host')}" if n_h else ""
-        casc = (f"; {count(n_r, 'other rank')}{on} failed after it "
-                "as a cascade" if n_r else "; its peers' failures followed as a cascade")
-    lost = ""
-    if f["lost_iterations"] is not None:
-        base = (f"the checkpoint at iteration {f['last_checkpoint_iteration']}"
-                if f["last_checkpoint_iteration"] is not None else "the start of training")
-        lost = (f"; {f['lost_iterations']} iteration(s) lost since {base}"
-                + (f" ({f['lost_hours']:.2f} h)" if f["lost_hours"] is not None else ""))
-    elif f["last_iteration"] is not None:
-        lost = f"; last iteration {f['last_iteration']}, no checkpoint line to measure the loss"
-    what = (f"with {KIND_WORDS.get(f['error_kind'], f['error_kind'])}: {f['error_message']}"
-            if f["error_kind"] else f"({f['error_message']})")
-    verdict = f"{_who(f)} failed first{when} {what}{casc}{lost}."
-    if crash.by == "silent":
-        conf = "medium"
-    elif crash.by in ("time", "root_cause"):
-        conf = "high"
+              else reason_text(_msg(a) or _kind(a) or "GPU failure", 40))
+    node = hosts_arg(hosts)
+    if node is not None:
+        how = (f"scontrol update nodename={node} state=drain reason=\"{reason} (job "
+               f"$SLURM_JOB_ID)\"; restart with: sbatch --exclude={node} <job script>")
     else:
-        causes = crash.events[crash.events["role"] == "cause"]
-        conf = "high" if len(crash.independent) == 0 and causes["rank"].nunique() <= 1 \
-            else "medium"
-    return verdict, conf
+        how = (_unknown_host(f, [h for h in hosts if not is_host_name(h)])
+               + ": scontrol update nodename=<node> state=drain "
+               f"reason=\"{reason}\" and sbatch --exclude=<node> <job script>")
+    return action(
+        "drain_node",
+        f"Drain {', '.join(hosts) if node is not None else 'the failed node'} and exclude "
+        "it from the restart",
+        f"The first failure is a GPU/driver fault ({reason}); restarting on the same node "
+        "invites the same crash, and draining keeps other jobs off it until it is checked.",
+        how)
+
+
+def _diagnose_gpu(a: GpuCrashAnalysis) -> Action | None:
+    if not _hardware(a):
+        return None
+    hw_xids, hosts = _hw_xids(a), a.facts["failed_hosts"]
+    diag = "; ".join(dict.fromkeys(x.next_step for x in hw_xids)) if hw_xids else (
+        "no Xid in these logs: read the node's kernel log (sudo dmesg -T | grep -E "
+        "'NVRM|Xid'; add it to log_path and rerun this runbook), nvidia-smi -q -d "
+        "ECC,ROW_REMAPPER, then dcgmi diag -r 2 (-r 3 before returning it to service)")
+    return action(
+        "diagnose_gpu", "Run the diagnostic that fits the fault before returning the node",
+        "The Xid/ECC/CUDA error says which kind of check settles it: "
+        + (", ".join(f"Xid {x.code}: {x.meaning}" for x in hw_xids) or _msg(a) or _kind(a)),
+        diag + (f"  (on {', '.join(hosts)})" if hosts_arg(hosts) is not None else ""))
+
+
+def _check_node(a: GpuCrashAnalysis) -> Action | None:
+    if not _suspect(a):
+        return None
+    hosts, msg = a.facts["failed_hosts"], _msg(a)
+    node = hosts_arg(hosts)
+    return action(
+        "check_node",
+        f"Check {', '.join(hosts) if node is not None else 'the failed node'} for a GPU "
+        "fault before restarting on it",
+        f"'{msg}' is how a failing GPU often shows itself, but it is not proof: drain the node "
+        "only if its kernel log or nvidia-smi shows a hardware fault (an Xid, ECC or row-remap "
+        "errors, a GPU fallen off the bus, NVLink errors).",
+        ("on " + (node if node is not None else "its node") + ": sudo dmesg -T | grep -E "
+         "'NVRM|Xid'; nvidia-smi -q -d ECC,ROW_REMAPPER; add the kernel log to log_path and "
+         "rerun this runbook: it names the drain command when the fault is there")
+        + ("" if node is not None else
+           "; " + _unknown_host(a.facts, [h for h in hosts if not is_host_name(h)])))
+
+
+def _debug_application_xid(a: GpuCrashAnalysis) -> Action | None:
+    first_xid = _first_xid(a)
+    if first_xid is None or not _application_xid(a):
+        return None
+    return action(
+        "application_xid", f"Debug the program: Xid {first_xid.code} is an application "
+        "fault, not a broken GPU",
+        f"Xid {first_xid.code} ({first_xid.meaning}): {first_xid.next_step}. Nothing to "
+        "drain: the same code on healthy hardware fails the same way.",
+        "rerun the failing step with CUDA_LAUNCH_BLOCKING=1, or under compute-sanitizer "
+        "(compute-sanitizer --tool memcheck python …)")
+
+
+def _reduce_host_memory(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "oom") or _code(a) not in HOST_OOM_CODES:
+        return None
+    return action(
+        "reduce_memory", "Reduce host (CPU) memory before restarting",
+        f"{_who(a.facts)} was killed by the out-of-memory killer ({_msg(a)[:120]}): host RAM, "
+        "not GPU memory, ran out; the same step will fail again.",
+        "sacct -j $SLURM_JOB_ID -o JobID,MaxRSS,ReqMem,NodeList; fewer DataLoader workers or "
+        "prefetch, no full dataset in RAM per rank, CPU-offload buffers sized to the node; "
+        "or ask for more memory (#SBATCH --mem=…)")
+
+
+def _reduce_gpu_memory(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "oom") or _code(a) in HOST_OOM_CODES:
+        return None
+    return action(
+        "reduce_memory", "Reduce peak GPU memory before restarting",
+        f"{_who(a.facts)} ran out of GPU memory ({_msg(a)[:120]}); the same step will fail "
+        "again.",
+        "lower the micro-batch size or sequence length, enable activation checkpointing; "
+        "if much memory is 'reserved but unallocated', "
+        "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+
+
+def _debug_kernel(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "cuda_error"):
+        return None
+    return action(
+        "debug_kernel", "Find the faulting kernel",
+        f"'{_msg(a)}' usually comes from the program (bad index, kernel bug), reported "
+        "asynchronously where it was noticed.",
+        "rerun the failing step with CUDA_LAUNCH_BLOCKING=1 (or under compute-sanitizer); "
+        "TORCH_USE_CUDA_DSA builds give device-side asserts")
+
+
+def _fix_exception(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "python"):
+        return None
+    first = a.crash.first
+    assert first is not None
+    return action(
+        "fix_exception", "Fix the Python exception",
+        f"{_who(a.facts)} raised it first ({_msg(a)[:160]}); every other failure followed "
+        "from it.",
+        f"read the traceback ending at {_path_words(first['source'])}")
+
+
+def _debug_native_crash(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "signal") or _code(a) not in FAULT_SIGNALS:
+        return None
+    first = a.crash.first
+    assert first is not None
+    return action(
+        "debug_native_crash", "Find the native code that crashed",
+        f"{_who(a.facts)} died of {first['code']} ({_msg(a)[:120]}): a fault in native code "
+        "(a library, a driver, a custom kernel), not a kill from outside.",
+        f"read the Python stack dumped at {_path_words(first['source'])} (faulthandler) for the call "
+        "that crashed; for the native frames: ulimit -c unlimited, rerun, then gdb -batch "
+        "-ex bt $(which python) core; check that the GPU driver and runtime match the torch "
+        "build (python -m torch.utils.collect_env)")
+
+
+def _why_killed(a: GpuCrashAnalysis) -> Action | None:
+    if not ((_software(a, "signal") and _code(a) not in FAULT_SIGNALS) or _software(a, "exit")):
+        return None
+    return action(
+        "why_killed", "Find out who killed the process",
+        f"{_who(a.facts)} was {_msg(a) or 'terminated'} without an error of its own.",
+        "on its node: sudo dmesg -T | grep -i -E 'killed process|out of memory|NVRM'; "
+        "sacct -j $SLURM_JOB_ID -o JobID,State,ExitCode,MaxRSS,NodeList; look for "
+        "scancel/preemption in the scheduler log")
+
+
+def _debug_cuda_in_nccl(a: GpuCrashAnalysis) -> Action | None:
+    # (hardware words in the message drain instead: _drain_node)
+    if not _software(a, "nccl_error") or _code(a) not in NCCL_CUDA_CODES:
+        return None
+    return action(
+        "debug_cuda_in_nccl", "Find the CUDA error NCCL hit",
+        f"{_who(a.facts)} reported {_msg(a)[:120]}: a CUDA call inside NCCL failed; without an "
+        "Xid, ECC or bus error that is no proof of broken hardware (an invalid argument or out "
+        "of memory is the program's).",
+        "rerun with NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1 to see the failing call; read the "
+        "node's kernel log (sudo dmesg -T | grep -E 'NVRM|Xid') and add it to log_path: the "
+        "runbook names a drain when the fault is the GPU's")
+
+
+def _check_network(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "nccl_error") or _code(a) in NCCL_CUDA_CODES:
+        return None
+    return action(
+        "check_network", "Check the network path of the failed rank",
+        f"{_who(a.facts)} reported {_msg(a)[:120]} with no local cause in these logs.",
+        "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET; ibstat / ibv_devinfo on its node; run "
+        "nccl-tests all_reduce_perf across the nodes involved")
+
+
+def _resume(a: GpuCrashAnalysis) -> Action | None:
+    ck = a.checkpoints
+    if a.crash.first is None:
+        return None
+    resume = ck.last_iteration
+    return action(
+        "resume",
+        f"Resume from the last checkpoint (iteration {resume})" if resume is not None
+        else "Resume from the last complete checkpoint",
+        ("Work since then is lost either way; resuming from the newest complete checkpoint "
+         "loses the least." + (f" The save of iteration {ck.incomplete} never finished: "
+                               "skip it." if ck.incomplete is not None else "")),
+        ("Megatron: --load <save dir> (reads latest_checkpointed_iteration.txt); DeepSpeed: "
+         "the 'latest' file names global_stepN; HF: trainer.train(resume_from_checkpoint="
+         "'<dir>/checkpoint-N')" + (f"; path seen: {_path_words(ck.last_path)}" if ck.last_path else "")
+         + (f"; remove the partial iteration {ck.incomplete} directory first"
+            if ck.incomplete is not None else "")))
+
+
+def _close_to_optimum(a: GpuCrashAnalysis) -> bool:
+    """The job already saves within a third of the Young/Daly interval."""
+    n, cur = a.facts["checkpoint_interval_recommended"], a.checkpoints.interval
+    return bool(cur) and 0.75 <= cur / n <= 1.33
+
+
+def _assumed(a: GpuCrashAnalysis) -> list[str]:
+    """The Young/Daly inputs assumed rather than given or measured, in words."""
+    return ([f"a save takes {a.save_s:g} s"] if a.save_source.startswith("assumed") else []) + (
+        ["a GPU fails once a week"] if a.mtbf_hours == DEFAULT_MTBF_HOURS else [])
+
+
+def _interval_action(a: GpuCrashAnalysis) -> Action:
+    """Save every Young/Daly interval (capped at half of a job shorter than it)."""
+    n, interval = a.facts["checkpoint_interval_recommended"], a.checkpoints.interval
+    save_s, yd, spi = a.save_s, a.young_daly, a.seconds_per_iteration
+    total, assumed = a.progress.total, _assumed(a)
+    cur = f" (now {interval})" if interval else ""
+    title = (f"Keep saving about every {interval} iterations (optimum {n})"
+             if _close_to_optimum(a) else f"Save a checkpoint every {n} iterations{cur}")
+    why = (f"Young/Daly: τ = sqrt(2·δ·M) with δ = {save_s:g} s per save and M = "
+           f"{yd['young_s'] ** 2 / (2 * save_s) / 3600:g} h between failures gives "
+           f"{yd['young_s']:.0f} s ≈ {n} iterations at {spi:.3g} s/iteration; more often "
+           "wastes time saving, less often loses more work per crash.")
+    if assumed:
+        title += f", if {' and '.join(assumed)}"
+        why += (" Assumed (BLOOM-176B's figures), not measured here: "
+                + "; ".join(assumed) + " — set checkpoint_save_s / mtbf_hours.")
+    if total and n >= total:  # the whole job is shorter than the optimum: cap by its length
+        n = max(1, total // 2)
+        title = (f"This job ({total} iterations) is shorter than the optimal checkpoint "
+                 f"interval: save once halfway (every {n} iterations)")
+        why += (f" The job has {total} iterations in all, fewer than the optimum: one save "
+                "halfway bounds the loss to half the run.")
+    return action(
+        "save_interval", title, why,
+        f"Megatron: --save-interval {n}; HF Trainer: save_steps={n}; torchtitan: "
+        f"checkpoint.interval={n}; DeepSpeed: engine.save_checkpoint(dir) every {n} steps")
+
+
+def _save_interval(a: GpuCrashAnalysis) -> Action | None:
+    if not a.facts["checkpoint_interval_recommended"] or _close_to_optimum(a):
+        return None
+    return _interval_action(a)
+
+
+def _keep_interval(a: GpuCrashAnalysis) -> Action | None:
+    if not a.facts["checkpoint_interval_recommended"] or not _close_to_optimum(a):
+        return None
+    return _interval_action(a)
+
+
+def _hung(a: GpuCrashAnalysis) -> bool:
+    """The survivors hung after the first failure (its last line came long after it)."""
+    return a.exit_delay_s is not None and a.exit_delay_s > HANG_WARN_S
+
+
+def _exit_action(a: GpuCrashAnalysis) -> Action:
+    hang = a.exit_delay_s
+    return action(
+        "exit_on_failure", "Make a crashed job exit instead of hanging",
+        ("When one rank dies the others block in their next collective; without async error "
+         "handling they wait there (BLOOM-176B lost hours this way), and without "
+         "--kill-on-bad-exit srun keeps the step alive, so nothing restarts it."
+         + (f" Here the last failure line came {hang / 60:.0f} min after the first."
+            if hang else "")),
+        "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # torch<2.2: NCCL_ASYNC_ERROR_HANDLING=1; "
+        "srun --kill-on-bad-exit=1 --wait=60 …  # end the step 60 s after the first task "
+        "dies; #SBATCH --requeue (or a job array with %1) so the restart is automatic")
+
+
+def _exit_on_failure_hung(a: GpuCrashAnalysis) -> Action | None:
+    return _exit_action(a) if a.crash.first is not None and _hung(a) else None
+
+
+def _exit_on_failure(a: GpuCrashAnalysis) -> Action | None:
+    return _exit_action(a) if a.crash.first is not None and not _hung(a) else None
+
+
+# What the first failure calls for first (drain, check, debug: one of them fires), then its
+# diagnostic, the resume point, and how the next crash costs less. Ties keep this order.
+ACTIONS: tuple[Rule[Action], ...] = (
+    Rule("drain_node", _drain_node, 1), Rule("diagnose_gpu", _diagnose_gpu, 2),
+    Rule("check_node", _check_node, 1), Rule("application_xid", _debug_application_xid, 1),
+    Rule("reduce_host_memory", _reduce_host_memory, 1),
+    Rule("reduce_gpu_memory", _reduce_gpu_memory, 1), Rule("debug_kernel", _debug_kernel, 1),
+    Rule("fix_exception", _fix_exception, 1),
+    Rule("debug_native_crash", _debug_native_crash, 1), Rule("why_killed", _why_killed, 1),
+    Rule("debug_cuda_in_nccl", _debug_cuda_in_nccl, 1), Rule("check_network", _check_network, 1),
+    Rule("resume", _resume, 3), Rule("save_interval", _save_interval, 4),
+    Rule("keep_interval", _keep_interval, 6),
+    Rule("exit_on_failure_hung", _exit_on_failure_hung, 2),
+    Rule("exit_on_failure", _exit_on_failure, 5))

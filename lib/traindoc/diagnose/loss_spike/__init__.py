@@ -33,49 +33,13 @@ from __future__ import annotations
 
 from ...incident import Incident
 from ...report import Report
-from .analysis import (
-    LossSpikeAnalysis,
-    analyse,
-    first_of_last_run,
-    recovery_doubts,
-    span_text,
-    spikes_frame,
-)
-from .detect import (
-    GRAD_JUMP,
-    GRAD_JUMP_LOOKBACK,
-    GRAD_NORM,
-    LOSS,
-    MAD_TO_SIGMA,
-    STATS_CHUNK,
-    TREND_MIN_POINTS,
-    Detector,
-    Excursion,
-    excursions,
-    find_spikes,
-    grad_jump,
-    rolling_stats,
-    rolling_trend,
-)
-from .report import FACT_KEYS, MAX_LISTED, grad_path, report, spikes_table
-from .series import (
-    MEGATRON_COUNTERS_RE,
-    NAN_TEXT_RE,
-    SERIES_COLUMNS,
-    checkpoint_iterations,
-    consumed_before,
-    data_window,
-    finite_float,
-    finite_int,
-    gaps,
-    loss_scale_collapses,
-    lr_jump,
-    nan_iterations,
-    rollback_point,
-    series,
-    skipped_iterations,
-    spike_rows,
-)
+from .analysis import LossSpikeAnalysis, analyse
+from .report import FACT_KEYS, report
+
+NAME = "loss_spike"
+RUNBOOK = "loss_spike.ipynb"  # in traindoc/runbooks/
+# the incident tables ``analyse`` reads
+TABLES = ("iterations", "checkpoints")
 
 
 def diagnose(incident: Incident, *, window: int = 50, k: float = 6.0, rel_threshold: float = 0.10,
@@ -90,13 +54,5 @@ def diagnose(incident: Incident, *, window: int = 50, k: float = 6.0, rel_thresh
                           loss_scale_halvings=loss_scale_halvings))
 
 
-__all__ = [
-    "FACT_KEYS", "GRAD_JUMP", "GRAD_JUMP_LOOKBACK", "GRAD_NORM", "LOSS", "MAD_TO_SIGMA",
-    "MAX_LISTED", "MEGATRON_COUNTERS_RE", "NAN_TEXT_RE", "SERIES_COLUMNS", "STATS_CHUNK",
-    "TREND_MIN_POINTS", "Detector", "Excursion", "LossSpikeAnalysis", "analyse",
-    "checkpoint_iterations", "consumed_before", "data_window", "diagnose", "excursions",
-    "find_spikes", "finite_float", "finite_int", "first_of_last_run", "gaps", "grad_jump",
-    "grad_path", "loss_scale_collapses", "lr_jump", "nan_iterations", "recovery_doubts",
-    "report", "rolling_stats", "rolling_trend", "rollback_point", "series",
-    "skipped_iterations", "span_text", "spike_rows", "spikes_frame", "spikes_table",
-]
+__all__ = ["FACT_KEYS", "LossSpikeAnalysis", "NAME", "RUNBOOK", "TABLES", "analyse",
+           "diagnose", "report"]

@@ -128,7 +128,17 @@ def analyse(incident: Incident, *, window: int = 50, k: float = 6.0,
             checkpoint_interval: int | None = None,
             loss_scale_halvings: int = 4) -> LossSpikeAnalysis:
     """Read the series and find its spikes, NaNs, skipped steps, loss-scale collapses and
-    rollback point (knobs as for ``diagnose``)."""
+    rollback point (the detector: see the package's doc).
+
+    Args:
+        window: logged points in the rolling baseline.
+        k: robust standard deviations a peak must clear to be a spike.
+        rel_threshold: the fraction of the baseline a peak must also clear.
+        patience: consecutive points back near the baseline that end an excursion.
+        checkpoint_interval: iterations between checkpoints: the rollback point when the logs
+            have no checkpoint lines.
+        loss_scale_halvings: a loss scale that only fell, by 2**this or more, is a collapse.
+    """
     s = series(incident)
     det = replace(LOSS, window=window, k=k, rel=rel_threshold, patience=patience)
     gdet = replace(GRAD_NORM, window=window, k=k, patience=patience)

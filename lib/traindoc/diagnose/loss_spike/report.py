@@ -3,12 +3,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ...report import Action, Finding, Report, evidence, ranked
+from ...report import (
+    Action,
+    Confidence,
+    Finding,
+    Report,
+    Rule,
+    Severity,
+    action,
+    evidence,
+    fired_actions,
+    fired_findings,
+    verdict_of,
+)
 from ..common import input_findings, reading_words
 from .analysis import LossSpikeAnalysis, span_text, spikes_frame
 from .series import rollback_point
@@ -45,162 +58,6 @@ def grad_path(s: pd.DataFrame, first: int, peak: int, limit: int = 8) -> str:
     return " → ".join("…" if v is None else _g(v) for v in vals)
 
 
-# -- the report ------------------------------------------------------------------------------
-def report(analysis: LossSpikeAnalysis) -> Report:
-    """The findings, verdict and ranked actions for ``analysis``: keep going, or roll back
-    and skip data (or restore the learning rate)."""
-    a = analysis
-    facts: dict[str, Any] = {k_: None for k_ in FACT_KEYS}
-    facts.update(spikes=[], nan_iterations=[], skipped_iterations=[])
-    findings: list[Finding] = []
-    actions: list[Action] = []
-    incident, s = a.incident, a.series
-    if not a.has_metrics:
-        findings.append(Finding(
-            "no_iterations", "warning",
-            "No loss or grad-norm values in these logs (no Megatron/DeepSpeed iteration lines, "
-            "HF Trainer logs or TensorBoard/W&B metric exports were recognised)", []))
-        findings += input_findings(incident)
-        actions.append(Action(
-            "point_at_metrics", 1, "Point log_path at the training log or a metrics export",
-            "Spikes are read from per-iteration loss and grad norm; none was found here.",
-            "log_path = the rank that prints iteration lines (Megatron: the last pipeline stage), "
-            "or a TensorBoard scalar CSV (run-…-tag-lm loss.csv), a W&B history CSV/JSONL, or "
-            "HF trainer_state.json"))
-        read = reading_words(incident)
-        return Report("loss_spike", "No loss or grad-norm values in these logs" + (
-                      f" ({read})" if read else "") + ": nothing to say about spikes; if the "
-                      "job's step lines or a metrics export are elsewhere, add them to "
-                      "log_path.", "low", facts, findings, ranked(actions))
-
-    spikes, lonely = a.spikes, a.grad_norm_spikes
-    nans, skipped = a.nan_iterations, a.skipped_iterations
-    collapses = a.loss_scale_collapses
-    facts["spikes"] = spikes
-    facts["nan_iterations"] = nans[:MAX_LISTED]
-    facts["skipped_iterations"] = skipped[:MAX_LISTED]
-    last_it, first_it = a.last_iteration, a.first_iteration
-    facts["last_iteration"] = last_it  # (what the verdict covers: the logs were read to here)
-    lf = s.dropna(subset=["loss"])
-
-    # Spikes.
-    for sp in spikes[:10]:
-        first = sp["data_window"]["iterations"][0]
-        upto = sp["recovered_iteration"] or last_it
-        rows = s[(s["iteration"] >= first - 1) & (s["iteration"] <= upto)]
-        if sp["recovered_iteration"] is not None:
-            how = (f"back within tolerance of the baseline by iteration {sp['recovered_iteration']}"
-                   f" ({_its(sp['recovery_iterations'])})")
-            if not sp["recovery_confirmed"]:
-                how += ", where the log ends (recovery not yet sustained)"
-        else:
-            how = f"not recovered by the end of the log (iteration {last_it})"
-        findings.append(Finding(
-            f"loss_spike_{sp['start_iteration']}",
-            "warning" if sp["recovered_iteration"] is not None else "critical",
-            f"Loss spike from iteration {sp['start_iteration']}: loss {_g(sp['baseline_loss'])} "
-            f"(baseline) → {_p(sp['peak_loss'])} at {sp['peak_iteration']}"
-            + (f", grad norm peak {_p(sp['peak_grad_norm'])}" if sp["peak_grad_norm"] else "")
-            + f"; {how}", evidence(rows)))
-        gap = a.spike_gaps(sp)
-        if gap:
-            findings.append(Finding(
-                f"log_gap_{sp['start_iteration']}", "info",
-                "The log has no lines for iteration(s) "
-                + ", ".join(f"{lo}–{hi}" if lo != hi else f"{lo}" for lo, hi in gap[:5])
-                + " inside this spike: the recovery (or more of the spike) happened there, so "
-                "recovered_iteration is an upper bound", []))
-    if len(spikes) > 10:
-        findings.append(Finding("more_spikes", "warning",
-                                f"{len(spikes) - 10} more loss spike(s) not listed", []))
-    head, jump = a.head_spike, a.lr_jump
-    if spikes:
-        facts["grad_norm_leads"] = spikes[0]["grad_norm_leads"]
-    if head is not None and head["grad_norm_start_iteration"] is not None:
-        gs = head["grad_norm_start_iteration"]
-        path = grad_path(s, gs, head["peak_iteration"])
-        rows = s[(s["iteration"] >= gs - 1) & (s["iteration"] <= head["peak_iteration"])]
-        if head["grad_norm_leads"]:
-            findings.append(Finding(
-                "grad_norm_leads", "warning",
-                f"Grad norm led the loss: it left its baseline at iteration {gs}, "
-                f"{_its(head['start_iteration'] - gs)} before the loss did "
-                f"({path}) while the loss peaked at {_p(head['peak_loss'])} at "
-                f"{head['peak_iteration']} — an optimizer instability building up, not a "
-                "single bad batch", evidence(rows)))
-        else:
-            findings.append(Finding(
-                "grad_norm_with_loss", "info",
-                f"Grad norm rose in the same iteration as the loss or after it ({path}): "
-                "consistent with a bad batch (or a learning-rate change) hitting the model at "
-                f"iteration {head['start_iteration']}", evidence(rows)))
-    if head is not None:
-        w = head["data_window"]
-        findings.append(Finding(
-            "data_window", "info",
-            f"The batches that led into the spike: iterations {span_text(w['iterations'])}"
-            + (f", consumed samples [{span_text(w['samples'])})" if None not in w["samples"] else "")
-            + (f", consumed tokens [{span_text(w['tokens'])})" if None not in w["tokens"] else ""),
-            []))
-        if jump:
-            rows = s[(s["iteration"] >= jump["iteration"] - 1) & (s["iteration"] <= jump["iteration"])]
-            findings.append(Finding(
-                "lr_jump", "critical",
-                f"The learning rate jumped ×{jump['ratio']:.3g} ({_g(jump['from'])} → "
-                f"{_g(jump['to'])}) at iteration {jump['iteration']}, as the spike began: the "
-                "schedule, not the data, is the first suspect", evidence(rows)))
-    for g in lonely[:5]:
-        findings.append(Finding(
-            f"grad_norm_spike_{g['start_iteration']}", "info",
-            f"Grad-norm spike without a loss spike from iteration {g['start_iteration']}: "
-            f"{_g(g['baseline_grad_norm'])} → {_g(g['peak_grad_norm'])} at "
-            f"{g['peak_iteration']}" + (f", back by {g['recovered_iteration']}"
-                                        if g["recovered_iteration"] is not None else ""),
-            evidence(s[(s["iteration"] >= g["start_iteration"])
-                       & (s["iteration"] <= g["peak_iteration"])])))
-
-    # NaN, skipped, loss scale.
-    nan_at_end = a.nan_at_end
-    if nans:
-        findings.append(Finding(
-            "nan_iterations", "critical" if nan_at_end else "warning",
-            f"{len(nans)} iteration line(s) with a NaN/inf loss or grad norm, first at "
-            f"{nans[0]}" + (", still NaN at the end of the log" if nan_at_end else ""),
-            evidence(s[s["is_nan"]])))
-    if skipped:
-        sk = s[pd.to_numeric(s["skipped"], errors="coerce").fillna(0) > 0]
-        total = int(pd.to_numeric(sk["skipped"], errors="coerce").sum())
-        findings.append(Finding(
-            "skipped_iterations", "warning",
-            f"{total} optimizer step(s) skipped (fp16 overflow) on {len(skipped)} logged "
-            f"line(s), first at {skipped[0]}", evidence(sk)))
-    for c in collapses[:3]:
-        findings.append(Finding(
-            f"loss_scale_collapse_{c['start_iteration']}", "critical",
-            f"fp16 loss scale collapsed from {_g(c['from'])} to {_g(c['to'])} "
-            f"({c['halvings']:g} halvings) between iterations {c['start_iteration']} and "
-            f"{c['end_iteration']}: gradients overflow on step after step",
-            evidence(s[(s["iteration"] >= c["start_iteration"])
-                       & (s["iteration"] <= c["end_iteration"])])))
-
-    facts["rollback_iteration"] = a.rollback_iteration
-
-    if not (spikes or nans or skipped or collapses):
-        drop = ""
-        if len(lf) >= 2:
-            drop = (f"; the loss went from {_g(float(lf['loss'].iloc[0]))} to "
-                    f"{_g(float(lf['loss'].iloc[-1]))}")
-        findings.append(Finding(
-            "no_spike", "info",
-            f"No loss spike, NaN or skipped iteration in {len(s)} logged iteration(s) "
-            f"({first_it}–{last_it}){drop}", evidence(s.tail(3))))
-    findings += input_findings(incident)
-
-    actions = _actions(a, facts)
-    verdict, confidence = _verdict(a, facts, lf)
-    return Report("loss_spike", verdict, confidence, facts, findings, ranked(actions))
-
-
 def _rollback_text(r: int | None, first_bad: int) -> str:
     return (f"checkpoint iteration {r} (global_step{r})" if r is not None else
             f"the last checkpoint saved before iteration {first_bad}")
@@ -214,191 +71,556 @@ def _tracker(r: int | None) -> str:
             "<save>/latest")
 
 
-def _actions(a: LossSpikeAnalysis, f: dict[str, Any]) -> list[Action]:
-    """What to do, most urgent first (``f``: the facts, with the rollback iteration)."""
-    main, head, jump = a.main_spike, a.head_spike, a.lr_jump
-    nan_at_end, collapses, first_bad = a.nan_at_end, a.loss_scale_collapses, a.first_bad
-    acts: list[Action] = []
-    r = f["rollback_iteration"]
-    if jump:
-        back = (f"roll back to {_rollback_text(r, first_bad or jump['iteration'])} "
-                f"({_tracker(r)}) and " if main is not None else "")
-        acts.append(Action(
-            "restore_lr", 1, "Restore the learning-rate schedule"
-            + (f" and roll back to {_rollback_text(r, first_bad or jump['iteration'])}"
-               if main is not None else ""),
-            f"The LR jumped ×{jump['ratio']:.3g} ({_g(jump['from'])} → {_g(jump['to'])}) at "
-            f"iteration {jump['iteration']} as the spike began: a scheduler reset or an "
-            "overridden LR on resume, not the data.",
-            f"{back}resume with the schedule from the checkpoint: Megatron-DeepSpeed "
-            "--use-checkpoint-lr-scheduler / Megatron-LM --use-checkpoint-opt_param-scheduler "
-            "(and no --override-… flag), then check 'learning rate' in the first lines after the "
-            "restart; HF Trainer: resume_from_checkpoint=<dir> restores the scheduler state"))
-    if main is not None and jump:
-        w = main["data_window"]
-        a, b = w["iterations"]
-        acts.append(Action(
-            "rollback_skip_data", 2, f"If it spikes again with the LR restored: skip iterations "
-            f"{a}–{b}", "Then the data, not the schedule, drove it.",
-            f"Megatron-DeepSpeed: --skip-train-iteration-range {a}-{b}; other loops: advance the "
-            "data sampler past those batches"))
-    elif main is not None:
-        w = main["data_window"]
-        a, b = w["iterations"]
-        samples = f"consumed samples [{span_text(w['samples'])})" if w["samples"][0] is not None else (
-            "the batches of those iterations")
-        acts.append(Action(
-            "rollback_skip_data", 2,
-            f"Roll back to {_rollback_text(r, a)} and skip the data of iterations {a}–{b}",
-            f"The loss spike from iteration {main['start_iteration']} (peak "
-            f"{_g(main['peak_loss'])} at {main['peak_iteration']}) has not recovered; the "
-            f"batches of iterations {a}–{b} ({samples}) drove it. PaLM restarted ~100 steps "
-            "before such spikes and skipped 200–500 batches; widen the range if it recurs.",
-            f"{_tracker(r)}; restart with Megatron-DeepSpeed's --skip-train-iteration-range "
-            f"{a}-{b}; other loops: advance the data sampler past "
-            + (f"samples {w['samples'][0]}..{w['samples'][1]} " if w["samples"][0] is not None
-               else f"the batches of iterations {a}..{b} ")
-            + "(e.g. accelerate's accelerator.skip_first_batches(dataloader, n) for the "
-            "batches after the checkpoint)"))
-        acts.append(Action(
-            "lower_lr", 3, "If it spikes again at the same point: lower the learning rate",
-            "A spike that recurs on other data is an optimizer instability: a smaller LR (or "
-            "tighter clipping) is the fix, as in the BLOOM-104B and OPT logbooks."
-            + (" Grad norm led the loss here, which points that way already."
-               if main["grad_norm_leads"] else ""),
-            "restart from the same checkpoint with the LR scaled down (e.g. ×0.5 to ×0.8): "
-            "Megatron --lr/--min-lr with --override-opt_param-scheduler (Megatron-LM) / "
-            "--override-lr-scheduler (Megatron-DeepSpeed); HF learning_rate=…; and/or "
-            "--clip-grad 1.0 (max_grad_norm=1.0)"))
-        acts.append(Action(
-            "inspect_data", 4, f"Inspect the data of iterations {a}–{b}",
-            "A spike that follows one batch is often garbage text, repeated tokens or very "
-            "long documents; finding it lets the data pipeline drop it for good.",
-            (f"dump samples {w['samples'][0]}..{w['samples'][1]}: build the train dataset as the "
-             "job does (Megatron: build_train_valid_test_datasets) and print "
-             f"tokenizer.detokenize(train_ds[i]['text']) for i in range({w['samples'][0]}, "
-             f"{w['samples'][1]})") if w["samples"][0] is not None else
-            f"replay the data loader to iterations {a}..{b} with the job's seed and dump "
-            "those batches"))
-    elif nan_at_end:
-        acts.append(Action(
-            "rollback_nan", 2, f"Roll back to {_rollback_text(r, first_bad or 0)} before the NaNs",
-            f"The loss/grad norm is NaN from iteration {first_bad} to the end of the log: the "
-            "weights or optimizer state are poisoned and training will not come back.",
-            "restart from that checkpoint with a lower LR (×0.5) or bf16 instead of fp16; if "
-            "NaN recurs at the same iteration, skip its data "
-            f"(--skip-train-iteration-range {first_bad}-{first_bad})"))
-    if collapses:
-        c = collapses[0]
-        acts.append(Action(
-            "loss_scale", 3, "Stop the fp16 loss-scale collapse",
-            f"The loss scale fell from {_g(c['from'])} to {_g(c['to'])} between iterations "
-            f"{c['start_iteration']} and {c['end_iteration']}: every step overflows, so "
-            "updates are skipped and the model stalls or diverges.",
-            "roll back before the collapse and train in bf16 (--bf16) or set a floor: Megatron "
-            "--min-loss-scale 1 --initial-loss-scale 65536; DeepSpeed \"fp16\": "
-            "{\"min_loss_scale\": 1, \"loss_scale_window\": 1000}; find the layer that "
-            "overflows with a forward hook"))
-    if head is not None and main is None:
-        before = rollback_point(head["data_window"]["iterations"][0], a.checkpoints,
-                                a.checkpoint_interval)
-        keep = (f"keep global_step{before} (the last one before the spike) and the first "
-                "one after it for study, as BLOOM did (global_step31200 and 31259)"
-                if before is not None else "keep the checkpoints around the spike for study, as "
-                "BLOOM did (global_step31200 and 31259)")
-        doubt = a.recovery_doubts(head)
-        acts.append(Action(
-            "keep_going", 1, ("Keep training, and confirm the recovery on the next iterations"
-                              if doubt else "Keep training: the spike recovered by itself"),
-            f"The loss came back to its pre-spike baseline by iteration "
-            f"{head['recovered_iteration']}, {head['recovery_iterations']} iterations after the "
-            "spike began; rolling back would cost time for nothing."
-            + (f" Not fully seen: {'; '.join(doubt)}." if doubt else ""),
-            f"no change to the job; {keep}; page again if the loss leaves its baseline for "
-            "longer or spikes repeat"))
-        if len(f["spikes"]) >= 3:
-            acts.append(Action(
-                "repeated_spikes", 2, "Spikes keep coming: lower the LR or tighten clipping",
-                f"{len(f['spikes'])} spikes in this log, even if each recovered: the run sits at "
-                "the edge of stability.",
-                "at the next restart scale the LR down (×0.8) or set --clip-grad 1.0; consider "
-                "Adam beta2 0.95"))
-    if not acts:
-        acts.append(Action(
-            "keep_going", 1, "Keep training: no spike to act on",
-            "The loss followed its baseline in this log.",
-            "no change; run this runbook again on the next alert (or on a longer stretch of the "
-            "log) with a TensorBoard/W&B export of the whole run if the text log is partial"))
-    if f["skipped_iterations"] and not collapses:
-        acts.append(Action(
-            "watch_skips", 5, "Watch the skipped (overflowed) steps",
-            f"{len(f['skipped_iterations'])} logged line(s) counted skipped steps: occasional "
-            "fp16 overflows are normal, a run of them is a loss-scale collapse.",
-            "grep 'number of skipped iterations' / 'OVERFLOW' in the log; alert when more than "
-            "a few in a row"))
-    return acts
+# -- the report ------------------------------------------------------------------------------
+def report(analysis: LossSpikeAnalysis) -> Report:
+    """The findings, verdict and ranked actions for ``analysis``: keep going, or roll back
+    and skip data (or restore the learning rate)."""
+    a = analysis
+    findings, actions, verdicts = ((FINDINGS, ACTIONS, VERDICTS) if a.has_metrics else
+                                   (NO_METRICS_FINDINGS, NO_METRICS_ACTIONS, NO_METRICS_VERDICTS))
+    verdict, confidence = verdict_of(verdicts, a)
+    return Report("loss_spike", verdict, confidence, facts(a), fired_findings(findings, a),
+                  fired_actions(actions, a))
 
 
-def _verdict(a: LossSpikeAnalysis, f: dict[str, Any], lf: pd.DataFrame) -> tuple[str, str]:
-    """The verdict sentence and its confidence (``lf``: the iterations with a logged loss)."""
-    s, main, head, jump = a.series, a.main_spike, a.head_spike, a.lr_jump
-    nans, skipped, collapses = a.nan_iterations, a.skipped_iterations, a.loss_scale_collapses
-    first_it, last_it, first_bad = a.first_iteration, a.last_iteration, a.first_bad
-    n = len(f["spikes"])
-    if head is not None:
-        lead = ""
-        if head["grad_norm_leads"]:
-            lead = (f"; grad norm led, rising from iteration "
-                    f"{head['grad_norm_start_iteration']} to {_p(head['peak_grad_norm'])}")
-        elif head["peak_grad_norm"]:
-            lead = f"; grad norm peak {_p(head['peak_grad_norm'])}"
-        what = (f"loss {_g(head['baseline_loss'])} → {_p(head['peak_loss'])} at iteration "
-                f"{head['peak_iteration']} (spike from {head['start_iteration']}{lead})")
-        conf = "high" if (head["history_points"] >= 8
-                          or head["peak_loss"] >= 1.5 * head["baseline_loss"]) else "medium"
-        count = f"{n} loss spike(s); " if n > 1 else "Loss spike: "
-        if main is not None:
-            w = main["data_window"]
-            where = (f"checkpoint {f['rollback_iteration']}" if f["rollback_iteration"] is not None
-                     else f"the last checkpoint before iteration {first_bad}")
-            if jump:
-                return (f"{count}{what} has not recovered by the end of the log (iteration "
-                        f"{last_it}); the learning rate jumped ×{jump['ratio']:.3g} "
-                        f"({_g(jump['from'])} → {_g(jump['to'])}) at iteration "
-                        f"{jump['iteration']}, as it began: roll back to {where} and restore the "
-                        "learning-rate schedule.", conf)
-            return (f"{count}{what} has not recovered by the end of the log (iteration "
-                    f"{last_it}): roll back to {where} and skip iterations "
-                    f"{w['iterations'][0]}–{w['iterations'][1]}"
-                    + (f" (consumed samples [{span_text(w['samples'])}))"
-                       if w["samples"][0] is not None else "") + ".", conf)
-        rec = head["recovered_iteration"]
-        doubt = a.recovery_doubts(head)
-        if doubt:  # a gap in the data or the log's end: the recovery is likely, not seen
-            return (f"{count}{what} looks recovered by iteration {rec} ({'; '.join(doubt)}): "
-                    "keep training, and confirm on the next logged iterations.", "medium")
-        return (f"{count}{what} recovered by itself by iteration {rec}, "
-                f"{_its(head['recovery_iterations'])} after it began: keep training.", conf)
-    if a.nan_at_end:
-        return (f"The loss/grad norm became NaN at iteration {a.nan_run_start} and "
-                f"stayed NaN to the end of the log ({last_it}): roll back "
-                + (f"to checkpoint {f['rollback_iteration']}." if f["rollback_iteration"] is not None
-                   else "to the last checkpoint before it."), "high")
-    if collapses:
-        c = collapses[0]
-        return (f"No loss spike, but the fp16 loss scale collapsed from {_g(c['from'])} to "
-                f"{_g(c['to'])} between iterations {c['start_iteration']} and "
-                f"{c['end_iteration']}.", "high")
-    if nans or skipped:
-        return (f"No loss spike in iterations {first_it}–{last_it}; {len(nans)} NaN and "
-                f"{len(skipped)} skipped-step line(s), the run went on after them: keep "
-                "training, watch the loss scale.", "medium")
-    drop = ""
-    if len(lf) >= 2:
-        drop = (f"; the loss went from {_g(float(lf['loss'].iloc[0]))} to "
-                f"{_g(float(lf['loss'].iloc[-1]))}")
-    return (f"No loss spike, NaN or skipped step in {len(s)} logged iteration(s) "
-            f"({first_it}–{last_it}){drop}.", "high" if len(lf) >= 20 else "medium")
+def facts(a: LossSpikeAnalysis) -> dict[str, Any]:
+    """The report's facts (``FACT_KEYS``; what cannot be known is None or [])."""
+    f: dict[str, Any] = {k_: None for k_ in FACT_KEYS}
+    f.update(spikes=[], nan_iterations=[], skipped_iterations=[])
+    if not a.has_metrics:
+        return f
+    f.update(spikes=a.spikes, nan_iterations=a.nan_iterations[:MAX_LISTED],
+             skipped_iterations=a.skipped_iterations[:MAX_LISTED],
+             last_iteration=a.last_iteration,  # what the verdict covers: the logs read to here
+             rollback_iteration=a.rollback_iteration)
+    if a.spikes:
+        f["grad_norm_leads"] = a.spikes[0]["grad_norm_leads"]
+    return f
+
+
+# -- findings ------------------------------------------------------------------------------------
+
+def _no_iterations(a: LossSpikeAnalysis) -> Finding:
+    return Finding(
+        "no_iterations", Severity.WARNING,
+        "No loss or grad-norm values in these logs (no Megatron/DeepSpeed iteration lines, "
+        "HF Trainer logs or TensorBoard/W&B metric exports were recognised)", [])
+
+
+def _spike_finding(a: LossSpikeAnalysis, sp: dict[str, Any]) -> Finding:
+    s, last_it = a.series, a.last_iteration
+    first = sp["data_window"]["iterations"][0]
+    rows = s[(s["iteration"] >= first - 1) & (s["iteration"] <= (sp["recovered_iteration"]
+                                                                 or last_it))]
+    if sp["recovered_iteration"] is not None:
+        how = (f"back within tolerance of the baseline by iteration {sp['recovered_iteration']}"
+               f" ({_its(sp['recovery_iterations'])})")
+        if not sp["recovery_confirmed"]:
+            how += ", where the log ends (recovery not yet sustained)"
+    else:
+        how = f"not recovered by the end of the log (iteration {last_it})"
+    return Finding(
+        f"loss_spike_{sp['start_iteration']}",
+        Severity.WARNING if sp["recovered_iteration"] is not None else Severity.CRITICAL,
+        f"Loss spike from iteration {sp['start_iteration']}: loss {_g(sp['baseline_loss'])} "
+        f"(baseline) → {_p(sp['peak_loss'])} at {sp['peak_iteration']}"
+        + (f", grad norm peak {_p(sp['peak_grad_norm'])}" if sp["peak_grad_norm"] else "")
+        + f"; {how}", evidence(rows))
+
+
+def _gap_finding(a: LossSpikeAnalysis, sp: dict[str, Any]) -> Finding | None:
+    gap = a.spike_gaps(sp)
+    if not gap:
+        return None
+    return Finding(
+        f"log_gap_{sp['start_iteration']}", Severity.INFO,
+        "The log has no lines for iteration(s) "
+        + ", ".join(f"{lo}–{hi}" if lo != hi else f"{lo}" for lo, hi in gap[:5])
+        + " inside this spike: the recovery (or more of the spike) happened there, so "
+        "recovered_iteration is an upper bound", [])
+
+
+def _spikes(a: LossSpikeAnalysis) -> list[Finding]:
+    """Each of the first ten spikes, with the gap in the log inside it, if any."""
+    out: list[Finding] = []
+    for sp in a.spikes[:10]:
+        gap = _gap_finding(a, sp)
+        out += [_spike_finding(a, sp), *([gap] if gap else [])]
+    return out
+
+
+def _more_spikes(a: LossSpikeAnalysis) -> Finding | None:
+    if len(a.spikes) <= 10:
+        return None
+    return Finding("more_spikes", Severity.WARNING,
+                   f"{len(a.spikes) - 10} more loss spike(s) not listed", [])
+
+
+def _grad_rows(a: LossSpikeAnalysis) -> tuple[dict[str, Any], int, str, pd.DataFrame] | None:
+    """The head spike, where its grad norm left its baseline, the path up, and those rows."""
+    head, s = a.head_spike, a.series
+    if head is None or head["grad_norm_start_iteration"] is None:
+        return None
+    gs = head["grad_norm_start_iteration"]
+    rows = s[(s["iteration"] >= gs - 1) & (s["iteration"] <= head["peak_iteration"])]
+    return head, gs, grad_path(s, gs, head["peak_iteration"]), rows
+
+
+def _grad_norm_leads(a: LossSpikeAnalysis) -> Finding | None:
+    got = _grad_rows(a)
+    if got is None or not got[0]["grad_norm_leads"]:
+        return None
+    head, gs, path, rows = got
+    return Finding(
+        "grad_norm_leads", Severity.WARNING,
+        f"Grad norm led the loss: it left its baseline at iteration {gs}, "
+        f"{_its(head['start_iteration'] - gs)} before the loss did "
+        f"({path}) while the loss peaked at {_p(head['peak_loss'])} at "
+        f"{head['peak_iteration']} — an optimizer instability building up, not a "
+        "single bad batch", evidence(rows))
+
+
+def _grad_norm_with_loss(a: LossSpikeAnalysis) -> Finding | None:
+    got = _grad_rows(a)
+    if got is None or got[0]["grad_norm_leads"]:
+        return None
+    head, _, path, rows = got
+    return Finding(
+        "grad_norm_with_loss", Severity.INFO,
+        f"Grad norm rose in the same iteration as the loss or after it ({path}): "
+        "consistent with a bad batch (or a learning-rate change) hitting the model at "
+        f"iteration {head['start_iteration']}", evidence(rows))
+
+
+def _data_window(a: LossSpikeAnalysis) -> Finding | None:
+    if a.head_spike is None:
+        return None
+    w = a.head_spike["data_window"]
+    return Finding(
+        "data_window", Severity.INFO,
+        f"The batches that led into the spike: iterations {span_text(w['iterations'])}"
+        + (f", consumed samples [{span_text(w['samples'])})" if None not in w["samples"] else "")
+        + (f", consumed tokens [{span_text(w['tokens'])})" if None not in w["tokens"] else ""),
+        [])
+
+
+def _lr_jump(a: LossSpikeAnalysis) -> Finding | None:
+    jump, s = a.lr_jump, a.series
+    if a.head_spike is None or not jump:
+        return None
+    rows = s[(s["iteration"] >= jump["iteration"] - 1) & (s["iteration"] <= jump["iteration"])]
+    return Finding(
+        "lr_jump", Severity.CRITICAL,
+        f"The learning rate jumped ×{jump['ratio']:.3g} ({_g(jump['from'])} → "
+        f"{_g(jump['to'])}) at iteration {jump['iteration']}, as the spike began: the "
+        "schedule, not the data, is the first suspect", evidence(rows))
+
+
+def _grad_norm_spikes(a: LossSpikeAnalysis) -> list[Finding]:
+    s = a.series
+    return [Finding(
+        f"grad_norm_spike_{g['start_iteration']}", Severity.INFO,
+        f"Grad-norm spike without a loss spike from iteration {g['start_iteration']}: "
+        f"{_g(g['baseline_grad_norm'])} → {_g(g['peak_grad_norm'])} at "
+        f"{g['peak_iteration']}" + (f", back by {g['recovered_iteration']}"
+                                    if g["recovered_iteration"] is not None else ""),
+        evidence(s[(s["iteration"] >= g["start_iteration"])
+                   & (s["iteration"] <= g["peak_iteration"])]))
+        for g in a.grad_norm_spikes[:5]]
+
+
+def _nan_iterations(a: LossSpikeAnalysis) -> Finding | None:
+    nans, at_end = a.nan_iterations, a.nan_at_end
+    if not nans:
+        return None
+    return Finding(
+        "nan_iterations", Severity.CRITICAL if at_end else Severity.WARNING,
+        f"{len(nans)} iteration line(s) with a NaN/inf loss or grad norm, first at "
+        f"{nans[0]}" + (", still NaN at the end of the log" if at_end else ""),
+        evidence(a.series[a.series["is_nan"]]))
+
+
+def _skipped_iterations(a: LossSpikeAnalysis) -> Finding | None:
+    skipped, s = a.skipped_iterations, a.series
+    if not skipped:
+        return None
+    sk = s[pd.to_numeric(s["skipped"], errors="coerce").fillna(0) > 0]
+    total = int(pd.to_numeric(sk["skipped"], errors="coerce").sum())
+    return Finding(
+        "skipped_iterations", Severity.WARNING,
+        f"{total} optimizer step(s) skipped (fp16 overflow) on {len(skipped)} logged "
+        f"line(s), first at {skipped[0]}", evidence(sk))
+
+
+def _loss_scale_collapses(a: LossSpikeAnalysis) -> list[Finding]:
+    s = a.series
+    return [Finding(
+        f"loss_scale_collapse_{c['start_iteration']}", Severity.CRITICAL,
+        f"fp16 loss scale collapsed from {_g(c['from'])} to {_g(c['to'])} "
+        f"({c['halvings']:g} halvings) between iterations {c['start_iteration']} and "
+        f"{c['end_iteration']}: gradients overflow on step after step",
+        evidence(s[(s["iteration"] >= c["start_iteration"])
+                   & (s["iteration"] <= c["end_iteration"])]))
+        for c in a.loss_scale_collapses[:3]]
+
+
+def _quiet(a: LossSpikeAnalysis) -> bool:
+    """No spike, NaN, skipped step or loss-scale collapse."""
+    return not (a.spikes or a.nan_iterations or a.skipped_iterations or a.loss_scale_collapses)
+
+
+def _loss_drop(a: LossSpikeAnalysis) -> str:
+    lf = a.series.dropna(subset=["loss"])
+    if len(lf) < 2:
+        return ""
+    return (f"; the loss went from {_g(float(lf['loss'].iloc[0]))} to "
+            f"{_g(float(lf['loss'].iloc[-1]))}")
+
+
+def _no_spike(a: LossSpikeAnalysis) -> Finding | None:
+    if not _quiet(a):
+        return None
+    return Finding(
+        "no_spike", Severity.INFO,
+        f"No loss spike, NaN or skipped iteration in {len(a.series)} logged iteration(s) "
+        f"({a.first_iteration}–{a.last_iteration}){_loss_drop(a)}", evidence(a.series.tail(3)))
+
+
+def _input(a: LossSpikeAnalysis) -> list[Finding]:
+    return input_findings(a.incident)
+
+
+FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
+    Rule("spikes", _spikes), Rule("more_spikes", _more_spikes),
+    Rule("grad_norm_leads", _grad_norm_leads), Rule("grad_norm_with_loss", _grad_norm_with_loss),
+    Rule("data_window", _data_window), Rule("lr_jump", _lr_jump),
+    Rule("grad_norm_spikes", _grad_norm_spikes), Rule("nan_iterations", _nan_iterations),
+    Rule("skipped_iterations", _skipped_iterations),
+    Rule("loss_scale_collapses", _loss_scale_collapses), Rule("no_spike", _no_spike),
+    Rule("input", _input))
+NO_METRICS_FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
+    Rule("no_iterations", _no_iterations), Rule("input", _input))
+
+
+# -- verdicts ------------------------------------------------------------------------------------
+
+def _no_metrics_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence]:
+    read = reading_words(a.incident)
+    return ("No loss or grad-norm values in these logs" + (f" ({read})" if read else "")
+            + ": nothing to say about spikes; if the job's step lines or a metrics export are "
+            "elsewhere, add them to log_path.", Confidence.LOW)
+
+
+def _head_words(a: LossSpikeAnalysis) -> tuple[str, Confidence]:
+    """'Loss spike: loss 2.1 → 9.3 at iteration 120 (spike from 118…)' and its confidence."""
+    head, n = a.head_spike, len(a.spikes)
+    assert head is not None
+    lead = ""
+    if head["grad_norm_leads"]:
+        lead = (f"; grad norm led, rising from iteration "
+                f"{head['grad_norm_start_iteration']} to {_p(head['peak_grad_norm'])}")
+    elif head["peak_grad_norm"]:
+        lead = f"; grad norm peak {_p(head['peak_grad_norm'])}"
+    count = f"{n} loss spike(s); " if n > 1 else "Loss spike: "
+    conf = (Confidence.HIGH if (head["history_points"] >= 8
+                                or head["peak_loss"] >= 1.5 * head["baseline_loss"])
+            else Confidence.MEDIUM)
+    return (f"{count}loss {_g(head['baseline_loss'])} → {_p(head['peak_loss'])} at iteration "
+            f"{head['peak_iteration']} (spike from {head['start_iteration']}{lead})"), conf
+
+
+def _where(a: LossSpikeAnalysis) -> str:
+    r = a.rollback_iteration
+    return (f"checkpoint {r}" if r is not None
+            else f"the last checkpoint before iteration {a.first_bad}")
+
+
+def _lr_jump_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    jump = a.lr_jump
+    if a.head_spike is None or a.main_spike is None or not jump:
+        return None
+    what, conf = _head_words(a)
+    return (f"{what} has not recovered by the end of the log (iteration "
+            f"{a.last_iteration}); the learning rate jumped ×{jump['ratio']:.3g} "
+            f"({_g(jump['from'])} → {_g(jump['to'])}) at iteration "
+            f"{jump['iteration']}, as it began: roll back to {_where(a)} and restore the "
+            "learning-rate schedule.", conf)
+
+
+def _rollback_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    if a.head_spike is None or a.main_spike is None:
+        return None
+    what, conf = _head_words(a)
+    w = a.main_spike["data_window"]
+    return (f"{what} has not recovered by the end of the log (iteration "
+            f"{a.last_iteration}): roll back to {_where(a)} and skip iterations "
+            f"{w['iterations'][0]}–{w['iterations'][1]}"
+            + (f" (consumed samples [{span_text(w['samples'])}))"
+               if w["samples"][0] is not None else "") + ".", conf)
+
+
+def _doubtful_recovery_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    head = a.head_spike
+    doubt = a.recovery_doubts(head) if head is not None and a.main_spike is None else []
+    if not doubt:  # a gap in the data or the log's end: the recovery is likely, not seen
+        return None
+    return (f"{_head_words(a)[0]} looks recovered by iteration {head['recovered_iteration']} "
+            f"({'; '.join(doubt)}): keep training, and confirm on the next logged iterations.",
+            Confidence.MEDIUM)
+
+
+def _recovered_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    head = a.head_spike
+    if head is None or a.main_spike is not None:
+        return None
+    what, conf = _head_words(a)
+    return (f"{what} recovered by itself by iteration {head['recovered_iteration']}, "
+            f"{_its(head['recovery_iterations'])} after it began: keep training.", conf)
+
+
+def _nan_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    if not a.nan_at_end:
+        return None
+    r = a.rollback_iteration
+    return (f"The loss/grad norm became NaN at iteration {a.nan_run_start} and "
+            f"stayed NaN to the end of the log ({a.last_iteration}): roll back "
+            + (f"to checkpoint {r}." if r is not None else "to the last checkpoint before it."),
+            Confidence.HIGH)
+
+
+def _collapse_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    if not a.loss_scale_collapses:
+        return None
+    c = a.loss_scale_collapses[0]
+    return (f"No loss spike, but the fp16 loss scale collapsed from {_g(c['from'])} to "
+            f"{_g(c['to'])} between iterations {c['start_iteration']} and "
+            f"{c['end_iteration']}.", Confidence.HIGH)
+
+
+def _went_on_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    nans, skipped = a.nan_iterations, a.skipped_iterations
+    if not (nans or skipped):
+        return None
+    return (f"No loss spike in iterations {a.first_iteration}–{a.last_iteration}; {len(nans)} "
+            f"NaN and {len(skipped)} skipped-step line(s), the run went on after them: keep "
+            "training, watch the loss scale.", Confidence.MEDIUM)
+
+
+def _quiet_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence]:
+    n = int(a.series["loss"].notna().sum())
+    return (f"No loss spike, NaN or skipped step in {len(a.series)} logged iteration(s) "
+            f"({a.first_iteration}–{a.last_iteration}){_loss_drop(a)}.",
+            Confidence.HIGH if n >= 20 else Confidence.MEDIUM)
+
+
+# The firing rule of highest priority gives the verdict: the head spike (unrecovered with an LR
+# jump, unrecovered, recovered but not fully seen, recovered), then NaN to the end, a loss-scale
+# collapse, NaN or skipped steps the run survived, and last a quiet run.
+VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("lr_jump", _lr_jump_verdict, 70), Rule("rollback", _rollback_verdict, 60),
+    Rule("doubtful_recovery", _doubtful_recovery_verdict, 50),
+    Rule("recovered", _recovered_verdict, 40), Rule("nan_at_end", _nan_verdict, 30),
+    Rule("loss_scale_collapse", _collapse_verdict, 20), Rule("went_on", _went_on_verdict, 10),
+    Rule("quiet", _quiet_verdict, 0))
+NO_METRICS_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("no_iterations", _no_metrics_verdict),)
+
+
+# -- actions -------------------------------------------------------------------------------------
+
+def _point_at_metrics(a: LossSpikeAnalysis) -> Action:
+    return action(
+        "point_at_metrics", "Point log_path at the training log or a metrics export",
+        "Spikes are read from per-iteration loss and grad norm; none was found here.",
+        "log_path = the rank that prints iteration lines (Megatron: the last pipeline stage), "
+        "or a TensorBoard scalar CSV (run-…-tag-lm loss.csv), a W&B history CSV/JSONL, or "
+        "HF trainer_state.json")
+
+
+def _restore_lr(a: LossSpikeAnalysis) -> Action | None:
+    jump, main, r = a.lr_jump, a.main_spike, a.rollback_iteration
+    if not jump:
+        return None
+    where = _rollback_text(r, a.first_bad or jump["iteration"])
+    back = f"roll back to {where} ({_tracker(r)}) and " if main is not None else ""
+    return action(
+        "restore_lr", "Restore the learning-rate schedule"
+        + (f" and roll back to {where}" if main is not None else ""),
+        f"The LR jumped ×{jump['ratio']:.3g} ({_g(jump['from'])} → {_g(jump['to'])}) at "
+        f"iteration {jump['iteration']} as the spike began: a scheduler reset or an "
+        "overridden LR on resume, not the data.",
+        f"{back}resume with the schedule from the checkpoint: Megatron-DeepSpeed "
+        "--use-checkpoint-lr-scheduler / Megatron-LM --use-checkpoint-opt_param-scheduler "
+        "(and no --override-… flag), then check 'learning rate' in the first lines after the "
+        "restart; HF Trainer: resume_from_checkpoint=<dir> restores the scheduler state")
+
+
+def _skip_after_lr(a: LossSpikeAnalysis) -> Action | None:
+    if a.main_spike is None or not a.lr_jump:
+        return None
+    lo, hi = a.main_spike["data_window"]["iterations"]
+    return action(
+        "rollback_skip_data", f"If it spikes again with the LR restored: skip iterations "
+        f"{lo}–{hi}", "Then the data, not the schedule, drove it.",
+        f"Megatron-DeepSpeed: --skip-train-iteration-range {lo}-{hi}; other loops: advance the "
+        "data sampler past those batches")
+
+
+def _unrecovered(a: LossSpikeAnalysis) -> dict[str, Any] | None:
+    """The spike that has not recovered, when no LR jump explains it."""
+    return a.main_spike if not a.lr_jump else None
+
+
+def _rollback_skip_data(a: LossSpikeAnalysis) -> Action | None:
+    main = _unrecovered(a)
+    if main is None:
+        return None
+    w = main["data_window"]
+    lo, hi = w["iterations"]
+    known = w["samples"][0] is not None
+    samples = f"consumed samples [{span_text(w['samples'])})" if known else (
+        "the batches of those iterations")
+    return action(
+        "rollback_skip_data",
+        f"Roll back to {_rollback_text(a.rollback_iteration, lo)} and skip the data of "
+        f"iterations {lo}–{hi}",
+        f"The loss spike from iteration {main['start_iteration']} (peak "
+        f"{_g(main['peak_loss'])} at {main['peak_iteration']}) has not recovered; the "
+        f"batches of iterations {lo}–{hi} ({samples}) drove it. PaLM restarted ~100 steps "
+        "before such spikes and skipped 200–500 batches; widen the range if it recurs.",
+        f"{_tracker(a.rollback_iteration)}; restart with Megatron-DeepSpeed's "
+        f"--skip-train-iteration-range {lo}-{hi}; other loops: advance the data sampler past "
+        + (f"samples {w['samples'][0]}..{w['samples'][1]} " if known
+           else f"the batches of iterations {lo}..{hi} ")
+        + "(e.g. accelerate's accelerator.skip_first_batches(dataloader, n) for the "
+        "batches after the checkpoint)")
+
+
+def _lower_lr(a: LossSpikeAnalysis) -> Action | None:
+    main = _unrecovered(a)
+    if main is None:
+        return None
+    return action(
+        "lower_lr", "If it spikes again at the same point: lower the learning rate",
+        "A spike that recurs on other data is an optimizer instability: a smaller LR (or "
+        "tighter clipping) is the fix, as in the BLOOM-104B and OPT logbooks."
+        + (" Grad norm led the loss here, which points that way already."
+           if main["grad_norm_leads"] else ""),
+        "restart from the same checkpoint with the LR scaled down (e.g. ×0.5 to ×0.8): "
+        "Megatron --lr/--min-lr with --override-opt_param-scheduler (Megatron-LM) / "
+        "--override-lr-scheduler (Megatron-DeepSpeed); HF learning_rate=…; and/or "
+        "--clip-grad 1.0 (max_grad_norm=1.0)")
+
+
+def _inspect_data(a: LossSpikeAnalysis) -> Action | None:
+    main = _unrecovered(a)
+    if main is None:
+        return None
+    w = main["data_window"]
+    lo, hi = w["iterations"]
+    return action(
+        "inspect_data", f"Inspect the data of iterations {lo}–{hi}",
+        "A spike that follows one batch is often garbage text, repeated tokens or very "
+        "long documents; finding it lets the data pipeline drop it for good.",
+        (f"dump samples {w['samples'][0]}..{w['samples'][1]}: build the train dataset as the "
+         "job does (Megatron: build_train_valid_test_datasets) and print "
+         f"tokenizer.detokenize(train_ds[i]['text']) for i in range({w['samples'][0]}, "
+         f"{w['samples'][1]})") if w["samples"][0] is not None else
+        f"replay the data loader to iterations {lo}..{hi} with the job's seed and dump "
+        "those batches")
+
+
+def _rollback_nan(a: LossSpikeAnalysis) -> Action | None:
+    if a.main_spike is not None or not a.nan_at_end:
+        return None
+    first_bad = a.first_bad
+    return action(
+        "rollback_nan",
+        f"Roll back to {_rollback_text(a.rollback_iteration, first_bad or 0)} before the NaNs",
+        f"The loss/grad norm is NaN from iteration {first_bad} to the end of the log: the "
+        "weights or optimizer state are poisoned and training will not come back.",
+        "restart from that checkpoint with a lower LR (×0.5) or bf16 instead of fp16; if "
+        "NaN recurs at the same iteration, skip its data "
+        f"(--skip-train-iteration-range {first_bad}-{first_bad})")
+
+
+def _loss_scale(a: LossSpikeAnalysis) -> Action | None:
+    if not a.loss_scale_collapses:
+        return None
+    c = a.loss_scale_collapses[0]
+    return action(
+        "loss_scale", "Stop the fp16 loss-scale collapse",
+        f"The loss scale fell from {_g(c['from'])} to {_g(c['to'])} between iterations "
+        f"{c['start_iteration']} and {c['end_iteration']}: every step overflows, so "
+        "updates are skipped and the model stalls or diverges.",
+        "roll back before the collapse and train in bf16 (--bf16) or set a floor: Megatron "
+        "--min-loss-scale 1 --initial-loss-scale 65536; DeepSpeed \"fp16\": "
+        "{\"min_loss_scale\": 1, \"loss_scale_window\": 1000}; find the layer that "
+        "overflows with a forward hook")
+
+
+def _keep_going(a: LossSpikeAnalysis) -> Action | None:
+    head = a.head_spike
+    if head is None or a.main_spike is not None:
+        return None
+    before = rollback_point(head["data_window"]["iterations"][0], a.checkpoints,
+                            a.checkpoint_interval)
+    keep = (f"keep global_step{before} (the last one before the spike) and the first "
+            "one after it for study, as BLOOM did (global_step31200 and 31259)"
+            if before is not None else "keep the checkpoints around the spike for study, as "
+            "BLOOM did (global_step31200 and 31259)")
+    doubt = a.recovery_doubts(head)
+    return action(
+        "keep_going", ("Keep training, and confirm the recovery on the next iterations"
+                       if doubt else "Keep training: the spike recovered by itself"),
+        f"The loss came back to its pre-spike baseline by iteration "
+        f"{head['recovered_iteration']}, {head['recovery_iterations']} iterations after the "
+        "spike began; rolling back would cost time for nothing."
+        + (f" Not fully seen: {'; '.join(doubt)}." if doubt else ""),
+        f"no change to the job; {keep}; page again if the loss leaves its baseline for "
+        "longer or spikes repeat")
+
+
+def _repeated_spikes(a: LossSpikeAnalysis) -> Action | None:
+    if _keep_going(a) is None or len(a.spikes) < 3:
+        return None
+    return action(
+        "repeated_spikes", "Spikes keep coming: lower the LR or tighten clipping",
+        f"{len(a.spikes)} spikes in this log, even if each recovered: the run sits at "
+        "the edge of stability.",
+        "at the next restart scale the LR down (×0.8) or set --clip-grad 1.0; consider "
+        "Adam beta2 0.95")
+
+
+def _nothing_to_act_on(a: LossSpikeAnalysis) -> Action | None:
+    if any(r.make(a) for r in ACTIONS if r.id not in ("keep_going_quiet", "watch_skips")):
+        return None
+    return action(
+        "keep_going", "Keep training: no spike to act on",
+        "The loss followed its baseline in this log.",
+        "no change; run this runbook again on the next alert (or on a longer stretch of the "
+        "log) with a TensorBoard/W&B export of the whole run if the text log is partial")
+
+
+def _watch_skips(a: LossSpikeAnalysis) -> Action | None:
+    if not a.skipped_iterations or a.loss_scale_collapses:
+        return None
+    return action(
+        "watch_skips", "Watch the skipped (overflowed) steps",
+        f"{len(a.skipped_iterations[:MAX_LISTED])} logged line(s) counted skipped steps: "
+        "occasional fp16 overflows are normal, a run of them is a loss-scale collapse.",
+        "grep 'number of skipped iterations' / 'OVERFLOW' in the log; alert when more than "
+        "a few in a row")
+
+
+ACTIONS: tuple[Rule[Action], ...] = (
+    Rule("restore_lr", _restore_lr, 1), Rule("rollback_skip_data_lr", _skip_after_lr, 2),
+    Rule("rollback_skip_data", _rollback_skip_data, 2), Rule("lower_lr", _lower_lr, 3),
+    Rule("inspect_data", _inspect_data, 4), Rule("rollback_nan", _rollback_nan, 2),
+    Rule("loss_scale", _loss_scale, 3), Rule("keep_going", _keep_going, 1),
+    Rule("repeated_spikes", _repeated_spikes, 2),
+    Rule("keep_going_quiet", _nothing_to_act_on, 1), Rule("watch_skips", _watch_skips, 5))
+NO_METRICS_ACTIONS: tuple[Rule[Action], ...] = (Rule("point_at_metrics", _point_at_metrics, 1),)
 
 
 def spikes_table(report: Report) -> pd.DataFrame:

@@ -49,44 +49,15 @@ Where it lives: ``series`` (steps 1-2, restarts and gaps), ``change`` (3-4), ``s
 shows, and 7) and ``report`` (``report``: findings, verdict, actions; ``diagnose`` = both).
 """
 
-from .analysis import LastStep, ThroughputAnalysis, analyse, eta_days
-from .bisect import bisect_plan, host_list, plan_frame, plan_table, runs_by_spares, worst_case_runs
-from .change import (
-    Change,
-    despike,
-    drop_pct,
-    find_change,
-    mid_pause,
-    noise_sigma,
-    short_creep,
-    trailing_stall,
-)
-from .report import FACT_KEYS, diagnose, report
-from .series import (
-    AUTO_ORDER,
-    METRICS,
-    MetricSpec,
-    choose_metric,
-    discontinuities,
-    events,
-    mask_events,
-    metric_series,
-    per_iteration_from_intervals,
-    per_iteration_seconds,
-)
-from .suspects import (
-    arrival_lags,
-    benchmark_outliers,
-    peer_outliers,
-    rank_step_times,
-    straggler_reports,
-    timer_outliers,
-)
+from __future__ import annotations
 
-__all__ = ["AUTO_ORDER", "Change", "FACT_KEYS", "LastStep", "METRICS", "MetricSpec",
-           "ThroughputAnalysis", "analyse", "arrival_lags", "benchmark_outliers", "bisect_plan",
-           "choose_metric", "despike", "diagnose", "discontinuities", "drop_pct", "eta_days",
-           "events", "find_change", "host_list", "mask_events", "metric_series", "noise_sigma",
-           "peer_outliers", "per_iteration_from_intervals", "per_iteration_seconds",
-           "plan_frame", "plan_table", "rank_step_times", "report", "runs_by_spares",
-           "straggler_reports", "timer_outliers", "mid_pause", "short_creep", "trailing_stall", "worst_case_runs"]
+from .analysis import ThroughputAnalysis, analyse
+from .report import FACT_KEYS, diagnose, report
+
+NAME = "throughput"
+RUNBOOK = "throughput.ipynb"  # in traindoc/runbooks/
+# the incident tables ``analyse`` reads
+TABLES = ("iterations", "progress", "collectives", "host_timings", "checkpoints")
+
+__all__ = ["FACT_KEYS", "NAME", "RUNBOOK", "TABLES", "ThroughputAnalysis", "analyse",
+           "diagnose", "report"]

@@ -356,7 +356,19 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             min_drop_pct: float = 1.0, min_lag_ms: float = 5.0,
             job_script: str = "<job script>") -> ThroughputAnalysis:
     """Series, change point, coincidences, per-rank/per-host comparisons, node list, bisection
-    plan and cost (no verdict yet). The knobs are ``diagnose``'s."""
+    plan and cost (no verdict yet).
+
+    Args:
+        metric: "auto" or one of ``series.METRICS``.
+        hosts: the job's nodes (hostlist expression or list) when the logs do not name them.
+        spare_nodes: idle nodes that can stand in for excluded ones (the bisection excludes at
+            most that many per restart).
+        min_segment: the fewest logged points on each side of a change.
+        threshold: robust standard errors a level shift must reach to be a change.
+        min_drop_pct: the smallest drop, in percent of throughput, that is a change.
+        min_lag_ms: the flight-recorder lag that makes a rank late.
+        job_script: the job script named in the printed ``sbatch`` commands.
+    """
     name = choose_metric(incident, metric, min_points=max(3, 2 * min_segment))
     if name is None:  # too few values for a change; enough for a stall in the last one?
         few = choose_metric(incident, metric, min_points=STALL_BEFORE + 1)

@@ -1,8 +1,10 @@
 """``report``: the throughput analysis in words — findings, verdict, confidence and ranked
-actions — and ``diagnose``, analysis and report in one call."""
+actions, as rules (``traindoc.report.Rule``) — and ``diagnose``, analysis and report in one
+call."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -10,7 +12,19 @@ import pandas as pd
 
 from ...hostlist import compress
 from ...incident import Incident
-from ...report import Action, Finding, Report, evidence, ranked
+from ...report import (
+    Action,
+    Confidence,
+    Finding,
+    Report,
+    Rule,
+    Severity,
+    action,
+    evidence,
+    fired_actions,
+    fired_findings,
+    verdict_of,
+)
 from ...shellsafe import hosts_arg, shown
 from ..common import input_findings, reading_words, who
 from .analysis import ThroughputAnalysis, analyse
@@ -41,241 +55,230 @@ def diagnose(incident: Incident, metric: str = "auto", hosts: str | list[str] | 
 
 
 def report(a: ThroughputAnalysis) -> Report:
-    """The Report for an ``analyse`` result: findings, verdict, confidence, actions."""
-    incident = a.incident
-    facts: dict[str, Any] = {k: None for k in FACT_KEYS}
-    facts.update(suspect_ranks=[], suspect_hosts=[], metric=a.metric)
-    facts.update(eta_days_at_baseline=None, days_lost=None, shape=None, coincides=[])
-    findings: list[Finding] = []
-    if a.requested != "auto" and a.requested != a.metric:
-        findings.append(Finding(
-            "metric_unavailable", "warning",
-            f"metric={a.requested!r} " + ("is not one of " + ", ".join(METRICS)
-                                          if a.requested not in METRICS else
-                                          "has no data in these logs")
-            + (f"; analysed {a.metric} instead" if a.metric else ""), []))
+    """The Report for an ``analyse`` result: findings, verdict, confidence, actions (when no
+    metric could be analysed, the ``UNJUDGED_`` rules)."""
     if not a.judged:
-        return _unjudged(a, facts, findings)
-
-    spec, ch, s = a.spec, a.change, a.series
-    assert spec is not None
-    label = spec.label
-    its = s["iteration"].to_numpy(dtype=np.int64)
-    # -- the change ------------------------------------------------------------------------
-    if ch is not None and a.change_position is not None:
-        p = a.change_position
-        facts.update(baseline=a.baseline, degraded=a.degraded, drop_pct=a.drop_pct,
-                     change_iteration=a.change_iteration, shape=ch.shape)
-        onset_it = a.onset_iteration
-        title = (f"{label} fell {ch.drop_pct:.1f}% from {ch.baseline:.4g} to {ch.degraded:.4g} "
-                 f"at iteration {its[p]} ({ch.n_before} logged iterations before, {ch.n_after} "
-                 f"after; shift {ch.z:.1f} robust standard errors)")
-        if ch.shape == "gradual" and onset_it is not None:
-            title += f"; a gradual decline that began around iteration {onset_it}"
-        if ch.shape == "pause":
-            title = (f"One logged interval, ending at iteration {its[p]}, is {_times(ch):.0f}× "
-                     f"slower than the {ch.n_before + ch.n_after - 1} others ({label} "
-                     f"{ch.baseline:.4g} → {ch.degraded:.4g}); the iterations after it run at "
-                     "the old pace again: the job paused or crawled for a long while, then "
-                     "recovered")
-        if ch.shape == "stall":
-            title = (f"The last logged interval is {_times(ch):.0f}× slower than the "
-                     f"{ch.n_before} before it ({label} {ch.baseline:.4g} → {ch.degraded:.4g} at "
-                     f"iteration {its[p]}): the job stalled or crawled there. One interval "
-                     "cannot tell a pause from the start of a hang or a lasting slowdown")
-        findings.append(Finding("throughput_drop", "critical", title,
-                                evidence(a.around_change())))
-        if ch.recovered:
-            findings.append(Finding(
-                "recovered", "info",
-                f"The last logged iterations are back near the baseline ({label}): the slowdown "
-                "did not last to the end of the logs", evidence(s.tail(3))))
-    else:
-        v = a.cleaned
-        level = float(np.median(v)) if len(v) else float("nan")
-        spread = MAD_TO_SIGMA * float(np.median(np.abs(v - level))) if len(v) else float("nan")
-        findings.append(Finding(
-            "no_change", "info",
-            f"No lasting change in {label}: {len(v)} logged iterations "
-            f"({its[0]}–{its[-1]}) stay at {level:.4g} ± {spread:.2g}", evidence(s.tail(3))))
-
-    findings += _coincidence_findings(a)
-    facts["coincides"] = list(a.coincides)
-    findings += _suspect_findings(a)
-    facts["suspect_ranks"] = list(a.suspect_ranks)
-    facts["suspect_hosts"] = list(a.suspect_hosts)
-    findings += _plan_findings(a)
-    facts["bisect_plan"] = a.bisect_plan
-    findings += _cost_findings(a)
-    facts.update(remaining_iterations=a.remaining_iterations, eta_days=a.eta_days,
-                 eta_days_at_baseline=a.eta_days_at_baseline, days_lost=a.days_lost)
-
-    if ch is not None and not a.suspect_ranks and not a.suspect_hosts and a.one_view:
-        findings.append(Finding(
-            "one_view", "warning",
-            "These logs carry the job's throughput as one number per iteration (one rank "
-            "prints it): nothing in them names the slow GPU. Per-rank timing (Megatron "
-            "--log-straggler, --timing-log-option all), flight-recorder dumps of every rank, or "
-            "a per-node benchmark table would; else bisect the nodes", []))
-    findings += input_findings(incident)
-    actions = _actions(a, facts)
-    verdict, confidence = _verdict(a, facts)
-    return Report("throughput", verdict, confidence, facts, findings, ranked(actions))
+        verdict, confidence = verdict_of(UNJUDGED_VERDICTS, a)
+        return Report("throughput", verdict, confidence, facts(a),
+                      fired_findings(UNJUDGED_FINDINGS, a), fired_actions(UNJUDGED_ACTIONS, a))
+    verdict, confidence = verdict_of(VERDICTS, a)
+    return Report("throughput", verdict, confidence, facts(a), fired_findings(FINDINGS, a),
+                  fired_actions(ACTIONS, a))
 
 
-def _unjudged(a: ThroughputAnalysis, facts: dict[str, Any],
-              findings: list[Finding]) -> Report:
-    """The Report when no metric could be analysed: too few values, or none at all."""
-    incident = a.incident
-    if a.sparse_metric is not None:  # a metric is logged, too rarely to find a change in it
-        facts["metric"] = a.sparse_metric
-        n = a.sparse_points
-        label = METRICS[a.sparse_metric].label
-        findings.append(Finding(
-            "too_few_points", "warning",
-            f"Only {n} logged value(s) of {label}: too few to tell a change from "
-            "noise (a change needs a level held over several logged iterations on each side)",
-            evidence(incident.iterations.head(5))))
-        findings += input_findings(incident)
-        return Report("throughput", f"Only {n} logged value(s) of {label}: too few "
-                      "to say whether the job slowed down; log throughput more often or point "
-                      "log_path at the whole training log.", "low", facts, findings,
-                      ranked([_log_throughput_action(1)]))
-    findings.append(Finding(
-        "no_metric", "warning",
+def facts(a: ThroughputAnalysis) -> dict[str, Any]:
+    """The report's facts (``FACT_KEYS``, and the shape, the coincidences and the cost)."""
+    f: dict[str, Any] = {k: None for k in FACT_KEYS}
+    f.update(suspect_ranks=[], suspect_hosts=[], metric=a.metric)
+    f.update(eta_days_at_baseline=None, days_lost=None, shape=None, coincides=[])
+    if not a.judged:
+        if a.sparse_metric is not None:
+            f["metric"] = a.sparse_metric
+        return f
+    if a.change is not None and a.change_position is not None:
+        f.update(baseline=a.baseline, degraded=a.degraded, drop_pct=a.drop_pct,
+                 change_iteration=a.change_iteration, shape=a.change.shape)
+    f.update(coincides=list(a.coincides), suspect_ranks=list(a.suspect_ranks),
+             suspect_hosts=list(a.suspect_hosts), bisect_plan=a.bisect_plan,
+             remaining_iterations=a.remaining_iterations, eta_days=a.eta_days,
+             eta_days_at_baseline=a.eta_days_at_baseline, days_lost=a.days_lost)
+    return f
+
+
+def _times(ch: Any) -> float:
+    """How many times worse the degraded level is than the baseline."""
+    lo, hi = sorted((abs(ch.baseline), abs(ch.degraded)))
+    return hi / lo if lo else float("inf")
+
+
+def _label(a: ThroughputAnalysis) -> str:
+    """The analysed metric's label (a judged analysis has one)."""
+    assert a.spec is not None
+    return a.spec.label
+
+
+# -- findings ------------------------------------------------------------------------------------
+
+def _metric_unavailable(a: ThroughputAnalysis) -> Finding | None:
+    if a.requested == "auto" or a.requested == a.metric:
+        return None
+    return Finding(
+        "metric_unavailable", Severity.WARNING,
+        f"metric={a.requested!r} " + ("is not one of " + ", ".join(METRICS)
+                                      if a.requested not in METRICS else
+                                      "has no data in these logs")
+        + (f"; analysed {a.metric} instead" if a.metric else ""), [])
+
+
+def _too_few_points(a: ThroughputAnalysis) -> Finding | None:
+    if a.sparse_metric is None:  # a metric is logged, too rarely to find a change in it
+        return None
+    return Finding(
+        "too_few_points", Severity.WARNING,
+        f"Only {a.sparse_points} logged value(s) of {METRICS[a.sparse_metric].label}: too few "
+        "to tell a change from noise (a change needs a level held over several logged "
+        "iterations on each side)",
+        evidence(a.incident.iterations.head(5)))
+
+
+def _no_metric(a: ThroughputAnalysis) -> Finding | None:
+    if a.sparse_metric is not None:
+        return None
+    return Finding(
+        "no_metric", Severity.WARNING,
         "No throughput metric in these logs: no iteration line with TFLOPs, tokens/s, "
         "samples/s or seconds per iteration, and no tqdm bar with a rate",
-        evidence(incident.iterations.head(5))))
-    findings += input_findings(incident)
-    read = reading_words(incident)
-    return Report("throughput", "No throughput figures in these logs" + (f" ({read})" if read
-                  else "") + ": no iteration line or progress bar with a rate was recognised; "
-                  "if the job's step lines are in another file, add it to log_path.", "low",
-                  facts, findings, ranked([_log_throughput_action(1)]))
+        evidence(a.incident.iterations.head(5)))
 
 
-def _coincidence_findings(a: ThroughputAnalysis) -> list[Finding]:
-    """What happened at the change (restarts, gaps, evals, saves), or that nothing did; and
-    the transients set aside."""
-    out: list[Finding] = []
-    ch, disc, ev = a.change, a.discontinuities, a.events
-    span = a.change_span
-    if ch is None or a.change_position is None or span is None:
-        if len(disc):
-            out.append(Finding(
-                "discontinuities", "info",
-                f"{len(disc)} restart(s)/gap(s) in the iteration numbers: "
-                + ", ".join(f"{k} {f}→{t}" for k, f, t in
-                            list(zip(disc["kind"], disc["from_iteration"], disc["to_iteration"],
-                                     strict=False))[:5]), evidence(disc)))
-        return out
-    p = a.change_position
+def _input(a: ThroughputAnalysis) -> list[Finding]:
+    return input_findings(a.incident)
+
+
+def _iterations(a: ThroughputAnalysis) -> np.ndarray:
+    return a.series["iteration"].to_numpy(dtype=np.int64)
+
+
+def _drop_title(a: ThroughputAnalysis) -> str:
+    """The change in one sentence: a drop (gradual or not), a pause or a stall."""
+    ch, p, label, its = a.change, a.change_position, _label(a), _iterations(a)
+    assert ch is not None and p is not None
+    if ch.shape == "pause":
+        return (f"One logged interval, ending at iteration {its[p]}, is {_times(ch):.0f}× "
+                f"slower than the {ch.n_before + ch.n_after - 1} others ({label} "
+                f"{ch.baseline:.4g} → {ch.degraded:.4g}); the iterations after it run at "
+                "the old pace again: the job paused or crawled for a long while, then "
+                "recovered")
+    if ch.shape == "stall":
+        return (f"The last logged interval is {_times(ch):.0f}× slower than the "
+                f"{ch.n_before} before it ({label} {ch.baseline:.4g} → {ch.degraded:.4g} at "
+                f"iteration {its[p]}): the job stalled or crawled there. One interval "
+                "cannot tell a pause from the start of a hang or a lasting slowdown")
+    title = (f"{label} fell {ch.drop_pct:.1f}% from {ch.baseline:.4g} to {ch.degraded:.4g} "
+             f"at iteration {its[p]} ({ch.n_before} logged iterations before, {ch.n_after} "
+             f"after; shift {ch.z:.1f} robust standard errors)")
+    if ch.shape == "gradual" and a.onset_iteration is not None:
+        title += f"; a gradual decline that began around iteration {a.onset_iteration}"
+    return title
+
+
+def _changed(a: ThroughputAnalysis) -> bool:
+    """A change was found and placed in the series."""
+    return a.change is not None and a.change_position is not None
+
+
+def _throughput_drop(a: ThroughputAnalysis) -> Finding | None:
+    if not _changed(a):
+        return None
+    return Finding("throughput_drop", Severity.CRITICAL, _drop_title(a),
+                   evidence(a.around_change()))
+
+
+def _recovered(a: ThroughputAnalysis) -> Finding | None:
+    ch = a.change
+    if ch is None or a.change_position is None or not ch.recovered:
+        return None
+    return Finding(
+        "recovered", Severity.INFO,
+        f"The last logged iterations are back near the baseline ({_label(a)}): the slowdown "
+        "did not last to the end of the logs", evidence(a.series.tail(3)))
+
+
+def _no_change(a: ThroughputAnalysis) -> Finding | None:
+    if _changed(a):
+        return None
+    v, its = a.cleaned, _iterations(a)
+    level = float(np.median(v)) if len(v) else float("nan")
+    spread = MAD_TO_SIGMA * float(np.median(np.abs(v - level))) if len(v) else float("nan")
+    return Finding(
+        "no_change", Severity.INFO,
+        f"No lasting change in {_label(a)}: {len(v)} logged iterations "
+        f"({its[0]}–{its[-1]}) stay at {level:.4g} ± {spread:.2g}", evidence(a.series.tail(3)))
+
+
+def _spanned(a: ThroughputAnalysis) -> bool:
+    """A change placed in the series, with the iterations around it known."""
+    return _changed(a) and a.change_span is not None
+
+
+def _discontinuities(a: ThroughputAnalysis) -> Finding | None:
+    disc = a.discontinuities
+    if _spanned(a) or not len(disc):
+        return None
+    return Finding(
+        "discontinuities", Severity.INFO,
+        f"{len(disc)} restart(s)/gap(s) in the iteration numbers: "
+        + ", ".join(f"{k} {f}→{t}" for k, f, t in
+                    list(zip(disc["kind"], disc["from_iteration"], disc["to_iteration"],
+                             strict=False))[:5]), evidence(disc))
+
+
+def _change_at_restart(a: ThroughputAnalysis) -> Finding | None:
+    near, span = a.restarts_at_change, a.change_span
+    if not _changed(a) or span is None or not len(near):
+        return None
     lo_it, hi_it = span
-    near, ev_near = a.restarts_at_change, a.events_at_change
-    if len(near):
-        out.append(Finding(
-            "change_at_restart", "warning",
-            f"The change coincides with a {'/'.join(near['kind'].unique())} between iterations "
-            f"{lo_it} and {hi_it}: a restart can land on different nodes — compare the node "
-            "lists of the two allocations", evidence(near)))
-    if len(ev_near):
-        kinds = sorted(set(ev_near["kind"]))
-        out.append(Finding(
-            "change_at_event", "warning",
-            f"An {' and '.join(kinds)} happened at the change (iteration "
-            f"{int(ev_near['iteration'].iloc[0])}): check that the slowdown outlasts it",
-            evidence(ev_near)))
-    if not a.coincides:
-        parts = []
-        run_ok = not len(disc) or not len(disc[disc["position"] <= p + ch.n_after])
-        parts.append("no restart or gap in the iteration numbers" if run_ok
-                     else "no restart or gap at the change")
-        if len(ev):
-            parts.append(f"no eval or checkpoint save at the change (the logs show "
-                         f"{len(ev)} of them elsewhere)")
-        else:
-            parts.append("no eval or checkpoint line in these logs (so none can be ruled in or "
-                         "out)")
-        out.append(Finding("nothing_coincides", "info",
-                           "Nothing coincides with the change: " + "; ".join(parts), []))
-    if a.n_set_aside or a.n_replaced:
-        out.append(Finding(
-            "transients", "info",
-            f"{a.n_set_aside} iteration(s) right after eval/save and {a.n_replaced} isolated "
-            "slow iteration(s) were set aside as transients (not a lasting change)",
-            evidence(a.replaced_rows(), limit=5)))
-    return out
+    return Finding(
+        "change_at_restart", Severity.WARNING,
+        f"The change coincides with a {'/'.join(near['kind'].unique())} between iterations "
+        f"{lo_it} and {hi_it}: a restart can land on different nodes — compare the node "
+        "lists of the two allocations", evidence(near))
 
 
-def _suspect_findings(a: ThroughputAnalysis) -> list[Finding]:
-    """What each per-rank / per-host source says about who is slow."""
-    out: list[Finding] = []
-    spec = a.spec
-    assert spec is not None
-    if len(a.ranks):
-        sus = a.ranks[a.ranks["suspect"]]
-        if len(sus):
-            out.append(Finding(
-                "slow_ranks_iterations", "critical",
-                "Per-rank iteration figures: "
-                + ", ".join(f"rank {int(r)} ({v:.4g} {spec.label}, z={z:.1f})" for r, v, z in
-                            zip(sus["rank"], sus["value"], sus["z"], strict=False))
-                + (" is" if len(sus) == 1 else " are") + " slower than the other ranks", []))
-    if len(a.stragglers):
-        top = a.stragglers.iloc[0]
-        reports = int(top["reports"])
-        spread = float(top["spread_pct"]) if pd.notna(top["spread_pct"]) else 0.0
-        if a.straggler_rank is not None:
-            out.append(Finding(
-                "straggler_detector", "critical",
-                f"Megatron's straggler detector names rank {int(top['rank'])} the slowest in "
-                f"{top['share']:.0%} of {reports} reports (max/min RTT spread {spread:.1f}%)",
-                evidence(_host_timing_rows(a.incident, metric="Rtt/Mx"), limit=5)))
-        else:
-            out.append(Finding(
-                "straggler_detector", "info",
-                f"Megatron's straggler detector: no rank is consistently the slowest "
-                f"({reports} report(s), top rank {int(top['rank'])} in {top['share']:.0%}, "
-                f"spread {spread:.1f}%)", []))
-    if len(a.timers):
-        sus = a.timers[a.timers["suspect"]]
-        if len(sus):
-            out.append(Finding(
-                "slow_ranks_timers", "critical",
-                "Per-rank Megatron timers: "
-                + "; ".join(f"rank {int(r)} {t} {v:.1f} ms (z={z:.1f})" for r, t, v, z in
-                            zip(sus["rank"], sus["timer"], sus["value"], sus["z"], strict=False)),
-                []))
-    if len(a.benchmarks):
-        sus = a.benchmarks[a.benchmarks["suspect"]]
-        if len(sus):
-            out.append(Finding(
-                "slow_hosts_benchmark", "critical",
-                "Benchmark: "
-                + "; ".join(f"{p} {m} {v:.4g} ({rel:+.1f}% slower than the median, z={z:.1f})"
-                            for p, m, v, rel, z in zip(sus["peer"], sus["metric"], sus["value"],
-                                                       sus["rel_pct"], sus["z"], strict=False)),
-                evidence(_host_timing_rows(a.incident, hosts=set(sus["host"])), limit=10)))
-        undirected = a.benchmarks[a.benchmarks["direction"] == 0]["metric"].unique()
-        if len(undirected):
-            out.append(Finding(
-                "benchmark_metric_unknown", "info",
-                f"Benchmark column(s) {', '.join(map(str, undirected))}: the name does not say "
-                "whether larger is slower; name it seconds/time or tflops/throughput", []))
-    if len(a.lags):
-        sus = a.lags[a.lags["suspect"]]
-        if len(sus):
-            out.append(Finding(
-                "late_ranks", "critical",
-                "Flight recorder: "
-                + "; ".join(f"rank {int(r)} enqueues collectives {lag:.0f} ms after the first "
-                            f"rank (last in {share:.0%} of {n})" + (
-                                f", from collective #{int(first)} on" if pd.notna(first) else "")
-                            for r, lag, share, n, first in
-                            zip(sus["rank"], sus["lag_ms"], sus["last_share"],
-                                sus["collectives"], sus["first_late_seq"], strict=False))
-                + ": the other ranks wait for it", []))
-    return out
+def _change_at_event(a: ThroughputAnalysis) -> Finding | None:
+    ev_near = a.events_at_change
+    if not _spanned(a) or not len(ev_near):
+        return None
+    kinds = sorted(set(ev_near["kind"]))
+    return Finding(
+        "change_at_event", Severity.WARNING,
+        f"An {' and '.join(kinds)} happened at the change (iteration "
+        f"{int(ev_near['iteration'].iloc[0])}): check that the slowdown outlasts it",
+        evidence(ev_near))
+
+
+def _nothing_coincides(a: ThroughputAnalysis) -> Finding | None:
+    ch, p, disc, ev = a.change, a.change_position, a.discontinuities, a.events
+    if ch is None or p is None or a.change_span is None or a.coincides:
+        return None
+    run_ok = not len(disc) or not len(disc[disc["position"] <= p + ch.n_after])
+    parts = ["no restart or gap in the iteration numbers" if run_ok
+             else "no restart or gap at the change"]
+    if len(ev):
+        parts.append(f"no eval or checkpoint save at the change (the logs show "
+                     f"{len(ev)} of them elsewhere)")
+    else:
+        parts.append("no eval or checkpoint line in these logs (so none can be ruled in or "
+                     "out)")
+    return Finding("nothing_coincides", Severity.INFO,
+                   "Nothing coincides with the change: " + "; ".join(parts), [])
+
+
+def _transients(a: ThroughputAnalysis) -> Finding | None:
+    if not _spanned(a) or not (a.n_set_aside or a.n_replaced):
+        return None
+    return Finding(
+        "transients", Severity.INFO,
+        f"{a.n_set_aside} iteration(s) right after eval/save and {a.n_replaced} isolated "
+        "slow iteration(s) were set aside as transients (not a lasting change)",
+        evidence(a.replaced_rows(), limit=5))
+
+
+def _suspects(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a per-rank or per-host table marked suspect (none of an empty table)."""
+    return df[df["suspect"]] if len(df) else df
+
+
+def _slow_ranks_iterations(a: ThroughputAnalysis) -> Finding | None:
+    sus = _suspects(a.ranks)
+    if not len(sus):
+        return None
+    return Finding(
+        "slow_ranks_iterations", Severity.CRITICAL,
+        "Per-rank iteration figures: "
+        + ", ".join(f"rank {int(r)} ({v:.4g} {_label(a)}, z={z:.1f})" for r, v, z in
+                    zip(sus["rank"], sus["value"], sus["z"], strict=False))
+        + (" is" if len(sus) == 1 else " are") + " slower than the other ranks", [])
 
 
 def _host_timing_rows(incident: Incident, metric: str | None = None,
@@ -289,239 +292,486 @@ def _host_timing_rows(incident: Incident, metric: str | None = None,
     return ht[ht["host"].isin(list(hosts or ()))]
 
 
-def _plan_findings(a: ThroughputAnalysis) -> list[Finding]:
-    """A hosts parameter that could not be read, and the bisection plan (or why none)."""
-    out: list[Finding] = []
-    if a.hosts_error is not None:
-        out.append(Finding("bad_hosts", "warning", f"The hosts parameter is not a valid "
-                           f"hostlist: {a.hosts_error}", []))
-    if not a.wants_bisection:
-        return out
+def _straggler_detector(a: ThroughputAnalysis) -> Finding | None:
+    if not len(a.stragglers):
+        return None
+    top = a.stragglers.iloc[0]
+    reports = int(top["reports"])
+    spread = float(top["spread_pct"]) if pd.notna(top["spread_pct"]) else 0.0
+    if a.straggler_rank is not None:
+        return Finding(
+            "straggler_detector", Severity.CRITICAL,
+            f"Megatron's straggler detector names rank {int(top['rank'])} the slowest in "
+            f"{top['share']:.0%} of {reports} reports (max/min RTT spread {spread:.1f}%)",
+            evidence(_host_timing_rows(a.incident, metric="Rtt/Mx"), limit=5))
+    return Finding(
+        "straggler_detector", Severity.INFO,
+        f"Megatron's straggler detector: no rank is consistently the slowest "
+        f"({reports} report(s), top rank {int(top['rank'])} in {top['share']:.0%}, "
+        f"spread {spread:.1f}%)", [])
+
+
+def _slow_ranks_timers(a: ThroughputAnalysis) -> Finding | None:
+    sus = _suspects(a.timers)
+    if not len(sus):
+        return None
+    return Finding(
+        "slow_ranks_timers", Severity.CRITICAL,
+        "Per-rank Megatron timers: "
+        + "; ".join(f"rank {int(r)} {t} {v:.1f} ms (z={z:.1f})" for r, t, v, z in
+                    zip(sus["rank"], sus["timer"], sus["value"], sus["z"], strict=False)),
+        [])
+
+
+def _slow_hosts_benchmark(a: ThroughputAnalysis) -> Finding | None:
+    sus = _suspects(a.benchmarks)
+    if not len(sus):
+        return None
+    return Finding(
+        "slow_hosts_benchmark", Severity.CRITICAL,
+        "Benchmark: "
+        + "; ".join(f"{p} {m} {v:.4g} ({rel:+.1f}% slower than the median, z={z:.1f})"
+                    for p, m, v, rel, z in zip(sus["peer"], sus["metric"], sus["value"],
+                                               sus["rel_pct"], sus["z"], strict=False)),
+        evidence(_host_timing_rows(a.incident, hosts=set(sus["host"])), limit=10))
+
+
+def _benchmark_metric_unknown(a: ThroughputAnalysis) -> Finding | None:
+    if not len(a.benchmarks):
+        return None
+    undirected = a.benchmarks[a.benchmarks["direction"] == 0]["metric"].unique()
+    if not len(undirected):
+        return None
+    return Finding(
+        "benchmark_metric_unknown", Severity.INFO,
+        f"Benchmark column(s) {', '.join(map(str, undirected))}: the name does not say "
+        "whether larger is slower; name it seconds/time or tflops/throughput", [])
+
+
+def _late_ranks(a: ThroughputAnalysis) -> Finding | None:
+    sus = _suspects(a.lags)
+    if not len(sus):
+        return None
+    return Finding(
+        "late_ranks", Severity.CRITICAL,
+        "Flight recorder: "
+        + "; ".join(f"rank {int(r)} enqueues collectives {lag:.0f} ms after the first "
+                    f"rank (last in {share:.0%} of {n})" + (
+                        f", from collective #{int(first)} on" if pd.notna(first) else "")
+                    for r, lag, share, n, first in
+                    zip(sus["rank"], sus["lag_ms"], sus["last_share"],
+                        sus["collectives"], sus["first_late_seq"], strict=False))
+        + ": the other ranks wait for it", [])
+
+
+def _bad_hosts(a: ThroughputAnalysis) -> Finding | None:
+    if a.hosts_error is None:
+        return None
+    return Finding("bad_hosts", Severity.WARNING, f"The hosts parameter is not a valid "
+                   f"hostlist: {a.hosts_error}", [])
+
+
+def _no_spares(a: ThroughputAnalysis) -> Finding | None:
+    if not a.wants_bisection or a.bisect_plan is not None:
+        return None
+    return Finding(
+        "no_spares", Severity.WARNING, f"{len(a.node_list)} nodes but "
+        f"spare_nodes={a.spare_nodes}: no node can be excluded without shrinking the job", [])
+
+
+def _bisect_plan(a: ThroughputAnalysis) -> Finding | None:
     plan = a.bisect_plan
-    if plan is None:
-        out.append(Finding(
-            "no_spares", "warning", f"{len(a.node_list)} nodes but spare_nodes={a.spare_nodes}: "
-            "no node can be excluded without shrinking the job", []))
-    else:
-        out.append(Finding(
-            "bisect_plan", "info",
-            f"Bisection over {plan['n_hosts']} nodes ({plan['hosts']}, from {a.nodes_from}) with "
-            f"{plan['spares']} spare node(s): at most {plan['worst_case_runs']} restarts "
-            f"(~{plan['expected_runs']} on average); a run is fast if {plan['fast_if']}", []))
-    return out
+    if not a.wants_bisection or plan is None:
+        return None
+    return Finding(
+        "bisect_plan", Severity.INFO,
+        f"Bisection over {plan['n_hosts']} nodes ({plan['hosts']}, from {a.nodes_from}) with "
+        f"{plan['spares']} spare node(s): at most {plan['worst_case_runs']} restarts "
+        f"(~{plan['expected_runs']} on average); a run is fast if {plan['fast_if']}", [])
 
 
-def _cost_findings(a: ThroughputAnalysis) -> list[Finding]:
-    """What the remaining iterations take at the current and at the baseline pace."""
+def _eta(a: ThroughputAnalysis) -> Finding | None:
     last, cur_spi = a.last_step, a.current_s_per_iteration
     if last is None or cur_spi is None:
-        return []
+        return None
     if last.remaining == 0:
-        return [Finding("eta", "info", f"The job reached its last iteration ({last.iteration}): "
-                        "nothing remains to lose", [last.evidence()])]
+        return Finding("eta", Severity.INFO, f"The job reached its last iteration "
+                       f"({last.iteration}): nothing remains to lose", [last.evidence()])
     text = (f"{last.remaining} iterations remain (of {last.total}): "
             f"{a.eta_days} days at the current {cur_spi:.4g} s/iteration")
     base_spi = a.baseline_s_per_iteration
     if a.change is not None and base_spi is not None:
         text += (f", {a.eta_days_at_baseline} at the baseline {base_spi:.4g} s/iteration: "
                  f"the slowdown costs {a.days_lost} days if left alone")
-    return [Finding("eta", "info", text, [last.evidence()])]
+    return Finding("eta", Severity.INFO, text, [last.evidence()])
 
 
-def _verdict(a: ThroughputAnalysis, f: dict[str, Any]) -> tuple[str, str]:
-    """One sentence and its confidence."""
-    spec, ch = a.spec, a.change
-    assert spec is not None
-    if ch is None:
-        n = len(a.cleaned)
-        return (f"No lasting throughput drop in {n} logged iterations ({spec.label} steady); "
-                "if the job feels slow, compare with an earlier healthy run's figures.",
-                "medium" if n >= STEADY_POINTS else "low")
-    if ch.shape == "pause":
-        return (f"The job paused or crawled in the interval ending at iteration "
-                f"{f['change_iteration']} ({spec.label} {ch.baseline:.4g} → {ch.degraded:.4g}, "
-                f"{_times(ch):.0f}× worse) and then ran at its old pace again; look at what the "
-                "host did in that interval rather than for a slow node.", "medium")
-    if ch.shape == "stall":
-        return (f"The job stalled in its last logged interval: {spec.label} {_times(ch):.0f}× "
-                f"worse ({ch.baseline:.4g} → {ch.degraded:.4g}) at iteration "
-                f"{f['change_iteration']} after {ch.n_before} steady ones; find out whether it "
-                "still makes progress before hunting a slow node.", "medium")
-    what = (f"{spec.label} dropped {ch.drop_pct:.1f}% ({ch.baseline:.4g} → {ch.degraded:.4g}) at "
-            f"iteration {f['change_iteration']}")
-    what += " and recovered later" if ch.recovered else ""
-    if f["coincides"]:
-        what += f", coinciding with {'/'.join(f['coincides'])}"
-    who = ""
+def _one_view(a: ThroughputAnalysis) -> Finding | None:
+    if a.change is None or a.suspect_ranks or a.suspect_hosts or not a.one_view:
+        return None
+    return Finding(
+        "one_view", Severity.WARNING,
+        "These logs carry the job's throughput as one number per iteration (one rank "
+        "prints it): nothing in them names the slow GPU. Per-rank timing (Megatron "
+        "--log-straggler, --timing-log-option all), flight-recorder dumps of every rank, or "
+        "a per-node benchmark table would; else bisect the nodes", [])
+
+
+FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
+    Rule("metric_unavailable", _metric_unavailable), Rule("throughput_drop", _throughput_drop),
+    Rule("recovered", _recovered), Rule("no_change", _no_change),
+    Rule("discontinuities", _discontinuities), Rule("change_at_restart", _change_at_restart),
+    Rule("change_at_event", _change_at_event), Rule("nothing_coincides", _nothing_coincides),
+    Rule("transients", _transients), Rule("slow_ranks_iterations", _slow_ranks_iterations),
+    Rule("straggler_detector", _straggler_detector),
+    Rule("slow_ranks_timers", _slow_ranks_timers),
+    Rule("slow_hosts_benchmark", _slow_hosts_benchmark),
+    Rule("benchmark_metric_unknown", _benchmark_metric_unknown),
+    Rule("late_ranks", _late_ranks), Rule("bad_hosts", _bad_hosts),
+    Rule("no_spares", _no_spares), Rule("bisect_plan", _bisect_plan), Rule("eta", _eta),
+    Rule("one_view", _one_view), Rule("input", _input))
+# When no metric could be analysed (``judged`` is False).
+UNJUDGED_FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
+    Rule("metric_unavailable", _metric_unavailable), Rule("too_few_points", _too_few_points),
+    Rule("no_metric", _no_metric), Rule("input", _input))
+
+
+# -- verdicts ------------------------------------------------------------------------------------
+
+def _sparse_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    if a.sparse_metric is None:
+        return None
+    return (f"Only {a.sparse_points} logged value(s) of {METRICS[a.sparse_metric].label}: too "
+            "few to say whether the job slowed down; log throughput more often or point "
+            "log_path at the whole training log.", Confidence.LOW)
+
+
+def _no_metric_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence]:
+    read = reading_words(a.incident)
+    return ("No throughput figures in these logs" + (f" ({read})" if read else "")
+            + ": no iteration line or progress bar with a rate was recognised; if the job's "
+            "step lines are in another file, add it to log_path.", Confidence.LOW)
+
+
+def _steady_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence]:
+    n = len(a.cleaned)
+    return (f"No lasting throughput drop in {n} logged iterations ({_label(a)} steady); "
+            "if the job feels slow, compare with an earlier healthy run's figures.",
+            Confidence.MEDIUM if n >= STEADY_POINTS else Confidence.LOW)
+
+
+def _pause_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    ch = a.change
+    if ch is None or ch.shape != "pause":
+        return None
+    return (f"The job paused or crawled in the interval ending at iteration "
+            f"{facts(a)['change_iteration']} ({_label(a)} {ch.baseline:.4g} → "
+            f"{ch.degraded:.4g}, {_times(ch):.0f}× worse) and then ran at its old pace again; "
+            "look at what the host did in that interval rather than for a slow node.",
+            Confidence.MEDIUM)
+
+
+def _stall_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    ch = a.change
+    if ch is None or ch.shape != "stall":
+        return None
+    return (f"The job stalled in its last logged interval: {_label(a)} {_times(ch):.0f}× "
+            f"worse ({ch.baseline:.4g} → {ch.degraded:.4g}) at iteration "
+            f"{facts(a)['change_iteration']} after {ch.n_before} steady ones; find out whether "
+            "it still makes progress before hunting a slow node.", Confidence.MEDIUM)
+
+
+def _who_is_slow(f: dict[str, Any]) -> str:
+    """The slow nodes or ranks, else the bisection that finds them, in the verdict's words."""
     if f["suspect_hosts"] or f["suspect_ranks"]:
         names = [f"node {h}" for h in f["suspect_hosts"]] or [f"rank {r}" for r in
                                                             f["suspect_ranks"]]
-        who = f"; slow: {', '.join(names)}"
-    elif f["bisect_plan"]:
+        return f"; slow: {', '.join(names)}"
+    if f["bisect_plan"]:
         bp = f["bisect_plan"]
-        who = (f"; nothing names the slow node — bisect {bp['n_hosts']} nodes in at most "
-               f"{bp['worst_case_runs']} restarts ({bp['spares']} spares), starting with "
-               f"--exclude='{bp['steps'][0]['exclude']}'")
-    else:
-        who = "; nothing in these logs names the slow rank or node"
+        return (f"; nothing names the slow node — bisect {bp['n_hosts']} nodes in at most "
+                f"{bp['worst_case_runs']} restarts ({bp['spares']} spares), starting with "
+                f"--exclude='{bp['steps'][0]['exclude']}'")
+    return "; nothing in these logs names the slow rank or node"
+
+
+def _drop_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    ch, f = a.change, facts(a)
+    if ch is None:
+        return None
+    what = (f"{_label(a)} dropped {ch.drop_pct:.1f}% ({ch.baseline:.4g} → {ch.degraded:.4g}) "
+            f"at iteration {f['change_iteration']}")
+    what += " and recovered later" if ch.recovered else ""
+    if f["coincides"]:
+        what += f", coinciding with {'/'.join(f['coincides'])}"
     cost = ""
     if f["days_lost"] is not None and f["remaining_iterations"]:
-        cost = f"; it costs {f['days_lost']} days over the remaining {f['remaining_iterations']} iterations"
+        cost = (f"; it costs {f['days_lost']} days over the remaining "
+                f"{f['remaining_iterations']} iterations")
     strong = ch.z >= STRONG_Z and ch.n_after >= STRONG_AFTER
     named = bool(f["suspect_hosts"] or f["suspect_ranks"])
-    confidence = "high" if strong and (named or not f["coincides"]) else "medium"
-    return what + who + cost + ".", confidence
+    confidence = (Confidence.HIGH if strong and (named or not f["coincides"])
+                  else Confidence.MEDIUM)
+    return what + _who_is_slow(f) + cost + ".", confidence
 
 
-def _log_throughput_action(prio: int) -> Action:
-    return Action(
-        "log_throughput", prio, "Log throughput per iteration (and per rank) next time",
+# The firing rule of highest priority gives the verdict: a pause or a stall (no slow node to
+# hunt), else the drop (any other change), else a steady metric.
+VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("pause", _pause_verdict, 30), Rule("stall", _stall_verdict, 20),
+    Rule("drop", _drop_verdict, 10), Rule("steady", _steady_verdict, 0))
+UNJUDGED_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("too_few_points", _sparse_verdict, 10), Rule("no_metric", _no_metric_verdict, 0))
+
+
+# -- actions -------------------------------------------------------------------------------------
+
+def _shape(a: ThroughputAnalysis) -> str | None:
+    """The change's shape ('pause', 'stall', …), None when there is no change."""
+    return a.change.shape if a.change is not None else None
+
+
+def _hunt(a: ThroughputAnalysis) -> bool:
+    """A lasting change, neither a pause nor a stall: hunt the slow node or rank."""
+    return a.change is not None and _shape(a) not in ("pause", "stall")
+
+
+def _log_throughput(a: ThroughputAnalysis) -> Action | None:
+    if _hunt(a):
+        return None
+    return action(
+        "log_throughput", "Log throughput per iteration (and per rank) next time",
         "Without per-iteration throughput the drop cannot be dated or sized; without per-rank "
         "figures the slow GPU cannot be named.",
         "Megatron: --log-interval 1 --log-throughput --log-straggler --straggler-minmax-count 4 "
         "--timing-log-option all; torchtitan: --metrics.log_freq 1; HF Trainer: logging_steps=1")
 
 
-def _times(ch: Any) -> float:
-    """How many times worse the degraded level is than the baseline."""
-    lo, hi = sorted((abs(ch.baseline), abs(ch.degraded)))
-    return hi / lo if lo else float("inf")
+def _check_pause(a: ThroughputAnalysis) -> Action | None:
+    if _shape(a) != "pause":
+        return None
+    return action(
+        "check_pause", "Find what the host did while the job paused",
+        "One long slow interval between normal ones is a pause of the host or its storage "
+        "(swapping, a slow checkpoint write, another job or process competing, the machine "
+        "sleeping), not a slow GPU: the iterations after it are back at the baseline.",
+        "compare the pause's time window (the log's timestamps or elapsed times) with the "
+        "host's memory and swap use, disk writes and other processes; sudo dmesg -T for "
+        "that time")
 
 
-def _actions(a: ThroughputAnalysis, f: dict[str, Any]) -> list[Action]:
-    """The ranked next steps: exclude a named node, else sweep, benchmark or bisect; after a
-    stall, whether the job still moves first."""
-    acts: list[Action] = []
-    ch = a.change
-    if ch is not None and ch.shape == "pause":
-        acts.append(Action(
-            "check_pause", 1, "Find what the host did while the job paused",
-            "One long slow interval between normal ones is a pause of the host or its storage "
-            "(swapping, a slow checkpoint write, another job or process competing, the machine "
-            "sleeping), not a slow GPU: the iterations after it are back at the baseline.",
-            "compare the pause's time window (the log's timestamps or elapsed times) with the "
-            "host's memory and swap use, disk writes and other processes; sudo dmesg -T for "
-            "that time"))
-        acts.append(_log_throughput_action(2))
-        return acts
-    if ch is not None and ch.shape == "stall":
-        acts.append(Action(
-            "check_stall", 1, "Find out whether the job is hung before hunting a slow node",
-            "One logged interval many times slower than all before it is how a hang or a dying "
-            "collective starts (the watchdog fires only after its timeout); a slow node slows "
-            "every interval alike.",
-            "while it runs: traindoc collect --from-logs <training log> -o evidence/  (py-spy "
-            "stacks of every rank on this host), then traindoc run deadlock evidence/; once it "
-            "has failed: traindoc run triage <the job's logs>"))
-        acts.append(_log_throughput_action(2))
-        return acts
-    job_script = a.job_script
-    if ch is None:
-        acts.append(Action(
-            "compare_baseline", 1, "Compare with a healthy run before hunting a slow node",
-            "The logs show no lasting drop; a job that is uniformly slow from the start points "
-            "at configuration (batch size, parallelism, data loader) rather than a sick GPU.",
-            "compare TFLOPs/tokens-per-s with the last good run of the same config; check "
-            "dataloader workers and host CPU with py-spy dump on one rank"))
-        acts.append(_log_throughput_action(2))
-        return acts
-    sus_hosts, sus_ranks = f["suspect_hosts"], f["suspect_ranks"]
-    nodes = compress(sus_hosts) if sus_hosts else None
-    excl = hosts_arg(sus_hosts, hostlist=True) if sus_hosts else None
-    if nodes and excl is None:  # a suspect the logs name by something that is no host name
-        acts.append(Action(
-            "exclude_suspect", 1, "Exclude the slow node and restart from the last checkpoint",
-            f"The logs name {shown(nodes)} as slower than its peers, but that is not a host name: "
-            "it is not put into a command.",
-            "find the node's real name (sacct -j $SLURM_JOB_ID -o NodeList%400), then by hand: "
-            f"sbatch --exclude=<that node> {job_script}"))
-    elif nodes:
-        acts.append(Action(
-            "exclude_suspect", 1, f"Exclude {nodes} and restart from the last checkpoint",
-            f"{nodes} is slower than its peers (see the findings): with synchronous training "
-            "every rank waits for the slowest, so one slow GPU slows the whole job.",
-            f"sbatch --exclude={excl} {job_script}  # then check {a.spec.label if a.spec else ''}"
-            f" is back near {f['baseline']}"))
-        acts.append(Action(
-            "check_clocks_suspect", 2, f"Check clocks and throttling on {nodes}",
-            "A GPU that throttles (thermal, power brake, HW slowdown) or runs at reduced clocks "
-            "is the usual cause of one slow node with a healthy network.",
-            f"srun -w {excl} --ntasks-per-node=1 nvidia-smi -q -d PERFORMANCE,CLOCK  # look at "
-            "'Clocks Event Reasons' (HW Slowdown, HW Thermal Slowdown, HW Power Brake) and SM "
-            "clocks below the others"))
-        acts.append(Action(
-            "burn_suspect", 3, f"Benchmark {nodes}'s GPUs against a healthy node",
-            "Confirms the hardware fault before handing the node to the admins (BLOOM's slow GPU "
-            "showed 303.6 s vs ~296.5 s on a node benchmark: 2.5%).",
-            f"srun -w {excl} --ntasks-per-node=1 dcgmi diag -r 3  # or gpu_burn -d 120 on each "
-            "GPU; report the node with the numbers"))
-    elif sus_ranks:
-        r = sus_ranks[0]
-        acts.append(Action(
-            "locate_rank", 1, f"Find the node of rank {r} and exclude it",
-            f"{who(sus_ranks, cap=True)} {'is' if len(sus_ranks) == 1 else 'are'} slower than their peers but the logs do not say which node "
-            "ran them.",
-            f"with srun's block distribution rank {r} runs on node number {r} // GPUS_PER_NODE "
-            "of `scontrol show hostnames $SLURM_JOB_NODELIST`; or grep the launcher log for "
-            f"'[rank{r}]'/hostname; then sbatch --exclude=<that node> {job_script}"))
-        acts.append(Action(
-            "check_clocks_rank", 2, f"Check clocks and throttling on rank {r}'s GPU",
-            "A throttling or down-clocked GPU is the usual cause of one slow rank.",
-            "on its node: nvidia-smi -q -d PERFORMANCE,CLOCK -i <local GPU index>  # Clocks Event "
-            "Reasons, SM clock vs the others"))
-    else:
-        n = len(a.node_list)
-        acts.append(Action(
-            "sweep_all_nodes", 1, "Check every node's GPU clocks and throttle reasons in one go",
-            "One command on all nodes usually finds a throttling or down-clocked GPU without a "
-            "single restart (the bisection below costs one restart per step).",
-            ("srun --overlap --jobid $SLURM_JOB_ID --ntasks-per-node=1 --output=smi-%N.out "
-             "nvidia-smi --query-gpu=index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,"
-             "clocks_throttle_reasons.active --format=csv,noheader  # a GPU whose SM clock is "
-             "below its peers' or whose reasons mask is not 0x0000000000000000 (idle excepted) is "
-             "the suspect; newer drivers name the field clocks_event_reasons.active; then on that "
-             "node: nvidia-smi -q -d PERFORMANCE,CLOCK")))
-        acts.append(Action(
-            "benchmark_all_nodes", 2, "Benchmark all nodes in parallel and rerun this runbook "
-            "with the table",
-            "A per-node benchmark (same matmul on every GPU) names the slow node in one run; "
-            "feed its CSV (host,seconds) to log_path together with the training log.",
-            "(echo host,seconds; srun --nodes=$SLURM_NNODES --ntasks-per-node=1 python -m "
-            "traindoc.gpubench) > bench.csv  # the slowest GPU's seconds per node; --per-gpu "
-            "for one line per GPU"))
-        bp = f["bisect_plan"]
-        if bp:
-            first = bp["steps"][0]
-            acts.append(Action(
-                "bisect", 3, f"Bisect the {n} nodes: restart with {first['sbatch']}",
-                f"Nothing names the slow node; excluding at most {bp['spares']} node(s) per "
-                f"restart finds it in at most {bp['worst_case_runs']} restarts. A run is fast if "
-                f"{bp['fast_if']} after warm-up.",
-                "; ".join(f"step {st['step']}: {st['sbatch']} -> fast: {st['if_fast']}, slow: "
-                          f"{st['if_slow']}" for st in bp["steps"][:PLAN_STEPS_SHOWN])
-                + (" … (all steps in summary.json facts.bisect_plan)"
-                   if len(bp["steps"]) > PLAN_STEPS_SHOWN else "")))
-        elif not a.node_list:
-            acts.append(Action(
-                "get_nodelist", 3, "Get the job's node list to plan a bisection",
-                "The logs name no nodes; the runbook needs them (parameter hosts) to plan which "
-                "nodes to exclude on each restart.",
-                "sacct -j $SLURM_JOB_ID -o NodeList%400 -X  # then rerun with "
-                "hosts='<that list>' spare_nodes=<idle nodes you can use>"))
-        acts.append(Action(
-            "per_rank_timing", 4, "Turn on per-rank timing so the next drop names its rank",
-            "One rank's throughput line cannot say which GPU is slow; per-rank timings can.",
-            "Megatron: --log-straggler --straggler-minmax-count 4 and --timing-log-option all; "
-            "any job: TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and dump the flight recorder from every "
-            "rank (its enqueue times show who arrives last)"))
-    if f["coincides"]:
-        acts.append(Action(
-            "check_coincidence", 5, "Rule out the event at the change",
-            f"The change coincides with {'/'.join(f['coincides'])}: a restart may have landed on "
-            "other nodes; an eval or a save is a transient slowdown.",
-            "sacct -j <old>,<new> -o JobID,NodeList%400  # compare the node lists; and watch the "
-            "next iterations for recovery"))
-    return acts
+def _check_stall(a: ThroughputAnalysis) -> Action | None:
+    if _shape(a) != "stall":
+        return None
+    return action(
+        "check_stall", "Find out whether the job is hung before hunting a slow node",
+        "One logged interval many times slower than all before it is how a hang or a dying "
+        "collective starts (the watchdog fires only after its timeout); a slow node slows "
+        "every interval alike.",
+        "while it runs: traindoc collect --from-logs <training log> -o evidence/  (py-spy "
+        "stacks of every rank on this host), then traindoc run deadlock evidence/; once it "
+        "has failed: traindoc run triage <the job's logs>")
+
+
+def _compare_baseline(a: ThroughputAnalysis) -> Action | None:
+    if a.change is not None:
+        return None
+    return action(
+        "compare_baseline", "Compare with a healthy run before hunting a slow node",
+        "The logs show no lasting drop; a job that is uniformly slow from the start points "
+        "at configuration (batch size, parallelism, data loader) rather than a sick GPU.",
+        "compare TFLOPs/tokens-per-s with the last good run of the same config; check "
+        "dataloader workers and host CPU with py-spy dump on one rank")
+
+
+def _suspect_nodes(a: ThroughputAnalysis) -> tuple[str | None, str | None]:
+    """The suspect hosts as a hostlist for prose, and as a command argument (None when they
+    are no host names, or when no host is suspect)."""
+    hosts = list(a.suspect_hosts)
+    if not _hunt(a) or not hosts:
+        return None, None
+    return compress(hosts), hosts_arg(hosts, hostlist=True)
+
+
+def _exclude_unnamed(a: ThroughputAnalysis) -> Action | None:
+    nodes, excl = _suspect_nodes(a)
+    if not nodes or excl is not None:  # a suspect the logs name by something no host name
+        return None
+    return action(
+        "exclude_suspect", "Exclude the slow node and restart from the last checkpoint",
+        f"The logs name {shown(nodes)} as slower than its peers, but that is not a host name: "
+        "it is not put into a command.",
+        "find the node's real name (sacct -j $SLURM_JOB_ID -o NodeList%400), then by hand: "
+        f"sbatch --exclude=<that node> {a.job_script}")
+
+
+def _exclude_suspect(a: ThroughputAnalysis) -> Action | None:
+    nodes, excl = _suspect_nodes(a)
+    if not nodes or excl is None:
+        return None
+    return action(
+        "exclude_suspect", f"Exclude {nodes} and restart from the last checkpoint",
+        f"{nodes} is slower than its peers (see the findings): with synchronous training "
+        "every rank waits for the slowest, so one slow GPU slows the whole job.",
+        f"sbatch --exclude={excl} {a.job_script}  # then check "
+        f"{a.spec.label if a.spec else ''} is back near {facts(a)['baseline']}")
+
+
+def _check_clocks_suspect(a: ThroughputAnalysis) -> Action | None:
+    nodes, excl = _suspect_nodes(a)
+    if not nodes or excl is None:
+        return None
+    return action(
+        "check_clocks_suspect", f"Check clocks and throttling on {nodes}",
+        "A GPU that throttles (thermal, power brake, HW slowdown) or runs at reduced clocks "
+        "is the usual cause of one slow node with a healthy network.",
+        f"srun -w {excl} --ntasks-per-node=1 nvidia-smi -q -d PERFORMANCE,CLOCK  # look at "
+        "'Clocks Event Reasons' (HW Slowdown, HW Thermal Slowdown, HW Power Brake) and SM "
+        "clocks below the others")
+
+
+def _burn_suspect(a: ThroughputAnalysis) -> Action | None:
+    nodes, excl = _suspect_nodes(a)
+    if not nodes or excl is None:
+        return None
+    return action(
+        "burn_suspect", f"Benchmark {nodes}'s GPUs against a healthy node",
+        "Confirms the hardware fault before handing the node to the admins (BLOOM's slow GPU "
+        "showed 303.6 s vs ~296.5 s on a node benchmark: 2.5%).",
+        f"srun -w {excl} --ntasks-per-node=1 dcgmi diag -r 3  # or gpu_burn -d 120 on each "
+        "GPU; report the node with the numbers")
+
+
+def _slow_rank(a: ThroughputAnalysis) -> int | None:
+    """The first suspect rank, when no host is suspect (the node to find is its)."""
+    if not _hunt(a) or _suspect_nodes(a)[0] or not a.suspect_ranks:
+        return None
+    return a.suspect_ranks[0]
+
+
+def _locate_rank(a: ThroughputAnalysis) -> Action | None:
+    r, ranks = _slow_rank(a), a.suspect_ranks
+    if r is None:
+        return None
+    return action(
+        "locate_rank", f"Find the node of rank {r} and exclude it",
+        f"{who(ranks, cap=True)} {'is' if len(ranks) == 1 else 'are'} slower than their peers "
+        "but the logs do not say which node ran them.",
+        f"with srun's block distribution rank {r} runs on node number {r} // GPUS_PER_NODE "
+        "of `scontrol show hostnames $SLURM_JOB_NODELIST`; or grep the launcher log for "
+        f"'[rank{r}]'/hostname; then sbatch --exclude=<that node> {a.job_script}")
+
+
+def _check_clocks_rank(a: ThroughputAnalysis) -> Action | None:
+    r = _slow_rank(a)
+    if r is None:
+        return None
+    return action(
+        "check_clocks_rank", f"Check clocks and throttling on rank {r}'s GPU",
+        "A throttling or down-clocked GPU is the usual cause of one slow rank.",
+        "on its node: nvidia-smi -q -d PERFORMANCE,CLOCK -i <local GPU index>  # Clocks Event "
+        "Reasons, SM clock vs the others")
+
+
+def _nobody_named(a: ThroughputAnalysis) -> bool:
+    """A lasting change and no suspect host or rank: every node is to be checked."""
+    return _hunt(a) and not _suspect_nodes(a)[0] and not a.suspect_ranks
+
+
+def _sweep_all_nodes(a: ThroughputAnalysis) -> Action | None:
+    if not _nobody_named(a):
+        return None
+    return action(
+        "sweep_all_nodes", "Check every node's GPU clocks and throttle reasons in one go",
+        "One command on all nodes usually finds a throttling or down-clocked GPU without a "
+        "single restart (the bisection below costs one restart per step).",
+        ("srun --overlap --jobid $SLURM_JOB_ID --ntasks-per-node=1 --output=smi-%N.out "
+         "nvidia-smi --query-gpu=index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,"
+         "clocks_throttle_reasons.active --format=csv,noheader  # a GPU whose SM clock is "
+         "below its peers' or whose reasons mask is not 0x0000000000000000 (idle excepted) is "
+         "the suspect; newer drivers name the field clocks_event_reasons.active; then on that "
+         "node: nvidia-smi -q -d PERFORMANCE,CLOCK"))
+
+
+def _benchmark_all_nodes(a: ThroughputAnalysis) -> Action | None:
+    if not _nobody_named(a):
+        return None
+    return action(
+        "benchmark_all_nodes", "Benchmark all nodes in parallel and rerun this runbook "
+        "with the table",
+        "A per-node benchmark (same matmul on every GPU) names the slow node in one run; "
+        "feed its CSV (host,seconds) to log_path together with the training log.",
+        "(echo host,seconds; srun --nodes=$SLURM_NNODES --ntasks-per-node=1 python -m "
+        "traindoc.gpubench) > bench.csv  # the slowest GPU's seconds per node; --per-gpu "
+        "for one line per GPU")
+
+
+def _bisect(a: ThroughputAnalysis) -> Action | None:
+    bp = a.bisect_plan
+    if not _nobody_named(a) or not bp:
+        return None
+    first = bp["steps"][0]
+    return action(
+        "bisect", f"Bisect the {len(a.node_list)} nodes: restart with {first['sbatch']}",
+        f"Nothing names the slow node; excluding at most {bp['spares']} node(s) per "
+        f"restart finds it in at most {bp['worst_case_runs']} restarts. A run is fast if "
+        f"{bp['fast_if']} after warm-up.",
+        "; ".join(f"step {st['step']}: {st['sbatch']} -> fast: {st['if_fast']}, slow: "
+                  f"{st['if_slow']}" for st in bp["steps"][:PLAN_STEPS_SHOWN])
+        + (" … (all steps in summary.json facts.bisect_plan)"
+           if len(bp["steps"]) > PLAN_STEPS_SHOWN else ""))
+
+
+def _get_nodelist(a: ThroughputAnalysis) -> Action | None:
+    if not _nobody_named(a) or a.bisect_plan or a.node_list:
+        return None
+    return action(
+        "get_nodelist", "Get the job's node list to plan a bisection",
+        "The logs name no nodes; the runbook needs them (parameter hosts) to plan which "
+        "nodes to exclude on each restart.",
+        "sacct -j $SLURM_JOB_ID -o NodeList%400 -X  # then rerun with "
+        "hosts='<that list>' spare_nodes=<idle nodes you can use>")
+
+
+def _per_rank_timing(a: ThroughputAnalysis) -> Action | None:
+    if not _nobody_named(a):
+        return None
+    return action(
+        "per_rank_timing", "Turn on per-rank timing so the next drop names its rank",
+        "One rank's throughput line cannot say which GPU is slow; per-rank timings can.",
+        "Megatron: --log-straggler --straggler-minmax-count 4 and --timing-log-option all; "
+        "any job: TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and dump the flight recorder from every "
+        "rank (its enqueue times show who arrives last)")
+
+
+def _check_coincidence(a: ThroughputAnalysis) -> Action | None:
+    if not _hunt(a) or not a.coincides:
+        return None
+    return action(
+        "check_coincidence", "Rule out the event at the change",
+        f"The change coincides with {'/'.join(a.coincides)}: a restart may have landed on "
+        "other nodes; an eval or a save is a transient slowdown.",
+        "sacct -j <old>,<new> -o JobID,NodeList%400  # compare the node lists; and watch the "
+        "next iterations for recovery")
+
+
+# A pause, a stall or no change: what to look at, then better logging. A lasting drop: exclude
+# a named node (or find a named rank's), else sweep, benchmark and bisect every node; then rule
+# out what coincides with the change.
+ACTIONS: tuple[Rule[Action], ...] = (
+    Rule("check_pause", _check_pause, 1), Rule("check_stall", _check_stall, 1),
+    Rule("compare_baseline", _compare_baseline, 1), Rule("log_throughput", _log_throughput, 2),
+    Rule("exclude_unnamed", _exclude_unnamed, 1), Rule("exclude_suspect", _exclude_suspect, 1),
+    Rule("check_clocks_suspect", _check_clocks_suspect, 2),
+    Rule("burn_suspect", _burn_suspect, 3), Rule("locate_rank", _locate_rank, 1),
+    Rule("check_clocks_rank", _check_clocks_rank, 2),
+    Rule("sweep_all_nodes", _sweep_all_nodes, 1),
+    Rule("benchmark_all_nodes", _benchmark_all_nodes, 2), Rule("bisect", _bisect, 3),
+    Rule("get_nodelist", _get_nodelist, 3), Rule("per_rank_timing", _per_rank_timing, 4),
+    Rule("check_coincidence", _check_coincidence, 5))
+# When no metric could be analysed: only better logging.
+UNJUDGED_ACTIONS: tuple[Rule[Action], ...] = (
+    Rule("log_throughput", _log_throughput, 1),)
 
 
 __all__ = ["FACT_KEYS", "diagnose", "report"]

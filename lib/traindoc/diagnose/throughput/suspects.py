@@ -9,6 +9,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ...parse.benchmarks import metric_direction
+from ..types import UNKNOWN_GROUP
 from .change import MAD_TO_SIGMA, MEDIAN_SE
 from .series import MetricSpec, steps_with_seconds, usable
 
@@ -142,7 +143,7 @@ def arrival_lags(collectives: pd.DataFrame, min_lag_ms: float = 5.0) -> pd.DataF
     cols = ["rank", "collectives", "lag_ms", "last_share", "suspect", "first_late_seq"]
     if fr["rank"].nunique() < 2:
         return pd.DataFrame(columns=cols)
-    fr = fr.assign(_pg=fr["process_group"].fillna("?"),
+    fr = fr.assign(_pg=fr["process_group"].fillna(UNKNOWN_GROUP),
                    _t=pd.to_datetime(fr["time"]).astype("datetime64[ns]").astype("int64"))
     fr = fr.drop_duplicates(["_pg", "seq_num", "rank"])
     grp = fr.groupby(["_pg", "seq_num"])

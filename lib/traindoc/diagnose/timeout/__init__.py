@@ -19,16 +19,13 @@ from __future__ import annotations
 
 from ...incident import Incident
 from ...report import Report
-from ..collectives import detail_mismatch, in_flight, unnumbered_mismatch, with_status_pg
-from .analysis import (
-    HARD_FAILURE_STRENGTH,
-    STUCK_CODES,
-    TimeoutAnalysis,
-    analyse,
-    earlier_failure,
-    timeout_rows,
-)
-from .report import FACT_KEYS, FSDP_GATHER_OPS, report
+from .analysis import TimeoutAnalysis, analyse
+from .report import FACT_KEYS, report
+
+NAME = "timeout"
+RUNBOOK = "timeout.ipynb"  # in traindoc/runbooks/
+# the incident tables ``analyse`` reads
+TABLES = ("collectives", "errors", "exits", "iterations", "progress")
 
 
 def diagnose(incident: Incident, world_size: int | None = None) -> Report:
@@ -37,6 +34,5 @@ def diagnose(incident: Incident, world_size: int | None = None) -> Report:
     return report(analyse(incident, world_size=world_size))
 
 
-__all__ = ["FACT_KEYS", "FSDP_GATHER_OPS", "HARD_FAILURE_STRENGTH", "STUCK_CODES",
-           "TimeoutAnalysis", "analyse", "detail_mismatch", "diagnose", "earlier_failure",
-           "in_flight", "report", "timeout_rows", "unnumbered_mismatch", "with_status_pg"]
+__all__ = ["FACT_KEYS", "NAME", "RUNBOOK", "TABLES", "TimeoutAnalysis", "analyse",
+           "diagnose", "report"]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from ...incident import Incident
-from ...parse.collectives import rank_tag_pg
+from ...incident import Incident, Unreadable
+from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP, rank_tag_pg
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -26,11 +26,10 @@ from ..collectives import (
     with_status_pg,
 )
 from ..common import Progress, as_int, as_str, last_progress, split_source, step_totals_by_rank
-from ..gpu_crash import failure_events, first_failure
+from ..gpu_crash.events import failure_events, first_failure
+from ..types import UNKNOWN_GROUP, Mismatch, Pattern, Strength
 
 STUCK_CODES = ("heartbeat_timeout", "watchdog_stuck")  # errors codes of the heartbeat monitor
-HARD_FAILURE_STRENGTH = 2  # gpu_crash's strength of a local failure (CUDA, Xid, ECC, OOM, signal)
-DESYNC_KINDS = ("op", "size", "dtype")  # first_mismatch kinds that are a desync
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,7 +48,7 @@ class TimeoutAnalysis:
     stuck: pd.DataFrame  # heartbeat-monitor errors (the watchdog itself hung)
     in_flight: pd.DataFrame  # per dumped rank, its last flight-recorder entry
     positions: pd.DataFrame  # per (process group, rank): last enqueued/completed, timed out
-    first_mismatch: dict[str, Any] | None
+    first_mismatch: Mismatch | None
     step_totals: dict[int, int]  # per rank, the step total its progress bars announced
     found: bool = False
     timed_out_ranks: list[int] = field(default_factory=list)
@@ -65,7 +64,7 @@ class TimeoutAnalysis:
     # failed), before the ranks seen in the collective are taken out: the evidence rows
     lagging_candidates: list[int] = field(default_factory=list)
     unseen_ranks: list[int] = field(default_factory=list)  # of world_size, with no line at all
-    pattern: str = "unknown"  # desync, straggler, all_stuck or unknown
+    pattern: Pattern = Pattern.UNKNOWN
     finished_early: bool = False  # the data ended while a straggler had not arrived
     earlier_failure: pd.Series | None = None  # a hard failure before the first timeout
 
@@ -84,6 +83,20 @@ class TimeoutAnalysis:
         return sorted(blamed)
 
     @property
+    def unreadable_seq_nums(self) -> list[Unreadable]:
+        """The sequence numbers the reader could not keep (beyond 64 bits: read as <NA>), with
+        where each was, in reading order."""
+        return self.incident.account.unreadable_in("collectives", "seq_num")
+
+    @property
+    def at_startup(self) -> bool:
+        """A timeout at start-up: the store-based barrier of init_process_group, or the c10d
+        client socket that never reached the store."""
+        lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
+        return (self.op_type == STORE_BARRIER_OP
+                or any(SOCKET_TIMEOUT_RE.search(ln) for ln in lines))
+
+    @property
     def group_size(self) -> int | None:
         """For a gather/scatter, the group size NumelOut/NumelIn implies."""
         return group_size(self.op_type, self.numel_in, self.numel_out)
@@ -95,14 +108,18 @@ def timeout_rows(incident: Incident) -> pd.DataFrame:
     t = c[c["state"] == "timed_out"]
     if not len(t):
         return t
-    key = t.assign(_r=t["rank"].fillna(-1), _pg=t["process_group"].fillna("?"),
+    key = t.assign(_r=t["rank"].fillna(-1), _pg=t["process_group"].fillna(UNKNOWN_GROUP),
                    _s=t["seq_num"].fillna(-1), _o=t["op_type"].fillna(""))
     return t.loc[~key.duplicated(["_r", "_pg", "_s", "_o"])]
 
 
 def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysis:
-    """Read a collective timeout from ``incident``. ``world_size``, when known, lets ranks that
-    left no trace at all be named as lagging candidates."""
+    """Read a collective timeout from ``incident``.
+
+    Args:
+        world_size: the job's number of ranks, when known: ranks that left no trace at all are
+            then named as lagging candidates.
+    """
     incident = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
                         incident.account, incident.unrecognized)
     prog = last_progress(incident)
@@ -146,18 +163,18 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
                                         coll["process_group"], world_size)
     lagging_ranks = sorted(lagging - arrived)
 
-    if mismatch and mismatch["kind"] in DESYNC_KINDS:
-        pattern = "desync"
+    if mismatch and mismatch.kind.is_desync:
+        pattern = Pattern.DESYNC
     elif lagging_ranks:
-        pattern = "straggler"
+        pattern = Pattern.STRAGGLER
     elif (len(timed_out) >= 2 and primary is not None
           and _every_rank_timed_out(timed_out, coll, world_size)
           and len(nccl) and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
-        pattern = "all_stuck"
+        pattern = Pattern.ALL_STUCK
     else:
-        pattern = "unknown"
+        pattern = Pattern.UNKNOWN
     finished = (prog.step is not None and prog.total is not None and prog.step >= prog.total
-                and pattern == "straggler")
+                and pattern == Pattern.STRAGGLER)
     return TimeoutAnalysis(
         **base, found=True, timed_out_ranks=timed_out, **coll, lagging_ranks=lagging_ranks,
         lagging_candidates=sorted(lagging), unseen_ranks=sorted(unseen), pattern=pattern,
@@ -166,7 +183,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
 
 def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd.DataFrame,
                           gloo: pd.DataFrame, legacy: pd.DataFrame, inflight: pd.DataFrame,
-                          timed_out: list[int], mismatch: dict[str, Any] | None,
+                          timed_out: list[int], mismatch: Mismatch | None,
                           ) -> tuple[dict[str, Any], pd.Series | None]:
     """The collective that timed out (op_type, seq_num, timeout_ms, ran_for_ms, numel_in,
     numel_out, process_group) and the row that best describes it (None when none does)."""
@@ -200,7 +217,7 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
             ran_for_ms=as_int(at["ran_for_ms"].max()) if len(at) else None,
             numel_in=None if primary is None else as_int(primary["numel_in"]),
             numel_out=None if primary is None else as_int(primary["numel_out"]),
-            process_group=None if pg == "?" else pg,
+            process_group=None if pg == UNKNOWN_GROUP else pg,
         )
         if f["timeout_ms"] is None and len(nccl):
             f["timeout_ms"] = as_int(nccl["timeout_ms"].max())
@@ -217,9 +234,9 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
         if len(gloo) and gloo["op_type"].eq("MONITORED_BARRIER").any():
             f["op_type"] = "MONITORED_BARRIER"
         if mismatch:
-            f.update(seq_num=mismatch["seq_num"], process_group=mismatch["process_group"],
-                     op_type=f["op_type"] or "/".join(sorted(set(mismatch["ops"].values()))))
-    if f["process_group"] == "?":
+            f.update(seq_num=mismatch.seq_num, process_group=mismatch.process_group,
+                     op_type=f["op_type"] or "/".join(sorted(set(mismatch.ops.values()))))
+    if f["process_group"] == UNKNOWN_GROUP:
         f["process_group"] = None
     return f, primary
 
@@ -257,11 +274,11 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
     entry for it, ranks another rank reports absent, and ranks that failed without timing
     out."""
     c = incident.collectives
-    pg = process_group or "?"
+    pg = process_group or UNKNOWN_GROUP
     lagging: set[int] = {int(r) for r in absent["rank"].dropna()}
     arrived: set[int] = set(timed_out) - lagging
     if seq is not None:
-        same = c[(c["process_group"].fillna("?") == pg) & (c["seq_num"] == seq)
+        same = c[(c["process_group"].fillna(UNKNOWN_GROUP) == pg) & (c["seq_num"] == seq)
                  & ~c["state"].isin(["status", "absent", "mismatch"])]
         arrived |= {int(r) for r in same["rank"].dropna()}
         pos = positions[positions["process_group"] == pg]
@@ -284,7 +301,7 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
 
 def _is_default_group(pg: str | None) -> bool:
     """The default (world) group, or a group the logs do not name."""
-    return pg is None or pg == "?" or "default_pg" in pg or pg.split(" ")[0] == "0"
+    return pg is None or pg == UNKNOWN_GROUP or "default_pg" in pg or pg.split(" ")[0] == "0"
 
 
 def _every_rank_timed_out(timed_out: list[int], coll: dict[str, Any],
@@ -325,7 +342,7 @@ def earlier_failure(incident: Incident, timeouts: pd.DataFrame) -> pd.Series | N
         return None
     crash = first_failure(failure_events(incident))
     first = crash.first
-    if first is None or crash.by == "silent" or int(first["strength"] or 0) < HARD_FAILURE_STRENGTH:
+    if first is None or crash.by == "silent" or int(first["strength"] or 0) < Strength.LOCAL:
         return None
     t_first = timeouts["time"].dropna().min() if "time" in timeouts else pd.NaT
     if pd.notna(first["time"]) and pd.notna(t_first):

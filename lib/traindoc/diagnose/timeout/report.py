@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from ...incident import Incident
-from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP
-from ...report import Action, Finding, Report, evidence, ranked
+from ...report import (
+    Action,
+    Confidence,
+    Finding,
+    Report,
+    Rule,
+    Severity,
+    action,
+    evidence,
+    fired_actions,
+    fired_findings,
+    verdict_of,
+)
 from ...shellsafe import quote_all
 from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
+from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern
 from .analysis import TimeoutAnalysis
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
@@ -30,153 +43,294 @@ def facts(a: TimeoutAnalysis) -> dict[str, Any]:
             "numel_out": a.numel_out, "process_group": a.process_group,
             "lagging_ranks": list(a.lagging_ranks), "last_step": a.progress.step,
             "total_steps": a.progress.total, "pattern": a.pattern,
-            "first_mismatch": a.first_mismatch}
+            "first_mismatch": a.first_mismatch.as_fact() if a.first_mismatch else None}
 
 
 def report(a: TimeoutAnalysis) -> Report:
     """The timeout ``Report``: which ranks timed out in which collective, who never came, why,
-    and what to do."""
-    incident, prog = a.incident, a.progress
-    f = facts(a)
-    have_dumps = bool(incident.account.get("dumps"))
-    if not a.found:
-        findings = [Finding(
-            "no_timeout", "warning",
-            "No collective timeout (NCCL watchdog or gloo) was found in these logs" + (
-                "; the lines below that mention a timeout name no timed-out collective (torch "
-                "prints 'failed or timed out' after any NCCL failure)"
-                if incident.errors["line"].fillna("").str.contains(
-                    r"timed out|timeout", case=False).any() else ""),
-            evidence(incident.errors)), *input_findings(incident)]
-        read = reading_words(incident)
-        verdict = "No collective timeout found in the logs; " + (
-            f"last progress: {prog.describe()}." if prog.step is not None
-            else (f"{read}; " if read else "") + "check that log_path holds the failing job's "
-            "logs (every rank's, and the launcher's).")
-        return Report("timeout", verdict, "low", f, findings,
-                      ranked(_evidence_actions(have_dumps, prio=1)))
+    and what to do (the rules below, or the no-timeout rules when none was found)."""
+    findings, actions, verdicts = ((FINDINGS, ACTIONS, VERDICTS) if a.found else
+                                   (NO_TIMEOUT_FINDINGS, EVIDENCE_ACTIONS, NO_TIMEOUT_VERDICTS))
+    verdict, confidence = verdict_of(verdicts, a)
+    return Report("timeout", verdict, confidence, facts(a), fired_findings(findings, a),
+                  fired_actions(actions, a))
 
-    findings: list[Finding] = []
-    if a.world_size and a.unseen_ranks:
-        findings.append(Finding(
-            "ranks_without_logs", "warning",
-            f"{len(a.unseen_ranks)} of {a.world_size} ranks left no line in these logs: "
-            f"{who(a.unseen_ranks)}; they may be the lagging ones, or their logs are missing",
-            []))
-    findings.append(Finding("collective_timeout", "critical", timeout_title(f, _reported_only(a)),
-                            evidence(a.timeouts)))
-    mm = a.first_mismatch
-    if mm:
-        findings.append(Finding(
-            "first_mismatch", "critical",
-            f"Ranks disagree at sequence number {mm['seq_num']} of process group "
-            f"{mm['process_group']} ({mm['kind']}): "
-            + ", ".join(f"rank {r}: {o}" for r, o in mm["ops"].items())
-            + (f"; differing or missing: {mm['ranks']}" if mm["ranks"] else ""),
-            evidence(_mismatch_rows(a.collectives, mm))))
-    if a.lagging_ranks:
-        findings.append(Finding(
-            "lagging_ranks", "critical",
-            f"{who(a.lagging_ranks, cap=True)} never entered {_collective_words(f)}; the others "
-            f"waited for {'it' if len(a.lagging_ranks) == 1 else 'them'}"
-            + ("" if _reported_only(a) else " until the timeout")
-            + (" (a monitoredBarrier report names the ranks that failed to pass; the rank that "
-               "printed it is the monitor, not a culprit)" if a.op_type == "MONITORED_BARRIER"
-               else ""),
-            evidence(_status_rows(incident, a.lagging_candidates))))
-    elif a.pattern == "unknown" and len(a.timed_out_ranks) <= 1:
-        findings.append(Finding(
-            "one_view", "warning",
-            "Only one rank's view of the timeout is in these logs (or the lines carry no rank): "
-            "the rank(s) that never arrived cannot be named from it", []))
-    totals = a.step_totals
-    if len(set(totals.values())) > 1:
-        findings.append(Finding(
-            "uneven_data", "critical",
-            "Ranks disagree on the number of steps in their data: "
-            + ", ".join(f"rank {r}: {t}" for r, t in sorted(totals.items()))
-            + " — the ranks with fewer batches finish early and wait in a collective the others"
-            " never reach", evidence(incident.progress.dropna(subset=["rank"])
-                                     .drop_duplicates("rank", keep="last"))))
-    if prog.step is not None:
-        sat = a.ran_for_ms or a.timeout_ms
-        findings.append(Finding(
-            "last_progress", "info",
-            f"Last progress before the hang: {prog.describe()}"
-            + (f"; then it sat {sat / 1000:.0f} s ({sat / 60000:.1f} min) in the collective "
-               "before timing out" if sat else ""),
-            [f"{prog.source}: {prog.line}"]))
-    teardown = incident.errors[incident.errors["code"].isin(TEARDOWN_CODES)]
-    if len(teardown):
-        findings.append(Finding(
-            "teardown", "info", "The watchdog took the process(es) down after the timeout",
-            evidence(teardown, limit=6)))
-    if len(incident.exits):
-        rc = incident.exits[incident.exits["root_cause"].fillna(False)]
-        findings.append(Finding(
-            "exits", "info",
-            "torchrun reported failed workers" + (
-                f"; root cause: rank {as_int(rc.iloc[0]['rank'])} exit "
-                f"{as_int(rc.iloc[0]['exitcode'])} ({as_str(rc.iloc[0]['signal']) or 'no signal'})"
-                if len(rc) else ""),
-            evidence(incident.exits)))
-    findings += input_findings(incident)
-    ratio = a.group_size
-    if ratio:
-        findings.append(Finding(
-            "group_size", "info",
-            f"NumelOut/NumelIn = {ratio}: the process group of this {a.op_type} has "
-            f"{ratio} ranks", []))
-    if a.finished_early:
-        findings.append(Finding(
-            "finished_early", "warning",
-            f"The last progress line is the end of the data ({prog.describe()}) while "
-            f"{who(a.lagging_ranks)} had not arrived: ranks ran out of data at different "
-            "steps (uneven or unseeded data split)", [f"{prog.source}: {prog.line}"]))
-    if len(a.stuck):
-        findings.append(Finding(
-            "watchdog_stuck", "critical",
-            f"The NCCL watchdog of {who(a.stuck['rank'].dropna())} stopped "
-            "making progress (heartbeat monitor): the process hung inside an NCCL/CUDA call or "
-            "under the GIL, not only in a collective's wait", evidence(a.stuck)))
+
+# -- findings ------------------------------------------------------------------------------------
+
+def _no_timeout(a: TimeoutAnalysis) -> Finding:
+    said = a.incident.errors["line"].fillna("").str.contains(r"timed out|timeout", case=False)
+    return Finding(
+        "no_timeout", Severity.WARNING,
+        "No collective timeout (NCCL watchdog or gloo) was found in these logs" + (
+            "; the lines below that mention a timeout name no timed-out collective (torch "
+            "prints 'failed or timed out' after any NCCL failure)" if said.any() else ""),
+        evidence(a.incident.errors))
+
+
+def _earlier_failure(a: TimeoutAnalysis) -> Finding | None:
     crash = a.earlier_failure
-    if crash is not None:
-        findings.insert(0, Finding(
-            "earlier_failure", "critical",
-            f"{_crash_words(crash)} before the first timeout: the timeouts are its "
-            "consequence (its peers waited in a collective it never reached)",
-            [f"{crash['source']}: {crash['line']}"]))
+    if crash is None:
+        return None
+    return Finding("earlier_failure", Severity.CRITICAL,
+                   f"{_crash_words(crash)} before the first timeout: the timeouts are its "
+                   "consequence (its peers waited in a collective it never reached)",
+                   [f"{crash['source']}: {crash['line']}"])
+
+
+def _ranks_without_logs(a: TimeoutAnalysis) -> Finding | None:
+    if not (a.world_size and a.unseen_ranks):
+        return None
+    return Finding(
+        "ranks_without_logs", Severity.WARNING,
+        f"{len(a.unseen_ranks)} of {a.world_size} ranks left no line in these logs: "
+        f"{who(a.unseen_ranks)}; they may be the lagging ones, or their logs are missing", [])
+
+
+def _collective_timeout(a: TimeoutAnalysis) -> Finding:
+    return Finding("collective_timeout", Severity.CRITICAL,
+                   timeout_title(facts(a), _reported_only(a)), evidence(a.timeouts))
+
+
+def _first_mismatch(a: TimeoutAnalysis) -> Finding | None:
+    mm = a.first_mismatch
+    if mm is None:
+        return None
+    return Finding(
+        "first_mismatch", Severity.CRITICAL,
+        f"Ranks disagree at sequence number {mm.seq_num} of process group "
+        f"{mm.process_group} ({mm.kind}): "
+        + ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
+        + (f"; differing or missing: {mm.ranks}" if mm.ranks else ""),
+        evidence(_mismatch_rows(a.collectives, mm)))
+
+
+def _lagging_ranks(a: TimeoutAnalysis) -> Finding | None:
+    if not a.lagging_ranks:
+        return None
+    return Finding(
+        "lagging_ranks", Severity.CRITICAL,
+        f"{who(a.lagging_ranks, cap=True)} never entered {_collective_words(facts(a))}; the "
+        f"others waited for {'it' if len(a.lagging_ranks) == 1 else 'them'}"
+        + ("" if _reported_only(a) else " until the timeout")
+        + (" (a monitoredBarrier report names the ranks that failed to pass; the rank that "
+           "printed it is the monitor, not a culprit)" if a.op_type == "MONITORED_BARRIER"
+           else ""),
+        evidence(_status_rows(a.incident, a.lagging_candidates)))
+
+
+def _one_view(a: TimeoutAnalysis) -> Finding | None:
+    if a.lagging_ranks or a.pattern != Pattern.UNKNOWN or len(a.timed_out_ranks) > 1:
+        return None
+    return Finding(
+        "one_view", Severity.WARNING,
+        "Only one rank's view of the timeout is in these logs (or the lines carry no rank): "
+        "the rank(s) that never arrived cannot be named from it", [])
+
+
+def _uneven_data(a: TimeoutAnalysis) -> Finding | None:
+    totals = a.step_totals
+    if len(set(totals.values())) <= 1:
+        return None
+    last = a.incident.progress.dropna(subset=["rank"]).drop_duplicates("rank", keep="last")
+    return Finding(
+        "uneven_data", Severity.CRITICAL,
+        "Ranks disagree on the number of steps in their data: "
+        + ", ".join(f"rank {r}: {t}" for r, t in sorted(totals.items()))
+        + " — the ranks with fewer batches finish early and wait in a collective the others"
+        " never reach", evidence(last))
+
+
+def _last_progress(a: TimeoutAnalysis) -> Finding | None:
+    prog = a.progress
+    if prog.step is None:
+        return None
+    sat = a.ran_for_ms or a.timeout_ms
+    return Finding(
+        "last_progress", Severity.INFO,
+        f"Last progress before the hang: {prog.describe()}"
+        + (f"; then it sat {sat / 1000:.0f} s ({sat / 60000:.1f} min) in the collective "
+           "before timing out" if sat else ""),
+        [f"{prog.source}: {prog.line}"])
+
+
+def _teardown(a: TimeoutAnalysis) -> Finding | None:
+    teardown = a.incident.errors[a.incident.errors["code"].isin(TEARDOWN_CODES)]
+    if not len(teardown):
+        return None
+    return Finding("teardown", Severity.INFO,
+                   "The watchdog took the process(es) down after the timeout",
+                   evidence(teardown, limit=6))
+
+
+def _exits(a: TimeoutAnalysis) -> Finding | None:
+    exits = a.incident.exits
+    if not len(exits):
+        return None
+    rc = exits[exits["root_cause"].fillna(False)]
+    return Finding(
+        "exits", Severity.INFO,
+        "torchrun reported failed workers" + (
+            f"; root cause: rank {as_int(rc.iloc[0]['rank'])} exit "
+            f"{as_int(rc.iloc[0]['exitcode'])} ({as_str(rc.iloc[0]['signal']) or 'no signal'})"
+            if len(rc) else ""),
+        evidence(exits))
+
+
+def _group_size(a: TimeoutAnalysis) -> Finding | None:
+    ratio = a.group_size
+    if not ratio:
+        return None
+    return Finding("group_size", Severity.INFO,
+                   f"NumelOut/NumelIn = {ratio}: the process group of this {a.op_type} has "
+                   f"{ratio} ranks", [])
+
+
+def _finished_early(a: TimeoutAnalysis) -> Finding | None:
+    if not a.finished_early:
+        return None
+    prog = a.progress
+    return Finding(
+        "finished_early", Severity.WARNING,
+        f"The last progress line is the end of the data ({prog.describe()}) while "
+        f"{who(a.lagging_ranks)} had not arrived: ranks ran out of data at different "
+        "steps (uneven or unseeded data split)", [f"{prog.source}: {prog.line}"])
+
+
+def _watchdog_stuck(a: TimeoutAnalysis) -> Finding | None:
+    if not len(a.stuck):
+        return None
+    return Finding(
+        "watchdog_stuck", Severity.CRITICAL,
+        f"The NCCL watchdog of {who(a.stuck['rank'].dropna())} stopped "
+        "making progress (heartbeat monitor): the process hung inside an NCCL/CUDA call or "
+        "under the GIL, not only in a collective's wait", evidence(a.stuck))
+
+
+def _seq_num_unreadable(a: TimeoutAnalysis) -> Finding | None:
     unreadable = _unreadable_seq_ranks(a)
-    if unreadable and f["seq_num"] is not None:
-        findings.append(Finding(
-            "seq_num_unreadable", "warning",
-            f"The sequence number of {who(unreadable)} could not be read (a number beyond 64 "
-            f"bits): {'it' if len(unreadable) == 1 else 'they'} may be at another collective "
-            f"than #{f['seq_num']}, so the ranks may disagree",
-            [w for w in a.incident.account.get("warnings", []) if ".seq_num was" in w][:5]))
-    actions = ranked(_actions(f, a))
-    verdict, confidence = _verdict(f, prog.describe(), _reported_only(a))
-    if unreadable and confidence == "high":
-        confidence = "medium"
-    if crash is not None:
-        verdict = (f"{timeout_title(f)} — the consequence of an earlier failure: "
-                   f"{_crash_words(crash)}. Diagnose that failure with the gpu_crash runbook.")
-        confidence = "high" if pd.notna(crash["time"]) else "medium"
-    if len(a.stuck) and a.op_type is None and a.seq_num is None:
-        verdict = (f"The NCCL watchdog of {who(a.timed_out_ranks)} got stuck (heartbeat "
-                   "monitor): the process hung inside NCCL/CUDA or under the GIL; no collective is "
-                   "named — take py-spy dumps of the hung ranks (py-spy dump --native --pid …).")
-        confidence = "medium"
-    return Report("timeout", verdict, confidence, f, findings, actions)
+    if not unreadable or a.seq_num is None:
+        return None
+    return Finding(
+        "seq_num_unreadable", Severity.WARNING,
+        f"The sequence number of {who(unreadable)} could not be read (a number beyond 64 "
+        f"bits): {'it' if len(unreadable) == 1 else 'they'} may be at another collective "
+        f"than #{a.seq_num}, so the ranks may disagree",
+        [str(u) for u in a.unreadable_seq_nums][:5])
 
 
-DESYNC_WORDS = {"op": "different collectives", "size": "the same collective with different "
-                "sizes", "dtype": "the same collective with different dtypes"}
+def _input(a: TimeoutAnalysis) -> list[Finding]:
+    return input_findings(a.incident)
 
 
-def desync_words(mm: dict[str, Any]) -> str:
+# In the order the report lists them (the earlier failure first: the timeouts follow from it).
+FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
+    Rule("earlier_failure", _earlier_failure), Rule("ranks_without_logs", _ranks_without_logs),
+    Rule("collective_timeout", _collective_timeout), Rule("first_mismatch", _first_mismatch),
+    Rule("lagging_ranks", _lagging_ranks), Rule("one_view", _one_view),
+    Rule("uneven_data", _uneven_data), Rule("last_progress", _last_progress),
+    Rule("teardown", _teardown), Rule("exits", _exits), Rule("input", _input),
+    Rule("group_size", _group_size), Rule("finished_early", _finished_early),
+    Rule("watchdog_stuck", _watchdog_stuck), Rule("seq_num_unreadable", _seq_num_unreadable),
+)
+NO_TIMEOUT_FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
+    Rule("no_timeout", _no_timeout), Rule("input", _input))
+
+
+# -- verdicts ------------------------------------------------------------------------------------
+
+def _no_timeout_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence]:
+    prog, read = a.progress, reading_words(a.incident)
+    return ("No collective timeout found in the logs; " + (
+        f"last progress: {prog.describe()}." if prog.step is not None
+        else (f"{read}; " if read else "") + "check that log_path holds the failing job's "
+        "logs (every rank's, and the launcher's)."), Confidence.LOW)
+
+
+def _stuck_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
+    if not len(a.stuck) or a.op_type is not None or a.seq_num is not None:
+        return None
+    return (f"The NCCL watchdog of {who(a.timed_out_ranks)} got stuck (heartbeat "
+            "monitor): the process hung inside NCCL/CUDA or under the GIL; no collective is "
+            "named — take py-spy dumps of the hung ranks (py-spy dump --native --pid …).",
+            Confidence.MEDIUM)
+
+
+def _consequence_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
+    crash = a.earlier_failure
+    if crash is None:
+        return None
+    return (f"{timeout_title(facts(a))} — the consequence of an earlier failure: "
+            f"{_crash_words(crash)}. Diagnose that failure with the gpu_crash runbook.",
+            Confidence.HIGH if pd.notna(crash["time"]) else Confidence.MEDIUM)
+
+
+def _capped(a: TimeoutAnalysis, confidence: Confidence) -> Confidence:
+    """High confidence drops to medium when a timed-out rank's sequence number was unreadable."""
+    unsure = _unreadable_seq_ranks(a) and confidence == Confidence.HIGH
+    return Confidence.MEDIUM if unsure else confidence
+
+
+def _desync_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
+    mm = a.first_mismatch
+    if a.pattern != Pattern.DESYNC or mm is None:
+        return None
+    f = facts(a)
+    base = timeout_title(f, _reported_only(a))
+    if not f["timed_out_ranks"] and not f["timeout_ms"] and not f["ran_for_ms"]:
+        # 'Detected mismatch between collectives' (TORCH_DISTRIBUTED_DEBUG=DETAIL): the
+        # check stopped the job; no rank is known to have timed out
+        seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+        base = f"{f['op_type'] or 'A collective'}{seq} (no timeout line in these logs)"
+    return (f"{base}: a desync — ranks issued {desync_words(mm)} at sequence "
+            f"{mm.seq_num} ({', '.join(f'rank {r}: {o}' for r, o in mm.ops.items())}).",
+            _capped(a, Confidence.HIGH))
+
+
+def _tail(a: TimeoutAnalysis) -> str:
+    progress = a.progress.describe()
+    return "" if progress.startswith("no ") else f"; last progress {progress}"
+
+
+def _straggler_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
+    if a.pattern != Pattern.STRAGGLER:
+        return None
+    return (f"{timeout_title(facts(a), _reported_only(a))}: {who(a.lagging_ranks)} never "
+            f"entered it (straggler){_tail(a)}.",
+            _capped(a, Confidence.HIGH if a.timed_out_ranks else Confidence.MEDIUM))
+
+
+def _all_stuck_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
+    if a.pattern != Pattern.ALL_STUCK:
+        return None
+    return (f"{timeout_title(facts(a), _reported_only(a))}: every rank entered it and it never "
+            "completed — suspect the transport (network, NVLink, a sick GPU) rather than the "
+            "program.", Confidence.MEDIUM)
+
+
+def _unknown_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence]:
+    return (f"{timeout_title(facts(a), _reported_only(a))}; the logs do not show which rank(s) "
+            f"never arrived{_tail(a)}.", Confidence.MEDIUM if a.op_type else Confidence.LOW)
+
+
+# The firing rule of highest priority gives the verdict: a stuck watchdog that names no
+# collective, then an earlier failure (the timeouts are its consequence), then the pattern.
+VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("watchdog_stuck", _stuck_verdict, 50), Rule("earlier_failure", _consequence_verdict, 40),
+    Rule("desync", _desync_verdict, 30), Rule("straggler", _straggler_verdict, 20),
+    Rule("all_stuck", _all_stuck_verdict, 10), Rule("unknown", _unknown_verdict, 0))
+NO_TIMEOUT_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("no_timeout", _no_timeout_verdict),)
+
+
+DESYNC_WORDS = {MismatchKind.OP: "different collectives",
+                MismatchKind.SIZE: "the same collective with different sizes",
+                MismatchKind.DTYPE: "the same collective with different dtypes"}
+
+
+def desync_words(mm: Mismatch) -> str:
     """What the ranks disagree on at the first mismatch, in words."""
-    return DESYNC_WORDS.get(str(mm.get("kind")), "different collectives")
+    return DESYNC_WORDS.get(mm.kind, "different collectives")
 
 
 def _crash_words(crash: pd.Series) -> str:
@@ -196,15 +350,15 @@ def _status_rows(incident: Incident, ranks: list[int]) -> pd.DataFrame:
     return rows
 
 
-def _mismatch_rows(c: pd.DataFrame, mm: dict[str, Any]) -> pd.DataFrame:
-    return c[(c["seq_num"] == mm["seq_num"]) & (c["process_group"].fillna("?") == mm["process_group"])]
+def _mismatch_rows(c: pd.DataFrame, mm: Mismatch) -> pd.DataFrame:
+    return c[(c["seq_num"] == mm.seq_num)
+             & (c["process_group"].fillna(UNKNOWN_GROUP) == mm.process_group)]
 
 
 def _unreadable_seq_ranks(a: TimeoutAnalysis) -> list[int]:
     """Timed-out ranks whose SeqNum the reader could not keep (out of range: read as <NA>)."""
     t = a.timeouts
-    bad = {w.split(": ", 1)[0] for w in a.incident.account.get("warnings", [])
-           if ".seq_num was" in w}
+    bad = {u.source for u in a.unreadable_seq_nums}
     if not len(t) or not bad:
         return []
     rows = t[t["seq_num"].isna() & t["source"].astype(str).isin(bad)]
@@ -243,122 +397,140 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     return f"{ranks} timed out in {what}{seq}{size}{ran}"
 
 
-def _verdict(f: dict[str, Any], progress: str, reported_only: bool = False) -> tuple[str, str]:
-    base = timeout_title(f, reported_only)
-    if f["pattern"] == "desync":
-        mm = f["first_mismatch"]
-        if not f["timed_out_ranks"] and not f["timeout_ms"] and not f["ran_for_ms"]:
-            # 'Detected mismatch between collectives' (TORCH_DISTRIBUTED_DEBUG=DETAIL): the
-            # check stopped the job; no rank is known to have timed out
-            seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
-            base = f"{f['op_type'] or 'A collective'}{seq} (no timeout line in these logs)"
-        return (f"{base}: a desync — ranks issued {desync_words(mm)} at sequence "
-                f"{mm['seq_num']} ({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}).",
-                "high")
-    if f["pattern"] == "straggler":
-        tail = "" if progress.startswith("no ") else f"; last progress {progress}"
-        return (f"{base}: {who(f['lagging_ranks'])} never entered it (straggler){tail}.",
-                "high" if f["timed_out_ranks"] else "medium")
-    if f["pattern"] == "all_stuck":
-        return (f"{base}: every rank entered it and it never completed — suspect the transport "
-                "(network, NVLink, a sick GPU) rather than the program.", "medium")
-    tail = "" if progress.startswith("no ") else f"; last progress {progress}"
-    return (f"{base}; the logs do not show which rank(s) never arrived{tail}.",
-            "medium" if f["op_type"] else "low")
+# -- actions -------------------------------------------------------------------------------------
+
+def _diagnose_crash(a: TimeoutAnalysis) -> Action | None:
+    crash = a.earlier_failure
+    if crash is None:
+        return None
+    return action(
+        "diagnose_crash", "Diagnose the earlier failure, not the timeouts",
+        f"{_crash_words(crash)}; the ranks that timed out were waiting for it. The gpu_crash "
+        "runbook names the failure, its host and whether to drain it.",
+        "traindoc run gpu_crash " + (quote_all(a.incident.account.get("paths", []))
+                                     or "LOGS") + " -o gpu_crash-out")
 
 
-def _startup_timeout(f: dict[str, Any], a: TimeoutAnalysis) -> bool:
-    """A timeout at start-up: the store-based barrier of init_process_group, or the c10d client
-    socket that never reached the store."""
-    lines = a.timeouts["line"].dropna().astype(str) if len(a.timeouts) else []
-    return f["op_type"] == STORE_BARRIER_OP or any(SOCKET_TIMEOUT_RE.search(ln) for ln in lines)
+def _uneven(a: TimeoutAnalysis) -> bool:
+    return len(set(a.step_totals.values())) > 1 or a.finished_early
 
 
-def _evidence_actions(have_dumps: bool, prio: int) -> list[Action]:
-    acts = []
-    if not have_dumps:
-        acts.append(Action(
-            "flight_recorder", prio, "Turn on the flight recorder and dump-on-timeout",
-            "Without per-rank dumps the runbook cannot see which collective each rank was in "
-            "when the job stopped.",
-            "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
-            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/nccl_trace_rank_  # then point log_path "
-            "at the job's logs and /shared/fr"))
-    acts.append(Action(
-        "py_spy_all", prio + 1, "Next time it hangs, take py-spy dumps of every rank",
+def _seed_data_split(a: TimeoutAnalysis, uneven: bool) -> Action:
+    return action(
+        "seed_data_split",
+        "Seed every data split and shuffle so all ranks get the same number of batches",
+        ("Ranks disagree on their number of steps, so some finish early and wait in a "
+         "collective the others never reach." if uneven else
+         f"A timeout in {a.op_type} at the end of training or at save time is the classic "
+         "sign of ranks with different amounts of data (unseeded train/test split)."),
+        "ds.train_test_split(test_size=..., seed=1234); np.random.seed(seed); "
+        "torch.manual_seed(seed); use DistributedSampler(drop_last=True)")
+
+
+def _seed_uneven(a: TimeoutAnalysis) -> Action | None:
+    return _seed_data_split(a, True) if _uneven(a) else None
+
+
+def _seed_fsdp(a: TimeoutAnalysis) -> Action | None:
+    fsdp_gather = (a.op_type or "").upper() in FSDP_GATHER_OPS
+    if _uneven(a) or not fsdp_gather or a.pattern not in (Pattern.STRAGGLER, Pattern.UNKNOWN):
+        return None
+    return _seed_data_split(a, False)
+
+
+def _fix_desync(a: TimeoutAnalysis) -> Action | None:
+    mm = a.first_mismatch
+    if a.pattern != Pattern.DESYNC or mm is None:
+        return None
+    return action(
+        "fix_desync", "Find the code path where ranks issue different collectives",
+        f"At sequence {mm.seq_num} the ranks called {desync_words(mm)} "
+        f"({', '.join(f'rank {r}: {o}' for r, o in mm.ops.items())}); look for a "
+        "collective under a rank-conditional branch or data-dependent control flow.",
+        "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
+        "which checks that every rank issues the same collective")
+
+
+def _inspect_lagging(a: TimeoutAnalysis) -> Action | None:
+    lag = a.lagging_ranks
+    if a.pattern != Pattern.STRAGGLER or a.earlier_failure is not None:
+        return None
+    return action(
+        "inspect_lagging", f"Find where {who(lag)} {'was' if len(lag) == 1 else 'were'} instead",
+        "They never entered the collective the others waited in; their stacks or last log "
+        "lines show what they were doing (data loading, eval, a branch that skips a "
+        "collective).",
+        f"py-spy dump --pid <pid of rank {lag[0]}> on its host while it hangs; "
+        "or read its last log lines")
+
+
+def _check_transport(a: TimeoutAnalysis) -> Action | None:
+    if a.pattern != Pattern.ALL_STUCK:
+        return None
+    return action(
+        "check_transport", "Test the interconnect and the GPUs of the nodes involved",
+        "Every rank entered the collective and none finished: the transport, not the "
+        "program, stalled.",
+        "NCCL_DEBUG=INFO; run nccl-tests (all_reduce_perf -b 8 -e 1G -f 2 -g 8) per node and "
+        "across nodes; check dmesg for Xid and link errors")
+
+
+def _check_startup(a: TimeoutAnalysis) -> Action | None:
+    if not a.at_startup:
+        return None
+    return action(
+        "check_startup", "Find the ranks that never joined the job's start-up",
+        "The timeout came before any collective: init_process_group's barrier or its store "
+        "waited for ranks that had not started, could not reach the store, or were still busy "
+        "before init (a download, data preprocessing on one rank).",
+        "check that the launcher started world_size processes (squeue / kubectl get pods); "
+        "nc -zv $MASTER_ADDR $MASTER_PORT from every node; read the missing ranks' first "
+        "log lines")
+
+
+def _flight_recorder(a: TimeoutAnalysis) -> Action | None:
+    if a.incident.account.get("dumps"):
+        return None
+    return action(
+        "flight_recorder", "Turn on the flight recorder and dump-on-timeout",
+        "Without per-rank dumps the runbook cannot see which collective each rank was in "
+        "when the job stopped.",
+        "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/nccl_trace_rank_  # then point log_path "
+        "at the job's logs and /shared/fr")
+
+
+def _py_spy_all(a: TimeoutAnalysis) -> Action:
+    return action(
+        "py_spy_all", "Next time it hangs, take py-spy dumps of every rank",
         "Stacks show where each rank is — the one not in the collective is the culprit.",
         "srun --overlap --jobid $SLURM_JOBID --ntasks-per-node=1 --output=trace-%N.out "
-        "sh -c 'pgrep -f train | xargs -I{} py-spy dump --pid {}'"))
-    acts.append(Action(
-        "nccl_debug", prio + 2, "Rerun with NCCL and torch.distributed debug logging",
+        "sh -c 'pgrep -f train | xargs -I{} py-spy dump --pid {}'")
+
+
+def _nccl_debug(a: TimeoutAnalysis) -> Action:
+    return action(
+        "nccl_debug", "Rerun with NCCL and torch.distributed debug logging",
         "Logs which collective each rank issues, and checks that ranks agree on it.",
         "export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL TORCH_CPP_LOG_LEVEL=INFO "
-        "TORCH_DISTRIBUTED_DEBUG=DETAIL"))
-    return acts
+        "TORCH_DISTRIBUTED_DEBUG=DETAIL")
 
 
-def _actions(f: dict[str, Any], a: TimeoutAnalysis) -> list[Action]:
-    acts: list[Action] = []
-    crash = a.earlier_failure
-    if crash is not None:
-        acts.append(Action(
-            "diagnose_crash", 1, "Diagnose the earlier failure, not the timeouts",
-            f"{_crash_words(crash)}; the ranks that timed out were waiting for it. The gpu_crash "
-            "runbook names the failure, its host and whether to drain it.",
-            "traindoc run gpu_crash " + (quote_all(a.incident.account.get("paths", []))
-                                         or "LOGS") + " -o gpu_crash-out"))
-    uneven = len(set(a.step_totals.values())) > 1 or a.finished_early
-    fsdp_gather = (f["op_type"] or "").upper() in FSDP_GATHER_OPS
-    if uneven or (fsdp_gather and f["pattern"] in ("straggler", "unknown")):
-        acts.append(Action(
-            "seed_data_split", 1 if uneven else 3,
-            "Seed every data split and shuffle so all ranks get the same number of batches",
-            ("Ranks disagree on their number of steps, so some finish early and wait in a "
-             "collective the others never reach." if uneven else
-             f"A timeout in {f['op_type']} at the end of training or at save time is the classic "
-             "sign of ranks with different amounts of data (unseeded train/test split)."),
-            "ds.train_test_split(test_size=..., seed=1234); np.random.seed(seed); "
-            "torch.manual_seed(seed); use DistributedSampler(drop_last=True)"))
-    if f["pattern"] == "desync":
-        mm = f["first_mismatch"]
-        acts.append(Action(
-            "fix_desync", 1, "Find the code path where ranks issue different collectives",
-            f"At sequence {mm['seq_num']} the ranks called {desync_words(mm)} "
-            f"({', '.join(f'rank {r}: {o}' for r, o in mm['ops'].items())}); look for a "
-            "collective under a rank-conditional branch or data-dependent control flow.",
-            "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
-            "which checks that every rank issues the same collective"))
-    if f["pattern"] == "straggler" and crash is None:
-        acts.append(Action(
-            "inspect_lagging", 1, f"Find where {who(f['lagging_ranks'])} "
-            f"{'was' if len(f['lagging_ranks']) == 1 else 'were'} instead",
-            "They never entered the collective the others waited in; their stacks or last log "
-            "lines show what they were doing (data loading, eval, a branch that skips a "
-            "collective).",
-            f"py-spy dump --pid <pid of rank {f['lagging_ranks'][0]}> on its host while it hangs; "
-            "or read its last log lines"))
-    if f["pattern"] == "all_stuck":
-        acts.append(Action(
-            "check_transport", 1, "Test the interconnect and the GPUs of the nodes involved",
-            "Every rank entered the collective and none finished: the transport, not the "
-            "program, stalled.",
-            "NCCL_DEBUG=INFO; run nccl-tests (all_reduce_perf -b 8 -e 1G -f 2 -g 8) per node and "
-            "across nodes; check dmesg for Xid and link errors"))
-    if _startup_timeout(f, a):
-        acts.append(Action(
-            "check_startup", 1, "Find the ranks that never joined the job's start-up",
-            "The timeout came before any collective: init_process_group's barrier or its store "
-            "waited for ranks that had not started, could not reach the store, or were still busy "
-            "before init (a download, data preprocessing on one rank).",
-            "check that the launcher started world_size processes (squeue / kubectl get pods); "
-            "nc -zv $MASTER_ADDR $MASTER_PORT from every node; read the missing ranks' first "
-            "log lines"))
-    have_dumps = bool(a.incident.account.get("dumps"))
-    acts += _evidence_actions(have_dumps, prio=len(acts) + 2)
-    acts.append(Action(
-        "longer_timeout_experiment", len(acts) + 3,
-        "Only as an experiment: a longer timeout tells slow from stuck",
+def _longer_timeout(a: TimeoutAnalysis) -> Action:
+    return action(
+        "longer_timeout_experiment", "Only as an experiment: a longer timeout tells slow from stuck",
         "If the collective completes with a longer timeout the job is slow (bandwidth, "
         "stragglers); if it still times out it is stuck. Not a fix.",
-        "dist.init_process_group(..., timeout=datetime.timedelta(minutes=30))"))
-    return acts
+        "dist.init_process_group(..., timeout=datetime.timedelta(minutes=30))")
+
+
+# More evidence for next time: after whatever the logs already point at.
+EVIDENCE_ACTIONS: tuple[Rule[Action], ...] = (
+    Rule("flight_recorder", _flight_recorder, 10), Rule("py_spy_all", _py_spy_all, 11),
+    Rule("nccl_debug", _nccl_debug, 12))
+ACTIONS: tuple[Rule[Action], ...] = (
+    Rule("diagnose_crash", _diagnose_crash, 1), Rule("seed_uneven", _seed_uneven, 1),
+    Rule("seed_fsdp", _seed_fsdp, 3), Rule("fix_desync", _fix_desync, 1),
+    Rule("inspect_lagging", _inspect_lagging, 1), Rule("check_transport", _check_transport, 1),
+    Rule("check_startup", _check_startup, 1), *EVIDENCE_ACTIONS,
+    Rule("longer_timeout_experiment", _longer_timeout, 13))
