@@ -23,7 +23,8 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/traindoc run timeout $(SAMPLE) -o $(OUT)
 
-# Every test, over every core (pytest-xdist); about 10 minutes on 2 cores.
+# Every test, over every core (pytest-xdist), the longest first (tests/conftest.py orders them;
+# the sweeps over every sample and corpus case share one load a case per worker).
 test: setup
 	$(PY) -m pytest -q -n auto
 
