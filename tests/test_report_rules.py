@@ -129,14 +129,15 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("loss_spike", "NO_METRICS_ACTIONS", "point_at_metrics"): (
         "data/corpus/loss_spike/loss_spike-cogvideo-233", {}),
     ("deadlock", "FINDINGS", "ranks_inferred"): ("data/deadlock/drill_hang", {}),
-    ("deadlock", "FINDINGS", "no_stacks"): ("data/corpus/deadlock/deadlock-pytorch-140969", {}),
+    ("deadlock", "FINDINGS", "no_stacks"): ("data/corpus/gpu_crash/gpu_crash-accelerate-1192", {}),
+    ("deadlock", "FINDINGS", "no_hang"): ("data/corpus/gpu_crash/gpu_crash-hallo2-56", {}),
     ("deadlock", "FINDINGS", "stack_groups"): ("data/deadlock/bloom_seed", {}),
     ("deadlock", "FINDINGS", "outliers"): ("data/deadlock/bloom_seed", {}),
     ("deadlock", "FINDINGS", "unsuspendable"): (
         "data/corpus/deadlock/deadlock-m4-logs-tr141-try3", {}),
     ("deadlock", "FINDINGS", "first_mismatch"): ("data/deadlock/drill_hang", {}),
     ("deadlock", "FINDINGS", "flight_recorder"): ("data/deadlock/drill_hang", {}),
-    ("deadlock", "FINDINGS", "snapshots"): ("data/corpus/deadlock/deadlock-marin-7344", {}),
+    ("deadlock", "FINDINGS", "snapshots"): ("data/corpus/deadlock/deadlock-wandb-3223", {}),
     ("deadlock", "FINDINGS", "dump_errors"): (
         "data/corpus/deadlock/deadlock-m4-logs-tr141-try3", {}),
     ("deadlock", "FINDINGS", "input"): ("data/deadlock/drill_hang", {}),
@@ -150,7 +151,9 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("deadlock", "VERDICTS", "missing_ranks"): ("data/timeout/drill_timeout", {}),
     ("deadlock", "VERDICTS", "one_process"): ("data/corpus/deadlock/deadlock-accelerate-3104", {}),
     ("deadlock", "VERDICTS", "no_outlier"): ("data/corpus/deadlock/deadlock-sglang-30453", {}),
-    ("deadlock", "VERDICTS", "no_stacks"): ("data/corpus/deadlock/deadlock-pytorch-140969", {}),
+    ("deadlock", "VERDICTS", "no_stacks"): ("data/corpus/gpu_crash/gpu_crash-accelerate-1192", {}),
+    ("deadlock", "VERDICTS", "no_hang"): ("data/corpus/gpu_crash/gpu_crash-hallo2-56", {}),
+    ("deadlock", "ACTIONS", "diagnose_crash"): ("data/corpus/gpu_crash/gpu_crash-hallo2-56", {}),
     ("deadlock", "ACTIONS", "unsuspendable_process"): (
         "data/corpus/deadlock/deadlock-m4-logs-tr141-try3", {}),
     ("deadlock", "ACTIONS", "stale_extension_lock"): (

@@ -51,7 +51,6 @@ import pandas as pd
 
 from ..hostlist import runs
 from ..incident import Incident
-from ..parse.collectives import STORE_BARRIER_OP
 from ..report import (
     Action,
     Confidence,
@@ -67,6 +66,7 @@ from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
+from .deadlock.stacks import barrier_waits, hang_stacks, stacks_alone
 from .timeout.analysis import STUCK_CODES, timeout_rows
 from .timeout.report import desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -428,37 +428,13 @@ def program_error(rep: Report | None) -> dict[str, Any] | None:
             "time": f.get("first_failure_time")}
 
 
-# stacks rows that show a hang without frames: py-spy could not dump it, uninterruptible sleep
-# (ps, the kernel's hung-task report), a listed leaf
-HANG_STATES = ("D", "dump_error", "listed")
-
-
-def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
-    """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
-    process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
-    as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
-    crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
-    beside it, which it would be a piece of."""
-    if not len(stacks):
-        return stacks
-    state = stacks["state"].fillna("")
-    framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
-    headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
-    unsure = (state == "traceback") | headless
-    keep = framed & (state != "raised") & (alone | ~unsure)
-    return stacks[keep | state.isin(HANG_STATES)]
-
-
 def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:  # noqa: ARG001
-    alone = not (len(incident.errors) or len(incident.exits) or len(incident.collectives))
-    s = hang_stacks(incident.stacks, alone)
+    s = hang_stacks(incident.stacks, stacks_alone(incident))
     if not len(s):
-        c = incident.collectives
-        waiting = c[(c["op_type"] == STORE_BARRIER_OP).fillna(False)] if len(c) else c
-        if not len(waiting) or (waiting["state"] == "timed_out").any():
-            return None  # a start-up barrier that timed out is the timeout's
-        ranks = sorted({int(r) for r in waiting[waiting["state"] == "started"]["rank"].dropna()})
+        waiting = barrier_waits(incident.collectives)
+        if not len(waiting):
+            return None
+        ranks = sorted({int(r) for r in waiting["rank"].dropna()})
         return Sighting("deadlock", waiting.head(1), f"{len(ranks)} rank(s) waiting in "
                         "init_process_group's store-based barrier, which never completes",
                         ranks)

@@ -26,6 +26,7 @@ from .stacks import (
     n_procs,
     processes,
     reported_procs,
+    shows_hang,
     split_frame,
 )
 
@@ -262,6 +263,7 @@ class DeadlockAnalysis:
     outlier_frames: pd.DataFrame  # the outliers' frames, innermost first (member, frame)
     flight_recorder: pd.DataFrame  # last collective per rank (FLIGHT_RECORDER_COLUMNS)
     traps: dict[str, str]  # known causes the stacks point at: trap id -> evidence in words
+    hang_seen: bool  # a stack that waits, or ranks in the start-up barrier (``shows_hang``)
 
     @property
     def ranks(self) -> list[Proc]:
@@ -335,7 +337,7 @@ def analyse(incident: Incident, thread: str = "MainThread",
     frames = [{"member": str(p.member), "frame": f} for p in outliers
               for f in p.frames[: (key_leaf_index(p.frames) or 0) + 12]]
     return DeadlockAnalysis(
-        incident=incident, thread=thread, depth=depth, procs=procs, inferred=inferred, rule=rule,
+        hang_seen=shows_hang(incident), incident=incident, thread=thread, depth=depth, procs=procs, inferred=inferred, rule=rule,
         stack_outliers=stack_outliers, mismatch=mismatch, fr_named=fr_named, outliers=outliers,
         outlier_members=outlier_members,
         outlier_leaf=_most_common([p.leaf for p in outliers], [p.count for p in outliers]),

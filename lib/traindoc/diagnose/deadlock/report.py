@@ -23,6 +23,7 @@ from ...report import (
     fired_findings,
     verdict_of,
 )
+from ...shellsafe import quote_all
 from ..common import input_findings, last_progress, who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind
 from .analysis import DeadlockAnalysis, analyse, members_text, mismatch_title, per_rank_sites
@@ -84,6 +85,25 @@ def _no_stacks(a: DeadlockAnalysis) -> Finding | None:
         "No stack dumps (py-spy or faulthandler) were found: a hang without a timeout can "
         "only be located from every rank's stack" + (
             "; the flight-recorder dumps are read below" if a.mismatch else ""), [])
+
+
+def _crashed_not_hung(a: DeadlockAnalysis) -> bool:
+    """Stacks seen, none of a process that waits (only a crash's traceback, an idle thread with
+    no frame), and no report of a collective the ranks disagree on: no hang to diagnose."""
+    return bool(a.ranks) and not a.hang_seen and a.mismatch is None
+
+
+def _no_hang(a: DeadlockAnalysis) -> Finding | None:
+    if not _crashed_not_hung(a):
+        return None
+    states = sorted({str(p.state) for p in a.ranks if p.state})
+    what = ("the traceback of an exception that was raised (a crash, not a wait)"
+            if "raised" in states else "no process waiting (an idle thread with no frame, or a "
+            "traceback that is a piece of a crash)")
+    return Finding("no_hang", Severity.WARNING,
+                   f"No hang in these stacks: {n_procs(a.ranks)} process(es), and what they show "
+                   f"is {what}; a deadlock is diagnosed from stacks taken while processes wait",
+                   [])
 
 
 def _stack_groups(a: DeadlockAnalysis) -> Finding | None:
@@ -213,6 +233,7 @@ def _last_progress(a: DeadlockAnalysis) -> Finding | None:
 
 FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
     Rule("ranks_inferred", _ranks_inferred), Rule("no_stacks", _no_stacks),
+    Rule("no_hang", _no_hang),
     Rule("stack_groups", _stack_groups), Rule("outliers", _outliers),
     Rule("unsuspendable", _unsuspendable), Rule("all_same", _all_same),
     Rule("first_mismatch", _first_mismatch), Rule("flight_recorder", _flight_recorder),
@@ -323,6 +344,23 @@ def _all_same_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:
                if ranks[0].in_collective else "") + ".", Confidence.MEDIUM)
 
 
+def _no_hang_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:
+    if not _crashed_not_hung(a):
+        return None
+    if _raised(a):
+        return ("No hang found: the stacks in these logs are a crash's traceback (an exception "
+                "was raised), not processes waiting; the gpu_crash runbook names the failure "
+                "(see actions).", Confidence.LOW)
+    return ("No hang found: the stacks in these logs show no process waiting (idle threads with "
+            "no frame, or pieces of a crash's output); dump every rank while the job hangs "
+            "(see actions).", Confidence.LOW)
+
+
+def _raised(a: DeadlockAnalysis) -> bool:
+    """Some process's stack is the traceback of an exception it raised."""
+    return any(p.state in ("raised", "traceback") for p in a.ranks)
+
+
 def _one_process_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:
     if not a.ranks or n_procs(a.ranks) != 1:
         return None
@@ -347,7 +385,7 @@ def _no_stacks_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence]:
 # the stale lock of an extension build, then the outliers the stacks name, the flight
 # recorder's mismatch, all processes at one place, one process, no outlier, no stacks.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
-    Rule("unsuspendable", _stopped_verdict, 90), Rule("file_baton", _file_baton_verdict, 80),
+    Rule("no_hang", _no_hang_verdict, 95), Rule("unsuspendable", _stopped_verdict, 90), Rule("file_baton", _file_baton_verdict, 80),
     Rule("outliers", _outlier_verdict, 60), Rule("desync", _desync_verdict, 50),
     Rule("missing_ranks", _missing_verdict, 50), Rule("all_same", _all_same_verdict, 40),
     Rule("one_process", _one_process_verdict, 30),
@@ -486,6 +524,17 @@ def _check_transport(a: DeadlockAnalysis) -> Action | None:
         "nodes; dmesg | grep -i xid on every node")
 
 
+def _diagnose_crash(a: DeadlockAnalysis) -> Action | None:
+    if not (_crashed_not_hung(a) and _raised(a)):
+        return None
+    return action(
+        "diagnose_crash", "Diagnose the failure the traceback shows, not a hang",
+        "A raised exception's traceback is where a process died, not where it waited; the "
+        "gpu_crash runbook names the first failure, its rank and host, and what to do.",
+        "traindoc run gpu_crash " + (quote_all(a.incident.account.get("paths", [])) or "LOGS")
+        + " -o gpu_crash-out")
+
+
 def _py_spy_all_ranks(a: DeadlockAnalysis) -> Action:
     return action(
         "py_spy_all_ranks",
@@ -540,6 +589,7 @@ def _torchfrtrace(a: DeadlockAnalysis) -> Action | None:
 
 # What the stacks point at first; then, for the next hang, more evidence (priorities 10-13).
 ACTIONS: tuple[Rule[Action], ...] = (
+    Rule("diagnose_crash", _diagnose_crash, 0),
     Rule("unsuspendable_process", _unsuspendable_process, 1),
     Rule("stale_extension_lock", _stale_extension_lock, 1),
     Rule("blocked_logging", _blocked_logging, 1), Rule("dataloader_queue", _dataloader_queue, 1),

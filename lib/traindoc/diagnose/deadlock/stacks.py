@@ -460,3 +460,48 @@ def call_site(frames: list[str]) -> str | None:
             return f
     return None
 
+
+
+# stacks rows that show a hang without frames: py-spy could not dump it, uninterruptible sleep
+# (ps, the kernel's hung-task report), a listed leaf
+HANG_STATES = ("D", "dump_error", "listed")
+
+
+def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
+    """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
+    ``raised``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
+    process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
+    as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
+    crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
+    beside it, which it would be a piece of."""
+    if not len(stacks):
+        return stacks
+    state = stacks["state"].fillna("")
+    framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
+    headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
+    unsure = (state == "traceback") | headless
+    keep = framed & (state != "raised") & (alone | ~unsure)
+    return stacks[keep | state.isin(HANG_STATES)]
+
+
+def stacks_alone(incident: Any) -> bool:
+    """No error, exit or collective beside the stacks: a headless or exception-less traceback
+    is then a stack pasted on its own, not a piece of a crash (``hang_stacks``)."""
+    return not (len(incident.errors) or len(incident.exits) or len(incident.collectives))
+
+
+def barrier_waits(collectives: pd.DataFrame) -> pd.DataFrame:
+    """Ranks waiting in init_process_group's store-based barrier (``started`` rows), when the
+    barrier did not time out (a start-up barrier that timed out is the timeout's)."""
+    c = collectives
+    waiting = c[(c["op_type"] == STORE_BARRIER_OP).fillna(False)] if len(c) else c
+    if not len(waiting) or (waiting["state"] == "timed_out").any():
+        return waiting.iloc[0:0]
+    return waiting[waiting["state"] == "started"]
+
+
+def shows_hang(incident: Any) -> bool:
+    """Whether the incident shows a process hung: a stack that waits (``hang_stacks``) or ranks
+    waiting in the start-up barrier; a crash's traceback or an idle thread is no hang."""
+    return bool(len(hang_stacks(incident.stacks, stacks_alone(incident)))
+                or len(barrier_waits(incident.collectives)))
