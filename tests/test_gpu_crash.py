@@ -668,7 +668,7 @@ def test_nvidia_smi_lost_gpu_is_a_hardware_failure(tmp_path) -> None:
                  "Unknown Error\n")
     r = gpu_crash.diagnose(traindoc.load(p))
     assert "Unable to determine the device handle" in r.facts["error_message"]
-    assert r.actions[0].id == "drain_node" and "<node>" in r.actions[0].how
+    assert r.actions[0].id == "drain_node" and '--exclude="$NODE"' in r.actions[0].how
 
 
 def test_cascade_xids_alone_still_name_a_gpu_failure(tmp_path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -452,3 +453,20 @@ def global_rank(local_rank: int | None, host: str | None, layout: NodeLayout,
             if local_rank < layout.nproc_per_node else None
     stated = layout.nnodes is not None or layout.node_rank is not None or bool(layout.node_rank_of)
     return local_rank if one_machine and not stated else None
+
+
+# In a printed command, what the log cannot tell is a shell variable the engineer sets, never a
+# placeholder to edit: the host they find (NODE) and the job's sbatch script (JOB_SCRIPT).
+NODE_VAR = '"$NODE"'
+JOB_SCRIPT_VAR = '"$JOB_SCRIPT"'
+
+
+def job_script_arg(job_script: str | None) -> str:
+    """The job script as a command's argument: shell-quoted when given, else ``"$JOB_SCRIPT"``
+    (the command says to set it)."""
+    return shlex.quote(job_script) if job_script else JOB_SCRIPT_VAR
+
+
+def script_note(job_script: str | None) -> str:
+    """The note a command that restarts the job carries when no job script was given."""
+    return "" if job_script else "  # JOB_SCRIPT=your sbatch script (or pass -p job_script=…)"

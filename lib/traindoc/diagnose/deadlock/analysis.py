@@ -114,7 +114,7 @@ def per_rank_sites(ranks: list[Proc], mm: Mismatch) -> str:
     """'; stacks: rank 0 in all_reduce (…) from worker (train.py:84), …' for the mismatch's ranks."""
     want = {int(r) for r in mm.ops}
     parts = []
-    for p in sorted((p for p in ranks if p.rank in want), key=lambda p: p.rank):
+    for p in sorted((p for p in ranks if p.rank in want and p.leaf), key=lambda p: p.rank):
         site = call_site(p.frames)
         parts.append(f"rank {p.rank} in {p.leaf}" + (f" called from {site}" if site else ""))
     return "; stacks: " + "; ".join(parts) if parts else ""

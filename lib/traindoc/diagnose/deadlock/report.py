@@ -114,7 +114,8 @@ def _stack_groups(a: DeadlockAnalysis) -> Finding | None:
         "stack_groups", Severity.INFO,
         f"{n_procs(a.ranks)} process(es) in {len(table)} group(s) by where their "
         f"{'threads are' if thread == '*' else thread + ' is'}: " + "; ".join(
-            f"{r['count']} in {r['leaf']}" for _, r in table.head(8).iterrows()),
+            f"{r['count']} in {r['leaf'] if isinstance(r['leaf'], str) and r['leaf'] else 'no stack (named by a hang report)'}"
+            for _, r in table.head(8).iterrows()),
         [f"{len(g['members'])} × {g['signature'][:300]}" for g in facts(a)["groups"][:8]])
 
 
@@ -329,8 +330,12 @@ def _missing_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:
     if not mm or mm.kind.is_desync:
         return None
     ops = ", ".join(f"rank {r} issued {o}" for r, o in mm.ops.items())
-    return (f"{who(mm.ranks, cap=True)} never reached collective {mm.seq_num} of "
-            f"process group {mm.process_group} that the others issued ({ops}).",
+    what = (f"collective {mm.seq_num}" if mm.seq_num is not None
+            else "the collective or barrier")
+    group = ("" if mm.process_group == UNKNOWN_GROUP
+             else f" of process group {mm.process_group}")
+    return (f"{who(mm.ranks, cap=True)} never reached {what}{group} that the others "
+            f"issued" + (f" ({ops})" if ops else "") + ".",
             Confidence.HIGH if a.ranks else Confidence.MEDIUM)
 
 

@@ -26,7 +26,15 @@ from ...report import (
     verdict_of,
 )
 from ...shellsafe import hosts_arg, is_host_name, quote, rank_arg, reason_text, shown
-from ..common import count, input_findings, reading_words, when_text
+from ..common import (
+    JOB_SCRIPT_VAR,
+    NODE_VAR,
+    count,
+    input_findings,
+    reading_words,
+    script_note,
+    when_text,
+)
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, expected_waste
 from .events import HOST_OOM_CODES, Crash
@@ -504,11 +512,13 @@ def _drain_node(a: GpuCrashAnalysis) -> Action | None:
     node = hosts_arg(hosts)
     if node is not None:
         how = (f"scontrol update nodename={node} state=drain reason=\"{reason} (job "
-               f"$SLURM_JOB_ID)\"; restart with: sbatch --exclude={node} <job script>")
+               f"$SLURM_JOB_ID)\"; restart with: sbatch --exclude={node} {JOB_SCRIPT_VAR}"
+               + script_note(None))
     else:
         how = (_unknown_host(f, [h for h in hosts if not is_host_name(h)])
-               + ": scontrol update nodename=<node> state=drain "
-               f"reason=\"{reason}\" and sbatch --exclude=<node> <job script>")
+               + f"; set NODE to that host, then: scontrol update nodename={NODE_VAR} state=drain "
+               f"reason=\"{reason}\" && sbatch --exclude={NODE_VAR} {JOB_SCRIPT_VAR}"
+               + script_note(None))
     return action(
         "drain_node",
         f"Drain {', '.join(hosts) if node is not None else 'the failed node'} and exclude "

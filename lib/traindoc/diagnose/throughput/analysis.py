@@ -124,7 +124,7 @@ class ThroughputAnalysis:
     baseline_s_per_iteration: float | None
     current_s_per_iteration: float | None
     spare_nodes: int
-    job_script: str
+    job_script: str | None  # the job's sbatch script, for the printed commands (None: $JOB_SCRIPT)
 
     # -- the change --------------------------------------------------------------------------
     @property
@@ -354,7 +354,7 @@ def _at_change(series: pd.DataFrame, used: np.ndarray, change: Change | None,
 def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] | None = None,
             spare_nodes: int = 3, min_segment: int = 2, threshold: float = 4.0,
             min_drop_pct: float = 1.0, min_lag_ms: float = 5.0,
-            job_script: str = "<job script>") -> ThroughputAnalysis:
+            job_script: str | None = None) -> ThroughputAnalysis:
     """Series, change point, coincidences, per-rank/per-host comparisons, node list, bisection
     plan and cost (no verdict yet).
 

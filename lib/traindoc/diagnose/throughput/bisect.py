@@ -13,6 +13,7 @@ from ...hostlist import compress, expand, natural_key
 from ...incident import Incident
 from ...schema import SYNTHETIC_HOST_PREFIX
 from ...shellsafe import hosts_arg, is_host_name
+from ..common import job_script_arg
 from .change import Change
 from .series import MetricSpec
 
@@ -71,7 +72,7 @@ def _build(candidates: list[str], k_best: list[int]) -> _Node:
     return node
 
 
-def bisect_plan(hosts: list[str] | str, spares: int, job_script: str = "<job script>",
+def bisect_plan(hosts: list[str] | str, spares: int, job_script: str | None = None,
                 fast_if: str | None = None) -> dict[str, Any] | None:
     """The restart plan that finds one slow node among ``hosts`` (a list or a hostlist
     expression) excluding at most ``spares`` nodes per run, with the fewest restarts in the
@@ -111,7 +112,8 @@ def bisect_plan(hosts: list[str] | str, spares: int, job_script: str = "<job scr
             "step": node.step,
             "candidates": compress(node.candidates),
             "exclude": excl,
-            "sbatch": f"sbatch --exclude={hosts_arg(node.exclude, hostlist=True)} {job_script}",
+            "sbatch": f"sbatch --exclude={hosts_arg(node.exclude, hostlist=True)} "
+                      f"{job_script_arg(job_script)}",
             "if_fast": outcome(node.fast),
             "if_slow": outcome(node.slow),
         })

@@ -26,7 +26,14 @@ from ...report import (
     verdict_of,
 )
 from ...shellsafe import hosts_arg, shown
-from ..common import input_findings, reading_words, who
+from ..common import (
+    NODE_VAR,
+    input_findings,
+    job_script_arg,
+    reading_words,
+    script_note,
+    who,
+)
 from .analysis import ThroughputAnalysis, analyse
 from .change import MAD_TO_SIGMA
 from .series import METRICS
@@ -42,7 +49,7 @@ PLAN_STEPS_SHOWN = 4  # bisection steps spelled out in the action
 def diagnose(incident: Incident, metric: str = "auto", hosts: str | list[str] | None = None,
              spare_nodes: int = 3, min_segment: int = 2, threshold: float = 4.0,
              min_drop_pct: float = 1.0, min_lag_ms: float = 5.0,
-             job_script: str = "<job script>") -> Report:
+             job_script: str | None = None) -> Report:
     """Diagnose a throughput drop. ``metric``: "auto" or one of ``METRICS``; ``hosts``: the
     job's nodes (hostlist expression or list) when the logs do not name them; ``spare_nodes``:
     idle nodes that can stand in for excluded ones (the bisection excludes at most that many
@@ -601,8 +608,9 @@ def _exclude_unnamed(a: ThroughputAnalysis) -> Action | None:
         "exclude_suspect", "Exclude the slow node and restart from the last checkpoint",
         f"The logs name {shown(nodes)} as slower than its peers, but that is not a host name: "
         "it is not put into a command.",
-        "find the node's real name (sacct -j $SLURM_JOB_ID -o NodeList%400), then by hand: "
-        f"sbatch --exclude=<that node> {a.job_script}")
+        "find the node's real name (sacct -j $SLURM_JOB_ID -o NodeList%400), set NODE to it, "
+        f"then: sbatch --exclude={NODE_VAR} {job_script_arg(a.job_script)}"
+        + script_note(a.job_script))
 
 
 def _exclude_suspect(a: ThroughputAnalysis) -> Action | None:
@@ -613,7 +621,7 @@ def _exclude_suspect(a: ThroughputAnalysis) -> Action | None:
         "exclude_suspect", f"Exclude {nodes} and restart from the last checkpoint",
         f"{nodes} is slower than its peers (see the findings): with synchronous training "
         "every rank waits for the slowest, so one slow GPU slows the whole job.",
-        f"sbatch --exclude={excl} {a.job_script}  # then check "
+        f"sbatch --exclude={excl} {job_script_arg(a.job_script)}  # then check "
         f"{a.spec.label if a.spec else ''} is back near {facts(a)['baseline']}")
 
 
@@ -659,7 +667,8 @@ def _locate_rank(a: ThroughputAnalysis) -> Action | None:
         "but the logs do not say which node ran them.",
         f"with srun's block distribution rank {r} runs on node number {r} // GPUS_PER_NODE "
         "of `scontrol show hostnames $SLURM_JOB_NODELIST`; or grep the launcher log for "
-        f"'[rank{r}]'/hostname; then sbatch --exclude=<that node> {a.job_script}")
+        f"'[rank{r}]'/hostname; set NODE to that host, then: sbatch --exclude={NODE_VAR} "
+        f"{job_script_arg(a.job_script)}" + script_note(a.job_script))
 
 
 def _check_clocks_rank(a: ThroughputAnalysis) -> Action | None:
