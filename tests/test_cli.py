@@ -109,7 +109,7 @@ def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
     ("world_size", "8", None, 8), ("world_size", "None", None, None),
     ("world_size", "1000000", None, 1_000_000), ("year", "2024", None, 2024),
     ("mtbf_hours", "100", 168.0, 100.0), ("checkpoint_save_s", "40", None, 40.0),
-    ("metric", "tflops", "auto", "tflops"), ("job_script", "123", None, "123"),
+    ("metric", "tflops", "auto", "tflops"), ("job_script", "tr11.slurm", None, "tr11.slurm"),
     ("hosts", "node[01-48]", None, "node[01-48]"), ("interactive", "true", False, True),
     ("stack_depth", "0", 0, 0), ("some_new_knob", "7", None, 7),
 ])

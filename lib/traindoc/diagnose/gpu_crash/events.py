@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ...parse.xid import pci_bus_id, xid_info
+from ...parse.xid import xid_info
 from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
 from ..types import Strength
 
@@ -745,20 +745,19 @@ def timeline_frame(crash: Crash, rank_host: dict[int, str] | None = None,
 
 
 def xid_table(incident: Incident) -> pd.DataFrame:
-    """One row per (host, Xid code): the GPUs' PCI bus ids, when first seen, how often, and the catalog's meaning,
+    """One row per (host, Xid code): when first seen, how often, and the catalog's meaning,
     origin, NVIDIA's immediate action, what to take out of service and what to run next."""
     e = incident.errors
     x = e[e["kind"] == "xid"]
-    cols = ["host", "xid", "gpu_pci_bus", "first_time", "lines", "meaning", "origin",
-            "nvidia_action", "take_out", "next_step"]
+    cols = ["host", "xid", "first_time", "lines", "meaning", "origin", "nvidia_action",
+            "take_out", "next_step"]
     if not len(x):
         return pd.DataFrame(columns=cols)
     out = []
     for (host, code), g in x.groupby([x["host"].fillna("?"), x["code"]], sort=False):
         info = xid_info(int(code) if str(code).isdigit() else None)
         t = g["time"].dropna()
-        buses = dict.fromkeys(b for b in map(pci_bus_id, g["message"].astype(str)) if b)
-        out.append((host, int(code) if str(code).isdigit() else code, ", ".join(buses) or None,
+        out.append((host, int(code) if str(code).isdigit() else code,
                     t.min() if len(t) else pd.NaT, len(g), info.meaning, info.origin,
                     info.resolution, info.scope, info.next_step))
     return pd.DataFrame(out, columns=cols)
