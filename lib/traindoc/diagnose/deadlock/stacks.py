@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from ...parse.collectives import STORE_BARRIER_OP
 from ..common import as_int
 
 FRAME_RE = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
@@ -372,7 +373,6 @@ def _snapshots(rows: list[_Row]) -> list[list[_Row]]:
 # rows of hang reports that show a rank alive and waiting: the store-based barrier's waiting
 # lines, the ranks a DETAIL mismatch report compares
 REPORTED_STATES = ("started", "mismatch")
-STORE_BARRIER_OP = "STORE_BASED_BARRIER"
 REPORTED = "reported"  # a Proc's state: seen in a hang report, no stack
 
 
