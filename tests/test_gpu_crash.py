@@ -16,6 +16,7 @@ import pytest
 
 import traindoc
 from conftest import CORPUS, DATA, ROOT, SEEDS
+from traindoc import xid_catalog
 from traindoc.diagnose import common, gpu_crash
 from traindoc.diagnose.common import task_hosts
 from traindoc.diagnose.gpu_crash import checkpoints as gc_checkpoints
@@ -276,11 +277,11 @@ def test_xid_lines() -> None:
 
 
 def test_xid_catalog() -> None:
-    assert xid.xid_info(79).scope == "node" and xid.xid_info(79).origin == "hardware"
-    assert "dcgmi diag -r 3" in xid.xid_info(79).next_step
-    assert xid.xid_info(48).category == "ecc" and xid.xid_info(48).scope == "gpu"
-    assert xid.xid_info(13).origin == "application" and xid.xid_info(13).scope == "none"
-    assert xid.xid_info(45).cascade and xid.xid_info(154).cascade
+    assert xid_catalog.xid_info(79).scope == "node" and xid_catalog.xid_info(79).origin == "hardware"
+    assert "dcgmi diag -r 3" in xid_catalog.xid_info(79).next_step
+    assert xid_catalog.xid_info(48).category == "ecc" and xid_catalog.xid_info(48).scope == "gpu"
+    assert xid_catalog.xid_info(13).origin == "application" and xid_catalog.xid_info(13).scope == "none"
+    assert xid_catalog.xid_info(45).cascade and xid_catalog.xid_info(154).cascade
     assert xid.xid_info(74).category == "nvlink"
     assert xid.xid_info(9999).mnemonic == "UNLISTED"
 

@@ -88,7 +88,7 @@ def load_or_fail(
             if alt and len(alt) == len(items) and any(a.exists() for a in alt):
                 incident = load(alt, executor=ex, **kw)
     if not incident.readable:
-        why = "; ".join(incident.account.get("warnings", [])[:3]) or "no file found"
+        why = "; ".join(incident.account.warnings[:3]) or "no file found"
         raise NoInputError(
             f"Nothing could be read from {parameter}={paths!r} ({why}): set {parameter} to a "
             "log file, a directory or a glob of the job's logs.")

@@ -536,7 +536,7 @@ def _diagnose_crash(a: DeadlockAnalysis) -> Action | None:
         "diagnose_crash", "Diagnose the failure the traceback shows, not a hang",
         "A raised exception's traceback is where a process died, not where it waited; the "
         "gpu_crash runbook names the first failure, its rank and host, and what to do.",
-        "traindoc run gpu_crash " + (quote_all(a.incident.account.get("paths", [])) or "LOGS")
+        "traindoc run gpu_crash " + (quote_all(a.incident.account.paths) or "LOGS")
         + " -o gpu_crash-out")
 
 
@@ -582,7 +582,7 @@ def _make_hangs_fail(a: DeadlockAnalysis) -> Action:
 
 
 def _torchfrtrace(a: DeadlockAnalysis) -> Action | None:
-    if not a.incident.account.get("dumps"):
+    if not a.incident.account.dumps:
         return None
     return action(
         "torchfrtrace", "Cross-check the flight-recorder dumps with torch's own analyser",

@@ -12,7 +12,9 @@ import pandas as pd
 
 from ...hostlist import expand
 from ...incident import Incident
-from ...parse.xid import pci_bus_id, xid_info
+from ...parse.errors import oom_figures
+from ...parse.xid import pci_bus_id
+from ...xid_catalog import xid_info
 from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts
 from .checkpoints import (
     DEFAULT_MTBF_HOURS,
@@ -73,6 +75,7 @@ class GpuCrashAnalysis:
     save_interval: int | None
     gpus_per_node: int
     window_s: float
+    oom_figures: list[dict[str, Any]]  # the allocator's numbers (GiB) of the first failure's OOM lines
 
     @property
     def cost(self) -> pd.DataFrame:
@@ -174,7 +177,17 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
                                         iteration_given=bool(iteration_s)),
         exit_delay_s=_exit_delay(crash, events), facts=facts,
         checkpoint_save_s=checkpoint_save_s, iteration_s=iteration_s, mtbf_hours=mtbf_hours,
-        save_interval=save_interval, gpus_per_node=gpus_per_node, window_s=window_s)
+        save_interval=save_interval, gpus_per_node=gpus_per_node, window_s=window_s,
+        oom_figures=_oom_figures(crash))
+
+
+def _oom_figures(crash: Crash) -> list[dict[str, Any]]:
+    """The caching allocator's figures of each OOM line in the first failure's cluster."""
+    cl = crash.cluster
+    if crash.first is None or not len(cl):
+        return []
+    ooms = cl[cl["kind"] == "oom"]
+    return [f for f in (oom_figures(str(m)) for m in ooms["message"]) if f]
 
 
 # NCCL's own words for a peer or the network failing under this process (the remote side went

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ...parse.xid import xid_info
+from ...xid_catalog import xid_info
 from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
 from ..types import Strength
 

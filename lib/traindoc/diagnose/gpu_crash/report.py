@@ -10,8 +10,6 @@ from typing import Any
 
 import pandas as pd
 
-from ...parse.errors import oom_figures
-from ...parse.xid import XidInfo, xid_info
 from ...report import (
     Action,
     Confidence,
@@ -26,6 +24,7 @@ from ...report import (
     verdict_of,
 )
 from ...shellsafe import hosts_arg, is_host_name, quote, rank_arg, reason_text, shown
+from ...xid_catalog import XidInfo, xid_info
 from ..common import (
     JOB_SCRIPT_VAR,
     NODE_VAR,
@@ -195,7 +194,7 @@ def _oom_figures(a: GpuCrashAnalysis) -> Finding | None:
     if a.crash.first is None or _kind(a) != "oom":
         return None
     ooms = cl[cl["kind"] == "oom"] if len(cl) else cl
-    figs = [f for f in (oom_figures(str(m)) for m in ooms["message"]) if f] if len(ooms) else []
+    figs = a.oom_figures
     if not figs:
         return None
     f0 = figs[0]

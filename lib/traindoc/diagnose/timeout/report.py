@@ -407,7 +407,7 @@ def _diagnose_crash(a: TimeoutAnalysis) -> Action | None:
         "diagnose_crash", "Diagnose the earlier failure, not the timeouts",
         f"{_crash_words(crash)}; the ranks that timed out were waiting for it. The gpu_crash "
         "runbook names the failure, its host and whether to drain it.",
-        "traindoc run gpu_crash " + (quote_all(a.incident.account.get("paths", []))
+        "traindoc run gpu_crash " + (quote_all(a.incident.account.paths)
                                      or "LOGS") + " -o gpu_crash-out")
 
 
@@ -489,7 +489,7 @@ def _check_startup(a: TimeoutAnalysis) -> Action | None:
 
 
 def _flight_recorder(a: TimeoutAnalysis) -> Action | None:
-    if a.incident.account.get("dumps"):
+    if a.incident.account.dumps:
         return None
     return action(
         "flight_recorder", "Turn on the flight recorder and dump-on-timeout",
