@@ -70,6 +70,36 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 @functools.cache
+def _runbook_kernel() -> Any:
+    """One kernel per test process (its ``KernelManager``), started in the repository, shut
+    down when the process exits."""
+    import atexit
+
+    from jupyter_client.manager import KernelManager
+
+    from traindoc.execute import KERNEL, KERNEL_ARGS
+
+    km = KernelManager(kernel_name=KERNEL)
+    km.start_kernel(extra_arguments=KERNEL_ARGS, cwd=str(ROOT))
+    atexit.register(km.shutdown_kernel, now=True)
+    return km
+
+
+def runbook_kernel() -> Any:
+    """The test process's kernel for papermill (``km=``), its namespace emptied: a runbook run
+    there sees none of the last one's names, as in ``traindoc.execute.shared_kernel``, and the
+    tests that execute hundreds of runbooks start one kernel, not hundreds. A kernel that died
+    is restarted."""
+    from traindoc.execute import reset_kernel
+
+    km = _runbook_kernel()
+    if not km.is_alive():
+        km.restart_kernel(now=True)
+    reset_kernel(km)
+    return km
+
+
+@functools.cache
 def load_once(path: Path) -> Any:
     """``traindoc.load(path)``, once per test process: the sweeps over every sample and corpus
     case (actions, triage, report text, figures, deadlock advice) share one load of each. The

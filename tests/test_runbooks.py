@@ -14,7 +14,7 @@ from pathlib import Path
 import papermill as pm
 import pytest
 
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, runbook_kernel
 from traindoc.answer import answer
 
 RUNBOOKS = sorted(p.stem for p in (ROOT / "runbooks").glob("*.ipynb"))
@@ -35,11 +35,13 @@ def samples() -> list[tuple[str, Path, dict]]:
 
 
 def execute(runbook: str, tmp_path: Path, **params) -> dict:
+    """Run ``runbook`` headless by papermill (in the test process's kernel, its namespace
+    emptied first) into ``tmp_path``; its summary.json."""
     out = tmp_path / "out"
     pm.execute_notebook(
         str(ROOT / "runbooks" / f"{runbook}.ipynb"), str(tmp_path / f"{runbook}.ipynb"),
         parameters={"output_dir": str(out), **params}, kernel_name="python3",
-        cwd=str(ROOT), progress_bar=False)
+        cwd=str(ROOT), progress_bar=False, km=runbook_kernel())
     return json.loads((out / "summary.json").read_text())
 
 

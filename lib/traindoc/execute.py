@@ -286,7 +286,7 @@ def shared_kernel() -> Iterator[Any]:
         km.shutdown_kernel(now=True)
 
 
-def _reset(km: Any) -> None:
+def reset_kernel(km: Any) -> None:
     """Empty the namespace of ``km``'s kernel (the next runbook sees none of the last one's)."""
     kc = km.client()
     kc.start_channels()
@@ -337,7 +337,7 @@ class RunbookRunner:
         if self._km is None:
             self._km = self._stack.enter_context(shared_kernel())
         else:
-            _reset(self._km)
+            reset_kernel(self._km)
         return self._km
 
     def __call__(self, cls: str) -> dict[str, Any]:
@@ -358,4 +358,5 @@ def runbook_runner(log_path: str | list[str], output_dir: str | os.PathLike[str]
 
 __all__ = ["KERNEL", "KERNEL_ARGS", "LOCK", "MARKER", "Execution", "OutputDirError",
            "RunbookRunner", "available_runbooks", "claimed_output_dir", "execute_runbook",
-           "parameters_cell", "runbook_runner", "say_progress", "shared_kernel"]
+           "parameters_cell", "reset_kernel", "runbook_runner", "say_progress",
+           "shared_kernel"]
