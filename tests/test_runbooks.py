@@ -81,6 +81,13 @@ def test_runbook_on_sample(runbook: str, sample: Path, facts: dict, executed) ->
     for key, value in facts.items():
         assert key in summary["facts"], key
         assert matches(value, summary["facts"][key]), (key, value, summary["facts"][key])
+    # "Seen before": the same cases in summary.json as in the notebook's section
+    assert isinstance(summary["similar"], list) and len(summary["similar"]) <= 3
+    text = (tmp_path / f"{runbook}.ipynb").read_text()
+    if runbook != "triage":
+        assert "Seen before" in text
+        assert all(s["source"] in text for s in summary["similar"]) if summary["similar"] else (
+            "No similar public incident" in text)
     # what `traindoc run`/`triage` print before the notebook runs is what the notebook wrote
     early = answer(runbook, str(sample), {}, tmp_path / "out").summary
     assert early == summary

@@ -95,4 +95,6 @@ def test_installed_cli_lists_and_runs_from_another_directory(installed: Path,
     assert ran.returncode == 0, ran.stdout + ran.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["facts"]["seq_num"] == 2901
+    # "Seen before" reads the corpus index the wheel carries (nothing fetched, no checkout)
+    assert summary["similar"] and all(s["source"] for s in summary["similar"]), summary["similar"]
     assert all(str(ROOT) not in p for p in summary["inputs"]["paths"]), summary["inputs"]

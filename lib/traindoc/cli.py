@@ -200,6 +200,13 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
                         "summary (facts, verdict, confidence, finding titles, action commands; "
                         "its runbook's and triage's) to OUT.json: the guard of "
                         "tests/test_summaries.py")
+    s.add_argument("--similar-index", type=Path, default=None, metavar="OUT.json",
+                   help="instead of scoring, write the index of every corpus case's incident "
+                        "signature that 'Seen before' reads (lib/traindoc/similar_index.json)")
+    s.add_argument("--similar", action="store_true",
+                   help="instead of scoring, measure 'Seen before' leave-one-out on the "
+                        "corpus: per class, how often a case with the same root cause is "
+                        "among a case's nearest others")
     return p
 
 
@@ -404,6 +411,32 @@ def _drill(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any, st
     return EXIT_OK
 
 
+def _similar(args: argparse.Namespace, cases: list, stdout: Any) -> int:
+    """``traindoc score --similar-index OUT`` / ``--similar``."""
+    from . import score, similar
+
+    if args.similar_index:
+        doc = score.similar_index(cases, workers=args.workers)
+        write_new(args.similar_index, json.dumps(doc, indent=1, sort_keys=True,
+                                                 ensure_ascii=False) + "\n")
+        print(f"wrote {len(doc['cases'])} signatures to {args.similar_index}", file=stdout)
+        return EXIT_OK
+    index = similar.load_index()
+    known = {e["case"] for e in index}
+    missing = [c.id for c in cases if c.id not in known]
+    if missing:
+        print(f"the index lacks {len(missing)} cases (first: {missing[0]}); rebuild it with "
+              "traindoc score --similar-index lib/traindoc/similar_index.json", file=stdout)
+    rows = score.similar_table([e for e in index if e["case"] in {c.id for c in cases}], cases)
+    print(f"{'class':<12}{'cause':>7}{'hit':>6}{'%':>7}{'none':>6}"
+          f"{'healthy':>9}{'shown':>7}", file=stdout)
+    for r in rows:
+        pct = 100 * r["hit"] / r["with_cause"] if r["with_cause"] else 0.0
+        print(f"{r['class']:<12}{r['with_cause']:>7}{r['hit']:>6}{pct:>7.1f}"
+              f"{r['shown_none']:>6}{r['without_cause']:>9}{r['shown_anyway']:>7}", file=stdout)
+    return EXIT_OK
+
+
 def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) -> int:
     from . import score
     if args.summaries:
@@ -421,6 +454,8 @@ def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) ->
         p.error(str(e))
     if not cases:
         p.error(f"no case.json under {root}")
+    if args.similar_index or args.similar:
+        return _similar(args, cases, stdout)
     commit = ""
     if args.intake:
         cases = [c for c in cases if c.batch == args.intake]

@@ -29,7 +29,7 @@ from typing import IO, Any, Generic, TypeVar
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from . import __version__, similar
 from .hostlist import runs
 from .incident import Incident
 
@@ -108,6 +108,13 @@ class Report:
     def __post_init__(self) -> None:
         self.confidence = Confidence(self.confidence)
 
+    def seen_before(self, incident: Incident | None = None) -> list[Any]:
+        """The public incidents of the corpus nearest this one (``traindoc.similar``); none
+        for triage (its cause's runbook shows them)."""
+        if self.runbook == "triage":
+            return []
+        return similar.seen_before(self.runbook, self.facts, incident)
+
     def summary(self, incident: Incident | None = None) -> dict[str, Any]:
         """The summary.json document (ARCHITECTURE.md, "The runbook contract")."""
         inputs = incident.inputs() if incident is not None else {
@@ -121,6 +128,7 @@ class Report:
             "facts": self.facts,
             "findings": [asdict(f) for f in self.findings],
             "actions": [asdict(a) for a in sorted(self.actions, key=lambda a: a.priority)],
+            "similar": similar.summary_records(self.seen_before(incident)),
         })
 
     def write(self, output_dir: str | Path, incident: Incident | None = None) -> Path:

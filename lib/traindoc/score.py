@@ -436,6 +436,42 @@ def summaries(checkout: str | os.PathLike[str], workers: int | None = None
         return dict(pool.map(_summaries_of, jobs, chunksize=4))
 
 
+# --- seen before -----------------------------------------------------------------------------
+
+def _index_entry_of(case: Case) -> dict[str, Any]:
+    """``case``'s entry of the similar-incidents index (``traindoc.similar.index_entry``)."""
+    from . import similar
+
+    doc = json.loads((case.path / "case.json").read_text(encoding="utf-8"))
+    try:
+        incident = load_or_fail(str(case.logs))
+        facts = dict(diagnosis(case.runbook)(incident).facts)
+        env = similar.environment(similar.incident_lines(incident))
+    except Exception:  # a case the runbook cannot read has no signature beyond its class
+        facts, env = {}, similar.Environment()
+    return json.loads(json.dumps(similar.index_entry(case.id, case.runbook, doc, facts, env),
+                                 default=str))
+
+
+def similar_index(cases: Sequence[Case], workers: int | None = None) -> dict[str, Any]:
+    """The index ``traindoc.similar`` ships: every case's entry, sorted by case id."""
+    n = workers or max(1, min(len(cases), os.cpu_count() or 1))
+    if n == 1:
+        entries = list(map(_index_entry_of, cases))
+    else:
+        with ProcessPoolExecutor(max_workers=n) as pool:
+            entries = list(pool.map(_index_entry_of, cases, chunksize=4))
+    return {"about": "the corpus's incident signatures (traindoc score --similar-index)",
+            "cases": sorted(entries, key=lambda e: e["case"])}
+
+
+def similar_table(index: Sequence[dict[str, Any]], cases: Sequence[Case]) -> list[dict[str, Any]]:
+    """``traindoc.similar.leave_one_out`` over ``index`` with the cases' expected facts."""
+    from . import similar
+
+    return similar.leave_one_out(index, {c.id: c.facts for c in cases})
+
+
 # --- intake ----------------------------------------------------------------------------------
 
 def head_commit(root: str | os.PathLike[str]) -> tuple[str, bool]:

@@ -1,0 +1,99 @@
+"""Seen before (traindoc.similar): signatures, matches, the shipped index, real cases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import CORPUS, load_once
+from traindoc import similar
+from traindoc.diagnose import failure_class
+from traindoc.similar import Environment, Signature
+
+
+def test_a_template_takes_out_what_differs_between_instances() -> None:
+    a = similar.template("CUDA error: an illegal memory access was encountered at "
+                         "/opt/conda/lib/python3.10/site-packages/torch/x.py:12 on node-17")
+    b = similar.template("CUDA error: an illegal memory access was encountered at "
+                         "/usr/lib/python3.8/torch/y.py:99 on gpu-203")
+    assert a == b and "<path>" in a and "17" not in a
+    assert similar.template("") is None
+
+
+@pytest.mark.parametrize(("line", "field", "value"), [
+    # bigscience's Megatron-DeepSpeed chronicle (data/corpus/gpu_crash/
+    # gpu_crash-bigscience-meg-ds-zero-gpt2-perf-n16-1999616)
+    ("NCCL version 2.7.8+cuda10.2", "versions", ("cuda 10.2", "nccl 2.7")),
+    ("[default3]:[rank3]: Traceback (most recent call last):", "launcher", "torchrun"),
+    ("[2023-05-02 10:11:12,345] [INFO] [launch.py:142:main] WORLD INFO DICT", "launcher",
+     "deepspeed"),
+    (" iteration      100/  10000 | elapsed time per iteration (ms): 512.3 | lm loss: 2.1",
+     "trainer", "megatron"),
+    ("{'loss': 1.2607, 'learning_rate': 6.3e-06, 'epoch': 0.03}", "trainer", "hf_trainer"),
+    ("[2020-09-09 01:52:29,086] [INFO] [stage2.py:1132:step] [deepscale] OVERFLOW! Rank 0 "
+     "Skipping step.", "trainer", "deepspeed"),
+    ("DeepSpeed info: version=0.12.6, git-hash=unknown, git-branch=unknown", "versions",
+     ("deepspeed 0.12",)),
+    ("torch 2.1.0+cu121", "versions", ("cuda 12.1", "torch 2.1")),
+])
+def test_the_environment_a_line_shows(line: str, field: str, value) -> None:
+    assert getattr(similar.environment([line]), field) == value
+
+
+def test_the_class_alone_or_weak_fields_alone_are_no_match() -> None:
+    env = Environment("torchrun", "megatron", ("nccl 2.18",))
+    a = Signature("timeout", op="ALLREDUCE", **env._asdict())
+    b = Signature("timeout", op="BROADCAST", **env._asdict())
+    assert set(similar.matched(a, b)[0]) == {"launcher", "trainer", "versions"}
+    assert similar.matched(a, Signature("gpu_crash", **env._asdict())) == ((), 0)
+    index = [{"case": "b", "signature": similar.as_record(b)}]
+    assert similar.similar(a, index) == []
+    c = Signature("timeout", op="ALLREDUCE")
+    assert [s.case for s in similar.similar(c, [{"case": "a",
+                                                   "signature": similar.as_record(a)}])] == ["a"]
+
+
+def test_a_signature_survives_the_index_record() -> None:
+    sig = Signature("gpu_crash", template="x <n>", xid_codes=(79, 31), error_kind="xid",
+                    versions=("nccl 2.18",))
+    assert similar.from_record(json.loads(json.dumps(similar.as_record(sig)))) == sig
+
+
+def test_the_shipped_index_holds_every_corpus_case() -> None:
+    """Stale when a case was added or renamed: traindoc score --similar-index
+    lib/traindoc/similar_index.json"""
+    ids = {p.parent.name for p in CORPUS.glob("*/*/case.json")}
+    assert {e["case"] for e in similar.load_index()} == ids
+
+
+def _seen(case: str) -> list[similar.Similar]:
+    runbook = case.split("-", 1)[0]
+    inc = load_once(CORPUS / runbook / case / "logs")
+    facts = failure_class(runbook).diagnose(inc).facts
+    index = [e for e in similar.load_index() if e["case"] != case]
+    return similar.seen_before(runbook, facts, inc, index)
+
+
+def test_an_ecc_crash_finds_the_other_ecc_crashes() -> None:
+    # accelerate#1192: "CUDA error: uncorrectable ECC error encountered"; so do
+    # pytorch#113128's and jade-hpc-gpu#194's logs
+    found = _seen("gpu_crash-accelerate-1192")
+    assert {"gpu_crash-pytorch-113128", "gpu_crash-jade-hpc-gpu-194"} <= {s.case for s in found}
+    assert all("template" in s.fields for s in found)
+    rec = similar.summary_records(found)[0]
+    assert rec["source"] and rec["status"] and "template" in rec["fields"]
+
+
+def test_a_healthy_run_has_nothing_seen_before() -> None:
+    # stanford_alpaca#243: a falling loss, nothing wrong
+    assert _seen("loss_spike-stanford-alpaca-243") == []
+
+
+def test_the_table_says_where_what_and_how_sure() -> None:
+    found = _seen("gpu_crash-accelerate-1192")
+    t = similar.table(found)
+    assert list(t.columns) == ["source", "what happened there", "cause and fix", "resolution",
+                               "fields matched"]
+    assert len(t) == len(found) and t["source"].str.contains("/").all()
+    assert "pytorch/pytorch #113128" in set(t["source"])
