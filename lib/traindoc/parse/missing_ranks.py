@@ -9,8 +9,13 @@ One line each (``LINE_PARSERS``):
   horovod#342) or ``allreduce.conv1.weight [ready ranks: 1, 7, 5]`` (before): the stalled op, a
   ``timed_out`` row for the rank that printed it, ``absent`` (missing) or ``started`` (ready) rows.
 - torch's desync report (``TORCH_DISTRIBUTED_DEBUG``/``TORCH_NCCL_DESYNC_DEBUG``): ``[7] finished
-  collective #182, but didn't join collective #183 (count from 1)``. Its numbers count from 1 and
-  are not the WorkNCCL SeqNum, so the rows carry none.
+  collective #182, but didn't join collective #183 (count from 1)``, ``[2] joined but didn't
+  finish collective #5 (count from 1)`` (still in the oldest collective) and ``ranks [1, 3] are
+  the lagging ranks that caused this timeout. They never joined any collectives``: each names
+  ranks behind the others (absent). Its numbers count from 1 and are not the WorkNCCL SeqNum, so
+  the rows carry none.
+- fr_trace's first form, one printed line: ``Not all ranks joining collective for group
+  0:default_pg collective nccl:all_reduce  Missing ranks are {1}`` (no sequence number).
 
 Blocks of several lines (``MissingRanksBlock``, one per writer):
 
@@ -48,13 +53,24 @@ RANK_LIST_RE = re.compile(r"\d+")
 
 STALL_RE = re.compile(r"(?P<op>[\w./-]+)\s*\[(?P<kind>missing|ready)\s+ranks:\s*"
                       r"(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
-DESYNC_LAGGING_RE = re.compile(
-    r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*finished collective #\d+,\s*but didn't join "
-    r"collective #\d+")
+# torch's desync report (c10d TraceUtils.h, 1.13+), one line per finding, each naming the ranks
+# behind the rest: those that never reached the next collective, those still inside the oldest
+# one, those that never joined any
+DESYNC_LAGGING_RES = (
+    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*finished collective #\d+,\s*but didn't "
+               r"join collective #\d+"),
+    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*joined but didn't finish collective #\d+"),
+    re.compile(r"ranks \[(?P<ranks>\d+(?:\s*,\s*\d+)*)\] are the lagging ranks that caused this "
+               r"timeout"),
+)
 
 FR_START_RE = re.compile(
     r"Not all ranks joining collective(?:[,:]?\s*sequence number:)?\s*(?P<seq>\d+)"
     r"(?:\s+at entry \d+)?\s*$")
+# fr_trace's first text report (a print, before its logger lines): one line, no sequence number
+FR_INLINE_RE = re.compile(
+    r"Not all ranks joining collective for group (?P<group>\S+) collective (?P<op>\S+)\s+"
+    r"Missing ranks are (?P<ranks>\{[\d,\s]*\}|set\(\))")
 FR_FIELD_RE = re.compile(r"^\s*(?P<key>group info|collective|missing ranks|collective state):"
                          r"\s*(?P<val>.*?)\s*$")
 FR_OTHER_RE = re.compile(r"^\s*(?:internal record id|input sizes|output sizes|world size|"
@@ -99,11 +115,21 @@ def parse_stall(text: str) -> list[Row] | None:
 
 
 def parse_desync_lagging(text: str) -> list[Row] | None:
-    """torch's desync report: the ranks that finished one collective and never joined the next."""
-    m = DESYNC_LAGGING_RE.search(text)
+    """torch's desync report: the ranks behind the others (finished one collective and never
+    joined the next, still in the oldest one, or never joined any)."""
+    m = next((m for rx in DESYNC_LAGGING_RES if (m := rx.search(text))), None)
     if not m:
         return None
     return [{"rank": r, "state": "absent", "_named_rank": True} for r in _ranks(m["ranks"])]
+
+
+def parse_fr_inline(text: str) -> list[Row] | None:
+    """fr_trace's one-line report: the missing ranks of a group's collective, no seq number."""
+    m = FR_INLINE_RE.search(text)
+    if not m:
+        return None
+    return [{"rank": r, "op_type": m["op"], "process_group": _pg(m["group"]), "state": "absent",
+             "_named_rank": True} for r in _ranks(m["ranks"])] or None
 
 
 def _pg(group_info: str | None) -> str | None:
@@ -295,9 +321,18 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "desync_report_lagging",
         "collectives",
-        ("but didn't join collective",),
+        ("but didn't join collective", "but didn't finish collective",
+         "are the lagging ranks that caused"),
         parse_desync_lagging,
         example="     [1] finished collective #2, but didn't join collective #3 (count from 1)",
+    ),
+    LineParser(
+        "fr_trace_inline",
+        "collectives",
+        ("Missing ranks are",),
+        parse_fr_inline,
+        example="Not all ranks joining collective for group 0:default_pg collective "
+        "nccl:all_reduce  Missing ranks are {1}  [[3, 4]] [[3, 4]] 2 scheduled  ",
     ),
 )
 
