@@ -58,9 +58,14 @@ WATCHDOG_RE = re.compile(
     r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"
     r"(?:\s*ran for\s*(?P<ran>\d[\d\s]*?)\s*milliseconds\s*before\s*timing\s*out)?"
 )
-# TORCH_NCCL_BLOCKING_WAIT=1: the main thread, not the watchdog, gives up.
-BLOCKING_WAIT_RE = re.compile(
-    r"Work WorkNCCL\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\) timed out in blocking wait"
+# NCCL_BLOCKING_WAIT=1: the main thread, not the watchdog, gives up: "Work WorkNCCL(…) timed out
+# in blocking wait" (torch 1.9+), "[Rank 3] Caught collective operation timeout for work:
+# WorkNCCL(OpType=ALLREDUCE, TensorShape=[1024], Timeout(ms)=1800000)" (torch 1.6-1.8's
+# WorkNCCL::wait, then "Operation timed out!")
+BLOCKING_WAIT_RES = (
+    re.compile(r"Work WorkNCCL\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\) timed out in blocking wait"),
+    re.compile(r"Caught collective operation timeout for work:\s*WorkNCCL"
+               r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"),
 )
 WORK_FIELD_RE = re.compile(r"(?P<key>\w+(?:\(ms\))?)\s*=\s*(?P<val>[^,]*)")
 
@@ -179,7 +184,7 @@ def parse_watchdog(text: str) -> Row | None:
     """ProcessGroupNCCL's 'Watchdog caught collective operation timeout' line."""
     m = WATCHDOG_RE.search(text) if "Watchdog caught" in text else None
     if m is None:
-        m = BLOCKING_WAIT_RE.search(text)
+        m = next((m for rx in BLOCKING_WAIT_RES if (m := rx.search(text))), None)
         if m is None:
             return _cut_watchdog(text)
     fields = {f["key"].lower(): f["val"].strip() for f in WORK_FIELD_RE.finditer(m["body"])}
@@ -426,7 +431,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_watchdog_timeout",
         "collectives",
-        ("Watchdog caught", "timed out in blocking wait"),
+        ("Watchdog caught", "timed out in blocking wait", "Caught collective operation timeout"),
         parse_watchdog,
         incomplete=watchdog_incomplete,
         example="[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog "
