@@ -402,3 +402,41 @@ def test_ras_ranks_that_launched_nothing(tmp_path: Path) -> None:
                  "  Rank 7 has not launched any operations -- GPU 3 managed by process 1 on node n1\n")
     f = timeout.diagnose(traindoc.load(p)).facts
     assert f["lagging_ranks"] == [7] and f["seq_num"] == 64
+
+
+# -- NCCL RAS: an INCOMPLETE communicator (src/ras/client_support.cc) ------------------------------
+
+RAS_INCOMPLETE_224 = """Errors
+======
+
+INCOMPLETE
+  Missing communicator data from 1 job process
+  Process 3487984 on node 172.16.64.213 managing GPU 5
+
+#0-0 (cf264af53edbe986) INCOMPLETE
+  Missing communicator data from 1 rank
+  The missing rank: 21
+
+Warnings
+========
+"""  # NCCL 2.24's user guide (troubleshooting/ras.rst): the rank list as one line
+
+RAS_INCOMPLETE_226 = """#0-0 (1bdb83b038775869) INCOMPLETE
+  Missing communicator data from 2 ranks
+  Rank 7 -- GPU 3 managed by process 3748990 on node node1
+  Rank 12 -- [process information not found]
+"""  # NCCL 2.26+: one line per missing rank
+
+
+@pytest.mark.parametrize(("text", "missing"), [
+    (RAS_INCOMPLETE_224, [21]),
+    (RAS_INCOMPLETE_224.replace("1 rank\n  The missing rank: 21", "2 ranks\n  The missing ranks: 3,7"),
+     [3, 7]),
+    (RAS_INCOMPLETE_226, [7, 12]),
+])
+def test_ras_incomplete_names_the_silent_ranks(tmp_path: Path, text: str, missing: list[int]) -> None:
+    p = tmp_path / "ras.txt"
+    p.write_text(text)
+    c = traindoc.load(p).collectives
+    assert sorted(c.loc[c["state"] == "absent", "rank"].astype(int)) == missing
+    assert facts(tmp_path, text)["lagging_ranks"] == missing

@@ -27,7 +27,10 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
   operation counts``, then ``30 ranks have launched up to operation 640``, ``2 ranks have launched
   up to operation 641`` and the ranks of the outlier group(s) (``Rank 12 -- GPU 4 managed by
   process …``, or ``Rank 7 has launched up to operation 60 -- GPU 3 …`` for a group of one). The
-  ranks at the highest count arrived there; the others are behind it (lagging).
+  ranks at the highest count arrived there; the others are behind it (lagging). Its INCOMPLETE
+  communicators name the ranks that did not answer: ``Missing communicator data from 1 rank``
+  then ``The missing rank: 21`` (2.24-2.25) or ``Rank 7 -- GPU 3 managed by process 3748990 on
+  node node1`` (2.26+): absent rows (no operation: RAS says only that they are silent).
 - init_process_group's store-based barrier while it waits (torch < 2.1, every
   ``_store_based_barrier`` poll): ``Waiting in store based barrier to initialize process group for
   rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)``.
@@ -82,6 +85,11 @@ RAS_GROUP_RE = re.compile(r"^\s*(?P<n>\d+) ranks have (?:launched up to operatio
 RAS_ONE_RE = re.compile(r"^\s*Rank (?P<rank>\d+) has (?:launched up to operation (?P<seq>\d+)|"
                         r"not launched any operations)")
 RAS_RANK_RE = re.compile(r"^\s*Rank (?P<rank>\d+) -- ")
+# RAS's INCOMPLETE communicator (ranks that did not answer): "Missing communicator data from 1
+# rank", then "The missing rank: 21" (NCCL 2.24-2.25; "The missing ranks: 3,7") or one "Rank 7
+# -- GPU 3 managed by process …" line per rank (2.26+)
+RAS_MISSING_START_RE = re.compile(r"Missing communicator data from (?P<n>\d+) ranks?\s*$")
+RAS_MISSING_LIST_RE = re.compile(r"^\s*The missing ranks?:\s*(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*$")
 
 STORE_WAIT_RE = re.compile(
     r"Waiting in store based barrier to initialize process group for rank:?\s*(?P<rank>\d+),\s*"
@@ -146,6 +154,7 @@ class MissingRanksBlock:
     tables = ("collectives",)
     section: str | None = None
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
+               "Missing communicator data from",
                "process_id=", "Waiting in store based barrier")
 
     def __init__(self) -> None:
@@ -173,7 +182,8 @@ class MissingRanksBlock:
         return out
 
     def _start(self, text: str, ctx: object) -> None:
-        if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, JAX_START_RE)):
+        if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, RAS_MISSING_START_RE,
+                                               JAX_START_RE)):
             return  # idle, and stays as it was (the fast engine's contract)
         self.ctx, self.fields, self.groups, self.tasks = ctx, {}, [], []
         self.first_task = None
@@ -184,6 +194,10 @@ class MissingRanksBlock:
         m = RAS_START_RE.search(text)
         if m:
             self.section, self.fields["op"] = "ras", m["op"]
+            return
+        m = RAS_MISSING_START_RE.search(text)
+        if m:
+            self.section, self.fields["n"] = "ras_missing", m["n"]
             return
         m = JAX_START_RE.search(text)
         if m:
@@ -210,6 +224,16 @@ class MissingRanksBlock:
             r = RAS_RANK_RE.match(text)
             if r and self.groups:
                 self.groups[-1][2].append(digits_int(r["rank"]))
+                return True
+            return False
+        if self.section == "ras_missing":
+            m = RAS_MISSING_LIST_RE.match(text)
+            if m:
+                self.tasks += _ranks(m["ranks"])
+                return True
+            r = RAS_RANK_RE.match(text)
+            if r:
+                self.tasks.append(digits_int(r["rank"]))
                 return True
             return False
         if self.section == "jax":
@@ -265,6 +289,9 @@ class MissingRanksBlock:
             rows = self._fr_rows()
         elif section == "ras":
             rows = self._ras_rows()
+        elif section == "ras_missing":
+            rows = [{"rank": r, "state": "absent", "_named_rank": True}
+                    for r in sorted(set(self.tasks)) if r < MAX_COMM_RANKS]
         elif section == "jax" and self.tasks:
             rows = [{"rank": self.process_id, "op_type": self.fields["op"],
                      "state": "timed_out", "_named_rank": True}]
