@@ -784,3 +784,33 @@ def test_gdb_bt_leaf_is_outside_the_c_library_waits(tmp_path: Path) -> None:
     (tmp_path / "gdb.txt").write_text(GDB_BT_899)
     f = deadlock.diagnose(traindoc.load(tmp_path / "gdb.txt")).facts
     assert f["processes_seen"] == 1 and f["majority_leaf"] == "ncclGroupEnd (libnccl.so.2)"
+
+
+@pytest.mark.parametrize("line", [
+    # py-spy's errors for a Python it cannot read (src/python_spy.rs, src/python_process_info.rs)
+    "Error: Failed to copy PyThreadState",
+    "Error: Unsupported version of Python: 3.13.0",
+    "Error: Failed to find a python interpreter in the .data section",
+    "Error: Failed to parse python binary",
+])
+def test_pyspy_errors_of_every_version(tmp_path: Path, line: str) -> None:
+    (tmp_path / "trace-node3.out").write_text(line + "\n")
+    s = traindoc.load(tmp_path / "trace-node3.out").stacks
+    assert list(s["state"]) == ["dump_error"] and list(s["host"]) == ["node3"]
+
+
+def test_faulthandler_notes_do_not_end_the_dump(tmp_path: Path) -> None:
+    # CPython traceback.c: "  Garbage-collecting" under the current thread's header (3.12+),
+    # "  <no Python frame>" for a thread without one
+    (tmp_path / "fh.txt").write_text(
+        "Fatal Python error: Aborted\n\n"
+        "Thread 0x00007f3a1c9ff640 (most recent call first):\n  <no Python frame>\n\n"
+        "Current thread 0x00007f3a2d6b5740 (most recent call first):\n  Garbage-collecting\n"
+        '  File "/work/train.py", line 12 in step\n'
+        '  File "/work/train.py", line 120 in <module>\n\n'
+        "Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)\n")
+    s = traindoc.load(tmp_path / "fh.txt").stacks
+    main = s[s["tid"] == "0x00007f3a2d6b5740"]
+    assert len(main) == 1 and main.iloc[0]["frames"] == ["step (/work/train.py:12)",
+                                                         "<module> (/work/train.py:120)"]
+    assert main.iloc[0]["thread"] == "MainThread"

@@ -112,11 +112,20 @@ CONDENSED_RE = re.compile(r"^(?P<n>\d+) (?:(?:processes|procs|ranks)(?: are)? )?
 SEPARATOR_RE = re.compile(r"^-{20,}$")  # between --subprocesses dumps
 # py-spy's own errors, as its anyhow chain prints them first ("Error: Failed to find python
 # version from target process", "Error: Failed to get process executable name. Check that the
-# process is running." — both seen in tests/data/pyspy/; the rest from py-spy's sources).
-PYSPY_ERROR_RE = re.compile(
-    r"^Error: (?:Failed to (?:find python version|get process executable name|open process"
-    r"|get stack traces?|suspend process|find python interpreter|connect to process|get "
-    r"interpreter)|Permission [Dd]enied|No python processes found|Operation not permitted)")
+# process is running." — both seen in tests/data/pyspy/; the rest from py-spy's sources, 0.1-0.4:
+# a Python it cannot read, "Error: Failed to copy PyThreadState", "Error: Unsupported version of
+# Python: 3.13.0"). Only these: "Error: Failed to …" alone is any program's.
+PYSPY_ERRORS = (
+    "Failed to find python version", "Failed to find a python version",
+    "Failed to get process executable name", "Failed to open process", "Failed to get stack trace",
+    "Failed to suspend process", "Failed to find python interpreter",
+    "Failed to find a python interpreter", "Failed to connect to process",
+    "Failed to get interpreter", "Failed to copy PyThreadState", "Failed to copy PyInterpreterState",
+    "Failed to parse python binary", "Failed to get virtual memory maps",
+    "Failed to find _PyRuntime", "Unsupported version of Python", "Permission denied",
+    "Permission Denied", "No python processes found", "Operation not permitted",
+)
+PYSPY_ERROR_RE = re.compile(r"^Error: (?:" + "|".join(re.escape(e) for e in PYSPY_ERRORS) + ")")
 
 # --- faulthandler ---------------------------------------------------------------------------
 FH_THREAD_RE = re.compile(
@@ -124,6 +133,9 @@ FH_THREAD_RE = re.compile(
     r"(?: <(?P<oldname>[^>]*)>)? \(most recent call first\):\s*$")
 FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
 FH_FRAME_RE = re.compile(r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+)$')
+# what faulthandler prints in place of, or before, a thread's frames (CPython traceback.c):
+# no frame, the collector running in the current thread (3.12+), a thread state already freed
+FH_NOTES = ("<no Python frame>", "Garbage-collecting", "<freed thread state>", "<tstate is freed>")
 
 # --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
 # "Thread 1 (Thread 0x7f9af26b3700 (LWP 13663)):", newer gdb: '… (LWP 13663) "python3"):'
@@ -614,7 +626,7 @@ class StackParser:
         if m or FH_STACK_RE.match(text):
             return self._fh_thread(m, ctx)
         stripped = text.strip()
-        if not stripped or stripped == "<no Python frame>":
+        if not stripped or stripped in FH_NOTES:
             return []
         if stripped == "...":
             self._fh_cut = True
