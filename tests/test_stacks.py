@@ -814,3 +814,23 @@ def test_faulthandler_notes_do_not_end_the_dump(tmp_path: Path) -> None:
     assert len(main) == 1 and main.iloc[0]["frames"] == ["step (/work/train.py:12)",
                                                          "<module> (/work/train.py:120)"]
     assert main.iloc[0]["thread"] == "MainThread"
+
+
+GDB_BT_PYTHON = """Thread 1 (Thread 0x7f0b6e1b4740 (LWP 4242) "python"):
+#0  0x00007f0b6e291117 in __futex_abstimed_wait_common () from /lib/x86_64-linux-gnu/libc.so.6
+#1  0x00007f0a9c3a2b1d in ?? () from /usr/lib/x86_64-linux-gnu/libcuda.so.1
+#2  0x00007f0ab12c4a31 in cudaStreamSynchronize () from /opt/conda/lib/libcudart.so.12
+#3  0x000055555568d142 in _PyEval_EvalFrameDefault (tstate=<optimized out>, f=Frame 0x7f0a2c1d3a40, for file /work/train.py, line 88, in train_step (model=<Model at remote 0x7f0a>, batch=<Tensor at remote 0x7f0b>), throwflag=<optimized out>) at Python/ceval.c:4181
+#4  0x000055555568d142 in _PyEval_EvalFrameDefault (tstate=<optimized out>, f=Frame 0x7f0a2c1d3c00, for file /work/train.py, line 120, in <module> (), throwflag=<optimized out>) at Python/ceval.c:4181
+"""  # CPython's gdb helpers name the evaluation loop's frame (Tools/gdb/libpython.py,
+#      PyFrameObjectPtr.write_repr); rendered
+
+
+def test_gdb_bt_python_frames_named_by_libpython(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "gdb.txt").write_text(GDB_BT_PYTHON)
+    inc = traindoc.load(tmp_path / "gdb.txt")
+    assert inc.stacks.iloc[0]["frames"][3:] == ["train_step (/work/train.py:88)",
+                                                "<module> (/work/train.py:120)"]
+    assert deadlock.diagnose(inc).facts["majority_leaf"] == "train_step (/work/train.py:88)"

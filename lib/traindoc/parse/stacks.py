@@ -163,6 +163,11 @@ GDB_C_FRAME_RES = (
     re.compile(r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>[^\s(]+)(?: \(|$)"),  # cut or wrapped
 )
 GDB_C_FRAME_START_RE = re.compile(r"^#\d+\s")
+# the Python frame CPython's gdb helpers (Tools/gdb/libpython.py) print for an evaluation loop's
+# frame argument, "f=Frame 0x7f…, for file /x/train.py, line 88, in train_step (model=…)", and
+# for a whole frame in Python 2's py-bt ("#4 Frame 0x2cd6a10, for file …, line 339, in wait (…)")
+GDB_PY_FRAME_RE = re.compile(
+    r"Frame 0x[0-9a-fA-F]+, for file (?P<file>[^,]+?), line (?P<line>\d+), in (?P<func>[^\s(),]+)")
 GDB_C_WHERE_RE = re.compile(r"(?:^|\s)(?:at|from) (?P<file>\S+?)(?::(?P<line>\d+))?$")
 UNKNOWN_FILE = "?"
 MAX_GDB_WRAP = 3  # lines one wrapped frame may take
@@ -894,6 +899,9 @@ def gdb_c_frame(text: str) -> str | None:
     """A gdb ``bt`` frame line as the ``stacks`` table keeps it: ``function (library)`` or
     ``function (file:line)``; ``function (?)`` until a wrapped line says where; None for an
     unknown function in no known library."""
+    m = GDB_PY_FRAME_RE.search(text)
+    if m:  # a Python frame the interpreter's frame names: the frame that says where
+        return frame_text(m["func"], m["file"], int(m["line"]))
     for rx in GDB_C_FRAME_RES:
         m = rx.match(text)
         if m:
