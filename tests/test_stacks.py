@@ -834,3 +834,25 @@ def test_gdb_bt_python_frames_named_by_libpython(tmp_path: Path) -> None:
     assert inc.stacks.iloc[0]["frames"][3:] == ["train_step (/work/train.py:88)",
                                                 "<module> (/work/train.py:120)"]
     assert deadlock.diagnose(inc).facts["majority_leaf"] == "train_step (/work/train.py:88)"
+
+
+def test_ray_stack_names_each_workers_pid(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock
+
+    # `ray stack` (python/ray/scripts/scripts.py) over two workers, with the py-spy of
+    # ray-project/ray#3187 (no Process line): each "Stack dump for <ps row>" names its pid
+    (tmp_path / "ray.txt").write_text(
+        "Stack dump for ddrl     20768  0.1  0.1 1751908 151888 pts/0  Sl   12:48   0:01 ray_worker\n"
+        "Thread 0x7F4AD3B8E740 (active)\n"
+        "\t _get_next_task_from_local_scheduler (ray/worker.py:988)\n"
+        "\t main_loop (ray/worker.py:1011)\n"
+        "\t <module> (ray/workers/default_worker.py:105)\n"
+        "\n"
+        "Stack dump for ddrl     20769  0.1  0.1 1751908 151888 pts/0  Sl   12:48   0:01 ray_worker\n"
+        "Thread 0x7F4AD3B8E741 (active)\n"
+        "\t all_reduce (torch/distributed/distributed_c10d.py:898)\n"
+        "\t main_loop (ray/worker.py:1011)\n"
+        "\t <module> (ray/workers/default_worker.py:105)\n")
+    inc = traindoc.load(tmp_path / "ray.txt")
+    assert list(inc.stacks["pid"]) == [20768, 20769]
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 2

@@ -262,6 +262,9 @@ PS_D_ROW_RE = re.compile(
 # ps pads STAT to 4 columns: "D" and its flags, then spaces
 PS_D_NEEDLES = (" D   ", " Dl  ", " Ds  ", " D+  ", " D<  ", " DN  ", " Dl+ ", " Ds+ ", " Dsl ",
                 " DNl ", " D<l ")
+# `ray stack` (python/ray/scripts/scripts.py): "Stack dump for <the worker's `ps aux` row>" before
+# each worker's py-spy dump; the row's second column is the pid (old py-spy printed no Process line)
+RAY_STACK_RE = re.compile(r"^Stack dump for \S+\s+(?P<pid>\d+)\s")
 # "ssh jean-zay-iam06": the commands (and dumps) after it ran there
 SSH_RE = re.compile(r"^ssh +(?:-\S+ +)*(?:[\w.\-]+@)?(?P<host>[A-Za-z][\w.\-]*)$")
 # BigScience's per-node listing: "trace-jean-zay-iam52" then one leaf name per line
@@ -362,7 +365,7 @@ class StackParser:
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
-               "py-spy", "ssh ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
+               "py-spy", "ssh ", "Stack dump for ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
                *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
@@ -462,6 +465,11 @@ class StackParser:
             m = SSH_RE.match(text.strip())
             if m:
                 self._hint = {"host": m["host"], "pid": None}
+                return True
+        if text.startswith("Stack dump for "):
+            m = RAY_STACK_RE.match(text)
+            if m:
+                self._hint = {"host": self._hint.get("host"), "pid": int(m["pid"])}
                 return True
         return False
 
