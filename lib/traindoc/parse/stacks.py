@@ -15,6 +15,10 @@ kept in ``tests/data/pyspy/``)::
         0x7f72b8ea3f16 (libc.so.6)                            (--native: native frames)
     --------------------------------------------------------------------------------
 
+py-spy 0.1 (``py-spy --dump``) printed the interpreter, ``Python version 3.6.8`` and threads as
+``Thread 0x7F3C2A6B5740/0x1A2B (active)`` with tab-indented frames, no Process line; ``ray
+stack`` puts ``Stack dump for <the worker's ps row>`` (its pid) before each worker's dump.
+
 Many dumps are often concatenated in one file (``xargs py-spy dump --pid`` under ``srun
 --output=trace-%N.out``), and py-spy's own errors land in it too (``Error: Failed to …``); an
 error becomes a row with ``state`` ``dump_error`` and no frames. The BLOOM chronicle's condensed
@@ -44,6 +48,11 @@ call first, a source line under each frame, built-in calls as pseudo-frames::
       <built-in method acquire of _thread.RLock object at remote 0x7f9aeed3ed00>
       File "/usr/lib/python3.5/logging/__init__.py", line 804, in acquire
         self.lock.acquire()
+
+gdb's ``thread apply all bt`` under the same thread headers: C frames, innermost first, read as
+``function (library)`` or ``function (file:line)`` (see ``GDB_C_FRAME_RES``); an evaluation
+loop's frame that CPython's gdb helpers name (``f=Frame 0x…, for file x.py, line 88, in step``)
+is read as that Python frame.
 
 Home-made dumpers over ``sys._current_frames()`` + ``traceback.extract_stack`` print most recent
 call LAST (frames are reversed here): ``# ThreadID: N`` then ``File: "x", line N, in f`` (the
