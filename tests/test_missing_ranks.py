@@ -9,8 +9,13 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import timeout
-from traindoc.parse.collectives import parse_socket_timeout, parse_store_barrier
-from traindoc.parse.missing_ranks import parse_desync_lagging, parse_stall
+from traindoc.parse.collectives import (
+    parse_dump_signal,
+    parse_socket_timeout,
+    parse_store_barrier,
+    parse_store_clients,
+)
+from traindoc.parse.missing_ranks import parse_desync_lagging, parse_fr_inline, parse_stall
 
 
 def facts(tmp_path: Path, text: str) -> dict:
@@ -135,6 +140,12 @@ def test_horovod_stall_names_the_straggler(tmp_path: Path) -> None:
     ("[1] finished collective #1155873, but didn't join collective #1155874", [1]),
     # torch's TraceUtils.h ranksToString: several ranks, comma-separated
     ("     [0, 1, 2] finished collective #41207, but didn't join collective #41208", [0, 1, 2]),
+    # TraceUtils.h analyzeLaggingRanks: ranks still inside the oldest collective
+    ("[E ProcessGroupNCCL.cpp:470] [Rank 0]  - [47] joined but didn't finish collective #41207 "
+     "(count from 1)", [47]),
+    # TraceUtils.h analyzeMissingRanks (torch 1.13+): ranks that never joined any collective
+    ("\t - To our best knowledge, ranks [1, 3] are the lagging ranks that caused this timeout. "
+     "They never joined any collectives", [1, 3]),
 ])
 def test_desync_report_names_lagging_ranks(line: str, ranks: list[int]) -> None:
     rows = parse_desync_lagging(line) or []
@@ -177,6 +188,26 @@ world size: 8
 expected ranks: {0, 1, 2, 3, 4, 5, 6, 7}
 collective state: scheduled
 """  # pytorch/pytorch#140969 (the newer wording: "sequence number", "internal record id")
+
+
+# fr_trace's first text report (tools/flight_recorder builder.py, a print of two f-strings
+# joined by a space, then sizes, the expected rank count and the state)
+FR_PRINT = ("Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce  "
+            "Missing ranks are {1, 3}  [[3, 4]] [[3, 4]] 4 scheduled  ")
+
+
+def test_fr_trace_printed_line() -> None:
+    rows = parse_fr_inline(FR_PRINT) or []
+    assert [(r["rank"], r["op_type"], r["process_group"], r["state"]) for r in rows] == [
+        (1, "nccl:all_reduce", "0 (default_pg)", "absent"),
+        (3, "nccl:all_reduce", "0 (default_pg)", "absent")]
+    assert parse_fr_inline(FR_PRINT.replace("{1, 3}", "set()")) is None
+
+
+def test_fr_trace_printed_line_names_the_stragglers(tmp_path: Path) -> None:
+    f = facts(tmp_path, FR_PRINT + "\nCollective stack traces: \n")
+    assert f["lagging_ranks"] == [1, 3] and f["pattern"] == "straggler"
+    assert f["op_type"] == "nccl:all_reduce"
 
 
 @pytest.mark.parametrize(("text", "seq", "missing"), [(FR_TUTORIAL, 5, [1]),
@@ -306,7 +337,48 @@ def test_prose_of_a_report_without_a_timeout_line(tmp_path: Path) -> None:
     assert "nccl:all_reduce #5 has not completed" in r.verdict and "rank 1" in r.verdict
 
 
-@pytest.mark.parametrize("line", [STORE_BARRIER[0][0], SOCKET[1][0]])
+# -- start-up: the TCPStore server waiting for its clients (torch 2.x TCPStore.cpp) -------------
+
+STORE_CLIENTS = [
+    # vllm-project/vllm#16334
+    ("torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/4 "
+     "clients joined.", 601_000),
+    # vllm-project/vllm#24036 (vLLM's own logger prefix)
+    ("ERROR 09-01 02:20:44 [engine.py:458] Timed out after 601 seconds waiting for clients. 1/8 "
+     "clients joined.", 601_000),
+    # OpenRLHF/OpenRLHF#1040 (the issue's title)
+    ("torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 1/3 "
+     "clients joined.", 1_801_000),
+]
+
+
+@pytest.mark.parametrize(("line", "ms"), STORE_CLIENTS)
+def test_store_clients_timeout(line: str, ms: int) -> None:
+    assert parse_store_clients(line) == {"rank": None, "timeout_ms": ms, "state": "timed_out"}
+
+
+# -- the heartbeat monitor told of a timeout through the store, by torch version -----------------
+
+@pytest.mark.parametrize(("line", "peer", "enq", "comp"), [
+    # torch 2.2-2.3 ProcessGroupNCCL.cpp heartbeatMonitor, on the ranks another rank's watchdog
+    # signalled through the store: some rank timed out, none named
+    ("[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Received a global timeout from another "
+     "rank and will start to dump the debug info. Last enqueued NCCL work: 12, last completed "
+     "NCCL work: 12.", None, 12, 12),
+    # pytorch/pytorch#122850 (torch 2.3): the printing rank's own watchdog fired (its peers
+    # print the 'global timeout from another rank' line above)
+    ("[rank0]:[E327 17:04:16.182548526 ProcessGroupNCCL.cpp:1346] [PG 0 Rank 0] Received a "
+     "timeout signal from this local rank and will start to dump the debug info. Last enqueued "
+     "NCCL work: 2, last completed NCCL work: 1.", None, 2, 1),
+])
+def test_dump_signal_forerunners(line: str, peer: int | None, enq: int, comp: int) -> None:
+    rows = parse_dump_signal(line) or []
+    assert [r["rank"] for r in rows if r.get("_named_rank")] == ([] if peer is None else [peer])
+    status = [r for r in rows if r["state"] == "status"]
+    assert [(r["last_enqueued"], r["last_completed"]) for r in status] == [(enq, comp)]
+
+
+@pytest.mark.parametrize("line", [STORE_BARRIER[0][0], SOCKET[1][0], STORE_CLIENTS[0][0]])
 def test_startup_timeouts_get_the_startup_action(tmp_path: Path, line: str) -> None:
     p = tmp_path / "job.log"
     p.write_text(line + "\n")
@@ -330,3 +402,41 @@ def test_ras_ranks_that_launched_nothing(tmp_path: Path) -> None:
                  "  Rank 7 has not launched any operations -- GPU 3 managed by process 1 on node n1\n")
     f = timeout.diagnose(traindoc.load(p)).facts
     assert f["lagging_ranks"] == [7] and f["seq_num"] == 64
+
+
+# -- NCCL RAS: an INCOMPLETE communicator (src/ras/client_support.cc) ------------------------------
+
+RAS_INCOMPLETE_224 = """Errors
+======
+
+INCOMPLETE
+  Missing communicator data from 1 job process
+  Process 3487984 on node 172.16.64.213 managing GPU 5
+
+#0-0 (cf264af53edbe986) INCOMPLETE
+  Missing communicator data from 1 rank
+  The missing rank: 21
+
+Warnings
+========
+"""  # NCCL 2.24's user guide (troubleshooting/ras.rst): the rank list as one line
+
+RAS_INCOMPLETE_226 = """#0-0 (1bdb83b038775869) INCOMPLETE
+  Missing communicator data from 2 ranks
+  Rank 7 -- GPU 3 managed by process 3748990 on node node1
+  Rank 12 -- [process information not found]
+"""  # NCCL 2.26+: one line per missing rank
+
+
+@pytest.mark.parametrize(("text", "missing"), [
+    (RAS_INCOMPLETE_224, [21]),
+    (RAS_INCOMPLETE_224.replace("1 rank\n  The missing rank: 21", "2 ranks\n  The missing ranks: 3,7"),
+     [3, 7]),
+    (RAS_INCOMPLETE_226, [7, 12]),
+])
+def test_ras_incomplete_names_the_silent_ranks(tmp_path: Path, text: str, missing: list[int]) -> None:
+    p = tmp_path / "ras.txt"
+    p.write_text(text)
+    c = traindoc.load(p).collectives
+    assert sorted(c.loc[c["state"] == "absent", "rank"].astype(int)) == missing
+    assert facts(tmp_path, text)["lagging_ranks"] == missing

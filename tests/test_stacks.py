@@ -672,3 +672,187 @@ def test_ssh_names_the_host_of_the_dumps_after_it(tmp_path: Path) -> None:
     s = traindoc.load(tmp_path / "notes.txt").stacks
     assert list(zip(s["host"], s["pid"], s["state"], strict=True)) == [
         ("jean-zay-iam06", 280058, "dump_error")]
+
+
+# -- py-spy 0.1's --dump (src/main.rs v0.1.11: the interpreter, "Python version", thread ids
+# "python/os" in hex, frames "\t func (file:line)") --------------------------------------------
+PYSPY_01 = ("$ sudo py-spy --dump --pid 3016\n"
+            "/usr/bin/python3.6\n"
+            "Python version 3.6.8\n"
+            "Thread 0x7F3C2A6B5740/0x1A2B (active)\n"
+            "\t wait (threading.py:295)\n"
+            "\t all_reduce (torch/distributed/distributed_c10d.py:898)\n"
+            "\t train (train.py:120)\n"
+            "\t <module> (train.py:130)\n"
+            "Thread 0x7F3C1A0FF700/0x1A2C (idle)\n"
+            "\t _worker_loop (torch/utils/data/_utils/worker.py:178)\n")
+
+
+def test_pyspy_01_dump(tmp_path: Path) -> None:
+    (tmp_path / "dump.txt").write_text(PYSPY_01)
+    s = traindoc.load(tmp_path / "dump.txt").stacks
+    assert list(s["tid"]) == ["0x7F3C2A6B5740", "0x7F3C1A0FF700"]
+    assert list(s["state"]) == ["active", "idle"] and set(s["pid"]) == {3016}
+    assert s.iloc[0]["frames"][:3] == ["wait (threading.py:295)",
+                                       "all_reduce (torch/distributed/distributed_c10d.py:898)",
+                                       "train (train.py:120)"]
+    from traindoc.diagnose import deadlock
+
+    f = deadlock.diagnose(traindoc.load(tmp_path / "dump.txt")).facts
+    assert f["processes_seen"] == 1
+    assert f["majority_leaf"] == "all_reduce (torch/distributed/distributed_c10d.py:898)"
+
+
+# -- gdb's thread apply all bt: C frames under gdb's thread headers ---------------------------------
+GDB_BT_899 = """(gdb) thread apply all bt
+
+Thread 18 (Thread 0x7f0498ffd700 (LWP 135332)):
+#0  0x00007f05daa8fe8b in pthread_rwlock_wrlock () from /usr/lib/x86_64-linux-gnu/libpthread.so.0
+#1  0x00007f0580bb3641 in ?? () from /usr/lib/x86_64-linux-gnu/libcuda.so
+#8  0x00007f04fc98d6e6 in ncclGroupEnd () from /usr/lib/x86_64-linux-gnu/libnccl.so.2
+#9  0x00007f05da06e256 in tfrt::gpu::wrapper::NcclGroupEnd() () from /workdir/UDLC/runtime/tfrt/example/test_all_reduce/pyRuntime.so
+
+Thread 1 (Thread 0x7f05dae9f740 (LWP 135300)):
+#0  0x00007f05daa8f00c in pthread_cond_wait@@GLIBC_2.3.2 () from /usr/lib/x86_64-linux-gnu/libpthread.so.0
+#1  0x00007f04fc98d6e6 in ncclGroupEnd () from /usr/lib/x86_64-linux-gnu/libnccl.so.2
+"""  # NVIDIA/nccl#899 (no debug info; a C++ name with its own parentheses; thread 1 invented
+#      from the issue's other threads' shape, as the excerpt is cut)
+
+GDB_BT_901 = """========rank0=================
+(gdb) thread apply all bt
+
+Thread 10 (Thread 0x7f322e3fa000 (LWP 496156)):
+#0  futex_wait_cancelable (private=<optimized out>, expected=0, futex_word=0x7f322e7fb158) at ../sysdeps/nptl/futex-internal.h:183
+#1  __pthread_cond_wait_common (abstime=0x0, clockid=0, mutex=0x7f322e7fb108, cond=0x7f322e7fb130) at pthread_cond_wait.c:508
+#2  __pthread_cond_wait (cond=cond@entry=0x7f322e7fb130, mutex=mutex@entry=0x7f322e7fb108) at pthread_cond_wait.c:647
+#3  0x00007f326f3d9740 in ncclProxyGetPostedOps (added=<synthetic pointer>, proxyState=0x5603cb96d1e0) at proxy.cc:713
+#4  ncclProxyProgress (proxyState_=0x5603cb96d1e0) at proxy.cc:868
+#5  0x00007f326f33f609 in start_thread (arg=<optimized out>) at pthread_create.c:477
+#6  0x00007f326ef18133 in clone () at ../sysdeps/unix/sysv/linux/x86_64/clone.S:95
+"""  # NVIDIA/nccl#901 (debug info: arguments, source lines, inlined frames without an address)
+
+GDB_BT_2560 = """Thread 4 (Thread 0x7fd09a759000 (LWP 3913167) "cuda00006000019"):
+#0  0x00007fd0b01abac1 in poll () from /lib64/libc.so.6
+#1  0x00007fd0b2867e4f in ?? () from /lib64/libcuda.so.1
+#4  0x00007fd0b0d861ca in start_thread () from /lib64/libpthread.so.0
+#5  0x00007fd0b00b28d3 in clone () from /lib64/libc.so.6
+"""  # NVIDIA/TensorRT-LLM#2560 (newer gdb: the thread's name after its LWP)
+
+GDB_BT_719 = """Thread 11 (Thread 0x7fd087fff700 (LWP 110)):
+#0  0x00007fd31dce9cb9 in __GI_ppoll (fds=0x0, nfds=140533611620016, timeout=<optimized out>, sigmask=0x7fd087ffeab0) at ../sysdeps/unix/sysv/linux/ppoll.c:39
+#1  0x0000000000000000 in ?? ()
+"""  # NVIDIA/nccl#719 (an unknown frame in no library: left out)
+
+GDB_BT_WRAPPED = """Thread 1 (Thread 0x7f0b6e1b4740 (LWP 4242) "python"):
+#0  0x00007f0b6e291117 in __futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x0,
+    op=393, expected=0, futex_word=0x55d2c1c0) at ./nptl/futex-internal.c:57
+#1  __futex_abstimed_wait_common (cancel=true, private=0, abstime=0x0, clockid=0, expected=0,
+    futex_word=0x55d2c1c0) at ./nptl/futex-internal.c:87
+#2  0x00007f0ab12c4a31 in ncclGroupEnd () from /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so
+"""  # gdb's own wrapping of a long frame at the terminal's width (rendered, gdb 12)
+
+
+@pytest.mark.parametrize(("text", "rows", "leaves"), [
+    (GDB_BT_899, 2, ["pthread_rwlock_wrlock (libpthread.so.0)",
+                     "pthread_cond_wait@@GLIBC_2.3.2 (libpthread.so.0)"]),
+    (GDB_BT_901, 1, ["futex_wait_cancelable (../sysdeps/nptl/futex-internal.h:183)"]),
+    (GDB_BT_2560, 1, ["poll (libc.so.6)"]),
+    (GDB_BT_719, 1, ["__GI_ppoll (../sysdeps/unix/sysv/linux/ppoll.c:39)"]),
+    (GDB_BT_WRAPPED, 1, ["__futex_abstimed_wait_common64 (./nptl/futex-internal.c:57)"]),
+])
+def test_gdb_thread_apply_all_bt(tmp_path: Path, text: str, rows: int, leaves: list[str]) -> None:
+    (tmp_path / "gdb.txt").write_text(text)
+    s = traindoc.load(tmp_path / "gdb.txt").stacks
+    assert len(s) == rows and list(s["leaf"]) == leaves
+    assert not [f for fr in s["frames"] for f in fr if f.startswith("?? (?)")]
+
+
+def test_gdb_bt_frames_in_order_and_the_main_thread_names_the_process(tmp_path: Path) -> None:
+    (tmp_path / "gdb.txt").write_text(GDB_BT_899 + "\n" + GDB_BT_WRAPPED.replace("Thread 1 ", "Thread 2 "))
+    s = traindoc.load(tmp_path / "gdb.txt").stacks
+    assert s.iloc[0]["frames"] == [
+        "pthread_rwlock_wrlock (libpthread.so.0)", "?? (libcuda.so)", "ncclGroupEnd (libnccl.so.2)",
+        "tfrt::gpu::wrapper::NcclGroupEnd() (pyRuntime.so)"]
+    assert s["thread"].isna().iloc[0] and s.iloc[1]["thread"] == "MainThread"
+    assert set(s["pid"]) == {135300}
+    assert s.iloc[2]["frames"][1] == "__futex_abstimed_wait_common (./nptl/futex-internal.c:87)"
+
+
+def test_gdb_bt_leaf_is_outside_the_c_library_waits(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "gdb.txt").write_text(GDB_BT_899)
+    f = deadlock.diagnose(traindoc.load(tmp_path / "gdb.txt")).facts
+    assert f["processes_seen"] == 1 and f["majority_leaf"] == "ncclGroupEnd (libnccl.so.2)"
+
+
+@pytest.mark.parametrize("line", [
+    # py-spy's errors for a Python it cannot read (src/python_spy.rs, src/python_process_info.rs)
+    "Error: Failed to copy PyThreadState",
+    "Error: Unsupported version of Python: 3.13.0",
+    "Error: Failed to find a python interpreter in the .data section",
+    "Error: Failed to parse python binary",
+])
+def test_pyspy_errors_of_every_version(tmp_path: Path, line: str) -> None:
+    (tmp_path / "trace-node3.out").write_text(line + "\n")
+    s = traindoc.load(tmp_path / "trace-node3.out").stacks
+    assert list(s["state"]) == ["dump_error"] and list(s["host"]) == ["node3"]
+
+
+def test_faulthandler_notes_do_not_end_the_dump(tmp_path: Path) -> None:
+    # CPython traceback.c: "  Garbage-collecting" under the current thread's header (3.12+),
+    # "  <no Python frame>" for a thread without one
+    (tmp_path / "fh.txt").write_text(
+        "Fatal Python error: Aborted\n\n"
+        "Thread 0x00007f3a1c9ff640 (most recent call first):\n  <no Python frame>\n\n"
+        "Current thread 0x00007f3a2d6b5740 (most recent call first):\n  Garbage-collecting\n"
+        '  File "/work/train.py", line 12 in step\n'
+        '  File "/work/train.py", line 120 in <module>\n\n'
+        "Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)\n")
+    s = traindoc.load(tmp_path / "fh.txt").stacks
+    main = s[s["tid"] == "0x00007f3a2d6b5740"]
+    assert len(main) == 1 and main.iloc[0]["frames"] == ["step (/work/train.py:12)",
+                                                         "<module> (/work/train.py:120)"]
+    assert main.iloc[0]["thread"] == "MainThread"
+
+
+GDB_BT_PYTHON = """Thread 1 (Thread 0x7f0b6e1b4740 (LWP 4242) "python"):
+#0  0x00007f0b6e291117 in __futex_abstimed_wait_common () from /lib/x86_64-linux-gnu/libc.so.6
+#1  0x00007f0a9c3a2b1d in ?? () from /usr/lib/x86_64-linux-gnu/libcuda.so.1
+#2  0x00007f0ab12c4a31 in cudaStreamSynchronize () from /opt/conda/lib/libcudart.so.12
+#3  0x000055555568d142 in _PyEval_EvalFrameDefault (tstate=<optimized out>, f=Frame 0x7f0a2c1d3a40, for file /work/train.py, line 88, in train_step (model=<Model at remote 0x7f0a>, batch=<Tensor at remote 0x7f0b>), throwflag=<optimized out>) at Python/ceval.c:4181
+#4  0x000055555568d142 in _PyEval_EvalFrameDefault (tstate=<optimized out>, f=Frame 0x7f0a2c1d3c00, for file /work/train.py, line 120, in <module> (), throwflag=<optimized out>) at Python/ceval.c:4181
+"""  # CPython's gdb helpers name the evaluation loop's frame (Tools/gdb/libpython.py,
+#      PyFrameObjectPtr.write_repr); rendered
+
+
+def test_gdb_bt_python_frames_named_by_libpython(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "gdb.txt").write_text(GDB_BT_PYTHON)
+    inc = traindoc.load(tmp_path / "gdb.txt")
+    assert inc.stacks.iloc[0]["frames"][3:] == ["train_step (/work/train.py:88)",
+                                                "<module> (/work/train.py:120)"]
+    assert deadlock.diagnose(inc).facts["majority_leaf"] == "train_step (/work/train.py:88)"
+
+
+def test_ray_stack_names_each_workers_pid(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock
+
+    # `ray stack` (python/ray/scripts/scripts.py) over two workers, with the py-spy of
+    # ray-project/ray#3187 (no Process line): each "Stack dump for <ps row>" names its pid
+    (tmp_path / "ray.txt").write_text(
+        "Stack dump for ddrl     20768  0.1  0.1 1751908 151888 pts/0  Sl   12:48   0:01 ray_worker\n"
+        "Thread 0x7F4AD3B8E740 (active)\n"
+        "\t _get_next_task_from_local_scheduler (ray/worker.py:988)\n"
+        "\t main_loop (ray/worker.py:1011)\n"
+        "\t <module> (ray/workers/default_worker.py:105)\n"
+        "\n"
+        "Stack dump for ddrl     20769  0.1  0.1 1751908 151888 pts/0  Sl   12:48   0:01 ray_worker\n"
+        "Thread 0x7F4AD3B8E741 (active)\n"
+        "\t all_reduce (torch/distributed/distributed_c10d.py:898)\n"
+        "\t main_loop (ray/worker.py:1011)\n"
+        "\t <module> (ray/workers/default_worker.py:105)\n")
+    inc = traindoc.load(tmp_path / "ray.txt")
+    assert list(inc.stacks["pid"]) == [20768, 20769]
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 2

@@ -11,7 +11,7 @@ import pytest
 import traindoc
 from conftest import ROOT
 from traindoc.parse.collectives import parse_gloo_timeout, parse_watchdog, parse_work_status
-from traindoc.parse.errors import parse_error
+from traindoc.parse.errors import parse_error, parse_exit
 
 WORDINGS = ROOT / "tests" / "data" / "wordings"
 COMPLETE_WORK_RE = re.compile(r"WorkNCCL\([^()]*Timeout\(ms\)=\d+\)")
@@ -175,3 +175,54 @@ def test_mpirun_timestamp_before_its_tag(line: str, rank: int, rest: str) -> Non
 
     body, origin = demux(line)
     assert (origin.rank, origin.rank_global) == (rank, True) and body.startswith(rest)
+
+
+# -- launcher and agent wordings across torch versions (torch/distributed/elastic/multiprocessing/
+# api.py, agent/server/api.py, torch/multiprocessing/spawn.py) ---------------------------------
+@pytest.mark.parametrize(("line", "code", "pid"), [
+    # workers started as subprocesses (every version; pytorch/pytorch#150916)
+    ("W0409 07:28:49.531000 1359 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+     "process 1365 closing signal SIGTERM", "launcher_sigterm", 1365),
+    # workers started by multiprocessing (torch 2.x; NVIDIA/nvidia-resiliency-ext#18)
+    ("W0227 17:39:41.936000 293814 site-packages/torch/distributed/elastic/multiprocessing/api.py:"
+     "766] Closing process 293866 via signal SIGTERM", "launcher_sigterm", 293866),
+    # the agent told to stop, torch < 2.4
+    ("WARNING:torch.distributed.elastic.agent.server.api:Received Signals.SIGTERM death signal, "
+     "shutting down workers", "launcher_received_signal", None),
+    # torch 2.4+: the signal's number (NVIDIA/nvidia-resiliency-ext#18, pytorch/pytorch#150916)
+    ("W0227 17:39:41.936000 293817 site-packages/torch/distributed/elastic/agent/server/api.py:"
+     "719] Received 15 death signal, shutting down workers", "launcher_received_signal", None),
+    # nohup's SIGHUP (OpenMOSS/MOSS#237, as logging's "Message:" quotes it)
+    ("Message: 'Received 1 death signal, shutting down workers'", "launcher_received_signal",
+     None),
+])
+def test_agent_signal_wordings(line: str, code: str, pid: int | None) -> None:
+    row = parse_error(line)
+    assert row is not None and row["code"] == code and row["kind"] == "signal"
+    assert row.get("pid") == pid
+
+
+@pytest.mark.parametrize(("line", "rank", "exitcode", "signal"), [
+    # torch.multiprocessing.spawn (Plachtaa/VITS-fast-fine-tuning#284; facebookresearch/moco#54)
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 1",
+     0, 1, None),
+    # torch <= 1.4 raised a plain Exception with the same words
+    ("Exception: process 1 terminated with exit code 1", 1, 1, None),
+    # a Windows access violation (SayaSS/vits-finetuning#32): no signal
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code "
+     "3221226505", 0, 3221226505, None),
+])
+def test_spawn_exit_codes(line: str, rank: int, exitcode: int, signal: str | None) -> None:
+    row = parse_exit(line)
+    assert row is not None
+    assert (row["rank"], row["exitcode"], row.get("signal")) == (rank, exitcode, signal)
+
+
+def test_blocking_wait_of_torch_16_to_18() -> None:
+    # torch 1.6-1.8 WorkNCCL::wait (NCCL_BLOCKING_WAIT=1): the rank's own line before its
+    # "Operation timed out!"
+    row = parse_watchdog("I1203 10:00:00.000 ProcessGroupNCCL.cpp:526] [Rank 3] Caught collective "
+                         "operation timeout for work: WorkNCCL(OpType=ALLREDUCE, TensorShape=[4, "
+                         "1024], Timeout(ms)=1800000)")
+    assert row is not None
+    assert (row["rank"], row["op_type"], row["timeout_ms"]) == (3, "ALLREDUCE", 1_800_000)

@@ -15,7 +15,10 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
 - dump signal (2.4+): ``Received a dump signal due to a collective timeout from rank 7 and we
   will try our best to dump the debug info. Last enqueued NCCL work: 56116, last completed NCCL
   work: 56116.`` (``from this local rank`` when the printing rank's own watchdog fired): rank 7
-  timed out; the printing rank's own position follows.
+  timed out; the printing rank's own position follows. Its forerunners: ``Received a timeout
+  signal from this local rank and will start to dump the debug info. Last enqueued NCCL work: 2,
+  last completed NCCL work: 1.`` (2.3) and ``Received a global timeout from another rank and
+  will start to dump the debug info.`` (2.2: some rank timed out, unnamed).
 - TORCH_DISTRIBUTED_DEBUG=DETAIL: ``Detected mismatch between collectives on ranks. Rank 0 is
   running collective: CollectiveFingerPrint(SequenceNumber=32, OpType=ALLREDUCE, TensorShape=[4],
   …), but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=32,
@@ -29,7 +32,9 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
   2.x: ``on rank 5`` and ``num_workers_joined=6``): rank 5 timed out, ``world_size -
   worker_count`` members never arrived, unnamed; the c10d client socket/TCPStore (``The client
   socket has timed out after 60s while trying to connect to 192.0.0.1:1234``, also ``600000ms``,
-  ``20min``): no rank, no collective, only the timeout.
+  ``20min``): no rank, no collective, only the timeout; the TCPStore server waiting for its
+  clients (``Timed out after 601 seconds waiting for clients. 1/4 clients joined.``, torch 2.x):
+  likewise.
 
 A row whose rank the message names about another rank (``from rank 7``, ``but Rank 1``, ``Rank 2
 failed``) carries ``_named_rank``: the loader keeps that rank instead of the line's prefix.
@@ -53,9 +58,14 @@ WATCHDOG_RE = re.compile(
     r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"
     r"(?:\s*ran for\s*(?P<ran>\d[\d\s]*?)\s*milliseconds\s*before\s*timing\s*out)?"
 )
-# TORCH_NCCL_BLOCKING_WAIT=1: the main thread, not the watchdog, gives up.
-BLOCKING_WAIT_RE = re.compile(
-    r"Work WorkNCCL\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\) timed out in blocking wait"
+# NCCL_BLOCKING_WAIT=1: the main thread, not the watchdog, gives up: "Work WorkNCCL(…) timed out
+# in blocking wait" (torch 1.9+), "[Rank 3] Caught collective operation timeout for work:
+# WorkNCCL(OpType=ALLREDUCE, TensorShape=[1024], Timeout(ms)=1800000)" (torch 1.6-1.8's
+# WorkNCCL::wait, then "Operation timed out!")
+BLOCKING_WAIT_RES = (
+    re.compile(r"Work WorkNCCL\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\) timed out in blocking wait"),
+    re.compile(r"Caught collective operation timeout for work:\s*WorkNCCL"
+               r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"),
 )
 WORK_FIELD_RE = re.compile(r"(?P<key>\w+(?:\(ms\))?)\s*=\s*(?P<val>[^,]*)")
 
@@ -66,9 +76,19 @@ WORK_STATUS_RE = re.compile(
     r"last completed (?:NCCL )?work:\s*(?P<comp>-?\d+)"
 )
 
+# The heartbeat monitor's word that a timeout was signalled through the store, by torch version:
+# 2.2 "Received a global timeout from another rank and will start to dump the debug info."
+# (no rank), 2.3 "Received a timeout signal from this local rank and will start to dump …"
+# (pytorch/pytorch#122850), 2.4+ "Received a dump signal due to a collective timeout from rank 7
+# and we will try our best to dump …"; each may end with the printing rank's last works.
+DUMP_SIGNAL_WORDINGS = (
+    "Received a dump signal due to a collective timeout from",
+    "Received a timeout signal from",
+    "Received a global timeout from",
+)
 DUMP_SIGNAL_RE = re.compile(
-    r"Received a dump signal due to a collective timeout from\s+(?:rank\s+(?P<peer>\d+)|"
-    r"(?P<local>this local rank))"
+    r"(?:" + "|".join(re.escape(w) for w in DUMP_SIGNAL_WORDINGS) + r")"
+    r"\s+(?:rank\s+(?P<peer>\d+)|(?P<local>this local rank)|another rank)"
     r"(?:.*?Last enqueued \w+ work:\s*(?P<enq>-?\d+),\s*last completed \w+ work:\s*"
     r"(?P<comp>-?\d+))?"
 )
@@ -99,6 +119,12 @@ STORE_BARRIER_RE = re.compile(
 SOCKET_TIMEOUT_RE = re.compile(
     r"The client socket has timed out after\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|min|h)\b"
     r"\s*while trying to connect to"
+)
+# the TCPStore server (rank 0's store, torch 2.x TCPStore.cpp) waiting for its clients at start-up:
+# "Timed out after 601 seconds waiting for clients. 1/4 clients joined." (vllm-project/vllm#16334)
+STORE_CLIENTS_RE = re.compile(
+    r"Timed out after (?P<s>\d+(?:\.\d+)?) seconds waiting for clients\.\s*"
+    r"(?P<joined>\d+)/(?P<world>\d+) clients joined"
 )
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"
 UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
@@ -158,7 +184,7 @@ def parse_watchdog(text: str) -> Row | None:
     """ProcessGroupNCCL's 'Watchdog caught collective operation timeout' line."""
     m = WATCHDOG_RE.search(text) if "Watchdog caught" in text else None
     if m is None:
-        m = BLOCKING_WAIT_RE.search(text)
+        m = next((m for rx in BLOCKING_WAIT_RES if (m := rx.search(text))), None)
         if m is None:
             return _cut_watchdog(text)
     fields = {f["key"].lower(): f["val"].strip() for f in WORK_FIELD_RE.finditer(m["body"])}
@@ -348,6 +374,23 @@ def parse_socket_timeout(text: str) -> Row | None:
             "state": "timed_out"}
 
 
+def parse_store_clients(text: str) -> Row | None:
+    """The TCPStore server gave up waiting for its clients: a start-up timeout, no rank named."""
+    m = STORE_CLIENTS_RE.search(text)
+    if not m:
+        return None
+    return {"rank": None, "timeout_ms": _ms(to_float(m["s"]), 1000), "state": "timed_out"}
+
+
+STARTUP_LINE_RES = (SOCKET_TIMEOUT_RE, STORE_CLIENTS_RE)
+
+
+def startup_line(text: str) -> bool:
+    """Whether a timeout line is one of start-up's that names no collective (the c10d client
+    socket, the TCPStore server waiting for clients)."""
+    return any(rx.search(text) for rx in STARTUP_LINE_RES)
+
+
 def _ms(value: float | None, scale: int) -> int | None:
     """A duration in milliseconds; None for one no clock could show (inf, beyond int64)."""
     if value is None or not math.isfinite(value) or value * scale >= 2**63:
@@ -374,13 +417,21 @@ STARTUP_TIMEOUTS: tuple[LineParser, ...] = (
         example="[E socket.cpp:860] [c10d] The client socket has timed out after 60s while "
         "trying to connect to 192.0.0.1:1234",
     ),
+    LineParser(
+        "tcpstore_clients_timeout",
+        "collectives",
+        ("waiting for clients",),
+        parse_store_clients,
+        example="torch.distributed.DistStoreError: Timed out after 601 seconds waiting for "
+        "clients. 1/4 clients joined.",
+    ),
 )
 
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_watchdog_timeout",
         "collectives",
-        ("Watchdog caught", "timed out in blocking wait"),
+        ("Watchdog caught", "timed out in blocking wait", "Caught collective operation timeout"),
         parse_watchdog,
         incomplete=watchdog_incomplete,
         example="[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog "
@@ -399,7 +450,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_dump_signal",
         "collectives",
-        ("Received a dump signal",),
+        ("Received a dump signal", "Received a timeout signal", "Received a global timeout"),
         parse_dump_signal,
         example="[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID "
         "0(default_pg) Rank 6] Received a dump signal due to a collective timeout from  rank 7 and"

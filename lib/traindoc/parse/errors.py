@@ -40,8 +40,10 @@ Wordings, checked against the sources that print them (and public issues quoting
   StepId=11300781.0. Some of the step tasks have been OOM Killed.`` and ``srun: error:
   sdumont6156: task 0: Out Of Memory`` (nextflow#5932); Ray's ``OutOfMemoryError``.
 - Launchers and schedulers: torchrun ``failed (exitcode: -9) local_rank: 1 (pid: 4914) of
-  binary: …`` and ``Sending process 4913 closing signal SIGTERM`` and ``Received
-  Signals.SIGTERM death signal, shutting down workers`` (torch/distributed/elastic); DeepSpeed's
+  binary: …`` and ``Sending process 4913 closing signal SIGTERM`` (or ``Closing process 4913
+  via signal SIGTERM``) and ``Received Signals.SIGTERM death signal, shutting down workers``
+  (2.4+: ``Received 15 death signal, …``) (torch/distributed/elastic); torch.multiprocessing's
+  ``process 0 terminated with exit code 1`` (an exit of the spawned rank); DeepSpeed's
   ``[launch.py:184:sigkill_handler] ['python3', …, '--local_rank=3', …] exits with return code =
   -6`` and ``Killing subprocess 48213``; srun's ``srun: error: taurusi2031: tasks 10-11: Exited
   with exit code 1`` / ``task 3: Killed`` (picongpu#198); ``slurmstepd: error: *** STEP 1234.0
@@ -389,18 +391,28 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?:'--local_rank=(?P<local>\d+)'.*?)?(?P<msg>died with <Signals\."
                    r"(?P<code>SIG[A-Z]+): \d+>)"),
     ),
-    (
+    (  # the elastic agent told to stop: "Received Signals.SIGTERM death signal, …" (torch < 2.4),
+        # "Received 15 death signal, shutting down workers" (2.4+, pytorch#150916; "Received 1"
+        # under nohup's SIGHUP, OpenMOSS/MOSS#237)
         "launcher_received_signal",
         "signal",
         "death signal, shutting down workers",
-        re.compile(r"(?P<msg>Received Signals\.(?P<sig>SIG[A-Z]+) death signal, shutting down "
-                   r"workers)"),
+        re.compile(r"(?P<msg>Received (?:Signals\.(?P<sig>SIG[A-Z]+)|\d+) death signal, shutting "
+                   r"down workers)"),
     ),
-    (
+    (  # the agent's SIGTERM to a worker: "Sending process 1365 closing signal SIGTERM" (workers
+        # run as subprocesses), "Closing process 293866 via signal SIGTERM" (started by
+        # multiprocessing: torch 2.x, NVIDIA/nvidia-resiliency-ext#18)
         "launcher_sigterm",
         "signal",
         "closing signal",
         re.compile(r"(?P<msg>Sending process (?P<pid>\d+) closing signal (?P<sig>SIG[A-Z]+))"),
+    ),
+    (
+        "launcher_sigterm",
+        "signal",
+        " via signal SIG",
+        re.compile(r"(?P<msg>Closing process (?P<pid>\d+) via signal (?P<sig>SIG[A-Z]+))"),
     ),
     (  # torchrun's escalation, 30 s after its SIGTERM (elastic/multiprocessing/api.py): "Unable
         # to shutdown process 188 via Signals.SIGTERM, forcefully exiting via Signals.SIGKILL";
@@ -771,6 +783,10 @@ SRUN_EXIT_RE = re.compile(
 EXIT_STATUS_RE = re.compile(
     r"(?<![A-Za-z])(?P<said>(?:[Ee]xit(?:ed)?(?: with)?(?: error| status| non-zero status)?"
     r"(?: [Cc]ode)?|exit status|[Ee]xit_code)[:=]?\s*(?P<code>1[3-9]\d|24\d|25[0-2]))\b")
+# torch.multiprocessing.spawn (every version): "process 0 terminated with exit code 1"
+# (Plachtaa/VITS-fast-fine-tuning#284); its process index is the rank as mp.spawn examples pass
+# it (the signal form, "… terminated with signal SIGKILL", is an ``errors`` row: spawn_signal)
+SPAWN_EXIT_RE = re.compile(r"process (?P<rank>\d+) terminated with exit code (?P<code>-?\d+)")
 SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )
@@ -800,6 +816,10 @@ def parse_exit(text: str) -> Row | None:
         else:
             row["signal"] = SIGNAL_WORDS[m["word"]]
         return row
+    m = SPAWN_EXIT_RE.search(text)
+    if m:
+        code = int(m["code"])
+        return {"rank": int(m["rank"]), "exitcode": code, "signal": signal_name(code)}
     m = SHELL_KILLED_RE.search(text)
     if m:
         return {"pid": int(m["pid"]), "signal": SIGNAL_WORDS[m["word"]]}

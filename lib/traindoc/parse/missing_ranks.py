@@ -9,8 +9,13 @@ One line each (``LINE_PARSERS``):
   horovod#342) or ``allreduce.conv1.weight [ready ranks: 1, 7, 5]`` (before): the stalled op, a
   ``timed_out`` row for the rank that printed it, ``absent`` (missing) or ``started`` (ready) rows.
 - torch's desync report (``TORCH_DISTRIBUTED_DEBUG``/``TORCH_NCCL_DESYNC_DEBUG``): ``[7] finished
-  collective #182, but didn't join collective #183 (count from 1)``. Its numbers count from 1 and
-  are not the WorkNCCL SeqNum, so the rows carry none.
+  collective #182, but didn't join collective #183 (count from 1)``, ``[2] joined but didn't
+  finish collective #5 (count from 1)`` (still in the oldest collective) and ``ranks [1, 3] are
+  the lagging ranks that caused this timeout. They never joined any collectives``: each names
+  ranks behind the others (absent). Its numbers count from 1 and are not the WorkNCCL SeqNum, so
+  the rows carry none.
+- fr_trace's first form, one printed line: ``Not all ranks joining collective for group
+  0:default_pg collective nccl:all_reduce  Missing ranks are {1}`` (no sequence number).
 
 Blocks of several lines (``MissingRanksBlock``, one per writer):
 
@@ -22,7 +27,10 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
   operation counts``, then ``30 ranks have launched up to operation 640``, ``2 ranks have launched
   up to operation 641`` and the ranks of the outlier group(s) (``Rank 12 -- GPU 4 managed by
   process …``, or ``Rank 7 has launched up to operation 60 -- GPU 3 …`` for a group of one). The
-  ranks at the highest count arrived there; the others are behind it (lagging).
+  ranks at the highest count arrived there; the others are behind it (lagging). Its INCOMPLETE
+  communicators name the ranks that did not answer: ``Missing communicator data from 1 rank``
+  then ``The missing rank: 21`` (2.24-2.25) or ``Rank 7 -- GPU 3 managed by process 3748990 on
+  node node1`` (2.26+): absent rows (no operation: RAS says only that they are silent).
 - init_process_group's store-based barrier while it waits (torch < 2.1, every
   ``_store_based_barrier`` poll): ``Waiting in store based barrier to initialize process group for
   rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)``.
@@ -48,13 +56,24 @@ RANK_LIST_RE = re.compile(r"\d+")
 
 STALL_RE = re.compile(r"(?P<op>[\w./-]+)\s*\[(?P<kind>missing|ready)\s+ranks:\s*"
                       r"(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
-DESYNC_LAGGING_RE = re.compile(
-    r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*finished collective #\d+,\s*but didn't join "
-    r"collective #\d+")
+# torch's desync report (c10d TraceUtils.h, 1.13+), one line per finding, each naming the ranks
+# behind the rest: those that never reached the next collective, those still inside the oldest
+# one, those that never joined any
+DESYNC_LAGGING_RES = (
+    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*finished collective #\d+,\s*but didn't "
+               r"join collective #\d+"),
+    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*joined but didn't finish collective #\d+"),
+    re.compile(r"ranks \[(?P<ranks>\d+(?:\s*,\s*\d+)*)\] are the lagging ranks that caused this "
+               r"timeout"),
+)
 
 FR_START_RE = re.compile(
     r"Not all ranks joining collective(?:[,:]?\s*sequence number:)?\s*(?P<seq>\d+)"
     r"(?:\s+at entry \d+)?\s*$")
+# fr_trace's first text report (a print, before its logger lines): one line, no sequence number
+FR_INLINE_RE = re.compile(
+    r"Not all ranks joining collective for group (?P<group>\S+) collective (?P<op>\S+)\s+"
+    r"Missing ranks are (?P<ranks>\{[\d,\s]*\}|set\(\))")
 FR_FIELD_RE = re.compile(r"^\s*(?P<key>group info|collective|missing ranks|collective state):"
                          r"\s*(?P<val>.*?)\s*$")
 FR_OTHER_RE = re.compile(r"^\s*(?:internal record id|input sizes|output sizes|world size|"
@@ -66,6 +85,11 @@ RAS_GROUP_RE = re.compile(r"^\s*(?P<n>\d+) ranks have (?:launched up to operatio
 RAS_ONE_RE = re.compile(r"^\s*Rank (?P<rank>\d+) has (?:launched up to operation (?P<seq>\d+)|"
                         r"not launched any operations)")
 RAS_RANK_RE = re.compile(r"^\s*Rank (?P<rank>\d+) -- ")
+# RAS's INCOMPLETE communicator (ranks that did not answer): "Missing communicator data from 1
+# rank", then "The missing rank: 21" (NCCL 2.24-2.25; "The missing ranks: 3,7") or one "Rank 7
+# -- GPU 3 managed by process …" line per rank (2.26+)
+RAS_MISSING_START_RE = re.compile(r"Missing communicator data from (?P<n>\d+) ranks?\s*$")
+RAS_MISSING_LIST_RE = re.compile(r"^\s*The missing ranks?:\s*(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*$")
 
 STORE_WAIT_RE = re.compile(
     r"Waiting in store based barrier to initialize process group for rank:?\s*(?P<rank>\d+),\s*"
@@ -99,11 +123,21 @@ def parse_stall(text: str) -> list[Row] | None:
 
 
 def parse_desync_lagging(text: str) -> list[Row] | None:
-    """torch's desync report: the ranks that finished one collective and never joined the next."""
-    m = DESYNC_LAGGING_RE.search(text)
+    """torch's desync report: the ranks behind the others (finished one collective and never
+    joined the next, still in the oldest one, or never joined any)."""
+    m = next((m for rx in DESYNC_LAGGING_RES if (m := rx.search(text))), None)
     if not m:
         return None
     return [{"rank": r, "state": "absent", "_named_rank": True} for r in _ranks(m["ranks"])]
+
+
+def parse_fr_inline(text: str) -> list[Row] | None:
+    """fr_trace's one-line report: the missing ranks of a group's collective, no seq number."""
+    m = FR_INLINE_RE.search(text)
+    if not m:
+        return None
+    return [{"rank": r, "op_type": m["op"], "process_group": _pg(m["group"]), "state": "absent",
+             "_named_rank": True} for r in _ranks(m["ranks"])] or None
 
 
 def _pg(group_info: str | None) -> str | None:
@@ -120,6 +154,7 @@ class MissingRanksBlock:
     tables = ("collectives",)
     section: str | None = None
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
+               "Missing communicator data from",
                "process_id=", "Waiting in store based barrier")
 
     def __init__(self) -> None:
@@ -147,7 +182,8 @@ class MissingRanksBlock:
         return out
 
     def _start(self, text: str, ctx: object) -> None:
-        if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, JAX_START_RE)):
+        if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, RAS_MISSING_START_RE,
+                                               JAX_START_RE)):
             return  # idle, and stays as it was (the fast engine's contract)
         self.ctx, self.fields, self.groups, self.tasks = ctx, {}, [], []
         self.first_task = None
@@ -158,6 +194,10 @@ class MissingRanksBlock:
         m = RAS_START_RE.search(text)
         if m:
             self.section, self.fields["op"] = "ras", m["op"]
+            return
+        m = RAS_MISSING_START_RE.search(text)
+        if m:
+            self.section, self.fields["n"] = "ras_missing", m["n"]
             return
         m = JAX_START_RE.search(text)
         if m:
@@ -184,6 +224,16 @@ class MissingRanksBlock:
             r = RAS_RANK_RE.match(text)
             if r and self.groups:
                 self.groups[-1][2].append(digits_int(r["rank"]))
+                return True
+            return False
+        if self.section == "ras_missing":
+            m = RAS_MISSING_LIST_RE.match(text)
+            if m:
+                self.tasks += _ranks(m["ranks"])
+                return True
+            r = RAS_RANK_RE.match(text)
+            if r:
+                self.tasks.append(digits_int(r["rank"]))
                 return True
             return False
         if self.section == "jax":
@@ -239,6 +289,9 @@ class MissingRanksBlock:
             rows = self._fr_rows()
         elif section == "ras":
             rows = self._ras_rows()
+        elif section == "ras_missing":
+            rows = [{"rank": r, "state": "absent", "_named_rank": True}
+                    for r in sorted(set(self.tasks)) if r < MAX_COMM_RANKS]
         elif section == "jax" and self.tasks:
             rows = [{"rank": self.process_id, "op_type": self.fields["op"],
                      "state": "timed_out", "_named_rank": True}]
@@ -295,9 +348,18 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "desync_report_lagging",
         "collectives",
-        ("but didn't join collective",),
+        ("but didn't join collective", "but didn't finish collective",
+         "are the lagging ranks that caused"),
         parse_desync_lagging,
         example="     [1] finished collective #2, but didn't join collective #3 (count from 1)",
+    ),
+    LineParser(
+        "fr_trace_inline",
+        "collectives",
+        ("Missing ranks are",),
+        parse_fr_inline,
+        example="Not all ranks joining collective for group 0:default_pg collective "
+        "nccl:all_reduce  Missing ranks are {1}  [[3, 4]] [[3, 4]] 2 scheduled  ",
     ),
 )
 

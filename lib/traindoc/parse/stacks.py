@@ -15,6 +15,10 @@ kept in ``tests/data/pyspy/``)::
         0x7f72b8ea3f16 (libc.so.6)                            (--native: native frames)
     --------------------------------------------------------------------------------
 
+py-spy 0.1 (``py-spy --dump``) printed the interpreter, ``Python version 3.6.8`` and threads as
+``Thread 0x7F3C2A6B5740/0x1A2B (active)`` with tab-indented frames, no Process line; ``ray
+stack`` puts ``Stack dump for <the worker's ps row>`` (its pid) before each worker's dump.
+
 Many dumps are often concatenated in one file (``xargs py-spy dump --pid`` under ``srun
 --output=trace-%N.out``), and py-spy's own errors land in it too (``Error: Failed to …``); an
 error becomes a row with ``state`` ``dump_error`` and no frames. The BLOOM chronicle's condensed
@@ -44,6 +48,11 @@ call first, a source line under each frame, built-in calls as pseudo-frames::
       <built-in method acquire of _thread.RLock object at remote 0x7f9aeed3ed00>
       File "/usr/lib/python3.5/logging/__init__.py", line 804, in acquire
         self.lock.acquire()
+
+gdb's ``thread apply all bt`` under the same thread headers: C frames, innermost first, read as
+``function (library)`` or ``function (file:line)`` (see ``GDB_C_FRAME_RES``); an evaluation
+loop's frame that CPython's gdb helpers name (``f=Frame 0x…, for file x.py, line 88, in step``)
+is read as that Python frame.
 
 Home-made dumpers over ``sys._current_frames()`` + ``traceback.extract_stack`` print most recent
 call LAST (frames are reversed here): ``# ThreadID: N`` then ``File: "x", line N, in f`` (the
@@ -93,11 +102,13 @@ from .prefixes import path_origin
 # --- py-spy text ------------------------------------------------------------------------------
 PROCESS_RE = re.compile(r"^Process (?P<pid>\d+): ?(?P<cmd>.*)$")
 PARENT_RE = re.compile(r"^Parent Process \d+: ")
-PYTHON_VERSION_RE = re.compile(r"^Python v\d")
-# "Thread 5024 (idle): "MainThread"", "Thread 0x7F12AB (active+gil)" (no name), and the plain
-# "Thread 5024" / "Thread 5024 (gil)" of py-spy's record/top printers.
+PYTHON_VERSION_RE = re.compile(r"^Python v(?:ersion )?\d")  # py-spy 0.1: "Python version 3.6.8"
+# "Thread 5024 (idle): "MainThread"", "Thread 0x7F12AB (active+gil)" (no name), the plain
+# "Thread 5024" / "Thread 5024 (gil)" of py-spy's record/top printers, and py-spy 0.1's
+# "Thread 0x7F3C2A6B5740/0x1A2B (active)" (Python's thread id / the OS thread id, both hex).
 THREAD_RE = re.compile(
-    r'^Thread (?:(?P<tid>0[xX][0-9A-Fa-f]+|\d+) ?)?(?:\((?P<state>idle|active\+gil|active|gil)\))?'
+    r'^Thread (?:(?P<tid>0[xX][0-9A-Fa-f]+|\d+)(?:/0[xX][0-9A-Fa-f]+)? ?)?'
+    r'(?:\((?P<state>idle|active\+gil|active|gil)\))?'
     r'(?::\s*"(?P<name>[^"]*)")?\s*$')  # the id may be cut out of a paste: 'Thread (idle): "…"'
 # "broadcast (torch/distributed/distributed_c10d.py:1191)", "0x7f… (libc.so.6)". The file is
 # the last parenthesised group; a --locals line ("name: repr") is never a frame.
@@ -110,11 +121,20 @@ CONDENSED_RE = re.compile(r"^(?P<n>\d+) (?:(?:processes|procs|ranks)(?: are)? )?
 SEPARATOR_RE = re.compile(r"^-{20,}$")  # between --subprocesses dumps
 # py-spy's own errors, as its anyhow chain prints them first ("Error: Failed to find python
 # version from target process", "Error: Failed to get process executable name. Check that the
-# process is running." — both seen in tests/data/pyspy/; the rest from py-spy's sources).
-PYSPY_ERROR_RE = re.compile(
-    r"^Error: (?:Failed to (?:find python version|get process executable name|open process"
-    r"|get stack traces?|suspend process|find python interpreter|connect to process|get "
-    r"interpreter)|Permission [Dd]enied|No python processes found|Operation not permitted)")
+# process is running." — both seen in tests/data/pyspy/; the rest from py-spy's sources, 0.1-0.4:
+# a Python it cannot read, "Error: Failed to copy PyThreadState", "Error: Unsupported version of
+# Python: 3.13.0"). Only these: "Error: Failed to …" alone is any program's.
+PYSPY_ERRORS = (
+    "Failed to find python version", "Failed to find a python version",
+    "Failed to get process executable name", "Failed to open process", "Failed to get stack trace",
+    "Failed to suspend process", "Failed to find python interpreter",
+    "Failed to find a python interpreter", "Failed to connect to process",
+    "Failed to get interpreter", "Failed to copy PyThreadState", "Failed to copy PyInterpreterState",
+    "Failed to parse python binary", "Failed to get virtual memory maps",
+    "Failed to find _PyRuntime", "Unsupported version of Python", "Permission denied",
+    "Permission Denied", "No python processes found", "Operation not permitted",
+)
+PYSPY_ERROR_RE = re.compile(r"^Error: (?:" + "|".join(re.escape(e) for e in PYSPY_ERRORS) + ")")
 
 # --- faulthandler ---------------------------------------------------------------------------
 FH_THREAD_RE = re.compile(
@@ -122,6 +142,9 @@ FH_THREAD_RE = re.compile(
     r"(?: <(?P<oldname>[^>]*)>)? \(most recent call first\):\s*$")
 FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
 FH_FRAME_RE = re.compile(r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+)$')
+# what faulthandler prints in place of, or before, a thread's frames (CPython traceback.c):
+# no frame, the collector running in the current thread (3.12+), a thread state already freed
+FH_NOTES = ("<no Python frame>", "Garbage-collecting", "<freed thread state>", "<tstate is freed>")
 
 # --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
 # "Thread 1 (Thread 0x7f9af26b3700 (LWP 13663)):", newer gdb: '… (LWP 13663) "python3"):'
@@ -134,6 +157,29 @@ GDB_BUILTIN_RE = re.compile(r"^<built-in (?:method|function) (?P<func>[\w.]+)")
 # what py-bt prints in place of a frame it cannot show
 GDB_NOTES = ("(unable to read python frame information)", "(frame information optimized out)",
              "Waiting for the GIL", "Garbage-collecting", "Unable to locate python frame")
+# gdb's ``bt`` under the same thread headers (``thread apply all bt``), C frames innermost first:
+# "#0  0x00007f05daa8fe8b in pthread_rwlock_wrlock () from /usr/lib/x86_64-linux-gnu/libpthread.so.0"
+# (no debug info: empty arguments, the library; C++ names keep their own parentheses),
+# "#3  0x00007f326f3d9740 in ncclProxyGetPostedOps (added=<synthetic pointer>, proxyState=0x5603…)
+# at proxy.cc:713" (debug info: arguments and the source line; an inlined frame has no address),
+# and a frame whose arguments or "at file:line" gdb wrapped onto indented lines of their own.
+# A frame reads ``function (library)`` or ``function (file:line)``; an unknown function with no
+# library ("?? ()") is left out.
+GDB_C_FRAME_RES = (
+    re.compile(r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>\S.*?) \(\)(?: from (?P<file>\S+))?$"),
+    re.compile(r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>[^\s(]+) \(.*\)"
+               r"(?: (?:at|from) (?P<file>\S+?)(?::(?P<line>\d+))?)?$"),
+    re.compile(r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>[^\s(]+)(?: \(|$)"),  # cut or wrapped
+)
+GDB_C_FRAME_START_RE = re.compile(r"^#\d+\s")
+# the Python frame CPython's gdb helpers (Tools/gdb/libpython.py) print for an evaluation loop's
+# frame argument, "f=Frame 0x7f…, for file /x/train.py, line 88, in train_step (model=…)", and
+# for a whole frame in Python 2's py-bt ("#4 Frame 0x2cd6a10, for file …, line 339, in wait (…)")
+GDB_PY_FRAME_RE = re.compile(
+    r"Frame 0x[0-9a-fA-F]+, for file (?P<file>[^,]+?), line (?P<line>\d+), in (?P<func>[^\s(),]+)")
+GDB_C_WHERE_RE = re.compile(r"(?:^|\s)(?:at|from) (?P<file>\S+?)(?::(?P<line>\d+))?$")
+UNKNOWN_FILE = "?"
+MAX_GDB_WRAP = 3  # lines one wrapped frame may take
 # "# ThreadID: 140289192748800" (the recipe), "-- Thread ID: 139870071547712 ---"
 LAST_THREAD_RE = re.compile(r"^(?:# ThreadID|-+ ?Thread ID): (?P<tid>\d+)(?: -+)?\s*$")
 LAST_NAME_RE = re.compile(r"^# Name: (?P<name>.+)$")
@@ -210,10 +256,11 @@ SEPARATOR_PID_RE = re.compile(
 # (searched: conda/venv tags may come first, "((env) ) [user@host ~]$ …")
 PROMPT_PYSPY_RE = re.compile(
     r"(?:^|[\s(\[])[\w.\-]+@(?P<host>[A-Za-z][\w.\-]*)[: ][^$#@]*[$#] +(?:sudo +)?(?:\S*/)?"
-    r"py-spy (?:dump|record)(?:.*?(?:--pid|-p)[ =](?P<pid>\d+))?")
+    r"py-spy (?:dump|record|--dump)(?:.*?(?:--pid|-p)[ =](?P<pid>\d+))?")
 # the command without a user@host prompt: "py-spy dump --pid 280058", zsh's
 # "➜  py-spy git:(master) sudo py-spy dump -p 555"
-PYSPY_COMMAND_RE = re.compile(r"(?:^|\s)(?:sudo +)?(?:\S*/)?py-spy dump\b.*?(?:--pid|-p)[ =](?P<pid>\d+)")
+PYSPY_COMMAND_RE = re.compile(
+    r"(?:^|\s)(?:sudo +)?(?:\S*/)?py-spy (?:dump\b|--dump\b).*?(?:--pid|-p)[ =](?P<pid>\d+)")
 # `ps` rows of a process in uninterruptible sleep (STAT D…): `ps aux` ("wust 13620 0.3 0.5
 # 1394124 253628 pts/9  D    19:18   0:00 python classify.py …") and plain `ps PID` ("20463 ?
 # Dl   43:28 /usr/bin/python …"). Only D rows are kept: the process stuck in the kernel.
@@ -224,6 +271,9 @@ PS_D_ROW_RE = re.compile(
 # ps pads STAT to 4 columns: "D" and its flags, then spaces
 PS_D_NEEDLES = (" D   ", " Dl  ", " Ds  ", " D+  ", " D<  ", " DN  ", " Dl+ ", " Ds+ ", " Dsl ",
                 " DNl ", " D<l ")
+# `ray stack` (python/ray/scripts/scripts.py): "Stack dump for <the worker's `ps aux` row>" before
+# each worker's py-spy dump; the row's second column is the pid (old py-spy printed no Process line)
+RAY_STACK_RE = re.compile(r"^Stack dump for \S+\s+(?P<pid>\d+)\s")
 # "ssh jean-zay-iam06": the commands (and dumps) after it ran there
 SSH_RE = re.compile(r"^ssh +(?:-\S+ +)*(?:[\w.\-]+@)?(?P<host>[A-Za-z][\w.\-]*)$")
 # BigScience's per-node listing: "trace-jean-zay-iam52" then one leaf name per line
@@ -324,7 +374,7 @@ class StackParser:
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
-               "py-spy", "ssh ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
+               "py-spy", "ssh ", "Stack dump for ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
                *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
@@ -424,6 +474,11 @@ class StackParser:
             m = SSH_RE.match(text.strip())
             if m:
                 self._hint = {"host": m["host"], "pid": None}
+                return True
+        if text.startswith("Stack dump for "):
+            m = RAY_STACK_RE.match(text)
+            if m:
+                self._hint = {"host": self._hint.get("host"), "pid": int(m["pid"])}
                 return True
         return False
 
@@ -593,7 +648,7 @@ class StackParser:
         if m or FH_STACK_RE.match(text):
             return self._fh_thread(m, ctx)
         stripped = text.strip()
-        if not stripped or stripped == "<no Python frame>":
+        if not stripped or stripped in FH_NOTES:
             return []
         if stripped == "...":
             self._fh_cut = True
@@ -673,6 +728,16 @@ class StackParser:
             self._tb[-1]["frames"].append(frame_text(m["func"], "built-in", None))
             self._tb_after_frame = False
             return []
+        if self._tb and not self._tb_last and GDB_C_FRAME_START_RE.match(s):
+            frame = gdb_c_frame(s)
+            if frame is not None:
+                self._tb[-1]["frames"].append(frame)
+            self._tb_after_frame = False
+            self._tb[-1]["c_frames"] = True
+            self._tb[-1]["wrapped"] = 0
+            return []
+        if self._tb and self._gdb_wrapped(s):
+            return []  # a frame's arguments or 'at file:line' that gdb wrapped
         m = GDB_THREAD_RE.match(s) or LAST_THREAD_RE.match(s)
         if m or GDB_TRACEBACK_RE.match(s):
             return self._tb_thread(m, ctx)
@@ -690,10 +755,33 @@ class StackParser:
         self.section = None
         return out + self._restart(text, ctx)
 
+    def _gdb_wrapped(self, s: str) -> bool:
+        """Whether ``s`` continues gdb's last C frame, which did not say where it is (its
+        arguments or its 'at file:line' / 'from lib' wrapped onto lines of their own, at most
+        ``MAX_GDB_WRAP``): the frame takes the place when the line names it."""
+        t = self._tb[-1]
+        frames = t["frames"]
+        if not (t.get("c_frames") and frames and frames[-1].endswith(f" ({UNKNOWN_FILE})")
+                and t.get("wrapped", 0) < MAX_GDB_WRAP and s):
+            return False
+        t["wrapped"] = t.get("wrapped", 0) + 1
+        m = GDB_C_WHERE_RE.search(s)
+        if m:
+            func = frames[-1][: -len(UNKNOWN_FILE) - 3]
+            frames[-1] = frame_text(func, _gdb_file(m["file"], m["line"]), _int(m["line"]))
+        return True
+
     def _flush_traceback(self) -> list[tuple[str, Row]]:
         threads, self._tb = self._tb, []
         out = []
+        # gdb numbers the main thread 1 and its LWP is the process id
+        main = next((t["tid"] for t in threads if t.get("c_frames") and t["thread"] == "MainThread"
+                     and t["tid"] and t["tid"].isdigit() and t["pid"] is None), None)
         for t in threads:
+            t.pop("c_frames", None)
+            t.pop("wrapped", None)
+            if main is not None and t["pid"] is None:
+                t["pid"] = int(main)
             frames = t.pop("frames")
             if not frames:
                 continue
@@ -822,6 +910,33 @@ class StackParser:
                                 "_ctx": ctx})]
         self.section, self._listing_host = None, None
         return self._restart(text, ctx) if text.strip() else []
+
+
+def gdb_c_frame(text: str) -> str | None:
+    """A gdb ``bt`` frame line as the ``stacks`` table keeps it: ``function (library)`` or
+    ``function (file:line)``; ``function (?)`` until a wrapped line says where; None for an
+    unknown function in no known library."""
+    m = GDB_PY_FRAME_RE.search(text)
+    if m:  # a Python frame the interpreter's frame names: the frame that says where
+        return frame_text(m["func"], m["file"], int(m["line"]))
+    for rx in GDB_C_FRAME_RES:
+        m = rx.match(text)
+        if m:
+            func = m["func"].strip()
+            file = m["file"] if "file" in rx.groupindex else None
+            line = m["line"] if "line" in rx.groupindex else None
+            if func == "??" and not file:
+                return None
+            return frame_text(func, _gdb_file(file, line), _int(line))
+    return None
+
+
+def _gdb_file(file: str | None, line: str | None) -> str:
+    """A library by its name as py-spy's native frames show it (``libc.so.6``); a source file
+    as gdb printed it."""
+    if not file:
+        return UNKNOWN_FILE
+    return file if line else file.rsplit("/", 1)[-1]
 
 
 def _writer(ctx: object) -> tuple[Any, Any, Any]:

@@ -34,7 +34,10 @@ Rules (documented because the runbook's facts depend on them):
   line numbers even change with the Python version (``wait (threading.py:306)`` on 3.8,
   ``Condition.wait (threading.py:327)`` on 3.11). So the BLOOM eval hang's leaf is
   ``_try_get_data (torch/utils/data/dataloader.py:1011)``, not the ``wait``/``get`` under it.
-  Native frames (``--native``) are skipped the same way. The ``stacks`` table's own ``leaf``
+  Native frames (``--native``) are skipped the same way. A stack of native frames only (gdb's
+  ``thread apply all bt``) leafs at its innermost frame outside the C library's waits (libc,
+  libpthread, the vDSO, glibc's sources) and unknown ``??`` frames: ``ncclGroupEnd
+  (libnccl.so.2)``, not the ``pthread_cond_wait`` under it. The ``stacks`` table's own ``leaf``
   column stays the innermost frame as printed.
 - **Signature.** The leaf and the Python frames outside it (``depth`` of them; 0 = all): two
   processes share a signature when they wait at the same place reached the same way.

@@ -38,6 +38,12 @@ COLLECTIVE_RE = re.compile(
     r"|deepspeed[/\\]comm[/\\](?:comm|torch|ccl)\.py$")
 TORCH_FILE_RE = re.compile(r"(?:^|[/\\])torch[/\\]")
 HEX_ADDR_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+# Native frames that say only that a thread waits, as gdb's ``bt`` and py-spy --native print
+# them: the C library's and the kernel's (libc, libpthread, the vDSO, glibc's own sources) and
+# unknown functions (``??``); the first native frame outside them says for what.
+NATIVE_WAIT_FILE_RE = re.compile(
+    r"(?:^|[/\\])(?:libc|libpthread|ld-linux[\w-]*|linux-vdso)[.\-]|(?:^|[/\\])sysdeps[/\\]"
+    r"|(?:^|[/\\])nptl[/\\]|^pthread_\w+\.c$|^\?$")
 LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 # rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
@@ -80,6 +86,9 @@ def key_leaf_index(frames: list[str]) -> int | None:
             return i
     for i, p in enumerate(parts):
         if p.python:
+            return i
+    for i, p in enumerate(parts):
+        if not (HEX_ADDR_RE.match(p.func) or p.func == "??" or NATIVE_WAIT_FILE_RE.search(p.file)):
             return i
     for i, p in enumerate(parts):
         if not HEX_ADDR_RE.match(p.func):

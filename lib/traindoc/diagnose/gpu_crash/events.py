@@ -33,6 +33,11 @@ LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage
 # signal codes that are the launcher or scheduler tearing survivors down.
 TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
                          "launcher_sigkill", "slurm_cancelled", "ray_actor_died"}
+# The launcher's own words (torchrun's agent, DeepSpeed's launch.py): never a worker's, so a
+# rank the line's prefix gave them is another line's, fused with it ("[default0]:Train: 50%|…
+# W1121 … Received 15 death signal, shutting down workers")
+LAUNCHER_LINE_CODES = {"launcher_received_signal", "launcher_sigterm", "launcher_kill",
+                       "launcher_sigkill"}
 STRONG_SIGNAL_CODES = {"slurm_node_failure": Strength.HARDWARE, "slurm_preemption": Strength.WEAK,
                        "terminate": Strength.WEAK, "ray_worker_died": Strength.WEAK}
 # A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
@@ -112,7 +117,8 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     for r in incident.errors.itertuples(index=False):
         f, ln = _split_source(r.source, files)
         role, strength = _error_role(str(r.kind), as_str(r.code) or "", as_str(r.message) or "")
-        rows.append(dict(file=f, lineno=ln, time=r.time, rank=as_int(r.rank), host=as_str(r.host),
+        rank = None if as_str(r.code) in LAUNCHER_LINE_CODES else as_int(r.rank)
+        rows.append(dict(file=f, lineno=ln, time=r.time, rank=rank, host=as_str(r.host),
                          pid=as_int(r.pid), kind=str(r.kind), code=as_str(r.code),
                          message=as_str(r.message), role=role, strength=strength,
                          root_cause=False, table="errors", source=r.source, line=r.line))

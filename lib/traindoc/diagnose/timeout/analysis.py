@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident, Unreadable
-from ...parse.collectives import SOCKET_TIMEOUT_RE, STORE_BARRIER_OP, rank_tag_pg
+from ...parse.collectives import STORE_BARRIER_OP, rank_tag_pg, startup_line
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -90,11 +90,10 @@ class TimeoutAnalysis:
 
     @property
     def at_startup(self) -> bool:
-        """A timeout at start-up: the store-based barrier of init_process_group, or the c10d
-        client socket that never reached the store."""
+        """A timeout at start-up: the store-based barrier of init_process_group, the c10d
+        client socket that never reached the store, or the store that waited for its clients."""
         lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
-        return (self.op_type == STORE_BARRIER_OP
-                or any(SOCKET_TIMEOUT_RE.search(ln) for ln in lines))
+        return self.op_type == STORE_BARRIER_OP or any(startup_line(ln) for ln in lines)
 
     @property
     def group_size(self) -> int | None:
