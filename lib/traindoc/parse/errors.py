@@ -474,7 +474,8 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "python_exception",
         "python",
         "Exception: ",
-        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exception): \S.*)$"),
+        # a bare ``Exception: …`` too (``raise Exception(…)``, yangjianxin1/Firefly#32)
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?Exception): \S.*)$"),
     ),
 )
 

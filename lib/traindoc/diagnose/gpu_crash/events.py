@@ -439,17 +439,22 @@ def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) ->
 def _worker_error(first: pd.Series, ordered: pd.DataFrame) -> pd.Series | None:
     """For a launcher's record of a worker that exited with code 1 (a Python exception):
     the specific error (a CUDA OOM, a CUDA/NCCL/ECC error) the worker's traceback printed
-    earlier in the same file, on that rank or on no named rank — that is what failed. The
-    record's rank and host are kept where the error line names none."""
+    earlier in the same file, on that rank or on no named rank — that is what failed; with
+    none, the first local Python exception it printed there (``ZeroDivisionError: …``, a
+    ``RuntimeError: … INTERNAL ASSERT FAILED``). The record's rank and host are kept where
+    the error line names none."""
     if first["table"] != "exits" or first["code"] != "exit_1":
         return None
-    before = ordered[ordered["kind"].isin(SPECIFIC_KINDS) & (ordered["table"] == "errors")
-                     & (ordered["file"] == first["file"]) & (ordered["lineno"] < first["lineno"])]
+    before = ordered[(ordered["table"] == "errors") & (ordered["file"] == first["file"])
+                     & (ordered["lineno"] < first["lineno"])]
     if pd.notna(first["rank"]):
         before = before[before["rank"].isna() | (before["rank"] == first["rank"])]
-    if not len(before):
+    specific = before[before["kind"].isin(SPECIFIC_KINDS)]
+    if not len(specific):
+        specific = before[(before["kind"] == "python") & (before["role"] == "cause")]
+    if not len(specific):
         return None
-    err = before.sort_values("lineno", kind="stable").iloc[0][EVENT_COLUMNS].copy()
+    err = specific.sort_values("lineno", kind="stable").iloc[0][EVENT_COLUMNS].copy()
     for col in ("rank", "host", "time"):
         if pd.isna(err[col]) and pd.notna(first[col]):
             err[col] = first[col]
