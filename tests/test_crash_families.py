@@ -9,6 +9,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import gpu_crash
+from traindoc.parse.errors import parse_error
 
 
 def _facts(tmp_path: Path, text: str, name: str = "job.log") -> dict:
@@ -49,3 +50,45 @@ def test_a_peers_exception_does_not_name_the_exit(tmp_path: Path) -> None:
     text = ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.\n"
             + TORCHRUN_EXIT_1.format(lr=0, pid=7))
     assert "DistBackendError" not in (_facts(tmp_path, text)["error_message"] or "")
+
+
+# --- NCCL WARN lines of a failed system call are the host's own failure ----------------------
+
+@pytest.mark.parametrize("line, host, words", [
+    # pytorch/pytorch#37004 (corpus gpu_crash-pytorch-37004)
+    ("node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission "
+     "denied", "node08", "shm_open failed"),
+    # NVIDIA/nccl#290
+    ("gpu2-ru7:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No "
+     "space left on device", "gpu2-ru7", "posix_fallocate failed"),
+    # pytorch/ci-infra#490 (NCCL 2.2x wording of a full /dev/shm)
+    ("mt-l-x86iavx512-45-172-t4-4-csmpw-runner-g4sfw-workflow:202016:202235 [0] "
+     "misc/shmutils.cc:88 NCCL WARN Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 "
+     "bytes, error: No space left on device (28)",
+     "mt-l-x86iavx512-45-172-t4-4-csmpw-runner-g4sfw-workflow", "failed to extend /dev/shm"),
+    # NVIDIA/nccl#293 (corpus gpu_crash-nccl-293): a container's id is its host name
+    ("42692884fcba:140:140 [0] include/socket.h:333 NCCL WARN Call to bind failed : Address "
+     "already in use", "42692884fcba", "Address already in use"),
+    # NVIDIA/nccl#1882: the ports of a large all-to-all exhausted
+    ("node1:4242:4250 [0] misc/socket.cc:409 NCCL WARN Call to bind failed: Address already "
+     "in use", "node1", "Address already in use"),
+])
+def test_a_failed_system_call_is_a_local_nccl_error(tmp_path: Path, line: str, host: str,
+                                                    words: str) -> None:
+    row = parse_error(line)
+    assert row is not None and row["code"] == "nccl_warn_system" and row["host"] == host
+    f = _facts(tmp_path, line + "\n")
+    assert f["error_kind"] == "nccl_error" and words in f["error_message"]
+    assert f["failed_hosts"] == [host]
+
+
+def test_the_ras_clients_bind_is_no_failure() -> None:
+    """NCCL >= 2.24's RAS client retries another port when its bind fails; the job goes on."""
+    row = parse_error("A800:6801:6839 [1] ras/client_support.cc:159 NCCL WARN Call to bind "
+                      "failed: Address already in use")
+    assert row is not None and row["code"] == "nccl_warn"
+
+
+def test_a_bare_time_is_no_host() -> None:
+    row = parse_error("19:30:48 [0] NCCL WARN Call to bind failed : Address already in use")
+    assert row is not None and "host" not in row

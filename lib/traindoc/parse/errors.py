@@ -188,6 +188,18 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "ncclInvalidUsage",
         re.compile(r"(?P<msg>ncclInvalidUsage:.*)"),
     ),
+    (  # a system call NCCL made on its own host failed: /dev/shm full or not writable, a port
+        # taken, a file missing (a local setup fault, not a peer's: pytorch/pytorch#37004,
+        # NVIDIA/nccl#293, #290, #1882). The RAS client's bind (ras/client_support.cc, NCCL
+        # >= 2.24) is not one: RAS retries another port and the job goes on.
+        "nccl_warn_system",
+        "nccl_error",
+        "NCCL WARN",
+        re.compile(r"^(?!.*\bras/)(?:.*?)NCCL WARN (?P<msg>.*?(?:Call to (?:shm_open|shm_unlink|"
+                   r"bind|open|mmap|ftruncate|posix_fallocate) failed|Error while (?:creating|"
+                   r"attaching to) shared memory|failed to extend /dev/shm|Address already in use|"
+                   r"Permission denied|No space left on device).*)"),
+    ),
     (
         "nccl_warn_net",
         "nccl_error",
@@ -571,7 +583,10 @@ def parse_error(text: str) -> Row | None:
 
 
 # NCCL's own prefix: ``host:pid:tid [cudaDev] ``.
-NCCL_HOST_RE = re.compile(r"^\s*(?P<host>[A-Za-z][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
+# The host may begin with a digit when it holds a letter (a container's id, 42692884fcba);
+# a bare time (19:30:48 [0]) holds none.
+NCCL_HOST_RE = re.compile(
+    r"^\s*(?P<host>(?=[\w.\-]*[A-Za-z])[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
 PG_ID_RE = re.compile(r"\d+")
 
 

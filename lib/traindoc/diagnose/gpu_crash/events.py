@@ -29,7 +29,7 @@ EVENT_COLUMNS = ["file", "lineno", "time", "rank", "host", "pid", "kind", "code"
 
 # nccl_error codes that are a local failure (the rank's own GPU or program), not a peer's.
 LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage", "gloo_mismatch",
-                    "nccl_last_error"}
+                    "nccl_last_error", "nccl_warn_system"}
 # signal codes that are the launcher or scheduler tearing survivors down.
 TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
                          "launcher_sigkill", "slurm_cancelled", "ray_actor_died"}
