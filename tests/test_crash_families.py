@@ -92,3 +92,35 @@ def test_the_ras_clients_bind_is_no_failure() -> None:
 def test_a_bare_time_is_no_host() -> None:
     row = parse_error("19:30:48 [0] NCCL WARN Call to bind failed : Address already in use")
     assert row is not None and "host" not in row
+
+
+# --- the run's length from `step:N/M` and `[e][i/N]` counters (timeout's total_steps) --------
+
+@pytest.mark.parametrize("lines, last, total", [
+    # KellerJordan/modded-nanogpt records/track_1_short/2025-01-04_SoftCap (corpus
+    # timeout-modded-nanogpt-31d6c427)
+    (["step:1389/1390 train_time:204113ms step_avg:148.02ms",
+      "step:1390/1390 train_time:204266ms step_avg:148.02ms"], 1390, 1390),
+    # openai/parameter-golf#839
+    (["step:2400/20000 train_loss:2.1004 train_time:104264ms step_avg:43.44ms",
+      "step:2450/20000 train_loss:2.2078 train_time:106409ms step_avg:43.43ms"], 2450, 20000),
+    # open-mmlab/mmpose#2800 (corpus timeout-mmpose-2800)
+    (["11/09 13:41:31 - mmengine - INFO - Epoch(train)   [1][  53/4405]  base_lr: 4.000000e-03 "
+      "lr: 4.000000e-03  eta: 4 days, 6:56:17  time: 0.159001  data_time: 0.013465  memory: "
+      "1620  loss: 11.404273  loss_kpt: 11.404273  acc_pose: 0.062500"], 53, 4405),
+    # open-mmlab/mmengine#155
+    (["04/21 21:03:53 - mmengine - INFO - Epoch(train) [1][80/90]  lr: 1.000e-02  eta: 0:00:03  "
+      "time: 0.003  data_time: 0.000  memory: 0  loss: -47.0848"], 80, 90),
+    # open-mmlab/mmdetection#2672 (mmcv's runner)
+    (["2020-05-08 18:46:22,177 - mmdet - INFO - Epoch [1][1400/7517]\tlr: 0.00125, eta: 4:42:18, "
+      "time: 0.594, data_time: 0.032, memory: 6836, loss_rpn_cls: 0.0934, loss: 0.4670"],
+     1400, 7517),
+])
+def test_the_runs_length_is_read_from_the_step_counter(tmp_path: Path, lines: list[str],
+                                                       last: int, total: int) -> None:
+    from traindoc.diagnose import timeout
+
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    f = timeout.diagnose(traindoc.load(str(log))).facts
+    assert (f["last_step"], f["total_steps"]) == (last, total)
