@@ -124,3 +124,49 @@ def test_the_runs_length_is_read_from_the_step_counter(tmp_path: Path, lines: li
     log.write_text("\n".join(lines) + "\n")
     f = timeout.diagnose(traindoc.load(str(log))).facts
     assert (f["last_step"], f["total_steps"]) == (last, total)
+
+
+# --- the shell's "Killed" is a death by SIGKILL ------------------------------------------------
+
+@pytest.mark.parametrize("lines", [
+    # XavierXiao/Dreambooth-Stable-Diffusion#33 (corpus gpu_crash-dreambooth-stable-diffusion-33)
+    ["Epoch 0: 0%| | 0/1010 [00:00<?, ?it/s]",
+     "Epoch 0: 0%| | 1/1010 [00:02<47:26, 2.82s/it, loss=0.0249, v_num=0, train/losHere comes "
+     "the checkpoint...",
+     "Killed"],
+    # castorini/hedwig#70
+    ["100%██████████████████| 3000001/3000001 [03:33<00:00, 14061.26it/s]", "Killed"],
+    # BVLC/caffe#886
+    ["I0808 13:46:45.472862  2527 solver.cpp:142] Test score #1: 2.00962", "Killed", "Done."],
+])
+def test_the_shells_killed_is_a_sigkill(tmp_path: Path, lines: list[str]) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "signal" and "Killed" in f["error_message"]
+
+
+def test_a_bar_cut_by_the_next_message_is_the_last_step(tmp_path: Path) -> None:
+    """Dreambooth-Stable-Diffusion#33: the bar at 1/1010 lost its closing bracket to the next
+    message; the step reader took only the bar at 0/1010, the bar reader both."""
+    lines = ["Epoch 0: 0%| | 0/1010 [00:00<?, ?it/s]",
+             "Epoch 0: 0%| | 1/1010 [00:02<47:26, 2.82s/it, loss=0.0249, v_num=0, train/losHere "
+             "comes the checkpoint...", "Killed"]
+    assert _facts(tmp_path, "\n".join(lines) + "\n")["last_iteration"] == 1
+
+
+# --- a step counter that restarts each epoch: the last step is in the last epoch -------------
+
+def test_the_last_step_is_in_the_last_epoch(tmp_path: Path) -> None:
+    # Alpha-VLLM/LLaMA2-Accessory#48 (corpus gpu_crash-llama2-accessory-48): MetricLogger lines
+    lines = ["[05:21:10.402311] Epoch: [1]  [1500/1504]  lr: 0.000012  closs: 0.7704 (0.9509)  "
+             "grad_norm: 0.2695 (0.3902)  time: 4.1524  data: 0.0003  max mem: 51710",
+             "[05:25:06.033566] Epoch: [2]  [0/1504]  lr: 0.000012  closs: 0.9249 (0.9249)  time: "
+             "5.8674  data: 1.3491  max mem: 51710",
+             "[05:27:23.812437] Epoch: [2]  [30/1504]  lr: 0.000012  closs: 0.9175 (0.9249)  time: "
+             "4.5800  data: 0.0002  max mem: 51710"]
+    assert _facts(tmp_path, "\n".join(lines) + "\n")["last_iteration"] == 30
+    # keke-nice/rPPG-MAE#8: the same logger (DeiT/MAE's) in another trainer, epoch and step
+    log = tmp_path / "mae.log"
+    log.write_text("Epoch: [2]  [200/208]  eta: 0:00:01  lr: 0.000148  loss: 0.3920 (0.4117)  "
+                   "time: 0.1175  data: 0.0001  max mem: 16887\n")
+    it = traindoc.load(str(log)).iterations
+    assert (it["epoch"].iloc[0], it["iteration"].iloc[0]) == (2, 200)

@@ -791,6 +791,14 @@ SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )
 
+# The shell's own report of its foreground job's death, alone on its line ("Killed" after the
+# kernel's OOM killer or a kill -9, "Segmentation fault (core dumped)"). Not "Terminated",
+# "Hangup", "Interrupt": those are how a teardown or a Ctrl-C reads.
+SHELL_STATUS_WORDS = ("Killed", "Segmentation fault", "Aborted", "Bus error",
+                      "Floating point exception", "Illegal instruction")
+SHELL_STATUS_RE = re.compile(
+    rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$")
+
 
 def parse_exit(text: str) -> Row | None:
     """A launcher's or scheduler's line saying a worker process exited (exit code or signal)."""
@@ -819,6 +827,9 @@ def parse_exit(text: str) -> Row | None:
     m = SHELL_KILLED_RE.search(text)
     if m:
         return {"pid": int(m["pid"]), "signal": SIGNAL_WORDS[m["word"]]}
+    m = SHELL_STATUS_RE.match(text)
+    if m:
+        return {"signal": SIGNAL_WORDS[m["word"]]}
     m = EXIT_STATUS_RE.search(text)
     if m and signal_name(int(m["code"])) is not None:
         return {"exitcode": int(m["code"]), "signal": signal_name(int(m["code"]))}

@@ -91,7 +91,10 @@ EXIT_WORDS_RE = re.compile(
     r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
     r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+|"
     r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
-    r"[:=]?\s*\d+")
+    r"[:=]?\s*\d+|"
+    # the shell's "Killed" / "Segmentation fault (core dumped)" alone on its line
+    r"^\s*(?:Killed|Segmentation fault|Aborted|Bus error|Floating point exception|"
+    r"Illegal instruction)(?: \(core dumped\))?(?=\s*$)")
 
 
 def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
