@@ -170,3 +170,23 @@ def test_the_last_step_is_in_the_last_epoch(tmp_path: Path) -> None:
                    "time: 0.1175  data: 0.0001  max mem: 16887\n")
     it = traindoc.load(str(log)).iterations
     assert (it["epoch"].iloc[0], it["iteration"].iloc[0]) == (2, 200)
+
+
+# --- a failure line without a host, in a log whose NCCL lines name one machine ---------------
+
+@pytest.mark.parametrize("lines, host", [
+    # NVIDIA/nccl#1039 (corpus gpu_crash-nccl-1039): a pod's log, TensorFlow's error line
+    (["2023/10/26 12:12:06 job-1111-2222-0:293:765 [0] NCCL INFO proxy.cc:614 -> 2 [Proxy Thread]",
+      "2023/10/26 12:12:06 2023-10-26 12:12:06.704113: E hybridbackend/tensorflow/distribute/"
+      "nccl/nccl_collective.cc:461] NCCL communication aborted: unhandled system error",
+      "2023/10/26 12:12:07 job-1111-2222-0:293:763 [0] NCCL INFO comm 0x7fda2c015e20 rank 0 "
+      "nranks 4 cudaDev 0 busId d9000 - Abort COMPLETE"], "job-1111-2222-0"),
+    # sgl-project/sglang#4289: one node's NCCL lines, then torch's error
+    (["node17-2:36748:36748 [0] NCCL INFO Bootstrap : Using ens5f0np0:192.168.89.206<0>",
+      "node17-2:36750:36750 [2] NCCL INFO cudaDriverVersion 12020",
+      "RuntimeError: NCCL error: unhandled system error"], "node17-2"),
+])
+def test_the_one_machine_of_nccls_lines_is_the_failed_host(tmp_path: Path, lines: list[str],
+                                                           host: str) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "nccl_error" and f["failed_hosts"] == [host]
