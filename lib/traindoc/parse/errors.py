@@ -791,11 +791,12 @@ SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )
 
-# The shell's own report of its foreground job's death, alone on its line ("Killed" after the
-# kernel's OOM killer or a kill -9, "Segmentation fault (core dumped)"). Not "Terminated",
-# "Hangup", "Interrupt": those are how a teardown or a Ctrl-C reads.
-SHELL_STATUS_WORDS = ("Killed", "Segmentation fault", "Aborted", "Bus error",
-                      "Floating point exception", "Illegal instruction")
+# The shell's own report of its foreground job's death by SIGKILL, alone on its line ("Killed"
+# after the kernel's OOM killer or a kill -9): nothing else in the log may say it. Not
+# "Aborted (core dumped)" and the like, which follow the error that caused them ("terminate
+# called …") and would only repeat it; not "Terminated", "Hangup", "Interrupt": those are how a
+# teardown or a Ctrl-C reads.
+SHELL_STATUS_WORDS = ("Killed",)
 SHELL_STATUS_RE = re.compile(
     rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$")
 

@@ -92,9 +92,8 @@ EXIT_WORDS_RE = re.compile(
     r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+|"
     r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
     r"[:=]?\s*\d+|"
-    # the shell's "Killed" / "Segmentation fault (core dumped)" alone on its line
-    r"^\s*(?:Killed|Segmentation fault|Aborted|Bus error|Floating point exception|"
-    r"Illegal instruction)(?: \(core dumped\))?(?=\s*$)")
+    # the shell's "Killed" alone on its line
+    r"^\s*Killed(?=\s*$)")
 
 
 def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
