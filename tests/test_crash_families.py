@@ -190,3 +190,49 @@ def test_the_one_machine_of_nccls_lines_is_the_failed_host(tmp_path: Path, lines
                                                            host: str) -> None:
     f = _facts(tmp_path, "\n".join(lines) + "\n")
     assert f["error_kind"] == "nccl_error" and f["failed_hosts"] == [host]
+
+
+# --- torchelastic's JSON events (torch 1.9-1.10): a FAILED worker names its rank and host -----
+
+PYTORCH_64990 = [
+    '{"name": "torchelastic.worker.status.FAILED", "source": "WORKER", "timestamp": 0, "metadata": '
+    '{"run_id": "1234", "global_rank": 1, "group_rank": 1, "worker_id": "28454", "role": "default"'
+    ', "hostname": "ip-172-30-2-79", "state": "FAILED", "total_run_time": 43, "rdzv_backend": '
+    '"c10d", "raw_error": "{\\"message\\": \\"<NONE>\\"}", "metadata": "{\\"group_world_size\\": 2,'
+    ' \\"entry_point\\": \\"python3\\", \\"local_rank\\": [0], \\"role_rank\\": [1], '
+    '\\"role_world_size\\": [2]}", "agent_restarts": 3}}',
+    '{"name": "torchelastic.worker.status.SUCCEEDED", "source": "AGENT", "timestamp": 0, '
+    '"metadata": {"run_id": "1234", "global_rank": null, "group_rank": 1, "worker_id": null, '
+    '"role": "default", "hostname": "ip-172-30-2-79", "state": "SUCCEEDED", "total_run_time": 43, '
+    '"rdzv_backend": "c10d", "raw_error": null, "metadata": "{\\"group_world_size\\": 2, '
+    '\\"entry_point\\": \\"python3\\"}", "agent_restarts": 3}}',
+    "[ERROR] 2021-09-14 14:03:12,880 error_handler: {",
+    '  "message": {',
+    '    "message": "MemoryError: std::bad_alloc",',
+]
+
+
+def test_a_failed_worker_event_and_its_error_file(tmp_path: Path) -> None:
+    """pytorch/pytorch#64990 (corpus gpu_crash-pytorch-64990): the FAILED event names rank 1 on
+    ip-172-30-2-79, the error file logged after it says what failed."""
+    f = _facts(tmp_path, "\n".join(PYTORCH_64990) + "\n")
+    assert (f["failed_ranks"], f["failed_hosts"]) == ([1], ["ip-172-30-2-79"])
+    assert f["error_kind"] == "python" and "std::bad_alloc" in f["error_message"]
+
+
+def test_worker_events_of_other_sources() -> None:
+    from traindoc.parse.torchrun import parse_elastic_event
+
+    # exiawsh/StreamPETR#19
+    failed = ('{"name": "torchelastic.worker.status.FAILED", "source": "WORKER", "timestamp": 0, '
+              '"metadata": {"run_id": "none", "global_rank": 3, "group_rank": 0, "worker_id": '
+              '"11376", "role": "default", "hostname": "sajadi", "state": "FAILED", '
+              '"total_run_time": 20, "rdzv_backend": "static"}}')
+    assert parse_elastic_event(failed) == {"rank": 3, "host": "sajadi"}
+    # pytorch/pytorch#60716: a worker that succeeded is no exit
+    ok = ('{"name": "torchelastic.worker.status.SUCCEEDED", "source": "WORKER", "timestamp": 0, '
+          '"metadata": {"run_id": "none", "global_rank": 11, "group_rank": 0, "worker_id": '
+          '"34615", "role": "default", "hostname": "marvel.amem.cs.cmu.edu", "state": '
+          '"SUCCEEDED"}}')
+    assert parse_elastic_event(ok) is None
+    assert parse_elastic_event(PYTORCH_64990[1]) is None

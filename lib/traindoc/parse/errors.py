@@ -475,6 +475,14 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
                    r"shared memory \(shm\)\.?)?)"),
     ),
     # --- last: any Python exception's final line ---------------------------------------------
+    (  # quoted in torchelastic's error file, as its error_handler logs it ('"message":
+        # "MemoryError: std::bad_alloc",', pytorch#64990)
+        "python_exception",
+        "python",
+        "Error: ",
+        re.compile(r'"message":\s*"(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))'
+                   r': [^"]+)"'),
+    ),
     (
         "python_exception",
         "python",

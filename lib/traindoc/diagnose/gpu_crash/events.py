@@ -438,6 +438,9 @@ def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) ->
     return out
 
 
+NO_CODE_ERROR_LINES = 10
+
+
 def _worker_error(first: pd.Series, ordered: pd.DataFrame) -> pd.Series | None:
     """For a launcher's record of a worker that exited with code 1 (a Python exception):
     the specific error (a CUDA OOM, a CUDA/NCCL/ECC error) the worker's traceback printed
@@ -445,10 +448,14 @@ def _worker_error(first: pd.Series, ordered: pd.DataFrame) -> pd.Series | None:
     none, the first local Python exception it printed there (``ZeroDivisionError: …``, a
     ``RuntimeError: … INTERNAL ASSERT FAILED``). The record's rank and host are kept where
     the error line names none."""
-    if first["table"] != "exits" or first["code"] != "exit_1":
+    if first["table"] != "exits" or first["code"] not in ("exit_1", "exit_None"):
         return None
-    before = ordered[(ordered["table"] == "errors") & (ordered["file"] == first["file"])
-                     & (ordered["lineno"] < first["lineno"])]
+    if first["code"] == "exit_None":  # a record without the code (torchelastic's FAILED
+        # event): the worker's error file is logged just after it as often as before
+        near = (ordered["lineno"] - first["lineno"]).abs() <= NO_CODE_ERROR_LINES
+    else:
+        near = ordered["lineno"] < first["lineno"]
+    before = ordered[(ordered["table"] == "errors") & (ordered["file"] == first["file"]) & near]
     if pd.notna(first["rank"]):
         before = before[before["rank"].isna() | (before["rank"] == first["rank"])]
     specific = before[before["kind"].isin(SPECIFIC_KINDS)]
