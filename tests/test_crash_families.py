@@ -236,3 +236,24 @@ def test_worker_events_of_other_sources() -> None:
           '"SUCCEEDED"}}')
     assert parse_elastic_event(ok) is None
     assert parse_elastic_event(PYTORCH_64990[1]) is None
+
+
+# --- "[e/E][i/N]" counters at the start of a step line ------------------------------------------
+
+@pytest.mark.parametrize("line, epoch, step, total", [
+    # NVIDIA/nccl#293 (corpus gpu_crash-nccl-293)
+    ("[2/20][4084/7614] Loss: 9.590029", 2, 4084, 7614),
+    # kimhc6028/acgan-pytorch#3 (the DCGAN example's line)
+    ("[24/25][937/938] Loss_D: 0.0120 Loss_G: 6.1335 D(x): 0.9978 D(G(z)): 0.0097 / 0.0027",
+     24, 937, 938),
+    # zhangxiann/PyTorch_Practice#1 (tab-separated)
+    ("[1/20][30/32]\tLoss_D: 0.0000\tLoss_G: 57.0740\tD(x): 1.0000\tD(G(z)): 0.0000 / 0.0000",
+     1, 30, 32),
+])
+def test_an_epoch_and_batch_counter_pair_is_the_step(line: str, epoch: int, step: int,
+                                                     total: int) -> None:
+    from traindoc.parse.metric_lines import parse_metric_line
+
+    row = parse_metric_line(line)
+    assert row is not None
+    assert (row["epoch"], row["iteration"], row["total_iterations"]) == (epoch, step, total)
