@@ -257,3 +257,45 @@ def test_an_epoch_and_batch_counter_pair_is_the_step(line: str, epoch: int, step
     row = parse_metric_line(line)
     assert row is not None
     assert (row["epoch"], row["iteration"], row["total_iterations"]) == (epoch, step, total)
+
+
+# --- the watchdog's "failed or timed out", with no collective timed out, is what this side saw --
+
+@pytest.mark.parametrize("lines", [
+    # PKU-YuanGroup/UniWorld#46 (corpus gpu_crash-uniworld-46): socket errors at INFO under it
+    ["n124-137-109:312247:326969 [0] NCCL INFO misc/socket.cc:829 -> 3",
+     "n124-137-109:312249:326968 [2] NCCL INFO comm 0x12464df00 rank 6 nranks 8 cudaDev 2 busId "
+     "b000 - Abort COMPLETE",
+     "[rank6]:[E624 04:14:29.224103812 ProcessGroupNCCL.cpp:684] [Rank 6] Some NCCL operations "
+     "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+     "operations might run on corrupted/incomplete data.",
+     "[rank6]:[E624 04:14:29.224139849 ProcessGroupNCCL.cpp:698] [Rank 6] To avoid data "
+     "inconsistency, we are taking the entire process down."],
+    # EvolvingLMMs-Lab/open-r1-multimodal#20
+    ["[rank2]:[E220 01:25:08.728702337 ProcessGroupNCCL.cpp:681] [Rank 2] Some NCCL operations "
+     "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+     "operations might run on corrupted/incomplete data."],
+])
+def test_the_watchdogs_teardown_alone_is_an_nccl_error(tmp_path: Path, lines: list[str]) -> None:
+    from traindoc.diagnose import triage
+
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "nccl_error" and "failed or timed out" in f["error_message"]
+    log = tmp_path / "job.log"
+    assert triage.diagnose(traindoc.load(str(log))).facts["classes"][0]["class"] == "gpu_crash"
+
+
+def test_the_teardown_after_a_watchdog_timeout_stays_the_timeouts(tmp_path: Path) -> None:
+    """GAIR-NLP/DeepResearcher#16: the same teardown under a timed-out collective."""
+    from traindoc.diagnose import triage
+
+    log = tmp_path / "job.log"
+    log.write_text(
+        "(WorkerDict pid=63294) [rank3]:[E416 20:40:12.984683378 ProcessGroupNCCL.cpp:607] [Rank "
+        "3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8, OpType=ALLTOALL, "
+        "NumelIn=3150848, NumelOut=3150848, Timeout(ms)=600000) ran for 600000 milliseconds "
+        "before timing out.\n"
+        "(WorkerDict pid=63294) [rank3]:[E416 20:40:12.986061777 ProcessGroupNCCL.cpp:621] [Rank "
+        "3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
+        "kernels, subsequent GPU operations might run on corrupted/incomplete data.\n")
+    assert triage.diagnose(traindoc.load(str(log))).facts["classes"][0]["class"] == "timeout"

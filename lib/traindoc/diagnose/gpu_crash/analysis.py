@@ -197,12 +197,18 @@ PEER_NCCL_CODES = ("nccl_remote", "nccl_warn_net")
 
 def peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
     """The cascade's NCCL lines that report a peer or the network failing (a peer that refused
-    the connection included)."""
+    the connection included); else the watchdog's teardown of a failure it caught, when no
+    collective timed out."""
     if not len(cascade):
         return cascade
     refused = cascade["message"].astype(str).map(lambda m: PEER_REFUSED_RE.search(m) is not None)
-    return cascade[(cascade["table"] == "errors")
-                   & (cascade["code"].isin(PEER_NCCL_CODES) | refused)]
+    peers = cascade[(cascade["table"] == "errors")
+                    & (cascade["code"].isin(PEER_NCCL_CODES) | refused)]
+    if len(peers) or (cascade["code"] == "collective_timeout").any():
+        return peers
+    # with none, and no collective timed out: the watchdog's "Some NCCL operations have failed
+    # or timed out" is all this side saw of it (UniWorld#46: socket errors under it at INFO)
+    return cascade[(cascade["table"] == "errors") & (cascade["code"] == "nccl_teardown")]
 
 
 def hardware_fault_hosts(causes: pd.DataFrame) -> list[str]:
