@@ -93,11 +93,38 @@ class Progress:
         return f"step {self.step}{total}{pace}"
 
 
+SOURCE_LINE_RE = re.compile(r"^(?P<file>.*):(?P<line>\d+)$")
+
+
+def _last_step_index(it: pd.DataFrame) -> Any:
+    """The row of the furthest step; where every step line names its epoch and the counter
+    restarts each epoch (``Epoch: [2]  [30/1504]``), the furthest step of the last epoch."""
+    rows = it[it["iteration"].notna()]
+    ep = rows["epoch"]
+    if ep.notna().all() and ep.nunique() > 1:
+        last = rows[ep == ep.max()]
+        if last["iteration"].max() < rows["iteration"].max():
+            return last["iteration"].idxmax()
+    return rows["iteration"].idxmax()
+
+
+def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
+    """The same loop's bar printed after the last step line and further on: a bar the step
+    reader could not take (cut before its closing bracket by the next message) with the
+    same total and a greater step."""
+    src = SOURCE_LINE_RE.match(str(row["source"] or ""))
+    if src is None or total is None or pd.isna(total):
+        return pr.iloc[0:0]
+    where = pr["source"].astype(str).str.extract(SOURCE_LINE_RE)
+    later = (where["file"] == src["file"]) & (pd.to_numeric(where["line"]) > int(src["line"]))
+    return pr[later & (pr["total"] == total) & (pr["step"] > row["iteration"])]
+
+
 def last_progress(incident: Incident) -> Progress:
     """The furthest step in tqdm bars or iteration lines (iteration lines win when both)."""
     it = incident.iterations
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
-        row = it.loc[it["iteration"].idxmax()]
+        row = it.loc[_last_step_index(it)]
         spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else None
         step = int(row["iteration"])
         # any line at that step may state the run's length (Megatron's train line does, its
@@ -106,6 +133,10 @@ def last_progress(incident: Incident) -> Progress:
         total = totals.max() if len(totals) else None
         pr = incident.progress
         bar = pr[(pr["source"] == row["source"]) & pr["step"].notna()] if len(pr) else pr
+        length = bar.iloc[-1]["total"] if len(bar) and pd.notna(bar.iloc[-1]["total"]) else total
+        after = _bar_after(pr, row, length) if len(pr) else pr
+        if len(after):
+            bar = after
         if len(bar):  # a progress bar (Lightning, NeMo) also read as an iteration: as printed
             b = bar.iloc[-1]
             step = int(b["step"])

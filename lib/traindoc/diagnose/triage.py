@@ -273,7 +273,9 @@ def crash_rows(incident: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
     x = worker_exits(x)
     if len(x):
         sig = x["signal"].fillna("")
-        failed = (sig != "") | (x["exitcode"].fillna(0) != 0)
+        # a record with neither code nor signal still says the worker failed (torchelastic's
+        # FAILED event, a ChildFailedError record cut before its exitcode)
+        failed = (sig != "") | (x["exitcode"].fillna(1) != 0)
         teardown = sig.isin(list(TEARDOWN_SIGNALS)) | _follows_timeout(incident, x, timeouts)
         lost = e[e["code"].fillna("").isin(list(PEER_LOST_CODES))]
         teardown |= (sig == "") & x["rank"].isin(_ranks(lost)).fillna(False).astype(bool)

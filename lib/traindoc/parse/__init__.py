@@ -52,6 +52,7 @@ LINE_PARSERS: tuple[LineParser, ...] = (
     *collectives.PARSERS,
     *missing_ranks.PARSERS,
     *errors.PARSERS,
+    *torchrun.PARSERS,
     *xid.PARSERS,
     *checkpoints.PARSERS,
     *iterations.PARSERS,

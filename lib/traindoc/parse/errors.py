@@ -190,6 +190,18 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "ncclInvalidUsage",
         re.compile(r"(?P<msg>ncclInvalidUsage:.*)"),
     ),
+    (  # a system call NCCL made on its own host failed: /dev/shm full or not writable, a port
+        # taken, a file missing (a local setup fault, not a peer's: pytorch/pytorch#37004,
+        # NVIDIA/nccl#293, #290, #1882). The RAS client's bind (ras/client_support.cc, NCCL
+        # >= 2.24) is not one: RAS retries another port and the job goes on.
+        "nccl_warn_system",
+        "nccl_error",
+        "NCCL WARN",
+        re.compile(r"^(?!.*\bras/)(?:.*?)NCCL WARN (?P<msg>.*?(?:Call to (?:shm_open|shm_unlink|"
+                   r"bind|open|mmap|ftruncate|posix_fallocate) failed|Error while (?:creating|"
+                   r"attaching to) shared memory|failed to extend /dev/shm|Address already in use|"
+                   r"Permission denied|No space left on device).*)"),
+    ),
     (
         "nccl_warn_net",
         "nccl_error",
@@ -475,6 +487,14 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
                    r"shared memory \(shm\)\.?)?)"),
     ),
     # --- last: any Python exception's final line ---------------------------------------------
+    (  # quoted in torchelastic's error file, as its error_handler logs it ('"message":
+        # "MemoryError: std::bad_alloc",', pytorch#64990)
+        "python_exception",
+        "python",
+        "Error: ",
+        re.compile(r'"message":\s*"(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))'
+                   r': [^"]+)"'),
+    ),
     (
         "python_exception",
         "python",
@@ -486,7 +506,8 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "python_exception",
         "python",
         "Exception: ",
-        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*[A-Z]\w*Exception): \S.*)$"),
+        # a bare ``Exception: …`` too (``raise Exception(…)``, yangjianxin1/Firefly#32)
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?Exception): \S.*)$"),
     ),
 )
 
@@ -582,7 +603,10 @@ def parse_error(text: str) -> Row | None:
 
 
 # NCCL's own prefix: ``host:pid:tid [cudaDev] ``.
-NCCL_HOST_RE = re.compile(r"^\s*(?P<host>[A-Za-z][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
+# The host may begin with a digit when it holds a letter (a container's id, 42692884fcba);
+# a bare time (19:30:48 [0]) holds none.
+NCCL_HOST_RE = re.compile(
+    r"^\s*(?P<host>(?=[\w.\-]*[A-Za-z])[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
 PG_ID_RE = re.compile(r"\d+")
 
 
@@ -791,6 +815,15 @@ SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )
 
+# The shell's own report of its foreground job's death by SIGKILL, alone on its line ("Killed"
+# after the kernel's OOM killer or a kill -9): nothing else in the log may say it. Not
+# "Aborted (core dumped)" and the like, which follow the error that caused them ("terminate
+# called …") and would only repeat it; not "Terminated", "Hangup", "Interrupt": those are how a
+# teardown or a Ctrl-C reads.
+SHELL_STATUS_WORDS = ("Killed",)
+SHELL_STATUS_RE = re.compile(
+    rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$")
+
 
 def parse_exit(text: str) -> Row | None:
     """A launcher's or scheduler's line saying a worker process exited (exit code or signal)."""
@@ -823,6 +856,9 @@ def parse_exit(text: str) -> Row | None:
     m = SHELL_KILLED_RE.search(text)
     if m:
         return {"pid": int(m["pid"]), "signal": SIGNAL_WORDS[m["word"]]}
+    m = SHELL_STATUS_RE.match(text)
+    if m:
+        return {"signal": SIGNAL_WORDS[m["word"]]}
     m = EXIT_STATUS_RE.search(text)
     if m and signal_name(int(m["code"])) is not None:
         return {"exitcode": int(m["code"]), "signal": signal_name(int(m["code"]))}

@@ -227,7 +227,7 @@ def parse_deepspeed_timer(text: str) -> Row | None:
 
 
 # -- step: N  key: value (torchtitan and alike) --------------------------------------------
-STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)\b(?P<rest>.*)")
+STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)(?:/(?P<total>\d+))?\b(?P<rest>.*)")
 PAIR_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
                      r"(?P<u>%|ms|s|GiB)?")
 # key -> (column, scale); tps/wps are per device in torchtitan (tokens / (time * non-DP size))
@@ -262,6 +262,8 @@ def parse_step_kv(text: str) -> Row | None:
     if not m:
         return None
     row: Row = {"iteration": int(m["it"])}
+    if m["total"]:  # "step:1390/1390": the run's length as printed
+        row["total_iterations"] = int(m["total"])
     rest = NUMPY_SCALAR_RE.sub(r"\1", m["rest"]) if "np." in m["rest"] else m["rest"]
     for p in PAIR_RE.finditer(rest):
         spec = STEP_KEYS.get(p["k"].lower())
@@ -724,6 +726,8 @@ class EpochBatchParser:
             self.epoch, self.length = epoch, 0
         self.length = max(self.length, total or batch)
         row: Row = {"iteration": self.offset + batch, "epoch": float(epoch), "_ctx": ctx}
+        if total:  # "[1][53/4405]": this epoch ends at its total, counted on like the step
+            row["total_iterations"] = self.offset + total
         if mm is not None:
             row.update(mm)
             return [("iterations", row)]

@@ -87,7 +87,12 @@ EXAMPLE_STEP_RE = re.compile(
 # batch of the epoch (the loss runbook counts it on across epochs)
 BRACKET_STEP_RE = re.compile(
     r"(?<![\w/.])epoch\s*:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*\d+)?\s*\]\s*"
-    r"\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]", re.IGNORECASE)
+    r"\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]"
+    # the same two counters without the word, at the start of the line (the DCGAN example and
+    # its descendants: "[24/25][937/938] Loss_D: 0.0120 Loss_G: 6.1335", NVIDIA/nccl#293's
+    # "[2/20][4084/7614] Loss: 9.590029"): the epoch of a total, then the batch of a total
+    r"|^\s*\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
+    re.IGNORECASE)
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
 # HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
@@ -324,9 +329,9 @@ def parse_metric_line(text: str) -> Row | None:
         return None
     m = _step(text)
     if m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
-        row["iteration"] = int(m["n"])
-        row["total_iterations"] = int(m["tot"])
-        row["epoch"] = float(m["e"])
+        row["iteration"] = int(m["n"] or m["pn"])
+        row["total_iterations"] = int(m["tot"] or m["ptot"])
+        row["epoch"] = float(m["e"] or m["pe"])
     elif m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
         row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])

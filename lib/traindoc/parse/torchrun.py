@@ -36,7 +36,7 @@ import re
 import signal as _signal
 from datetime import datetime
 
-from .base import Row
+from .base import LineParser, Row
 
 RECORD_RE = re.compile(r"^\s*\[(?P<n>\d+)\]:\s*$")
 KEYS = r"time|host|rank|exitcode|error[_ ]file|traceback"
@@ -246,3 +246,31 @@ def _fits(key: str, val: str) -> bool:
     if key == "exitcode":
         return bool(EXIT_FIELD_RE.fullmatch(val))
     return True
+
+
+# torchelastic's events (torch 1.9-1.10 print them as JSON lines): a worker's FAILED status names
+# its global rank and host ('{"name": "torchelastic.worker.status.FAILED", "source": "WORKER",
+# … "metadata": {… "global_rank": 1, "group_rank": 1, … "hostname": "ip-172-30-2-79", "state":
+# "FAILED", …'). The AGENT's own status lines are no worker's exit.
+ELASTIC_EVENT_RE = re.compile(
+    r'"name":\s*"torchelastic\.worker\.status\.FAILED",\s*"source":\s*"WORKER"'
+    r'.*?"global_rank":\s*(?P<rank>\d+)(?:.*?"hostname":\s*"(?P<host>[\w.\-]+)")?')
+
+
+def parse_elastic_event(text: str) -> Row | None:
+    """A torchelastic FAILED worker event, as an ``exits`` row (rank and host; no exit code)."""
+    m = ELASTIC_EVENT_RE.search(text)
+    if not m:
+        return None
+    row: Row = {"rank": int(m["rank"])}
+    if m["host"]:
+        row["host"] = m["host"]
+    return row
+
+
+PARSERS = (LineParser(
+    name="elastic_events", table="exits", needles=("torchelastic.worker.status.FAILED",),
+    parse=parse_elastic_event,
+    example='{"name": "torchelastic.worker.status.FAILED", "source": "WORKER", "timestamp": 0, '
+            '"metadata": {"run_id": "1234", "global_rank": 1, "group_rank": 1, "worker_id": '
+            '"28454", "role": "default", "hostname": "ip-172-30-2-79", "state": "FAILED"}}'),)

@@ -197,12 +197,18 @@ PEER_NCCL_CODES = ("nccl_remote", "nccl_warn_net")
 
 def peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
     """The cascade's NCCL lines that report a peer or the network failing (a peer that refused
-    the connection included)."""
+    the connection included); else the watchdog's teardown of a failure it caught, when no
+    collective timed out."""
     if not len(cascade):
         return cascade
     refused = cascade["message"].astype(str).map(lambda m: PEER_REFUSED_RE.search(m) is not None)
-    return cascade[(cascade["table"] == "errors")
-                   & (cascade["code"].isin(PEER_NCCL_CODES) | refused)]
+    peers = cascade[(cascade["table"] == "errors")
+                    & (cascade["code"].isin(PEER_NCCL_CODES) | refused)]
+    if len(peers) or (cascade["code"] == "collective_timeout").any():
+        return peers
+    # with none, and no collective timed out: the watchdog's "Some NCCL operations have failed
+    # or timed out" is all this side saw of it (UniWorld#46: socket errors under it at INFO)
+    return cascade[(cascade["table"] == "errors") & (cascade["code"] == "nccl_teardown")]
 
 
 def hardware_fault_hosts(causes: pd.DataFrame) -> list[str]:
@@ -225,17 +231,28 @@ def hardware_fault_hosts(causes: pd.DataFrame) -> list[str]:
 
 def job_hosts(incident: Incident) -> list[str]:
     """The machines the job's node lists and log headers name (``SLURM_JOB_NODELIST=``,
-    ``# Running on r7n01``), sorted; [] when none does."""
+    ``# Running on r7n01``), sorted; else the one machine NCCL's ``host:pid:tid [dev]`` lines
+    name, when they name one only (``job-1111-2222-0:293:763 [0] NCCL INFO comm …``: a pod's
+    own log); [] when none does."""
     ht = incident.host_timings
     if not len(ht):
-        return []
+        return _nccl_machine(incident)
     hosts: set[str] = set()
     for expr in ht.loc[ht["metric"] == "nodelist", "host"].dropna().astype(str):
         try:
             hosts.update(expand(expr))
         except ValueError:
             continue
-    return sorted(hosts)
+    return sorted(hosts) if hosts else _nccl_machine(incident)
+
+
+def _nccl_machine(incident: Incident) -> list[str]:
+    """The machine of NCCL's process lines, when they all name the same one; else []."""
+    p = incident.tables.get("processes")
+    if p is None or not len(p):
+        return []
+    hosts = {str(h) for h in p["host"].dropna() if is_host(h)}
+    return sorted(hosts) if len(hosts) == 1 else []
 
 
 def _exit_delay(crash: Crash, events: pd.DataFrame) -> float | None:

@@ -29,7 +29,7 @@ EVENT_COLUMNS = ["file", "lineno", "time", "rank", "host", "pid", "kind", "code"
 
 # nccl_error codes that are a local failure (the rank's own GPU or program), not a peer's.
 LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage", "gloo_mismatch",
-                    "nccl_last_error"}
+                    "nccl_last_error", "nccl_warn_system"}
 # signal codes that are the launcher or scheduler tearing survivors down.
 TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
                          "launcher_sigkill", "slurm_cancelled", "ray_actor_died"}
@@ -96,7 +96,9 @@ EXIT_WORDS_RE = re.compile(
     r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
     r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+|"
     r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
-    r"[:=]?\s*\d+")
+    r"[:=]?\s*\d+|"
+    # the shell's "Killed" alone on its line
+    r"^\s*Killed(?=\s*$)")
 
 
 def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
@@ -442,20 +444,32 @@ def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) ->
     return out
 
 
+NO_CODE_ERROR_LINES = 10
+
+
 def _worker_error(first: pd.Series, ordered: pd.DataFrame) -> pd.Series | None:
     """For a launcher's record of a worker that exited with code 1 (a Python exception):
     the specific error (a CUDA OOM, a CUDA/NCCL/ECC error) the worker's traceback printed
-    earlier in the same file, on that rank or on no named rank — that is what failed. The
-    record's rank and host are kept where the error line names none."""
-    if first["table"] != "exits" or first["code"] != "exit_1":
+    earlier in the same file, on that rank or on no named rank — that is what failed; with
+    none, the first local Python exception it printed there (``ZeroDivisionError: …``, a
+    ``RuntimeError: … INTERNAL ASSERT FAILED``). The record's rank and host are kept where
+    the error line names none."""
+    if first["table"] != "exits" or first["code"] not in ("exit_1", "exit_None"):
         return None
-    before = ordered[ordered["kind"].isin(SPECIFIC_KINDS) & (ordered["table"] == "errors")
-                     & (ordered["file"] == first["file"]) & (ordered["lineno"] < first["lineno"])]
+    if first["code"] == "exit_None":  # a record without the code (torchelastic's FAILED
+        # event): the worker's error file is logged just after it as often as before
+        near = (ordered["lineno"] - first["lineno"]).abs() <= NO_CODE_ERROR_LINES
+    else:
+        near = ordered["lineno"] < first["lineno"]
+    before = ordered[(ordered["table"] == "errors") & (ordered["file"] == first["file"]) & near]
     if pd.notna(first["rank"]):
         before = before[before["rank"].isna() | (before["rank"] == first["rank"])]
-    if not len(before):
+    specific = before[before["kind"].isin(SPECIFIC_KINDS)]
+    if not len(specific):
+        specific = before[(before["kind"] == "python") & (before["role"] == "cause")]
+    if not len(specific):
         return None
-    err = before.sort_values("lineno", kind="stable").iloc[0][EVENT_COLUMNS].copy()
+    err = specific.sort_values("lineno", kind="stable").iloc[0][EVENT_COLUMNS].copy()
     for col in ("rank", "host", "time"):
         if pd.isna(err[col]) and pd.notna(first[col]):
             err[col] = first[col]

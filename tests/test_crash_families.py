@@ -1,0 +1,301 @@
+"""gpu_crash and timeout families on real lines (issue 26, round three): each family with its
+corpus instance and at least one more real line from another source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from traindoc.diagnose import gpu_crash
+from traindoc.parse.errors import parse_error
+
+
+def _facts(tmp_path: Path, text: str, name: str = "job.log") -> dict:
+    log = tmp_path / name
+    log.write_text(text)
+    return gpu_crash.diagnose(traindoc.load(str(log))).facts
+
+
+# --- a Python exception is the error when torchrun only says "exitcode: 1" -------------------
+
+TORCHRUN_EXIT_1 = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) "
+                   "local_rank: {lr} (pid: {pid}) of binary: /opt/conda/bin/python\n")
+
+
+@pytest.mark.parametrize("error, expected", [
+    # THUDM/GLM-130B logs/2022.09.25-16:50:29.log (corpus gpu_crash-glm-130b-…-165029)
+    ("ZeroDivisionError: division by zero", "ZeroDivisionError"),
+    # THUDM/GLM-130B logs/2022.09.25-16:57:44.log
+    ('RuntimeError: mask.size(2) == query_seq_len INTERNAL ASSERT FAILED at '
+     '"csrc/megatron/scaled_masked_softmax_cuda.cu":51, please report a bug to PyTorch. ',
+     "INTERNAL ASSERT FAILED"),
+    # yangjianxin1/Firefly#32: a tokenizer's JSON error under a rich traceback
+    ("Exception: expected value at line 1 column 1", "expected value at line 1 column 1"),
+])
+def test_the_workers_exception_is_the_message_of_an_exit_1(tmp_path: Path, error: str,
+                                                           expected: str) -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/work/train.py", line 67, in <module>\n'
+            "    main()\n"
+            f"{error}\n" + TORCHRUN_EXIT_1.format(lr=0, pid=24024))
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "python"
+    assert expected in f["error_message"]
+
+
+def test_a_peers_exception_does_not_name_the_exit(tmp_path: Path) -> None:
+    """A DistBackendError is what a rank saw of a peer, not its own error: the exit stays."""
+    text = ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.\n"
+            + TORCHRUN_EXIT_1.format(lr=0, pid=7))
+    assert "DistBackendError" not in (_facts(tmp_path, text)["error_message"] or "")
+
+
+# --- NCCL WARN lines of a failed system call are the host's own failure ----------------------
+
+@pytest.mark.parametrize("line, host, words", [
+    # pytorch/pytorch#37004 (corpus gpu_crash-pytorch-37004)
+    ("node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission "
+     "denied", "node08", "shm_open failed"),
+    # NVIDIA/nccl#290
+    ("gpu2-ru7:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No "
+     "space left on device", "gpu2-ru7", "posix_fallocate failed"),
+    # pytorch/ci-infra#490 (NCCL 2.2x wording of a full /dev/shm)
+    ("mt-l-x86iavx512-45-172-t4-4-csmpw-runner-g4sfw-workflow:202016:202235 [0] "
+     "misc/shmutils.cc:88 NCCL WARN Error: failed to extend /dev/shm/nccl-WU88OE to 9637892 "
+     "bytes, error: No space left on device (28)",
+     "mt-l-x86iavx512-45-172-t4-4-csmpw-runner-g4sfw-workflow", "failed to extend /dev/shm"),
+    # NVIDIA/nccl#293 (corpus gpu_crash-nccl-293): a container's id is its host name
+    ("42692884fcba:140:140 [0] include/socket.h:333 NCCL WARN Call to bind failed : Address "
+     "already in use", "42692884fcba", "Address already in use"),
+    # NVIDIA/nccl#1882: the ports of a large all-to-all exhausted
+    ("node1:4242:4250 [0] misc/socket.cc:409 NCCL WARN Call to bind failed: Address already "
+     "in use", "node1", "Address already in use"),
+])
+def test_a_failed_system_call_is_a_local_nccl_error(tmp_path: Path, line: str, host: str,
+                                                    words: str) -> None:
+    row = parse_error(line)
+    assert row is not None and row["code"] == "nccl_warn_system" and row["host"] == host
+    f = _facts(tmp_path, line + "\n")
+    assert f["error_kind"] == "nccl_error" and words in f["error_message"]
+    assert f["failed_hosts"] == [host]
+
+
+def test_the_ras_clients_bind_is_no_failure() -> None:
+    """NCCL >= 2.24's RAS client retries another port when its bind fails; the job goes on."""
+    row = parse_error("A800:6801:6839 [1] ras/client_support.cc:159 NCCL WARN Call to bind "
+                      "failed: Address already in use")
+    assert row is not None and row["code"] == "nccl_warn"
+
+
+def test_a_bare_time_is_no_host() -> None:
+    row = parse_error("19:30:48 [0] NCCL WARN Call to bind failed : Address already in use")
+    assert row is not None and "host" not in row
+
+
+# --- the run's length from `step:N/M` and `[e][i/N]` counters (timeout's total_steps) --------
+
+@pytest.mark.parametrize("lines, last, total", [
+    # KellerJordan/modded-nanogpt records/track_1_short/2025-01-04_SoftCap (corpus
+    # timeout-modded-nanogpt-31d6c427)
+    (["step:1389/1390 train_time:204113ms step_avg:148.02ms",
+      "step:1390/1390 train_time:204266ms step_avg:148.02ms"], 1390, 1390),
+    # openai/parameter-golf#839
+    (["step:2400/20000 train_loss:2.1004 train_time:104264ms step_avg:43.44ms",
+      "step:2450/20000 train_loss:2.2078 train_time:106409ms step_avg:43.43ms"], 2450, 20000),
+    # open-mmlab/mmpose#2800 (corpus timeout-mmpose-2800)
+    (["11/09 13:41:31 - mmengine - INFO - Epoch(train)   [1][  53/4405]  base_lr: 4.000000e-03 "
+      "lr: 4.000000e-03  eta: 4 days, 6:56:17  time: 0.159001  data_time: 0.013465  memory: "
+      "1620  loss: 11.404273  loss_kpt: 11.404273  acc_pose: 0.062500"], 53, 4405),
+    # open-mmlab/mmengine#155
+    (["04/21 21:03:53 - mmengine - INFO - Epoch(train) [1][80/90]  lr: 1.000e-02  eta: 0:00:03  "
+      "time: 0.003  data_time: 0.000  memory: 0  loss: -47.0848"], 80, 90),
+    # open-mmlab/mmdetection#2672 (mmcv's runner)
+    (["2020-05-08 18:46:22,177 - mmdet - INFO - Epoch [1][1400/7517]\tlr: 0.00125, eta: 4:42:18, "
+      "time: 0.594, data_time: 0.032, memory: 6836, loss_rpn_cls: 0.0934, loss: 0.4670"],
+     1400, 7517),
+])
+def test_the_runs_length_is_read_from_the_step_counter(tmp_path: Path, lines: list[str],
+                                                       last: int, total: int) -> None:
+    from traindoc.diagnose import timeout
+
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    f = timeout.diagnose(traindoc.load(str(log))).facts
+    assert (f["last_step"], f["total_steps"]) == (last, total)
+
+
+# --- the shell's "Killed" is a death by SIGKILL ------------------------------------------------
+
+@pytest.mark.parametrize("lines", [
+    # XavierXiao/Dreambooth-Stable-Diffusion#33 (corpus gpu_crash-dreambooth-stable-diffusion-33)
+    ["Epoch 0: 0%| | 0/1010 [00:00<?, ?it/s]",
+     "Epoch 0: 0%| | 1/1010 [00:02<47:26, 2.82s/it, loss=0.0249, v_num=0, train/losHere comes "
+     "the checkpoint...",
+     "Killed"],
+    # castorini/hedwig#70
+    ["100%██████████████████| 3000001/3000001 [03:33<00:00, 14061.26it/s]", "Killed"],
+    # BVLC/caffe#886
+    ["I0808 13:46:45.472862  2527 solver.cpp:142] Test score #1: 2.00962", "Killed", "Done."],
+])
+def test_the_shells_killed_is_a_sigkill(tmp_path: Path, lines: list[str]) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "signal" and "Killed" in f["error_message"]
+
+
+def test_a_bar_cut_by_the_next_message_is_the_last_step(tmp_path: Path) -> None:
+    """Dreambooth-Stable-Diffusion#33: the bar at 1/1010 lost its closing bracket to the next
+    message; the step reader took only the bar at 0/1010, the bar reader both."""
+    lines = ["Epoch 0: 0%| | 0/1010 [00:00<?, ?it/s]",
+             "Epoch 0: 0%| | 1/1010 [00:02<47:26, 2.82s/it, loss=0.0249, v_num=0, train/losHere "
+             "comes the checkpoint...", "Killed"]
+    assert _facts(tmp_path, "\n".join(lines) + "\n")["last_iteration"] == 1
+
+
+# --- a step counter that restarts each epoch: the last step is in the last epoch -------------
+
+def test_the_last_step_is_in_the_last_epoch(tmp_path: Path) -> None:
+    # Alpha-VLLM/LLaMA2-Accessory#48 (corpus gpu_crash-llama2-accessory-48): MetricLogger lines
+    lines = ["[05:21:10.402311] Epoch: [1]  [1500/1504]  lr: 0.000012  closs: 0.7704 (0.9509)  "
+             "grad_norm: 0.2695 (0.3902)  time: 4.1524  data: 0.0003  max mem: 51710",
+             "[05:25:06.033566] Epoch: [2]  [0/1504]  lr: 0.000012  closs: 0.9249 (0.9249)  time: "
+             "5.8674  data: 1.3491  max mem: 51710",
+             "[05:27:23.812437] Epoch: [2]  [30/1504]  lr: 0.000012  closs: 0.9175 (0.9249)  time: "
+             "4.5800  data: 0.0002  max mem: 51710"]
+    assert _facts(tmp_path, "\n".join(lines) + "\n")["last_iteration"] == 30
+    # keke-nice/rPPG-MAE#8: the same logger (DeiT/MAE's) in another trainer, epoch and step
+    log = tmp_path / "mae.log"
+    log.write_text("Epoch: [2]  [200/208]  eta: 0:00:01  lr: 0.000148  loss: 0.3920 (0.4117)  "
+                   "time: 0.1175  data: 0.0001  max mem: 16887\n")
+    it = traindoc.load(str(log)).iterations
+    assert (it["epoch"].iloc[0], it["iteration"].iloc[0]) == (2, 200)
+
+
+# --- a failure line without a host, in a log whose NCCL lines name one machine ---------------
+
+@pytest.mark.parametrize("lines, host", [
+    # NVIDIA/nccl#1039 (corpus gpu_crash-nccl-1039): a pod's log, TensorFlow's error line
+    (["2023/10/26 12:12:06 job-1111-2222-0:293:765 [0] NCCL INFO proxy.cc:614 -> 2 [Proxy Thread]",
+      "2023/10/26 12:12:06 2023-10-26 12:12:06.704113: E hybridbackend/tensorflow/distribute/"
+      "nccl/nccl_collective.cc:461] NCCL communication aborted: unhandled system error",
+      "2023/10/26 12:12:07 job-1111-2222-0:293:763 [0] NCCL INFO comm 0x7fda2c015e20 rank 0 "
+      "nranks 4 cudaDev 0 busId d9000 - Abort COMPLETE"], "job-1111-2222-0"),
+    # sgl-project/sglang#4289: one node's NCCL lines, then torch's error
+    (["node17-2:36748:36748 [0] NCCL INFO Bootstrap : Using ens5f0np0:192.168.89.206<0>",
+      "node17-2:36750:36750 [2] NCCL INFO cudaDriverVersion 12020",
+      "RuntimeError: NCCL error: unhandled system error"], "node17-2"),
+])
+def test_the_one_machine_of_nccls_lines_is_the_failed_host(tmp_path: Path, lines: list[str],
+                                                           host: str) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "nccl_error" and f["failed_hosts"] == [host]
+
+
+# --- torchelastic's JSON events (torch 1.9-1.10): a FAILED worker names its rank and host -----
+
+PYTORCH_64990 = [
+    '{"name": "torchelastic.worker.status.FAILED", "source": "WORKER", "timestamp": 0, "metadata": '
+    '{"run_id": "1234", "global_rank": 1, "group_rank": 1, "worker_id": "28454", "role": "default"'
+    ', "hostname": "ip-172-30-2-79", "state": "FAILED", "total_run_time": 43, "rdzv_backend": '
+    '"c10d", "raw_error": "{\\"message\\": \\"<NONE>\\"}", "metadata": "{\\"group_world_size\\": 2,'
+    ' \\"entry_point\\": \\"python3\\", \\"local_rank\\": [0], \\"role_rank\\": [1], '
+    '\\"role_world_size\\": [2]}", "agent_restarts": 3}}',
+    '{"name": "torchelastic.worker.status.SUCCEEDED", "source": "AGENT", "timestamp": 0, '
+    '"metadata": {"run_id": "1234", "global_rank": null, "group_rank": 1, "worker_id": null, '
+    '"role": "default", "hostname": "ip-172-30-2-79", "state": "SUCCEEDED", "total_run_time": 43, '
+    '"rdzv_backend": "c10d", "raw_error": null, "metadata": "{\\"group_world_size\\": 2, '
+    '\\"entry_point\\": \\"python3\\"}", "agent_restarts": 3}}',
+    "[ERROR] 2021-09-14 14:03:12,880 error_handler: {",
+    '  "message": {',
+    '    "message": "MemoryError: std::bad_alloc",',
+]
+
+
+def test_a_failed_worker_event_and_its_error_file(tmp_path: Path) -> None:
+    """pytorch/pytorch#64990 (corpus gpu_crash-pytorch-64990): the FAILED event names rank 1 on
+    ip-172-30-2-79, the error file logged after it says what failed."""
+    f = _facts(tmp_path, "\n".join(PYTORCH_64990) + "\n")
+    assert (f["failed_ranks"], f["failed_hosts"]) == ([1], ["ip-172-30-2-79"])
+    assert f["error_kind"] == "python" and "std::bad_alloc" in f["error_message"]
+
+
+def test_worker_events_of_other_sources() -> None:
+    from traindoc.parse.torchrun import parse_elastic_event
+
+    # exiawsh/StreamPETR#19
+    failed = ('{"name": "torchelastic.worker.status.FAILED", "source": "WORKER", "timestamp": 0, '
+              '"metadata": {"run_id": "none", "global_rank": 3, "group_rank": 0, "worker_id": '
+              '"11376", "role": "default", "hostname": "sajadi", "state": "FAILED", '
+              '"total_run_time": 20, "rdzv_backend": "static"}}')
+    assert parse_elastic_event(failed) == {"rank": 3, "host": "sajadi"}
+    # pytorch/pytorch#60716: a worker that succeeded is no exit
+    ok = ('{"name": "torchelastic.worker.status.SUCCEEDED", "source": "WORKER", "timestamp": 0, '
+          '"metadata": {"run_id": "none", "global_rank": 11, "group_rank": 0, "worker_id": '
+          '"34615", "role": "default", "hostname": "marvel.amem.cs.cmu.edu", "state": '
+          '"SUCCEEDED"}}')
+    assert parse_elastic_event(ok) is None
+    assert parse_elastic_event(PYTORCH_64990[1]) is None
+
+
+# --- "[e/E][i/N]" counters at the start of a step line ------------------------------------------
+
+@pytest.mark.parametrize("line, epoch, step, total", [
+    # NVIDIA/nccl#293 (corpus gpu_crash-nccl-293)
+    ("[2/20][4084/7614] Loss: 9.590029", 2, 4084, 7614),
+    # kimhc6028/acgan-pytorch#3 (the DCGAN example's line)
+    ("[24/25][937/938] Loss_D: 0.0120 Loss_G: 6.1335 D(x): 0.9978 D(G(z)): 0.0097 / 0.0027",
+     24, 937, 938),
+    # zhangxiann/PyTorch_Practice#1 (tab-separated)
+    ("[1/20][30/32]\tLoss_D: 0.0000\tLoss_G: 57.0740\tD(x): 1.0000\tD(G(z)): 0.0000 / 0.0000",
+     1, 30, 32),
+])
+def test_an_epoch_and_batch_counter_pair_is_the_step(line: str, epoch: int, step: int,
+                                                     total: int) -> None:
+    from traindoc.parse.metric_lines import parse_metric_line
+
+    row = parse_metric_line(line)
+    assert row is not None
+    assert (row["epoch"], row["iteration"], row["total_iterations"]) == (epoch, step, total)
+
+
+# --- the watchdog's "failed or timed out", with no collective timed out, is what this side saw --
+
+@pytest.mark.parametrize("lines", [
+    # PKU-YuanGroup/UniWorld#46 (corpus gpu_crash-uniworld-46): socket errors at INFO under it
+    ["n124-137-109:312247:326969 [0] NCCL INFO misc/socket.cc:829 -> 3",
+     "n124-137-109:312249:326968 [2] NCCL INFO comm 0x12464df00 rank 6 nranks 8 cudaDev 2 busId "
+     "b000 - Abort COMPLETE",
+     "[rank6]:[E624 04:14:29.224103812 ProcessGroupNCCL.cpp:684] [Rank 6] Some NCCL operations "
+     "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+     "operations might run on corrupted/incomplete data.",
+     "[rank6]:[E624 04:14:29.224139849 ProcessGroupNCCL.cpp:698] [Rank 6] To avoid data "
+     "inconsistency, we are taking the entire process down."],
+    # EvolvingLMMs-Lab/open-r1-multimodal#20
+    ["[rank2]:[E220 01:25:08.728702337 ProcessGroupNCCL.cpp:681] [Rank 2] Some NCCL operations "
+     "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
+     "operations might run on corrupted/incomplete data."],
+])
+def test_the_watchdogs_teardown_alone_is_an_nccl_error(tmp_path: Path, lines: list[str]) -> None:
+    from traindoc.diagnose import triage
+
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "nccl_error" and "failed or timed out" in f["error_message"]
+    log = tmp_path / "job.log"
+    assert triage.diagnose(traindoc.load(str(log))).facts["classes"][0]["class"] == "gpu_crash"
+
+
+def test_the_teardown_after_a_watchdog_timeout_stays_the_timeouts(tmp_path: Path) -> None:
+    """GAIR-NLP/DeepResearcher#16: the same teardown under a timed-out collective."""
+    from traindoc.diagnose import triage
+
+    log = tmp_path / "job.log"
+    log.write_text(
+        "(WorkerDict pid=63294) [rank3]:[E416 20:40:12.984683378 ProcessGroupNCCL.cpp:607] [Rank "
+        "3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=8, OpType=ALLTOALL, "
+        "NumelIn=3150848, NumelOut=3150848, Timeout(ms)=600000) ran for 600000 milliseconds "
+        "before timing out.\n"
+        "(WorkerDict pid=63294) [rank3]:[E416 20:40:12.986061777 ProcessGroupNCCL.cpp:621] [Rank "
+        "3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
+        "kernels, subsequent GPU operations might run on corrupted/incomplete data.\n")
+    assert triage.diagnose(traindoc.load(str(log))).facts["classes"][0]["class"] == "timeout"
