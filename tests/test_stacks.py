@@ -672,3 +672,31 @@ def test_ssh_names_the_host_of_the_dumps_after_it(tmp_path: Path) -> None:
     s = traindoc.load(tmp_path / "notes.txt").stacks
     assert list(zip(s["host"], s["pid"], s["state"], strict=True)) == [
         ("jean-zay-iam06", 280058, "dump_error")]
+
+
+# Dumps as posters paste them (issue 26, batch 2026-11-26d).
+# bitofant/vllm-custom-build issue.md (py-spy of vLLM's EngineCore, function names padded to one
+# column); two snapshots of one process in two files are both kept (not echoes of each other).
+PADDED_1 = """Thread 435 (idle): "MainThread"
+    find_longest_cache_hit (vllm/v1/core/single_type_kv_cache_manager.py:531)
+    get_computed_blocks    (vllm/v1/core/kv_cache_manager.py:203)
+    schedule               (vllm/v1/core/sched/scheduler.py:613)
+    run_engine_core        (vllm/v1/engine/core.py:1101)
+"""
+PADDED_7 = """Thread 435 (idle): "MainThread"
+    _process_engine_step (vllm/v1/engine/core.py:1193)
+    run_busy_loop       (vllm/v1/engine/core.py:1142)
+    run_engine_core     (vllm/v1/engine/core.py:1101)
+"""
+
+
+def test_padded_pyspy_frames_and_two_snapshots_of_one_process(tmp_path: Path) -> None:
+    (tmp_path / "a-1of8.txt").write_text(PADDED_1)
+    (tmp_path / "b-7of8.txt").write_text(PADDED_7)
+    s = traindoc.load(tmp_path).stacks
+    assert list(s["leaf"]) == [
+        "find_longest_cache_hit (vllm/v1/core/single_type_kv_cache_manager.py:531)",
+        "_process_engine_step (vllm/v1/engine/core.py:1193)"]
+    assert s["frames"].iloc[0][1] == "get_computed_blocks (vllm/v1/core/kv_cache_manager.py:203)"
+    assert len(s["frames"].iloc[1]) == 3
+

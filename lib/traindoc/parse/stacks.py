@@ -100,8 +100,9 @@ THREAD_RE = re.compile(
     r'^Thread (?:(?P<tid>0[xX][0-9A-Fa-f]+|\d+) ?)?(?:\((?P<state>idle|active\+gil|active|gil)\))?'
     r'(?::\s*"(?P<name>[^"]*)")?\s*$')  # the id may be cut out of a paste: 'Thread (idle): "…"'
 # "broadcast (torch/distributed/distributed_c10d.py:1191)", "0x7f… (libc.so.6)". The file is
-# the last parenthesised group; a --locals line ("name: repr") is never a frame.
-FRAME_RE = re.compile(r"^(?P<func>\S.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
+# the last parenthesised group; a --locals line ("name: repr") is never a frame. A paste may pad
+# the function names to one column ("run_busy_loop       (vllm/v1/engine/core.py:1142)").
+FRAME_RE = re.compile(r"^(?P<func>\S.*?) +\((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
 LOCALS_HEADER_RE = re.compile(r"^(?:Arguments|Locals):+$")
 # A hand-condensed listing (not py-spy's own output): the BLOOM chronicle's "4 in:" before the
 # threads that share one frame list, the tr11 hang notes' "6 processes are in:" before one
@@ -251,7 +252,7 @@ THREAD_TAIL_RE = re.compile(
 # A stack pasted without its header: py-spy frame lines ("__to_tensor (pytorch_lightning/core/
 # module.py:619)") or faulthandler ones ('File "/x/distributed_c10d.py", line 2050 in all_reduce').
 # Only a Python file with a line number and a function name without spaces starts one.
-BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) \([^()]+\.py:\d+\)$")
+BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) +\([^()]+\.py:\d+\)$")
 
 
 STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ",
