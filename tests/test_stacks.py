@@ -700,3 +700,23 @@ def test_padded_pyspy_frames_and_two_snapshots_of_one_process(tmp_path: Path) ->
     assert s["frames"].iloc[0][1] == "get_computed_blocks (vllm/v1/core/kv_cache_manager.py:203)"
     assert len(s["frames"].iloc[1]) == 3
 
+
+# pytorch/tutorials intermediate_source/debug_hangs_with_flight_recorder.rst: the debug
+# server's stacks file, one "=== Rank N ===" section per rank, an author's note after a frame
+RANK_SECTIONS = """$ cat /tmp/fr_hang_debug/stacks_20260401_192104.txt
+
+=== Rank 0 ===
+  File "verify_flight_recorder.py", line 148 in main    ← all_reduce (waiting)
+
+=== Rank 1 ===
+  File "verify_flight_recorder.py", line 140 in main    ← time.sleep (the hang!)
+"""
+
+
+def test_rank_sections_name_each_dumps_rank(tmp_path: Path) -> None:
+    (tmp_path / "stacks.txt").write_text(RANK_SECTIONS)
+    s = traindoc.load(tmp_path / "stacks.txt").stacks
+    assert list(s["rank"]) == [0, 1]
+    assert list(s["leaf"]) == ["main (verify_flight_recorder.py:148)",
+                               "main (verify_flight_recorder.py:140)"]
+    assert s["pid"].isna().all()
