@@ -720,3 +720,13 @@ def test_rank_sections_name_each_dumps_rank(tmp_path: Path) -> None:
     assert list(s["leaf"]) == ["main (verify_flight_recorder.py:148)",
                                "main (verify_flight_recorder.py:140)"]
     assert s["pid"].isna().all()
+
+
+@pytest.mark.parametrize("line,func", [
+    ('File "verify_flight_recorder.py", line 148 in main    ← all_reduce (waiting)', "main"),
+    ('File "train.py", line 12 in <module> ', "<module>"),  # a trailing blank
+    ('File "/usr/local/lib/python3.12/queue.py", line 180 in get', "get"),
+])
+def test_faulthandler_frame_function(line: str, func: str) -> None:
+    m = stacks_mod.FH_FRAME_RE.match(line)
+    assert m is not None and m["func"] == func

@@ -126,7 +126,7 @@ FH_THREAD_RE = re.compile(
 FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
 # (a poster's note after the function, two spaces on, is no part of it: "in main    ← all_reduce")
 FH_FRAME_RE = re.compile(
-    r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+(?: \S+)*?)(?:\s{2,}\S.*)?$')
+    r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+(?: \S+)*?)(?:\s{2,}\S.*)?\s*$')
 
 # --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
 # "Thread 1 (Thread 0x7f9af26b3700 (LWP 13663)):", newer gdb: '… (LWP 13663) "python3"):'
