@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -420,6 +421,7 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
         return []
     keys = []
     seen, dumps = set(), 0  # pid 1 on no host: each dump (a thread seen again) a container
+    current: dict = {}
     for host, pid, rank, src, state, tid, thr in zip(df["host"], df["pid"], df["rank"],
                                                      df["source"], df["state"], df["tid"],
                                                      df["thread"], strict=False):
@@ -435,8 +437,15 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
             keys.append(("pid", host, int(pid)))
         elif rank is not None:
             keys.append(("rank", host, int(rank)))
-        else:
-            keys.append(("file", host, file_of(src)))
+        else:  # each "Current thread" id of a file that names no process: another dump's
+            ids = current.setdefault((host, file_of(src)), [])
+            if na(state) == "current" and na(tid) is not None:
+                if na(tid) not in ids:
+                    ids.append(na(tid))
+                n = ids.index(na(tid))
+            else:
+                n = len(ids) - 1 if ids else 0
+            keys.append(("file", host, file_of(src), n))
     df = df.assign(key_=keys, order_=range(len(df)))
     out = []
     for key, g in df.groupby("key_", sort=False):
@@ -466,6 +475,9 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
             thread=na(first.thread), state="D" if stuck else na(first.state), cmd=na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1,
             threads=[str(na(r.thread) or na(r.tid) or "?") for r in last]))
+    per_file = Counter(p.key[:3] for p in out if p.key[0] == "file")
+    for p in out:
+        p.several = p.key[0] == "file" and per_file[p.key[:3]] > 1
     if out and all(p.helper for p in out):  # helpers alone: they are the processes looked at
         for p in out:
             p.helper = False
@@ -583,3 +595,29 @@ def test_transport_advice_only_where_every_stack_waits_in_one_collective() -> No
         if any(x.id == "check_transport" for x in r.actions):
             assert len(a.ranks) >= 2 and all(q.in_collective for q in a.ranks), p
             assert len({q.leaf for q in a.ranks}) == 1, p
+
+
+# cc-hpc-itwm/tarantella meta/ci/README.md (ctest's "31: " prefix): four ranks abort into one
+# log, each printing its own faulthandler dump. Each "Current thread" id is one process; the
+# same id again is that process dumped again.
+ABORTS = """31: corrupted size vs. prev_size while consolidating
+31: Fatal Python error: Aborted
+31:
+31: Current thread 0x00007fe807665740 (most recent call first):
+31: <no Python frame>
+31: double free or corruption (top)
+31: Fatal Python error: Aborted
+31:
+31: Current thread 0x00007f374e1e7740 (most recent call first):
+31: <no Python frame>
+"""
+FIRST_ABORT = "\n".join(ABORTS.splitlines()[1:5]) + "\n"
+
+
+def test_each_current_thread_of_a_file_is_a_process(tmp_path: Path) -> None:
+    (tmp_path / "ctest.log").write_text(ABORTS)
+    a = deadlock.analyse(traindoc.load(tmp_path / "ctest.log"))
+    assert len(a.procs) == 2 and len({p.member for p in a.procs}) == 2
+    (tmp_path / "ctest.log").write_text(FIRST_ABORT + FIRST_ABORT)
+    a = deadlock.analyse(traindoc.load(tmp_path / "ctest.log"))
+    assert len(a.procs) == 1 and a.procs[0].snapshots == 2

@@ -856,3 +856,61 @@ def test_ray_stack_names_each_workers_pid(tmp_path: Path) -> None:
     inc = traindoc.load(tmp_path / "ray.txt")
     assert list(inc.stacks["pid"]) == [20768, 20769]
     assert deadlock.diagnose(inc).facts["processes_seen"] == 2
+
+
+# Dumps as posters paste them (issue 26, batch 2026-11-26d).
+# bitofant/vllm-custom-build issue.md (py-spy of vLLM's EngineCore, function names padded to one
+# column); two snapshots of one process in two files are both kept (not echoes of each other).
+PADDED_1 = """Thread 435 (idle): "MainThread"
+    find_longest_cache_hit (vllm/v1/core/single_type_kv_cache_manager.py:531)
+    get_computed_blocks    (vllm/v1/core/kv_cache_manager.py:203)
+    schedule               (vllm/v1/core/sched/scheduler.py:613)
+    run_engine_core        (vllm/v1/engine/core.py:1101)
+"""
+PADDED_7 = """Thread 435 (idle): "MainThread"
+    _process_engine_step (vllm/v1/engine/core.py:1193)
+    run_busy_loop       (vllm/v1/engine/core.py:1142)
+    run_engine_core     (vllm/v1/engine/core.py:1101)
+"""
+
+
+def test_padded_pyspy_frames_and_two_snapshots_of_one_process(tmp_path: Path) -> None:
+    (tmp_path / "a-1of8.txt").write_text(PADDED_1)
+    (tmp_path / "b-7of8.txt").write_text(PADDED_7)
+    s = traindoc.load(tmp_path).stacks
+    assert list(s["leaf"]) == [
+        "find_longest_cache_hit (vllm/v1/core/single_type_kv_cache_manager.py:531)",
+        "_process_engine_step (vllm/v1/engine/core.py:1193)"]
+    assert s["frames"].iloc[0][1] == "get_computed_blocks (vllm/v1/core/kv_cache_manager.py:203)"
+    assert len(s["frames"].iloc[1]) == 3
+
+
+# pytorch/tutorials intermediate_source/debug_hangs_with_flight_recorder.rst: the debug
+# server's stacks file, one "=== Rank N ===" section per rank, an author's note after a frame
+RANK_SECTIONS = """$ cat /tmp/fr_hang_debug/stacks_20260401_192104.txt
+
+=== Rank 0 ===
+  File "verify_flight_recorder.py", line 148 in main    ← all_reduce (waiting)
+
+=== Rank 1 ===
+  File "verify_flight_recorder.py", line 140 in main    ← time.sleep (the hang!)
+"""
+
+
+def test_rank_sections_name_each_dumps_rank(tmp_path: Path) -> None:
+    (tmp_path / "stacks.txt").write_text(RANK_SECTIONS)
+    s = traindoc.load(tmp_path / "stacks.txt").stacks
+    assert list(s["rank"]) == [0, 1]
+    assert list(s["leaf"]) == ["main (verify_flight_recorder.py:148)",
+                               "main (verify_flight_recorder.py:140)"]
+    assert s["pid"].isna().all()
+
+
+@pytest.mark.parametrize("line,func", [
+    ('File "verify_flight_recorder.py", line 148 in main    ← all_reduce (waiting)', "main"),
+    ('File "train.py", line 12 in <module> ', "<module>"),  # a trailing blank
+    ('File "/usr/local/lib/python3.12/queue.py", line 180 in get', "get"),
+])
+def test_faulthandler_frame_function(line: str, func: str) -> None:
+    m = stacks_mod.FH_FRAME_RE.match(line)
+    assert m is not None and m["func"] == func

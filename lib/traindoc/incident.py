@@ -196,7 +196,9 @@ def srun_tasks_as_ranks(exits: pd.DataFrame) -> pd.DataFrame:
 def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     """Drop rows that echo another file's rows: torchrun ``--tee`` writes each rank's lines both
     to its own file and, prefixed, to the combined log. The n-th occurrence of a (rank, line) in
-    one file echoes the n-th occurrence in an earlier file; repeats within a file are kept."""
+    one file echoes the n-th occurrence in an earlier file; repeats within a file are kept. A
+    row with frames echoes only a row with the same frames: two py-spy snapshots of one process
+    in two files share the thread header line, not the stack."""
     if len(df) < 2 or "line" not in df or "source" not in df:
         return df
     line = df["line"].fillna("")
@@ -210,7 +212,11 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     if file.nunique() < 2:
         return df
     host = sub["host"].fillna("") if "host" in sub else ""
-    key = pd.DataFrame({"f": file, "r": sub["rank"].fillna(-1), "h": host, "l": line[cand]})
+    said = line[cand]
+    if "frames" in sub:
+        said = said + "\n" + sub["frames"].map(
+            lambda f: "\n".join(map(str, f)) if isinstance(f, list) else "")
+    key = pd.DataFrame({"f": file, "r": sub["rank"].fillna(-1), "h": host, "l": said})
     key["n"] = key.groupby(["f", "r", "h", "l"]).cumcount()
     dup = key.duplicated(["r", "h", "l", "n"], keep="first").to_numpy()
     if not dup.any():

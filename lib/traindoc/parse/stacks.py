@@ -64,7 +64,9 @@ Where a dump was taken is often said only by what precedes it: a loop's separato
 (``=== PID 544360 ===``, ``=== node17 4242 ===``, ``== pid 12 ==``), the shell prompt of the
 command (``[user@tpgds-aihub0007 ~]$ py-spy dump --pid 544105``), an ``ssh HOST`` before it.
 The host and pid they name are the next dump's (and a py-spy error's: the process it could not
-dump), until the next one.
+dump), until the next one. A dumper's per-rank section (``=== Rank 0 ===``, the torch.distributed
+debug server's stacks file) names the rank the same way; under it even one bare faulthandler
+frame is a stack, and a poster's note after the function (``in main    ← all_reduce``) is dropped.
 
 A condensed per-node listing of leaves (BigScience tr11's perl one-liner over ``trace-%N.out``
 files: ``trace-jean-zay-iam52`` then one indented function name per process's MainThread) loads
@@ -111,8 +113,9 @@ THREAD_RE = re.compile(
     r'(?:\((?P<state>idle|active\+gil|active|gil)\))?'
     r'(?::\s*"(?P<name>[^"]*)")?\s*$')  # the id may be cut out of a paste: 'Thread (idle): "…"'
 # "broadcast (torch/distributed/distributed_c10d.py:1191)", "0x7f… (libc.so.6)". The file is
-# the last parenthesised group; a --locals line ("name: repr") is never a frame.
-FRAME_RE = re.compile(r"^(?P<func>\S.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
+# the last parenthesised group; a --locals line ("name: repr") is never a frame. A paste may pad
+# the function names to one column ("run_busy_loop       (vllm/v1/engine/core.py:1142)").
+FRAME_RE = re.compile(r"^(?P<func>\S.*?) +\((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
 LOCALS_HEADER_RE = re.compile(r"^(?:Arguments|Locals):+$")
 # A hand-condensed listing (not py-spy's own output): the BLOOM chronicle's "4 in:" before the
 # threads that share one frame list, the tr11 hang notes' "6 processes are in:" before one
@@ -141,7 +144,9 @@ FH_THREAD_RE = re.compile(
     r"^(?P<current>Current thread|Thread) (?P<tid>0x[0-9a-fA-F]+)(?: \[(?P<name>[^\]]*)\])?"
     r"(?: <(?P<oldname>[^>]*)>)? \(most recent call first\):\s*$")
 FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
-FH_FRAME_RE = re.compile(r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>.+)$')
+# (a poster's note after the function, two spaces on, is no part of it: "in main    ← all_reduce")
+FH_FRAME_RE = re.compile(
+    r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+(?: \S+)*?)(?:\s{2,}\S.*)?\s*$')
 # what faulthandler prints in place of, or before, a thread's frames (CPython traceback.c):
 # no frame, the collector running in the current thread (3.12+), a thread state already freed
 FH_NOTES = ("<no Python frame>", "Garbage-collecting", "<freed thread state>", "<tstate is freed>")
@@ -250,6 +255,9 @@ HUNG_TASK_LINES = ("Tainted:", '"echo 0 > /proc/sys/kernel/hung_task_timeout_sec
 # --- where a dump was taken ---------------------------------------------------------------------
 # a loop's separator: "=== PID 544360 ===", "== pid 12 ==", "=== node17 4242 ===",
 # "=== node17 pid 4242 ==="
+# a dumper's per-rank section: "=== Rank 0 ===" (the torch.distributed debug server's stacks
+# file), "=== RANK 1 ===": the rank of the next dump
+SEPARATOR_RANK_RE = re.compile(r"^={2,} ?(?:rank|RANK|Rank)[ :=]*(?P<rank>\d+) ?={2,}\s*$")
 SEPARATOR_PID_RE = re.compile(
     r"^={2,} ?(?:(?P<host>[A-Za-z][\w.\-]*?)[ :/]+)?(?:PID|pid)?[ :=]*(?P<pid>\d+) ?={2,}\s*$")
 # a shell prompt running py-spy: "[user@host ~]$ py-spy dump --pid 1", "user@host:~# sudo py-spy …"
@@ -301,7 +309,7 @@ THREAD_TAIL_RE = re.compile(
 # A stack pasted without its header: py-spy frame lines ("__to_tensor (pytorch_lightning/core/
 # module.py:619)") or faulthandler ones ('File "/x/distributed_c10d.py", line 2050 in all_reduce').
 # Only a Python file with a line number and a function name without spaces starts one.
-BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) \([^()]+\.py:\d+\)$")
+BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) +\([^()]+\.py:\d+\)$")
 
 
 STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ",
@@ -456,6 +464,10 @@ class StackParser:
     def _where(self, text: str) -> bool:
         """A loop's separator or a shell prompt running py-spy: the host/pid of the next dump."""
         if "== " in text:
+            m = SEPARATOR_RANK_RE.match(text.strip())
+            if m:
+                self._hint = {"host": self._hint.get("host"), "pid": None, "rank": int(m["rank"])}
+                return True
             m = SEPARATOR_PID_RE.match(text.strip())
             if m:
                 host = m["host"] if m["host"] and m["host"].lower() not in ("pid", "rank") else None
@@ -527,7 +539,8 @@ class StackParser:
         if m:
             self.section, self._fh, self._fh_cut = "faulthandler", [], False
             self._fh.append({"pid": _writer(ctx)[2], "cmd": None, "tid": None, "thread": None,
-                             "state": None, "frames": [], "_ctx": ctx, "_all": False})
+                             "state": None, "frames": [], "_ctx": ctx, "_all": False,
+                             **self._fh_hint()})
             return self._feed_faulthandler(text, ctx)
         m = PYTB_FRAME_RE.match(text)
         if m:  # a Python traceback's frames pasted without their header
@@ -615,6 +628,7 @@ class StackParser:
         self._threads.append({
             "pid": pid, "cmd": self._proc.get("cmd"), "tid": tid, "thread": name,
             "state": m["state"], "_ctx": ctx, "host": self._hint.get("host"),
+            "rank": self._hint.get("rank"),
         })
         self._in_locals = False
         return out
@@ -666,15 +680,21 @@ class StackParser:
         self._fh.append({
             "pid": _writer(ctx)[2], "cmd": None, "tid": None if m is None else m["tid"], "thread": name,
             "state": None if m is None else ("current" if m["current"] == "Current thread" else None),
-            "frames": [], "_ctx": ctx, "_all": m is not None,
+            "frames": [], "_ctx": ctx, "_all": m is not None, **self._fh_hint(),
         })
         return out
+
+    def _fh_hint(self) -> dict[str, Any]:
+        """The rank a dumper's section header named for this faulthandler dump (``=== Rank N
+        ===``); such a header makes even one bare frame a stack."""
+        rank = self._hint.get("rank")
+        return {} if rank is None else {"rank": rank, "named": True}
 
     def _flush_faulthandler(self) -> list[tuple[str, Row]]:
         threads, self._fh = self._fh, []
         # a bare frame line (no header) with nothing after it is no stack
         threads = [t for t in threads if t["_all"] or t["tid"] is not None or len(t["frames"]) > 1
-                   or t["state"] is not None]
+                   or t["state"] is not None or (t.get("named") and t["frames"])]
         if threads and threads[-1]["_all"] and not self._fh_cut:
             # CPython prepends new thread states: the last one listed is the main thread.
             threads[-1]["thread"] = "MainThread"
@@ -965,6 +985,8 @@ def _row(t: dict[str, Any], frames: list[str]) -> Row:
     }
     if t.get("count"):
         row["count"] = t["count"]
+    if t.get("rank") is not None and _writer(ctx)[0] is None:
+        row["rank"] = t["rank"]  # named by a dumper's "=== Rank N ===" header
     if t.get("host"):
         row["host"] = t["host"]  # named by a separator or prompt before the dump
     elif isinstance(ctx, tuple) and len(ctx) > 2:

@@ -5,6 +5,7 @@ flight-recorder stacks when a dump names none (rules: the package docstring)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, NamedTuple
@@ -174,14 +175,18 @@ class Proc:
     rank_inferred: str | None = None  # how the rank was inferred, when it was
     threads: list[str] = field(default_factory=list)
     count: int = 1  # processes it stands for (a condensed listing's "6 processes are in:")
+    several: bool = False  # one of several processes in one file that names none of them
 
     @property
     def member(self) -> Any:
-        """The rank, else ``host:pid``, else the dump file."""
+        """The rank, else ``host:pid``, else the dump file (``file:line`` of its dump where the
+        file holds several processes' dumps)."""
         if self.rank is not None:
             return self.rank
         if self.pid is not None:
             return f"{self.host or '?'}:{self.pid}"
+        if self.several:
+            return f"{self.host}:{PurePath(self.source).name}" if self.host else self.source
         return f"{self.host}:{PurePath(_file_of(self.source)).name}" if self.host else _file_of(
             self.source)
 
@@ -262,6 +267,7 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     groups: dict[tuple[Any, ...], list[_Row]] = {}
     seen_threads: set[Any] = set()
     dumps = 0  # dumps of pid 1 on no named host: each one another container's process
+    current: dict[tuple[Any, Any], list[Any]] = {}  # a file's "Current thread" ids, in order
     for row in map(_Row._make, zip(*cols, strict=True)):
         host, pid, rank = _na(row.host), _na(row.pid), _na(row.rank)
         if _na(row.state) == "listed":
@@ -277,7 +283,8 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
         elif rank is not None:
             key = ("rank", host, int(rank))
         else:
-            key = ("file", host, _file_of(row.source))
+            file = _file_of(row.source)
+            key = ("file", host, file, _dump_of(row, (host, file), current))
         groups.setdefault(key, []).append(row)
     memo = _FrameMemo(depth)
     leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]] = {}
@@ -314,10 +321,27 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
             cmd=_na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
             threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
+    per_file = Counter(p.key[:3] for p in out if p.key[0] == "file")
+    for p in out:
+        p.several = p.key[0] == "file" and per_file[p.key[:3]] > 1
     if out and all(p.helper for p in out):  # a helper's own dump, no rank beside it: the
         for p in out:                       # process looked at
             p.helper = False
     return merge_listed(out)
+
+
+def _dump_of(row: _Row, file: tuple[Any, Any], current: dict[tuple[Any, Any], list[Any]]) -> int:
+    """Which process of a file that names none a row belongs to: faulthandler marks the thread
+    that dumped as ``Current thread``, once per dump, so each new id there is another process's
+    dump (four ranks aborting into one log print four); a repeat of an id is that process
+    dumped again. Rows before the first such line, and after, stay with the last one seen."""
+    ids = current.setdefault(file, [])
+    tid = _na(row.tid)
+    if _na(row.state) == "current" and tid is not None:
+        if tid not in ids:
+            ids.append(tid)
+        return ids.index(tid)
+    return len(ids) - 1 if ids else 0
 
 
 def merge_listed(procs: list[Proc]) -> list[Proc]:
