@@ -1,0 +1,48 @@
+"""Throughput families from blind intake (issue 26, round three), each with real lines of two
+sources: the rate a healthy run holds (the baseline when nothing changed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from traindoc.diagnose import throughput as tp
+
+# MXNet Speedometer lines of two healthy runs: (source, lines, the rate the run holds)
+HEALTHY_RUNS = [
+    ("kubeflow/kubeflow#68", [
+        "INFO:root:Epoch[0] Batch [20]   Speed: 2015.42 samples/sec      accuracy=0.131696",
+        "INFO:root:Epoch[0] Batch [40]   Speed: 2025.30 samples/sec      accuracy=0.191016",
+        "INFO:root:Epoch[0] Batch [60]   Speed: 2018.21 samples/sec      accuracy=0.230273",
+        "INFO:root:Epoch[0] Batch [80]   Speed: 2025.97 samples/sec      accuracy=0.258496",
+        "INFO:root:Epoch[1] Batch [20]   Speed: 2016.25 samples/sec      accuracy=0.302920",
+        "INFO:root:Epoch[1] Batch [40]   Speed: 2015.39 samples/sec      accuracy=0.334473",
+        "INFO:root:Epoch[1] Batch [60]   Speed: 2008.51 samples/sec      accuracy=0.347852",
+    ], (2008, 2026)),
+    ("apache/mxnet#11480", [
+        "INFO:root:Epoch[1] Batch [20]\tSpeed: 1375.76 samples/sec\taccuracy=0.519345",
+        "INFO:root:Epoch[1] Batch [40]\tSpeed: 1374.71 samples/sec\taccuracy=0.515625",
+        "INFO:root:Epoch[1] Batch [60]\tSpeed: 1371.57 samples/sec\taccuracy=0.521094",
+        "INFO:root:Epoch[1] Batch [80]\tSpeed: 1376.55 samples/sec\taccuracy=0.533203",
+        "INFO:root:Epoch[1] Batch [100]\tSpeed: 1375.78 samples/sec\taccuracy=0.548828",
+        "INFO:root:Epoch[1] Batch [120]\tSpeed: 1370.05 samples/sec\taccuracy=0.544141",
+        "INFO:root:Epoch[1] Batch [140]\tSpeed: 1375.61 samples/sec\taccuracy=0.566797",
+        "INFO:root:Epoch[1] Batch [160]\tSpeed: 1372.94 samples/sec\taccuracy=0.571094",
+        "INFO:root:Epoch[1] Batch [180]\tSpeed: 1328.99 samples/sec\taccuracy=0.566016",
+    ], (1371, 1376)),
+]
+
+
+@pytest.mark.parametrize("source, lines, rate", HEALTHY_RUNS, ids=[r[0] for r in HEALTHY_RUNS])
+def test_a_healthy_run_states_the_rate_it_holds(tmp_path: Path, source: str, lines: list[str],
+                                                rate: tuple[float, float]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert a.change is None, source
+    assert rate[0] <= rep.facts["baseline"] <= rate[1], source
+    assert rep.facts["drop_pct"] is None and rep.facts["change_iteration"] is None
+    assert f"runs at {a.baseline:.4g} samples/s" in rep.verdict
