@@ -1,5 +1,6 @@
 """Throughput families from blind intake (issue 26, round three), each with real lines of two
-sources: the rate a healthy run holds (the baseline when nothing changed)."""
+sources: the rate a healthy run holds (the baseline when nothing changed); the
+interval's rate beside a running mean."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import throughput as tp
+from traindoc.parse.metric_lines import parse_metric_line
 
 # MXNet Speedometer lines of two healthy runs: (source, lines, the rate the run holds)
 HEALTHY_RUNS = [
@@ -46,3 +48,24 @@ def test_a_healthy_run_states_the_rate_it_holds(tmp_path: Path, source: str, lin
     assert rate[0] <= rep.facts["baseline"] <= rate[1], source
     assert rep.facts["drop_pct"] is None and rep.facts["change_iteration"] is None
     assert f"runs at {a.baseline:.4g} samples/s" in rep.verdict
+
+
+# TF's ExamplesPerSecondHook prints the mean since the start, then the interval's rate in
+# parentheses (its source: "Average examples/sec followed by current examples/sec",
+# tensorflow/models#2057); AverageMeter-style lines print the value first, then the mean.
+# (line, iteration, the interval's rate, source)
+RUNNING_MEAN_FIRST = [
+    ("INFO:tensorflow:Average examples/sec: 2841.23 (3118.56), step = 60", 60, 3118.56,
+     "tensorflow/models#4090"),
+    ("INFO:tensorflow:Average examples/sec: 354.236 (38.6479), step = 110", 110, 38.6479,
+     "a cifar10_estimator log in a public repository (find_string, file id 9074086655)"),
+]
+
+
+@pytest.mark.parametrize("line, iteration, rate, source", RUNNING_MEAN_FIRST,
+                         ids=[r[3][:30] for r in RUNNING_MEAN_FIRST])
+def test_the_interval_rate_in_parentheses_after_a_running_mean(line: str, iteration: int,
+                                                               rate: float, source: str) -> None:
+    row = parse_metric_line(line.removeprefix("INFO:tensorflow:"))
+    assert row is not None, source
+    assert row["iteration"] == iteration and row["samples_per_s"] == pytest.approx(rate)

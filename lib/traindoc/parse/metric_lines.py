@@ -25,7 +25,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   part, ``val mse loss``, the eval loss alike). Rates per step (``Steps/Sec``) are inverted
   into seconds per step. A running mean since the start printed beside the interval's rate
   (``Rate=… GlobalRate=…``, ``RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…``) is the rate
-  only where the line prints no other; ``learning-rate`` is no rate.
+  only where the line prints no other; ``learning-rate`` is no rate. TF's ``Average
+  examples/sec: A (B)`` is such a mean, with the interval's rate B in parentheses after it
+  (the other way round from AverageMeter's ``Time 0.427 (2.773)``: the value, then the mean).
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
 - **a count named by its unit** when no step key is on the line (PyTorch's
@@ -139,6 +141,8 @@ PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:st
 
 # the pseudo-column of a samples-per-second running mean (see METRIC_KEYS)
 RUNNING_MEAN = "samples_per_s_mean"
+# the interval's value in parentheses right after a running mean's ("A (B)")
+PAREN_CURRENT_RE = re.compile(rf"\s*\(\s*(?P<v>{_NUM})\s*\)")
 # normalised key -> column (see ``_norm``)
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
@@ -158,7 +162,10 @@ METRIC_KEYS: dict[str, str] = {
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
     # CurrSamplesPerSec=…"): the rate only when the line prints no interval rate
-    **dict.fromkeys(("globalrate", "runningavgsamplespersec"), RUNNING_MEAN),
+    # TF's ExamplesPerSecondHook ("Average examples/sec: 2841.23 (3118.56), step = 60"): the
+    # mean since the start, then the interval's rate in parentheses (``PAREN_CURRENT_RE``)
+    **dict.fromkeys(("globalrate", "runningavgsamplespersec", "averageexamples/sec",
+                     "averagesamples/sec", "avgexamples/sec", "avgsamples/sec"), RUNNING_MEAN),
     **dict.fromkeys(("tokens/s", "tokens/sec", "tok/s", "tok/sec", "tokenspersec",
                      "tokenspersecond", "tokens_per_sec", "wps", "words/s"), "tokens_per_s"),
     **dict.fromkeys(("tokens/s/gpu", "tokens/sec/gpu", "tokenspersecpergpu",
@@ -376,6 +383,8 @@ def parse_metric_line(text: str) -> Row | None:
         if col == "elapsed_s" and key.lower() == "time":
             plain_time = value
         row[col] = value
+        if col == RUNNING_MEAN and (cur := PAREN_CURRENT_RE.match(rest, p.end())):
+            row.setdefault("samples_per_s", _number(cur["v"], None))
     steps_per_s = row.pop("steps_per_s", None)
     if steps_per_s:
         row.setdefault("elapsed_s", 1.0 / steps_per_s)
