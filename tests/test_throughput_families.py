@@ -1,6 +1,6 @@
 """Throughput families from blind intake (issue 26, round three), each with real lines of two
 sources: the rate a healthy run holds (the baseline when nothing changed); the
-interval's rate beside a running mean."""
+interval's rate beside a running mean; BasicSR step lines."""
 
 from __future__ import annotations
 
@@ -69,3 +69,35 @@ def test_the_interval_rate_in_parentheses_after_a_running_mean(line: str, iterat
     row = parse_metric_line(line.removeprefix("INFO:tensorflow:"))
     assert row is not None, source
     assert row["iteration"] == iteration and row["samples_per_s"] == pytest.approx(rate)
+
+
+# BasicSR and its forks: the step with thousands separators, every loss term "l_<what>"
+# (line, iteration, loss, source)
+BASICSR_LINES = [
+    ("24-09-18 14:57:21.217 - INFO: <epoch: 17, iter:   4,100, lr:2.999e-04> l_all: 4.5715e+00 ",
+     4100, 4.5715, "hnmizuho/AT-BSN#1"),
+    ("19-08-09 08:25:25.996 - INFO: <epoch: 86, iter: 107,200, lr:2.500e-05> l_g_pix: 1.4819e-03 "
+     "l_g_fea: 1.0389e+00 l_g_gan: 7.2056e-02 l_d_real: 1.4378e-05 l_d_fake: 4.0903e-06 "
+     "D_real: -2.5625e+01 D_fake: -4.0036e+01 ", 107200, 1.4819e-03, "XPixelGroup/BasicSR#204"),
+    ("2022-12-29 10:44:45,100 INFO: [Retin..][epoch: 16, iter:   1,000, lr:(2.001e-04,)] "
+     "[eta: 6:22:59, time (data): 0.142 (0.001)] l_pix: 1.0709e-01 ", 1000, 0.10709,
+     "caiyuanhao1998/Retinexformer#6"),
+]
+
+
+@pytest.mark.parametrize("line, iteration, loss, source", BASICSR_LINES,
+                         ids=[r[3] for r in BASICSR_LINES])
+def test_basicsr_step_lines(tmp_path: Path, line: str, iteration: int, loss: float,
+                            source: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(line + "\n")
+    it = traindoc.load(log).iterations
+    assert len(it) == 1, source
+    assert int(it["iteration"].iloc[0]) == iteration
+    assert float(it["loss"].iloc[0]) == pytest.approx(loss)
+
+
+def test_a_thousands_separator_is_no_field_separator() -> None:
+    # "3,800" is one step; "5, 123" is a step and another field
+    assert parse_metric_line("step 5, 123 loss 2.0")["iteration"] == 5
+    assert parse_metric_line("iter: 12,3456 loss 2.0")["iteration"] == 12
