@@ -22,11 +22,15 @@ NO_TTY_BARS = [
      "[00:08<00:00,  1.79it/s]", 15, 15, 1 / 1.79,
      "camilacorreamelo/especializa-o_cesar README.md (a YOLOv5 Colab run)"),
 ]
+# Keras rounds both the epoch's time and the time per step (one clock) to whole units: the
+# figure printed with more digits gives the rate (1873 s over 1000 steps, not "2s/step").
 KERAS_LINES = [
     ("1490/1490 - 106s - loss: 1.9500e-05 - val_loss: 2.0626e-05 - lr: 1.0000e-04 - 106s/epoch "
-     "- 71ms/step", 1490, 1490, 0.071, "talmolab/sleap#2230"),
+     "- 71ms/step", 1490, 1490, 106 / 1490, "talmolab/sleap#2230"),
     ("1000/1000 [==============================] - 1873s 2s/step - loss: 3.6317 - val_loss: 3.3623",
-     1000, 1000, 2.0, "pierluigiferrari/ssd_keras#344"),
+     1000, 1000, 1.873, "pierluigiferrari/ssd_keras#344"),
+    ("128/128 - 0s - loss: 2.9102 - accuracy: 0.1586 - 358ms/epoch - 3ms/step", 128, 128,
+     0.358 / 128, "ttukei/Twitter-language-models-about-Ukraine TCSS456_NLP_FinalProject/ReadMe.txt"),
     ("5/5 [==============================] - 2s 613ms/step - loss: 0.3212 - val_loss: 0.1224",
      5, 5, 0.613, "keras-team/keras#16286"),
 ]

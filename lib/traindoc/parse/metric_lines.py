@@ -22,10 +22,12 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   longest known suffix (``INFO train loss`` is ``train loss``). A key that is no known one but
   names a loss (``loss_net``, ``step_loss``, ``Train Loss ce``) is a *part* of the loss: the
   first such part is the row's loss only when the line has no loss key of its own (an eval
-  part, ``val mse loss``, the eval loss alike). Rates per step (``Steps/Sec``) are inverted
+  part, ``val mse loss``, the eval loss alike); BasicSR's ``l_pix``, ``l_all`` are parts too. Rates per step (``Steps/Sec``) are inverted
   into seconds per step. A running mean since the start printed beside the interval's rate
   (``Rate=… GlobalRate=…``, ``RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…``) is the rate
-  only where the line prints no other; ``learning-rate`` is no rate.
+  only where the line prints no other; ``learning-rate`` is no rate. TF's ``Average
+  examples/sec: A (B)`` is such a mean, with the interval's rate B in parentheses after it
+  (the other way round from AverageMeter's ``Time 0.427 (2.773)``: the value, then the mean).
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
 - **a count named by its unit** when no step key is on the line (PyTorch's
@@ -71,8 +73,10 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
-    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*(?P<n>\d+)\s*"
-    r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step)
+    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*"
+    r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)\s*"
+    r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; BasicSR
+# writes thousands separators: "iter:   3,800")
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
 EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", re.IGNORECASE)
@@ -144,6 +148,8 @@ PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:st
 
 # the pseudo-column of a samples-per-second running mean (see METRIC_KEYS)
 RUNNING_MEAN = "samples_per_s_mean"
+# the interval's value in parentheses right after a running mean's ("A (B)")
+PAREN_CURRENT_RE = re.compile(rf"\s*\(\s*(?P<v>{_NUM})\s*\)")
 # normalised key -> column (see ``_norm``)
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
@@ -163,7 +169,10 @@ METRIC_KEYS: dict[str, str] = {
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
     # CurrSamplesPerSec=…"): the rate only when the line prints no interval rate
-    **dict.fromkeys(("globalrate", "runningavgsamplespersec"), RUNNING_MEAN),
+    # TF's ExamplesPerSecondHook ("Average examples/sec: 2841.23 (3118.56), step = 60"): the
+    # mean since the start, then the interval's rate in parentheses (``PAREN_CURRENT_RE``)
+    **dict.fromkeys(("globalrate", "runningavgsamplespersec", "averageexamples/sec",
+                     "averagesamples/sec", "avgexamples/sec", "avgsamples/sec"), RUNNING_MEAN),
     **dict.fromkeys(("tokens/s", "tokens/sec", "tok/s", "tok/sec", "tokenspersec",
                      "tokenspersecond", "tokens_per_sec", "wps", "words/s"), "tokens_per_s"),
     **dict.fromkeys(("tokens/s/gpu", "tokens/sec/gpu", "tokenspersecpergpu",
@@ -187,7 +196,7 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
@@ -195,7 +204,8 @@ NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_
 
 # a key naming a loss that is not one of METRIC_KEYS: a part of the loss ("loss_net", "Train
 # Loss ce"); an eval part when it starts with one of EVAL_WORDS
-LOSS_PART_RE = re.compile(r"loss", re.IGNORECASE)
+# (BasicSR and its forks name every loss term "l_<what>": "l_pix", "l_g_total", "l_all")
+LOSS_PART_RE = re.compile(r"loss|^l_[a-z]", re.IGNORECASE)
 EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
 NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
 
@@ -351,7 +361,7 @@ def parse_metric_line(text: str) -> Row | None:
     elif m is None:
         return None
     else:
-        row["iteration"] = int(m["n"])
+        row["iteration"] = int(m["n"].replace(",", ""))
         if m["tot"]:
             row["total_iterations"] = int(m["tot"])
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
@@ -381,6 +391,8 @@ def parse_metric_line(text: str) -> Row | None:
         if col == "elapsed_s" and key.lower() == "time":
             plain_time = value
         row[col] = value
+        if col == RUNNING_MEAN and (cur := PAREN_CURRENT_RE.match(rest, p.end())):
+            row.setdefault("samples_per_s", _number(cur["v"], None))
     steps_per_s = row.pop("steps_per_s", None)
     if steps_per_s:
         row.setdefault("elapsed_s", 1.0 / steps_per_s)

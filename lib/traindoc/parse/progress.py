@@ -12,8 +12,11 @@ terminal is no tty (Colab, a redirected YOLO run) is the second layout (``640: 1
 
 Keras prints one progress line per epoch: ``1490/1490 - 106s - loss: … - 71ms/step`` (verbose
 2) or ``1000/1000 [=====] - 1873s 2s/step - loss: …`` (verbose 1): a row with the batch count
-as step and total, the epoch's seconds as ``elapsed_s`` and the inverse of its time per step
-as ``rate``. Such a bar starts again at every epoch; the throughput series counts steps across
+as step and total, the epoch's seconds as ``elapsed_s`` and its steps per second as ``rate``.
+Keras prints both figures from one clock (time per step = the epoch's time over its steps), each
+rounded to a whole number of its unit, so the rate comes from the one printed with more digits:
+``1843s 2s/step`` is 1.843 s/step (``2s/step`` is 1.5-2.5), ``0s … 3ms/step`` is 3 ms (the
+``0s`` says nothing); TF 2's ``358ms/epoch`` is the epoch's time in milliseconds. Such a bar starts again at every epoch; the throughput series counts steps across
 the restarts (``diagnose.throughput.series``).
 """
 
@@ -44,8 +47,10 @@ TQDM_FORMATS: tuple[re.Pattern[str], ...] = (
 TQDM_RE = TQDM_FORMATS[0]
 SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 # Keras: "1490/1490 - 106s - loss: … - 71ms/step", "1000/1000 [=====] - 1873s 2s/step - …"
+# (TF 2 adds the epoch's time: "128/128 - 0s - loss: … - 358ms/epoch - 3ms/step")
 KERAS_RE = re.compile(
     r"^\s*(?P<n>\d+)/(?P<total>\d+)\s+(?:\[[=>.]*\]\s+)?-\s+(?P<elapsed>\d+)s\b"
+    r"(?:.*?(?<![\w.])(?P<epoch>\d+(?:\.\d+)?)(?P<epoch_unit>us|ms|s)/epoch\b)?"
     r".*?(?<![\w.])(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/step\b")
 PER_STEP_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -84,12 +89,21 @@ def parse_tqdm(text: str) -> Row | None:
 
 
 def parse_keras(text: str) -> Row | None:
-    """One Keras epoch line: batches done of the total, seconds, and steps per second."""
+    """One Keras epoch line: batches done of the total, seconds, and steps per second (from
+    the epoch's time or the time per step, whichever was printed with more digits)."""
     m = KERAS_RE.match(text)
     if m is None:
         return None
-    per = float(m["per"]) * PER_STEP_S[m["unit"]]
-    return {"step": int(m["n"]), "total": int(m["total"]), "elapsed_s": float(m["elapsed"]),
+    n = int(m["n"])
+    per_digits = float(m["per"])
+    per = per_digits * PER_STEP_S[m["unit"]]
+    epoch_digits, epoch_s = float(m["elapsed"]), float(m["elapsed"])
+    if m["epoch"]:
+        epoch_digits = float(m["epoch"])
+        epoch_s = epoch_digits * PER_STEP_S[m["epoch_unit"]]
+    if n > 0 and epoch_s > 0 and epoch_digits > per_digits:
+        per = epoch_s / n
+    return {"step": n, "total": int(m["total"]), "elapsed_s": float(m["elapsed"]),
             "rate": 1.0 / per if per > 0 else None, "desc": "keras"}
 
 

@@ -102,6 +102,7 @@ class ThroughputAnalysis:
     replaced: np.ndarray  # positions (of the analysed ones) replaced as transients
     change: Change | None
     change_position: int | None  # position in ``series``
+    steady: float | None  # with no change: the rate the run holds (``steady_rate``)
     events: pd.DataFrame  # evals and checkpoint saves
     discontinuities: pd.DataFrame  # restarts, gaps and pauses
     restarts_at_change: pd.DataFrame  # discontinuities between the last baseline point and the change
@@ -149,8 +150,11 @@ class ThroughputAnalysis:
 
     @property
     def baseline(self) -> float | None:
-        """The level before the change, as the facts give it."""
-        return rounded(self.change.baseline) if self.change is not None else None
+        """The level before the change, as the facts give it; with no change, the rate the
+        healthy run holds (``steady``)."""
+        if self.change is not None:
+            return rounded(self.change.baseline)
+        return rounded(self.steady, 4) if self.steady is not None else None
 
     @property
     def degraded(self) -> float | None:
@@ -283,6 +287,14 @@ class ThroughputAnalysis:
             {"value": "string"})
 
 
+def steady_rate(cleaned: np.ndarray) -> float | None:
+    """The rate a run without a change holds: the median of its analysed values (transients
+    already replaced), so a slow first window (warm-up, a cold cache) does not move it."""
+    vals = np.asarray(cleaned, dtype=float)
+    vals = vals[np.isfinite(vals)]
+    return float(np.median(vals)) if len(vals) else None
+
+
 def _stalled(incident: Incident, metric: str) -> bool:
     """Whether the logged values of ``metric``, events set aside, end in a ``trailing_stall``
     or are a ``short_creep``."""
@@ -398,6 +410,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             change = None  # a healthy run's wander (warm-up settling, a mean converging)
         if change is not None:
             pos = int(used[change.index])
+    steady = steady_rate(cleaned) if spec is not None and change is None else None
     since = int(series["iteration"].iloc[pos]) if pos is not None else None
     ht = incident.tables.get("host_timings")
     if ht is None:
@@ -436,7 +449,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         incident=incident, requested=metric, metric=name, spec=spec, sparse_metric=sparse,
         sparse_points=usable_points(incident, sparse) if sparse else 0, series=series,
         used=used, cleaned=cleaned, replaced=replaced, change=change, change_position=pos,
-        events=ev, discontinuities=disc, restarts_at_change=near, events_at_change=ev_near,
+        steady=steady, events=ev, discontinuities=disc, restarts_at_change=near, events_at_change=ev_near,
         coincides=coincides, ranks=ranks, stragglers=stragglers, timers=timers,
         benchmarks=benchmarks, lags=lags, rank_hosts=r2h,
         straggler_rank=slowest_straggler(stragglers), suspect_ranks=sorted(sus_ranks),
@@ -446,4 +459,4 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         spare_nodes=spare_nodes, job_script=job_script)
 
 
-__all__ = ["LastStep", "ThroughputAnalysis", "analyse", "eta_days", "rounded"]
+__all__ = ["LastStep", "ThroughputAnalysis", "analyse", "eta_days", "rounded", "steady_rate"]

@@ -85,7 +85,7 @@ def facts(a: ThroughputAnalysis) -> dict[str, Any]:
     if a.change is not None and a.change_position is not None:
         f.update(baseline=a.baseline, degraded=a.degraded, drop_pct=a.drop_pct,
                  change_iteration=a.change_iteration, shape=a.change.shape)
-    f.update(coincides=list(a.coincides), suspect_ranks=list(a.suspect_ranks),
+    f.update(baseline=a.baseline, coincides=list(a.coincides), suspect_ranks=list(a.suspect_ranks),
              suspect_hosts=list(a.suspect_hosts), bisect_plan=a.bisect_plan,
              remaining_iterations=a.remaining_iterations, eta_days=a.eta_days,
              eta_days_at_baseline=a.eta_days_at_baseline, days_lost=a.days_lost)
@@ -462,7 +462,8 @@ def _no_metric_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence]:
 
 def _steady_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence]:
     n = len(a.cleaned)
-    return (f"No lasting throughput drop in {n} logged iterations ({_label(a)} steady); "
+    at = f"runs at {a.baseline:.4g} {_label(a)}" if a.baseline is not None else f"{_label(a)} steady"
+    return (f"No lasting throughput drop in {n} logged iterations ({at}); "
             "if the job feels slow, compare with an earlier healthy run's figures.",
             Confidence.MEDIUM if n >= STEADY_POINTS else Confidence.LOW)
 

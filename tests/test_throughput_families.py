@@ -1,0 +1,103 @@
+"""Throughput families from blind intake (issue 26, round three), each with real lines of two
+sources: the rate a healthy run holds (the baseline when nothing changed); the
+interval's rate beside a running mean; BasicSR step lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import traindoc
+from traindoc.diagnose import throughput as tp
+from traindoc.parse.metric_lines import parse_metric_line
+
+# MXNet Speedometer lines of two healthy runs: (source, lines, the rate the run holds)
+HEALTHY_RUNS = [
+    ("kubeflow/kubeflow#68", [
+        "INFO:root:Epoch[0] Batch [20]   Speed: 2015.42 samples/sec      accuracy=0.131696",
+        "INFO:root:Epoch[0] Batch [40]   Speed: 2025.30 samples/sec      accuracy=0.191016",
+        "INFO:root:Epoch[0] Batch [60]   Speed: 2018.21 samples/sec      accuracy=0.230273",
+        "INFO:root:Epoch[0] Batch [80]   Speed: 2025.97 samples/sec      accuracy=0.258496",
+        "INFO:root:Epoch[1] Batch [20]   Speed: 2016.25 samples/sec      accuracy=0.302920",
+        "INFO:root:Epoch[1] Batch [40]   Speed: 2015.39 samples/sec      accuracy=0.334473",
+        "INFO:root:Epoch[1] Batch [60]   Speed: 2008.51 samples/sec      accuracy=0.347852",
+    ], (2008, 2026)),
+    ("apache/mxnet#11480", [
+        "INFO:root:Epoch[1] Batch [20]\tSpeed: 1375.76 samples/sec\taccuracy=0.519345",
+        "INFO:root:Epoch[1] Batch [40]\tSpeed: 1374.71 samples/sec\taccuracy=0.515625",
+        "INFO:root:Epoch[1] Batch [60]\tSpeed: 1371.57 samples/sec\taccuracy=0.521094",
+        "INFO:root:Epoch[1] Batch [80]\tSpeed: 1376.55 samples/sec\taccuracy=0.533203",
+        "INFO:root:Epoch[1] Batch [100]\tSpeed: 1375.78 samples/sec\taccuracy=0.548828",
+        "INFO:root:Epoch[1] Batch [120]\tSpeed: 1370.05 samples/sec\taccuracy=0.544141",
+        "INFO:root:Epoch[1] Batch [140]\tSpeed: 1375.61 samples/sec\taccuracy=0.566797",
+        "INFO:root:Epoch[1] Batch [160]\tSpeed: 1372.94 samples/sec\taccuracy=0.571094",
+        "INFO:root:Epoch[1] Batch [180]\tSpeed: 1328.99 samples/sec\taccuracy=0.566016",
+    ], (1371, 1376)),
+]
+
+
+@pytest.mark.parametrize("source, lines, rate", HEALTHY_RUNS, ids=[r[0] for r in HEALTHY_RUNS])
+def test_a_healthy_run_states_the_rate_it_holds(tmp_path: Path, source: str, lines: list[str],
+                                                rate: tuple[float, float]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert a.change is None, source
+    assert rate[0] <= rep.facts["baseline"] <= rate[1], source
+    assert rep.facts["drop_pct"] is None and rep.facts["change_iteration"] is None
+    assert f"runs at {a.baseline:.4g} samples/s" in rep.verdict
+
+
+# TF's ExamplesPerSecondHook prints the mean since the start, then the interval's rate in
+# parentheses (its source: "Average examples/sec followed by current examples/sec",
+# tensorflow/models#2057); AverageMeter-style lines print the value first, then the mean.
+# (line, iteration, the interval's rate, source)
+RUNNING_MEAN_FIRST = [
+    ("INFO:tensorflow:Average examples/sec: 2841.23 (3118.56), step = 60", 60, 3118.56,
+     "tensorflow/models#4090"),
+    ("INFO:tensorflow:Average examples/sec: 354.236 (38.6479), step = 110", 110, 38.6479,
+     "a cifar10_estimator log in a public repository (find_string, file id 9074086655)"),
+]
+
+
+@pytest.mark.parametrize("line, iteration, rate, source", RUNNING_MEAN_FIRST,
+                         ids=[r[3][:30] for r in RUNNING_MEAN_FIRST])
+def test_the_interval_rate_in_parentheses_after_a_running_mean(line: str, iteration: int,
+                                                               rate: float, source: str) -> None:
+    row = parse_metric_line(line.removeprefix("INFO:tensorflow:"))
+    assert row is not None, source
+    assert row["iteration"] == iteration and row["samples_per_s"] == pytest.approx(rate)
+
+
+# BasicSR and its forks: the step with thousands separators, every loss term "l_<what>"
+# (line, iteration, loss, source)
+BASICSR_LINES = [
+    ("24-09-18 14:57:21.217 - INFO: <epoch: 17, iter:   4,100, lr:2.999e-04> l_all: 4.5715e+00 ",
+     4100, 4.5715, "hnmizuho/AT-BSN#1"),
+    ("19-08-09 08:25:25.996 - INFO: <epoch: 86, iter: 107,200, lr:2.500e-05> l_g_pix: 1.4819e-03 "
+     "l_g_fea: 1.0389e+00 l_g_gan: 7.2056e-02 l_d_real: 1.4378e-05 l_d_fake: 4.0903e-06 "
+     "D_real: -2.5625e+01 D_fake: -4.0036e+01 ", 107200, 1.4819e-03, "XPixelGroup/BasicSR#204"),
+    ("2022-12-29 10:44:45,100 INFO: [Retin..][epoch: 16, iter:   1,000, lr:(2.001e-04,)] "
+     "[eta: 6:22:59, time (data): 0.142 (0.001)] l_pix: 1.0709e-01 ", 1000, 0.10709,
+     "caiyuanhao1998/Retinexformer#6"),
+]
+
+
+@pytest.mark.parametrize("line, iteration, loss, source", BASICSR_LINES,
+                         ids=[r[3] for r in BASICSR_LINES])
+def test_basicsr_step_lines(tmp_path: Path, line: str, iteration: int, loss: float,
+                            source: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(line + "\n")
+    it = traindoc.load(log).iterations
+    assert len(it) == 1, source
+    assert int(it["iteration"].iloc[0]) == iteration
+    assert float(it["loss"].iloc[0]) == pytest.approx(loss)
+
+
+def test_a_thousands_separator_is_no_field_separator() -> None:
+    # "3,800" is one step; "5, 123" is a step and another field
+    assert parse_metric_line("step 5, 123 loss 2.0")["iteration"] == 5
+    assert parse_metric_line("iter: 12,3456 loss 2.0")["iteration"] == 12
