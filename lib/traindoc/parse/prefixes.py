@@ -71,11 +71,11 @@ TS_THEN_RANK_RE = re.compile(
 # docker logs -t, cloud log exports: "2024-03-01T12:00:00.123456789Z "): a prefix, stripped with
 # the launcher's that may follow it; its time is the line's when the text carries none.
 COLLECTOR_TIME_RE = re.compile(
-    r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) (?=\S)")
+    r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) (?=.)")
 # The end of prefixes after which a host prefix or a collector's time may still stand (a
-# container's or pod's tag, a collector's time; over-approximated: the fast engine memoises no
+# container's or pod's tag, a collector's time, srun's task id; over-approximated: the fast engine memoises no
 # line whose text starts there)
-HOST_MAY_FOLLOW_RE = re.compile(r"(?:\]|\dZ|[+-]\d\d:?\d\d) *$")
+HOST_MAY_FOLLOW_RE = re.compile(r"(?:\]|\dZ|[+-]\d\d:?\d\d|(?:^|\s)\d{1,6}:) *$")
 # A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
 MIDLINE_PREFIX_RE = re.compile(r"(?<=[^\s:])(?=\[(?:rank|default)\d+\]:)")
 
@@ -203,6 +203,8 @@ def demux(text: str) -> tuple[str, Origin]:
                 m = SRUN_RE.match(text, pos)
                 if m:
                     task = digits_int(m["n"])
+                    if pos == start:
+                        start = m.end()  # srun -l before a pdsh host or mpirun's stamp
         elif ch.isalpha() and pos == start and (m := MPI_STAMP_RE.match(text, pos)):
             pass  # the MPI tag after it gives the rank
         elif ch.isalpha() and pos == start and (m := _compose(text, pos)):
