@@ -159,8 +159,11 @@ def demux(text: str) -> tuple[str, Origin]:
                     pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
     start = 0  # where a host prefix may stand: the line's start, or just after a container tag
     for _ in range(6):
+        at_start = pos == start and pos > 0  # (the line's own indentation is no prefix's)
         while pos < len(text) and text[pos] == " ":
             pos += 1
+        if at_start:
+            start = pos  # the spaces after a collector's or srun's prefix
         ch = text[pos : pos + 1]
         m = None
         if pos == start and pos and ch in "[2" and (ts := TS_THEN_RANK_RE.match(text, pos)):

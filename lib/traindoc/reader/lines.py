@@ -190,17 +190,18 @@ class LineReader:
         writer = merge_origin(stream.origin, origin)
         if stream.pending is not None and self.rejoin(
                 stream, body, origin.writer() != Origin()
-                and not same_writer(writer, stream.pending.ctx[2])):
+                and (not same_writer(writer, stream.pending.ctx[2])
+                     or any(map(body.__contains__, stream.pending.parser.needles)))):
             return
         self.record(stream, body, lineno, writer)
 
     def rejoin(self, stream: Stream, body: str, other_writer: bool) -> bool:
         """With a record pending: True when ``body`` continues it (and was added to it);
         otherwise the pending record is parsed first and False is returned.
-        ``other_writer``: the line's prefixes name another writer than the record's. A line
-        with no prefix, or with the record's own (a launcher prefixes every physical line a
-        process writes, rich and loguru wrap a long one; a collector's time names no writer),
-        may continue it."""
+        ``other_writer``: the line's prefixes name another writer than the record's, or name
+        it and the line starts a record of the same parser. A line with no prefix, or with
+        the record's own (a launcher prefixes every physical line a process writes, rich and
+        loguru wrap a long one; a collector's time names no writer), may continue it."""
         p = stream.pending
         assert p is not None
         if (not other_writer and body.strip() and p.parts < MAX_WRAP_LINES
