@@ -72,8 +72,9 @@ class Perturbation:
     why: str
     apply: Callable[[Files], Files]
     exempt: frozenset[str] = field(default_factory=frozenset)
-    # how the writer it adds is named in the facts → how the untouched log's writer is
-    # ("srun-task-0:" → "?:" in a process's name): the same process, named by its new prefix
+    # how the writer it adds is named in the facts → how the untouched log's writer is (a
+    # regex and its replacement: "srun-task-0:123" → "?:123" for a process, "srun-task-0:f"
+    # → "<logs>/f" for a file): the same process or file, named by its new prefix
     aliases: tuple[tuple[str, str], ...] = ()
     preserving: bool = True  # False: a change may be the rewriting's, not the reader's
 
@@ -244,6 +245,12 @@ def split_ranks(files: Files) -> Files:
     return out
 
 
+def _named(writer: str) -> tuple[tuple[str, str], ...]:
+    """The aliases of a writer a prefix adds: its processes ``W:PID`` and files ``W:NAME``."""
+    w = re.escape(writer)
+    return ((rf"{w}:(\d+\b)", r"?:\1"), (rf"{w}:", "<logs>/"))
+
+
 PERTURBATIONS: tuple[Perturbation, ...] = (
     Perturbation("ansi", "colour escapes are stripped before anything reads a line", ansi),
     Perturbation("crlf", "a line break is a line break, whichever the editor saved", crlf),
@@ -259,17 +266,17 @@ PERTURBATIONS: tuple[Perturbation, ...] = (
                  "dumps too; only time facts may change", _outer(RFC3339_STAMP), TIME_FACTS),
     Perturbation("syslog", "journald/syslog stamps every line with the time, one host and the "
                  "process; only time and host facts may change", _outer(SYSLOG_STAMP),
-                 TIME_FACTS | HOST_FACTS, aliases=((f"{ADDED_HOST}:", "?:"),)),
+                 TIME_FACTS | HOST_FACTS, aliases=_named(ADDED_HOST)),
     Perturbation("kubectl", "kubectl --prefix names a pod, not a machine (stripped, never a "
                  "host)", _outer("[pod/trainer-0/main] ")),
     Perturbation("srun-single", "srun -l's task id of a one-task step names the writer, never "
-                 "a rank or a machine", _outer("0: "), aliases=(("srun-task-0:", "?:"),)),
+                 "a rank or a machine", _outer("0: "), aliases=_named("srun-task-0")),
     Perturbation("pdsh-single", "a single-host pdsh/DeepSpeed prefix says where every line "
                  "was written; only host facts may gain that host", _outer(f"{ADDED_HOST}: "),
-                 HOST_FACTS, aliases=((f"{ADDED_HOST}:", "?:"),)),
+                 HOST_FACTS, aliases=_named(ADDED_HOST)),
     Perturbation("ray-single", "a Ray worker's tag names its pid and node; only host facts may "
                  "gain that node", _outer(f"(RayTrainWorker pid=123, ip={ADDED_IP}) "),
-                 HOST_FACTS, aliases=((f"{ADDED_IP}:", "?:"),)),
+                 HOST_FACTS, aliases=_named(ADDED_IP)),
     Perturbation("torchrun-rank", "torchrun --tee's [defaultN]: before a [rankN]: line names "
                  "the same rank (one node: local rank = global rank)",
                  _ranked(lambda r: f"[default{r}]:")),
@@ -336,7 +343,7 @@ def _facts_of(case: Case, folder: Path | None = None, names: dict[str, str] | No
         text = text.replace(f"<logs>/{new}", f"<logs>/{old}")
         text = text.replace(f":{new.rsplit('/', 1)[-1]}\"", f":{old.rsplit('/', 1)[-1]}\"")
     for new, old in aliases:
-        text = text.replace(new, old)
+        text = re.sub(new, old, text)
     return json.loads(text)
 
 
