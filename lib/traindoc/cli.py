@@ -195,6 +195,10 @@ def _parser(books: dict[str, Path]) -> argparse.ArgumentParser:
                         "case.json, once; run it before any code changes for the batch")
     s.add_argument("--no-triage", action="store_true",
                    help="do not also score triage on each case")
+    s.add_argument("--perturb", action="append", default=None, metavar="NAME",
+                   help="instead of scoring, rewrite each case's logs by this transformation "
+                        "(repeatable; 'all': every one; traindoc.score_perturb) and list the "
+                        "cases whose facts differ from the runbook's own on the untouched logs")
     s.add_argument("--summaries", type=Path, default=None, metavar="OUT.json",
                    help="instead of scoring, write every bundled sample's and corpus case's "
                         "summary (facts, verdict, confidence, finding titles, action commands; "
@@ -456,6 +460,15 @@ def _score(args: argparse.Namespace, p: argparse.ArgumentParser, stdout: Any) ->
         p.error(f"no case.json under {root}")
     if args.similar_index or args.similar:
         return _similar(args, cases, stdout)
+    if args.perturb:
+        from . import score_perturb
+        names = None if "all" in args.perturb else args.perturb
+        try:
+            applied, changes = score_perturb.check(cases, names, workers=args.workers)
+        except ValueError as e:
+            p.error(str(e))
+        print(score_perturb.render(applied, changes), file=stdout)
+        return EXIT_OK
     commit = ""
     if args.intake:
         cases = [c for c in cases if c.batch == args.intake]

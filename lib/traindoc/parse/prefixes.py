@@ -67,6 +67,15 @@ HOST_BEFORE_TAG_RE = re.compile(
 # the line's own and is dropped with them, so every engine reads the same body).
 TS_THEN_RANK_RE = re.compile(
     r" ?(?P<ts>\[?20\d\d-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\]?) (?=\[(?:rank|default)\d+\]:)")
+# A collector's RFC 3339 time before everything a process wrote (kubectl logs --timestamps,
+# docker logs -t, cloud log exports: "2024-03-01T12:00:00.123456789Z "): a prefix, stripped with
+# the launcher's that may follow it; its time is the line's when the text carries none.
+COLLECTOR_TIME_RE = re.compile(
+    r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) (?=.)")
+# The end of prefixes after which a host prefix or a collector's time may still stand (a
+# container's or pod's tag, a collector's time, srun's task id; over-approximated: the fast engine memoises no
+# line whose text starts there)
+HOST_MAY_FOLLOW_RE = re.compile(r"(?:\]|\dZ|[+-]\d\d:?\d\d|(?:^|\s)\d{1,6}:) *$")
 # A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
 MIDLINE_PREFIX_RE = re.compile(r"(?<=[^\s:])(?=\[(?:rank|default)\d+\]:)")
 
@@ -97,6 +106,13 @@ class Origin:
     # the ``[Rank N]`` tag inside the message (since torch 2.2 that tag can be a group-local
     # rank, pytorch#191305).
     rank_global: bool = False
+    # the time a collector wrote before the line (``COLLECTOR_TIME_RE``); the text's own wins
+    time: datetime | None = None
+
+    def writer(self) -> Origin:
+        """The same writer without the collector's time (a time names no writer)."""
+        return self if self.time is None else Origin(self.rank, self.host, self.pid, self.task,
+                                                     self.rank_global)
 
 
 def strip_ansi(text: str) -> str:
@@ -120,15 +136,15 @@ def split_physical(text: str) -> list[str]:
     return out or [""]
 
 
-def _compose(text: str) -> re.Match[str] | None:
-    """docker compose's prefix at the start of ``text`` (a name with two letters at least)."""
-    m = COMPOSE_RE.match(text)
+def _compose(text: str, pos: int = 0) -> re.Match[str] | None:
+    """docker compose's prefix at ``pos`` in ``text`` (a name with two letters at least)."""
+    m = COMPOSE_RE.match(text, pos)
     return m if m is not None and sum(c.isalpha() for c in m["name"]) >= 2 else None
 
 
 def demux(text: str) -> tuple[str, Origin]:
     """Strip stacked launcher prefixes from ``text``; return the rest and who wrote it."""
-    rank = host = pid = task = None
+    rank = host = pid = task = when = None
     rank_global = False
     pos = 0
     if text[:1] in "[2 ":
@@ -143,10 +159,16 @@ def demux(text: str) -> tuple[str, Origin]:
                     pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
     start = 0  # where a host prefix may stand: the line's start, or just after a container tag
     for _ in range(6):
+        at_start = pos == start and pos > 0  # (the line's own indentation is no prefix's)
         while pos < len(text) and text[pos] == " ":
             pos += 1
+        if at_start:
+            start = pos  # the spaces after a collector's or srun's prefix
         ch = text[pos : pos + 1]
         m = None
+        if pos == start and pos and ch in "[2" and (ts := TS_THEN_RANK_RE.match(text, pos)):
+            pos = ts.end()  # a log collector's time behind a pod's tag: dropped, as at the start
+            continue
         if ch == "[":
             m = ROLE_RE.match(text, pos)
             if m:
@@ -158,7 +180,7 @@ def demux(text: str) -> tuple[str, Origin]:
                 if m["n"] is not None:
                     rank = digits_int(m["n"])
             elif m := KUBECTL_RE.match(text, pos):
-                pass
+                start = m.end()  # the pod's own launcher prefixes follow
             elif m := DETERMINED_SHORT_RE.match(text, pos):
                 if m["n"] is not None:
                     rank = digits_int(m["n"])
@@ -174,16 +196,21 @@ def demux(text: str) -> tuple[str, Origin]:
                 if m["ip"]:
                     host = m["ip"]
         elif ch.isdigit():
-            m = IP_HOST_RE.match(text, pos) if pos == start else None
+            m = COLLECTOR_TIME_RE.match(text, pos) if pos == start and ch == "2" else None
             if m:
+                when = line_time(m[0], None)
+                start = m.end()  # a launcher's host prefix may follow the collector's time
+            elif m := (IP_HOST_RE.match(text, pos) if pos == start else None):
                 host = m["host"]
             else:
                 m = SRUN_RE.match(text, pos)
                 if m:
                     task = digits_int(m["n"])
-        elif ch.isalpha() and pos == 0 and (m := MPI_STAMP_RE.match(text)):
+                    if pos == start:
+                        start = m.end()  # srun -l before a pdsh host or mpirun's stamp
+        elif ch.isalpha() and pos == start and (m := MPI_STAMP_RE.match(text, pos)):
             pass  # the MPI tag after it gives the rank
-        elif ch.isalpha() and pos == 0 and (m := _compose(text)):
+        elif ch.isalpha() and pos == start and (m := _compose(text, pos)):
             pass
         elif ch.isalpha() and pos == start:
             m = HOST_RE.match(text, pos) or HOST_BEFORE_TAG_RE.match(text, pos)
@@ -194,7 +221,8 @@ def demux(text: str) -> tuple[str, Origin]:
         if not m:
             break
         pos = m.end()
-    return text[pos:], Origin(rank=rank, host=host, pid=pid, task=task, rank_global=rank_global)
+    return text[pos:], Origin(rank=rank, host=host, pid=pid, task=task, rank_global=rank_global,
+                              time=when)
 
 
 def line_time(text: str, year: int | None) -> datetime | None:

@@ -52,7 +52,14 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ..parse.prefixes import DETERMINED_SHORT_RE, demux, line_time, split_physical, strip_ansi
+from ..parse.prefixes import (
+    DETERMINED_SHORT_RE,
+    HOST_MAY_FOLLOW_RE,
+    demux,
+    line_time,
+    split_physical,
+    strip_ansi,
+)
 from .decode import GZIP_MAGIC, MAX_LINE_CHARS, Budget, bytes_read, file_size, open_bytes, spans
 from .lines import LineReader, Stream, merge_origin
 from .patterns import CTRL, ESC, ISO_B, NEEDLE, NONASCII, SPLIT, SUSP, YEARCAND, has_date
@@ -137,10 +144,15 @@ class PrefixCache:
             ch = text[c]
             if ch in "[(":
                 k, check = c + 1, True
+            elif ch.isdigit() and ch == "2" and (c == 0 or HOST_MAY_FOLLOW_RE.search(text[:c])):
+                # a collector's time may stand here: its date and the letter after it decide
+                if text[c + 10 : c + 11] == "T":
+                    return c, origin, 0
+                k, check = min(c + 11, len(text)), len(text) < c + 11
             elif ch.isdigit():
                 k, check = min(c + 8, len(text)), len(text) < c + 8
-            elif c == 0 and ch.isalpha():
-                return c, origin, 0  # a host name may lead the line: not memoised
+            elif ch.isalpha() and (c == 0 or HOST_MAY_FOLLOW_RE.search(text[:c])):
+                return c, origin, 0  # a host name may lead the text here: not memoised
             else:
                 k, check = c + 1, False
             d = self.by_len.get(k)

@@ -113,7 +113,17 @@ def merge_origin(base: Origin, line: Origin) -> Origin:
     host = line.host or base.host
     if host is None and line.task is not None:
         host = f"{SYNTHETIC_HOST_PREFIX}{line.task}"
-    return Origin(rank=rank, host=host, pid=line.pid, rank_global=line.rank_global)
+    return Origin(rank=rank, host=host, pid=line.pid, rank_global=line.rank_global,
+                  time=line.time)
+
+
+def same_writer(line: Origin, record: Origin) -> bool:
+    """Whether a line's prefixes may be those of the process that wrote ``record``: every
+    rank, host or pid they name is the record's (``[rank0]:`` stands only on the first of the
+    physical lines srun prefixes with ``0: ``)."""
+    return all(v is None or v == w for v, w in ((line.rank, record.rank),
+                                                (line.host, record.host),
+                                                (line.pid, record.pid)))
 
 
 def _key_order(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -177,16 +187,24 @@ class LineReader:
     def logical(self, stream: Stream, text: str, lineno: int) -> None:
         """One logical line (ANSI stripped): its writer, then ``rejoin`` or ``record``."""
         body, origin = demux(text)
-        if stream.pending is not None and self.rejoin(stream, body, origin != Origin()):
+        writer = merge_origin(stream.origin, origin)
+        if stream.pending is not None and self.rejoin(
+                stream, body, origin.writer() != Origin()
+                and (not same_writer(writer, stream.pending.ctx[2])
+                     or any(map(body.__contains__, stream.pending.parser.needles)))):
             return
-        self.record(stream, body, lineno, merge_origin(stream.origin, origin))
+        self.record(stream, body, lineno, writer)
 
-    def rejoin(self, stream: Stream, body: str, has_prefix: bool) -> bool:
+    def rejoin(self, stream: Stream, body: str, other_writer: bool) -> bool:
         """With a record pending: True when ``body`` continues it (and was added to it);
-        otherwise the pending record is parsed first and False is returned."""
+        otherwise the pending record is parsed first and False is returned.
+        ``other_writer``: the line's prefixes name another writer than the record's, or name
+        it and the line starts a record of the same parser. A line with no prefix, or with
+        the record's own (a launcher prefixes every physical line a process writes, rich and
+        loguru wrap a long one; a collector's time names no writer), may continue it."""
         p = stream.pending
         assert p is not None
-        if (not has_prefix and body.strip() and p.parts < MAX_WRAP_LINES
+        if (not other_writer and body.strip() and p.parts < MAX_WRAP_LINES
                 and (p.parser.continues is None or p.parser.continues(p.text, body))):
             p.add(body)
             self.acc.rejoined_lines += 1
@@ -212,7 +230,9 @@ class LineReader:
             when = line_time(body, None)  # an ISO time: the same with any year given
             if when is not None:
                 stream.year = when.year
-        ctx = (stream.name, lineno, origin, when or line_time(body, stream.year))
+        if origin.time is not None and stream.year:
+            stream.year = origin.time.year
+        ctx = (stream.name, lineno, origin, when or line_time(body, stream.year) or origin.time)
         for parser in self.incomplete_parsers if incomplete is None else incomplete:
             if not any(map(body.__contains__, parser.needles)):
                 continue
