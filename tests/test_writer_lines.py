@@ -62,7 +62,7 @@ WRITER_LINES = [
      "epoch 001:  10%|█         | 156/1563 [01:00<09:00, 2.60it/s, loss=9.600, nll_loss=9.1, "
      "ppl=551.2, wps=20474, ups=2.6, wpb=12110, bsz=402, num_updates=156, lr=1e-05, gnorm=2.3, "
      "loss_scale=64, train_wall=60, wall=62]",
-     {"iteration": 156, "loss": 9.6, "grad_norm": 2.3, "elapsed_s": 1 / 2.6},
+     {"iteration": 156, "loss": 9.6, "grad_norm": 2.3, "elapsed_s": 1 / 2.6, "epoch": None},
      "fairseq progress_bar TqdmProgressBar: set_postfix of the same stats (rendered)"),
     ("llm.c-python",
      "step    1/74 | train loss 11.012345 | norm 15.3456 | lr 6.00e-06 | (345.67 ms | 1516543 "
@@ -110,7 +110,7 @@ WRITER_LINES = [
     ("openrlhf-bar",
      "Train step of epoch 0:   5%|▌         | 1/17 [00:04<01:10, gpt_loss=0.793, lr=1.25e-6, "
      "grad_norm=38.9]",
-     {"iteration": 1, "loss": 0.793, "grad_norm": 38.9},
+     {"iteration": 1, "epoch": 0.0, "loss": 0.793, "grad_norm": 38.9},
      "OpenRLHF SFTTrainer's tqdm postfix, from a healthy run quoted in an NPU guide (its "
      "remaining time, elided there as '<..', filled in)"),
     ("clu-t5x",
@@ -229,3 +229,17 @@ def test_either_engine_reads_the_same_rows(tmp_path, engine: str) -> None:
     it = load(str(log), engine=engine).iterations
     assert sorted(it["iteration"].dropna().astype(int)) == [3, 5, 10, 20, 156, 550, 1000]
     assert it["skipped"].fillna(-1).astype(int).tolist()[:3] == [10, 2, 1]
+
+
+def test_a_bar_that_restarts_each_epoch_is_counted_on(tmp_path) -> None:
+    """OpenRLHF's SFT bar restarts at every epoch under the epoch's name: the loss series
+    counts its steps on across epochs instead of overwriting epoch 0 with epoch 1."""
+    text = "".join(
+        f"Train step of epoch {e}:  {n * 25}%|██        | {n}/4 [00:0{n}<00:0{4 - n}, 1.00it/s, "
+        f"gpt_loss={2.0 - 0.1 * (4 * e + n):.2f}, lr=1e-05, grad_norm=1.0]\n"
+        for e in (0, 1) for n in (1, 2, 3, 4))
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    s = series(load(str(log)))
+    assert list(s["iteration"]) == list(range(1, 9))
+    assert s["loss"].iloc[-1] == pytest.approx(1.2)

@@ -61,8 +61,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   timing/steps_per_second=8.1``): the bracketed number is the step.
 - **a tqdm bar's postfix that names a loss** (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
   ``156/1563 [01:00<09:00, 2.60it/s, loss=9.600, …, num_updates=156, …]``): the step a postfix
-  key names (``num_updates``, ``global_step=5.000``), else the bar's count; the rate as the time
-  per step. A bar without one is the progress parser's alone.
+  key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
+  description names); the rate as the time per step. A bar without one is the progress
+  parser's alone.
 - **evaluation lines** (fairseq's ``| valid | epoch 001 | valid on 'valid' subset | loss 9.1 |
   …``, clu's ``collection=eval``): an ``event="eval"`` row whose loss is the eval loss.
 - JSON string values that are numbers are numbers (fairseq's ``--log-format json`` writes
@@ -513,6 +514,10 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
         if n is None or n != int(n):
             return None
         row["iteration"] = int(n)
+        # a bar that restarts every epoch under the epoch's name ("Train step of epoch 1: …",
+        # "Epoch [2/3]: …"): the loss runbook counts it on across epochs
+        if (ep := EPOCH_RE.search(text, 0, bar.start("n"))) is not None:
+            row["epoch"] = float(ep["e"])
     rate = _number(bar["rate"], None) if bar["rate"] not in (None, "?") else None
     if rate and bar["unit"] in ("it/s", "s/it"):
         row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
