@@ -234,7 +234,10 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
         return it
     marks: dict[str, list[tuple[int, int, bool]]] = {}  # (line, step, a numbered overflow)
     pr = incident.progress
-    numbered_skip = it["iteration"].notna() & skip
+    # a numbered overflow is an event line ("Grad overflow on iteration: 38"), not a step line
+    # that counts skips (DeepSpeed's "step=20, skipped=12, lr=[…]": the overflow notes after
+    # it are later steps)
+    numbered_skip = it["iteration"].notna() & skip & it["loss"].isna() & it["lr"].isna()
     for df, col, flags in ((it[it["iteration"].notna()], "iteration", numbered_skip),
                            (pr[pr["step"].notna()], "step", None)):
         for j, src, v in zip(df.index, df["source"], df[col], strict=True):

@@ -6,7 +6,8 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
 
 - Megatron-LM / Megatron-DeepSpeed / GPT-NeoX (``megatron/training.py`` ``training_log``):
   ``iteration 12695/ 115311 | consumed samples: ... | lm loss: 2.463556E+00 | ... | TFLOPs:
-  149.02 |``. Fields are ``key: value`` between ``|``; ``KEYS`` maps each key (lower case, spaces
+  149.02 |``. Fields are ``key: value`` between ``|`` (before 2021, and in DeepSpeedExamples'
+  copy, ``key value`` without the colon: ``learning rate 1.500E-04 | lm loss 7.1E+00 |``); ``KEYS`` maps each key (lower case, spaces
   removed, so a line rejoined after wrapping reads the same) to a column and a scale. A line
   wrapped mid-field is rejoined by the loader first. GPT-NeoX puts ``samples/sec: X |`` before
   the iteration; it is read too.
@@ -15,6 +16,8 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
 - DeepSpeed pipeline engine (``deepspeed/runtime/pipe/engine.py`` ``train_batch``):
   ``steps: 30 loss: 10.7133 iter time (s): 0.283 samples/sec: 226.457`` (extra
   ``<name> loss: v`` fields may sit between loss and iter time).
+- DeepSpeed's engine every ``steps_per_print``: ``[Rank 0] step=10, skipped=10, lr=[0.0001],
+  mom=[(0.9, 0.999)]``, a cumulative skipped counter (``DeepSpeedStepParser``).
 - DeepSpeed's ThroughputTimer (``deepspeed/utils/timer.py``): ``epoch=0/micro_step=6/
   global_step=6, RunningAvgSamplesPerSec=7.92, CurrSamplesPerSec=6.86, MemAllocated=...``
   (older: ``0/40, SamplesPerSec=83.48``).
@@ -132,8 +135,10 @@ def _value(column: str, scale: float, value: str) -> float | int | None:
 def _fields(text: str, row: Row) -> None:
     for field in text.split("|"):
         key, sep, value = field.rpartition(":")
-        if not sep:
-            continue
+        if not sep:  # Megatron before 2021 (and DeepSpeedExamples' copy): "lm loss 7.1E+00"
+            key, sep, value = field.strip().rpartition(" ")
+            if not sep:
+                continue
         spec = _spec(key)
         if spec is None or spec[0] in row:
             continue
@@ -226,6 +231,60 @@ def parse_deepspeed_timer(text: str) -> Row | None:
     return None if value is None else {"iteration": int(it), "samples_per_s": value}
 
 
+# DeepSpeed's engine (deepspeed/runtime/engine.py ``_report_progress``), every steps_per_print:
+# log_dist(f"step={step}, skipped={self.skipped_steps}, lr={lr}, mom={mom}") ("rank:0 step=…" in
+# 2020): ``skipped`` counts the skipped steps since the engine started
+DS_STEP_RE = re.compile(r"\bstep=(?P<it>\d+), skipped=(?P<sk>\d+), lr=\[?(?P<lr>[-+\d.eE]+|nan)")
+# the overflow lines that name no step (``parse_overflow``): each is one of the counted steps
+UNNUMBERED_OVERFLOW = ("Skipping step", "overflow detected, ")
+
+
+class DeepSpeedStepParser:
+    """DeepSpeed's ``step=N, skipped=M, lr=[…], mom=[…]`` lines, one stream each: the counter
+    is cumulative, so a line's ``skipped`` is its growth since the stream's previous line, less
+    the overflow lines printed in between — those say which steps they were
+    (``common.place_unnumbered_skips``), the rest stand at the line's step as Megatron's
+    per-interval count does. The stream's first line counts its skips only when every step so
+    far was one (the start-of-run calibration, ``step=10, skipped=10``): an excerpt's first
+    count holds skips of steps it does not show. A line with no skip left to place gives no
+    row: its step and learning rate alone would outrank the progress a tqdm bar or HF's
+    counted dicts show beside it (``common.last_progress``), as ``step=0`` before an HF
+    Trainer's first step would."""
+
+    needles = ("skipped=", *UNNUMBERED_OVERFLOW)
+    tables = ("iterations",)
+    section: str | None = None  # always None: each line is a record of its own
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.count: int | None = None
+        self.seen = 0
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the step's row for a step line."""
+        if "skipped=" not in text:
+            if any(map(text.__contains__, UNNUMBERED_OVERFLOW)) and parse_overflow(text):
+                self.seen += 1
+            return []
+        m = DS_STEP_RE.search(text)
+        if m is None:
+            return []
+        count = int(m["sk"])
+        if self.count is not None and count >= self.count:
+            grew = count - self.count
+        else:  # the stream's first line, or a restarted engine's
+            grew = count if count == int(m["it"]) else 0
+        self.count, seen, self.seen = count, self.seen, 0
+        if grew <= seen:
+            return []
+        return [("iterations", {"iteration": int(m["it"]), "skipped": grew - seen,
+                                "lr": to_float(m["lr"]), "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
 # -- step: N  key: value (torchtitan and alike) --------------------------------------------
 STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)(?:/(?P<total>\d+))?\b(?P<rest>.*)")
 PAIR_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
@@ -286,10 +345,14 @@ def parse_step_kv(text: str) -> Row | None:
 # -- litgpt ----------------------------------------------------------------------------------
 # -- Lightning progress bar ------------------------------------------------------------------
 LIGHTNING_RE = re.compile(
-    r"\bEpoch (?P<epoch>\d+):\s*\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
+    r"\bEpoch (?P<epoch>\d+):\s*(?::\s*)?\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[\d:]+)(?:<[\d:?]+)?(?:,\s*(?P<rate>[\d.]+)(?P<unit>s/it|it/s))?(?P<post>[^\]]*)\]")
-POSTFIX_RE = re.compile(r"(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan)")
-LIGHTNING_LOSS_KEYS = ("train_loss_step", "train_loss", "loss")
+POSTFIX_RE = re.compile(r"(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan)(?=[,\]\s]|$)")
+# NeMo's bar ("Epoch 0: :  47%|████▋ | 7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000,
+# …, train_step_timing in s=49.50]"): reduced_train_loss is the step's loss, Lightning 1.x's own
+# "loss=" a running mean of the last 20 steps; global_step is the step across epochs
+NEMO_TIMING_RE = re.compile(r"\btrain_step_timing in s=(?P<v>[\d.]+(?:[eE][-+]?\d+)?)")
+LIGHTNING_LOSS_KEYS = ("reduced_train_loss", "train_loss_step", "train_loss", "loss")
 
 
 def parse_lightning(text: str) -> Row | None:
@@ -309,6 +372,11 @@ def parse_lightning(text: str) -> Row | None:
         if post.get(k) is not None:
             row["loss"] = post[k]
             break
+    step = post.get("global_step")
+    if step is not None and step == step and step >= 0:
+        row["iteration"] = int(step)
+    if "elapsed_s" not in row and (t := NEMO_TIMING_RE.search(m["post"] or "")):
+        row["elapsed_s"] = to_float(t["v"])
     elapsed = hms_to_s(m["elapsed"])
     if n and elapsed is not None and "elapsed_s" not in row:
         row["elapsed_s"] = elapsed / n
@@ -853,16 +921,20 @@ def parse_json_epoch(text: str) -> Row | None:
 
 
 # -- fp16 overflow: a skipped step ------------------------------------------------------------
+# apex's FP16_Optimizer (apex/fp16_utils/fp16_optimizer.py) prints "OVERFLOW! Skipping step.
+# Attempted loss scale: 4294967296, reducing to 2147483648" with no "[deepspeed]" tag
 OVERFLOW_RE = re.compile(
     r"(?:\[deep(?:speed|scale)\] (?:OVERFLOW!|fp16 dynamic loss scale overflow!)|"
-    r"Gradient overflow\.)\s*(?:Rank \d+ )?Skipping step[.,]?\s*"
+    r"Gradient overflow\.|OVERFLOW!)\s*(?:Rank \d+ )?Skipping step[.,]?\s*"
     r"(?:Attempted loss scale: (?P<att>[\d.]+)(?:, reducing to (?P<to>[\d.]+))?|"
     r"Reducing loss scale to (?P<to2>[\d.]+)|loss scaler \d+ reducing loss scale to (?P<to3>[\d.]+))?"
 )
 GRAD_OVERFLOW_RE = re.compile(r"\bGrad overflow on iteration:?\s*(?P<it>\d+)")
 # fairseq's FP16Optimizer: "| WARNING: overflow detected, setting loss scale to: 0.03125" (the
-# update is skipped)
-FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, setting loss scale to: (?P<to>[\d.]+(?:[eE][-+]?\d+)?)")
+# update is skipped); since 0.10 its trainer: "NOTE: gradient overflow detected, ignoring gradient,
+# setting loss scale to: 64.0"
+FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, (?:ignoring gradient, )?setting loss scale to: "
+                                 r"(?P<to>[\d.]+(?:[eE][-+]?\d+)?)")
 # a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
 # (norm=2.1966569423675537); skipping optimizer step."
 SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
@@ -1009,7 +1081,7 @@ PARSERS: tuple[LineParser, ...] = (
         "fp16_overflow",
         "iterations",
         ("Skipping step", "Grad overflow on iteration", "skipping optimizer step",
-         "skipping the optimizer step", "overflow detected, setting loss scale"),
+         "skipping the optimizer step", "overflow detected, "),
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
@@ -1032,4 +1104,4 @@ PARSERS: tuple[LineParser, ...] = (
 )
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
-BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser)
+BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser)

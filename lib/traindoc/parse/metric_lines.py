@@ -52,6 +52,24 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   under the event's key (``"key": "train_loss"``).
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
   digits is a step, ``trl``/``tel`` are the train and val loss.
+- **llm.c's console line** (``step 1/74 | train loss 11.01 | norm 15.3 | lr 6.00e-06 | (345.67 ms
+  | 1516543 tok/s)``, ``… | 345.12 ms | 42.1% bf16 MFU | …``): a field that is only a time is
+  the step's time; a percentage before ``MFU`` is the MFU; ``norm`` (a whole key) the grad norm.
+- **timm's counter** (``Train: 1 [  50/500 ( 10%)]  Loss: 4.234 (4.301)  Time: 0.512s,
+  500.12/s  (0.520s,  492.31/s)``): read like the PyTorch examples' one; a bare ``/s`` rate is
+  samples per second, and beside it the time is the step's (the values in parentheses are
+  running means, never read).
+- **clu's LoggingWriter** (t5x, flax: ``[1000] collection=train accuracy=…, loss=2.3,
+  timing/steps_per_second=8.1``): the bracketed number is the step.
+- **a tqdm bar's postfix that names a loss** (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
+  ``156/1563 [01:00<09:00, 2.60it/s, loss=9.600, …, num_updates=156, …]``): the step a postfix
+  key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
+  description names); the rate as the time per step. A bar without one is the progress
+  parser's alone.
+- **evaluation lines** (fairseq's ``| valid | epoch 001 | valid on 'valid' subset | loss 9.1 |
+  …``, clu's ``collection=eval``): an ``event="eval"`` row whose loss is the eval loss.
+- JSON string values that are numbers are numbers (fairseq's ``--log-format json`` writes
+  ``"loss": "16.195"``).
 
 A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
 MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
@@ -82,9 +100,11 @@ STEP_RE = re.compile(
 EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", re.IGNORECASE)
 # the PyTorch examples' counter, when no step key is on the line: "Train Epoch: 1 [51200/490871
 # (10%)]" (samples of the epoch); its iteration is epoch × total + count
+# timm's train.py: "Train: 1 [  50/500 ( 10%)]  Loss: 4.234 (4.301)  Time: 0.512s,  500.12/s  (0.520s,
+#  492.31/s)  LR: 1.000e-03" (batches of the epoch; the values in parentheses are running means)
 EXAMPLE_STEP_RE = re.compile(
-    r"(?<![\w/.])epoch:?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*(?:\(\s*\d+%\s*\))?\s*\]",
-    re.IGNORECASE)
+    r"(?<![\w/.])(?:epoch|train):?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*"
+    r"(?:\(\s*\d+%\s*\))?\s*\]", re.IGNORECASE)
 # the MetricLogger counter of torchvision's references and the trainers that copied it, when
 # no step key is on the line: "Epoch: [0]  [ 0/84]  eta: 0:02:17  lr: …  loss: 1.6518 (1.6518)",
 # DLRM's "Epoch:[0/1] [592/75869]  eta: 0:31:32  loss: 0.1604  step_time: 25.1425 ms": the
@@ -112,6 +132,10 @@ COUNTER_STEP_RE = re.compile(
 LEAD_STEP_RE = re.compile(
     r"^\s*(?:\[\s*(?P<be>\d+)\s*\]\s*|(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?"
     r"(?=\s*(?:[,(]|\|\|?)?\s*[A-Za-z(])")
+# clu's LoggingWriter (t5x, flax examples, big_vision): logging.info("[%d]%s %s", step,
+# " collection=train", "k=v, …"): "[1000] collection=train accuracy=0.51, loss=2.4, …"
+CLU_STEP_RE = re.compile(
+    r"(?:^|\]\s*)\[(?P<n>\d+)\](?=\s+(?:collection=\S+\s+)?[A-Za-z_][\w/.]*=)")
 # a time over a window of iterations: "Elapsed time: 198.7967s(100 iters)"
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
@@ -121,6 +145,9 @@ STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "up
              "stepnum": 3, "epochnum": 4, "batch": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
+# a JSON string value that is a number (fairseq's json log format writes every stat as one:
+# {"epoch": 1, "update": 0.004, "loss": "16.195", …, "num_updates": "100", "gnorm": "5.155"})
+NUMBER_STR_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
 # MLPerf's logging (":::MLLOG {…, "key": "tracked_stats", "value": {"throughput": 56479.9},
 # "metadata": {…, "step": 2}}"): an event's fields, the step in its metadata, and the names
 # its benchmarks give a rate (samples per second: images, sequences)
@@ -140,9 +167,14 @@ PAIR_RE = re.compile(
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
-    r"TFLOPS|TFLOP/s)(?![\w/])",
+    r"TFLOPS|TFLOP/s|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
+# a field that is only a time, between "|"/"(" and "|"/")"/the end (llm.c: "| lr 6.00e-06 | (345.67 ms |
+# 1516543 tok/s)", "| 345.12 ms | 42.1% bf16 MFU |"): the time of the step
+FIELD_TIME_RE = re.compile(r"(?:^|[|(])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s)\s*(?=[|)]|$)")
+# a percentage before the word MFU (llm.c's "42.1% bf16 MFU")
+MFU_BEFORE_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)%\s*(?:[A-Za-z0-9]+\s+)?MFU\b")
 # a time per step in parentheses after the metrics: "(2.34 sec/step)", "(1.349622s)"
 PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:step|it|iter))?\)")
 
@@ -158,13 +190,13 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
-                     "gradnormtotal", "gradnormbeforeclip"), "grad_norm"),
+                     "gradnormtotal", "gradnormbeforeclip", "norm"), "grad_norm"),
     **dict.fromkeys(("lr", "learningrate", "lrate"), "lr"),
     **dict.fromkeys(("lossscale", "curscale"), "loss_scale"),
     **dict.fromkeys(("samples/s", "samples/sec", "samplespersecond", "samplespersec",
                      "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s",
                      "images/s", "images/sec", "samplespers", "throughput(samples/s)", "rate",
-                     "currsamplespersec"),
+                     "currsamplespersec", "seqspersecond"),
                     "samples_per_s"),
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
@@ -174,7 +206,8 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("globalrate", "runningavgsamplespersec", "averageexamples/sec",
                      "averagesamples/sec", "avgexamples/sec", "avgsamples/sec"), RUNNING_MEAN),
     **dict.fromkeys(("tokens/s", "tokens/sec", "tok/s", "tok/sec", "tokenspersec",
-                     "tokenspersecond", "tokens_per_sec", "wps", "words/s"), "tokens_per_s"),
+                     "tokenspersecond", "tokens_per_sec", "wps", "words/s",
+                     "targettokenspersecond"), "tokens_per_s"),
     **dict.fromkeys(("tokens/s/gpu", "tokens/sec/gpu", "tokenspersecpergpu",
                      "tokenspersecondpergpu", "tgs", "tokens/s/device", "tokenspersecperdevice",
                      "tokspersecpergpu", "throughput(tokens/s/gpu)"), "tokens_per_s_per_gpu"),
@@ -187,16 +220,19 @@ METRIC_KEYS: dict[str, str] = {
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
                      "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter",
                      "ms/batch", "ms/step", "ms/iter", "ms/it", "time/batch", "timer",
-                     "trainsteptime"),
+                     "trainsteptime", "trainsteptiming", "trainsteptimingins"),
                     "elapsed_s"),
 }
-TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/")
+TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/", "timing/")
 # columns that make a line a step line (a learning rate or loss scale alone does not)
 SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per_s",
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
            "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_")
+# a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
+# 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
+EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
@@ -214,6 +250,8 @@ GLUED_KEYS = frozenset(("rate",))
 # columns a key may reach by dropping its leading words ("INFO train loss" is a loss; "elapsed
 # time" is no time per step)
 SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
+# keys known only whole: llm.c's "norm" is the grad norm, a "weight norm" is not
+WHOLE_KEYS = frozenset(("norm",))
 
 
 @lru_cache(maxsize=4096)
@@ -227,7 +265,7 @@ def _norm(key: str) -> str | None:
                 k = k[len(p):]
                 break
         col = METRIC_KEYS.get(re.sub(r"[\s_\-]", "", k))
-        if col is not None and (i == 0 or col in SUFFIX_COLUMNS):
+        if col is not None and (i == 0 or (col in SUFFIX_COLUMNS and k not in WHOLE_KEYS)):
             if col == "loss" and any(w.lower() in EVAL_WORDS for w in words[:i]):
                 return "eval_loss"  # "val mse loss"
             return col
@@ -297,15 +335,16 @@ def _json_pairs(text: str) -> dict[str, str] | None:
         obj = _mllog_fields(obj)
     return {str(k): str(v) for k, v in obj.items()
             if (isinstance(v, int | float) and not isinstance(v, bool))
-            or (isinstance(v, str) and STEP_OF_TOTAL_RE.fullmatch(v))}
+            or (isinstance(v, str) and (STEP_OF_TOTAL_RE.fullmatch(v)
+                                        or NUMBER_STR_RE.fullmatch(v)))}
 
 
 def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
     fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
-    if ("%|" in text or "%\\|" in text) and TQDM_RE.search(text):
-        return None
+    if ("%|" in text or "%\\|" in text) and (bar := _last_bar(text)) is not None:
+        return _bar_postfix(text, bar)
     row: Row = {}
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
@@ -352,6 +391,8 @@ def parse_metric_line(text: str) -> Row | None:
             row["total_iterations"] = int(m["tot"])
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
+    elif m is None and (m := CLU_STEP_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
     elif m is None and (m := LEAD_STEP_RE.match(text)) is not None:
         row["iteration"] = int(m["n"])
         if m["tot"]:
@@ -369,6 +410,7 @@ def parse_metric_line(text: str) -> Row | None:
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     parts: Row = {}
     plain_time: float | None = None
+    step_rate = False  # a rate printed bare ("500.12/s") is the step's own: samples / its time
     for p in PAIR_RE.finditer(rest):
         key = p["qk"] or p["k"]
         col = _norm(key)
@@ -410,8 +452,9 @@ def parse_metric_line(text: str) -> Row | None:
         elif unit.startswith("tflop"):
             row.setdefault("tflops", value)
         else:
+            step_rate = step_rate or ("samples_per_s" not in row and unit == "/s")
             row.setdefault("samples_per_s", value)
-    if plain_time is not None and row.get("elapsed_s") == plain_time and any(
+    if plain_time is not None and row.get("elapsed_s") == plain_time and not step_rate and any(
             row.get(c) is not None for c in ("tokens_per_s", "samples_per_s")):
         # a bare "Time 1327.50s" beside a words/s or samples/s rate is the logging interval's
         # wall time (Marian NMT prints it every --disp-freq updates), not one step's
@@ -421,7 +464,83 @@ def parse_metric_line(text: str) -> Row | None:
     if "elapsed_s" not in row and (t := PAREN_TIME_RE.search(rest)) and t.start() > m.start():
         secs = float(t["v"])
         row["elapsed_s"] = secs / 1000.0 if t["u"] == "ms" else secs
+    if "elapsed_s" not in row and "|" in rest and (t := FIELD_TIME_RE.search(rest)):
+        secs = float(t["v"])
+        row["elapsed_s"] = secs / 1000.0 if t["u"] == "ms" else secs
+    if "mfu" not in row and (f := MFU_BEFORE_RE.search(rest)):
+        row["mfu"] = float(f["v"])
+    if EVAL_LINE_RE.search(text):
+        return _as_eval(_with_parts(row, parts))
     return _finish(_with_parts(row, parts))
+
+
+def _as_eval(row: Row) -> Row | None:
+    """An evaluation line's row: its step and its loss as the eval loss (its rates are the
+    evaluation's, not training's)."""
+    loss = row["eval_loss"] if row.get("eval_loss") is not None else row.get("loss")
+    if loss is None:
+        return None
+    out: Row = {"iteration": row["iteration"], "eval_loss": loss, "event": "eval"}
+    if row.get("epoch") is not None:
+        out["epoch"] = row["epoch"]
+    return out
+
+
+def _last_bar(text: str) -> re.Match[str] | None:
+    """The last tqdm bar of a line (a redrawn bar repeats), or None."""
+    last = None
+    for m in TQDM_RE.finditer(text):
+        last = m
+    return last
+
+
+# the postfix of a tqdm bar: ", loss=9.600, nll_loss=9.1, …, num_updates=156, …]" after the rate
+POSTFIX_RE = re.compile(r"\s*,(?P<post>[^\]]*)\]")
+
+
+def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
+    """A tqdm bar whose postfix names a loss (fairseq's ``--log-format tqdm``, NeMo's
+    ``reduced_train_loss=…, global_step=19.00``, OpenRLHF's ``gpt_loss=…``): the step a postfix
+    key names, else the bar's count; the loss and grad norm of the postfix; the bar's rate as
+    the time per step. A bar without such a postfix is the progress parser's alone."""
+    post = POSTFIX_RE.match(text, bar.end())
+    if post is None:
+        return None
+    row: Row = {}
+    parts: Row = {}
+    for p in PAIR_RE.finditer(post["post"]):
+        key = p["qk"] or p["k"]
+        if p["sp"]:
+            continue
+        if re.sub(r"[ _]", "", key.lower()) in STEP_RANK:
+            value = _number(p["v"], None)
+            if value is not None and value == value and value >= 0 and "iteration" not in row:
+                row["iteration"] = int(value)
+            continue
+        col = _norm(key)
+        if col is None:
+            if (part := _loss_part(key)) and part not in parts:
+                parts[part] = _number(p["v"], p["u"])
+        elif col not in row:
+            row[col] = _number(p["v"], p["u"])
+    row = _with_parts(row, parts)
+    if row.get("loss") is None and row.get("grad_norm") is None:
+        return None
+    if "iteration" not in row:
+        n = _number(bar["n"], None)
+        if n is None or n != int(n):
+            return None
+        row["iteration"] = int(n)
+        # a bar that restarts every epoch under the epoch's name ("Train step of epoch 1: …",
+        # "Epoch [2/3]: …"): the loss runbook counts it on across epochs
+        if (ep := EPOCH_RE.search(text, 0, bar.start("n"))) is not None:
+            row["epoch"] = float(ep["e"])
+    rate = _number(bar["rate"], None) if bar["rate"] not in (None, "?") else None
+    if rate and bar["unit"] in ("it/s", "s/it"):
+        row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
+    elif row.get("elapsed_s") is None:
+        row.pop("elapsed_s", None)
+    return _finish(row)
 
 
 def _with_parts(row: Row, parts: Row) -> Row:
