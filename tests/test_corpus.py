@@ -15,13 +15,16 @@ from traindoc.diagnose import failure_class
 # Raised as runbooks improve; never lowered to let a regression land. Each floor sits about one
 # case below today's score. 2026-11-26: 217 cases came in three blind batches (their intake
 # records say how the runbooks did before any change for them); the floors were set anew for the
-# 461 cases (444 right), no case that was right having gone wrong.
-FLOOR_PCT = {"all": 96.0, "timeout": 97.0, "gpu_crash": 95.0, "loss_spike": 94.5,
-             "throughput": 91.0, "deadlock": 96.5}
+# 461 cases (444 right), no case that was right having gone wrong. Batch 2026-11-26d (80 cases,
+# 38 right blind) took the corpus to 541; after its round of family fixes 502 are right, no
+# earlier case having gone wrong: the floors were set anew for those (lower, by the batch's
+# wrong cases, not by a regression).
+FLOOR_PCT = {"all": 92.5, "timeout": 97.0, "gpu_crash": 94.5, "loss_spike": 87.5,
+             "throughput": 85.5, "deadlock": 93.0}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (327/336 and 57/61 today)
-TRIAGE_FLOOR_PCT = 96.5
-TRIAGE_HEALTHY_FLOOR_PCT = 91.5
+# and of healthy cases where it names none (371/388 and 73/80 today)
+TRIAGE_FLOOR_PCT = 95.0
+TRIAGE_HEALTHY_FLOOR_PCT = 90.5
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
