@@ -429,11 +429,7 @@ def summaries(checkout: str | os.PathLike[str], workers: int | None = None
             if p.is_dir() and p.parent.name != "corpus" and p.parent.name in RUNBOOKS]
     jobs += [(c.path.relative_to(root).as_posix(), c.runbook, str(c.logs), str(root))
              for c in find_cases(data / "corpus")]
-    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
-    if n == 1:
-        return dict(map(_summaries_of, jobs))
-    with ProcessPoolExecutor(max_workers=n) as pool:
-        return dict(pool.map(_summaries_of, jobs, chunksize=4))
+    return dict(pool_map(_summaries_of, jobs, workers))
 
 
 # --- seen before -----------------------------------------------------------------------------
@@ -453,14 +449,20 @@ def _index_entry_of(case: Case) -> dict[str, Any]:
                                  default=str))
 
 
+def pool_map(fn: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None = None,
+             chunksize: int = 4) -> list[Any]:
+    """``fn`` over ``jobs`` in order, in ``workers`` processes (default one per core; one: in
+    this process)."""
+    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
+    if n == 1:
+        return list(map(fn, jobs))
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(fn, jobs, chunksize=chunksize))
+
+
 def similar_index(cases: Sequence[Case], workers: int | None = None) -> dict[str, Any]:
     """The index ``traindoc.similar`` ships: every case's entry, sorted by case id."""
-    n = workers or max(1, min(len(cases), os.cpu_count() or 1))
-    if n == 1:
-        entries = list(map(_index_entry_of, cases))
-    else:
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            entries = list(pool.map(_index_entry_of, cases, chunksize=4))
+    entries = pool_map(_index_entry_of, cases, workers)
     return {"about": "the corpus's incident signatures (traindoc score --similar-index)",
             "cases": sorted(entries, key=lambda e: e["case"])}
 

@@ -24,19 +24,17 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import os
 import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .parse import FILE_LOADERS
 from .parse.prefixes import Origin, demux, line_time
-from .score import Case, library_facts
+from .score import Case, library_facts, pool_map
 
 Files = dict[str, bytes]  # a case's logs: path under logs/ → contents
 
@@ -417,12 +415,7 @@ def check(cases: Sequence[Case], names: Sequence[str] | None = None,
         raise ValueError(f"no transformation {', '.join(unknown)} (known: "
                          f"{', '.join(BY_NAME)})")
     jobs = [(c, chosen) for c in cases]
-    n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
-    if n == 1:
-        results = list(map(_check_one, jobs))
-    else:
-        with ProcessPoolExecutor(max_workers=n) as pool:
-            results = list(pool.map(_check_one, jobs, chunksize=1))
+    results = pool_map(_check_one, jobs, workers, chunksize=1)
     applied = dict.fromkeys(chosen, 0)
     changes: list[Change] = []
     for names_run, ch in results:
