@@ -136,7 +136,7 @@ def test_bad_input_is_a_finding(runbook: str, content: bytes, tmp_path: Path) ->
 def test_summary_keys_are_complete(executed) -> None:
     summary, _ = executed("timeout", DATA / "timeout" / "gemma3_seed")
     assert set(summary) == {"runbook", "version", "inputs", "verdict", "confidence", "facts",
-                            "findings", "actions"}
+                            "findings", "actions", "similar"}
     assert [a["priority"] for a in summary["actions"]] == list(range(1, len(summary["actions"]) + 1))
     for a in summary["actions"]:
         assert a["why"] and a["how"]

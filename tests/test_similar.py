@@ -75,11 +75,20 @@ def _seen(case: str) -> list[similar.Similar]:
     return similar.seen_before(runbook, facts, inc, index)
 
 
+def _says_ecc(case: str) -> bool:
+    logs = CORPUS / case.split("-", 1)[0] / case / "logs"
+    return any("ECC error" in p.read_text(errors="replace")
+               for p in logs.rglob("*") if p.is_file())
+
+
 def test_an_ecc_crash_finds_the_other_ecc_crashes() -> None:
-    # accelerate#1192: "CUDA error: uncorrectable ECC error encountered"; so do
-    # pytorch#113128's and jade-hpc-gpu#194's logs
+    # accelerate#1192: "CUDA error: uncorrectable ECC error encountered". The corpus holds
+    # more ECC crashes than three (pytorch#113128, jade-hpc-gpu#194, NVIDIA/semantic-
+    # segmentation#33, bigscience tr1-13B...), so which three rank first depends on their
+    # resolutions: what must hold is that each one shown is an ECC crash, matched on it.
     found = _seen("gpu_crash-accelerate-1192")
-    assert {"gpu_crash-pytorch-113128", "gpu_crash-jade-hpc-gpu-194"} <= {s.case for s in found}
+    assert len(found) == 3
+    assert all(_says_ecc(s.case) for s in found), [s.case for s in found]
     assert all("template" in s.fields for s in found)
     rec = similar.summary_records(found)[0]
     assert rec["source"] and rec["status"] and "template" in rec["fields"]
@@ -96,4 +105,6 @@ def test_the_table_says_where_what_and_how_sure() -> None:
     assert list(t.columns) == ["source", "what happened there", "cause and fix", "resolution",
                                "fields matched"]
     assert len(t) == len(found) and t["source"].str.contains("/").all()
-    assert "pytorch/pytorch #113128" in set(t["source"])
+    threads = {f"{e['source']['repo']} #{e['source']['number']}" for e in similar.load_index()
+               if e["case"] in {s.case for s in found} and e["source"].get("number")}
+    assert threads and threads <= set(t["source"])

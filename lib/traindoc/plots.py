@@ -301,31 +301,39 @@ def loss_spike_zoom(series: pd.DataFrame, spike: dict | None, before: int = 10,
     return fig
 
 
+def _tail(text: str, width: int) -> str:
+    """``text``, or its last ``width`` characters after an ellipsis when longer."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
 def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure | Message:
     """Processes per stack signature (``diagnose.deadlock.groups_table``): one bar per group,
     labelled by its leaf frame; outliers red, groups waiting in a collective blue."""
     if not len(groups):
         return Message("No stack dumps (py-spy or faulthandler) found")
     g = groups.head(max_groups).iloc[::-1]
-    fig = Figure(figsize=(9, 0.9 + 0.55 * len(g)))
+    # a two-line title, the axis label and the legend need about 1.5 in whatever the bars
+    fig = Figure(figsize=(9, max(2.4, 1.2 + 0.55 * len(g))))
     ax = fig.add_subplot()
     colors = ["tab:red" if o else ("tab:blue" if c else "tab:gray")
               for o, c in zip(g["outlier"], g["in_collective"], strict=False)]
     labels = []
     sites = g["call_site"] if "call_site" in g else [None] * len(g)
     for leaf, site, members in zip(g["leaf"], sites, g["members"], strict=False):
-        text = str(leaf)
+        text = str(leaf) if isinstance(leaf, str) and leaf else "(no Python frame)"
         text = text if len(text) <= 60 else "…" + text[-59:]
         if isinstance(site, str) and site:
             text += f"\n← {site if len(site) <= 58 else '…' + site[-57:]}"
-        names = [f"rank {m}" if isinstance(m, int) else str(m) for m in list(members)[:3]]
+        names = [f"rank {m}" if isinstance(m, int) else _tail(str(m), 28)
+                 for m in list(members)[:3]]
         labels.append(f"{text}\n[{', '.join(names)}{' …' if len(members) > 3 else ''}]")
     y = range(len(g))
     ax.barh(list(y), g["count"].astype(int).tolist(), color=colors)
     ax.set_yticks(list(y), labels, fontsize=7)
     ax.set_xlabel("processes")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title("Where each process's stack is\n(red: outliers, blue: in a collective, "
+    # on the figure, not the axes: long labels push a narrow axes' title off the edge
+    fig.suptitle("Where each process's stack is\n(red: outliers, blue: in a collective, "
                  "grey: elsewhere)", fontsize=10)
     ax.legend(handles=[Patch(color=c, label=what) for c, what in (
         ("tab:red", "outlier"), ("tab:blue", "waiting in a collective"),

@@ -506,9 +506,23 @@ def escape_frame(df: pd.DataFrame) -> Any:
     shown.columns = _labels(df.columns)
     styler = (shown.style.format(escape="html", na_rep="")
               .format_index(escape="html", axis=0).format_index(escape="html", axis=1))
+    text = [c for i, c in enumerate(shown.columns) if not _keeps_type(df.dtypes.iloc[i])]
+    if text and shown.columns.is_unique:
+        styler = styler.format(_hyphens_kept, subset=text, escape="html", na_rep="")
     if _row_numbers(df.index):  # pandas' 0, 1, 2 … column says nothing: not shown
         styler = styler.hide(axis="index")
     return styler.map(_unbroken)
+
+
+# A word with a hyphen or slash, short enough never to need breaking (a repository, a host,
+# a case id): a browser breaks after a hyphen, which reads as a word cut in two.
+HYPHENATED_WORD_RE = re.compile(r"(?<!\S)(?=[^\s<>]*[-/])[^\s<>]{3,40}(?!\S)")
+
+
+def _hyphens_kept(escaped: Any) -> str:
+    """Already-escaped cell text with each short hyphenated word kept on one line."""
+    return HYPHENATED_WORD_RE.sub(r'<span style="white-space: nowrap">\g<0></span>',
+                                  str(escaped))
 
 
 MAX_UNBROKEN = 40  # a one-word cell up to this long is never wrapped (at its hyphens, say)

@@ -161,9 +161,11 @@ def _all_same(a: DeadlockAnalysis) -> Finding | None:
     if _named_outliers(a) or _unsuspendable(a) or not ranks or a.rule != "all_same":
         return None
     where = "inside the same collective" if ranks[0].in_collective else "at the same place"
-    return Finding("all_same", Severity.WARNING,
-                   f"All {n_procs(ranks)} processes are {where}: {ranks[0].leaf}",
-                   _stack_evidence(ranks[:2]))
+    text = (f"All {n_procs(ranks)} processes are {where}: {ranks[0].leaf}" if ranks[0].leaf
+            else f"No stack of the {n_procs(ranks)} processes has a frame to compare (no Python frame "
+                 "in any dump: processes that crashed, or native-only stacks), so no process "
+                 "stands out")
+    return Finding("all_same", Severity.WARNING, text, _stack_evidence(ranks[:2]))
 
 
 def _first_mismatch(a: DeadlockAnalysis) -> Finding | None:

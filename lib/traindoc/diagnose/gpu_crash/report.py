@@ -260,13 +260,27 @@ def _cascade(a: GpuCrashAnalysis) -> Finding | None:
     n_r, on = _cascade_words(a)
     delay = a.cascade["after_s"].dropna()
     who = f"{count(n_r, 'other rank')}{on}" if n_r else "Its peers"
+    early = len(delay) and round(delay.min()) < 0
     return Finding(
         "cascade", Severity.INFO,
-        f"{who} failed after it: peers' NCCL/gloo errors, collective timeouts and launcher "
-        "kills are symptoms of the first failure, not causes"
-        + (f" (first {delay.min():.0f} s, last {delay.max():.0f} s after it)"
-           if len(delay) else ""),
+        f"{who} failed {'with' if early else 'after'} it: peers' NCCL/gloo errors, collective "
+        "timeouts and launcher kills are symptoms of the first failure, not causes"
+        + (f" ({_when(delay.min(), delay.max())})" if len(delay) else ""),
         evidence(a.crash.cascade, limit=12))
+
+
+def _when(first: float, last: float) -> str:
+    """When the cascade was logged relative to the first failure, in words: a peer's line
+    may carry a time a second or so before it (another host's clock, buffered output)."""
+    def at(s: float) -> str:
+        return "at the same second" if round(s) == 0 else (
+            f"{abs(s):.0f} s {'after' if s > 0 else 'before'} it")
+    if round(first) >= 0:
+        return f"first {first:.0f} s, last {last:.0f} s after it"
+    if round(first) == round(last):
+        return f"logged {at(first)}: another host's clock or buffered output"
+    return (f"logged from {at(first)} to {at(last)}: another host's clock or buffered "
+            "output puts some before it")
 
 
 def _other_failures(a: GpuCrashAnalysis) -> Finding | None:
