@@ -1550,3 +1550,13 @@ def test_a_dmesg_spanning_days_is_no_hang(case: str) -> None:
     a = gpu_crash.analyse(traindoc.load(CORPUS / "gpu_crash" / case / "logs", progress=False))
     assert a.exit_delay_s is None
     assert not any(f.id == "exit_delay" for f in gpu_crash.report(a).findings)
+
+
+def test_a_cascade_the_launcher_logged_before_the_exit_record_is_not_after_it() -> None:
+    # hallo2#56: torchrun sends SIGTERM to ranks 0, 2, 3 at 02:04:28 and writes rank 1's
+    # "failed (exitcode: -11)" record at 02:04:31, after them
+    inc = traindoc.load(CORPUS / "gpu_crash" / "gpu_crash-hallo2-56" / "logs", progress=False)
+    report = gpu_crash.report(gpu_crash.analyse(inc))
+    cascade = next(f.title for f in report.findings if f.id == "cascade")
+    assert "failed with it" in cascade and "3 s before the line that names it" in cascade
+    assert "-3 s" not in cascade

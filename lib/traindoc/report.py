@@ -104,6 +104,10 @@ class Report:
     facts: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
+    # the last seen_before answer and the incident it was for: the runbook, summary.json and
+    # watch each ask, and each answer reads every line of the incident once more
+    _seen: tuple[Any, list[Any]] | None = field(default=None, init=False, repr=False,
+                                                compare=False)
 
     def __post_init__(self) -> None:
         self.confidence = Confidence(self.confidence)
@@ -113,7 +117,9 @@ class Report:
         for triage (its cause's runbook shows them)."""
         if self.runbook == "triage":
             return []
-        return similar.seen_before(self.runbook, self.facts, incident)
+        if self._seen is None or self._seen[0] is not incident:
+            self._seen = (incident, similar.seen_before(self.runbook, self.facts, incident))
+        return list(self._seen[1])
 
     def summary(self, incident: Incident | None = None) -> dict[str, Any]:
         """The summary.json document (ARCHITECTURE.md, "The runbook contract")."""

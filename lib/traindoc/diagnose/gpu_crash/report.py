@@ -270,17 +270,18 @@ def _cascade(a: GpuCrashAnalysis) -> Finding | None:
 
 
 def _when(first: float, last: float) -> str:
-    """When the cascade was logged relative to the first failure, in words: a peer's line
-    may carry a time a second or so before it (another host's clock, buffered output)."""
+    """When the cascade was logged relative to the first failure's line, in words. A peer's
+    line can come first: torchrun and the DeepSpeed launcher signal the other workers before
+    they write the dead worker's exit record, and another host's clock may differ."""
     def at(s: float) -> str:
-        return "at the same second" if round(s) == 0 else (
-            f"{abs(s):.0f} s {'after' if s > 0 else 'before'} it")
+        return "at the same second as" if round(s) == 0 else (
+            f"{abs(s):.0f} s {'after' if s > 0 else 'before'}")
     if round(first) >= 0:
         return f"first {first:.0f} s, last {last:.0f} s after it"
-    if round(first) == round(last):
-        return f"logged {at(first)}: another host's clock or buffered output"
-    return (f"logged from {at(first)} to {at(last)}: another host's clock or buffered "
-            "output puts some before it")
+    span = (f"logged {at(first)} the line that names it" if round(first) == round(last)
+            else f"logged from {at(first)} to {at(last)} the line that names it")
+    return (span + ": a launcher signals the other workers before it writes the dead one's "
+            "exit record, and another host's clock may differ")
 
 
 def _other_failures(a: GpuCrashAnalysis) -> Finding | None:
