@@ -163,6 +163,36 @@ def test_docker_compose_prefix_is_stripped_not_a_host() -> None:
     assert demux("E-05 | global batch size: 2048 |")[0].startswith("E-05")  # a wrapped Megatron line
 
 
+@pytest.mark.parametrize(("line", "host", "pid", "rest"), [
+    # journalctl's default output, as a service's error report quotes it (a public repository's
+    # "Neura v2 Error Monitor" page: the day zero-padded)
+    ("Apr 04 16:38:13 sweet-coffee.ptr.network python3[937165]: 2026-04-04 16:38:13,787 "
+     "[telegram.ext.Updater] ERROR: Exception happened while polling for updates.",
+     "sweet-coffee.ptr.network", 937165, "2026-04-04 16:38:13,787 [telegram.ext.Updater]"),
+    # syslog's RFC 3164 form (the day space-padded) before a torchrun rank tag
+    ("Mar  1 12:00:00 gpu-node-17 python[1234]: [rank3]: Watchdog caught collective operation "
+     "timeout", "gpu-node-17", 1234, "Watchdog caught"),
+    # journalctl -o short-iso: the collector's time, then host and program
+    ("2024-03-01T12:00:00+0000 gpu7 python3[55]: iteration 10/100", "gpu7", 55, "iteration 10"),
+])
+def test_journald_and_syslog_headers_name_the_host(line: str, host: str, pid: int,
+                                                   rest: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    body, origin = demux(line)
+    # (the pid is the stream's opener, the launcher for all its ranks: not the writer's)
+    assert (origin.host, origin.pid) == (host, None) and body.startswith(rest)
+
+
+def test_a_kernel_line_keeps_its_syslog_header() -> None:
+    # parse.xid reads the host before "kernel:" itself
+    from traindoc.parse.prefixes import demux
+
+    line = "Mar  1 12:00:00 gpu-node-17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen"
+    assert demux(line)[0] == line
+    assert demux("Mar 1 is when the run started")[0] == "Mar 1 is when the run started"
+
+
 @pytest.mark.parametrize("line, rank, rest", [
     # NVIDIA/nccl#957 (mpirun --tag-output --timestamp-output)
     ("Fri Aug 11 12:31:45 2023[1,0]<stdout>:tomte401:1850301:1881341 [0] transport.cc:154 NCCL "

@@ -9,6 +9,7 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
   or ``[f35a2cc1] 172.31.42.141: `` (the container's id, then a pdsh host)
 - kubectl logs --prefix: ``[pod/trainer-0-x7k2p/pytorch] `` (stripped; a pod is no machine)
 - Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
+- journald/syslog: ``Mar  1 12:00:00 gpu-node-17 python[1234]: `` (the host; kernel lines kept)
 - pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit), the hostfile's IP
   ``104.171.201.172: ``, ``localhost: ``, or any name before a rank tag (``gpu-a: [rank3]:``)
 """
@@ -51,6 +52,16 @@ RAY_RE = re.compile(
 # (two letters at least and a replica number of 1-3 digits: "E-05 | " in a wrapped Megatron
 # line is no container)
 COMPOSE_RE = re.compile(r"(?P<name>[A-Za-z][\w.-]{0,62}[-_]\d{1,3}) +\| ?")  # bounded: no backtracking blow-up
+# journald/syslog's header: "Mar  1 12:00:00 gpu-node-17 python[1234]: " (BSD form, RFC 3164:
+# time, host, program and pid), or after a collector's RFC 3339 time the host and the program
+# with its pid ("journalctl -o short-iso"). The host is the line's; the kernel's own lines keep
+# their header (parse.xid reads the host before "kernel:").
+SYSLOG_RE = re.compile(
+    r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r" [ \d]\d \d\d:\d\d:\d\d (?P<host>[A-Za-z0-9][\w.\-]{0,62}) (?!kernel:)"
+    r"[\w.\-/@]{1,64}(?:\[(?P<pid>\d{1,9})\])?: ")
+SYSLOG_AFTER_TIME_RE = re.compile(
+    r"(?P<host>[A-Za-z0-9][\w.\-]{0,62}) (?!kernel\[)[\w.\-/@]{1,64}\[(?P<pid>\d{1,9})\]: ")
 # slurmstepd names itself after its node ("slurmstepd-gpu20-15: error: …"; Slurm's slurmstepd.c:
 # argv0 = "slurmstepd-%s" with the node name): the node is the host, the daemon's name is not.
 SLURMSTEPD_PREFIX = "slurmstepd-"
@@ -208,6 +219,13 @@ def demux(text: str) -> tuple[str, Origin]:
                     task = digits_int(m["n"])
                     if pos == start:
                         start = m.end()  # srun -l before a pdsh host or mpirun's stamp
+        elif ch.isalpha() and pos == start and (
+                m := SYSLOG_RE.match(text, pos) or (
+                    SYSLOG_AFTER_TIME_RE.match(text, pos) if when is not None else None)):
+            # the program's own prefixes (srun's, torchrun's) may follow; no host prefix does.
+            # Its pid is the one that opened journald's stream (the launcher, for every rank it
+            # started): no writer's, so not kept.
+            host = m["host"]
         elif ch.isalpha() and pos == start and (m := MPI_STAMP_RE.match(text, pos)):
             pass  # the MPI tag after it gives the rank
         elif ch.isalpha() and pos == start and (m := _compose(text, pos)):
