@@ -184,6 +184,30 @@ def test_journald_and_syslog_headers_name_the_host(line: str, host: str, pid: in
     assert (origin.host, origin.pid) == (host, None) and body.startswith(rest)
 
 
+@pytest.mark.parametrize(("line", "host", "rest"), [
+    # NVIDIA/nccl#1029 (DeepSpeed's pdsh launcher; a traceback's indented frame)
+    ('rdma-test-gpu-worker-1:   File "/usr/local/lib/python3.10/dist-packages/torch/distributed/'
+     'distributed_c10d.py", line 3665, in barrier', "rdma-test-gpu-worker-1", 'File "/usr/'),
+    # stark-sim/megatron-deepspeed-lock-clock's dual-node logs (Megatron's indented arguments)
+    ("v100x16-1:   rank ............................................ 0", "v100x16-1",
+     "rank ....."),
+])
+def test_a_pdsh_host_before_an_indented_line(line: str, host: str, rest: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    body, origin = demux(line)
+    assert origin.host == host and body.startswith(rest)
+
+
+def test_a_tqdm_description_with_a_digit_is_no_host() -> None:
+    # ostris/ai-toolkit#595: the job's name as tqdm's description, then the bar
+    from traindoc.parse.prefixes import demux
+
+    line = ("lokr-test-2:  40%|###9      | 1199/3000 [2:49:04<14:04:18, 28.13s/it, lr: 2.0e-04 "
+            "loss: 7.353e-01]")
+    assert demux(line) == (line, demux("")[1])
+
+
 def test_a_kernel_line_keeps_its_syslog_header() -> None:
     # parse.xid reads the host before "kernel:" itself
     from traindoc.parse.prefixes import demux

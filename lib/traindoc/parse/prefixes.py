@@ -25,7 +25,7 @@ from .base import digits_int
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
 SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
-IP_HOST_RE = re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?=\S)")
+IP_HOST_RE = re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?= *\S)")
 ROLE_RE = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]*?)(?P<n>\d+)\]:\s?")
 # Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746]
 # (a bare number only before another prefix: "[5000] expl_amount …" is Dreamer's step).
@@ -65,8 +65,10 @@ SYSLOG_AFTER_TIME_RE = re.compile(
 # slurmstepd names itself after its node ("slurmstepd-gpu20-15: error: …"; Slurm's slurmstepd.c:
 # argv0 = "slurmstepd-%s" with the node name): the node is the host, the daemon's name is not.
 SLURMSTEPD_PREFIX = "slurmstepd-"
+# (pdsh writes "host: " and the line as it was: an indented line keeps its spaces after it;
+# a tqdm bar's description is no host: "lokr-test-2:  40%|###9 | 1199/3000" (ai-toolkit#595))
 HOST_RE = re.compile(
-    r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?=\S)| (?=\[std(?:out|err)\]))"
+    r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?= *\S)(?! *\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
 )
 # pdsh / DeepSpeed's launcher name the local node "localhost" (no digit), and any host name
 # stands before a torchrun or c10 rank tag ("localhost: [rank0]: …", "gpu-a: [default3]:")
