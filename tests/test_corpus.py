@@ -122,12 +122,14 @@ def test_corpus_cases_are_well_formed() -> None:
         for f in files:
             assert f.stat().st_size <= MAX_LOG_BYTES, f"{f}: over {MAX_LOG_BYTES} bytes"
         raw_case = json.loads(raw)
-        if "resolution" in raw_case:  # issue 30: what the source says caused and fixed it
-            res = raw_case["resolution"]
-            assert set(res) == {"cause", "fix", "who", "status"}, f"{c.id}: resolution {res}"
-            assert res["status"] in RESOLUTION_STATUSES, f"{c.id}: status {res['status']!r}"
-            assert res["who"] in RESOLUTION_WHO, f"{c.id}: who {res['who']!r}"
-            assert res["status"] == "none stated" or res["cause"] or res["fix"], c.id
+        # issue 30: what the source says caused and fixed it ("none stated" when it says nothing)
+        assert "resolution" in raw_case, f"{c.id}: no resolution"
+        res = raw_case["resolution"]
+        assert isinstance(res, dict), f"{c.id}: resolution {res!r}"
+        assert set(res) == {"cause", "fix", "who", "status"}, f"{c.id}: resolution {res}"
+        assert res["status"] in RESOLUTION_STATUSES, f"{c.id}: status {res['status']!r}"
+        assert res["who"] in RESOLUTION_WHO, f"{c.id}: who {res['who']!r}"
+        assert res["status"] == "none stated" or res["cause"] or res["fix"], c.id
         key = (src.get("repo"), src.get("number"), src.get("path"))
         if not c.id.endswith(("-b", "-c", "-d")):
             if key in sources:
