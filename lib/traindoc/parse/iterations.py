@@ -684,11 +684,26 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # older Caffe: "Iteration 1000, loss = 8.26466"
     "caffe": re.compile(rf"\bIteration (?P<it>\d+)(?: \((?P<it_per_s>[\d.]+) iter/s, [\d.]+s/\d+ "
                         rf"iters\))?, loss = (?P<loss>{_NUM})"),
+    # -- one line per epoch (the epoch is the iteration: the only unit the log gives) --
+    # cellpose (and its forks omnipose, scellseg): "Epoch 5, Time 4981.4s, Loss 0.5731, LR
+    # 0.1111", "Epoch 190, Time 43354.3s, Loss 0.6758, Loss Test 0.3793, LR 0.2000": the time
+    # is the training clock since the start (cellpose#450: 9074.8 s at epoch 10, 28029.8 s at 20)
+    "cellpose_epoch": re.compile(rf"\bEpoch (?P<it>\d+), Time\s+(?P<train_time_s>[\d.]+)s, Loss "
+                                 rf"(?P<loss>{_NUM})(?:, Loss Test {_NUM})?, LR (?P<lr>{_NUM})"),
+    # FGVC-HERBS: "Start Training 59 Epoch..0%..10%…90%....[success][4623.6682 seconds]" (its
+    # own misspelling "sceonds" too): the epoch's seconds
+    "herbs_epoch": re.compile(r"\bStart Training (?P<it>\d+) Epoch\.\..*\[success\]"
+                              r"\[(?P<elapsed_s>[\d.]+) s\w*onds?\]"),
+    # MST (spectral reconstruction): "===> Epoch 222 Complete: Avg. Loss: 0.013878 time: 659.40":
+    # the epoch's seconds
+    "epoch_complete": re.compile(rf"===> Epoch (?P<it>\d+) Complete: Avg\. Loss: (?P<loss>{_NUM}) "
+                                 r"time: (?P<elapsed_s>[\d.]+)"),
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
 SIMPLE_NEEDLES = ("examples/sec;", ":\tloss_", ": loss_", "epoch: ", "train time:", "model_grad_norm",
-                  "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ")
+                  "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ",
+                  ", Time ", "[success][", " Complete: Avg. Loss: ")
 
 
 def parse_simple_step(text: str) -> Row | None:
