@@ -498,6 +498,11 @@ SWIN_LOG = (
     "model time 0.4256 (0.4359)\tloss 2.1019 (1.9973)\tgrad_norm 2.5604 (inf)\tloss_scale "
     "32768.0000 (34674.6796)\tmem 16138MB\n")
 TF_EPOCH_LOG = "\tEpoch: 0001 cost= 29.860479714\n\ttime this epoch= 1.749361\n"
+# SNU-ARC/Ginex#6 (PyG's GraphSAGE epoch lines): the epoch's loss, then its time in ms
+GINEX_EPOCH_LOG = ("Running Epoch 0...\nEpoch 00, Loss: 1.8456, Approx. Train: 0.4851\n"
+                   "Epoch time: 948457.4916 ms\n\n==============================\n"
+                   "Running Epoch 1...\nEpoch 01, Loss: 1.6139, Approx. Train: 0.5369\n"
+                   "Epoch time: 487353.0626 ms\n")
 
 
 @pytest.mark.parametrize("engine", ["plain", "fast"])
@@ -522,6 +527,10 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     (tmp_path / "c.log").write_text(TF_EPOCH_LOG)
     it = traindoc.load(tmp_path / "c.log", engine=engine).iterations
     assert (it.iloc[0]["iteration"], it.iloc[0]["elapsed_s"]) == (1, 1.749361)
+    (tmp_path / "e.log").write_text(GINEX_EPOCH_LOG)
+    it = traindoc.load(tmp_path / "e.log", engine=engine).iterations
+    assert list(it["iteration"]) == [0, 1] and list(it["loss"]) == [1.8456, 1.6139]
+    assert list(it["elapsed_s"]) == pytest.approx([948.4574916, 487.3530626])
 
 
 @pytest.mark.parametrize(("line", "expected"), [

@@ -828,18 +828,26 @@ class EpochBatchParser:
         return []
 
 
-# TensorFlow tutorials that log per epoch on two lines: "Epoch: 0001 cost= 29.860479714" then
-# "time this epoch= 1.749361".
-TF_EPOCH_RE = re.compile(r"\bEpoch: (?P<epoch>\d+) cost= (?P<cost>[-+\d.eE]+|nan|inf)")
-TF_EPOCH_TIME_RE = re.compile(r"\btime this epoch= (?P<t>[\d.]+)")
+# Trainers that log an epoch on two lines, its loss then its time: (the epoch line, the time
+# line, seconds per unit of the time). The epoch is the iteration (the only unit logged).
+EPOCH_TIME_FORMATS: dict[str, tuple[re.Pattern[str], re.Pattern[str], float]] = {
+    # TensorFlow tutorials: "Epoch: 0001 cost= 29.860479714" then "time this epoch= 1.749361"
+    "tf_epoch": (re.compile(r"\bEpoch: (?P<epoch>\d+) cost= (?P<loss>[-+\d.eE]+|nan|inf)"),
+                 re.compile(r"\btime this epoch= (?P<t>[\d.]+)"), 1.0),
+    # PyG's GraphSAGE examples as Ginex runs them (SNU-ARC/Ginex#6): "Epoch 04, Loss: 1.5548,
+    # Approx. Train: 0.5532" then "Epoch time: 441110.5313 ms"
+    "pyg_epoch_ms": (re.compile(r"\bEpoch (?P<epoch>\d+), Loss: (?P<loss>[-+\d.eE]+|nan|inf), "
+                                r"Approx\. Train: "),
+                     re.compile(r"^\s*Epoch time: (?P<t>[\d.]+) ms\b"), 1e-3),
+}
 
 
 class EpochTimeParser:
-    """``Epoch: N cost= X`` followed by ``time this epoch= T``: one row per epoch."""
+    """An epoch line of ``EPOCH_TIME_FORMATS`` followed by its time line: one row per epoch."""
 
-    needles = ("Epoch: ", "time this epoch=")
+    needles = ("Epoch: ", "time this epoch=", "Approx. Train: ", "Epoch time: ")
     tables = ("iterations",)
-    section: str | None = None  # "tf_epoch" between an epoch line and its time line
+    section: str | None = None  # the format's name between an epoch line and its time line
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -847,15 +855,17 @@ class EpochTimeParser:
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the epoch's row once its time is read."""
-        m = TF_EPOCH_RE.search(text) if "Epoch: " in text else None
-        if m:
-            self.row = {"iteration": int(m["epoch"]), "loss": to_float(m["cost"]), "_ctx": ctx}
-            self.section = "tf_epoch"
-            return []
-        t = TF_EPOCH_TIME_RE.search(text) if self.row is not None else None
+        for name, (head, _, _) in EPOCH_TIME_FORMATS.items():
+            m = head.search(text)
+            if m:
+                self.row = {"iteration": int(m["epoch"]), "loss": to_float(m["loss"]), "_ctx": ctx}
+                self.section = name
+                return []
+        fmt = EPOCH_TIME_FORMATS.get(self.section) if self.row is not None else None
+        t = fmt[1].search(text) if fmt else None
         row, self.row, self.section = self.row, None, None
-        if t and row is not None:
-            row["elapsed_s"] = float(t["t"])
+        if t and row is not None and fmt is not None:
+            row["elapsed_s"] = float(t["t"]) * fmt[2]
             return [("iterations", row)]
         return []
 
