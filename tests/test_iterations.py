@@ -498,6 +498,11 @@ SWIN_LOG = (
     "model time 0.4256 (0.4359)\tloss 2.1019 (1.9973)\tgrad_norm 2.5604 (inf)\tloss_scale "
     "32768.0000 (34674.6796)\tmem 16138MB\n")
 TF_EPOCH_LOG = "\tEpoch: 0001 cost= 29.860479714\n\ttime this epoch= 1.749361\n"
+# SNU-ARC/Ginex#6 (PyG's GraphSAGE epoch lines): the epoch's loss, then its time in ms
+GINEX_EPOCH_LOG = ("Running Epoch 0...\nEpoch 00, Loss: 1.8456, Approx. Train: 0.4851\n"
+                   "Epoch time: 948457.4916 ms\n\n==============================\n"
+                   "Running Epoch 1...\nEpoch 01, Loss: 1.6139, Approx. Train: 0.5369\n"
+                   "Epoch time: 487353.0626 ms\n")
 
 
 @pytest.mark.parametrize("engine", ["plain", "fast"])
@@ -522,6 +527,10 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     (tmp_path / "c.log").write_text(TF_EPOCH_LOG)
     it = traindoc.load(tmp_path / "c.log", engine=engine).iterations
     assert (it.iloc[0]["iteration"], it.iloc[0]["elapsed_s"]) == (1, 1.749361)
+    (tmp_path / "e.log").write_text(GINEX_EPOCH_LOG)
+    it = traindoc.load(tmp_path / "e.log", engine=engine).iterations
+    assert list(it["iteration"]) == [0, 1] and list(it["loss"]) == [1.8456, 1.6139]
+    assert list(it["elapsed_s"]) == pytest.approx([948.4574916, 487.3530626])
 
 
 @pytest.mark.parametrize(("line", "expected"), [
@@ -557,6 +566,22 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     # NLUT#12
     (" iter 3700   time/iter: 0.50  lr: 0.000100 loss_mn: 0.0016 loss_c: 0.5781   loss_s: 2.8997"
      "   loss_mse: 0.0280 losses: 3.4793", {"iteration": 3700, "loss": 3.4793, "elapsed_s": 0.5}),
+    # one line per epoch, the epoch the iteration. MouseLand/cellpose#450: the training clock
+    ("2022-02-18 01:46:44,126 [INFO] Epoch 10, Time 9074.8s, Loss 0.5035, LR 0.2000",
+     {"iteration": 10, "train_time_s": 9074.8, "loss": 0.5035, "lr": 0.2}),
+    # MouseLand/cellpose#594 (with a test loss) and #403 (a padded time)
+    ("2022-01-05 21:36:32,809 [INFO] Epoch 190, Time 43354.3s, Loss 0.6758, Loss Test 0.3793, "
+     "LR 0.2000", {"iteration": 190, "train_time_s": 43354.3, "loss": 0.6758}),
+    ("INFO: cellpose: 2021-12-10 09:40:52,305 [INFO] Epoch 8, Time  5.2s, Loss 1.3378, Loss Test "
+     "2570.9651, LR 0.2000", {"iteration": 8, "train_time_s": 5.2, "loss": 1.3378}),
+    # chou141253/FGVC-HERBS#19: the epoch's seconds (misspelt too)
+    ("Start Training 59 Epoch..0%..10%..20%..30%..40%..50%..60%..70%..80%..90%....[success]"
+     "[4623.6682 seconds]", {"iteration": 59, "elapsed_s": 4623.6682}),
+    ("Start Training 54 Epoch..0%..10%..20%..30%..40%..50%..60%..70%..80%..90%....[success]"
+     "[172.7062 sceonds]", {"iteration": 54, "elapsed_s": 172.7062}),
+    # caiyuanhao1998/MST#7: the epoch's seconds
+    ("2022-07-21 04:20:03,677 - INFO: ===> Epoch 222 Complete: Avg. Loss: 0.013878 time: 659.40",
+     {"iteration": 222, "loss": 0.013878, "elapsed_s": 659.40}),
 ])
 def test_simple_step_formats(line: str, expected: dict) -> None:
     from traindoc.parse.iterations import parse_simple_step

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -132,6 +133,18 @@ def test_glog_time_gets_a_year(tmp_path: Path) -> None:
     inc = traindoc.load(write(tmp_path / "t.log", WATCHDOG + "\n"), year=2025)
     t = inc.collectives.loc[0, "time"]
     assert (t.year, t.month, t.day, t.hour, t.minute) == (2025, 7, 8, 1, 47)
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_two_digit_year_first_is_the_line_time(tmp_path: Path, engine: str) -> None:
+    # mmsr/EDVR/BasicSR's logger (datefmt '%y-%m-%d'): hnmizuho/AT-BSN#1 and XPixelGroup/BasicSR#204
+    log = ("24-09-18 13:27:08.905 - INFO: <epoch: 16, iter:   3,800, lr:2.999e-04> l_all: "
+           "3.4186e+00 \n"
+           "19-08-09 08:25:25.996 - INFO: <epoch: 86, iter: 107,200, lr:2.500e-05> l_g_pix: "
+           "1.4819e-03 l_g_fea: 1.0389e+00 l_g_gan: 7.2056e-02 \n")
+    it = traindoc.load(write(tmp_path / "t.log", log), engine=engine).iterations
+    assert list(it["time"]) == [datetime(2024, 9, 18, 13, 27, 8, 905000),
+                                datetime(2019, 8, 9, 8, 25, 25, 996000)]
 
 
 def test_seeds_all_load() -> None:

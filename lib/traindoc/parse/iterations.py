@@ -684,11 +684,26 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # older Caffe: "Iteration 1000, loss = 8.26466"
     "caffe": re.compile(rf"\bIteration (?P<it>\d+)(?: \((?P<it_per_s>[\d.]+) iter/s, [\d.]+s/\d+ "
                         rf"iters\))?, loss = (?P<loss>{_NUM})"),
+    # -- one line per epoch (the epoch is the iteration: the only unit the log gives) --
+    # cellpose (and its forks omnipose, scellseg): "Epoch 5, Time 4981.4s, Loss 0.5731, LR
+    # 0.1111", "Epoch 190, Time 43354.3s, Loss 0.6758, Loss Test 0.3793, LR 0.2000": the time
+    # is the training clock since the start (cellpose#450: 9074.8 s at epoch 10, 28029.8 s at 20)
+    "cellpose_epoch": re.compile(rf"\bEpoch (?P<it>\d+), Time\s+(?P<train_time_s>[\d.]+)s, Loss "
+                                 rf"(?P<loss>{_NUM})(?:, Loss Test {_NUM})?, LR (?P<lr>{_NUM})"),
+    # FGVC-HERBS: "Start Training 59 Epoch..0%..10%…90%....[success][4623.6682 seconds]" (its
+    # own misspelling "sceonds" too): the epoch's seconds
+    "herbs_epoch": re.compile(r"\bStart Training (?P<it>\d+) Epoch\.\..*\[success\]"
+                              r"\[(?P<elapsed_s>[\d.]+) s\w*onds?\]"),
+    # MST (spectral reconstruction): "===> Epoch 222 Complete: Avg. Loss: 0.013878 time: 659.40":
+    # the epoch's seconds
+    "epoch_complete": re.compile(rf"===> Epoch (?P<it>\d+) Complete: Avg\. Loss: (?P<loss>{_NUM}) "
+                                 r"time: (?P<elapsed_s>[\d.]+)"),
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
 SIMPLE_NEEDLES = ("examples/sec;", ":\tloss_", ": loss_", "epoch: ", "train time:", "model_grad_norm",
-                  "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ")
+                  "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ",
+                  ", Time ", "[success][", " Complete: Avg. Loss: ")
 
 
 def parse_simple_step(text: str) -> Row | None:
@@ -813,18 +828,26 @@ class EpochBatchParser:
         return []
 
 
-# TensorFlow tutorials that log per epoch on two lines: "Epoch: 0001 cost= 29.860479714" then
-# "time this epoch= 1.749361".
-TF_EPOCH_RE = re.compile(r"\bEpoch: (?P<epoch>\d+) cost= (?P<cost>[-+\d.eE]+|nan|inf)")
-TF_EPOCH_TIME_RE = re.compile(r"\btime this epoch= (?P<t>[\d.]+)")
+# Trainers that log an epoch on two lines, its loss then its time: (the epoch line, the time
+# line, seconds per unit of the time). The epoch is the iteration (the only unit logged).
+EPOCH_TIME_FORMATS: dict[str, tuple[re.Pattern[str], re.Pattern[str], float]] = {
+    # TensorFlow tutorials: "Epoch: 0001 cost= 29.860479714" then "time this epoch= 1.749361"
+    "tf_epoch": (re.compile(r"\bEpoch: (?P<epoch>\d+) cost= (?P<loss>[-+\d.eE]+|nan|inf)"),
+                 re.compile(r"\btime this epoch= (?P<t>[\d.]+)"), 1.0),
+    # PyG's GraphSAGE examples as Ginex runs them (SNU-ARC/Ginex#6): "Epoch 04, Loss: 1.5548,
+    # Approx. Train: 0.5532" then "Epoch time: 441110.5313 ms"
+    "pyg_epoch_ms": (re.compile(r"\bEpoch (?P<epoch>\d+), Loss: (?P<loss>[-+\d.eE]+|nan|inf), "
+                                r"Approx\. Train: "),
+                     re.compile(r"^\s*Epoch time: (?P<t>[\d.]+) ms\b"), 1e-3),
+}
 
 
 class EpochTimeParser:
-    """``Epoch: N cost= X`` followed by ``time this epoch= T``: one row per epoch."""
+    """An epoch line of ``EPOCH_TIME_FORMATS`` followed by its time line: one row per epoch."""
 
-    needles = ("Epoch: ", "time this epoch=")
+    needles = ("Epoch: ", "time this epoch=", "Approx. Train: ", "Epoch time: ")
     tables = ("iterations",)
-    section: str | None = None  # "tf_epoch" between an epoch line and its time line
+    section: str | None = None  # the format's name between an epoch line and its time line
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -832,15 +855,17 @@ class EpochTimeParser:
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the epoch's row once its time is read."""
-        m = TF_EPOCH_RE.search(text) if "Epoch: " in text else None
-        if m:
-            self.row = {"iteration": int(m["epoch"]), "loss": to_float(m["cost"]), "_ctx": ctx}
-            self.section = "tf_epoch"
-            return []
-        t = TF_EPOCH_TIME_RE.search(text) if self.row is not None else None
+        for name, (head, _, _) in EPOCH_TIME_FORMATS.items():
+            m = head.search(text)
+            if m:
+                self.row = {"iteration": int(m["epoch"]), "loss": to_float(m["loss"]), "_ctx": ctx}
+                self.section = name
+                return []
+        fmt = EPOCH_TIME_FORMATS.get(self.section) if self.row is not None else None
+        t = fmt[1].search(text) if fmt else None
         row, self.row, self.section = self.row, None, None
-        if t and row is not None:
-            row["elapsed_s"] = float(t["t"])
+        if t and row is not None and fmt is not None:
+            row["elapsed_s"] = float(t["t"]) * fmt[2]
             return [("iterations", row)]
         return []
 

@@ -100,6 +100,12 @@ ISO_TIME_RE = re.compile(
     r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d)[:\-](?P<mi>\d\d)[:\-](?P<s>\d\d)"
     r"(?:[.,](?P<frac>\d+))?"
 )
+# a two-digit year at the start of a line, year first: mmsr/EDVR/BasicSR's logger
+# (datefmt '%y-%m-%d %H:%M:%S' then '.%(msecs)03d'): "24-09-18 13:27:08.905 - INFO: <epoch: …"
+SHORT_YEAR_TIME_RE = re.compile(
+    r"^\s*(?P<yy>\d\d)-(?P<mo>0[1-9]|1[0-2])-(?P<d>[0-3]\d) (?P<h>[0-2]\d):(?P<mi>[0-5]\d):"
+    r"(?P<s>[0-5]\d)(?:[.,](?P<frac>\d+))?(?![\d:])"
+)
 
 # Rank/host hints in file names: torchrun --log-dir, per-rank files, py-spy trace-%N.out.
 PATH_LOCAL_RANK_RE = re.compile(r"attempt_\d+[/\\](?P<n>\d+)[/\\](?:stdout|stderr|error)")
@@ -246,7 +252,8 @@ def demux(text: str) -> tuple[str, Origin]:
 
 
 def line_time(text: str, year: int | None) -> datetime | None:
-    """The timestamp a line carries (ISO, or glog's month-day with ``year`` supplied)."""
+    """The timestamp a line carries (ISO, glog's month-day with ``year`` supplied, or a
+    two-digit year first at the line's start)."""
     head = text[:80]
     m = ISO_TIME_RE.search(head)
     if m:
@@ -254,6 +261,9 @@ def line_time(text: str, year: int | None) -> datetime | None:
     m = GLOG_TIME_RE.search(head)
     if m and year:
         return _mk(year, m)
+    m = SHORT_YEAR_TIME_RE.match(head)
+    if m:
+        return _mk(2000 + int(m["yy"]), m)
     return None
 
 
