@@ -206,6 +206,35 @@ def test_a_nan_warning_belongs_to_the_step_after_the_last_logged(tmp_path: Path)
     assert a.last_iteration == 11
 
 
+# deepspeech.pytorch's guard: the warning, then "Skipping grad update", then the step's own line
+# (its loss printed as the guard's 0): a NaN and a skipped update on the step that follows
+DEEPSPEECH_485 = [  # SeanNaren/deepspeech.pytorch#485 (corpus loss_spike-deepspeech-pytorch-485)
+    "Epoch: [1][4691/6051]   Time 1.861 (1.857)      Data 0.005 (0.005)      Loss 40.6438 (73.3686)",
+    "WARNING: received a nan loss, setting loss value to 0",
+    "Skipping grad update",
+    "Epoch: [1][4692/6051]   Time 0.546 (1.856)      Data 0.004 (0.005)      Loss 0.0000 (73.3530)",
+]
+DEEPSPEECH_485_LATER = [  # SeanNaren/deepspeech.pytorch#485, liudq521's comment: another run
+    "Epoch: [25][25916/12068]\tTime 0.672 (0.812)\tData 0.014 (0.101)\tLoss 0.0000 (1.8408)\t",
+    "WARNING: received a nan loss, setting loss value to 0",
+    "Skipping grad update",
+    "Epoch: [25][25917/12068]\tTime 0.596 (0.812)\tData 0.005 (0.101)\tLoss 0.0000 (1.8395)\t",
+]
+
+
+def test_a_received_nan_loss_and_a_skipped_update_are_the_next_step(tmp_path: Path) -> None:
+    from traindoc.parse.iterations import parse_nan_warning, parse_overflow
+    # the inf spelling of the same check_loss (deepspeech.pytorch train.py)
+    assert parse_nan_warning("WARNING: received an inf loss") == {"nan": 1}
+    assert parse_overflow("Skipping grad update") == {"skipped": 1}
+    for lines, step in ((DEEPSPEECH_485, 4692), (DEEPSPEECH_485_LATER, 25917)):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        a = ls.analyse(traindoc.load(str(log)))
+        assert a.nan_iterations == [step]
+        assert a.skipped_iterations == [step]
+
+
 # a 1-based step counter that wraps at an epoch, in an excerpt that starts late in the run
 SID_117 = ["333 154 Loss=nan Time=0.040", "333 155 Loss=nan Time=0.041",
            "333 161 Loss=nan Time=0.042", "334 1 Loss=nan Time=0.044",

@@ -938,6 +938,9 @@ FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, (?:ignoring gradient, )?
 # a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
 # (norm=2.1966569423675537); skipping optimizer step."
 SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
+# deepspeech.pytorch's guard (train.py), after its "WARNING: received a nan loss, setting loss
+# value to 0": "Skipping grad update", a line of its own that names no step
+SKIP_UPDATE_RE = re.compile(r"^\s*Skipping grad update\.?\s*$")
 
 
 def parse_overflow(text: str) -> Row | None:
@@ -946,6 +949,8 @@ def parse_overflow(text: str) -> Row | None:
     m = GRAD_OVERFLOW_RE.search(text) or SKIP_STEP_RE.search(text)
     if m:
         return {"iteration": int(m["it"]), "skipped": 1}
+    if SKIP_UPDATE_RE.match(text):
+        return {"skipped": 1}
     m = FAIRSEQ_OVERFLOW_RE.search(text)
     if m:
         return {"skipped": 1, "loss_scale": to_float(m["to"])}
@@ -960,8 +965,11 @@ def parse_overflow(text: str) -> Row | None:
 # "Loss is nan, stopping training" (DEIM, GreenMIM, MAE-style engines), TF estimator's
 # NanTensorHook "Model diverged with loss = NaN.": the runbook places it after the last step
 # logged before it (common.place_unnumbered_skips)
+# deepspeech.pytorch's check_loss: "WARNING: received a nan loss, setting loss value to 0" (and
+# "received an inf loss")
 NAN_WARNING_RE = re.compile(
-    r"\b(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b", re.IGNORECASE)
+    r"\b(?:(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b|"
+    r"received an? (?:nan|inf) loss\b)", re.IGNORECASE)
 # a line that names its step is a step line (the generic reader's), not an unplaced warning
 NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*[:=#]?\s*\[?\s*\d", re.IGNORECASE)
 
@@ -1081,7 +1089,7 @@ PARSERS: tuple[LineParser, ...] = (
         "fp16_overflow",
         "iterations",
         ("Skipping step", "Grad overflow on iteration", "skipping optimizer step",
-         "skipping the optimizer step", "overflow detected, "),
+         "skipping the optimizer step", "overflow detected, ", "Skipping grad update"),
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
@@ -1089,7 +1097,8 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nan_warning",
         "iterations",
-        ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss"),
+        ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss", "received a nan loss",
+         "received an inf loss"),
         parse_nan_warning,
         # Intellindust-AI-Lab/DEIM#96
         example="Loss is nan, stopping training",
