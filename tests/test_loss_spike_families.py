@@ -340,3 +340,30 @@ def test_a_dict_after_a_bar_is_logged_at_the_bar_count(tmp_path: Path) -> None:
         log.write_text("\n".join(lines) + "\n")
         it = traindoc.load(str(log)).iterations
         assert it.loc[it["loss"].notna(), "iteration"].tolist() == steps, lines[0]
+
+
+# Keras fit(): an "Epoch N/M" heading, then the epoch's closing line with its averaged loss
+KERAS_RUNS = [
+    (["Epoch 1/500",  # corpus loss_spike-twitter-language-models-about-ukraine-readme
+      "7/7 - 1s - loss: 5.1131 - accuracy: 0.0000e+00 - 1s/epoch - 206ms/step",
+      "Epoch 2/500",
+      "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - 27ms/epoch - 4ms/step"],
+     [(1, 5.1131), (2, 5.1108)]),
+    (["Epoch 12/200",  # sleap-ai/sleap#2230 (corpus throughput-sleap-2230)
+      "1490/1490 - 105s - loss: 1.8771e-05 - val_loss: 1.9864e-05 - lr: 1.0000e-04 - 105s/epoch - "
+      "71ms/step",
+      "Epoch 13/200",
+      "1490/1490 - 107s - loss: 1.7938e-05 - val_loss: 1.9430e-05 - lr: 1.0000e-04 - 107s/epoch - "
+      "72ms/step"],
+     [(12, 1.8771e-05), (13, 1.7938e-05)]),
+]
+
+
+def test_a_keras_epoch_is_an_iteration_with_its_loss(tmp_path: Path) -> None:
+    for lines, expected in KERAS_RUNS:
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        it = traindoc.load(str(log)).iterations
+        got = [(int(i), float(v)) for i, v in zip(it["iteration"], it["loss"], strict=True)]
+        assert got == expected
+        assert ls.analyse(traindoc.load(str(log))).last_iteration == expected[-1][0]

@@ -760,6 +760,7 @@ class EpochBatchParser:
     def __init__(self) -> None:
         self.section: str | None = None
         self.epoch: int | None = None
+        self.total: int | None = None
         self.offset = 0
         self.length = 0
 
@@ -847,6 +848,51 @@ class EpochTimeParser:
     def close(self) -> list[tuple[str, Row]]:
         """End of stream: an epoch without its time line is dropped."""
         self.row, self.section = None, None
+        return []
+
+
+# -- Keras fit(): "Epoch 2/500", then the epoch's last progress line ---------------------------
+KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/(?P<tot>\d+)\s*$")
+# the epoch's closing line, verbose 2 or 1: "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - …",
+# "1000/1000 [=====] - 1873s 2s/step - loss: 0.2 - val_loss: 0.3"; a line still counting
+# batches (n < total, an "ETA:") is no epoch's end
+KERAS_END_RE = re.compile(r"(?:^|\r)\s*(?P<n>\d+)/(?P=n)\s+(?:\[[=>.]*\]\s+)?-\s+\d+s\b"
+                          r"(?:(?!\r).)*?\s-\s+loss:\s*(?P<loss>[-+\d.eE]+|nan|inf)\b(?!(?:(?!\r).)*\r)")
+KERAS_VAL_RE = re.compile(r"\s-\s+val_loss:\s*(?P<v>[-+\d.eE]+|nan|inf)\b")
+
+
+class KerasEpochParser:
+    """Keras ``fit`` output: ``Epoch N/M`` and the epoch's closing progress line (its averaged
+    loss): one row per epoch, the epoch as the iteration (Keras logs no step of its own)."""
+
+    needles = ("Epoch ", " - loss: ")
+    tables = ("iterations",)
+    section: str | None = None  # "keras_epoch" between an epoch heading and its closing line
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.epoch: int | None = None
+        self.total: int | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the epoch's row at its closing line."""
+        if (m := KERAS_EPOCH_RE.match(text)) is not None:
+            self.epoch, self.total, self.section = int(m["e"]), int(m["tot"]), "keras_epoch"
+            return []
+        if self.epoch is None or " - loss: " not in text or (m := KERAS_END_RE.search(text)) is None:
+            return []
+        # no elapsed_s: the epoch's seconds are no iteration's time (the progress table keeps
+        # the line's timing, parse.progress.parse_keras)
+        row: Row = {"iteration": self.epoch, "total_iterations": self.total,
+                    "loss": to_float(m["loss"]), "_ctx": ctx}
+        if (v := KERAS_VAL_RE.search(text, m.end())) is not None:
+            row["eval_loss"] = to_float(v["v"])
+        self.epoch, self.section = None, None
+        return [("iterations", row)]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        self.epoch, self.section = None, None
         return []
 
 
@@ -1113,4 +1159,5 @@ PARSERS: tuple[LineParser, ...] = (
 )
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
-BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser)
+BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
+          KerasEpochParser)
