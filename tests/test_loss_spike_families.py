@@ -367,3 +367,41 @@ def test_a_keras_epoch_is_an_iteration_with_its_loss(tmp_path: Path) -> None:
         got = [(int(i), float(v)) for i, v in zip(it["iteration"], it["loss"], strict=True)]
         assert got == expected
         assert ls.analyse(traindoc.load(str(log))).last_iteration == expected[-1][0]
+
+
+# an overflow note fused onto a progress bar's line: the note is placed after the bar's step,
+# the bar's own words (its postfix loss) stay on the bar's step
+COLOSSALAI_EXAMPLES_37 = [  # hpcaitech/ColossalAI-Examples#37 (corpus loss_spike-colossalai-examples-37)
+    "[Epoch 0 / Train]:   0%|          | 1/8614 [00:00<1:03:35,  2.26it/s, loss=265.25, lr=2.5e-05, "
+    "throughput=4.5244][deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+    "4294967296, reducing to 2147483648.0",
+    "[Epoch 0 / Train]:   0%|          | 2/8614 [00:00<1:00:07,  2.39it/s, loss=nan, lr=2.5e-05, "
+    "throughput=4.9813][deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+    "2147483648.0, reducing to 1073741824.0",
+    "[Epoch 0 / Train]:   0%|          | 3/8614 [00:01<56:35,  2.54it/s, loss=nan, lr=2.5e-05, "
+    "throughput=5.4833][deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+    "1073741824.0, reducing to 536870912.0",
+]
+TRLX_342 = [  # CarperAI/trlx#342: the bar's loss in its description, finite
+    "[losses/total_loss: 1.34 | losses/policy_loss: -0.39 | losses/value_loss: 8.65]:  16%|███▎"
+    "      | 1044/6400 [1:16:09<1:07:04,  1.33it/s][2023-02-28 20:08:24,113] [INFO] "
+    "[stage_1_and_2.py:1769:step] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss "
+    "scale: 128.0, reducing to 64.0",
+    "[losses/total_loss: 4.35 | losses/policy_loss: -0.03 | losses/value_loss: 21.92]:  16%|███▍"
+    "      | 1045/6400 [1:16:09<53:12,  1.68it/s][2023-02-28 20:08:24,338] [INFO] "
+    "[stage_1_and_2.py:1769:step] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss "
+    "scale: 64.0, reducing to 32.0",
+]
+
+
+def test_a_fused_bar_keeps_its_nan_on_its_own_step(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(COLOSSALAI_EXAMPLES_37) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == [2, 3]
+    assert a.skipped_iterations == [2, 3, 4]
+    assert a.last_iteration == 3
+    log.write_text("\n".join(TRLX_342) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == []
+    assert a.skipped_iterations == [1045, 1046]
