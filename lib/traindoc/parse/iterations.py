@@ -760,7 +760,6 @@ class EpochBatchParser:
     def __init__(self) -> None:
         self.section: str | None = None
         self.epoch: int | None = None
-        self.total: int | None = None
         self.offset = 0
         self.length = 0
 
@@ -852,7 +851,7 @@ class EpochTimeParser:
 
 
 # -- Keras fit(): "Epoch 2/500", then the epoch's last progress line ---------------------------
-KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/(?P<tot>\d+)\s*$")
+KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/\d+\s*$")
 # the epoch's closing line, verbose 2 or 1: "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - …",
 # "1000/1000 [=====] - 1873s 2s/step - loss: 0.2 - val_loss: 0.3"; a line still counting
 # batches (n < total, an "ETA:") is no epoch's end
@@ -872,19 +871,18 @@ class KerasEpochParser:
     def __init__(self) -> None:
         self.section: str | None = None
         self.epoch: int | None = None
-        self.total: int | None = None
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the epoch's row at its closing line."""
         if (m := KERAS_EPOCH_RE.match(text)) is not None:
-            self.epoch, self.total, self.section = int(m["e"]), int(m["tot"]), "keras_epoch"
+            self.epoch, self.section = int(m["e"]), "keras_epoch"
             return []
         if self.epoch is None or " - loss: " not in text or (m := KERAS_END_RE.search(text)) is None:
             return []
-        # no elapsed_s: the epoch's seconds are no iteration's time (the progress table keeps
-        # the line's timing, parse.progress.parse_keras)
-        row: Row = {"iteration": self.epoch, "total_iterations": self.total,
-                    "loss": to_float(m["loss"]), "_ctx": ctx}
+        # no elapsed_s and no total: the epoch's seconds are no iteration's time, and the epochs
+        # planned no count of the batch steps the throughput runbook times (the progress table
+        # keeps the line's timing, parse.progress.parse_keras)
+        row: Row = {"iteration": self.epoch, "loss": to_float(m["loss"]), "_ctx": ctx}
         if (v := KERAS_VAL_RE.search(text, m.end())) is not None:
             row["eval_loss"] = to_float(v["v"])
         self.epoch, self.section = None, None
