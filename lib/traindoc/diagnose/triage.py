@@ -457,20 +457,28 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
         if spikes:
             return int(spikes[0].get("start_iteration") or spikes[0].get("peak_iteration") or 0)
         nans = facts.get("nan_iterations") or []
-        return int(nans[0]) if nans else _skip_run(facts.get("skipped_iterations") or [])
+        return int(nans[0]) if nans else _skip_run(facts.get("skipped_iterations") or [],
+                                                   facts.get("last_iteration"))
     it = facts.get("change_iteration")
     if it is None or not facts.get("drop_pct"):
         return None
     return int(it)
 
 
-def _skip_run(skipped: list[int]) -> int | None:
-    """The first step of the first run of ``SKIP_RUN`` consecutive skipped steps past the
-    start-of-run calibration (None: none)."""
-    steps = sorted(int(x) for x in skipped)
-    for i in range(len(steps) - SKIP_RUN + 1):
-        if steps[i] > CALIBRATION_STEPS and steps[i + SKIP_RUN - 1] - steps[i] == SKIP_RUN - 1:
-            return steps[i]
+def _skip_run(skipped: list[int], last: int | None) -> int | None:
+    """The first step of a run of at least ``SKIP_RUN`` consecutive skipped steps past the
+    start-of-run calibration that the log never got past (``last``: its last logged step);
+    None: none. A run the training went on after is the loss scaler finding its level."""
+    steps = sorted({int(x) for x in skipped})
+    start = 0
+    for i in range(1, len(steps) + 1):
+        if i < len(steps) and steps[i] == steps[i - 1] + 1:
+            continue
+        run = steps[start:i]
+        if (len(run) >= SKIP_RUN and run[0] > CALIBRATION_STEPS
+                and (last is None or run[-1] >= last - 1)):
+            return run[0]
+        start = i
     return None
 
 
