@@ -206,6 +206,35 @@ def test_a_nan_warning_belongs_to_the_step_after_the_last_logged(tmp_path: Path)
     assert a.last_iteration == 11
 
 
+# deepspeech.pytorch's guard: the warning, then "Skipping grad update", then the step's own line
+# (its loss printed as the guard's 0): a NaN and a skipped update on the step that follows
+DEEPSPEECH_485 = [  # SeanNaren/deepspeech.pytorch#485 (corpus loss_spike-deepspeech-pytorch-485)
+    "Epoch: [1][4691/6051]   Time 1.861 (1.857)      Data 0.005 (0.005)      Loss 40.6438 (73.3686)",
+    "WARNING: received a nan loss, setting loss value to 0",
+    "Skipping grad update",
+    "Epoch: [1][4692/6051]   Time 0.546 (1.856)      Data 0.004 (0.005)      Loss 0.0000 (73.3530)",
+]
+DEEPSPEECH_485_LATER = [  # SeanNaren/deepspeech.pytorch#485, liudq521's comment: another run
+    "Epoch: [25][25916/12068]\tTime 0.672 (0.812)\tData 0.014 (0.101)\tLoss 0.0000 (1.8408)\t",
+    "WARNING: received a nan loss, setting loss value to 0",
+    "Skipping grad update",
+    "Epoch: [25][25917/12068]\tTime 0.596 (0.812)\tData 0.005 (0.101)\tLoss 0.0000 (1.8395)\t",
+]
+
+
+def test_a_received_nan_loss_and_a_skipped_update_are_the_next_step(tmp_path: Path) -> None:
+    from traindoc.parse.iterations import parse_nan_warning, parse_overflow
+    # the inf spelling of the same check_loss (deepspeech.pytorch train.py)
+    assert parse_nan_warning("WARNING: received an inf loss") == {"nan": 1}
+    assert parse_overflow("Skipping grad update") == {"skipped": 1}
+    for lines, step in ((DEEPSPEECH_485, 4692), (DEEPSPEECH_485_LATER, 25917)):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        a = ls.analyse(traindoc.load(str(log)))
+        assert a.nan_iterations == [step]
+        assert a.skipped_iterations == [step]
+
+
 # a 1-based step counter that wraps at an epoch, in an excerpt that starts late in the run
 SID_117 = ["333 154 Loss=nan Time=0.040", "333 155 Loss=nan Time=0.041",
            "333 161 Loss=nan Time=0.042", "334 1 Loss=nan Time=0.044",
@@ -311,3 +340,68 @@ def test_a_dict_after_a_bar_is_logged_at_the_bar_count(tmp_path: Path) -> None:
         log.write_text("\n".join(lines) + "\n")
         it = traindoc.load(str(log)).iterations
         assert it.loc[it["loss"].notna(), "iteration"].tolist() == steps, lines[0]
+
+
+# Keras fit(): an "Epoch N/M" heading, then the epoch's closing line with its averaged loss
+KERAS_RUNS = [
+    (["Epoch 1/500",  # corpus loss_spike-twitter-language-models-about-ukraine-readme
+      "7/7 - 1s - loss: 5.1131 - accuracy: 0.0000e+00 - 1s/epoch - 206ms/step",
+      "Epoch 2/500",
+      "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - 27ms/epoch - 4ms/step"],
+     [(1, 5.1131), (2, 5.1108)]),
+    (["Epoch 12/200",  # sleap-ai/sleap#2230 (corpus throughput-sleap-2230)
+      "1490/1490 - 105s - loss: 1.8771e-05 - val_loss: 1.9864e-05 - lr: 1.0000e-04 - 105s/epoch - "
+      "71ms/step",
+      "Epoch 13/200",
+      "1490/1490 - 107s - loss: 1.7938e-05 - val_loss: 1.9430e-05 - lr: 1.0000e-04 - 107s/epoch - "
+      "72ms/step"],
+     [(12, 1.8771e-05), (13, 1.7938e-05)]),
+]
+
+
+def test_a_keras_epoch_is_an_iteration_with_its_loss(tmp_path: Path) -> None:
+    for lines, expected in KERAS_RUNS:
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        it = traindoc.load(str(log)).iterations
+        got = [(int(i), float(v)) for i, v in zip(it["iteration"], it["loss"], strict=True)]
+        assert got == expected
+        assert ls.analyse(traindoc.load(str(log))).last_iteration == expected[-1][0]
+
+
+# an overflow note fused onto a progress bar's line: the note is placed after the bar's step,
+# the bar's own words (its postfix loss) stay on the bar's step
+COLOSSALAI_EXAMPLES_37 = [  # hpcaitech/ColossalAI-Examples#37 (corpus loss_spike-colossalai-examples-37)
+    "[Epoch 0 / Train]:   0%|          | 1/8614 [00:00<1:03:35,  2.26it/s, loss=265.25, lr=2.5e-05, "
+    "throughput=4.5244][deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+    "4294967296, reducing to 2147483648.0",
+    "[Epoch 0 / Train]:   0%|          | 2/8614 [00:00<1:00:07,  2.39it/s, loss=nan, lr=2.5e-05, "
+    "throughput=4.9813][deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+    "2147483648.0, reducing to 1073741824.0",
+    "[Epoch 0 / Train]:   0%|          | 3/8614 [00:01<56:35,  2.54it/s, loss=nan, lr=2.5e-05, "
+    "throughput=5.4833][deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+    "1073741824.0, reducing to 536870912.0",
+]
+TRLX_342 = [  # CarperAI/trlx#342: the bar's loss in its description, finite
+    "[losses/total_loss: 1.34 | losses/policy_loss: -0.39 | losses/value_loss: 8.65]:  16%|███▎"
+    "      | 1044/6400 [1:16:09<1:07:04,  1.33it/s][2023-02-28 20:08:24,113] [INFO] "
+    "[stage_1_and_2.py:1769:step] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss "
+    "scale: 128.0, reducing to 64.0",
+    "[losses/total_loss: 4.35 | losses/policy_loss: -0.03 | losses/value_loss: 21.92]:  16%|███▍"
+    "      | 1045/6400 [1:16:09<53:12,  1.68it/s][2023-02-28 20:08:24,338] [INFO] "
+    "[stage_1_and_2.py:1769:step] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss "
+    "scale: 64.0, reducing to 32.0",
+]
+
+
+def test_a_fused_bar_keeps_its_nan_on_its_own_step(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(COLOSSALAI_EXAMPLES_37) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == [2, 3]
+    assert a.skipped_iterations == [2, 3, 4]
+    assert a.last_iteration == 3
+    log.write_text("\n".join(TRLX_342) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == []
+    assert a.skipped_iterations == [1045, 1046]

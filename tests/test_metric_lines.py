@@ -426,3 +426,23 @@ def test_the_tail_of_a_hyphenated_key_is_no_rate() -> None:
         "gradient-norm 20.2657 | tokens-per-second 28,590 | peak-gpu-memory 63.65 GB")
     assert row is not None
     assert "samples_per_s" not in row and row["loss"] == 2.6636
+
+
+EPOCH_BATCH_LINES = [
+    # corpus loss_spike-llm-pretrain-train (a committed train.log)
+    ("ep: 0, batch: 260, time: 8.56, ntokens: 413.40/513, loss: 8.390625",
+     {"iteration": 260, "epoch": 0.0, "elapsed_s": 8.56, "loss": 8.390625}),
+    # EdisonChen0816/ner_toolkit#1
+    ("2021-01-05 15:21:22,065|INFO|epoch:0, batch: 1, current loss: 4.891431",
+     {"iteration": 1, "epoch": 0.0, "loss": 4.891431}),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), EPOCH_BATCH_LINES)
+def test_a_keyed_batch_after_its_epoch_is_the_step(line: str, expected: dict) -> None:
+    assert parse_metric_line(line) == expected
+
+
+def test_a_keyed_batch_without_an_epoch_is_no_step() -> None:
+    # a batch size written as "batch: 32" is no step counter
+    assert parse_metric_line("batch: 32, lr: 0.1, loss: 2.0") is None

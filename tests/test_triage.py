@@ -480,3 +480,30 @@ def test_a_process_that_saw_its_peer_or_link_fail_is_a_crash(case: str) -> None:
     # watchdog dies of ncclRemoteError): no timeout, no failure of the process's own
     r = triage.diagnose(_case(case))
     assert r.facts["cause"] == "gpu_crash" and "peer or the network" in r.verdict
+
+
+# skipped steps as loss_spike evidence: a run of consecutive skips past the start-of-run
+# loss-scale calibration
+TRANSFORMERS_14531 = [  # huggingface/transformers#14531: the scale stuck at 1, every step skipped
+    f"  0%|▋          | {n}/24128 [00:40<2:40:10,  2.50it/s][2021-11-27 00:36:55,194] [INFO] "
+    "[stage2.py:1628:step] [deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1, "
+    "reducing to 1" for n in (98, 99, 100, 101)]
+MINFM_4 = [  # corpus loss_spike-minfm-4 (its trainer's own guard)
+    f"Step {n}: detected nan/inf/spiky gradient (norm=2.1966569423675537); skipping optimizer step."
+    for n in (1557, 1558, 1559, 1560)]
+
+
+def test_a_run_of_skipped_steps_past_calibration_is_a_loss_problem(tmp_path) -> None:
+    from traindoc.diagnose import loss_spike as ls
+    from traindoc.diagnose.triage import _skip_run
+    for lines, first in ((TRANSFORMERS_14531, 99), (MINFM_4, 1557)):
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        a = ls.analyse(traindoc.load(str(log)))
+        assert _skip_run(a.skipped_iterations, a.last_iteration) == first
+    # DeepSpeed's start-of-run calibration, one overflow now and then, and a run of them the
+    # training went on after (the scaler finding its level) are no problem
+    assert _skip_run([1, 2, 3, 4, 5, 6, 7, 207], 783) is None
+    assert _skip_run([9, 10, 11], 20) is None
+    assert _skip_run([1000, 3000, 5000], 6000) is None
+    assert _skip_run([992, 993, 994, 995, 996], 3410) is None

@@ -73,6 +73,11 @@ from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
 METRIC_CLASSES = ("throughput", "loss_spike")
+# skipped optimizer steps that are a loss problem: a run of this many consecutive ones (the loss
+# scale halving step after step, or a trainer's guard rejecting one gradient after another)
+# starting after the start-of-run loss-scale calibration, which ends well before this step
+SKIP_RUN = 3
+CALIBRATION_STEPS = 50
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
@@ -452,11 +457,29 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
         if spikes:
             return int(spikes[0].get("start_iteration") or spikes[0].get("peak_iteration") or 0)
         nans = facts.get("nan_iterations") or []
-        return int(nans[0]) if nans else None
+        return int(nans[0]) if nans else _skip_run(facts.get("skipped_iterations") or [],
+                                                   facts.get("last_iteration"))
     it = facts.get("change_iteration")
     if it is None or not facts.get("drop_pct"):
         return None
     return int(it)
+
+
+def _skip_run(skipped: list[int], last: int | None) -> int | None:
+    """The first step of a run of at least ``SKIP_RUN`` consecutive skipped steps past the
+    start-of-run calibration that the log never got past (``last``: its last logged step);
+    None: none. A run the training went on after is the loss scaler finding its level."""
+    steps = sorted({int(x) for x in skipped})
+    start = 0
+    for i in range(1, len(steps) + 1):
+        if i < len(steps) and steps[i] == steps[i - 1] + 1:
+            continue
+        run = steps[start:i]
+        if (len(run) >= SKIP_RUN and run[0] > CALIBRATION_STEPS
+                and (last is None or run[-1] >= last - 1)):
+            return run[0]
+        start = i
+    return None
 
 
 def _series_len(incident: Incident, cls: str) -> int:

@@ -875,6 +875,50 @@ class EpochTimeParser:
         return []
 
 
+# -- Keras fit(): "Epoch 2/500", then the epoch's last progress line ---------------------------
+KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/\d+\s*$")
+# the epoch's closing line, verbose 2 or 1: "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - …",
+# "1000/1000 [=====] - 1873s 2s/step - loss: 0.2 - val_loss: 0.3"; a line still counting
+# batches (n < total, an "ETA:") is no epoch's end
+KERAS_END_RE = re.compile(r"(?:^|\r)\s*(?P<n>\d+)/(?P=n)\s+(?:\[[=>.]*\]\s+)?-\s+\d+s\b"
+                          r"(?:(?!\r).)*?\s-\s+loss:\s*(?P<loss>[-+\d.eE]+|nan|inf)\b(?!(?:(?!\r).)*\r)")
+KERAS_VAL_RE = re.compile(r"\s-\s+val_loss:\s*(?P<v>[-+\d.eE]+|nan|inf)\b")
+
+
+class KerasEpochParser:
+    """Keras ``fit`` output: ``Epoch N/M`` and the epoch's closing progress line (its averaged
+    loss): one row per epoch, the epoch as the iteration (Keras logs no step of its own)."""
+
+    needles = ("Epoch ", " - loss: ")
+    tables = ("iterations",)
+    section: str | None = None  # "keras_epoch" between an epoch heading and its closing line
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.epoch: int | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the epoch's row at its closing line."""
+        if (m := KERAS_EPOCH_RE.match(text)) is not None:
+            self.epoch, self.section = int(m["e"]), "keras_epoch"
+            return []
+        if self.epoch is None or " - loss: " not in text or (m := KERAS_END_RE.search(text)) is None:
+            return []
+        # no elapsed_s and no total: the epoch's seconds are no iteration's time, and the epochs
+        # planned no count of the batch steps the throughput runbook times (the progress table
+        # keeps the line's timing, parse.progress.parse_keras)
+        row: Row = {"iteration": self.epoch, "loss": to_float(m["loss"]), "_ctx": ctx}
+        if (v := KERAS_VAL_RE.search(text, m.end())) is not None:
+            row["eval_loss"] = to_float(v["v"])
+        self.epoch, self.section = None, None
+        return [("iterations", row)]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        self.epoch, self.section = None, None
+        return []
+
+
 # -- Pythia (MMF's predecessor) -----------------------------------------------------------------
 PYTHIA_RE = re.compile(r"^iter: (?P<it>\d+) (?P<rest>.*?)\btime\(s\): (?P<t>[\d.]+) ?s\b")
 PYTHIA_LOSS_RE = re.compile(r"\btrain_loss: (?P<v>[-+\d.eE]+|nan|inf)\b")
@@ -963,6 +1007,9 @@ FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, (?:ignoring gradient, )?
 # a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
 # (norm=2.1966569423675537); skipping optimizer step."
 SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
+# deepspeech.pytorch's guard (train.py), after its "WARNING: received a nan loss, setting loss
+# value to 0": "Skipping grad update", a line of its own that names no step
+SKIP_UPDATE_RE = re.compile(r"^\s*Skipping grad update\.?\s*$")
 
 
 def parse_overflow(text: str) -> Row | None:
@@ -971,6 +1018,8 @@ def parse_overflow(text: str) -> Row | None:
     m = GRAD_OVERFLOW_RE.search(text) or SKIP_STEP_RE.search(text)
     if m:
         return {"iteration": int(m["it"]), "skipped": 1}
+    if SKIP_UPDATE_RE.match(text):
+        return {"skipped": 1}
     m = FAIRSEQ_OVERFLOW_RE.search(text)
     if m:
         return {"skipped": 1, "loss_scale": to_float(m["to"])}
@@ -985,8 +1034,11 @@ def parse_overflow(text: str) -> Row | None:
 # "Loss is nan, stopping training" (DEIM, GreenMIM, MAE-style engines), TF estimator's
 # NanTensorHook "Model diverged with loss = NaN.": the runbook places it after the last step
 # logged before it (common.place_unnumbered_skips)
+# deepspeech.pytorch's check_loss: "WARNING: received a nan loss, setting loss value to 0" (and
+# "received an inf loss")
 NAN_WARNING_RE = re.compile(
-    r"\b(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b", re.IGNORECASE)
+    r"\b(?:(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b|"
+    r"received an? (?:nan|inf) loss\b)", re.IGNORECASE)
 # a line that names its step is a step line (the generic reader's), not an unplaced warning
 NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*[:=#]?\s*\[?\s*\d", re.IGNORECASE)
 
@@ -1106,7 +1158,7 @@ PARSERS: tuple[LineParser, ...] = (
         "fp16_overflow",
         "iterations",
         ("Skipping step", "Grad overflow on iteration", "skipping optimizer step",
-         "skipping the optimizer step", "overflow detected, "),
+         "skipping the optimizer step", "overflow detected, ", "Skipping grad update"),
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
@@ -1114,7 +1166,8 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nan_warning",
         "iterations",
-        ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss"),
+        ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss", "received a nan loss",
+         "received an inf loss"),
         parse_nan_warning,
         # Intellindust-AI-Lab/DEIM#96
         example="Loss is nan, stopping training",
@@ -1129,4 +1182,5 @@ PARSERS: tuple[LineParser, ...] = (
 )
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
-BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser)
+BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
+          KerasEpochParser)

@@ -91,13 +91,15 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
-    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*"
+    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; BasicSR
 # writes thousands separators: "iter:   3,800")
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
-EPOCH_RE = re.compile(r"(?<![\w/.])epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)(?![\d.])", re.IGNORECASE)
+# ("ep: 0, batch: 20, …, loss: 10.98": "ep" only with its separator)
+EPOCH_RE = re.compile(r"(?<![\w/.])(?:epoch\s*[:=#]?|ep\s*[:=])\s*\[?\s*(?P<e>\d+)(?![\d.])",
+                      re.IGNORECASE)
 # the PyTorch examples' counter, when no step key is on the line: "Train Epoch: 1 [51200/490871
 # (10%)]" (samples of the epoch); its iteration is epoch × total + count
 # timm's train.py: "Train: 1 [  50/500 ( 10%)]  Loss: 4.234 (4.301)  Time: 0.512s,  500.12/s  (0.520s,
@@ -300,6 +302,8 @@ def _number(v: str, unit: str | None) -> float | None:
 def _step(text: str) -> re.Match[str] | None:
     best: re.Match[str] | None = None
     for m in STEP_RE.finditer(text):
+        if m["k"].lower() == "batch" and not m["tot"] and not EPOCH_RE.search(text, 0, m.start()):
+            continue  # a keyed batch with no total is a step only after the epoch it counts in
         if best is None or (STEP_RANK[re.sub(r"[ _]", "", m["k"].lower())]
                             < STEP_RANK[re.sub(r"[ _]", "", best["k"].lower())]):
             best = m

@@ -56,6 +56,30 @@ def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
     return it.assign(iteration=new)
 
 
+def _bar_nan_to_bar_step(incident: Incident, df: pd.DataFrame,
+                         text_nan: pd.Series) -> tuple[pd.DataFrame, pd.Series]:
+    """A note that names no step fused onto a progress bar's line ("| 2/8614 [00:00<…,
+    loss=nan][deepscale] OVERFLOW! …") is placed after the bar's step
+    (``place_unnumbered_skips``), but the line's ``loss=nan`` is the bar's own: a NaN row at
+    the bar's step instead."""
+    pr = incident.progress
+    if not len(pr) or not text_nan.any():
+        return df, text_nan
+    bar = dict(zip(pr.loc[pr["step"].notna(), "source"], pr.loc[pr["step"].notna(), "step"],
+                   strict=True))
+    placed = incident.iterations["iteration"].isna().reindex(df.index, fill_value=False)
+    moved = text_nan & placed & df["source"].isin(list(bar))
+    if not moved.any():
+        return df, text_nan
+    extra = pd.DataFrame({"iteration": [int(bar[s]) for s in df.loc[moved, "source"]],
+                          "nan": 1, "source": df.loc[moved, "source"].to_numpy(),
+                          "line": df.loc[moved, "line"].to_numpy()})
+    extra = extra.reindex(columns=df.columns).astype(df.dtypes.to_dict())
+    extra.index = range(int(df.index.max()) + 1, int(df.index.max()) + 1 + len(extra))
+    return (pd.concat([df, extra]),
+            pd.concat([text_nan & ~moved, pd.Series(False, index=extra.index)]))
+
+
 def series(incident: Incident) -> pd.DataFrame:
     """One row per iteration: the metrics of every line or export row for it, the last value
     logged winning (a restarted job's rerun replaces the first attempt; per-tag exports merge);
@@ -73,6 +97,7 @@ def series(incident: Incident) -> pd.DataFrame:
         steps &= it["event"].isna()
     df = it.loc[steps, cols].copy()
     text_nan = df["line"].fillna("").str.contains(NAN_TEXT_RE)
+    df, text_nan = _bar_nan_to_bar_step(incident, df, text_nan)
     inf = pd.Series(False, index=df.index)
     for c in ("loss", "grad_norm"):
         v = df[c].astype("Float64")
