@@ -70,6 +70,44 @@ def test_the_waiting_line_is_no_timeout() -> None:
         "store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:30:00)") is None
 
 
+# The waiting lines alone (the barrier has not raised yet): the runbook reads the barrier and its
+# timeout from them, in any wording of torch's timedelta.
+STORE_WAITS = [
+    # uzh-rpg/RVT#18 (hydra's logger prefix, rank 1 never joins)
+    ("[2023-07-14 17:56:10,371][torch.distributed.distributed_c10d][INFO] - Waiting in store based"
+     " barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+     "(world_size=2, worker_count=1, timeout=0:30:00)", 1_800_000, [1]),
+    # huggingface/accelerate#1401 (the second key; rank 0 alone of 8 arrived: the rest never did)
+    ("05/10/2023 23:07:45 - INFO - torch.distributed.distributed_c10d - Waiting in store based "
+     "barrier to initialize process group for rank: 0, key: store_based_barrier_key:2 "
+     "(world_size=8, worker_count=1, timeout=0:30:00)", 1_800_000, list(range(1, 8))),
+    # ultralytics/yolov5#4290 (a one-minute timeout, more arrivals than the world)
+    ("Waiting in store based barrier to initialize process group for rank: 3, key: "
+     "store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:01:00)", 60_000, []),
+    # AlibabaResearch/efficientteacher#85 (a timedelta of a day)
+    ("Waiting in store based barrier to initialize process group for rank: 0, key: "
+     "store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=1 day, 0:00:00)",
+     86_400_000, []),
+]
+
+
+@pytest.mark.parametrize(("line", "ms", "lagging"), STORE_WAITS)
+def test_store_barrier_wait_gives_its_timeout(tmp_path: Path, line: str, ms: int,
+                                              lagging: list[int]) -> None:
+    f = facts(tmp_path, line + "\n" + line + "\n")
+    assert f["op_type"] == "STORE_BASED_BARRIER" and f["timeout_ms"] == ms
+    assert f["timed_out_ranks"] == [] and f["lagging_ranks"] == lagging
+
+
+def test_store_barrier_timeout_of_a_day() -> None:
+    # the raised form with a timedelta of a day (AlibabaResearch/efficientteacher#85's waiting
+    # line, raised by the same format string)
+    row = parse_store_barrier(
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for "
+        "key: store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=1 day, 0:00:00)")
+    assert row is not None and row["timeout_ms"] == 86_400_000
+
+
 # -- start-up: the c10d client socket (rendezvous, TCPStore) --------------------------------------
 
 SOCKET = [

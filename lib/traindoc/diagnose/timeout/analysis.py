@@ -126,6 +126,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     c = incident.collectives
     status = c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
     absent = c[c["state"] == "absent"]
+    waits = barrier_wait_rows(c)
     nccl = timeouts[timeouts["seq_num"].notna()] if len(timeouts) else timeouts
     unnumbered = timeouts[timeouts["seq_num"].isna()] if len(timeouts) else timeouts
     ops = unnumbered["op_type"].fillna("gloo:")
@@ -145,7 +146,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     # A report naming ranks that never arrived (fr_trace, NCCL RAS, a desync report) is a hang
     # in a collective even where no watchdog line survives.
     if not len(timeouts) and not len(status) and not mismatch and not len(stuck) \
-            and not len(absent):
+            and not len(absent) and not len(waits):
         return TimeoutAnalysis(**base)
 
     # Timed out: ranks with a watchdog/gloo line, and ranks whose watchdog status line names
@@ -158,6 +159,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         coll.update(_missed_collective(absent))
     if coll["process_group"] is None:
         coll["process_group"] = stuck_group(stuck, timed_out)
+    if len(waits) and coll["op_type"] in (None, STORE_BARRIER_OP):
+        coll.update(_barrier_wait(waits, coll))
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
                                         coll["process_group"], world_size)
     lagging_ranks = sorted(lagging - arrived)
@@ -238,6 +241,23 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
     if f["process_group"] == UNKNOWN_GROUP:
         f["process_group"] = None
     return f, primary
+
+
+def barrier_wait_rows(c: pd.DataFrame) -> pd.DataFrame:
+    """Ranks waiting in init_process_group's store-based barrier (its ``started`` rows)."""
+    return c[(c["state"] == "started") & (c["op_type"] == STORE_BARRIER_OP).fillna(False)]
+
+
+def _barrier_wait(waits: pd.DataFrame, coll: dict[str, Any]) -> dict[str, Any]:
+    """The start-up barrier the waiting lines name, and its timeout (``timeout=0:30:00``),
+    for what no timeout line said."""
+    out: dict[str, Any] = {"op_type": STORE_BARRIER_OP}
+    if coll["timeout_ms"] is None:
+        out["timeout_ms"] = as_int(waits["timeout_ms"].max())
+    if coll["process_group"] is None:
+        out["process_group"] = as_str(waits["process_group"].dropna().iloc[0]) \
+            if waits["process_group"].notna().any() else None
+    return out
 
 
 def _missed_collective(absent: pd.DataFrame) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.collectives import STORE_BARRIER_OP
 from ...report import (
     Action,
     Confidence,
@@ -384,6 +385,10 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     ranks = who(f["timed_out_ranks"], cap=True)
     what = f["op_type"] or "a collective"
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+    if reported_only and f["op_type"] == STORE_BARRIER_OP:
+        limit = f" (timeout {f['timeout_ms'] / 1000:.0f} s)" if f["timeout_ms"] else ""
+        return (f"init_process_group's store-based barrier has not completed{limit}: ranks "
+                "are still waiting in it")
     if reported_only:
         return (f"{_collective_words(f)} has not completed: a hang report names the ranks "
                 "missing from it")
