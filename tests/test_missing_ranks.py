@@ -187,7 +187,39 @@ def test_horovod_stall_names_the_straggler(tmp_path: Path) -> None:
 ])
 def test_desync_report_names_lagging_ranks(line: str, ranks: list[int]) -> None:
     rows = parse_desync_lagging(line) or []
-    assert [r["rank"] for r in rows] == ranks and {r["state"] for r in rows} == {"absent"}
+    joined = "joined but" in line  # inside the oldest collective: started, not absent
+    assert [r["rank"] for r in rows] == ranks
+    assert {r["state"] for r in rows} == {"started" if joined else "absent"}
+
+
+# Every rank the report lists joined the collective and none finished: all stuck, none lagging.
+DESYNC_ALL_JOINED = [
+    # hiyouga/LlamaFactory#9496 (rank 6 prints it, 16 ranks, the snapshot's one state)
+    ("[rank6]:[E1115 16:42:37.766242859 ProcessGroupNCCL.cpp:629] [Rank 6] Watchdog caught "
+     "collective operation timeout: WorkNCCL(SeqNum=730, OpType=ALLREDUCE, NumelIn=544997376, "
+     "NumelOut=544997376, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.\n"
+     "[rank6]:[E1115 16:42:37.768057301 ProcessGroupNCCL.cpp:1936] Rank 6\n"
+     "\t - [6] Timeout at collective: ALLREDUCE, #730\n"
+     "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+     "\t   - [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] joined but didn't finish "
+     "collective #730 (count from 1)\n", list(range(16))),
+]
+
+
+@pytest.mark.parametrize(("text", "joined"), DESYNC_ALL_JOINED)
+def test_desync_report_where_every_rank_joined_is_all_stuck(tmp_path: Path, text: str,
+                                                            joined: list[int]) -> None:
+    f = facts(tmp_path, text)
+    assert f["timed_out_ranks"] == [6] and f["lagging_ranks"] == []
+    assert f["pattern"] == "all_stuck"
+
+
+def test_joined_ranks_of_a_report_with_no_printing_rank() -> None:
+    # saforem2/ezpz docs/guides/lora-fsdp-deadlock.md (every rank's watchdog dump, TORCH_NCCL_
+    # DESYNC_DEBUG=1; no comma spaces): the eight ranks are in the collective, not absent
+    rows = parse_desync_lagging("  [0,1,2,3,4,5,6,7] joined but didn't finish collective #39") or []
+    assert [r["rank"] for r in rows] == list(range(8))
+    assert {r["state"] for r in rows} == {"started"}
 
 
 def test_desync_report_makes_a_straggler(tmp_path: Path) -> None:

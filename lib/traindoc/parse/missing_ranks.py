@@ -12,8 +12,11 @@ One line each (``LINE_PARSERS``):
   collective #182, but didn't join collective #183 (count from 1)``, ``[2] joined but didn't
   finish collective #5 (count from 1)`` (still in the oldest collective) and ``ranks [1, 3] are
   the lagging ranks that caused this timeout. They never joined any collectives``: each names
-  ranks behind the others (absent). Its numbers count from 1 and are not the WorkNCCL SeqNum, so
-  the rows carry none.
+  ranks behind the others (absent), except the ranks that joined: those are ``started`` rows
+  (no op, no sequence number), inside the oldest collective — behind a rank that printed the
+  report from a later one, beside it when it is one of them (then every rank listed is stuck in
+  the same collective: ``[0, …, 15] joined but didn't finish collective #730`` from rank 6).
+  Its numbers count from 1 and are not the WorkNCCL SeqNum, so the rows carry none.
 - fr_trace's first form, one printed line: ``Not all ranks joining collective for group
   0:default_pg collective nccl:all_reduce  Missing ranks are {1}`` (no sequence number).
 
@@ -62,7 +65,8 @@ STALL_RE = re.compile(r"(?P<op>[\w./-]+)\s*\[(?P<kind>missing|ready)\s+ranks:\s*
 DESYNC_LAGGING_RES = (
     re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*finished collective #\d+,\s*but didn't "
                r"join collective #\d+"),
-    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*joined but didn't finish collective #\d+"),
+    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*(?P<joined>joined) but didn't finish "
+               r"collective #\d+"),
     re.compile(r"ranks \[(?P<ranks>\d+(?:\s*,\s*\d+)*)\] are the lagging ranks that caused this "
                r"timeout"),
 )
@@ -135,7 +139,8 @@ def parse_desync_lagging(text: str) -> list[Row] | None:
     m = next((m for rx in DESYNC_LAGGING_RES if (m := rx.search(text))), None)
     if not m:
         return None
-    return [{"rank": r, "state": "absent", "_named_rank": True} for r in _ranks(m["ranks"])]
+    state = "started" if m.groupdict().get("joined") else "absent"
+    return [{"rank": r, "state": state, "_named_rank": True} for r in _ranks(m["ranks"])]
 
 
 def parse_fr_inline(text: str) -> list[Row] | None:

@@ -161,8 +161,15 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         coll["process_group"] = stuck_group(stuck, timed_out)
     if len(waits) and coll["op_type"] in (None, STORE_BARRIER_OP):
         coll.update(_barrier_wait(waits, coll))
+    joined = desync_joined(c)
+    beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
                                         coll["process_group"], world_size)
+    if beside:
+        arrived |= joined
+    elif timed_out:  # printed from a later collective: the joined ranks are behind it
+        lagging |= joined
+        arrived -= joined
     lagging_ranks = sorted(lagging - arrived)
 
     if mismatch and mismatch.kind.is_desync:
@@ -173,6 +180,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
           and _every_rank_timed_out(timed_out, coll, world_size)
           and len(nccl) and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
         pattern = Pattern.ALL_STUCK
+    elif beside and len(joined) >= 2 and not len(absent) and primary is not None:
+        pattern = Pattern.ALL_STUCK  # the desync report: every rank it lists joined, none finished
     else:
         pattern = Pattern.UNKNOWN
     finished = (prog.step is not None and prog.total is not None and prog.step >= prog.total
@@ -241,6 +250,13 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
     if f["process_group"] == UNKNOWN_GROUP:
         f["process_group"] = None
     return f, primary
+
+
+def desync_joined(c: pd.DataFrame) -> set[int]:
+    """The ranks torch's desync report says joined the oldest collective and did not finish it
+    (``started`` rows naming no op and no sequence number)."""
+    rows = c[(c["state"] == "started") & c["op_type"].isna() & c["seq_num"].isna()]
+    return {int(r) for r in rows["rank"].dropna()}
 
 
 def barrier_wait_rows(c: pd.DataFrame) -> pd.DataFrame:
