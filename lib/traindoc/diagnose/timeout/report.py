@@ -8,7 +8,6 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ...parse.collectives import STORE_BARRIER_OP
 from ...report import (
     Action,
     Confidence,
@@ -25,7 +24,7 @@ from ...report import (
 from ...shellsafe import quote_all
 from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern
-from .analysis import TimeoutAnalysis
+from .analysis import STORE_BARRIER_OP, TimeoutAnalysis
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
                    "ALLGATHER_COALESCED", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"}
