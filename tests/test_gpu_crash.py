@@ -706,6 +706,15 @@ def test_legacy_launcher_worker_died_with_a_signal(tmp_path) -> None:
     ("[ichost094:17969] Signal: Segmentation fault (11)", {"code": "SIGSEGV", "host": "ichost094"}),
     ("mpirun noticed that process rank 286 with PID 17969 on node ichost094 exited on signal 11 "
      "(Segmentation fault).", {"code": "SIGSEGV", "rank": 286, "host": "ichost094"}),
+    # open-mpi/ompi#2661 (the OOM killer's SIGKILL, as Open MPI reports it)
+    ("mpirun noticed that process rank 0 with PID 21183 on node host01 exited on signal 9 "
+     "(Killed).", {"code": "SIGKILL", "rank": 0, "host": "host01", "pid": 21183}),
+    # Kay1794/Aware-of-the-history#2: PID and node blanked out by the poster (no host, no pid)
+    ("mpirun noticed that process rank 1 with PID xxxxxx on node xxxxxxxx exited on signal 9 "
+     "(Killed).", {"kind": "signal", "code": "SIGKILL", "rank": 1, "host": None, "pid": None}),
+    # adda-team/adda#151 (mpiexec's wording; the post wraps the line before "signal")
+    ("mpiexec noticed that process rank 0 with PID 10313 on node proton exited on signal 6 "
+     "(Aborted).", {"code": "SIGABRT", "rank": 0, "host": "proton"}),
     # KdaiP/StableTTS#11
     ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGBUS",
      {"kind": "signal", "code": "SIGBUS", "rank": 0}),

@@ -282,3 +282,30 @@ def test_a_folder_past_the_path_length_limit_is_a_warning(tmp_path: Path) -> Non
     inc = traindoc.load(tmp_path, progress=False)
     assert any("length limit" in w and "skipped" in w for w in inc.account["warnings"])
     assert inc.readable
+
+
+# A log pasted into a Markdown note is read when the directory holds nothing else; beside a log,
+# a note stays a bundle's README and is not read.
+MD_LOGS = [
+    # Qihongfei-hub/my_minimind train_log.md @ e3cbee4 (a training log committed as Markdown)
+    ("train_log.md",
+     "#\n1st \n\nEpoch:[2/3](1400/44160), loss: 2.1583, logits_loss: 2.1583, aux_loss: 0.0000, "
+     "learning_rate: 0.00015239, epoch_time: 213.000min\n"
+     "Epoch:[2/3](1500/44160), loss: 2.0514, logits_loss: 2.0514, aux_loss: 0.0000, "
+     "learning_rate: 0.00015220, epoch_time: 213.000min\n", "iterations"),
+    # the madeline error.md of corpus case gpu_crash-madeline-error (pasted terminal output)
+    ("error.md",
+     "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.44 GiB. GPU 1 has "
+     "a total capacity of 10.75 GiB of which 748.75 MiB is free.", "errors"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "table"), MD_LOGS)
+def test_a_log_in_a_markdown_note_is_read_when_alone(tmp_path: Path, name: str, text: str,
+                                                     table: str) -> None:
+    (tmp_path / name).write_text(text)
+    inc = traindoc.load(tmp_path)
+    assert len(inc.tables[table]) >= 1
+    assert any(name in w for w in inc.account.warnings)
+    (tmp_path / "job.log").write_text("hello\n")
+    assert not len(traindoc.load(tmp_path).tables[table])  # beside a log: a README, not read

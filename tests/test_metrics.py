@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import traindoc
@@ -173,3 +174,30 @@ def test_corrupt_export_is_a_warning(tmp_path: Path) -> None:
     inc = traindoc.load(p)
     assert len(inc.iterations) == 0
     assert any("metrics export file not loaded" in w for w in inc.account["warnings"])
+
+
+# A JSON list of history records cut short (a paste that stops mid-record, the log of a run still
+# going): the whole records are read, and the cut one keeps its whole fields.
+CUT_LISTS = [
+    # chainer/chainer#7463: LogReport's `log`, the example cut after its second record
+    ('[\n    {\n        "main/loss": 0.19019192457199097,\n        "main/accuracy": '
+     '0.9424172043800354,\n        "epoch": 1,\n        "iteration": 600,\n        '
+     '"elapsed_time": 5.149539570091292\n    },\n    {\n        "main/loss": 0.0739726647734642,'
+     '\n        "main/accuracy": 0.976883053779602,\n        "epoch": 2,\n        "iteration": '
+     '1200,\n        "elapsed_time": 8.111513606039807\n    },', [600, 1200]),
+    # chainer/chainercv#391: the third record cut after its loss fields
+    ('[\n    {\n        "lr": 0.0001,\n        "epoch": 12,\n        "iteration": 2000,\n        '
+     '"main/loss": 2.2189900875091553\n    },\n    {\n        "lr": 0.0001,\n        "epoch": 17,'
+     '\n        "elapsed_time": 263.30492639541626,\n        "iteration": 3000,\n        '
+     '"main/loss/conf": 1.4860771894454956,\n', [2000, 3000]),
+]
+
+
+@pytest.mark.parametrize(("text", "iterations"), CUT_LISTS)
+def test_json_list_cut_short_keeps_its_whole_records(tmp_path: Path, text: str,
+                                                     iterations: list[int]) -> None:
+    p = tmp_path / "log.json"
+    p.write_text(text)
+    it = traindoc.load(p).iterations
+    assert it["iteration"].tolist() == iterations and pd.notna(it["loss"].iloc[0])
+

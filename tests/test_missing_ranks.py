@@ -70,6 +70,44 @@ def test_the_waiting_line_is_no_timeout() -> None:
         "store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:30:00)") is None
 
 
+# The waiting lines alone (the barrier has not raised yet): the runbook reads the barrier and its
+# timeout from them, in any wording of torch's timedelta.
+STORE_WAITS = [
+    # uzh-rpg/RVT#18 (hydra's logger prefix, rank 1 never joins)
+    ("[2023-07-14 17:56:10,371][torch.distributed.distributed_c10d][INFO] - Waiting in store based"
+     " barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+     "(world_size=2, worker_count=1, timeout=0:30:00)", 1_800_000, [1]),
+    # huggingface/accelerate#1401 (the second key; rank 0 alone of 8 arrived: the rest never did)
+    ("05/10/2023 23:07:45 - INFO - torch.distributed.distributed_c10d - Waiting in store based "
+     "barrier to initialize process group for rank: 0, key: store_based_barrier_key:2 "
+     "(world_size=8, worker_count=1, timeout=0:30:00)", 1_800_000, list(range(1, 8))),
+    # ultralytics/yolov5#4290 (a one-minute timeout, more arrivals than the world)
+    ("Waiting in store based barrier to initialize process group for rank: 3, key: "
+     "store_based_barrier_key:1 (world_size=4, worker_count=8, timeout=0:01:00)", 60_000, []),
+    # AlibabaResearch/efficientteacher#85 (a timedelta of a day)
+    ("Waiting in store based barrier to initialize process group for rank: 0, key: "
+     "store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=1 day, 0:00:00)",
+     86_400_000, []),
+]
+
+
+@pytest.mark.parametrize(("line", "ms", "lagging"), STORE_WAITS)
+def test_store_barrier_wait_gives_its_timeout(tmp_path: Path, line: str, ms: int,
+                                              lagging: list[int]) -> None:
+    f = facts(tmp_path, line + "\n" + line + "\n")
+    assert f["op_type"] == "STORE_BASED_BARRIER" and f["timeout_ms"] == ms
+    assert f["timed_out_ranks"] == [] and f["lagging_ranks"] == lagging
+
+
+def test_store_barrier_timeout_of_a_day() -> None:
+    # the raised form with a timedelta of a day (AlibabaResearch/efficientteacher#85's waiting
+    # line, raised by the same format string)
+    row = parse_store_barrier(
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for "
+        "key: store_based_barrier_key:1 (world_size=2, worker_count=4, timeout=1 day, 0:00:00)")
+    assert row is not None and row["timeout_ms"] == 86_400_000
+
+
 # -- start-up: the c10d client socket (rendezvous, TCPStore) --------------------------------------
 
 SOCKET = [
@@ -149,7 +187,39 @@ def test_horovod_stall_names_the_straggler(tmp_path: Path) -> None:
 ])
 def test_desync_report_names_lagging_ranks(line: str, ranks: list[int]) -> None:
     rows = parse_desync_lagging(line) or []
-    assert [r["rank"] for r in rows] == ranks and {r["state"] for r in rows} == {"absent"}
+    joined = "joined but" in line  # inside the oldest collective: started, not absent
+    assert [r["rank"] for r in rows] == ranks
+    assert {r["state"] for r in rows} == {"started" if joined else "absent"}
+
+
+# Every rank the report lists joined the collective and none finished: all stuck, none lagging.
+DESYNC_ALL_JOINED = [
+    # hiyouga/LlamaFactory#9496 (rank 6 prints it, 16 ranks, the snapshot's one state)
+    ("[rank6]:[E1115 16:42:37.766242859 ProcessGroupNCCL.cpp:629] [Rank 6] Watchdog caught "
+     "collective operation timeout: WorkNCCL(SeqNum=730, OpType=ALLREDUCE, NumelIn=544997376, "
+     "NumelOut=544997376, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.\n"
+     "[rank6]:[E1115 16:42:37.768057301 ProcessGroupNCCL.cpp:1936] Rank 6\n"
+     "\t - [6] Timeout at collective: ALLREDUCE, #730\n"
+     "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+     "\t   - [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] joined but didn't finish "
+     "collective #730 (count from 1)\n", list(range(16))),
+]
+
+
+@pytest.mark.parametrize(("text", "joined"), DESYNC_ALL_JOINED)
+def test_desync_report_where_every_rank_joined_is_all_stuck(tmp_path: Path, text: str,
+                                                            joined: list[int]) -> None:
+    f = facts(tmp_path, text)
+    assert f["timed_out_ranks"] == [6] and f["lagging_ranks"] == []
+    assert f["pattern"] == "all_stuck"
+
+
+def test_joined_ranks_of_a_report_with_no_printing_rank() -> None:
+    # saforem2/ezpz docs/guides/lora-fsdp-deadlock.md (every rank's watchdog dump, TORCH_NCCL_
+    # DESYNC_DEBUG=1; no comma spaces): the eight ranks are in the collective, not absent
+    rows = parse_desync_lagging("  [0,1,2,3,4,5,6,7] joined but didn't finish collective #39") or []
+    assert [r["rank"] for r in rows] == list(range(8))
+    assert {r["state"] for r in rows} == {"started"}
 
 
 def test_desync_report_makes_a_straggler(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, hang_stacks, stacks_alone
-from .timeout.analysis import STUCK_CODES, timeout_rows
+from .timeout.analysis import STUCK_CODES, barrier_wait_rows, timeout_rows
 from .timeout.report import desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
@@ -191,6 +191,7 @@ def _timeout_evidence(incident: Incident, mm: Mismatch | None) -> pd.DataFrame:
         parts.append(c[(c["seq_num"] == mm.seq_num)
                        & (c["process_group"].fillna(UNKNOWN_GROUP) == mm.process_group)])
     parts.append(c[c["state"].isin(["mismatch", "absent"])])  # desync and hang reports
+    parts.append(barrier_wait_rows(c))  # ranks still waiting in the start-up barrier
     parts = [p for p in parts if len(p)]
     if not parts:
         return rows

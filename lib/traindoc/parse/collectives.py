@@ -114,7 +114,7 @@ GLOO_TIMEOUT_RE = re.compile(
 STORE_BARRIER_RE = re.compile(
     r"Timed out initializing process group in store based barrier on rank:?\s*(?P<rank>\d+),"
     r"\s*for key:\s*(?P<key>\S+)\s*\(world_size=(?P<world>\d+),\s*"
-    r"(?:worker_count|num_workers_joined)=(?P<joined>\d+),\s*timeout=(?P<timeout>[^,)\s]+)"
+    r"(?:worker_count|num_workers_joined)=(?P<joined>\d+),\s*timeout=(?P<timeout>(?:\d+ days?,\s*)?[^,)\s]+)"
 )
 SOCKET_TIMEOUT_RE = re.compile(
     r"The client socket has timed out after\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|min|h)\b"

@@ -382,12 +382,14 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
                    r"(?P<what>[A-Z][a-z]+(?: [a-z]+)*) \(\d+\))"),
     ),
     (  # "mpirun noticed that process rank 286 with PID 17969 on node ichost094 exited on signal
-        # 11 (Segmentation fault)."
+        # 11 (Segmentation fault)."; mpiexec's the same; PID and node redacted in a paste
+        # ("with PID xxxxxx on node xxxxxxxx", Kay1794/Aware-of-the-history#2)
         "fatal_signal",
         "signal",
         "exited on signal",
-        re.compile(r"(?P<msg>mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) "
-                   r"on node (?P<host>[\w.\-]+) exited on signal \d+ \((?P<what>[^)]+)\))"),
+        re.compile(r"(?P<msg>(?:mpirun|mpiexec) noticed that process rank (?P<rank>\d+) with PID "
+                   r"(?P<pid>\d+|[xX*#]+) on node (?P<host>[\w.\-*#]+) exited on\s+signal \d+ "
+                   r"\((?P<what>[^)]+)\))"),
     ),
     (  # torch.multiprocessing.spawn: "process 0 terminated with signal SIGBUS" (the process
         # index is the rank when the script passes it as such, as mp.spawn examples do)
@@ -563,6 +565,10 @@ def classify(text: str) -> tuple[str, str, str, re.Match[str]] | None:
     return None
 
 
+# a value the poster blanked out ("xxxxxxxx", "****"): no host, no pid
+REDACTED_RE = re.compile(r"^(?:[xX]{3,}|[*#]+)$")
+
+
 def parse_error(text: str) -> Row | None:
     """The first known error phrase in ``text``, as an ``errors`` row."""
     if "what():" in text and WHAT_RE.match(text):
@@ -580,9 +586,9 @@ def parse_error(text: str) -> Row | None:
         row["rank"] = int(groups["task"])
     if groups.get("rank"):
         row["rank"] = int(groups["rank"])
-    if groups.get("host"):
+    if groups.get("host") and not REDACTED_RE.match(groups["host"]):
         row["host"] = groups["host"]
-    if groups.get("pid"):
+    if groups.get("pid") and groups["pid"].isdigit():
         row["pid"] = int(groups["pid"])
     if code == "slurm_cancelled":
         why = (groups.get("why") or "").strip()

@@ -54,6 +54,7 @@ METRIC_NAMES: dict[str, str] = {
     "train/loss": "loss", "train/lm_loss": "loss", "train/lm loss": "loss",
     "train_loss": "loss", "train_loss_step": "loss", "training_loss": "loss",
     "loss/train": "loss", "train/loss_step": "loss",
+    "main/loss": "loss",  # chainer's LogReport (the optimizer's target is "main")
     # grad norm
     "grad_norm": "grad_norm", "grad-norm": "grad_norm", "gradnorm": "grad_norm",
     "grad norm": "grad_norm", "train/grad_norm": "grad_norm", "train/grad-norm": "grad_norm",
@@ -298,13 +299,51 @@ def _dict_row(obj: dict[str, Any]) -> Row | None:
     return cols.row({i: obj[k] for i, k in enumerate(keys)}) if cols.usable else None
 
 
+def complete_records(text: str) -> list[Any]:
+    """The whole records of a JSON list cut short (a paste or a file that stops mid-record,
+    chainer's ``log`` of a run still going): every object before the cut; [] for anything else."""
+    body = text.lstrip().removeprefix("\ufeff")
+    if not body.startswith("["):
+        return []
+    dec, out, i = json.JSONDecoder(), [], 1
+    while True:
+        while i < len(body) and body[i] in " \t\r\n,":
+            i += 1
+        if i >= len(body) or body[i] != "{":
+            return out
+        try:
+            obj, i = dec.raw_decode(body, i)
+        except (ValueError, RecursionError):
+            return out + _cut_record(body[i:])
+        out.append(obj)
+
+
+def _cut_record(rest: str) -> list[Any]:
+    """The last record of a cut list, its whole fields only (``{"iteration": 3000, "lr": …``
+    up to the last comma before the cut), as a one-item list; [] when that does not parse."""
+    end = len(rest)
+    for _ in range(3):
+        end = rest.rfind(",", 0, end)
+        if end <= 0:
+            return []
+        try:
+            obj = json.loads(rest[:end] + "}")
+        except (ValueError, RecursionError):
+            continue
+        return [obj] if isinstance(obj, dict) and obj else []
+    return []
+
+
 def load_json(path: Path) -> list[tuple[str, Row]]:
     """HF Trainer ``trainer_state.json`` (``log_history``) or a JSON list of history records."""
     _check_size(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        doc = json.loads(text)
     except ValueError as e:
-        raise ValueError(f"not valid JSON ({e})") from None
+        doc = complete_records(text)
+        if not doc:
+            raise ValueError(f"not valid JSON ({e})") from None
     except RecursionError:
         raise ValueError("JSON nested too deep to read") from None
     out: list[tuple[str, Row]] = []

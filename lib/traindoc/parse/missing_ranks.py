@@ -12,8 +12,11 @@ One line each (``LINE_PARSERS``):
   collective #182, but didn't join collective #183 (count from 1)``, ``[2] joined but didn't
   finish collective #5 (count from 1)`` (still in the oldest collective) and ``ranks [1, 3] are
   the lagging ranks that caused this timeout. They never joined any collectives``: each names
-  ranks behind the others (absent). Its numbers count from 1 and are not the WorkNCCL SeqNum, so
-  the rows carry none.
+  ranks behind the others (absent), except the ranks that joined: those are ``started`` rows
+  (no op, no sequence number), inside the oldest collective — behind a rank that printed the
+  report from a later one, beside it when it is one of them (then every rank listed is stuck in
+  the same collective: ``[0, …, 15] joined but didn't finish collective #730`` from rank 6).
+  Its numbers count from 1 and are not the WorkNCCL SeqNum, so the rows carry none.
 - fr_trace's first form, one printed line: ``Not all ranks joining collective for group
   0:default_pg collective nccl:all_reduce  Missing ranks are {1}`` (no sequence number).
 
@@ -34,7 +37,7 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
 - init_process_group's store-based barrier while it waits (torch < 2.1, every
   ``_store_based_barrier`` poll): ``Waiting in store based barrier to initialize process group for
   rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)``.
-  Each line is a ``started`` row of the rank that waits; where one writer's lines show exactly
+  Each line is a ``started`` row of the rank that waits (with the barrier's ``timeout_ms``); where one writer's lines show exactly
   ``worker_count`` waiting ranks and ``world_size - worker_count`` ranks of the world never
   print, those are ``absent`` (read by absence, at the end of the stream).
 - JAX's coordination-service barrier: ``DEADLINE_EXCEEDED: Barrier timed out. Barrier_id:
@@ -49,7 +52,7 @@ from __future__ import annotations
 
 import re
 
-from .base import LineParser, Row, digits_int
+from .base import LineParser, Row, digits_int, hms_to_s
 
 MAX_COMM_RANKS = 1 << 20  # the largest communicator RAS can describe, far above any real job
 RANK_LIST_RE = re.compile(r"\d+")
@@ -62,7 +65,8 @@ STALL_RE = re.compile(r"(?P<op>[\w./-]+)\s*\[(?P<kind>missing|ready)\s+ranks:\s*
 DESYNC_LAGGING_RES = (
     re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*finished collective #\d+,\s*but didn't "
                r"join collective #\d+"),
-    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*joined but didn't finish collective #\d+"),
+    re.compile(r"\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s*(?P<joined>joined) but didn't finish "
+               r"collective #\d+"),
     re.compile(r"ranks \[(?P<ranks>\d+(?:\s*,\s*\d+)*)\] are the lagging ranks that caused this "
                r"timeout"),
 )
@@ -94,7 +98,8 @@ RAS_MISSING_LIST_RE = re.compile(r"^\s*The missing ranks?:\s*(?P<ranks>\d+(?:\s*
 STORE_WAIT_RE = re.compile(
     r"Waiting in store based barrier to initialize process group for rank:?\s*(?P<rank>\d+),\s*"
     r"key:\s*(?P<key>\S+)\s*\(world_size=(?P<world>\d+),\s*"
-    r"(?:worker_count|num_workers_joined)=(?P<joined>\d+)")
+    r"(?:worker_count|num_workers_joined)=(?P<joined>\d+)"
+    r"(?:,\s*timeout=(?P<timeout>(?:\d+ days?,\s*)?[\d:.]+))?")
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"  # as parse.collectives names the barrier's timeout
 MAX_WORLD = 1 << 20
 
@@ -104,6 +109,12 @@ JAX_TASK_RE = re.compile(r"/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
 JAX_FIRST_RE = re.compile(r"first task at the barrier:\s*/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
 JAX_COUNT_RE = re.compile(r"tasks that reached the barrier:\s*\d+/\d+")
 JAX_PROCESS_RE = re.compile(r"jax\.distributed\.initialize\(.*?\bprocess_id\s*=\s*(?P<pid>\d+)")
+
+
+def _timeout_ms(value: str | None) -> int | None:
+    """The barrier's timeout as torch prints a timedelta ('0:30:00', '1 day, 0:00:00'), in ms."""
+    s = hms_to_s(value) if value else None
+    return None if s is None or s * 1000 >= 2**63 else round(s * 1000)
 
 
 def _ranks(text: str) -> list[int]:
@@ -128,7 +139,8 @@ def parse_desync_lagging(text: str) -> list[Row] | None:
     m = next((m for rx in DESYNC_LAGGING_RES if (m := rx.search(text))), None)
     if not m:
         return None
-    return [{"rank": r, "state": "absent", "_named_rank": True} for r in _ranks(m["ranks"])]
+    state = "started" if m.groupdict().get("joined") else "absent"
+    return [{"rank": r, "state": state, "_named_rank": True} for r in _ranks(m["ranks"])]
 
 
 def parse_fr_inline(text: str) -> list[Row] | None:
@@ -263,6 +275,7 @@ class MissingRanksBlock:
         ranks.add(rank)
         self.barrier[m["key"]] = (world, max(j, joined), ranks, first)
         return [("collectives", {"rank": rank, "op_type": STORE_BARRIER_OP, "process_group": m["key"],
+                                 "timeout_ms": _timeout_ms(m["timeout"]),
                                  "state": "started", "_named_rank": True, "_ctx": ctx})]
 
     def _barrier_absent(self) -> list[tuple[str, Row]]:

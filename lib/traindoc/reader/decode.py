@@ -27,6 +27,8 @@ MAX_LINE_BYTES = 4 * MAX_LINE_CHARS
 # In a walked directory, files that are never logs: a bundle's README, scripts, expectations.
 SKIP_NAMES = {"drill.json", "expected.json"}
 SKIP_SUFFIXES = (".md", ".py", ".sh", ".png", ".ipynb", ".pyc")
+# Of those, the text a log is pasted into: read when a directory holds nothing else.
+NOTE_SUFFIXES = (".md",)
 GZIP_MAGIC = b"\x1f\x8b"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
@@ -293,16 +295,25 @@ def expand_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]
                 if os.path.realpath(p) in walked:
                     continue  # walked already (named twice, or reached through a link)
                 found = False
+                notes: list[Path] = []
                 for root, dirs, names in walk(str(p), walked, acc.warn):
                     dirs[:] = [d for d in dirs if not d.startswith(".")]
                     for n in names:
                         if n.startswith(".") or n.lower() in SKIP_NAMES or n.lower().endswith(
                             SKIP_SUFFIXES
                         ):
+                            if n.lower().endswith(NOTE_SUFFIXES) and not n.startswith("."):
+                                notes.append(Path(root) / n)
                             continue
                         found = True
                         add(Path(root) / n)
-                if not found:
+                if not found and notes:
+                    # a log pasted into a note (error.md) when nothing else is there
+                    acc.warn(f"{p}: the directory holds no log file; read "
+                             f"{', '.join(q.name for q in notes)} as the log")
+                    for q in notes:
+                        add(q)
+                elif not found:
                     acc.warn(f"{p}: the directory holds no file")
             elif p.is_symlink() and not p.exists():
                 acc.warn(f"{p}: a broken symbolic link")

@@ -126,6 +126,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     c = incident.collectives
     status = c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
     absent = c[c["state"] == "absent"]
+    waits = barrier_wait_rows(c)
     nccl = timeouts[timeouts["seq_num"].notna()] if len(timeouts) else timeouts
     unnumbered = timeouts[timeouts["seq_num"].isna()] if len(timeouts) else timeouts
     ops = unnumbered["op_type"].fillna("gloo:")
@@ -145,7 +146,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     # A report naming ranks that never arrived (fr_trace, NCCL RAS, a desync report) is a hang
     # in a collective even where no watchdog line survives.
     if not len(timeouts) and not len(status) and not mismatch and not len(stuck) \
-            and not len(absent):
+            and not len(absent) and not len(waits):
         return TimeoutAnalysis(**base)
 
     # Timed out: ranks with a watchdog/gloo line, and ranks whose watchdog status line names
@@ -158,8 +159,17 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         coll.update(_missed_collective(absent))
     if coll["process_group"] is None:
         coll["process_group"] = stuck_group(stuck, timed_out)
+    if len(waits) and coll["op_type"] in (None, STORE_BARRIER_OP):
+        coll.update(_barrier_wait(waits, coll))
+    joined = desync_joined(c)
+    beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
                                         coll["process_group"], world_size)
+    if beside:
+        arrived |= joined
+    elif timed_out:  # printed from a later collective: the joined ranks are behind it
+        lagging |= joined
+        arrived -= joined
     lagging_ranks = sorted(lagging - arrived)
 
     if mismatch and mismatch.kind.is_desync:
@@ -170,6 +180,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
           and _every_rank_timed_out(timed_out, coll, world_size)
           and len(nccl) and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
         pattern = Pattern.ALL_STUCK
+    elif beside and len(joined) >= 2 and not len(absent) and primary is not None:
+        pattern = Pattern.ALL_STUCK  # the desync report: every rank it lists joined, none finished
     else:
         pattern = Pattern.UNKNOWN
     finished = (prog.step is not None and prog.total is not None and prog.step >= prog.total
@@ -238,6 +250,30 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
     if f["process_group"] == UNKNOWN_GROUP:
         f["process_group"] = None
     return f, primary
+
+
+def desync_joined(c: pd.DataFrame) -> set[int]:
+    """The ranks torch's desync report says joined the oldest collective and did not finish it
+    (``started`` rows naming no op and no sequence number)."""
+    rows = c[(c["state"] == "started") & c["op_type"].isna() & c["seq_num"].isna()]
+    return {int(r) for r in rows["rank"].dropna()}
+
+
+def barrier_wait_rows(c: pd.DataFrame) -> pd.DataFrame:
+    """Ranks waiting in init_process_group's store-based barrier (its ``started`` rows)."""
+    return c[(c["state"] == "started") & (c["op_type"] == STORE_BARRIER_OP).fillna(False)]
+
+
+def _barrier_wait(waits: pd.DataFrame, coll: dict[str, Any]) -> dict[str, Any]:
+    """The start-up barrier the waiting lines name, and its timeout (``timeout=0:30:00``),
+    for what no timeout line said."""
+    out: dict[str, Any] = {"op_type": STORE_BARRIER_OP}
+    if coll["timeout_ms"] is None:
+        out["timeout_ms"] = as_int(waits["timeout_ms"].max())
+    if coll["process_group"] is None:
+        out["process_group"] = as_str(waits["process_group"].dropna().iloc[0]) \
+            if waits["process_group"].notna().any() else None
+    return out
 
 
 def _missed_collective(absent: pd.DataFrame) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from ...report import (
 from ...shellsafe import quote_all
 from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern
-from .analysis import TimeoutAnalysis
+from .analysis import STORE_BARRIER_OP, TimeoutAnalysis
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
                    "ALLGATHER_COALESCED", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"}
@@ -384,6 +384,10 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     ranks = who(f["timed_out_ranks"], cap=True)
     what = f["op_type"] or "a collective"
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
+    if reported_only and f["op_type"] == STORE_BARRIER_OP:
+        limit = f" (timeout {f['timeout_ms'] / 1000:.0f} s)" if f["timeout_ms"] else ""
+        return (f"init_process_group's store-based barrier has not completed{limit}: ranks "
+                "are still waiting in it")
     if reported_only:
         return (f"{_collective_words(f)} has not completed: a hang report names the ranks "
                 "missing from it")
