@@ -231,7 +231,7 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "UNJUDGED_FINDINGS", "too_few_points"): (
         "data/corpus/throughput/throughput-deepspeed-1825", {}),
     ("throughput", "UNJUDGED_FINDINGS", "no_metric"): (
-        "data/corpus/throughput/throughput-fgvc-herbs-19", {}),
+        "data/corpus/throughput/throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8", {}),
     ("throughput", "VERDICTS", "pause"): ("data/corpus/throughput/throughput-ai-toolkit-595", {}),
     ("throughput", "VERDICTS", "stall"): (
         "data/corpus/throughput/throughput-retrieval-based-voice-conversion-webui-1882", {}),
@@ -241,7 +241,7 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "UNJUDGED_VERDICTS", "too_few_points"): (
         "data/corpus/throughput/throughput-deepspeed-1825", {}),
     ("throughput", "UNJUDGED_VERDICTS", "no_metric"): (
-        "data/corpus/throughput/throughput-fgvc-herbs-19", {}),
+        "data/corpus/throughput/throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8", {}),
     ("throughput", "ACTIONS", "check_pause"): (
         "data/corpus/throughput/throughput-ai-toolkit-595", {}),
     ("throughput", "ACTIONS", "check_stall"): (

@@ -199,10 +199,15 @@ def _oom_figures(a: GpuCrashAnalysis) -> Finding | None:
         return None
     f0 = figs[0]
     frag = f0.get("reserved_unallocated")
+    # each figure only where the message gave it (a pasted line is often cut before the end)
+    parts = [f"tried to allocate {f0['tried']} GiB" if f0.get("tried") is not None else None,
+             f"with {f0['free']} GiB free" if f0.get("free") is not None else None,
+             f"of {f0['total']} GiB" if f0.get("total") is not None else None]
+    held = (f"; PyTorch held {f0['allocated']} GiB" if f0.get("allocated") is not None else "")
+    gpu = f"GPU {f0['gpu']}" if f0.get("gpu") is not None else "The GPU"
     return Finding(
         "oom_figures", Severity.INFO,
-        f"GPU {f0['gpu']}: tried to allocate {f0['tried']} GiB with {f0['free']} GiB free "
-        f"of {f0['total']} GiB; PyTorch held {f0['allocated']} GiB"
+        f"{gpu}: {' '.join(p for p in parts if p)}{held}"
         + (f" and {frag} GiB reserved but unallocated (fragmentation)" if frag else ""),
         evidence(ooms, limit=4))
 
