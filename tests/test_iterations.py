@@ -536,8 +536,6 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
 @pytest.mark.parametrize(("line", "expected"), [
     # NVIDIA/waveglow#32
     ("step_78540:\tloss_-4.065555573", {"iteration": 78540, "loss": -4.065555573}),
-    # GradNorm (TF) #17
-    ("epoch: 3451 loss: nan", {"iteration": 3451}),
     # Lightning-AI/litgpt#185
     ("iter 16 step 1: loss nan, train time: 1405.01ms", {"iteration": 16, "elapsed_s": 1.40501}),
     # danijar/dreamer#58
@@ -646,8 +644,6 @@ KEPT_PATTERNS = [
      "elapsed_s"),
     # NVIDIA/waveglow#32: "loss_-4.06" glues key and value: no row
     ("step_78540:\tloss_-4.065555573", "loss"),
-    # GradNorm (TF) #17: "epoch: N" is this loop's step, and the generic reader takes no epoch as one
-    ("epoch: 3451 loss: nan", "iteration"),
     # Lightning-AI/litgpt#185: "train time" is no key the generic reader knows
     ("iter 16 step 1: loss nan, train time: 1405.01ms", "elapsed_s"),
     # danijar/dreamer#58: "[5000]" and model_loss among other losses: no row

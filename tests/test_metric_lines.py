@@ -173,7 +173,6 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     "20240101 12:00:00 loss=2.0",  # a date and a clock are no counters
     "batch size 32 loss 2.3",  # a batch size is no step
     "[Rank 0] step=100, skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]",  # no loss or rate
-    "Epoch 3 finished, loss 2.31",  # no step
     "Namespace(lr=0.001, step=10, loss=2.0)",
     "step 3 loss_scale: 1024.0",  # a loss scale is no part of the loss
     "s:12 eval:0.29",  # llm.c's HellaSwag accuracy: no loss

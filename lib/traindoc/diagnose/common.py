@@ -62,12 +62,34 @@ def count(n: int, word: str) -> str:
 
 def training_steps(incident: Incident) -> pd.DataFrame:
     """Iteration rows that are training steps: a numbered iteration, no eval/summary event."""
-    return steps_of(incident.iterations)
+    return steps_of(incident.iterations, incident.progress)
 
 
-def steps_of(iterations: pd.DataFrame) -> pd.DataFrame:
-    """The rows of an iterations table that are training steps (``training_steps``)."""
+# the event of a row whose only counter is its epoch (``parse.metric_lines.EPOCH_EVENT``)
+EPOCH_EVENT = "epoch"
+
+
+def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The iterations table with its rows counted by epoch (``event="epoch"``: "Epoch 939 loss
+    0.7634") as training steps where nothing counts steps, and without them where a step line
+    or a progress bar does (an epoch's summary printed beside step lines or after each epoch's
+    bar, "[Epoch 8] Loss: 1371.7, Epoch Time: 443.10s", is no step of its own)."""
     it = iterations
+    if "event" not in it or not len(it):
+        return it
+    by_epoch = (it["event"] == EPOCH_EVENT).fillna(False).astype(bool)
+    if not by_epoch.any():
+        return it
+    bars = progress is not None and "step" in progress and progress["step"].notna().any()
+    if bars or (it["iteration"].notna() & it["event"].isna()).any():
+        return it[~by_epoch]
+    return it.assign(event=it["event"].mask(by_epoch, pd.NA))
+
+
+def steps_of(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The rows of an iterations table that are training steps (``training_steps``; rows
+    counted by epoch as ``epoch_counted`` says, given the progress bars)."""
+    it = epoch_counted(iterations, progress)
     if "event" in it:
         it = it[it["event"].isna()]
     return it[it["iteration"].notna()]
@@ -121,8 +143,9 @@ def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
 
 
 def last_progress(incident: Incident) -> Progress:
-    """The furthest step in tqdm bars or iteration lines (iteration lines win when both)."""
-    it = incident.iterations
+    """The furthest step in tqdm bars or iteration lines (iteration lines win when both; lines
+    counted by epoch only where nothing counts steps, ``epoch_counted``)."""
+    it = epoch_counted(incident.iterations, incident.progress)
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
         spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else None

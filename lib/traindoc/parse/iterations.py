@@ -657,8 +657,7 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
                              r"[\d.]+) examples/sec; (?P<elapsed_s>[\d.]+) sec/batch\)"),
     # WaveGlow: "step_78540:\tloss_-4.065555573"
     "waveglow": re.compile(rf"^step_(?P<it>\d+):\s*loss_(?P<loss>{_NUM})\s*$"),
-    # a bare per-epoch loop: "epoch: 3451 loss: nan"
-    "epoch_loss": re.compile(rf"^epoch: (?P<it>\d+) loss: (?P<loss>{_NUM})\s*$"),
+    # (a bare per-epoch loop, "epoch: 3451 loss: nan", is the generic reader's: an epoch row)
     # newer litgpt: "iter 16 step 1: loss nan, train time: 1405.01ms"
     "litgpt_train_time": re.compile(rf"\biter (?P<it>\d+) step \d+: loss (?P<loss>{_NUM}), train "
                                     r"time: (?P<elapsed_ms>[\d.]+)ms"),

@@ -30,6 +30,14 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   (the other way round from AverageMeter's ``Time 0.427 (2.773)``: the value, then the mean).
 - **epochs**: a whole epoch number before the step (``Epoch 1 | Step 6500/6501``) goes to
   ``epoch``; the loss runbook counts a step counter that restarts each epoch on across epochs.
+  An epoch that is the line's only counter (``Epoch 939 loss 0.7634 | train 2.1s``, ``Time:
+  …; Epoch: 69; …; pid_loss: nan``) numbers a row with a training loss marked
+  ``event="epoch"``: a step only where the log counts no steps
+  (``diagnose.common.epoch_counted``).
+- **steps as printed by loggers of floats or big numbers**: ``step=6.0000`` is step 6,
+  LeRobot's ``step:2K`` step 2000 (rounded as printed).
+- **a log record fused after a tqdm bar** (``4/100 [00:04<01:12,  1.32it/s][2024-04-02 …]
+  - step=5 loss=3.6606``): the record after the bar's bracket, read on its own.
 - **a count named by its unit** when no step key is on the line (PyTorch's
   word_language_model: ``| epoch   1 |   200/ 2983 batches | … | ms/batch 45.68 | loss  7.63``):
   ``N/ M batches`` or ``N iter`` (batches, iters, steps) is the step; ``ms/batch`` a time per
@@ -45,7 +53,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   is on the line: the sample position counted across epochs; a time over a window of
   iterations (``198.8s(100 iters)``) is divided by it.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
-  ``total_steps``-like field is the total, not a reason to skip the line. MLPerf's ``:::MLLOG``
+  ``total_steps``-like field is the total, not a reason to skip the line; an ``elapsed_time``
+  clock ``"H:MM:SS"`` (LLaMA-Factory) is ``train_time_s``, and its ``"throughput": "0.00"``
+  (token counting off) is no rate. MLPerf's ``:::MLLOG``
   events are flattened first: the step from the metadata (``step``, ``step_num``, else
   ``epoch_num``; an end-of-run event whose metadata step is a list has none), the
   value's fields (``tracked_stats`` ``{"throughput": …}``, samples per second) or the value
@@ -82,9 +92,9 @@ import json
 import re
 from functools import lru_cache
 
-from .base import LineParser, Row
+from .base import LineParser, Row, hms_to_s
 from .iterations import KV_SUFFIX
-from .progress import TQDM_RE
+from .progress import TQDM_FORMATS, TQDM_RE
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
 
@@ -92,14 +102,19 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
     r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*"
-    r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)\s*"
+    r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; BasicSR
-# writes thousands separators: "iter:   3,800")
+# writes thousands separators: "iter:   3,800"; a logger that formats every value as a float
+# writes a whole step with zeros after the point: "step=6.0000"; LeRobot abbreviates it:
+# "step:2K", thousands rounded, ``STEP_SUFFIX``)
+STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
 # ("ep: 0, batch: 20, …, loss: 10.98": "ep" only with its separator)
 EPOCH_RE = re.compile(r"(?<![\w/.])(?:epoch\s*[:=#]?|ep\s*[:=])\s*\[?\s*(?P<e>\d+)(?![\d.])",
                       re.IGNORECASE)
+# the event of a row whose only counter is its epoch (``diagnose.common.epoch_counted``)
+EPOCH_EVENT = "epoch"
 # the PyTorch examples' counter, when no step key is on the line: "Train Epoch: 1 [51200/490871
 # (10%)]" (samples of the epoch); its iteration is epoch × total + count
 # timm's train.py: "Train: 1 [  50/500 ( 10%)]  Loss: 4.234 (4.301)  Time: 0.512s,  500.12/s  (0.520s,
@@ -156,6 +171,10 @@ NUMBER_STR_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:n
 MLLOG_FIELDS = frozenset(("key", "value", "metadata"))
 MLLOG_STEP_KEYS = ("step", "step_num", "epoch_num")
 MLLOG_KEYS = {"throughput": "samples_per_second"}
+# JSON fields that give the training clock as "H:MM:SS" (LLaMA-Factory's trainer_log.jsonl:
+# "elapsed_time": "0:00:24", "remaining_time": "5:58:33"): the run's time so far, ``train_time_s``
+CLOCK_KEYS = frozenset(("elapsed_time", "elapsed", "time_elapsed"))
+CLOCK_RE = re.compile(r"(?:\d+ days?, )?\d+:\d\d:\d\d(?:\.\d+)?")
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
@@ -164,7 +183,8 @@ PAIR_RE = re.compile(
     r"(?:(?P<q>[\"'])(?P<qk>[A-Za-z_][\w ./()-]{0,60}?)(?P=q)\s*:\s*[\"']?"
     r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)"
     r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)"
-    rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d])")
+    rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d]|-\d\d-)")  # (a date is no value:
+# "Time: 2024-10-31 18:32:24; Epoch: 69; …")
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
@@ -180,6 +200,9 @@ MFU_BEFORE_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)%\s*(?:[A-Za-z0-9]+\s+)?MFU\b")
 # a time per step in parentheses after the metrics: "(2.34 sec/step)", "(1.349622s)"
 PAREN_TIME_RE = re.compile(r"\((?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s|secs?)(?:/(?:step|it|iter))?\)")
 
+# a unit of tokens right after a rate's value: the rate is of tokens, whatever its key says
+# (PaddleFleetX: "ips: 3001 tokens/s")
+TOKENS_AFTER_RE = re.compile(r"\s*(?:tokens|tok|words)/s", re.IGNORECASE)
 # the pseudo-column of a samples-per-second running mean (see METRIC_KEYS)
 RUNNING_MEAN = "samples_per_s_mean"
 # the interval's value in parentheses right after a running mean's ("A (B)")
@@ -192,13 +215,17 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
-                     "gradnormtotal", "gradnormbeforeclip", "norm"), "grad_norm"),
+                     "gradnormtotal", "gradnormbeforeclip", "norm", "grdn"), "grad_norm"),
     **dict.fromkeys(("lr", "learningrate", "lrate"), "lr"),
     **dict.fromkeys(("lossscale", "curscale"), "loss_scale"),
     **dict.fromkeys(("samples/s", "samples/sec", "samplespersecond", "samplespersec",
                      "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s",
                      "images/s", "images/sec", "samplespers", "throughput(samples/s)", "rate",
-                     "currsamplespersec", "seqspersecond"),
+                     "currsamplespersec", "seqspersecond",
+                     # PaddlePaddle's trainers (PaddleOCR, PaddleDetection, PaddleClas): "ips:
+                     # 16.05686" is samples (images) per second; "ips: 3001 tokens/s" is
+                     # tokens (``TOKENS_AFTER_RE``)
+                     "ips", "avgips"),
                     "samples_per_s"),
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
@@ -222,7 +249,12 @@ METRIC_KEYS: dict[str, str] = {
                      "sec/step", "s/step", "batchtime", "dt", "time", "timeperiteration",
                      "elapsedtimeperiteration", "secperstep", "stepduration", "s/iter",
                      "ms/batch", "ms/step", "ms/iter", "ms/it", "time/batch", "timer",
-                     "trainsteptime", "trainsteptiming", "trainsteptimingins"),
+                     "trainsteptime", "trainsteptiming", "trainsteptimingins",
+                     # PaddlePaddle's "batch_cost: 5.97875 s" / "avg_batch_cost: 0.51164 sec"
+                     # (the step's time, its reader_cost included)
+                     "batchcost", "avgbatchcost",
+                     # LeRobot's "updt_s:0.501" (the update's time; its "data_s" is the wait)
+                     "updts"),
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/", "timing/")
@@ -340,7 +372,8 @@ def _json_pairs(text: str) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in obj.items()
             if (isinstance(v, int | float) and not isinstance(v, bool))
             or (isinstance(v, str) and (STEP_OF_TOTAL_RE.fullmatch(v)
-                                        or NUMBER_STR_RE.fullmatch(v)))}
+                                        or NUMBER_STR_RE.fullmatch(v)
+                                        or (str(k).lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v))))}
 
 
 def parse_metric_line(text: str) -> Row | None:
@@ -348,8 +381,11 @@ def parse_metric_line(text: str) -> Row | None:
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
     fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
     if ("%|" in text or "%\\|" in text) and (bar := _last_bar(text)) is not None:
-        return _bar_postfix(text, bar)
+        if (row := _bar_postfix(text, bar)) is not None or (after := _after_bar(text, bar)) is None:
+            return row
+        text = after  # a log record fused after the bar is read on its own
     row: Row = {}
+    by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
         step_key = next((k for k in pairs if re.sub(r"[ _]", "", k.lower()) in STEP_RANK
@@ -367,6 +403,9 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(it)
         parts: Row = {}
         for k, v in pairs.items():
+            if k.lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v):
+                row["train_time_s"] = hms_to_s(v)
+                continue
             if k.lower() in TOTAL_KEYS:
                 total = _number(v, None)
                 if total is not None and total == total and total > 0:
@@ -403,15 +442,47 @@ def parse_metric_line(text: str) -> Row | None:
             row["total_iterations"] = int(m["tot"])
         if m["e"] or m["be"]:
             row["epoch"] = float(m["e"] or m["be"])
+    elif m is None and (m := _epoch_counter(text)) is not None:
+        # the epoch is the only counter ("Epoch 939 loss 0.7634 | train 2.1s"): an epoch row,
+        # a step only where the log counts no steps (``diagnose.common.epoch_counted``)
+        row["iteration"] = int(m["e"])
+        row["epoch"] = float(m["e"])
+        by_epoch = True
     elif m is None:
         return None
     else:
-        row["iteration"] = int(m["n"].replace(",", ""))
+        row["iteration"] = int(m["n"].replace(",", "")) * STEP_SUFFIX.get(m["sfx"] or "", 1)
         if m["tot"]:
             row["total_iterations"] = int(m["tot"])
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
+
+
+def _epoch_counter(text: str) -> re.Match[str] | None:
+    """The epoch of a line that no other counter numbers, or None (also on a tqdm bar of any
+    layout: "Epoch 10/10: 240it [05:55,  1.47s/it, loss=5.46]" counts the bar's steps)."""
+    if any(bar.search(text) for bar in TQDM_FORMATS[1:]):
+        return None
+    return EPOCH_RE.search(text)
+
+
+def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
+    """A row counted by its epoch: one with a training loss, marked ``event="epoch"``; none
+    without (word_language_model's "| end of epoch   1 | time: 24.19s | valid loss  5.15" is
+    the epoch's validation, not a step)."""
+    if row is None or not by_epoch:
+        return row
+    if row.get("loss") is None or row.get("event") is not None:
+        return None
+    row["event"] = EPOCH_EVENT
+    return row
+
+
+def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None:
+    """The metrics of a step line whose counter ``m`` was read into ``row``; ``rest`` is the
+    line with the counter blanked."""
     parts: Row = {}
     plain_time: float | None = None
     step_rate = False  # a rate printed bare ("500.12/s") is the step's own: samples / its time
@@ -428,6 +499,8 @@ def parse_metric_line(text: str) -> Row | None:
             if part and part not in parts:
                 parts[part] = _number(p["v"], p["u"])
             continue
+        if col == "samples_per_s" and TOKENS_AFTER_RE.match(rest, p.end()):
+            col = "tokens_per_s"
         if col in row:
             continue
         value = _number(p["v"], p["u"])
@@ -488,6 +561,16 @@ def _as_eval(row: Row) -> Row | None:
     if row.get("epoch") is not None:
         out["epoch"] = row["epoch"]
     return out
+
+
+def _after_bar(text: str, bar: re.Match[str]) -> str | None:
+    """The text a tqdm bar's redraw left on the line after the bar's closing bracket (a log
+    record written while the bar was on screen: ``4/100 [00:04<01:12,  1.32it/s][2024-04-02
+    01:59:46][INFO] - step=5 loss=3.6606``), or None when nothing follows it."""
+    close = text.find("]", bar.end())
+    if close < 0 or not text[close + 1:].strip():
+        return None
+    return text[close + 1:]
 
 
 def _last_bar(text: str) -> re.Match[str] | None:

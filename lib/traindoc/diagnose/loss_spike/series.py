@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ...incident import Incident
-from ..common import as_float, place_unnumbered_skips
+from ..common import as_float, epoch_counted, place_unnumbered_skips
 
 SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped", "nan",
                   "consumed_samples", "consumed_tokens", "global_batch_size", "source", "line")
@@ -84,7 +84,7 @@ def series(incident: Incident) -> pd.DataFrame:
     """One row per iteration: the metrics of every line or export row for it, the last value
     logged winning (a restarted job's rerun replaces the first attempt; per-tag exports merge);
     ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf."""
-    it = across_epochs(place_unnumbered_skips(incident))
+    it = across_epochs(epoch_counted(place_unnumbered_skips(incident), incident.progress))
     cols = list(SERIES_COLUMNS)
     if not len(it) or it["iteration"].notna().sum() == 0 or (
             "event" in it.columns and not (it["iteration"].notna() & it["event"].isna()).any()):

@@ -24,6 +24,7 @@ from .change import (
     mid_pause,
     short_creep,
     trailing_stall,
+    within_resolution,
 )
 from .series import (
     METRICS,
@@ -406,8 +407,9 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             change = short_creep(vals, spec.higher_is_better)
         if change is None and not spec.higher_is_better:  # (seconds: the wall time it lost)
             change = mid_pause(vals, series["iteration"].to_numpy(dtype=float)[used])
-        if change is not None and not material(change):
-            change = None  # a healthy run's wander (warm-up settling, a mean converging)
+        if change is not None and (not material(change) or within_resolution(change, cleaned)):
+            change = None  # a healthy run's wander (warm-up settling, a mean converging), or
+            # one step of a coarse clock
         if change is not None:
             pos = int(used[change.index])
     steady = steady_rate(cleaned) if spec is not None and change is None else None

@@ -299,6 +299,27 @@ def material(ch: Change) -> bool:
     return ch.drop_pct >= floor
 
 
+RESOLUTION_MIN_PCT = 1.0  # a series whose values step by at least this much of its level is coarse
+
+
+def resolution(values: np.ndarray) -> float:
+    """The step between a series' values: the smallest difference between two distinct values
+    (a clock of whole seconds read every 10 steps gives multiples of 0.1 s per step); 0.0 with
+    fewer than three distinct values (two levels are a change, not a clock's rounding)."""
+    x = np.unique(np.round(values[np.isfinite(values)], 9))
+    return float(np.min(np.diff(x))) if len(x) > 2 else 0.0
+
+
+def within_resolution(ch: Change, values: np.ndarray) -> bool:
+    """Whether a change is no more than one step of a coarse series (``resolution`` at least
+    ``RESOLUTION_MIN_PCT`` of the baseline): the medians on either side differ by the clock's
+    rounding, not by a change of speed (LLaMA-Factory's "elapsed_time": "0:00:24" every 10
+    steps: 2.3 against 2.4 s per step)."""
+    q = resolution(values)
+    return (q > 0 and ch.baseline > 0 and q >= ch.baseline * RESOLUTION_MIN_PCT / 100
+            and abs(ch.degraded - ch.baseline) <= q * (1 + 1e-6))
+
+
 SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
 SEPARATED_DROP_PCT = 5.0
 
@@ -334,5 +355,6 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
 
 
 __all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
-           "Change", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "short_creep",
+           "Change", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "resolution",
+           "short_creep", "within_resolution",
            "trailing_stall"]
