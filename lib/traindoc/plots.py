@@ -320,10 +320,9 @@ def stack_groups(groups: pd.DataFrame, max_groups: int = 20) -> Figure | Message
     labels = []
     sites = g["call_site"] if "call_site" in g else [None] * len(g)
     for leaf, site, members in zip(g["leaf"], sites, g["members"], strict=False):
-        text = str(leaf) if isinstance(leaf, str) and leaf else "(no Python frame)"
-        text = text if len(text) <= 60 else "…" + text[-59:]
+        text = _tail(str(leaf) if isinstance(leaf, str) and leaf else "(no Python frame)", 60)
         if isinstance(site, str) and site:
-            text += f"\n← {site if len(site) <= 58 else '…' + site[-57:]}"
+            text += f"\n← {_tail(site, 58)}"
         names = [f"rank {m}" if isinstance(m, int) else _tail(str(m), 28)
                  for m in list(members)[:3]]
         labels.append(f"{text}\n[{', '.join(names)}{' …' if len(members) > 3 else ''}]")
