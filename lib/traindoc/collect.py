@@ -54,7 +54,7 @@ FR_PREFIX_VARS = (b"TORCH_FR_DUMP_TEMP_FILE", b"TORCH_NCCL_DEBUG_INFO_TEMP_FILE"
 # pids as logs print them: NCCL's "host:pid:tid [rank] NCCL INFO", torchrun's "pid: N" /
 # "(pid: N)", "PID N", "pid=N", "Process N:" (py-spy), "[PID N]"
 LOG_PID_RES = (
-    re.compile(r"^\S*?[\w.-]+:(?P<pid>\d{1,9}):\d{1,9} \[\d+\] NCCL ", re.MULTILINE),
+    re.compile(r"^\S*?[\w.-]:(?P<pid>\d{1,9}):\d{1,9} \[\d+\] NCCL ", re.MULTILINE),
     re.compile(r"\bpid(?:\s*[:=]\s*|\s+)(?P<pid>\d{1,9})\b", re.IGNORECASE),
     re.compile(r"^Process (?P<pid>\d{1,9}): ", re.MULTILINE),
 )

@@ -217,7 +217,7 @@ def step_totals_by_rank(incident: Incident) -> dict[int, int]:
     return {int(r): int(t) for r, t in pr.groupby("rank")["total"].max().items()}
 
 
-RUN_DIR_RE = re.compile(r"([^/\\]+)[/\\]attempt_\d+[/\\]")
+RUN_DIR_RE = re.compile(r"(?<![^/\\])([^/\\]+)[/\\]attempt_\d+[/\\]")
 
 
 SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)$")

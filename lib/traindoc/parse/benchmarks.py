@@ -213,11 +213,14 @@ STRAGGLER_PAIR_RE = re.compile(
 STRAGGLER_RANKS_RE = re.compile(
     r"\^\^\^\^ (?P<which>Bottom|Top)\s+\d+ Ranks with (?:lowest|highest)\s+(?P<name>\w+)\((?P<unit>\w+)\):"
     r"(?P<rest>.*)")
-RANKED_VALUE_RE = re.compile(r"(?P<v>[-+]?[\d.]+)(?P<unit>[A-Za-z%]*)/(?P<rank>\d+)")
+RANKED_VALUE_RE = re.compile(r"(?<![\d.])(?P<v>[-+]?[\d.]+)(?P<unit>[A-Za-z%]*)/(?P<rank>\d+)")
 TIMERS_HEAD_RE = re.compile(r"(?P<kind>\(min, max\) time|max time|times) across ranks \(ms\):"
                             r"(?P<rest>.*)")
-TIMER_MINMAX_RE = re.compile(r"^\s*(?P<name>[^:()]+?)\s*\.*:\s*\((?P<min>[\d.]+),\s*(?P<max>[\d.]+)\)")
-TIMER_MAX_RE = re.compile(r"^\s*(?P<name>[^:()]+?)\s*\.*:\s*(?P<max>[\d.]+)\s*$")
+# (the name starts and ends with a character that is no space or dot, and spaces and dots are
+# read possessively: a long line of spaces is read in linear time)
+TIMER_NAME = r"^\s*+(?P<name>[^\s:()](?:[^:()]*[^\s:().])?)\s*+\.*+:\s*+"
+TIMER_MINMAX_RE = re.compile(TIMER_NAME + r"\((?P<min>[\d.]+),\s*(?P<max>[\d.]+)\)")
+TIMER_MAX_RE = re.compile(TIMER_NAME + r"(?P<max>[\d.]+)\s*$")
 # (the loader has stripped the leading spaces of these indented lines with the line's prefixes)
 TIMER_NAME_RE = re.compile(r"^\s*(?P<name>[^\s:][^:]*):\s*$")
 TIMER_RANK_RE = re.compile(r"^\s*rank\s+(?P<rank>\d+):\s*(?P<v>[\d.]+)\s*$")

@@ -67,7 +67,7 @@ BLOCKING_WAIT_RES = (
     re.compile(r"Caught collective operation timeout for work:\s*WorkNCCL"
                r"\((?P<body>[^()]*(?:\(ms\)[^()]*)*)\)"),
 )
-WORK_FIELD_RE = re.compile(r"(?P<key>\w+(?:\(ms\))?)\s*=\s*(?P<val>[^,]*)")
+WORK_FIELD_RE = re.compile(r"(?<!\w)(?P<key>\w+(?:\(ms\))?)\s*=\s*(?P<val>[^,]*)")
 
 WORK_STATUS_RE = re.compile(
     r"(?:Timeout at NCCL work|Exception hit in NCCL work|by watchdog at work"

@@ -287,7 +287,7 @@ class DeepSpeedStepParser:
 
 # -- step: N  key: value (torchtitan and alike) --------------------------------------------
 STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)(?:/(?P<total>\d+))?\b(?P<rest>.*)")
-PAIR_RE = re.compile(r"(?P<k>[A-Za-z_][\w/]*):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
+PAIR_RE = re.compile(r"(?<![A-Za-z_])(?P<k>[A-Za-z_][\w/]*+):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
                      r"(?P<u>%|ms|s|GiB)?")
 # key -> (column, scale); tps/wps are per device in torchtitan (tokens / (time * non-DP size))
 STEP_KEYS: dict[str, tuple[str, float]] = {
@@ -347,7 +347,7 @@ def parse_step_kv(text: str) -> Row | None:
 LIGHTNING_RE = re.compile(
     r"\bEpoch (?P<epoch>\d+):\s*(?::\s*)?\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[\d:]+)(?:<[\d:?]+)?(?:,\s*(?P<rate>[\d.]+)(?P<unit>s/it|it/s))?(?P<post>[^\]]*)\]")
-POSTFIX_RE = re.compile(r"(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan)(?=[,\]\s]|$)")
+POSTFIX_RE = re.compile(r"(?<![\w/])(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan)(?=[,\]\s]|$)")
 # NeMo's bar ("Epoch 0: :  47%|████▋ | 7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000,
 # …, train_step_timing in s=49.50]"): reduced_train_loss is the step's loss, Lightning 1.x's own
 # "loss=" a running mean of the last 20 steps; global_step is the step across epochs
@@ -481,7 +481,7 @@ HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate':
 
 # -- OLMo's metrics block ------------------------------------------------------------------------
 OLMO_HEADER_RE = re.compile(r"\[step=(?P<it>\d+)(?:/(?P<total>\d+))?(?:,epoch=(?P<epoch>\d+))?\]")
-OLMO_METRIC_RE = re.compile(r"^\s*(?P<k>[\w/.() -]+?)=(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+OLMO_METRIC_RE = re.compile(r"^\s*+(?P<k>[\w/.()-][\w/.() -]*?)=(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 OLMO_KEYS = {
     "train/CrossEntropyLoss": "loss", "train/ce_loss": "loss",
     "optim/total_grad_norm": "grad_norm", "train/grad_norm": "grad_norm",
@@ -605,7 +605,7 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                     {"loss": "loss", "cur_batch_loss": "loss", "train_loss": "loss", "lr": "lr",
                      "grad_norm": "grad_norm"}),
 }
-PIPE_FIELD_RE = re.compile(r"^\s*(?P<k>[^:|]+?)\s*:\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
+PIPE_FIELD_RE = re.compile(r"^\s*+(?P<k>[^\s:|](?:[^:|]*[^\s:|])?)\s*+:\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
                            r"(?P<u>ms|s\b|%|[KMGT]\b)?")
 # a human-format suffix (nanotron's "2.35K tokens/s", "85.8G tokens")
 KV_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}

@@ -57,7 +57,7 @@ from .base import LineParser, Row, digits_int, hms_to_s
 MAX_COMM_RANKS = 1 << 20  # the largest communicator RAS can describe, far above any real job
 RANK_LIST_RE = re.compile(r"\d+")
 
-STALL_RE = re.compile(r"(?P<op>[\w./-]+)\s*\[(?P<kind>missing|ready)\s+ranks:\s*"
+STALL_RE = re.compile(r"(?<![\w./-])(?P<op>[\w./-]+)\s*\[(?P<kind>missing|ready)\s+ranks:\s*"
                       r"(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*\]")
 # torch's desync report (c10d TraceUtils.h, 1.13+), one line per finding, each naming the ranks
 # behind the rest: those that never reached the next collective, those still inside the oldest

@@ -68,7 +68,7 @@ SLURMSTEPD_PREFIX = "slurmstepd-"
 # (pdsh writes "host: " and the line as it was: an indented line keeps its spaces after it;
 # a tqdm bar's description is no host: "lokr-test-2:  40%|###9 | 1199/3000" (ai-toolkit#595))
 HOST_RE = re.compile(
-    r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?= *\S)(?! *\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
+    r"(?<![A-Za-z])(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?= *\S)(?! *\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
 )
 # pdsh / DeepSpeed's launcher name the local node "localhost" (no digit), and any host name
 # stands before a torchrun or c10 rank tag ("localhost: [rank0]: …", "gpu-a: [default3]:")

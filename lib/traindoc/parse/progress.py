@@ -30,18 +30,27 @@ COUNT = r"\d+(?:\.\d+)?[kMG]?"
 ELAPSED = (r"\[(?P<elapsed>[\d:]+(?:\s*days?,\s*[\d:]+)?)"
            r"(?:<(?P<remaining>[\d:?]+(?:\s*days?,\s*[\d:]+)?))?")
 RATE = r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>[a-zA-Z]*/[a-zA-Z]+))"
+# The bar's description: the text from the line's start or the last separator (``|``, CR, LF;
+# ``%`` too where the bar is lost) to the count, its spaces and colon left out. It starts only
+# after a separator (a later start would find the same bar) and is read in words, each spaces
+# then a character, possessively: a search of a long line that holds no bar (a 56 KB list of
+# label ids, a run of spaces) is linear in its length, not quadratic or cubic.
+def _desc(sep: str, colon: str = r":?+") -> str:
+    return (rf"(?:(?<![^{sep}])(?P<desc>(?:\s*+[^\s{sep}])*?)\s*+{colon}\s*+)?")
+
+
 # tqdm's layouts, one entry each: what the bar shows differs, the fields after it do not.
 TQDM_FORMATS: tuple[re.Pattern[str], ...] = (
     # the bar: ``Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]``
-    re.compile(r"(?:(?P<desc>[^|\r\n]*?):?\s*)?(?P<pct>\d{1,3})%\\?\|[^|]*\|\s*"
+    re.compile(_desc(r"|\r\n") + r"(?P<pct>\d{1,3})%\\?\|[^|]*\|\s*"
                rf"(?P<n>{COUNT})/(?P<total>{COUNT})\s*{ELAPSED}{RATE}?"),
     # the bar lost (a paste, a bar_format without it): ``Train Epoch #73:  82% 1025/1252
     # [35:04<13:48,  3.65s/it, loss=0.946]``; the rate is required (it is what makes it tqdm's)
-    re.compile(r"(?:(?P<desc>[^|\r\n%]*?):?\s*)?(?P<pct>\d{1,3})%\s+"
+    re.compile(_desc(r"|\r\n%") + r"(?P<pct>\d{1,3})%\s+"
                rf"(?P<n>{COUNT})/(?P<total>{COUNT})\s*{ELAPSED}"
                r",\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)"),
     # no total (an iterable without len()): ``Epoch 10/10: 240it [05:55,  1.47s/it, loss=5.46]``
-    re.compile(r"(?:(?P<desc>[^|\r\n]*?):\s*)?(?<![\w.])(?P<n>\d+)it\s*"
+    re.compile(_desc(r"|\r\n", ":") + r"(?<![\w.])(?P<n>\d+)it\s*"
                rf"{ELAPSED}"r",\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)"),
 )
 TQDM_RE = TQDM_FORMATS[0]
