@@ -51,6 +51,7 @@ import pandas as pd
 
 from ..hostlist import runs
 from ..incident import Incident
+from ..parse.collectives import STORE_BARRIER_OP
 from ..report import (
     Action,
     Confidence,
@@ -226,7 +227,11 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
     else:
         detail = ""
     if timed_out or not detail:
-        title = timeout_title(f)
+        c = incident.collectives
+        status = c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
+        # Nothing timed out yet (a hang report, ranks still waiting in the start-up barrier):
+        # the title says what has not completed, never that a rank timed out.
+        title = timeout_title(f, reported_only=not timed_out and not len(status))
         title = title[:1].lower() + title[1:]
         detail = f"{title}: {detail}" if detail else title
     return Sighting("timeout", rows, detail, ranks or _ranks(rows), report=rep,
@@ -826,12 +831,19 @@ def _verdict(ordered: list[Sighting], how: str | None, not_checked: list[dict[st
     rest = "; ".join(f"then {s.cls} ({said(s)})" for s in ordered[1:])
     why = {"time": "it came first", "root_cause": "torchrun's root-cause record names it",
            "file_order": "its lines come first in the files (no timestamps to compare)",
-           "same_hang": "the stack dumps say where the job hangs; the collectives' record "
-                        "shows the same hang"}[how or ""]
+           "same_hang": _same_hang_why(a)}[how or ""]
     conf = {"time": "high", "root_cause": "medium", "file_order": "low",
             "same_hang": "medium"}[how or ""]
     ending = "its consequences" if len(ordered) > 2 else "its consequence"
     return f"{a.cls} is the likely cause ({why}; {said(a)}); {rest} — {ending}.", conf
+
+
+def _same_hang_why(a: Sighting) -> str:
+    """Why the deadlock leads a timeout that is a view of the same hang."""
+    if "op_type" in a.rows and (a.rows["op_type"] == STORE_BARRIER_OP).all():
+        return ("the ranks are still waiting in the start-up barrier, which has not timed out: "
+                "a hang before the first collective")
+    return "the stack dumps say where the job hangs; the collectives' record shows the same hang"
 
 
 def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]],
