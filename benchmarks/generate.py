@@ -386,6 +386,36 @@ def dated_log(path: Path, size_bytes: int, seed: int = 0) -> Path:
     return path
 
 
+# Long lines that hold no record, as jobs print them: ms-swift's token-id dumps (a 56 KB
+# "[LABELS_IDS] [-100, -100, …]"), padded tables, runs of spaces, dots and separators. Each is
+# the start of a pattern many times over with nothing to complete it.
+LONG_LINE_UNITS = ("-100, ", " ", "1234567890 ", "a", "| 12 ", "a: 1, ", "50% ", "1/2 ",
+                   "loss=1.0 ", ".", "[1] ", "step loss lr ", "x=", "ab1")
+LONG_LINE_HEADS = ("[INFO:swift] [LABELS_IDS] [", "", "    forward-compute ", "Epoch 3: ",
+                   "rank0: ", "iteration ")
+
+
+def long_lines(line_len: int, size_bytes: int) -> Iterator[str]:
+    """Lines of ``line_len`` characters, every head with every unit in turn, up to
+    ``size_bytes``."""
+    n = 0
+    while n < size_bytes:
+        for head in LONG_LINE_HEADS:
+            for unit in LONG_LINE_UNITS:
+                line = (head + unit * (line_len // len(unit) + 1))[:line_len]
+                n += len(line) + 1
+                yield line
+                if n >= size_bytes:
+                    return
+
+
+def long_lines_log(path: Path, line_len: int, size_bytes: int) -> Path:
+    """Write the long-lines log (once)."""
+    if not path.exists():
+        write_lines(path, long_lines(line_len, size_bytes))
+    return path
+
+
 def write_lines(path: Path, lines: Iterator[str], gz: bool = False) -> int:
     """Write lines (each ending in a newline) in large batches; return the bytes written."""
     path.parent.mkdir(parents=True, exist_ok=True)

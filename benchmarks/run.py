@@ -312,6 +312,15 @@ def main(argv: list[str] | None = None) -> int:
             f"{per_big / per_small:.1f}x the 16 MiB slice's", "linear (<= 1.5x)",
             per_big / per_small <= 1.5)
 
+    # hostile long lines stay linear too: the same bytes in lines 8x as long cost no more per byte
+    lsize = 4 * MiB if quick else 16 * MiB
+    short_l = generate.long_lines_log(CACHE / f"long_4K_{lsize // MiB}MiB.log", 4096, lsize)
+    long_l = generate.long_lines_log(CACHE / f"long_32K_{lsize // MiB}MiB.log", 32768, lsize)
+    a, b = run_child("ingest", short_l), run_child("ingest", long_l)
+    tab.add(f"long lines {lsize // MiB} MiB: 32 KiB lines vs 4 KiB", f"{b['load_s']:.1f} s vs "
+            f"{a['load_s']:.1f} s = {b['load_s'] / a['load_s']:.1f}x", "linear (<= 1.5x)",
+            b["load_s"] / a["load_s"] <= 1.5)
+
     got = run_child("ingest", per_rank)
     tab.add(f"{n_ranks} per-rank files ({got['lines']:,} lines)", f"{got['load_s']:.1f} s, "
             f"peak {got['peak_mib']:.0f} MiB")
