@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import traindoc
@@ -152,6 +153,50 @@ def test_collector_timestamp_before_the_rank_prefix() -> None:
     text, origin = demux(" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 "
                          "ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught")
     assert (origin.rank, origin.rank_global) == (13, True) and text.startswith("[E218")
+
+
+@pytest.mark.parametrize(("line", "rank", "body"), [
+    # modelscope/ms-swift#7992: the collector's own time, no date
+    ("18:00:35.575 [rank2]:[W205 18:00:35.271546125 ProcessGroupNCCL.cpp:1538] Warning: "
+     "WARNING: destroy_process_group() was not called before program exit", 2, "[W205"),
+    # GeneticTrading (pasted run): the app's tag on every line it relays
+    ("[TRAINING] [rank0]: Traceback (most recent call last):", 0, "Traceback"),
+    # a date in full-width brackets (a Chinese-language wrapper), glued to the tag
+    ("\u30102025-03-04 10:11:12\u3011[rank3]: RuntimeError: CUDA error: an illegal memory "
+     "access was encountered", 3, "RuntimeError"),
+    # a Markdown quote of a pasted log
+    ("> [rank1]: torch.distributed.DistBackendError: NCCL error", 1, "torch.distributed"),
+])
+def test_any_short_lead_before_the_rank_tag(line: str, rank: int, body: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    text, origin = demux(line)
+    assert (origin.rank, origin.rank_global) == (rank, True) and text.startswith(body)
+
+
+def test_a_host_or_an_exception_before_the_rank_tag_is_not_a_lead() -> None:
+    from traindoc.parse.prefixes import demux
+
+    assert demux("node-17: [rank0]: x")[1].host == "node-17"
+    assert demux("(WorkerDict pid=4) [rank3]: y")[1].pid == 4
+    assert demux("Exception: [rank0]: bad")[1].rank is None
+
+
+def test_both_engines_read_a_lead_before_the_rank_tag_alike(tmp_path: Path) -> None:
+    # the fast engine memoises who wrote a line by its first bytes: a stamp with no rank tag
+    # after it must not decide the next line's, which has one
+    stuck = ("[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] [PG ID 12 PG GUID "
+             "99(EXPERT_MODEL_PARALLEL_GROUP) Rank {r}] ProcessGroupNCCL's watchdog got stuck for "
+             "480 seconds without making progress in monitoring enqueued collectives.")
+    lines = [f"18:00:31.711 {stuck.format(r=7)}",  # no rank tag: a memo on "18:00:31" says none
+             *(f"18:00:3{r}.575 [rank{r}]:{stuck.format(r=r)}" for r in range(4))]
+    (tmp_path / "job.log").write_text("\n".join(lines) + "\n")
+    plain = traindoc.load(str(tmp_path), engine="plain", workers=1)
+    fast = traindoc.load(str(tmp_path), engine="fast", workers=1)
+    for t in plain.tables:
+        pd.testing.assert_frame_equal(plain.tables[t], fast.tables[t], obj=t)
+    assert sorted(plain.errors["rank"].dropna().astype(int)) == [0, 1, 2, 3]
+    assert plain.errors["rank"].isna().sum() == 1
 
 
 def test_docker_compose_prefix_is_stripped_not_a_host() -> None:

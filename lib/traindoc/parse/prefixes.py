@@ -75,6 +75,14 @@ HOST_RE = re.compile(
 HOST_BEFORE_TAG_RE = re.compile(
     r"(?P<host>localhost|[A-Za-z][\w.\-]{0,62}(?=: \[(?:rank|default)\d+\]:)): (?=\S)")
 
+# Whatever a collector or wrapper writes before torch's rank tag at the line's start (its own
+# time "18:00:35.575 " (ms-swift#7992), an app tag "[TRAINING] " (GeneticTrading), a date in
+# full-width brackets, a Markdown quote "> "): up to 48 characters that end in a space or a
+# bracket. Each is a prefix; the rank tag names the writer. A host ("gpu3: "), a Ray actor or a
+# [stdout] tag before it is read by its own pattern (``lead_before_rank``).
+LEAD_BEFORE_RANK_RE = re.compile(
+    r"(?P<lead>[^\r\n]{1,48}?)(?<=[\s\]\u3011>])(?=\[(?:rank|default)\d+\]:)")
+LEAD_MAX = 48
 # A log collector's timestamp before the launcher's rank prefix (``2024-11-20 14:37:16 [rank3]: …``):
 # both are prefixes (the body that follows is what the rank wrote; the collector's time is not
 # the line's own and is dropped with them, so every engine reads the same body).
@@ -166,16 +174,13 @@ def demux(text: str) -> tuple[str, Origin]:
     rank = host = pid = task = when = None
     rank_global = False
     pos = 0
-    if text[:1] in "[2 ":
-        ts = TS_THEN_RANK_RE.match(text)
-        if ts:
-            m = ROLE_RE.match(text, ts.end())
-            if m:
-                rest, origin = demux(text[m.end():])
-                inner = origin.rank is not None and origin.rank_global
-                return rest, Origin(
-                    rank=origin.rank if inner else digits_int(m["n"]), host=origin.host,
-                    pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
+    ts = (TS_THEN_RANK_RE.match(text) if text[:1] in "[2 " else None) or lead_before_rank(text)
+    if ts and (m := ROLE_RE.match(text, ts.end())):
+        rest, origin = demux(text[m.end():])
+        inner = origin.rank is not None and origin.rank_global
+        return rest, Origin(
+            rank=origin.rank if inner else digits_int(m["n"]), host=origin.host,
+            pid=origin.pid, task=origin.task, rank_global=inner or m["role"] == "rank")
     start = 0  # where a host prefix may stand: the line's start, or just after a container tag
     for _ in range(6):
         at_start = pos == start and pos > 0  # (the line's own indentation is no prefix's)
@@ -249,6 +254,21 @@ def demux(text: str) -> tuple[str, Origin]:
         pos = m.end()
     return text[pos:], Origin(rank=rank, host=host, pid=pid, task=task, rank_global=rank_global,
                               time=when)
+
+
+def lead_before_rank(text: str) -> re.Match[str] | None:
+    """A collector's or wrapper's lead before torch's rank tag at the start of ``text``
+    (``LEAD_BEFORE_RANK_RE``), or None: none, or one that another prefix pattern reads."""
+    head = text[: LEAD_MAX + 12]
+    if "[rank" not in head and "[default" not in head:
+        return None
+    m = LEAD_BEFORE_RANK_RE.match(text)
+    if m is None:
+        return None
+    lead = m["lead"].strip()
+    if not lead or ": " in m["lead"] or "[std" in lead or lead.startswith(("(", "[pod/")):
+        return None
+    return m
 
 
 def line_time(text: str, year: int | None) -> datetime | None:

@@ -55,6 +55,7 @@ import numpy as np
 from ..parse.prefixes import (
     DETERMINED_SHORT_RE,
     HOST_MAY_FOLLOW_RE,
+    LEAD_MAX,
     demux,
     line_time,
     split_physical,
@@ -109,6 +110,13 @@ def year_effect(raw: str) -> int | None:
 
 
 # --- who wrote a line, memoised ------------------------------------------------------------
+def _rank_tag_later(line: bytes) -> bool:
+    """Whether torch's rank tag stands past the start of ``line``'s head, where a lead before
+    it (``prefixes.lead_before_rank``) may make it the line's prefix."""
+    head = line[: LEAD_MAX + 12]
+    return head.find(b"[rank") > 0 or head.find(b"[default") > 0
+
+
 class PrefixCache:
     """``prefixes.demux`` memoised on the bytes of an ASCII line.
 
@@ -130,6 +138,8 @@ class PrefixCache:
             hit = self.by_len[k].get(line[:k])
             if hit is not None:
                 c, origin, check = hit
+                if c == 0 and _rank_tag_later(line):
+                    break  # a lead before a rank tag ("18:00:35.575 [rank2]: "): demux decides
                 if not check:
                     return c, origin, k
                 rest = line[c:].decode("ascii")
