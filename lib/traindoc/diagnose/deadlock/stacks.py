@@ -506,7 +506,8 @@ HANG_STATES = ("D", "dump_error", "listed")
 
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
+    ``raised``, nor a watchdog's dump the process went on after, ``progress``), or a state that
+    says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
     as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
@@ -517,7 +518,7 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
     unsure = (state == "traceback") | headless
-    keep = framed & (state != "raised") & (alone | ~unsure)
+    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure)
     return stacks[keep | state.isin(HANG_STATES)]
 
 
