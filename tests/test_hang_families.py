@@ -337,3 +337,33 @@ def test_a_headless_faulthandler_tail_beside_a_crash_is_no_hang(tmp_path: Path) 
             "Rank 0] Process group watchdog thread terminated with exception: CUDA error: an illegal "
             "memory access was encountered\n")
     assert "deadlock" not in _classes(tmp_path, text)
+
+
+WATCHDOG_WENT_ON = (
+    # apache/spark#51309: Spark's periodic dump of a slow UDTF analyze(), then the query's table
+    'Timeout (0:00:10)!\nThread 0x00000001ff418f80 (most recent call first):\n'
+    '  File "<stdin>", line 5 in analyze\n'
+    '  File "/.../pyspark/sql/worker/analyze_udtf.py", line 160 in main\n...\n\n'
+    "+-----+\n|x_out|\n+-----+\n|    1|\n+-----+\n",
+    # vulnerability-lookup/vulnerability-lookup#591: pytest's faulthandler_timeout on a slow test
+    'Timeout (0:00:02)!\nThread 0x00007f809fc98340 (most recent call first):\n'
+    '  File ".../test_fh_probe.py", line 5 in test_slow\n'
+    '  File ".../_pytest/python.py", line 167 in pytest_pyfunc_call\n  ...\n1 passed in 4.00s\n',
+)
+
+
+@pytest.mark.parametrize("text", WATCHDOG_WENT_ON)
+def test_a_watchdog_dump_the_process_went_on_after_is_no_hang(tmp_path: Path, text: str) -> None:
+    inc = _load(tmp_path, text)
+    assert list(inc.stacks["state"]) == ["progress"]
+    assert _facts(tmp_path, text)["processes_seen"] == 1
+    assert "deadlock" not in _classes(tmp_path, text)
+
+
+def test_a_watchdog_dump_with_nothing_after_or_a_kill_is_a_hang(tmp_path: Path) -> None:
+    # Tribler/tribler#7696 (a test blocked in join), as posted and then killed
+    dump = ('Timeout (0:00:15)!\nThread 0x0000700007d81000 (most recent call first):\n'
+            '  File "/src/tribler/core/upgrade/tests/test_triblerversion.py", line 56 in '
+            'block_forever\n  File "/usr/lib/python3.9/threading.py", line 910 in run\n')
+    for text in (dump, dump + "Terminated\n"):
+        assert "deadlock" in _classes(tmp_path, text)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import traindoc
-from traindoc.diagnose import timeout
+from traindoc.diagnose import deadlock, timeout
 from traindoc.parse.collectives import (
     parse_dump_signal,
     parse_socket_timeout,
@@ -154,9 +154,39 @@ def test_horovod_ready_ranks() -> None:
         ("HorovodAllreduce", None, "timed_out"), ("HorovodAllreduce", 3, "started"),
         ("DistributedMomen", None, "timed_out"), ("DistributedMomen", 2, "started"),
         ("DistributedMomen", 0, "started"), ("DistributedMomen", 1, "started")]
+    assert not [r for r in rows if r["state"] == "absent"]  # a few ready: ops split, no lag
     rows = parse_stall("allreduce.conv1.weight [ready ranks: 5, 1, 4, 7, 2, 3]") or []
-    assert {r.get("rank") for r in rows} == {None, 5, 1, 4, 7, 2, 3}
-    assert not [r for r in rows if r["state"] == "absent"]  # the world size is not printed
+    assert {r.get("rank") for r in rows} == {None, 5, 1, 4, 7, 2, 3, 0, 6}
+    # ranks count from 0: a gap below the highest ready rank lags; above it the world size is
+    # not printed
+    assert [r["rank"] for r in rows if r["state"] == "absent"] == [0, 6]
+
+
+def test_horovod_ready_ranks_gaps_lag() -> None:
+    # horovod/horovod#215 (32 ranks, 16 left out of both stalled ops' lists) and horovod#334
+    # (ranks 2 and 3 left out of '1, 7, 5, 4, 6, 0')
+    ready = ("21, 25, 26, 27, 28, 29, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 1, 3, 0, 15, 17, 18, 20, "
+             "22, 23, 24, 31, 8, 19, 2, 30")
+    rows = parse_stall(
+        "WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by "
+        "subset of ranks and are waiting for remainder of ranks for more than 60 seconds. [...] "
+        "Stalled ops: training/SGD/DistributedSGD_Allreduce/HorovodAllreduce_training_SGD_gradien"
+        f"ts_AddN_335_0 [ready ranks: {ready}]") or []
+    assert [r["rank"] for r in rows if r["state"] == "absent"] == [16]
+    rows = parse_stall("allreduce.conv1.weight [ready ranks: 1, 7, 5, 4, 6, 0]") or []
+    assert [r["rank"] for r in rows if r["state"] == "absent"] == [2, 3]
+
+
+def test_horovod_ready_ranks_are_the_deadlocks_processes(tmp_path: Path) -> None:
+    # horovod/horovod#215's shape, eight ranks: the ready ranks are processes seen (no stack),
+    # the one left out the outlier
+    p = tmp_path / "job.log"
+    p.write_text("WARNING: One or more tensors were submitted to be reduced, gathered or "
+                 "broadcasted by subset of ranks and are waiting for remainder of ranks for more "
+                 "than 60 seconds. Stalled ops: HorovodAllreduce_grad_0 [ready ranks: 3, 0, 7, 1, "
+                 "2, 6, 4]\n")
+    f = deadlock.diagnose(traindoc.load(p)).facts
+    assert f["processes_seen"] == 7 and f["outlier_members"] == [5]
 
 
 def test_horovod_stall_names_the_straggler(tmp_path: Path) -> None:

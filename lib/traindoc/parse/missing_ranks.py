@@ -7,7 +7,11 @@ One line each (``LINE_PARSERS``):
 
 - Horovod's stall inspector: ``HorovodBroadcast_dense_kernel_0 [missing ranks: 1]`` (after
   horovod#342) or ``allreduce.conv1.weight [ready ranks: 1, 7, 5]`` (before): the stalled op, a
-  ``timed_out`` row for the rank that printed it, ``absent`` (missing) or ``started`` (ready) rows.
+  ``timed_out`` row for the rank that printed it, ``absent`` (missing) or ``started`` (ready) rows;
+  where most ranks up to the highest ready one are ready, one the list leaves out never arrived
+  (ranks count from 0: horovod#215 lists 0-31 without 16), an ``absent`` row; above it the world
+  size is unknown, and a list of a few (horovod#336's ``[ready ranks: 3]``) is ranks split over
+  different ops, not stragglers.
 - torch's desync report (``TORCH_DISTRIBUTED_DEBUG``/``TORCH_NCCL_DESYNC_DEBUG``): ``[7] finished
   collective #182, but didn't join collective #183 (count from 1)``, ``[2] joined but didn't
   finish collective #5 (count from 1)`` (still in the oldest collective) and ``ranks [1, 3] are
@@ -102,6 +106,7 @@ STORE_WAIT_RE = re.compile(
     r"(?:,\s*timeout=(?P<timeout>(?:\d+ days?,\s*)?[\d:.]+))?")
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"  # as parse.collectives names the barrier's timeout
 MAX_WORLD = 1 << 20
+MAX_READY_RANK = 1 << 16  # a ready list's gaps are read below this rank only (a corrupt number)
 
 JAX_START_RE = re.compile(r"Barrier timed out\.\s*(?:Barrier_id|Id):\s*(?P<id>[^\s.]+(?:\.[^\s.]+)*?)"
                           r"\.(?:\s|$)")
@@ -128,8 +133,12 @@ def parse_stall(text: str) -> list[Row] | None:
         op = m["op"]
         rows.append({"op_type": op, "state": "timed_out"})
         state = "absent" if m["kind"] == "missing" else "started"
-        rows += [{"rank": r, "op_type": op, "state": state, "_named_rank": True}
-                 for r in _ranks(m["ranks"])]
+        named = _ranks(m["ranks"])
+        rows += [{"rank": r, "op_type": op, "state": state, "_named_rank": True} for r in named]
+        gaps = sorted(set(range(max(named))) - set(named)) if max(named) < MAX_READY_RANK else []
+        if state == "started" and len(gaps) < len(set(named)):  # most ready: the gaps lag
+            rows += [{"rank": r, "op_type": op, "state": "absent", "_named_rank": True}
+                     for r in gaps]
     return rows or None
 
 

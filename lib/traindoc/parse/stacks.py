@@ -39,6 +39,9 @@ rank) a line of another writer ends it::
 
 CPython lists threads newest first, so in an all-threads dump the last thread is the main thread;
 it is named ``MainThread`` here (unless the dump was cut with ``...``).
+A dump under ``faulthandler.dump_traceback_later``'s header (``Timeout (0:00:10)!``: pytest's
+``faulthandler_timeout``, Spark's periodic dump) that the process's own output follows (not a
+kill, not the next dump) is a slow step's: its threads' ``state`` is ``progress``, no hang.
 
 gdb's ``py-bt`` (``thread apply all py-bt``; CPython ``Tools/gdb/libpython.py``), most recent
 call first, a source line under each frame, built-in calls as pseudo-frames::
@@ -144,6 +147,11 @@ FH_THREAD_RE = re.compile(
     r"^(?P<current>Current thread|Thread) (?P<tid>0x[0-9a-fA-F]+)(?: \[(?P<name>[^\]]*)\])?"
     r"(?: <(?P<oldname>[^>]*)>)? \(most recent call first\):\s*$")
 FH_STACK_RE = re.compile(r"^Stack \(most recent call first\):\s*$")
+# faulthandler.dump_traceback_later's header (pytest's faulthandler_timeout, Spark's periodic dump)
+FH_WATCHDOG_RE = re.compile(r"^Timeout \((?:\d+ days?, )?\d+:\d{2}:\d{2}(?:\.\d+)?\)!\s*$")
+# what ends a watchdog's dump without the process going on: a kill, or the next dump
+FH_STOPPED_RE = re.compile(r"Killed|Terminated|CANCELLED|Aborted|timed out|Timeout \(|[Ee]xit",
+                           re.IGNORECASE)
 # (a poster's note after the function, two spaces on, is no part of it: "in main    ← all_reduce")
 FH_FRAME_RE = re.compile(
     r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+(?: \S+)*?)(?:\s{2,}\S.*)?\s*$')
@@ -382,7 +390,7 @@ class StackParser:
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
-               "py-spy", "ssh ", "Stack dump for ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
+               "py-spy", "ssh ", "Stack dump for ", "Timeout (", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
                *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
@@ -394,6 +402,8 @@ class StackParser:
         self._in_locals = False
         self._fh: list[dict[str, Any]] = []  # threads of the faulthandler dump being read
         self._fh_cut = False
+        self._watchdog = False  # a dump_traceback_later header was read: the next dump is its
+        self._fh_watchdog = False  # the faulthandler dump being read is a watchdog's
         self._condensed: int | None = None  # the N of the last "N processes are in:" header
         self._hint: dict[str, Any] = {}  # host/pid a separator or prompt named for the next dump
         self._tb: list[dict[str, Any]] = []  # threads of the gdb / call-last dump being read
@@ -412,6 +422,9 @@ class StackParser:
                 return self._pytb_start(ctx)
             if "blocked for more than" in text:
                 return self._hung_start(text, ctx)
+            if text.startswith("Timeout (") and FH_WATCHDOG_RE.match(text):
+                self._watchdog = True
+                return []
             if ("info threads" in text and GDB_INFO_THREADS_RE.match(text.strip())) or (
                     "Target Id" in text and GDB_INFO_HEAD_RE.match(text)):
                 self.section, self._gdb_info = "gdb_info", []
@@ -516,6 +529,7 @@ class StackParser:
         if m or FH_STACK_RE.match(text):
             self.section = "faulthandler"
             self._fh, self._fh_cut = [], False
+            self._fh_watchdog, self._watchdog = self._watchdog, False
             return self._fh_thread(m, ctx)
         if PYSPY_ERROR_RE.match(text):
             return [self._error_row(text, ctx)]
@@ -667,7 +681,7 @@ class StackParser:
         if stripped == "...":
             self._fh_cut = True
             return []
-        out = self._flush_faulthandler()
+        out = self._flush_faulthandler(went_on=not FH_STOPPED_RE.search(stripped))
         self.section = None
         return out + self._restart(text, ctx)
 
@@ -690,8 +704,14 @@ class StackParser:
         rank = self._hint.get("rank")
         return {} if rank is None else {"rank": rank, "named": True}
 
-    def _flush_faulthandler(self) -> list[tuple[str, Row]]:
+    def _flush_faulthandler(self, went_on: bool = False) -> list[tuple[str, Row]]:
+        """The dump's thread rows; a watchdog's dump that the process's own output follows
+        (``went_on``) is a slow step's ``progress`` dump, no hang."""
         threads, self._fh = self._fh, []
+        if went_on and self._fh_watchdog:
+            for t in threads:
+                t["state"] = "progress" if t["state"] in (None, "current") else t["state"]
+        self._fh_watchdog = False
         # a bare frame line (no header) with nothing after it is no stack
         threads = [t for t in threads if t["_all"] or t["tid"] is not None or len(t["frames"]) > 1
                    or t["state"] is not None or (t.get("named") and t["frames"])]

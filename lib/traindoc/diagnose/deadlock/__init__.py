@@ -22,7 +22,7 @@ Rules (documented because the runbook's facts depend on them):
   out. When every process seen is a helper (a worker's own dump), they are the processes. Pid 1
   on no named host is every container's first process: each dump of it is another process.
   Ranks a hang report shows without a stack (waiting in the store-based barrier, compared by a
-  DETAIL mismatch report) are processes too, with no leaf; they name no outlier by themselves.
+  DETAIL mismatch report, ready in a Horovod stalled op) are processes too, with no leaf; they name no outlier by themselves.
 - **Thread.** ``MainThread`` by default (``pt_main_thread`` in faulthandler's OS names; a
   process with one unnamed thread uses it); ``thread="*"`` takes every thread except idle
   helpers (pt_autograd, tqdm's monitor, pin_memory, and non-main threads parked in a stdlib

@@ -411,13 +411,16 @@ REPORTED = "reported"  # a Proc's state: seen in a hang report, no stack
 
 def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     """Ranks a hang report shows waiting (the store-based barrier's ``Waiting in store based
-    barrier … for rank: N``) or compares (a DETAIL ``Detected mismatch between collectives``),
+    barrier … for rank: N``, the ready ranks of Horovod's stalled op) or compares (a DETAIL ``Detected mismatch between collectives``),
     that no stack shows: one ``Proc`` each, no frames, ``state`` ``reported``."""
     c = collectives
     if not len(c) or "state" not in c:
         return []
     barrier = (c["op_type"] == STORE_BARRIER_OP) & (c["state"] == "started")
-    rows = c[(barrier.fillna(False) | (c["state"] == "mismatch").fillna(False)) & c["rank"].notna()]
+    stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & c["rank"].isna()]
+    ready = c["op_type"].isin(set(stalled.dropna())) & (c["state"] == "started")
+    rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False))
+             & c["rank"].notna()]
     known = {p.rank for p in procs if p.rank is not None}
     out: dict[int, Proc] = {}
     for r in rows.itertuples(index=False):
@@ -425,7 +428,8 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
         if rank in known or rank in out:
             continue
         what = ("waiting in the store-based barrier" if r.op_type == STORE_BARRIER_OP
-                else f"in {r.op_type} (DETAIL mismatch report)")
+                else f"in {r.op_type} (DETAIL mismatch report)" if r.state == "mismatch"
+                else f"ready in {r.op_type} (stall report)")
         out[rank] = Proc(key=("rank", None, rank), rank=rank, host=_na(r.host), pid=None,
                          frames=[], leaf=None, signature=f"({what})", in_collective=False,
                          helper=False, source=str(r.source), line=str(_na(r.line) or ""),
@@ -502,7 +506,8 @@ HANG_STATES = ("D", "dump_error", "listed")
 
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
+    ``raised``, nor a watchdog's dump the process went on after, ``progress``), or a state that
+    says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
     as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
@@ -513,7 +518,7 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
     unsure = (state == "traceback") | headless
-    keep = framed & (state != "raised") & (alone | ~unsure)
+    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure)
     return stacks[keep | state.isin(HANG_STATES)]
 
 
