@@ -20,7 +20,8 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
-  nothing is listed under ``not_checked``.
+  nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three
+  or more blips, each over within ``BLIP_POINTS`` logged points) are no finding.
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
