@@ -20,7 +20,8 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
-  nothing is listed under ``not_checked``.
+  nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three
+  or more blips, each over within ``BLIP_POINTS`` logged points) are no finding.
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
@@ -79,6 +80,11 @@ METRIC_CLASSES = ("throughput", "loss_spike")
 # starting after the start-of-run loss-scale calibration, which ends well before this step
 SKIP_RUN = 3
 CALIBRATION_STEPS = 50
+# A loss spike back within tolerance this many logged points after it opened is a blip; a run
+# with NOISE_BLIPS or more of them has a heavy-tailed per-batch loss (a diffusion MSE, a short
+# speedrun's small batches), and triage reads its blips as that noise, not an incident.
+BLIP_POINTS = 4
+NOISE_BLIPS = 3
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
@@ -471,6 +477,33 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
     return int(it)
 
 
+def _loss_iterations(incident: Incident) -> list[int]:
+    """The logged training steps that have a loss, in order."""
+    it = training_steps(incident)
+    if "loss" not in it or "iteration" not in it:
+        return []
+    return sorted({int(x) for x in it.loc[it["loss"].notna(), "iteration"].dropna()})
+
+
+def _without_noise(facts: Mapping[str, Any], steps: list[int]) -> Mapping[str, Any]:
+    """``facts`` without the loss spikes that are the series' own noise: when
+    ``NOISE_BLIPS`` or more spikes each recovered within ``BLIP_POINTS`` logged points
+    (``steps``) of their start, those blips are left out; other spikes stay."""
+    spikes = facts.get("spikes") or []
+
+    def blip(s: Mapping[str, Any]) -> bool:
+        a, b = s.get("start_iteration"), s.get("recovered_iteration")
+        if a is None or b is None:
+            return False
+        n = sum(1 for x in steps if int(a) < x <= int(b))
+        return 1 <= n <= BLIP_POINTS
+
+    blips = [s for s in spikes if blip(s)]
+    if len(blips) < NOISE_BLIPS:
+        return facts
+    return {**facts, "spikes": [s for s in spikes if not blip(s)]}
+
+
 def _skip_run(skipped: list[int], last: int | None) -> int | None:
     """The first step of a run of at least ``SKIP_RUN`` consecutive skipped steps past the
     start-of-run calibration that the log never got past (``last``: its last logged step);
@@ -527,7 +560,9 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
             not_checked: list[dict[str, str]]) -> Sighting | None:
     if rep is None:
         return None
-    start = _metric_found(cls, rep.facts)
+    facts = (_without_noise(rep.facts, _loss_iterations(incident)) if cls == "loss_spike"
+             else rep.facts)
+    start = _metric_found(cls, facts)
     if start is None:
         n = _series_len(incident, cls)
         what = "loss or grad-norm values" if cls == "loss_spike" else "throughput figures"
