@@ -1569,3 +1569,52 @@ def test_a_cascade_the_launcher_logged_before_the_exit_record_is_not_after_it() 
     cascade = next(f.title for f in report.findings if f.id == "cascade")
     assert "failed with it" in cascade and "3 s before the line that names it" in cascade
     assert "-3 s" not in cascade
+
+
+# An exception raised inside a signal handler while the job is torn down is no crash:
+# microsoft/Megatron-DeepSpeed's random-LTD log (Ctrl-C, then DeepSpeed runner's sigkill_handler
+# fails) and scalableminds/webknossos-libs#851 (cluster_tools' handle_kill fails on SIGINT).
+HANDLER_TRACEBACKS = {
+    "deepspeed_runner.log": [
+        "KeyboardInterrupt",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/bin/deepspeed", line 6, in <module>',
+        "    main()",
+        '  File "/opt/conda/lib/python3.8/site-packages/deepspeed/launcher/runner.py", line 519, '
+        "in main",
+        "    result.wait()",
+        '  File "/opt/conda/lib/python3.8/subprocess.py", line 1083, in wait',
+        "    return self._wait(timeout=timeout)",
+        '  File "/opt/conda/lib/python3.8/site-packages/deepspeed/launcher/runner.py", line 511, '
+        "in sigkill_handler",
+        "    result_kill = subprocess.Popen(kill_cmd, env=env)",
+        "NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope",
+    ],
+    "cluster_tools.log": [
+        "Traceback (most recent call last):",
+        '  File "<string>", line 1, in <module>',
+        '  File "/envs/vx-py39/lib/python3.9/multiprocessing/spawn.py", line 116, in spawn_main',
+        "    exitcode = _main(fd, parent_sentinel)",
+        '  File "/envs/vx-py39/lib/python3.9/threading.py", line 1477, in _shutdown',
+        "    lock.acquire()",
+        '  File "/envs/vx-py39/lib/python3.9/site-packages/cluster_tools/schedulers/'
+        'cluster_executor.py", line 132, in handle_kill',
+        "    existing_sigint_handler(signum, frame)",
+        "TypeError: 'Handlers' object is not callable",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HANDLER_TRACEBACKS))
+def test_error_raised_in_a_signal_handler_is_teardown(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text("\n".join(HANDLER_TRACEBACKS[name]) + "\n")
+    inc = traindoc.load(tmp_path)
+    ev = gc_events.failure_events(inc)
+    py = ev[(ev["kind"] == "python") & (ev["table"] == "errors")]
+    assert len(py) and (py["role"] == "cascade").all()
+    assert gpu_crash.analyse(inc).facts["error_kind"] is None
+    # the same exception outside a handler stays the failure
+    plain = [ln.replace("sigkill_handler", "main").replace("handle_kill", "run")
+             for ln in HANDLER_TRACEBACKS[name]]
+    (tmp_path / name).write_text("\n".join(plain) + "\n")
+    assert gpu_crash.analyse(traindoc.load(tmp_path)).facts["error_kind"] == "python"
