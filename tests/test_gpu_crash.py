@@ -1618,3 +1618,17 @@ def test_error_raised_in_a_signal_handler_is_teardown(tmp_path: Path, name: str)
              for ln in HANDLER_TRACEBACKS[name]]
     (tmp_path / name).write_text("\n".join(plain) + "\n")
     assert gpu_crash.analyse(traindoc.load(tmp_path)).facts["error_kind"] == "python"
+
+
+@pytest.mark.parametrize(("line", "kind", "message"), [
+    # mozilla/translations#1002 (Marian in a Taskcluster task)
+    ("[task 2025-01-21T16:30:37.188Z] [2025-01-21 16:30:37] Error: CUDA error 999 'unknown error' "
+     "- /builds/worker/fetches/marian-source/src/tensors/gpu/algorithm.cu:54: "
+     "cudaStreamSynchronize(0)", "cuda_error", "CUDA error 999 'unknown error'"),
+    # marian-nmt/marian-dev#439: code 2 is cudaErrorMemoryAllocation
+    ("[2019-04-15 08:34:14] Error: CUDA error 2 'out of memory' - /data/home/mt/tools/marian/src/"
+     "tensors/gpu/device.cu:32: cudaMalloc(&data_, size)", "oom", "CUDA error 2 'out of memory'"),
+])
+def test_cpp_trainer_cuda_error_with_its_code(line: str, kind: str, message: str) -> None:
+    row = err(line)
+    assert (row["kind"], row["message"]) == (kind, message)
