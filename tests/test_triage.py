@@ -507,3 +507,23 @@ def test_a_run_of_skipped_steps_past_calibration_is_a_loss_problem(tmp_path) -> 
     assert _skip_run([9, 10, 11], 20) is None
     assert _skip_run([1000, 3000, 5000], 6000) is None
     assert _skip_run([992, 993, 994, 995, 996], 3410) is None
+
+
+@pytest.mark.parametrize(("last", "crash"), [
+    # relationformer#18 (PyTorch-Ignite, one process)
+    ("RuntimeError: DataLoader worker (pid(s) 411948) exited unexpectedly", True),
+    # facebookresearch/detectron2#384 (docker's default /dev/shm)
+    ("RuntimeError: DataLoader worker (pid(s) 25) exited unexpectedly", True),
+    # the worker's own Python exception (pytorch/pytorch#5301): a program error, no crash
+    ("RuntimeError: DataLoader worker (pid 39637) exited unexpectedly with exit code 1", False),
+])
+def test_a_dataloader_worker_that_died_is_a_crash(tmp_path: Path, last: str, crash: bool) -> None:
+    write(tmp_path, "train.log", "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1133, in '
+        "_try_get_data",
+        "    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'"
+        ".format(pids_str)) from e",
+        last, ""]))
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert (r.facts["cause"] == "gpu_crash") is crash

@@ -98,6 +98,10 @@ CUDA_TEXT_RE = re.compile(r"CUDA error: |CUDA out of memory|NVRM: Xid|uncorrecta
 PEER_TEXT_RE = re.compile(r"NCCL|[Gg]loo|[Cc]onnection (?:reset|closed|refused)|remote process|"
                           r"[Nn]etwork|[Bb]roken pipe|socket|Socket")
 SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
+# A Python exception saying a worker process died under the rank, with no exception of its own
+# (killed: shared memory, the OOM killer): torch's DataLoader (dataloader.py _try_get_data,
+# relationformer#18, detectron2#384). Not "… with exit code 1": the worker's own exception.
+WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
 MAX_UNPARSED = 20  # failure-looking lines no parser understood, shown before a count
@@ -356,8 +360,10 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     # a Python exception that took its process down (the launcher recorded the exit): the job
     # crashed, and the corpus names that a gpu_crash whose error_kind is python
     # (not a collective's own failure: a desync's RuntimeError, a timeout's abort)
+    # (so is one that says a worker process under it died: torch's DataLoader)
     coll = incident.collectives
-    died = (kind == "python" and bool(len(x))
+    message = str((rep.facts.get("error_message") if rep is not None else None) or "")
+    died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message)))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
