@@ -510,7 +510,7 @@ def test_a_run_of_skipped_steps_past_calibration_is_a_loss_problem(tmp_path) -> 
 
 
 @pytest.mark.parametrize(("last", "crash"), [
-    # relationformer#18 (PyTorch-Ignite, one process)
+    # suprosanna/relationformer#18 (PyTorch-Ignite, one process)
     ("RuntimeError: DataLoader worker (pid(s) 411948) exited unexpectedly", True),
     # facebookresearch/detectron2#384 (docker's default /dev/shm)
     ("RuntimeError: DataLoader worker (pid(s) 25) exited unexpectedly", True),
@@ -527,3 +527,25 @@ def test_a_dataloader_worker_that_died_is_a_crash(tmp_path: Path, last: str, cra
         last, ""]))
     r = triage.diagnose(traindoc.load(tmp_path))
     assert (r.facts["cause"] == "gpu_crash") is crash
+
+
+# facebookincubator/submitit#1613: preempted, requeued, then rank 0 timed out in the store-based
+# barrier; the same slurmstepd line (SchedMD/slurm slurmstepd/req.c) with a node failure is a crash.
+PREEMPTED = ("slurmstepd: error: *** JOB 37361369 ON learnfair5146 CANCELLED AT "
+             "2021-03-15T18:00:46 DUE TO {why} ***")
+BARRIER = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, "
+           "for key: store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)")
+
+
+@pytest.mark.parametrize(("why", "then", "want"), [
+    ("PREEMPTION", BARRIER, ["timeout"]),
+    ("JOB REQUEUE", BARRIER, ["timeout"]),
+    ("PREEMPTION", "", []),
+    ("NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS", "", ["gpu_crash"]),
+])
+def test_a_preempted_job_is_no_crash(tmp_path: Path, why: str, then: str, want: list[str]) -> None:
+    write(tmp_path, "job.log", PREEMPTED.format(why=why) + "\n"
+          + "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+          + (then + "\n" if then else ""))
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert [c for c, _ in classes(r)] == want

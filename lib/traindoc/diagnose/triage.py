@@ -83,6 +83,9 @@ CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
 RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error"})
+# A scheduler taking its nodes back from a healthy job (SchedMD/slurm slurmstepd/req.c: "*** JOB
+# … CANCELLED AT … DUE TO PREEMPTION ***" / "DUE TO JOB REQUEUE ***"): no crash of the job's own.
+SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue"})
 # Signals a launcher or scheduler sends to the survivors once one worker failed.
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 # errors.code of lines that are a launcher or scheduler tearing the job down, not a crash.
@@ -100,7 +103,8 @@ PEER_TEXT_RE = re.compile(r"NCCL|[Gg]loo|[Cc]onnection (?:reset|closed|refused)|
 SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
 # A Python exception saying a worker process died under the rank, with no exception of its own
 # (killed: shared memory, the OOM killer): torch's DataLoader (dataloader.py _try_get_data,
-# relationformer#18, detectron2#384). Not "… with exit code 1": the worker's own exception.
+# suprosanna/relationformer#18, facebookresearch/detectron2#384). Not "… with exit code 1":
+# the worker's own exception.
 WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
@@ -400,6 +404,8 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
     crash = crash_analyse(incident).crash
     if crash.first is None:
         return _victim_crash(incident, crash.cascade, rep)
+    if str(crash.first["code"]) in SCHEDULER_TAKEBACK_CODES:
+        return None  # the scheduler took the node back: no crash (what follows may be a failure)
     rows = crash.cluster if len(crash.cluster) else crash.first.to_frame().T
     rows = rows[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
     rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
