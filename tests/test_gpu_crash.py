@@ -1153,6 +1153,23 @@ def test_a_job_log_header_names_the_machine_of_a_one_node_job(tmp_path: Path) ->
     assert parse_nodelist("# Running on GPU 0 of 4 (cuda:0)") is None
 
 
+@pytest.mark.parametrize("header", [
+    "Hostname: cn-234",  # rwth-i6/returnn#1486 (PyTorch, 2024)
+    "Hostname: cluster-cn-216",  # a RETURNN TF 1.10 training log of 2019 (the same print)
+])
+def test_returnn_start_up_header_names_the_machine(tmp_path: Path, header: str) -> None:
+    # rwth-i6/returnn's __main__.py: print("Hostname:", socket.gethostname())
+    f = gpu_crash.diagnose(load_text(tmp_path, (
+        "RETURNN starting up, version 1.20240102.170719+git.83df39c7, pid 3948138\n"
+        f"{header}\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: an illegal memory access was encountered\n"))).facts
+    assert f["failed_hosts"] == [header.split()[-1]]
+    from traindoc.parse.benchmarks import parse_nodelist
+
+    assert parse_nodelist("Hostname: cn-234 and more") is None
+
+
 # -- issue 27: the first failure, not the first line that looks bad ---------------------------
 
 def test_a_monitored_barrier_report_is_the_timeouts_consequence_not_the_failure() -> None:
