@@ -1153,6 +1153,23 @@ def test_a_job_log_header_names_the_machine_of_a_one_node_job(tmp_path: Path) ->
     assert parse_nodelist("# Running on GPU 0 of 4 (cuda:0)") is None
 
 
+@pytest.mark.parametrize("header", [
+    "Hostname: cn-234",  # rwth-i6/returnn#1486 (PyTorch, 2024)
+    "Hostname: cluster-cn-216",  # a RETURNN TF 1.10 training log of 2019 (the same print)
+])
+def test_returnn_start_up_header_names_the_machine(tmp_path: Path, header: str) -> None:
+    # rwth-i6/returnn's __main__.py: print("Hostname:", socket.gethostname())
+    f = gpu_crash.diagnose(load_text(tmp_path, (
+        "RETURNN starting up, version 1.20240102.170719+git.83df39c7, pid 3948138\n"
+        f"{header}\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: an illegal memory access was encountered\n"))).facts
+    assert f["failed_hosts"] == [header.split()[-1]]
+    from traindoc.parse.benchmarks import parse_nodelist
+
+    assert parse_nodelist("Hostname: cn-234 and more") is None
+
+
 # -- issue 27: the first failure, not the first line that looks bad ---------------------------
 
 def test_a_monitored_barrier_report_is_the_timeouts_consequence_not_the_failure() -> None:
@@ -1569,3 +1586,66 @@ def test_a_cascade_the_launcher_logged_before_the_exit_record_is_not_after_it() 
     cascade = next(f.title for f in report.findings if f.id == "cascade")
     assert "failed with it" in cascade and "3 s before the line that names it" in cascade
     assert "-3 s" not in cascade
+
+
+# An exception raised inside a signal handler while the job is torn down is no crash:
+# microsoft/Megatron-DeepSpeed's random-LTD log (Ctrl-C, then DeepSpeed runner's sigkill_handler
+# fails) and scalableminds/webknossos-libs#851 (cluster_tools' handle_kill fails on SIGINT).
+HANDLER_TRACEBACKS = {
+    "deepspeed_runner.log": [
+        "KeyboardInterrupt",
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/bin/deepspeed", line 6, in <module>',
+        "    main()",
+        '  File "/opt/conda/lib/python3.8/site-packages/deepspeed/launcher/runner.py", line 519, '
+        "in main",
+        "    result.wait()",
+        '  File "/opt/conda/lib/python3.8/subprocess.py", line 1083, in wait',
+        "    return self._wait(timeout=timeout)",
+        '  File "/opt/conda/lib/python3.8/site-packages/deepspeed/launcher/runner.py", line 511, '
+        "in sigkill_handler",
+        "    result_kill = subprocess.Popen(kill_cmd, env=env)",
+        "NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope",
+    ],
+    "cluster_tools.log": [
+        "Traceback (most recent call last):",
+        '  File "<string>", line 1, in <module>',
+        '  File "/envs/vx-py39/lib/python3.9/multiprocessing/spawn.py", line 116, in spawn_main',
+        "    exitcode = _main(fd, parent_sentinel)",
+        '  File "/envs/vx-py39/lib/python3.9/threading.py", line 1477, in _shutdown',
+        "    lock.acquire()",
+        '  File "/envs/vx-py39/lib/python3.9/site-packages/cluster_tools/schedulers/'
+        'cluster_executor.py", line 132, in handle_kill',
+        "    existing_sigint_handler(signum, frame)",
+        "TypeError: 'Handlers' object is not callable",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HANDLER_TRACEBACKS))
+def test_error_raised_in_a_signal_handler_is_teardown(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text("\n".join(HANDLER_TRACEBACKS[name]) + "\n")
+    inc = traindoc.load(tmp_path)
+    ev = gc_events.failure_events(inc)
+    py = ev[(ev["kind"] == "python") & (ev["table"] == "errors")]
+    assert len(py) and (py["role"] == "cascade").all()
+    assert gpu_crash.analyse(inc).facts["error_kind"] is None
+    # the same exception outside a handler stays the failure
+    plain = [ln.replace("sigkill_handler", "main").replace("handle_kill", "run")
+             for ln in HANDLER_TRACEBACKS[name]]
+    (tmp_path / name).write_text("\n".join(plain) + "\n")
+    assert gpu_crash.analyse(traindoc.load(tmp_path)).facts["error_kind"] == "python"
+
+
+@pytest.mark.parametrize(("line", "kind", "message"), [
+    # mozilla/translations#1002 (Marian in a Taskcluster task)
+    ("[task 2025-01-21T16:30:37.188Z] [2025-01-21 16:30:37] Error: CUDA error 999 'unknown error' "
+     "- /builds/worker/fetches/marian-source/src/tensors/gpu/algorithm.cu:54: "
+     "cudaStreamSynchronize(0)", "cuda_error", "CUDA error 999 'unknown error'"),
+    # marian-nmt/marian-dev#439: code 2 is cudaErrorMemoryAllocation
+    ("[2019-04-15 08:34:14] Error: CUDA error 2 'out of memory' - /data/home/mt/tools/marian/src/"
+     "tensors/gpu/device.cu:32: cudaMalloc(&data_, size)", "oom", "CUDA error 2 'out of memory'"),
+])
+def test_cpp_trainer_cuda_error_with_its_code(line: str, kind: str, message: str) -> None:
+    row = err(line)
+    assert (row["kind"], row["message"]) == (kind, message)

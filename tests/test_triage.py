@@ -542,3 +542,45 @@ def test_few_blips_or_a_lasting_spike_still_name_the_loss() -> None:
     assert len(_without_noise({"spikes": blips[:2]}, steps)["spikes"]) == 2
     kept = _without_noise({"spikes": [*blips, spike(70, 80), spike(90, None)]}, steps)
     assert [s["start_iteration"] for s in kept["spikes"]] == [70, 90]
+
+
+@pytest.mark.parametrize(("last", "crash"), [
+    # suprosanna/relationformer#18 (PyTorch-Ignite, one process)
+    ("RuntimeError: DataLoader worker (pid(s) 411948) exited unexpectedly", True),
+    # facebookresearch/detectron2#384 (docker's default /dev/shm)
+    ("RuntimeError: DataLoader worker (pid(s) 25) exited unexpectedly", True),
+    # the worker's own Python exception (pytorch/pytorch#5301): a program error, no crash
+    ("RuntimeError: DataLoader worker (pid 39637) exited unexpectedly with exit code 1", False),
+])
+def test_a_dataloader_worker_that_died_is_a_crash(tmp_path: Path, last: str, crash: bool) -> None:
+    write(tmp_path, "train.log", "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.8/site-packages/torch/utils/data/dataloader.py", line 1133, in '
+        "_try_get_data",
+        "    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'"
+        ".format(pids_str)) from e",
+        last, ""]))
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert (r.facts["cause"] == "gpu_crash") is crash
+
+
+# facebookincubator/submitit#1613: preempted, requeued, then rank 0 timed out in the store-based
+# barrier; the same slurmstepd line (SchedMD/slurm slurmstepd/req.c) with a node failure is a crash.
+PREEMPTED = ("slurmstepd: error: *** JOB 37361369 ON learnfair5146 CANCELLED AT "
+             "2021-03-15T18:00:46 DUE TO {why} ***")
+BARRIER = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, "
+           "for key: store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)")
+
+
+@pytest.mark.parametrize(("why", "then", "want"), [
+    ("PREEMPTION", BARRIER, ["timeout"]),
+    ("JOB REQUEUE", BARRIER, ["timeout"]),
+    ("PREEMPTION", "", []),
+    ("NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS", "", ["gpu_crash"]),
+])
+def test_a_preempted_job_is_no_crash(tmp_path: Path, why: str, then: str, want: list[str]) -> None:
+    write(tmp_path, "job.log", PREEMPTED.format(why=why) + "\n"
+          + "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+          + (then + "\n" if then else ""))
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert [c for c, _ in classes(r)] == want

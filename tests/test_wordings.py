@@ -325,3 +325,21 @@ def test_blocking_wait_of_torch_16_to_18() -> None:
                          "1024], Timeout(ms)=1800000)")
     assert row is not None
     assert (row["rank"], row["op_type"], row["timeout_ms"]) == (3, "ALLREDUCE", 1_800_000)
+
+
+@pytest.mark.parametrize(("line", "rank", "rest"), [
+    # huggingface/accelerate#1519: torchrun --tee 3 with '--role gpu187:' (role, then local rank)
+    ("[gpu187:2]:torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB",
+     2, "torch.cuda.OutOfMemoryError: CUDA out of memory."),
+    # stas00/ml-engineering network/benchmarks/all_reduce_bench.py launches with
+    # "--role `hostname -s`: --tee 3": every line reads "[<node>:<local rank>]:"
+    ("[dgx-a100-07:5]:Traceback (most recent call last):", 5, "Traceback (most recent call last):"),
+])
+def test_torchrun_role_naming_the_node_is_a_prefix(line: str, rank: int, rest: str) -> None:
+    from traindoc.parse.prefixes import demux
+
+    text, origin = demux(line)
+    assert text.startswith(rest)
+    # the local rank, and no host: scripts hard-code the role for every node (accelerate#1519)
+    assert (origin.rank, origin.rank_global, origin.host) == (rank, False, None)
+    assert demux("[step:10] loss 2.3")[1].rank is None  # a bracketed tag with no ']:' is text

@@ -89,6 +89,9 @@ CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
 RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error"})
+# A scheduler taking its nodes back from a healthy job (SchedMD/slurm slurmstepd/req.c: "*** JOB
+# … CANCELLED AT … DUE TO PREEMPTION ***" / "DUE TO JOB REQUEUE ***"): no crash of the job's own.
+SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue"})
 # Signals a launcher or scheduler sends to the survivors once one worker failed.
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 # errors.code of lines that are a launcher or scheduler tearing the job down, not a crash.
@@ -104,6 +107,11 @@ CUDA_TEXT_RE = re.compile(r"CUDA error: |CUDA out of memory|NVRM: Xid|uncorrecta
 PEER_TEXT_RE = re.compile(r"NCCL|[Gg]loo|[Cc]onnection (?:reset|closed|refused)|remote process|"
                           r"[Nn]etwork|[Bb]roken pipe|socket|Socket")
 SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
+# A Python exception saying a worker process died under the rank, with no exception of its own
+# (killed: shared memory, the OOM killer): torch's DataLoader (dataloader.py _try_get_data,
+# suprosanna/relationformer#18, facebookresearch/detectron2#384). Not "… with exit code 1":
+# the worker's own exception.
+WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
 MAX_UNPARSED = 20  # failure-looking lines no parser understood, shown before a count
@@ -362,8 +370,10 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     # a Python exception that took its process down (the launcher recorded the exit): the job
     # crashed, and the corpus names that a gpu_crash whose error_kind is python
     # (not a collective's own failure: a desync's RuntimeError, a timeout's abort)
+    # (so is one that says a worker process under it died: torch's DataLoader)
     coll = incident.collectives
-    died = (kind == "python" and bool(len(x))
+    message = str((rep.facts.get("error_message") if rep is not None else None) or "")
+    died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message)))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
@@ -400,6 +410,8 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
     crash = crash_analyse(incident).crash
     if crash.first is None:
         return _victim_crash(incident, crash.cascade, rep)
+    if str(crash.first["code"]) in SCHEDULER_TAKEBACK_CODES:
+        return None  # the scheduler took the node back: no crash (what follows may be a failure)
     rows = crash.cluster if len(crash.cluster) else crash.first.to_frame().T
     rows = rows[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
     rows["time"] = pd.to_datetime(rows["time"], errors="coerce")

@@ -132,13 +132,14 @@ NODELIST_RE = re.compile(
     r"(?:SLURM_(?:JOB_)?NODELIST=|\bNodeList=|' partition \()"
     rf"(?P<expr>{_HOSTEXPR}(?:,{_HOSTEXPR})*)")
 # The job-log header Kaldi's queue.pl/slurm.pl (and ESPnet, icefall after them) write:
-# "# Running on r7n01": the one machine the job ran on.
-JOB_HEADER_HOST_RE = re.compile(rf"^#\s*Running on (?P<expr>{_HOSTEXPR})\s*$")
+# "# Running on r7n01": the one machine the job ran on; RETURNN's start-up header
+# ("Hostname: cn-234", rwth-i6/returnn's __main__.py prints socket.gethostname(): returnn#1486).
+JOB_HEADER_HOST_RE = re.compile(rf"^(?:#\s*Running on|Hostname:) (?P<expr>{_HOSTEXPR})\s*$")
 
 
 def parse_nodelist(text: str) -> Row | None:
     """A SLURM node list (``SLURM_JOB_NODELIST=``, ``NodeList=``, BigScience's PULSE line), or a
-    job-log header naming its machine (``# Running on r7n01``)."""
+    job-log header naming its machine (``# Running on r7n01``, ``Hostname: cn-234``)."""
     m = NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
     if not m or m["expr"] in ("(null)", "None"):
         return None
@@ -191,7 +192,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
         "host_timings",
-        ("NODELIST=", "NodeList=", "' partition (", "Running on "),
+        ("NODELIST=", "NodeList=", "' partition (", "Running on ", "Hostname: "),
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
         "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])",

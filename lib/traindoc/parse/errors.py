@@ -108,6 +108,13 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "CUDA error: out of memory",
         re.compile(r"(?P<msg>CUDA error: out of memory)"),
     ),
+    (  # a C++ trainer's own check (Marian: "Error: CUDA error 2 'out of memory' - …/device.cu:38:
+        # cudaMalloc(&data_, size)", marian-nmt/marian-dev#439): cudaErrorMemoryAllocation is 2
+        "cuda_oom",
+        "oom",
+        "CUDA error 2 'out of memory'",
+        re.compile(r"(?P<msg>CUDA error 2 'out of memory')"),
+    ),
     (
         "nccl_unhandled_cuda",
         "nccl_error",
@@ -132,6 +139,13 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "cuda_error",
         "CUDA error: ",
         re.compile(r"(?P<msg>CUDA error: .*?)" + _CUDA_TAIL),
+    ),
+    (  # the same check with any other code: "CUDA error 999 'unknown error' - …/algorithm.cu:54:
+        # cudaStreamSynchronize(0)" (mozilla/translations#1002's Marian)
+        "cuda_error",
+        "cuda_error",
+        "CUDA error ",
+        re.compile(r"(?P<msg>CUDA error \d{1,4} '[^'\n]{1,200}')"),
     ),
     (
         "cuda_error",

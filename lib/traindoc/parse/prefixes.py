@@ -3,7 +3,8 @@
 Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 ...] ...``):
 
 - srun ``-l``: ``3: `` (the SLURM task id, right-justified)
-- torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``); c10 logging: ``[rank3]:``
+- torchrun ``--tee``: ``[default7]:`` (``[{role}{local_rank}]:``; a role naming the node:
+  ``[gpu187:2]:``); c10 logging: ``[rank3]:``
 - MPI: ``[1,3]<stdout>:`` (with ``--timestamp-output``: ``Fri Aug 11 12:31:45 2023[1,0]<stdout>:``)
 - Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``; short: ``[f35a2cc1] [rank=0] ``
   or ``[f35a2cc1] 172.31.42.141: `` (the container's id, then a pdsh host)
@@ -26,7 +27,11 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
 SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
 IP_HOST_RE = re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?= *\S)")
-ROLE_RE = re.compile(r"\[(?P<role>[A-Za-z_][A-Za-z_]*?)(?P<n>\d+)\]:\s?")
+# torchrun's role is the user's --role: recipes pass the node's name and a colon
+# (``--role `hostname -s`:``, stas00/ml-engineering), so "[gpu187:2]:" is role "gpu187:" and local
+# rank 2 (accelerate#1519). That name is not kept as the host: scripts hard-code it for every node.
+ROLE_RE = re.compile(
+    r"\[(?P<role>[A-Za-z_][A-Za-z_]*?|[A-Za-z][\w.\-]{0,62}:)(?P<n>\d+)\]:\s?")
 # Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746]
 # (a bare number only before another prefix: "[5000] expl_amount …" is Dreamer's step).
 NOISE_RE = re.compile(r"\[(?:stdout|stderr)\]\s|\[\d{1,9}\]\s(?=[\[(])")

@@ -153,6 +153,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _after_timeout_roles(ev)
+    _signal_handler_roles(ev, incident, files)
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
@@ -185,6 +186,32 @@ def _after_timeout_roles(ev: pd.DataFrame) -> None:
         before = ((timeouts["file"] == e["file"]) & (timeouts["lineno"] <= e["lineno"])) | (
             t.notna() & pd.notna(te) & (t <= te))
         if (rank_ok.fillna(False).astype(bool) & before.astype(bool)).any():
+            ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
+
+
+# A signal handler's name as Python tracebacks show it: DeepSpeed runner's "sigkill_handler",
+# "signal_handler", "_sigint_handler", "handle_kill" (webknossos-libs#851), "on_sigterm"
+SIGNAL_HANDLER_RE = re.compile(
+    r"^(?:\w*_)?(?:sig[a-z]*|signal|kill|interrupt|term[a-z]*)_?handler\b|"
+    r"^(?:handle|on)_(?:sig[a-z]*|signal|kill|interrupt|term[a-z]*)\b")
+HANDLER_ERROR_LINES = 40  # a handler's traceback ends this close before its exception line
+
+
+def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+    """A Python exception raised inside a signal handler (a launcher's sigkill_handler failing
+    while it tears the job down after Ctrl-C or a kill) is the teardown's, not the failure: the
+    traceback just before it, in the same file, ends in a handler."""
+    py = ev.index[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    st = incident.stacks
+    if not len(py) or not len(st):
+        return
+    raised, known = st[st["state"] == "raised"], dict(files)
+    ends = [(*_split_source(src, known), str(leaf or ""))
+            for src, leaf in zip(raised["source"], raised["leaf"], strict=True)]
+    for i in py:
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        near = [(sl, leaf) for sf, sl, leaf in ends if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
+        if near and SIGNAL_HANDLER_RE.search(max(near)[1]):
             ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
 
 
