@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import traindoc
@@ -101,3 +102,31 @@ def test_a_thousands_separator_is_no_field_separator() -> None:
     # "3,800" is one step; "5, 123" is a step and another field
     assert parse_metric_line("step 5, 123 loss 2.0")["iteration"] == 5
     assert parse_metric_line("iter: 12,3456 loss 2.0")["iteration"] == 12
+
+
+# A short ramp into a slower level the run then keeps is a step (the 3 % floor), not a drift
+# (the 10 % one). MMEngine's C3D run (CJL-sysu/mmaction2-train-log, 20241010_170931.log): epoch
+# 15 slows over 8 of its 30 lines, then holds ~0.350 s/iter against 0.332 for 700 of 840
+# lines. pytorch-CycleGAN-and-pix2pix#281: "the time taken per epoch is around 390s. Epoch 29
+# takes 890s and then all subsequent epochs take 1200s".
+def test_a_short_ramp_into_a_held_level_is_a_step() -> None:
+    from traindoc.diagnose.throughput.change import find_change, material
+
+    case = "throughput/throughput-mmaction2-train-log-20241010-170931"
+    a = tp.analyse(traindoc.load(Path(__file__).parent.parent / "data" / "corpus" / case / "logs"))
+    assert a.change is not None and a.change.shape == "step" and 5 <= a.drop_pct <= 6
+    assert 0.331 <= a.baseline <= 0.333 and 0.349 <= a.degraded <= 0.352
+    epochs = np.r_[np.full(28, 390.0), 890.0, np.full(12, 1200.0)]
+    ch = find_change(epochs, higher_is_better=False)
+    assert ch is not None and ch.shape == "step" and material(ch)
+    assert ch.baseline == 390.0 and ch.degraded == 1200.0
+
+
+def test_a_dip_at_the_end_of_a_run_stays_a_drift() -> None:
+    from traindoc.diagnose.throughput.change import find_change
+
+    # the same ramp held for a tenth of the run is a drift: under 10 %, no incident
+    rng = np.random.default_rng(1)
+    x = np.r_[100 + rng.normal(0, 0.3, 300), np.linspace(100, 92, 12), 92 + rng.normal(0, 0.3, 40)]
+    ch = find_change(x, higher_is_better=True)
+    assert ch is not None and ch.shape == "gradual"
