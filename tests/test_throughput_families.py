@@ -130,3 +130,35 @@ def test_a_dip_at_the_end_of_a_run_stays_a_drift() -> None:
     x = np.r_[100 + rng.normal(0, 0.3, 300), np.linspace(100, 92, 12), 92 + rng.normal(0, 0.3, 40)]
     ch = find_change(x, higher_is_better=True)
     assert ch is not None and ch.shape == "gradual"
+
+
+# The training loop's bar is the one that ran longest, not the one that counted most: a
+# dataset's tokenizing bar runs through more items in seconds. Real bars of two sources:
+# (source, preprocessing bars, training bars, the s/it the run holds)
+BARS_OF_TWO_KINDS = [
+    ("CJL llama-sft train_completion_only_log.txt (batch f)", [
+        "Tokenizing train dataset:   4%|▍         | 373/8939 [00:00<00:02, 3700.52 examples/s]",
+        "Tokenizing train dataset:  49%|████▉     | 4381/8939 [00:00<00:00, 43643.87 examples/s]",
+        "Tokenizing train dataset: 100%|██████████| 8939/8939 [00:00<00:00, 42690.91 examples/s]",
+    ], [f" 30%|███       | {n}/1677 [{n // 35:02d}:{n * 17 // 10 % 60:02d}<33:04,  {r}s/it]"
+        for n, r in zip(range(500, 520), [1.70, 1.69, 1.68, 1.70, 1.71] * 4, strict=True)],
+     (1.68, 1.71)),
+    ("2200xiaohu/LMSYS:train.log", [
+        "  2%| | 1244/71514 [00:00<00:05, 12435.03it/s]",
+        "  6%| | 3937/71514 [00:00<00:05, 12796.10it/s]",
+        "  9%| | 6438/71514 [00:00<00:05, 11370.14it/s]",
+    ], [f"  1%| | {n}/8264 [{n // 9:02d}:17<15:46:31,  {r}s/it]"
+        for n, r in zip(range(10, 130, 10), [7.05, 6.81, 6.74, 6.97, 6.52, 6.91] * 2, strict=True)],
+     (6.5, 7.1)),
+]
+
+
+@pytest.mark.parametrize("source, prep, train, level", BARS_OF_TWO_KINDS,
+                         ids=[b[0] for b in BARS_OF_TWO_KINDS])
+def test_the_training_bar_is_the_one_that_ran_longest(tmp_path: Path, source: str,
+                                                      prep: list[str], train: list[str],
+                                                      level: tuple[float, float]) -> None:
+    (tmp_path / "train.log").write_text("\n".join(prep + train) + "\n")
+    a = tp.analyse(traindoc.load(tmp_path))
+    assert a.metric == "s_per_iteration" and a.change is None, source
+    assert level[0] <= a.baseline <= level[1], source
