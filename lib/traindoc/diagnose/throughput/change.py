@@ -348,13 +348,15 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
         settle += 1
     ch.onset = onset
     ramp, held = settle - onset, len(x) - settle
-    # a short ramp into a level the run then keeps for most of its length is a step that took
-    # a few logs to show (MMEngine's epoch 15 slows over 8 of its 30 lines, then holds 0.350 s
-    # for 700 of 840); a dip over the last tenth of a run stays a drift
-    stepped = ramp * STEP_HOLD_RATIO <= held and 2 * held >= len(x)
-    ch.shape = "gradual" if ramp > max(2, 2 * w + 1) and not stepped else "step"
     tail = x[-max(m, min(20, ch.n_after // 4)) :]
     t = float(np.median(tail))
+    # a short ramp into a level the run then keeps for most of its length is a step that took
+    # a few logs to show (MMEngine's epoch 15 slows over 8 of its 30 lines, then holds 0.350 s
+    # for 700 of 840); a dip over the last tenth of a run, or a level still getting worse at
+    # the end (a staircase), stays gradual
+    stepped = (ramp * STEP_HOLD_RATIO <= held and 2 * held >= len(x)
+               and abs(t - ch.baseline) <= abs(ch.degraded - ch.baseline))
+    ch.shape = "gradual" if ramp > max(2, 2 * w + 1) and not stepped else "step"
     ch.recovered = ch.n_after >= 4 * m and abs(t - ch.baseline) < abs(t - ch.degraded)
     if ch.shape == "gradual" and not ch.recovered and abs(t - ch.baseline) > abs(ch.degraded - ch.baseline):
         # still getting worse at the end (a staircase, a leak): the level it reached is the
