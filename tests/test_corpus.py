@@ -21,12 +21,15 @@ from traindoc.diagnose import failure_class
 # wrong cases, not by a regression). Batch 2026-11-26e (55 cases, 31 right blind) took it to 596;
 # after the round of fixes for it and for batch d, 553 are right and no case that was right went
 # wrong: gpu_crash and throughput floors lower by batch e's wrong cases, the others raised.
-FLOOR_PCT = {"all": 92.5, "timeout": 97.0, "gpu_crash": 93.5, "loss_spike": 90.5,
-             "throughput": 84.5, "deadlock": 94.0}
+# Batch 2026-11-27f (45 cases, 30 right blind) took it to 641; after its round of fixes 591 are
+# right (556 of the 596 before it, against 553): deadlock, loss_spike, all and triage's floors
+# lower by batch f's wrong cases, throughput's raised.
+FLOOR_PCT = {"all": 92.0, "timeout": 97.0, "gpu_crash": 93.5, "loss_spike": 89.0,
+             "throughput": 85.5, "deadlock": 91.5}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (409/430 and 85/93 today)
-TRIAGE_FLOOR_PCT = 95.0
-TRIAGE_HEALTHY_FLOOR_PCT = 90.5
+# and of healthy cases where it names none (436/459 and 94/105 today)
+TRIAGE_FLOOR_PCT = 94.5
+TRIAGE_HEALTHY_FLOOR_PCT = 88.5
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
