@@ -69,7 +69,7 @@ from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, hang_stacks, stacks_alone
-from .timeout.analysis import STUCK_CODES, barrier_wait_rows, timeout_rows
+from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
 from .timeout.report import desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
@@ -200,7 +200,7 @@ def _timeout_evidence(incident: Incident, mm: Mismatch | None) -> pd.DataFrame:
         return rows
     c = with_status_pg(incident.collectives)
     e = incident.errors
-    parts = [c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()],
+    parts = [status_rows(c),
              e[e["code"].isin(list(STUCK_CODES)) & e["rank"].notna()]]
     if mm:
         parts.append(c[(c["seq_num"] == mm.seq_num)
@@ -241,11 +241,10 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
     else:
         detail = ""
     if timed_out or not detail:
-        c = incident.collectives
-        status = c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
         # Nothing timed out yet (a hang report, ranks still waiting in the start-up barrier):
         # the title says what has not completed, never that a rank timed out.
-        title = timeout_title(f, reported_only=not timed_out and not len(status))
+        reported_only = not timed_out and not len(status_rows(incident.collectives))
+        title = timeout_title(f, reported_only=reported_only)
         title = title[:1].lower() + title[1:]
         detail = f"{title}: {detail}" if detail else title
     return Sighting("timeout", rows, detail, ranks or _ranks(rows), report=rep,

@@ -124,7 +124,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     prog = last_progress(incident)
     timeouts = timeout_rows(incident)
     c = incident.collectives
-    status = c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
+    status = status_rows(c)
     absent = c[c["state"] == "absent"]
     waits = barrier_wait_rows(c)
     nccl = timeouts[timeouts["seq_num"].notna()] if len(timeouts) else timeouts
@@ -257,6 +257,11 @@ def desync_joined(c: pd.DataFrame) -> set[int]:
     (``started`` rows naming no op and no sequence number)."""
     rows = c[(c["state"] == "started") & c["op_type"].isna() & c["seq_num"].isna()]
     return {int(r) for r in rows["rank"].dropna()}
+
+
+def status_rows(c: pd.DataFrame) -> pd.DataFrame:
+    """Watchdog status lines that name the work a rank failed on (its seq_num), by rank."""
+    return c[(c["state"] == "status") & c["seq_num"].notna() & c["rank"].notna()]
 
 
 def barrier_wait_rows(c: pd.DataFrame) -> pd.DataFrame:
