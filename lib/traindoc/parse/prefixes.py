@@ -85,9 +85,11 @@ HOST_BEFORE_TAG_RE = re.compile(
 # full-width brackets, a Markdown quote "> "): up to 48 characters that end in a space or a
 # bracket. Each is a prefix; the rank tag names the writer. A host ("gpu3: "), a Ray actor or a
 # [stdout] tag before it is read by its own pattern (``lead_before_rank``).
-LEAD_BEFORE_RANK_RE = re.compile(
-    r"(?P<lead>[^\r\n]{1,48}?)(?<=[\s\]\u3011>])(?=\[(?:rank|default)\d+\]:)")
 LEAD_MAX = 48
+LEAD_BEFORE_RANK_RE = re.compile(
+    rf"(?P<lead>[^\r\n]{{1,{LEAD_MAX}}}?)(?<=[\s\]\u3011>])(?=\[(?:rank|default)\d+\]:)")
+# the head of a line where such a lead and the tag's start stand
+LEAD_HEAD = LEAD_MAX + len("[default")
 # A log collector's timestamp before the launcher's rank prefix (``2024-11-20 14:37:16 [rank3]: …``):
 # both are prefixes (the body that follows is what the rank wrote; the collector's time is not
 # the line's own and is dropped with them, so every engine reads the same body).
@@ -264,7 +266,7 @@ def demux(text: str) -> tuple[str, Origin]:
 def lead_before_rank(text: str) -> re.Match[str] | None:
     """A collector's or wrapper's lead before torch's rank tag at the start of ``text``
     (``LEAD_BEFORE_RANK_RE``), or None: none, or one that another prefix pattern reads."""
-    head = text[: LEAD_MAX + 12]
+    head = text[:LEAD_HEAD]
     if "[rank" not in head and "[default" not in head:
         return None
     m = LEAD_BEFORE_RANK_RE.match(text)

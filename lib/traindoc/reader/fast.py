@@ -55,7 +55,7 @@ import numpy as np
 from ..parse.prefixes import (
     DETERMINED_SHORT_RE,
     HOST_MAY_FOLLOW_RE,
-    LEAD_MAX,
+    LEAD_HEAD,
     demux,
     line_time,
     split_physical,
@@ -113,7 +113,7 @@ def year_effect(raw: str) -> int | None:
 def _rank_tag_later(line: bytes) -> bool:
     """Whether torch's rank tag stands past the start of ``line``'s head, where a lead before
     it (``prefixes.lead_before_rank``) may make it the line's prefix."""
-    head = line[: LEAD_MAX + 12]
+    head = line[:LEAD_HEAD]
     return head.find(b"[rank") > 0 or head.find(b"[default") > 0
 
 
