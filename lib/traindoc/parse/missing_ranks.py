@@ -135,8 +135,9 @@ def parse_stall(text: str) -> list[Row] | None:
         state = "absent" if m["kind"] == "missing" else "started"
         named = _ranks(m["ranks"])
         rows += [{"rank": r, "op_type": op, "state": state, "_named_rank": True} for r in named]
-        gaps = sorted(set(range(max(named))) - set(named)) if max(named) < MAX_READY_RANK else []
-        if state == "started" and len(gaps) < len(set(named)):  # most ready: the gaps lag
+        ready = state == "started" and max(named) < MAX_READY_RANK
+        gaps = sorted(set(range(max(named))) - set(named)) if ready else []
+        if gaps and len(gaps) < len(set(named)):  # most ready: the gaps lag
             rows += [{"rank": r, "op_type": op, "state": "absent", "_named_rank": True}
                      for r in gaps]
     return rows or None
