@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import CORPUS, load_once
-from traindoc import similar
+from traindoc import score, similar
 from traindoc.diagnose import failure_class
 from traindoc.similar import Environment, Signature
 
@@ -97,6 +97,46 @@ def test_an_ecc_crash_finds_the_other_ecc_crashes() -> None:
 def test_a_healthy_run_has_nothing_seen_before() -> None:
     # stanford_alpaca#243: a falling loss, nothing wrong
     assert _seen("loss_spike-stanford-alpaca-243") == []
+
+
+# Issue 30: every class's section, on a real case where it must show an incident of the same
+# root cause (matched on the field that carries it), and on one where it must show none.
+SAME_CAUSE = {
+    # acodet#47: a DataLoader that never hands over a batch (py-spy: _try_get_data)
+    "deadlock": ("deadlock-acodet-47", "leaf"),
+    # accelerate#1519: a worker's CUDA out of memory, launched by torchrun on SLURM
+    "gpu_crash": ("gpu_crash-accelerate-1519", "error_kind"),
+    # BigScience tr1-13B: an lm-loss spike at 29050 in Megatron-DeepSpeed
+    "loss_spike": ("loss_spike-bigscience-tr1-13b-spike", "symptom"),
+    # insightface#1624: 'Speed N samples/sec' falls by two thirds
+    "throughput": ("throughput-insightface-1624", "metric"),
+    # axolotl#1495: ranks time out in ALLREDUCE
+    "timeout": ("timeout-axolotl-1495", "op"),
+}
+NOTHING_SIMILAR = {
+    "deadlock": "deadlock-py-spy-221",  # py-spy#221: an idle uWSGI worker's dump
+    "gpu_crash": "gpu_crash-chainercv-391",  # chainercv#391: a healthy LogReport run
+    "loss_spike": "loss_spike-caffe-1255",  # caffe#1255: loss 87.3 at iteration 0, then steady
+    "throughput": "throughput-clip4clip-58",  # CLIP4Clip#58: a slow first step, steady after
+    "timeout": "timeout-3detr-61",  # 3detr#61: a healthy start of training
+}
+
+
+@pytest.mark.parametrize("runbook", sorted(SAME_CAUSE))
+def test_each_class_shows_an_incident_of_the_same_cause(runbook: str) -> None:
+    case, field = SAME_CAUSE[runbook]
+    expected = {c.id: c.facts for c in score.find_cases(CORPUS / runbook)}
+    cause = similar.root_cause(runbook, expected[case])
+    assert cause is not None, case
+    found = _seen(case)
+    assert 0 < len(found) <= similar.NEAREST, found
+    same = [s for s in found if similar.root_cause(runbook, expected[s.case]) == cause]
+    assert same and all(field in s.fields for s in same), (cause, found)
+
+
+@pytest.mark.parametrize("runbook", sorted(NOTHING_SIMILAR))
+def test_each_class_shows_nothing_for_a_run_like_no_incident(runbook: str) -> None:
+    assert _seen(NOTHING_SIMILAR[runbook]) == []
 
 
 def test_the_table_says_where_what_and_how_sure() -> None:
