@@ -26,7 +26,7 @@ demo: setup
 # Every test, over every core (pytest-xdist), the longest first (tests/conftest.py orders them;
 # the sweeps over every sample and corpus case share one load a case per worker).
 test: setup
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
 # The edit-test loop: no notebooks, no drills, nothing slow (under 2 minutes on 2 cores).
 test-fast: setup

@@ -37,7 +37,6 @@ SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
 # 2-core machine, load 10-13): started first, so that no worker of `make test` is left running
 # one of them at the end while the other has nothing to do.
 LONGEST_TESTS = {"test_runbooks_on_the_corpus_stay_above_the_floor",
-                 "test_every_figure_reads_well_on_the_corpus",
                  "test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded",
                  "test_512_rank_files_on_a_local_cluster", "test_no_action_runs_what_the_logs_say",
                  "test_comparison_on_every_sample",
@@ -45,10 +44,31 @@ LONGEST_TESTS = {"test_runbooks_on_the_corpus_stay_above_the_floor",
                  "test_markup_in_any_cell_of_any_shown_table_is_text"}
 
 
+def _case_group(item: Any) -> str | None:
+    """The sample or corpus case a parametrized sweep's test reads (its folder under data/,
+    without ``logs``), or None."""
+    for v in getattr(getattr(item, "callspec", None), "params", {}).values():
+        if isinstance(v, Path) and DATA in v.parents:
+            parts = (v.parent if v.name == "logs" else v).relative_to(DATA).parts
+            if len(parts) == (3 if parts[0] == "corpus" else 2):
+                return "/".join(parts)
+    return None
+
+
+def _tryfirst(fn: Any) -> Any:
+    import pytest
+
+    return pytest.hookimpl(tryfirst=True)(fn)
+
+
+@_tryfirst  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark each test with its tier (see the module sets above), and order them longest tier
     first (drills, the longest tests, notebooks, slow, the rest; each in its own order), so
-    that pytest-xdist hands out the long ones while there is other work to balance them."""
+    that pytest-xdist hands out the long ones while there is other work to balance them.
+    The sweeps' tests of one sample or corpus case form one xdist group: with ``--dist
+    loadgroup`` (``make test``) one worker loads and diagnoses each case once for all of
+    them (``load_once``, ``reports_once``), instead of every worker loading most cases."""
     import pytest
 
     def rank(item: Any) -> int:
@@ -59,6 +79,8 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.drills)
         if mod in SLOW_MODULES or item.originalname in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+        if (group := _case_group(item)) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(group))
         if item.get_closest_marker("drills"):
             return 0
         if item.originalname in LONGEST_TESTS:
@@ -129,3 +151,19 @@ def reports_once(path: Path) -> dict[str, Any]:
     out = {fc.NAME: fc.diagnose(inc) for fc in CLASSES}
     out["triage"] = triage.report(triage_once(path))
     return out
+
+
+@functools.cache
+def corpus_outcomes() -> list[Any]:
+    """``score.score`` over every corpus case (one notebook a runbook, triage scored), each
+    outcome with its summary records: the floor test and the summary guard share this one
+    sweep (one load and one diagnosis a case). Both are in the xdist group ``CORPUS_SWEEP``
+    so that one worker runs them (``make test`` distributes by ``--dist loadgroup``)."""
+    from traindoc import score
+
+    cases = score.find_cases(CORPUS) if CORPUS.is_dir() else []
+    return score.score(cases, notebooks=1, summaries_of=ROOT)
+
+
+CORPUS_SWEEP = "corpus-sweep"
+

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import CORPUS
+from conftest import CORPUS, CORPUS_SWEEP, corpus_outcomes
 from traindoc import score
 from traindoc.diagnose import failure_class
 
@@ -148,10 +148,11 @@ RESOLUTION_WHO = ("reporter", "maintainer", "commenter", "chronicle", "")
 
 
 @pytest.mark.notebooks
+@pytest.mark.xdist_group(CORPUS_SWEEP)
 def test_runbooks_on_the_corpus_stay_above_the_floor(capsys) -> None:
     if not CASES:
         pytest.skip("no corpus")
-    outcomes = score.score(CASES, notebooks=1)
+    outcomes = corpus_outcomes()
     with capsys.disabled():
         print("\n" + score.render(outcomes))
     for row in score.table(outcomes):

@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -123,6 +123,7 @@ class Outcome:
     triage_expected: Any = NO_TRIAGE
     triage_cause: str | None = None
     triage_right: bool | None = None  # None: not scored for triage
+    summary: dict[str, Any] | None = None  # summary_of's records, when asked for
 
     def line(self) -> str:
         """One line for a failing case: what was expected, what came out."""
@@ -303,15 +304,19 @@ def notebook_facts(case: Case, output_dir: str | os.PathLike[str]) -> dict[str, 
     return dict(ex.summary.get("facts", {}))
 
 
-def score_case(case: Case, via: str = "library", with_triage: bool = False) -> Outcome:
+def score_case(case: Case, via: str = "library", with_triage: bool = False,
+               summary_in: str | None = None) -> Outcome:
     """Run ``case`` (through the library, or its notebook with ``via="notebook"``), and
     triage on it with ``with_triage`` where the case says what triage should name; never
-    raises: a failure to run is a wrong case with its error."""
+    raises: a failure to run is a wrong case with its error. With ``summary_in`` (the
+    checkout), the outcome also carries the case's ``summary_of`` records, made from the same
+    load and reports."""
     t0 = time.perf_counter()
     out = Outcome(case.id, case.runbook, right=False, via=via, batch=case.batch,
                   intake_right=(case.intake or {}).get("right"),
                   triage_expected=case.expected_class)
     incident: Incident | None = None  # loaded once for the runbook and triage alike
+    made: dict[str, Report] = {}  # the reports made on it, for the summary
     if via != "notebook":
         try:
             incident = load_or_fail(str(case.logs))
@@ -319,7 +324,7 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False) -> O
             incident = None
     if with_triage and case.expected_class != NO_TRIAGE:
         try:
-            out.triage_cause = triage_cause(case, incident)
+            out.triage_cause = _triage_cause(case, incident, made)
         except Exception as e:  # a crash is a wrong answer
             out.triage_cause = f"{type(e).__name__}: {e}"[:200]
         out.triage_right = matches(case.expected_class, out.triage_cause)
@@ -328,15 +333,31 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False) -> O
             with tempfile.TemporaryDirectory(prefix="traindoc-score-") as tmp:
                 facts = notebook_facts(case, tmp)
         else:
-            facts = library_facts(case, incident)
+            if incident is None:
+                incident = load_or_fail(str(case.logs))
+            made[case.runbook] = diagnosis(case.runbook)(incident)
+            facts = dict(made[case.runbook].facts)
     except Exception as e:  # a crash on a real log is a wrong answer, and a finding
         out.error = f"{type(e).__name__}: {e}"[:300]
     else:
         out.facts = json.loads(json.dumps(facts, default=str))
         out.mismatches = compare(case.facts, out.facts)
         out.right = not out.mismatches
+    if summary_in is not None:
+        out.summary = summary_of(case.runbook, str(case.logs), summary_in, incident, made)
     out.seconds = round(time.perf_counter() - t0, 2)
     return out
+
+
+def _triage_cause(case: Case, incident: Incident | None, made: dict[str, Report]) -> str | None:
+    """``triage_cause``, its report kept in ``made`` when the logs were loaded."""
+    from .diagnose import triage
+
+    if incident is None:
+        return triage_cause(case)
+    analysis = triage.analyse(incident)
+    made["triage"] = triage.report(analysis)
+    return analysis.cause
 
 
 def notebook_sample(cases: Sequence[Case], per_runbook: int) -> set[str]:
@@ -352,18 +373,22 @@ def notebook_sample(cases: Sequence[Case], per_runbook: int) -> set[str]:
     return chosen
 
 
-def _score_one(args: tuple[Case, str, bool]) -> Outcome:
+def _score_one(args: tuple[Case, str, bool, str | None]) -> Outcome:
     return score_case(*args)
 
 
 def score(cases: Sequence[Case], notebooks: int = 1, workers: int | None = None,
           progress: Callable[[Outcome], None] | None = None,
-          with_triage: bool = True) -> list[Outcome]:
+          with_triage: bool = True, summaries_of: str | os.PathLike[str] | None = None
+          ) -> list[Outcome]:
     """Score every case, in parallel processes; ``notebooks`` cases of each runbook go through
     papermill (the rest through the same library calls in-process); with ``with_triage``,
-    triage is scored on every case that says which class it should name."""
+    triage is scored on every case that says which class it should name. With
+    ``summaries_of`` (the checkout), each outcome carries the case's summary records
+    (``summaries`` gives the same, one more load and diagnosis a case)."""
     sample = notebook_sample(cases, notebooks)
-    jobs = [(c, "notebook" if c.id in sample else "library", with_triage) for c in cases]
+    root = None if summaries_of is None else str(Path(summaries_of).resolve())
+    jobs = [(c, "notebook" if c.id in sample else "library", with_triage, root) for c in cases]
     # notebooks first: they are the slow ones
     jobs.sort(key=lambda j: j[1] != "notebook")
     n = workers or max(1, min(len(jobs), os.cpu_count() or 1))
@@ -397,38 +422,52 @@ def summary_record(report: Report, incident: Incident) -> dict[str, Any]:
             "actions": [a["how"] for a in doc["actions"]]}
 
 
-def _summaries_of(args: tuple[str, str, str, str]) -> tuple[str, dict[str, Any]]:
+def summary_of(runbook: str, logs: str, checkout: str, incident: Incident | None = None,
+               made: Mapping[str, Report] | None = None) -> dict[str, Any]:
     """One folder's records: its own runbook's and triage's (``{"error": …}`` on a crash),
-    with the checkout's path written ``<checkout>`` (the same snapshot wherever it is)."""
-    key, runbook, logs, checkout = args
+    with the checkout's path written ``<checkout>`` (the same snapshot wherever it is).
+    ``incident`` and ``made`` (reports by name): what the caller already has of them."""
     out: dict[str, Any] = {"runbook": runbook}
-    try:
-        incident = load_or_fail(logs)
-    except Exception as e:  # a folder that cannot be read is recorded as such
-        out["error"] = f"{type(e).__name__}: {e}"[:300]
-        incident = None
+    if incident is None:
+        try:
+            incident = load_or_fail(logs)
+        except Exception as e:  # a folder that cannot be read is recorded as such
+            out["error"] = f"{type(e).__name__}: {e}"[:300]
     for name in dict.fromkeys((runbook, "triage")) if incident is not None else ():
         try:
-            out[name] = summary_record(diagnosis(name)(incident), incident)
+            rep = (made or {}).get(name) or diagnosis(name)(incident)
+            out[name] = summary_record(rep, incident)
         except Exception as e:  # a crash is part of the behaviour the guard keeps
             out[name] = {"error": f"{type(e).__name__}: {e}"[:300]}
     text = json.dumps(out, sort_keys=True, ensure_ascii=False, default=str)
-    return key, json.loads(text.replace(json.dumps(checkout)[1:-1], "<checkout>"))
+    return json.loads(text.replace(json.dumps(checkout)[1:-1], "<checkout>"))
 
 
-def summaries(checkout: str | os.PathLike[str], workers: int | None = None
-              ) -> dict[str, dict[str, Any]]:
+def _summaries_of(args: tuple[str, str, str, str]) -> tuple[str, dict[str, Any]]:
+    key, runbook, logs, checkout = args
+    return key, summary_of(runbook, logs, checkout)
+
+
+def sample_dirs(checkout: str | os.PathLike[str]) -> list[Path]:
+    """The bundled samples, ``data/<runbook>/<sample>/`` (the corpus aside)."""
+    data = Path(checkout).resolve() / "data"
+    return [p for p in sorted(data.glob("*/*/"))
+            if p.is_dir() and p.parent.name != "corpus" and p.parent.name in RUNBOOKS]
+
+
+def summaries(checkout: str | os.PathLike[str], workers: int | None = None,
+              corpus: bool = True) -> dict[str, dict[str, Any]]:
     """Every bundled sample's (``data/<runbook>/<sample>``) and corpus case's summary record,
     by its folder relative to ``checkout``: the runbook's own report and triage's
     (``summary_record``). ``traindoc score --summaries OUT.json`` writes it; the slow test
-    ``tests/test_summaries.py`` compares it with ``tests/data/summaries.json``."""
+    ``tests/test_summaries.py`` compares it with ``tests/data/summaries.json``; without
+    ``corpus``, the samples' alone (``score(summaries_of=…)`` gives the corpus cases')."""
     root = Path(checkout).resolve()
-    data = root / "data"
     jobs = [(p.relative_to(root).as_posix(), p.parent.name, str(p), str(root))
-            for p in sorted(data.glob("*/*/"))
-            if p.is_dir() and p.parent.name != "corpus" and p.parent.name in RUNBOOKS]
-    jobs += [(c.path.relative_to(root).as_posix(), c.runbook, str(c.logs), str(root))
-             for c in find_cases(data / "corpus")]
+            for p in sample_dirs(root)]
+    if corpus:
+        jobs += [(c.path.relative_to(root).as_posix(), c.runbook, str(c.logs), str(root))
+                 for c in find_cases(root / "data" / "corpus")]
     return dict(pool_map(_summaries_of, jobs, workers))
 
 
