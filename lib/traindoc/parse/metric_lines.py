@@ -189,7 +189,7 @@ PAIR_RE = re.compile(
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
-    r"TFLOPS|TFLOP/s|(?<=\d)/s)(?![\w/])",
+    r"TFLOPS|TFLOP/s|secs?/step|s/step|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
 # a field that is only a time, between "|"/"(" and "|"/")"/the end (llm.c: "| lr 6.00e-06 | (345.67 ms |
@@ -211,7 +211,9 @@ PAREN_CURRENT_RE = re.compile(rf"\s*\(\s*(?P<v>{_NUM})\s*\)")
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
-                     "batchloss", "pertokenloss", "trl", "cost"), "loss"),
+                     "batchloss", "pertokenloss", "trl", "cost",
+                     # RETURNN names each loss by its layer: "ce 7.114" (cross entropy)
+                     "ce"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
@@ -285,7 +287,8 @@ GLUED_KEYS = frozenset(("rate",))
 # time" is no time per step)
 SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
 # keys known only whole: llm.c's "norm" is the grad norm, a "weight norm" is not
-WHOLE_KEYS = frozenset(("norm",))
+# (RETURNN's "ce" is its loss; Bagel's "Train Loss ce" is one part of a loss)
+WHOLE_KEYS = frozenset(("norm", "ce"))
 
 
 @lru_cache(maxsize=4096)
@@ -492,6 +495,8 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         if p["sp"] and " " in key and (col is None or _norm(key.split()[-1]) == col) \
                 and not _loss_part(key):
             continue  # "key value" only for a one-word key or a multi-word key known whole
+        if p["sp"] and p["k"] and rest[p.start("k") - 1:p.start("k")] == ":":
+            continue  # the tail of a "a:b value" key (RETURNN's "max_size:time 291200")
         if p["k"] and rest[p.start("k") - 1:p.start("k")] == "-" and key.lower() in GLUED_KEYS:
             continue  # the tail of a hyphenated key ("learning-rate 1e-06" is no rate)
         if col is None:
@@ -522,7 +527,7 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             continue
         if unit == "it/s":
             row.setdefault("elapsed_s", 1.0 / value if value else None)
-        elif unit == "s/it":
+        elif unit == "s/it" or unit.endswith("/step"):  # RETURNN: "0.504 sec/step"
             row.setdefault("elapsed_s", value)
         elif unit.startswith(("tok", "words")):
             row.setdefault("tokens_per_s", value)
