@@ -402,6 +402,33 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
 
 
 
+def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
+    """The ``checkpoints`` table with a number for each save whose line and path name none
+    (Marian's "Saving model weights and runtime parameters to model.npz"): the step of the
+    last numbered iterations row before it in the same file (a step line or an eval line).
+
+    Why that neighbour: a trainer saves after the step (or the validation) it has just
+    logged, before it logs the next (Marian: "[valid] Ep. 1 : Up. 50000 : …", then the save,
+    then the next validation metric of update 50000). A save with no step logged before it
+    in its file stays unnumbered."""
+    ck = incident.tables.get("checkpoints")
+    if ck is None or not len(ck) or not ck["iteration"].isna().any():
+        return ck
+    it = incident.iterations
+    marks: dict[str, list[tuple[int, int]]] = {}
+    for src, v in zip(it["source"], it["iteration"], strict=True):
+        where = split_source(src)
+        if where and pd.notna(v):
+            marks.setdefault(where[0], []).append((where[1], int(v)))
+    out = ck.copy()
+    for i in ck.index[ck["iteration"].isna()]:
+        where = split_source(ck.at[i, "source"])
+        before = [m for m in marks.get(where[0], []) if m[0] < where[1]] if where else []
+        if before:
+            out.at[i, "iteration"] = max(before)[1]
+    return out
+
+
 def is_host(name: object) -> bool:
     """Whether ``name`` is a machine read from the logs (not unknown, not an srun task id)."""
     return (name is not None and not pd.isna(name) and str(name) != ""

@@ -213,7 +213,9 @@ METRIC_KEYS: dict[str, str] = {
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
                      "batchloss", "pertokenloss", "trl", "cost",
                      # RETURNN names each loss by its layer: "ce 7.114" (cross entropy)
-                     "ce"), "loss"),
+                     "ce",
+                     # Marian's validation metrics: "ce-mean-words", "cross-entropy"
+                     "cemeanwords", "crossentropy"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
@@ -265,10 +267,16 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_",
+           "[valid] Ep. ")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
+# Marian NMT's validation line, one metric each, its name hyphenated ("[valid] Ep. 1 : Up.
+# 50000 : ce-mean-words : 2.62238 : new best"; "cross-entropy", "bleu-detok"): an eval row
+# when the metric's name is a loss of METRIC_KEYS
+MARIAN_VALID_RE = re.compile(
+    rf"\[valid\] Ep\. \d+ : Up\. (?P<n>\d+) : (?P<k>[A-Za-z][\w-]*) : (?P<v>{_NUM})")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
@@ -422,6 +430,10 @@ def parse_metric_line(text: str) -> Row | None:
         return _finish(_with_parts(row, parts))
     if NOT_A_STEP_RE.search(text):
         return None
+    if "[valid] Ep. " in text and (v := MARIAN_VALID_RE.search(text)) is not None:
+        loss = _number(v["v"], None) if _norm(v["k"]) == "loss" else None
+        return None if loss is None else {"iteration": int(v["n"]), "event": "eval",
+                                          "eval_loss": loss}
     m = _step(text)
     if m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"] or m["pn"])
