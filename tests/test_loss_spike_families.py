@@ -443,3 +443,21 @@ def test_epochs_too_coarse_or_too_few_keep_the_count() -> None:
     # 'epoch': 0.22, each after the bar it was logged at (1318-1322)
     assert _placed("loss_spike-vg-llm-21")["iteration"].tolist() == [1, 2]
     assert _placed("loss_spike-h2ogpt-86")["iteration"].tolist() == [1318, 1319, 1320, 1321, 1322]
+
+
+def test_a_log_whose_only_loss_is_the_validations(tmp_path: Path) -> None:
+    """NVIDIA/apex#493 (Tacotron 2's train.py): one "Validation loss N: v" line per epoch and
+    no training loss; the save line after it names its own iteration and is no continuation
+    of the validation line (which ends in blanks)."""
+    lines = []
+    for it, v in ((6312, 0.149928), (6838, 0.147172), (7364, 0.148571), (7890, 0.148049),
+                  (8416, 0.711720)):
+        lines += [f"Validation loss {it}:  {v:.6f}  ",
+                  f"Saving model and optimizer state at iteration {it} to ru_ann.pt"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    inc = traindoc.load([str(log)])
+    assert inc.checkpoints["iteration"].tolist() == [6312, 6838, 7364, 7890, 8416]
+    a = ls.analyse(inc)
+    assert a.last_iteration == 8416
+    assert [s["peak_iteration"] for s in a.spikes] == [8416]

@@ -164,6 +164,13 @@ REAL_LINES = [
      "1.4GB, num_seqs 1, 2.520 sec/step, elapsed 0:00:03, exp. remaining 0:17:07, complete "
      "0.38%", {"iteration": 0, "elapsed_s": 2.52},
      "nikita6187/NMT hmm-factorization forward-dev-other tf_log_dir/out.sh (RETURNN 2018)"),
+    # Tacotron 2 and its descendants: the step between the loss's name and its value
+    ("Validation loss 8416:  0.711720  ", {"iteration": 8416, "eval_loss": 0.71172,
+                                           "event": "eval"}, "NVIDIA/apex#493"),
+    # Tacotron 2's train.py ("Train loss {} {:.6f} Grad Norm {:.6f} {:.2f}s/it"), as its forks
+    # (Flowtron, Mellotron) print it
+    ("Train loss 2300 0.412345 Grad Norm 0.871234 1.52s/it",
+     {"iteration": 2300, "loss": 0.412345, "elapsed_s": 1.52}, "tacotron2 train.py format"),
 ]
 
 

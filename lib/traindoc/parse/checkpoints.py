@@ -23,6 +23,8 @@ Wordings, checked against the sources:
   checkpoint at step 1000.``
 - Lightning ModelCheckpoint: ``Epoch 3, global step 1000: 'val_loss' reached 0.12 (best 0.12),
   saving model to '/ckpt/epoch=3-step=1000.ckpt' as top 1``.
+- Tacotron 2 / WaveGlow / VITS (train.py ``save_checkpoint``): ``Saving model and optimizer
+  state at iteration {} to {}``.
 - Marian NMT (src/models/encoder_decoder.cpp, training/graph_group.h): ``Saving model weights
   and runtime parameters to model/model.iter55000.npz`` (the update in the path only with
   ``--overwrite`` off), ``[training] Saving training checkpoint to model/model.npz and …``.
@@ -70,6 +72,10 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         r"Loading the checkpoint (?:at step (?P<it>\d+)|from (?P<path>\S+?)\.?$)")),
     # Lightning ModelCheckpoint
     ("saved", "saving model to ", re.compile(r"saving model to '(?P<path>[^']+)'")),
+    # Tacotron 2, WaveGlow, Flowtron, VITS and their forks (print or logger.info before
+    # torch.save): "Saving model and optimizer state at iteration 8416 to ckpt.pt"
+    ("save_start", "Saving model and optimizer state at iteration ", re.compile(
+        r"Saving model and optimizer state at iteration (?P<it>\d+) to (?P<path>\S+)")),
     # Marian NMT: no update number unless the path has one (model.iter55000.npz); the save
     # belongs to the update logged before it (``diagnose.common.place_unnumbered_saves``)
     ("save_start", "Saving model weights and runtime parameters to ", re.compile(

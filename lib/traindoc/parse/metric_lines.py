@@ -71,6 +71,10 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   running means, never read).
 - **clu's LoggingWriter** (t5x, flax: ``[1000] collection=train accuracy=…, loss=2.3,
   timing/steps_per_second=8.1``): the bracketed number is the step.
+- **the step between a loss's name and its value** when no step key is on the line (Tacotron 2
+  and its descendants: ``Validation loss 8416:  0.711720``, ``Train loss 2300 0.412345 Grad
+  Norm …``); Marian NMT's one-metric validation line (``[valid] Ep. 1 : Up. 50000 :
+  ce-mean-words : 2.62238``) is an eval row when its metric is a loss.
 - **a tqdm bar's postfix that names a loss** (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
   ``156/1563 [01:00<09:00, 2.60it/s, loss=9.600, …, num_updates=156, …]``): the step a postfix
   key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
@@ -149,6 +153,15 @@ COUNTER_STEP_RE = re.compile(
 LEAD_STEP_RE = re.compile(
     r"^\s*(?:\[\s*(?P<be>\d+)\s*\]\s*|(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?"
     r"(?=\s*(?:[,(]|\|\|?)?\s*[A-Za-z(])")
+# the step between a loss's name and its value, when no step key is on the line (Tacotron 2
+# and its descendants, Mellotron, Flowtron, WaveGlow: "Validation loss 8416:  0.711720  ",
+# "Train loss 8416 0.711720 Grad Norm 1.23 1.50s/it"): a whole number, then a colon or a
+# number with a point
+LOSS_STEP_RE = re.compile(
+    r"(?<![\w/.])(?P<k>[A-Za-z][A-Za-z_]*(?: [A-Za-z_]+)?) (?P<n>\d+)"
+    r"(?=\s*:\s*[-+\d.]|\s+[-+]?(?:\d*\.\d|nan\b|inf\b))")
+# the step alone, so that the loss's name stays on the line to be read with its value
+STEP_NUMBER_RE = re.compile(r"(?P<n>\d+)")
 # clu's LoggingWriter (t5x, flax examples, big_vision): logging.info("[%d]%s %s", step,
 # " collection=train", "k=v, …"): "[1000] collection=train accuracy=0.51, loss=2.4, …"
 CLU_STEP_RE = re.compile(
@@ -451,6 +464,8 @@ def parse_metric_line(text: str) -> Row | None:
             row["epoch"] = float(ep["e"])
     elif m is None and (m := CLU_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
+    elif m is None and (m := _loss_step(text)) is not None:
+        row["iteration"] = int(m["n"])
     elif m is None and (m := LEAD_STEP_RE.match(text)) is not None:
         row["iteration"] = int(m["n"])
         if m["tot"]:
@@ -473,6 +488,14 @@ def parse_metric_line(text: str) -> Row | None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
+
+
+def _loss_step(text: str) -> re.Match[str] | None:
+    """The step a loss's name is followed by (``LOSS_STEP_RE``), when the name is a loss."""
+    for m in LOSS_STEP_RE.finditer(text):
+        if _norm(m["k"]) in ("loss", "eval_loss"):
+            return STEP_NUMBER_RE.match(text, m.start("n"))
+    return None
 
 
 def _epoch_counter(text: str) -> re.Match[str] | None:
@@ -672,7 +695,8 @@ def cut_before_step(text: str) -> bool:
     metrics (a loss or a rate) and trailing blanks, but no step key, which the next line
     brings (insightface: "…Speed 2178.40 samples/sec   Loss nan   LearningRate 0.001000   " /
     "Epoch: 0   Global Step: 20   …")."""
-    if not text[-1:].isspace() or "{" in text or _step(text) is not None:
+    if not text[-1:].isspace() or "{" in text or _step(text) is not None \
+            or _loss_step(text) is not None:  # ("Validation loss 8416:  0.711720  ")
         return False
     return bool(UNIT_RE.search(text)) or bool(re.search(r"\bloss\b", text, re.IGNORECASE))
 
