@@ -171,6 +171,14 @@ REAL_LINES = [
     # (Flowtron, Mellotron) print it
     ("Train loss 2300 0.412345 Grad Norm 0.871234 1.52s/it",
      {"iteration": 2300, "loss": 0.412345, "elapsed_s": 1.52}, "tacotron2 train.py format"),
+    # a tqdm bar printed without the bar (rich consoles, Colab): its postfix read as a bar's
+    ("[Epoch 0 / Train]:   0% 420/788222 [28:47<810:51:33,  3.71s/it, loss=nan, lr=2.5e-5, "
+     "throughput=0.29466 sample_per_sec, 2.4123 Tflops][09/30/22 02:45:43] WARNING  colossalai "
+     "- ShardedOptimizerV2 - WARNING:", {"iteration": 420, "loss": float("nan"), "elapsed_s": 3.71},
+     "hpcaitech/ColossalAI#1375"),
+    ("''' Train Epoch     #73:  82% 1025/1252 [35:04<13:48,  3.65s/it, loss=0.946, accuracy=77]"
+     "WARNING: One or more tensors were submitted to be reduced",
+     {"iteration": 1025, "epoch": 73.0, "loss": 0.946, "elapsed_s": 3.65}, "horovod/horovod#334"),
 ]
 
 

@@ -75,7 +75,8 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   and its descendants: ``Validation loss 8416:  0.711720``, ``Train loss 2300 0.412345 Grad
   Norm …``); Marian NMT's one-metric validation line (``[valid] Ep. 1 : Up. 50000 :
   ce-mean-words : 2.62238``) is an eval row when its metric is a loss.
-- **a tqdm bar's postfix that names a loss** (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
+- **a tqdm bar's postfix that names a loss** (also a bar printed without its bar, ``0% 420/788222
+  [28:47<…, 3.71s/it, loss=nan, …]``) (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
   ``156/1563 [01:00<09:00, 2.60it/s, loss=9.600, …, num_updates=156, …]``): the step a postfix
   key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
   description names); the rate as the time per step. A bar without one is the progress
@@ -404,7 +405,7 @@ def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
     fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
-    if ("%|" in text or "%\\|" in text) and (bar := _last_bar(text)) is not None:
+    if ("%|" in text or "%\\|" in text or "% " in text) and (bar := _last_bar(text)) is not None:
         if (row := _bar_postfix(text, bar)) is not None or (after := _after_bar(text, bar)) is None:
             return row
         text = after  # a log record fused after the bar is read on its own
@@ -614,13 +615,20 @@ def _after_bar(text: str, bar: re.Match[str]) -> str | None:
 
 
 def _last_bar(text: str) -> re.Match[str] | None:
-    """The last tqdm bar of a line (a redrawn bar repeats), or None."""
+    """The last tqdm bar of a line (a redrawn bar repeats), or None; a bar printed without
+    its bar (ColossalAI's rich console: "0% 420/788222 [28:47<810:51:33, 3.71s/it, loss=nan,
+    …]") where the line has no bar with one."""
     last = None
     for m in TQDM_RE.finditer(text):
         last = m
+    if last is None and "% " in text:
+        for m in BARLESS_RE.finditer(text):
+            last = m
     return last
 
 
+# tqdm's line without the bar itself (``progress.TQDM_FORMATS``: "0% 420/788222 [28:47<…]")
+BARLESS_RE = TQDM_FORMATS[1]
 # the postfix of a tqdm bar: ", loss=9.600, nll_loss=9.1, …, num_updates=156, …]" after the rate
 POSTFIX_RE = re.compile(r"\s*,(?P<post>[^\]]*)\]")
 
