@@ -299,3 +299,42 @@ def test_the_teardown_after_a_watchdog_timeout_stays_the_timeouts(tmp_path: Path
         "3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
         "kernels, subsequent GPU operations might run on corrupted/incomplete data.\n")
     assert triage.diagnose(traindoc.load(str(log))).facts["classes"][0]["class"] == "timeout"
+
+
+# --- Marian NMT's saves: the update in the path, or the update logged before the save --------
+
+MARIAN_TRANSLATIONS_1002 = [  # mozilla/translations#1002 (corpus gpu_crash-translations-1002)
+    "[2025-01-21 16:24:56] [valid] Ep. 1 : Up. 50000 : ce-mean-words : 2.62238 : new best",
+    "[2025-01-21 16:25:04] Saving model weights and runtime parameters to "
+    "/home/ubuntu/tasks/task_173745859288754/artifacts/model.npz.best-bleu-detok.npz",
+    "[2025-01-21 16:25:07] [valid] Ep. 1 : Up. 50000 : bleu-detok : 26.4729 : new best",
+    "[2025-01-21 16:30:34] Ep. 1 : Up. 51000 : Sen. 77,303,338 : Cost 1.41794586 : Time 370.55s "
+    ": 97447.45 words/s : gNorm 0.5275",
+    "[2025-01-21 16:30:37] Error: CUDA error 999 'unknown error' - /builds/worker/fetches/"
+    "marian-source/src/tensors/gpu/algorithm.cu:54: cudaStreamSynchronize(0)",
+]
+MARIAN_ITER_SAVE = [  # a Marian training log of 2021 (its --overwrite off: model.iter5000.npz)
+    "[2021-05-27 00:53:12] Ep. 1 : Up. 5000 : Sen. 154,472 : Cost 3.10490203 * 415,501 after "
+    "4,125,163 : Time 608.22s : 683.15 words/s",
+    "[2021-05-27 00:53:12] Saving model weights and runtime parameters to "
+    "model.s2s-4/model.npz.orig.npz",
+    "[2021-05-27 00:53:14] Saving model weights and runtime parameters to "
+    "model.s2s-4/model.iter5000.npz",
+    "[2021-05-27 00:53:15] Saving model weights and runtime parameters to model.s2s-4/model.npz",
+    "[2021-05-27 00:53:17] Saving Adam parameters to model.s2s-4/model.npz.optimizer.npz",
+    "[2021-05-27 00:53:30] [valid] Ep. 1 : Up. 5000 : cross-entropy : 219.282 : new best",
+    "[2021-05-27 01:03:30] Ep. 1 : Up. 5500 : Sen. 170,001 : Cost 3.0 * 411,024 after "
+    "4,500,000 : Time 600.00s : 684.00 words/s",
+    "Error: CUDA error 999 'unknown error' - src/tensors/gpu/algorithm.cu:54: "
+    "cudaStreamSynchronize(0)",
+]
+
+
+@pytest.mark.parametrize("lines, last, saved", [
+    (MARIAN_TRANSLATIONS_1002, 51000, 50000),
+    (MARIAN_ITER_SAVE, 5500, 5000),
+])
+def test_marians_saves_give_the_last_checkpoint(tmp_path: Path, lines: list[str], last: int,
+                                                saved: int) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (last, saved)

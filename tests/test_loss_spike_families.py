@@ -405,3 +405,59 @@ def test_a_fused_bar_keeps_its_nan_on_its_own_step(tmp_path: Path) -> None:
     a = ls.analyse(traindoc.load(str(log)))
     assert a.nan_iterations == []
     assert a.skipped_iterations == [1045, 1046]
+
+
+# HF Trainer's stepless log dicts placed by their epoch (diagnose.common.place_by_epoch), on
+# real logs of three writers: the run's length from the training bar's total or from the end
+# summary (train_runtime x train_steps_per_second), the epochs from the summary or the bar
+HF_EPOCH_CASES = [
+    # Ishihara-Masabumi/Llama_SFT train_log.txt: bar 1580/1677, dicts buffered behind it,
+    # 'epoch': '2.809' (4 digits), logging every 10 steps
+    ("loss_spike-llama-sft-train-log", 1570),
+    # Ariz-Mohammadi/finetuned-qwen3-medical-qlora training.log: bar 1755/1755, summary
+    # epoch 3.0, last dict 'epoch': 2.99 (2 decimals)
+    ("loss_spike-qwen3-medical-qlora-training", 1750),
+    # CqGao112/CN-Mini-Phi3 ds_pretrain.log: no bar; summary 14003.78 s x 0.141 steps/s
+    ("loss_spike-cn-mini-phi3-ds-pretrain", 1960),
+]
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "loss_spike"
+
+
+def _placed(case: str) -> pd.DataFrame:
+    from traindoc.diagnose.common import place_by_epoch
+    inc = traindoc.load([str(CORPUS / case / "logs")])
+    it = place_by_epoch(inc.iterations, inc.progress)
+    return it[it["event"].isna() & it["loss"].notna()]
+
+
+def test_stepless_hf_dicts_are_placed_by_their_epoch() -> None:
+    for case, last in HF_EPOCH_CASES:
+        steps = _placed(case)["iteration"].astype(int).tolist()
+        assert steps[-1] == last, case
+        assert steps == sorted(set(steps)), case  # one step each, in order
+
+
+def test_epochs_too_coarse_or_too_few_keep_the_count() -> None:
+    # LaVi-Lab/VG-LLM#21: two dicts at 'epoch': 0.01, 0.02 of a 1233-step bar (steps 10 and
+    # 20, or 12 and 24: the rounding cannot tell); h2oai/h2ogpt#86: five dicts all at
+    # 'epoch': 0.22, each after the bar it was logged at (1318-1322)
+    assert _placed("loss_spike-vg-llm-21")["iteration"].tolist() == [1, 2]
+    assert _placed("loss_spike-h2ogpt-86")["iteration"].tolist() == [1318, 1319, 1320, 1321, 1322]
+
+
+def test_a_log_whose_only_loss_is_the_validations(tmp_path: Path) -> None:
+    """NVIDIA/apex#493 (Tacotron 2's train.py): one "Validation loss N: v" line per epoch and
+    no training loss; the save line after it names its own iteration and is no continuation
+    of the validation line (which ends in blanks)."""
+    lines = []
+    for it, v in ((6312, 0.149928), (6838, 0.147172), (7364, 0.148571), (7890, 0.148049),
+                  (8416, 0.711720)):
+        lines += [f"Validation loss {it}:  {v:.6f}  ",
+                  f"Saving model and optimizer state at iteration {it} to ru_ann.pt"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    inc = traindoc.load([str(log)])
+    assert inc.checkpoints["iteration"].tolist() == [6312, 6838, 7364, 7890, 8416]
+    a = ls.analyse(inc)
+    assert a.last_iteration == 8416
+    assert [s["peak_iteration"] for s in a.spikes] == [8416]

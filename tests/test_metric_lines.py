@@ -147,6 +147,38 @@ REAL_LINES = [
       "elapsed_s": 1 / 0.921}, "ml-explore/mlx-examples#620"),
     ("iter 2 step 1: loss 3.3320, iter time: 765.52ms (optimizer.step)",
      {"iteration": 2, "loss": 3.332, "elapsed_s": 0.76552}, "Lightning-AI/litgpt (iterations.py's example)"),
+    # RETURNN: every loss is named by its layer ("ce" is cross entropy), the step's time is
+    # "value sec/step", and "max_size:time 291200" (the batch's longest sequence) is no time
+    ("ep 1 train, step 902, ce 7.114, ctc_17 7.167, fer 0.967, mem_usage:cuda:2 6.8GB, "
+     "0.504 sec/step", {"iteration": 902, "loss": 7.114, "elapsed_s": 0.504},
+     "rwth-i6/returnn#1486"),
+    ("ep 1 train, step 10, ce 1.5, num_seqs 12, max_size:time:var-unk:data 300000, "
+     "mem_usage:cuda:0 52.8GB, 0.717 sec/step, elapsed 0:06:53, exp. remaining 0:55:35, "
+     "complete 11.02%", {"iteration": 10, "loss": 1.5, "elapsed_s": 0.717},
+     "rwth-i6/i6_experiments (a RETURNN throughput summary's test)"),
+    ("ep 1 train, step 200, aux_full_sum_4 0.283, aux_full_sum_8 0.078, full_sum 0.072, "
+     "num_seqs 10, max_size:time 181296, max_size:out-spatial 105, mem_usage:cuda 7.7GB, "
+     "3.023 sec/step, elapsed 0:13:55, exp. remaining 1:08:29, complete 16.90%",
+     {"iteration": 200, "elapsed_s": 3.023}, "an i6 sum-loss recipe's comment (RETURNN)"),
+    ("att-weights epoch 183, step 0, max_size:classes 94, max_size:data 3206, mem_usage:GPU:0 "
+     "1.4GB, num_seqs 1, 2.520 sec/step, elapsed 0:00:03, exp. remaining 0:17:07, complete "
+     "0.38%", {"iteration": 0, "elapsed_s": 2.52},
+     "nikita6187/NMT hmm-factorization forward-dev-other tf_log_dir/out.sh (RETURNN 2018)"),
+    # Tacotron 2 and its descendants: the step between the loss's name and its value
+    ("Validation loss 8416:  0.711720  ", {"iteration": 8416, "eval_loss": 0.71172,
+                                           "event": "eval"}, "NVIDIA/apex#493"),
+    # Tacotron 2's train.py ("Train loss {} {:.6f} Grad Norm {:.6f} {:.2f}s/it"), as its forks
+    # (Flowtron, Mellotron) print it
+    ("Train loss 2300 0.412345 Grad Norm 0.871234 1.52s/it",
+     {"iteration": 2300, "loss": 0.412345, "elapsed_s": 1.52}, "tacotron2 train.py format"),
+    # a tqdm bar printed without the bar (rich consoles, Colab): its postfix read as a bar's
+    ("[Epoch 0 / Train]:   0% 420/788222 [28:47<810:51:33,  3.71s/it, loss=nan, lr=2.5e-5, "
+     "throughput=0.29466 sample_per_sec, 2.4123 Tflops][09/30/22 02:45:43] WARNING  colossalai "
+     "- ShardedOptimizerV2 - WARNING:", {"iteration": 420, "loss": float("nan"), "elapsed_s": 3.71},
+     "hpcaitech/ColossalAI#1375"),
+    ("''' Train Epoch     #73:  82% 1025/1252 [35:04<13:48,  3.65s/it, loss=0.946, accuracy=77]"
+     "WARNING: One or more tensors were submitted to be reduced",
+     {"iteration": 1025, "epoch": 73.0, "loss": 0.946, "elapsed_s": 3.65}, "horovod/horovod#334"),
 ]
 
 

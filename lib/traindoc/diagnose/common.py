@@ -208,6 +208,105 @@ def _counted_beside_a_bar(incident: Incident) -> bool:
     return any(str(s).rsplit(":", 1)[0] in files for s in pr.loc[pr["total"].notna(), "source"])
 
 
+# HF's end-of-run summary: its steps are ``train_runtime`` x ``train_steps_per_second``
+HF_SUMMARY_STEPS_RE = re.compile(r"'train_runtime':\s*'?(?P<rt>[\d.]+)'?.*?"
+                                 r"'train_steps_per_second':\s*'?(?P<sps>[\d.]+)")
+
+
+def _run_length(rows: pd.DataFrame, bars: pd.DataFrame) -> tuple[float, float] | None:
+    """(steps, epochs) of the run one file's stepless HF dicts belong to: the steps are its
+    longest progress bar's total (HF's training bar has no description; "Tokenizing train
+    dataset" bars count examples), else the end-of-run summary's runtime x steps per second;
+    the epochs are the summary's last ``epoch``, else the whole epochs the dicts reach (at
+    least the share of the bar the last dict's epoch stands for: dicts buffered behind the
+    bar come late, never early)."""
+    summary = rows[rows["event"] == "train_summary"]
+    steps = None
+    bar = bars[bars["total"].notna() & bars["step"].notna()]
+    if "desc" in bar:
+        bar = bar[bar["desc"].isna()]
+    if len(bar):
+        steps = float(bar["total"].max())
+    elif len(summary):
+        m = HF_SUMMARY_STEPS_RE.search(str(summary["line"].iloc[-1]))
+        steps = float(m["rt"]) * float(m["sps"]) if m else None
+    if not steps:
+        return None
+    ends = summary["epoch"].dropna()
+    if len(ends) and float(ends.iloc[-1]) > 0:
+        return steps, float(ends.iloc[-1])
+    last = float(rows.loc[rows["event"].isna(), "epoch"].max())
+    epochs = float(np.ceil(last - 1e-9))
+    if len(bar):
+        reached = float(bar.loc[bar["total"] == bar["total"].max(), "step"].max())
+        if reached > 0:
+            epochs = max(epochs, float(np.ceil(steps * last / reached - 0.05)))
+    return (steps, epochs) if epochs > 0 else None
+
+
+def _decimals(x: float) -> int:
+    """The decimals a printed float shows (0.0179 -> 4, 2.1 -> 1), at most 6."""
+    text = f"{x:.6f}".rstrip("0")
+    return len(text.partition(".")[2])
+
+
+def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The iterations table with HF Trainer's stepless log dicts ("{'loss': 0.45, …,
+    'epoch': 1.22}", counted 1, 2, 3 by the parser) at their step: ``epoch`` x the run's
+    steps per epoch (``_run_length``), snapped to the logging interval the dicts' epochs
+    show; eval dicts follow the training dict they were counted after. Files whose run
+    length the log does not give, or whose epochs go back (a restart), keep the count.
+
+    Why the epoch: the trainer writes it as ``step / steps_per_epoch``, so it is the one
+    value in the dict that carries the step; the count is right only for logging_steps=1."""
+    it = iterations
+    if not len(it) or "epoch" not in it or not it["epoch"].notna().any():
+        return it
+    lines = it["line"].astype("string").fillna("")
+    stepless = it["iteration"].notna() & lines.str.contains(HF_STEPLESS_DICT_RE)
+    if not stepless.any():
+        return it
+    files = it["source"].astype("string").str.extract(SOURCE_RE)["file"]
+    bar_files = (progress["source"].astype("string").str.extract(SOURCE_RE)["file"]
+                 if progress is not None and len(progress) else None)
+    out = it
+    for file in files[stepless].dropna().unique():
+        rows = it[stepless & (files == file)]
+        train = rows[rows["event"].isna() & rows["epoch"].notna()]
+        ep = train["epoch"].astype(float).to_numpy()
+        if len(train) < 2 or (np.diff(ep) < 0).any():
+            continue
+        bars = (progress[bar_files == file] if bar_files is not None
+                else pd.DataFrame(columns=["step", "total"]))
+        length = _run_length(rows, bars)
+        if length is None:
+            continue
+        per_epoch = length[0] / length[1]
+        # the epoch is printed rounded (HF: to 2 decimals, later 4 significant digits): the
+        # logging interval must be told to the step from the first and last dicts, or the
+        # placement is a guess (two dicts at 'epoch': 0.01, 0.02 of 1233 steps: 10 and 20,
+        # or 12 and 24) and the count stays
+        unit = 10.0 ** -max(_decimals(e) for e in ep)
+        if unit * per_epoch / (len(ep) - 1) >= 0.5:
+            continue
+        every = max(1, round((ep[-1] - ep[0]) * per_epoch / (len(ep) - 1)))
+        placed: dict[int, int] = {}
+        prev = 0
+        for old, e in zip(train["iteration"].astype(int), ep, strict=True):
+            # epochs printed to two decimals can round two dicts onto one interval: the
+            # later one then takes the step its epoch says unsnapped, or the next one
+            step = max(1, round(e * per_epoch / every) * every)
+            prev = step if step > prev else max(prev + 1, round(e * per_epoch))
+            placed[old] = prev
+        if prev > length[0] + every:
+            continue  # the dicts do not fit the run the log states: keep the count
+        new = rows["iteration"].map(lambda v, p=placed: p.get(int(v), pd.NA))
+        if out is it:
+            out = it.copy()
+        out.loc[new.index[new.notna()], "iteration"] = new[new.notna()].astype("Int64")
+    return out
+
+
 def step_totals_by_rank(incident: Incident) -> dict[int, int]:
     """Per rank, the largest step total its progress bars announced (ranks that disagree on
     the size of their data split show different totals)."""
@@ -248,8 +347,9 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     (DeepSpeed's start-of-run loss-scale calibration: ten overflows, then "step=10,
     skipped=10"; all ten on step 10 would count one). A NaN warning is found the same way,
     when the step's loss is computed and before its line (if any) is written; overflows and
-    NaN warnings are counted apart, since one step often logs both."""
-    it = incident.iterations
+    NaN warnings are counted apart, since one step often logs both. HF Trainer's stepless
+    dicts are first placed by their epoch (``place_by_epoch``)."""
+    it = place_by_epoch(incident.iterations, incident.progress)
     skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
     nan = pd.to_numeric(it["nan"], errors="coerce").fillna(0) > 0
     need = it["iteration"].isna() & (skip | nan)
@@ -300,6 +400,33 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     return it
 
 
+
+
+def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
+    """The ``checkpoints`` table with a number for each save whose line and path name none
+    (Marian's "Saving model weights and runtime parameters to model.npz"): the step of the
+    last numbered iterations row before it in the same file (a step line or an eval line).
+
+    Why that neighbour: a trainer saves after the step (or the validation) it has just
+    logged, before it logs the next (Marian: "[valid] Ep. 1 : Up. 50000 : …", then the save,
+    then the next validation metric of update 50000). A save with no step logged before it
+    in its file stays unnumbered."""
+    ck = incident.tables.get("checkpoints")
+    if ck is None or not len(ck) or not ck["iteration"].isna().any():
+        return ck
+    it = incident.iterations
+    marks: dict[str, list[tuple[int, int]]] = {}
+    for src, v in zip(it["source"], it["iteration"], strict=True):
+        where = split_source(src)
+        if where and pd.notna(v):
+            marks.setdefault(where[0], []).append((where[1], int(v)))
+    out = ck.copy()
+    for i in ck.index[ck["iteration"].isna()]:
+        where = split_source(ck.at[i, "source"])
+        before = [m for m in marks.get(where[0], []) if m[0] < where[1]] if where else []
+        if before:
+            out.at[i, "iteration"] = max(before)[1]
+    return out
 
 
 def is_host(name: object) -> bool:

@@ -23,6 +23,11 @@ Wordings, checked against the sources:
   checkpoint at step 1000.``
 - Lightning ModelCheckpoint: ``Epoch 3, global step 1000: 'val_loss' reached 0.12 (best 0.12),
   saving model to '/ckpt/epoch=3-step=1000.ckpt' as top 1``.
+- Tacotron 2 / WaveGlow / VITS (train.py ``save_checkpoint``): ``Saving model and optimizer
+  state at iteration {} to {}``.
+- Marian NMT (src/models/encoder_decoder.cpp, training/graph_group.h): ``Saving model weights
+  and runtime parameters to model/model.iter55000.npz`` (the update in the path only with
+  ``--overwrite`` off), ``[training] Saving training checkpoint to model/model.npz and …``.
 """
 
 from __future__ import annotations
@@ -67,13 +72,23 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         r"Loading the checkpoint (?:at step (?P<it>\d+)|from (?P<path>\S+?)\.?$)")),
     # Lightning ModelCheckpoint
     ("saved", "saving model to ", re.compile(r"saving model to '(?P<path>[^']+)'")),
+    # Tacotron 2, WaveGlow, Flowtron, VITS and their forks (print or logger.info before
+    # torch.save): "Saving model and optimizer state at iteration 8416 to ckpt.pt"
+    ("save_start", "Saving model and optimizer state at iteration ", re.compile(
+        r"Saving model and optimizer state at iteration (?P<it>\d+) to (?P<path>\S+)")),
+    # Marian NMT: no update number unless the path has one (model.iter55000.npz); the save
+    # belongs to the update logged before it (``diagnose.common.place_unnumbered_saves``)
+    ("save_start", "Saving model weights and runtime parameters to ", re.compile(
+        r"Saving model weights and runtime parameters to (?P<path>\S+)")),
+    ("save_start", "Saving training checkpoint to ", re.compile(
+        r"\[training\] Saving training checkpoint to (?P<path>\S+)")),
 )
 
 NEEDLES = tuple(dict.fromkeys(p[1] for p in CHECKPOINT_PATTERNS))
 # What the loader tests every line for (each pattern's line holds one of these).
 LINE_NEEDLES = NEEDLES
 PATH_ITER_RE = re.compile(
-    r"(?:global_step|checkpoint-|step[-_=]|iter_)(?P<it>\d+)(?=\D|$)"
+    r"(?:global_step|checkpoint-|step[-_=]|iter_|\.iter)(?P<it>\d+)(?=\D|$)"
 )
 
 

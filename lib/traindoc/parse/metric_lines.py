@@ -71,7 +71,12 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   running means, never read).
 - **clu's LoggingWriter** (t5x, flax: ``[1000] collection=train accuracy=…, loss=2.3,
   timing/steps_per_second=8.1``): the bracketed number is the step.
-- **a tqdm bar's postfix that names a loss** (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
+- **the step between a loss's name and its value** when no step key is on the line (Tacotron 2
+  and its descendants: ``Validation loss 8416:  0.711720``, ``Train loss 2300 0.412345 Grad
+  Norm …``); Marian NMT's one-metric validation line (``[valid] Ep. 1 : Up. 50000 :
+  ce-mean-words : 2.62238``) is an eval row when its metric is a loss.
+- **a tqdm bar's postfix that names a loss** (also a bar printed without its bar, ``0% 420/788222
+  [28:47<…, 3.71s/it, loss=nan, …]``) (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
   ``156/1563 [01:00<09:00, 2.60it/s, loss=9.600, …, num_updates=156, …]``): the step a postfix
   key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
   description names); the rate as the time per step. A bar without one is the progress
@@ -149,6 +154,15 @@ COUNTER_STEP_RE = re.compile(
 LEAD_STEP_RE = re.compile(
     r"^\s*(?:\[\s*(?P<be>\d+)\s*\]\s*|(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?"
     r"(?=\s*(?:[,(]|\|\|?)?\s*[A-Za-z(])")
+# the step between a loss's name and its value, when no step key is on the line (Tacotron 2
+# and its descendants, Mellotron, Flowtron, WaveGlow: "Validation loss 8416:  0.711720  ",
+# "Train loss 8416 0.711720 Grad Norm 1.23 1.50s/it"): a whole number, then a colon or a
+# number with a point
+LOSS_STEP_RE = re.compile(
+    r"(?<![\w/.])(?P<k>[A-Za-z][A-Za-z_]*(?: [A-Za-z_]+)?) (?P<n>\d+)"
+    r"(?=\s*:\s*[-+\d.]|\s+[-+]?(?:\d*\.\d|nan\b|inf\b))")
+# the step alone, so that the loss's name stays on the line to be read with its value
+STEP_NUMBER_RE = re.compile(r"(?P<n>\d+)")
 # clu's LoggingWriter (t5x, flax examples, big_vision): logging.info("[%d]%s %s", step,
 # " collection=train", "k=v, …"): "[1000] collection=train accuracy=0.51, loss=2.4, …"
 CLU_STEP_RE = re.compile(
@@ -189,7 +203,7 @@ PAIR_RE = re.compile(
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
-    r"TFLOPS|TFLOP/s|(?<=\d)/s)(?![\w/])",
+    r"TFLOPS|TFLOP/s|secs?/step|s/step|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
 # a field that is only a time, between "|"/"(" and "|"/")"/the end (llm.c: "| lr 6.00e-06 | (345.67 ms |
@@ -211,7 +225,11 @@ PAREN_CURRENT_RE = re.compile(rf"\s*\(\s*(?P<v>{_NUM})\s*\)")
 METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
-                     "batchloss", "pertokenloss", "trl", "cost"), "loss"),
+                     "batchloss", "pertokenloss", "trl", "cost",
+                     # RETURNN names each loss by its layer: "ce 7.114" (cross entropy)
+                     "ce",
+                     # Marian's validation metrics: "ce-mean-words", "cross-entropy"
+                     "cemeanwords", "crossentropy"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
@@ -263,10 +281,16 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
-           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_")
+           "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_",
+           "[valid] Ep. ")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
+# Marian NMT's validation line, one metric each, its name hyphenated ("[valid] Ep. 1 : Up.
+# 50000 : ce-mean-words : 2.62238 : new best"; "cross-entropy", "bleu-detok"): an eval row
+# when the metric's name is a loss of METRIC_KEYS
+MARIAN_VALID_RE = re.compile(
+    rf"\[valid\] Ep\. \d+ : Up\. (?P<n>\d+) : (?P<k>[A-Za-z][\w-]*) : (?P<v>{_NUM})")
 # a line that states a setting or a summary, not a step
 NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_steps\b|"
                            r"Namespace\(|\bargs\b|\bconfig\b", re.IGNORECASE)
@@ -285,7 +309,8 @@ GLUED_KEYS = frozenset(("rate",))
 # time" is no time per step)
 SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
 # keys known only whole: llm.c's "norm" is the grad norm, a "weight norm" is not
-WHOLE_KEYS = frozenset(("norm",))
+# (RETURNN's "ce" is its loss; Bagel's "Train Loss ce" is one part of a loss)
+WHOLE_KEYS = frozenset(("norm", "ce"))
 
 
 @lru_cache(maxsize=4096)
@@ -380,7 +405,7 @@ def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
     fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
-    if ("%|" in text or "%\\|" in text) and (bar := _last_bar(text)) is not None:
+    if ("%|" in text or "%\\|" in text or "% " in text) and (bar := _last_bar(text)) is not None:
         if (row := _bar_postfix(text, bar)) is not None or (after := _after_bar(text, bar)) is None:
             return row
         text = after  # a log record fused after the bar is read on its own
@@ -419,6 +444,10 @@ def parse_metric_line(text: str) -> Row | None:
         return _finish(_with_parts(row, parts))
     if NOT_A_STEP_RE.search(text):
         return None
+    if "[valid] Ep. " in text and (v := MARIAN_VALID_RE.search(text)) is not None:
+        loss = _number(v["v"], None) if _norm(v["k"]) == "loss" else None
+        return None if loss is None else {"iteration": int(v["n"]), "event": "eval",
+                                          "eval_loss": loss}
     m = _step(text)
     if m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"] or m["pn"])
@@ -435,6 +464,8 @@ def parse_metric_line(text: str) -> Row | None:
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
     elif m is None and (m := CLU_STEP_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
+    elif m is None and (m := _loss_step(text)) is not None:
         row["iteration"] = int(m["n"])
     elif m is None and (m := LEAD_STEP_RE.match(text)) is not None:
         row["iteration"] = int(m["n"])
@@ -458,6 +489,14 @@ def parse_metric_line(text: str) -> Row | None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
+
+
+def _loss_step(text: str) -> re.Match[str] | None:
+    """The step a loss's name is followed by (``LOSS_STEP_RE``), when the name is a loss."""
+    for m in LOSS_STEP_RE.finditer(text):
+        if _norm(m["k"]) in ("loss", "eval_loss"):
+            return STEP_NUMBER_RE.match(text, m.start("n"))
+    return None
 
 
 def _epoch_counter(text: str) -> re.Match[str] | None:
@@ -492,6 +531,8 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         if p["sp"] and " " in key and (col is None or _norm(key.split()[-1]) == col) \
                 and not _loss_part(key):
             continue  # "key value" only for a one-word key or a multi-word key known whole
+        if p["sp"] and p["k"] and rest[p.start("k") - 1:p.start("k")] == ":":
+            continue  # the tail of a "a:b value" key (RETURNN's "max_size:time 291200")
         if p["k"] and rest[p.start("k") - 1:p.start("k")] == "-" and key.lower() in GLUED_KEYS:
             continue  # the tail of a hyphenated key ("learning-rate 1e-06" is no rate)
         if col is None:
@@ -522,7 +563,7 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             continue
         if unit == "it/s":
             row.setdefault("elapsed_s", 1.0 / value if value else None)
-        elif unit == "s/it":
+        elif unit == "s/it" or unit.endswith("/step"):  # RETURNN: "0.504 sec/step"
             row.setdefault("elapsed_s", value)
         elif unit.startswith(("tok", "words")):
             row.setdefault("tokens_per_s", value)
@@ -574,13 +615,20 @@ def _after_bar(text: str, bar: re.Match[str]) -> str | None:
 
 
 def _last_bar(text: str) -> re.Match[str] | None:
-    """The last tqdm bar of a line (a redrawn bar repeats), or None."""
+    """The last tqdm bar of a line (a redrawn bar repeats), or None; a bar printed without
+    its bar (ColossalAI's rich console: "0% 420/788222 [28:47<810:51:33, 3.71s/it, loss=nan,
+    …]") where the line has no bar with one."""
     last = None
     for m in TQDM_RE.finditer(text):
         last = m
+    if last is None and "% " in text:
+        for m in BARLESS_RE.finditer(text):
+            last = m
     return last
 
 
+# tqdm's line without the bar itself (``progress.TQDM_FORMATS``: "0% 420/788222 [28:47<…]")
+BARLESS_RE = TQDM_FORMATS[1]
 # the postfix of a tqdm bar: ", loss=9.600, nll_loss=9.1, …, num_updates=156, …]" after the rate
 POSTFIX_RE = re.compile(r"\s*,(?P<post>[^\]]*)\]")
 
@@ -655,7 +703,8 @@ def cut_before_step(text: str) -> bool:
     metrics (a loss or a rate) and trailing blanks, but no step key, which the next line
     brings (insightface: "…Speed 2178.40 samples/sec   Loss nan   LearningRate 0.001000   " /
     "Epoch: 0   Global Step: 20   …")."""
-    if not text[-1:].isspace() or "{" in text or _step(text) is not None:
+    if not text[-1:].isspace() or "{" in text or _step(text) is not None \
+            or _loss_step(text) is not None:  # ("Validation loss 8416:  0.711720  ")
         return False
     return bool(UNIT_RE.search(text)) or bool(re.search(r"\bloss\b", text, re.IGNORECASE))
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ..common import last_progress
+from ..common import last_progress, place_unnumbered_saves
 
 DEFAULT_SAVE_S = 40.0  # BLOOM-176B: "A checkpoint is saved in 40 secs"
 DEFAULT_MTBF_HOURS = 168.0  # BLOOM-176B: "Every week or so … one of the gpus dies"
@@ -38,7 +38,7 @@ class Checkpoints:
 def checkpoint_state(incident: Incident, last_iteration: int | None,
                      save_interval: int | None = None) -> Checkpoints:
     """The checkpoint to resume from, the save cost and interval measured from save lines."""
-    ck = incident.tables.get("checkpoints")
+    ck = place_unnumbered_saves(incident)
     if ck is None or not len(ck):
         ck = pd.DataFrame(columns=["iteration", "path", "kind", "duration_s", "time"])
     with_it = ck[ck["iteration"].notna()]

@@ -86,8 +86,11 @@ def series(incident: Incident) -> pd.DataFrame:
     ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf."""
     it = across_epochs(epoch_counted(place_unnumbered_skips(incident), incident.progress))
     cols = list(SERIES_COLUMNS)
+    evals = it["iteration"].notna() & (it["event"] == "eval").fillna(False) \
+        & it["eval_loss"].notna() if len(it) and "event" in it.columns else None
     if not len(it) or it["iteration"].notna().sum() == 0 or (
-            "event" in it.columns and not (it["iteration"].notna() & it["event"].isna()).any()):
+            "event" in it.columns and not (it["iteration"].notna() & it["event"].isna()).any()
+            and not (evals is not None and evals.any())):
         out = pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
         out["iteration"] = out["iteration"].astype("int64")
         out["is_nan"] = pd.Series(dtype=bool)
@@ -95,6 +98,11 @@ def series(incident: Incident) -> pd.DataFrame:
     steps = it["iteration"].notna()
     if "event" in it.columns:  # eval results and end-of-run summaries are not steps
         steps &= it["event"].isna()
+        if evals is not None and evals.any() and not it.loc[steps, ["loss", "grad_norm"]].notna().any(axis=None):
+            # a log whose only loss is the validation's (Tacotron 2: "Validation loss 8416:
+            # 0.711720" once per epoch, no training loss printed): that is the series
+            it = it.assign(loss=it["loss"].where(~evals, it["eval_loss"]))
+            steps = evals
     df = it.loc[steps, cols].copy()
     text_nan = df["line"].fillna("").str.contains(NAN_TEXT_RE)
     df, text_nan = _bar_nan_to_bar_step(incident, df, text_nan)
