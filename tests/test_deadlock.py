@@ -621,3 +621,46 @@ def test_each_current_thread_of_a_file_is_a_process(tmp_path: Path) -> None:
     (tmp_path / "ctest.log").write_text(FIRST_ABORT + FIRST_ABORT)
     a = deadlock.analyse(traindoc.load(tmp_path / "ctest.log"))
     assert len(a.procs) == 1 and a.procs[0].snapshots == 2
+
+
+# Ctrl-C on a process at work is no hang: the KeyboardInterrupt lands in computing code. Two
+# real instances: a Megatron-DeepSpeed run interrupted at iteration 600 inside the attention's
+# forward (corpus gpu_crash-megatron-deepspeed-random-ltd-lr-3-0e-4) and a waifu2x run interrupted
+# in GradScaler.step (nagadomi/nunif#26); a Ctrl-C on a process blocked in select / a child's
+# poll is one (corpus deadlock-detectron2-840, deadlock-pytorch-39570).
+NUNIF_26 = r"""Traceback (most recent call last):
+  File "C:\nunif\train.py", line 22, in <module>
+    main()
+  File "C:\nunif\nunif\training\env.py", line 52, in optimizer_step
+    grad_scaler.step(optimizer)
+  File "F:\1\envs\nunif\lib\site-packages\torch\cuda\amp\grad_scaler.py", line 287, in _maybe_opt_step
+    if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+  File "F:\1\envs\nunif\lib\site-packages\torch\cuda\amp\grad_scaler.py", line 287, in <genexpr>
+    if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize(("frames", "waiting"), [
+    (["forward (megatron/model/transformer.py:347)"], False),
+    (["<genexpr> (torch/cuda/amp/grad_scaler.py:287)", "_maybe_opt_step (torch/cuda/amp/grad_scaler.py:287)"], False),
+    (["backward (torch/autograd/__init__.py:154)", "backward (torch/_tensor.py:307)"], False),
+    (["select (/usr/lib/python3.7/selectors.py:415)", "wait (multiprocessing/connection.py:920)"], True),
+    (["poll (/opt/lib/python3.7/multiprocessing/popen_fork.py:28)"], True),
+    (["_wait_for_tstate_lock (/opt/lib/python3.9/threading.py:1049)"], True),
+    (["synchronize (torch/cuda/__init__.py:801)", "step (train.py:40)"], True),
+    (["all_reduce (torch/distributed/distributed_c10d.py:2050)"], True),
+])
+def test_ctrl_c_is_a_hang_only_where_it_caught_a_wait(frames: list[str], waiting: bool) -> None:
+    assert deadlock_stacks.interrupted_waiting(frames) is waiting
+
+
+def test_ctrl_c_of_a_working_run_shows_no_hang(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(NUNIF_26)
+    inc = traindoc.load(tmp_path)
+    assert (inc.stacks["state"] == "interrupted").any()
+    assert not deadlock_stacks.shows_hang(inc)
+    megatron = CORPUS / "gpu_crash" / "gpu_crash-megatron-deepspeed-random-ltd-lr-3-0e-4" / "logs"
+    assert not deadlock_stacks.shows_hang(load_once(megatron))
+    for case in ("deadlock-detectron2-840", "deadlock-pytorch-39570"):
+        assert deadlock_stacks.shows_hang(load_once(CORPUS / "deadlock" / case / "logs"))

@@ -45,6 +45,10 @@ HEX_ADDR_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 NATIVE_WAIT_FILE_RE = re.compile(
     r"(?:^|[/\\])(?:libc|libpthread|ld-linux[\w-]*|linux-vdso)[.\-]|(?:^|[/\\])sysdeps[/\\]"
     r"|(?:^|[/\\])nptl[/\\]|^pthread_\w+\.c$|^\?$")
+# Where Ctrl-C lands in a process that waits: the calls that block and still take the signal
+# (a lock, a queue, select/poll, a socket, a sleep, a child or a collective).
+WAIT_FUNC_RE = re.compile(r"^(?:_?wait\w*|join|e?poll\w*|select|recv\w*|accept|_?acquire\w*"
+                          r"|sleep|get|result|barrier|_?synchronize|_?read\w*|communicate)$")
 LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 # rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
@@ -506,8 +510,8 @@ HANG_STATES = ("D", "dump_error", "listed")
 
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised``, nor a watchdog's dump the process went on after, ``progress``), or a state that
-    says so (``HANG_STATES``); an idle thread with no frame is a
+    ``raised``, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
+    stopped a process at work, ``interrupted_waiting``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
     as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
@@ -518,8 +522,20 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
     unsure = (state == "traceback") | headless
-    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure)
+    busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
+    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure) & ~busy
     return stacks[keep | state.isin(HANG_STATES)]
+
+
+def interrupted_waiting(frames: Any) -> bool:
+    """Whether a Ctrl-C traceback (``interrupted``) caught its process waiting: the signal
+    lands where a blocked call takes it (``WAIT_FUNC_RE``, a stdlib wait, a collective); one that
+    lands in computing code (``forward``, ``backward``, a loop) stopped a process that ran."""
+    if not isinstance(frames, list) or not frames:
+        return False
+    leaf = next((p for p in map(split_frame, frames) if p.python), split_frame(frames[0]))
+    return bool(WAIT_FUNC_RE.match(leaf.func) or HELPER_WAIT_RE.search(leaf.file)
+                or in_collective(frames))
 
 
 def stacks_alone(incident: Any) -> bool:
