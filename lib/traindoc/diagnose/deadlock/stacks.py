@@ -421,7 +421,9 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     if not len(c) or "state" not in c:
         return []
     barrier = (c["op_type"] == STORE_BARRIER_OP) & (c["state"] == "started")
-    stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & c["rank"].isna()]
+    # a stalled op of a report (Horovod's): no sequence number nor group, the printer's rank or none
+    report = c["rank"].isna() | (c["seq_num"].isna() & c["process_group"].isna())
+    stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & report]
     ready = c["op_type"].isin(set(stalled.dropna())) & (c["state"] == "started")
     rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False))
              & c["rank"].notna()]
