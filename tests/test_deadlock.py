@@ -664,3 +664,23 @@ def test_ctrl_c_of_a_working_run_shows_no_hang(tmp_path: Path) -> None:
     assert not deadlock_stacks.shows_hang(load_once(megatron))
     for case in ("deadlock-detectron2-840", "deadlock-pytorch-39570"):
         assert deadlock_stacks.shows_hang(load_once(CORPUS / "deadlock" / case / "logs"))
+
+
+# A rank whose own watchdog timed out in a collective is a process the log shows waiting, stack
+# or not: the condensed quote of autocast#381 (one rank, the WorkNCCL wrapped, no SeqNum) and
+# OFA-Sys/OFA#271 (three ranks' watchdog lines of torch 1.x).
+@pytest.mark.parametrize(("text", "ranks"), [
+    ("`Trainer.fit` stopped: `max_epochs=N` reached.\n"
+     "[Rank 0] Watchdog caught collective operation timeout:\n"
+     "  WorkNCCL(..., OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000)\n"
+     "  ran for 1800090 milliseconds before timing out.\n...\n"
+     "srun: error: ... Aborted (core dumped)\n", 1),
+    ("".join(f"[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation "
+             f"timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for "
+             f"1802212 milliseconds before timing out.\n" for r in (1, 3, 2)), 3),
+])
+def test_ranks_whose_watchdog_fired_are_processes_seen(tmp_path: Path, text: str, ranks: int) -> None:
+    (tmp_path / "job.log").write_text(text)
+    a = deadlock.analyse(traindoc.load(tmp_path))
+    assert deadlock.report(a).facts["processes_seen"] == ranks
+    assert all("watchdog" in p.signature for p in a.procs)

@@ -415,18 +415,22 @@ REPORTED = "reported"  # a Proc's state: seen in a hang report, no stack
 
 def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     """Ranks a hang report shows waiting (the store-based barrier's ``Waiting in store based
-    barrier … for rank: N``, the ready ranks of Horovod's stalled op) or compares (a DETAIL ``Detected mismatch between collectives``),
+    barrier … for rank: N``, the ready ranks of Horovod's stalled op, a rank whose own watchdog
+    timed out in a collective) or compares (a DETAIL ``Detected mismatch between collectives``),
     that no stack shows: one ``Proc`` each, no frames, ``state`` ``reported``."""
     c = collectives
     if not len(c) or "state" not in c:
         return []
     barrier = (c["op_type"] == STORE_BARRIER_OP) & (c["state"] == "started")
-    # a stalled op of a report (Horovod's): no sequence number nor group, the printer's rank or none
-    report = c["rank"].isna() | (c["seq_num"].isna() & c["process_group"].isna())
+    # a watchdog's timeout says how long its rank waited; a stall report's op (Horovod's) says
+    # neither that nor a sequence number or group, and has the printer's rank or none
+    timed = c["timeout_ms"].notna() | c["ran_for_ms"].notna()
+    report = c["rank"].isna() | (c["seq_num"].isna() & c["process_group"].isna() & ~timed)
     stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & report]
     ready = c["op_type"].isin(set(stalled.dropna())) & (c["state"] == "started")
-    rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False))
-             & c["rank"].notna()]
+    watchdog = (c["state"] == "timed_out") & timed  # a rank's own watchdog: it waited there
+    rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False)
+              | watchdog.fillna(False)) & c["rank"].notna()]
     known = {p.rank for p in procs if p.rank is not None}
     out: dict[int, Proc] = {}
     for r in rows.itertuples(index=False):
@@ -435,6 +439,8 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
             continue
         what = ("waiting in the store-based barrier" if r.op_type == STORE_BARRIER_OP
                 else f"in {r.op_type} (DETAIL mismatch report)" if r.state == "mismatch"
+                else f"timed out in {r.op_type or 'a collective'} (watchdog)"
+                if r.state == "timed_out"
                 else f"ready in {r.op_type} (stall report)")
         out[rank] = Proc(key=("rank", None, rank), rank=rank, host=_na(r.host), pid=None,
                          frames=[], leaf=None, signature=f"({what})", in_collective=False,
