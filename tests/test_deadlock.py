@@ -684,3 +684,9 @@ def test_ranks_whose_watchdog_fired_are_processes_seen(tmp_path: Path, text: str
     a = deadlock.analyse(traindoc.load(tmp_path))
     assert deadlock.report(a).facts["processes_seen"] == ranks
     assert all("watchdog" in p.signature for p in a.procs)
+
+
+def test_a_watchdog_line_without_its_op_is_still_a_process() -> None:
+    # ms-swift#5409 (corpus timeout-ms-swift-5409): rank 2's OpType is mangled in the paste
+    inc = load_once(CORPUS / "timeout" / "timeout-ms-swift-5409" / "logs")
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 2

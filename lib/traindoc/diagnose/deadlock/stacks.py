@@ -437,11 +437,12 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
         rank = int(r.rank)
         if rank in known or rank in out:
             continue
-        what = ("waiting in the store-based barrier" if r.op_type == STORE_BARRIER_OP
-                else f"in {r.op_type} (DETAIL mismatch report)" if r.state == "mismatch"
-                else f"timed out in {r.op_type or 'a collective'} (watchdog)"
+        op = _na(r.op_type)  # a watchdog line may name no op (a paste mangled it)
+        what = ("waiting in the store-based barrier" if op == STORE_BARRIER_OP
+                else f"in {op} (DETAIL mismatch report)" if r.state == "mismatch"
+                else f"timed out in {op or 'a collective'} (watchdog)"
                 if r.state == "timed_out"
-                else f"ready in {r.op_type} (stall report)")
+                else f"ready in {op} (stall report)")
         out[rank] = Proc(key=("rank", None, rank), rank=rank, host=_na(r.host), pid=None,
                          frames=[], leaf=None, signature=f"({what})", in_collective=False,
                          helper=False, source=str(r.source), line=str(_na(r.line) or ""),
