@@ -621,3 +621,72 @@ def test_each_current_thread_of_a_file_is_a_process(tmp_path: Path) -> None:
     (tmp_path / "ctest.log").write_text(FIRST_ABORT + FIRST_ABORT)
     a = deadlock.analyse(traindoc.load(tmp_path / "ctest.log"))
     assert len(a.procs) == 1 and a.procs[0].snapshots == 2
+
+
+# Ctrl-C on a process at work is no hang: the KeyboardInterrupt lands in computing code. Two
+# real instances: a Megatron-DeepSpeed run interrupted at iteration 600 inside the attention's
+# forward (corpus gpu_crash-megatron-deepspeed-random-ltd-lr-3-0e-4) and a waifu2x run interrupted
+# in GradScaler.step (nagadomi/nunif#26); a Ctrl-C on a process blocked in select / a child's
+# poll is one (corpus deadlock-detectron2-840, deadlock-pytorch-39570).
+NUNIF_26 = r"""Traceback (most recent call last):
+  File "C:\nunif\train.py", line 22, in <module>
+    main()
+  File "C:\nunif\nunif\training\env.py", line 52, in optimizer_step
+    grad_scaler.step(optimizer)
+  File "F:\1\envs\nunif\lib\site-packages\torch\cuda\amp\grad_scaler.py", line 287, in _maybe_opt_step
+    if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+  File "F:\1\envs\nunif\lib\site-packages\torch\cuda\amp\grad_scaler.py", line 287, in <genexpr>
+    if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize(("frames", "waiting"), [
+    (["forward (megatron/model/transformer.py:347)"], False),
+    (["<genexpr> (torch/cuda/amp/grad_scaler.py:287)", "_maybe_opt_step (torch/cuda/amp/grad_scaler.py:287)"], False),
+    (["backward (torch/autograd/__init__.py:154)", "backward (torch/_tensor.py:307)"], False),
+    (["select (/usr/lib/python3.7/selectors.py:415)", "wait (multiprocessing/connection.py:920)"], True),
+    (["poll (/opt/lib/python3.7/multiprocessing/popen_fork.py:28)"], True),
+    (["_wait_for_tstate_lock (/opt/lib/python3.9/threading.py:1049)"], True),
+    (["synchronize (torch/cuda/__init__.py:801)", "step (train.py:40)"], True),
+    (["all_reduce (torch/distributed/distributed_c10d.py:2050)"], True),
+])
+def test_ctrl_c_is_a_hang_only_where_it_caught_a_wait(frames: list[str], waiting: bool) -> None:
+    assert deadlock_stacks.interrupted_waiting(frames) is waiting
+
+
+def test_ctrl_c_of_a_working_run_shows_no_hang(tmp_path: Path) -> None:
+    (tmp_path / "train.log").write_text(NUNIF_26)
+    inc = traindoc.load(tmp_path)
+    assert (inc.stacks["state"] == "interrupted").any()
+    assert not deadlock_stacks.shows_hang(inc)
+    megatron = CORPUS / "gpu_crash" / "gpu_crash-megatron-deepspeed-random-ltd-lr-3-0e-4" / "logs"
+    assert not deadlock_stacks.shows_hang(load_once(megatron))
+    for case in ("deadlock-detectron2-840", "deadlock-pytorch-39570"):
+        assert deadlock_stacks.shows_hang(load_once(CORPUS / "deadlock" / case / "logs"))
+
+
+# A rank whose own watchdog timed out in a collective is a process the log shows waiting, stack
+# or not: the condensed quote of autocast#381 (one rank, the WorkNCCL wrapped, no SeqNum) and
+# OFA-Sys/OFA#271 (three ranks' watchdog lines of torch 1.x).
+@pytest.mark.parametrize(("text", "ranks"), [
+    ("`Trainer.fit` stopped: `max_epochs=N` reached.\n"
+     "[Rank 0] Watchdog caught collective operation timeout:\n"
+     "  WorkNCCL(..., OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000)\n"
+     "  ran for 1800090 milliseconds before timing out.\n...\n"
+     "srun: error: ... Aborted (core dumped)\n", 1),
+    ("".join(f"[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation "
+             f"timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for "
+             f"1802212 milliseconds before timing out.\n" for r in (1, 3, 2)), 3),
+])
+def test_ranks_whose_watchdog_fired_are_processes_seen(tmp_path: Path, text: str, ranks: int) -> None:
+    (tmp_path / "job.log").write_text(text)
+    a = deadlock.analyse(traindoc.load(tmp_path))
+    assert deadlock.report(a).facts["processes_seen"] == ranks
+    assert all("watchdog" in p.signature for p in a.procs)
+
+
+def test_a_watchdog_line_without_its_op_is_still_a_process() -> None:
+    # ms-swift#5409 (corpus timeout-ms-swift-5409): rank 2's OpType is mangled in the paste
+    inc = load_once(CORPUS / "timeout" / "timeout-ms-swift-5409" / "logs")
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 2

@@ -150,7 +150,8 @@ def ref_first_mismatch(collectives: pd.DataFrame, fixed: bool = False) -> dict[s
             continue
         per_rank_max = g.groupby("rank")["seq_num"].max()
         per_rank_min = g.groupby("rank")["seq_num"].min()
-        start = int(per_rank_min.max())
+        window = per_rank_min[per_rank_max > per_rank_min]  # a rank with one number: no window
+        start = int(window.max()) if len(window) else int(per_rank_min.min())
         for seq, s in g[g["seq_num"] >= start].groupby("seq_num", sort=True):
             seq = int(seq)
             recs = {int(r["rank"]): r for _, r in s.iterrows()}

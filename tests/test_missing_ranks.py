@@ -198,6 +198,49 @@ def test_horovod_stall_names_the_straggler(tmp_path: Path) -> None:
     assert "HorovodBroadcast" in f["op_type"]
 
 
+# Horovod >= 0.19's stall report: a header, then one ``R: [ops]`` line per rank lacking those ops,
+# behind mpirun's tag (whose ``0: `` is the report's rank column, no srun prefix)
+HVD_WARNING = ("[1,0]<stderr>:[2021-02-10 17:39:53.403710: W horovod/common/stall_inspector.cc:105] "
+               "One or more tensors were submitted to be reduced, gathered or broadcasted by subset "
+               "of ranks and are waiting for remainder of ranks for more than 60 seconds. This may "
+               "indicate that different ranks are trying to submit different tensors or that only "
+               "subset of ranks is submitting tensors, which will cause deadlock.\n")
+HVD_REPORTS = [
+    # google/automl#563: each of two ranks lacks the ops the other waits in (no rank behind)
+    ("Stalled ranks:\n0: [HorovodBroadcast_box_net_box_0_bias_0, "
+     "HorovodBroadcast_box_net_box_0_bias_Momentum_0 ...]\n1: [DistributedMomentumOptimizer_"
+     "Allreduce/HorovodAllreduce_gradients_AddN_100_0 ...]\n", [], [0, 1]),
+    # horovod/horovod#2662 (the later header): rank 0 lacks every op, the others some
+    ("Missing ranks:\n0: [broadcast.noname.3765, broadcast.noname.3873]\n"
+     "1: [broadcast.noname.3873]\n2: [broadcast.noname.3765]\n3: [broadcast.noname.3765]\n",
+     [0], [1, 2, 3]),
+    # a stall report quoted in a comment of a TF training loop (the melt/gezi utilities): one rank,
+    # one op
+    ("Stalled ranks:\n0: [HorovodAllreduce_Const_9_0]\n", [0], []),
+]
+
+
+@pytest.mark.parametrize(("report", "behind", "waiting"), HVD_REPORTS)
+def test_horovod_stalled_ranks_report(tmp_path: Path, report: str, behind: list[int],
+                                      waiting: list[int]) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(HVD_WARNING + "".join(f"[1,0]<stderr>:{line}\n" for line in report.splitlines()))
+    c = traindoc.load(p).collectives
+    named = c[c["state"].isin(["absent", "started"])]
+    assert sorted(set(named.loc[named["state"] == "absent", "rank"])) == behind
+    assert sorted(set(named.loc[named["state"] == "started", "rank"])) == waiting
+    assert not c["op_type"].str.contains("...", regex=False).any()  # the report's elision
+    assert (c.loc[c["state"] == "timed_out", "rank"] == 0).all()  # mpirun's tag: the printer
+
+
+def test_horovod_ranks_waiting_on_each_other_are_no_outlier(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(HVD_WARNING + "".join(f"[1,0]<stderr>:{line}\n"
+                                       for line in HVD_REPORTS[0][0].splitlines()))
+    f = deadlock.diagnose(traindoc.load(p)).facts
+    assert f["processes_seen"] == 2 and f["outlier_members"] == []
+
+
 # -- torch's desync report ----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("line", "ranks"), [

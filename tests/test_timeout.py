@@ -658,3 +658,28 @@ def test_a_rank_prefix_fused_to_a_bar_is_split_off(tmp_path: Path) -> None:
     # hiyouga/LlamaFactory#8261: the bar's line ends where rank 5's line begins
     inc, _ = diag(tmp_path, HF_DICTS_AND_BARS[1][0])
     assert inc.progress["step"].max() == 24 and inc.progress["rank"].isna().all()
+
+
+# Watchdog lines are one number per rank: a rank that timed out at a later number does not hide
+# the ranks that disagree at an earlier one (only a ring buffer's window moves the comparison's
+# start). trlx#319 (corpus timeout-trlx-319): ranks 2 and 3 at 696 in BROADCAST and ALLREDUCE,
+# rank 1 already at 697; NVIDIA/nccl#1409: ranks 7 and 3 at 80078 in BROADCAST and ALLREDUCE.
+@pytest.mark.parametrize("text", [
+    "  what():  [Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=696, "
+    "OpType=BROADCAST, Timeout(ms)=1800000) ran for 1802763 milliseconds before timing out.\n"
+    "  what():  [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=696, "
+    "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802485 milliseconds before timing out.\n"
+    "[E ProcessGroupNCCL.cpp:821] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=697, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1803843 milliseconds "
+    "before timing out.\n",
+    "[rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=80078, OpType=BROADCAST, NumelIn=5056, "
+    "NumelOut=5056, Timeout(ms)=600000) ran for 600026 milliseconds before timing out.\n"
+    "[rank3]:[E816 01:45:40.212150935 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=80078, OpType=ALLREDUCE, NumelIn=2106881, "
+    "NumelOut=2106881, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.\n",
+])
+def test_watchdog_ranks_at_different_numbers_still_show_a_desync(tmp_path: Path, text: str) -> None:
+    (tmp_path / "job.log").write_text(text)
+    f = timeout.diagnose(traindoc.load(tmp_path, year=2024)).facts
+    assert f["pattern"] == "desync"

@@ -132,10 +132,15 @@ def first_mismatch(collectives: pd.DataFrame) -> Mismatch | None:
     st_c, op_c = st_c[rows], op_c[rows]
 
     # per (group, rank): first and last seq kept; a group compares from the latest first seq
-    # (ring buffers forget: compare what all ranks kept); fewer than two ranks: nothing to compare
+    # (ring buffers forget: compare what all ranks kept); fewer than two ranks: nothing to compare.
+    # A rank with one number only (its watchdog line) keeps no window: it moves no start, so
+    # ranks that timed out at different numbers are still compared where two meet
     pr = pd.DataFrame({"p": pg_codes, "r": rank, "s": seq}).groupby(["p", "r"])["s"]
     per_rank = pd.DataFrame({"lo": pr.min(), "hi": pr.max()}).reset_index()
-    by_pg = per_rank.groupby("p").agg(ranks=("r", "size"), start=("lo", "max"), last=("hi", "min"))
+    per_rank["w"] = per_rank["lo"].where(per_rank["hi"] > per_rank["lo"])
+    by_pg = per_rank.groupby("p").agg(ranks=("r", "size"), start=("w", "max"), low=("lo", "min"),
+                                      last=("hi", "min"))
+    by_pg["start"] = by_pg["start"].fillna(by_pg["low"]).astype(np.int64)
     n_pg = len(pgs)
     ranks_in = np.zeros(n_pg, dtype=np.int64)
     start = np.zeros(n_pg, dtype=np.int64)

@@ -26,6 +26,13 @@ One line each (``LINE_PARSERS``):
 
 Blocks of several lines (``MissingRanksBlock``, one per writer):
 
+- Horovod's stall inspector since 0.19 (``stall_inspector.cc``): ``Stalled ranks:`` (later
+  ``Missing ranks:``), then one ``R: [op, op, …]`` line per rank that has not submitted those ops
+  (``R!:`` a rank that shut down; five ops at most, then ``...``): a ``timed_out`` row per op (for
+  the rank that printed it); a rank lacking every op listed is behind (``absent`` rows), one that
+  lacks only some is ``started`` in the others (automl#563: rank 0 lacks the broadcasts rank 1
+  waits in, rank 1 the allreduces rank 0 waits in: no rank is behind, they wait on each other).
+
 - flight recorder's analyser (``torchfrtrace`` / ``fr_trace``): ``Not all ranks joining
   collective 5 at entry 4`` (or ``…collective, sequence number: 4`` / ``…collective: sequence
   number: 31117``), then ``group info: 0:default_pg``, ``collective: nccl:all_reduce``,
@@ -87,6 +94,10 @@ FR_FIELD_RE = re.compile(r"^\s*(?P<key>group info|collective|missing ranks|colle
 FR_OTHER_RE = re.compile(r"^\s*(?:internal record id|input sizes|output sizes|world size|"
                          r"expected ranks|collective stack trace|\S+ at \S+:\d+)")
 
+# Horovod >= 0.19's stall report: a header line, then one line per rank that lacks the ops listed
+HVD_START_RE = re.compile(r"^\s*(?:Stalled|Missing) ranks:\s*$")
+HVD_RANK_RE = re.compile(r"^\s*(?P<rank>\d+)!?:\s*\[(?P<ops>[^\]]*)\]\s*$")
+HVD_MORE = "..."  # the report's mark of ops left out after the fifth
 RAS_START_RE = re.compile(r"Communicator ranks have different (?P<op>\w+) operation counts")
 RAS_GROUP_RE = re.compile(r"^\s*(?P<n>\d+) ranks have (?:launched up to operation (?P<seq>\d+)|"
                           r"not launched any operations)")
@@ -176,6 +187,7 @@ class MissingRanksBlock:
     tables = ("collectives",)
     section: str | None = None
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
+               "Stalled ranks:", "Missing ranks:",
                "Missing communicator data from",
                "process_id=", "Waiting in store based barrier")
 
@@ -184,6 +196,7 @@ class MissingRanksBlock:
         self.ctx: object = None
         self.fields: dict[str, str] = {}
         self.groups: list[tuple[int, int, list[int]]] = []  # (count, operation, listed ranks)
+        self.lacking: dict[int, list[str]] = {}  # Horovod: rank -> the ops it has not submitted
         self.tasks: list[int] = []
         self.first_task: int | None = None
         self.process_id: int | None = None
@@ -205,10 +218,13 @@ class MissingRanksBlock:
 
     def _start(self, text: str, ctx: object) -> None:
         if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, RAS_MISSING_START_RE,
-                                               JAX_START_RE)):
+                                               JAX_START_RE, HVD_START_RE)):
             return  # idle, and stays as it was (the fast engine's contract)
         self.ctx, self.fields, self.groups, self.tasks = ctx, {}, [], []
-        self.first_task = None
+        self.first_task, self.lacking = None, {}
+        if HVD_START_RE.search(text):
+            self.section = "horovod"
+            return
         m = FR_START_RE.search(text)
         if m:
             self.section, self.fields["seq"] = "fr_trace", m["seq"]
@@ -258,6 +274,12 @@ class MissingRanksBlock:
                 self.tasks.append(digits_int(r["rank"]))
                 return True
             return False
+        if self.section == "horovod":
+            m = HVD_RANK_RE.match(text)
+            if m:
+                ops = [o.strip().removesuffix(HVD_MORE).strip() for o in m["ops"].split(",")]
+                self.lacking[digits_int(m["rank"])] = [o for o in ops if o and o != HVD_MORE]
+            return bool(m)
         if self.section == "jax":
             if JAX_START_RE.search(text):
                 return False
@@ -315,6 +337,8 @@ class MissingRanksBlock:
         elif section == "ras_missing":
             rows = [{"rank": r, "state": "absent", "_named_rank": True}
                     for r in sorted(set(self.tasks)) if r < MAX_COMM_RANKS]
+        elif section == "horovod":
+            rows = self._horovod_rows()
         elif section == "jax" and self.tasks:
             rows = [{"rank": self.process_id, "op_type": self.fields["op"],
                      "state": "timed_out", "_named_rank": True}]
@@ -326,6 +350,19 @@ class MissingRanksBlock:
         for r in rows:
             r["_ctx"] = self.ctx
         return [("collectives", r) for r in rows]
+
+    def _horovod_rows(self) -> list[Row]:
+        """Each stalled op once (``timed_out``, the printing rank's); a rank that lacks every op
+        of the report is behind them all (``absent``); one that lacks some only is ``started`` in
+        the others, waiting there for the ranks that lack those (ranks waiting on each other)."""
+        lacking = {r: set(ops) for r, ops in self.lacking.items() if r < MAX_COMM_RANKS}
+        ops = list(dict.fromkeys(o for lacked in self.lacking.values() for o in lacked))
+        rows: list[Row] = [{"op_type": op, "state": "timed_out"} for op in ops]
+        for r, lacked in sorted(lacking.items()):
+            behind = lacked >= set(ops)
+            rows += [{"rank": r, "op_type": op, "state": "absent" if behind else "started",
+                      "_named_rank": True} for op in ops if behind or op not in lacked]
+        return rows
 
     def _fr_rows(self) -> list[Row]:
         missing = _ranks(self.fields.get("missing ranks", ""))

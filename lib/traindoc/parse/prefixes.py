@@ -179,7 +179,7 @@ def _compose(text: str, pos: int = 0) -> re.Match[str] | None:
 def demux(text: str) -> tuple[str, Origin]:
     """Strip stacked launcher prefixes from ``text``; return the rest and who wrote it."""
     rank = host = pid = task = when = None
-    rank_global = False
+    rank_global = mpi = False
     pos = 0
     ts = (TS_THEN_RANK_RE.match(text) if text[:1] in "[2 " else None) or lead_before_rank(text)
     if ts and (m := ROLE_RE.match(text, ts.end())):
@@ -219,7 +219,7 @@ def demux(text: str) -> tuple[str, Origin]:
             else:
                 m = MPI_RE.match(text, pos)
                 if m:  # mpirun's [job,rank]: the global rank
-                    rank, rank_global = digits_int(m["n"]), True
+                    rank, rank_global, mpi = digits_int(m["n"]), True, True
         elif ch == "(":
             m = RAY_RE.match(text, pos)
             if m:
@@ -233,7 +233,7 @@ def demux(text: str) -> tuple[str, Origin]:
                 start = m.end()  # a launcher's host prefix may follow the collector's time
             elif m := (IP_HOST_RE.match(text, pos) if pos == start else None):
                 host = m["host"]
-            else:
+            elif not mpi:  # after mpirun's tag, ``N: `` is the program's own text
                 m = SRUN_RE.match(text, pos)
                 if m:
                     task = digits_int(m["n"])

@@ -45,6 +45,10 @@ HEX_ADDR_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 NATIVE_WAIT_FILE_RE = re.compile(
     r"(?:^|[/\\])(?:libc|libpthread|ld-linux[\w-]*|linux-vdso)[.\-]|(?:^|[/\\])sysdeps[/\\]"
     r"|(?:^|[/\\])nptl[/\\]|^pthread_\w+\.c$|^\?$")
+# Where Ctrl-C lands in a process that waits: the calls that block and still take the signal
+# (a lock, a queue, select/poll, a socket, a sleep, a child or a collective).
+WAIT_FUNC_RE = re.compile(r"^(?:_?wait\w*|join|e?poll\w*|select|recv\w*|accept|_?acquire\w*"
+                          r"|sleep|get|result|barrier|_?synchronize|_?read\w*|communicate)$")
 LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 # rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
@@ -411,25 +415,34 @@ REPORTED = "reported"  # a Proc's state: seen in a hang report, no stack
 
 def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     """Ranks a hang report shows waiting (the store-based barrier's ``Waiting in store based
-    barrier … for rank: N``, the ready ranks of Horovod's stalled op) or compares (a DETAIL ``Detected mismatch between collectives``),
+    barrier … for rank: N``, the ready ranks of Horovod's stalled op, a rank whose own watchdog
+    timed out in a collective) or compares (a DETAIL ``Detected mismatch between collectives``),
     that no stack shows: one ``Proc`` each, no frames, ``state`` ``reported``."""
     c = collectives
     if not len(c) or "state" not in c:
         return []
     barrier = (c["op_type"] == STORE_BARRIER_OP) & (c["state"] == "started")
-    stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & c["rank"].isna()]
+    # a watchdog's timeout says how long its rank waited; a stall report's op (Horovod's) says
+    # neither that nor a sequence number or group, and has the printer's rank or none
+    timed = c["timeout_ms"].notna() | c["ran_for_ms"].notna()
+    report = c["rank"].isna() | (c["seq_num"].isna() & c["process_group"].isna() & ~timed)
+    stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & report]
     ready = c["op_type"].isin(set(stalled.dropna())) & (c["state"] == "started")
-    rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False))
-             & c["rank"].notna()]
+    watchdog = (c["state"] == "timed_out") & timed  # a rank's own watchdog: it waited there
+    rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False)
+              | watchdog.fillna(False)) & c["rank"].notna()]
     known = {p.rank for p in procs if p.rank is not None}
     out: dict[int, Proc] = {}
     for r in rows.itertuples(index=False):
         rank = int(r.rank)
         if rank in known or rank in out:
             continue
-        what = ("waiting in the store-based barrier" if r.op_type == STORE_BARRIER_OP
-                else f"in {r.op_type} (DETAIL mismatch report)" if r.state == "mismatch"
-                else f"ready in {r.op_type} (stall report)")
+        op = _na(r.op_type)  # a watchdog line may name no op (a paste mangled it)
+        what = ("waiting in the store-based barrier" if op == STORE_BARRIER_OP
+                else f"in {op} (DETAIL mismatch report)" if r.state == "mismatch"
+                else f"timed out in {op or 'a collective'} (watchdog)"
+                if r.state == "timed_out"
+                else f"ready in {op} (stall report)")
         out[rank] = Proc(key=("rank", None, rank), rank=rank, host=_na(r.host), pid=None,
                          frames=[], leaf=None, signature=f"({what})", in_collective=False,
                          helper=False, source=str(r.source), line=str(_na(r.line) or ""),
@@ -506,8 +519,8 @@ HANG_STATES = ("D", "dump_error", "listed")
 
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised``, nor a watchdog's dump the process went on after, ``progress``), or a state that
-    says so (``HANG_STATES``); an idle thread with no frame is a
+    ``raised``, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
+    stopped a process at work, ``interrupted_waiting``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
     as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
@@ -518,8 +531,20 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
     unsure = (state == "traceback") | headless
-    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure)
+    busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
+    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure) & ~busy
     return stacks[keep | state.isin(HANG_STATES)]
+
+
+def interrupted_waiting(frames: Any) -> bool:
+    """Whether a Ctrl-C traceback (``interrupted``) caught its process waiting: the signal
+    lands where a blocked call takes it (``WAIT_FUNC_RE``, a stdlib wait, a collective); one that
+    lands in computing code (``forward``, ``backward``, a loop) stopped a process that ran."""
+    if not isinstance(frames, list) or not frames:
+        return False
+    leaf = next((p for p in map(split_frame, frames) if p.python), split_frame(frames[0]))
+    return bool(WAIT_FUNC_RE.match(leaf.func) or HELPER_WAIT_RE.search(leaf.file)
+                or in_collective(frames))
 
 
 def stacks_alone(incident: Any) -> bool:
