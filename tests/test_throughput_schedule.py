@@ -102,3 +102,59 @@ def test_a_slide_the_schedule_causes_is_no_degradation(tmp_path: Path, scheduled
     else:
         assert a.change is not None and a.scheduled is None
         assert rep.facts["drop_pct"] is not None
+
+
+# an epoch's header line, then its result line with no counter of its own (easytorch, the
+# trainer of BasicTS and its descendants): one record, numbered by the epoch, the time its
+# training took the epoch's time. (header, result, epoch, seconds, loss, source)
+EPOCH_HEADED = [
+    ("2023-08-27 17:28:46,620 - easytorch-training - INFO - Epoch 1 / 200",
+     "2023-08-27 17:33:42,144 - easytorch-training - INFO - Result <train>: [train_time: 295.52 "
+     "(s), lr: 1.00e-03, train_MAE: 49.8610, train_RMSE: 71.9285, train_MAPE: 0.8201]",
+     1, 295.52, None, "GestaltCogTeam/STEP training_logs/TSFormer_PEMS03.log"),
+    ("2022-02-28 23:42:10,273 - easytorch-training - INFO - epoch 2 / 100",
+     "2022-02-28 23:52:18,158 - easytorch-training - INFO - train:: [train_time: 607.88 (s), lr: "
+     "1.00e-02, train_MAE: 0.8641, train_RMSE: 1.5699, train_MAPE: 0.0164]",
+     2, 607.88, None, "GestaltCogTeam/BasicTS results/DCRNN/DCRNN_PEMS-BAY_training_log"),
+    ("2025-06-15 18:30:12,136 - easytorch-training - INFO - Epoch 1 / 100",
+     "2025-06-15 18:36:14,116 - easytorch-training - INFO - Result <train>: [train/time: 361.98 "
+     "(s), train/lr: 1.00e-03, train/loss: 3.7662, train/MAE: 3.7662, train/MAPE: 10.8994, "
+     "train/RMSE: 7.3284]", 1, 361.98, 3.7662,
+     "a committed BasicTS log of GraphLLM on METR-LA (2025-06-15)"),
+]
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+@pytest.mark.parametrize("header, result, epoch, seconds, loss, source", EPOCH_HEADED,
+                         ids=[r[5] for r in EPOCH_HEADED])
+def test_an_epoch_header_numbers_the_result_line_after_it(
+        tmp_path: Path, engine: str, header: str, result: str, epoch: int, seconds: float,
+        loss: float | None, source: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([header, result, "2023-08-27 17:33:42,146 - easytorch-training - "
+                              "INFO - Start validation."]) + "\n")
+    it = traindoc.load(str(log), engine=engine).iterations
+    assert list(it["iteration"]) == [epoch], source
+    assert it["elapsed_s"].iloc[0] == pytest.approx(seconds)
+    assert (it["loss"].iloc[0] == pytest.approx(loss)) if loss else it["loss"].isna().all()
+
+
+# a header followed by a line with a counter or a bar of its own is no record with it (Keras)
+KERAS_EPOCH = ["Epoch 1/10",
+               "1490/1490 [==============================] - 25s 17ms/step - loss: 0.3125 - "
+               "accuracy: 0.9093"]
+
+
+def test_a_header_is_not_joined_to_a_line_with_its_own_counter(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(KERAS_EPOCH) + "\n")
+    inc = traindoc.load(str(log))
+    assert len(inc.progress) == 1 and int(inc.progress["step"].iloc[0]) == 1490
+
+
+def test_a_header_is_not_joined_to_a_validation_line(tmp_path: Path) -> None:
+    # NVIDIA/apex#493 (corpus loss_spike-apex-493): the validation line names its own iteration
+    log = tmp_path / "train.log"
+    log.write_text("Epoch: 11\nValidation loss 6312:  0.149928  \nEpoch 11 time 30.503 lr 0.001\n")
+    it = traindoc.load(str(log)).iterations
+    assert 11 not in set(it["iteration"].dropna().astype(int))
