@@ -1,6 +1,8 @@
 """Throughput families from blind intake (issue 26, round four), each with real lines of two
-sources: DeepSpeed's ThroughputTimer in its 0.7 wording, and a slide the run's own configured
-schedule causes (random-LTD, a sequence-length curriculum), which is no degradation."""
+sources: DeepSpeed's ThroughputTimer in its 0.7 wording; a slide the run's own configured
+schedule causes (random-LTD, a sequence-length curriculum), which is no degradation; an epoch's
+header line and its result line (easytorch); the first steps logged one by one before the
+logging interval (parameter-golf), which are the start-up, not a level the run held."""
 
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ SCHEDULE_LINES = [
      "{'enabled': True, 'seed': 1234, 'data_sampling': {'enabled': False, 'num_epochs': 1000, "
      "'num_workers': 0, 'curriculum_learning': {'enabled': False}}, 'data_routing': {'enabled': "
      "True, 'random_ltd': {'enabled': True, 'layer_token_lr_schedule': {'enabled': False}}}}",
+     # (the line cut after its first random_ltd keys and its braces closed)
      [("schedule:random_ltd", 1.0)],
      "microsoft/DeepSpeedExamples data_efficiency/vit_finetuning/out/cifar/training.log"),
     ("0 epoch at time 185.19143652915955s | reserved_length 48", [("schedule:seq_len", 48.0)],
@@ -51,8 +54,9 @@ SCHEDULE_LINES = [
     ("'step':10, 'ppl': 61.772465037680455, 'seq_len': 264, 'consume layer-tokens': 110912",
      [("schedule:seq_len", 264.0)],
      "microsoft/DeepSpeedExamples data_efficiency/gpt_finetuning/output/check_base/training.log"),
-    # Megatron-DeepSpeed's step line as its format string writes it, and its argument dump
-    # (megatron/training.py, megatron/arguments.py)
+    # Megatron-DeepSpeed's step line and argument-dump line as its code writes them (not copied
+    # from a log: megatron/training.py's ' curriculum seqlen: {:5d} |', the args dump's
+    # "random_ltd ....... False" with the flag on)
     (" iteration      200/  500000 | consumed samples:        51200 | elapsed time per iteration "
      "(ms): 612.3 | learning rate: 1.000E-04 | global batch size:   256 | lm loss: 7.102E+00 | "
      "loss scale: 65536.0 | curriculum seqlen:    80 | number of skipped iterations:   0 |",
@@ -158,3 +162,67 @@ def test_a_header_is_not_joined_to_a_validation_line(tmp_path: Path) -> None:
     log.write_text("Epoch: 11\nValidation loss 6312:  0.149928  \nEpoch 11 time 30.503 lr 0.001\n")
     it = traindoc.load(str(log)).iterations
     assert 11 not in set(it["iteration"].dropna().astype(int))
+
+
+# the first steps logged one by one, then every 500: (lines, the rate the run holds, source)
+STARTUP = [
+    (["1/20000 train_loss: 8.3164 train_time: 0.0m tok/s: 8671604",
+      "2/20000 train_loss: 12.3549 train_time: 0.0m tok/s: 8494942",
+      "3/20000 train_loss: 10.8857 train_time: 0.0m tok/s: 8391193",
+      "4/20000 train_loss: 9.1183 train_time: 0.0m tok/s: 8330436",
+      "5/20000 train_loss: 7.8761 train_time: 0.0m tok/s: 8296038",
+      "500/20000 train_loss: 3.0237 train_time: 0.8m tok/s: 7997340",
+      "1000/20000 train_loss: 3.0115 train_time: 1.6m tok/s: 7982554",
+      "1500/20000 train_loss: 2.9233 train_time: 2.5m tok/s: 7976019",
+      "2000/20000 train_loss: 2.7633 train_time: 3.3m tok/s: 7971600",
+      "2500/20000 train_loss: 2.7678 train_time: 4.1m tok/s: 7968709",
+      "3000/20000 train_loss: 2.7391 train_time: 4.9m tok/s: 7961596",
+      "3500/20000 train_loss: 2.6642 train_time: 5.8m tok/s: 7956506",
+      "4000/20000 train_loss: 2.6710 train_time: 6.6m tok/s: 7953531",
+      "4500/20000 train_loss: 2.6286 train_time: 7.4m tok/s: 7952173",
+      "5000/20000 train_loss: 2.5969 train_time: 8.2m tok/s: 7950026",
+      "5500/20000 train_loss: 2.5668 train_time: 9.1m tok/s: 7948108"],
+     (7.94e6, 7.99e6),
+     "openai/parameter-golf records/track_10min_16mb/2026-04-01_Vocab4096_MLPMult4_WD085/"
+     "train_seed1337.log"),
+    (["step:3/20000 train_loss:9.9454 train_time:249ms step_avg:82.87ms",
+      "step:4/20000 train_loss:9.2262 train_time:317ms step_avg:79.25ms",
+      "step:5/20000 train_loss:8.5683 train_time:385ms step_avg:77.07ms",
+      "step:6/20000 train_loss:8.3624 train_time:453ms step_avg:75.56ms",
+      "step:7/20000 train_loss:8.0380 train_time:522ms step_avg:74.54ms",
+      "step:8/20000 train_loss:7.5631 train_time:590ms step_avg:73.81ms",
+      "step:9/20000 train_loss:7.5490 train_time:659ms step_avg:73.22ms",
+      "step:10/20000 train_loss:7.3676 train_time:727ms step_avg:72.73ms",
+      "step:500/20000 train_loss:3.4036 train_time:34678ms step_avg:69.36ms",
+      "step:1000/20000 train_loss:3.1106 train_time:69389ms step_avg:69.39ms",
+      "step:1500/20000 train_loss:3.3323 train_time:104038ms step_avg:69.36ms",
+      "step:2000/20000 train_loss:3.1749 train_time:138742ms step_avg:69.37ms",
+      "step:2500/20000 train_loss:3.3292 train_time:173467ms step_avg:69.39ms",
+      "step:3000/20000 train_loss:3.0523 train_time:208181ms step_avg:69.39ms",
+      "step:3500/20000 train_loss:3.2141 train_time:242894ms step_avg:69.40ms",
+      "step:4000/20000 train_loss:3.1563 train_time:277617ms step_avg:69.40ms",
+      "step:4500/20000 train_loss:3.2063 train_time:312361ms step_avg:69.41ms",
+      "step:5000/20000 train_loss:3.0611 train_time:347087ms step_avg:69.42ms",
+      "step:5500/20000 train_loss:3.1159 train_time:381824ms step_avg:69.42ms",
+      "step:6000/20000 train_loss:3.0959 train_time:416539ms step_avg:69.42ms",
+      "step:6500/20000 train_loss:3.0593 train_time:451276ms step_avg:69.43ms",
+      "step:7000/20000 train_loss:2.9916 train_time:485995ms step_avg:69.43ms",
+      "step:7500/20000 train_loss:3.0524 train_time:520711ms step_avg:69.43ms",
+      "step:8000/20000 train_loss:3.0749 train_time:555541ms step_avg:69.44ms",
+      "step:8500/20000 train_loss:2.9149 train_time:590583ms step_avg:69.48ms"],
+     (0.0693, 0.0695),
+     "a parameter-golf record's README transcript (seed 4, 8635 steps; its train lines)"),
+]
+
+
+@pytest.mark.parametrize("lines, rate, source", STARTUP, ids=[r[2] for r in STARTUP])
+def test_the_steps_logged_one_by_one_at_the_start_are_set_aside(
+        tmp_path: Path, lines: list[str], rate: tuple[float, float], source: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    early = a.series["iteration"] < 250
+    assert early.sum() >= 2 and set(a.set_aside()["iteration"]) >= set(a.series["iteration"][early])
+    assert a.change is None, source
+    assert rate[0] <= rep.facts["baseline"] <= rate[1], source

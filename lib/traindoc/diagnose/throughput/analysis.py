@@ -36,6 +36,7 @@ from .series import (
     events,
     mask_events,
     metric_series,
+    startup_burst,
     steps_with_seconds,
     usable_points,
 )
@@ -397,6 +398,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     ev = events(incident)
     disc = discontinuities(series)
     masked = mask_events(series, ev["iteration"].astype(int).tolist())
+    masked |= startup_burst(series)
     used = np.nonzero(~masked)[0]
     vals = series["value"].to_numpy(dtype=float)[used] if len(series) else np.array([])
     cleaned, replaced = despike(vals, max_run=max(1, min_segment - 1))
