@@ -226,3 +226,12 @@ def test_the_steps_logged_one_by_one_at_the_start_are_set_aside(
     assert early.sum() >= 2 and set(a.set_aside()["iteration"]) >= set(a.series["iteration"][early])
     assert a.change is None, source
     assert rate[0] <= rep.facts["baseline"] <= rate[1], source
+
+
+def test_the_header_needle_reads_no_other_line(tmp_path: Path) -> None:
+    # MLPerf v1.0 Dell ResNet result (corpus gpu_crash-training-results-v1-0-dell-2xxe8545-…):
+    # MXNet's "Time cost" is the epoch's time, no loss, and no header follows it
+    log = tmp_path / "train.log"
+    log.write_text("2021-05-17 06:51:45,778 Node[0] Epoch[0] Time cost=50.022\n"
+                   "2021-05-17 06:52:36,157 Node[0] Epoch[1] Time cost=50.379\n")
+    assert not len(traindoc.load(str(log)).iterations)

@@ -267,7 +267,7 @@ TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "op
 SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per_s",
                   "tokens_per_s_per_gpu", "tflops", "mfu", "elapsed_s")
 # what the reader needs in a line before it looks (the fast engine's needles)
-NEEDLES = ("poch", "loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
+NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
            "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
@@ -664,6 +664,7 @@ def _finish(row: Row) -> Row | None:
 EPOCH_HEADER_RE = re.compile(
     r"(?:^|\s-\s|\]\s*|:\s)\s*epoch\s*[:#]?\s*(?P<e>\d+)\s*(?:/\s*(?P<tot>\d+))?\s*$",
     re.IGNORECASE)
+EPOCH_NEEDLES = ("Epoch", "epoch", "EPOCH")
 # the same header with its result line joined after it
 EPOCH_JOINED_RE = re.compile(EPOCH_HEADER_RE.pattern.removesuffix(r"\s*$") + r"\s+(?=\S)",
                              re.IGNORECASE)
@@ -701,6 +702,15 @@ def _epoch_result_row(text: str) -> Row | None:
     return {**row, "epoch": float(h["e"]), "event": EPOCH_EVENT}
 
 
+def parse_line(text: str) -> Row | None:
+    """The generic parser's line: ``parse_metric_line`` where a metric needle is on it, else
+    only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
+    reads nothing else: "Epoch[0] Time cost=50.022" is no loss)."""
+    if any(map(text.__contains__, NEEDLES)):
+        return parse_metric_line(text)
+    return _epoch_result_row(text)
+
+
 def incomplete_record(text: str) -> bool:
     """A line the next one completes: a step line cut before its step (``cut_before_step``)
     or an epoch's header (``epoch_header``)."""
@@ -734,8 +744,8 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
-        NEEDLES,
-        parse_metric_line,
+        (*NEEDLES, *EPOCH_NEEDLES),
+        parse_line,
         incomplete=incomplete_record,
         continues=record_continues,
         fallback=True,
