@@ -139,6 +139,7 @@ def test_an_epoch_header_numbers_the_result_line_after_it(
                               "INFO - Start validation."]) + "\n")
     it = traindoc.load(str(log), engine=engine).iterations
     assert list(it["iteration"]) == [epoch], source
+    assert list(it["total_iterations"]) == [int(header.rsplit("/", 1)[1])]  # the epochs
     assert it["elapsed_s"].iloc[0] == pytest.approx(seconds)
     assert (it["loss"].iloc[0] == pytest.approx(loss)) if loss else it["loss"].isna().all()
 

@@ -666,7 +666,8 @@ EPOCH_HEADER_RE = re.compile(
     re.IGNORECASE)
 EPOCH_NEEDLES = ("Epoch", "epoch", "EPOCH")
 # the same header with its result line joined after it
-EPOCH_JOINED_RE = re.compile(EPOCH_HEADER_RE.pattern.removesuffix(r"\s*$") + r"\s+(?=\S)",
+# (the reader also tries the join without a space, "epoch 2 / 1002022-02-28 …": no header then)
+EPOCH_JOINED_RE = re.compile(EPOCH_HEADER_RE.pattern.removesuffix(r"\s*$") + r"\s+(?=[^\s/])",
                              re.IGNORECASE)
 # a result line's own counter or bar, which makes it no continuation of a header (Keras:
 # "Epoch 1/10" then "1490/1490 [====…] - 25s 17ms/step - loss: 0.31")
@@ -699,6 +700,8 @@ def _epoch_result_row(text: str) -> Row | None:
     row = parse_metric_line(f"step {h['e']} {EPOCH_TIME_RE.sub('time', body)}")
     if row is None or (row.get("loss") is None and row.get("elapsed_s") is None):
         return None
+    if h["tot"]:
+        row["total_iterations"] = int(h["tot"])
     return {**row, "epoch": float(h["e"]), "event": EPOCH_EVENT}
 
 
