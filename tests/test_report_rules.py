@@ -217,6 +217,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/throughput/throughput-ai-toolkit-595", {}),
     ("throughput", "FINDINGS", "no_change"): (
         "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
+    ("throughput", "FINDINGS", "scheduled_slide"): (
+        "data/corpus/throughput/throughput-deepspeedexamples-vit-cifar-training", {}),
     ("throughput", "FINDINGS", "discontinuities"): (
         "data/corpus/throughput/throughput-llamafactory-8261", {}),
     ("throughput", "FINDINGS", "change_at_restart"): (

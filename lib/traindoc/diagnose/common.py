@@ -148,8 +148,11 @@ def last_progress(incident: Incident) -> Progress:
     it = epoch_counted(incident.iterations, incident.progress)
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
-        spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else None
         step = int(row["iteration"])
+        # the step's time from any line at that step (DeepSpeed's timer line, a rate alone,
+        # comes before Megatron's train line with its time)
+        times = it.loc[it["iteration"] == step, "elapsed_s"].dropna()
+        spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else (times.iloc[-1] if len(times) else None)
         # any line at that step may state the run's length (Megatron's train line does, its
         # validation line at the same iteration does not)
         totals = it.loc[it["iteration"] == step, "total_iterations"].dropna()

@@ -188,6 +188,46 @@ def parse_node_layout(text: str) -> list[Row] | None:
     return rows or None
 
 
+# -- a schedule the run is configured with that makes each step do more work as it goes ---------
+# Metric "schedule:<kind>": value 1 where a config dump turns the schedule on, else the value
+# the schedule has reached (the sequence length kept). Such a run's throughput slides by design
+# while the schedule grows (``diagnose.throughput``). Real lines: DeepSpeed's config print
+# ("data_efficiency_config ... {'data_routing': {'enabled': True, 'random_ltd': {'enabled': True,
+# …", DeepSpeedExamples' data_efficiency logs; "curriculum_enabled_legacy .... True"),
+# Megatron-DeepSpeed's argument dump ("random_ltd ........ True", "rampup_batch_size ....
+# ['16', '16', '5859375']") and step line ("| curriculum seqlen:    80 |", "| random ltd
+# reserved length:   128 |", microsoft/Megatron-DeepSpeed megatron/training.py), and the
+# per-epoch or per-step prints of DeepSpeedExamples ("0 epoch at time 185.19s | reserved_length
+# 48", "'step':10, 'ppl': 61.77, 'seq_len': 264").
+SCHEDULE_ON: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("random_ltd", re.compile(r"'random_ltd': \{'enabled': True\b|\brandom_ltd \.{3,} True\b")),
+    ("curriculum", re.compile(
+        r"'curriculum_learning': \{'enabled': True\b"
+        r"|\b(?:curriculum_enabled_legacy|curriculum_learning_legacy|curriculum_learning"
+        r"|data_efficiency_curriculum_learning) \.{3,} True\b")),
+    ("batch_size_rampup", re.compile(r"\brampup_batch_size \.{3,} \[")),
+)
+SCHEDULE_VALUE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("seq_len", re.compile(
+        r"(?:\breserved_length|\brandom ltd reserved length:|\bcurriculum seqlen:|'seq_len':)"
+        r"\s*(?P<n>\d+)\b")),
+)
+SCHEDULE_NEEDLES = ("random_ltd", "curriculum", "rampup_batch_size", "reserved_length",
+                    "reserved length", "'seq_len'")
+
+
+def parse_schedule(text: str) -> list[Row] | None:
+    """A schedule that grows each step's work, turned on or where it stands, as ``schedule:``
+    rows."""
+    rows: list[Row] = [{"metric": f"schedule:{key}", "value": 1.0}
+                       for key, rx in SCHEDULE_ON if rx.search(text)]
+    for key, rx in SCHEDULE_VALUE:
+        m = rx.search(text)
+        if m:
+            rows.append({"metric": f"schedule:{key}", "value": float(m["n"])})
+    return rows or None
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
@@ -204,6 +244,13 @@ PARSERS: tuple[LineParser, ...] = (
         parse_node_layout,
         example="[2022-10-29 00:41:40,882] [INFO] [launch.py:142:main] nnodes=1, num_local_procs=8, "
         "node_rank=0",
+    ),
+    LineParser(
+        "schedule",
+        "host_timings",
+        SCHEDULE_NEEDLES,
+        parse_schedule,
+        example="0 epoch at time 185.19143652915955s | reserved_length 48",
     ),
 )
 

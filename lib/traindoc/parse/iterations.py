@@ -209,7 +209,12 @@ DS_PIPE_RE = re.compile(
     r"\s+samples/sec:\s*(?P<sps>\S+)")
 DS_TIMER_RE = re.compile(
     r"(?:epoch=\d+/micro_step=\d+/global_step=(?P<gs>\d+),.*?\bCurrSamplesPerSec=(?P<cur>\S+?),"
-    r"|\b\d+/(?P<old>\d+), SamplesPerSec=(?P<oldsps>[^,\s]+))")
+    r"|\b\d+/(?P<old>\d+), (?:RunningAvgSamplesPerSec=[^,\s]+, Curr)?SamplesPerSec=(?P<oldsps>[^,\s]+))")
+# (DeepSpeed's three wordings: "epoch=E/micro_step=M/global_step=G, RunningAvgSamplesPerSec=…,
+# CurrSamplesPerSec=…" in recent releases, "E/M, RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…"
+# (0.7: deepspeedai/DeepSpeed#2629) and "E/M, SamplesPerSec=…" in older ones: the interval's
+# rate, never the running mean; M counts micro-steps, a multiple of the optimizer's step under
+# gradient accumulation)
 
 
 def parse_deepspeed_pipe(text: str) -> Row | None:

@@ -34,6 +34,11 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   …; Epoch: 69; …; pid_loss: nan``) numbers a row with a training loss marked
   ``event="epoch"``: a step only where the log counts no steps
   (``diagnose.common.epoch_counted``).
+- **an epoch's header line and the result line after it** (easytorch, BasicTS: ``… - INFO -
+  Epoch 1 / 200`` then ``… - INFO - Result <train>: [train_time: 295.52 (s), lr: …, train_MAE:
+  …]``): one record, joined by the reader, numbered by the epoch (``event="epoch"``), the time
+  the epoch's training took (``train_time``) its time; a next line with a counter or a bar of
+  its own (Keras's ``1490/1490 [====…]``) is no part of it.
 - **steps as printed by loggers of floats or big numbers**: ``step=6.0000`` is step 6,
   LeRobot's ``step:2K`` step 2000 (rounded as printed).
 - **a log record fused after a tqdm bar** (``4/100 [00:04<01:12,  1.32it/s][2024-04-02 …]
@@ -409,6 +414,8 @@ def parse_metric_line(text: str) -> Row | None:
         if (row := _bar_postfix(text, bar)) is not None or (after := _after_bar(text, bar)) is None:
             return row
         text = after  # a log record fused after the bar is read on its own
+    if (joined := _epoch_result_row(text)) is not None:
+        return joined
     row: Row = {}
     by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
@@ -698,6 +705,76 @@ def _finish(row: Row) -> Row | None:
     return row
 
 
+# an epoch's header line, the counter alone after the logger's prefix ("2023-08-27 17:28:46,620 -
+# easytorch-training - INFO - Epoch 1 / 200"), whose result line follows with no counter of its
+# own ("… - Result <train>: [train_time: 295.52 (s), lr: 1.00e-03, train_MAE: 49.86, …]"):
+# the two are one record (``epoch_header``, ``epoch_result``)
+EPOCH_HEADER_RE = re.compile(
+    r"(?:^|\s-\s|\]\s*|:\s)\s*epoch\s*[:#]?\s*(?P<e>\d+)\s*(?:/\s*(?P<tot>\d+))?\s*$",
+    re.IGNORECASE)
+EPOCH_NEEDLES = ("Epoch", "epoch", "EPOCH")
+# the same header with its result line joined after it
+# (the reader also tries the join without a space, "epoch 2 / 1002022-02-28 …": no header then)
+EPOCH_JOINED_RE = re.compile(EPOCH_HEADER_RE.pattern.removesuffix(r"\s*$") + r"\s+(?=[^\s/])",
+                             re.IGNORECASE)
+# a result line's own counter or bar, which makes it no continuation of a header (Keras:
+# "Epoch 1/10" then "1490/1490 [====…] - 25s 17ms/step - loss: 0.31")
+OWN_COUNTER_RE = re.compile(r"\d\s*/\s*\d|\[=|%\||/step\b|\bepoch\b", re.IGNORECASE)
+# the time of one epoch's training, which numbers a row by its epoch without a loss
+EPOCH_TIME_RE = re.compile(r"\b(?:train(?:ing)?[_/ ]?time|epoch[_ ]time)\b", re.IGNORECASE)
+
+
+def epoch_header(text: str) -> bool:
+    """Whether a line is only an epoch's header (``EPOCH_HEADER_RE``)."""
+    return EPOCH_HEADER_RE.search(text) is not None
+
+
+def epoch_result(body: str) -> bool:
+    """Whether ``body`` is the result line of the epoch header before it: the time the epoch's
+    training took, with no counter or bar of its own (a validation line after an "Epoch: 11"
+    header, apex#493's "Validation loss 6312:  0.149928", is read on its own)."""
+    return (EPOCH_TIME_RE.search(body) is not None and OWN_COUNTER_RE.search(body) is None
+            and _step(body) is None
+            and parse_metric_line(f"step 1 {EPOCH_TIME_RE.sub('time', body)}") is not None)
+
+
+def _epoch_result_row(text: str) -> Row | None:
+    """An epoch's header joined to its result line (``record_continues``): the epoch numbers
+    a row of the result's metrics, the time its training took (``train_time``) the epoch's
+    time; None for any other line."""
+    h = EPOCH_JOINED_RE.search(text)
+    if h is None or not epoch_result(body := text[h.end():]):
+        return None
+    row = parse_metric_line(f"step {h['e']} {EPOCH_TIME_RE.sub('time', body)}")
+    if row is None or (row.get("loss") is None and row.get("elapsed_s") is None):
+        return None
+    if h["tot"]:
+        row["total_iterations"] = int(h["tot"])
+    return {**row, "epoch": float(h["e"]), "event": EPOCH_EVENT}
+
+
+def parse_line(text: str) -> Row | None:
+    """The generic parser's line: ``parse_metric_line`` where a metric needle is on it, else
+    only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
+    reads nothing else: "Epoch[0] Time cost=50.022" is no loss)."""
+    if any(map(text.__contains__, NEEDLES)):
+        return parse_metric_line(text)
+    return _epoch_result_row(text)
+
+
+def incomplete_record(text: str) -> bool:
+    """A line the next one completes: a step line cut before its step (``cut_before_step``)
+    or an epoch's header (``epoch_header``)."""
+    return epoch_header(text) or cut_before_step(text)
+
+
+def record_continues(record: str, body: str) -> bool:
+    """Whether ``body`` completes ``record`` (``incomplete_record``)."""
+    if epoch_header(record):
+        return epoch_result(body)
+    return step_continues(record, body)
+
+
 def cut_before_step(text: str) -> bool:
     """Whether a line is the first part of a step line a paste broke at a field separator:
     metrics (a loss or a rate) and trailing blanks, but no step key, which the next line
@@ -719,10 +796,10 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
-        NEEDLES,
-        parse_metric_line,
-        incomplete=cut_before_step,
-        continues=step_continues,
+        (*NEEDLES, *EPOCH_NEEDLES),
+        parse_line,
+        incomplete=incomplete_record,
+        continues=record_continues,
         fallback=True,
         # tenstorrent/tt-metal#45335, a trainer with no pattern of its own
         example="Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, "

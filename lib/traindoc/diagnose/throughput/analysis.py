@@ -18,10 +18,12 @@ from .bisect import bisect_plan, fast_if, host_list, plan_frame, runs_by_spares
 from .change import (
     STALL_BEFORE,
     Change,
+    by_schedule,
     despike,
     find_change,
     material,
     mid_pause,
+    schedule_rows,
     short_creep,
     trailing_stall,
     within_resolution,
@@ -34,6 +36,7 @@ from .series import (
     events,
     mask_events,
     metric_series,
+    startup_burst,
     steps_with_seconds,
     usable_points,
 )
@@ -103,6 +106,8 @@ class ThroughputAnalysis:
     replaced: np.ndarray  # positions (of the analysed ones) replaced as transients
     change: Change | None
     change_position: int | None  # position in ``series``
+    schedule: pd.DataFrame  # host_timings rows of a configured schedule that grows each step's work
+    scheduled: Change | None  # the gradual slide set aside as that schedule's doing
     steady: float | None  # with no change: the rate the run holds (``steady_rate``)
     events: pd.DataFrame  # evals and checkpoint saves
     discontinuities: pd.DataFrame  # restarts, gaps and pauses
@@ -393,11 +398,17 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     ev = events(incident)
     disc = discontinuities(series)
     masked = mask_events(series, ev["iteration"].astype(int).tolist())
+    masked |= startup_burst(series)
     used = np.nonzero(~masked)[0]
     vals = series["value"].to_numpy(dtype=float)[used] if len(series) else np.array([])
     cleaned, replaced = despike(vals, max_run=max(1, min_segment - 1))
     change = None
     pos = None
+    ht = incident.tables.get("host_timings")
+    if ht is None:
+        ht = pd.DataFrame(columns=HOST_TIMING_COLUMNS)
+    schedule = schedule_rows(ht)
+    scheduled = None
     if spec is not None and len(cleaned):
         change = find_change(cleaned, spec.higher_is_better, min_segment, threshold,
                              min_drop_pct)
@@ -410,13 +421,12 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         if change is not None and (not material(change) or within_resolution(change, cleaned)):
             change = None  # a healthy run's wander (warm-up settling, a mean converging), or
             # one step of a coarse clock
+        if by_schedule(change, schedule):
+            scheduled, change = change, None
         if change is not None:
             pos = int(used[change.index])
     steady = steady_rate(cleaned) if spec is not None and change is None else None
     since = int(series["iteration"].iloc[pos]) if pos is not None else None
-    ht = incident.tables.get("host_timings")
-    if ht is None:
-        ht = pd.DataFrame(columns=HOST_TIMING_COLUMNS)
     ranks = rank_step_times(incident, spec, since, min_drop_pct) if spec else pd.DataFrame()
     stragglers = straggler_reports(ht, since)
     timers = timer_outliers(ht, since, min_drop_pct)
@@ -451,6 +461,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         incident=incident, requested=metric, metric=name, spec=spec, sparse_metric=sparse,
         sparse_points=usable_points(incident, sparse) if sparse else 0, series=series,
         used=used, cleaned=cleaned, replaced=replaced, change=change, change_position=pos,
+        schedule=schedule, scheduled=scheduled,
         steady=steady, events=ev, discontinuities=disc, restarts_at_change=near, events_at_change=ev_near,
         coincides=coincides, ranks=ranks, stragglers=stragglers, timers=timers,
         benchmarks=benchmarks, lags=lags, rank_hosts=r2h,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 MAD_TO_SIGMA = 1.4826
 MEDIAN_SE = 1.2533  # sd of a sample median / (sigma / sqrt(n)) for normal noise
@@ -369,3 +370,33 @@ __all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "
            "Change", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "resolution",
            "short_creep", "within_resolution",
            "trailing_stall"]
+
+
+# -- a slide the run's own schedule causes ---------------------------------------------------
+SCHEDULE_PREFIX = "schedule:"  # host_timings rows of ``parse.benchmarks.parse_schedule``
+
+
+def schedule_rows(host_timings: pd.DataFrame) -> pd.DataFrame:
+    """The lines that show a configured schedule growing each step's work (random-LTD, a
+    sequence-length curriculum, a batch-size ramp-up): turned on in a config dump, or a kept
+    length that grows over the run. Empty when the log shows none (or a length that never
+    grows)."""
+    ht = host_timings
+    if not len(ht) or "metric" not in ht:
+        return ht.iloc[0:0]
+    rows = ht[ht["metric"].astype("string").str.startswith(SCHEDULE_PREFIX, na=False)]
+    keep = []
+    for _, g in rows.groupby(rows["metric"].astype(str), sort=False):
+        vals = g["value"].astype(float)
+        if (vals == 1.0).all() or vals.iloc[-1] > vals.iloc[0]:  # on, or a length that grew
+            keep.append(g)
+    return pd.concat(keep) if keep else rows.iloc[0:0]
+
+
+def by_schedule(ch: Change | None, schedule: pd.DataFrame) -> bool:
+    """Whether a change is the slide the run's configured schedule makes: a gradual, lasting
+    fall in a run whose log shows such a schedule. Every step does more work as the kept
+    sequence or the batch grows, so the rate falls with it and holds once the schedule is
+    done; a step change or a recovery is no schedule's doing."""
+    return (ch is not None and len(schedule) > 0 and ch.shape == "gradual"
+            and not ch.recovered)

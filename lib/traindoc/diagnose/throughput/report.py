@@ -203,6 +203,18 @@ def _no_change(a: ThroughputAnalysis) -> Finding | None:
         f"({its[0]}–{its[-1]}) stay at {level:.4g} ± {spread:.2g}", evidence(a.series.tail(3)))
 
 
+def _scheduled(a: ThroughputAnalysis) -> Finding | None:
+    ch = a.scheduled
+    if ch is None:
+        return None
+    kinds = ", ".join(sorted({str(m)[len("schedule:"):] for m in a.schedule["metric"]}))
+    return Finding(
+        "scheduled_slide", Severity.INFO,
+        f"{_label(a)} slides from {ch.baseline:.4g} to {ch.degraded:.4g} as the run's own "
+        f"schedule ({kinds}) gives each step more work: by design, not a degradation",
+        [f"{r.source}: {r.line}" for r in a.schedule.head(3).itertuples()])
+
+
 def _spanned(a: ThroughputAnalysis) -> bool:
     """A change placed in the series, with the iterations around it known."""
     return _changed(a) and a.change_span is not None
@@ -427,6 +439,7 @@ def _one_view(a: ThroughputAnalysis) -> Finding | None:
 FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
     Rule("metric_unavailable", _metric_unavailable), Rule("throughput_drop", _throughput_drop),
     Rule("recovered", _recovered), Rule("no_change", _no_change),
+    Rule("scheduled_slide", _scheduled),
     Rule("discontinuities", _discontinuities), Rule("change_at_restart", _change_at_restart),
     Rule("change_at_event", _change_at_event), Rule("nothing_coincides", _nothing_coincides),
     Rule("transients", _transients), Rule("slow_ranks_iterations", _slow_ranks_iterations),

@@ -260,6 +260,30 @@ def mask_events(series: pd.DataFrame, event_iterations: list[int],
     return mask if mask.sum() <= max_fraction * n else np.zeros(n, dtype=bool)
 
 
+def startup_burst(series: pd.DataFrame, min_points: int = 2, max_fraction: float = 0.4) -> np.ndarray:
+    """Boolean mask of the first steps a trainer logs one by one before its logging interval
+    (parameter-golf and modded-nanogpt: steps 1, 2, 3, 4, 5, then every 500): the positions,
+    in the first run, whose iteration is below half the interval (the median gap between logged
+    iterations). Their rate is the start-up's (compilation, warm-up, a running mean over a few
+    steps), not a level the run held. Nothing is masked for fewer than ``min_points`` of them,
+    or more than ``max_fraction`` of the series."""
+    n = len(series)
+    mask = np.zeros(n, dtype=bool)
+    if n < 4:
+        return mask
+    first = series["run"].to_numpy() == series["run"].iloc[0]
+    its = series["iteration"].to_numpy(dtype=np.int64)[first]
+    gaps = np.diff(its)
+    gaps = gaps[gaps > 0]
+    if not len(gaps):
+        return mask
+    early = np.nonzero(its < np.median(gaps) / 2)[0]
+    if len(early) < min_points or len(early) > max_fraction * n or early[-1] != len(early) - 1:
+        return mask
+    mask[early] = True
+    return mask
+
+
 def discontinuities(series: pd.DataFrame, gap_factor: float = 3.0) -> pd.DataFrame:
     """Restarts (iterations going back) and gaps (iterations or time jumping far beyond the
     usual step) between consecutive logged iterations: position (of the row after), kind,
