@@ -9,10 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from conftest import DATA, ROOT
 from traindoc import cli

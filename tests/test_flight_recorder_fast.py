@@ -9,7 +9,7 @@ import json
 import pickle
 import random
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ def ref_dump_rows(dump: dict[str, Any], rank: int | None, source: str) -> list[d
         frames = [f"{f.get('name')} ({f.get('filename')}:{f.get('line')})"
                   for f in (e.get("frames") or []) if isinstance(f, dict)]
         t = e.get("time_created_ns")
-        when = (datetime.fromtimestamp(t / 1e9, tz=timezone.utc).replace(tzinfo=None)
+        when = (datetime.fromtimestamp(t / 1e9, tz=UTC).replace(tzinfo=None)
                 if isinstance(t, int) else None)
         out.append({
             "rank": rank, "process_group": pg, "seq_num": seq if isinstance(seq, int) else None,

@@ -45,7 +45,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ def _iso(t: float | None) -> str | None:
     """A wall-clock time as ISO 8601 UTC (None for None)."""
     if t is None:
         return None
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
 
 
 # -- following files -------------------------------------------------------------------------

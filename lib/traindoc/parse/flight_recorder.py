@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
@@ -292,7 +292,7 @@ def _time(t: Any) -> Any:
     if not isinstance(t, int):
         return None
     try:
-        return datetime.fromtimestamp(t / 1e9, tz=timezone.utc).replace(tzinfo=None)
+        return datetime.fromtimestamp(t / 1e9, tz=UTC).replace(tzinfo=None)
     except (OverflowError, ValueError, OSError):
         return None
 

@@ -26,7 +26,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,7 @@ def _when(v: Any) -> datetime | None:
     f = _value(v)
     if f is None or not math.isfinite(f) or f <= 0 or f > 1e11:
         return None
-    return datetime.fromtimestamp(f, tz=timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(f, tz=UTC).replace(tzinfo=None)
 
 
 def tag_from_name(path: Path) -> str:
