@@ -132,10 +132,13 @@ def _outliers(a: DeadlockAnalysis) -> Finding | None:
            "not_dumpable": "the process py-spy could not attach to (stuck in the kernel?)",
            "uninterruptible": "in uninterruptible sleep (D in ps): stuck in the kernel",
            }.get(a.rule, "named by the flight recorder")
+    # a rank the flight recorder names may have no stack (a watchdog line saw it): then its
+    # place is the mismatch itself
+    where = a.outlier_leaf or (mismatch_title(a.mismatch) if a.mismatch else "no stack")
     return Finding(
         "outliers", Severity.CRITICAL,
         f"{members_text(_outlier_members(a))} {'is' if len(a.outliers) == 1 else 'are'} "
-        f"{why}: {a.outlier_leaf}" + (
+        f"{why}: {where}" + (
             f" (the others: {a.majority_leaf})" if a.majority_leaf else ""),
         _stack_evidence(a.outliers))
 
