@@ -95,6 +95,21 @@ def test_megatron_variants_from_the_corpus() -> None:
     assert row["tflops"] == 78.36 and row["grad_norm"] != row["grad_norm"]
 
 
+def test_megatron_deepspeed_pipeline_lm_loss_key_is_the_loss() -> None:
+    # bigscience-workshop/bigscience experiments/gpt2-meg/meg_ds_3d_gpt2_perf_n16-ds-on.out: the
+    # pipeline engine's loss dict key is "lm-loss" (Megatron's pretrain() docstring: "for example
+    # `lm-loss: value`"); unread, the step looked like Megatron's no-loss (NaN) interval
+    line = (" iteration        3/    1000 | consumed samples:         3072 | elapsed time per "
+            "iteration (ms): 137138.4 | learning rate: 5.625E-05 | global batch size:  1024 | "
+            "lm-loss: 4.103157E+01 | loss scale: -1.0 | grad norm: 0.000 | num zeros: 0.0 | "
+            "number of skipped iterations:   0 | number of nan iterations:   0 |")
+    row = parse_megatron(line)
+    assert (row["iteration"], row["loss"], row["nan"]) == (3, pytest.approx(41.03157), 0)
+    # the hyphen is only another spelling of Megatron's "lm loss" (epfLLM/Megatron-LLM#11)
+    spaced = line.replace("lm-loss: 4.103157E+01", "lm loss: 2.504220E+00")
+    assert parse_megatron(spaced)["loss"] == pytest.approx(2.50422)
+
+
 def test_validation_line_is_an_eval_event() -> None:
     # BigScience's fork (seed 001) and Megatron-LM's wording
     row = parse_validation("[default7]:valid loss at iteration 45000 | lm loss value: "

@@ -177,6 +177,37 @@ def test_overflows_before_the_first_step_count_back_from_it(tmp_path: Path) -> N
         assert ls.analyse(traindoc.load(str(log))).skipped_iterations == skipped
 
 
+# A set-up bar counts no training step: transformers' "Loading checkpoint shards" bar (2/2) before
+# the first overflow made that overflow step 3. The bar lines: linskybing/LLM zero_3.out and
+# microsoft/DeepSpeedExamples' check-7b training.log (corpus cases); the steps: zero_3.out's.
+SHARD_BARS = [
+    "Loading checkpoint shards: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588"
+    "\u2588| 2/2 [00:43<00:00, 19.88s/it]",
+    "Loading checkpoint shards: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588"
+    "\u2588| 2/2 [00:04<00:00,  1.95s/it]",
+]
+LINSKYBING_ZERO3 = [
+    "[2025-10-28 20:50:31,653] [INFO] [loss_scaler.py:191:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1",
+    "[2025-10-28 20:50:31,653] [INFO] [logging.py:107:log_dist] [Rank 0] step=1, skipped=1, "
+    "lr=[1e-05], mom=[[0.8, 0.999]]",
+    "[Step 1/100] Loss: 5.0507 | Global Tokens/s: 1376.92 | GPU Mem (GB): 6.49 | Peak Mem: 21.31",
+    "[2025-10-28 20:50:33,186] [INFO] [loss_scaler.py:184:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 65536, reducing to 32768",
+    "[2025-10-28 20:50:33,186] [INFO] [logging.py:107:log_dist] [Rank 0] step=2, skipped=2, "
+    "lr=[1e-05], mom=[[0.8, 0.999]]",
+    "[Step 2/100] Loss: 5.1898 | Global Tokens/s: 1829.88 | GPU Mem (GB): 6.49 | Peak Mem: 21.31",
+    "[Step 3/100] Loss: 5.0037 | Global Tokens/s: 1831.02 | GPU Mem (GB): 6.49 | Peak Mem: 21.31",
+]
+
+
+def test_a_setup_bar_counts_no_step(tmp_path: Path) -> None:
+    for bar in SHARD_BARS:
+        log = tmp_path / "train.log"
+        log.write_text("\n".join([bar, *LINSKYBING_ZERO3]) + "\n")
+        assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [1, 2], bar
+
+
 # NaN warnings that name no step: a NaN at the step after the last one logged before them
 NAN_WARNINGS = [
     ("Loss is nan, stopping training", "Intellindust-AI-Lab/DEIM#96"),

@@ -544,6 +544,47 @@ def test_few_blips_or_a_lasting_spike_still_name_the_loss() -> None:
     assert [s["start_iteration"] for s in kept["spikes"]] == [70, 90]
 
 
+# The first updates overshooting the untrained model's loss (a spike opening at the second logged
+# loss of a log that starts at step 1), back by themselves: openai/parameter-golf
+# experiments/8xH100_fullrun.log ('step:1/20000 train_loss:6.9394', 'step:2/20000
+# train_loss:12.3682', 'step:3/20000 train_loss:7.4167'), MoonshotAI/Kimi-Audio#133 (HF Trainer
+# dicts {'loss': 10.2027, …}, {'loss': 10.6178, …}, {'loss': 14.8933, …}, {'loss': 17.8956, …},
+# {'loss': 10.7146, …}). Slow humps, climbing for dozens of logged points and coming back:
+# SongxiYoung/dino-main train.out (DINO MetricLogger, epochs 1-2 of the teacher's warm-up),
+# the mmaction2 train log of 2024-10-10 17:09:31 ('Epoch(train) [11][ 40/597] … loss: 0.0700'
+# climbing to [11][480/597]).
+START_OR_HUMP = ["timeout/timeout-parameter-golf-8xh100-fullrun",
+                 "loss_spike/loss_spike-kimi-audio-133",
+                 "throughput/throughput-dino-main-train-out"]
+
+
+@pytest.mark.parametrize("case", START_OR_HUMP)
+def test_first_updates_overshoot_and_slow_humps_are_no_loss_spike(case: str) -> None:
+    a = triage_once(DATA / "corpus" / case / "logs")
+    assert "loss_spike" not in [s.cls for s in a.sightings]
+
+
+def test_a_hump_goes_a_real_spike_stays() -> None:
+    from traindoc.diagnose.triage import _without_noise
+
+    def spike(a: int, p: int, b: int | None) -> dict:
+        return {"start_iteration": a, "peak_iteration": p, "recovered_iteration": b,
+                "recovery_confirmed": b is not None}
+
+    # mmaction2's climb from [11][40] to [11][480] (23 points, every 20) and back by 1831
+    steps = list(range(20, 2001, 20))
+    assert _without_noise({"spikes": [spike(40, 480, 1840)]}, steps)["spikes"] == []
+    # the same climb that never came back (a divergence: qwen3-non-moe train.out) stays
+    assert len(_without_noise({"spikes": [spike(40, 480, None)]}, steps)["spikes"]) == 1
+    # parameter-golf's step 2 against step 1 goes; a log starting at step 20 has no untrained
+    # loss to measure against (bigscience meg_gpt2_base_n8: 12.1 at 20, 26.5 at 30) and stays
+    assert _without_noise({"spikes": [spike(2, 2, 3)]}, list(range(1, 60)))["spikes"] == []
+    late = list(range(20, 210, 10))
+    assert len(_without_noise({"spikes": [spike(30, 30, 40)]}, late)["spikes"]) == 1
+    # fairseq's FSDP README: flat at updates 1-2, the jump at update 3 is a spike (it stays)
+    assert len(_without_noise({"spikes": [spike(3, 3, 6)]}, list(range(1, 11)))["spikes"]) == 1
+
+
 @pytest.mark.parametrize(("last", "crash"), [
     # suprosanna/relationformer#18 (PyTorch-Ignite, one process)
     ("RuntimeError: DataLoader worker (pid(s) 411948) exited unexpectedly", True),

@@ -331,6 +331,21 @@ def split_source(source: object) -> tuple[str, int] | None:
     return (m["file"], int(m["line"])) if m else None
 
 
+# Progress bars of the set-up, not of the training's steps (their description, lower case, starts
+# so): transformers' "Loading checkpoint shards: 100%| 2/2", huggingface_hub's "Downloading
+# shards" / "Downloading (…)of-00002.safetensors", "Loading weights", "Fetching 4 files".
+SETUP_BARS = ("loading", "downloading", "fetching")
+
+
+def _training_bars(progress: pd.DataFrame) -> pd.DataFrame:
+    """The numbered progress rows whose bar may count training steps (``SETUP_BARS`` out)."""
+    pr = progress[progress["step"].notna()]
+    if "desc" not in pr or not len(pr):
+        return pr
+    setup = pr["desc"].fillna("").astype(str).str.strip().str.lower().str.startswith(SETUP_BARS)
+    return pr[~setup]
+
+
 def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     """The ``iterations`` table with a number for each skipped step (fp16 overflow) or NaN/inf
     warning (``Loss is nan, stopping training``) whose line names none: the step after the last one logged before it in the same file (a progress bar's
@@ -351,7 +366,8 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     skipped=10"; all ten on step 10 would count one). A NaN warning is found the same way,
     when the step's loss is computed and before its line (if any) is written; overflows and
     NaN warnings are counted apart, since one step often logs both. HF Trainer's stepless
-    dicts are first placed by their epoch (``place_by_epoch``)."""
+    dicts are first placed by their epoch (``place_by_epoch``). A set-up bar (``SETUP_BARS``:
+    "Loading checkpoint shards 2/2") counts no step: its 2 would make the first overflow step 3."""
     it = place_by_epoch(incident.iterations, incident.progress)
     skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
     nan = pd.to_numeric(it["nan"], errors="coerce").fillna(0) > 0
@@ -365,7 +381,7 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     # it are later steps)
     numbered_skip = it["iteration"].notna() & skip & it["loss"].isna() & it["lr"].isna()
     for df, col, flags in ((it[it["iteration"].notna()], "iteration", numbered_skip),
-                           (pr[pr["step"].notna()], "step", None)):
+                           (_training_bars(pr), "step", None)):
         for j, src, v in zip(df.index, df["source"], df[col], strict=True):
             where = split_source(src)
             if where:

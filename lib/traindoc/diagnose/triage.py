@@ -21,7 +21,10 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
   nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three
-  or more blips, each over within ``BLIP_POINTS`` logged points) are no finding.
+  or more blips, each over within ``BLIP_POINTS`` logged points) are no finding; nor are, once
+  back by themselves, the first updates' overshoot of the untrained model's loss (a spike at
+  the second logged loss of a log starting at step 1) and slow humps (``HUMP_POINTS`` or more
+  logged points of climb).
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
@@ -85,6 +88,14 @@ CALIBRATION_STEPS = 50
 # speedrun's small batches), and triage reads its blips as that noise, not an incident.
 BLIP_POINTS = 4
 NOISE_BLIPS = 3
+# A spike that opens at the run's second logged loss when the first is the run's own first step
+# (at most FIRST_STEP) rests on one point, the untrained model's loss: the first updates
+# overshooting it and coming back by themselves are the start of training, not an incident
+# (openai/parameter-golf's 'step:1 … 6.94', 'step:2 … 12.37', 'step:3 … 9.1').
+FIRST_STEP = 1
+# A spike whose loss climbed for this many logged points or more to its peak and came back by
+# itself is a slow hump (a warm-up schedule's; a smoothing logger's window), not a spike.
+HUMP_POINTS = 20
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
@@ -489,18 +500,22 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
 
 
 def _loss_iterations(incident: Incident) -> list[int]:
-    """The logged training steps that have a loss, in order."""
-    it = training_steps(incident)
-    if "loss" not in it or "iteration" not in it:
-        return []
-    return sorted({int(x) for x in it.loc[it["loss"].notna(), "iteration"].dropna()})
+    """The logged training steps that have a loss, in order, numbered as the loss_spike
+    runbook numbers its spikes (epoch-counted steps run on across epochs)."""
+    from .loss_spike.series import series  # the runbook's own series: its spikes' steps
+
+    s = series(incident)
+    return sorted({int(x) for x in s.loc[s["loss"].notna(), "iteration"]})
 
 
 def _without_noise(facts: Mapping[str, Any], steps: list[int]) -> Mapping[str, Any]:
-    """``facts`` without the loss spikes that are the series' own noise: when
+    """``facts`` without the loss spikes that are no incident: the series' own noise (when
     ``NOISE_BLIPS`` or more spikes each recovered within ``BLIP_POINTS`` logged points
-    (``steps``) of their start, those blips are left out; other spikes stay."""
-    spikes = facts.get("spikes") or []
+    (``steps``) of their start, those blips), the first updates' overshoot of the untrained
+    model's loss (``FIRST_STEP``) and slow humps (``HUMP_POINTS``); other spikes stay."""
+    spikes = [s for s in facts.get("spikes") or [] if not _start_or_hump(s, steps)]
+    if len(spikes) < len(facts.get("spikes") or []):
+        facts = {**facts, "spikes": spikes}
 
     def blip(s: Mapping[str, Any]) -> bool:
         a, b = s.get("start_iteration"), s.get("recovered_iteration")
@@ -513,6 +528,18 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int]) -> Mapping[str, A
     if len(blips) < NOISE_BLIPS:
         return facts
     return {**facts, "spikes": [s for s in spikes if not blip(s)]}
+
+
+def _start_or_hump(spike: Mapping[str, Any], steps: list[int]) -> bool:
+    """A spike that came back by itself and either opened at the run's second logged loss
+    after its first step (the first updates' overshoot) or climbed for ``HUMP_POINTS`` or more
+    logged points (``steps``) to its peak (a slow hump)."""
+    a, p = spike.get("start_iteration"), spike.get("peak_iteration")
+    if a is None or spike.get("recovered_iteration") is None or not spike.get("recovery_confirmed"):
+        return False
+    first_update = len(steps) > 1 and steps[0] <= FIRST_STEP and int(a) == steps[1]
+    rise = sum(1 for x in steps if int(a) <= x <= int(p if p is not None else a))
+    return first_update or rise >= HUMP_POINTS
 
 
 def _skip_run(skipped: list[int], last: int | None) -> int | None:

@@ -82,6 +82,7 @@ KEYS: dict[str, tuple[str, float]] = {
     "globalbatchsize": ("global_batch_size", 1),
     "lmloss": ("loss", 1),
     "lm_loss": ("loss", 1),
+    "lm-loss": ("loss", 1),  # Megatron-DeepSpeed with its pipeline engine: "| lm-loss: 1.24E+01 |"
     "loss": ("loss", 1),
     "gradnorm": ("grad_norm", 1),
     "lossscale": ("loss_scale", 1),
