@@ -23,10 +23,13 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(VENV)/bin/traindoc run timeout $(SAMPLE) -o $(OUT)
 
-# Every test, over every core (pytest-xdist), the longest first (tests/conftest.py orders them;
-# the sweeps over every sample and corpus case share one load a case per worker).
+# Every test, two workers a core (pytest-xdist): about 40 % of a worker's time is spent waiting
+# on what it started (notebook kernels, torchrun drills, Chromium), so one a core leaves the
+# cores idle. The longest run first (tests/conftest.py orders them); --dist loadgroup keeps each
+# sample's and corpus case's sweep tests on one worker, which loads and diagnoses it once.
+WORKERS ?= $(shell python3 -c 'import os; print(2 * (os.cpu_count() or 1))')
 test: setup
-	$(PY) -m pytest -q -n auto --dist loadgroup
+	$(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
 # The edit-test loop: no notebooks, no drills, nothing slow (under 2 minutes on 2 cores).
 test-fast: setup

@@ -30,7 +30,12 @@ SLOW_MODULES = {"test_cluster", "test_figures", "test_dump_bombs", "test_every_s
                 "test_report_text"}
 # sweeps over every sample and corpus case (hundreds of loads each)
 SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
-              "test_every_action_command_exists"}
+              "test_every_action_command_exists",
+              # every sample and every corpus class read twice (a minute and more)
+              "test_iterations_alone_are_the_iterations_of_a_full_load",
+              # every sample through the flight-recorder paths, every log through each action
+              "test_comparison_on_every_sample", "test_samples_load_as_before",
+              "test_no_action_runs_what_the_logs_say"}
 
 
 # The tests that took a minute or more each (`pytest -n 2 --durations=60` at 4f0d5a1 on the

@@ -48,7 +48,12 @@ def scanner(request, monkeypatch):
 SAMPLES = sorted(p for p in DATA.glob("*/*") if p.is_dir())
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=[f"{p.parent.name}/{p.name}" for p in SAMPLES])
+# a whole corpus class read as one job takes tens of seconds: the slow tier (make test-fast
+# leaves it out, make test runs it)
+@pytest.mark.parametrize("sample", [
+    pytest.param(p, id=f"{p.parent.name}/{p.name}",
+                 marks=[pytest.mark.slow] if p.parent.name == "corpus" else [])
+    for p in SAMPLES])
 def test_every_sample_reads_the_same(sample: Path, scanner: str) -> None:
     same(*both(sample))
 
