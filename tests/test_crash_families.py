@@ -338,3 +338,44 @@ def test_marians_saves_give_the_last_checkpoint(tmp_path: Path, lines: list[str]
                                                 saved: int) -> None:
     f = _facts(tmp_path, "\n".join(lines) + "\n")
     assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (last, saved)
+
+
+# --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
+
+@pytest.mark.parametrize("line", [
+    # modelscope/ms-swift#5231 (corpus deadlock-ms-swift-5231), vllm-project/vllm#20431
+    "Fatal Python error: none_dealloc: deallocating None: bug likely caused by a refcount "
+    "error in a C extension",
+    # MTG/gaia#82 (after a training script's last line); leetmaa/KMCLib#17 ('Abort trap: 6')
+    "Fatal Python error: PyThreadState_Get: no current thread",
+    # opencog/atomspace#671
+    "Fatal Python error: ceval: tstate mix-up",
+])
+def test_a_fatal_python_error_is_an_abort(line: str) -> None:
+    row = parse_error(line)
+    assert row is not None
+    assert (row["kind"], row["code"]) == ("signal", "SIGABRT")
+    assert row["message"] == line
+
+
+def test_the_signal_named_fatal_error_keeps_its_signal() -> None:
+    assert parse_error("Fatal Python error: Segmentation fault")["code"] == "SIGSEGV"
+
+
+def test_a_stream_lock_at_interpreter_shutdown_is_no_crash() -> None:
+    """After the program's own end: the run it logged is not a crash."""
+    assert parse_error("Fatal Python error: _enter_buffered_busy: could not acquire lock for "
+                       "<_io.BufferedWriter name='<stdout>'> at interpreter shutdown, possibly "
+                       "due to daemon threads") is None
+
+
+def test_a_fatal_error_with_an_empty_faulthandler_dump_is_a_crash(tmp_path: Path) -> None:
+    """vlm-r1#309's shape: a tqdm bar, the fatal error, threads with '<no Python frame>'."""
+    text = (" 4%|▍         | 2269/60312 [5:23:03<378:19:09, 23.46s/it]\n"
+            "Fatal Python error: none_dealloc: deallocating None\n"
+            "Python runtime state: initialized\n\n"
+            "Thread 0x00007fd0e57fe640 (most recent call first):\n  <no Python frame>\n\n")
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "signal"
+    assert "none_dealloc" in f["error_message"]
+

@@ -374,6 +374,17 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>Fatal Python error: (?P<what>Segmentation fault|Aborted|Bus error|"
                    r"Floating point exception|Illegal instruction))"),
     ),
+    (  # any other Py_FatalError, which aborts the interpreter (SIGABRT): "Fatal Python error:
+        # none_dealloc: deallocating None" (ms-swift#5231, vllm#20431), "… PyThreadState_Get:
+        # no current thread" (MTG/gaia#82, leetmaa/KMCLib#17 'Abort trap: 6'), "… ceval:
+        # tstate mix-up" (opencog/atomspace#671); also a crash when its faulthandler dump shows
+        # only '<no Python frame>'. The buffered-stream error at interpreter shutdown comes
+        # after the program's own end and is not a crash of the run.
+        "SIGABRT",
+        "signal",
+        "Fatal Python error: ",
+        re.compile(r"(?P<msg>Fatal Python error: (?!.*\bat interpreter shutdown\b)\S.{0,200}?)\s*$"),
+    ),
     (
         "fatal_signal",
         "signal",
