@@ -379,3 +379,26 @@ def test_a_fatal_error_with_an_empty_faulthandler_dump_is_a_crash(tmp_path: Path
     assert f["error_kind"] == "signal"
     assert "none_dealloc" in f["error_message"]
 
+
+# --- a C/CUDA trainer's check macro: header line, the error string on the next ---------------
+
+@pytest.mark.parametrize("lines, kind, message", [
+    # llm.c fork's SLURM log (corpus gpu_crash-llmc-fork-gpt2-train-11678978)
+    (["[CUDA ERROR] at file train_gpt2.cu:754:", "misaligned address"], "cuda_error",
+     "misaligned address"),
+    # karpathy/llm.c#492: cudnnCheck
+    (["[CUDNN ERROR] at file cudnn_att.cpp:141:",
+      "[cudnn_frontend] Error: No execution plans built successfully."], "cuda_error",
+     "No execution plans built successfully"),
+    # the "(line N)" form of other cudaCheck copies (found by the exact header string), with
+    # cudaGetErrorName before the message
+    (["[CUDA ERROR] at file sgemm.cu(line 42):",
+      "cudaErrorIllegalAddress: an illegal memory access was encountered"], "cuda_error",
+     "illegal memory access"),
+])
+def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: list[str],
+                                                       kind: str, message: str) -> None:
+    text = "step 1: train loss 4.27 (took 101.8 ms)\n" + "\n".join(lines) + "\n"
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == kind
+    assert message in f["error_message"]
