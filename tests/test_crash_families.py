@@ -402,3 +402,32 @@ def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: li
     f = _facts(tmp_path, text)
     assert f["error_kind"] == kind
     assert message in f["error_message"]
+
+
+# --- the raylet's worker-died record names the dead worker's machine and pid -----------------
+
+@pytest.mark.parametrize("line, host, pid", [
+    # OpenRLHF/OpenRLHF#621 (corpus gpu_crash-openrlhf-621)
+    ("(raylet) A worker died or was killed while executing a task by an unexpected system "
+     "error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: "
+     "fffffffffffffffff274c61d686e9942cf058dcc11000000 Worker ID: d893621a96e2f8 Node ID: "
+     "8440b94a47cd Worker IP address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 "
+     "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+     "connection error code 2. End of file. There are some potential root causes.",
+     "172.19.24.110", 90738),
+    # verl-project/verl#316 (corpus gpu_crash-verl-316): the newer wording of the causes
+    ("(raylet) A worker died or was killed while executing a task by an unexpected system "
+     "error. Worker IP address: 10.49.144.10 Worker port: 32827 Worker PID: 93658 Worker exit "
+     "type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error "
+     "code 2. End of file. Some common causes include: (1) the process was killed by the OOM "
+     "killer", "10.49.144.10", 93658),
+    # the detail alone (verl#472's paste): no machine named
+    ("Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+     "connection error code 2.", None, None),
+])
+def test_the_raylets_dead_worker_is_on_its_machine(line: str, host: str | None,
+                                                   pid: int | None) -> None:
+    row = parse_error(line)
+    assert row is not None and row["code"] == "ray_worker_died"
+    assert row["message"] == "Worker unexpectedly exits with a connection error code 2"
+    assert row.get("host") == host and row.get("pid") == pid

@@ -482,11 +482,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<on>\S+) CANCELLED AT \S+"
                    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?)(?:, [^*]*?)? \*\*\*"),
     ),
-    (
+    (  # the raylet's record names the dead worker's machine and pid on the same line: "…
+        # Worker IP address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 Worker exit
+        # type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits …" (OpenRLHF#621,
+        # verl#316)
         "ray_worker_died",
         "signal",
         "Worker unexpectedly exits",
-        re.compile(r"(?P<msg>Worker unexpectedly exits with a connection error code \d+)"),
+        re.compile(r"(?:Worker IP address: (?P<host>[\w.:\-]+) (?:.*?Worker PID: (?P<pid>\d+) )?"
+                   r".*?)?(?P<msg>Worker unexpectedly exits with a connection error code \d+)"),
     ),
     (
         "ray_actor_died",
