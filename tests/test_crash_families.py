@@ -431,3 +431,23 @@ def test_the_raylets_dead_worker_is_on_its_machine(line: str, host: str | None,
     assert row is not None and row["code"] == "ray_worker_died"
     assert row["message"] == "Worker unexpectedly exits with a connection error code 2"
     assert row.get("host") == host and row.get("pid") == pid
+
+
+# --- DeepSpeed's WORLD INFO DICT names the job's machines ------------------------------------
+
+@pytest.mark.parametrize("line, hosts", [
+    # microsoft/DeepSpeedExamples check-7b training.log (corpus gpu_crash-deepspeedexamples-…)
+    ("[2023-06-09 05:17:52,629] [INFO] [launch.py:145:main] WORLD INFO DICT: {'worker-0': [0, 1, "
+     "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]}", "worker-0"),
+    # a pdsh-launched two-node job's log (found by the exact string): IPs as the hostfile's names
+    ("10.0.143.177: [2022-07-26 22:43:04,464] [INFO] [launch.py:103:main] WORLD INFO DICT: "
+     "{'10.0.143.177': [0], '10.0.128.14': [0]}", "10.0.143.177,10.0.128.14"),
+    # a one-machine job without a hostfile: 'localhost' names no machine
+    ("[2022-09-15 05:57:44,795] [INFO] [launch.py:136:main] WORLD INFO DICT: {'localhost': [0, 1, "
+     "2, 3]}", None),
+])
+def test_deepspeeds_world_info_is_a_node_list(line: str, hosts: str | None) -> None:
+    from traindoc.parse.benchmarks import parse_nodelist
+    row = parse_nodelist(line)
+    assert (row["host"] if row else None) == hosts
+
