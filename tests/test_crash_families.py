@@ -451,3 +451,24 @@ def test_deepspeeds_world_info_is_a_node_list(line: str, hosts: str | None) -> N
     row = parse_nodelist(line)
     assert (row["host"] if row else None) == hosts
 
+
+# --- a Python exception, then the launcher's record of the worker that exited with code 1 ----
+
+def test_the_exit_1_after_an_anonymous_exception_names_its_rank_and_machine(tmp_path: Path) -> None:
+    """DeepSpeedExamples' check-7b shape: the traceback names no rank, DeepSpeed's launcher
+    names the worker's local rank; one node (nnodes=1), so the local rank is the rank."""
+    text = "\n".join([
+        "[2023-06-09 05:17:52,629] [INFO] [launch.py:145:main] WORLD INFO DICT: {'worker-0': "
+        "[0, 1]}",
+        "[2023-06-09 05:17:52,629] [INFO] [launch.py:151:main] nnodes=1, num_local_procs=2, "
+        "node_rank=0",
+        "Traceback (most recent call last):",
+        '  File "main.py", line 320, in main',
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+        "devices, cuda:1 and cpu!",
+        "[2023-06-09 05:24:52,263] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/"
+        "python', '-u', 'main.py', '--local_rank=1', '--zero_stage', '3'] exits with return "
+        "code = 1", ""])
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "python" and "same device" in f["error_message"]
+    assert f["failed_ranks"] == [1] and f["failed_hosts"] == ["worker-0"]
