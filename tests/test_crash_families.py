@@ -338,3 +338,137 @@ def test_marians_saves_give_the_last_checkpoint(tmp_path: Path, lines: list[str]
                                                 saved: int) -> None:
     f = _facts(tmp_path, "\n".join(lines) + "\n")
     assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (last, saved)
+
+
+# --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
+
+@pytest.mark.parametrize("line", [
+    # modelscope/ms-swift#5231 (corpus deadlock-ms-swift-5231), vllm-project/vllm#20431
+    "Fatal Python error: none_dealloc: deallocating None: bug likely caused by a refcount "
+    "error in a C extension",
+    # MTG/gaia#82 (after a training script's last line); leetmaa/KMCLib#17 ('Abort trap: 6')
+    "Fatal Python error: PyThreadState_Get: no current thread",
+    # opencog/atomspace#671
+    "Fatal Python error: ceval: tstate mix-up",
+])
+def test_a_fatal_python_error_is_an_abort(line: str) -> None:
+    row = parse_error(line)
+    assert row is not None
+    assert (row["kind"], row["code"]) == ("signal", "SIGABRT")
+    assert row["message"] == line
+
+
+def test_the_signal_named_fatal_error_keeps_its_signal() -> None:
+    assert parse_error("Fatal Python error: Segmentation fault")["code"] == "SIGSEGV"
+
+
+def test_a_stream_lock_at_interpreter_shutdown_is_no_crash() -> None:
+    """After the program's own end: the run it logged is not a crash."""
+    assert parse_error("Fatal Python error: _enter_buffered_busy: could not acquire lock for "
+                       "<_io.BufferedWriter name='<stdout>'> at interpreter shutdown, possibly "
+                       "due to daemon threads") is None
+
+
+def test_a_fatal_error_with_an_empty_faulthandler_dump_is_a_crash(tmp_path: Path) -> None:
+    """vlm-r1#309's shape: a tqdm bar, the fatal error, threads with '<no Python frame>'."""
+    text = (" 4%|▍         | 2269/60312 [5:23:03<378:19:09, 23.46s/it]\n"
+            "Fatal Python error: none_dealloc: deallocating None\n"
+            "Python runtime state: initialized\n\n"
+            "Thread 0x00007fd0e57fe640 (most recent call first):\n  <no Python frame>\n\n")
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "signal"
+    assert "none_dealloc" in f["error_message"]
+
+
+# --- a C/CUDA trainer's check macro: header line, the error string on the next ---------------
+
+@pytest.mark.parametrize("lines, kind, message", [
+    # llm.c fork's SLURM log (corpus gpu_crash-llmc-fork-gpt2-train-11678978)
+    (["[CUDA ERROR] at file train_gpt2.cu:754:", "misaligned address"], "cuda_error",
+     "misaligned address"),
+    # karpathy/llm.c#492: cudnnCheck
+    (["[CUDNN ERROR] at file cudnn_att.cpp:141:",
+      "[cudnn_frontend] Error: No execution plans built successfully."], "cuda_error",
+     "No execution plans built successfully"),
+    # the "(line N)" form of other cudaCheck copies (found by the exact header string), with
+    # cudaGetErrorName before the message
+    (["[CUDA ERROR] at file sgemm.cu(line 42):",
+      "cudaErrorIllegalAddress: an illegal memory access was encountered"], "cuda_error",
+     "illegal memory access"),
+])
+def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: list[str],
+                                                       kind: str, message: str) -> None:
+    text = "step 1: train loss 4.27 (took 101.8 ms)\n" + "\n".join(lines) + "\n"
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == kind
+    assert message in f["error_message"]
+
+
+# --- the raylet's worker-died record names the dead worker's machine and pid -----------------
+
+@pytest.mark.parametrize("line, host, pid", [
+    # OpenRLHF/OpenRLHF#621 (corpus gpu_crash-openrlhf-621)
+    ("(raylet) A worker died or was killed while executing a task by an unexpected system "
+     "error. To troubleshoot the problem, check the logs for the dead worker. RayTask ID: "
+     "fffffffffffffffff274c61d686e9942cf058dcc11000000 Worker ID: d893621a96e2f8 Node ID: "
+     "8440b94a47cd Worker IP address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 "
+     "Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+     "connection error code 2. End of file. There are some potential root causes.",
+     "172.19.24.110", 90738),
+    # verl-project/verl#316 (corpus gpu_crash-verl-316): the newer wording of the causes
+    ("(raylet) A worker died or was killed while executing a task by an unexpected system "
+     "error. Worker IP address: 10.49.144.10 Worker port: 32827 Worker PID: 93658 Worker exit "
+     "type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error "
+     "code 2. End of file. Some common causes include: (1) the process was killed by the OOM "
+     "killer", "10.49.144.10", 93658),
+    # the detail alone (verl#472's paste): no machine named
+    ("Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+     "connection error code 2.", None, None),
+])
+def test_the_raylets_dead_worker_is_on_its_machine(line: str, host: str | None,
+                                                   pid: int | None) -> None:
+    row = parse_error(line)
+    assert row is not None and row["code"] == "ray_worker_died"
+    assert row["message"] == "Worker unexpectedly exits with a connection error code 2"
+    assert row.get("host") == host and row.get("pid") == pid
+
+
+# --- DeepSpeed's WORLD INFO DICT names the job's machines ------------------------------------
+
+@pytest.mark.parametrize("line, hosts", [
+    # microsoft/DeepSpeedExamples check-7b training.log (corpus gpu_crash-deepspeedexamples-…)
+    ("[2023-06-09 05:17:52,629] [INFO] [launch.py:145:main] WORLD INFO DICT: {'worker-0': [0, 1, "
+     "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]}", "worker-0"),
+    # a pdsh-launched two-node job's log (found by the exact string): IPs as the hostfile's names
+    ("10.0.143.177: [2022-07-26 22:43:04,464] [INFO] [launch.py:103:main] WORLD INFO DICT: "
+     "{'10.0.143.177': [0], '10.0.128.14': [0]}", "10.0.143.177,10.0.128.14"),
+    # a one-machine job without a hostfile: 'localhost' names no machine
+    ("[2022-09-15 05:57:44,795] [INFO] [launch.py:136:main] WORLD INFO DICT: {'localhost': [0, 1, "
+     "2, 3]}", None),
+])
+def test_deepspeeds_world_info_is_a_node_list(line: str, hosts: str | None) -> None:
+    from traindoc.parse.benchmarks import parse_nodelist
+    row = parse_nodelist(line)
+    assert (row["host"] if row else None) == hosts
+
+
+# --- a Python exception, then the launcher's record of the worker that exited with code 1 ----
+
+def test_the_exit_1_after_an_anonymous_exception_names_its_rank_and_machine(tmp_path: Path) -> None:
+    """DeepSpeedExamples' check-7b shape: the traceback names no rank, DeepSpeed's launcher
+    names the worker's local rank; one node (nnodes=1), so the local rank is the rank."""
+    text = "\n".join([
+        "[2023-06-09 05:17:52,629] [INFO] [launch.py:145:main] WORLD INFO DICT: {'worker-0': "
+        "[0, 1]}",
+        "[2023-06-09 05:17:52,629] [INFO] [launch.py:151:main] nnodes=1, num_local_procs=2, "
+        "node_rank=0",
+        "Traceback (most recent call last):",
+        '  File "main.py", line 320, in main',
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+        "devices, cuda:1 and cpu!",
+        "[2023-06-09 05:24:52,263] [ERROR] [launch.py:320:sigkill_handler] ['/opt/conda/bin/"
+        "python', '-u', 'main.py', '--local_rank=1', '--zero_stage', '3'] exits with return "
+        "code = 1", ""])
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "python" and "same device" in f["error_message"]
+    assert f["failed_ranks"] == [1] and f["failed_hosts"] == ["worker-0"]

@@ -333,13 +333,37 @@ def test_an_exit_with_code_1_is_a_crash_with_a_python_error() -> None:
 
 
 def test_a_python_exception_nothing_recorded_as_fatal_is_a_program_error(tmp_path: Path) -> None:
-    # a traceback with no launcher record of the exit names no class
+    # a traceback with no launcher record of the exit, and not up to the script's top level
+    # (a handler logged it: the program went on), names no class
     p = tmp_path / "job.log"
-    p.write_text("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+    p.write_text("Traceback (most recent call last):\n  File \"train.py\", line 40, in "
+                 "train_step\n    loss = model(batch)\n"
                  "RuntimeError: The size of tensor a (8) must match the size of tensor b (2) at "
                  "non-singleton dimension 1\n")
     r = triage.diagnose(traindoc.load(p))
     assert r.facts["classes"] == [] and "not a GPU crash" in r.verdict
+
+
+@pytest.mark.parametrize("lines", [
+    # ray-project/ray#2632: an ImportError at the script's first lines
+    ['  File "figure_eight.py", line 8, in <module>', "    import ray.rllib.ppo as ppo",
+     "ImportError: No module named 'ray.rllib.ppo'"],
+    # stanford-crfm/levanter logs/log-t1v-n-d3fbbfef-w-0.log (corpus gpu_crash-levanter-…):
+    # the run's entry point, then gcsfs raising deep below it
+    ['  File "/home/kaiyue/levanter/src/levanter/main/train_lm.py", line 195, in <module>',
+     "    levanter.config.main(main)()",
+     '  File "/home/kaiyue/venv310/lib/python3.10/site-packages/gcsfs/retry.py", line 103, in '
+     "validate_response", '    raise OSError(f"Forbidden: {path}\\n{msg}")',
+     "OSError: Forbidden: b/levanter-data/o/tokenized%2Fopenwebtext%2Fvalidation%2Fcache_ledger"
+     ".json"],
+])
+def test_an_exception_up_to_the_scripts_top_level_is_a_crash(tmp_path: Path,
+                                                             lines: list[str]) -> None:
+    # nothing caught it: the interpreter exited on it, as a launcher's exit record would say
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(["Traceback (most recent call last):", *lines]) + "\n")
+    r = triage.diagnose(traindoc.load(p))
+    assert classes(r) == [("gpu_crash", "cause")] and "Python exception" in r.verdict
 
 
 def test_a_program_error_before_a_timeout_is_named_as_what_it_waited_for() -> None:

@@ -14,7 +14,9 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   a crash: the SIGTERM/SIGKILL a launcher or scheduler sends to the survivors, and the abort of
   a rank whose watchdog had already timed out. A Python exception is a program error, named in
   its own finding, unless it took its process down (the launcher recorded the exit: torchrun's
-  ChildFailedError) — then the job crashed, and the class is gpu_crash (error_kind python).
+  ChildFailedError; or its traceback runs up to a script's ``<module>`` frame, so nothing
+  caught it and the interpreter exited on it) — then the job crashed, and the class is
+  gpu_crash (error_kind python).
   NCCL's report of a peer or the network failing under a process, with no collective timed
   out, is a crash seen from the victim's side.
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
@@ -123,6 +125,9 @@ SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
 # suprosanna/relationformer#18, facebookresearch/detectron2#384). Not "… with exit code 1":
 # the worker's own exception.
 WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
+# The outermost frame of a traceback that reached the main script's top level ("<module>
+# (/path/train.py:195)"): nothing caught the exception, the interpreter exited on it.
+TOP_LEVEL_FRAME_RE = re.compile(r"^<module> \(")
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
 MAX_UNPARSED = 20  # failure-looking lines no parser understood, shown before a count
@@ -318,6 +323,16 @@ def crash_rows(incident: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
     return err, x
 
 
+def uncaught(stacks: pd.DataFrame) -> bool:
+    """Whether a raised traceback runs up to a script's top level (its outermost frame is
+    ``<module>``): an exception nothing caught, which ended its interpreter."""
+    if not len(stacks):
+        return False
+    raised = stacks[stacks["state"].fillna("") == "raised"]
+    return any(isinstance(f, list) and f and TOP_LEVEL_FRAME_RE.match(str(f[-1]))
+               for f in raised["frames"])
+
+
 def worker_exits(x: pd.DataFrame) -> pd.DataFrame:
     """One exit row per worker. A worker torchrun reported twice (its 'failed (exitcode: …)'
     line and its ChildFailedError record, same pid) keeps the record, which names the global
@@ -383,7 +398,8 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     # (so is one that says a worker process under it died: torch's DataLoader)
     coll = incident.collectives
     message = str((rep.facts.get("error_message") if rep is not None else None) or "")
-    died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message)))
+    died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message))
+                                  or uncaught(incident.stacks))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed

@@ -67,6 +67,7 @@ LINE_PARSERS: tuple[LineParser, ...] = (
 BLOCK_PARSERS: tuple[type[BlockParser], ...] = (torchrun.ChildFailedParser,
                                                         stacks.StackParser,
                                                         errors.CudaErrorBlock,
+                                                        errors.CheckMacroError,
                                                         *iterations.BLOCKS,
                                                         *benchmarks.BLOCKS,
                                                         *missing_ranks.BLOCKS)

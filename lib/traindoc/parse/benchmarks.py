@@ -137,9 +137,24 @@ NODELIST_RE = re.compile(
 JOB_HEADER_HOST_RE = re.compile(rf"^(?:#\s*Running on|Hostname:) (?P<expr>{_HOSTEXPR})\s*$")
 
 
+# DeepSpeed's launcher (launch.py): "WORLD INFO DICT: {'worker-0': [0, 1, …, 15]}", the
+# hostfile's machines as keys (their GPU ids as values); "localhost" names no machine
+# (DeepSpeedExamples' check-7b training.log; a two-node job: {'v100x16-1': […], 'v100x16-2': […]}).
+WORLD_INFO_RE = re.compile(r"WORLD INFO DICT: \{(?P<body>[^{}]*)\}")
+WORLD_INFO_KEY_RE = re.compile(r"'(?P<host>[A-Za-z0-9][\w.\-]*)': \[")
+NO_MACHINE = frozenset({"localhost", "127.0.0.1"})
+
+
 def parse_nodelist(text: str) -> Row | None:
-    """A SLURM node list (``SLURM_JOB_NODELIST=``, ``NodeList=``, BigScience's PULSE line), or a
-    job-log header naming its machine (``# Running on r7n01``, ``Hostname: cn-234``)."""
+    """A SLURM node list (``SLURM_JOB_NODELIST=``, ``NodeList=``, BigScience's PULSE line), a
+    job-log header naming its machine (``# Running on r7n01``, ``Hostname: cn-234``), or the
+    machines of DeepSpeed's ``WORLD INFO DICT``."""
+    w = WORLD_INFO_RE.search(text) if "WORLD INFO DICT" in text else None
+    if w is not None:
+        hosts = [k["host"] for k in WORLD_INFO_KEY_RE.finditer(w["body"])]
+        if not hosts or any(h in NO_MACHINE for h in hosts):
+            return None
+        return {"host": ",".join(hosts), "metric": "nodelist", "value": float(len(hosts))}
     m = NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
     if not m or m["expr"] in ("(null)", "None"):
         return None
@@ -232,7 +247,8 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
         "host_timings",
-        ("NODELIST=", "NodeList=", "' partition (", "Running on ", "Hostname: "),
+        ("NODELIST=", "NodeList=", "' partition (", "Running on ", "Hostname: ",
+         "WORLD INFO DICT"),
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
         "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])",

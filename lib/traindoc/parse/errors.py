@@ -374,6 +374,17 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>Fatal Python error: (?P<what>Segmentation fault|Aborted|Bus error|"
                    r"Floating point exception|Illegal instruction))"),
     ),
+    (  # any other Py_FatalError, which aborts the interpreter (SIGABRT): "Fatal Python error:
+        # none_dealloc: deallocating None" (ms-swift#5231, vllm#20431), "… PyThreadState_Get:
+        # no current thread" (MTG/gaia#82, leetmaa/KMCLib#17 'Abort trap: 6'), "… ceval:
+        # tstate mix-up" (opencog/atomspace#671); also a crash when its faulthandler dump shows
+        # only '<no Python frame>'. The buffered-stream error at interpreter shutdown comes
+        # after the program's own end and is not a crash of the run.
+        "SIGABRT",
+        "signal",
+        "Fatal Python error: ",
+        re.compile(r"(?P<msg>Fatal Python error: (?!.*\bat interpreter shutdown\b)\S.{0,200}?)\s*$"),
+    ),
     (
         "fatal_signal",
         "signal",
@@ -471,11 +482,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<on>\S+) CANCELLED AT \S+"
                    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?)(?:, [^*]*?)? \*\*\*"),
     ),
-    (
+    (  # the raylet's record names the dead worker's machine and pid on the same line: "…
+        # Worker IP address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 Worker exit
+        # type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits …" (OpenRLHF#621,
+        # verl#316)
         "ray_worker_died",
         "signal",
         "Worker unexpectedly exits",
-        re.compile(r"(?P<msg>Worker unexpectedly exits with a connection error code \d+)"),
+        re.compile(r"(?:Worker IP address: (?P<host>[\w.:\-]+) (?:.*?Worker PID: (?P<pid>\d+) )?"
+                   r".*?)?(?P<msg>Worker unexpectedly exits with a connection error code \d+)"),
     ),
     (
         "ray_actor_died",
@@ -798,6 +813,60 @@ class CudaErrorBlock:
         rank = _tag_rank(msg, len(msg))
         if rank is not None:
             row["rank"] = rank
+        return [("errors", row)]
+
+
+# A C/CUDA trainer's check macro: "[CUDA ERROR] at file train_gpt2.cu:754:" with the error
+# string on the next line (llm.c's cudaCheck; its cudnnCheck "[CUDNN ERROR] at file
+# cudnn_att.cpp:141:", llm.c#492; forks print "… at file kernel.cu(line 42):" and
+# "cudaErrorIllegalAddress: an illegal memory access …" as the message).
+CHECK_HEADER_RE = re.compile(
+    r"\[(?P<lib>CUDA|CUDNN|cuDNN|CUBLAS|cuBLAS|NCCL) ERROR\] at file "
+    r"(?P<site>[^\s:()]+(?::\d+|\(line \d+\))):?\s*(?P<msg>\S.*)?$")
+
+
+class CheckMacroError:
+    """A ``[CUDA ERROR] at file F:L:`` header and its message line: one ``errors`` row, kind
+    cuda_error (nccl_error for NCCL's), the message the error string, the site in ``frames``."""
+
+    tables = ("errors",)
+    needles: tuple[str, ...] = (" ERROR] at file ",)
+    section: str | None = None  # "check" while waiting for the message line
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.rec: dict[str, Any] | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line of the stream."""
+        if self.rec is not None:
+            if not text.strip():
+                return []
+            self.rec["msg"] = text.strip()
+            return self._flush()
+        m = CHECK_HEADER_RE.search(text) if " ERROR] at file " in text else None
+        if m is None:
+            return []
+        self.rec = {"lib": m["lib"], "site": m["site"], "ctx": ctx, "msg": m["msg"]}
+        if m["msg"]:
+            return self._flush()
+        self.section = "check"
+        return []
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream."""
+        return self._flush()
+
+    def _flush(self) -> list[tuple[str, Row]]:
+        rec, self.rec = self.rec, None
+        self.section = None
+        if rec is None:
+            return []
+        lib = rec["lib"].upper()
+        kind = "nccl_error" if lib == "NCCL" else "cuda_error"
+        msg = (rec["msg"] or f"[{rec['lib']} ERROR] at file {rec['site']}")[:MAX_MESSAGE_CHARS]
+        row: Row = {"kind": kind, "code": f"{lib.lower()}_check", "message": msg,
+                    "frames": [f"checked at {rec['site']}"], "_ctx": rec["ctx"]}
         return [("errors", row)]
 
 

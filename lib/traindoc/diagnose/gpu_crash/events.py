@@ -636,6 +636,14 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     # Every rank failing the same local way at once (e.g. all ranks OOM on one batch).
     if e["kind"] == first["kind"] == "oom" and near:
         return True
+    # A Python exception naming no rank or host, then a launcher's record, later in the same
+    # file, of a worker that exited with code 1 (how a Python exception ends a worker): that
+    # worker raised it (DeepSpeed's "[…'--local_rank=15'…] exits with return code = 1",
+    # torchrun's "failed (exitcode: 1) local_rank: 0").
+    if (first["kind"] == "python" and pd.isna(first["rank"]) and as_str(first["host"]) is None
+            and e["table"] == "exits" and e["code"] == "exit_1" and near
+            and e["file"] == first["file"] and e["lineno"] > first["lineno"]):
+        return True
     # A line naming no rank or host, then the same error with a rank a few lines on (a Python
     # traceback, then "[Rank 1] NCCL watchdog thread terminated with exception: <same>").
     if (pd.isna(first["rank"]) and as_str(first["host"]) is None and near
