@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -490,6 +491,38 @@ def test_most_recent_call_last_dumps_are_reversed(tmp_path: Path, text: str, inn
     assert len(s) == 1
     frames = s.iloc[0]["frames"]
     assert frames[0].startswith(inner + " (") and frames[-1].startswith(outer + " (")
+
+
+MANHOLE_DUMPS = [
+    # allenai/allennlp#5088: python-manhole's dump_stacktraces, "######### ProcessID=P, ThreadID=N"
+    ("######### ProcessID=82627, ThreadID=4617211392 #########\n"
+     'File: "<string>", line 1, in <module>\n'
+     'File: "/envs/allennlp/lib/python3.8/multiprocessing/spawn.py", line 116, in spawn_main\n'
+     "  exitcode = _main(fd, parent_sentinel)\n"
+     'File: "/allennlp/allennlp/commands/train.py", line 531, in run\n'
+     "  return self.trainer.train()\n", 82627, None, "run"),
+    # ionelmc/python-manhole src/manhole/__init__.py (dump_stacktraces since 1.x): the thread's
+    # name after its id, '## ProcessID=P, ThreadID=N "name" ##'
+    ('## ProcessID=4242, ThreadID=139870071547712 "MainThread" ##\n'
+     'File: "/usr/lib/python3.10/threading.py", line 973, in _bootstrap\n'
+     "  self._bootstrap_inner()\n"
+     'File: "/usr/lib/python3.10/threading.py", line 320, in wait\n'
+     "  waiter.acquire()\n", 4242, "MainThread", "wait"),
+]
+
+
+@pytest.mark.parametrize("text,pid,name,leaf", MANHOLE_DUMPS)
+def test_manhole_dumps_name_their_process(tmp_path: Path, text: str, pid: int, name: str | None,
+                                          leaf: str) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "dump.txt").write_text(text)
+    inc = traindoc.load(tmp_path / "dump.txt")
+    s = inc.stacks
+    assert len(s) == 1 and int(s.iloc[0]["pid"]) == pid
+    assert (None if pd.isna(s.iloc[0]["thread"]) else s.iloc[0]["thread"]) == name
+    assert s.iloc[0]["leaf"].startswith(leaf + " (")
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 1
 
 
 def test_an_exception_traceback_is_one_raised_sample(tmp_path: Path) -> None:
