@@ -158,6 +158,12 @@ FH_FRAME_RE = re.compile(
     r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+(?: \S+)*?)(?:\s{2,}\S.*)?\s*$')
 # what faulthandler prints in place of, or before, a thread's frames (CPython traceback.c):
 # no frame, the collector running in the current thread (3.12+), a thread state already freed
+# A collector's time before each line of a faulthandler dump, then two spaces
+# (VLM-R1#309: "2025-06-22 03:09:55  Thread 0x… (most recent call first):"; frigate#22137
+# (discussion): "2026-02-28 17:01:34.863630573  Current thread 0x…"): stripped inside a dump and
+# on the lines that start one.
+COLLECTOR_STAMP_RE = re.compile(r"20\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:  |\s*$)")
+FH_STAMPED_STARTS = ("Fatal Python error", "Thread 0x", "Current thread 0x", "Stack (most")
 FH_NOTES = ("<no Python frame>", "Garbage-collecting", "<freed thread state>", "<tstate is freed>")
 
 # --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
@@ -423,6 +429,8 @@ class StackParser:
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the thread rows it completed."""
+        if text.startswith("20"):
+            text = _unstamped(text, self.section == "faulthandler")
         if self.section is None:
             if "(most recent call last)" in text and text.rstrip().endswith(PYTB_HEADER):
                 return self._pytb_start(ctx)
@@ -959,6 +967,17 @@ class StackParser:
                                 "_ctx": ctx})]
         self.section, self._listing_host = None, None
         return self._restart(text, ctx) if text.strip() else []
+
+
+def _unstamped(text: str, in_dump: bool) -> str:
+    """A faulthandler line without the collector's time before it (``COLLECTOR_STAMP_RE``);
+    any other line as it is."""
+    rest = text
+    while m := COLLECTOR_STAMP_RE.match(rest):  # a blank line reads as two stamps
+        rest = rest[m.end():]
+    if rest is text or not (in_dump or rest.startswith(FH_STAMPED_STARTS)):
+        return text
+    return rest.strip()
 
 
 def _starts(text: str) -> bool:
