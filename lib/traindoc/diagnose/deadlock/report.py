@@ -43,7 +43,7 @@ def report(analysis: DeadlockAnalysis) -> Report:
 
 def facts(a: DeadlockAnalysis) -> dict[str, Any]:
     """The report's facts (``FACT_KEYS``)."""
-    return {"processes_seen": n_procs(a.procs),  # helpers too: processes whose stacks were read
+    return {"processes_seen": n_procs(a.ranks),
             "groups": [{"signature": r["signature"], "leaf": r["leaf"],
                         "members": r["members"], "count": int(r["count"])}
                        for _, r in a.groups.iterrows()],
