@@ -65,6 +65,62 @@ def test_a_ctrl_c_traceback_is_a_stack_sample(tmp_path: Path, text: str, state: 
     assert _classes(tmp_path, text) == ["deadlock"]
 
 
+# -- Ctrl-C reaches every process of the terminal's group: each prints its own traceback ---------
+# (pytorch/pytorch#11718: "each process (main and workers) will print trace from KeyboardInterrupt")
+
+CTRL_C_SEVERAL = [
+    # SeanNaren/deepspeech.pytorch#287 (torch 0.3): a DataLoader worker, then the trainer in DDP's
+    # broadcast; the worker's loop is still in dataloader.py itself, a helper (not counted)
+    ("Traceback (most recent call last):\n"
+     '  File "/root/anaconda2/lib/python2.7/multiprocessing/process.py", line 114, in run\n'
+     "    self._target(*self._args, **self._kwargs)\n"
+     '  File "/root/anaconda2/lib/python2.7/site-packages/torch/utils/data/dataloader.py", line 50, in _worker_loop\n'
+     "    r = index_queue.get()\n"
+     '  File "/root/anaconda2/lib/python2.7/multiprocessing/queues.py", line 374, in get\n'
+     "    racquire()\n"
+     "KeyboardInterrupt\n"
+     "Traceback (most recent call last):\n"
+     '  File "train.py", line 280, in <module>\n'
+     "    out = model(inputs)\n"
+     '  File "/root/anaconda2/lib/python2.7/site-packages/torch/nn/parallel/distributed.py", line 195, in _sync_params\n'
+     "    dist.broadcast(flat_buffers, 0)\n"
+     '  File "/root/anaconda2/lib/python2.7/site-packages/torch/distributed/__init__.py", line 198, in broadcast\n'
+     "    return torch._C._dist_broadcast(tensor, src, group)\n", 1, "broadcast ("),
+    # pytorch/examples#148 (torch 0.1, Python 3.5): two DataLoader workers interrupted in
+    # index_queue.get, each its own traceback (the post's interleaving undone)
+    ("KeyboardInterrupt\n" + 2 * (
+        "Traceback (most recent call last):\n"
+        '  File "/m/lib/python3.5/multiprocessing/process.py", line 93, in run\n'
+        "    self._target(*self._args, **self._kwargs)\n"
+        '  File "/m/lib/python3.5/site-packages/torch/utils/data/dataloader.py", line 28, in _worker_loop\n'
+        "    r = index_queue.get()\n"
+        '  File "/m/lib/python3.5/multiprocessing/queues.py", line 342, in get\n'
+        "    with self._rlock:\n"
+        '  File "/m/lib/python3.5/multiprocessing/synchronize.py", line 96, in __enter__\n'
+        "    return self._semlock.__enter__()\n"
+        "KeyboardInterrupt\n"), 2, "_worker_loop ("),
+    # wandb/wandb#3223: a second Ctrl-C's traceback cut after one frame is no process of its own
+    ("^CProcess wandb_internal:\nTraceback (most recent call last):\n"
+     '  File "/m/lib/python3.9/multiprocessing/process.py", line 108, in run\n'
+     "    self._target(*self._args, **self._kwargs)\n"
+     '  File "/m/lib/python3.9/site-packages/wandb/sdk/internal/internal.py", line 153, in wandb_internal\n'
+     "    thread.join()\n"
+     '  File "/m/lib/python3.9/threading.py", line 1033, in join\n'
+     "    self._wait_for_tstate_lock()\n"
+     "KeyboardInterrupt\n"
+     "^CTraceback (most recent call last):\n"
+     '  File "<string>", line 1, in <module>\n', 1, ""),
+]
+
+
+@pytest.mark.parametrize(("text", "n", "leaf"), CTRL_C_SEVERAL)
+def test_ctrl_c_tracebacks_of_several_processes(tmp_path: Path, text: str, n: int,
+                                                leaf: str) -> None:
+    r = deadlock.diagnose(_load(tmp_path, text))
+    assert r.facts["processes_seen"] == n and r.facts["majority_leaf"].startswith(leaf)
+    assert any(x.id == "helper_processes" for x in r.findings) is (leaf == "broadcast (")
+
+
 def test_an_atexit_hang_with_python_3_12_carets(tmp_path: Path) -> None:
     # pytorch/pytorch#162199: the inductor compile workers' atexit hook waits 300 s
     f = _facts(tmp_path, (

@@ -14,6 +14,8 @@ from traindoc.parse.collectives import (
     parse_socket_timeout,
     parse_store_barrier,
     parse_store_clients,
+    parse_store_wait,
+    startup_line,
 )
 from traindoc.parse.missing_ranks import parse_desync_lagging, parse_fr_inline, parse_stall
 
@@ -521,7 +523,34 @@ def test_dump_signal_forerunners(line: str, peer: int | None, enq: int, comp: in
     assert [(r["last_enqueued"], r["last_completed"]) for r in status] == [(enq, comp)]
 
 
-@pytest.mark.parametrize("line", [STORE_BARRIER[0][0], SOCKET[1][0], STORE_CLIENTS[0][0]])
+# -- a TCPStore wait that timed out (torch 2.5+ TCPStore.cpp) -------------------------------------
+
+STORE_WAIT = [
+    # modelscope/ms-swift#4906: mid-run, vLLM's StatelessProcessGroup barrier in the weight sync
+    ("[rank0]: torch.distributed.DistStoreError: wait timeout after 300000ms, keys: "
+     "/broadcast_from/0/75465", 300_000, False),
+    # modelscope/ms-swift#4924: at start-up, torchelastic's rendezvous on two nodes
+    ("torch.distributed.DistStoreError: wait timeout after 900000ms, keys: "
+     "/none/torchelastic/role_info/0, /none/torchelastic/role_info/1", 900_000, True),
+    # pytorch/pytorch#131808: the message as the PR that added it prints it
+    ("DistStoreError: wait timeout after 100ms, keys: /the_key", 100, False),
+]
+
+
+@pytest.mark.parametrize(("line", "ms", "startup"), STORE_WAIT)
+def test_store_wait_timeout(line: str, ms: int, startup: bool) -> None:
+    assert parse_store_wait(line) == {"rank": None, "timeout_ms": ms, "state": "timed_out"}
+    assert startup_line(line) is startup
+
+
+def test_store_wait_timeout_is_a_timeout(tmp_path: Path) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(STORE_WAIT[0][0] + "\n")
+    assert timeout.diagnose(traindoc.load(p)).facts["timeout_ms"] == 300_000
+
+
+@pytest.mark.parametrize("line", [STORE_BARRIER[0][0], SOCKET[1][0], STORE_CLIENTS[0][0],
+                                  STORE_WAIT[1][0]])
 def test_startup_timeouts_get_the_startup_action(tmp_path: Path, line: str) -> None:
     p = tmp_path / "job.log"
     p.write_text(line + "\n")

@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -490,6 +491,85 @@ def test_most_recent_call_last_dumps_are_reversed(tmp_path: Path, text: str, inn
     assert len(s) == 1
     frames = s.iloc[0]["frames"]
     assert frames[0].startswith(inner + " (") and frames[-1].startswith(outer + " (")
+
+
+MANHOLE_DUMPS = [
+    # allenai/allennlp#5088: python-manhole's dump_stacktraces, "######### ProcessID=P, ThreadID=N"
+    ("######### ProcessID=82627, ThreadID=4617211392 #########\n"
+     'File: "<string>", line 1, in <module>\n'
+     'File: "/envs/allennlp/lib/python3.8/multiprocessing/spawn.py", line 116, in spawn_main\n'
+     "  exitcode = _main(fd, parent_sentinel)\n"
+     'File: "/allennlp/allennlp/commands/train.py", line 531, in run\n'
+     "  return self.trainer.train()\n", 82627, None, "run"),
+    # ionelmc/python-manhole src/manhole/__init__.py (dump_stacktraces since 1.x): the thread's
+    # name after its id, '## ProcessID=P, ThreadID=N "name" ##'
+    ('## ProcessID=4242, ThreadID=139870071547712 "MainThread" ##\n'
+     'File: "/usr/lib/python3.10/threading.py", line 973, in _bootstrap\n'
+     "  self._bootstrap_inner()\n"
+     'File: "/usr/lib/python3.10/threading.py", line 320, in wait\n'
+     "  waiter.acquire()\n", 4242, "MainThread", "wait"),
+]
+
+
+@pytest.mark.parametrize("text,pid,name,leaf", MANHOLE_DUMPS)
+def test_manhole_dumps_name_their_process(tmp_path: Path, text: str, pid: int, name: str | None,
+                                          leaf: str) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "dump.txt").write_text(text)
+    inc = traindoc.load(tmp_path / "dump.txt")
+    s = inc.stacks
+    assert len(s) == 1 and int(s.iloc[0]["pid"]) == pid
+    assert (None if pd.isna(s.iloc[0]["thread"]) else s.iloc[0]["thread"]) == name
+    assert s.iloc[0]["leaf"].startswith(leaf + " (")
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 1
+
+
+STAMPED_FAULTHANDLER = [
+    # om-ai-lab/VLM-R1#309: a collector's time and two spaces before each line; the blank
+    # separator lines keep the stamp
+    ("Fatal Python error: none_dealloc: deallocating None\n"
+     "2025-06-22 03:09:55  Python runtime state: initialized\n"
+     "2025-06-22 03:09:55  \n"
+     "2025-06-22 03:09:55  Thread 0x00007fd0e57fe640 (most recent call first):\n"
+     "2025-06-22 03:09:55    <no Python frame>\n"
+     "2025-06-22 03:09:55  \n"
+     "2025-06-22 03:09:55  Thread 0x00007fd629fff640 (most recent call first):\n"
+     '2025-06-22 03:09:55    File "/m/lib/python3.10/threading.py", line 324 in wait\n'
+     '2025-06-22 03:09:55    File "/m/train.py", line 12 in main\n', 2, "main ("),
+    # blakeblackshear/frigate discussion #22137: nanosecond times, and a blank line that reads as
+    # two stamps (the viewer's own before the process's)
+    ("2026-02-28 17:01:34.862189576  Fatal Python error: Illegal instruction\n"
+     "2026-02-28 17:02:26.472571  2026-02-28 17:01:34.862195671\n"
+     "2026-02-28 17:01:34.862198068  Thread 0x000075fcea82b6c0 (most recent call first):\n"
+     '2026-02-28 17:01:34.863564051    File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+     '2026-02-28 17:01:34.863569967    File "/usr/lib/python3.11/queue.py", line 171 in get\n'
+     '2026-02-28 17:01:34.863572951    File "/usr/local/lib/python3.11/dist-packages/playhouse/'
+     'sqliteq.py", line 162 in loop\n'
+     "2026-02-28 17:02:26.472616  2026-02-28 17:01:34.863628244\n"
+     "2026-02-28 17:01:34.863630573  Current thread 0x000075fd12e91040 (most recent call first):\n"
+     '2026-02-28 17:01:34.863729751    File "/usr/local/lib/python3.11/dist-packages/tensorflow/'
+     'python/platform/self_check.py", line 63 in preload_check\n'
+     '2026-02-28 17:01:34.874042617    File "<string>", line 1 in <module>\n', 2, "preload_check ("),
+]
+
+
+@pytest.mark.parametrize("text,threads,leaf", STAMPED_FAULTHANDLER)
+def test_faulthandler_under_a_collectors_time(tmp_path: Path, text: str, threads: int,
+                                              leaf: str) -> None:
+    from traindoc.diagnose import deadlock
+
+    (tmp_path / "job.log").write_text(text)
+    inc = traindoc.load(tmp_path / "job.log")
+    assert len(inc.stacks) == threads
+    assert any(f.startswith(leaf) for f in inc.stacks.iloc[-1]["frames"])
+    assert deadlock.diagnose(inc).facts["processes_seen"] == 1
+
+
+def test_a_stamped_log_line_is_no_stack(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text("2025-06-22 03:09:55  Thread pool started with 4 workers\n"
+                                      "2025-06-22 03:09:56  step 10 loss 2.1\n")
+    assert not len(traindoc.load(tmp_path / "job.log").stacks)
 
 
 def test_an_exception_traceback_is_one_raised_sample(tmp_path: Path) -> None:

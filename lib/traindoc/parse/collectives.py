@@ -34,7 +34,9 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
   socket has timed out after 60s while trying to connect to 192.0.0.1:1234``, also ``600000ms``,
   ``20min``): no rank, no collective, only the timeout; the TCPStore server waiting for its
   clients (``Timed out after 601 seconds waiting for clients. 1/4 clients joined.``, torch 2.x):
-  likewise.
+  likewise; a TCPStore wait (``DistStoreError: wait timeout after 300000ms, keys: /k``, torch
+  2.5+): the timeout only, a start-up one when its keys are torchelastic's rendezvous or the
+  store-based barrier's (mid-run it is a store-backed group's barrier, vLLM's weight sync).
 
 A row whose rank the message names about another rank (``from rank 7``, ``but Rank 1``, ``Rank 2
 failed``) carries ``_named_rank``: the loader keeps that rank instead of the line's prefix.
@@ -126,6 +128,13 @@ STORE_CLIENTS_RE = re.compile(
     r"Timed out after (?P<s>\d+(?:\.\d+)?) seconds waiting for clients\.\s*"
     r"(?P<joined>\d+)/(?P<world>\d+) clients joined"
 )
+# a TCPStore wait/get that timed out (torch 2.5+ TCPStore.cpp, pytorch/pytorch#131808): "DistStoreError:
+# wait timeout after 300000ms, keys: /broadcast_from/0/75465"; the keys say who waited for what
+STORE_WAIT_RE = re.compile(
+    r"wait timeout after (?P<ms>\d+)\s*ms(?:,\s*keys?:\s*(?P<keys>\S+(?:,\s*/\S+)*))?"
+)
+# keys that only start-up writes: torchelastic's rendezvous, init_process_group's barrier
+STORE_WAIT_STARTUP_RE = re.compile(r"wait timeout after .*keys?:.*(?:torchelastic/|store_based_barrier)")
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"
 UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
 
@@ -382,7 +391,15 @@ def parse_store_clients(text: str) -> Row | None:
     return {"rank": None, "timeout_ms": _ms(to_float(m["s"]), 1000), "state": "timed_out"}
 
 
-STARTUP_LINE_RES = (SOCKET_TIMEOUT_RE, STORE_CLIENTS_RE)
+def parse_store_wait(text: str) -> Row | None:
+    """A TCPStore wait timed out (a key nobody set in time): the timeout; no rank, no collective."""
+    m = STORE_WAIT_RE.search(text)
+    if not m:
+        return None
+    return {"rank": None, "timeout_ms": to_int(m["ms"]), "state": "timed_out"}
+
+
+STARTUP_LINE_RES = (SOCKET_TIMEOUT_RE, STORE_CLIENTS_RE, STORE_WAIT_STARTUP_RE)
 
 
 def startup_line(text: str) -> bool:
@@ -424,6 +441,14 @@ STARTUP_TIMEOUTS: tuple[LineParser, ...] = (
         parse_store_clients,
         example="torch.distributed.DistStoreError: Timed out after 601 seconds waiting for "
         "clients. 1/4 clients joined.",
+    ),
+    LineParser(
+        "tcpstore_wait_timeout",
+        "collectives",
+        ("wait timeout after",),
+        parse_store_wait,
+        example="[rank0]: torch.distributed.DistStoreError: wait timeout after 300000ms, keys: "
+        "/broadcast_from/0/75465",
     ),
 )
 

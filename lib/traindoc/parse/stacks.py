@@ -59,7 +59,8 @@ is read as that Python frame.
 
 Home-made dumpers over ``sys._current_frames()`` + ``traceback.extract_stack`` print most recent
 call LAST (frames are reversed here): ``# ThreadID: N`` then ``File: "x", line N, in f`` (the
-ActiveState recipe many projects copy), or ``Printing stack`` / ``-- Thread ID: N ---`` then
+ActiveState recipe many projects copy; python-manhole's ``######### ProcessID=P, ThreadID=N
+#########`` names the process too), or ``Printing stack`` / ``-- Thread ID: N ---`` then
 ``File "x", line N, in f``; a source line may follow each frame. The id is Python's thread
 ident, not an OS id.
 
@@ -157,6 +158,12 @@ FH_FRAME_RE = re.compile(
     r'^File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<func>\S+(?: \S+)*?)(?:\s{2,}\S.*)?\s*$')
 # what faulthandler prints in place of, or before, a thread's frames (CPython traceback.c):
 # no frame, the collector running in the current thread (3.12+), a thread state already freed
+# A collector's time before each line of a faulthandler dump, then two spaces
+# (VLM-R1#309: "2025-06-22 03:09:55  Thread 0x… (most recent call first):"; frigate#22137
+# (discussion): "2026-02-28 17:01:34.863630573  Current thread 0x…"): stripped inside a dump and
+# on the lines that start one.
+COLLECTOR_STAMP_RE = re.compile(r"20\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:  |\s*$)")
+FH_STAMPED_STARTS = ("Fatal Python error", "Thread 0x", "Current thread 0x", "Stack (most")
 FH_NOTES = ("<no Python frame>", "Garbage-collecting", "<freed thread state>", "<tstate is freed>")
 
 # --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
@@ -195,6 +202,11 @@ UNKNOWN_FILE = "?"
 MAX_GDB_WRAP = 3  # lines one wrapped frame may take
 # "# ThreadID: 140289192748800" (the recipe), "-- Thread ID: 139870071547712 ---"
 LAST_THREAD_RE = re.compile(r"^(?:# ThreadID|-+ ?Thread ID): (?P<tid>\d+)(?: -+)?\s*$")
+# python-manhole's dump_stacktraces: "######### ProcessID=82627, ThreadID=4617211392 #########",
+# newer '## ProcessID=1, ThreadID=2 "MainThread" ##'
+MANHOLE_THREAD_RE = re.compile(
+    r'^#+ ProcessID=(?P<pid>\d+), ThreadID=(?P<tid>\d+)(?: "(?P<name>[^"]*)")? #+$')
+DUMPER_THREAD_RES = (LAST_THREAD_RE, MANHOLE_THREAD_RE)
 LAST_NAME_RE = re.compile(r"^# Name: (?P<name>.+)$")
 LAST_BANNERS = ("Printing stack", "*** STACKTRACE - START ***", "*** STACKTRACE - END ***")
 # 'File "x", line 804, in acquire' (gdb, traceback) and 'File: "x", line 888, in _bootstrap'
@@ -417,6 +429,8 @@ class StackParser:
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the thread rows it completed."""
+        if text.startswith("20"):
+            text = _unstamped(text, self.section == "faulthandler")
         if self.section is None:
             if "(most recent call last)" in text and text.rstrip().endswith(PYTB_HEADER):
                 return self._pytb_start(ctx)
@@ -429,7 +443,7 @@ class StackParser:
                     "Target Id" in text and GDB_INFO_HEAD_RE.match(text)):
                 self.section, self._gdb_info = "gdb_info", []
                 return []
-            if text.startswith(STARTERS) or (text[:1].isdigit() and text.endswith(" in:")):
+            if _starts(text) or (text[:1].isdigit() and text.endswith(" in:")):
                 return self._start(text, ctx)
             if "Thread " in text and text.endswith('"'):
                 m = _thread_line(text)
@@ -468,7 +482,7 @@ class StackParser:
     def _restart(self, text: str, ctx: object) -> list[tuple[str, Row]]:
         """A line that ended a dump: it may start the next one, say where it is taken, or be a
         ``ps`` row of a process in uninterruptible sleep."""
-        if text.startswith(STARTERS):
+        if _starts(text):
             return self._start(text, ctx)
         if self._where(text):
             return []
@@ -537,7 +551,7 @@ class StackParser:
         if m or GDB_TRACEBACK_RE.match(text):
             self.section, self._tb, self._tb_last = "traceback", [], False
             return self._tb_thread(m, ctx)
-        m = LAST_THREAD_RE.match(text.strip())
+        m = _dumper_thread(text.strip())
         if m:
             self.section, self._tb, self._tb_last = "traceback", [], True
             return self._tb_thread(m, ctx)
@@ -745,11 +759,14 @@ class StackParser:
         if m is None and self._tb and not self._tb[-1]["frames"]:
             return []  # the Traceback line under gdb's own thread header
         tid = name = None
+        pid = self._hint.get("pid")
         if m is not None:
             tid = m["lwp"] if "lwp" in m.re.groupindex else m["tid"]
             # gdb numbers the main thread 1 (its LWP is the pid)
             name = "MainThread" if "num" in m.re.groupindex and m["num"] == "1" else None
-        self._tb.append({"pid": self._hint.get("pid"), "cmd": None, "tid": tid, "thread": name,
+            if "pid" in m.re.groupindex:  # a dumper's header that names its process
+                pid, name = int(m["pid"]), m["name"]
+        self._tb.append({"pid": pid, "cmd": None, "tid": tid, "thread": name,
                          "state": None, "frames": [], "_ctx": ctx, "host": self._hint.get("host")})
         self._tb_after_frame = False
         return []
@@ -778,7 +795,7 @@ class StackParser:
             return []
         if self._tb and self._gdb_wrapped(s):
             return []  # a frame's arguments or 'at file:line' that gdb wrapped
-        m = GDB_THREAD_RE.match(s) or LAST_THREAD_RE.match(s)
+        m = GDB_THREAD_RE.match(s) or _dumper_thread(s)
         if m or GDB_TRACEBACK_RE.match(s):
             return self._tb_thread(m, ctx)
         m = LAST_NAME_RE.match(s)
@@ -950,6 +967,27 @@ class StackParser:
                                 "_ctx": ctx})]
         self.section, self._listing_host = None, None
         return self._restart(text, ctx) if text.strip() else []
+
+
+def _unstamped(text: str, in_dump: bool) -> str:
+    """A faulthandler line without the collector's time before it (``COLLECTOR_STAMP_RE``);
+    any other line as it is."""
+    rest = text
+    while m := COLLECTOR_STAMP_RE.match(rest):  # a blank line reads as two stamps
+        rest = rest[m.end():]
+    if rest is text or not (in_dump or rest.startswith(FH_STAMPED_STARTS)):
+        return text
+    return rest.strip()
+
+
+def _starts(text: str) -> bool:
+    """Whether a line may start a dump (``STARTERS``, or python-manhole's '#… ProcessID=')."""
+    return text.startswith(STARTERS) or (text.startswith("#") and "ProcessID=" in text)
+
+
+def _dumper_thread(text: str) -> re.Match[str] | None:
+    """A stack dumper's thread header (``DUMPER_THREAD_RES``), stripped."""
+    return next((m for m in (rx.match(text) for rx in DUMPER_THREAD_RES) if m), None)
 
 
 def gdb_c_frame(text: str) -> str | None:

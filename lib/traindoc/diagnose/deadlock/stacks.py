@@ -34,6 +34,10 @@ HELPER_THREAD_RE = re.compile(
 HELPER_PROCESS_RE = re.compile(
     r"torch[/\\]utils[/\\]data[/\\]_utils[/\\](?:worker|pin_memory)\.py"
     r"|torch[/\\]_inductor[/\\]compile_worker")
+# torch <= 0.4 kept the worker's loop in dataloader.py itself (pytorch/examples#148,
+# deepspeech.pytorch#287): "_worker_loop (…/torch/utils/data/dataloader.py:50)"
+HELPER_LOOP_RE = re.compile(
+    r"^_(?:worker|pin_memory)_loop \(.*torch[/\\]utils[/\\]data[/\\]dataloader\.py(?::\d+)?\)$")
 COLLECTIVE_RE = re.compile(
     r"torch[/\\]distributed[/\\](?:distributed_c10d|_functional_collectives|c10d_logger)\.py$"
     r"|deepspeed[/\\]comm[/\\](?:comm|torch|ccl)\.py$")
@@ -132,7 +136,8 @@ def in_collective(frames: list[str]) -> bool:
 
 def is_helper_process(frames: list[str]) -> bool:
     """A DataLoader worker / pin-memory / compile-worker process (not a rank)."""
-    return any(HELPER_PROCESS_RE.search(split_frame(f).file) for f in frames)
+    return any(HELPER_PROCESS_RE.search(split_frame(f).file) or HELPER_LOOP_RE.match(f)
+               for f in frames)
 
 
 def is_idle_helper_thread(name: str | None, frames: list[str]) -> bool:
@@ -272,6 +277,10 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     seen_threads: set[Any] = set()
     dumps = 0  # dumps of pid 1 on no named host: each one another container's process
     current: dict[tuple[Any, Any], list[Any]] = {}  # a file's "Current thread" ids, in order
+    interrupted = _interrupted_files(df)
+    # tracebacks in files that show a Ctrl-C: each one another process's; [index, whether the
+    # current one has a stack of its own] per file
+    tb_at: dict[tuple[Any, str], list[Any]] = {}
     for row in map(_Row._make, zip(*cols, strict=True)):
         host, pid, rank = _na(row.host), _na(row.pid), _na(row.rank)
         if _na(row.state) == "listed":
@@ -286,6 +295,9 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
             key = ("pid", host, int(pid))
         elif rank is not None:
             key = ("rank", host, int(rank))
+        elif _na(row.state) in TRACEBACK_STATES and (host, _file_of(row.source)) in interrupted:
+            key = ("file", host, _file_of(row.source), "traceback",
+                   _traceback_of(row, tb_at.setdefault((host, _file_of(row.source)), [0, False])))
         else:
             file = _file_of(row.source)
             key = ("file", host, file, _dump_of(row, (host, file), current))
@@ -332,6 +344,31 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
         for p in out:                       # process looked at
             p.helper = False
     return merge_listed(out)
+
+
+def _interrupted_files(df: pd.DataFrame) -> set[tuple[Any, str]]:
+    """The (host, file) pairs whose unnamed tracebacks include a Ctrl-C's (``interrupted``): the
+    signal reaches every process of the terminal's group at once, and each prints its own
+    traceback, so each separate traceback there is another process (a chained one is read
+    into the same row)."""
+    if "state" not in df or not len(df):
+        return set()
+    unnamed = df["pid"].isna() & df["rank"].isna() if "pid" in df and "rank" in df else None
+    rows = df[(df["state"] == "interrupted") & (unnamed if unnamed is not None else True)]
+    return {(_na(h), _file_of(src)) for h, src in zip(rows["host"] if "host" in rows else
+                                                      [None] * len(rows), rows["source"],
+                                                      strict=True)}
+
+
+def _traceback_of(row: _Row, at: list[Any]) -> int:
+    """Which process of a Ctrl-C'd file a traceback belongs to: one of two frames or more is
+    another process's once the current one has such a stack; a one-frame fragment (a post cut
+    short, a traceback another writer's line broke) stays with the current one."""
+    full = len(row.frames) > 1 if isinstance(row.frames, list | tuple) else False
+    if full and at[1]:
+        at[0] += 1
+    at[1] = at[1] or full
+    return int(at[0])
 
 
 def _dump_of(row: _Row, file: tuple[Any, Any], current: dict[tuple[Any, Any], list[Any]]) -> int:
