@@ -162,3 +162,57 @@ def test_the_training_bar_is_the_one_that_ran_longest(tmp_path: Path, source: st
     a = tp.analyse(traindoc.load(tmp_path))
     assert a.metric == "s_per_iteration" and a.change is None, source
     assert level[0] <= a.baseline <= level[1], source
+
+
+# MLPerf RNN-T (NVIDIA's reference, DLLogger): the rate is logged once per epoch,
+# "epoch N | avg train utts/s X | took Y s", beside sparse iteration lines without a usable one
+# (mlcommons/training_results_v2.0 Lenovo/results/SD650-N_V2_4xA100-SXM-80GB/rnnt/result_4.txt)
+RNNT_EPOCHS = [
+    'DLL 2022-05-19 06:58:44.226906 - epoch   16 | avg train utts/s  4136 | took 67.21 s',
+    'DLL 2022-05-19 06:59:23.501055 - epoch   17 | iter  104/181 | loss   33.83 | utts/s    40 | took 38.57 s | lrate 7.20e-03',
+    'DLL 2022-05-19 06:59:52.088135 - epoch   17 | avg train utts/s  4136 | took 67.21 s',
+    'DLL 2022-05-19 07:01:00.070997 - epoch   18 | avg train utts/s  4129 | took 67.33 s',
+    'DLL 2022-05-19 07:02:08.003495 - epoch   19 | avg train utts/s  4132 | took 67.29 s',
+    'DLL 2022-05-19 07:03:15.978104 - epoch   20 | avg train utts/s  4129 | took 67.33 s',
+    'DLL 2022-05-19 07:04:23.865606 - epoch   21 | avg train utts/s  4135 | took 67.24 s',
+    'DLL 2022-05-19 07:05:31.795662 - epoch   22 | avg train utts/s  4133 | took 67.27 s',
+    'DLL 2022-05-19 07:05:39.142518 - epoch   23 | iter   18/181 | loss   28.16 | utts/s   231 | took  6.65 s | lrate 7.20e-03',
+    'DLL 2022-05-19 07:06:39.773346 - epoch   23 | avg train utts/s  4129 | took 67.33 s',
+    'DLL 2022-05-19 07:08:00.870998 - epoch   24 | avg train utts/s  3456 | took 80.45 s',
+    'DLL 2022-05-19 07:09:08.818751 - epoch   25 | avg train utts/s  4131 | took 67.30 s',
+    'DLL 2022-05-19 07:10:22.158782 - epoch   26 | avg train utts/s  3825 | took 72.68 s',
+    'DLL 2022-05-19 07:11:56.080643 - epoch   27 | avg train utts/s  2983 | took 93.20 s',
+    'DLL 2022-05-19 07:12:55.164466 - epoch   28 | iter  113/181 | loss   32.25 | utts/s    26 | took 58.14 s | lrate 7.20e-03',
+    'DLL 2022-05-19 07:13:30.312748 - epoch   28 | avg train utts/s  2975 | took 93.46 s',
+    'DLL 2022-05-19 07:15:04.029807 - epoch   29 | avg train utts/s  2990 | took 92.97 s',
+    'DLL 2022-05-19 07:16:38.308102 - epoch   30 | avg train utts/s  2972 | took 93.55 s',
+    'DLL 2022-05-19 07:18:11.145969 - epoch   31 | avg train utts/s  3018 | took 92.12 s',
+    'DLL 2022-05-19 07:19:45.033567 - epoch   32 | avg train utts/s  2986 | took 93.10 s',
+    'DLL 2022-05-19 07:21:18.791665 - epoch   33 | avg train utts/s  2988 | took 93.03 s',
+    'DLL 2022-05-19 07:21:33.096064 - epoch   34 | iter   27/181 | loss   28.66 | utts/s   115 | took 13.40 s | lrate 5.61e-03',
+    'DLL 2022-05-19 07:22:52.710332 - epoch   34 | avg train utts/s  2984 | took 93.16 s',
+    'DLL 2022-05-19 07:24:27.137758 - epoch   35 | avg train utts/s  2968 | took 93.68 s',
+    'DLL 2022-05-19 07:26:01.816175 - epoch   36 | avg train utts/s  2959 | took 93.95 s',
+]
+
+
+@pytest.mark.parametrize(("line", "epoch", "rate"), [
+    (RNNT_EPOCHS[0], 16, 4136.0),
+    # mlcommons/training_results_v3.0 Supermicro/results/AS-4125GS-TNRT_8_H100-PCIe-80GB/rnnt/
+    # result_3.txt: another submitter, the same summary
+    ("DLL 2023-05-19 02:23:21.184974 - epoch    1 | avg train utts/s  9623 | took 28.89 s", 1,
+     9623.0),
+])
+def test_an_epoch_summary_with_a_rate_is_an_epoch_row(line: str, epoch: int, rate: float) -> None:
+    row = parse_metric_line(line)
+    assert row is not None and row["event"] == "epoch"
+    assert (row["iteration"], row["samples_per_s"]) == (epoch, rate)
+
+
+def test_the_epochs_rates_are_the_series_where_steps_carry_none(tmp_path: Path) -> None:
+    log = tmp_path / "result_4.txt"
+    log.write_text("\n".join(RNNT_EPOCHS) + "\n")
+    rep = tp.report(tp.analyse(traindoc.load(log)))
+    assert rep.facts["metric"] == "samples_per_s"
+    assert 4120 <= rep.facts["baseline"] <= 4180 and 2940 <= rep.facts["degraded"] <= 3040
+    assert rep.facts["change_iteration"] in (26, 27)

@@ -262,7 +262,9 @@ METRIC_KEYS: dict[str, str] = {
                      # MXNet's Speedometer ("Speed: 429.55 samples/sec"), PaddlePaddle's MLPerf
                      # ResNet-50 ("speed 26454.34": images per second); a speed printed with a
                      # unit of its own is read by the unit (``UNIT_RE``)
-                     "speed"),
+                     "speed",
+                     # NVIDIA's speech recognisers (RNN-T, Jasper): utterances per second
+                     "avgtrainutts/s", "trainutts/s"),
                     "samples_per_s"),
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
@@ -531,13 +533,18 @@ def _epoch_counter(text: str) -> re.Match[str] | None:
     return EPOCH_RE.search(text)
 
 
+# what makes a row counted by its epoch a training epoch: a training loss, or a rate over
+# the epoch (MLPerf RNN-T's DLLogger summary "epoch 1 | avg train utts/s 4137 | took 67.21 s")
+EPOCH_SIGNALS = ("loss", "samples_per_s", "tokens_per_s")
+
+
 def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
-    """A row counted by its epoch: one with a training loss, marked ``event="epoch"``; none
-    without (word_language_model's "| end of epoch   1 | time: 24.19s | valid loss  5.15" is
-    the epoch's validation, not a step)."""
+    """A row counted by its epoch: one with a training loss or rate (``EPOCH_SIGNALS``),
+    marked ``event="epoch"``; none without (word_language_model's "| end of epoch   1 | time:
+    24.19s | valid loss  5.15" is the epoch's validation, not a step)."""
     if row is None or not by_epoch:
         return row
-    if row.get("loss") is None or row.get("event") is not None:
+    if row.get("event") is not None or all(row.get(c) is None for c in EPOCH_SIGNALS):
         return None
     row["event"] = EPOCH_EVENT
     return row
