@@ -11,6 +11,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import throughput as tp
+from traindoc.diagnose.throughput.change import slow_episode
 from traindoc.parse.metric_lines import parse_metric_line
 
 # MXNet Speedometer lines of two healthy runs: (source, lines, the rate the run holds)
@@ -216,3 +217,51 @@ def test_the_epochs_rates_are_the_series_where_steps_carry_none(tmp_path: Path) 
     assert rep.facts["metric"] == "samples_per_s"
     assert 4120 <= rep.facts["baseline"] <= 4180 and 2940 <= rep.facts["degraded"] <= 3040
     assert rep.facts["change_iteration"] in (26, 27)
+
+
+def _epoch_lines(rates: dict[int, int]) -> list[str]:
+    """DLLogger epoch summaries as MLPerf RNN-T prints them."""
+    return [f"DLL 2022-05-19 09:00:{e % 60:02d}.000000 - epoch {e:4d} | avg train utts/s  {r} | "
+            f"took 67.30 s" for e, r in rates.items()]
+
+
+# slow episodes in runs that recover: (source, rate of each logged epoch, first slow epoch,
+# the episode's level)
+EPISODES = [
+    # mlcommons/training_results_v3.0 Supermicro/.../rnnt/result_3.txt: half speed at epochs
+    # 28-31 and 38-40 of 51
+    ("training_results_v3.0 Supermicro rnnt result_3", dict(enumerate(
+        [9623, 9843, 9692, 9611, 9607, 9609, 9609, 9611, 9615, 9610, 9613, 9613, 9609, 9614, 9613,
+         9614, 9611, 9614, 9611, 9612, 9611, 9613, 9610, 9610, 9616, 9616, 9623, 4755, 4763, 3164,
+         4767, 9622, 9615, 9617, 9616, 9622, 9609, 4747, 4773, 4767, 9641, 9612, 9617, 9618, 9614,
+         9610, 9611, 9614, 9616, 9614, 9610], start=1)), 28, (4740, 4780)),
+    # mlcommons/training_results_v2.0 Lenovo/.../rnnt/result_6.txt (epochs 6-14, 22-30, 33-41 as
+    # read): slower epochs 7-8 (a fifth), then epochs 23-28 at 2,177-2,858
+    ("training_results_v2.0 Lenovo rnnt result_6", {
+        6: 4103, 7: 3213, 8: 3334, 9: 4130, 10: 4129, 11: 4133, 12: 4007, 13: 4127, 14: 4102,
+        22: 4027, 23: 2177, 24: 2501, 25: 2858, 26: 2308, 27: 2624, 28: 2308, 29: 3811, 30: 4030,
+        33: 4131, 34: 4135, 35: 4129, 36: 4132, 37: 4137, 38: 4131, 39: 4132, 40: 4129, 41: 4132},
+     23, (2300, 2510)),
+]
+
+
+@pytest.mark.parametrize("source, rates, first, level", EPISODES, ids=[e[0] for e in EPISODES])
+def test_a_slow_episode_in_a_run_that_recovers(tmp_path: Path, source: str,
+                                               rates: dict[int, int], first: int,
+                                               level: tuple[float, float]) -> None:
+    log = tmp_path / "result.txt"
+    log.write_text("\n".join(_epoch_lines(rates)) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert rep.facts["change_iteration"] == first, source
+    assert level[0] <= rep.facts["degraded"] <= level[1], source
+    assert a.change is not None and a.change.recovered
+
+
+def test_periodic_pauses_are_no_episode() -> None:
+    # HEISENYAN/openpi train_aloha_folding.out: a few slow lines after each of twelve
+    # checkpoint saves, at 0.71 s/it between them
+    x = np.full(240, 0.71)
+    for start in range(15, 240, 20):
+        x[start:start + 3] = (13.7, 3.8, 1.0)
+    assert slow_episode(x, higher_is_better=False) is None
