@@ -265,3 +265,12 @@ def test_periodic_pauses_are_no_episode() -> None:
     for start in range(15, 240, 20):
         x[start:start + 3] = (13.7, 3.8, 1.0)
     assert slow_episode(x, higher_is_better=False) is None
+
+
+def test_a_smoothed_rate_decaying_after_an_eval_is_no_episode() -> None:
+    # Ishihara-Masabumi/Llama_SFT train_completion_only_log.txt: tqdm's smoothed s/it after each
+    # end-of-epoch evaluation, decaying back to 1.7 s/it
+    x = np.full(1300, 1.70)
+    x[616:624] = (11.06, 8.25, 6.28, 4.90, 3.93, 3.30, 2.82, 2.48)
+    x[1232:1240] = (11.24, 8.37, 6.37, 4.96, 3.98, 3.29, 2.81, 2.52)
+    assert slow_episode(x, higher_is_better=False) is None

@@ -266,6 +266,8 @@ EPISODE_LEVEL_SHARE = 0.8  # ... this share of them at least
 EPISODE_MAX_SHARE = 1 / 3  # the slow values are at most this share of the run's values ...
 EPISODE_MAX_RUNS = 3  # ... in this many runs at most (more: a periodic pause, a save or an eval)
 EPISODE_AROUND = 5  # values at the run's level before the first episode and after it, at least
+EPISODE_HOLD_PCT = 25.0  # half the episode's values within this of its median: a level, not
+# the decay of a smoothed rate after one pause (tqdm after an eval: 11.1, 8.3, 6.3, 4.9 … s/it)
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -280,8 +282,9 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     values each ``EPISODE_MIN_DROP_PCT`` worse than the level the other values hold, the run
     back at that level for ``EPISODE_AROUND`` values after it (MLPerf RNN-T at half speed for
     epochs 28-31 and 38-40 of 51, at full speed between: a two-level split finds no lasting
-    change in it). Slow values recurring in more than ``EPISODE_MAX_RUNS`` runs are a periodic
-    pause (checkpoint saves), no episode. Shape "step", recovered. None otherwise."""
+    change in it). The episode holds a level (``EPISODE_HOLD_PCT``); slow values recurring in
+    more than ``EPISODE_MAX_RUNS`` runs are a periodic pause (checkpoint saves), no episode.
+    Shape "step", recovered. None otherwise."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = len(x)
@@ -304,6 +307,8 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
             return None  # at the start or the end: the other rules' (warm-up, a stall)
         base = float(np.median(x[level]))
         degraded = float(np.median(x[i:j]))
+        if (np.abs(x[i:j] - degraded) <= EPISODE_HOLD_PCT / 100 * degraded).mean() < 0.5:
+            return None
         sigma = max(noise_sigma(x[level]), 1e-3 * base, 1e-12)
         return Change(i, base, degraded, drop_pct(base, degraded, higher_is_better),
                       abs(degraded - base) / sigma, sigma, i, n - i, shape="step",
