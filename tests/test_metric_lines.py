@@ -477,3 +477,28 @@ def test_a_keyed_batch_after_its_epoch_is_the_step(line: str, expected: dict) ->
 def test_a_keyed_batch_without_an_epoch_is_no_step() -> None:
     # a batch size written as "batch: 32" is no step counter
     assert parse_metric_line("batch: 32, lr: 0.1, loss: 2.0") is None
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    # mlcommons/training_results_v1.1 Baidu/results/1_node_8_A100_PaddlePaddle/resnet/result_0.txt:
+    # PaddlePaddle's MLPerf ResNet-50, the pass and its batch, "speed" in images per second
+    ("Train Pass 2, batch 220, rtime 0.1222, time 0.1234, speed 26454.34",
+     {"iteration": 220, "epoch": 2.0, "samples_per_s": 26454.34}),
+    # PaddlePaddle/Paddle#5473: the v2 API's event handler, the loss as "Cost"
+    ("Pass 0, Batch 100, Cost 2.261713, {'classification_error_evaluator': 0.8359375}",
+     {"iteration": 100, "epoch": 0.0, "loss": 2.261713}),
+    # PaddlePaddle/models#4882: image_classification's bracketed pass and train batch
+    ("INFO:utils.utility:[Pass 0, train batch 10]   loss 21.68535, acc1 0.00781, acc5 0.00781, "
+     "lr 0.10000, batch_cost 0.13110 sec, reader_cost 0.00069 sec, ips 976.32917 images/sec",
+     {"iteration": 10, "epoch": 0.0, "loss": 21.68535, "samples_per_s": 976.32917}),
+])
+def test_a_paddle_pass_and_its_batch_are_the_step(line: str, expected: dict) -> None:
+    row = parse_metric_line(line)
+    assert row is not None and {k: row.get(k) for k in expected} == expected
+
+
+def test_a_speed_with_a_time_is_no_rate() -> None:
+    # the Pose2Mesh family's "speed: 0.72(0.65s r0.00)s/itr" is seconds per iteration
+    row = parse_metric_line("Epoch 0/7 itr 26/3489: lr: 0.0001 speed: 0.72(0.65s r0.00)s/itr "
+                            "0.62h/epoch loss: 1.2")
+    assert row is None or "samples_per_s" not in row

@@ -42,6 +42,30 @@ def test_bar_without_a_total(line: str, step: int, desc: str | None) -> None:
         assert row["desc"] == desc
 
 
+@pytest.mark.parametrize(("line", "step", "total", "rate", "desc"), [
+    # HEISENYAN/openpi train_aloha_folding.out: openpi's headless bar, s/it while it warms up
+    ("02:03:13.439 [I] Progress on: 5.00it/200kit rate:1.3s/it remaining:71:35:34 elapsed:00:10 "
+     "postfix:- (8428:tqdm_logging.py:145)", 5, 200_000, 1 / 1.3, None),
+    ("02:03:24.025 [I] Progress on: 20.0it/200kit rate:1.4it/s remaining:39:21:56 elapsed:00:20 "
+     "postfix:- (8428:tqdm_logging.py:145)", 20, 200_000, 1.4, None),
+    # tradingstrategy-ai/tqdm-loggable README.md: a description, a thousands comma in the rate
+    ("tqdm_logging.py     :139  2022-09-21 12:13:56,307 Progress on:Sample progress "
+     "21.0kit/60.0kit rate:1,982.9it/s remaining:00:19 elapsed:00:10 postfix:Current "
+     "time=2022-09-21 10:13:55.801787", 21_000, 60_000, 1982.9, "Sample progress"),
+])
+def test_tqdm_loggable_record(line: str, step: int, total: int, rate: float,
+                              desc: str | None) -> None:
+    row = parse_tqdm(line)
+    assert row is not None and (row["step"], row["total"], row["desc"]) == (step, total, desc)
+    assert row["rate"] == pytest.approx(rate)
+
+
+def test_tqdm_loggable_record_before_the_first_step() -> None:
+    # tradingstrategy-ai/tqdm-loggable README.md: no count and no rate yet
+    assert parse_tqdm("Progress on:Sample progress -/60000 rate:- remaining:? elapsed:00:00 "
+                      "postfix:-") is None
+
+
 def test_other_counters_are_no_bar() -> None:
     # a datasets/vLLM counter in other units is not a training loop's bar
     assert parse_tqdm("Generating train split: 1000 examples [00:00, 2000.0 examples/s]") is None

@@ -11,6 +11,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import throughput as tp
+from traindoc.diagnose.throughput.change import slow_episode
 from traindoc.parse.metric_lines import parse_metric_line
 
 # MXNet Speedometer lines of two healthy runs: (source, lines, the rate the run holds)
@@ -162,3 +163,114 @@ def test_the_training_bar_is_the_one_that_ran_longest(tmp_path: Path, source: st
     a = tp.analyse(traindoc.load(tmp_path))
     assert a.metric == "s_per_iteration" and a.change is None, source
     assert level[0] <= a.baseline <= level[1], source
+
+
+# MLPerf RNN-T (NVIDIA's reference, DLLogger): the rate is logged once per epoch,
+# "epoch N | avg train utts/s X | took Y s", beside sparse iteration lines without a usable one
+# (mlcommons/training_results_v2.0 Lenovo/results/SD650-N_V2_4xA100-SXM-80GB/rnnt/result_4.txt)
+RNNT_EPOCHS = [
+    'DLL 2022-05-19 06:58:44.226906 - epoch   16 | avg train utts/s  4136 | took 67.21 s',
+    'DLL 2022-05-19 06:59:23.501055 - epoch   17 | iter  104/181 | loss   33.83 | utts/s    40 | took 38.57 s | lrate 7.20e-03',
+    'DLL 2022-05-19 06:59:52.088135 - epoch   17 | avg train utts/s  4136 | took 67.21 s',
+    'DLL 2022-05-19 07:01:00.070997 - epoch   18 | avg train utts/s  4129 | took 67.33 s',
+    'DLL 2022-05-19 07:02:08.003495 - epoch   19 | avg train utts/s  4132 | took 67.29 s',
+    'DLL 2022-05-19 07:03:15.978104 - epoch   20 | avg train utts/s  4129 | took 67.33 s',
+    'DLL 2022-05-19 07:04:23.865606 - epoch   21 | avg train utts/s  4135 | took 67.24 s',
+    'DLL 2022-05-19 07:05:31.795662 - epoch   22 | avg train utts/s  4133 | took 67.27 s',
+    'DLL 2022-05-19 07:05:39.142518 - epoch   23 | iter   18/181 | loss   28.16 | utts/s   231 | took  6.65 s | lrate 7.20e-03',
+    'DLL 2022-05-19 07:06:39.773346 - epoch   23 | avg train utts/s  4129 | took 67.33 s',
+    'DLL 2022-05-19 07:08:00.870998 - epoch   24 | avg train utts/s  3456 | took 80.45 s',
+    'DLL 2022-05-19 07:09:08.818751 - epoch   25 | avg train utts/s  4131 | took 67.30 s',
+    'DLL 2022-05-19 07:10:22.158782 - epoch   26 | avg train utts/s  3825 | took 72.68 s',
+    'DLL 2022-05-19 07:11:56.080643 - epoch   27 | avg train utts/s  2983 | took 93.20 s',
+    'DLL 2022-05-19 07:12:55.164466 - epoch   28 | iter  113/181 | loss   32.25 | utts/s    26 | took 58.14 s | lrate 7.20e-03',
+    'DLL 2022-05-19 07:13:30.312748 - epoch   28 | avg train utts/s  2975 | took 93.46 s',
+    'DLL 2022-05-19 07:15:04.029807 - epoch   29 | avg train utts/s  2990 | took 92.97 s',
+    'DLL 2022-05-19 07:16:38.308102 - epoch   30 | avg train utts/s  2972 | took 93.55 s',
+    'DLL 2022-05-19 07:18:11.145969 - epoch   31 | avg train utts/s  3018 | took 92.12 s',
+    'DLL 2022-05-19 07:19:45.033567 - epoch   32 | avg train utts/s  2986 | took 93.10 s',
+    'DLL 2022-05-19 07:21:18.791665 - epoch   33 | avg train utts/s  2988 | took 93.03 s',
+    'DLL 2022-05-19 07:21:33.096064 - epoch   34 | iter   27/181 | loss   28.66 | utts/s   115 | took 13.40 s | lrate 5.61e-03',
+    'DLL 2022-05-19 07:22:52.710332 - epoch   34 | avg train utts/s  2984 | took 93.16 s',
+    'DLL 2022-05-19 07:24:27.137758 - epoch   35 | avg train utts/s  2968 | took 93.68 s',
+    'DLL 2022-05-19 07:26:01.816175 - epoch   36 | avg train utts/s  2959 | took 93.95 s',
+]
+
+
+@pytest.mark.parametrize(("line", "epoch", "rate"), [
+    (RNNT_EPOCHS[0], 16, 4136.0),
+    # mlcommons/training_results_v3.0 Supermicro/results/AS-4125GS-TNRT_8_H100-PCIe-80GB/rnnt/
+    # result_3.txt: another submitter, the same summary
+    ("DLL 2023-05-19 02:23:21.184974 - epoch    1 | avg train utts/s  9623 | took 28.89 s", 1,
+     9623.0),
+])
+def test_an_epoch_summary_with_a_rate_is_an_epoch_row(line: str, epoch: int, rate: float) -> None:
+    row = parse_metric_line(line)
+    assert row is not None and row["event"] == "epoch"
+    assert (row["iteration"], row["samples_per_s"]) == (epoch, rate)
+
+
+def test_the_epochs_rates_are_the_series_where_steps_carry_none(tmp_path: Path) -> None:
+    log = tmp_path / "result_4.txt"
+    log.write_text("\n".join(RNNT_EPOCHS) + "\n")
+    rep = tp.report(tp.analyse(traindoc.load(log)))
+    assert rep.facts["metric"] == "samples_per_s"
+    assert 4120 <= rep.facts["baseline"] <= 4180 and 2940 <= rep.facts["degraded"] <= 3040
+    assert rep.facts["change_iteration"] in (26, 27)
+
+
+def _epoch_lines(rates: dict[int, int]) -> list[str]:
+    """DLLogger epoch summaries as MLPerf RNN-T prints them."""
+    return [f"DLL 2022-05-19 09:00:{e % 60:02d}.000000 - epoch {e:4d} | avg train utts/s  {r} | "
+            f"took 67.30 s" for e, r in rates.items()]
+
+
+# slow episodes in runs that recover: (source, rate of each logged epoch, first slow epoch,
+# the episode's level)
+EPISODES = [
+    # mlcommons/training_results_v3.0 Supermicro/.../rnnt/result_3.txt: half speed at epochs
+    # 28-31 and 38-40 of 51
+    ("training_results_v3.0 Supermicro rnnt result_3", dict(enumerate(
+        [9623, 9843, 9692, 9611, 9607, 9609, 9609, 9611, 9615, 9610, 9613, 9613, 9609, 9614, 9613,
+         9614, 9611, 9614, 9611, 9612, 9611, 9613, 9610, 9610, 9616, 9616, 9623, 4755, 4763, 3164,
+         4767, 9622, 9615, 9617, 9616, 9622, 9609, 4747, 4773, 4767, 9641, 9612, 9617, 9618, 9614,
+         9610, 9611, 9614, 9616, 9614, 9610], start=1)), 28, (4740, 4780)),
+    # mlcommons/training_results_v2.0 Lenovo/.../rnnt/result_6.txt (epochs 6-14, 22-30, 33-41 as
+    # read): slower epochs 7-8 (a fifth), then epochs 23-28 at 2,177-2,858
+    ("training_results_v2.0 Lenovo rnnt result_6", {
+        6: 4103, 7: 3213, 8: 3334, 9: 4130, 10: 4129, 11: 4133, 12: 4007, 13: 4127, 14: 4102,
+        22: 4027, 23: 2177, 24: 2501, 25: 2858, 26: 2308, 27: 2624, 28: 2308, 29: 3811, 30: 4030,
+        33: 4131, 34: 4135, 35: 4129, 36: 4132, 37: 4137, 38: 4131, 39: 4132, 40: 4129, 41: 4132},
+     23, (2300, 2510)),
+]
+
+
+@pytest.mark.parametrize("source, rates, first, level", EPISODES, ids=[e[0] for e in EPISODES])
+def test_a_slow_episode_in_a_run_that_recovers(tmp_path: Path, source: str,
+                                               rates: dict[int, int], first: int,
+                                               level: tuple[float, float]) -> None:
+    log = tmp_path / "result.txt"
+    log.write_text("\n".join(_epoch_lines(rates)) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert rep.facts["change_iteration"] == first, source
+    assert level[0] <= rep.facts["degraded"] <= level[1], source
+    assert a.change is not None and a.change.recovered
+
+
+def test_periodic_pauses_are_no_episode() -> None:
+    # HEISENYAN/openpi train_aloha_folding.out: a few slow lines after each of twelve
+    # checkpoint saves, at 0.71 s/it between them
+    x = np.full(240, 0.71)
+    for start in range(15, 240, 20):
+        x[start:start + 3] = (13.7, 3.8, 1.0)
+    assert slow_episode(x, higher_is_better=False) is None
+
+
+def test_a_smoothed_rate_decaying_after_an_eval_is_no_episode() -> None:
+    # Ishihara-Masabumi/Llama_SFT train_completion_only_log.txt: tqdm's smoothed s/it after each
+    # end-of-epoch evaluation, decaying back to 1.7 s/it
+    x = np.full(1300, 1.70)
+    x[616:624] = (11.06, 8.25, 6.28, 4.90, 3.93, 3.30, 2.82, 2.48)
+    x[1232:1240] = (11.24, 8.37, 6.37, 4.96, 3.98, 3.29, 2.81, 2.52)
+    assert slow_episode(x, higher_is_better=False) is None

@@ -54,6 +54,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   (yolact: ``[  1]    1530 || B: 5.557 | … || timer: 0.321``).
 - **the MetricLogger counter** (torchvision's references, DLRM: ``Epoch: [0]  [ 0/84]``,
   ``Epoch:[0/1] [592/75869]``) when no step key is on the line: the batch of the epoch.
+- **PaddlePaddle's pass counter** (``Pass 0, Batch 100, Cost 2.26``, ``[Pass 0, train batch
+  10]``, ``Train Pass 2, batch 220, …, speed 26454.34``) when no step key is on the line: the
+  batch of the pass (the epoch); ``speed`` without a unit is samples per second.
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
   is on the line: the sample position counted across epochs; a time over a window of
   iterations (``198.8s(100 iters)``) is divided by it.
@@ -149,6 +152,13 @@ BRACKET_STEP_RE = re.compile(
 # HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
 COUNTER_STEP_RE = re.compile(
     r"(?<![\w/.(])(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?\s+(?:batch(?:es)?|iters?|iterations|steps)\b",
+    re.IGNORECASE)
+# PaddlePaddle's pass counter, when no step key is on the line: the batch of the pass (its
+# epoch), "Pass 0, Batch 100, Cost 2.261713, {…}" (v2 API: PaddlePaddle/Paddle#5473), "[Pass 0,
+# train batch 10]  loss 21.68535, …" (PaddlePaddle/models#4882), "Train Pass 2, batch 220,
+# rtime 0.1222, time 0.1234, speed 26454.34" (its MLPerf ResNet-50)
+PASS_STEP_RE = re.compile(
+    r"(?<![\w/.])pass\s*[:=]?\s*(?P<e>\d+)\s*,\s*(?:train\s+)?batch\s*[:=]?\s*(?P<n>\d+)\b",
     re.IGNORECASE)
 # bare counters at the start of a line, before its keyed metrics, when nothing else names the
 # step: "268/446 (epoch 0), train_loss = 2.097" (the step of a total), "333 154 Loss=nan
@@ -248,7 +258,13 @@ METRIC_KEYS: dict[str, str] = {
                      # PaddlePaddle's trainers (PaddleOCR, PaddleDetection, PaddleClas): "ips:
                      # 16.05686" is samples (images) per second; "ips: 3001 tokens/s" is
                      # tokens (``TOKENS_AFTER_RE``)
-                     "ips", "avgips"),
+                     "ips", "avgips",
+                     # MXNet's Speedometer ("Speed: 429.55 samples/sec"), PaddlePaddle's MLPerf
+                     # ResNet-50 ("speed 26454.34": images per second); a speed printed with a
+                     # unit of its own is read by the unit (``UNIT_RE``)
+                     "speed",
+                     # NVIDIA's speech recognisers (RNN-T, Jasper): utterances per second
+                     "avgtrainutts/s", "trainutts/s"),
                     "samples_per_s"),
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
@@ -287,7 +303,7 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
            "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_",
-           "[valid] Ep. ")
+           "[valid] Ep. ", "speed", "Cost ")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
@@ -464,6 +480,9 @@ def parse_metric_line(text: str) -> Row | None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
         row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])
         row["epoch"] = float(m["e"])
+    elif m is None and (m := PASS_STEP_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
+        row["epoch"] = float(m["e"])
     elif m is None and (m := COUNTER_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
         if m["tot"]:
@@ -514,13 +533,18 @@ def _epoch_counter(text: str) -> re.Match[str] | None:
     return EPOCH_RE.search(text)
 
 
+# what makes a row counted by its epoch a training epoch: a training loss, or a rate over
+# the epoch (MLPerf RNN-T's DLLogger summary "epoch 1 | avg train utts/s 4137 | took 67.21 s")
+EPOCH_SIGNALS = ("loss", "samples_per_s", "tokens_per_s")
+
+
 def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
-    """A row counted by its epoch: one with a training loss, marked ``event="epoch"``; none
-    without (word_language_model's "| end of epoch   1 | time: 24.19s | valid loss  5.15" is
-    the epoch's validation, not a step)."""
+    """A row counted by its epoch: one with a training loss or rate (``EPOCH_SIGNALS``),
+    marked ``event="epoch"``; none without (word_language_model's "| end of epoch   1 | time:
+    24.19s | valid loss  5.15" is the epoch's validation, not a step)."""
     if row is None or not by_epoch:
         return row
-    if row.get("loss") is None or row.get("event") is not None:
+    if row.get("event") is not None or all(row.get(c) is None for c in EPOCH_SIGNALS):
         return None
     row["event"] = EPOCH_EVENT
     return row
@@ -547,6 +571,10 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             if part and part not in parts:
                 parts[part] = _number(p["v"], p["u"])
             continue
+        if key.lower() == "speed" and (UNIT_RE.match(rest, p.start("v"))
+                                       or rest.startswith("(", p.end())):
+            continue  # "speed: 1.2 it/s", "Speed: 429.55 samples/sec": the unit says what;
+            # "speed: 0.72(0.65s …)s/itr" (Pose2Mesh) is a time
         if col == "samples_per_s" and TOKENS_AFTER_RE.match(rest, p.end()):
             col = "tokens_per_s"
         if col in row:

@@ -8,7 +8,8 @@ paste that dropped the block characters); without a total (``240it [05:55,  1.47
 iterable with no ``len()``: ``total`` is <NA>). The last two are read only with an ``it/s`` or
 ``s/it`` rate, which is what tells them from other ``n/m [..]`` text. A bar written where the
 terminal is no tty (Colab, a redirected YOLO run) is the second layout (``640: 100% 42/42
-[01:09<00:00,  1.65s/it]``).
+[01:09<00:00,  1.65s/it]``). tqdm-loggable's log record (openpi) is a layout too: ``Progress
+on: 20.0it/200kit rate:1.4it/s remaining:39:21:56 elapsed:00:20 postfix:-``.
 
 Keras prints one progress line per epoch: ``1490/1490 - 106s - loss: … - 71ms/step`` (verbose
 2) or ``1000/1000 [=====] - 1873s 2s/step - loss: …`` (verbose 1): a row with the batch count
@@ -52,6 +53,13 @@ TQDM_FORMATS: tuple[re.Pattern[str], ...] = (
     # no total (an iterable without len()): ``Epoch 10/10: 240it [05:55,  1.47s/it, loss=5.46]``
     re.compile(_desc(r"|\r\n", ":") + r"(?<![\w.])(?P<n>\d+)it\s*"
                rf"{ELAPSED}"r",\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)"),
+    # tqdm-loggable's log record (openpi and other headless runs): ``Progress on:Sample progress
+    # 21.0kit/60.0kit rate:1,982.9it/s remaining:00:19 elapsed:00:10 postfix:-``; the count
+    # carries the unit (``it``, ``kit``), the rate a thousands comma
+    re.compile(r"Progress on:(?P<desc>[^\r\n]*?)\s*+(?<!\S)"
+               rf"(?P<n>{COUNT})(?:it)?/(?P<total>{COUNT}|-)(?:it)?\s+"
+               r"rate:(?P<rate>\d[\d,]*(?:\.\d+)?)(?P<unit>it/s|s/it)"
+               r"(?:\s+remaining:\S+)?\s+elapsed:(?P<elapsed>[\d:]+)"),
 )
 TQDM_RE = TQDM_FORMATS[0]
 SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
@@ -83,7 +91,8 @@ def parse_tqdm(text: str) -> Row | None:
             break
     if m is None:
         return None
-    rate = to_float(m["rate"]) if m["rate"] and m["rate"] != "?" else None
+    rate = (to_float(m["rate"].replace(",", "")) if m["rate"] and m["rate"] != "?"
+            else None)
     unit = m["unit"] or ""
     if rate is not None and unit.startswith("s/"):
         rate = 1.0 / rate if rate > 0 else None

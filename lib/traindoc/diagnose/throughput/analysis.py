@@ -25,6 +25,7 @@ from .change import (
     mid_pause,
     schedule_rows,
     short_creep,
+    slow_episode,
     trailing_stall,
     within_resolution,
 )
@@ -418,6 +419,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             change = short_creep(vals, spec.higher_is_better)
         if change is None and not spec.higher_is_better:  # (seconds: the wall time it lost)
             change = mid_pause(vals, series["iteration"].to_numpy(dtype=float)[used])
+        if change is None:
+            change = slow_episode(vals, spec.higher_is_better)
         if change is not None and (not material(change) or within_resolution(change, cleaned)):
             change = None  # a healthy run's wander (warm-up settling, a mean converging), or
             # one step of a coarse clock

@@ -259,6 +259,62 @@ def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
                   onset=k, recovered=True)
 
 
+EPISODE_MIN = 3  # consecutive logged values, at least, that make a slow episode
+EPISODE_MIN_DROP_PCT = 30.0  # each of them this much worse than the run's level ...
+EPISODE_LEVEL_PCT = 10.0  # ... which the values outside the episodes hold within this ...
+EPISODE_LEVEL_SHARE = 0.8  # ... this share of them at least
+EPISODE_MAX_SHARE = 1 / 3  # the slow values are at most this share of the run's values ...
+EPISODE_MAX_RUNS = 3  # ... in this many runs at most (more: a periodic pause, a save or an eval)
+EPISODE_AROUND = 5  # values at the run's level before the first episode and after it, at least
+EPISODE_HOLD_PCT = 25.0  # half the episode's values within this of its median: a level, not
+# the decay of a smoothed rate after one pause (tqdm after an eval: 11.1, 8.3, 6.3, 4.9 … s/it)
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """The (start, end) of each run of consecutive true values."""
+    edges = np.diff(np.concatenate([[0], mask.astype(int), [0]]))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(),
+                    strict=True))
+
+
+def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
+    """The first slow episode of a run that recovers: ``EPISODE_MIN`` or more consecutive
+    values each ``EPISODE_MIN_DROP_PCT`` worse than the level the other values hold, the run
+    back at that level for ``EPISODE_AROUND`` values after it (MLPerf RNN-T at half speed for
+    epochs 28-31 and 38-40 of 51, at full speed between: a two-level split finds no lasting
+    change in it). The episode holds a level (``EPISODE_HOLD_PCT``); slow values recurring in
+    more than ``EPISODE_MAX_RUNS`` runs are a periodic pause (checkpoint saves), no episode.
+    Shape "step", recovered. None otherwise."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n < 2 * EPISODE_AROUND + EPISODE_MIN:
+        return None
+    base = float(np.median(x))
+    if not base > 0:
+        return None
+    worse = np.array([drop_pct(base, v, higher_is_better) for v in x])
+    slow = worse >= EPISODE_MIN_DROP_PCT
+    level = ~slow
+    runs = _runs(slow)
+    if (slow.sum() > EPISODE_MAX_SHARE * n or len(runs) > EPISODE_MAX_RUNS
+            or (np.abs(worse[level]) <= EPISODE_LEVEL_PCT).mean() < EPISODE_LEVEL_SHARE):
+        return None
+    for i, j in runs:
+        if j - i < EPISODE_MIN:
+            continue
+        if level[:i].sum() < EPISODE_AROUND or level[j:].sum() < EPISODE_AROUND:
+            return None  # at the start or the end: the other rules' (warm-up, a stall)
+        base = float(np.median(x[level]))
+        degraded = float(np.median(x[i:j]))
+        if (np.abs(x[i:j] - degraded) <= EPISODE_HOLD_PCT / 100 * degraded).mean() < 0.5:
+            return None
+        sigma = max(noise_sigma(x[level]), 1e-3 * base, 1e-12)
+        return Change(i, base, degraded, drop_pct(base, degraded, higher_is_better),
+                      abs(degraded - base) / sigma, sigma, i, n - i, shape="step",
+                      onset=i, recovered=True)
+    return None
+
 SHORT_MAX = 3  # a series this short has no two levels of two points: the creep rule reads it
 SHORT_STEP_PCT = 10.0  # each logged value this much worse than the one before ...
 SHORT_MIN_DROP_PCT = 25.0  # ... and the last this much worse than the first
@@ -368,7 +424,7 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
 
 __all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
            "Change", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "resolution",
-           "short_creep", "within_resolution",
+           "short_creep", "slow_episode", "within_resolution",
            "trailing_stall"]
 
 

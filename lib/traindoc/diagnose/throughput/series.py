@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ...incident import Incident
-from ..common import training_steps
+from ..common import EPOCH_EVENT, training_steps
 
 
 @dataclass(frozen=True)
@@ -43,19 +43,37 @@ DISCONTINUITY_COLUMNS = ["position", "kind", "from_iteration", "to_iteration", "
 MIN_TIMED_INTERVAL_S = 10.0
 
 
+def _rated(rows: pd.DataFrame) -> bool:
+    """Whether any row carries a throughput figure of ``METRICS``."""
+    return any(spec.column in rows and rows[spec.column].notna().any()
+               for spec in METRICS.values())
+
+
+def epoch_rates(iterations: pd.DataFrame) -> pd.DataFrame:
+    """The rows counted by their epoch that carry a rate (MLPerf RNN-T's DLLogger summary
+    "epoch 27 | avg train utts/s 2975 | took 93.11 s"), as steps numbered by the epoch."""
+    if "event" not in iterations or not len(iterations):
+        return iterations.iloc[:0]
+    rows = iterations[(iterations["event"] == EPOCH_EVENT).fillna(False).astype(bool)
+                      & iterations["iteration"].notna()]
+    return rows.assign(event=pd.NA) if _rated(rows) else rows.iloc[:0]
+
+
 def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     """Training-step rows (``common.training_steps``) whose missing ``elapsed_s`` is filled
     from the logging interval's wall time where the logs give one (``interval_s``); when no
-    step line carries any throughput figure at all, from the times of the step lines
-    themselves (``timed_seconds``)."""
+    step line carries any throughput figure at all, the epochs' rates where the log gives
+    those alone (``epoch_rates``), else from the times of the step lines themselves
+    (``timed_seconds``)."""
     it = training_steps(incident)
+    if not _rated(it) and len(epochs := epoch_rates(incident.iterations)):
+        it = epochs
     if "train_time_s" in it and it["train_time_s"].notna().sum() >= 2:
         clocked = per_iteration_from_clock(it)
         it = it.assign(elapsed_s=clocked.where(it["train_time_s"].notna(), it["elapsed_s"]))
     if "interval_s" in it and it["interval_s"].notna().any():
         it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
-    elif not any(spec.column in it and it[spec.column].notna().any()
-                 for spec in METRICS.values()):
+    elif not _rated(it):
         it = it.assign(elapsed_s=timed_seconds(it))
     return it
 
