@@ -503,6 +503,12 @@ NOT_STEP_MARKERS = [
     "memory usage: 44096.98 MB",
     # a setting, not a step
     "max global_step 100",
+    # a checkpoint's name (a DeepSpeed run's save, corpus loss_spike-cn-mini-phi3-ds-pretrain)
+    "[2025-02-16 04:22:24,735] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint "
+    "global_step1971 is about to be saved!",
+    # a tqdm bar's postfix: the progress parser's line (facebookresearch/fairseq#247)
+    "| epoch 001:   0%| | 50/11265 [02:25<9:05:31,  2.92s/it, loss=0.000, ppl=1.00, wps=0, "
+    "ups=0.0, wpb=0, bsz=0, num_updates=0, lr=1e-07,",
 ]
 
 

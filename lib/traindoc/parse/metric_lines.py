@@ -760,9 +760,11 @@ def _epoch_result_row(text: str) -> Row | None:
 # at opt_step 235", DeepSpeed's "global_step=10", fairseq's "num_updates 100"): a line that names
 # it and no metric is the run's progress, not a point of any series (``event="step"``); "step",
 # "iter" or "batch" alone may count evaluation, data loading, an epoch's batches or an
-# environment's steps, and give no such row
+# environment's steps, and give no such row; a name glued to its number is a checkpoint's
+# (DeepSpeed's "Checkpoint global_step1971 is about to be saved!"), and a line holding a tqdm bar
+# the progress parser's (fairseq's bar postfix "…, num_updates=0, lr=1e-07")
 OPT_STEP_RE = re.compile(
-    r"(?<![\w/.])(?<!max )(?<!total )(?<!warmup )(?:global[ _]step|opt[ _]step|num_updates)s?\s*[:=#]?\s*(?P<n>\d+)(?![\w.%/])",
+    r"(?<![\w/.])(?<!max )(?<!total )(?<!warmup )(?:global[ _]step|opt[ _]step|num_updates)s?(?:\s*[:=#]\s*|\s+)(?P<n>\d+)(?![\w.%/])",
     re.IGNORECASE)
 OPT_STEP_NEEDLES = ("global_step", "global step", "Global Step", "opt_step", "num_updates")
 # the event of a row that only says which optimizer step the run reached
@@ -787,7 +789,8 @@ def parse_line(text: str) -> Row | None:
     step and no metric is a ``step_marker``."""
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
            else _epoch_result_row(text))
-    if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)):
+    if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
+            bar.search(text) for bar in TQDM_FORMATS):
         row = step_marker(text)
     return row
 
