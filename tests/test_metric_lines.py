@@ -8,7 +8,8 @@ import math
 import pytest
 
 from traindoc import load
-from traindoc.parse.metric_lines import parse_metric_line
+from traindoc.diagnose.common import last_progress, training_steps
+from traindoc.parse.metric_lines import STEP_EVENT, parse_line, parse_metric_line
 
 NAN = float("nan")
 
@@ -502,3 +503,55 @@ def test_a_speed_with_a_time_is_no_rate() -> None:
     row = parse_metric_line("Epoch 0/7 itr 26/3489: lr: 0.0001 speed: 0.72(0.65s r0.00)s/itr "
                             "0.62h/epoch loss: 1.2")
     assert row is None or "samples_per_s" not in row
+
+
+# (line, the optimizer step it names with no metric, source): the run's progress, no series point
+STEP_MARKER_LINES = [
+    ("PID 431169:  After activation tracker at opt_step 235", 235,
+     "huggingface/m4-logs tr_141-hanging/…_num_workers_0-try5/README.md"),
+    ("PID 2232678:  After save batch at opt_step 833", 833,
+     "huggingface/m4-logs tr_141-hanging/…_num_workers_02/README.md"),
+    ("2021-03-08 18:12:19 | INFO | fairseq_cli.train | Stopping training due to num_updates: 10 "
+     ">= max_update: 10", 10, "facebookresearch/fairseq examples/fully_sharded_data_parallel/README.md"),
+]
+
+# lines whose only counter may not be the optimizer's: no step row (precision first)
+NOT_STEP_MARKERS = [
+    # environment steps of an RL trainer (spawnaga/GeneticTrading, attached_assets/Pasted-…)
+    "[TRAINING] 2025-07-10 23:23:11 [INFO    ] 🔸 FUTURES_ENV    : 📊 Step 616689 | Action: BUY | "
+    "Price: $7457.50 | Position: -4",
+    # an epoch-local batch index with accuracy only (dmlc/gluon-cv#1663)
+    "Mon May 24 07:12:53 2021[1,0]<stderr>:INFO:root:[Epoch 1 Batch 300] Training: "
+    "accuracy=0.985000",
+    # a counter of a total beside memory use (hpcaitech/ColossalAI#3172)
+    "INFO     colossalai - colossalai - INFO: [3/1000] Forward GPU memory usage: 8367.72 MB, CPU "
+    "memory usage: 44096.98 MB",
+    # a setting, not a step
+    "max global_step 100",
+    # a checkpoint's name (a DeepSpeed run's save, corpus loss_spike-cn-mini-phi3-ds-pretrain)
+    "[2025-02-16 04:22:24,735] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint "
+    "global_step1971 is about to be saved!",
+    # a tqdm bar's postfix: the progress parser's line (facebookresearch/fairseq#247)
+    "| epoch 001:   0%| | 50/11265 [02:25<9:05:31,  2.92s/it, loss=0.000, ppl=1.00, wps=0, "
+    "ups=0.0, wpb=0, bsz=0, num_updates=0, lr=1e-07,",
+]
+
+
+@pytest.mark.parametrize(("line", "step", "source"), STEP_MARKER_LINES)
+def test_a_line_naming_the_optimizer_step_is_progress_only(line: str, step: int,
+                                                           source: str) -> None:
+    assert parse_line(line) == {"iteration": step, "event": STEP_EVENT}, source
+
+
+@pytest.mark.parametrize("line", NOT_STEP_MARKERS)
+def test_other_counters_without_a_metric_are_no_step(line: str) -> None:
+    assert parse_line(line) is None
+
+
+def test_a_step_marker_gives_progress_and_no_series_point(tmp_path) -> None:
+    log = tmp_path / "main_log.txt"
+    log.write_text("PID 431169:  After activation tracker at opt_step 235\n"
+                   "PID 431171:  Before backward pass in _do_batch\n")
+    inc = load(str(tmp_path))
+    assert last_progress(inc).step == 235
+    assert training_steps(inc).empty

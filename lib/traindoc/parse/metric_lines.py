@@ -17,6 +17,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   ``num_updates``, ``iteration``, ``iter``, ``step``, ``Global Step``…, with an optional
   ``/total`` (``step 120/5000``, ``Iter [120/5000]``); ``batch`` only with its total
   (``[Epoch 0/30, Batch 323/1313]``: a batch size has none).
+- **step markers**: a line that names the optimizer's step by a key no other counter uses
+  (``global_step``, ``opt_step``, ``num_updates``) and no metric is a row of ``event="step"``
+  (``step_marker``): the run's progress, no point of any series.
 - **metric keys** (``METRIC_KEYS``): a key is lower-cased, a ``train/``-style prefix and
   spaces/underscores/dashes dropped, then looked up; a key of several words is looked up by its
   longest known suffix (``INFO train loss`` is ``train loss``). A key that is no known one but
@@ -781,13 +784,43 @@ def _epoch_result_row(text: str) -> Row | None:
     return {**row, "epoch": float(h["e"]), "event": EPOCH_EVENT}
 
 
+# the optimizer's own step, named by a key no other counter uses (m4's "After activation tracker
+# at opt_step 235", DeepSpeed's "global_step=10", fairseq's "num_updates 100"): a line that names
+# it and no metric is the run's progress, not a point of any series (``event="step"``); "step",
+# "iter" or "batch" alone may count evaluation, data loading, an epoch's batches or an
+# environment's steps, and give no such row; a name glued to its number is a checkpoint's
+# (DeepSpeed's "Checkpoint global_step1971 is about to be saved!"), and a line holding a tqdm bar
+# the progress parser's (fairseq's bar postfix "…, num_updates=0, lr=1e-07")
+OPT_STEP_RE = re.compile(
+    r"(?<![\w/.])(?<!max )(?<!total )(?<!warmup )(?:global[ _]step|opt[ _]step|num_updates)s?(?:\s*[:=#]\s*|\s+)(?P<n>\d+)(?![\w.%/])",
+    re.IGNORECASE)
+OPT_STEP_NEEDLES = ("global_step", "global step", "Global Step", "opt_step", "num_updates")
+# the event of a row that only says which optimizer step the run reached
+STEP_EVENT = "step"
+
+
+def step_marker(text: str) -> Row | None:
+    """The optimizer step a line names without any metric (``OPT_STEP_RE``): a row of
+    ``event="step"``, or None (a line of a setting, "max global_step", is none)."""
+    if NOT_A_STEP_RE.search(text):
+        return None
+    steps = {int(m["n"]) for m in OPT_STEP_RE.finditer(text)}
+    if len(steps) != 1:  # two different optimizer steps on one line: which is the run's?
+        return None
+    return {"iteration": steps.pop(), "event": STEP_EVENT}
+
+
 def parse_line(text: str) -> Row | None:
     """The generic parser's line: ``parse_metric_line`` where a metric needle is on it, else
     only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
-    reads nothing else: "Epoch[0] Time cost=50.022" is no loss)."""
-    if any(map(text.__contains__, NEEDLES)):
-        return parse_metric_line(text)
-    return _epoch_result_row(text)
+    reads nothing else: "Epoch[0] Time cost=50.022" is no loss); a line naming the optimizer's
+    step and no metric is a ``step_marker``."""
+    row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
+           else _epoch_result_row(text))
+    if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
+            bar.search(text) for bar in TQDM_FORMATS):
+        row = step_marker(text)
+    return row
 
 
 def incomplete_record(text: str) -> bool:
@@ -824,7 +857,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
-        (*NEEDLES, *EPOCH_NEEDLES),
+        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES),
         parse_line,
         incomplete=incomplete_record,
         continues=record_continues,
