@@ -266,6 +266,37 @@ def test_a_received_nan_loss_and_a_skipped_update_are_the_next_step(tmp_path: Pa
         assert a.skipped_iterations == [step]
 
 
+# a NaN warning after a step line or bar that already shows that step's loss as NaN is that NaN
+# told again (by several ranks, with no rank prefix), not one more step per copy
+GPSDIFFUSION_18 = [  # bcmi/GPSDiffusion-Object-Shadow-Generation-SDXL#18 (six ranks, accelerate)
+    "Warning: loss is NaN, skipping this step",
+    "Steps:   2%|\u258f         | 1299/82400 [31:29<30:59:03,  1.38s/it, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 5,
+    "Steps:   2%|\u258f         | 1300/82400 [31:31<30:49:04,  1.37s/it, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 3,
+    "Steps:   2%|\u258f         | 1301/82400 [31:31<24:02:05,  1.07s/it, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 2,
+    "Steps:   2%|\u258f         | 1302/82400 [31:32<22:28:14,  1.00it/s, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 4,
+]
+
+
+def test_nan_warnings_after_a_nan_step_are_that_step(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(GPSDIFFUSION_18) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == [1299, 1300, 1301, 1302]
+    assert a.last_iteration == 1302
+    # after a step whose own line shows a finite loss the warning is still the next step's
+    # (SeanNaren/deepspeech.pytorch#485: "Loss 40.6438" then "received a nan loss")
+    log.write_text("\n".join(DEEPSPEECH_485[:2]) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).nan_iterations == [4692]
+
+
 # a 1-based step counter that wraps at an epoch, in an excerpt that starts late in the run
 SID_117 = ["333 154 Loss=nan Time=0.040", "333 155 Loss=nan Time=0.041",
            "333 161 Loss=nan Time=0.042", "334 1 Loss=nan Time=0.044",
