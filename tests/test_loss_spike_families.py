@@ -523,3 +523,48 @@ def test_a_log_whose_only_loss_is_the_validations(tmp_path: Path) -> None:
     a = ls.analyse(inc)
     assert a.last_iteration == 8416
     assert [s["peak_iteration"] for s in a.spikes] == [8416]
+
+
+# ColossalAI's optimizers skip a step with a note that names none, through a rich console that
+# wraps a long line at its width (the rest indented to the message column)
+COLOSSALAI_1375 = [  # hpcaitech/ColossalAI#1375 (corpus loss_spike-colossalai-1375)
+    "[Epoch 0 / Train]:   0% 420/788222 [28:47<810:51:33,  3.71s/it, loss=nan, lr=2.5e-5, "
+    "throughput=0.29466 sample_per_sec, 2.4123 Tflops][09/30/22 02:45:43] WARNING  colossalai - "
+    "ShardedOptimizerV2 - WARNING:         ",
+    "                             /usr/local/lib/python3.7/dist-packages/colossalai/z",
+    "                             ero/sharded_optim/sharded_optim_v2.py:197 step     ",
+    "                    WARNING  colossalai - ShardedOptimizerV2 - WARNING: found   ",
+    "                             inf during ShardedOptimV2 step                     ",
+    "[Epoch 0 / Train]:   0% 421/788222 [28:51<811:51:23,  3.71s/it, loss=nan, lr=2.5e-5, "
+    "throughput=0.26885 sample_per_sec, 2.2009 Tflops][09/30/22 02:45:46] WARNING  colossalai - "
+    "ShardedOptimizerV2 - WARNING:         ",
+    "                             /usr/local/lib/python3.7/dist-packages/colossalai/z",
+    "                             ero/sharded_optim/sharded_optim_v2.py:197 step     ",
+    "                    WARNING  colossalai - ShardedOptimizerV2 - WARNING: found   ",
+    "                             inf during ShardedOptimV2 step                     ",
+]
+# hpcaitech/ColossalAI#3069: ZeroOptimizer's wording, unwrapped
+COLOSSALAI_3069 = [
+    "INFO     colossalai - colossalai - INFO: /home/guohe/.conda/envs/stable-v2/lib/python3.8/"
+    "site-packages/colossalai/nn/optimizer/zero_optimizer.py:218 step",
+    "INFO     colossalai - colossalai - INFO: Found overflow. Skip step",
+]
+
+
+def test_a_colossalai_skip_note_is_a_skipped_step_even_wrapped(tmp_path: Path) -> None:
+    from traindoc.parse.iterations import parse_colossal_skip
+    assert parse_colossal_skip(COLOSSALAI_3069[1]) == {"skipped": 1}
+    assert parse_colossal_skip(COLOSSALAI_3069[0]) is None
+    log = tmp_path / "train.log"
+    for engine in ("fast", "plain"):
+        log.write_text("\n".join(COLOSSALAI_1375) + "\n")
+        a = ls.analyse(traindoc.load(str(log), engine=engine))
+        # the note is written after the bar that counted its step: the step after it
+        assert a.skipped_iterations == [421, 422], engine
+        assert a.nan_iterations == [420, 421], engine
+        # the same wrap with ZeroOptimizer's words
+        lines = [ln.replace("ShardedOptimizerV2 - WARNING: found   ", "colossalai - INFO: Found")
+                 .replace("inf during ShardedOptimV2 step", "overflow. Skip step")
+                 for ln in COLOSSALAI_1375]
+        log.write_text("\n".join(lines) + "\n")
+        assert ls.analyse(traindoc.load(str(log), engine=engine)).skipped_iterations == [421, 422]
