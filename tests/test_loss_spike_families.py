@@ -568,3 +568,23 @@ def test_a_colossalai_skip_note_is_a_skipped_step_even_wrapped(tmp_path: Path) -
                  for ln in COLOSSALAI_1375]
         log.write_text("\n".join(lines) + "\n")
         assert ls.analyse(traindoc.load(str(log), engine=engine)).skipped_iterations == [421, 422]
+
+
+# a grad norm that overflowed to inf inside the spike is no peak, but the finite ones before it
+# still tell whether the grad norm led
+FAIRSEQ_41 = [  # facebookresearch/fairseq#41 (corpus loss_spike-fairseq-41)
+    f"| epoch 001  {it:d} / 331737 loss={loss} (9.0), wps=18515, wpb=31259, bsz=861, lr=1.25, clip=100%, "
+    f"gnorm={g}"
+    for it, loss, g in ((1000, "9.57", "2.0540"), (2000, "8.61", "1.7149"), (3000, "7.50", "2.7501"),
+                        (4000, "6.87", "100615.8788"), (5000, "10405.01", "1500459828271.3960"),
+                        (6000, "4773454961.36", "37459419138681.4219"),
+                        (7000, "7746569234820.15", "inf"))
+]
+
+
+def test_an_inf_grad_norm_in_the_spike_leaves_the_lead_known(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(FAIRSEQ_41) + "\n")
+    sp = ls.analyse(traindoc.load(str(log))).spikes[0]
+    assert sp["grad_norm_leads"] is True
+    assert sp["peak_grad_norm"] == 37459419138681.4219  # the largest finite one
