@@ -266,6 +266,37 @@ def test_a_received_nan_loss_and_a_skipped_update_are_the_next_step(tmp_path: Pa
         assert a.skipped_iterations == [step]
 
 
+# a NaN warning after a step line or bar that already shows that step's loss as NaN is that NaN
+# told again (by several ranks, with no rank prefix), not one more step per copy
+GPSDIFFUSION_18 = [  # bcmi/GPSDiffusion-Object-Shadow-Generation-SDXL#18 (six ranks, accelerate)
+    "Warning: loss is NaN, skipping this step",
+    "Steps:   2%|\u258f         | 1299/82400 [31:29<30:59:03,  1.38s/it, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 5,
+    "Steps:   2%|\u258f         | 1300/82400 [31:31<30:49:04,  1.37s/it, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 3,
+    "Steps:   2%|\u258f         | 1301/82400 [31:31<24:02:05,  1.07s/it, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 2,
+    "Steps:   2%|\u258f         | 1302/82400 [31:32<22:28:14,  1.00it/s, loss=nan, lr=1e-5]"
+    "Warning: loss is NaN, skipping this step",
+    *["Warning: loss is NaN, skipping this step"] * 4,
+]
+
+
+def test_nan_warnings_after_a_nan_step_are_that_step(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(GPSDIFFUSION_18) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == [1299, 1300, 1301, 1302]
+    assert a.last_iteration == 1302
+    # after a step whose own line shows a finite loss the warning is still the next step's
+    # (SeanNaren/deepspeech.pytorch#485: "Loss 40.6438" then "received a nan loss")
+    log.write_text("\n".join(DEEPSPEECH_485[:2]) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).nan_iterations == [4692]
+
+
 # a 1-based step counter that wraps at an epoch, in an excerpt that starts late in the run
 SID_117 = ["333 154 Loss=nan Time=0.040", "333 155 Loss=nan Time=0.041",
            "333 161 Loss=nan Time=0.042", "334 1 Loss=nan Time=0.044",
@@ -492,3 +523,68 @@ def test_a_log_whose_only_loss_is_the_validations(tmp_path: Path) -> None:
     a = ls.analyse(inc)
     assert a.last_iteration == 8416
     assert [s["peak_iteration"] for s in a.spikes] == [8416]
+
+
+# ColossalAI's optimizers skip a step with a note that names none, through a rich console that
+# wraps a long line at its width (the rest indented to the message column)
+COLOSSALAI_1375 = [  # hpcaitech/ColossalAI#1375 (corpus loss_spike-colossalai-1375)
+    "[Epoch 0 / Train]:   0% 420/788222 [28:47<810:51:33,  3.71s/it, loss=nan, lr=2.5e-5, "
+    "throughput=0.29466 sample_per_sec, 2.4123 Tflops][09/30/22 02:45:43] WARNING  colossalai - "
+    "ShardedOptimizerV2 - WARNING:         ",
+    "                             /usr/local/lib/python3.7/dist-packages/colossalai/z",
+    "                             ero/sharded_optim/sharded_optim_v2.py:197 step     ",
+    "                    WARNING  colossalai - ShardedOptimizerV2 - WARNING: found   ",
+    "                             inf during ShardedOptimV2 step                     ",
+    "[Epoch 0 / Train]:   0% 421/788222 [28:51<811:51:23,  3.71s/it, loss=nan, lr=2.5e-5, "
+    "throughput=0.26885 sample_per_sec, 2.2009 Tflops][09/30/22 02:45:46] WARNING  colossalai - "
+    "ShardedOptimizerV2 - WARNING:         ",
+    "                             /usr/local/lib/python3.7/dist-packages/colossalai/z",
+    "                             ero/sharded_optim/sharded_optim_v2.py:197 step     ",
+    "                    WARNING  colossalai - ShardedOptimizerV2 - WARNING: found   ",
+    "                             inf during ShardedOptimV2 step                     ",
+]
+# hpcaitech/ColossalAI#3069: ZeroOptimizer's wording, unwrapped
+COLOSSALAI_3069 = [
+    "INFO     colossalai - colossalai - INFO: /home/guohe/.conda/envs/stable-v2/lib/python3.8/"
+    "site-packages/colossalai/nn/optimizer/zero_optimizer.py:218 step",
+    "INFO     colossalai - colossalai - INFO: Found overflow. Skip step",
+]
+
+
+def test_a_colossalai_skip_note_is_a_skipped_step_even_wrapped(tmp_path: Path) -> None:
+    from traindoc.parse.iterations import parse_colossal_skip
+    assert parse_colossal_skip(COLOSSALAI_3069[1]) == {"skipped": 1}
+    assert parse_colossal_skip(COLOSSALAI_3069[0]) is None
+    log = tmp_path / "train.log"
+    for engine in ("fast", "plain"):
+        log.write_text("\n".join(COLOSSALAI_1375) + "\n")
+        a = ls.analyse(traindoc.load(str(log), engine=engine))
+        # the note is written after the bar that counted its step: the step after it
+        assert a.skipped_iterations == [421, 422], engine
+        assert a.nan_iterations == [420, 421], engine
+        # the same wrap with ZeroOptimizer's words
+        lines = [ln.replace("ShardedOptimizerV2 - WARNING: found   ", "colossalai - INFO: Found")
+                 .replace("inf during ShardedOptimV2 step", "overflow. Skip step")
+                 for ln in COLOSSALAI_1375]
+        log.write_text("\n".join(lines) + "\n")
+        assert ls.analyse(traindoc.load(str(log), engine=engine)).skipped_iterations == [421, 422]
+
+
+# a grad norm that overflowed to inf inside the spike is no peak, but the finite ones before it
+# still tell whether the grad norm led
+FAIRSEQ_41 = [  # facebookresearch/fairseq#41 (corpus loss_spike-fairseq-41)
+    f"| epoch 001  {it:d} / 331737 loss={loss} (9.0), wps=18515, wpb=31259, bsz=861, lr=1.25, clip=100%, "
+    f"gnorm={g}"
+    for it, loss, g in ((1000, "9.57", "2.0540"), (2000, "8.61", "1.7149"), (3000, "7.50", "2.7501"),
+                        (4000, "6.87", "100615.8788"), (5000, "10405.01", "1500459828271.3960"),
+                        (6000, "4773454961.36", "37459419138681.4219"),
+                        (7000, "7746569234820.15", "inf"))
+]
+
+
+def test_an_inf_grad_norm_in_the_spike_leaves_the_lead_known(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(FAIRSEQ_41) + "\n")
+    sp = ls.analyse(traindoc.load(str(log))).spikes[0]
+    assert sp["grad_norm_leads"] is True
+    assert sp["peak_grad_norm"] == 37459419138681.4219  # the largest finite one

@@ -337,6 +337,11 @@ def split_source(source: object) -> tuple[str, int] | None:
 SETUP_BARS = ("loading", "downloading", "fetching")
 
 
+# a step line or bar that shows its own loss (or grad norm) as NaN/inf: "loss=nan", "loss: inf"
+NAN_TEXT_RE = re.compile(
+    r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]\s*['\"]?[-+]?(?:nan|inf)", re.IGNORECASE)
+
+
 def _training_bars(progress: pd.DataFrame) -> pd.DataFrame:
     """The numbered progress rows whose bar may count training steps (``SETUP_BARS`` out)."""
     pr = progress[progress["step"].notna()]
@@ -374,7 +379,8 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     need = it["iteration"].isna() & (skip | nan)
     if not need.any():
         return it
-    marks: dict[str, list[tuple[int, int, bool]]] = {}  # (line, step, a numbered overflow)
+    # (line, step, a numbered overflow, the step's line shows a NaN loss)
+    marks: dict[str, list[tuple[int, int, bool, bool]]] = {}
     pr = incident.progress
     # a numbered overflow is an event line ("Grad overflow on iteration: 38"), not a step line
     # that counts skips (DeepSpeed's "step=20, skipped=12, lr=[…]": the overflow notes after
@@ -382,11 +388,14 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     numbered_skip = it["iteration"].notna() & skip & it["loss"].isna() & it["lr"].isna()
     for df, col, flags in ((it[it["iteration"].notna()], "iteration", numbered_skip),
                            (_training_bars(pr), "step", None)):
+        shown = df["line"].fillna("").astype(str).str.contains(NAN_TEXT_RE) \
+            if "line" in df else pd.Series(False, index=df.index)
         for j, src, v in zip(df.index, df["source"], df[col], strict=True):
             where = split_source(src)
             if where:
                 marks.setdefault(where[0], []).append(
-                    (where[1], int(v), bool(flags is not None and flags.at[j])))
+                    (where[1], int(v), bool(flags is not None and flags.at[j]),
+                     bool(shown.at[j])))
     for v in marks.values():
         v.sort()
     it = it.copy()
@@ -406,6 +415,12 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
                 # the note that follows a numbered overflow is that overflow's own ("Grad
                 # overflow on iteration: 38" then "fp16 dynamic loss scale overflow! Skipping
                 # step"): the same step, not the next one
+                run[key] = 0
+            elif not kind and before[-1][3]:
+                # a NaN warning after a step line or bar that already shows that step's loss
+                # as NaN is that NaN told again, by the line's own rank or by the other ranks
+                # (six ranks' "Warning: loss is NaN, skipping this step" after each
+                # "…| 1299/82400 [… loss=nan]"): that step, not one more per copy
                 run[key] = 0
             else:
                 run[key] = run.get(key, 0) + 1

@@ -1017,6 +1017,42 @@ SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimize
 SKIP_UPDATE_RE = re.compile(r"^\s*Skipping grad update\.?\s*$")
 
 
+# ColossalAI's optimizers, a skipped step that names none: ShardedOptimizerV2's "found inf during
+# ShardedOptimV2 step" and ZeroOptimizer/LowLevelZeroOptimizer's "Found overflow. Skip step",
+# both through its rich console logger, which wraps a long line at the console width and
+# indents the rest to the message column ("… - WARNING: found" / "    inf during ShardedOptimV2
+# step")
+COLOSSAL_SKIP_PHRASES = ("found inf during ShardedOptimV2 step", "Found overflow. Skip step")
+COLOSSAL_SKIP_RE = re.compile(r"\b(?:found\s+inf\s+during\s+ShardedOptimV2\s+step|"
+                              r"Found\s+overflow\.\s+Skip\s+step)\b")
+# the record's start: the logger's "<name> - <LEVEL>: " then the message's first word
+COLOSSAL_SKIP_START_RE = re.compile(r" - (?:WARNING|INFO): (?P<msg>(?:found|Found)\b.*?)\s*$")
+
+
+def _colossal_skip_message(text: str) -> str | None:
+    """The note's message so far, its whitespace collapsed (None: no ColossalAI note)."""
+    m = COLOSSAL_SKIP_START_RE.search(text)
+    return None if m is None else " ".join(m["msg"].split())
+
+
+def colossal_skip_incomplete(text: str) -> bool:
+    """A ColossalAI skip note that rich wrapped: the line ends inside one of its phrases."""
+    msg = _colossal_skip_message(text)
+    return msg is not None and not COLOSSAL_SKIP_RE.search(text) \
+        and any(p.startswith(msg) and p != msg for p in COLOSSAL_SKIP_PHRASES)
+
+
+def colossal_skip_continues(record: str, body: str) -> bool:
+    """Rich's continuation (its indent is gone by now): a line that carries the phrase on."""
+    msg = _colossal_skip_message(f"{record.rstrip()} {body.strip()}")
+    return msg is not None and any(p.startswith(msg) for p in COLOSSAL_SKIP_PHRASES)
+
+
+def parse_colossal_skip(text: str) -> Row | None:
+    """A skipped step from ColossalAI's optimizer (no step named)."""
+    return {"skipped": 1} if COLOSSAL_SKIP_RE.search(text) else None
+
+
 def parse_overflow(text: str) -> Row | None:
     """A skipped optimizer step: an fp16 overflow (the loss scale it fell to) or a trainer's own
     guard that names the step."""
@@ -1158,6 +1194,17 @@ PARSERS: tuple[LineParser, ...] = (
         # yuhuan-wu/P2T#13 (DeiT's log.txt)
         example='{"train_lr": 0.0007658431187708383, "train_loss": 3.7598581806742413, "epoch": '
         '98, "n_parameters": 11590840}',
+    ),
+    LineParser(
+        "colossalai_skip",
+        "iterations",
+        (" - WARNING: found", " - INFO: found", " - WARNING: Found", " - INFO: Found",
+         "found inf during", "Found overflow"),
+        parse_colossal_skip,
+        incomplete=colossal_skip_incomplete,
+        continues=colossal_skip_continues,
+        # hpcaitech/ColossalAI#3069
+        example="INFO     colossalai - colossalai - INFO: Found overflow. Skip step",
     ),
     LineParser(
         "fp16_overflow",

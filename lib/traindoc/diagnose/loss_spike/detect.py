@@ -231,7 +231,11 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
         first = min(start, g_start) if g_start is not None else start
         upto = rec if rec is not None else last_it
         win = s[(s["iteration"] >= first) & (s["iteration"] <= upto)]
-        gmax = finite_float(win["grad_norm"].max()) if win["grad_norm"].notna().any() else None
+        # an overflowed grad norm (fairseq's "gnorm=inf") is no peak to report, but the grad
+        # norm was logged: whether it led is still known from the finite ones
+        wg = win["grad_norm"].to_numpy(dtype=float)
+        logged = bool(np.isfinite(wg).any())
+        gmax = finite_float(np.nanmax(wg[np.isfinite(wg)])) if logged else None
         spikes.append({
             "start_iteration": start,
             "peak_iteration": peak,
@@ -242,7 +246,7 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
             "recovery_iterations": rec - start if rec is not None else None,
             "recovery_confirmed": rec is not None and not e.tentative,
             "grad_norm_start_iteration": g_start,
-            "grad_norm_leads": leads if gmax is not None else None,
+            "grad_norm_leads": leads if logged else None,
             "history_points": e.history,
             "data_window": data_window(s, first, peak),
         })

@@ -12,14 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ...incident import Incident
-from ..common import as_float, epoch_counted, place_unnumbered_skips
+from ..common import NAN_TEXT_RE, as_float, epoch_counted, place_unnumbered_skips
 
 SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped", "nan",
                   "consumed_samples", "consumed_tokens", "global_batch_size", "source", "line")
 # A loss or grad norm printed as nan/inf ("lm loss: NAN", "'loss': nan"): the nullable table
 # keeps NaN as <NA>, so the line's text says whether the value was NaN or simply not logged.
-NAN_TEXT_RE = re.compile(
-    r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]\s*['\"]?[-+]?(?:nan|inf)", re.IGNORECASE)
 MEGATRON_COUNTERS_RE = re.compile(r"\biteration\s+\d+\s*/.*number of nan iterations")
 
 
