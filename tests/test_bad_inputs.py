@@ -440,7 +440,8 @@ MEGATRON_LINE = (" iteration {:8d}/ 2000000 | consumed samples: 2048 | elapsed t
 def test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded(tmp_path: Path) -> None:
     """Issue 19.6's bomb: a few MB expanding to 1 GiB of Megatron iteration lines (every line
     a row). The default ratio stops it near 100 times its size; the load, in a child with a
-    memory limit and a time limit, stays under 2 GiB of RSS and two minutes."""
+    memory limit, stays under 2 GiB of RSS. Its time limit only catches a hang (about a minute
+    on a quiet 2-core machine, past two on a busy one): the speed is `make bench`'s."""
     line = MEGATRON_LINE.format(7).encode()
     member = gzip.compress(line * ((64 << 20) // len(line)), compresslevel=9)  # 64 MiB of lines
     path = tmp_path / "bomb.log.gz"
@@ -450,7 +451,7 @@ def test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded(tmp_path: Path) 
     size = path.stat().st_size
     assert 3 << 20 < size < 6 << 20  # (about 4.5 MB for 1 GiB)
     got = _load_in_child(f"traindoc.load({str(path)!r}, progress=False)",
-                         address_space=6 << 30)
+                         timeout=600, address_space=6 << 30)
     warnings = got["account"]["warnings"]
     assert any("max_gzip_ratio=100" in w for w in warnings), warnings
     assert 0 < got["rows"]["iterations"] <= 100 * size // len(MEGATRON_LINE) + 1

@@ -224,6 +224,10 @@ UNIT_RE = re.compile(
     r"TFLOPS|TFLOP/s|secs?/step|s/step|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
+# any unit word right after a "speed" value ("1.95 step/s", "3.1 batches/s"): only a bare speed
+# (PaddlePaddle's "speed 26454.34") is read as samples per second
+SPEED_UNIT_RE = re.compile(r"\s?[A-Za-z(]")
+
 # a field that is only a time, between "|"/"(" and "|"/")"/the end (llm.c: "| lr 6.00e-06 | (345.67 ms |
 # 1516543 tok/s)", "| 345.12 ms | 42.1% bf16 MFU |"): the time of the step
 FIELD_TIME_RE = re.compile(r"(?:^|[|(])\s*(?P<v>\d+(?:\.\d+)?)\s?(?P<u>ms|s)\s*(?=[|)]|$)")
@@ -575,8 +579,10 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
                 parts[part] = _number(p["v"], p["u"])
             continue
         if key.lower() == "speed" and (UNIT_RE.match(rest, p.start("v"))
+                                       or SPEED_UNIT_RE.match(rest, p.end("v"))
                                        or rest.startswith("(", p.end())):
             continue  # "speed: 1.2 it/s", "Speed: 429.55 samples/sec": the unit says what;
+            # "speed: 1.95 step/s" (PaddleFleetX) is no sample rate, whatever its unit;
             # "speed: 0.72(0.65s …)s/itr" (Pose2Mesh) is a time
         if col == "samples_per_s" and TOKENS_AFTER_RE.match(rest, p.end()):
             col = "tokens_per_s"
