@@ -149,13 +149,15 @@ def last_progress(incident: Incident) -> Progress:
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
         step = int(row["iteration"])
+        at_step = it[it["iteration"] == step]
         # the step's time from any line at that step (DeepSpeed's timer line, a rate alone,
         # comes before Megatron's train line with its time)
-        times = it.loc[it["iteration"] == step, "elapsed_s"].dropna()
-        spi = row["elapsed_s"] if pd.notna(row["elapsed_s"]) else (times.iloc[-1] if len(times) else None)
+        times = at_step["elapsed_s"].dropna()
+        spi = (row["elapsed_s"] if pd.notna(row["elapsed_s"])
+               else times.iloc[-1] if len(times) else None)
         # any line at that step may state the run's length (Megatron's train line does, its
         # validation line at the same iteration does not)
-        totals = it.loc[it["iteration"] == step, "total_iterations"].dropna()
+        totals = at_step["total_iterations"].dropna()
         total = totals.max() if len(totals) else None
         pr = incident.progress
         bar = pr[(pr["source"] == row["source"]) & pr["step"].notna()] if len(pr) else pr
