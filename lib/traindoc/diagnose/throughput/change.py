@@ -193,7 +193,10 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     if pct < min_drop_pct or (z < threshold and not _separated(a, b2, higher_is_better, pct)):
         return None
     mid = (ma + mb) / 2  # each level must hold for min_segment points, not just its median
-    if int(((a - mid) * (ma - mid) > 0).sum()) < m or int(((b2 - mid) * (mb - mid) > 0).sum()) < m:
+    # (levels far apart hold by their separation: 279 and 69 s are both the slow level of 0.6 s)
+    if not _far_apart(a, b2, higher_is_better) and (
+            int(((a - mid) * (ma - mid) > 0).sum()) < m
+            or int(((b2 - mid) * (mb - mid) > 0).sum()) < m):
         return None
     ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
     _shape(x, ch, m, higher_is_better)
@@ -379,10 +382,27 @@ def within_resolution(ch: Change, values: np.ndarray) -> bool:
 
 SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
 SEPARATED_DROP_PCT = 5.0
+FAR_MIN = 2  # points on each side, at least, for a separation by ``FAR_FACTOR`` to count
+FAR_FACTOR = 3.0  # every point after this many times worse than every point before
+
+
+def _far_apart(a: np.ndarray, b: np.ndarray, higher_is_better: bool) -> bool:
+    """Every point of ``b`` ``FAR_FACTOR`` times worse than every point of ``a`` (positive
+    values, at least ``FAR_MIN`` on each side): a drop that large needs no noise estimate, the
+    few points of a short series show it (ultralytics#7618: three epochs at 0.33 s/it, then
+    12.7, 1.62, 11.45 s/it; TransFusion#40: 0.57, 0.63, then 279, 69 s per iteration)."""
+    if min(len(a), len(b)) < FAR_MIN or not (a > 0).all() or not (b > 0).all():
+        return False
+    if higher_is_better:
+        return bool(a.min() >= FAR_FACTOR * b.max())
+    return bool(b.min() >= FAR_FACTOR * a.max())
 
 
 def _separated(a: np.ndarray, b: np.ndarray, higher_is_better: bool, pct: float) -> bool:
-    """Every point of ``b`` worse than every point of ``a``, both long enough, and far apart."""
+    """Every point of ``b`` worse than every point of ``a``, both long enough, and far apart
+    (or ``_far_apart``)."""
+    if _far_apart(a, b, higher_is_better):
+        return True
     if min(len(a), len(b)) < SEPARATED_MIN or pct < SEPARATED_DROP_PCT:
         return False
     return bool(b.max() < a.min()) if higher_is_better else bool(b.min() > a.max())
