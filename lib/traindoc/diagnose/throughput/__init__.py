@@ -38,9 +38,10 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    interval in the middle ten times slower than all others, that lost an hour or more, is a
    *pause* that recovered (``mid_pause``: ai-toolkit#595, 300 steps at 28 s between steps at
    2 s); a single slow step that lost seconds stays a blip. Three or more values in a row
-   each 30 % worse than the level the rest holds, the run back at it after them, are a slow
-   *episode* that recovered (``slow_episode``: MLPerf RNN-T at half speed for epochs 28-31
-   of 51); slow values recurring in more than three runs are periodic pauses (saves), none.
+   each 30 % worse than the level the rest holds (10 % where that level's noise is a fifth of
+   that at most: TSFormer's epochs 33-42 at 328-358 s among 292-298 s), the run back at it after
+   them, are a slow *episode* that recovered (``slow_episode``: MLPerf RNN-T at half speed for
+   epochs 28-31 of 51); slow values recurring in more than three runs are periodic pauses (saves), none.
 5. Who is slow: per-rank iteration times, Megatron's straggler detector and per-rank timers,
    per-host benchmark tables, and flight-recorder arrival lags (the rank that enqueues each
    collective last), each compared against its peers with a robust z-score.

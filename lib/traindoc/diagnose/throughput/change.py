@@ -264,6 +264,8 @@ def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
 
 EPISODE_MIN = 3  # consecutive logged values, at least, that make a slow episode
 EPISODE_MIN_DROP_PCT = 30.0  # each of them this much worse than the run's level ...
+EPISODE_QUIET_DROP_PCT = 10.0  # ... or this much, where the level is quiet:
+EPISODE_QUIET_NOISE = 5.0  # this many times its robust per-point noise, at most
 EPISODE_LEVEL_PCT = 10.0  # ... which the values outside the episodes hold within this ...
 EPISODE_LEVEL_SHARE = 0.8  # ... this share of them at least
 EPISODE_MAX_SHARE = 1 / 3  # the slow values are at most this share of the run's values ...
@@ -297,7 +299,9 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     if not base > 0:
         return None
     worse = np.array([drop_pct(base, v, higher_is_better) for v in x])
-    slow = worse >= EPISODE_MIN_DROP_PCT
+    # a quiet level shows a smaller episode (TSFormer's epochs at 292-298 s, ten at 328-358 s)
+    quiet = EPISODE_QUIET_NOISE * noise_sigma(x) / base * 100 <= EPISODE_QUIET_DROP_PCT
+    slow = worse >= (EPISODE_QUIET_DROP_PCT if quiet else EPISODE_MIN_DROP_PCT)
     level = ~slow
     runs = _runs(slow)
     if (slow.sum() > EPISODE_MAX_SHARE * n or len(runs) > EPISODE_MAX_RUNS
