@@ -86,3 +86,40 @@ def test_a_small_episode_on_a_quiet_level() -> None:
     rng = np.random.default_rng(640)
     noisy = np.array(TSFORMER_EPOCHS) * (1 + rng.uniform(-0.06, 0.06, len(TSFORMER_EPOCHS)))
     assert slow_episode(noisy, higher_is_better=False) is None
+
+
+# hnmizuho/AT-BSN#1 (a BasicSR fork): 100 iterations a minute, then an hour of validation and
+# the save, then 100 iterations in 27.6 min
+AT_BSN = [
+    "24-09-18 13:27:08.905 - INFO: <epoch: 16, iter:   3,800, lr:2.999e-04> l_all: 3.4186e+00 ",
+    "24-09-18 13:28:08.779 - INFO: <epoch: 16, iter:   3,900, lr:2.999e-04> l_all: 6.2904e+00 ",
+    "24-09-18 13:29:08.672 - INFO: <epoch: 16, iter:   4,000, lr:2.999e-04> l_all: 4.8104e+00 ",
+    "24-09-18 14:29:46.915 - INFO: # Validation of Pred # PSNR: 3.2174e+01. # SSIM: 8.1106e-01. "
+    "|| Best PSNR: 3.2174e+01 at iter: 4000.",
+    "24-09-18 14:29:46.916 - INFO: Saving best model and training states.",
+    "24-09-18 14:29:46.947 - INFO: Saving models and training states.",
+    "24-09-18 14:57:21.217 - INFO: <epoch: 17, iter:   4,100, lr:2.999e-04> l_all: 4.5715e+00 ",
+    "24-09-18 15:25:12.590 - INFO: <epoch: 17, iter:   4,200, lr:2.999e-04> l_all: 6.9138e+00 ",
+]
+
+
+@pytest.mark.parametrize("line", [
+    "24-09-18 14:29:46.947 - INFO: Saving models and training states.",  # hnmizuho/AT-BSN#1
+    # xinntao/Real-ESRGAN#800 (BasicSR's train.py: the line names no step and no path)
+    "2024-05-10 10:21:33,118 INFO: Saving models and training states.",
+])
+def test_basicsr_save_lines_are_saves(line: str) -> None:
+    from traindoc.parse.checkpoints import parse_checkpoint
+
+    row = parse_checkpoint(line)
+    assert row is not None and row["kind"] == "save_start" and row["iteration"] is None
+
+
+def test_a_timed_interval_starts_after_the_save_in_it(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(AT_BSN) + "\n")
+    rep = tp.report(tp.analyse(traindoc.load(log)))
+    assert 0.55 <= rep.facts["baseline"] <= 0.65
+    # 14:29:46.947 -> 14:57:21.217 over 100 iterations, not the hour of validation before it
+    assert 16.0 <= rep.facts["degraded"] <= 17.0
+    assert rep.facts["change_iteration"] == 4100
