@@ -264,7 +264,7 @@ def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
 
 EPISODE_MIN = 3  # consecutive logged values, at least, that make a slow episode
 EPISODE_MIN_DROP_PCT = 30.0  # each of them this much worse than the run's level ...
-EPISODE_QUIET_DROP_PCT = 10.0  # ... or this much, where the level is quiet:
+EPISODE_QUIET_DROP_PCT = 10.0  # ... or, where none is, this much on a quiet level:
 EPISODE_QUIET_NOISE = 5.0  # this many times its robust per-point noise, at most
 EPISODE_LEVEL_PCT = 10.0  # ... which the values outside the episodes hold within this ...
 EPISODE_LEVEL_SHARE = 0.8  # ... this share of them at least
@@ -289,12 +289,47 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     epochs 28-31 and 38-40 of 51, at full speed between: a two-level split finds no lasting
     change in it). The episode holds a level (``EPISODE_HOLD_PCT``); slow values recurring in
     more than ``EPISODE_MAX_RUNS`` runs are a periodic pause (checkpoint saves), no episode.
-    Shape "step", recovered. None otherwise."""
+    Where none is found and the level is quiet (``EPISODE_QUIET_NOISE`` times its noise within
+    ``EPISODE_QUIET_DROP_PCT``), values that much worse make one too (TSFormer's epochs at
+    292-298 s, ten of them at 328-358 s). Shape "step", recovered. None otherwise."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = len(x)
     if n < 2 * EPISODE_AROUND + EPISODE_MIN:
         return None
+    base = float(np.median(x))
+    if not base > 0:
+        return None
+    worse = np.array([drop_pct(base, v, higher_is_better) for v in x])
+    found = _episode(x, worse, worse >= EPISODE_MIN_DROP_PCT, higher_is_better)
+    if found is None and EPISODE_QUIET_NOISE * noise_sigma(x) / base * 100 <= EPISODE_QUIET_DROP_PCT:
+        found = _episode(x, worse, worse >= EPISODE_QUIET_DROP_PCT, higher_is_better)
+    return found
+
+
+def _episode(x: np.ndarray, worse: np.ndarray, slow: np.ndarray,
+             higher_is_better: bool) -> Change | None:
+    """``slow_episode``'s test with the values it counts as slow."""
+    n = len(x)
+    level = ~slow
+    runs = _runs(slow)
+    if (slow.sum() > EPISODE_MAX_SHARE * n or len(runs) > EPISODE_MAX_RUNS
+            or (np.abs(worse[level]) <= EPISODE_LEVEL_PCT).mean() < EPISODE_LEVEL_SHARE):
+        return None
+    for i, j in runs:
+        if j - i < EPISODE_MIN:
+            continue
+        if level[:i].sum() < EPISODE_AROUND or level[j:].sum() < EPISODE_AROUND:
+            return None  # at the start or the end: the other rules' (warm-up, a stall)
+        base = float(np.median(x[level]))
+        degraded = float(np.median(x[i:j]))
+        if (np.abs(x[i:j] - degraded) <= EPISODE_HOLD_PCT / 100 * degraded).mean() < 0.5:
+            return None
+        sigma = max(noise_sigma(x[level]), 1e-3 * base, 1e-12)
+        return Change(i, base, degraded, drop_pct(base, degraded, higher_is_better),
+                      abs(degraded - base) / sigma, sigma, i, n - i, shape="step",
+                      onset=i, recovered=True)
+    return None
     base = float(np.median(x))
     if not base > 0:
         return None
