@@ -28,6 +28,8 @@ Wordings, checked against the sources:
 - Marian NMT (src/models/encoder_decoder.cpp, training/graph_group.h): ``Saving model weights
   and runtime parameters to model/model.iter55000.npz`` (the update in the path only with
   ``--overwrite`` off), ``[training] Saving training checkpoint to model/model.npz and …``.
+- BasicSR and mmsr/EDVR (train.py): ``Saving models and training states.`` (no step, no path);
+  forks add ``Saving best model and training states.`` for the best validation score.
 """
 
 from __future__ import annotations
@@ -82,6 +84,10 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         r"Saving model weights and runtime parameters to (?P<path>\S+)")),
     ("save_start", "Saving training checkpoint to ", re.compile(
         r"\[training\] Saving training checkpoint to (?P<path>\S+)")),
+    # BasicSR and mmsr/EDVR before it (train.py): no step, no path; its forks also print
+    # "Saving best model and training states" (AT-BSN, DiffIR-style bounds trainers)
+    ("save_start", " and training states", re.compile(
+        r"Saving (?:best )?models? and training states")),
 )
 
 NEEDLES = tuple(dict.fromkeys(p[1] for p in CHECKPOINT_PATTERNS))

@@ -23,7 +23,9 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    warm-up or a running mean converging is no incident) — or, for short noisy series, when the two segments do not
    overlap at all, each at least ``SEPARATED_MIN`` points long and ``SEPARATED_DROP_PCT`` apart
    (every point after worse than every point before: by chance at most one in C(n, k) per
-   split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s). Medians make the split blind to short transients, so eval and
+   split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s), or with two points
+   on each side when every point after is ``FAR_FACTOR`` (3) times worse than every point before
+   (``_far_apart``: Ultralytics at 0.33 s/it, then 12.7, 1.62, 11.45 s/it). Medians make the split blind to short transients, so eval and
    save slowdowns in the middle of a series never make a change; the minimum segment length of
    2 lets a drop in the last two logged iterations count (the BLOOM seed: 3 points at ~149, 2
    at ~141.7), while a single slow last iteration does not — unless it is a *stall*
@@ -36,9 +38,10 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    interval in the middle ten times slower than all others, that lost an hour or more, is a
    *pause* that recovered (``mid_pause``: ai-toolkit#595, 300 steps at 28 s between steps at
    2 s); a single slow step that lost seconds stays a blip. Three or more values in a row
-   each 30 % worse than the level the rest holds, the run back at it after them, are a slow
-   *episode* that recovered (``slow_episode``: MLPerf RNN-T at half speed for epochs 28-31
-   of 51); slow values recurring in more than three runs are periodic pauses (saves), none.
+   each 30 % worse than the level the rest holds (10 % where that level's noise is a fifth of
+   that at most: TSFormer's epochs 33-42 at 328-358 s among 292-298 s), the run back at it after
+   them, are a slow *episode* that recovered (``slow_episode``: MLPerf RNN-T at half speed for
+   epochs 28-31 of 51); slow values recurring in more than three runs are periodic pauses (saves), none.
 5. Who is slow: per-rank iteration times, Megatron's straggler detector and per-rank timers,
    per-host benchmark tables, and flight-recorder arrival lags (the rank that enqueues each
    collective last), each compared against its peers with a robust z-score.

@@ -193,7 +193,10 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
     if pct < min_drop_pct or (z < threshold and not _separated(a, b2, higher_is_better, pct)):
         return None
     mid = (ma + mb) / 2  # each level must hold for min_segment points, not just its median
-    if int(((a - mid) * (ma - mid) > 0).sum()) < m or int(((b2 - mid) * (mb - mid) > 0).sum()) < m:
+    # (levels far apart hold by their separation: 279 and 69 s are both the slow level of 0.6 s)
+    if not _far_apart(a, b2, higher_is_better) and (
+            int(((a - mid) * (ma - mid) > 0).sum()) < m
+            or int(((b2 - mid) * (mb - mid) > 0).sum()) < m):
         return None
     ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
     _shape(x, ch, m, higher_is_better)
@@ -261,6 +264,8 @@ def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
 
 EPISODE_MIN = 3  # consecutive logged values, at least, that make a slow episode
 EPISODE_MIN_DROP_PCT = 30.0  # each of them this much worse than the run's level ...
+EPISODE_QUIET_DROP_PCT = 10.0  # ... or, where none is, this much on a quiet level:
+EPISODE_QUIET_NOISE = 5.0  # this many times its robust per-point noise, at most
 EPISODE_LEVEL_PCT = 10.0  # ... which the values outside the episodes hold within this ...
 EPISODE_LEVEL_SHARE = 0.8  # ... this share of them at least
 EPISODE_MAX_SHARE = 1 / 3  # the slow values are at most this share of the run's values ...
@@ -284,7 +289,9 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     epochs 28-31 and 38-40 of 51, at full speed between: a two-level split finds no lasting
     change in it). The episode holds a level (``EPISODE_HOLD_PCT``); slow values recurring in
     more than ``EPISODE_MAX_RUNS`` runs are a periodic pause (checkpoint saves), no episode.
-    Shape "step", recovered. None otherwise."""
+    Where none is found and the level is quiet (``EPISODE_QUIET_NOISE`` times its noise within
+    ``EPISODE_QUIET_DROP_PCT``), values that much worse make one too (TSFormer's epochs at
+    292-298 s, ten of them at 328-358 s). Shape "step", recovered. None otherwise."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = len(x)
@@ -294,7 +301,42 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     if not base > 0:
         return None
     worse = np.array([drop_pct(base, v, higher_is_better) for v in x])
-    slow = worse >= EPISODE_MIN_DROP_PCT
+    found = _episode(x, worse, worse >= EPISODE_MIN_DROP_PCT, higher_is_better)
+    if found is None and EPISODE_QUIET_NOISE * noise_sigma(x) / base * 100 <= EPISODE_QUIET_DROP_PCT:
+        found = _episode(x, worse, worse >= EPISODE_QUIET_DROP_PCT, higher_is_better)
+    return found
+
+
+def _episode(x: np.ndarray, worse: np.ndarray, slow: np.ndarray,
+             higher_is_better: bool) -> Change | None:
+    """``slow_episode``'s test with the values it counts as slow."""
+    n = len(x)
+    level = ~slow
+    runs = _runs(slow)
+    if (slow.sum() > EPISODE_MAX_SHARE * n or len(runs) > EPISODE_MAX_RUNS
+            or (np.abs(worse[level]) <= EPISODE_LEVEL_PCT).mean() < EPISODE_LEVEL_SHARE):
+        return None
+    for i, j in runs:
+        if j - i < EPISODE_MIN:
+            continue
+        if level[:i].sum() < EPISODE_AROUND or level[j:].sum() < EPISODE_AROUND:
+            return None  # at the start or the end: the other rules' (warm-up, a stall)
+        base = float(np.median(x[level]))
+        degraded = float(np.median(x[i:j]))
+        if (np.abs(x[i:j] - degraded) <= EPISODE_HOLD_PCT / 100 * degraded).mean() < 0.5:
+            return None
+        sigma = max(noise_sigma(x[level]), 1e-3 * base, 1e-12)
+        return Change(i, base, degraded, drop_pct(base, degraded, higher_is_better),
+                      abs(degraded - base) / sigma, sigma, i, n - i, shape="step",
+                      onset=i, recovered=True)
+    return None
+    base = float(np.median(x))
+    if not base > 0:
+        return None
+    worse = np.array([drop_pct(base, v, higher_is_better) for v in x])
+    # a quiet level shows a smaller episode (TSFormer's epochs at 292-298 s, ten at 328-358 s)
+    quiet = EPISODE_QUIET_NOISE * noise_sigma(x) / base * 100 <= EPISODE_QUIET_DROP_PCT
+    slow = worse >= (EPISODE_QUIET_DROP_PCT if quiet else EPISODE_MIN_DROP_PCT)
     level = ~slow
     runs = _runs(slow)
     if (slow.sum() > EPISODE_MAX_SHARE * n or len(runs) > EPISODE_MAX_RUNS
@@ -379,10 +421,27 @@ def within_resolution(ch: Change, values: np.ndarray) -> bool:
 
 SEPARATED_MIN = 4  # points on each side for a clean separation to count as a change
 SEPARATED_DROP_PCT = 5.0
+FAR_MIN = 2  # points on each side, at least, for a separation by ``FAR_FACTOR`` to count
+FAR_FACTOR = 3.0  # every point after this many times worse than every point before
+
+
+def _far_apart(a: np.ndarray, b: np.ndarray, higher_is_better: bool) -> bool:
+    """Every point of ``b`` ``FAR_FACTOR`` times worse than every point of ``a`` (positive
+    values, at least ``FAR_MIN`` on each side): a drop that large needs no noise estimate, the
+    few points of a short series show it (ultralytics#7618: three epochs at 0.33 s/it, then
+    12.7, 1.62, 11.45 s/it; TransFusion#40: 0.57, 0.63, then 279, 69 s per iteration)."""
+    if min(len(a), len(b)) < FAR_MIN or not (a > 0).all() or not (b > 0).all():
+        return False
+    if higher_is_better:
+        return bool(a.min() >= FAR_FACTOR * b.max())
+    return bool(b.min() >= FAR_FACTOR * a.max())
 
 
 def _separated(a: np.ndarray, b: np.ndarray, higher_is_better: bool, pct: float) -> bool:
-    """Every point of ``b`` worse than every point of ``a``, both long enough, and far apart."""
+    """Every point of ``b`` worse than every point of ``a``, both long enough, and far apart
+    (or ``_far_apart``)."""
+    if _far_apart(a, b, higher_is_better):
+        return True
     if min(len(a), len(b)) < SEPARATED_MIN or pct < SEPARATED_DROP_PCT:
         return False
     return bool(b.max() < a.min()) if higher_is_better else bool(b.min() > a.max())

@@ -74,21 +74,44 @@ def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     if "interval_s" in it and it["interval_s"].notna().any():
         it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
     elif not _rated(it):
-        it = it.assign(elapsed_s=timed_seconds(it))
+        it = it.assign(elapsed_s=timed_seconds(it, save_times(incident)))
     return it
 
 
-def timed_seconds(it: pd.DataFrame) -> pd.Series:
+def save_times(incident: Incident) -> pd.DataFrame:
+    """The file (``source`` less its line number) and time of each timed checkpoint-save line."""
+    ck = incident.tables.get("checkpoints")
+    if ck is None or not len(ck) or "time" not in ck or "kind" not in ck:
+        return pd.DataFrame({"file": pd.Series(dtype=str), "time": pd.Series(
+            dtype="datetime64[ns]")})
+    sv = ck[ck["kind"].fillna("").str.startswith("save") & ck["time"].notna()]
+    return pd.DataFrame({"file": sv["source"].fillna("?").astype(str).str.rsplit(":", n=1)
+                         .str[0], "time": sv["time"]}).reset_index(drop=True)
+
+
+def timed_seconds(it: pd.DataFrame, saves: pd.DataFrame | None = None) -> pd.Series:
     """Seconds per iteration read off the step lines' own times: the time since the previous
     step line of the same file and rank over the iterations between them (<NA> for the first,
     and everywhere when the lines are less than ``MIN_TIMED_INTERVAL_S`` apart at the median:
-    the times are then too coarse)."""
+    the times are then too coarse). An interval with a checkpoint save of the same file in it
+    (``save_times``) starts at the last save: what ran before it (the save, the validation a
+    trainer runs before saving) is no training (AT-BSN's hour of validation between iters
+    4,000 and 4,100, then "Saving models and training states.")."""
     out = pd.Series(pd.NA, index=it.index, dtype="Float64")
     if "time" not in it or it["time"].notna().sum() < 2:
         return out
     rows = it[it["time"].notna() & it["iteration"].notna()]
-    for _, g in rows.groupby(_file_and_rank(rows), sort=False):
+    for key, g in rows.groupby(_file_and_rank(rows), sort=False):
         gaps = g["time"].diff().dt.total_seconds()
+        if saves is not None and len(saves):
+            mine = saves.loc[saves["file"] == key[0], "time"].sort_values().to_numpy()
+            if len(mine):
+                t = g["time"].to_numpy()
+                k = np.searchsorted(mine, t, side="left") - 1  # the last save before each line
+                last = pd.Series(mine[np.clip(k, 0, None)], index=g.index)
+                prev = g["time"].shift()
+                inside = (k >= 0) & (last > prev).to_numpy()
+                gaps = gaps.where(~inside, (g["time"] - last).dt.total_seconds())
         steps = g["iteration"].astype("Float64").diff()
         gaps = gaps.where(steps > 0)  # a restart or a repeated step: no interval
         if gaps.notna().any() and gaps.median() >= MIN_TIMED_INTERVAL_S:
