@@ -234,7 +234,35 @@ def test_a_nan_warning_belongs_to_the_step_after_the_last_logged(tmp_path: Path)
                    "Loss is nan, stopping training\n")
     a = ls.analyse(traindoc.load(str(log)))
     assert a.nan_iterations == [11]
-    assert a.last_iteration == 11
+    assert a.last_iteration == 10  # the NaN's step is inferred, not logged
+
+
+# A divergence check that stops the run names no step: its NaN is placed at the next step, and
+# the last logged iteration stays the last step line's (tensorflow/tensor2tensor#106, TF 1.2's
+# NanTensorHook; OpenNMT/OpenNMT-tf#927, OpenNMT-tf 2's own check in training.py _steps).
+DIVERGED = [
+    (["INFO:tensorflow:loss = 1.63497, step = 97601 (181.782 sec)",
+      "INFO:tensorflow:Saving checkpoints for 97607 into /home/minjoong/t2t_train/"
+      "koen_tokens_32k/transformer-transformer_big/model.ckpt.",
+      "ERROR:tensorflow:Model diverged with loss = NaN."], 97601),
+    (["2022-03-02 22:26:59.033000: I runner.py:276] Step = 297500 ; steps/s = 4.57, source "
+      "words/s = 16758, target words/s = 19073 ; Learning rate = 0.000187 ; Loss = 1.602740",
+      "2022-03-02 22:27:20.229000: I runner.py:276] Step = 297600 ; steps/s = 4.72, source "
+      "words/s = 17585, target words/s = 19955 ; Learning rate = 0.000187 ; Loss = 1.610771",
+      "Traceback (most recent call last):",
+      '  File "/home/jovyan/project/atc-tf/opennmt/training.py", line 269, in _steps    '
+      'raise RuntimeError("Model diverged with loss = NaN.")RuntimeError: Model diverged '
+      "with loss = NaN."], 297600),
+]
+
+
+def test_a_divergence_stop_is_no_logged_iteration(tmp_path: Path) -> None:
+    for lines, last in DIVERGED:
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        a = ls.analyse(traindoc.load(str(log)))
+        assert a.last_iteration == last
+        assert a.nan_iterations == [last + 1]
 
 
 # deepspeech.pytorch's guard: the warning, then "Skipping grad update", then the step's own line
