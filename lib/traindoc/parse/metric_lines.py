@@ -116,8 +116,10 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
-    r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
-    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*"
+    r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
+    r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
+    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?![\w/])(?:(?<=\w)['\"](?=\s*:))?"
+    r"\.?\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; BasicSR
 # writes thousands separators: "iter:   3,800"; a logger that formats every value as a float
@@ -189,7 +191,8 @@ CLU_STEP_RE = re.compile(
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
-STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1, "up": 1,
+STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "numupdates": 0,
+             "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
              "stepnum": 3, "epochnum": 4, "batch": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
@@ -873,3 +876,49 @@ PARSERS: tuple[LineParser, ...] = (
         "MFU: 29.1%",
     ),
 )
+
+
+# -- a skip counter that counts since the start ------------------------------------------------
+# A step line that prints the skipped optimizer steps since the run started, not per interval,
+# in any syntax the reader knows: NVIDIA's BERT (MLPerf training_results v0.7 and later,
+# run_pretraining.py: "{'training_steps': 207, …, 'global_steps': 199, …, 'skipped_steps': 8,
+# …}"). DeepSpeed's own "step=20, skipped=12, lr=[…]" is ``iterations.DeepSpeedStepParser``.
+CUMULATIVE_SKIP_RE = re.compile(r"(?<![\w/.])['\"]?skipped_steps['\"]?\s*[:=]\s*(?P<n>\d+)\b")
+
+
+class CumulativeSkipParser:
+    """Step lines with a cumulative skip counter (``CUMULATIVE_SKIP_RE``), one stream each: the
+    line's row as the generic reader reads it, its ``skipped`` the counter's growth since the
+    stream's previous line. The stream's first line counts its skips only when every step so
+    far was one (the start-of-run loss-scale calibration: ``'training_steps': 1, …,
+    'skipped_steps': 1``); otherwise the excerpt's first count holds skips of steps it does not
+    show."""
+
+    needles = ("skipped_steps",)
+    tables = ("iterations",)
+    section: str | None = None  # always None: each line is a record of its own
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.count: int | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the step's row for a step line with the counter."""
+        m = CUMULATIVE_SKIP_RE.search(text)
+        row = parse_metric_line(text) if m is not None else None
+        if m is None or row is None or row.get("event") is not None:
+            return []
+        count = int(m["n"])
+        if self.count is not None and count >= self.count:
+            grew = count - self.count
+        else:  # the stream's first line, or a restarted run's
+            grew = count if count == row["iteration"] else 0
+        self.count = count
+        return [("iterations", {**row, "skipped": grew or None, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
+BLOCKS = (CumulativeSkipParser,)
