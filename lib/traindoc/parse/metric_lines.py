@@ -210,6 +210,8 @@ MLLOG_KEYS = {"throughput": "samples_per_second"}
 # "elapsed_time": "0:00:24", "remaining_time": "5:58:33"): the run's time so far, ``train_time_s``
 CLOCK_KEYS = frozenset(("elapsed_time", "elapsed", "time_elapsed"))
 CLOCK_RE = re.compile(r"(?:\d+ days?, )?\d+:\d\d:\d\d(?:\.\d+)?")
+# the prefix of fairseq's end-of-epoch JSON stats ("train_num_updates"): its step key behind it
+JSON_TRAIN_PREFIX = "train_"
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
@@ -432,6 +434,15 @@ def _json_pairs(text: str) -> dict[str, str] | None:
                                         or (str(k).lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v))))}
 
 
+def _json_step_key(key: str) -> bool:
+    """Whether a JSON field names the step: a step key of ``STEP_RANK``, also behind the
+    ``train_`` prefix of fairseq's end-of-epoch stats (``--log-format json``: ``{"epoch": 73,
+    "train_loss": "nan", …, "train_num_updates": "9291", …}``)."""
+    low = key.lower()
+    low = low.removeprefix(JSON_TRAIN_PREFIX)
+    return re.sub(r"[ _]", "", low) in STEP_RANK or low in ("iteration", "steps")
+
+
 def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
@@ -446,8 +457,7 @@ def parse_metric_line(text: str) -> Row | None:
     by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
-        step_key = next((k for k in pairs if re.sub(r"[ _]", "", k.lower()) in STEP_RANK
-                         or k.lower() in ("iteration", "steps")
+        step_key = next((k for k in pairs if _json_step_key(k)
                          or STEP_OF_TOTAL_RE.fullmatch(pairs[k])), None)
         if step_key is None:
             return None
@@ -833,16 +843,34 @@ def parse_line(text: str) -> Row | None:
 
 
 def incomplete_record(text: str) -> bool:
-    """A line the next one completes: a step line cut before its step (``cut_before_step``)
-    or an epoch's header (``epoch_header``)."""
-    return epoch_header(text) or cut_before_step(text)
+    """A line the next one completes: a step line cut before its step (``cut_before_step``),
+    an epoch's header (``epoch_header``) or a JSON object a paste wrapped (``open_json``)."""
+    return epoch_header(text) or cut_before_step(text) or open_json(text)
 
 
 def record_continues(record: str, body: str) -> bool:
     """Whether ``body`` completes ``record`` (``incomplete_record``)."""
     if epoch_header(record):
         return epoch_result(body)
+    if open_json(record):
+        return json_continues(body)
     return step_continues(record, body)
+
+
+# a line that goes on with a JSON object's fields: '…", "key": …' (fairseq's epoch stats as a
+# GitHub paste wraps them mid-key: '…, "t' / 'rain_nll_loss": "nan", …')
+JSON_FIELDS_RE = re.compile(r"\"\s*[:,]\s*[\"\d{\[nt-]")
+
+
+def open_json(text: str) -> bool:
+    """Whether a line opens a JSON object (``{"``) that it does not close."""
+    start = text.find("{\"")
+    return start >= 0 and text.count("{", start) > text.count("}", start)
+
+
+def json_continues(body: str) -> bool:
+    """Whether ``body`` is more of a wrapped JSON object's fields, not a record of its own."""
+    return "{\"" not in body and JSON_FIELDS_RE.search(body) is not None
 
 
 def cut_before_step(text: str) -> bool:
