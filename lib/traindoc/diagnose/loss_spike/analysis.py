@@ -98,6 +98,12 @@ class LossSpikeAnalysis:
         return bool(len(self.nan_iterations)) and bool(self.series["is_nan"].iloc[-1])
 
     @property
+    def end_iteration(self) -> int:
+        """The last iteration in the series, an event placed after the last step line (a NaN
+        warning's) included."""
+        return int(self.series["iteration"].iloc[-1])
+
+    @property
     def nan_run_start(self) -> int | None:
         """The first iteration of the NaN run that lasts to the end of the log, if any."""
         return first_of_last_run(self.series, self.series["is_nan"].to_numpy()) if (
