@@ -234,7 +234,35 @@ def test_a_nan_warning_belongs_to_the_step_after_the_last_logged(tmp_path: Path)
                    "Loss is nan, stopping training\n")
     a = ls.analyse(traindoc.load(str(log)))
     assert a.nan_iterations == [11]
-    assert a.last_iteration == 11
+    assert a.last_iteration == 10  # the NaN's step is inferred, not logged
+
+
+# A divergence check that stops the run names no step: its NaN is placed at the next step, and
+# the last logged iteration stays the last step line's (tensorflow/tensor2tensor#106, TF 1.2's
+# NanTensorHook; OpenNMT/OpenNMT-tf#927, OpenNMT-tf 2's own check in training.py _steps).
+DIVERGED = [
+    (["INFO:tensorflow:loss = 1.63497, step = 97601 (181.782 sec)",
+      "INFO:tensorflow:Saving checkpoints for 97607 into /home/minjoong/t2t_train/"
+      "koen_tokens_32k/transformer-transformer_big/model.ckpt.",
+      "ERROR:tensorflow:Model diverged with loss = NaN."], 97601),
+    (["2022-03-02 22:26:59.033000: I runner.py:276] Step = 297500 ; steps/s = 4.57, source "
+      "words/s = 16758, target words/s = 19073 ; Learning rate = 0.000187 ; Loss = 1.602740",
+      "2022-03-02 22:27:20.229000: I runner.py:276] Step = 297600 ; steps/s = 4.72, source "
+      "words/s = 17585, target words/s = 19955 ; Learning rate = 0.000187 ; Loss = 1.610771",
+      "Traceback (most recent call last):",
+      '  File "/home/jovyan/project/atc-tf/opennmt/training.py", line 269, in _steps    '
+      'raise RuntimeError("Model diverged with loss = NaN.")RuntimeError: Model diverged '
+      "with loss = NaN."], 297600),
+]
+
+
+def test_a_divergence_stop_is_no_logged_iteration(tmp_path: Path) -> None:
+    for lines, last in DIVERGED:
+        log = tmp_path / "train.log"
+        log.write_text("\n".join(lines) + "\n")
+        a = ls.analyse(traindoc.load(str(log)))
+        assert a.last_iteration == last
+        assert a.nan_iterations == [last + 1]
 
 
 # deepspeech.pytorch's guard: the warning, then "Skipping grad update", then the step's own line
@@ -588,3 +616,46 @@ def test_an_inf_grad_norm_in_the_spike_leaves_the_lead_known(tmp_path: Path) -> 
     sp = ls.analyse(traindoc.load(str(log))).spikes[0]
     assert sp["grad_norm_leads"] is True
     assert sp["peak_grad_norm"] == 37459419138681.4219  # the largest finite one
+
+
+# A skip counter that counts since the start, on step lines of two writers: its growth from one
+# line to the next is the steps skipped there. NVIDIA's BERT (mlcommons/training_results_v0.7
+# NVIDIA/results/dgx2h_ngc20.06_pytorch/bert/result_0.txt, Python dicts behind an MPI rank
+# prefix: steps 1-7 skipped while the loss scale settles, then step 207) and DeepSpeed's engine
+# (the SeekPoint/DeepSpeedExamples BERT run above: step=10, skipped=10).
+NVIDIA_BERT = [
+    " 0: {'training_steps': 6, 'average_loss': 6.01953125, 'step_loss': 6.01953125, "
+    "'learning_rate': 0.00039995063556707395, 'seq/s': 961.428208038382, 'global_steps': 0, "
+    "'samples_trained': 0, 'skipped_steps': 6, 'timestamp': 1593127352.3762188}",
+    " 0: {'training_steps': 7, 'average_loss': 5.27734375, 'step_loss': 5.27734375, "
+    "'learning_rate': 0.00039995063556707395, 'seq/s': 629.6788592839561, 'global_steps': 0, "
+    "'samples_trained': 0, 'skipped_steps': 7, 'timestamp': 1593127353.0622835}",
+    " 0: {'training_steps': 8, 'average_loss': 6.2890625, 'step_loss': 6.2890625, "
+    "'learning_rate': 0.00039995063556707395, 'seq/s': 803.0645686419377, 'global_steps': 1, "
+    "'samples_trained': 432, 'skipped_steps': 7, 'timestamp': 1593127353.6002235}",
+    " 0: {'training_steps': 206, 'average_loss': 4.3984375, 'step_loss': 4.3984375, "
+    "'learning_rate': 0.0003901764778477107, 'seq/s': 1050.3935211969786, 'global_steps': 199, "
+    "'samples_trained': 85968, 'skipped_steps': 7, 'timestamp': 1593127437.3464925}",
+    " 0: {'training_steps': 207, 'average_loss': 3.81640625, 'step_loss': 3.81640625, "
+    "'learning_rate': 0.00039012711341478466, 'seq/s': 979.6575452376884, 'global_steps': 199, "
+    "'samples_trained': 85968, 'skipped_steps': 8, 'timestamp': 1593127437.787464}",
+    " 0: {'training_steps': 208, 'average_loss': 3.54296875, 'step_loss': 3.54296875, "
+    "'learning_rate': 0.00039012711341478466, 'seq/s': 1035.0703682905971, 'global_steps': 200, "
+    "'samples_trained': 86400, 'skipped_steps': 8, 'timestamp': 1593127438.2048275}",
+]
+
+
+def test_a_cumulative_skip_counter_counts_its_growth(tmp_path: Path) -> None:
+    log = tmp_path / "result_0.txt"
+    # the excerpt starts at step 6 with 6 skipped: every step so far was one (steps 1-6)
+    log.write_text("\n".join(NVIDIA_BERT) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.skipped_iterations == [1, 2, 3, 4, 5, 6, 7, 207]
+    assert a.last_iteration == 208
+    assert a.series["loss"].notna().all()  # the skipped steps' lines keep their loss
+    # without the first two lines, the count of 7 holds skips of steps not shown
+    log.write_text("\n".join(NVIDIA_BERT[2:]) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [207]
+    # DeepSpeed's own counter, the same rule
+    log.write_text("\n".join(SEEKPOINT_BERT[2:3]) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).skipped_iterations == list(range(1, 11))

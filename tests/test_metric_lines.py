@@ -555,3 +555,35 @@ def test_a_step_marker_gives_progress_and_no_series_point(tmp_path) -> None:
     inc = load(str(tmp_path))
     assert last_progress(inc).step == 235
     assert training_steps(inc).empty
+
+
+# fairseq's end-of-epoch stats with --log-format json: the step key behind the "train_" prefix
+# (facebookresearch/fairseq examples/fully_sharded_data_parallel/README.md; #1529, as the
+# issue's paste wrapped it mid-key every ~130 columns)
+FAIRSEQ_FSDP_EPOCH = (
+    '2021-03-08 12:43:15 | INFO | train | {"epoch": 1, "train_loss": "19.351", "train_ppl": '
+    '"668509", "train_wps": "210.9", "train_ups": "0.01", "train_wpb": "16384", "train_bsz": "8", '
+    '"train_num_updates": "10", "train_lr": "0", "train_gnorm": "36.26", "train_loss_scale": "1", '
+    '"train_train_wall": "667", "train_gb_free": "9.3", "train_wall": "804"}')
+FAIRSEQ_1529_WRAPPED = [
+    '2020-10-01 10:25:50 | INFO | train | {"epoch": 73, "train_loss": "nan", "train_ntokens": '
+    '"15558.8", "train_nsentences": "427.098", "t',
+    'rain_nll_loss": "nan", "train_wps": "2443", "train_ups": "0.16", "train_wpb": "15558.8", '
+    '"train_bsz": "427.1", "train_num_updates": "',
+    '9291", "train_lr": "1e-08", "train_gnorm": "nan", "train_loss_scale": null, '
+    '"train_train_wall": "867", "train_wall": "0"}',
+    "2020-10-01 10:25:50 | INFO | fairseq.trainer | begin training epoch 74",
+]
+
+
+def test_fairseq_json_epoch_stats_are_a_step_even_wrapped(tmp_path) -> None:
+    row = parse_metric_line(FAIRSEQ_FSDP_EPOCH)
+    assert row is not None and (row["iteration"], row["loss"]) == (10, 19.351)
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(FAIRSEQ_1529_WRAPPED) + "\n")
+    it = training_steps(load(str(log)))
+    assert it["iteration"].tolist() == [9291]
+    assert it["line"].iloc[0].endswith('"train_wall": "0"}')
+    # the validation's stats carry no training step ("valid_num_updates")
+    assert parse_metric_line('2020-04-22 07:47:12 | INFO | valid | {"epoch": 10, "valid_loss": '
+                             '"1.481", "valid_num_updates": "520"}') is None

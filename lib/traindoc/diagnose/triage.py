@@ -23,10 +23,11 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
   nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three
-  or more blips, each over within ``BLIP_POINTS`` logged points) are no finding; nor are, once
-  back by themselves, the first updates' overshoot of the untrained model's loss (a spike at
-  the second logged loss of a log starting at step 1) and slow humps (``HUMP_POINTS`` or more
-  logged points of climb).
+  or more blips, each over within ``BLIP_POINTS`` logged points; three or more spikes back by
+  themselves, none standing out of the others; a rise no larger than the loss's own moves
+  between logged points) are no finding; nor are, once back by themselves, the first updates'
+  overshoot of the untrained model's loss (a spike at the second logged loss of a log starting
+  at step 1) and slow humps (``HUMP_POINTS`` or more logged points of climb).
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
@@ -47,7 +48,9 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 import re
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -98,6 +101,18 @@ FIRST_STEP = 1
 # A spike whose loss climbed for this many logged points or more to its peak and came back by
 # itself is a slow hump (a warm-up schedule's; a smoothing logger's window), not a spike.
 HUMP_POINTS = 20
+# NOISE_BLIPS or more spikes that came back by themselves, however long each took, are the
+# series' own excursions (a per-batch loss printed unsmoothed: Paddle's VinVL retrieval loss,
+# 0.004 with a rise to ~0.1 every few hundred steps); one stays an incident only where its rise
+# is STAND_OUT times every other one's (noprop's CIFAR-100 log: 0.66 -> 1.26 among rises of
+# 0.10 and 0.19).
+STAND_OUT = 2.0
+# A spike whose rise above its baseline is under NOISE_RISE times the median move between
+# consecutive logged losses outside it (NOISE_MOVES of them at least) is the loss moving as it
+# always does (an HF Trainer fine-tune logging every step of a tiny batch: 2393, 1391, 2080,
+# 2559, 1194, 1769, …), not a spike.
+NOISE_RISE = 3.0
+NOISE_MOVES = 3
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
@@ -515,23 +530,34 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
     return int(it)
 
 
-def _loss_iterations(incident: Incident) -> list[int]:
+def _loss_points(incident: Incident) -> tuple[list[int], dict[int, float]]:
     """The logged training steps that have a loss, in order, numbered as the loss_spike
-    runbook numbers its spikes (epoch-counted steps run on across epochs)."""
+    runbook numbers its spikes (epoch-counted steps run on across epochs), and the finite
+    loss at each (the last one logged for a step)."""
     from .loss_spike.series import series  # the runbook's own series: its spikes' steps
 
     s = series(incident)
-    return sorted({int(x) for x in s.loc[s["loss"].notna(), "iteration"]})
+    s = s[s["loss"].notna()]
+    finite = {int(i): float(v) for i, v in zip(s["iteration"], s["loss"], strict=True)
+              if math.isfinite(float(v))}
+    return sorted({int(x) for x in s["iteration"]}), finite
 
 
-def _without_noise(facts: Mapping[str, Any], steps: list[int]) -> Mapping[str, Any]:
+def _loss_iterations(incident: Incident) -> list[int]:
+    """The logged training steps that have a loss (``_loss_points``)."""
+    return _loss_points(incident)[0]
+
+
+def _without_noise(facts: Mapping[str, Any], steps: list[int],
+                   losses: Mapping[int, float] | None = None) -> Mapping[str, Any]:
     """``facts`` without the loss spikes that are no incident: the series' own noise (when
     ``NOISE_BLIPS`` or more spikes each recovered within ``BLIP_POINTS`` logged points
-    (``steps``) of their start, those blips), the first updates' overshoot of the untrained
+    (``steps``) of their start, those blips; when ``NOISE_BLIPS`` or more came back at all,
+    those that do not stand out (``STAND_OUT``); given the finite ``losses`` by step, a rise
+    within the loss's own moves, ``NOISE_RISE``), the first updates' overshoot of the untrained
     model's loss (``FIRST_STEP``) and slow humps (``HUMP_POINTS``); other spikes stay."""
-    spikes = [s for s in facts.get("spikes") or [] if not _start_or_hump(s, steps)]
-    if len(spikes) < len(facts.get("spikes") or []):
-        facts = {**facts, "spikes": spikes}
+    raw = list(facts.get("spikes") or [])
+    spikes = [s for s in raw if not _start_or_hump(s, steps)]
 
     def blip(s: Mapping[str, Any]) -> bool:
         a, b = s.get("start_iteration"), s.get("recovered_iteration")
@@ -540,10 +566,53 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int]) -> Mapping[str, A
         n = sum(1 for x in steps if int(a) < x <= int(b))
         return 1 <= n <= BLIP_POINTS
 
-    blips = [s for s in spikes if blip(s)]
-    if len(blips) < NOISE_BLIPS:
+    if sum(1 for s in spikes if blip(s)) >= NOISE_BLIPS:
+        spikes = [s for s in spikes if not blip(s)]
+    back = [s for s in raw if s.get("recovered_iteration") is not None]
+    if len(back) >= NOISE_BLIPS:
+        spikes = [s for s in spikes if s.get("recovered_iteration") is None
+                  or _stands_out(s, back)]
+    if losses is not None:
+        spikes = [s for s in spikes if not _within_moves(s, losses)]
+    if len(spikes) == len(raw):
         return facts
-    return {**facts, "spikes": [s for s in spikes if not blip(s)]}
+    return {**facts, "spikes": spikes}
+
+
+def _rise(spike: Mapping[str, Any]) -> float | None:
+    """A spike's peak loss above its baseline (None: not given)."""
+    p, b = spike.get("peak_loss"), spike.get("baseline_loss")
+    return None if p is None or b is None else float(p) - float(b)
+
+
+def _stands_out(spike: Mapping[str, Any], back: list[Mapping[str, Any]]) -> bool:
+    """Whether ``spike`` rose ``STAND_OUT`` times higher than every other spike in ``back``
+    (the spikes that came back by themselves); a rise not given is kept."""
+    r = _rise(spike)
+    others = [_rise(s) for s in back if s is not spike]
+    if r is None or any(o is None for o in others):
+        return True
+    return all(r >= STAND_OUT * float(o) for o in others if o is not None)
+
+
+def _within_moves(spike: Mapping[str, Any], losses: Mapping[int, float]) -> bool:
+    """Whether ``spike`` rose less than ``NOISE_RISE`` times the median move between
+    consecutive logged losses (``losses`` by step) outside it (before its start, from its
+    recovery on), given ``NOISE_MOVES`` such moves at least."""
+    r, a = _rise(spike), spike.get("start_iteration")
+    if r is None or a is None:
+        return False
+    b = spike.get("recovered_iteration")
+
+    def outside(x: int) -> bool:
+        return x < int(a) or (b is not None and x >= int(b))
+
+    pts = sorted(losses.items())
+    moves = [abs(y1 - y0) for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False)
+             if outside(x0) and outside(x1) and (x1 < int(a) or x0 >= int(a))]
+    if len(moves) < NOISE_MOVES:
+        return False
+    return r < NOISE_RISE * statistics.median(moves)
 
 
 def _start_or_hump(spike: Mapping[str, Any], steps: list[int]) -> bool:
@@ -614,7 +683,7 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
             not_checked: list[dict[str, str]]) -> Sighting | None:
     if rep is None:
         return None
-    facts = (_without_noise(rep.facts, _loss_iterations(incident)) if cls == "loss_spike"
+    facts = (_without_noise(rep.facts, *_loss_points(incident)) if cls == "loss_spike"
              else rep.facts)
     start = _metric_found(cls, facts)
     if start is None:

@@ -15,7 +15,8 @@ in ``LINE_PARSERS`` (line parsers), ``BLOCK_PARSERS`` (multi-line records) or ``
 - ``processes``: NCCL's ``host:pid:tid [dev]`` init lines (which process ran where)
 - ``iterations``: Megatron/DeepSpeed/torchtitan/Lightning/HF Trainer step lines
 - ``metric_lines``: the generic step-line reader (any trainer's ``step … loss …`` line that no
-  other parser read), by syntax and vocabulary
+  other parser read), by syntax and vocabulary; step lines with a cumulative skip counter
+  (block parser)
 - ``progress``: tqdm bars
 - ``torchrun``: torchrun's ChildFailedError report (block parser)
 - ``flight_recorder``: flight-recorder dumps (a whole-file loader, in ``FILE_LOADERS``)
@@ -69,6 +70,7 @@ BLOCK_PARSERS: tuple[type[BlockParser], ...] = (torchrun.ChildFailedParser,
                                                         errors.CudaErrorBlock,
                                                         errors.CheckMacroError,
                                                         *iterations.BLOCKS,
+                                                        *metric_lines.BLOCKS,
                                                         *benchmarks.BLOCKS,
                                                         *missing_ranks.BLOCKS)
 

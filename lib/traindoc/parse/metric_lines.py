@@ -116,8 +116,10 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
-    r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|train[ _]step|num_updates|updates|up(?=\.)|"
-    r"iteration|iter|step|s(?=:\d)|batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?![\w/])\.?\s*[:=#]?\s*\[?\s*"
+    r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
+    r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
+    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?![\w/])(?:(?<=\w)['\"](?=\s*:))?"
+    r"\.?\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; BasicSR
 # writes thousands separators: "iter:   3,800"; a logger that formats every value as a float
@@ -189,7 +191,8 @@ CLU_STEP_RE = re.compile(
 WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters?\s*\)")
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
-STEP_RANK = {"globalstep": 0, "optstep": 0, "trainstep": 1, "numupdates": 0, "updates": 1, "up": 1,
+STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "numupdates": 0,
+             "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
              "stepnum": 3, "epochnum": 4, "batch": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
@@ -207,6 +210,8 @@ MLLOG_KEYS = {"throughput": "samples_per_second"}
 # "elapsed_time": "0:00:24", "remaining_time": "5:58:33"): the run's time so far, ``train_time_s``
 CLOCK_KEYS = frozenset(("elapsed_time", "elapsed", "time_elapsed"))
 CLOCK_RE = re.compile(r"(?:\d+ days?, )?\d+:\d\d:\d\d(?:\.\d+)?")
+# the prefix of fairseq's end-of-epoch JSON stats ("train_num_updates"): its step key behind it
+JSON_TRAIN_PREFIX = "train_"
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
@@ -429,6 +434,15 @@ def _json_pairs(text: str) -> dict[str, str] | None:
                                         or (str(k).lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v))))}
 
 
+def _json_step_key(key: str) -> bool:
+    """Whether a JSON field names the step: a step key of ``STEP_RANK``, also behind the
+    ``train_`` prefix of fairseq's end-of-epoch stats (``--log-format json``: ``{"epoch": 73,
+    "train_loss": "nan", …, "train_num_updates": "9291", …}``)."""
+    low = key.lower()
+    low = low.removeprefix(JSON_TRAIN_PREFIX)
+    return re.sub(r"[ _]", "", low) in STEP_RANK or low in ("iteration", "steps")
+
+
 def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
@@ -443,8 +457,7 @@ def parse_metric_line(text: str) -> Row | None:
     by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
-        step_key = next((k for k in pairs if re.sub(r"[ _]", "", k.lower()) in STEP_RANK
-                         or k.lower() in ("iteration", "steps")
+        step_key = next((k for k in pairs if _json_step_key(k)
                          or STEP_OF_TOTAL_RE.fullmatch(pairs[k])), None)
         if step_key is None:
             return None
@@ -830,16 +843,34 @@ def parse_line(text: str) -> Row | None:
 
 
 def incomplete_record(text: str) -> bool:
-    """A line the next one completes: a step line cut before its step (``cut_before_step``)
-    or an epoch's header (``epoch_header``)."""
-    return epoch_header(text) or cut_before_step(text)
+    """A line the next one completes: a step line cut before its step (``cut_before_step``),
+    an epoch's header (``epoch_header``) or a JSON object a paste wrapped (``open_json``)."""
+    return epoch_header(text) or cut_before_step(text) or open_json(text)
 
 
 def record_continues(record: str, body: str) -> bool:
     """Whether ``body`` completes ``record`` (``incomplete_record``)."""
     if epoch_header(record):
         return epoch_result(body)
+    if open_json(record):
+        return json_continues(body)
     return step_continues(record, body)
+
+
+# a line that goes on with a JSON object's fields: '…", "key": …' (fairseq's epoch stats as a
+# GitHub paste wraps them mid-key: '…, "t' / 'rain_nll_loss": "nan", …')
+JSON_FIELDS_RE = re.compile(r"\"\s*[:,]\s*[\"\d{\[nt-]")
+
+
+def open_json(text: str) -> bool:
+    """Whether a line opens a JSON object (``{"``) that it does not close."""
+    start = text.find("{\"")
+    return start >= 0 and text.count("{", start) > text.count("}", start)
+
+
+def json_continues(body: str) -> bool:
+    """Whether ``body`` is more of a wrapped JSON object's fields, not a record of its own."""
+    return "{\"" not in body and JSON_FIELDS_RE.search(body) is not None
 
 
 def cut_before_step(text: str) -> bool:
@@ -873,3 +904,49 @@ PARSERS: tuple[LineParser, ...] = (
         "MFU: 29.1%",
     ),
 )
+
+
+# -- a skip counter that counts since the start ------------------------------------------------
+# A step line that prints the skipped optimizer steps since the run started, not per interval,
+# in any syntax the reader knows: NVIDIA's BERT (MLPerf training_results v0.7 and later,
+# run_pretraining.py: "{'training_steps': 207, …, 'global_steps': 199, …, 'skipped_steps': 8,
+# …}"). DeepSpeed's own "step=20, skipped=12, lr=[…]" is ``iterations.DeepSpeedStepParser``.
+CUMULATIVE_SKIP_RE = re.compile(r"(?<![\w/.])['\"]?skipped_steps['\"]?\s*[:=]\s*(?P<n>\d+)\b")
+
+
+class CumulativeSkipParser:
+    """Step lines with a cumulative skip counter (``CUMULATIVE_SKIP_RE``), one stream each: the
+    line's row as the generic reader reads it, its ``skipped`` the counter's growth since the
+    stream's previous line. The stream's first line counts its skips only when every step so
+    far was one (the start-of-run loss-scale calibration: ``'training_steps': 1, …,
+    'skipped_steps': 1``); otherwise the excerpt's first count holds skips of steps it does not
+    show."""
+
+    needles = ("skipped_steps",)
+    tables = ("iterations",)
+    section: str | None = None  # always None: each line is a record of its own
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.count: int | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the step's row for a step line with the counter."""
+        m = CUMULATIVE_SKIP_RE.search(text)
+        row = parse_metric_line(text) if m is not None else None
+        if m is None or row is None or row.get("event") is not None:
+            return []
+        count = int(m["n"])
+        if self.count is not None and count >= self.count:
+            grew = count - self.count
+        else:  # the stream's first line, or a restarted run's
+            grew = count if count == row["iteration"] else 0
+        self.count = count
+        return [("iterations", {**row, "skipped": grew or None, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
+BLOCKS = (CumulativeSkipParser,)

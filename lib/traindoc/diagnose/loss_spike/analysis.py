@@ -63,12 +63,15 @@ class LossSpikeAnalysis:
         line (Megatron prints no grad norm for a skipped step: "iteration 3634/ 8000 | … |
         number of skipped iterations: 1 |"); a skipped step placed after it from an
         unnumbered overflow note (fairseq's "NOTE: overflow detected" after update 700,
-        apex's "Gradient overflow.  Skipping step") is no logged iteration."""
+        apex's "Gradient overflow.  Skipping step") is no logged iteration, nor is a NaN
+        warning's (TF's "Model diverged with loss = NaN." after "loss = 1.63497, step =
+        97601")."""
         s = self.series
         values = [c for c in ("lr", "consumed_samples", "consumed_tokens", "global_batch_size")
                   if c in s]
-        logged = s["loss"].notna() | s["grad_norm"].notna() | s["is_nan"] | s[values].notna().any(
-            axis=1)
+        own = ~s["placed"] if "placed" in s else True
+        logged = s["loss"].notna() | s["grad_norm"].notna() | (s["is_nan"] & own) | s[
+            values].notna().any(axis=1)
         if logged.any():
             return int(s.loc[logged, "iteration"].iloc[-1])
         # no value anywhere (yolact's "[  1]    1530 || B: … | T: 18.442 || timer: 0.321"):
@@ -93,6 +96,12 @@ class LossSpikeAnalysis:
     def nan_at_end(self) -> bool:
         """Whether the loss/grad norm is still NaN on the last logged iteration."""
         return bool(len(self.nan_iterations)) and bool(self.series["is_nan"].iloc[-1])
+
+    @property
+    def end_iteration(self) -> int:
+        """The last iteration in the series, an event placed after the last step line (a NaN
+        warning's) included."""
+        return int(self.series["iteration"].iloc[-1])
 
     @property
     def nan_run_start(self) -> int | None:

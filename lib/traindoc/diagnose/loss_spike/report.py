@@ -383,7 +383,7 @@ def _nan_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
         return None
     r = a.rollback_iteration
     return (f"The loss/grad norm became NaN at iteration {a.nan_run_start} and "
-            f"stayed NaN to the end of the log ({a.last_iteration}): roll back "
+            f"stayed NaN to the end of the log ({a.end_iteration}): roll back "
             + (f"to checkpoint {r}." if r is not None else "to the last checkpoint before it."),
             Confidence.HIGH)
 

@@ -81,7 +81,8 @@ def _bar_nan_to_bar_step(incident: Incident, df: pd.DataFrame,
 def series(incident: Incident) -> pd.DataFrame:
     """One row per iteration: the metrics of every line or export row for it, the last value
     logged winning (a restarted job's rerun replaces the first attempt; per-tag exports merge);
-    ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf."""
+    ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf,
+    ``placed`` an iteration only lines without a step of their own were placed at."""
     it = across_epochs(epoch_counted(place_unnumbered_skips(incident), incident.progress))
     cols = list(SERIES_COLUMNS)
     evals = it["iteration"].notna() & (it["event"] == "eval").fillna(False) \
@@ -92,6 +93,7 @@ def series(incident: Incident) -> pd.DataFrame:
         out = pd.DataFrame({c: pd.Series(dtype="float64") for c in cols})
         out["iteration"] = out["iteration"].astype("int64")
         out["is_nan"] = pd.Series(dtype=bool)
+        out["placed"] = pd.Series(dtype=bool)
         return out
     steps = it["iteration"].notna()
     if "event" in it.columns:  # eval results and end-of-run summaries are not steps
@@ -115,6 +117,10 @@ def series(incident: Incident) -> pd.DataFrame:
                & df["line"].fillna("").str.contains(MEGATRON_COUNTERS_RE))
     df["_nan"] = ((text_nan & (df["loss"].isna() | df["grad_norm"].isna())) | inf | no_loss
                   | (df["nan"].fillna(0) > 0))
+    # a row the log gave no step of its own (a NaN warning placed at the next step,
+    # ``place_unnumbered_skips``): an event in the run, not a logged iteration
+    unnumbered = incident.iterations["iteration"].isna()
+    df["_placed"] = unnumbered.reindex(df.index, fill_value=False).astype(bool).to_numpy()
     df["_order"] = np.arange(len(df))
     df = df.sort_values(["iteration", "_order"], kind="stable")
     g = df.groupby("iteration", sort=True)
@@ -125,6 +131,7 @@ def series(incident: Incident) -> pd.DataFrame:
     # DeepSpeed's skips)
     out["skipped"] = g["skipped"].max().to_numpy()
     out["is_nan"] = g["_nan"].any().to_numpy()
+    out["placed"] = g["_placed"].all().to_numpy()
     out["iteration"] = out["iteration"].astype("int64")
     for c in ("loss", "grad_norm", "lr", "loss_scale"):
         out[c] = out[c].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
