@@ -472,3 +472,30 @@ def test_the_exit_1_after_an_anonymous_exception_names_its_rank_and_machine(tmp_
     f = _facts(tmp_path, text)
     assert f["error_kind"] == "python" and "same device" in f["error_message"]
     assert f["failed_ranks"] == [1] and f["failed_hosts"] == ["worker-0"]
+
+
+# --- NCCL >= 2.23 stamps its WARN lines: the time stands before host:pid:tid ------------------
+
+@pytest.mark.parametrize("text, host", [
+    # dmlc/xgboost#11359 (corpus gpu_crash-xgboost-11359): a Kubernetes pod as the host
+    ("rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2:36:63 [0] NCCL INFO Using "
+     "network Socket\n"
+     "[2025-06-30 14:21:53] rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2:36:63 "
+     "[0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'\n"
+     "rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2:36:63 [0] NCCL INFO "
+     "init.cc:1437 -> 1\n",
+     "rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2"),
+    # meta-pytorch/torchtune#2556: a CI runner's log, GitHub's own time before NCCL's
+    ("2025-04-04T16:57:57.7153695Z [2025-04-04 16:57:39] ip-10-0-9-191:95209:95228 [0] "
+     "init.cc:416 NCCL WARN Cuda failure 'operation not supported'\n"
+     "2025-04-04T16:57:57.7153889Z ip-10-0-9-191:95209:95228 [0] NCCL INFO init.cc:1397 -> 1\n",
+     "ip-10-0-9-191"),
+    # NVIDIA/nccl#2101: NCCL 2.27.5 on a vGPU, the model server's pod
+    ("[2026-04-13 19:52:24] pais-modelendpoint-c3dea45f-4e72-4a34-8888-7c855e768973-8579zt8:508:"
+     "508 [0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'\n",
+     "pais-modelendpoint-c3dea45f-4e72-4a34-8888-7c855e768973-8579zt8"),
+])
+def test_a_stamped_nccl_warn_names_its_host(tmp_path: Path, text: str, host: str) -> None:
+    f = _facts(tmp_path, text)
+    assert f["failed_hosts"] == [host]
+    assert "operation not supported" in f["error_message"]
