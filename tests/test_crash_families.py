@@ -499,3 +499,50 @@ def test_a_stamped_nccl_warn_names_its_host(tmp_path: Path, text: str, host: str
     f = _facts(tmp_path, text)
     assert f["failed_hosts"] == [host]
     assert "operation not supported" in f["error_message"]
+
+
+# --- torchrun's Root Cause record: the worker's death in its own words -----------------------
+
+ROOT_CAUSE = """\
+{failed}
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : {time}
+  host      : {host}
+  rank      : 0 (local_rank: 0)
+  exitcode  : {code} (pid: {pid})
+  error_file: <N/A>
+  traceback : {traceback}
+============================================================
+"""
+
+
+@pytest.mark.parametrize("failed, time, host, code, pid, traceback", [
+    # NVIDIA/Model-Optimizer#1681 (corpus gpu_crash-model-optimizer-1681): torch 2.x glog records
+    ("E0612 01:14:57.061000 3908386 torch/distributed/elastic/multiprocessing/api.py:914] failed "
+     "(exitcode: -9) local_rank: 0 (pid: 3908423) of binary: /opt/venv/bin/python",
+     "2026-06-12_01:14:57", "pool0-01753", -9, 3908423,
+     "Signal 9 (SIGKILL) received by PID 3908423"),
+    # NVIDIA/Megatron-LM#1880 (corpus gpu_crash-megatron-lm-1880): a segfault, the report alone
+    ("", "2025-12-23_05:17:58", "yotta-B200-232", -11, 3304209,
+     "Signal 11 (SIGSEGV) received by PID 3304209"),
+    # FasterDecoding/Medusa#118 (corpus gpu_crash-medusa-118): behind a tqdm bar
+    ("Loading checkpoint shards:  50% 1/2 [00:49<00:49, 49.97s/it]E0825 17:31:27.240000 "
+     "139795859210880 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: -9) "
+     "local_rank: 0 (pid: 8158) of binary: /usr/bin/python3", "2024-08-25_17:31:27", "4b1a9e8a140f", -9, 8158,
+     "Signal 9 (SIGKILL) received by PID 8158"),
+])
+def test_the_root_cause_quotes_the_signal_line(tmp_path: Path, failed: str, time: str, host: str,
+                                               code: int, pid: int, traceback: str) -> None:
+    text = ROOT_CAUSE.format(failed=failed, time=time, host=host, code=code, pid=pid,
+                             traceback=traceback)
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "signal" and f["failed_ranks"] == [0]
+    assert f["error_message"] == traceback

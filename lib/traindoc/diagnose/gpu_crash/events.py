@@ -95,6 +95,8 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
 EXIT_WORDS_RE = re.compile(
     r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
     r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+|"
+    # torchrun's Root Cause record: "traceback : Signal 9 (SIGKILL) received by PID 3908423"
+    r"[Ss]ignal \d+ \(SIG\w+\) received by PID \d+|"
     r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
     r"[:=]?\s*\d+|"
     # the shell's "Killed" alone on its line
