@@ -546,3 +546,46 @@ def test_the_root_cause_quotes_the_signal_line(tmp_path: Path, failed: str, time
     f = _facts(tmp_path, text)
     assert f["error_kind"] == "signal" and f["failed_ranks"] == [0]
     assert f["error_message"] == traceback
+
+
+# --- a save line in any trainer's words: a save verb, "checkpoint", where it went ------------
+
+@pytest.mark.parametrize("line, kind, iteration", [
+    # JunyiJ/PostTraining-LLM-Small logs/train.log (corpus gpu_crash-posttraining-llm-small-train)
+    ("Saved checkpoint to /Users/junyi/Projects/PostTraining-LLM-Small/checkpoints/"
+     "lora_epoch3_step150.pt", "saved", 150),
+    # AkramjitS/gpt-lab-diffusion train.log (corpus throughput-gpt-lab-diffusion-train)
+    ("Saved checkpoint to experiments/20250530_144815_ModdedGPT/state_step002000.pt", "saved",
+     2000),
+    # AntonioLopardo/OLMo checkpoints/OLMo-1B-tied-emb2-1000/train.log (corpus
+    # loss_spike-olmo-fork-tied-emb2-train)
+    ("2025-12-26 23:00:44.170\tripe-sun-crunches-fin-03:0\tolmo.train:1377\tINFO\tUnsharded "
+     "checkpoint saved to /home/vec_norm/OLMo/checkpoints/OLMo-1B-tied-emb2-1000/step500-unsharded",
+     "saved", 500),
+    # Miracle2333/PaddleDetection log/workerlog.0 (corpus timeout-paddledetection-workerlog): no
+    # step in the line or the path
+    ("[03/08 14:11:13] ppdet.utils.checkpoint INFO: Save checkpoint: output/dino_ssod_debug",
+     "save_start", None),
+    # words about saving are no save line
+    ("--save_checkpoint_steps 100", None, None),
+    ("we should save checkpoint more often", None, None),
+])
+def test_a_save_line_in_any_words(line: str, kind: str | None, iteration: int | None) -> None:
+    from traindoc.parse.checkpoints import parse_checkpoint
+    row = parse_checkpoint(line)
+    assert (row["kind"] if row else None) == kind
+    assert (row["iteration"] if row else None) == iteration
+
+
+def test_a_hand_written_loops_last_save_is_the_resume_point(tmp_path: Path) -> None:
+    """PostTraining-LLM-Small's shape: '[step N] avg_loss=…' lines, then the epoch's save."""
+    text = "\n".join([
+        "[step 100] avg_loss=-0.0003 acc=0.5467",
+        "Saved checkpoint to /Users/junyi/Projects/PostTraining-LLM-Small/checkpoints/"
+        "lora_epoch2_step100.pt",
+        "[step 150] avg_loss=-0.0001 acc=0.5933",
+        "Saved checkpoint to /Users/junyi/Projects/PostTraining-LLM-Small/checkpoints/"
+        "lora_epoch3_step150.pt", ""])
+    f = _facts(tmp_path, text)
+    assert f["last_iteration"] == 150 and f["last_checkpoint_iteration"] == 150
+    assert f["error_kind"] is None
