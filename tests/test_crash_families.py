@@ -589,3 +589,34 @@ def test_a_hand_written_loops_last_save_is_the_resume_point(tmp_path: Path) -> N
     f = _facts(tmp_path, text)
     assert f["last_iteration"] == 150 and f["last_checkpoint_iteration"] == 150
     assert f["error_kind"] is None
+
+
+# --- a crash line's pid, tied by NCCL's lines to the GPU that is its local rank --------------
+
+def test_a_crashed_pids_gpu_is_its_local_rank(tmp_path: Path) -> None:
+    """deepspeedai/DeepSpeed#2638 (corpus gpu_crash-deepspeed-2638): UCX's handler names the
+    pid, NCCL's 'host:pid:tid [dev]' lines its GPU; one machine, four processes on four GPUs."""
+    text = "\n".join([
+        "cf0b62962198:378934:382525 [2] NCCL INFO Connected all trees",
+        "[cf0b62962198:378934:0:382579] Caught signal 7 (Bus error: nonexistent physical address)",
+        "cf0b62962198:378935:382528 [3] NCCL INFO Connected all trees",
+        "cf0b62962198:378938:382524 [5] NCCL INFO Connected all trees",
+        "[cf0b62962198:378938:0:382583] Caught signal 7 (Bus error: nonexistent physical address)",
+        "cf0b62962198:378936:382523 [4] NCCL INFO Connected all trees",
+        "[cf0b62962198:378935:0:382582] Caught signal 7 (Bus error: nonexistent physical address)",
+        ""])
+    f = _facts(tmp_path, text)
+    assert f["failed_hosts"] == ["cf0b62962198"] and f["error_kind"] == "signal"
+    assert 2 in f["failed_ranks"] and set(f["failed_ranks"]) <= {2, 3, 5}
+
+
+def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Path) -> None:
+    """NVIDIA/nccl-tests#252: two machines; kolyoz1 shows two processes on GPUs 1 and 3 (their
+    local ranks), kolyoz2 one process (nothing to tell its GPU from a remapped device 0)."""
+    from traindoc.diagnose.gpu_crash.events import device_local_ranks
+    log = tmp_path / "job.log"
+    log.write_text("\n".join([
+        "kolyoz1:27223:27908 [1] NCCL INFO Connected all trees",
+        "kolyoz2:25169:25829 [2] NCCL INFO Connected all trees",
+        "kolyoz1:27225:27907 [3] NCCL INFO Connected all trees", ""]))
+    assert device_local_ranks(traindoc.load(str(log))) == {27223: 1, 27225: 3}
