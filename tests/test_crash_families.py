@@ -620,3 +620,41 @@ def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Pa
         "kolyoz2:25169:25829 [2] NCCL INFO Connected all trees",
         "kolyoz1:27225:27907 [3] NCCL INFO Connected all trees", ""]))
     assert device_local_ranks(traindoc.load(str(log))) == {27223: 1, 27225: 3}
+
+
+# --- a job that states it runs one process: whatever failed is rank 0 ------------------------
+
+@pytest.mark.parametrize("line", [
+    # stanford-crfm/levanter logs/log-t1v-n-d3fbbfef-w-0.log (corpus gpu_crash-levanter-…-w-0)
+    "INFO:levanter.distributed:Initialized jax.distributed with 8 devices, 1 processes, "
+    "coordinator_address=None, process_id=None, my device_ids=None.",
+    # microsoft/DeepSpeedExamples ViT CIFAR training.log (corpus
+    # throughput-deepspeedexamples-vit-cifar-training): DeepSpeed's launcher on one process
+    "[2022-11-22 10:02:01,787] [INFO] [launch.py:148:main] nnodes=1, num_local_procs=1, "
+    "node_rank=0",
+])
+def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
+    from traindoc.parse.benchmarks import parse_node_layout
+    rows = parse_node_layout(line) or []
+    got = {r["metric"]: r["value"] for r in rows}
+    assert got["layout:nnodes"] == 1 and got["layout:nproc_per_node"] == 1
+
+
+def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:
+    """levanter's single-host TPU job: the traceback names no process; the job has one."""
+    text = "\n".join([
+        "INFO:levanter.distributed:Initialized jax.distributed with 8 devices, 1 processes, "
+        "coordinator_address=None, process_id=None, my device_ids=None.",
+        "2024-01-01T07:27:55 - 0 - levanter.data.text - text.py:275 - ERROR :: error loading cache",
+        "Traceback (most recent call last):",
+        '  File "/home/kaiyue/venv310/lib/python3.10/site-packages/gcsfs/retry.py", line 103, in '
+        "validate_response",
+        '    raise OSError(f"Forbidden: {path}\\n{msg}")',
+        "OSError: Forbidden: b/levanter-data/o/tokenized%2Fopenwebtext%2Fvalidation%2F"
+        "cache_ledger.json", ""])
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "python" and "Forbidden" in f["error_message"]
+    assert f["failed_ranks"] == [0]
+    # two processes: which one failed is not said
+    f = _facts(tmp_path, text.replace("8 devices, 1 processes", "8 devices, 2 processes"))
+    assert f["failed_ranks"] == []

@@ -276,6 +276,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         if rank is None and local is None and known(r.pid):
             local = by_pid_device.get(int(r.pid))
             from_device = local is not None
+        if rank is None and local is None and layout.nnodes == 1 and layout.nproc_per_node == 1:
+            local = 0  # the log states one process in all: whatever failed is rank 0
         if rank is None and local is not None:
             rank = global_rank(local, as_str(r.host), layout)
             if rank is None:
