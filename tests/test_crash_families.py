@@ -472,3 +472,189 @@ def test_the_exit_1_after_an_anonymous_exception_names_its_rank_and_machine(tmp_
     f = _facts(tmp_path, text)
     assert f["error_kind"] == "python" and "same device" in f["error_message"]
     assert f["failed_ranks"] == [1] and f["failed_hosts"] == ["worker-0"]
+
+
+# --- NCCL >= 2.23 stamps its WARN lines: the time stands before host:pid:tid ------------------
+
+@pytest.mark.parametrize("text, host", [
+    # dmlc/xgboost#11359 (corpus gpu_crash-xgboost-11359): a Kubernetes pod as the host
+    ("rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2:36:63 [0] NCCL INFO Using "
+     "network Socket\n"
+     "[2025-06-30 14:21:53] rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2:36:63 "
+     "[0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'\n"
+     "rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2:36:63 [0] NCCL INFO "
+     "init.cc:1437 -> 1\n",
+     "rapids-dask-cluster-default-worker-4924628e24-7f5497b696-mwmk2"),
+    # meta-pytorch/torchtune#2556: a CI runner's log, GitHub's own time before NCCL's
+    ("2025-04-04T16:57:57.7153695Z [2025-04-04 16:57:39] ip-10-0-9-191:95209:95228 [0] "
+     "init.cc:416 NCCL WARN Cuda failure 'operation not supported'\n"
+     "2025-04-04T16:57:57.7153889Z ip-10-0-9-191:95209:95228 [0] NCCL INFO init.cc:1397 -> 1\n",
+     "ip-10-0-9-191"),
+    # NVIDIA/nccl#2101: NCCL 2.27.5 on a vGPU, the model server's pod
+    ("[2026-04-13 19:52:24] pais-modelendpoint-c3dea45f-4e72-4a34-8888-7c855e768973-8579zt8:508:"
+     "508 [0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'\n",
+     "pais-modelendpoint-c3dea45f-4e72-4a34-8888-7c855e768973-8579zt8"),
+])
+def test_a_stamped_nccl_warn_names_its_host(tmp_path: Path, text: str, host: str) -> None:
+    f = _facts(tmp_path, text)
+    assert f["failed_hosts"] == [host]
+    assert "operation not supported" in f["error_message"]
+
+
+# --- torchrun's Root Cause record: the worker's death in its own words -----------------------
+
+ROOT_CAUSE = """\
+{failed}
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : {time}
+  host      : {host}
+  rank      : 0 (local_rank: 0)
+  exitcode  : {code} (pid: {pid})
+  error_file: <N/A>
+  traceback : {traceback}
+============================================================
+"""
+
+
+@pytest.mark.parametrize("failed, time, host, code, pid, traceback", [
+    # NVIDIA/Model-Optimizer#1681 (corpus gpu_crash-model-optimizer-1681): torch 2.x glog records
+    ("E0612 01:14:57.061000 3908386 torch/distributed/elastic/multiprocessing/api.py:914] failed "
+     "(exitcode: -9) local_rank: 0 (pid: 3908423) of binary: /opt/venv/bin/python",
+     "2026-06-12_01:14:57", "pool0-01753", -9, 3908423,
+     "Signal 9 (SIGKILL) received by PID 3908423"),
+    # NVIDIA/Megatron-LM#1880 (corpus gpu_crash-megatron-lm-1880): a segfault, the report alone
+    ("", "2025-12-23_05:17:58", "yotta-B200-232", -11, 3304209,
+     "Signal 11 (SIGSEGV) received by PID 3304209"),
+    # FasterDecoding/Medusa#118 (corpus gpu_crash-medusa-118): behind a tqdm bar
+    ("Loading checkpoint shards:  50% 1/2 [00:49<00:49, 49.97s/it]E0825 17:31:27.240000 "
+     "139795859210880 torch/distributed/elastic/multiprocessing/api.py:826] failed (exitcode: -9) "
+     "local_rank: 0 (pid: 8158) of binary: /usr/bin/python3", "2024-08-25_17:31:27", "4b1a9e8a140f", -9, 8158,
+     "Signal 9 (SIGKILL) received by PID 8158"),
+])
+def test_the_root_cause_quotes_the_signal_line(tmp_path: Path, failed: str, time: str, host: str,
+                                               code: int, pid: int, traceback: str) -> None:
+    text = ROOT_CAUSE.format(failed=failed, time=time, host=host, code=code, pid=pid,
+                             traceback=traceback)
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "signal" and f["failed_ranks"] == [0]
+    assert f["error_message"] == traceback
+
+
+# --- a save line in any trainer's words: a save verb, "checkpoint", where it went ------------
+
+@pytest.mark.parametrize("line, kind, iteration", [
+    # JunyiJ/PostTraining-LLM-Small logs/train.log (corpus gpu_crash-posttraining-llm-small-train)
+    ("Saved checkpoint to /Users/junyi/Projects/PostTraining-LLM-Small/checkpoints/"
+     "lora_epoch3_step150.pt", "saved", 150),
+    # AkramjitS/gpt-lab-diffusion train.log (corpus throughput-gpt-lab-diffusion-train)
+    ("Saved checkpoint to experiments/20250530_144815_ModdedGPT/state_step002000.pt", "saved",
+     2000),
+    # AntonioLopardo/OLMo checkpoints/OLMo-1B-tied-emb2-1000/train.log (corpus
+    # loss_spike-olmo-fork-tied-emb2-train)
+    ("2025-12-26 23:00:44.170\tripe-sun-crunches-fin-03:0\tolmo.train:1377\tINFO\tUnsharded "
+     "checkpoint saved to /home/vec_norm/OLMo/checkpoints/OLMo-1B-tied-emb2-1000/step500-unsharded",
+     "saved", 500),
+    # Miracle2333/PaddleDetection log/workerlog.0 (corpus timeout-paddledetection-workerlog): no
+    # step in the line or the path
+    ("[03/08 14:11:13] ppdet.utils.checkpoint INFO: Save checkpoint: output/dino_ssod_debug",
+     "save_start", None),
+    # words about saving are no save line
+    ("--save_checkpoint_steps 100", None, None),
+    ("we should save checkpoint more often", None, None),
+])
+def test_a_save_line_in_any_words(line: str, kind: str | None, iteration: int | None) -> None:
+    from traindoc.parse.checkpoints import parse_checkpoint
+    row = parse_checkpoint(line)
+    assert (row["kind"] if row else None) == kind
+    assert (row["iteration"] if row else None) == iteration
+
+
+def test_a_hand_written_loops_last_save_is_the_resume_point(tmp_path: Path) -> None:
+    """PostTraining-LLM-Small's shape: '[step N] avg_loss=…' lines, then the epoch's save."""
+    text = "\n".join([
+        "[step 100] avg_loss=-0.0003 acc=0.5467",
+        "Saved checkpoint to /Users/junyi/Projects/PostTraining-LLM-Small/checkpoints/"
+        "lora_epoch2_step100.pt",
+        "[step 150] avg_loss=-0.0001 acc=0.5933",
+        "Saved checkpoint to /Users/junyi/Projects/PostTraining-LLM-Small/checkpoints/"
+        "lora_epoch3_step150.pt", ""])
+    f = _facts(tmp_path, text)
+    assert f["last_iteration"] == 150 and f["last_checkpoint_iteration"] == 150
+    assert f["error_kind"] is None
+
+
+# --- a crash line's pid, tied by NCCL's lines to the GPU that is its local rank --------------
+
+def test_a_crashed_pids_gpu_is_its_local_rank(tmp_path: Path) -> None:
+    """deepspeedai/DeepSpeed#2638 (corpus gpu_crash-deepspeed-2638): UCX's handler names the
+    pid, NCCL's 'host:pid:tid [dev]' lines its GPU; one machine, four processes on four GPUs."""
+    text = "\n".join([
+        "cf0b62962198:378934:382525 [2] NCCL INFO Connected all trees",
+        "[cf0b62962198:378934:0:382579] Caught signal 7 (Bus error: nonexistent physical address)",
+        "cf0b62962198:378935:382528 [3] NCCL INFO Connected all trees",
+        "cf0b62962198:378938:382524 [5] NCCL INFO Connected all trees",
+        "[cf0b62962198:378938:0:382583] Caught signal 7 (Bus error: nonexistent physical address)",
+        "cf0b62962198:378936:382523 [4] NCCL INFO Connected all trees",
+        "[cf0b62962198:378935:0:382582] Caught signal 7 (Bus error: nonexistent physical address)",
+        ""])
+    f = _facts(tmp_path, text)
+    assert f["failed_hosts"] == ["cf0b62962198"] and f["error_kind"] == "signal"
+    assert 2 in f["failed_ranks"] and set(f["failed_ranks"]) <= {2, 3, 5}
+
+
+def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Path) -> None:
+    """NVIDIA/nccl-tests#252: two machines; kolyoz1 shows two processes on GPUs 1 and 3 (their
+    local ranks), kolyoz2 one process (nothing to tell its GPU from a remapped device 0)."""
+    from traindoc.diagnose.gpu_crash.events import device_local_ranks
+    log = tmp_path / "job.log"
+    log.write_text("\n".join([
+        "kolyoz1:27223:27908 [1] NCCL INFO Connected all trees",
+        "kolyoz2:25169:25829 [2] NCCL INFO Connected all trees",
+        "kolyoz1:27225:27907 [3] NCCL INFO Connected all trees", ""]))
+    assert device_local_ranks(traindoc.load(str(log))) == {27223: 1, 27225: 3}
+
+
+# --- a job that states it runs one process: whatever failed is rank 0 ------------------------
+
+@pytest.mark.parametrize("line", [
+    # stanford-crfm/levanter logs/log-t1v-n-d3fbbfef-w-0.log (corpus gpu_crash-levanter-…-w-0)
+    "INFO:levanter.distributed:Initialized jax.distributed with 8 devices, 1 processes, "
+    "coordinator_address=None, process_id=None, my device_ids=None.",
+    # microsoft/DeepSpeedExamples ViT CIFAR training.log (corpus
+    # throughput-deepspeedexamples-vit-cifar-training): DeepSpeed's launcher on one process
+    "[2022-11-22 10:02:01,787] [INFO] [launch.py:148:main] nnodes=1, num_local_procs=1, "
+    "node_rank=0",
+])
+def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
+    from traindoc.parse.benchmarks import parse_node_layout
+    rows = parse_node_layout(line) or []
+    got = {r["metric"]: r["value"] for r in rows}
+    assert got["layout:nnodes"] == 1 and got["layout:nproc_per_node"] == 1
+
+
+def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:
+    """levanter's single-host TPU job: the traceback names no process; the job has one."""
+    text = "\n".join([
+        "INFO:levanter.distributed:Initialized jax.distributed with 8 devices, 1 processes, "
+        "coordinator_address=None, process_id=None, my device_ids=None.",
+        "2024-01-01T07:27:55 - 0 - levanter.data.text - text.py:275 - ERROR :: error loading cache",
+        "Traceback (most recent call last):",
+        '  File "/home/kaiyue/venv310/lib/python3.10/site-packages/gcsfs/retry.py", line 103, in '
+        "validate_response",
+        '    raise OSError(f"Forbidden: {path}\\n{msg}")',
+        "OSError: Forbidden: b/levanter-data/o/tokenized%2Fopenwebtext%2Fvalidation%2F"
+        "cache_ledger.json", ""])
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "python" and "Forbidden" in f["error_message"]
+    assert f["failed_ranks"] == [0]
+    # two processes: which one failed is not said
+    f = _facts(tmp_path, text.replace("8 devices, 1 processes", "8 devices, 2 processes"))
+    assert f["failed_ranks"] == []

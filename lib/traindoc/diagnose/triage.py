@@ -128,6 +128,8 @@ TEARDOWN_CODES = frozenset({"launcher_sigterm", "launcher_received_signal", "lau
 # the cascade of that peer's failure, not a crash of its own.
 PEER_LOST_CODES = frozenset({"gloo_connection_reset", "gloo_connection_closed", "nccl_remote"})
 RECORD_HEADER_RE = re.compile(r"^\s*\[\d+\]:\s*$")
+# the record's row stands at its traceback line where that names the signal (parse.torchrun)
+RECORD_SIGNAL_RE = re.compile(r"^\s*traceback\s*:\s*[Ss]ignal \d+ \(SIG\w+\) received by PID \d+\s*$")
 # A CUDA failure, whatever parser filed the line (torch>=2.2 words a GPU fault seen by the NCCL
 # watchdog as "Process group watchdog thread terminated with exception: CUDA error: …").
 CUDA_TEXT_RE = re.compile(r"CUDA error: |CUDA out of memory|NVRM: Xid|uncorrectable ECC")
@@ -371,7 +373,8 @@ def exit_evidence(x: pd.DataFrame) -> pd.DataFrame:
     if not len(x):
         return x
     x = x.copy()
-    header = x["line"].fillna("").str.match(RECORD_HEADER_RE)
+    lines = x["line"].fillna("")
+    header = lines.str.match(RECORD_HEADER_RE) | lines.str.match(RECORD_SIGNAL_RE)
     for i in x.index[header]:
         r = x.loc[i]
         who = "rank ?" if pd.isna(r["rank"]) else f"rank {int(r['rank'])}"
@@ -382,7 +385,8 @@ def exit_evidence(x: pd.DataFrame) -> pd.DataFrame:
         code = "?" if pd.isna(r["exitcode"]) else int(r["exitcode"])
         sig = f" ({r['signal']})" if pd.notna(r["signal"]) else ""
         rc = ", torchrun's root cause" if _true(r.get("root_cause")) else ""
-        x.loc[i, "line"] = f"{str(r['line']).strip()} {who}: exitcode {code}{sig}{rc}"
+        sep = " " if RECORD_HEADER_RE.match(str(r["line"])) else " — "
+        x.loc[i, "line"] = f"{str(r['line']).strip()}{sep}{who}: exitcode {code}{sig}{rc}"
     return x
 
 

@@ -181,10 +181,15 @@ LAYOUT_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nnodes", re.compile(rf"(?:--nnodes|\bnnodes|\bgroup_world_size|\bNNODES){_N}")),
 )
 LOCAL_RANKS_RE = re.compile(r"\blocal_ranks=\[(?P<list>[\d, ]*)\]")
+# a job that says how many processes it has in all: levanter's "Initialized jax.distributed with
+# 8 devices, 1 processes, …" (older: "… 1 hosts"; levanter/distributed.py). Read only when it is
+# one: a single process is one node running one process, whatever P processes would mean.
+JOB_PROCESSES_RE = re.compile(
+    r"Initialized jax\.distributed with \d+ devices, (?P<n>\d+) (?:processes|hosts)\b")
 STANDALONE_RE = re.compile(r"(?:^|\s)--standalone\b")
 LAYOUT_NEEDLES = ("node_rank", "node-rank", "group_rank", "NODE_RANK", "nproc", "num_local_procs",
                   "local_world_size", "LOCAL_WORLD_SIZE", "nnodes", "NNODES", "group_world_size",
-                  "local_ranks=", "--standalone")
+                  "local_ranks=", "--standalone", "Initialized jax.distributed with ")
 
 
 def parse_node_layout(text: str) -> list[Row] | None:
@@ -200,6 +205,10 @@ def parse_node_layout(text: str) -> list[Row] | None:
         rows.append({"metric": "layout:nproc_per_node", "value": float(len(m["list"].split(",")))})
     if STANDALONE_RE.search(text) and not any(r["metric"] == "layout:nnodes" for r in rows):
         rows.append({"metric": "layout:nnodes", "value": 1.0})
+    m = JOB_PROCESSES_RE.search(text)
+    if m and int(m["n"]) == 1:
+        rows += [{"metric": "layout:nnodes", "value": 1.0},
+                 {"metric": "layout:nproc_per_node", "value": 1.0}]
     return rows or None
 
 

@@ -3,7 +3,8 @@
 Each entry of ``CHECKPOINT_PATTERNS`` is (kind, needle, regex); the first match wins. ``kind``
 is save_start | saved | loaded. Named groups: ``it`` (iteration), ``path``, ``tag`` (DeepSpeed's
 ``global_stepN``), ``dur_s`` / ``max_ms`` (how long the save took). The iteration falls back to
-``global_stepN`` / ``checkpoint-N`` / ``step-N`` / ``iter_NNNNNNN`` / ``step=N`` in the path.
+``global_stepN`` / ``checkpoint-N`` / ``step-N`` / ``stepN`` / ``iter_NNNNNNN`` / ``step=N`` in
+the path.
 
 Wordings, checked against the sources:
 
@@ -38,6 +39,13 @@ import re
 
 from .base import LineParser, Row, to_float
 from .collectives import RANK_TAG_RE
+
+# the generic save line (the last entries of ``CHECKPOINT_PATTERNS``): a verb of saving next to
+# "checkpoint", then "to", "at", "in" or ":" and a path; no other words between them
+GENERIC_SAVE_RE = re.compile(
+    r"(?<![\w-])(?:[Ss]av(?:ed|ing)|[Ss]ave) (?:the |a )?(?:model )?checkpoints? ?(?:to|at|in|:) "
+    r"+['\"]?(?P<path>[^\s'\"]+)"
+    r"|(?<![\w-])[Cc]heckpoints? saved ?(?:to|at|in|:) +['\"]?(?P<path2>[^\s'\"]+)")
 
 CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # Megatron
@@ -88,13 +96,22 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # "Saving best model and training states" (AT-BSN, DiffIR-style bounds trainers)
     ("save_start", " and training states", re.compile(
         r"Saving (?:best )?models? and training states")),
+    # Any other trainer, hand-written loops included: a save verb and "checkpoint", then where
+    # it went ("Saved checkpoint to ckpt/lora_epoch3_step150.pt", "Saving checkpoint to
+    # output/model_0000499.pth", "Checkpoint saved to …/step500-unsharded", "Save checkpoint:
+    # output/dino"). Last, so that a trainer's own wording above wins; the step comes from the
+    # path where it names one, else from the step logged before the save
+    # (``diagnose.common.place_unnumbered_saves``).
+    *((kind, needle, GENERIC_SAVE_RE) for kind, needle in (
+        ("saved", "aved checkpoint"), ("saved", "heckpoint saved"),
+        ("save_start", "aving checkpoint"), ("save_start", "ave checkpoint"))),
 )
 
 NEEDLES = tuple(dict.fromkeys(p[1] for p in CHECKPOINT_PATTERNS))
 # What the loader tests every line for (each pattern's line holds one of these).
 LINE_NEEDLES = NEEDLES
 PATH_ITER_RE = re.compile(
-    r"(?:global_step|checkpoint-|step[-_=]|iter_|\.iter)(?P<it>\d+)(?=\D|$)"
+    r"(?:global_step|checkpoint-|step[-_=]?|iter_|\.iter)(?P<it>\d+)(?=\D|$)"
 )
 
 
@@ -116,7 +133,7 @@ def parse_checkpoint(text: str) -> Row | None:
         if not m:
             continue
         g = m.groupdict()
-        path = (g.get("path") or "").rstrip(".,'\"") or None
+        path = (g.get("path") or g.get("path2") or "").rstrip(".,'\"") or None
         it = int(g["it"]) if g.get("it") else iteration_in(g.get("tag") or path)
         dur = to_float(g.get("dur_s"))
         if dur is None:

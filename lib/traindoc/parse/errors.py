@@ -639,9 +639,13 @@ def parse_error(text: str) -> Row | None:
 
 # NCCL's own prefix: ``host:pid:tid [cudaDev] ``.
 # The host may begin with a digit when it holds a letter (a container's id, 42692884fcba);
-# a bare time (19:30:48 [0]) holds none.
+# a bare time (19:30:48 [0]) holds none. Since NCCL 2.23 a WARN line starts with its time
+# (NCCL_DEBUG_TIMESTAMP_LEVELS defaults to WARN, NCCL_DEBUG_TIMESTAMP_FORMAT to "[%F %T] ",
+# fractions with %Nf): "[2025-04-04 16:57:39] ip-10-0-9-191:95209:95228 [0] init.cc:416 NCCL
+# WARN …" (meta-pytorch/torchtune#2556), while its INFO lines carry none.
 NCCL_HOST_RE = re.compile(
-    r"^\s*(?P<host>(?=[\w.\-]*[A-Za-z])[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
+    r"^\s*(?:\[20\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?\] )?"
+    r"(?P<host>(?=[\w.\-]*[A-Za-z])[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
 PG_ID_RE = re.compile(r"\d+")
 
 

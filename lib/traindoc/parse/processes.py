@@ -11,6 +11,8 @@ pid — the pid torchrun's failure report gives, and which nothing else may tie 
   nNodes 2 localRanks 1 localRank 0 MNNVL 0``
 - ``node-003:4001:4001 [1] NCCL INFO cudaDriverVersion 12040``, ``… NCCL INFO Bootstrap : Using
   ib0:10.1.2.3<0>``
+- ``cf0b62962198:378934:382525 [2] NCCL INFO Connected all trees`` (and ``… rings``), once per
+  communicator a process joins (deepspeedai/DeepSpeed#2638, NVIDIA/nccl-tests#252)
 
 ``comm_rank`` is the rank inside that communicator (the global rank only for the default
 one), so it never fills ``rank``: that comes from the line's launcher prefix. A Docker
@@ -32,7 +34,7 @@ NCCL_COMM_RE = re.compile(
 CONTAINER_ID_RE = re.compile(r"[0-9a-f]{12}")
 
 EVENTS = (("Setting affinity", "affinity"), ("cudaDriverVersion", "driver"),
-          ("Bootstrap", "bootstrap"))
+          ("Bootstrap", "bootstrap"), ("Connected all ", "connected"))
 
 
 def parse_nccl_process(text: str) -> Row | None:
@@ -63,7 +65,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_process", "processes",
         ("NCCL INFO comm 0x", "NCCL INFO Setting affinity", "NCCL INFO cudaDriverVersion",
-         "NCCL INFO Bootstrap"),
+         "NCCL INFO Bootstrap", "NCCL INFO Connected all "),
         parse_nccl_process,
         example="0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to "
                 "ffff0000,00000000,ffff0000,00000000"),

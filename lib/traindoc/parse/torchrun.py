@@ -12,6 +12,8 @@
       traceback : Signal 6 (SIGABRT) received by PID 4242
 
 Records under ``Failures:`` and ``Root Cause`` are read alike; ``root_cause`` tells them apart.
+A record's row stands at its ``[0]:`` line, or at its ``traceback`` line where that names the
+signal the worker died of (the words a report quotes).
 A record pasted without its header (only the ``time : …`` / ``host : …`` fields, as people quote
 the tail) is read too, as a failure that is not marked the root cause.
 
@@ -116,7 +118,7 @@ class ChildFailedParser:
             if ORPHAN_START_RE.match(text):
                 self.section = "orphan"
                 self._start(ctx, root=False)
-                self._fields(text)
+                self._fields(text, ctx)
             return out
         if RECORD_RE.match(text):
             out += self._flush()
@@ -134,10 +136,10 @@ class ChildFailedParser:
                 self._start(ctx, root=self.section == "root")
             self.pending.clear()
             for key, val in fields:
-                self._field(key, val)
+                self._field(key, val, ctx)
             return out
         if self.pending and self.record is not None and _fits(self.pending[0], text.strip()):
-            self._field(self.pending.pop(0), text.strip())
+            self._field(self.pending.pop(0), text.strip(), ctx)
             return out
         if RULE_RE.match(text):
             out += self._flush()
@@ -162,11 +164,11 @@ class ChildFailedParser:
         self.ctx = ctx
         self.pending = []
 
-    def _fields(self, text: str) -> None:
+    def _fields(self, text: str, ctx: object) -> None:
         for key, val in _split_fields(text):
-            self._field(key, val)
+            self._field(key, val, ctx)
 
-    def _field(self, key: str, val: str) -> None:
+    def _field(self, key: str, val: str, ctx: object = None) -> None:
         rec = self.record
         assert rec is not None
         if key == "time":
@@ -192,6 +194,9 @@ class ChildFailedParser:
             m = SIGNAL_TEXT_RE.search(val)
             if m:
                 rec["signal"] = m["name"].upper()
+                # the line that says how the worker died is the record's evidence: its words
+                # ("Signal 9 (SIGKILL) received by PID 3908423") are the ones people search for
+                self.ctx = ctx
 
     def _flush(self) -> list[tuple[str, Row]]:
         rec, self.record = self.record, None

@@ -95,6 +95,8 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
 EXIT_WORDS_RE = re.compile(
     r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
     r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+|"
+    # torchrun's Root Cause record: "traceback : Signal 9 (SIGKILL) received by PID 3908423"
+    r"[Ss]ignal \d+ \(SIG\w+\) received by PID \d+|"
     r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
     r"[:=]?\s*\d+|"
     # the shell's "Killed" alone on its line
@@ -254,6 +256,7 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     if host_of is None:
         host_of = rank_hosts(incident)
     by_pid_host = pid_hosts(incident)
+    by_pid_device = device_local_ranks(incident)
     layout = node_layout(incident)
     # one machine (or none) named and no layout stated: the local rank is taken as the rank
     one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
@@ -268,10 +271,17 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         if rank is None and known(r.host) and known(r.local_rank):
             rank = by_local.get((str(r.host), int(r.local_rank)))
         assumed = False
-        if rank is None and known(r.local_rank):
-            rank = global_rank(int(r.local_rank), as_str(r.host), layout)
+        local = int(r.local_rank) if known(r.local_rank) else None
+        from_device = False
+        if rank is None and local is None and known(r.pid):
+            local = by_pid_device.get(int(r.pid))
+            from_device = local is not None
+        if rank is None and local is None and layout.nnodes == 1 and layout.nproc_per_node == 1:
+            local = 0  # the log states one process in all: whatever failed is rank 0
+        if rank is None and local is not None:
+            rank = global_rank(local, as_str(r.host), layout)
             if rank is None:
-                rank = global_rank(int(r.local_rank), as_str(r.host), layout, one_machine)
+                rank = global_rank(local, as_str(r.host), layout, one_machine)
                 assumed = rank is not None
         host = str(r.host) if is_host(r.host) else None
         if host is None and rank is not None:
@@ -284,10 +294,14 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             host = str(r.host)  # an srun task id: who wrote it, never a host to drain
         ranks.append(rank)
         hosts.append(host)
-        if rank is None and known(r.local_rank):
+        if rank is None and local is not None:
             where = f" on {host}" if host else ""
-            notes.append(f"local rank {int(r.local_rank)}{where}: the log does not give its "
+            notes.append(f"local rank {local}{where}: the log does not give its "
                          "node rank and processes per node, so no global rank")
+        elif assumed and from_device:
+            notes.append(f"pid {int(r.pid)} drives GPU {rank} (its NCCL lines), taken as local "
+                         f"rank {rank} and rank {rank}: the log names one machine at most and "
+                         "states no node layout")
         elif assumed:
             notes.append(f"local rank {rank} taken as rank {rank}: the log names one machine at "
                          "most and states no node layout")
@@ -300,6 +314,31 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     ev["rank"] = pd.array(ranks, dtype="Int64")
     ev["rank_note"] = pd.array(notes, dtype="string")
     ev["host"] = pd.array(hosts, dtype="string")
+
+
+def device_local_ranks(incident: Incident) -> dict[int, int]:
+    """The local rank of each pid whose NCCL lines name one CUDA device, where the pids of its
+    machine (two at least) each drive a device of their own: the launcher's ``set_device(
+    local_rank)`` numbering (one process driving several GPUs, or every process seeing its GPU
+    as device 0, gives none)."""
+    p = incident.tables.get("processes")
+    if p is None or not len(p):
+        return {}
+    p = p[p["pid"].notna() & p["device"].notna()]
+    devices = p.groupby("pid")["device"].unique()
+    machine = p.groupby("pid")["host"].first()
+    out: dict[int, int] = {}
+    groups: dict[str, list[tuple[int, int]]] = {}
+    for pid, devs in devices.items():
+        if len(devs) == 1:
+            host = machine.get(pid)
+            groups.setdefault("" if pd.isna(host) else str(host), []).append(
+                (int(pid), int(devs[0])))
+    for members in groups.values():
+        devs = [d for _, d in members]
+        if len(members) >= 2 and len(set(devs)) == len(devs):
+            out.update(members)
+    return out
 
 
 def _exit_roles(ev: pd.DataFrame) -> None:
