@@ -75,7 +75,7 @@ from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, hang_stacks, stacks_alone
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
-from .timeout.report import desync_words, timeout_title
+from .timeout.report import collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
@@ -242,7 +242,7 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
         return None
     ranks = sorted({int(r) for r in f.get("timed_out_ranks") or []})
     timed_out = bool(len(_timeouts(incident)))
-    what = f"{f.get('op_type') or 'a collective'}" + (
+    what = collective_name(f) + (
         f" #{f['seq_num']}" if f.get("seq_num") is not None else "")
     if f.get("pattern") == Pattern.DESYNC and mm:
         ops = ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())

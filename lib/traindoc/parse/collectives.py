@@ -135,7 +135,11 @@ STORE_WAIT_RE = re.compile(
 )
 # keys that only start-up writes: torchelastic's rendezvous, init_process_group's barrier
 STORE_WAIT_STARTUP_RE = re.compile(r"wait timeout after .*keys?:.*(?:torchelastic/|store_based_barrier)")
+# the collectives table's op_type of the barrier's rows (no OpType: the runbook's op_type stays
+# null), and the prefix of the store keys that name it (``store_based_barrier_key:1``, the Nth
+# process group initialised): the barrier's process_group
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"
+STORE_BARRIER_KEY = "store_based_barrier_key:"
 UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
 
 
@@ -369,7 +373,7 @@ def parse_store_barrier(text: str) -> Row | None:
     m = STORE_BARRIER_RE.search(text)
     if not m:
         return None
-    return {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP,
+    return {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP, "process_group": m["key"],
             "timeout_ms": _ms(hms_to_s(m["timeout"]), 1000),
             "state": "timed_out", "_named_rank": True}
 
@@ -400,6 +404,11 @@ def parse_store_wait(text: str) -> Row | None:
 
 
 STARTUP_LINE_RES = (SOCKET_TIMEOUT_RE, STORE_CLIENTS_RE, STORE_WAIT_STARTUP_RE)
+
+
+def is_store_barrier(process_group: str | None) -> bool:
+    """Whether a process group is init_process_group's store-based barrier key."""
+    return bool(process_group) and str(process_group).startswith(STORE_BARRIER_KEY)
 
 
 def startup_line(text: str) -> bool:

@@ -13,7 +13,13 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident, Unreadable
-from ...parse.collectives import STORE_BARRIER_OP, rank_tag_pg, startup_line
+from ...parse.collectives import (
+    STORE_BARRIER_KEY,
+    STORE_BARRIER_OP,
+    is_store_barrier,
+    rank_tag_pg,
+    startup_line,
+)
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -93,7 +99,12 @@ class TimeoutAnalysis:
         """A timeout at start-up: the store-based barrier of init_process_group, the c10d
         client socket that never reached the store, or the store that waited for its clients."""
         lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
-        return self.op_type == STORE_BARRIER_OP or any(startup_line(ln) for ln in lines)
+        return self.store_barrier or any(startup_line(ln) for ln in lines)
+
+    @property
+    def store_barrier(self) -> bool:
+        """The timeout is init_process_group's store-based barrier (``process_group`` its key)."""
+        return self.op_type is None and is_store_barrier(self.process_group)
 
     @property
     def group_size(self) -> int | None:
@@ -161,6 +172,9 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         coll["process_group"] = stuck_group(stuck, timed_out)
     if len(waits) and coll["op_type"] in (None, STORE_BARRIER_OP):
         coll.update(_barrier_wait(waits, coll))
+    if coll["op_type"] == STORE_BARRIER_OP:
+        # a store-based barrier is no collective and has no OpType: its key names it
+        coll["op_type"] = None
     joined = desync_joined(c)
     beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
@@ -340,8 +354,10 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
 
 
 def _is_default_group(pg: str | None) -> bool:
-    """The default (world) group, or a group the logs do not name."""
-    return pg is None or pg == UNKNOWN_GROUP or "default_pg" in pg or pg.split(" ")[0] == "0"
+    """The default (world) group, or a group the logs do not name (the store-based barrier's
+    first key is the default group's)."""
+    return (pg is None or pg == UNKNOWN_GROUP or "default_pg" in pg or pg.split(" ")[0] == "0"
+            or pg == f"{STORE_BARRIER_KEY}1")
 
 
 def _every_rank_timed_out(timed_out: list[int], coll: dict[str, Any],

@@ -24,7 +24,7 @@ from ...report import (
 from ...shellsafe import quote_all
 from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern
-from .analysis import STORE_BARRIER_OP, TimeoutAnalysis
+from .analysis import TimeoutAnalysis, is_store_barrier
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
                    "ALLGATHER_COALESCED", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"}
@@ -310,7 +310,7 @@ def _all_stuck_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
 
 def _unknown_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence]:
     return (f"{timeout_title(facts(a), _reported_only(a))}; the logs do not show which rank(s) "
-            f"never arrived{_tail(a)}.", Confidence.MEDIUM if a.op_type else Confidence.LOW)
+            f"never arrived{_tail(a)}.", Confidence.MEDIUM if a.op_type or a.store_barrier else Confidence.LOW)
 
 
 # The firing rule of highest priority gives the verdict: a stuck watchdog that names no
@@ -371,6 +371,19 @@ def _reported_only(a: TimeoutAnalysis) -> bool:
     return not len(a.timeouts) and not len(a.status)
 
 
+def _barrier(f: dict[str, Any]) -> bool:
+    """The facts are of init_process_group's store-based barrier: no op, its key the group."""
+    return f.get("op_type") is None and is_store_barrier(f.get("process_group"))
+
+
+def collective_name(f: dict[str, Any]) -> str:
+    """What the ranks waited in: the op as printed, the store-based barrier with its key, or
+    'a collective'."""
+    if _barrier(f):
+        return f"init_process_group's store-based barrier ({f['process_group']})"
+    return f["op_type"] or "a collective"
+
+
 def _collective_words(f: dict[str, Any]) -> str:
     """``ALLREDUCE #241``, ``barrier:PjRT_Client_Connect`` or ``the collective``."""
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
@@ -382,9 +395,9 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     """The timeout in one phrase from the facts: who timed out in which collective, after how
     long (with ``reported_only``: which collective a hang report says never completed)."""
     ranks = who(f["timed_out_ranks"], cap=True)
-    what = f["op_type"] or "a collective"
+    what = collective_name(f)
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
-    if reported_only and f["op_type"] == STORE_BARRIER_OP:
+    if reported_only and _barrier(f):
         limit = f" (timeout {f['timeout_ms'] / 1000:.0f} s)" if f["timeout_ms"] else ""
         return (f"init_process_group's store-based barrier has not completed{limit}: ranks "
                 "are still waiting in it")
