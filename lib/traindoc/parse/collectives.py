@@ -168,6 +168,13 @@ def _group_local(part: str) -> bool:
     return bool(ids) and ids[0] != "0"
 
 
+def group_tag_rank(text: str) -> int | None:
+    """The rank of the last ``[PG … Rank N]`` tag in ``text`` whatever its group: within a
+    non-default group, the rank as the message gives it (no global rank)."""
+    ranks = [int(m["rank"]) for m in RANK_TAG_RE.finditer(text)]
+    return ranks[-1] if ranks else None
+
+
 def rank_tag_pg(text: str) -> str | None:
     """The process group of the last ``[PG … Rank N]`` tag in ``text`` that names one."""
     return _rank_and_pg(text, len(text))[1]

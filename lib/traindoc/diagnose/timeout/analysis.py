@@ -16,6 +16,7 @@ from ...incident import Incident, Unreadable
 from ...parse.collectives import (
     STORE_BARRIER_KEY,
     STORE_BARRIER_OP,
+    group_tag_rank,
     is_store_barrier,
     rank_tag_pg,
     startup_line,
@@ -164,6 +165,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     # the work it failed on (its timeout line may be cut from the excerpt).
     timed_out = sorted({int(r) for r in timeouts["rank"].dropna()}
                        | {int(r) for r in status["rank"]} | {int(r) for r in stuck["rank"]})
+    if not timed_out and len(timeouts):
+        timed_out = tagged_ranks(timeouts)
     coll, primary = _timed_out_collective(timeouts, nccl, status, gloo, legacy, inflight,
                                           timed_out, mismatch)
     if coll["op_type"] is None and coll["seq_num"] is None:
@@ -264,6 +267,13 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
     if f["process_group"] == UNKNOWN_GROUP:
         f["process_group"] = None
     return f, primary
+
+
+def tagged_ranks(timeouts: pd.DataFrame) -> list[int]:
+    """Where no timeout line gives a global rank, the ranks their ``[PG 1 Rank 5]`` tags of a
+    sub-group give: the rank as the message gives it (a ``[rankN]:`` prefix, anywhere, wins)."""
+    lines = timeouts["line"].dropna().astype(str)
+    return sorted({r for r in map(group_tag_rank, lines) if r is not None})
 
 
 def desync_joined(c: pd.DataFrame) -> set[int]:
