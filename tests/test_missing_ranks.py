@@ -174,6 +174,38 @@ def test_socket_timeout(line: str, ms: int) -> None:
     assert row == {"rank": None, "timeout_ms": ms, "state": "timed_out"}
 
 
+# -- start-up: torchelastic's rendezvous ----------------------------------------------------------
+
+RENDEZVOUS = [
+    # torch 2.0's dynamic rendezvous raises the class bare: the trace's last line (a job script's
+    # pasted trace, search index file 11802815379; the index names no repo; likewise the trace of
+    # ymcui/Chinese-LLaMA-Alpaca-2#274, torchrun 2.0.1 on two nodes)
+    "    raise RendezvousTimeoutError()\n"
+    "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n",
+    # facebookresearch/av_hubert#19: the elastic error handler's JSON record
+    'ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n'
+    '  "message": {\n'
+    '    "message": "RendezvousTimeoutError: ",\n',
+]
+
+
+@pytest.mark.parametrize("text", RENDEZVOUS)
+def test_rendezvous_timeout_is_a_startup_timeout(tmp_path: Path, text: str) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    a = timeout.analyse(traindoc.load(p))
+    assert a.found and a.at_startup and a.timed_out_ranks == [] and a.op_type is None
+    rep = timeout.report(a)
+    assert "rendezvous did not complete" in rep.verdict and "in a collective" not in rep.verdict
+    assert any(act.id == "check_startup" for act in rep.actions)
+
+
+def test_the_raising_source_line_is_no_timeout() -> None:
+    from traindoc.parse.collectives import parse_rendezvous_timeout
+    assert parse_rendezvous_timeout("    raise RendezvousTimeoutError()") is None
+    assert parse_rendezvous_timeout("    raise RendezvousTimeoutError") is None
+
+
 # -- Horovod's stall inspector -------------------------------------------------------------------
 
 def test_horovod_missing_ranks() -> None:

@@ -19,7 +19,7 @@ from ...parse.collectives import (
     group_tag_rank,
     is_store_barrier,
     rank_tag_pg,
-    startup_line,
+    startup_kind,
 )
 from ..collectives import (
     adopt_pg,
@@ -100,7 +100,14 @@ class TimeoutAnalysis:
         """A timeout at start-up: the store-based barrier of init_process_group, the c10d
         client socket that never reached the store, or the store that waited for its clients."""
         lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
-        return self.store_barrier or any(startup_line(ln) for ln in lines)
+        return self.store_barrier or any(startup_kind(ln) for ln in lines)
+
+    @property
+    def startup(self) -> str | None:
+        """What start-up's timeout lines that name no collective say happened (the c10d socket,
+        the TCPStore, torchelastic's rendezvous), or None."""
+        lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
+        return next((k for k in map(startup_kind, lines) if k is not None), None)
 
     @property
     def store_barrier(self) -> bool:

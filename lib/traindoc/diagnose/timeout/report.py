@@ -308,6 +308,16 @@ def _all_stuck_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
             "program.", Confidence.MEDIUM)
 
 
+def _startup_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
+    """A start-up timeout that names no collective: what did not complete, not 'a collective'."""
+    if a.pattern != Pattern.UNKNOWN or a.op_type or a.seq_num is not None or a.startup is None:
+        return None
+    limit = f" after {a.timeout_ms / 1000:.0f} s" if a.timeout_ms else ""
+    ranks = who(a.timed_out_ranks, none="the job", cap=True)
+    return (f"{ranks} timed out at start-up{limit}, before any collective: {a.startup}; the "
+            "logs do not show which rank or node never joined.", Confidence.MEDIUM)
+
+
 def _unknown_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence]:
     return (f"{timeout_title(facts(a), _reported_only(a))}; the logs do not show which rank(s) "
             f"never arrived{_tail(a)}.", Confidence.MEDIUM if a.op_type or a.store_barrier else Confidence.LOW)
@@ -318,7 +328,8 @@ def _unknown_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence]:
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("watchdog_stuck", _stuck_verdict, 50), Rule("earlier_failure", _consequence_verdict, 40),
     Rule("desync", _desync_verdict, 30), Rule("straggler", _straggler_verdict, 20),
-    Rule("all_stuck", _all_stuck_verdict, 10), Rule("unknown", _unknown_verdict, 0))
+    Rule("all_stuck", _all_stuck_verdict, 10), Rule("startup", _startup_verdict, 5),
+    Rule("unknown", _unknown_verdict, 0))
 NO_TIMEOUT_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("no_timeout", _no_timeout_verdict),)
 
