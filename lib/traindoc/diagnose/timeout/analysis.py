@@ -98,7 +98,8 @@ class TimeoutAnalysis:
     @property
     def at_startup(self) -> bool:
         """A timeout at start-up: the store-based barrier of init_process_group, the c10d
-        client socket that never reached the store, or the store that waited for its clients."""
+        client socket that never reached the store, the store that waited for its clients, or
+        torchelastic's rendezvous."""
         lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
         return self.store_barrier or any(startup_kind(ln) for ln in lines)
 
