@@ -382,7 +382,7 @@ def _reported_only(a: TimeoutAnalysis) -> bool:
     return not len(a.timeouts) and not len(a.status)
 
 
-def _barrier(f: dict[str, Any]) -> bool:
+def barrier_facts(f: dict[str, Any]) -> bool:
     """The facts are of init_process_group's store-based barrier: no op, its key the group."""
     return f.get("op_type") is None and is_store_barrier(f.get("process_group"))
 
@@ -390,7 +390,7 @@ def _barrier(f: dict[str, Any]) -> bool:
 def collective_name(f: dict[str, Any]) -> str:
     """What the ranks waited in: the op as printed, the store-based barrier with its key, or
     'a collective'."""
-    if _barrier(f):
+    if barrier_facts(f):
         return f"init_process_group's store-based barrier ({f['process_group']})"
     return f["op_type"] or "a collective"
 
@@ -408,7 +408,7 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     ranks = who(f["timed_out_ranks"], cap=True)
     what = collective_name(f)
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
-    if reported_only and _barrier(f):
+    if reported_only and barrier_facts(f):
         limit = f" (timeout {f['timeout_ms'] / 1000:.0f} s)" if f["timeout_ms"] else ""
         return (f"init_process_group's store-based barrier has not completed{limit}: ranks "
                 "are still waiting in it")
