@@ -401,6 +401,19 @@ COUNTER_LINES = [
      "0.7068 (0.7149)  loss_box_reg: 0.7579 (0.7598)  time: 2.2824  data: 0.6244  max mem: 2648",
      {"iteration": 1, "total_iterations": 6, "epoch": 0.0, "loss": 7.5953, "elapsed_s": 2.2824},
      "beijn/bachelor-thesis detection/traingraph.py (a torchvision detection log)"),
+    # the run's count named by its unit before the epoch's batch counter: the run's is the step
+    ("[03/08 16:18:39] ppdet.engine INFO:   5063/130860 iters Epoch: [6] [   700/727] "
+     "learning_rate: 0.000100 loss_class: 0.632942 loss: 14.980160 eta: 4 days, 10:31:03 "
+     "batch_cost: 2.5182 data_cost: 0.0018 ips: 1.5884 images/s",
+     {"iteration": 5063, "total_iterations": 130860, "loss": 14.98016},
+     "Miracle2333/PaddleDetection log/workerlog.0 (corpus timeout-paddledetection-workerlog)"),
+    # the same SemiLogPrinter's format ('{}/{} iters', 'Epoch: [{}]', '[{}/{}]', the counts padded
+    # to the run's width), wjm202/PaddleDetection_ssod_detr ppdet/engine/callbacks.py @323bcc2
+    ("[05/16 10:02:11] ppdet.engine INFO:   2200/120000 iters Epoch: [1] [   700/1500] "
+     "learning_rate: 0.000100 loss: 12.341250 eta: 3 days, 1:02:03 batch_cost: 2.1000 "
+     "data_cost: 0.0020 ips: 3.8095 images/s",
+     {"iteration": 2200, "total_iterations": 120000, "loss": 12.34125},
+     "wjm202/PaddleDetection_ssod_detr ppdet/engine/callbacks.py SemiLogPrinter (its format)"),
 ]
 
 

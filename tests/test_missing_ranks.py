@@ -65,6 +65,50 @@ def test_store_barrier_ranks_and_timeout_reach_the_facts(tmp_path: Path) -> None
     assert f["pattern"] == "unknown" and f["lagging_ranks"] == []
 
 
+# The barrier's timeout alone: its rank arrived; where the ranks that timed out are exactly the
+# worker_count that joined, the rest of world_size never did, and are named.
+STORE_TIMEOUTS = [
+    # neu-vi/ezflow#194 (the whole report is this line)
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for "
+     "key: store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)\n",
+     [0], [1], "straggler"),
+    # NVIDIA/Megatron-LM#782 (the same family, a 10-minute timeout)
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for "
+     "key: store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:10:00)\n",
+     [0], [1], "straggler"),
+    # tunib-ai/parallelformers#54: more workers than the world (a stale launch): nobody is named
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for "
+     "key: store_based_barrier_key:1 (world_size=8, worker_count=9, timeout=0:30:00)\n",
+     [7], [], "unknown"),
+    # deepspeedai/Megatron-DeepSpeed#338: 2 ranks printed of the 4 that joined: the 4 missing
+    # ones are not known
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for"
+     " key: store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)\n"
+     "RuntimeError: Timed out initializing process group in store based barrier on rank: 5, for"
+     " key: store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)\n",
+     [5, 7], [], "unknown"),
+]
+
+
+@pytest.mark.parametrize(("text", "timed_out", "lagging", "pattern"), STORE_TIMEOUTS)
+def test_store_barrier_timeout_names_the_ranks_that_never_joined(
+        tmp_path: Path, text: str, timed_out: list[int], lagging: list[int], pattern: str) -> None:
+    f = facts(tmp_path, text)
+    assert f["timed_out_ranks"] == timed_out and f["lagging_ranks"] == lagging
+    assert f["pattern"] == pattern
+    # a store-based barrier is no collective: no OpType, its key in process_group
+    assert f["op_type"] is None and f["process_group"].startswith("store_based_barrier_key:")
+
+
+def test_store_barrier_verdict_names_the_barrier(tmp_path: Path) -> None:
+    # neu-vi/ezflow#194: the verdict says where the rank waited, though op_type is null
+    p = tmp_path / "job.log"
+    p.write_text(STORE_TIMEOUTS[0][0])
+    rep = timeout.diagnose(traindoc.load(p))
+    assert "store-based barrier (store_based_barrier_key:1)" in rep.verdict
+    assert "rank 1 never entered it" in rep.verdict
+
+
 def test_the_waiting_line_is_no_timeout() -> None:
     # ultralytics/yolov5#4574: the barrier still waiting, INFO every 10 s
     assert parse_store_barrier(
@@ -97,7 +141,9 @@ STORE_WAITS = [
 def test_store_barrier_wait_gives_its_timeout(tmp_path: Path, line: str, ms: int,
                                               lagging: list[int]) -> None:
     f = facts(tmp_path, line + "\n" + line + "\n")
-    assert f["op_type"] == "STORE_BASED_BARRIER" and f["timeout_ms"] == ms
+    # no collective, no OpType: the barrier is named by its key
+    assert f["op_type"] is None and f["process_group"].startswith("store_based_barrier_key:")
+    assert f["timeout_ms"] == ms
     assert f["timed_out_ranks"] == [] and f["lagging_ranks"] == lagging
 
 
@@ -126,6 +172,38 @@ SOCKET = [
 def test_socket_timeout(line: str, ms: int) -> None:
     row = parse_socket_timeout(line)
     assert row == {"rank": None, "timeout_ms": ms, "state": "timed_out"}
+
+
+# -- start-up: torchelastic's rendezvous ----------------------------------------------------------
+
+RENDEZVOUS = [
+    # torch 2.0's dynamic rendezvous raises the class bare: the trace's last line (a job script's
+    # pasted trace, search index file 11802815379; the index names no repo; likewise the trace of
+    # ymcui/Chinese-LLaMA-Alpaca-2#274, torchrun 2.0.1 on two nodes)
+    "    raise RendezvousTimeoutError()\n"
+    "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n",
+    # facebookresearch/av_hubert#19: the elastic error handler's JSON record
+    'ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n'
+    '  "message": {\n'
+    '    "message": "RendezvousTimeoutError: ",\n',
+]
+
+
+@pytest.mark.parametrize("text", RENDEZVOUS)
+def test_rendezvous_timeout_is_a_startup_timeout(tmp_path: Path, text: str) -> None:
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    a = timeout.analyse(traindoc.load(p))
+    assert a.found and a.at_startup and a.timed_out_ranks == [] and a.op_type is None
+    rep = timeout.report(a)
+    assert "rendezvous did not complete" in rep.verdict and "in a collective" not in rep.verdict
+    assert any(act.id == "check_startup" for act in rep.actions)
+
+
+def test_the_raising_source_line_is_no_timeout() -> None:
+    from traindoc.parse.collectives import parse_rendezvous_timeout
+    assert parse_rendezvous_timeout("    raise RendezvousTimeoutError()") is None
+    assert parse_rendezvous_timeout("    raise RendezvousTimeoutError") is None
 
 
 # -- Horovod's stall inspector -------------------------------------------------------------------

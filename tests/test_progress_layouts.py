@@ -99,3 +99,25 @@ def test_a_summary_dict_alone_is_no_step_zero(tmp_path: Path, summary: str) -> N
     assert inc.iterations["iteration"].isna().all()
     prog = last_progress(inc)
     assert (prog.step, prog.total) == (8, 8)
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "corpus"
+
+
+@pytest.mark.parametrize(("case", "step", "total"), [
+    # O-LoRA's train_and_infer_accumulation.log: round 2's predict bar ends at 950/950, round 3's
+    # training bar (its loss dicts beside it) stops at 41/156 when the launcher kills the job
+    ("timeout/timeout-o-lora-train-and-infer-accumulation", 41, 156),
+    # 2200xiaohu/LMSYS train.log: a 71514-item bar of the data preparation finished, the training bar with
+    # its dicts reaches 200/8264, then the step-200 evaluation starts
+    ("throughput/throughput-lmsys-train", 200, 8264),
+    # a TRL SFTTrainer log (loss_spike-llama-sft-train-log): 1580 of 1677 steps after the finished
+    # 8939-example "Tokenizing train dataset" bar
+    ("loss_spike/loss_spike-llama-sft-train-log", 1580, 1677),
+])
+def test_the_bar_beside_the_loss_dicts_is_the_training_bar(case: str, step: int,
+                                                           total: int) -> None:
+    # a bar that had finished before the last training dict is over: the training bar is the
+    # one still running beside the dicts, whatever the finished one's total
+    prog = last_progress(traindoc.load(CORPUS / case / "logs"))
+    assert (prog.step, prog.total) == (step, total)

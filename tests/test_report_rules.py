@@ -52,6 +52,7 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("timeout", "VERDICTS", "straggler"): ("data/timeout/drill_timeout", {}),
     ("timeout", "VERDICTS", "all_stuck"): (
         "data/corpus/timeout/timeout-basicsr-737", {"world_size": 3}),
+    ("timeout", "VERDICTS", "startup"): ("data/corpus/timeout/timeout-pytorch-107021", {}),
     ("timeout", "VERDICTS", "unknown"): ("data/timeout/gemma3_seed", {}),
     ("timeout", "NO_TIMEOUT_VERDICTS", "no_timeout"): (
         "data/corpus/timeout/timeout-bigscience-hf-ds-gpt2-base-n8", {}),

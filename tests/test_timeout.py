@@ -584,6 +584,22 @@ def test_the_rank_prefix_wins_over_a_group_local_rank(tmp_path: Path) -> None:
     assert diag(tmp_path, text)[1].facts["timed_out_ranks"] == [0, 4]
 
 
+@pytest.mark.parametrize(("text", "ranks"), [
+    # hiyouga/LLaMA-Factory#5558: an MPI launcher pod's prefix, no "[rankN]:" on any line
+    ("mpi-rc1ou1aw-launcher:   what():  [PG 1 Rank 5] Process group watchdog thread terminated "
+     "with exception: [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=635, "
+     "OpType=ALLREDUCE, NumelIn=576156928, NumelOut=576156928, Timeout(ms)=600000) ran for 600097 "
+     "milliseconds before timing out.\n", [5]),
+    # sgl-project/sglang#3709: the what() line alone
+    (GROUP_LOCAL_TAGS[1][0] + "\n", [5]),
+])
+def test_without_any_global_rank_the_group_tag_gives_the_rank(tmp_path: Path, text: str,
+                                                              ranks: list[int]) -> None:
+    # no line gives a global rank: the rank is the one the message gives (a prefix would win,
+    # test_the_rank_prefix_wins_over_a_group_local_rank)
+    assert diag(tmp_path, text)[1].facts["timed_out_ranks"] == ranks
+
+
 # The last progress and the run's length. Megatron prints a validation line at the last
 # iteration, without the total its train line gives: the total of any line at that step counts.
 # Real lines: the megatron-deepspeed lock-clock tp1pp2dp8_base50 log, ROCm/rocm-blogs'

@@ -174,6 +174,12 @@ def last_progress(incident: Incident) -> Progress:
                         "iteration")
     pr = incident.progress
     if len(pr) and pr["step"].notna().any():
+        running = _bar_of_the_dicts(incident) if len(incident.iterations) else None
+        if running is not None:
+            rate = running["rate"] if pd.notna(running["rate"]) else None
+            return Progress(int(running["step"]), int(running["total"]),
+                            None if not rate else 1.0 / float(rate), running["source"],
+                            running["line"], "tqdm")
         # The longest-running bar is the training loop; its furthest step is the last progress.
         # Bars without a total (an iterable without len(): ``240it [05:55, 1.47s/it]``) restart
         # each epoch under a new description: the last bar printed is the one that stopped.
@@ -211,6 +217,37 @@ def _counted_beside_a_bar(incident: Incident) -> bool:
         return False
     files = {str(s).rsplit(":", 1)[0] for s in it["source"].dropna()}
     return any(str(s).rsplit(":", 1)[0] in files for s in pr.loc[pr["total"].notna(), "source"])
+
+
+def _bar_of_the_dicts(incident: Incident) -> pd.Series | None:
+    """The training bar's last row where HF's stepless loss dicts are printed beside bars
+    (``_counted_beside_a_bar``) and a bar that had finished before the last dict is over (a
+    predict loop's 950/950, then the next launch's training): the bar of the largest total
+    among those still running at the last training dict, as last printed; None when every
+    bar had finished by then (the longest-running bar is the training's)."""
+    if not _counted_beside_a_bar(incident):
+        return None
+    it = incident.iterations
+    dicts = it[it["iteration"].notna() & it["event"].isna()]
+    where = [split_source(s) for s in dicts["source"]]
+    last = max((w for w in where if w is not None), default=None)
+    if last is None:
+        return None
+    pr = incident.progress.dropna(subset=["step", "total"])
+    at = [split_source(s) for s in pr["source"]]
+    same = [w is not None and w[0] == last[0] for w in at]
+    pr = pr[same]
+    lines = pd.Series([w[1] for w, s in zip(at, same, strict=True) if s], index=pr.index)
+    before = pr[lines <= last[1]]
+    if not len(before):
+        return None
+    # per bar (its total), whether its last row up to the dict had reached the total
+    ends = before.groupby("total")["step"].last()
+    running = ends[ends < ends.index.to_series()]
+    if not len(running) or len(running) == len(ends):
+        return None
+    rows = pr[pr["total"] == running.index.max()]
+    return rows.iloc[-1]
 
 
 # HF's end-of-run summary: its steps are ``train_runtime`` x ``train_steps_per_second``

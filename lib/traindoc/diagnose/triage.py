@@ -78,7 +78,7 @@ from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, hang_stacks, stacks_alone
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
-from .timeout.report import desync_words, timeout_title
+from .timeout.report import barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
@@ -259,7 +259,7 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
         return None
     ranks = sorted({int(r) for r in f.get("timed_out_ranks") or []})
     timed_out = bool(len(_timeouts(incident)))
-    what = f"{f.get('op_type') or 'a collective'}" + (
+    what = collective_name(f) + (
         f" #{f['seq_num']}" if f.get("seq_num") is not None else "")
     if f.get("pattern") == Pattern.DESYNC and mm:
         ops = ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
@@ -268,7 +268,8 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
         detail = f"{who(f['lagging_ranks'])} never entered {what}, which the others waited in"
     elif f.get("pattern") == Pattern.ALL_STUCK:
         detail = f"every rank entered {what} and it never completed"
-    elif not timed_out and not f.get("op_type") and f.get("seq_num") is None:
+    elif (not timed_out and not f.get("op_type") and f.get("seq_num") is None
+          and not barrier_facts(f)):
         detail = (f"the NCCL watchdog of {who(ranks)} got stuck (heartbeat monitor): the process "
                   "hung inside NCCL/CUDA")
     else:

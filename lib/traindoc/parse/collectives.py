@@ -36,7 +36,9 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
   clients (``Timed out after 601 seconds waiting for clients. 1/4 clients joined.``, torch 2.x):
   likewise; a TCPStore wait (``DistStoreError: wait timeout after 300000ms, keys: /k``, torch
   2.5+): the timeout only, a start-up one when its keys are torchelastic's rendezvous or the
-  store-based barrier's (mid-run it is a store-backed group's barrier, vLLM's weight sync).
+  store-based barrier's (mid-run it is a store-backed group's barrier, vLLM's weight sync);
+  torchelastic's rendezvous (``torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError``,
+  raised bare): not every node joined in time, no rank, no duration.
 
 A row whose rank the message names about another rank (``from rank 7``, ``but Rank 1``, ``Rank 2
 failed``) carries ``_named_rank``: the loader keeps that rank instead of the line's prefix.
@@ -133,9 +135,18 @@ STORE_CLIENTS_RE = re.compile(
 STORE_WAIT_RE = re.compile(
     r"wait timeout after (?P<ms>\d+)\s*ms(?:,\s*keys?:\s*(?P<keys>\S+(?:,\s*/\S+)*))?"
 )
+# torchelastic's rendezvous did not complete on time (the agent's join, before any worker
+# starts): "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError" (raised bare by
+# dynamic_rendezvous), "RendezvousTimeoutError: " in the elastic error file's JSON; never the
+# traceback's echo of the raising source line ("raise RendezvousTimeoutError()")
+RDZV_TIMEOUT_RE = re.compile(r"(?<!raise )(?<![\w])RendezvousTimeoutError\b(?!\s*\()")
 # keys that only start-up writes: torchelastic's rendezvous, init_process_group's barrier
 STORE_WAIT_STARTUP_RE = re.compile(r"wait timeout after .*keys?:.*(?:torchelastic/|store_based_barrier)")
+# the collectives table's op_type of the barrier's rows (no OpType: the runbook's op_type stays
+# null), and the prefix of the store keys that name it (``store_based_barrier_key:1``, the Nth
+# process group initialised): the barrier's process_group
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"
+STORE_BARRIER_KEY = "store_based_barrier_key:"
 UNIT_MS = {"ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000}
 
 
@@ -162,6 +173,13 @@ def _group_local(part: str) -> bool:
         return False
     ids = PG_ID_RE.findall(part)
     return bool(ids) and ids[0] != "0"
+
+
+def group_tag_rank(text: str) -> int | None:
+    """The rank of the last ``[PG … Rank N]`` tag in ``text`` whatever its group: within a
+    non-default group, the rank as the message gives it (no global rank)."""
+    ranks = [int(m["rank"]) for m in RANK_TAG_RE.finditer(text)]
+    return ranks[-1] if ranks else None
 
 
 def rank_tag_pg(text: str) -> str | None:
@@ -369,7 +387,7 @@ def parse_store_barrier(text: str) -> Row | None:
     m = STORE_BARRIER_RE.search(text)
     if not m:
         return None
-    return {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP,
+    return {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP, "process_group": m["key"],
             "timeout_ms": _ms(hms_to_s(m["timeout"]), 1000),
             "state": "timed_out", "_named_rank": True}
 
@@ -399,13 +417,36 @@ def parse_store_wait(text: str) -> Row | None:
     return {"rank": None, "timeout_ms": to_int(m["ms"]), "state": "timed_out"}
 
 
-STARTUP_LINE_RES = (SOCKET_TIMEOUT_RE, STORE_CLIENTS_RE, STORE_WAIT_STARTUP_RE)
+def parse_rendezvous_timeout(text: str) -> Row | None:
+    """torchelastic's rendezvous timed out: a start-up timeout, no rank, no duration."""
+    if not RDZV_TIMEOUT_RE.search(text):
+        return None
+    return {"rank": None, "state": "timed_out"}
+
+
+# start-up's timeout lines that name no collective, and what each says happened
+STARTUP_LINES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (SOCKET_TIMEOUT_RE, "the c10d client socket never reached the store (rendezvous or TCPStore)"),
+    (STORE_CLIENTS_RE, "the TCPStore server waited for clients that never joined"),
+    (STORE_WAIT_STARTUP_RE, "a start-up key of the store (rendezvous or barrier) was never set"),
+    (RDZV_TIMEOUT_RE, "torchelastic's rendezvous did not complete: not every node joined"),
+)
+
+
+def is_store_barrier(process_group: str | None) -> bool:
+    """Whether a process group is init_process_group's store-based barrier key."""
+    return bool(process_group) and str(process_group).startswith(STORE_BARRIER_KEY)
+
+
+def startup_kind(text: str) -> str | None:
+    """What a start-up timeout line that names no collective says happened, or None."""
+    return next((what for rx, what in STARTUP_LINES if rx.search(text)), None)
 
 
 def startup_line(text: str) -> bool:
     """Whether a timeout line is one of start-up's that names no collective (the c10d client
-    socket, the TCPStore server waiting for clients)."""
-    return any(rx.search(text) for rx in STARTUP_LINE_RES)
+    socket, the TCPStore server waiting for clients, torchelastic's rendezvous)."""
+    return startup_kind(text) is not None
 
 
 def _ms(value: float | None, scale: int) -> int | None:
@@ -441,6 +482,13 @@ STARTUP_TIMEOUTS: tuple[LineParser, ...] = (
         parse_store_clients,
         example="torch.distributed.DistStoreError: Timed out after 601 seconds waiting for "
         "clients. 1/4 clients joined.",
+    ),
+    LineParser(
+        "rendezvous_timeout",
+        "collectives",
+        ("RendezvousTimeoutError",),
+        parse_rendezvous_timeout,
+        example="torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
     ),
     LineParser(
         "tcpstore_wait_timeout",

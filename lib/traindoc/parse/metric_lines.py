@@ -56,7 +56,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   before a ``|`` (llama2.c: ``590 | loss 6.1569 | lr …``) and after a bracketed epoch
   (yolact: ``[  1]    1530 || B: 5.557 | … || timer: 0.321``).
 - **the MetricLogger counter** (torchvision's references, DLRM: ``Epoch: [0]  [ 0/84]``,
-  ``Epoch:[0/1] [592/75869]``) when no step key is on the line: the batch of the epoch.
+  ``Epoch:[0/1] [592/75869]``) when no step key is on the line: the batch of the epoch; a
+  count of the whole run named by its unit before it, of a larger total (PaddleDetection's
+  semi-supervised ``SemiLogPrinter``: ``5063/130860 iters Epoch: [6] [700/727]``), is the step.
 - **PaddlePaddle's pass counter** (``Pass 0, Batch 100, Cost 2.26``, ``[Pass 0, train batch
   10]``, ``Train Pass 2, batch 220, …, speed 26454.34``) when no step key is on the line: the
   batch of the pass (the epoch); ``speed`` without a unit is samples per second.
@@ -492,7 +494,11 @@ def parse_metric_line(text: str) -> Row | None:
         return None if loss is None else {"iteration": int(v["n"]), "event": "eval",
                                           "eval_loss": loss}
     m = _step(text)
-    if m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
+    if m is None and (m := _run_counter(text)) is not None:
+        # the run's count beside the epoch's batch counter: the run's is the step
+        row["iteration"] = int(m["n"])
+        row["total_iterations"] = int(m["tot"])
+    elif m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"] or m["pn"])
         row["total_iterations"] = int(m["tot"] or m["ptot"])
         row["epoch"] = float(m["e"] or m["pe"])
@@ -535,6 +541,19 @@ def parse_metric_line(text: str) -> Row | None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
+
+
+def _run_counter(text: str) -> re.Match[str] | None:
+    """A count of the whole run named by its unit (``5063/130860 iters``) printed before an
+    epoch's batch counter (``Epoch: [6] [700/727]``) of a smaller total, or None: the batch
+    counter restarts every epoch, the run's count does not."""
+    c = COUNTER_STEP_RE.search(text)
+    if c is None or not c["tot"] or c["n"] is None:
+        return None
+    b = BRACKET_STEP_RE.search(text, c.end())
+    if b is None or int(c["tot"]) <= int(b["tot"] or b["ptot"]):
+        return None
+    return c
 
 
 def _loss_step(text: str) -> re.Match[str] | None:

@@ -50,7 +50,10 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
   rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)``.
   Each line is a ``started`` row of the rank that waits (with the barrier's ``timeout_ms``); where one writer's lines show exactly
   ``worker_count`` waiting ranks and ``world_size - worker_count`` ranks of the world never
-  print, those are ``absent`` (read by absence, at the end of the stream).
+  print, those are ``absent`` (read by absence, at the end of the stream). The barrier's timeout
+  (``Timed out initializing process group in store based barrier on rank: 0, for key: … (world_size=2,
+  worker_count=1, …)``, its row written by ``parse.collectives``) counts its rank as one that
+  arrived, by the same rule: the one rank of two that never joined is named.
 - JAX's coordination-service barrier: ``DEADLINE_EXCEEDED: Barrier timed out. Barrier_id:
   PjRT_Client_Connect. Timed out task names:`` then one ``/job:jax_worker/replica:0/task:3`` line
   per task that never arrived (also inline, ``\\n``-escaped, in the GRPC detail); newer JAX:
@@ -115,6 +118,12 @@ STORE_WAIT_RE = re.compile(
     r"key:\s*(?P<key>\S+)\s*\(world_size=(?P<world>\d+),\s*"
     r"(?:worker_count|num_workers_joined)=(?P<joined>\d+)"
     r"(?:,\s*timeout=(?P<timeout>(?:\d+ days?,\s*)?[\d:.]+))?")
+# the barrier's timeout names the rank that gave up waiting in it (torch 1.x "on rank: N",
+# worker_count; 2.x "on rank N", num_workers_joined)
+STORE_TIMEOUT_RE = re.compile(
+    r"Timed out initializing process group in store based barrier on rank:?\s*(?P<rank>\d+),"
+    r"\s*for key:\s*(?P<key>\S+)\s*\(world_size=(?P<world>\d+),\s*"
+    r"(?:worker_count|num_workers_joined)=(?P<joined>\d+)")
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"  # as parse.collectives names the barrier's timeout
 MAX_WORLD = 1 << 20
 MAX_READY_RANK = 1 << 16  # a ready list's gaps are read below this rank only (a corrupt number)
@@ -189,7 +198,8 @@ class MissingRanksBlock:
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
                "Stalled ranks:", "Missing ranks:",
                "Missing communicator data from",
-               "process_id=", "Waiting in store based barrier")
+               "process_id=", "Waiting in store based barrier",
+               "in store based barrier on rank")
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -210,6 +220,9 @@ class MissingRanksBlock:
         out = self._end_report() if self.section is not None else []
         if "Waiting in store based barrier" in text:
             return out + self._barrier_wait(text, ctx)
+        if "in store based barrier on rank" in text:
+            self._barrier_timeout(text, ctx)
+            return out
         m = JAX_PROCESS_RE.search(text)
         if m:
             self.process_id = digits_int(m["pid"])
@@ -300,15 +313,27 @@ class MissingRanksBlock:
         m = STORE_WAIT_RE.search(text)
         if not m:
             return []
+        if digits_int(m["world"]) > MAX_WORLD:
+            return []
+        self._barrier_member(m, ctx)
+        return [("collectives", {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP, "process_group": m["key"],
+                                 "timeout_ms": _timeout_ms(m["timeout"]),
+                                 "state": "started", "_named_rank": True, "_ctx": ctx})]
+
+    def _barrier_timeout(self, text: str, ctx: object) -> None:
+        """A rank that timed out in the store-based barrier had arrived in it: remembered (its
+        timeout row is ``parse.collectives``'s)."""
+        for m in STORE_TIMEOUT_RE.finditer(text):
+            self._barrier_member(m, ctx)
+
+    def _barrier_member(self, m: re.Match[str], ctx: object) -> None:
+        """Remember the rank a barrier line names, with its key's world size and worker count."""
         rank, world, joined = digits_int(m["rank"]), digits_int(m["world"]), digits_int(m["joined"])
         if world > MAX_WORLD:
-            return []
+            return
         w, j, ranks, first = self.barrier.get(m["key"], (world, joined, set(), ctx))
         ranks.add(rank)
         self.barrier[m["key"]] = (world, max(j, joined), ranks, first)
-        return [("collectives", {"rank": rank, "op_type": STORE_BARRIER_OP, "process_group": m["key"],
-                                 "timeout_ms": _timeout_ms(m["timeout"]),
-                                 "state": "started", "_named_rank": True, "_ctx": ctx})]
 
     def _barrier_absent(self) -> list[tuple[str, Row]]:
         """The ranks that never waited at a barrier, where exactly ``worker_count`` did."""

@@ -13,7 +13,14 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident, Unreadable
-from ...parse.collectives import STORE_BARRIER_OP, rank_tag_pg, startup_line
+from ...parse.collectives import (
+    STORE_BARRIER_KEY,
+    STORE_BARRIER_OP,
+    group_tag_rank,
+    is_store_barrier,
+    rank_tag_pg,
+    startup_kind,
+)
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -91,9 +98,22 @@ class TimeoutAnalysis:
     @property
     def at_startup(self) -> bool:
         """A timeout at start-up: the store-based barrier of init_process_group, the c10d
-        client socket that never reached the store, or the store that waited for its clients."""
+        client socket that never reached the store, the store that waited for its clients, or
+        torchelastic's rendezvous."""
         lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
-        return self.op_type == STORE_BARRIER_OP or any(startup_line(ln) for ln in lines)
+        return self.store_barrier or any(startup_kind(ln) for ln in lines)
+
+    @property
+    def startup(self) -> str | None:
+        """What start-up's timeout lines that name no collective say happened (the c10d socket,
+        the TCPStore, torchelastic's rendezvous), or None."""
+        lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
+        return next((k for k in map(startup_kind, lines) if k is not None), None)
+
+    @property
+    def store_barrier(self) -> bool:
+        """The timeout is init_process_group's store-based barrier (``process_group`` its key)."""
+        return self.op_type is None and is_store_barrier(self.process_group)
 
     @property
     def group_size(self) -> int | None:
@@ -153,6 +173,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     # the work it failed on (its timeout line may be cut from the excerpt).
     timed_out = sorted({int(r) for r in timeouts["rank"].dropna()}
                        | {int(r) for r in status["rank"]} | {int(r) for r in stuck["rank"]})
+    if not timed_out and len(timeouts):
+        timed_out = tagged_ranks(timeouts)
     coll, primary = _timed_out_collective(timeouts, nccl, status, gloo, legacy, inflight,
                                           timed_out, mismatch)
     if coll["op_type"] is None and coll["seq_num"] is None:
@@ -161,6 +183,9 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         coll["process_group"] = stuck_group(stuck, timed_out)
     if len(waits) and coll["op_type"] in (None, STORE_BARRIER_OP):
         coll.update(_barrier_wait(waits, coll))
+    if coll["op_type"] == STORE_BARRIER_OP:
+        # a store-based barrier is no collective and has no OpType: its key names it
+        coll["op_type"] = None
     joined = desync_joined(c)
     beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
@@ -252,6 +277,13 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
     return f, primary
 
 
+def tagged_ranks(timeouts: pd.DataFrame) -> list[int]:
+    """Where no timeout line gives a global rank, the ranks their ``[PG 1 Rank 5]`` tags of a
+    sub-group give: the rank as the message gives it (a ``[rankN]:`` prefix, anywhere, wins)."""
+    lines = timeouts["line"].dropna().astype(str)
+    return sorted({r for r in map(group_tag_rank, lines) if r is not None})
+
+
 def desync_joined(c: pd.DataFrame) -> set[int]:
     """The ranks torch's desync report says joined the oldest collective and did not finish it
     (``started`` rows naming no op and no sequence number)."""
@@ -340,8 +372,10 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
 
 
 def _is_default_group(pg: str | None) -> bool:
-    """The default (world) group, or a group the logs do not name."""
-    return pg is None or pg == UNKNOWN_GROUP or "default_pg" in pg or pg.split(" ")[0] == "0"
+    """The default (world) group, or a group the logs do not name (the store-based barrier's
+    first key is the default group's)."""
+    return (pg is None or pg == UNKNOWN_GROUP or "default_pg" in pg or pg.split(" ")[0] == "0"
+            or pg == f"{STORE_BARRIER_KEY}1")
 
 
 def _every_rank_timed_out(timed_out: list[int], coll: dict[str, Any],

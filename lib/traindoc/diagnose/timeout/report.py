@@ -24,7 +24,7 @@ from ...report import (
 from ...shellsafe import quote_all
 from ..common import as_int, as_str, input_findings, is_host, reading_words, when_text, who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern
-from .analysis import STORE_BARRIER_OP, TimeoutAnalysis
+from .analysis import TimeoutAnalysis, is_store_barrier
 
 FSDP_GATHER_OPS = {"_ALLGATHER_BASE", "ALLGATHER", "_ALLGATHER_INTO_TENSOR_COALESCED",
                    "ALLGATHER_COALESCED", "_REDUCE_SCATTER_BASE", "REDUCE_SCATTER"}
@@ -308,9 +308,19 @@ def _all_stuck_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
             "program.", Confidence.MEDIUM)
 
 
+def _startup_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
+    """A start-up timeout that names no collective: what did not complete, not 'a collective'."""
+    if a.pattern != Pattern.UNKNOWN or a.op_type or a.seq_num is not None or a.startup is None:
+        return None
+    limit = f" after {a.timeout_ms / 1000:.0f} s" if a.timeout_ms else ""
+    ranks = who(a.timed_out_ranks, none="the job", cap=True)
+    return (f"{ranks} timed out at start-up{limit}, before any collective: {a.startup}; the "
+            "logs do not show which rank or node never joined.", Confidence.MEDIUM)
+
+
 def _unknown_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence]:
     return (f"{timeout_title(facts(a), _reported_only(a))}; the logs do not show which rank(s) "
-            f"never arrived{_tail(a)}.", Confidence.MEDIUM if a.op_type else Confidence.LOW)
+            f"never arrived{_tail(a)}.", Confidence.MEDIUM if a.op_type or a.store_barrier else Confidence.LOW)
 
 
 # The firing rule of highest priority gives the verdict: a stuck watchdog that names no
@@ -318,7 +328,8 @@ def _unknown_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence]:
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("watchdog_stuck", _stuck_verdict, 50), Rule("earlier_failure", _consequence_verdict, 40),
     Rule("desync", _desync_verdict, 30), Rule("straggler", _straggler_verdict, 20),
-    Rule("all_stuck", _all_stuck_verdict, 10), Rule("unknown", _unknown_verdict, 0))
+    Rule("all_stuck", _all_stuck_verdict, 10), Rule("startup", _startup_verdict, 5),
+    Rule("unknown", _unknown_verdict, 0))
 NO_TIMEOUT_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("no_timeout", _no_timeout_verdict),)
 
@@ -371,6 +382,19 @@ def _reported_only(a: TimeoutAnalysis) -> bool:
     return not len(a.timeouts) and not len(a.status)
 
 
+def barrier_facts(f: dict[str, Any]) -> bool:
+    """The facts are of init_process_group's store-based barrier: no op, its key the group."""
+    return f.get("op_type") is None and is_store_barrier(f.get("process_group"))
+
+
+def collective_name(f: dict[str, Any]) -> str:
+    """What the ranks waited in: the op as printed, the store-based barrier with its key, or
+    'a collective'."""
+    if barrier_facts(f):
+        return f"init_process_group's store-based barrier ({f['process_group']})"
+    return f["op_type"] or "a collective"
+
+
 def _collective_words(f: dict[str, Any]) -> str:
     """``ALLREDUCE #241``, ``barrier:PjRT_Client_Connect`` or ``the collective``."""
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
@@ -382,9 +406,9 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     """The timeout in one phrase from the facts: who timed out in which collective, after how
     long (with ``reported_only``: which collective a hang report says never completed)."""
     ranks = who(f["timed_out_ranks"], cap=True)
-    what = f["op_type"] or "a collective"
+    what = collective_name(f)
     seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
-    if reported_only and f["op_type"] == STORE_BARRIER_OP:
+    if reported_only and barrier_facts(f):
         limit = f" (timeout {f['timeout_ms'] / 1000:.0f} s)" if f["timeout_ms"] else ""
         return (f"init_process_group's store-based barrier has not completed{limit}: ranks "
                 "are still waiting in it")
