@@ -78,7 +78,8 @@ as one row per name, ``state`` ``listed``, its only frame the name, its host the
 
 A Python traceback (most recent call last) is one sample of the stack of the process that
 printed it (``PYTB_*`` below): ``state`` ``interrupted`` (KeyboardInterrupt), ``raised`` (any
-other exception) or ``traceback`` (no exception line). gdb's ``info threads`` gives one row per
+other exception) or ``traceback`` (no exception line); a frame line a terminal wrapped at its
+width is joined again (``PYTB_WRAP_PIECES``). gdb's ``info threads`` gives one row per
 thread with its one (C) frame, thread 1 the main thread whose LWP is the pid. The kernel's
 hung-task report (``INFO: task python:280058 blocked for more than 120 seconds`` and its ``Call
 Trace:``) is a row with ``state`` ``D``, its pid, command and kernel frames.
@@ -233,6 +234,10 @@ PYTB_EXC_RE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::(?:\s.*)?)?$")
 PYTB_EXC_STRICT_RE = re.compile(
     r"^(?P<exc>[A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit|Expired|Timeout|Warning|Failure"
     r"|Iteration))(?::.*)?$|^(?P<named>[A-Za-z_][\w.]*): \S")
+# A terminal wraps a long frame line at its width, anywhere in it ('File "…/nn/modules/mod' +
+# 'ule.py", line 1739, in _wrapped_call_impl'; a Windows console at 80 columns: '…", line 1' +
+# '4, in index', '…", line 109,' + 'in post'): at most this many pieces make one frame
+PYTB_WRAP_PIECES = 3
 PYTB_CHAIN = ("The above exception was the direct cause of the following exception:",
               "During handling of the above exception, another exception occurred:")
 # what a traceback shows between frames: carets, the interpreter's elisions, a poster's own
@@ -870,7 +875,10 @@ class StackParser:
                 py["phase"], py["after_frame"] = "frames", False
                 return []
         else:
-            m = PYTB_FRAME_RE.match(s)
+            m = self._pytb_wrapped(s) if py.get("wrap") or s.startswith('File "') else None
+            if m is True:
+                return []  # the first pieces of a frame a terminal wrapped
+            m = m or PYTB_FRAME_RE.match(s)
             if m:
                 line = m["line"]
                 py["frames"].append(
@@ -888,11 +896,34 @@ class StackParser:
                 py["state"] = "interrupted" if exc.rsplit(".", 1)[-1] in INTERRUPTS else "raised"
                 py["phase"] = "after"
                 return []
-            if after and s:
-                return []  # the source line under a frame
+            if after and s:  # the source line under a frame; a wrapping terminal's its tail too
+                py["after_frame"] = "tail" if after is True and py.get("wrapped") else False
+                return []
         out = self._flush_pytb()
         self.section = None
         return out + self.feed(text, ctx)
+
+    def _pytb_wrapped(self, s: str) -> re.Match[str] | bool | None:
+        """A frame line a terminal wrapped at its width (``PYTB_WRAP_PIECES``): the joined frame
+        once its last piece arrives; True while pieces are kept; None for no wrapped frame
+        (a piece that never completes one is dropped, and the line is read as it is)."""
+        py = self._py
+        pieces = py.pop("wrap", [])
+        if pieces and not s.startswith('File "'):
+            head = "".join(pieces)
+            # the wrap falls mid-word (kept tight) or at a space the terminal dropped
+            m = PYTB_FRAME_RE.match(head + s) or PYTB_FRAME_RE.match(f"{head} {s}")
+            if m:
+                py["wrapped"] = True
+                return m
+            if len(pieces) + 1 < PYTB_WRAP_PIECES and s:
+                py["wrap"] = [*pieces, s]
+                return True
+            return None
+        if s.startswith('File "') and not PYTB_FRAME_RE.match(s):
+            py["wrap"], py["after_frame"] = [s], False
+            return True
+        return None
 
     def _flush_pytb(self) -> list[tuple[str, Row]]:
         py, self._py = self._py, {}
