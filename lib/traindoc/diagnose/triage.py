@@ -73,7 +73,7 @@ from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
-from .deadlock.stacks import barrier_waits, hang_stacks, stacks_alone
+from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
 from .timeout.report import desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -405,7 +405,9 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
         x = x[x["signal"].notna()]
     if not len(err) and not len(x):
-        return _runbook_crash(incident, rep) if kind in RUNBOOK_CRASH_KINDS or died else None
+        if kind in RUNBOOK_CRASH_KINDS or died:
+            return _runbook_crash(incident, rep)
+        return _dump_crash(incident)
     cols = ["rank", "host", "time", "source", "line"]
     rows = pd.concat([_ordered(incident, err)[cols], exit_evidence(_ordered(incident, x))[cols]],
                      ignore_index=True)
@@ -427,6 +429,18 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         r = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         parts.append(f"{r} {how}{code}{tail}")
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
+
+
+def _dump_crash(incident: Incident) -> Sighting | None:
+    """A fatal error's faulthandler dump whose ``Fatal Python error`` header the log lost: the
+    thread that was computing when the process died (``crash_dumps``)."""
+    dumps = crash_dumps(incident.stacks)
+    if not len(dumps):
+        return None
+    leaf = str(dumps.iloc[0]["leaf"])
+    return Sighting("gpu_crash", dumps, "a process crashed: faulthandler's dump of a fatal "
+                    f"error shows its current thread computing in {leaf}, not waiting",
+                    _ranks(dumps))
 
 
 def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:

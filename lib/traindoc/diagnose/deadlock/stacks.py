@@ -552,12 +552,72 @@ def call_site(frames: list[str]) -> str | None:
 # stacks rows that show a hang without frames: py-spy could not dump it, uninterruptible sleep
 # (ps, the kernel's hung-task report), a listed leaf
 HANG_STATES = ("D", "dump_error", "listed")
+# faulthandler's thread ids ("Current thread 0x00007f…"); gdb's current thread is an LWP number
+FH_TID_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+# a current thread that asked for the dump itself (a Python signal handler, a test harness's
+# listener calling faulthandler.dump_traceback): a dump on request, not a fatal error's
+DUMPER_FUNC_RE = re.compile(r"handler|dump|signal|stack|trace|listener|watchdog", re.IGNORECASE)
+
+
+def crash_dumps(stacks: pd.DataFrame) -> pd.DataFrame:
+    """The current threads of faulthandler dumps that show a crash, not a hang. faulthandler
+    marks ``Current thread`` only in a fatal error's dump (the thread the signal hit) or in one
+    a thread asked for (``dump_traceback``, a registered signal); its periodic dumps, and the
+    NCCL watchdog's abort from a C++ thread, mark none. So a current thread that was computing
+    (``interrupted_waiting`` false, not a dumper's own function) while every other thread of its
+    file and writer sat in a standard-library wait is where a process crashed, when the
+    ``Fatal Python error`` header was cut off (mamba#725's segfault in a Triton layer norm,
+    yolov5#12655's abort inside numpy ``dot``)."""
+    if not len(stacks) or "state" not in stacks:
+        return stacks.iloc[0:0]
+    fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
+    current = fh & (stacks["state"].fillna("") == "current")
+    if not current.any():
+        return stacks.iloc[0:0]
+    keep = []
+    for i, row in stacks[current].iterrows():
+        frames = row["frames"] if isinstance(row["frames"], list) else []
+        py = [p for p in map(split_frame, frames) if p.python]
+        if not py or interrupted_waiting(frames) or DUMPER_FUNC_RE.search(py[0].func):
+            continue
+        same = (fh & ~current & (stacks["source"].map(_file_of) == _file_of(row["source"]))
+                & _same_writer(stacks, row))
+        others = stacks[same]
+        if all(is_idle_helper_thread(None, f if isinstance(f, list) else [])
+               for f in others["frames"]):
+            keep.append(i)
+    return stacks.loc[keep]
+
+
+def _same_writer(stacks: pd.DataFrame, row: pd.Series) -> pd.Series:
+    """Rows whose host, pid and rank are the row's (missing ones equal)."""
+    same = pd.Series(True, index=stacks.index)
+    for col in ("host", "pid", "rank"):
+        v = _na(row[col]) if col in row else None
+        same &= stacks[col].isna() if v is None else (stacks[col] == v).fillna(False)
+    return same
+
+
+def crashed_rows(stacks: pd.DataFrame) -> pd.Series:
+    """Rows that belong to a crash's dump (``crash_dumps``): its current thread, and the
+    faulthandler threads of no named process beside an unnamed one's crash (a fatal error
+    prints every thread, whichever file a paste put them in)."""
+    dumps = crash_dumps(stacks)
+    out = pd.Series(False, index=stacks.index)
+    if not len(dumps):
+        return out
+    out.loc[dumps.index] = True
+    fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
+    for _, row in dumps.iterrows():
+        out |= fh & _same_writer(stacks, row)
+    return out
 
 
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
     ``raised``, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
-    stopped a process at work, ``interrupted_waiting``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
+    stopped a process at work, ``interrupted_waiting``, nor a crash's faulthandler dump,
+    ``crashed_rows``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
     as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
@@ -569,6 +629,7 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
     unsure = (state == "traceback") | headless
     busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
+    busy |= crashed_rows(stacks)
     keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure) & ~busy
     return stacks[keep | state.isin(HANG_STATES)]
 
