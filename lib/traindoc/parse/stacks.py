@@ -38,7 +38,9 @@ rank) a line of another writer ends it::
       File "/work/train.py", line 12 in <module>
 
 CPython lists threads newest first, so in an all-threads dump the last thread is the main thread;
-it is named ``MainThread`` here (unless the dump was cut with ``...``).
+it is named ``MainThread`` here (unless the dump was cut with ``...``, or that thread's stack
+starts in threading's ``_bootstrap``: a paste moved or cut the main thread, which is then the
+current thread where that one is no threading thread).
 A dump under ``faulthandler.dump_traceback_later``'s header (``Timeout (0:00:10)!``: pytest's
 ``faulthandler_timeout``, Spark's periodic dump) that the process's own output follows (not a
 kill, not the next dump) is a slow step's: its threads' ``state`` is ``progress``, no hang.
@@ -165,6 +167,10 @@ FH_FRAME_RE = re.compile(
 # on the lines that start one.
 COLLECTOR_STAMP_RE = re.compile(r"20\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:  |\s*$)")
 FH_STAMPED_STARTS = ("Fatal Python error", "Thread 0x", "Current thread 0x", "Stack (most")
+# the outermost frame of a thread that ``threading`` started ("_bootstrap (…/threading.py:995)",
+# or "run (…\\Lib\\threading.py:975)" where a paste cut the rest)
+THREAD_BOOTSTRAP_RE = re.compile(
+    r"^(?:Thread\.)?(?:run|_bootstrap|_bootstrap_inner) \((?:.*[/\\])?threading\.py:\d+\)$")
 FH_NOTES = ("<no Python frame>", "Garbage-collecting", "<freed thread state>", "<tstate is freed>")
 
 # --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
@@ -735,8 +741,15 @@ class StackParser:
         threads = [t for t in threads if t["_all"] or t["tid"] is not None or len(t["frames"]) > 1
                    or t["state"] is not None or (t.get("named") and t["frames"])]
         if threads and threads[-1]["_all"] and not self._fh_cut:
-            # CPython prepends new thread states: the last one listed is the main thread.
-            threads[-1]["thread"] = "MainThread"
+            # CPython prepends new thread states: the last one listed is the main thread; unless
+            # it is one threading started (a paste moved or cut the rest), then the current
+            # thread where it is none
+            main = threads[-1]
+            if _threading_started(main["frames"]):
+                main = next((t for t in threads if t["state"] == "current"
+                             and not _threading_started(t["frames"])), None)
+            if main is not None:
+                main["thread"] = "MainThread"
         self._fh_cut = False
         return [("stacks", _row(t, t.pop("frames"))) for t in threads]
 
@@ -1009,6 +1022,12 @@ def _unstamped(text: str, in_dump: bool) -> str:
     if rest is text or not (in_dump or rest.startswith(FH_STAMPED_STARTS)):
         return text
     return rest.strip()
+
+
+def _threading_started(frames: list[str]) -> bool:
+    """Whether a stack's outermost frame is threading's bootstrap (``THREAD_BOOTSTRAP_RE``): a
+    thread that ``threading`` started, never the main thread."""
+    return bool(frames) and bool(THREAD_BOOTSTRAP_RE.match(frames[-1]))
 
 
 def _starts(text: str) -> bool:

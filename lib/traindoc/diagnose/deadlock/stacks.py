@@ -305,6 +305,7 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     memo = _FrameMemo(depth)
     leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]] = {}
     out: list[Proc] = []
+    no_main: list[tuple[tuple[Any, ...], list[_Row], _Row | None]] = []
     for key, rows in groups.items():
         stuck = next((r for r in rows if _na(r.state) == "D"), None)
         if len(rows) > 1 and any(_na(r.state) in NO_STACK_STATES for r in rows):
@@ -313,30 +314,16 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
             rows = [r for r in rows if _na(r.state) not in NO_STACK_STATES] or rows[:1]
         chosen = _choose_threads(rows, thread, memo)
         if not chosen:
+            if thread in MAIN_THREAD_NAMES and all(
+                    isinstance(_na(r.tid), str) and FH_TID_RE.match(r.tid) for r in rows):
+                no_main.append((key, rows, stuck))
             continue
-        snaps = _snapshots(chosen)
-        last = snaps[-1]
-        mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
-        first = mains[0] if mains else last[0]
-        fkey = _frame_key(first)
-        if fkey not in leaf_memo:
-            frames = list(fkey)
-            leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
-        leaf, coll, helper = leaf_memo[fkey]
-        if _na(first.state) == "dump_error":  # named by what py-spy said instead of a frame
-            leaf = f"not dumped: {str(_na(first.line) or 'py-spy error').strip()}"
-        elif _na(first.state) == "D" and not fkey:
-            leaf = f"uninterruptible sleep (D): {_na(first.cmd) or 'no stack'}"
-        sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
-        out.append(Proc(
-            key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
-            frames=list(fkey), leaf=leaf, signature=sigs[-1],
-            in_collective=coll, helper=helper,
-            source=str(first.source), line=str(_na(first.line) or ""),
-            thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
-            cmd=_na(first.cmd),
-            snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
-            threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
+        out.append(_proc(key, chosen, stuck, memo, leaf_memo))
+    if not out:
+        # faulthandler threads that threading started, and no main thread anywhere (a paste
+        # cut it off): the dump still shows its process, by its last listed thread; beside
+        # another file's process they are a piece of its dump, not one more
+        out = [_proc(key, rows[-1:], stuck, memo, leaf_memo) for key, rows, stuck in no_main]
     per_file = Counter(p.key[:3] for p in out if p.key[0] == "file")
     for p in out:
         p.several = p.key[0] == "file" and per_file[p.key[:3]] > 1
@@ -344,6 +331,34 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
         for p in out:                       # process looked at
             p.helper = False
     return merge_listed(out)
+
+
+def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _FrameMemo,
+          leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]]) -> Proc:
+    """One process from its chosen threads' rows (the last snapshot counting)."""
+    snaps = _snapshots(chosen)
+    last = snaps[-1]
+    mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
+    first = mains[0] if mains else last[0]
+    fkey = _frame_key(first)
+    if fkey not in leaf_memo:
+        frames = list(fkey)
+        leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
+    leaf, coll, helper = leaf_memo[fkey]
+    if _na(first.state) == "dump_error":  # named by what py-spy said instead of a frame
+        leaf = f"not dumped: {str(_na(first.line) or 'py-spy error').strip()}"
+    elif _na(first.state) == "D" and not fkey:
+        leaf = f"uninterruptible sleep (D): {_na(first.cmd) or 'no stack'}"
+    sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
+    return Proc(
+        key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
+        frames=list(fkey), leaf=leaf, signature=sigs[-1],
+        in_collective=coll, helper=helper,
+        source=str(first.source), line=str(_na(first.line) or ""),
+        thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
+        cmd=_na(first.cmd),
+        snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
+        threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last])
 
 
 def _interrupted_files(df: pd.DataFrame) -> set[tuple[Any, str]]:
