@@ -18,8 +18,11 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   caught it and the interpreter exited on it) — then the job crashed, and the class is
   gpu_crash (error_kind python).
   NCCL's report of a peer or the network failing under a process, with no collective timed
-  out, is a crash seen from the victim's side.
-- ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
+  out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
+  ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
+  (``deadlock.stacks.crash_dumps``).
+- ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle, taken while processes wait
+  (not a crash's traceback or faulthandler dump: ``deadlock.stacks.hang_stacks``).
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
   nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three

@@ -582,7 +582,9 @@ def crash_dumps(stacks: pd.DataFrame) -> pd.DataFrame:
     (``interrupted_waiting`` false, not a dumper's own function) while every other thread of its
     file and writer sat in a standard-library wait is where a process crashed, when the
     ``Fatal Python error`` header was cut off (mamba#725's segfault in a Triton layer norm,
-    yolov5#12655's abort inside numpy ``dot``)."""
+    yolov5#12655's abort inside numpy ``dot``). A dump a registered signal took of a process
+    hung in a call no frame shows as a wait (``.item()`` in user code) reads the same: the
+    limit of a dump without its header."""
     if not len(stacks) or "state" not in stacks:
         return stacks.iloc[0:0]
     fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
