@@ -447,22 +447,16 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
                 n = len(ids) - 1 if ids else 0
             keys.append(("file", host, file_of(src), n))
     df = df.assign(key_=keys, order_=range(len(df)))
-    out = []
-    for key, g in df.groupby("key_", sort=False):
-        rows = list(g.itertuples(index=False))
-        stuck = any(na(r.state) == "D" for r in rows)
-        if len(rows) > 1 and any(na(r.state) in no_stack for r in rows):
-            rows = [r for r in rows if na(r.state) not in no_stack] or rows[:1]
-        chosen = choose(rows)
-        if not chosen:
-            continue
+
+    def proc(key, chosen, stuck):
+        """One process of the reference grouping."""
         snaps = snapshots(chosen)
         last = snaps[-1]
         mains = [r for r in last if na(r.thread) in mains_names]
         first = mains[0] if mains else last[0]
         frames = frames_of(first)
         sigs = [" ‖ ".join(sorted(deadlock_stacks.signature(frames_of(r), depth) for r in s)) for s in snaps]
-        out.append(deadlock_stacks.Proc(
+        return deadlock_stacks.Proc(
             key=key, rank=to_int(first.rank), host=na(first.host), pid=to_int(first.pid),
             frames=frames, leaf=(f"not dumped: {str(na(first.line) or 'py-spy error').strip()}"
                                  if na(first.state) == "dump_error" else
@@ -474,7 +468,24 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
             source=str(first.source), line=str(na(first.line) or ""),
             thread=na(first.thread), state="D" if stuck else na(first.state), cmd=na(first.cmd),
             snapshots=len(snaps), moved=len(set(sigs)) > 1,
-            threads=[str(na(r.thread) or na(r.tid) or "?") for r in last]))
+            threads=[str(na(r.thread) or na(r.tid) or "?") for r in last])
+
+    out = []
+    no_main = []
+    for key, g in df.groupby("key_", sort=False):
+        rows = list(g.itertuples(index=False))
+        stuck = any(na(r.state) == "D" for r in rows)
+        if len(rows) > 1 and any(na(r.state) in no_stack for r in rows):
+            rows = [r for r in rows if na(r.state) not in no_stack] or rows[:1]
+        chosen = choose(rows)
+        if not chosen:  # faulthandler threads only, none of them the main thread
+            if thread in mains_names and all(re.fullmatch(r"0x[0-9a-fA-F]+", str(na(r.tid)))
+                                             for r in rows):
+                no_main.append((key, rows[-1:], stuck))
+            continue
+        out.append(proc(key, chosen, stuck))
+    if not out:  # no main thread anywhere: such a dump's last thread stands for its process
+        out = [proc(key, chosen, stuck) for key, chosen, stuck in no_main]
     per_file = Counter(p.key[:3] for p in out if p.key[0] == "file")
     for p in out:
         p.several = p.key[0] == "file" and per_file[p.key[:3]] > 1
@@ -690,3 +701,62 @@ def test_a_watchdog_line_without_its_op_is_still_a_process() -> None:
     # ms-swift#5409 (corpus timeout-ms-swift-5409): rank 2's OpType is mangled in the paste
     inc = load_once(CORPUS / "timeout" / "timeout-ms-swift-5409" / "logs")
     assert deadlock.diagnose(inc).facts["processes_seen"] == 2
+
+
+FEEDER = ['  File "D:\\Anaconda\\Lib\\threading.py", line 320 in wait',
+          '  File "D:\\Anaconda\\Lib\\multiprocessing\\queues.py", line 231 in _feed',
+          '  File "D:\\Anaconda\\Lib\\threading.py", line 975 in run',
+          '  File "D:\\Anaconda\\Lib\\threading.py", line 1038 in _bootstrap_inner',
+          '  File "D:\\Anaconda\\Lib\\threading.py", line 995 in _bootstrap']
+WORKER = ['File "/usr/local/lib/python3.12/threading.py", line 359 in wait',
+          'File "/usr/local/lib/python3.12/queue.py", line 180 in get',
+          'File "/venv/lib/python3.12/site-packages/modelgauge/pipeline.py", line 98 in upstream_get',
+          'File "/venv/lib/python3.12/site-packages/modelgauge/pipeline.py", line 210 in run',
+          'File "/usr/local/lib/python3.12/threading.py", line 1012 in run',
+          'File "/usr/local/lib/python3.12/threading.py", line 1075 in _bootstrap_inner',
+          'File "/usr/local/lib/python3.12/threading.py", line 1032 in _bootstrap']
+
+
+@pytest.mark.parametrize(("files", "main_leaf"), [
+    # ultralytics/yolov5#12655: the poster's "Main thread:" (the current one) in one block, the
+    # queue feeders threading started in another
+    ({"main-thread.log": ["Main thread:", "Current thread 0x000033f0 (most recent call first):",
+                          '  File "<__array_function__ internals>", line 200 in dot',
+                          '  File "C:\\Users\\u\\site-packages\\matplotlib\\transforms.py", line 2436 in get_affine'],
+      "threads-feeders.log": ["Thread 0x00004620 (most recent call first):", *FEEDER, "",
+                              "Thread 0x0000130c (most recent call first):", *FEEDER]},
+     "dot"),
+    # mlcommons/modelbench#715: one dump stored as two excerpts; the second holds only threads
+    # that threading started (the first ends in a thread cut inside its frames)
+    ({"excerpt-1.txt": ["Thread 0x00007f2b33e006c0 (most recent call first):", *WORKER, "",
+                        "Thread 0x00007f2b3d6006c0 (most recent call first):", *WORKER[:2]],
+      "excerpt-2.txt": ["Thread 0x00007f2b4b4006c0 (most recent call first):", *WORKER, "",
+                        "Thread 0x00007f2b4be006c0 (most recent call first):", *WORKER]},
+     None),
+])
+def test_threads_threading_started_are_never_the_main_thread(tmp_path: Path, files: dict,
+                                                             main_leaf: str | None) -> None:
+    # CPython lists the main thread last, but a paste may move or cut it: a thread whose stack
+    # starts in threading's _bootstrap is not it, and a file of such threads is a piece of the
+    # process another file shows
+    for name, lines in files.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    inc = traindoc.load(tmp_path)
+    boot = inc.stacks[inc.stacks["frames"].map(lambda f: "_bootstrap" in f[-1])]
+    assert len(boot) and boot["thread"].isna().all()
+    f = deadlock.diagnose(inc).facts
+    assert f["processes_seen"] == 1
+    assert main_leaf is None or f["majority_leaf"].startswith(main_leaf + " (")
+
+
+def test_a_dump_of_threading_threads_alone_is_still_its_process(tmp_path: Path) -> None:
+    # PaddlePaddle/PARL#423: a segfault's dump cut before its main thread; the helper threads
+    # shown are still one process's
+    (tmp_path / "train.log").write_text("\n".join([
+        "Thread 0x00007fb1cf73a700 (most recent call first):",
+        '  File "/home/exp/anaconda3/envs/x/lib/python3.6/threading.py", line 299 in wait',
+        '  File "/home/exp/anaconda3/envs/x/lib/python3.6/queue.py", line 173 in get',
+        '  File "/home/exp/anaconda3/envs/x/lib/python3.6/site-packages/visualdl/writer/record_writer.py", line 171 in run',
+        '  File "/home/exp/anaconda3/envs/x/lib/python3.6/threading.py", line 916 in _bootstrap_inner',
+        '  File "/home/exp/anaconda3/envs/x/lib/python3.6/threading.py", line 884 in _bootstrap']) + "\n")
+    assert deadlock.diagnose(traindoc.load(tmp_path)).facts["processes_seen"] == 1

@@ -994,3 +994,43 @@ def test_rank_sections_name_each_dumps_rank(tmp_path: Path) -> None:
 def test_faulthandler_frame_function(line: str, func: str) -> None:
     m = stacks_mod.FH_FRAME_RE.match(line)
     assert m is not None and m["func"] == func
+
+
+@pytest.mark.parametrize(("text", "frames"), [
+    # siavushshahrizad/rl_from_scratch stack_trace.txt (commit 88550d8): a terminal wrapped at
+    # its width mid-word, in the path and in "line"
+    ("Traceback (most recent call last):\n"
+     '  File "/Users/siasha/Documents/github/rl_from_scratch/PPO.py", line 199, in <module>\n'
+     "    loss.backward()\n"
+     '  File "/Users/siasha/Documents/github/rl_from_scratch/.venv/lib/python3.9/site-packages/torch/_tensor.py", l\n'
+     "ine 626, in backward\n"
+     "    torch.autograd.backward(\n"
+     '  File "/Users/siasha/Documents/github/rl_from_scratch/.venv/lib/python3.9/site-packages/torch/autograd/graph\n'
+     '.py", line 823, in _engine_run_backward\n'
+     "    return Variable._execution_engine.run_backward(  # Calls into the C++ engine\n"
+     "RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation:\n",
+     ["_engine_run_backward", "backward", "<module>"]),
+    # vwrideout/cs398 README.md: a Windows console at 80 columns, wrapped inside the line number
+    # and at the space before "in" (which it dropped)
+    ("Traceback (most recent call last):\n"
+     '  File "C:\\Users\\Vincent\\Documents\\GitHub\\cs398\\mysite\\tweeter\\views.py", line 1\n'
+     "4, in index\n"
+     "    z = requests.post('http://localhost:7000/', data = {'tweet':form.cleaned_dat\n"
+     "a})\n"
+     '  File "C:\\Users\\Vincent\\Anaconda\\lib\\site-packages\\requests\\api.py", line 109,\n'
+     "in post\n"
+     "    return request('post', url, data=data, json=json, **kwargs)\n"
+     '  File "C:\\Users\\Vincent\\Anaconda\\lib\\site-packages\\requests\\adapters.py", line\n'
+     "415, in send\n"
+     "    raise ConnectionError(err, request=request)\n"
+     "ConnectionError: ('Connection aborted.', error(10054, 'An existing connection wa\n"
+     "s forcibly closed by the remote host'))\n",
+     ["send", "post", "index"]),
+])
+def test_a_traceback_a_terminal_wrapped_keeps_every_frame(tmp_path: Path, text: str,
+                                                          frames: list[str]) -> None:
+    (tmp_path / "terminal.txt").write_text(text)
+    s = traindoc.load(tmp_path / "terminal.txt").stacks
+    assert len(s) == 1 and s.iloc[0]["state"] == "raised"
+    assert [f.split(" (")[0] for f in s.iloc[0]["frames"]] == frames
+    assert s.iloc[0]["frames"][0].endswith(":823)") or s.iloc[0]["frames"][0].endswith(":415)")

@@ -716,3 +716,73 @@ def test_a_preempted_job_is_no_crash(tmp_path: Path, why: str, then: str, want: 
           + (then + "\n" if then else ""))
     r = triage.diagnose(traindoc.load(tmp_path))
     assert [c for c, _ in classes(r)] == want
+
+
+@pytest.mark.parametrize(("dump", "leaf"), [
+    # NatLabRockies/floris#1174: a segfault's dump, its "Fatal Python error" header cut off as
+    # an excerpt cuts it; the current thread computes in inspect, the others have no frame
+    (["Thread 0x000071fb66492640 (most recent call first):", "  <no Python frame>", "",
+      "Current thread 0x00007200c424f440 (most recent call first):",
+      '  File "/home/xxx/miniconda3/envs/floating_wind_env/lib/python3.9/inspect.py", line 745 in getmodule',
+      '  File "/home/xxx/miniconda3/envs/floating_wind_env/lib/python3.9/inspect.py", line 829 in findsource',
+      '  File "/home/xxx/miniconda3/envs/floating_wind_env/lib/python3.9/site-packages/floris/type_dec.py", line 159 in convert_to_path'],
+     "getmodule"),
+    # state-spaces/mamba#725: the one thread of a segfault in a Triton layer norm's forward
+    (["Current thread 0x00007d28af644000 (most recent call first):",
+      '  File "/home/b0457812963/testmambapy2.6/lib/python3.10/site-packages/torch/autograd/function.py", line 575 in apply',
+      '  File "/home/b0457812963/testmambapy2.6/lib/python3.10/site-packages/mamba_ssm/ops/triton/layer_norm.py", line 902 in layer_norm_fn',
+      '  File "/home/b0457812963/testmambapy2.6/lib/python3.10/site-packages/mamba_ssm/modules/block.py", line 57 in forward'],
+     "apply"),
+])
+def test_a_fatal_errors_dump_without_its_header_is_a_crash(tmp_path: Path, dump: list[str],
+                                                           leaf: str) -> None:
+    # faulthandler marks "Current thread" in a fatal error's dump: one that was computing (not
+    # waiting) beside threads that only wait is where the process died, not a hang
+    p = tmp_path / "faulthandler.log"
+    p.write_text("\n".join(dump) + "\n")
+    r = triage.diagnose(traindoc.load(p))
+    assert classes(r) == [("gpu_crash", "cause")]
+    assert f"computing in {leaf}" in r.facts["classes"][0]["detail"]
+
+
+def test_a_dump_a_thread_asked_for_stays_a_hang(tmp_path: Path) -> None:
+    # pytorch/pytorch#54818: the test harness's listener thread calls dump_traceback (it is the
+    # current thread) while the main thread waits in a barrier: a hang's dump
+    p = tmp_path / "job.log"
+    p.write_text("\n".join([
+        "Process 3 timed out with traceback:",
+        "Current thread 0x00007ff3363ff700 (most recent call first):",
+        '  File "torch/testing/_internal/common_distributed.py", line 373 in _event_listener',
+        '  File "threading.py", line 870 in run', "",
+        "Thread 0x00007ff406132180 (most recent call first):",
+        '  File "torch/distributed/distributed_c10d.py", line 2477 in barrier',
+        '  File "torch/testing/_internal/distributed/rpc/rpc_test.py", line 838 in test_reinit']) + "\n")
+    r = triage.diagnose(traindoc.load(p))
+    assert classes(r)[0] == ("deadlock", "cause")
+
+
+@pytest.mark.parametrize("lines", [
+    # sgl-project/sglang#10407: two schedulers abort into one stream; one's "Fatal Python error"
+    # lands inside the other's frame line, below the threads it heads
+    ['  File "/opt/conda/lib/python3.10/threading.py", line 607 in wait',
+     '  File "/opt/conda/lib/python3.10/site-packages/tqdm/_monitor.py", line 60 in run', "",
+     "Thread 0x00007f0159038740 (most recent call first):",
+     '  File "/opt/conda/lib/python3.10/threading.py", line 320 in wait',
+     '  File "/opt/conda/lib/python3.10/queue.py", line 171 in get',
+     '  File "/opt/conda/lib/python3.10/site-packages/sglang/srt/managers/tp_worker_overlap_thread.py", line 211 in resolve_last_batch_result',
+     '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/_contextlib.pyFatal Python error: "Aborted, line '],
+    # tenstorrent/tt-forge-onnx#2940: the usual order, the header first
+    ["Fatal Python error: Aborted", "",
+     "Thread 0x00007f5e5c3f5640 (most recent call first):",
+     '  File "/usr/lib/python3.10/threading.py", line 324 in wait',
+     '  File "/usr/lib/python3.10/threading.py", line 607 in wait',
+     '  File "/opt/ttforge-toolchain/venv/lib/python3.10/site-packages/tqdm/_monitor.py", line 60 in run',
+     '  File "/usr/lib/python3.10/threading.py", line 1016 in _bootstrap_inner',
+     '  File "/usr/lib/python3.10/threading.py", line 973 in _bootstrap'],
+])
+def test_a_fatal_errors_dump_is_the_crash_not_a_hang(tmp_path: Path, lines: list[str]) -> None:
+    # the threads faulthandler prints under a fatal error are where the process was when it
+    # died, wherever the header fell among them: one crash, no hang beside it
+    p = tmp_path / "server.log"
+    p.write_text("\n".join(lines) + "\n")
+    assert classes(triage.diagnose(traindoc.load(p))) == [("gpu_crash", "cause")]

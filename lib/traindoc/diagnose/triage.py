@@ -18,8 +18,11 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   caught it and the interpreter exited on it) — then the job crashed, and the class is
   gpu_crash (error_kind python).
   NCCL's report of a peer or the network failing under a process, with no collective timed
-  out, is a crash seen from the victim's side.
-- ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle.
+  out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
+  ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
+  (``deadlock.stacks.crash_dumps``).
+- ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle, taken while processes wait
+  (not a crash's traceback or faulthandler dump: ``deadlock.stacks.hang_stacks``).
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
   nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three
@@ -76,7 +79,14 @@ from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
-from .deadlock.stacks import barrier_waits, hang_stacks, stacks_alone
+from .deadlock.stacks import (
+    FH_TID_RE,
+    barrier_waits,
+    crash_dumps,
+    hang_stacks,
+    source_file,
+    stacks_alone,
+)
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
 from .timeout.report import barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -425,7 +435,9 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
         x = x[x["signal"].notna()]
     if not len(err) and not len(x):
-        return _runbook_crash(incident, rep) if kind in RUNBOOK_CRASH_KINDS or died else None
+        if kind in RUNBOOK_CRASH_KINDS or died:
+            return _runbook_crash(incident, rep)
+        return _dump_crash(incident)
     cols = ["rank", "host", "time", "source", "line"]
     rows = pd.concat([_ordered(incident, err)[cols], exit_evidence(_ordered(incident, x))[cols]],
                      ignore_index=True)
@@ -447,6 +459,18 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         r = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         parts.append(f"{r} {how}{code}{tail}")
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
+
+
+def _dump_crash(incident: Incident) -> Sighting | None:
+    """A fatal error's faulthandler dump whose ``Fatal Python error`` header the log lost: the
+    thread that was computing when the process died (``crash_dumps``)."""
+    dumps = crash_dumps(incident.stacks)
+    if not len(dumps):
+        return None
+    leaf = str(dumps.iloc[0]["leaf"])
+    return Sighting("gpu_crash", dumps, "a process crashed: faulthandler's dump of a fatal "
+                    f"error shows its current thread computing in {leaf}, not waiting",
+                    _ranks(dumps))
 
 
 def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
@@ -505,8 +529,29 @@ def program_error(rep: Report | None) -> dict[str, Any] | None:
             "time": f.get("first_failure_time")}
 
 
+def _fatal_dumps(incident: Incident, stacks: pd.DataFrame) -> pd.Series:
+    """The faulthandler rows of a file whose writer printed a fatal error that is a crash
+    (``Fatal Python error: …``, not a teardown's): that error's dump, wherever its lines fell (two
+    processes writing one stream interleave them: sglang#10407's header landed inside a frame
+    line below the threads it heads)."""
+    err = crash_rows(incident)[0]
+    err = err[err["line"].fillna("").str.contains("Fatal Python error", regex=False)]
+    out = pd.Series(False, index=stacks.index)
+    if not len(err) or not len(stacks):
+        return out
+    fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
+    files = stacks["source"].map(source_file)
+    for _, e in err.iterrows():
+        same = fh & (files == source_file(e["source"]))
+        for col in ("rank", "host"):
+            same &= stacks[col].isna() if pd.isna(e[col]) else (stacks[col] == e[col]).fillna(False)
+        out |= same
+    return out
+
+
 def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:  # noqa: ARG001
     s = hang_stacks(incident.stacks, stacks_alone(incident))
+    s = s[~_fatal_dumps(incident, s)]
     if not len(s):
         waiting = barrier_waits(incident.collectives)
         if not len(waiting):

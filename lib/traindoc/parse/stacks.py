@@ -38,7 +38,9 @@ rank) a line of another writer ends it::
       File "/work/train.py", line 12 in <module>
 
 CPython lists threads newest first, so in an all-threads dump the last thread is the main thread;
-it is named ``MainThread`` here (unless the dump was cut with ``...``).
+it is named ``MainThread`` here (unless the dump was cut with ``...``, or that thread's stack
+starts in threading's ``_bootstrap``: a paste moved or cut the main thread, which is then the
+current thread where that one is no threading thread).
 A dump under ``faulthandler.dump_traceback_later``'s header (``Timeout (0:00:10)!``: pytest's
 ``faulthandler_timeout``, Spark's periodic dump) that the process's own output follows (not a
 kill, not the next dump) is a slow step's: its threads' ``state`` is ``progress``, no hang.
@@ -78,7 +80,8 @@ as one row per name, ``state`` ``listed``, its only frame the name, its host the
 
 A Python traceback (most recent call last) is one sample of the stack of the process that
 printed it (``PYTB_*`` below): ``state`` ``interrupted`` (KeyboardInterrupt), ``raised`` (any
-other exception) or ``traceback`` (no exception line). gdb's ``info threads`` gives one row per
+other exception) or ``traceback`` (no exception line); a frame line a terminal wrapped at its
+width is joined again (``PYTB_WRAP_PIECES``). gdb's ``info threads`` gives one row per
 thread with its one (C) frame, thread 1 the main thread whose LWP is the pid. The kernel's
 hung-task report (``INFO: task python:280058 blocked for more than 120 seconds`` and its ``Call
 Trace:``) is a row with ``state`` ``D``, its pid, command and kernel frames.
@@ -164,6 +167,10 @@ FH_FRAME_RE = re.compile(
 # on the lines that start one.
 COLLECTOR_STAMP_RE = re.compile(r"20\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:  |\s*$)")
 FH_STAMPED_STARTS = ("Fatal Python error", "Thread 0x", "Current thread 0x", "Stack (most")
+# the outermost frame of a thread that ``threading`` started ("_bootstrap (…/threading.py:995)",
+# or "run (…\\Lib\\threading.py:975)" where a paste cut the rest)
+THREAD_BOOTSTRAP_RE = re.compile(
+    r"^(?:Thread\.)?(?:run|_bootstrap|_bootstrap_inner) \((?:.*[/\\])?threading\.py:\d+\)$")
 FH_NOTES = ("<no Python frame>", "Garbage-collecting", "<freed thread state>", "<tstate is freed>")
 
 # --- gdb py-bt and most-recent-call-last thread dumps ----------------------------------------
@@ -233,6 +240,10 @@ PYTB_EXC_RE = re.compile(r"^(?P<exc>[A-Za-z_][\w.]*)(?::(?:\s.*)?)?$")
 PYTB_EXC_STRICT_RE = re.compile(
     r"^(?P<exc>[A-Za-z_][\w.]*?(?:Error|Exception|Interrupt|Exit|Expired|Timeout|Warning|Failure"
     r"|Iteration))(?::.*)?$|^(?P<named>[A-Za-z_][\w.]*): \S")
+# A terminal wraps a long frame line at its width, anywhere in it ('File "…/nn/modules/mod' +
+# 'ule.py", line 1739, in _wrapped_call_impl'; a Windows console at 80 columns: '…", line 1' +
+# '4, in index', '…", line 109,' + 'in post'): at most this many pieces make one frame
+PYTB_WRAP_PIECES = 3
 PYTB_CHAIN = ("The above exception was the direct cause of the following exception:",
               "During handling of the above exception, another exception occurred:")
 # what a traceback shows between frames: carets, the interpreter's elisions, a poster's own
@@ -730,8 +741,15 @@ class StackParser:
         threads = [t for t in threads if t["_all"] or t["tid"] is not None or len(t["frames"]) > 1
                    or t["state"] is not None or (t.get("named") and t["frames"])]
         if threads and threads[-1]["_all"] and not self._fh_cut:
-            # CPython prepends new thread states: the last one listed is the main thread.
-            threads[-1]["thread"] = "MainThread"
+            # CPython prepends new thread states: the last one listed is the main thread; unless
+            # it is one threading started (a paste moved or cut the rest), then the current
+            # thread where it is none
+            main = threads[-1]
+            if _threading_started(main["frames"]):
+                main = next((t for t in threads if t["state"] == "current"
+                             and not _threading_started(t["frames"])), None)
+            if main is not None:
+                main["thread"] = "MainThread"
         self._fh_cut = False
         return [("stacks", _row(t, t.pop("frames"))) for t in threads]
 
@@ -870,7 +888,10 @@ class StackParser:
                 py["phase"], py["after_frame"] = "frames", False
                 return []
         else:
-            m = PYTB_FRAME_RE.match(s)
+            m = self._pytb_wrapped(s) if py.get("wrap") or s.startswith('File "') else None
+            if m is True:
+                return []  # the first pieces of a frame a terminal wrapped
+            m = m or PYTB_FRAME_RE.match(s)
             if m:
                 line = m["line"]
                 py["frames"].append(
@@ -888,11 +909,34 @@ class StackParser:
                 py["state"] = "interrupted" if exc.rsplit(".", 1)[-1] in INTERRUPTS else "raised"
                 py["phase"] = "after"
                 return []
-            if after and s:
-                return []  # the source line under a frame
+            if after and s:  # the source line under a frame; a wrapping terminal's its tail too
+                py["after_frame"] = "tail" if after is True and py.get("wrapped") else False
+                return []
         out = self._flush_pytb()
         self.section = None
         return out + self.feed(text, ctx)
+
+    def _pytb_wrapped(self, s: str) -> re.Match[str] | bool | None:
+        """A frame line a terminal wrapped at its width (``PYTB_WRAP_PIECES``): the joined frame
+        once its last piece arrives; True while pieces are kept; None for no wrapped frame
+        (a piece that never completes one is dropped, and the line is read as it is)."""
+        py = self._py
+        pieces = py.pop("wrap", [])
+        if pieces and not s.startswith('File "'):
+            head = "".join(pieces)
+            # the wrap falls mid-word (kept tight) or at a space the terminal dropped
+            m = PYTB_FRAME_RE.match(head + s) or PYTB_FRAME_RE.match(f"{head} {s}")
+            if m:
+                py["wrapped"] = True
+                return m
+            if len(pieces) + 1 < PYTB_WRAP_PIECES and s:
+                py["wrap"] = [*pieces, s]
+                return True
+            return None
+        if s.startswith('File "') and not PYTB_FRAME_RE.match(s):
+            py["wrap"], py["after_frame"] = [s], False
+            return True
+        return None
 
     def _flush_pytb(self) -> list[tuple[str, Row]]:
         py, self._py = self._py, {}
@@ -978,6 +1022,12 @@ def _unstamped(text: str, in_dump: bool) -> str:
     if rest is text or not (in_dump or rest.startswith(FH_STAMPED_STARTS)):
         return text
     return rest.strip()
+
+
+def _threading_started(frames: list[str]) -> bool:
+    """Whether a stack's outermost frame is threading's bootstrap (``THREAD_BOOTSTRAP_RE``): a
+    thread that ``threading`` started, never the main thread."""
+    return bool(frames) and bool(THREAD_BOOTSTRAP_RE.match(frames[-1]))
 
 
 def _starts(text: str) -> bool:

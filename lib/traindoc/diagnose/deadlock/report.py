@@ -27,7 +27,7 @@ from ...shellsafe import quote_all
 from ..common import input_findings, last_progress, who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind
 from .analysis import DeadlockAnalysis, analyse, members_text, mismatch_title, per_rank_sites
-from .stacks import Proc, key_leaf_index, n_procs, split_frame
+from .stacks import Proc, crash_dumps, key_leaf_index, n_procs, split_frame
 
 FACT_KEYS = ("processes_seen", "groups", "outlier_members", "outlier_leaf", "majority_leaf",
              "first_mismatch")
@@ -98,7 +98,9 @@ def _no_hang(a: DeadlockAnalysis) -> Finding | None:
         return None
     states = sorted({str(p.state) for p in a.ranks if p.state})
     what = ("the traceback of an exception that was raised (a crash, not a wait)"
-            if "raised" in states else "no process waiting (an idle thread with no frame, or a "
+            if "raised" in states else "a fatal error's faulthandler dump (its current thread "
+            "was computing when the process died, not waiting)"
+            if len(crash_dumps(a.incident.stacks)) else "no process waiting (an idle thread with no frame, or a "
             "traceback that is a piece of a crash)")
     return Finding("no_hang", Severity.WARNING,
                    f"No hang in these stacks: {n_procs(a.ranks)} process(es), and what they show "

@@ -155,6 +155,11 @@ def _na(v: Any) -> Any:
     return None if v is None or v is pd.NA or (isinstance(v, float) and pd.isna(v)) else v
 
 
+def source_file(source: Any) -> str:
+    """The file of a row's ``source`` (``file:line``, a dump's ``file#entry``)."""
+    return _file_of(source)
+
+
 def _file_of(source: Any) -> str:
     s = str(source or "?")
     s = s.split("#", 1)[0]
@@ -305,6 +310,7 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
     memo = _FrameMemo(depth)
     leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]] = {}
     out: list[Proc] = []
+    no_main: list[tuple[tuple[Any, ...], list[_Row], _Row | None]] = []
     for key, rows in groups.items():
         stuck = next((r for r in rows if _na(r.state) == "D"), None)
         if len(rows) > 1 and any(_na(r.state) in NO_STACK_STATES for r in rows):
@@ -313,30 +319,16 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
             rows = [r for r in rows if _na(r.state) not in NO_STACK_STATES] or rows[:1]
         chosen = _choose_threads(rows, thread, memo)
         if not chosen:
+            if thread in MAIN_THREAD_NAMES and all(
+                    isinstance(_na(r.tid), str) and FH_TID_RE.match(r.tid) for r in rows):
+                no_main.append((key, rows, stuck))
             continue
-        snaps = _snapshots(chosen)
-        last = snaps[-1]
-        mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
-        first = mains[0] if mains else last[0]
-        fkey = _frame_key(first)
-        if fkey not in leaf_memo:
-            frames = list(fkey)
-            leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
-        leaf, coll, helper = leaf_memo[fkey]
-        if _na(first.state) == "dump_error":  # named by what py-spy said instead of a frame
-            leaf = f"not dumped: {str(_na(first.line) or 'py-spy error').strip()}"
-        elif _na(first.state) == "D" and not fkey:
-            leaf = f"uninterruptible sleep (D): {_na(first.cmd) or 'no stack'}"
-        sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
-        out.append(Proc(
-            key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
-            frames=list(fkey), leaf=leaf, signature=sigs[-1],
-            in_collective=coll, helper=helper,
-            source=str(first.source), line=str(_na(first.line) or ""),
-            thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
-            cmd=_na(first.cmd),
-            snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
-            threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last]))
+        out.append(_proc(key, chosen, stuck, memo, leaf_memo))
+    if not out:
+        # faulthandler threads that threading started, and no main thread anywhere (a paste
+        # cut it off): the dump still shows its process, by its last listed thread; beside
+        # another file's process they are a piece of its dump, not one more
+        out = [_proc(key, rows[-1:], stuck, memo, leaf_memo) for key, rows, stuck in no_main]
     per_file = Counter(p.key[:3] for p in out if p.key[0] == "file")
     for p in out:
         p.several = p.key[0] == "file" and per_file[p.key[:3]] > 1
@@ -344,6 +336,34 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
         for p in out:                       # process looked at
             p.helper = False
     return merge_listed(out)
+
+
+def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _FrameMemo,
+          leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]]) -> Proc:
+    """One process from its chosen threads' rows (the last snapshot counting)."""
+    snaps = _snapshots(chosen)
+    last = snaps[-1]
+    mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
+    first = mains[0] if mains else last[0]
+    fkey = _frame_key(first)
+    if fkey not in leaf_memo:
+        frames = list(fkey)
+        leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
+    leaf, coll, helper = leaf_memo[fkey]
+    if _na(first.state) == "dump_error":  # named by what py-spy said instead of a frame
+        leaf = f"not dumped: {str(_na(first.line) or 'py-spy error').strip()}"
+    elif _na(first.state) == "D" and not fkey:
+        leaf = f"uninterruptible sleep (D): {_na(first.cmd) or 'no stack'}"
+    sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
+    return Proc(
+        key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
+        frames=list(fkey), leaf=leaf, signature=sigs[-1],
+        in_collective=coll, helper=helper,
+        source=str(first.source), line=str(_na(first.line) or ""),
+        thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
+        cmd=_na(first.cmd),
+        snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
+        threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last])
 
 
 def _interrupted_files(df: pd.DataFrame) -> set[tuple[Any, str]]:
@@ -552,12 +572,74 @@ def call_site(frames: list[str]) -> str | None:
 # stacks rows that show a hang without frames: py-spy could not dump it, uninterruptible sleep
 # (ps, the kernel's hung-task report), a listed leaf
 HANG_STATES = ("D", "dump_error", "listed")
+# faulthandler's thread ids ("Current thread 0x00007f…"); gdb's current thread is an LWP number
+FH_TID_RE = re.compile(r"^0x[0-9a-fA-F]+$")
+# a current thread that asked for the dump itself (a Python signal handler, a test harness's
+# listener calling faulthandler.dump_traceback): a dump on request, not a fatal error's
+DUMPER_FUNC_RE = re.compile(r"handler|dump|signal|stack|trace|listener|watchdog", re.IGNORECASE)
+
+
+def crash_dumps(stacks: pd.DataFrame) -> pd.DataFrame:
+    """The current threads of faulthandler dumps that show a crash, not a hang. faulthandler
+    marks ``Current thread`` only in a fatal error's dump (the thread the signal hit) or in one
+    a thread asked for (``dump_traceback``, a registered signal); its periodic dumps, and the
+    NCCL watchdog's abort from a C++ thread, mark none. So a current thread that was computing
+    (``interrupted_waiting`` false, not a dumper's own function) while every other thread of its
+    file and writer sat in a standard-library wait is where a process crashed, when the
+    ``Fatal Python error`` header was cut off (mamba#725's segfault in a Triton layer norm,
+    yolov5#12655's abort inside numpy ``dot``). A dump a registered signal took of a process
+    hung in a call no frame shows as a wait (``.item()`` in user code) reads the same: the
+    limit of a dump without its header."""
+    if not len(stacks) or "state" not in stacks:
+        return stacks.iloc[0:0]
+    fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
+    current = fh & (stacks["state"].fillna("") == "current")
+    if not current.any():
+        return stacks.iloc[0:0]
+    keep = []
+    for i, row in stacks[current].iterrows():
+        frames = row["frames"] if isinstance(row["frames"], list) else []
+        py = [p for p in map(split_frame, frames) if p.python]
+        if not py or interrupted_waiting(frames) or DUMPER_FUNC_RE.search(py[0].func):
+            continue
+        same = (fh & ~current & (stacks["source"].map(_file_of) == _file_of(row["source"]))
+                & _same_writer(stacks, row))
+        others = stacks[same]
+        if all(is_idle_helper_thread(None, f if isinstance(f, list) else [])
+               for f in others["frames"]):
+            keep.append(i)
+    return stacks.loc[keep]
+
+
+def _same_writer(stacks: pd.DataFrame, row: pd.Series) -> pd.Series:
+    """Rows whose host, pid and rank are the row's (missing ones equal)."""
+    same = pd.Series(True, index=stacks.index)
+    for col in ("host", "pid", "rank"):
+        v = _na(row[col]) if col in row else None
+        same &= stacks[col].isna() if v is None else (stacks[col] == v).fillna(False)
+    return same
+
+
+def crashed_rows(stacks: pd.DataFrame) -> pd.Series:
+    """Rows that belong to a crash's dump (``crash_dumps``): its current thread, and the
+    faulthandler threads of no named process beside an unnamed one's crash (a fatal error
+    prints every thread, whichever file a paste put them in)."""
+    dumps = crash_dumps(stacks)
+    out = pd.Series(False, index=stacks.index)
+    if not len(dumps):
+        return out
+    out.loc[dumps.index] = True
+    fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
+    for _, row in dumps.iterrows():
+        out |= fh & _same_writer(stacks, row)
+    return out
 
 
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
     ``raised``, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
-    stopped a process at work, ``interrupted_waiting``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
+    stopped a process at work, ``interrupted_waiting``, nor a crash's faulthandler dump,
+    ``crashed_rows``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
     as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
@@ -569,6 +651,7 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
     unsure = (state == "traceback") | headless
     busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
+    busy |= crashed_rows(stacks)
     keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure) & ~busy
     return stacks[keep | state.isin(HANG_STATES)]
 
