@@ -329,3 +329,46 @@ def test_a_first_window_at_the_level_stays() -> None:
     assert not slow_starts(x, x, starts, higher_is_better=True).any()
     # a first window faster than the level that replaced it is no start-up's
     assert not slow_starts(np.array([8.0, 5.7]), np.array([5.7, 5.7]), starts[:2], True).any()
+
+
+# The actions print what fits where the job ran, as its logs show (``bisect.launch_scope``):
+# SLURM commands only where a SLURM line is in the logs, one machine's checks otherwise.
+CORPUS = Path(__file__).parent.parent / "data" / "corpus" / "throughput"
+SLURM_WORDS = ("srun", "sacct", "SLURM_", "scontrol")
+# (case, its scope, whether per-rank timing applies)
+ONE_MACHINE_CASES = [
+    ("throughput-ultralytics-7618", "process", False),  # Ultralytics on one GPU
+    ("throughput-training-results-v3-0-supermicro-rnnt-result-3", "machine", True),
+]
+
+
+@pytest.mark.parametrize("case, scope, per_rank", ONE_MACHINE_CASES,
+                         ids=[c[0] for c in ONE_MACHINE_CASES])
+def test_a_run_without_slurm_gets_one_machines_checks(case: str, scope: str,
+                                                       per_rank: bool) -> None:
+    a = tp.analyse(traindoc.load(CORPUS / case / "logs"))
+    rep = tp.report(a)
+    assert a.change is not None and a.scope == scope, case
+    acts = {x.id: x for x in rep.actions}
+    assert not any(w in x.how for x in rep.actions for w in SLURM_WORDS), case
+    assert acts["sweep_all_nodes"].how.startswith("nvidia-smi --query-gpu="), case
+    assert "srun" not in acts["benchmark_all_nodes"].how
+    assert "get_nodelist" not in acts
+    assert ("per_rank_timing" in acts) is per_rank, case
+
+
+def test_a_slurm_line_in_the_logs_brings_the_slurm_commands(tmp_path: Path) -> None:
+    # the Ultralytics run's log with slurmstepd's line from HEISENYAN/openpi's
+    # train_aloha_folding.out (corpus throughput-openpi-train-aloha-folding) appended
+    src = CORPUS / "throughput-ultralytics-7618" / "logs"
+    for f in src.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "slurm.out").write_text(
+        "slurmstepd: error: *** JOB 334949 ON dgx-03 CANCELLED AT 2026-01-06T04:52:18 ***\n")
+    openpi = tp.analyse(traindoc.load(CORPUS / "throughput-openpi-train-aloha-folding" / "logs"))
+    assert openpi.scope == "slurm"
+    a = tp.analyse(traindoc.load(tmp_path))
+    acts = {x.id: x for x in tp.report(a).actions}
+    assert a.scope == "slurm"
+    assert acts["sweep_all_nodes"].how.startswith("srun --overlap --jobid $SLURM_JOB_ID")
+    assert "get_nodelist" in acts

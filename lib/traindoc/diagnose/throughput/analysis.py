@@ -14,7 +14,14 @@ import pandas as pd
 from ...hostlist import natural_key
 from ...incident import Incident
 from ..common import rank_hosts
-from .bisect import bisect_plan, fast_if, host_list, plan_frame, runs_by_spares
+from .bisect import (
+    bisect_plan,
+    fast_if,
+    host_list,
+    launch_scope,
+    plan_frame,
+    runs_by_spares,
+)
 from .change import (
     STALL_BEFORE,
     Change,
@@ -134,6 +141,7 @@ class ThroughputAnalysis:
     current_s_per_iteration: float | None
     spare_nodes: int
     job_script: str | None  # the job's sbatch script, for the printed commands (None: $JOB_SCRIPT)
+    scope: str  # where the job ran as its logs show: slurm, hosts, machine, process (``launch_scope``)
 
     # -- the change --------------------------------------------------------------------------
     @property
@@ -485,7 +493,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         suspect_hosts=sorted(sus_hosts, key=natural_key), node_list=node_list,
         nodes_from=nodes_from, hosts_error=hosts_error, bisect_plan=plan, last_step=last,
         baseline_s_per_iteration=base_spi, current_s_per_iteration=cur_spi,
-        spare_nodes=spare_nodes, job_script=job_script)
+        spare_nodes=spare_nodes, job_script=job_script,
+        scope=launch_scope(incident, node_list))
 
 
 __all__ = ["LastStep", "ThroughputAnalysis", "analyse", "eta_days", "rounded", "steady_rate"]
