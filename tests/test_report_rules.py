@@ -243,7 +243,7 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "UNJUDGED_VERDICTS", "too_few_points"): (
         "data/corpus/throughput/throughput-deepspeed-1825", {}),
     ("throughput", "UNJUDGED_VERDICTS", "no_metric"): (
-        "data/corpus/throughput/throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8", {}),
+        "data/corpus/timeout/timeout-accelerate-1209", {}),
     ("throughput", "ACTIONS", "check_pause"): (
         "data/corpus/throughput/throughput-ai-toolkit-595", {}),
     ("throughput", "ACTIONS", "check_stall"): (
@@ -260,6 +260,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "ACTIONS", "per_rank_timing"): ("data/throughput/bloom_seed", {}),
     ("throughput", "ACTIONS", "check_coincidence"): (
         "data/corpus/throughput/throughput-megatron-llm-11", {}),
+    ("throughput", "UNJUDGED_VERDICTS", "run_summary"): (
+        "data/corpus/throughput/throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8", {}),
     ("throughput", "UNJUDGED_ACTIONS", "log_throughput"): (
         "data/corpus/throughput/throughput-deepspeed-1825", {}),
     ("throughput", "FINDINGS", "metric_unavailable"): (

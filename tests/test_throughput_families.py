@@ -372,3 +372,34 @@ def test_a_slurm_line_in_the_logs_brings_the_slurm_commands(tmp_path: Path) -> N
     assert a.scope == "slurm"
     assert acts["sweep_all_nodes"].how.startswith("srun --overlap --jobid $SLURM_JOB_ID")
     assert "get_nodelist" in acts
+
+
+# A log whose only rate is the trainer's end-of-run summary (HF Trainer's train_samples_per_second,
+# one per process that printed it) states the run's average and says why no drop can be judged.
+# (source, lines, rate, processes)
+SUMMARY_ONLY = [
+    ("bigscience-workshop/bigscience hf_ds_gpt2_perf_n16 job.out (corpus "
+     "throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8)",
+     ["{'train_runtime': 273.0148, 'train_samples_per_second': 3.663, 'train_steps_per_second': "
+      "0.007, 'epoch': 1.0}",
+      "{'train_runtime': 272.9369, 'train_samples_per_second': 3.664, 'train_steps_per_second': "
+      "0.007, 'epoch': 1.0}",
+      "{'train_runtime': 273.0143, 'train_samples_per_second': 3.663, 'train_steps_per_second': "
+      "0.007, 'epoch': 1.0}"], 3.663, 3),
+    ("tatsu-lab/stanford_alpaca#65",
+     ["{'train_runtime': 119.8187, 'train_samples_per_second': 2.504, 'train_steps_per_second': "
+      "0.075, 'train_loss': 1.2388523353470697, 'epoch': 2.57}"], 2.504, 1),
+]
+
+
+@pytest.mark.parametrize("source, lines, rate, n", SUMMARY_ONLY, ids=[s[0] for s in SUMMARY_ONLY])
+def test_a_run_summary_alone_gives_the_average_rate(tmp_path: Path, source: str,
+                                                    lines: list[str], rate: float, n: int) -> None:
+    log = tmp_path / "job.out"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert a.summary is not None and a.summary[2] == n, source
+    assert rep.facts["metric"] == "samples_per_s" and rep.facts["baseline"] == pytest.approx(rate)
+    assert rep.facts["change_iteration"] is None and rep.facts["drop_pct"] is None
+    assert "end-of-run summary" in rep.verdict and f"{rate:.4g} samples/s" in rep.verdict

@@ -47,6 +47,7 @@ from .series import (
     metric_series,
     startup_burst,
     steps_with_seconds,
+    summary_rate,
     usable_points,
 )
 from .suspects import (
@@ -142,6 +143,8 @@ class ThroughputAnalysis:
     spare_nodes: int
     job_script: str | None  # the job's sbatch script, for the printed commands (None: $JOB_SCRIPT)
     scope: str  # where the job ran as its logs show: slurm, hosts, machine, process (``launch_scope``)
+    summary: tuple[str, float, int] | None  # with no metric logged per step: the run's average
+    # from the trainer's end-of-run summaries (metric, rate, how many; ``summary_rate``)
 
     # -- the change --------------------------------------------------------------------------
     @property
@@ -494,7 +497,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         nodes_from=nodes_from, hosts_error=hosts_error, bisect_plan=plan, last_step=last,
         baseline_s_per_iteration=base_spi, current_s_per_iteration=cur_spi,
         spare_nodes=spare_nodes, job_script=job_script,
-        scope=launch_scope(incident, node_list))
+        scope=launch_scope(incident, node_list),
+        summary=summary_rate(incident, metric) if spec is None and sparse is None else None)
 
 
 __all__ = ["LastStep", "ThroughputAnalysis", "analyse", "eta_days", "rounded", "steady_rate"]

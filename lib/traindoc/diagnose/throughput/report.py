@@ -82,6 +82,8 @@ def facts(a: ThroughputAnalysis) -> dict[str, Any]:
     if not a.judged:
         if a.sparse_metric is not None:
             f["metric"] = a.sparse_metric
+        elif a.summary is not None:  # the run's average, from its end-of-run summary
+            f.update(metric=a.summary[0], baseline=round(a.summary[1], 4))
         return f
     if a.change is not None and a.change_position is not None:
         f.update(baseline=a.baseline, degraded=a.degraded, drop_pct=a.drop_pct,
@@ -467,6 +469,17 @@ def _sparse_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
             "log_path at the whole training log.", Confidence.LOW)
 
 
+def _summary_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    if a.summary is None:
+        return None
+    name, rate, n = a.summary
+    return (f"No per-step throughput figures: the trainer's end-of-run summary says the run "
+            f"averaged {rate:.4g} {METRICS[name].label}" + (f" ({n} processes' summaries)"
+                                                             if n > 1 else "")
+            + "; an average over the whole run cannot date or size a slowdown: log "
+            "throughput per step to find one.", Confidence.LOW)
+
+
 def _no_metric_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence]:
     read = reading_words(a.incident)
     return ("No throughput figures in these logs" + (f" ({read})" if read else "")
@@ -543,7 +556,8 @@ VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("pause", _pause_verdict, 30), Rule("stall", _stall_verdict, 20),
     Rule("drop", _drop_verdict, 10), Rule("steady", _steady_verdict, 0))
 UNJUDGED_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
-    Rule("too_few_points", _sparse_verdict, 10), Rule("no_metric", _no_metric_verdict, 0))
+    Rule("too_few_points", _sparse_verdict, 10), Rule("run_summary", _summary_verdict, 5),
+    Rule("no_metric", _no_metric_verdict, 0))
 
 
 # -- actions -------------------------------------------------------------------------------------
