@@ -579,6 +579,10 @@ UNIT_KEY_LINES = [
     # the losses follow as a pprinted dict): the time alone makes it a step line
     ("INFO:tensorflow:Step 1000 per-step time 17.001s", {"iteration": 1000, "elapsed_s": 17.001},
      "tensorflow/models research/object_detection/model_lib_v2.py (its log format)"),
+    # 3DETR's "Iter time" (read since keys known whole read their bare value)
+    ("Epoch [0/1080]; Iter [10/713880]; Loss 39.25; LR 2.17e-06; Iter time 0.47; ETA 3 days, "
+     "20:36:27; Mem 11358.37MB", {"iteration": 10, "elapsed_s": 0.47, "loss": 39.25},
+     "facebookresearch/3detr#61 (corpus timeout-3detr-61)"),
 ]
 
 
