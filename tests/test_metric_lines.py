@@ -600,3 +600,49 @@ def test_fairseq_json_epoch_stats_are_a_step_even_wrapped(tmp_path) -> None:
     # the validation's stats carry no training step ("valid_num_updates")
     assert parse_metric_line('2020-04-22 07:47:12 | INFO | valid | {"epoch": 10, "valid_loss": '
                              '"1.481", "valid_num_updates": "520"}') is None
+
+
+# A unit in parentheses after a key says what its value is (DGL's examples), and a multi-word
+# key known whole reads its bare value (TF2 Object Detection API's "per-step time"): two real
+# lines (or log shapes) of each family, with their sources
+UNIT_KEY_LINES = [
+    ("Epoch 00001 | Step 00020 | Loss 1.6148 | Train Acc 0.6040 | Speed (samples/sec) "
+     "42982.0896 | GPU 401.5 MB",
+     {"iteration": 20, "epoch": 1.0, "loss": 1.6148, "samples_per_s": 42982.0896},
+     "SijingYu/GraphSAGE_MultiGPU loss.md (corpus throughput-graphsage-multigpu-loss)"),
+    # the shape dmlc/dgl's examples/distributed/graphsage/node_classification.py prints
+    # (f"Part {g.rank()} | Epoch {epoch:05d} | Step {step:05d} | Loss … | Speed (samples/sec)
+    # {sample_speed:.4f} | GPU {gpu_mem_alloc:.1f} MB | Mean step time {mean_step_time:.3f} s")
+    ("Part 0 | Epoch 00003 | Step 00019 | Loss 1.2310 | Train Acc 0.7120 | Speed (samples/sec) "
+     "2483.1102 | GPU 812.4 MB | Mean step time 0.412 s",
+     {"iteration": 19, "epoch": 3.0, "loss": 1.231, "samples_per_s": 2483.1102},
+     "dmlc/dgl examples/distributed/graphsage/node_classification.py (its print format)"),
+    ("I0912 11:40:27.956218 139735407601536 model_lib_v2.py:652] Step 100 per-step time "
+     "0.813s loss=1.396", {"iteration": 100, "elapsed_s": 0.813, "loss": 1.396},
+     "armaanpriyadarshan/Training-a-Custom-TensorFlow-2.X-Object-Detector#6"),
+    # TF >= 2.4's model_lib_v2.py prints no loss on the line ('Step {} per-step time {:.3f}s',
+    # the losses follow as a pprinted dict): the time alone makes it a step line
+    ("INFO:tensorflow:Step 1000 per-step time 17.001s", {"iteration": 1000, "elapsed_s": 17.001},
+     "tensorflow/models research/object_detection/model_lib_v2.py (its log format)"),
+    # 3DETR's "Iter time" (read since keys known whole read their bare value)
+    ("Epoch [0/1080]; Iter [10/713880]; Loss 39.25; LR 2.17e-06; Iter time 0.47; ETA 3 days, "
+     "20:36:27; Mem 11358.37MB", {"iteration": 10, "elapsed_s": 0.47, "loss": 39.25},
+     "facebookresearch/3detr#61 (corpus timeout-3detr-61)"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", UNIT_KEY_LINES,
+                         ids=[r[2] for r in UNIT_KEY_LINES])
+def test_units_in_parentheses_and_keys_known_whole(line: str, expected: dict,
+                                                   source: str) -> None:
+    row = parse_line(line)
+    assert row is not None, source
+    for k, v in expected.items():
+        assert _same(row.get(k), v), (source, k, row)
+
+
+def test_a_unit_in_parentheses_scales_a_time_and_names_no_other_column() -> None:
+    assert parse_metric_line("step 5 | loss 2.3 | time (ms) 350.2")["elapsed_s"] == \
+        pytest.approx(0.3502)
+    row = parse_metric_line("step 5 | loss 2.3 | GPU (MB) 401.5")
+    assert row is not None and "elapsed_s" not in row and "samples_per_s" not in row

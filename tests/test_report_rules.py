@@ -244,7 +244,7 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "UNJUDGED_VERDICTS", "too_few_points"): (
         "data/corpus/throughput/throughput-deepspeed-1825", {}),
     ("throughput", "UNJUDGED_VERDICTS", "no_metric"): (
-        "data/corpus/throughput/throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8", {}),
+        "data/corpus/timeout/timeout-accelerate-1209", {}),
     ("throughput", "ACTIONS", "check_pause"): (
         "data/corpus/throughput/throughput-ai-toolkit-595", {}),
     ("throughput", "ACTIONS", "check_stall"): (
@@ -258,11 +258,11 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "ACTIONS", "sweep_all_nodes"): ("data/throughput/bloom_seed", {}),
     ("throughput", "ACTIONS", "benchmark_all_nodes"): ("data/throughput/bloom_seed", {}),
     ("throughput", "ACTIONS", "bisect"): ("data/throughput/bloom_seed", {}),
-    ("throughput", "ACTIONS", "get_nodelist"): (
-        "data/corpus/throughput/throughput-deepspeech-pytorch-127", {}),
     ("throughput", "ACTIONS", "per_rank_timing"): ("data/throughput/bloom_seed", {}),
     ("throughput", "ACTIONS", "check_coincidence"): (
         "data/corpus/throughput/throughput-megatron-llm-11", {}),
+    ("throughput", "UNJUDGED_VERDICTS", "run_summary"): (
+        "data/corpus/throughput/throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8", {}),
     ("throughput", "UNJUDGED_ACTIONS", "log_throughput"): (
         "data/corpus/throughput/throughput-deepspeed-1825", {}),
     ("throughput", "FINDINGS", "metric_unavailable"): (
@@ -274,6 +274,10 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
 }
 # Rules no sample or corpus case fires yet: the synthetic test that does.
 SYNTHETIC_ONLY = {
+    # sacct only where the logs show SLURM: no real case is a SLURM job with a drop and no node
+    # list; the test's log is the real Ultralytics one with openpi's real slurmstepd line
+    ("throughput", "ACTIONS", "get_nodelist"):
+        "tests/test_throughput_families.py::test_a_slurm_line_in_the_logs_brings_the_slurm_commands",
     ("timeout", "FINDINGS", "uneven_data"):
         "tests/test_timeout.py::test_uneven_data_split_from_progress_bars",
     ("timeout", "FINDINGS", "seq_num_unreadable"):

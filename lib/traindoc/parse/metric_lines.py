@@ -221,6 +221,8 @@ TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "tra
 PAIR_RE = re.compile(
     r"(?:(?P<q>[\"'])(?P<qk>[A-Za-z_][\w ./()-]{0,60}?)(?P=q)\s*:\s*[\"']?"
     r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)"
+    r"(?:\s?\((?P<pu>[A-Za-z%][\w/%]*)\))?"  # a unit in parentheses after the key, DGL's
+    # "Speed (samples/sec) 43672.97", "Time (ms) 12.3" (``UNIT_KEYS``)
     r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)"
     rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d]|-\d\d-)")  # (a date is no value:
 # "Time: 2024-10-31 18:32:24; Epoch: 69; …")
@@ -317,7 +319,9 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
            "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_",
-           "[valid] Ep. ", "speed", "Cost ")
+           "[valid] Ep. ", "speed", "Cost ",
+           # TF2 Object Detection API since TF 2.4: "Step 1000 per-step time 17.001s" (no loss)
+           "per-step time")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
@@ -364,6 +368,37 @@ def _norm(key: str) -> str | None:
                 return "eval_loss"  # "val mse loss"
             return col
     return None
+
+
+@lru_cache(maxsize=4096)
+def _known_whole(key: str) -> bool:
+    """Whether a multi-word key is a metric key as a whole (``step time``, ``grad norm``), not
+    only by its last words (memoised)."""
+    k = key.lower()
+    for p in TRAIN_PREFIXES:
+        if k.startswith(p):
+            k = k[len(p):]
+            break
+    return re.sub(r"[\s_\-]", "", k) in METRIC_KEYS
+
+
+# a unit in parentheses after a key that says what its value is: a rate's unit names the
+# column whatever the key ("Speed (samples/sec)", "Throughput (tokens/s)"); a time's unit
+# (s, sec, ms) only scales a key that is a time ("Time (ms)")
+TIME_UNITS = frozenset(("s", "sec", "secs", "ms"))
+RATE_COLUMNS = frozenset(("samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops",
+                          "steps_per_s"))
+
+
+def _unit_key(col: str | None, unit: str) -> tuple[str | None, str | None]:
+    """The column of a key with a unit in parentheses after it (``PAIR_RE``'s ``pu``), and
+    the time unit that scales it (``ms``), if any."""
+    low = unit.lower()
+    if (ucol := METRIC_KEYS.get(low)) in RATE_COLUMNS:
+        return ucol, None
+    if low in TIME_UNITS:
+        return (col, low) if col == "elapsed_s" else (None, None)
+    return col, None
 
 
 @lru_cache(maxsize=4096)
@@ -598,9 +633,14 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
     for p in PAIR_RE.finditer(rest):
         key = p["qk"] or p["k"]
         col = _norm(key)
-        if p["sp"] and " " in key and (col is None or _norm(key.split()[-1]) == col) \
+        unit = None
+        if p["pu"]:
+            col, unit = _unit_key(col, p["pu"])
+        if p["sp"] and " " in key and (col is None or (_norm(key.split()[-1]) == col
+                                                       and not _known_whole(key))) \
                 and not _loss_part(key):
             continue  # "key value" only for a one-word key or a multi-word key known whole
+            # (TF2 Object Detection API's "Step 100 per-step time 0.813s": "step time")
         if p["sp"] and p["k"] and rest[p.start("k") - 1:p.start("k")] == ":":
             continue  # the tail of a "a:b value" key (RETURNN's "max_size:time 291200")
         if p["k"] and rest[p.start("k") - 1:p.start("k")] == "-" and key.lower() in GLUED_KEYS:
@@ -622,7 +662,8 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             continue
         value = _number(p["v"], p["u"])
         if value is not None and col == "elapsed_s" and (
-                p["u"] == "ms" or key.lower().endswith("ms") or key.lower().startswith("ms/")):
+                p["u"] == "ms" or unit == "ms" or key.lower().endswith("ms")
+                or key.lower().startswith("ms/")):
             value /= 1000.0
         if col == "elapsed_s" and key.lower() == "time":
             plain_time = value

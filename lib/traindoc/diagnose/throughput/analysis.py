@@ -14,7 +14,14 @@ import pandas as pd
 from ...hostlist import natural_key
 from ...incident import Incident
 from ..common import rank_hosts
-from .bisect import bisect_plan, fast_if, host_list, plan_frame, runs_by_spares
+from .bisect import (
+    bisect_plan,
+    fast_if,
+    host_list,
+    launch_scope,
+    plan_frame,
+    runs_by_spares,
+)
 from .change import (
     STALL_BEFORE,
     Change,
@@ -26,6 +33,7 @@ from .change import (
     schedule_rows,
     short_creep,
     slow_episode,
+    slow_starts,
     trailing_stall,
     within_resolution,
 )
@@ -39,6 +47,7 @@ from .series import (
     metric_series,
     startup_burst,
     steps_with_seconds,
+    summary_rate,
     usable_points,
 )
 from .suspects import (
@@ -133,6 +142,9 @@ class ThroughputAnalysis:
     current_s_per_iteration: float | None
     spare_nodes: int
     job_script: str | None  # the job's sbatch script, for the printed commands (None: $JOB_SCRIPT)
+    scope: str  # where the job ran as its logs show: slurm, hosts, machine, process (``launch_scope``)
+    summary: tuple[str, float, int] | None  # with no metric logged per step: the run's average
+    # from the trainer's end-of-run summaries (metric, rate, how many; ``summary_rate``)
 
     # -- the change --------------------------------------------------------------------------
     @property
@@ -403,6 +415,18 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     used = np.nonzero(~masked)[0]
     vals = series["value"].to_numpy(dtype=float)[used] if len(series) else np.array([])
     cleaned, replaced = despike(vals, max_run=max(1, min_segment - 1))
+    if spec is not None and len(used):
+        # the job's first logged window only: after a restart (or an epoch whose counter
+        # starts again) a smoothed rate carries the slow first step into the next windows
+        # (LLaMA2-Accessory's MetricLogger: 5.87, then 4.73, 4.60, 4.58 s against 4.2), which
+        # the replaced point keeps from reading as a level
+        starts = np.arange(len(used)) == 0
+        slow = slow_starts(vals, cleaned, starts, spec.higher_is_better)
+        if slow.any():  # the slow first window is set aside, not replaced (``slow_starts``)
+            masked[used[slow]] = True
+            used = np.nonzero(~masked)[0]
+            vals = series["value"].to_numpy(dtype=float)[used]
+            cleaned, replaced = despike(vals, max_run=max(1, min_segment - 1))
     change = None
     pos = None
     ht = incident.tables.get("host_timings")
@@ -472,7 +496,9 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         suspect_hosts=sorted(sus_hosts, key=natural_key), node_list=node_list,
         nodes_from=nodes_from, hosts_error=hosts_error, bisect_plan=plan, last_step=last,
         baseline_s_per_iteration=base_spi, current_s_per_iteration=cur_spi,
-        spare_nodes=spare_nodes, job_script=job_script)
+        spare_nodes=spare_nodes, job_script=job_script,
+        scope=launch_scope(incident, node_list),
+        summary=summary_rate(incident, metric) if spec is None and sparse is None else None)
 
 
 __all__ = ["LastStep", "ThroughputAnalysis", "analyse", "eta_days", "rounded", "steady_rate"]

@@ -4,6 +4,7 @@ the fewest restarts in the worst case (optimal by dynamic programming)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,5 +162,60 @@ def host_list(incident: Incident, hosts: str | list[str] | None) -> tuple[list[s
     return (sorted(real, key=natural_key), "host names in the logs") if len(real) >= 2 else ([], "")
 
 
-__all__ = ["DP_LIMIT", "bisect_plan", "fast_if", "host_list", "plan_frame", "plan_table",
-           "runs_by_spares", "worst_case_runs"]
+# What the logs show of where the job ran (``launch_scope``): the actions print SLURM commands
+# only where the logs show SLURM, a command over hosts only where they name two or more, and
+# the checks of one machine otherwise (an Ultralytics or PaddleSeg run on one GPU).
+SCOPE_SLURM = "slurm"
+SCOPE_HOSTS = "hosts"
+SCOPE_NODES = "nodes"
+SCOPE_MACHINE = "machine"
+SCOPE_PROCESS = "process"
+# a line that shows SLURM ran the job: srun's own lines, slurmstepd, its environment, scontrol,
+# a job's state with its partition (BigScience's PULSE: "(1528763 on 'gpu_p5' partition (…)")
+SLURM_LINE_RE = re.compile(r"^srun: |\bslurmstepd\b|\bSLURM_[A-Z_]+\b|\bNodeList=|"
+                           r"\bscontrol\b|\bsbatch\b|\bsalloc\b|\bon '[\w.-]+' partition\b")
+# tables of step lines hold no launcher's line; the others are scanned
+SCOPE_SKIP_TABLES = frozenset(("iterations", "progress"))
+
+
+def shows_slurm(incident: Incident) -> bool:
+    """Whether any line the logs' parsers kept (step lines aside) shows SLURM
+    (``SLURM_LINE_RE``)."""
+    for name, df in incident.tables.items():
+        if name in SCOPE_SKIP_TABLES or "line" not in df or not len(df):
+            continue
+        if df["line"].dropna().astype(str).str.contains(SLURM_LINE_RE).any():
+            return True
+    return False
+
+
+def _layout(incident: Incident, key: str) -> float:
+    """The largest ``layout:<key>`` a launcher stated (``parse.benchmarks``), 0 for none."""
+    ht = incident.tables.get("host_timings")
+    if ht is None or not len(ht) or "metric" not in ht:
+        return 0.0
+    vals = ht.loc[ht["metric"] == f"layout:{key}", "value"].dropna()
+    return float(vals.max()) if len(vals) else 0.0
+
+
+def launch_scope(incident: Incident, node_list: list[str]) -> str:
+    """Where the job ran, as far as its logs show: ``SCOPE_SLURM`` (a SLURM line), else
+    ``SCOPE_HOSTS`` (two or more nodes named), ``SCOPE_NODES`` (a launcher states two or more
+    nodes, none named), ``SCOPE_MACHINE`` (several ranks, or a launcher's several processes
+    per node, on nodes not known to be more than one), else ``SCOPE_PROCESS`` (one process:
+    no rank above 0)."""
+    if shows_slurm(incident):
+        return SCOPE_SLURM
+    if len(node_list) >= 2:
+        return SCOPE_HOSTS
+    if _layout(incident, "nnodes") >= 2:
+        return SCOPE_NODES
+    if len(incident.ranks) >= 2 or _layout(incident, "nproc_per_node") >= 2:
+        return SCOPE_MACHINE
+    return SCOPE_PROCESS
+
+
+__all__ = ["DP_LIMIT", "SCOPE_HOSTS", "SCOPE_MACHINE", "SCOPE_NODES", "SCOPE_PROCESS",
+           "SCOPE_SLURM", "bisect_plan", "fast_if",
+           "host_list", "launch_scope", "plan_frame", "plan_table", "runs_by_spares",
+           "shows_slurm", "worst_case_runs"]

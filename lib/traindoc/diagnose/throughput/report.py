@@ -35,6 +35,7 @@ from ..common import (
     who,
 )
 from .analysis import ThroughputAnalysis, analyse
+from .bisect import SCOPE_HOSTS, SCOPE_NODES, SCOPE_PROCESS, SCOPE_SLURM
 from .change import MAD_TO_SIGMA
 from .series import METRICS
 
@@ -81,6 +82,8 @@ def facts(a: ThroughputAnalysis) -> dict[str, Any]:
     if not a.judged:
         if a.sparse_metric is not None:
             f["metric"] = a.sparse_metric
+        elif a.summary is not None:  # the run's average, from its end-of-run summary
+            f.update(metric=a.summary[0], baseline=round(a.summary[1], 4))
         return f
     if a.change is not None and a.change_position is not None:
         f.update(baseline=a.baseline, degraded=a.degraded, drop_pct=a.drop_pct,
@@ -466,6 +469,17 @@ def _sparse_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
             "log_path at the whole training log.", Confidence.LOW)
 
 
+def _summary_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    if a.summary is None:
+        return None
+    name, rate, n = a.summary
+    return (f"No per-step throughput figures: the trainer's end-of-run summary says the run "
+            f"averaged {rate:.4g} {METRICS[name].label}" + (f" ({n} processes' summaries)"
+                                                             if n > 1 else "")
+            + "; an average over the whole run cannot date or size a slowdown: log "
+            "throughput per step to find one.", Confidence.LOW)
+
+
 def _no_metric_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence]:
     read = reading_words(a.incident)
     return ("No throughput figures in these logs" + (f" ({read})" if read else "")
@@ -542,7 +556,8 @@ VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("pause", _pause_verdict, 30), Rule("stall", _stall_verdict, 20),
     Rule("drop", _drop_verdict, 10), Rule("steady", _steady_verdict, 0))
 UNJUDGED_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
-    Rule("too_few_points", _sparse_verdict, 10), Rule("no_metric", _no_metric_verdict, 0))
+    Rule("too_few_points", _sparse_verdict, 10), Rule("run_summary", _summary_verdict, 5),
+    Rule("no_metric", _no_metric_verdict, 0))
 
 
 # -- actions -------------------------------------------------------------------------------------
@@ -647,7 +662,7 @@ def _check_clocks_suspect(a: ThroughputAnalysis) -> Action | None:
         "check_clocks_suspect", f"Check clocks and throttling on {nodes}",
         "A GPU that throttles (thermal, power brake, HW slowdown) or runs at reduced clocks "
         "is the usual cause of one slow node with a healthy network.",
-        f"srun -w {excl} --ntasks-per-node=1 nvidia-smi -q -d PERFORMANCE,CLOCK  # look at "
+        f"{_on_hosts(a, excl)} nvidia-smi -q -d PERFORMANCE,CLOCK  # look at "
         "'Clocks Event Reasons' (HW Slowdown, HW Thermal Slowdown, HW Power Brake) and SM "
         "clocks below the others")
 
@@ -660,7 +675,7 @@ def _burn_suspect(a: ThroughputAnalysis) -> Action | None:
         "burn_suspect", f"Benchmark {nodes}'s GPUs against a healthy node",
         "Confirms the hardware fault before handing the node to the admins (BLOOM's slow GPU "
         "showed 303.6 s vs ~296.5 s on a node benchmark: 2.5%).",
-        f"srun -w {excl} --ntasks-per-node=1 dcgmi diag -r 3  # or gpu_burn -d 120 on each "
+        f"{_on_hosts(a, excl)} dcgmi diag -r 3  # or gpu_burn -d 120 on each "
         "GPU; report the node with the numbers")
 
 
@@ -675,14 +690,17 @@ def _locate_rank(a: ThroughputAnalysis) -> Action | None:
     r, ranks = _slow_rank(a), a.suspect_ranks
     if r is None:
         return None
+    how = (f"with srun's block distribution rank {r} runs on node number {r} // GPUS_PER_NODE "
+           "of `scontrol show hostnames $SLURM_JOB_NODELIST`; or grep the launcher log for "
+           f"'[rank{r}]'/hostname; set NODE to that host, then: sbatch --exclude={NODE_VAR} "
+           f"{job_script_arg(a.job_script)}" + script_note(a.job_script)
+           if a.scope == SCOPE_SLURM else  # (no scheduler in the logs: its launcher's hosts)
+           f"grep the launcher log for '[rank{r}]'/hostname to find the node that ran rank "
+           f"{r}; then restart without it (take it out of the launcher's host list)")
     return action(
         "locate_rank", f"Find the node of rank {r} and exclude it",
         f"{who(ranks, cap=True)} {'is' if len(ranks) == 1 else 'are'} slower than their peers "
-        "but the logs do not say which node ran them.",
-        f"with srun's block distribution rank {r} runs on node number {r} // GPUS_PER_NODE "
-        "of `scontrol show hostnames $SLURM_JOB_NODELIST`; or grep the launcher log for "
-        f"'[rank{r}]'/hostname; set NODE to that host, then: sbatch --exclude={NODE_VAR} "
-        f"{job_script_arg(a.job_script)}" + script_note(a.job_script))
+        "but the logs do not say which node ran them.", how)
 
 
 def _check_clocks_rank(a: ThroughputAnalysis) -> Action | None:
@@ -701,32 +719,75 @@ def _nobody_named(a: ThroughputAnalysis) -> bool:
     return _hunt(a) and not _suspect_nodes(a)[0] and not a.suspect_ranks
 
 
+SMI_QUERY = ("nvidia-smi --query-gpu=index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,"
+             "clocks_throttle_reasons.active --format=csv,noheader")
+SMI_READ = ("a GPU whose SM clock is below its peers' (or its clocks.max.sm) or whose reasons "
+            "mask is not 0x0000000000000000 (idle excepted) is the suspect; newer drivers name "
+            "the field clocks_event_reasons.active; then: nvidia-smi -q -d PERFORMANCE,CLOCK")
+
+
+def _on_hosts(a: ThroughputAnalysis, hosts: str) -> str:
+    """The prefix that runs a command once on each of ``hosts`` (already a command argument):
+    srun where the logs show SLURM, else pdsh (DeepSpeed's multi-node launcher's own)."""
+    if a.scope == SCOPE_SLURM:
+        return f"srun -w {hosts} --ntasks-per-node=1"
+    return f"pdsh -w {hosts}"
+
+
+def _node_hosts(a: ThroughputAnalysis) -> str | None:
+    """The job's nodes as a pdsh argument, where the logs name two or more without SLURM."""
+    return hosts_arg(a.node_list) if a.scope == SCOPE_HOSTS else None
+
+
 def _sweep_all_nodes(a: ThroughputAnalysis) -> Action | None:
     if not _nobody_named(a):
         return None
+    if a.scope == SCOPE_SLURM:
+        how = (f"srun --overlap --jobid $SLURM_JOB_ID --ntasks-per-node=1 --output=smi-%N.out "
+               f"{SMI_QUERY}  # {SMI_READ}")
+    elif (hosts := _node_hosts(a)) is not None:
+        how = f"pdsh -w {hosts} {SMI_QUERY}  # {SMI_READ}"
+    elif a.scope == SCOPE_NODES:  # nodes the logs count but do not name
+        how = f"on each node: {SMI_QUERY}  # {SMI_READ}"
+    else:  # one machine as far as the logs show: its own GPUs, while the job runs
+        return action(
+            "sweep_all_nodes", "Check the GPU clocks and throttle reasons while it trains",
+            "The logs name no second machine: a GPU that throttles (heat, power cap) or runs "
+            "at reduced clocks slows the job without an error; the other usual causes of one "
+            "slow machine are its data loading and other processes on it.",
+            f"{SMI_QUERY} -l 10  # every 10 s while it trains; {SMI_READ}; and top / "
+            "nvidia-smi pmon -c 1 for other processes on the GPU or the CPU")
     return action(
         "sweep_all_nodes", "Check every node's GPU clocks and throttle reasons in one go",
         "One command on all nodes usually finds a throttling or down-clocked GPU without a "
-        "single restart (the bisection below costs one restart per step).",
-        ("srun --overlap --jobid $SLURM_JOB_ID --ntasks-per-node=1 --output=smi-%N.out "
-         "nvidia-smi --query-gpu=index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,"
-         "clocks_throttle_reasons.active --format=csv,noheader  # a GPU whose SM clock is "
-         "below its peers' or whose reasons mask is not 0x0000000000000000 (idle excepted) is "
-         "the suspect; newer drivers name the field clocks_event_reasons.active; then on that "
-         "node: nvidia-smi -q -d PERFORMANCE,CLOCK"))
+        "single restart (the bisection below costs one restart per step).", how)
 
 
 def _benchmark_all_nodes(a: ThroughputAnalysis) -> Action | None:
     if not _nobody_named(a):
         return None
+    why = ("A per-node benchmark (same matmul on every GPU) names the slow node in one run; "
+           "feed its CSV (host,seconds) to log_path together with the training log.")
+    if a.scope == SCOPE_SLURM:
+        how = ("(echo host,seconds; srun --nodes=$SLURM_NNODES --ntasks-per-node=1 python -m "
+               "traindoc.gpubench) > bench.csv  # the slowest GPU's seconds per node; "
+               "--per-gpu for one line per GPU")
+    elif (hosts := _node_hosts(a)) is not None:
+        how = (f"(echo host,seconds; pdsh -N -w {hosts} python -m traindoc.gpubench) > "
+               "bench.csv  # the slowest GPU's seconds per node; --per-gpu for one line per GPU")
+    elif a.scope == SCOPE_NODES:
+        how = ("on each node: python -m traindoc.gpubench >> bench.csv  # one host,seconds "
+               "line per node (the slowest GPU; --per-gpu for each); put host,seconds on top")
+    else:
+        return action(
+            "benchmark_all_nodes", "Benchmark this machine's GPUs against a healthy machine",
+            "The same matmul on each GPU says whether the GPUs themselves are slow: compare "
+            "its seconds with the same command on a healthy machine with the same GPU model.",
+            "(echo host,seconds; python -m traindoc.gpubench --per-gpu) > bench.csv  # one "
+            "line per GPU")
     return action(
         "benchmark_all_nodes", "Benchmark all nodes in parallel and rerun this runbook "
-        "with the table",
-        "A per-node benchmark (same matmul on every GPU) names the slow node in one run; "
-        "feed its CSV (host,seconds) to log_path together with the training log.",
-        "(echo host,seconds; srun --nodes=$SLURM_NNODES --ntasks-per-node=1 python -m "
-        "traindoc.gpubench) > bench.csv  # the slowest GPU's seconds per node; --per-gpu "
-        "for one line per GPU")
+        "with the table", why, how)
 
 
 def _bisect(a: ThroughputAnalysis) -> Action | None:
@@ -746,8 +807,8 @@ def _bisect(a: ThroughputAnalysis) -> Action | None:
 
 
 def _get_nodelist(a: ThroughputAnalysis) -> Action | None:
-    if not _nobody_named(a) or a.bisect_plan or a.node_list:
-        return None
+    if not _nobody_named(a) or a.bisect_plan or a.node_list or a.scope != SCOPE_SLURM:
+        return None  # (sacct only where the logs show SLURM)
     return action(
         "get_nodelist", "Get the job's node list to plan a bisection",
         "The logs name no nodes; the runbook needs them (parameter hosts) to plan which "
@@ -757,8 +818,8 @@ def _get_nodelist(a: ThroughputAnalysis) -> Action | None:
 
 
 def _per_rank_timing(a: ThroughputAnalysis) -> Action | None:
-    if not _nobody_named(a):
-        return None
+    if not _nobody_named(a) or a.scope == SCOPE_PROCESS:
+        return None  # (one process has no peer to compare)
     return action(
         "per_rank_timing", "Turn on per-rank timing so the next drop names its rank",
         "One rank's throughput line cannot say which GPU is slow; per-rank timings can.",
@@ -770,12 +831,15 @@ def _per_rank_timing(a: ThroughputAnalysis) -> Action | None:
 def _check_coincidence(a: ThroughputAnalysis) -> Action | None:
     if not _hunt(a) or not a.coincides:
         return None
+    how = ("sacct -j <old>,<new> -o JobID,NodeList%400  # compare the node lists; and watch "
+           "the next iterations for recovery" if a.scope == SCOPE_SLURM else
+           "compare the machines and GPUs the restarted run got with the first run's (the "
+           "launcher's start-up lines, nvidia-smi -L on each); and watch the next iterations "
+           "for recovery")
     return action(
         "check_coincidence", "Rule out the event at the change",
         f"The change coincides with {'/'.join(a.coincides)}: a restart may have landed on "
-        "other nodes; an eval or a save is a transient slowdown.",
-        "sacct -j <old>,<new> -o JobID,NodeList%400  # compare the node lists; and watch the "
-        "next iterations for recovery")
+        "other nodes; an eval or a save is a transient slowdown.", how)
 
 
 # A pause, a stall or no change: what to look at, then better logging. A lasting drop: exclude

@@ -237,6 +237,27 @@ def bar_steps(progress: pd.DataFrame) -> pd.Series:
     return out.reindex(progress.index)
 
 
+# the event of a trainer's end-of-run summary row (HF Trainer's "{'train_runtime': 273.01,
+# 'train_samples_per_second': 3.663, …}", ``parse.iterations``)
+SUMMARY_EVENT = "train_summary"
+
+
+def summary_rate(incident: Incident, metric: str = "auto") -> tuple[str, float, int] | None:
+    """The run's average rate from its trainer's end-of-run summaries (one per process that
+    printed one): (metric, their median, how many), the first of ``AUTO_ORDER`` (or
+    ``metric``) they carry; None when the logs hold none. A whole run's average: no series."""
+    it = incident.iterations
+    if "event" not in it or not len(it):
+        return None
+    rows = it[(it["event"] == SUMMARY_EVENT).fillna(False).astype(bool)]
+    for name in ([metric] if metric in METRICS else []) + list(AUTO_ORDER):
+        col = METRICS[name].column
+        if col in rows and (ok := usable(rows[col])).any():
+            vals = rows.loc[ok, col].astype(float)
+            return name, float(vals.median()), int(len(vals))
+    return None
+
+
 def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     """One row per logged iteration: run (restart count), iteration, value (median across the
     ranks that logged it), ranks (how many), source, line, time. Ordered as the job ran."""
@@ -357,4 +378,5 @@ def discontinuities(series: pd.DataFrame, gap_factor: float = 3.0) -> pd.DataFra
 
 __all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "events",
            "mask_events", "metric_series", "per_iteration_from_intervals",
-           "per_iteration_seconds", "steps_with_seconds", "usable", "usable_points"]
+           "per_iteration_seconds", "steps_with_seconds", "summary_rate", "usable",
+           "usable_points"]
