@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -60,13 +61,14 @@ def _case_group(item: Any) -> str | None:
     return None
 
 
-def _tryfirst(fn: Any) -> Any:
-    import pytest
+def pytest_configure(config: pytest.Config) -> None:
+    """``--dist loadgroup`` hands out the tests in this file's order (the longest first; see
+    ``pytest_collection_modifyitems``), not its default of the largest groups first."""
+    if config.getvalue("dist") == "loadgroup":
+        config.option.loadscopereorder = False
 
-    return pytest.hookimpl(tryfirst=True)(fn)
 
-
-@_tryfirst  # before pytest-xdist reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark each test with its tier (see the module sets above), and order them longest tier
     first (drills, the longest tests, notebooks, slow, the rest; each in its own order), so
@@ -74,8 +76,6 @@ def pytest_collection_modifyitems(config, items) -> None:
     The sweeps' tests of one sample or corpus case form one xdist group: with ``--dist
     loadgroup`` (``make test``) one worker loads and diagnoses each case once for all of
     them (``load_once``, ``reports_once``), instead of every worker loading most cases."""
-    import pytest
-
     def rank(item: Any) -> int:
         mod = item.module.__name__.rsplit(".", 1)[-1]
         if mod in RUNBOOK_MODULES or item.get_closest_marker("notebooks"):
@@ -94,6 +94,26 @@ def pytest_collection_modifyitems(config, items) -> None:
             "slow") else 4
 
     items[:] = sorted(items, key=rank)  # (stable: each tier keeps the collection order)
+    if config.getvalue("loadgroup"):  # a pytest-xdist worker of ``--dist loadgroup``
+        for item in items:
+            _carry_xdist_group(item)
+
+
+def _carry_xdist_group(item: Any) -> None:
+    """Put the item's ``xdist_group`` in its node id as pytest-xdist does (``id@group``), where
+    pytest-xdist cannot: from pytest 9.2 a node id is a structured ``NodeId`` and the string
+    that pytest-xdist 3.8 rewrites (``_nodeid``) is no longer read, so every test was
+    scheduled alone (pytest-xdist issue 1386). Older pytest: nothing to do here."""
+    import dataclasses
+
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    node_id = getattr(item, "_id", None)
+    if not names or hasattr(item, "_nodeid") or not dataclasses.is_dataclass(node_id):
+        return
+    grouped = dataclasses.replace(node_id)
+    object.__setattr__(grouped, "_str_cache", f"{node_id}@{'_'.join(names)}")
+    item._id = grouped
 
 
 @functools.cache
@@ -142,8 +162,6 @@ def triage_once(path: Path) -> Any:
     from traindoc.diagnose import triage
 
     return triage.analyse(load_once(path))
-
-
 
 
 @functools.cache
