@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -189,4 +190,24 @@ def corpus_outcomes() -> list[Any]:
 
 
 CORPUS_SWEEP = "corpus-sweep"
+
+
+def drill_group(name: str) -> str:
+    """The xdist group of the tests that read drill ``name``'s bundle (``drill_bundle``): one
+    worker runs the drill once for all of them."""
+    return f"drill-{name}"
+
+
+@pytest.fixture(scope="session")
+def drill_bundle(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A drill's bundle (``traindoc.drills.run``), run once per test process: the drill's own
+    checks (tests/test_drills.py) and its runbook's (tests/test_drills_e2e.py) read the same
+    real run, in one xdist group (``drill_group``). No test writes into a bundle."""
+
+    @functools.cache
+    def run(name: str) -> Path:
+        from traindoc.drills import run as run_drill
+
+        return Path(run_drill(name, tmp_path_factory.mktemp(f"drill-{name}") / "b"))
+    return run
 
