@@ -168,12 +168,15 @@ def triage_once(path: Path) -> Any:
 @functools.cache
 def reports_once(path: Path) -> dict[str, Any]:
     """Every class's ``diagnose`` of ``load_once(path)``, and triage's report (``"triage"``),
-    once per test process."""
+    once per test process. Triage runs each class's ``diagnose`` on the same load and keeps
+    its report (``TriageAnalysis.runbooks``): those are used; a class whose diagnosis failed
+    there (None) is diagnosed again, to raise here."""
     from traindoc.diagnose import CLASSES, triage
 
     inc = load_once(path)
-    out = {fc.NAME: fc.diagnose(inc) for fc in CLASSES}
-    out["triage"] = triage.report(triage_once(path))
+    triaged = triage_once(path)
+    out = {fc.NAME: triaged.runbooks.get(fc.NAME) or fc.diagnose(inc) for fc in CLASSES}
+    out["triage"] = triage.report(triaged)
     return out
 
 
