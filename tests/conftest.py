@@ -70,7 +70,7 @@ def _case_group(item: Any) -> str | None:
 def pytest_configure(config: pytest.Config) -> None:
     """``--dist loadgroup`` hands out the tests in this file's order (the longest first; see
     ``pytest_collection_modifyitems``), not its default of the largest groups first."""
-    if config.getvalue("dist") == "loadgroup":
+    if getattr(config.option, "dist", None) == "loadgroup":
         config.option.loadscopereorder = False
 
 
@@ -103,7 +103,7 @@ def pytest_collection_modifyitems(config, items) -> None:
             "slow") else 4
 
     items[:] = sorted(items, key=rank)  # (stable: each tier keeps the collection order)
-    if config.getvalue("loadgroup"):  # a pytest-xdist worker of ``--dist loadgroup``
+    if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker of loadgroup
         for item in items:
             _carry_xdist_group(item)
 
