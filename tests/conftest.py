@@ -3,10 +3,12 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -35,18 +37,23 @@ SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
               "test_iterations_alone_are_the_iterations_of_a_full_load",
               # every sample through the flight-recorder paths, every log through each action
               "test_comparison_on_every_sample", "test_samples_load_as_before",
-              "test_no_action_runs_what_the_logs_say"}
+              "test_no_action_runs_what_the_logs_say",
+              # the corpus sweep, one case a test (its floor test gathers them)
+              "test_corpus_case_is_scored"}
 
 
 # The tests that took a minute or more each (`pytest -n 2 --durations=60` at 4f0d5a1 on the
 # 2-core machine, load 10-13): started first, so that no worker of `make test` is left running
 # one of them at the end while the other has nothing to do.
-LONGEST_TESTS = {"test_runbooks_on_the_corpus_stay_above_the_floor",
-                 "test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded",
+LONGEST_TESTS = {"test_a_bomb_of_parsed_lines_by_default_limits_stays_bounded",
                  "test_512_rank_files_on_a_local_cluster", "test_no_action_runs_what_the_logs_say",
                  "test_comparison_on_every_sample",
                  "test_triage_names_the_gpu_crash_as_cause_of_the_timeouts",
                  "test_markup_in_any_cell_of_any_shown_table_is_text"}
+# The tests that gather the corpus sweep's per-case outcomes (``CorpusSweep``): last, when the
+# cases' own tests have scored nearly every case on both workers.
+GATHERING_TESTS = {"test_runbooks_on_the_corpus_stay_above_the_floor",
+                   "test_every_summary_equals_the_snapshot"}
 
 
 def _case_group(item: Any) -> str | None:
@@ -60,22 +67,22 @@ def _case_group(item: Any) -> str | None:
     return None
 
 
-def _tryfirst(fn: Any) -> Any:
-    import pytest
+def pytest_configure(config: pytest.Config) -> None:
+    """``--dist loadgroup`` hands out the tests in this file's order (the longest first; see
+    ``pytest_collection_modifyitems``), not its default of the largest groups first."""
+    if getattr(config.option, "dist", None) == "loadgroup":
+        config.option.loadscopereorder = False
 
-    return pytest.hookimpl(tryfirst=True)(fn)
 
-
-@_tryfirst  # before pytest-xdist reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items) -> None:
     """Mark each test with its tier (see the module sets above), and order them longest tier
     first (drills, the longest tests, notebooks, slow, the rest; each in its own order), so
-    that pytest-xdist hands out the long ones while there is other work to balance them.
+    that pytest-xdist hands out the long ones while there is other work to balance them; the
+    corpus sweep's gathering tests come last.
     The sweeps' tests of one sample or corpus case form one xdist group: with ``--dist
     loadgroup`` (``make test``) one worker loads and diagnoses each case once for all of
     them (``load_once``, ``reports_once``), instead of every worker loading most cases."""
-    import pytest
-
     def rank(item: Any) -> int:
         mod = item.module.__name__.rsplit(".", 1)[-1]
         if mod in RUNBOOK_MODULES or item.get_closest_marker("notebooks"):
@@ -86,6 +93,8 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.slow)
         if (group := _case_group(item)) and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(group))
+        if item.originalname in GATHERING_TESTS:
+            return 5
         if item.get_closest_marker("drills"):
             return 0
         if item.originalname in LONGEST_TESTS:
@@ -94,6 +103,26 @@ def pytest_collection_modifyitems(config, items) -> None:
             "slow") else 4
 
     items[:] = sorted(items, key=rank)  # (stable: each tier keeps the collection order)
+    if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker of loadgroup
+        for item in items:
+            _carry_xdist_group(item)
+
+
+def _carry_xdist_group(item: Any) -> None:
+    """Put the item's ``xdist_group`` in its node id as pytest-xdist does (``id@group``), where
+    pytest-xdist cannot: from pytest 9.2 a node id is a structured ``NodeId`` and the string
+    that pytest-xdist 3.8 rewrites (``_nodeid``) is no longer read, so every test was
+    scheduled alone (pytest-xdist issue 1386). Older pytest: nothing to do here."""
+    import dataclasses
+
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    node_id = getattr(item, "_id", None)
+    if not names or hasattr(item, "_nodeid") or not dataclasses.is_dataclass(node_id):
+        return
+    grouped = dataclasses.replace(node_id)
+    object.__setattr__(grouped, "_str_cache", f"{node_id}@{'_'.join(names)}")
+    item._id = grouped
 
 
 @functools.cache
@@ -149,26 +178,110 @@ def triage_once(path: Path) -> Any:
 @functools.cache
 def reports_once(path: Path) -> dict[str, Any]:
     """Every class's ``diagnose`` of ``load_once(path)``, and triage's report (``"triage"``),
-    once per test process."""
+    once per test process. Triage runs each class's ``diagnose`` on the same load and keeps
+    its report (``TriageAnalysis.runbooks``): those are used; a class whose diagnosis failed
+    there (None) is diagnosed again, to raise here."""
     from traindoc.diagnose import CLASSES, triage
 
     inc = load_once(path)
-    out = {fc.NAME: fc.diagnose(inc) for fc in CLASSES}
-    out["triage"] = triage.report(triage_once(path))
+    triaged = triage_once(path)
+    out = {fc.NAME: triaged.runbooks.get(fc.NAME) or fc.diagnose(inc) for fc in CLASSES}
+    out["triage"] = triage.report(triaged)
     return out
 
 
-@functools.cache
-def corpus_outcomes() -> list[Any]:
-    """``score.score`` over every corpus case (one notebook a runbook, triage scored), each
-    outcome with its summary records: the floor test and the summary guard share this one
-    sweep (one load and one diagnosis a case). Both are in the xdist group ``CORPUS_SWEEP``
-    so that one worker runs them (``make test`` distributes by ``--dist loadgroup``)."""
-    from traindoc import score
+def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder of this session that every pytest-xdist worker shares (the workers' base
+    folders are siblings in the session's), made once."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
 
-    cases = score.find_cases(CORPUS) if CORPUS.is_dir() else []
-    return score.score(cases, notebooks=1, summaries_of=ROOT)
+
+class CorpusSweep:
+    """``score.score`` over every corpus case (one notebook a runbook, triage scored, each
+    outcome with its summary records), split by case: ``tests/test_corpus.py`` scores each
+    case as one test in the case's xdist group, where the other sweeps load and triage it
+    (``load_once``, ``triage_once``), and keeps its outcome in a folder the workers share;
+    ``outcomes`` gathers them for the floor test and the summary guard, scoring here any case
+    whose outcome is not there (yet)."""
+
+    def __init__(self, folder: Path) -> None:
+        from traindoc import score
+
+        self.folder = folder
+        self.cases = score.find_cases(CORPUS) if CORPUS.is_dir() else []
+        self.by_notebook = score.notebook_sample(self.cases, 1)
+        self._gathered: list[Any] | None = None
+
+    def _file(self, case: Any) -> Path:
+        return self.folder / f"{case.runbook}--{case.id}.pickle"
+
+    @functools.cache  # noqa: B019 (one sweep a test process, kept for the session)
+    def outcome(self, path: Path) -> Any:
+        """The outcome of the case at ``path`` as ``score.score`` makes it, kept for the
+        gathering (a file written whole, then renamed)."""
+        import pickle
+
+        from traindoc import score
+
+        case = next(c for c in self.cases if c.path == path)
+        via = "notebook" if case.id in self.by_notebook else "library"
+        incident = load_once(case.logs)
+        known = incident.readable  # else ``score_case`` loads it and says why it cannot
+        out = score.score_case(case, via, with_triage=True, summary_in=str(ROOT),
+                               incident=incident if known else None,
+                               triaged=triage_once(case.logs) if known else None)
+        part = self._file(case).with_suffix(f".{os.getpid()}.part")
+        part.write_bytes(pickle.dumps(out))
+        part.replace(self._file(case))
+        return out
+
+    def outcomes(self) -> list[Any]:
+        """Every case's outcome, in ``score.score``'s order and with its ``blind_right``."""
+        import pickle
+
+        from traindoc import score
+
+        if self._gathered is None:
+            got = []
+            for c in self.cases:
+                f = self._file(c)
+                got.append(pickle.loads(f.read_bytes()) if f.exists() else self.outcome(c.path))
+            nothing = {rb: score.nothing_facts(rb) for rb in {c.runbook for c in self.cases}}
+            for c, o in zip(self.cases, got, strict=True):
+                o.blind_right = score.passes_blind(c, nothing)
+            self._gathered = got
+        return self._gathered
+
+
+@pytest.fixture(scope="session")
+def corpus_sweep(tmp_path_factory: pytest.TempPathFactory) -> CorpusSweep:
+    """The session's corpus sweep (``CorpusSweep``), its outcomes in a folder every worker
+    shares."""
+    return CorpusSweep(shared_folder(tmp_path_factory, "corpus-outcomes"))
 
 
 CORPUS_SWEEP = "corpus-sweep"
+
+
+def drill_group(name: str) -> str:
+    """The xdist group of the tests that read drill ``name``'s bundle (``drill_bundle``): one
+    worker runs the drill once for all of them."""
+    return f"drill-{name}"
+
+
+@pytest.fixture(scope="session")
+def drill_bundle(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """A drill's bundle (``traindoc.drills.run``), run once per test process: the drill's own
+    checks (tests/test_drills.py) and its runbook's (tests/test_drills_e2e.py) read the same
+    real run, in one xdist group (``drill_group``). No test writes into a bundle."""
+
+    @functools.cache
+    def run(name: str) -> Path:
+        from traindoc.drills import run as run_drill
+
+        return Path(run_drill(name, tmp_path_factory.mktemp(f"drill-{name}") / "b"))
+    return run
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import CORPUS, CORPUS_SWEEP, corpus_outcomes
+from conftest import CORPUS, CORPUS_SWEEP, CorpusSweep
 from traindoc import score
 from traindoc.diagnose import failure_class
 
@@ -150,12 +152,30 @@ RESOLUTION_STATUSES = ("confirmed", "suggested", "none stated")
 RESOLUTION_WHO = ("reporter", "maintainer", "commenter", "chronicle", "")
 
 
+def _sweep_params() -> list[Any]:
+    """One parameter a corpus case (its folder: the case's xdist group), the cases that go
+    through a notebook marked so."""
+    by_notebook = score.notebook_sample(CASES, 1)
+    return [pytest.param(c.path, id=c.id,
+                         marks=[pytest.mark.notebooks] if c.id in by_notebook else [])
+            for c in CASES]
+
+
+@pytest.mark.parametrize("path", _sweep_params())
+def test_corpus_case_is_scored(path: Path, corpus_sweep: CorpusSweep) -> None:
+    """One case of the floor test's sweep, scored where the case's other sweeps read it."""
+    case = next(c for c in CASES if c.path == path)
+    out = corpus_sweep.outcome(path)
+    assert (out.id, out.runbook, out.batch) == (case.id, case.runbook, case.batch)
+    assert out.summary is not None and out.summary["runbook"] == case.runbook
+
+
 @pytest.mark.notebooks
 @pytest.mark.xdist_group(CORPUS_SWEEP)
-def test_runbooks_on_the_corpus_stay_above_the_floor(capsys) -> None:
+def test_runbooks_on_the_corpus_stay_above_the_floor(capsys, corpus_sweep: CorpusSweep) -> None:
     if not CASES:
         pytest.skip("no corpus")
-    outcomes = corpus_outcomes()
+    outcomes = corpus_sweep.outcomes()
     with capsys.disabled():
         print("\n" + score.render(outcomes))
     for row in score.table(outcomes):

@@ -15,6 +15,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,9 @@ LIB = REPO / "lib"
 if str(LIB) not in sys.path:
     sys.path.insert(0, str(LIB))
 
+from conftest import drill_group  # noqa: E402
 from traindoc.diagnose import NAMES  # noqa: E402
-from traindoc.drills import DRILLS, SPECS, run, sample_dir  # noqa: E402
+from traindoc.drills import DRILLS, SPECS, sample_dir  # noqa: E402
 from traindoc.drills.worker import megatron_line  # noqa: E402
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None or "TRAINDOC_DRILL_PYTHON" in os.environ
@@ -131,9 +133,10 @@ def test_sample_bundle_present(name: str) -> None:
 
 
 @pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("timeout"))
 @needs_torch
-def test_timeout(tmp_path: Path) -> None:
-    out = run("timeout", tmp_path / "b")
+def test_timeout(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("timeout")
     rec, log = _check_common(out, "timeout")
     facts = rec["facts"]
     assert rec["run"]["returncode"] != 0
@@ -147,9 +150,10 @@ def test_timeout(tmp_path: Path) -> None:
 
 
 @pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("desync"))
 @needs_torch
-def test_desync(tmp_path: Path) -> None:
-    out = run("desync", tmp_path / "b")
+def test_desync(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("desync")
     rec, log = _check_common(out, "desync")
     mm = rec["facts"]["first_mismatch"]
     assert TIMEOUT_ANY_RE.search(log) and CHILD_FAILED in log
@@ -160,9 +164,10 @@ def test_desync(tmp_path: Path) -> None:
 
 
 @pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("crash"))
 @needs_torch
-def test_crash(tmp_path: Path) -> None:
-    out = run("crash", tmp_path / "b")
+def test_crash(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("crash")
     rec, log = _check_common(out, "crash")
     assert rec["facts"] == {"failed_ranks": [1], "error_kind": "signal"}
     assert "Signal 9 (SIGKILL) received by PID" in log and CHILD_FAILED in log
@@ -171,9 +176,10 @@ def test_crash(tmp_path: Path) -> None:
 
 
 @pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("hang"))
 @needs_torch
-def test_hang(tmp_path: Path) -> None:
-    out = run("hang", tmp_path / "b")
+def test_hang(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("hang")
     rec, log = _check_common(out, "hang")
     facts = rec["facts"]
     traces = sorted((out / "pyspy").glob("trace-*-*.out"))
@@ -189,9 +195,10 @@ def test_hang(tmp_path: Path) -> None:
 
 
 @pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("slow_rank"))
 @needs_torch
-def test_slow_rank(tmp_path: Path) -> None:
-    out = run("slow_rank", tmp_path / "b")
+def test_slow_rank(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("slow_rank")
     rec, log = _check_common(out, "slow_rank")
     assert rec["run"]["returncode"] == 0
     k = rec["facts"]["change_iteration"]
@@ -202,9 +209,10 @@ def test_slow_rank(tmp_path: Path) -> None:
 
 
 @pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("loss_spike"))
 @needs_torch
-def test_loss_spike(tmp_path: Path) -> None:
-    out = run("loss_spike", tmp_path / "b")
+def test_loss_spike(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("loss_spike")
     rec, log = _check_common(out, "loss_spike")
     assert rec["run"]["returncode"] == 0
     k = rec["facts"]["spikes"][0]["start_iteration"]
@@ -215,9 +223,10 @@ def test_loss_spike(tmp_path: Path) -> None:
 
 
 @pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("unseeded_split"))
 @needs_torch
-def test_unseeded_split(tmp_path: Path) -> None:
-    out = run("unseeded_split", tmp_path / "b")
+def test_unseeded_split(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("unseeded_split")
     rec, log = _check_common(out, "unseeded_split")
     facts = rec["facts"]
     assert TIMEOUT_ANY_RE.search(log) and CHILD_FAILED in log and "saving checkpoint" in log

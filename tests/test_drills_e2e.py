@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, drill_group
 from test_runbooks import execute, matches
-from traindoc.drills import SPECS, run
+from traindoc.drills import SPECS
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="drills need torch (make setup installs torch==2.13.0)")
@@ -19,9 +20,11 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 
 @pytest.mark.drills
 @needs_torch
-@pytest.mark.parametrize("name", sorted(SPECS))
-def test_drill_runbook_finds_the_injected_fault(name: str, tmp_path: Path) -> None:
-    bundle = Path(run(name, tmp_path / "bundle"))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xdist_group(drill_group(n)))
+                                  for n in sorted(SPECS)])
+def test_drill_runbook_finds_the_injected_fault(name: str, tmp_path: Path,
+                                                drill_bundle: Callable[[str], Path]) -> None:
+    bundle = drill_bundle(name)
     truth = json.loads((bundle / "drill.json").read_text())
     runbook = truth["class"]
     if not (ROOT / "runbooks" / f"{runbook}.ipynb").exists():

@@ -135,6 +135,7 @@ def test_bad_input_is_a_finding(runbook: str, content: bytes, tmp_path: Path) ->
     assert summary["findings"]
 
 
+@pytest.mark.xdist_group("timeout/gemma3_seed")  # the sample's group: its execution is shared
 def test_summary_keys_are_complete(executed) -> None:
     summary, _ = executed("timeout", DATA / "timeout" / "gemma3_seed")
     assert set(summary) == {"runbook", "version", "inputs", "verdict", "confidence", "facts",

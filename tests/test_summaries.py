@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import CORPUS, CORPUS_SWEEP, ROOT, corpus_outcomes
+from conftest import CORPUS, CORPUS_SWEEP, ROOT, CorpusSweep
 from traindoc import score
 
 SNAPSHOT = ROOT / "tests" / "data" / "summaries.json"
@@ -19,12 +19,12 @@ REGENERATE = ("rm -f tests/data/summaries.json && PYTHONPATH=lib python -m train
 
 @pytest.mark.slow
 @pytest.mark.xdist_group(CORPUS_SWEEP)
-def test_every_summary_equals_the_snapshot() -> None:
+def test_every_summary_equals_the_snapshot(corpus_sweep: CorpusSweep) -> None:
     expected = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
     # the corpus cases' records come with the floor test's sweep (one load a case for both)
     got = score.summaries(ROOT, workers=2, corpus=False)
     got |= {(CORPUS / o.runbook / o.id).relative_to(ROOT).as_posix(): o.summary
-            for o in corpus_outcomes()}
+            for o in corpus_sweep.outcomes()}
     actual = json.loads(json.dumps(got, sort_keys=True, ensure_ascii=False, default=str))
     changed = sorted(k for k in expected.keys() | actual.keys()
                      if expected.get(k) != actual.get(k))

@@ -20,13 +20,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .diagnose import NAMES, failure_class
 from .execute import execute_runbook
 from .incident import Incident
 from .reader import load_or_fail
 from .report import Report
+
+if TYPE_CHECKING:
+    from .diagnose.triage import TriageAnalysis
 
 RUNBOOKS = (*NAMES, "triage")
 CLASSES = NAMES  # the failure classes triage can name
@@ -305,26 +308,27 @@ def notebook_facts(case: Case, output_dir: str | os.PathLike[str]) -> dict[str, 
 
 
 def score_case(case: Case, via: str = "library", with_triage: bool = False,
-               summary_in: str | None = None) -> Outcome:
+               summary_in: str | None = None, incident: Incident | None = None,
+               triaged: TriageAnalysis | None = None) -> Outcome:
     """Run ``case`` (through the library, or its notebook with ``via="notebook"``), and
     triage on it with ``with_triage`` where the case says what triage should name; never
     raises: a failure to run is a wrong case with its error. With ``summary_in`` (the
     checkout), the outcome also carries the case's ``summary_of`` records, made from the same
-    load and reports."""
+    load and reports. ``incident`` (``load_or_fail`` of the case's logs) and ``triaged``
+    (``triage.analyse`` of it): what the caller already has, used instead of computing them."""
     t0 = time.perf_counter()
     out = Outcome(case.id, case.runbook, right=False, via=via, batch=case.batch,
                   intake_right=(case.intake or {}).get("right"),
                   triage_expected=case.expected_class)
-    incident: Incident | None = None  # loaded once for the runbook and triage alike
     made: dict[str, Report] = {}  # the reports made on it, for the summary
-    if via != "notebook":
+    if via != "notebook" and incident is None:  # loaded once for the runbook and triage alike
         try:
             incident = load_or_fail(str(case.logs))
         except Exception:  # said below, by whichever call loads it again
             incident = None
     if with_triage and case.expected_class != NO_TRIAGE:
         try:
-            out.triage_cause = _triage_cause(case, incident, made)
+            out.triage_cause = _triage_cause(case, incident, made, triaged)
         except Exception as e:  # a crash is a wrong answer
             out.triage_cause = f"{type(e).__name__}: {e}"[:200]
         out.triage_right = matches(case.expected_class, out.triage_cause)
@@ -349,13 +353,15 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False,
     return out
 
 
-def _triage_cause(case: Case, incident: Incident | None, made: dict[str, Report]) -> str | None:
-    """``triage_cause``, its report kept in ``made`` when the logs were loaded."""
+def _triage_cause(case: Case, incident: Incident | None, made: dict[str, Report],
+                  triaged: TriageAnalysis | None = None) -> str | None:
+    """``triage_cause``, its report kept in ``made`` when the logs were loaded (``triaged``:
+    their triage analysis, when the caller has it)."""
     from .diagnose import triage
 
     if incident is None:
         return triage_cause(case)
-    analysis = triage.analyse(incident)
+    analysis = triaged if triaged is not None else triage.analyse(incident)
     made["triage"] = triage.report(analysis)
     return analysis.cause
 
