@@ -166,7 +166,8 @@ def excursions(y: np.ndarray, det: Detector = LOSS) -> list[Excursion]:
 
 # -- the series' own noise -------------------------------------------------------------------
 NOISE_HISTORY = 5  # points before an excursion needed to know how far the series' noise reaches
-NOISE_REACH = 1.5  # a spike rises above its baseline more than this times that reach
+NOISE_REACH = 2.0  # a spike rises above its baseline more than this times that reach (as
+# triage stands one spike out of several that came back: STAND_OUT)
 
 
 def noise_reach(y: np.ndarray, found: list[Excursion], det: Detector = LOSS) -> np.ndarray:
