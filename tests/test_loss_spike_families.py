@@ -659,3 +659,38 @@ def test_a_cumulative_skip_counter_counts_its_growth(tmp_path: Path) -> None:
     # DeepSpeed's own counter, the same rule
     log.write_text("\n".join(SEEKPOINT_BERT[2:3]) + "\n")
     assert ls.analyse(traindoc.load(str(log))).skipped_iterations == list(range(1, 11))
+
+
+# Per-batch losses printed unsmoothed: a rise no higher than the series' own noise reached
+# above its baseline just before it is that noise, not a spike (detect.noise_reach).
+MONARCH_TIMM = (  # fabfish/Monarch-README utils/mlp.log (corpus loss_spike-monarch-readme-mlp):
+    # timm 'Train: 35 [b/10009]  Loss:  3.894885 (3.7473) …', the first value one batch's
+    3.737203, 3.894885, 4.264811, 4.392262, 2.652405, 2.681263, 2.837823, 4.393907, 3.747158,
+    3.497943, 4.328968, 3.059047)
+FINETUNE_LLM = (  # LzZzZx328/finetune_LLM running_log.txt (corpus
+    # loss_spike-finetune-llm-running-log): LLaMA-Factory "{'loss': 2.8274, …}", a 20-45 % bump
+    # at each epoch's short last batch
+    2.2818, 2.2647, 2.3045, 2.8274, 2.3486, 2.2083, 2.8014, 2.1802, 2.2209, 2.0920, 2.6093,
+    2.1144, 2.1031, 2.5317, 2.0181, 2.0393, 2.0459, 2.4003, 1.9986, 1.9937, 2.6840, 1.9705,
+    1.9779, 2.2567)
+BERT_RRC = (  # howardhsu/BERT-for-RRC-ABSA#2 'step 23250 batch_loss 1.060201', every 50 steps
+    1.060201, 1.449273, 0.857883, 1.117658, 1.289947, 1.296999, 1.051140, 1.439625, 0.884657,
+    1.163339, 1.378097, 1.190969, 1.233999, 1.124069, 1.473860, 1.483228, 2.123017, 1.340707)
+
+
+def test_a_rise_within_the_noise_of_per_batch_losses_is_no_spike() -> None:
+    m = np.array(MONARCH_TIMM)
+    assert any(e.confirmed for e in excursions(m, LOSS))  # the rolling detector alone
+    assert find_spikes(_frame(m))[0] == []
+    assert find_spikes(_frame(np.array(BERT_RRC)))[0] == []
+    # the bump at point 20 rises no higher than the ones at 3, 6, 10 and 13 before it; the one
+    # at point 3, with three points of history, is not known to be noise and stays
+    f = find_spikes(_frame(np.array(FINETUNE_LLM)))[0]
+    assert [s["peak_iteration"] for s in f] == [3]
+
+
+def test_a_spike_above_the_noise_of_per_batch_losses_stays() -> None:
+    """The same noisy batches with one batch at twice the loss: still a spike."""
+    y = np.array(MONARCH_TIMM * 5 + (8.1,) + MONARCH_TIMM)
+    spikes, _ = find_spikes(_frame(y))
+    assert [s["peak_iteration"] for s in spikes] == [60]

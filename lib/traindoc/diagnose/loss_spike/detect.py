@@ -99,11 +99,16 @@ def rolling_trend(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
     return carried, dmad / math.sqrt(2.0)
 
 
+def _baseline(med: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """The rolling median, following a falling curve with the recent half's median (never up:
+    a slow rise stays visible)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(carried < med, carried, med)
+
+
 def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
           cnt: np.ndarray, carried: np.ndarray, dscale: np.ndarray) -> list[Excursion]:
-    # Follow a falling curve with the recent half's median (never up: a slow rise stays visible).
-    with np.errstate(invalid="ignore"):
-        med = np.where(carried < med, carried, med)
+    med = _baseline(med, carried)
     unit = np.abs(med) if det.relative else np.ones_like(med)
     scale = np.fmax(np.fmin(mad, dscale), det.floor * unit)
     onset = med + np.maximum(det.onset_k * scale, det.onset_rel * unit)
@@ -159,6 +164,50 @@ def excursions(y: np.ndarray, det: Detector = LOSS) -> list[Excursion]:
     return _scan(y, det, *rolling_stats(masked, det.window), *rolling_trend(masked, det.window))
 
 
+# -- the series' own noise -------------------------------------------------------------------
+NOISE_HISTORY = 5  # points before an excursion needed to know how far the series' noise reaches
+NOISE_REACH = 2.0  # a spike rises above its baseline more than this times that reach (as
+# triage stands one spike out of several that came back: STAND_OUT)
+
+
+def noise_reach(y: np.ndarray, found: list[Excursion], det: Detector = LOSS) -> np.ndarray:
+    """For each point: how far above its own rolling baseline the series rose at most among the
+    ``det.window`` points before it (NaN with fewer than ``NOISE_HISTORY`` of them). Points
+    inside the confirmed excursions of ``found`` (``excursions(y, det)``) are left out: an
+    earlier spike is no measure of the noise."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    reach = np.full(n, np.nan)
+    if n < 2:
+        return reach
+    masked = y.copy()
+    for e in found:
+        if e.confirmed:
+            masked[e.start : (e.end if e.end is not None else n)] = np.nan
+    med, _, _ = rolling_stats(masked, det.window)
+    carried, _ = rolling_trend(masked, det.window)
+    above = masked - _baseline(med, carried)
+    pad = np.concatenate([np.full(det.window, -np.inf), np.where(np.isnan(above), -np.inf, above)])
+    wins = sliding_window_view(pad, det.window)[:n]
+    for a in range(0, n, STATS_CHUNK):
+        w = wins[a : a + STATS_CHUNK]
+        top = np.max(w, axis=1)
+        known = np.sum(np.isfinite(w), axis=1) >= NOISE_HISTORY
+        reach[a : a + len(w)] = np.where(known, top, np.nan)
+    return reach
+
+
+def _within_noise(y: np.ndarray, e: Excursion, reach: np.ndarray) -> bool:
+    """Whether an excursion's rise is within ``NOISE_REACH`` times how far the series' own
+    noise rose above its baseline before it (``noise_reach``): a per-batch loss printed
+    unsmoothed (timm's first ``Loss:`` value, one batch's) swings by as much every few points,
+    and the rolling MAD of a few points can miss that (howardhsu/BERT-for-RRC-ABSA#2)."""
+    r = float(reach[e.start])
+    if not math.isfinite(r) or r <= 0:
+        return False
+    return bool(float(y[e.peak]) - e.baseline <= NOISE_REACH * r)
+
+
 # -- spikes ----------------------------------------------------------------------------------
 RANGE_HISTORY = 20  # finite losses before an excursion needed to know the run's loss range
 MIN_RISE_OF_RANGE = 0.02  # a spike rises by at least this share of that range
@@ -208,7 +257,11 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
     with np.errstate(divide="ignore", invalid="ignore"):
         gf = np.isfinite(grad) & (grad > 0)
         gi, gy = its[gf], np.log(grad[gf])
-    lex = [e for e in excursions(ly, loss_det) if e.confirmed and not _within_run_range(ly, e)]
+    found = excursions(ly, loss_det)
+    lex = [e for e in found if e.confirmed and not _within_run_range(ly, e)]
+    if lex:
+        reach = noise_reach(ly, found, loss_det)
+        lex = [e for e in lex if not _within_noise(ly, e, reach)]
     gex = [e for e in excursions(gy, grad_det) if e.confirmed]
     last_it = int(its[-1]) if len(its) else None
     spikes: list[dict[str, Any]] = []
