@@ -93,6 +93,18 @@ def test_the_hot_mix_reads_the_same(tmp_path: Path, scanner: str, chunk: int,
     assert len(plain.iterations) and len(plain.progress) and len(plain.checkpoints)
 
 
+@pytest.mark.parametrize("chunk", [1 << 12, 1 << 14, 4 << 20])
+def test_the_interleaved_mix_reads_the_same(tmp_path: Path, scanner: str, chunk: int,
+                                            monkeypatch) -> None:
+    """Issue 29's interleaved mix (one writer's iteration lines among seven others' lines,
+    line by line; ANSI, tqdm bars, checkpoints), chunks small enough to cut it often."""
+    monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
+    generate.write_lines(tmp_path / "mix.log", generate.interleaved_lines(1 << 20, seed=4))
+    plain, fast = both(tmp_path / "mix.log")
+    same(plain, fast)
+    assert len(plain.iterations) > 500 and len(plain.progress) and len(plain.checkpoints)
+
+
 def test_dated_lines_read_the_same(tmp_path: Path, scanner: str) -> None:
     generate.write_lines(tmp_path / "d.log", generate.dated_lines(1 << 20, seed=2))
     same(*both(tmp_path / "d.log"))
