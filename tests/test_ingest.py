@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import random
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +17,7 @@ import traindoc
 from conftest import DATA, ROOT, SEEDS
 from traindoc.parse import BLOCK_PARSERS
 from traindoc.parse.prefixes import demux
-from traindoc.reader import decode, patterns, planner, progress, registry, sink
+from traindoc.reader import bulk, decode, patterns, planner, progress, registry, sink
 from traindoc.reader import fast as fast_engine
 from traindoc.reader.scanners import SCANNER_ENV
 
@@ -103,6 +104,75 @@ def test_the_interleaved_mix_reads_the_same(tmp_path: Path, scanner: str, chunk:
     plain, fast = both(tmp_path / "mix.log")
     same(plain, fast)
     assert len(plain.iterations) > 500 and len(plain.progress) and len(plain.checkpoints)
+
+
+def bulk_lane_lines(rnd: random.Random, n: int) -> list[str]:
+    """Megatron iteration lines the bulk lane takes, among lines it must leave to the
+    per-line path: other years, bad dates, values its shapes refuse, another shape, trailing
+    blanks, a collector's time, busy writers (tracebacks, timer blocks that read the last
+    step), other step formats of the same table (with and without times)."""
+    out = []
+    t = generate.T0
+    for i in range(1, n + 1):
+        t += timedelta(seconds=2)
+        r = rnd.randrange(4)
+        k = rnd.randrange(14)
+        mega = generate.iteration_line(i, t, rnd, 2.5)  # srun + torchrun prefixes, a time
+        if k < 4:
+            out.append(mega)
+        elif k == 4:
+            out.append(generate.INTERLEAVED_ITERATION.format(
+                i=i, cs=i * 2048, ct=i * 4 << 20, t=105.5, lr=6e-5, loss=2.5, gn=0.2, sps=19.4,
+                tf=149.0).replace("[default7]", f"[default{r}]"))
+        elif k == 5:
+            out.append(rnd.choice((
+                mega.replace("2024-", "2025-"), mega.replace("2024-07-", "2024-13-"),
+                mega.replace("lm loss: ", "lm loss: nan"), mega + "  ",
+                mega.replace("global batch size:  2048", "global batch size: 2048.0"),
+                mega.replace(f"iteration {i:8d}", "iteration 99999999999999999999"),
+                mega.replace("lm loss", "lm loss: 1.0 | loss"),
+                "2024-07-08T00:00:01.5Z " + mega.split("]:", 1)[1])))
+        elif k == 6:
+            out += [f"[default{r}]:{x}" for x in generate.TRACEBACK[:4]]
+        elif k == 7:
+            out += generate._timers(generate.RANKS - 1)[:4]
+        elif k == 8:
+            out.append(f"{{'loss': {rnd.random():.4f}, 'learning_rate': 1e-05, 'epoch': "
+                       f"{i / 100:.2f}}}")
+        elif k == 9:
+            out.append(f"[default{r}]:[{t:%Y-%m-%d %H:%M:%S}] step {i} | loss {rnd.random():.3f}")
+        elif k == 10:  # another shape: the fields in another order, without a time
+            out.append(f"[rank{r}]: iteration {i}/ 1000 | lm loss: 2.0E+00 | consumed samples: "
+                       f"{i * 8} | elapsed time per iteration (s): 1.5 | number of skipped "
+                       "iterations: 0 | number of nan iterations: 0 |")
+        else:
+            out.append(f"[default{r}]:chatter {i}")
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_bulk_lane_reads_what_the_parser_reads(tmp_path: Path, seed: int, scanner: str,
+                                                   monkeypatch) -> None:
+    """Iteration lines made into columns by the bulk lane give the per-line path's rows, in
+    its order, with the other step lines of their table; small chunks and flushes make the
+    lane's rows and the per-line rows share many parts."""
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << (12 + seed))
+    monkeypatch.setattr(sink, "FLUSH_ROWS", (7, 64, 16384)[seed])
+    rnd = random.Random(seed)
+    log = tmp_path / "b.log"
+    log.write_text("\n".join(bulk_lane_lines(rnd, 3000)) + "\n")
+    taken = []
+    add_bulk = sink.Sink.add_bulk
+    monkeypatch.setattr(sink.Sink, "add_bulk",
+                        lambda self, *a: taken.append(1) or add_bulk(self, *a))
+    plain, fast = both(log)
+    same(plain, fast)
+    assert len(taken) > 800 and len(plain.iterations) > len(taken) + 300
+    assert len(plain.tables["host_timings"]) and plain.iterations["time"].notna().any()
+    monkeypatch.setenv(bulk.BULK_ENV, "0")
+    taken.clear()
+    same(plain, traindoc.load(log, engine="fast", workers=1))
+    assert not taken
 
 
 def test_dated_lines_read_the_same(tmp_path: Path, scanner: str) -> None:
