@@ -64,7 +64,7 @@ from ..parse.prefixes import (
 from .bulk import TABLE, Lane, batch_time
 from .decode import GZIP_MAGIC, MAX_LINE_CHARS, Budget, bytes_read, file_size, open_bytes, spans
 from .lines import LineReader, Stream, merge_origin
-from .patterns import CTRL, ESC, ISO_B, NEEDLE, NONASCII, SPLIT, SUSP, YEARCAND, has_date
+from .patterns import CTRL, ESC, ISO_B, NEEDLE, NONASCII, SPLIT, SUSP, YEARCAND, dated_years
 from .planner import Plan, Planner, plan
 from .registry import Registry
 
@@ -535,7 +535,7 @@ class FastText:
         others = years - {self.st.year}
         if not others:
             return years
-        return (years - others) | {y for y in others if has_date(chunk, start, end, y)}
+        return (years - others) | dated_years(chunk, start, end, others)
 
 
 
