@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import traindoc
 from conftest import DATA, ROOT, SEEDS
-from traindoc.parse import BLOCK_PARSERS
+from traindoc.parse import BLOCK_PARSERS, LINE_PARSERS
 from traindoc.parse.prefixes import demux
 from traindoc.reader import bulk, decode, patterns, planner, progress, registry, sink
 from traindoc.reader import fast as fast_engine
@@ -321,6 +321,20 @@ def test_every_block_parser_states_the_whole_contract() -> None:
 
 NEEDLES = registry.all_needles()
 plain_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80)
+
+
+COMPLETE_ENDS = [(p, end) for p in LINE_PARSERS for end in p.complete_ends]
+step_words = st.sampled_from(["Epoch 3", "epoch: 12/ 90", "step 5 loss 1.0 ", "it/s ", " ",
+                              "| lm loss: 2.0 ", "Loss nan   ", "Global Step: 20", "3", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(plain_text, step_words), max_size=6))
+def test_a_line_ending_as_a_parser_declares_is_complete_to_it(parts: list[str]) -> None:
+    """``LineParser.complete_ends`` (the bulk lane skips ``incomplete`` on such lines)."""
+    assert COMPLETE_ENDS
+    for parser, end in COMPLETE_ENDS:
+        assert not parser.incomplete("".join(parts) + end), parser.name
 
 
 @settings(max_examples=300, deadline=None)

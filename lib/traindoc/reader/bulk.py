@@ -208,6 +208,7 @@ class Lane:
         self.reg = reg
         self.batch = Batch()
         self._takes: dict[int, bool] = {}
+        self._incomplete: dict[int, tuple[Any, ...]] = {}
 
     @classmethod
     def make(cls, reg: Registry, line_parsers: Sequence[Any]) -> Lane | None:
@@ -233,9 +234,15 @@ class Lane:
         return got
 
     def incomplete(self, mask: int) -> tuple[Any, ...]:
-        """The incomplete parsers other than Megatron's that a line with these needles asks
-        (a shape's line is never incomplete to Megatron's parser)."""
-        return tuple(p for p in self.reg.incomplete(mask) if p is not self.parser)
+        """The incomplete parsers that must be asked of a line with these needles: a shape's
+        line is never incomplete to Megatron's parser, nor to one that declares it complete
+        by its end, "|" (``LineParser.complete_ends``)."""
+        got = self._incomplete.get(mask)
+        if got is None:
+            got = self._incomplete[mask] = tuple(
+                p for p in self.reg.incomplete(mask)
+                if p is not self.parser and "|" not in p.complete_ends)
+        return got
 
     def match(self, line: bytes, start: int) -> tuple[int, re.Match[bytes]] | None:
         """The shape (its index) and match of the body ``line[start:]``, learning its shape
