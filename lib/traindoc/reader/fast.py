@@ -20,7 +20,9 @@ as not parsed. Here each 4 MiB chunk is scanned once for every reason a line cou
   ``20yy-M`` / ``20yy/M``, then real dates checked in place.
 
 Only those lines ("hot") go through the reference per-line code (``LineReader.physical``); the
-others are counted in bulk (numpy over long stretches). A pending wrapped record or a block
+others are counted in bulk (numpy over long stretches). Hot Megatron iteration lines that the
+per-line path would read to the same row take the bulk lane instead (``reader.bulk``: one
+compiled pattern per line shape, columns made at the sink's flush). A pending wrapped record or a block
 parser inside a record (``section`` set) takes every following line of its writer through the
 per-line code until it is done, so multi-line records see exactly the lines they would have
 seen. A chunk is read in two steps: ``planner.plan`` (the scan and the candidate lines: no
@@ -434,8 +436,9 @@ class FastText:
 
     def _bulk(self, line: bytes, lineno: int, mask: int) -> bool:
         """Give a plain ASCII line whose needles only the Megatron parser reads, with nothing
-        pending, to the bulk lane when it gives the row the per-line path would: its writer's
-        block parsers idle, no collector's time, a known shape, no other year. Whether it
+        pending, to the bulk lane when it gives the row the per-line path would: no
+        collector's time, a known shape, no other year; its writer's block parsers are fed it
+        as ``dispatch`` feeds them (all of them while one is inside a record). Whether it
         took it (then the line is counted as read and parsed)."""
         if len(line) >= MAX_LINE_CHARS:
             return False
@@ -448,8 +451,6 @@ class FastText:
             merged = self._merged_origin.keep(id(origin),
                                               (origin, merge_origin(st.origin, origin)))
         writer = merged[1]
-        if st.busy and (writer.rank, writer.host) in st.busy:
-            return False
         lane = self.lane
         assert lane is not None
         got = lane.match(line, c)
@@ -473,7 +474,8 @@ class FastText:
         lines = self.lines
         lines.sink.add_bulk(TABLE, batch, st.name)
         blocks = self.reg.blocks(mask)
-        if blocks or (writer.rank, writer.host) not in st.blocks:
+        key = (writer.rank, writer.host)
+        if blocks or key in st.busy or key not in st.blocks:  # (a busy writer's: all of them)
             ctx = (st.name, lineno, writer, batch_time(values))
             lines.feed_blocks(st, text or body.decode("ascii"), ctx, blocks, set())
         acc = lines.acc
