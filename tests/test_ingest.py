@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import random
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 import traindoc
 from conftest import DATA, ROOT, SEEDS
 from traindoc.parse import BLOCK_PARSERS, LINE_PARSERS
-from traindoc.parse.prefixes import demux
+from traindoc.parse.prefixes import Origin, demux
 from traindoc.reader import bulk, decode, patterns, planner, progress, registry, sink
 from traindoc.reader import fast as fast_engine
 from traindoc.reader.scanners import SCANNER_ENV
+from traindoc.schema import frame
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import generate  # noqa: E402
@@ -173,6 +174,38 @@ def test_the_bulk_lane_reads_what_the_parser_reads(tmp_path: Path, seed: int, sc
     taken.clear()
     same(plain, traindoc.load(log, engine="fast", workers=1))
     assert not taken
+
+
+def test_the_sink_keeps_the_order_of_bulk_and_per_line_rows() -> None:
+    """A flush of both paths' rows gives the table of all rows as dicts in reading order,
+    whether the two frames join (a time column with no time takes the other's unit) or not
+    (an aware time and a naive one: the rows as dicts)."""
+    body = (b"[2024-07-08 00:00:02] iteration 5/ 10 | consumed samples: 40 | elapsed time per "
+            b"iteration (ms): 2030.5 | lm loss: 2.5E+00 | number of skipped iterations: 0 | "
+            b"number of nan iterations: 0 |")
+    shape = bulk.learn(body)
+    assert shape is not None
+    for when in (None, datetime(2024, 7, 8, tzinfo=UTC), datetime(2024, 7, 8, 1)):
+        got = sink.Sink()
+        batch = bulk.Batch()
+        batch.shapes.append(shape)
+        want = []
+        for i in range(6):
+            if i % 3 == 1:
+                row = {"iteration": i, "loss": 1.0}
+                got.add("iterations", dict(row), ("f.log", i, Origin(rank=1), when), "x")
+                want.append({**row, "rank": 1, "time": when, "source": f"f.log:{i}",
+                             "line": "x"})
+            else:
+                m = shape.rx.fullmatch(body)
+                assert m is not None
+                batch.add(0, m.groups(), body, "f.log", i, 0, None)
+                got.add_bulk("iterations", batch, "f.log")
+                want.append({"iteration": 5, "total_iterations": 10, "consumed_samples": 40,
+                             "elapsed_s": 2030.5 * 1e-3, "loss": 2.5, "skipped": 0, "nan": 0,
+                             "rank": 0, "time": datetime(2024, 7, 8, 0, 0, 2),
+                             "source": f"f.log:{i}", "line": body.decode()})
+        pd.testing.assert_frame_equal(got.tables()["iterations"], frame("iterations", want))
 
 
 def test_dated_lines_read_the_same(tmp_path: Path, scanner: str) -> None:

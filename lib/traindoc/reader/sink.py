@@ -153,11 +153,12 @@ class Sink:
     def _merged(self, table: str, rows: list[dict[str, Any]], batch: Any,
                 pos: list[int]) -> pd.DataFrame:
         """The rows of both paths as one DataFrame, in reading order (``pos``: the bulk rows'
-        places): two frames joined where their dtypes agree, else one frame of all rows as
-        dicts (``schema.frame`` infers a time column's unit from the values it is given)."""
+        places): two frames joined where their dtypes agree (``_same_times``), else one frame
+        of all rows as dicts (``schema.frame`` infers a time column's unit from the values it
+        is given)."""
         ours, theirs = self._frame(table, rows), batch.frame()
         n = len(rows) + len(pos)
-        if list(ours.dtypes) == list(theirs.dtypes):
+        if _same_times(ours, theirs):
             src = np.empty(n, dtype=np.int64)
             bulk = np.zeros(n, dtype=bool)
             bulk[pos] = True
@@ -212,6 +213,25 @@ class Sink:
             else:
                 out[t] = drop_echoes(df)
         return out
+
+
+def _same_times(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether ``a`` and ``b`` (two frames of a table) have the same dtypes, once a time
+    column with no time in one of them takes the other's (``schema.frame`` infers the unit
+    of all rows' times from the times there are: ``datetime64[s]`` when there are none)."""
+    for col in a.columns:
+        x, y = a[col], b[col]
+        if x.dtype == y.dtype:
+            continue
+        if x.dtype.kind != "M" or y.dtype.kind != "M":
+            return False
+        if x.isna().all():
+            a[col] = x.astype(y.dtype)
+        elif y.isna().all():
+            b[col] = y.astype(x.dtype)
+        else:
+            return False
+    return True
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
