@@ -176,6 +176,20 @@ def test_the_bulk_lane_reads_what_the_parser_reads(tmp_path: Path, seed: int, sc
     assert not taken
 
 
+def test_the_bulk_lane_reads_times_as_the_per_line_path() -> None:
+    """Its time column, made from the date groups at once, equals the per-line path's
+    datetimes (None for no time or a date ``datetime`` refuses: 24:00, Feb 30, second 60)."""
+    rnd = random.Random(0)
+    for _ in range(300):
+        rows = [(None,) * 6 if rnd.random() < 0.2 else
+                (b"20%02d" % rnd.randint(0, 99), *(b"%02d" % rnd.randint(0, hi)
+                                                   for hi in (13, 32, 25, 61, 61)))
+                for _ in range(rnd.randint(1, 6))]
+        want = pd.to_datetime(pd.Series([bulk.batch_time(v) for v in rows]), errors="coerce")
+        got = bulk._times(list(zip(*rows, strict=True)), len(rows))
+        pd.testing.assert_series_equal(got, want, check_names=False)
+
+
 def test_the_sink_keeps_the_order_of_bulk_and_per_line_rows() -> None:
     """A flush of both paths' rows gives the table of all rows as dicts in reading order,
     whether the two frames join (a time column with no time takes the other's unit) or not

@@ -146,15 +146,14 @@ class Batch:
                                         strict=True):
             arr = np.array(col).astype(np.int64 if column in INT_COLUMNS else np.float64)
             got[column] = arr * scale if scale != 1 else arr
-        times = [batch_time(v) for v in values]
         pick = (lambda xs: xs) if one else (lambda xs: [xs[i] for i in idx])
         names, linenos = pick(self.names), pick(self.linenos)
         out: dict[str, Any] = {}
         for column, dtype in SCHEMAS[TABLE].items():
             if column in got:
                 out[column] = pd.Series(got[column]).astype(dtype)
-            elif column == "time":  # (inferred from the values, as schema.frame does)
-                out[column] = pd.to_datetime(pd.Series(times), errors="coerce")
+            elif column == "time":
+                out[column] = _times(cols[:6], n)
             elif column == "rank":
                 out[column] = pd.Series(pick(self.ranks), dtype=object).astype(dtype)
             elif column == "host":
@@ -187,6 +186,33 @@ class Batch:
             row["line"] = text
             out.append(row)
         return out
+
+
+# what ``schema.frame`` makes of times read from lines (datetime objects, some None)
+LINE_TIMES = pd.to_datetime(pd.Series([datetime(2000, 1, 1), None]), errors="coerce").dtype
+DATE_PARTS = ("year", "month", "day", "hour", "minute", "second")
+
+
+def _times(parts: Sequence[tuple[bytes | None, ...]], n: int) -> pd.Series:
+    """The time column of ``n`` rows from their leads' date groups (None where a row has
+    none), as ``schema.frame`` gives it from ``batch_time``'s values: NaT for no time or an
+    invalid date, and the dtype it infers (``datetime64[s]`` when no row has a time)."""
+    year = parts[0]
+    have = np.fromiter((y is not None for y in year), dtype=bool, count=n)
+    got = None
+    if have.any():
+        cols = {k: np.array([v if v is not None else b"1" for v in col]).astype(np.int64)
+                for k, col in zip(DATE_PARTS, parts, strict=True)}
+        got = pd.to_datetime(pd.DataFrame(cols), errors="coerce").astype(LINE_TIMES)
+        # (pandas adds the hours, minutes and seconds: 24:00 is the next day's, where
+        # ``datetime`` refuses it)
+        ok = have & (cols["hour"] < 24) & (cols["minute"] < 60) & (cols["second"] < 60)
+        got[~ok] = pd.NaT
+        if got.isna().all():
+            got = None
+    if got is None:  # (no time: what schema.frame infers from None alone)
+        return pd.to_datetime(pd.Series([None] * n), errors="coerce")
+    return got
 
 
 def batch_time(values: tuple[bytes | None, ...]) -> datetime | None:
