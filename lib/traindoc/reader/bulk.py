@@ -139,12 +139,12 @@ class Batch:
         values = self.values if one else [self.values[i] for i in idx]
         cols = list(zip(*values, strict=True))
         got: dict[str, Any] = {
-            "iteration": np.array(cols[6]).astype(np.int64),
-            "total_iterations": np.array(cols[7]).astype(np.int64),
+            "iteration": _numbers(cols[6], int, n),
+            "total_iterations": _numbers(cols[7], int, n),
         }
         for (column, scale), col in zip(self.shapes[sid].columns, cols[LEAD_GROUPS:],
                                         strict=True):
-            arr = np.array(col).astype(np.int64 if column in INT_COLUMNS else np.float64)
+            arr = _numbers(col, int if column in INT_COLUMNS else float, n)
             got[column] = arr * scale if scale != 1 else arr
         pick = (lambda xs: xs) if one else (lambda xs: [xs[i] for i in idx])
         names, linenos = pick(self.names), pick(self.linenos)
@@ -193,6 +193,13 @@ LINE_TIMES = pd.to_datetime(pd.Series([datetime(2000, 1, 1), None]), errors="coe
 DATE_PARTS = ("year", "month", "day", "hour", "minute", "second")
 
 
+def _numbers(col: Sequence[bytes | None], kind: type, n: int) -> np.ndarray:
+    """A column of the pattern's digits as int64 or float64 (``int``/``float`` of each: what
+    the parser reads; twice as quick as numpy's own parse of a bytes array)."""
+    dtype = np.int64 if kind is int else np.float64
+    return np.fromiter(map(kind, col), dtype=dtype, count=n)  # type: ignore[arg-type]
+
+
 def _times(parts: Sequence[tuple[bytes | None, ...]], n: int) -> pd.Series:
     """The time column of ``n`` rows from their leads' date groups (None where a row has
     none), as ``schema.frame`` gives it from ``batch_time``'s values: NaT for no time or an
@@ -201,7 +208,7 @@ def _times(parts: Sequence[tuple[bytes | None, ...]], n: int) -> pd.Series:
     have = np.fromiter((y is not None for y in year), dtype=bool, count=n)
     got = None
     if have.any():
-        cols = {k: np.array([v if v is not None else b"1" for v in col]).astype(np.int64)
+        cols = {k: _numbers([v if v is not None else b"1" for v in col], int, n)
                 for k, col in zip(DATE_PARTS, parts, strict=True)}
         got = pd.to_datetime(pd.DataFrame(cols), errors="coerce").astype(LINE_TIMES)
         # (pandas adds the hours, minutes and seconds: 24:00 is the next day's, where
