@@ -365,6 +365,57 @@ def hot_mix_log(path: Path, size_bytes: int, seed: int = 0) -> Path:
     return path
 
 
+# The interleaved eight-writer mix of issue 29, copied from ``../shared/bench/genlog.py``
+# (the shared benchmark script of the machine this was measured on: the same random draws give
+# the same bytes): Megatron iteration lines of one writer (``[default7]:``, no time, the
+# elapsed time in seconds, TFLOP/s) among warnings, ANSI lines, traceback fragments, tqdm
+# bars, NCCL INFO and checkpoint lines of eight ranks, one line at a time.
+INTERLEAVED_NOISE = (
+    "[default{r}]:[W1121 03:12:{s:02d}.123456 ProcessGroupNCCL.cpp:4561] Warning: "
+    "TORCHELASTIC_ERROR_FILE is not set",
+    "\x1b[32m[2022-05-01 03:56:11]\x1b[0m PULSE: tr11-176B-ml is running for 1-07:27:33 since "
+    "2022-04-29T20:28:38",
+    '[default{r}]:  File "/opt/megatron/training.py", line 904, in train',
+    "Train:  {p}%|##        | {i}/115311 [08:22<44:22:11, 25.29s/it]",
+    "[default{r}]: [Rank {r}] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7",
+    "[default{r}]:saving checkpoint at iteration {i} to /checkpoints/main",
+)
+INTERLEAVED_ITERATION = (
+    "[default7]: iteration {i:6d}/ 115311 | consumed samples: {cs} | consumed tokens: {ct} | "
+    "elapsed time per iteration (s): {t:.2f} | learning rate: {lr:.3E} | global batch size: "
+    "2048 | lm loss: {loss:.6E} | grad norm: {gn:.3f} | num zeros: 0.0 | number of skipped "
+    "iterations: 0 | number of nan iterations: 0 | samples per second: {sps:.3f} | TFLOPs: "
+    "{tf:.2f} |")
+
+
+def interleaved_lines(size_bytes: int, seed: int = 0) -> Iterator[str]:
+    """Issue 29's interleaved mix (``genlog.py``): a quarter Megatron iteration lines, the
+    rest drawn from ``INTERLEAVED_NOISE`` for a random rank each; about ``size_bytes``."""
+    rnd = random.Random(seed)
+    written = 0
+    it = 1
+    while written < size_bytes:
+        if rnd.random() < 0.25:
+            t = 105 + rnd.random()
+            s = INTERLEAVED_ITERATION.format(
+                i=it, cs=it * 2048, ct=it * 2048 * 2048, t=t, lr=6e-5 * (1 - it / 200000),
+                loss=2.5 - it * 1e-6, gn=0.15 + rnd.random() * 0.05, sps=2048 / t,
+                tf=149 + rnd.random())
+            it += 1
+        else:
+            s = rnd.choice(INTERLEAVED_NOISE).format(r=rnd.randrange(8), s=rnd.randrange(60),
+                                                     p=it * 100 // 115311, i=it)
+        written += len(s) + 1
+        yield s
+
+
+def interleaved_log(path: Path, size_bytes: int, seed: int = 0) -> Path:
+    """Write the interleaved mix (once: an existing file of the right name is kept)."""
+    if not path.exists():
+        write_lines(path, interleaved_lines(size_bytes, seed))
+    return path
+
+
 def dated_lines(size_bytes: int, seed: int = 0) -> Iterator[str]:
     """Plain lines each stamped with an ISO date, across a new year (the year detection's
     worst case: every line a date, the year changing)."""

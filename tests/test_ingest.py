@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import random
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -14,11 +15,12 @@ from hypothesis import strategies as st
 
 import traindoc
 from conftest import DATA, ROOT, SEEDS
-from traindoc.parse import BLOCK_PARSERS
-from traindoc.parse.prefixes import demux
-from traindoc.reader import decode, patterns, planner, progress, registry, sink
+from traindoc.parse import BLOCK_PARSERS, LINE_PARSERS
+from traindoc.parse.prefixes import Origin, demux
+from traindoc.reader import bulk, decode, patterns, planner, progress, registry, sink
 from traindoc.reader import fast as fast_engine
 from traindoc.reader.scanners import SCANNER_ENV
+from traindoc.schema import frame
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import generate  # noqa: E402
@@ -91,6 +93,133 @@ def test_the_hot_mix_reads_the_same(tmp_path: Path, scanner: str, chunk: int,
     plain, fast = both(tmp_path / "hot.log")
     same(plain, fast)
     assert len(plain.iterations) and len(plain.progress) and len(plain.checkpoints)
+
+
+@pytest.mark.parametrize("chunk", [1 << 12, 1 << 14, 4 << 20])
+def test_the_interleaved_mix_reads_the_same(tmp_path: Path, scanner: str, chunk: int,
+                                            monkeypatch) -> None:
+    """Issue 29's interleaved mix (one writer's iteration lines among seven others' lines,
+    line by line; ANSI, tqdm bars, checkpoints), chunks small enough to cut it often."""
+    monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
+    generate.write_lines(tmp_path / "mix.log", generate.interleaved_lines(1 << 20, seed=4))
+    plain, fast = both(tmp_path / "mix.log")
+    same(plain, fast)
+    assert len(plain.iterations) > 500 and len(plain.progress) and len(plain.checkpoints)
+
+
+def bulk_lane_lines(rnd: random.Random, n: int) -> list[str]:
+    """Megatron iteration lines the bulk lane takes, among lines it must leave to the
+    per-line path: other years, bad dates, values its shapes refuse, another shape, trailing
+    blanks, a collector's time, busy writers (tracebacks, timer blocks that read the last
+    step), other step formats of the same table (with and without times)."""
+    out = []
+    t = generate.T0
+    for i in range(1, n + 1):
+        t += timedelta(seconds=2)
+        r = rnd.randrange(4)
+        k = rnd.randrange(14)
+        mega = generate.iteration_line(i, t, rnd, 2.5)  # srun + torchrun prefixes, a time
+        if k < 4:
+            out.append(mega)
+        elif k == 4:
+            out.append(generate.INTERLEAVED_ITERATION.format(
+                i=i, cs=i * 2048, ct=i * 4 << 20, t=105.5, lr=6e-5, loss=2.5, gn=0.2, sps=19.4,
+                tf=149.0).replace("[default7]", f"[default{r}]"))
+        elif k == 5:
+            out.append(rnd.choice((
+                mega.replace("2024-", "2025-"), mega.replace("2024-07-", "2024-13-"),
+                mega.replace("lm loss: ", "lm loss: nan"), mega + "  ",
+                mega.replace("global batch size:  2048", "global batch size: 2048.0"),
+                mega.replace(f"iteration {i:8d}", "iteration 99999999999999999999"),
+                mega.replace("lm loss", "lm loss: 1.0 | loss"),
+                "2024-07-08T00:00:01.5Z " + mega.split("]:", 1)[1])))
+        elif k == 6:
+            out += [f"[default{r}]:{x}" for x in generate.TRACEBACK[:4]]
+        elif k == 7:
+            out += generate._timers(generate.RANKS - 1)[:4]
+        elif k == 8:
+            out.append(f"{{'loss': {rnd.random():.4f}, 'learning_rate': 1e-05, 'epoch': "
+                       f"{i / 100:.2f}}}")
+        elif k == 9:
+            out.append(f"[default{r}]:[{t:%Y-%m-%d %H:%M:%S}] step {i} | loss {rnd.random():.3f}")
+        elif k == 10:  # another shape: the fields in another order, without a time
+            out.append(f"[rank{r}]: iteration {i}/ 1000 | lm loss: 2.0E+00 | consumed samples: "
+                       f"{i * 8} | elapsed time per iteration (s): 1.5 | number of skipped "
+                       "iterations: 0 | number of nan iterations: 0 |")
+        else:
+            out.append(f"[default{r}]:chatter {i}")
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_bulk_lane_reads_what_the_parser_reads(tmp_path: Path, seed: int, scanner: str,
+                                                   monkeypatch) -> None:
+    """Iteration lines made into columns by the bulk lane give the per-line path's rows, in
+    its order, with the other step lines of their table; small chunks and flushes make the
+    lane's rows and the per-line rows share many parts."""
+    monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << (12 + seed))
+    monkeypatch.setattr(sink, "FLUSH_ROWS", (7, 64, 16384)[seed])
+    rnd = random.Random(seed)
+    log = tmp_path / "b.log"
+    log.write_text("\n".join(bulk_lane_lines(rnd, 3000)) + "\n")
+    taken = []
+    add_bulk = sink.Sink.add_bulk
+    monkeypatch.setattr(sink.Sink, "add_bulk",
+                        lambda self, *a: taken.append(1) or add_bulk(self, *a))
+    plain, fast = both(log)
+    same(plain, fast)
+    assert len(taken) > 800 and len(plain.iterations) > len(taken) + 300
+    assert len(plain.tables["host_timings"]) and plain.iterations["time"].notna().any()
+    monkeypatch.setenv(bulk.BULK_ENV, "0")
+    taken.clear()
+    same(plain, traindoc.load(log, engine="fast", workers=1))
+    assert not taken
+
+
+def test_the_bulk_lane_reads_times_as_the_per_line_path() -> None:
+    """Its time column, made from the date groups at once, equals the per-line path's
+    datetimes (None for no time or a date ``datetime`` refuses: 24:00, Feb 30, second 60)."""
+    rnd = random.Random(0)
+    for _ in range(300):
+        rows = [(None,) * 6 if rnd.random() < 0.2 else
+                (b"20%02d" % rnd.randint(0, 99), *(b"%02d" % rnd.randint(0, hi)
+                                                   for hi in (13, 32, 25, 61, 61)))
+                for _ in range(rnd.randint(1, 6))]
+        want = pd.to_datetime(pd.Series([bulk.batch_time(v) for v in rows]), errors="coerce")
+        got = bulk._times(list(zip(*rows, strict=True)), len(rows))
+        pd.testing.assert_series_equal(got, want, check_names=False)
+
+
+def test_the_sink_keeps_the_order_of_bulk_and_per_line_rows() -> None:
+    """A flush of both paths' rows gives the table of all rows as dicts in reading order,
+    whether the two frames join (a time column with no time takes the other's unit) or not
+    (an aware time and a naive one: the rows as dicts)."""
+    body = (b"[2024-07-08 00:00:02] iteration 5/ 10 | consumed samples: 40 | elapsed time per "
+            b"iteration (ms): 2030.5 | lm loss: 2.5E+00 | number of skipped iterations: 0 | "
+            b"number of nan iterations: 0 |")
+    shape = bulk.learn(body)
+    assert shape is not None
+    for when in (None, datetime(2024, 7, 8, tzinfo=UTC), datetime(2024, 7, 8, 1)):
+        got = sink.Sink()
+        batch = bulk.Batch()
+        batch.shapes.append(shape)
+        want = []
+        for i in range(6):
+            if i % 3 == 1:
+                row = {"iteration": i, "loss": 1.0}
+                got.add("iterations", dict(row), ("f.log", i, Origin(rank=1), when), "x")
+                want.append({**row, "rank": 1, "time": when, "source": f"f.log:{i}",
+                             "line": "x"})
+            else:
+                m = shape.rx.fullmatch(body)
+                assert m is not None
+                batch.add(0, m.groups(), body, "f.log", i, 0, None)
+                got.add_bulk("iterations", batch, "f.log")
+                want.append({"iteration": 5, "total_iterations": 10, "consumed_samples": 40,
+                             "elapsed_s": 2030.5 * 1e-3, "loss": 2.5, "skipped": 0, "nan": 0,
+                             "rank": 0, "time": datetime(2024, 7, 8, 0, 0, 2),
+                             "source": f"f.log:{i}", "line": body.decode()})
+        pd.testing.assert_frame_equal(got.tables()["iterations"], frame("iterations", want))
 
 
 def test_dated_lines_read_the_same(tmp_path: Path, scanner: str) -> None:
@@ -239,6 +368,20 @@ def test_every_block_parser_states_the_whole_contract() -> None:
 
 NEEDLES = registry.all_needles()
 plain_text = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=80)
+
+
+COMPLETE_ENDS = [(p, end) for p in LINE_PARSERS for end in p.complete_ends]
+step_words = st.sampled_from(["Epoch 3", "epoch: 12/ 90", "step 5 loss 1.0 ", "it/s ", " ",
+                              "| lm loss: 2.0 ", "Loss nan   ", "Global Step: 20", "3", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(plain_text, step_words), max_size=6))
+def test_a_line_ending_as_a_parser_declares_is_complete_to_it(parts: list[str]) -> None:
+    """``LineParser.complete_ends`` (the bulk lane skips ``incomplete`` on such lines)."""
+    assert COMPLETE_ENDS
+    for parser, end in COMPLETE_ENDS:
+        assert not parser.incomplete("".join(parts) + end), parser.name
 
 
 @settings(max_examples=300, deadline=None)

@@ -41,6 +41,9 @@ class LineParser:
     continues: Callable[[str, str], bool] | None = None
     # a fallback parser reads only a line that no other parser understood
     fallback: bool = False
+    # line ends that make ``incomplete`` False whatever comes before them (the fast engine's
+    # bulk lane asks ``incomplete`` only of the lines that may be incomplete)
+    complete_ends: tuple[str, ...] = ()
 
 
 class BlockParser(Protocol):

@@ -109,6 +109,12 @@ def _spec(key: str) -> tuple[str, float] | None:
     return KEYS.get("".join(key.lower().split()))
 
 
+def field_spec(key: str) -> tuple[str, float] | None:
+    """The (column, scale) an iteration line's field ``key`` fills (None: none), as
+    ``parse_megatron`` reads it (the reader's bulk lane builds its patterns from it)."""
+    return _spec(key)
+
+
 def _value(column: str, scale: float, value: str) -> float | int | None:
     if scale == 1:
         try:  # the fast path: a plain number

@@ -959,6 +959,8 @@ PARSERS: tuple[LineParser, ...] = (
         incomplete=incomplete_record,
         continues=record_continues,
         fallback=True,
+        # an epoch header ends in its number, a cut step line in a blank
+        complete_ends=("|",),
         # tenstorrent/tt-metal#45335, a trainer with no pattern of its own
         example="Step: 4970, Loss: 0.189453, Time: 1638.07 ms, TPS: 6251, TFLOPS: 43.28, "
         "MFU: 29.1%",

@@ -20,7 +20,9 @@ as not parsed. Here each 4 MiB chunk is scanned once for every reason a line cou
   ``20yy-M`` / ``20yy/M``, then real dates checked in place.
 
 Only those lines ("hot") go through the reference per-line code (``LineReader.physical``); the
-others are counted in bulk (numpy over long stretches). A pending wrapped record or a block
+others are counted in bulk (numpy over long stretches). Hot Megatron iteration lines that the
+per-line path would read to the same row take the bulk lane instead (``reader.bulk``: one
+compiled pattern per line shape, columns made at the sink's flush). A pending wrapped record or a block
 parser inside a record (``section`` set) takes every following line of its writer through the
 per-line code until it is done, so multi-line records see exactly the lines they would have
 seen. A chunk is read in two steps: ``planner.plan`` (the scan and the candidate lines: no
@@ -61,9 +63,10 @@ from ..parse.prefixes import (
     split_physical,
     strip_ansi,
 )
+from .bulk import TABLE, Lane, batch_time
 from .decode import GZIP_MAGIC, MAX_LINE_CHARS, Budget, bytes_read, file_size, open_bytes, spans
 from .lines import LineReader, Stream, merge_origin
-from .patterns import CTRL, ESC, ISO_B, NEEDLE, NONASCII, SPLIT, SUSP, YEARCAND, has_date
+from .patterns import CTRL, ESC, ISO_B, NEEDLE, NONASCII, SPLIT, SUSP, YEARCAND, dated_years
 from .planner import Plan, Planner, plan
 from .registry import Registry
 
@@ -181,8 +184,9 @@ class FastText:
     wrote a line (shared by its files)."""
 
     def __init__(self, lines: LineReader, stream: Stream, reg: Registry,
-                 prefixes: PrefixCache) -> None:
+                 prefixes: PrefixCache, lane: Lane | None = None) -> None:
         self.lines = lines
+        self.lane = lane
         self.st = stream
         self.reg = reg
         self.scan = reg.scanner
@@ -352,6 +356,7 @@ class FastText:
         count = _line_counter(chunk)
         find = chunk.find
         busy = st.busy
+        lane = self.lane
         i = 0
         while True:
             if i < len(order):
@@ -395,6 +400,9 @@ class FastText:
             line = chunk[nxt:e]
             pos = e + 1
             mask = masks.get(nxt, 0)
+            if (lane is not None and flags & ~YEARCAND == NEEDLE and st.pending is None
+                    and lane.takes(mask) and self._bulk(line, lineno, mask)):
+                continue
             if flags & ESC and not flags & (NONASCII | CTRL):
                 got = self._esc_mask(line)
                 if got is None and not flags & SPLIT:  # nothing in it once stripped
@@ -425,6 +433,55 @@ class FastText:
                     order = order[:i] + [k for k in order[i:] if cand[k] != YEARCAND]
                     precise = False
         self.lineno = lineno
+
+    def _bulk(self, line: bytes, lineno: int, mask: int) -> bool:
+        """Give a plain ASCII line whose needles only the Megatron parser reads, with nothing
+        pending, to the bulk lane when it gives the row the per-line path would: no
+        collector's time, a known shape, no other year; its writer's block parsers are fed it
+        as ``dispatch`` feeds them (all of them while one is inside a record). Whether it
+        took it (then the line is counted as read and parsed)."""
+        if len(line) >= MAX_LINE_CHARS:
+            return False
+        c, origin, _ = self.prefixes.split(line)
+        if origin.time is not None:
+            return False
+        merged = self._merged_origin.get(id(origin))
+        st = self.st
+        if merged is None or merged[0] is not origin:
+            merged = self._merged_origin.keep(id(origin),
+                                              (origin, merge_origin(st.origin, origin)))
+        writer = merged[1]
+        lane = self.lane
+        assert lane is not None
+        got = lane.match(line, c)
+        if got is None:
+            return False
+        sid, m = got
+        year = m.group(1)
+        if year is not None and st.year and int(year) != st.year:
+            return False  # (the per-line path sets the stream's year)
+        values = m.groups()
+        body = line[c:]
+        text = ""
+        others = lane.incomplete(mask)
+        if others:
+            text = body.decode("ascii")
+            if any(any(map(text.__contains__, p.needles)) and p.incomplete(text)
+                   for p in others):
+                return False  # (it would wait for the next line)
+        batch = lane.batch
+        batch.add(sid, values, body, st.name, lineno, writer.rank, writer.host)
+        lines = self.lines
+        lines.sink.add_bulk(TABLE, batch, st.name)
+        blocks = self.reg.blocks(mask)
+        key = (writer.rank, writer.host)
+        if blocks or key in st.busy or key not in st.blocks:  # (a busy writer's: all of them)
+            ctx = (st.name, lineno, writer, batch_time(values))
+            lines.feed_blocks(st, text or body.decode("ascii"), ctx, blocks, set())
+        acc = lines.acc
+        acc.lines += 1
+        acc.parsed_lines += 1
+        return True
 
     def _esc_mask(self, line: bytes) -> int | None:
         """For a line with ANSI escapes: the needles of the stripped line (0: none, but it must
@@ -480,7 +537,7 @@ class FastText:
         others = years - {self.st.year}
         if not others:
             return years
-        return (years - others) | {y for y in others if has_date(chunk, start, end, y)}
+        return (years - others) | dated_years(chunk, start, end, others)
 
 
 
@@ -503,7 +560,7 @@ def _line_counter(chunk: bytes) -> Any:
 
 # --- one file ---------------------------------------------------------------------------------
 def read_text(lines: LineReader, path: Path, head: bytes, stream: Stream, reg: Registry,
-              prefixes: PrefixCache, *, pipeline: bool = False,
+              prefixes: PrefixCache, lane: Lane | None = None, *, pipeline: bool = False,
               progress: Callable[[int], None] | None = None, budget: Budget | None = None,
               size: int = 0) -> None:
     """Read the text file ``path`` (``head``: its first bytes) through ``lines`` the fast way
@@ -511,7 +568,7 @@ def read_text(lines: LineReader, path: Path, head: bytes, stream: Stream, reg: R
     writers), ending ``stream``. ``pipeline``: a big uncompressed file's chunks are planned in a
     child process (``Planner``); ``progress`` is called with the bytes read so far; ``budget``
     and ``size`` (bytes on disk) limit what is read (``decode.spans``)."""
-    fast = FastText(lines, stream, reg, prefixes)
+    fast = FastText(lines, stream, reg, prefixes, lane)
     planner = None
     if (pipeline and not head.startswith(GZIP_MAGIC)
             and Planner.available(reg.kind, file_size(path))):

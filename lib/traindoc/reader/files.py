@@ -15,6 +15,7 @@ import pandas as pd
 from ..parse import FILE_LOADERS, FileLoader
 from ..parse.prefixes import path_origin
 from .account import Account
+from .bulk import Lane
 from .decode import (
     GZIP_MAGIC,
     MAX_LINE_BYTES,
@@ -50,8 +51,11 @@ class FileReader:
         self.year = year
         self.engine = engine
         # the fast engine's view of the parsers and memo of line writers, for every file read
-        self.fast = (Registry(None, self.lines.line_parsers, self.lines.block_factories),
-                     PrefixCache()) if engine == "fast" else None
+        # (and the bulk lane of its iteration lines)
+        reg = Registry(None, self.lines.line_parsers, self.lines.block_factories) \
+            if engine == "fast" else None
+        self.fast = (reg, PrefixCache(), Lane.make(reg, self.lines.line_parsers)) \
+            if reg is not None else None
         self.pipeline = pipeline
         self.budget = budget if budget is not None else Budget()
         self.progress: Callable[[int], None] | None = None  # called with the bytes read so far

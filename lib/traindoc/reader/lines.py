@@ -253,6 +253,26 @@ class LineReader:
         fallbacks = [p for p in candidates if p.fallback]
         filled: set[str] = set()  # the tables the line's rows went to
         parsed = self.parse_with(candidates, text, ctx, False, filled)
+        if self.feed_blocks(stream, text, ctx, blocks, filled):
+            parsed = True
+        if fallbacks and "*" not in filled:
+            # a fallback parser reads a line no parser of its table understood (whatever other
+            # tables took from it: a load of one table reads the same rows as a full one)
+            mine = [p for p in fallbacks if p.table not in filled]
+            parsed = self.parse_with(mine, text, ctx, True, filled) or parsed
+        if parsed:
+            self.acc.parsed_lines += 1
+        else:
+            self.acc.unparsed_lines += 1
+            if self.wants_unrecognized() and SUSPICIOUS_RE.search(text):
+                self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
+
+    def feed_blocks(self, stream: Stream, text: str, ctx: LineContext,
+                    blocks: Sequence[int] | None, filled: set[str]) -> bool:
+        """Feed a complete logical line to its writer's block parsers (``blocks``: as in
+        ``dispatch``), adding the tables they filled to ``filled``; whether one of them is now
+        inside a record (the writer is then busy)."""
+        name, lineno, origin, when = ctx
         key = (origin.rank, origin.host)
         mine = stream.blocks.get(key)
         if mine is None:
@@ -270,23 +290,13 @@ class LineReader:
                 self.sink.add_block(table, row)
                 filled.add(table)
             if b.section is not None:
-                parsed = busy = True
+                busy = True
                 filled.update(b.tables or ("*",))
         if busy:
             stream.busy.add(key)
         elif stream.busy:
             stream.busy.discard(key)
-        if fallbacks and "*" not in filled:
-            # a fallback parser reads a line no parser of its table understood (whatever other
-            # tables took from it: a load of one table reads the same rows as a full one)
-            mine = [p for p in fallbacks if p.table not in filled]
-            parsed = self.parse_with(mine, text, ctx, True, filled) or parsed
-        if parsed:
-            self.acc.parsed_lines += 1
-        else:
-            self.acc.unparsed_lines += 1
-            if self.wants_unrecognized() and SUSPICIOUS_RE.search(text):
-                self.unrecognized.append(f"{name}:{lineno}: {text[:500]}")
+        return busy
 
     def parse_with(self, parsers: Iterable[LineParser], text: str, ctx: LineContext,
                    fallback: bool, filled: set[str]) -> bool:

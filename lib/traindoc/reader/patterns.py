@@ -78,6 +78,22 @@ def has_date(chunk: bytes, start: int, end: int, year: int) -> bool:
     return False
 
 
+def dated_years(chunk: bytes, start: int, end: int, years: set[int]) -> set[int]:
+    """Those of ``years`` that an ISO date in ``chunk[start:end]`` has (what ``has_date`` says
+    of each): one pass over every place a date may start, however many years are asked (a
+    tqdm counter "12005/115311" holds the literal of year 2005: a chunk's counters may name a
+    hundred years, and ``has_date`` went through the chunk for each)."""
+    found: set[int] = set()
+    search = ISO_B.search
+    m = search(chunk, start, end)
+    while m is not None and found != years:
+        y = 2000 + int(m.group(1))
+        if y in years and chunk[m.start() + 5] in b"01":  # (has_date's literals: month 0x/1x)
+            found.add(y)
+        m = search(chunk, m.start() + 1, end)
+    return found
+
+
 def cache_dir() -> Path:
     """Where compiled databases are kept: ``$TRAINDOC_CACHE``, else ``~/.cache/traindoc``."""
     base = os.environ.get("TRAINDOC_CACHE") or os.path.join(

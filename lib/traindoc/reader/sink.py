@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..incident import Unreadable, drop_echoes
@@ -46,6 +47,10 @@ class Sink:
         self.frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
         # per table, the text files that gave rows ("" for a whole-file loader's rows)
         self.sources: dict[str, set[str]] = {t: set() for t in TABLES}
+        # the bulk lane's rows (``add_bulk``): per table the object holding them, and their
+        # places among the rows not yet made into DataFrames
+        self.bulk: dict[str, Any] = {}
+        self.bulk_pos: dict[str, list[int]] = {t: [] for t in TABLES}
 
     def add(self, table: str, row: dict[str, Any], ctx: LineContext, text: str) -> None:
         """A parser's row from the line ``text``: rank, host, time and source from ``ctx``
@@ -64,6 +69,23 @@ class Sink:
         if table == "iterations" and row.get("nan") is None and _non_finite(row):
             row["nan"] = 1  # a NaN read as a float becomes <NA> in the table: say it here
         self.rows[table].append(row)
+        self.sources[table].add(name)
+        self.kept += 1
+        if self.kept >= FLUSH_ROWS:
+            self.flush_all()
+
+    def add_bulk(self, table: str, batch: Any, name: str) -> None:
+        """One more row of ``table`` held by ``batch`` (the bulk lane's columns, the row just
+        appended to them; ``name``: its file), in its place after the rows added so far.
+        ``batch`` has ``len``, ``frame()`` (its rows as the table, schema dtypes), ``rows()``
+        (the same as row dicts) and ``clear()``."""
+        pos = self.bulk_pos[table]
+        if self.bulk.get(table) is not batch:
+            if pos:  # another lane's rows first
+                self.flush(table)
+                pos = self.bulk_pos[table]
+            self.bulk[table] = batch
+        pos.append(len(self.rows[table]) + len(pos))
         self.sources[table].add(name)
         self.kept += 1
         if self.kept >= FLUSH_ROWS:
@@ -105,17 +127,48 @@ class Sink:
             parts[-run:] = [pd.concat(parts[-run:], ignore_index=True)]
 
     def flush(self, table: str) -> None:
-        """Make the rows of ``table`` kept as dicts into a DataFrame."""
+        """Make the rows of ``table`` kept as dicts (and the bulk lane's) into a DataFrame."""
         rows = self.rows[table]
-        if rows:
-            try:
-                df = frame(table, rows)
-            except (OverflowError, ValueError, TypeError):  # a number beyond int64, say
-                _clean_ints(table, rows, self.unreadable)
-                df = frame(table, rows)
+        pos = self.bulk_pos[table]
+        if pos:
+            batch = self.bulk[table]
+            df = batch.frame() if not rows else self._merged(table, rows, batch, pos)
+            batch.clear()
             self.frames[table].append(df)
             self.rows[table] = []
+            self.bulk_pos[table] = []
+            self.kept -= len(rows) + len(pos)
+        elif rows:
+            self.frames[table].append(self._frame(table, rows))
+            self.rows[table] = []
             self.kept -= len(rows)
+
+    def _frame(self, table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        try:
+            return frame(table, rows)
+        except (OverflowError, ValueError, TypeError):  # a number beyond int64, say
+            _clean_ints(table, rows, self.unreadable)
+            return frame(table, rows)
+
+    def _merged(self, table: str, rows: list[dict[str, Any]], batch: Any,
+                pos: list[int]) -> pd.DataFrame:
+        """The rows of both paths as one DataFrame, in reading order (``pos``: the bulk rows'
+        places): two frames joined where their dtypes agree (``_same_times``), else one frame
+        of all rows as dicts (``schema.frame`` infers a time column's unit from the values it
+        is given)."""
+        ours, theirs = self._frame(table, rows), batch.frame()
+        n = len(rows) + len(pos)
+        if _same_times(ours, theirs):
+            src = np.empty(n, dtype=np.int64)
+            bulk = np.zeros(n, dtype=bool)
+            bulk[pos] = True
+            src[~bulk] = np.arange(len(rows))
+            src[bulk] = np.arange(len(rows), n)
+            return pd.concat([ours, theirs], ignore_index=True).take(src).reset_index(drop=True)
+        got = iter(batch.rows())
+        at = iter(rows)
+        every = set(pos)
+        return self._frame(table, [next(got) if i in every else next(at) for i in range(n)])
 
     def flush_all(self) -> None:
         """Make every table's rows kept as dicts into DataFrames (their memory is not handed
@@ -160,6 +213,25 @@ class Sink:
             else:
                 out[t] = drop_echoes(df)
         return out
+
+
+def _same_times(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether ``a`` and ``b`` (two frames of a table) have the same dtypes, once a time
+    column with no time in one of them takes the other's (``schema.frame`` infers the unit
+    of all rows' times from the times there are: ``datetime64[s]`` when there are none)."""
+    for col in a.columns:
+        x, y = a[col], b[col]
+        if x.dtype == y.dtype:
+            continue
+        if x.dtype.kind != "M" or y.dtype.kind != "M":
+            return False
+        if x.isna().all():
+            a[col] = x.astype(y.dtype)
+        elif y.isna().all():
+            b[col] = y.astype(x.dtype)
+        else:
+            return False
+    return True
 
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
