@@ -1649,3 +1649,62 @@ def test_error_raised_in_a_signal_handler_is_teardown(tmp_path: Path, name: str)
 def test_cpp_trainer_cuda_error_with_its_code(line: str, kind: str, message: str) -> None:
     row = err(line)
     assert (row["kind"], row["message"]) == (kind, message)
+
+
+@pytest.mark.parametrize(("line", "rows"), [
+    # Paddle's old launcher (launch_utils.watch_local_trainers): global ranks, no exit code.
+    # PaddlePaddle/Paddle#33074 (4 trainers, rank 3) and PaddlePaddle/Paddle#29172 (1 trainer)
+    ("ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, the "
+     "trainer process with rank=[3] was aborted. Please check its log.",
+     [{"rank": 3, "_named_rank": True}]),
+    ("ABORT!!! Out of all 1 trainers, the trainer process with rank=[0] was aborted. Please "
+     "check its log.", [{"rank": 0, "_named_rank": True}]),
+    # several ranks at once (the launcher appends every rank whose return code is non-zero)
+    ("ABORT!!! Out of all 8 trainers, the trainer process with rank=[2, 3] was aborted. Please "
+     "check its log.", [{"rank": 2, "_named_rank": True}, {"rank": 3, "_named_rank": True}]),
+    # Paddle's new launcher (paddle.distributed.launch >= 2.3): the container's rank on its node
+    # (its env shows PADDLE_LOCAL_RANK 6, PADDLE_GLOBAL_RANK 8 in Paddle's launch guide) and
+    # the exit code; PaddlePaddle/ERNIE#1291 (an erniekit SFT run)
+    ("Container rank 6 status failed cmd ['/usr/bin/python', '-u', 'train.py'] code 1 log "
+     "log/default.fxemxd.6.log", {"local_rank": 6, "exitcode": 1, "signal": None}),
+    ("Container rank 0 status failed cmd ['/opt/conda/envs/python35-paddle120-env/bin/python', "
+     "'-u', '/home/aistudio/ERNIE/erniekit/launcher.py', 'train', 'examples/configs/ERNIE-4.5-"
+     "0.3B/sft/yue_zh_sft_full.yaml'] code 1 log erniekit_dist_log/workerlog.0",
+     {"local_rank": 0, "exitcode": 1, "signal": None}),
+    ("Container rank 2 status failed cmd ['python', '-u', 'train.py'] code -9 log "
+     "log/workerlog.2", {"local_rank": 2, "exitcode": -9, "signal": "SIGKILL"}),
+])
+def test_paddle_launcher_records_are_exits(line: str, rows: object) -> None:
+    assert reaches(errors.PARSERS[1:], line)
+    assert errors.parse_exit(line) == rows
+
+
+def test_paddle_abort_names_the_failed_rank_without_its_log(tmp_path: Path) -> None:
+    # only the launcher's console (Paddle#33074): the rank that failed is the one it names
+    text = ("INFO 2021-05-24 17:17:14,611 launch_utils.py:307] terminate all the procs\n"
+            "ERROR 2021-05-24 17:17:14,611 launch_utils.py:545] ABORT!!! Out of all 4 trainers, "
+            "the trainer process with rank=[3] was aborted. Please check its log.\n"
+            "INFO 2021-05-24 17:17:17,615 launch_utils.py:307] terminate all the procs\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [3]
+
+
+def test_paddle_container_failed_names_the_rank_of_an_unranked_traceback(tmp_path: Path) -> None:
+    # PaddlePaddle/ERNIE#1291: the launcher's console holds the worker's traceback (no rank
+    # tag) and then the new launcher's record of the container that failed
+    text = ("Traceback (most recent call last):\n"
+            "  File \"/home/aistudio/ERNIE/erniekit/launcher.py\", line 46, in <module>\n"
+            "    launch()\n"
+            "ValueError: (InvalidArgument) concat(): argument 'x' (position 0) must be list of "
+            "Tensors, but got empty list (at /paddle/paddle/fluid/pybind/eager_utils.cc:1393)\n"
+            "\n"
+            "LAUNCH INFO 2025-09-27 09:32:31,869 Pod failed\n"
+            "LAUNCH ERROR 2025-09-27 09:32:31,869 Container failed !!!\n"
+            "Container rank 0 status failed cmd ['/opt/conda/envs/python35-paddle120-env/bin/"
+            "python', '-u', '/home/aistudio/ERNIE/erniekit/launcher.py', 'train', 'examples/"
+            "configs/ERNIE-4.5-0.3B/sft/yue_zh_sft_full.yaml'] code 1 log erniekit_dist_log/"
+            "workerlog.0\n"
+            "LAUNCH INFO 2025-09-27 09:32:32,471 Exit code 1\n")
+    _, r = diag(tmp_path, text)
+    assert r.facts["failed_ranks"] == [0]
+    assert r.facts["error_kind"] == "python"

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import traindoc
-from traindoc.parse.prefixes import demux, split_physical, strip_ansi
+from traindoc.parse.prefixes import demux, path_origin, split_physical, strip_ansi
 
 WATCHDOG = ("[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught "
             "collective operation timeout: WorkNCCL(SeqNum=2901, OpType=ALLREDUCE, NumelIn=1, "
@@ -309,3 +309,41 @@ def test_a_log_in_a_markdown_note_is_read_when_alone(tmp_path: Path, name: str, 
     assert any(name in w for w in inc.account.warnings)
     (tmp_path / "job.log").write_text("hello\n")
     assert not len(traindoc.load(tmp_path).tables[table])  # beside a log: a README, not read
+
+
+@pytest.mark.parametrize(("name", "rank", "host"), [
+    ("run/attempt_0/3/stderr.log", 3, None),  # torchrun --log-dir
+    ("trace-node17.out", None, "node17"),  # py-spy's trace-<host>.out
+    ("rank0.log", 0, None),
+    ("log_rank_3.txt", 3, None),
+    # Paddle's launcher writes log/workerlog.<N>, one per process ("%s/workerlog.%d", N the
+    # process's rank on the node): PaddlePaddle/Paddle#33074 (rank=[3] -> log/workerlog.3),
+    # PaddlePaddle/PaddleOCR#3219 (rank[0] -> workerlog.0); torch DDP runs copy the name
+    # (visionrd-ai/copilot-svtas log/workerlog.1)
+    ("mylog/workerlog.3", 3, None),
+    ("workerlog.0.gz", 0, None),
+    # names that carry a number but no rank
+    ("result_0.txt", None, None),  # MLPerf's result_<run>.txt
+    ("kp-ddp-worker-0.log", None, None),  # a Kubernetes pod's index
+    ("myworkerlog.1", None, None),
+])
+def test_rank_from_file_name_table(name: str, rank: int | None, host: str | None) -> None:
+    o = path_origin(name)
+    assert (o.rank, o.host) == (rank, host)
+
+
+def test_paddle_workerlog_files_name_the_ranks_that_failed(tmp_path: Path) -> None:
+    # a rank's error with no rank in its text: only its workerlog.N name tells whose it is
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 98.00 MiB. GPU 0 has a "
+           "total capacity of 23.69 GiB of which 72.81 MiB is free.")  # visionrd-ai/copilot-svtas
+    paddle = ("ValueError: (InvalidArgument) The shape of tensor assigned value must match the "
+              "shape of target shape: [512, 3], but now shape is [513, 3]. (at /paddle/paddle/"
+              "phi/kernels/impl/set_value_kernel_impl.h:69)")  # YunSungJu/OderformKIE workerlog.2
+    d = tmp_path / "log"
+    d.mkdir()
+    write(d / "workerlog.0", "loading model\n")
+    write(d / "workerlog.1", oom + "\n")
+    write(d / "workerlog.2", "Traceback (most recent call last):\n  File \"train.py\", line 1, in "
+          "<module>\n    main()\n" + paddle + "\n")
+    err = traindoc.load(d).errors
+    assert sorted(set(err["rank"].dropna().astype(int))) == [1, 2]

@@ -64,6 +64,12 @@ Wordings, checked against the sources that print them (and public issues quoting
   (hmcts/cnp-flux-config#28772) and ``The node was low on resource: memory.`` (kubeflow#1261);
   an eviction for another resource (``… low on resource: ephemeral-storage.``,
   kubernetes#91600) is the pod stopped by the kubelet (kind ``signal``).
+- Paddle's launchers: the old one (``launch_utils.watch_local_trainers``) ``ABORT!!! Out of
+  all 4 trainers, the trainer process with rank=[3] was aborted. Please check its log.``
+  (global ranks, one or more; Paddle#33074, Paddle#29172); the new one (paddle.distributed.
+  launch ≥ 2.3) ``Container rank 6 status failed cmd ['/usr/bin/python', '-u', 'train.py']
+  code 1 log log/default.fxemxd.6.log`` after ``Container failed !!!`` (the rank on its node:
+  PADDLE_LOCAL_RANK 6 beside PADDLE_GLOBAL_RANK 8 in Paddle's launch docs).
 - torchrun's escalation 30 s after its SIGTERM: ``Unable to shutdown process 188 via
   Signals.SIGTERM, forcefully exiting via Signals.SIGKILL`` (torch 1.10: ``Unable to shutdown
   processes via 15, forcefully exitting via 9``, pytorch#61602).
@@ -904,6 +910,14 @@ EXIT_STATUS_RE = re.compile(
 # (Plachtaa/VITS-fast-fine-tuning#284); its process index is the rank as mp.spawn examples pass
 # it (the signal form, "… terminated with signal SIGKILL", is an ``errors`` row: spawn_signal)
 SPAWN_EXIT_RE = re.compile(r"process (?P<rank>\d+) terminated with exit code (?P<code>-?\d+)")
+# Paddle's launchers (module docstring): the old one names global ranks, no exit code; the new
+# one a container's rank on its node and its exit code
+PADDLE_ABORT_RE = re.compile(
+    r"ABORT!!! Out of all \d+ trainers, the trainer process with rank=?\[(?P<ranks>[\d,\s]*)\]"
+    r" was aborted")
+RANK_LIST_ITEM_RE = re.compile(r"\d+")
+PADDLE_CONTAINER_RE = re.compile(
+    r"Container rank (?P<lr>\d+) status failed cmd \[.*?\] code (?P<code>-?\d+)")
 SHELL_KILLED_RE = re.compile(
     rf"line \d+:\s+(?P<pid>\d+) (?P<word>{_SIG_ALT})(?: \(core dumped\))?\s+\S"
 )
@@ -918,8 +932,9 @@ SHELL_STATUS_RE = re.compile(
     rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$")
 
 
-def parse_exit(text: str) -> Row | None:
-    """A launcher's or scheduler's line saying a worker process exited (exit code or signal)."""
+def parse_exit(text: str) -> Row | list[Row] | None:
+    """A launcher's or scheduler's line saying a worker process exited (exit code or signal;
+    one row per rank where it names several)."""
     m = TORCHRUN_FAILED_RE.search(text)
     if m:
         code = int(m["code"])
@@ -946,6 +961,14 @@ def parse_exit(text: str) -> Row | None:
     if m:
         code = int(m["code"])
         return {"rank": int(m["rank"]), "exitcode": code, "signal": signal_name(code)}
+    m = PADDLE_ABORT_RE.search(text)
+    if m:
+        ranks = [int(r) for r in RANK_LIST_ITEM_RE.findall(m["ranks"])]
+        return [{"rank": r, "_named_rank": True} for r in ranks] or None
+    m = PADDLE_CONTAINER_RE.search(text)
+    if m:
+        code = int(m["code"])
+        return {"local_rank": int(m["lr"]), "exitcode": code, "signal": signal_name(code)}
     m = SHELL_KILLED_RE.search(text)
     if m:
         return {"pid": int(m["pid"]), "signal": SIGNAL_WORDS[m["word"]]}
@@ -973,6 +996,7 @@ PARSERS: tuple[LineParser, ...] = (
         "process_exits",
         "exits",
         ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS,
+         "trainer process with rank", "status failed cmd",
          "xit code", "xit Code", "xit status", "xit_code", "error code", "status code"),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"

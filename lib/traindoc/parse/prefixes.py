@@ -122,10 +122,23 @@ SHORT_YEAR_TIME_RE = re.compile(
     r"(?P<s>[0-5]\d)(?:[.,](?P<frac>\d+))?(?![\d:])"
 )
 
-# Rank/host hints in file names: torchrun --log-dir, per-rank files, py-spy trace-%N.out.
+# Rank/host hints in file names, one table, tried in order: the first row that matches names the
+# file's writer. ``on``: "path" (the whole path, for a folder layout) or "name" (the base name).
+# - torchrun --log-dir: attempt_0/<local rank>/stdout.log
+# - py-spy's trace-<host>.out (before the rank rows: "trace-rank3-host" names a host)
+# - rank3.log, log_rank_3.txt, rank-3.out, pyspy-rank0.txt
+# - Paddle's launcher (paddle.distributed.launch, fleet): workerlog.<local rank>, one per process
+#   of the node — on one node the rank (copied by other launchers' users, e.g. a torch DDP run)
 PATH_LOCAL_RANK_RE = re.compile(r"attempt_\d+[/\\](?P<n>\d+)[/\\](?:stdout|stderr|error)")
 PATH_RANK_RE = re.compile(r"(?:^|[^a-z])rank[_\-.]?(?P<n>\d+)(?=\D|$)", re.IGNORECASE)
 PATH_TRACE_HOST_RE = re.compile(r"trace-(?P<host>[^/\\]+?)\.(?:out|txt|log)$")
+PATH_WORKERLOG_RE = re.compile(r"^workerlog\.(?P<n>\d+)(?:\.(?:log|txt|gz))?$")
+PATH_ORIGINS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("path", PATH_LOCAL_RANK_RE),
+    ("name", PATH_TRACE_HOST_RE),
+    ("name", PATH_RANK_RE),
+    ("name", PATH_WORKERLOG_RE),
+)
 
 
 @dataclass(frozen=True)
@@ -305,15 +318,14 @@ def _mk(year: int, m: re.Match[str]) -> datetime | None:
 
 
 def path_origin(path: str) -> Origin:
-    """Rank or host implied by a log file's path (torchrun --log-dir, rank3.log, trace-host.out)."""
-    m = PATH_LOCAL_RANK_RE.search(path)
-    if m:
-        return Origin(rank=digits_int(m["n"]))
+    """Rank or host implied by a log file's path (``PATH_ORIGINS``: torchrun --log-dir,
+    rank3.log, trace-host.out, Paddle's workerlog.N)."""
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    m = PATH_TRACE_HOST_RE.search(name)
-    if m:
-        return Origin(host=m["host"])
-    m = PATH_RANK_RE.search(name)
-    if m:
+    for on, pattern in PATH_ORIGINS:
+        m = pattern.search(path if on == "path" else name)
+        if m is None:
+            continue
+        if "host" in pattern.groupindex:
+            return Origin(host=m["host"])
         return Origin(rank=digits_int(m["n"]))
     return Origin()
