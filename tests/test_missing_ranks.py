@@ -17,7 +17,12 @@ from traindoc.parse.collectives import (
     parse_store_wait,
     startup_line,
 )
-from traindoc.parse.missing_ranks import parse_desync_lagging, parse_fr_inline, parse_stall
+from traindoc.parse.missing_ranks import (
+    absl_duration_ms,
+    parse_desync_lagging,
+    parse_fr_inline,
+    parse_stall,
+)
 
 
 def facts(tmp_path: Path, text: str) -> dict:
@@ -524,12 +529,45 @@ def test_jax_barrier_newer_wording(tmp_path: Path) -> None:
     assert set(c["op_type"]) == {"barrier:0_async_write_complete.0.1"}
 
 
-def test_jax_header_without_tasks_claims_nothing(tmp_path: Path) -> None:
+# A barrier whose report names no task still timed out (no rank named), with the timeout the
+# coordination service's start-up barrier states before it, when it does
+JAX_NO_TASKS = [
+    # AI-Hypercomputer/gpu-recipes#2: the start-up barrier, its timeout '1h' stated before it
+    ("Stopping coordination service as cluster registration failed. This may be due to 1) some "
+     "tasks crashed earlier before connecting, 2) some tasks were never scheduled, or 3) "
+     "scheduling delays. Consider setting a longer initialization timeout if such delays are "
+     "expected, the timeout is currently set to: 1h.\n\nOriginal error: DEADLINE_EXCEEDED: "
+     "Barrier timed out. Id: [Init]Wait_for_all_tasks_to_register::0. This usually happens "
+     "because a task triggered the barrier too early or too slowly. Please look at the task logs "
+     "(both timed out and first task) to debug further.\n",
+     "barrier:[Init]Wait_for_all_tasks_to_register::0", 3_600_000),
+    # a marin-community RL run's notes (levanter's barrier_sync on a v6e-16): a later barrier,
+    # two lines, no task and no timeout stated
+    ("DEADLINE_EXCEEDED: Barrier timed out. Id: levanter_barrier_sync_3::0.\n"
+     "This usually happens because a task triggered the barrier too early or too slowly.\n",
+     "barrier:levanter_barrier_sync_3::0", None),
+]
+
+
+@pytest.mark.parametrize(("text", "op", "timeout_ms"), JAX_NO_TASKS)
+def test_jax_barrier_without_tasks_timed_out(tmp_path: Path, text: str, op: str,
+                                             timeout_ms: int | None) -> None:
     p = tmp_path / "job.log"
-    p.write_text("Original error: DEADLINE_EXCEEDED: Barrier timed out. Id: [Init]Wait_for_all_"
-                 "tasks_to_register::0. This usually happens because a task triggered the barrier "
-                 "too early or too slowly.\n")  # AI-Hypercomputer/gpu-recipes#2
-    assert not len(traindoc.load(p).collectives)
+    p.write_text(text)
+    c = traindoc.load(p).collectives
+    assert c["state"].tolist() == ["timed_out"] and c["rank"].isna().all()  # no rank named
+    assert c["op_type"].tolist() == [op]
+    f = facts(tmp_path, text)
+    assert f["timeout_ms"] == timeout_ms and f["timed_out_ranks"] == []
+    assert f["lagging_ranks"] == []
+
+
+@pytest.mark.parametrize(("text", "ms"), [
+    ("1h", 3_600_000), ("5m", 300_000), ("1h30m", 5_400_000), ("2.5s", 2500), ("300ms", 300),
+    ("inf", None), ("", None),
+])
+def test_absl_duration(text: str, ms: int | None) -> None:
+    assert absl_duration_ms(text) == ms
 
 
 # -- the heartbeat monitor names the process group -------------------------------------------------

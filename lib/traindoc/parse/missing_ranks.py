@@ -59,7 +59,10 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
   per task that never arrived (also inline, ``\\n``-escaped, in the GRPC detail); newer JAX:
   ``Barrier timed out. Id: …`` and ``The first task at the barrier: /job:…/task:13`` (arrived).
   The printing task is the one whose ``jax.distributed.initialize(…, process_id=N)`` the
-  traceback shows, when it does.
+  traceback shows, when it does. A barrier that names no task still timed out: its
+  ``timed_out`` row, with the timeout the start-up barrier's ``Stopping coordination service as
+  cluster registration failed. … the timeout is currently set to: 1h.`` states before it (an
+  absl duration).
 """
 
 from __future__ import annotations
@@ -133,6 +136,12 @@ JAX_START_RE = re.compile(r"Barrier timed out\.\s*(?:Barrier_id|Id):\s*(?P<id>[^
 JAX_TASK_RE = re.compile(r"/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
 JAX_FIRST_RE = re.compile(r"first task at the barrier:\s*/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
 JAX_COUNT_RE = re.compile(r"tasks that reached the barrier:\s*\d+/\d+")
+# the coordination service's start-up barrier states its timeout as an absl duration ("1h",
+# "5m", "1h30m", "300s") just before the barrier's error (xla coordination_service.cc)
+JAX_REGISTER_TIMEOUT_RE = re.compile(
+    r"the timeout is currently set to:\s*(?P<d>(?:\d+(?:\.\d+)?(?:ms|us|ns|h|m|s))+)(?![\w])")
+ABSL_PART_RE = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|us|ns|h|m|s)")
+ABSL_UNIT_MS = {"h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1, "us": 1e-3, "ns": 1e-6}
 JAX_PROCESS_RE = re.compile(r"jax\.distributed\.initialize\(.*?\bprocess_id\s*=\s*(?P<pid>\d+)")
 
 
@@ -140,6 +149,12 @@ def _timeout_ms(value: str | None) -> int | None:
     """The barrier's timeout as torch prints a timedelta ('0:30:00', '1 day, 0:00:00'), in ms."""
     s = hms_to_s(value) if value else None
     return None if s is None or s * 1000 >= 2**63 else round(s * 1000)
+
+
+def absl_duration_ms(value: str) -> int | None:
+    """An absl duration as XLA prints it ('1h', '1h30m', '2.5s', '300ms') in ms."""
+    ms = sum(float(m["n"]) * ABSL_UNIT_MS[m["unit"]] for m in ABSL_PART_RE.finditer(value))
+    return round(ms) if 0 < ms < 2**62 else None
 
 
 def _ranks(text: str) -> list[int]:
@@ -198,7 +213,7 @@ class MissingRanksBlock:
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
                "Stalled ranks:", "Missing ranks:",
                "Missing communicator data from",
-               "process_id=", "Waiting in store based barrier",
+               "process_id=", "timeout is currently set to", "Waiting in store based barrier",
                "in store based barrier on rank")
 
     def __init__(self) -> None:
@@ -210,6 +225,7 @@ class MissingRanksBlock:
         self.tasks: list[int] = []
         self.first_task: int | None = None
         self.process_id: int | None = None
+        self.register_timeout_ms: int | None = None  # the JAX start-up barrier's, if stated
         # store-based barrier keys -> (world size, worker count, waiting ranks, first ctx)
         self.barrier: dict[str, tuple[int, int, set[int], object]] = {}
 
@@ -226,6 +242,9 @@ class MissingRanksBlock:
         m = JAX_PROCESS_RE.search(text)
         if m:
             self.process_id = digits_int(m["pid"])
+        t = JAX_REGISTER_TIMEOUT_RE.search(text)
+        if t:
+            self.register_timeout_ms = absl_duration_ms(t["d"])
         self._start(text, ctx)
         return out
 
@@ -253,6 +272,7 @@ class MissingRanksBlock:
         m = JAX_START_RE.search(text)
         if m:
             self.section, self.fields["op"] = "jax", f"barrier:{m['id']}"
+            self.fields["timeout_ms"], self.register_timeout_ms = self.register_timeout_ms, None
             self._jax_line(text)
 
     def _continue(self, text: str) -> bool:
@@ -364,8 +384,11 @@ class MissingRanksBlock:
                     for r in sorted(set(self.tasks)) if r < MAX_COMM_RANKS]
         elif section == "horovod":
             rows = self._horovod_rows()
-        elif section == "jax" and self.tasks:
+        elif section == "jax":
+            # the barrier timed out even where no task is named (the start-up barrier of
+            # gpu-recipes#2 names none): its timed-out row, the printer's rank if known
             rows = [{"rank": self.process_id, "op_type": self.fields["op"],
+                     "timeout_ms": self.fields.get("timeout_ms"),
                      "state": "timed_out", "_named_rank": True}]
             if self.first_task is not None:
                 rows.append({"rank": self.first_task, "op_type": self.fields["op"],
