@@ -759,30 +759,3 @@ def test_a_dump_a_thread_asked_for_stays_a_hang(tmp_path: Path) -> None:
         '  File "torch/testing/_internal/distributed/rpc/rpc_test.py", line 838 in test_reinit']) + "\n")
     r = triage.diagnose(traindoc.load(p))
     assert classes(r)[0] == ("deadlock", "cause")
-
-
-@pytest.mark.parametrize("lines", [
-    # sgl-project/sglang#10407: two schedulers abort into one stream; one's "Fatal Python error"
-    # lands inside the other's frame line, below the threads it heads
-    ['  File "/opt/conda/lib/python3.10/threading.py", line 607 in wait',
-     '  File "/opt/conda/lib/python3.10/site-packages/tqdm/_monitor.py", line 60 in run', "",
-     "Thread 0x00007f0159038740 (most recent call first):",
-     '  File "/opt/conda/lib/python3.10/threading.py", line 320 in wait',
-     '  File "/opt/conda/lib/python3.10/queue.py", line 171 in get',
-     '  File "/opt/conda/lib/python3.10/site-packages/sglang/srt/managers/tp_worker_overlap_thread.py", line 211 in resolve_last_batch_result',
-     '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/_contextlib.pyFatal Python error: "Aborted, line '],
-    # tenstorrent/tt-forge-onnx#2940: the usual order, the header first
-    ["Fatal Python error: Aborted", "",
-     "Thread 0x00007f5e5c3f5640 (most recent call first):",
-     '  File "/usr/lib/python3.10/threading.py", line 324 in wait',
-     '  File "/usr/lib/python3.10/threading.py", line 607 in wait',
-     '  File "/opt/ttforge-toolchain/venv/lib/python3.10/site-packages/tqdm/_monitor.py", line 60 in run',
-     '  File "/usr/lib/python3.10/threading.py", line 1016 in _bootstrap_inner',
-     '  File "/usr/lib/python3.10/threading.py", line 973 in _bootstrap'],
-])
-def test_a_fatal_errors_dump_is_the_crash_not_a_hang(tmp_path: Path, lines: list[str]) -> None:
-    # the threads faulthandler prints under a fatal error are where the process was when it
-    # died, wherever the header fell among them: one crash, no hang beside it
-    p = tmp_path / "server.log"
-    p.write_text("\n".join(lines) + "\n")
-    assert classes(triage.diagnose(traindoc.load(p))) == [("gpu_crash", "cause")]

@@ -79,14 +79,7 @@ from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
-from .deadlock.stacks import (
-    FH_TID_RE,
-    barrier_waits,
-    crash_dumps,
-    hang_stacks,
-    source_file,
-    stacks_alone,
-)
+from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
 from .timeout.report import barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -529,29 +522,8 @@ def program_error(rep: Report | None) -> dict[str, Any] | None:
             "time": f.get("first_failure_time")}
 
 
-def _fatal_dumps(incident: Incident, stacks: pd.DataFrame) -> pd.Series:
-    """The faulthandler rows of a file whose writer printed a fatal error that is a crash
-    (``Fatal Python error: …``, not a teardown's): that error's dump, wherever its lines fell (two
-    processes writing one stream interleave them: sglang#10407's header landed inside a frame
-    line below the threads it heads)."""
-    err = crash_rows(incident)[0]
-    err = err[err["line"].fillna("").str.contains("Fatal Python error", regex=False)]
-    out = pd.Series(False, index=stacks.index)
-    if not len(err) or not len(stacks):
-        return out
-    fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
-    files = stacks["source"].map(source_file)
-    for _, e in err.iterrows():
-        same = fh & (files == source_file(e["source"]))
-        for col in ("rank", "host"):
-            same &= stacks[col].isna() if pd.isna(e[col]) else (stacks[col] == e[col]).fillna(False)
-        out |= same
-    return out
-
-
 def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:  # noqa: ARG001
     s = hang_stacks(incident.stacks, stacks_alone(incident))
-    s = s[~_fatal_dumps(incident, s)]
     if not len(s):
         waiting = barrier_waits(incident.collectives)
         if not len(waiting):

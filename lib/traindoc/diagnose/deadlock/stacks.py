@@ -155,11 +155,6 @@ def _na(v: Any) -> Any:
     return None if v is None or v is pd.NA or (isinstance(v, float) and pd.isna(v)) else v
 
 
-def source_file(source: Any) -> str:
-    """The file of a row's ``source`` (``file:line``, a dump's ``file#entry``)."""
-    return _file_of(source)
-
-
 def _file_of(source: Any) -> str:
     s = str(source or "?")
     s = s.split("#", 1)[0]
