@@ -81,7 +81,7 @@ from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
-from .timeout.report import barrier_facts, collective_name, desync_words, timeout_title
+from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
@@ -266,7 +266,7 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
         f" #{f['seq_num']}" if f.get("seq_num") is not None else "")
     if f.get("pattern") == Pattern.DESYNC and mm:
         ops = ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
-        detail = f"a desync — ranks issued {desync_words(mm)} at sequence {mm.seq_num} ({ops})"
+        detail = f"a desync — ranks issued {desync_words(mm)} {at_sequence(mm)} ({ops})"
     elif f.get("pattern") == Pattern.STRAGGLER and f.get("lagging_ranks"):
         detail = f"{who(f['lagging_ranks'])} never entered {what}, which the others waited in"
     elif f.get("pattern") == Pattern.ALL_STUCK:

@@ -923,9 +923,11 @@ JSON_FIELDS_RE = re.compile(r"\"\s*[:,]\s*[\"\d{\[nt-]")
 
 
 def open_json(text: str) -> bool:
-    """Whether a line opens a JSON object (``{"``) that it does not close."""
+    """Whether a line opens a JSON object (``{"``) that it does not close; a line ending in
+    ``|`` is a step line's whole end, never a wrapped object (``complete_ends``)."""
     start = text.find("{\"")
-    return start >= 0 and text.count("{", start) > text.count("}", start)
+    return (start >= 0 and not text.endswith("|")
+            and text.count("{", start) > text.count("}", start))
 
 
 def json_continues(body: str) -> bool:

@@ -98,8 +98,9 @@ def _first_mismatch(a: TimeoutAnalysis) -> Finding | None:
         return None
     return Finding(
         "first_mismatch", Severity.CRITICAL,
-        f"Ranks disagree at sequence number {mm.seq_num} of process group "
-        f"{mm.process_group} ({mm.kind}): "
+        (f"Ranks disagree at sequence number {mm.seq_num}" if mm.seq_num is not None
+         else "Ranks disagree in the collective each timed out in (no sequence number printed)")
+        + f" of process group {mm.process_group} ({mm.kind}): "
         + ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
         + (f"; differing or missing: {mm.ranks}" if mm.ranks else ""),
         evidence(_mismatch_rows(a.collectives, mm)))
@@ -282,8 +283,8 @@ def _desync_verdict(a: TimeoutAnalysis) -> tuple[str, Confidence] | None:
         # check stopped the job; no rank is known to have timed out
         seq = f" #{f['seq_num']}" if f["seq_num"] is not None else ""
         base = f"{f['op_type'] or 'A collective'}{seq} (no timeout line in these logs)"
-    return (f"{base}: a desync — ranks issued {desync_words(mm)} at sequence "
-            f"{mm.seq_num} ({', '.join(f'rank {r}: {o}' for r, o in mm.ops.items())}).",
+    return (f"{base}: a desync — ranks issued {desync_words(mm)} {at_sequence(mm)} "
+            f"({', '.join(f'rank {r}: {o}' for r, o in mm.ops.items())}).",
             _capped(a, Confidence.HIGH))
 
 
@@ -337,6 +338,13 @@ NO_TIMEOUT_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
 DESYNC_WORDS = {MismatchKind.OP: "different collectives",
                 MismatchKind.SIZE: "the same collective with different sizes",
                 MismatchKind.DTYPE: "the same collective with different dtypes"}
+
+
+def at_sequence(mm: Mismatch) -> str:
+    """Where ranks disagree: "at sequence N", or, where the watchdog printed no sequence number
+    (torch before 1.10), in the collective each timed out in."""
+    return (f"at sequence {mm.seq_num}" if mm.seq_num is not None
+            else "in the collective each timed out in (no sequence number printed)")
 
 
 def desync_words(mm: Mismatch) -> str:
@@ -472,7 +480,7 @@ def _fix_desync(a: TimeoutAnalysis) -> Action | None:
         return None
     return action(
         "fix_desync", "Find the code path where ranks issue different collectives",
-        f"At sequence {mm.seq_num} the ranks called {desync_words(mm)} "
+        f"The ranks called {desync_words(mm)} {at_sequence(mm)} "
         f"({', '.join(f'rank {r}: {o}' for r, o in mm.ops.items())}); look for a "
         "collective under a rank-conditional branch or data-dependent control flow.",
         "grep -n 'if .*rank' in the training step; rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL, "
