@@ -365,9 +365,8 @@ def hot_mix_log(path: Path, size_bytes: int, seed: int = 0) -> Path:
     return path
 
 
-# The interleaved eight-writer mix of issue 29, copied from ``../shared/bench/genlog.py``
-# (the shared benchmark script of the machine this was measured on: the same random draws give
-# the same bytes): Megatron iteration lines of one writer (``[default7]:``, no time, the
+# The interleaved eight-writer mix of issue 29, copied from the generator the issue names
+# (the same random draws give the same bytes): Megatron iteration lines of one writer (``[default7]:``, no time, the
 # elapsed time in seconds, TFLOP/s) among warnings, ANSI lines, traceback fragments, tqdm
 # bars, NCCL INFO and checkpoint lines of eight ranks, one line at a time.
 INTERLEAVED_NOISE = (
