@@ -349,32 +349,7 @@ def _episode(x: np.ndarray, worse: np.ndarray, slow: np.ndarray,
                       abs(degraded - base) / sigma, sigma, i, n - i, shape="step",
                       onset=i, recovered=True)
     return None
-    base = float(np.median(x))
-    if not base > 0:
-        return None
-    worse = np.array([drop_pct(base, v, higher_is_better) for v in x])
-    # a quiet level shows a smaller episode (TSFormer's epochs at 292-298 s, ten at 328-358 s)
-    quiet = EPISODE_QUIET_NOISE * noise_sigma(x) / base * 100 <= EPISODE_QUIET_DROP_PCT
-    slow = worse >= (EPISODE_QUIET_DROP_PCT if quiet else EPISODE_MIN_DROP_PCT)
-    level = ~slow
-    runs = _runs(slow)
-    if (slow.sum() > EPISODE_MAX_SHARE * n or len(runs) > EPISODE_MAX_RUNS
-            or (np.abs(worse[level]) <= EPISODE_LEVEL_PCT).mean() < EPISODE_LEVEL_SHARE):
-        return None
-    for i, j in runs:
-        if j - i < EPISODE_MIN:
-            continue
-        if level[:i].sum() < EPISODE_AROUND or level[j:].sum() < EPISODE_AROUND:
-            return None  # at the start or the end: the other rules' (warm-up, a stall)
-        base = float(np.median(x[level]))
-        degraded = float(np.median(x[i:j]))
-        if (np.abs(x[i:j] - degraded) <= EPISODE_HOLD_PCT / 100 * degraded).mean() < 0.5:
-            return None
-        sigma = max(noise_sigma(x[level]), 1e-3 * base, 1e-12)
-        return Change(i, base, degraded, drop_pct(base, degraded, higher_is_better),
-                      abs(degraded - base) / sigma, sigma, i, n - i, shape="step",
-                      onset=i, recovered=True)
-    return None
+
 
 SHORT_MAX = 3  # a series this short has no two levels of two points: the creep rule reads it
 SHORT_STEP_PCT = 10.0  # each logged value this much worse than the one before ...
