@@ -251,6 +251,16 @@ DS_STEP_RE = re.compile(r"\bstep=(?P<it>\d+), skipped=(?P<sk>\d+), lr=\[?(?P<lr>
 UNNUMBERED_OVERFLOW = ("Skipping step", "overflow detected, ")
 
 
+def counter_growth(previous: int | None, count: int, step: int) -> int:
+    """How much a cumulative skip counter grew since its stream's previous line. On the stream's
+    first line (or after a restart, where it fell) it counts only when every step so far was a
+    skip (``count == step``: the start-of-run loss-scale calibration); otherwise an excerpt's
+    first count holds skips of steps it does not show."""
+    if previous is not None and count >= previous:
+        return count - previous
+    return count if count == step else 0
+
+
 class DeepSpeedStepParser:
     """DeepSpeed's ``step=N, skipped=M, lr=[…], mom=[…]`` lines, one stream each: the counter
     is cumulative, so a line's ``skipped`` is its growth since the stream's previous line, less
@@ -282,10 +292,7 @@ class DeepSpeedStepParser:
         if m is None:
             return []
         count = int(m["sk"])
-        if self.count is not None and count >= self.count:
-            grew = count - self.count
-        else:  # the stream's first line, or a restarted engine's
-            grew = count if count == int(m["it"]) else 0
+        grew = counter_growth(self.count, count, int(m["it"]))
         self.count, seen, self.seen = count, self.seen, 0
         if grew <= seen:
             return []

@@ -111,7 +111,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s
-from .iterations import KV_SUFFIX
+from .iterations import KV_SUFFIX, counter_growth
 from .progress import TQDM_FORMATS, TQDM_RE
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
@@ -981,10 +981,7 @@ CUMULATIVE_SKIP_RE = re.compile(r"(?<![\w/.])['\"]?skipped_steps['\"]?\s*[:=]\s*
 class CumulativeSkipParser:
     """Step lines with a cumulative skip counter (``CUMULATIVE_SKIP_RE``), one stream each: the
     line's row as the generic reader reads it, its ``skipped`` the counter's growth since the
-    stream's previous line. The stream's first line counts its skips only when every step so
-    far was one (the start-of-run loss-scale calibration: ``'training_steps': 1, …,
-    'skipped_steps': 1``); otherwise the excerpt's first count holds skips of steps it does not
-    show."""
+    stream's previous line (``iterations.counter_growth``, as DeepSpeed's ``skipped=``)."""
 
     needles = ("skipped_steps",)
     tables = ("iterations",)
@@ -1001,10 +998,7 @@ class CumulativeSkipParser:
         if m is None or row is None or row.get("event") is not None:
             return []
         count = int(m["n"])
-        if self.count is not None and count >= self.count:
-            grew = count - self.count
-        else:  # the stream's first line, or a restarted run's
-            grew = count if count == row["iteration"] else 0
+        grew = counter_growth(self.count, count, row["iteration"])
         self.count = count
         return [("iterations", {**row, "skipped": grew or None, "_ctx": ctx})]
 
