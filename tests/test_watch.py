@@ -238,7 +238,9 @@ def _steady(f: Path, n: int, step_s: float) -> Callable[..., None]:
 def test_stall_alert_after_the_threshold(tmp_path: Path) -> None:
     logs, out = tmp_path / "job", tmp_path / "out"
     f0 = logs / RANK_LOG.format(rank=0)
-    step, interval, min_stall = 0.1, 0.1, 0.5
+    # min_stall well above the writer's pace: on a loaded CI machine a 0.1 s sleep can stretch
+    # past 0.5 s, and the alert then fires, rightly, on step 11 (CI on 7062c38 did)
+    step, interval, min_stall = 0.1, 0.1, 1.5
     with Job(_steady(f0, 12, step)) as job:
         code, printed, err = watch([str(logs), "-o", str(out), "--interval", str(interval),
                                     "--min-stall", str(min_stall), "--exit-on-alert",
