@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import traindoc
 from conftest import DATA, ROOT, SEEDS
 from traindoc.parse import BLOCK_PARSERS, LINE_PARSERS
-from traindoc.parse.prefixes import Origin, demux
+from traindoc.parse.prefixes import SRUN_SHAPE_RE, Origin, demux
 from traindoc.reader import bulk, decode, patterns, planner, progress, registry, sink
 from traindoc.reader import fast as fast_engine
 from traindoc.reader.scanners import SCANNER_ENV
@@ -409,8 +409,34 @@ def test_demux_stops_where_the_prefix_cache_assumes(rest: str) -> None:
     ch = rest[0]
     if ch not in "[( " and not ch.isdigit():
         assert stops
-    if ch.isdigit() and len(rest) >= 8:
+    srun = SRUN_SHAPE_RE.match(rest)
+    if ch.isdigit() and len(rest) >= 8 and not (srun and rest[srun.end():].startswith("[")):
         assert stops == (demux(" " + rest[:8] + "~x")[0] == rest[:8] + "~x")
+    # (before '[', srun's shape looks to the line's end for a bare list of names: PrefixCache
+    # memoises no line it refuses, test_srun_before_a_list_of_names_through_the_prefix_cache)
+
+
+# Horovod's stall report under "Missing ranks:" numbers its lines by the rank that lacks the
+# ops (horovod/horovod#2564; the corpus's hvd-tf-worker-desync): no srun task prefix, which the
+# same shape before a rank tag or a message still is.
+HVD_MISSING = ["1: [DistributedGradientTape_Allreduce/cond_163/then/_1304/HorovodAllreduce_AddN_103_0, "
+               "DistributedGradientTape_Allreduce/cond_164/HorovodAllreduce_BiasAddGrad_0]",
+               "0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/cond/"
+               "HorovodAllreduce_grads_0]"]
+SRUN_LINES = ["1: [DistributedGradientTape] step 3 loss 2.0", "0: [cond_1]: x",
+              "0: [rank0]: iteration 5", "1: ['a', 'b']", "0: [1, 2, 3]", "0: [cond_1/then] ok"]
+
+
+def test_srun_before_a_list_of_names_through_the_prefix_cache() -> None:
+    for text in HVD_MISSING:
+        assert demux(text) == (text, Origin())
+    for text in SRUN_LINES:
+        assert demux(text)[1].task is not None, text
+    for order in (HVD_MISSING + SRUN_LINES, SRUN_LINES + HVD_MISSING):
+        cache = fast_engine.PrefixCache()
+        for text in order * 2:
+            c, o, _ = cache.split(text.encode())
+            assert (text[c:], o) == demux(text), text
 
 
 def test_prefix_cache_matches_demux() -> None:

@@ -318,6 +318,28 @@ def test_horovod_stalled_ranks_report(tmp_path: Path, report: str, behind: list[
     assert (c.loc[c["state"] == "timed_out", "rank"] == 0).all()  # mpirun's tag: the printer
 
 
+@pytest.mark.parametrize(("report", "behind"), [
+    # horovod/horovod#2564 (TF 2.4, Horovod 0.21): the report as the program printed it, no
+    # launcher tag before its "1: [ops]" line
+    ("Missing ranks:\n1: [DistributedGradientTape_Allreduce/cond_163/then/_1304/"
+     "DistributedGradientTape_Allreduce/cond_163/HorovodAllreduce_AddN_103_0, "
+     "DistributedGradientTape_Allreduce/cond_164/then/_1312/DistributedGradientTape_Allreduce/"
+     "cond_164/HorovodAllreduce_gradient_tape_retinanet_post_hoc_d5_BiasAdd_BiasAddGrad_0]\n", [1]),
+    # the corpus's deadlock-hvd-tf-worker-desync (HOROVOD_STALL_CHECK_TIME_SECONDS=10)
+    ("Missing ranks:\n0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/"
+     "cond/then/_79/DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0]\n", [0]),
+])
+def test_horovod_report_without_a_launcher_tag_is_no_srun_prefix(tmp_path: Path, report: str,
+                                                                behind: list[int]) -> None:
+    # "N: [ops]" is the report's rank column, not srun -l's task id: the rank is the outlier
+    p = tmp_path / "job.log"
+    p.write_text(HVD_WARNING.removeprefix("[1,0]<stderr>:") + report)
+    inc = traindoc.load(p)
+    c = inc.collectives
+    assert sorted(set(c.loc[c["state"] == "absent", "rank"])) == behind
+    assert deadlock.diagnose(inc).facts["outlier_members"] == behind
+
+
 def test_horovod_ranks_waiting_on_each_other_are_no_outlier(tmp_path: Path) -> None:
     p = tmp_path / "job.log"
     p.write_text(HVD_WARNING + "".join(f"[1,0]<stderr>:{line}\n"

@@ -11,7 +11,8 @@ import pytest
 import traindoc
 from conftest import DATA, SAMPLE_DIRS, load_once, reports_once, triage_once
 from traindoc import plots
-from traindoc.diagnose import NAMES, failure_class, triage
+from traindoc.diagnose import NAMES, deadlock, failure_class, triage
+from traindoc.diagnose.deadlock.stacks import n_procs
 from traindoc.report import Action, Report
 
 MIXED = DATA / "triage" / "crash_then_timeouts"
@@ -743,6 +744,41 @@ def test_a_fatal_errors_dump_without_its_header_is_a_crash(tmp_path: Path, dump:
     r = triage.diagnose(traindoc.load(p))
     assert classes(r) == [("gpu_crash", "cause")]
     assert f"computing in {leaf}" in r.facts["classes"][0]["detail"]
+
+
+@pytest.mark.parametrize("dump", [
+    # sgl-project/sglang#10407 (corpus deadlock-sglang-10407): tensor-parallel workers abort
+    # together; a second process's header lands inside this dump's last frame line, after it
+    ['Thread 0x00007f0159038740 (most recent call first):',
+     '  File "/opt/conda/lib/python3.10/threading.py", line 320 in wait',
+     '  File "/opt/conda/lib/python3.10/queue.py", line 171 in get',
+     '  File "/opt/conda/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py", line 860 in event_loop_overlap',
+     '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/_contextlib.pyFatal Python error: "Aborted, line '],
+    # scverse/squidpy#1123: the header behind pytest-xdist's progress dots, then every thread
+    # of the dump waiting (the pool's handler threads, a select)
+    ['..Fatal Python error: Aborted', '',
+     'Thread 0x0000000172237000 (most recent call first):',
+     '  File "/Users/selman/miniforge3/lib/python3.12/multiprocessing/pool.py", line 579 in _handle_results',
+     '  File "/Users/selman/miniforge3/lib/python3.12/threading.py", line 1012 in run', '',
+     'Thread 0x000000017021f000 (most recent call first):',
+     '  File "/Users/selman/miniforge3/lib/python3.12/selectors.py", line 415 in select',
+     '  File "/Users/selman/miniforge3/lib/python3.12/multiprocessing/connection.py", line 1136 in wait'],
+])
+def test_the_dump_a_fatal_error_printed_is_a_crash_not_a_hang(tmp_path: Path,
+                                                             dump: list[str]) -> None:
+    # the threads faulthandler prints under "Fatal Python error" are where a process was when
+    # it died, waiting or not, wherever the header landed: triage and the deadlock runbook agree
+    p = tmp_path / "job.log"
+    p.write_text("\n".join(dump) + "\n")
+    inc = traindoc.load(p)
+    r = triage.diagnose(inc)
+    assert classes(r)[0] == ("gpu_crash", "cause")
+    assert "deadlock" not in [c for c, _ in classes(r)]
+    a = deadlock.analyse(inc)
+    assert a.fatal_dump and not a.hang_seen and n_procs(a.ranks) >= 1
+    rep = deadlock.report(a)
+    assert "crash dump" in rep.verdict and "no_hang" in [f.id for f in rep.findings]
+    assert "diagnose_crash" in [x.id for x in rep.actions]
 
 
 def test_a_dump_a_thread_asked_for_stays_a_hang(tmp_path: Path) -> None:

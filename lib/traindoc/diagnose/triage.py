@@ -523,7 +523,7 @@ def program_error(rep: Report | None) -> dict[str, Any] | None:
 
 
 def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:  # noqa: ARG001
-    s = hang_stacks(incident.stacks, stacks_alone(incident))
+    s = hang_stacks(incident.stacks, stacks_alone(incident), incident.errors)
     if not len(s):
         waiting = barrier_waits(incident.collectives)
         if not len(waiting):

@@ -25,7 +25,15 @@ from .base import digits_int
 
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
-SRUN_RE = re.compile(r"(?P<n>\d{1,6}): ")
+# srun -l's task id, except before a line that is one bracketed list of names to its end: a
+# report's numbered line, Horovod's stall inspector's ``0: [HorovodAllreduce_grads_0, …]``
+# under ``Missing ranks:`` (horovod#2564, the corpus's hvd-tf-worker-desync), whose number is
+# a rank that has not submitted those ops, not a task's prefix (srun's own lines are rarely a
+# bare list of names). The check reads to the line's end: ``SRUN_SHAPE_RE`` is the prefix's
+# shape alone, and ``reader.fast.PrefixCache`` memoises no line it decides.
+SRUN_SHAPE_RE = re.compile(r"(?P<n>\d{1,6}): ")
+NAME_LIST_LINE_RE = re.compile(r"\[[A-Za-z_][^\[\]]*\]\s*$")
+SRUN_RE = re.compile(r"(?P<n>\d{1,6}): (?!\[[A-Za-z_][^\[\]]*\]\s*$)")
 IP_HOST_RE = re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?= *\S)")
 # torchrun's role is the user's --role: recipes pass the node's name and a colon
 # (``--role `hostname -s`:``, stas00/ml-engineering), so "[gpu187:2]:" is role "gpu187:" and local

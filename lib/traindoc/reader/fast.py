@@ -58,6 +58,7 @@ from ..parse.prefixes import (
     DETERMINED_SHORT_RE,
     HOST_MAY_FOLLOW_RE,
     LEAD_HEAD,
+    SRUN_SHAPE_RE,
     demux,
     line_time,
     split_physical,
@@ -128,7 +129,10 @@ class PrefixCache:
     ``tests/test_ingest.py`` checks). So a line that starts with the same consumed text and the
     same next character has the same prefixes and body when that character is none of those;
     after a digit only srun's ``\\d{1,6}: `` can match, which reads 8 characters; at ``[`` or
-    ``(`` demux is run on what follows to confirm that it stops there."""
+    ``(`` demux is run on what follows to confirm that it stops there. srun's prefix alone looks
+    to the line's end (not before a bare list of names, ``prefixes.SRUN_RE``): a line where it
+    was refused is not memoised, and a memo that took it is not trusted for a line ending in
+    ``]``."""
 
     def __init__(self) -> None:
         self.by_len: dict[int, BoundedCache[bytes, tuple[int, Any, bool]]] = {}
@@ -141,6 +145,8 @@ class PrefixCache:
             hit = self.by_len[k].get(line[:k])
             if hit is not None:
                 c, origin, check = hit
+                if origin.task is not None and line.rstrip().endswith(b"]"):
+                    break  # srun's prefix may stand before a list here: demux decides
                 if c == 0 and _rank_tag_later(line):
                     break  # a lead before a rank tag ("18:00:35.575 [rank2]: "): demux decides
                 if not check:
@@ -162,6 +168,8 @@ class PrefixCache:
                 if text[c + 10 : c + 11] == "T":
                     return c, origin, 0
                 k, check = min(c + 11, len(text)), len(text) < c + 11
+            elif ch.isdigit() and SRUN_SHAPE_RE.match(text, c):
+                return c, origin, 0  # srun's shape refused before a list: not memoised
             elif ch.isdigit():
                 k, check = min(c + 8, len(text)), len(text) < c + 8
             elif ch.isalpha() and (c == 0 or HOST_MAY_FOLLOW_RE.search(text[:c])):

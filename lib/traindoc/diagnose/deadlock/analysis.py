@@ -20,6 +20,7 @@ from .stacks import (
     Proc,
     _na,
     call_site,
+    fatal_dump_rows,
     generic_wait,
     infer_ranks,
     key_leaf_index,
@@ -264,6 +265,7 @@ class DeadlockAnalysis:
     flight_recorder: pd.DataFrame  # last collective per rank (FLIGHT_RECORDER_COLUMNS)
     traps: dict[str, str]  # known causes the stacks point at: trap id -> evidence in words
     hang_seen: bool  # a stack that waits, or ranks in the start-up barrier (``shows_hang``)
+    fatal_dump: bool = False  # stacks a ``Fatal Python error`` printed (``fatal_dump_rows``)
 
     @property
     def ranks(self) -> list[Proc]:
@@ -337,7 +339,9 @@ def analyse(incident: Incident, thread: str = "MainThread",
     frames = [{"member": str(p.member), "frame": f} for p in outliers
               for f in p.frames[: (key_leaf_index(p.frames) or 0) + 12]]
     return DeadlockAnalysis(
-        hang_seen=shows_hang(incident), incident=incident, thread=thread, depth=depth, procs=procs, inferred=inferred, rule=rule,
+        hang_seen=shows_hang(incident),
+        fatal_dump=bool(fatal_dump_rows(incident.stacks, incident.errors).any()),
+        incident=incident, thread=thread, depth=depth, procs=procs, inferred=inferred, rule=rule,
         stack_outliers=stack_outliers, mismatch=mismatch, fr_named=fr_named, outliers=outliers,
         outlier_members=outlier_members,
         outlier_leaf=_most_common([p.leaf for p in outliers], [p.count for p in outliers]),

@@ -98,7 +98,9 @@ def _no_hang(a: DeadlockAnalysis) -> Finding | None:
         return None
     states = sorted({str(p.state) for p in a.ranks if p.state})
     what = ("the traceback of an exception that was raised (a crash, not a wait)"
-            if "raised" in states else "a fatal error's faulthandler dump (its current thread "
+            if "raised" in states else "the faulthandler dump a fatal error printed ('Fatal "
+            "Python error': a crash dump, where the process was when it died, not a hang)"
+            if a.fatal_dump else "a fatal error's faulthandler dump (its current thread "
             "was computing when the process died, not waiting)"
             if len(crash_dumps(a.incident.stacks)) else "no process waiting (an idle thread with no frame, or a "
             "traceback that is a piece of a crash)")
@@ -359,6 +361,10 @@ def _all_same_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:
 def _no_hang_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:
     if not _crashed_not_hung(a):
         return None
+    if a.fatal_dump:
+        return ("No hang found: the stacks in these logs are a crash dump, the faulthandler "
+                "dump a 'Fatal Python error' printed, not processes waiting; the gpu_crash "
+                "runbook names the failure (see actions).", Confidence.LOW)
     if _raised(a):
         return ("No hang found: the stacks in these logs are a crash's traceback (an exception "
                 "was raised), not processes waiting; the gpu_crash runbook names the failure "
@@ -537,11 +543,12 @@ def _check_transport(a: DeadlockAnalysis) -> Action | None:
 
 
 def _diagnose_crash(a: DeadlockAnalysis) -> Action | None:
-    if not (_crashed_not_hung(a) and _raised(a)):
+    if not (_crashed_not_hung(a) and (_raised(a) or a.fatal_dump)):
         return None
     return action(
         "diagnose_crash", "Diagnose the failure the traceback shows, not a hang",
-        "A raised exception's traceback is where a process died, not where it waited; the "
+        "A raised exception's traceback, or the dump a fatal error printed, is where a process "
+        "died, not where it waited; the "
         "gpu_crash runbook names the first failure, its rank and host, and what to do.",
         "traindoc run gpu_crash " + (quote_all(a.incident.account.paths) or "LOGS")
         + " -o gpu_crash-out")

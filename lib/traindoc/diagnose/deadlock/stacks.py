@@ -571,6 +571,7 @@ HANG_STATES = ("D", "dump_error", "listed")
 FH_TID_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 # a current thread that asked for the dump itself (a Python signal handler, a test harness's
 # listener calling faulthandler.dump_traceback): a dump on request, not a fatal error's
+FATAL_ERROR_TEXT = "Fatal Python error"  # the header faulthandler's dump of a fatal error has
 DUMPER_FUNC_RE = re.compile(r"handler|dump|signal|stack|trace|listener|watchdog", re.IGNORECASE)
 
 
@@ -615,12 +616,36 @@ def _same_writer(stacks: pd.DataFrame, row: pd.Series) -> pd.Series:
     return same
 
 
-def crashed_rows(stacks: pd.DataFrame) -> pd.Series:
-    """Rows that belong to a crash's dump (``crash_dumps``): its current thread, and the
-    faulthandler threads of no named process beside an unnamed one's crash (a fatal error
-    prints every thread, whichever file a paste put them in)."""
-    dumps = crash_dumps(stacks)
+def fatal_dump_rows(stacks: pd.DataFrame, errors: pd.DataFrame | None) -> pd.Series:
+    """faulthandler's threads (``Thread 0x…``) in a file where the same writer's ``Fatal Python
+    error`` line stands: the dump that error printed, a crash's diagnostics, not a hang's.
+    faulthandler prints the header first, but two processes aborting together interleave
+    their output, and the header can land after the dump or inside one of its frame lines
+    (sglang#10407: ``…/_contextlib.pyFatal Python error: Aborted``)."""
     out = pd.Series(False, index=stacks.index)
+    if not len(stacks) or errors is None or not len(errors) or "message" not in errors:
+        return out
+    fatal = errors[errors["message"].fillna("").str.contains(FATAL_ERROR_TEXT, regex=False)]
+    if not len(fatal):
+        return out
+    fh = stacks["tid"].map(lambda t: isinstance(t, str) and bool(FH_TID_RE.match(t)))
+    files = stacks["source"].map(_file_of)
+    for _, row in fatal.iterrows():
+        same = fh & (files == _file_of(row["source"]))
+        for col in ("host", "rank"):
+            v = _na(row[col]) if col in row else None
+            same &= stacks[col].isna() if v is None else (stacks[col] == v).fillna(False)
+        out |= same
+    return out
+
+
+def crashed_rows(stacks: pd.DataFrame, errors: pd.DataFrame | None = None) -> pd.Series:
+    """Rows that belong to a crash's dump: a fatal error's (``fatal_dump_rows``, when the
+    ``errors`` are given), or one whose header was lost (``crash_dumps``): its current thread,
+    and the faulthandler threads of no named process beside an unnamed one's crash (a fatal
+    error prints every thread, whichever file a paste put them in)."""
+    dumps = crash_dumps(stacks)
+    out = fatal_dump_rows(stacks, errors)
     if not len(dumps):
         return out
     out.loc[dumps.index] = True
@@ -630,11 +655,12 @@ def crashed_rows(stacks: pd.DataFrame) -> pd.Series:
     return out
 
 
-def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
+def hang_stacks(stacks: pd.DataFrame, alone: bool = True,
+                errors: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
     ``raised``, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
     stopped a process at work, ``interrupted_waiting``, nor a crash's faulthandler dump,
-    ``crashed_rows``), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
+    ``crashed_rows``, a fatal error's among them when ``errors`` are given), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
     as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
@@ -646,7 +672,7 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True) -> pd.DataFrame:
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
     unsure = (state == "traceback") | headless
     busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
-    busy |= crashed_rows(stacks)
+    busy |= crashed_rows(stacks, errors)
     keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure) & ~busy
     return stacks[keep | state.isin(HANG_STATES)]
 
@@ -681,5 +707,5 @@ def barrier_waits(collectives: pd.DataFrame) -> pd.DataFrame:
 def shows_hang(incident: Any) -> bool:
     """Whether the incident shows a process hung: a stack that waits (``hang_stacks``) or ranks
     waiting in the start-up barrier; a crash's traceback or an idle thread is no hang."""
-    return bool(len(hang_stacks(incident.stacks, stacks_alone(incident)))
+    return bool(len(hang_stacks(incident.stacks, stacks_alone(incident), incident.errors))
                 or len(barrier_waits(incident.collectives)))
