@@ -403,3 +403,56 @@ def test_a_run_summary_alone_gives_the_average_rate(tmp_path: Path, source: str,
     assert rep.facts["metric"] == "samples_per_s" and rep.facts["baseline"] == pytest.approx(rate)
     assert rep.facts["change_iteration"] is None and rep.facts["drop_pct"] is None
     assert "end-of-run summary" in rep.verdict and f"{rate:.4g} samples/s" in rep.verdict
+
+
+# One logged interval that lost an hour or more, then the old pace again: a pause that
+# recovered (``change.mid_pause``), ten times slower than every other interval, or twice where
+# the others hold a quiet level (within 10 %). (source, lines, the pause's iteration)
+PAUSES = [
+    ("MouseLand/cellpose#450", [  # the training clock since the start, one line per 10 epochs
+        "2022-02-18 00:38:30,706 [INFO] Epoch 5, Time 4981.4s, Loss 0.5731, LR 0.1111",
+        "2022-02-18 01:46:44,126 [INFO] Epoch 10, Time 9074.8s, Loss 0.5035, LR 0.2000",
+        "2022-02-18 07:02:39,069 [INFO] Epoch 20, Time 28029.8s, Loss 0.4754, LR 0.2000",
+        "2022-02-18 09:17:43,068 [INFO] Epoch 30, Time 36133.8s, Loss 0.4614, LR 0.2000",
+        "2022-02-18 11:33:53,086 [INFO] Epoch 40, Time 44303.8s, Loss 0.4555, LR 0.2000",
+        "2022-02-18 13:50:18,865 [INFO] Epoch 50, Time 52489.6s, Loss 0.4517, LR 0.2000",
+        "2022-02-18 16:07:27,867 [INFO] Epoch 60, Time 60718.6s, Loss 0.4492, LR 0.2000",
+        "2022-02-18 18:24:40,832 [INFO] Epoch 70, Time 68951.5s, Loss 0.4469, LR 0.2000",
+    ], 20),
+    ("ostris/ai-toolkit#595", [  # tqdm's s/it: 300 steps at ~28 s between steps at ~2 s
+        "lokr-test-2:  10%|9         | 299/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: "
+        "5.226e-01]",
+        "lokr-test-2:  20%|#9        | 599/3000 [19:45<1:03:24,  1.58s/it, lr: 2.0e-04 loss: "
+        "6.736e-01]",
+        "lokr-test-2:  30%|##9       | 899/3000 [29:51<1:06:28,  1.90s/it, lr: 2.0e-04 loss: "
+        "6.463e-01]",
+        "lokr-test-2:  40%|###9      | 1199/3000 [2:49:04<14:04:18, 28.13s/it, lr: 2.0e-04 loss: "
+        "7.353e-01]",
+        "lokr-test-2:  50%|####9     | 1499/3000 [2:56:55<34:04,  1.36s/it, lr: 2.0e-04 loss: "
+        "2.635e-01]",
+    ], 1199),
+]
+
+
+@pytest.mark.parametrize("source, lines, at", PAUSES, ids=[p[0] for p in PAUSES])
+def test_an_interval_that_lost_hours_is_a_pause(tmp_path: Path, source: str, lines: list[str],
+                                                at: int) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert a.change is not None and a.change.shape == "pause" and a.change.recovered, source
+    assert rep.facts["change_iteration"] == at, source
+
+
+def test_twice_as_slow_is_no_pause_on_a_noisy_level_or_when_it_lost_minutes() -> None:
+    from traindoc.diagnose.throughput.change import mid_pause
+    # cellpose#450's seconds per epoch, the slow window 2.3x the others (quiet: 805-823 s)
+    secs = np.array([818.68, 1895.5, 810.4, 817.0, 818.58, 822.9, 823.29, 805.76])
+    its = np.array([10, 20, 30, 40, 50, 60, 70, 80])
+    assert mid_pause(secs, its) is not None
+    assert mid_pause(secs, its // 10) is None  # one epoch per point: 1,077 s lost, no hour
+    noisy = secs.copy()
+    noisy[3] = 1000.0  # the others spread by 24 %: twice is within a noisy run's reach
+    assert mid_pause(noisy, its) is None
+

@@ -35,9 +35,10 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    Three logged values or fewer cannot be split into two levels of two; they are a change
    when each is worse than the one before by 10 % and the last than the first by 25 %
    (``short_creep``: Megatron-LLM#22, 84.6 → 142.5 → 202.4 s per iteration, a leak). One
-   interval in the middle ten times slower than all others, that lost an hour or more, is a
-   *pause* that recovered (``mid_pause``: ai-toolkit#595, 300 steps at 28 s between steps at
-   2 s); a single slow step that lost seconds stays a blip. Three or more values in a row
+   interval in the middle ten times slower than all others (twice, where the others hold
+   within 10 %), that lost an hour or more, is a *pause* that recovered (``mid_pause``:
+   ai-toolkit#595, 300 steps at 28 s between steps at 2 s; cellpose#450, ten epochs at 1,896 s
+   each between epochs at 805-823 s); a single slow step that lost seconds stays a blip. Three or more values in a row
    each 30 % worse than the level the rest holds (10 % where that level's noise is a fifth of
    that at most: TSFormer's epochs 33-42 at 328-358 s among 292-298 s), the run back at it after
    them, are a slow *episode* that recovered (``slow_episode``: MLPerf RNN-T at half speed for
