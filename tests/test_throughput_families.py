@@ -456,3 +456,40 @@ def test_twice_as_slow_is_no_pause_on_a_noisy_level_or_when_it_lost_minutes() ->
     noisy[3] = 1000.0  # the others spread by 24 %: twice is within a noisy run's reach
     assert mid_pause(noisy, its) is None
 
+
+# cellpose 3-4's epoch line: the time is the clock since the start (``parse.iterations``'s
+# ``cellpose_kv_epoch``), so a healthy run's seconds per epoch hold one level; the generic
+# reader read it as each line's own time, which grew by 50 s a line (a slowdown that is none).
+CELLPOSE_1377 = [  # MouseLand/cellpose#1377: every 10 epochs, a save between 400 and 410
+    "2025-12-01 12:10:57,884 [INFO] 350, train_loss=0.2587, test_loss=0.0000, LR=0.000010, "
+    "time 1736.08s",
+    "2025-12-01 12:11:48,260 [INFO] 360, train_loss=0.2193, test_loss=0.0000, LR=0.000010, "
+    "time 1786.45s",
+    "2025-12-01 12:12:39,913 [INFO] 370, train_loss=0.2278, test_loss=0.0000, LR=0.000010, "
+    "time 1838.11s",
+    "2025-12-01 12:13:31,828 [INFO] 380, train_loss=0.2541, test_loss=0.0000, LR=0.000010, "
+    "time 1890.02s",
+    "2025-12-01 12:14:22,588 [INFO] 390, train_loss=0.2363, test_loss=0.0000, LR=0.000010, "
+    "time 1940.78s",
+    "2025-12-01 12:15:12,484 [INFO] 400, train_loss=0.2465, test_loss=0.0000, LR=0.000010, "
+    "time 1990.68s",
+    "2025-12-01 12:15:12,486 [INFO] saving network parameters to /Users/lsh27/Downloads/Cellpose "
+    "RGB Training Images/models/RNascope_cells_12-01-25",
+    "2025-12-01 12:16:03,036 [INFO] 410, train_loss=0.2427, test_loss=0.0000, LR=0.000010, "
+    "time 2041.23s",
+    "2025-12-01 12:16:52,860 [INFO] 420, train_loss=0.2323, test_loss=0.0000, LR=0.000010, "
+    "time 2091.05s",
+    "2025-12-01 12:17:42,961 [INFO] 430, train_loss=0.2169, test_loss=0.0000, LR=0.000010, "
+    "time 2141.15s",
+    "2025-12-01 12:18:33,350 [INFO] 440, train_loss=0.2465, test_loss=0.0000, LR=0.000010, "
+    "time 2191.54s",
+]
+
+
+def test_cellpose_clock_since_start_is_a_healthy_level(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(CELLPOSE_1377) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert rep.facts["metric"] == "s_per_iteration" and a.change is None
+    assert 4.9 <= rep.facts["baseline"] <= 5.2  # ~50 s per 10 epochs
