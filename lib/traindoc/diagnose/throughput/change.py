@@ -217,9 +217,30 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
             int(((a - mid) * (ma - mid) > 0).sum()) < m
             or int(((b2 - mid) * (mb - mid) > 0).sum()) < m):
         return None
+    if _returns_midway(b2, ma, higher_is_better):
+        return None
     ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
     _shape(x, ch, m, higher_is_better)
     return ch
+
+
+WANDER_MIN = 10  # logged values, at least, back at the baseline inside the degraded segment ...
+WANDER_SHARE = 0.2  # ... and this share of it at least: the level wandered, no lasting change
+
+
+def _returns_midway(b: np.ndarray, baseline: float, higher_is_better: bool) -> bool:
+    """Whether the degraded segment ``b`` comes back to the ``baseline`` level for a long
+    stretch (``WANDER_MIN`` values and ``WANDER_SHARE`` of it, smoothed by a rolling median)
+    and then falls again before its end: a level that wanders (a Megatron run's TFLOPs sliding
+    7.1 → 6.35, back to 7.3 for a hundred iterations, then down to 6.4 again) rather than a
+    lasting change. A return that lasts to the end is a recovery (``_shape``), not this."""
+    n = len(b)
+    if n < WANDER_MIN:
+        return False
+    w = max(1, n // 40)
+    sm = _rolling(b, w, np.nanmedian) if n > 2 * w else b
+    back = sm >= baseline if higher_is_better else sm <= baseline
+    return any(e < n and e - s >= max(WANDER_MIN, WANDER_SHARE * n) for s, e in _runs(back))
 
 
 STALL_FACTOR = 10.0  # the last interval this many times slower than every one before: a stall
