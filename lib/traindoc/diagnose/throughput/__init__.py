@@ -25,7 +25,10 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    (every point after worse than every point before: by chance at most one in C(n, k) per
    split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s), or with two points
    on each side when every point after is ``FAR_FACTOR`` (3) times worse than every point before
-   (``_far_apart``: Ultralytics at 0.33 s/it, then 12.7, 1.62, 11.45 s/it). Medians make the split blind to short transients, so eval and
+   (``_far_apart``: Ultralytics at 0.33 s/it, then 12.7, 1.62, 11.45 s/it). A split whose
+   worse side comes back to the baseline for a long stretch (``WANDER_MIN`` values and
+   ``WANDER_SHARE`` of it) and falls again is a wandering level, no change
+   (``_returns_midway``: a healthy Megatron run's TFLOPs 7.1 → 6.35 → 7.3 → 6.4). Medians make the split blind to short transients, so eval and
    save slowdowns in the middle of a series never make a change; the minimum segment length of
    2 lets a drop in the last two logged iterations count (the BLOOM seed: 3 points at ~149, 2
    at ~141.7), while a single slow last iteration does not — unless it is a *stall*
