@@ -587,6 +587,9 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
      "LR 0.2000", {"iteration": 190, "train_time_s": 43354.3, "loss": 0.6758}),
     ("INFO: cellpose: 2021-12-10 09:40:52,305 [INFO] Epoch 8, Time  5.2s, Loss 1.3378, Loss Test "
      "2570.9651, LR 0.2000", {"iteration": 8, "train_time_s": 5.2, "loss": 1.3378}),
+    # cellpose 3-4 (train.py's train_logger): the clock since t0 too. MouseLand/cellpose#1377
+    ("2025-12-01 12:10:57,884 [INFO] 350, train_loss=0.2587, test_loss=0.0000, LR=0.000010, "
+     "time 1736.08s", {"iteration": 350, "train_time_s": 1736.08, "loss": 0.2587, "lr": 1e-05}),
     # chou141253/FGVC-HERBS#19: the epoch's seconds (misspelt too)
     ("Start Training 59 Epoch..0%..10%..20%..30%..40%..50%..60%..70%..80%..90%....[success]"
      "[4623.6682 seconds]", {"iteration": 59, "elapsed_s": 4623.6682}),

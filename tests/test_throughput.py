@@ -250,8 +250,12 @@ def seed_like_log(tmp_path: Path) -> Path:
     return p
 
 
-def test_benchmark_table_names_the_slow_node(tmp_path: Path) -> None:
+@pytest.mark.parametrize("slurm", [True, False], ids=["slurm-line", "no-scheduler"])
+def test_benchmark_table_names_the_slow_node(tmp_path: Path, slurm: bool) -> None:
     seed_like_log(tmp_path)
+    if slurm:  # slurmstepd's line from HEISENYAN/openpi's train_aloha_folding.out
+        (tmp_path / "slurm.out").write_text(
+            "slurmstepd: error: *** JOB 334949 ON dgx-03 CANCELLED AT 2026-01-06T04:52:18 ***\n")
     hosts = expand("jean-zay-iam[01-34,36-49]")
     rng = np.random.default_rng(0)
     rows = [f"{h},{296.5 + rng.normal(0, 0.4):.1f}" for h in hosts]
@@ -261,7 +265,12 @@ def test_benchmark_table_names_the_slow_node(tmp_path: Path) -> None:
     assert r.facts["change_iteration"] == 42740
     assert r.facts["suspect_hosts"] == ["jean-zay-iam27"]
     assert r.facts["bisect_plan"] is None
-    assert r.actions[0].how.startswith("sbatch --exclude='jean-zay-iam27'")
+    # the restart follows what the logs show of the launcher: sbatch only where SLURM shows
+    how = r.actions[0].how
+    assert how.startswith("sbatch --exclude='jean-zay-iam27'") is slurm
+    assert slurm or ("without jean-zay-iam27: take it out of the launcher's host list" in how
+                     and not any(w in x.how for x in r.actions
+                                 for w in ("sbatch", "srun", "sacct", "scontrol")))
     assert r.confidence == "high"
     assert "slow_hosts_benchmark" in {f.id for f in r.findings}
     assert [a.id for a in r.actions[:3]] == ["exclude_suspect", "check_clocks_suspect",
@@ -509,6 +518,13 @@ def test_a_slow_node_that_is_no_host_name_is_excluded_by_hand(tmp_path: Path) ->
     assert r.facts["suspect_hosts"] == ["jean zay;iam27"]
     first = r.actions[0]
     assert first.id == "exclude_suspect" and first.title.startswith("Exclude the slow node")
+    assert "jean zay" not in first.how
+    # no SLURM line in these logs: the launcher's host list, no sbatch (that, with $NODE, where
+    # the logs show SLURM)
+    assert "launcher's host list" in first.how and "sbatch" not in first.how
+    (tmp_path / "slurm.out").write_text(  # slurmstepd's line from HEISENYAN/openpi
+        "slurmstepd: error: *** JOB 334949 ON dgx-03 CANCELLED AT 2026-01-06T04:52:18 ***\n")
+    first = tp.diagnose(traindoc.load(tmp_path)).actions[0]
     assert "jean zay" not in first.how and '--exclude="$NODE"' in first.how
 
 

@@ -403,3 +403,128 @@ def test_a_run_summary_alone_gives_the_average_rate(tmp_path: Path, source: str,
     assert rep.facts["metric"] == "samples_per_s" and rep.facts["baseline"] == pytest.approx(rate)
     assert rep.facts["change_iteration"] is None and rep.facts["drop_pct"] is None
     assert "end-of-run summary" in rep.verdict and f"{rate:.4g} samples/s" in rep.verdict
+
+
+# One logged interval that lost an hour or more, then the old pace again: a pause that
+# recovered (``change.mid_pause``), ten times slower than every other interval, or twice where
+# the others hold a quiet level (within 10 %). (source, lines, the pause's iteration)
+PAUSES = [
+    ("MouseLand/cellpose#450", [  # the training clock since the start, one line per 10 epochs
+        "2022-02-18 00:38:30,706 [INFO] Epoch 5, Time 4981.4s, Loss 0.5731, LR 0.1111",
+        "2022-02-18 01:46:44,126 [INFO] Epoch 10, Time 9074.8s, Loss 0.5035, LR 0.2000",
+        "2022-02-18 07:02:39,069 [INFO] Epoch 20, Time 28029.8s, Loss 0.4754, LR 0.2000",
+        "2022-02-18 09:17:43,068 [INFO] Epoch 30, Time 36133.8s, Loss 0.4614, LR 0.2000",
+        "2022-02-18 11:33:53,086 [INFO] Epoch 40, Time 44303.8s, Loss 0.4555, LR 0.2000",
+        "2022-02-18 13:50:18,865 [INFO] Epoch 50, Time 52489.6s, Loss 0.4517, LR 0.2000",
+        "2022-02-18 16:07:27,867 [INFO] Epoch 60, Time 60718.6s, Loss 0.4492, LR 0.2000",
+        "2022-02-18 18:24:40,832 [INFO] Epoch 70, Time 68951.5s, Loss 0.4469, LR 0.2000",
+    ], 20),
+    ("ostris/ai-toolkit#595", [  # tqdm's s/it: 300 steps at ~28 s between steps at ~2 s
+        "lokr-test-2:  10%|9         | 299/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: "
+        "5.226e-01]",
+        "lokr-test-2:  20%|#9        | 599/3000 [19:45<1:03:24,  1.58s/it, lr: 2.0e-04 loss: "
+        "6.736e-01]",
+        "lokr-test-2:  30%|##9       | 899/3000 [29:51<1:06:28,  1.90s/it, lr: 2.0e-04 loss: "
+        "6.463e-01]",
+        "lokr-test-2:  40%|###9      | 1199/3000 [2:49:04<14:04:18, 28.13s/it, lr: 2.0e-04 loss: "
+        "7.353e-01]",
+        "lokr-test-2:  50%|####9     | 1499/3000 [2:56:55<34:04,  1.36s/it, lr: 2.0e-04 loss: "
+        "2.635e-01]",
+    ], 1199),
+]
+
+
+@pytest.mark.parametrize("source, lines, at", PAUSES, ids=[p[0] for p in PAUSES])
+def test_an_interval_that_lost_hours_is_a_pause(tmp_path: Path, source: str, lines: list[str],
+                                                at: int) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert a.change is not None and a.change.shape == "pause" and a.change.recovered, source
+    assert rep.facts["change_iteration"] == at, source
+
+
+def test_twice_as_slow_is_no_pause_on_a_noisy_level_or_when_it_lost_minutes() -> None:
+    from traindoc.diagnose.throughput.change import mid_pause
+    # cellpose#450's seconds per epoch, the slow window 2.3x the others (quiet: 805-823 s)
+    secs = np.array([818.68, 1895.5, 810.4, 817.0, 818.58, 822.9, 823.29, 805.76])
+    its = np.array([10, 20, 30, 40, 50, 60, 70, 80])
+    assert mid_pause(secs, its) is not None
+    assert mid_pause(secs, its // 10) is None  # one epoch per point: 1,077 s lost, no hour
+    noisy = secs.copy()
+    noisy[3] = 1000.0  # the others spread by 24 %: twice is within a noisy run's reach
+    assert mid_pause(noisy, its) is None
+
+
+# cellpose 3-4's epoch line: the time is the clock since the start (``parse.iterations``'s
+# ``cellpose_kv_epoch``), so a healthy run's seconds per epoch hold one level; the generic
+# reader read it as each line's own time, which grew by 50 s a line (a slowdown that is none).
+CELLPOSE_1377 = [  # MouseLand/cellpose#1377: every 10 epochs, a save between 400 and 410
+    "2025-12-01 12:10:57,884 [INFO] 350, train_loss=0.2587, test_loss=0.0000, LR=0.000010, "
+    "time 1736.08s",
+    "2025-12-01 12:11:48,260 [INFO] 360, train_loss=0.2193, test_loss=0.0000, LR=0.000010, "
+    "time 1786.45s",
+    "2025-12-01 12:12:39,913 [INFO] 370, train_loss=0.2278, test_loss=0.0000, LR=0.000010, "
+    "time 1838.11s",
+    "2025-12-01 12:13:31,828 [INFO] 380, train_loss=0.2541, test_loss=0.0000, LR=0.000010, "
+    "time 1890.02s",
+    "2025-12-01 12:14:22,588 [INFO] 390, train_loss=0.2363, test_loss=0.0000, LR=0.000010, "
+    "time 1940.78s",
+    "2025-12-01 12:15:12,484 [INFO] 400, train_loss=0.2465, test_loss=0.0000, LR=0.000010, "
+    "time 1990.68s",
+    "2025-12-01 12:15:12,486 [INFO] saving network parameters to /Users/lsh27/Downloads/Cellpose "
+    "RGB Training Images/models/RNascope_cells_12-01-25",
+    "2025-12-01 12:16:03,036 [INFO] 410, train_loss=0.2427, test_loss=0.0000, LR=0.000010, "
+    "time 2041.23s",
+    "2025-12-01 12:16:52,860 [INFO] 420, train_loss=0.2323, test_loss=0.0000, LR=0.000010, "
+    "time 2091.05s",
+    "2025-12-01 12:17:42,961 [INFO] 430, train_loss=0.2169, test_loss=0.0000, LR=0.000010, "
+    "time 2141.15s",
+    "2025-12-01 12:18:33,350 [INFO] 440, train_loss=0.2465, test_loss=0.0000, LR=0.000010, "
+    "time 2191.54s",
+]
+
+
+def test_cellpose_clock_since_start_is_a_healthy_level(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(CELLPOSE_1377) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    rep = tp.report(a)
+    assert rep.facts["metric"] == "s_per_iteration" and a.change is None
+    assert 4.9 <= rep.facts["baseline"] <= 5.2  # ~50 s per 10 epochs
+
+
+# A level that wanders is no lasting change: the best two-level split of a healthy Megatron run
+# whose TFLOPs slide 7.1 -> 6.35, come back to 7.3 for a hundred iterations, then slide to 6.4
+# again called it a 4.9 % drop at iteration 57 (and triage named throughput on a healthy run).
+# (case, its logs) — stark-sim/megatron-deepspeed-lock-clock's qwen7b_baseline_500.log
+WANDERING = Path(__file__).parent.parent / "data" / "corpus" / "loss_spike" / (
+    "loss_spike-megatron-deepspeed-lock-clock-qwen7b-baseline-500")
+
+
+def test_a_wandering_level_is_no_lasting_change() -> None:
+    a = tp.analyse(traindoc.load(WANDERING / "logs"))
+    assert a.change is None and tp.report(a).facts["drop_pct"] is None
+
+
+def test_a_return_to_the_baseline_midway_is_told_from_a_recovery() -> None:
+    from traindoc.diagnose.throughput.change import find_change
+    rng = np.random.default_rng(0)
+    base, low = 7.0, 6.4
+
+    def noisy(level: float, n: int) -> list[float]:
+        return list(level + rng.normal(0, 0.03, n))
+
+    # drop, back at the baseline for 40 values, drop again: the lasting change is the last
+    # drop, never one whose degraded side holds the baseline for a long stretch
+    ch = find_change(np.array(noisy(base, 60) + noisy(low, 40) + noisy(base, 40)
+                              + noisy(low, 60)), True)
+    assert ch is not None and ch.index == 140
+    # drop, then back at the baseline to the end: a change that recovered (kept)
+    ch = find_change(np.array(noisy(base, 60) + noisy(low, 60) + noisy(base, 20)), True)
+    assert ch is not None and ch.index == 60
+    # a lasting drop with a short return (5 values) inside it stays a change (MLPerf RNN-T)
+    ch = find_change(np.array(noisy(base, 60) + noisy(low, 30) + noisy(base, 5)
+                              + noisy(low, 30)), True)
+    assert ch is not None and ch.index == 60

@@ -708,6 +708,13 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # is the training clock since the start (cellpose#450: 9074.8 s at epoch 10, 28029.8 s at 20)
     "cellpose_epoch": re.compile(rf"\bEpoch (?P<it>\d+), Time\s+(?P<train_time_s>[\d.]+)s, Loss "
                                  rf"(?P<loss>{_NUM})(?:, Loss Test {_NUM})?, LR (?P<lr>{_NUM})"),
+    # cellpose 3-4 (train.py's train_logger, and forks): "350, train_loss=0.2587,
+    # test_loss=0.0000, LR=0.000010, time 1736.08s" (cellpose#1377), "Epoch 5, train_loss=…",
+    # "12, stage=warmup, train_loss=…": the time is the clock since t0, not the epoch's (the
+    # generic reader would read it as the step's time)
+    "cellpose_kv_epoch": re.compile(
+        rf"(?<![\w.,])(?:Epoch )?(?P<it>\d+), (?:stage=[^,\s]+, )?train_loss=(?P<loss>{_NUM}), "
+        rf"test_loss=(?:{_NUM}), LR=(?P<lr>{_NUM}), time (?P<train_time_s>[\d.]+)s"),
     # FGVC-HERBS: "Start Training 59 Epoch..0%..10%…90%....[success][4623.6682 seconds]" (its
     # own misspelling "sceonds" too): the epoch's seconds
     "herbs_epoch": re.compile(r"\bStart Training (?P<it>\d+) Epoch\.\..*\[success\]"
@@ -721,7 +728,7 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
 }
 SIMPLE_NEEDLES = ("examples/sec;", ":\tloss_", ": loss_", "epoch: ", "train time:", "model_grad_norm",
                   "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ",
-                  ", Time ", "[success][", " Complete: Avg. Loss: ")
+                  ", Time ", "[success][", " Complete: Avg. Loss: ", ", train_loss=")
 
 
 def parse_simple_step(text: str) -> Row | None:

@@ -25,7 +25,10 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    (every point after worse than every point before: by chance at most one in C(n, k) per
    split; Pythia's 5 intervals at 268-308 s then 4 at 324-356 s), or with two points
    on each side when every point after is ``FAR_FACTOR`` (3) times worse than every point before
-   (``_far_apart``: Ultralytics at 0.33 s/it, then 12.7, 1.62, 11.45 s/it). Medians make the split blind to short transients, so eval and
+   (``_far_apart``: Ultralytics at 0.33 s/it, then 12.7, 1.62, 11.45 s/it). A split whose
+   worse side comes back to the baseline for a long stretch (``WANDER_MIN`` values and
+   ``WANDER_SHARE`` of it) and falls again is a wandering level, no change
+   (``_returns_midway``: a healthy Megatron run's TFLOPs 7.1 → 6.35 → 7.3 → 6.4). Medians make the split blind to short transients, so eval and
    save slowdowns in the middle of a series never make a change; the minimum segment length of
    2 lets a drop in the last two logged iterations count (the BLOOM seed: 3 points at ~149, 2
    at ~141.7), while a single slow last iteration does not — unless it is a *stall*
@@ -35,9 +38,10 @@ The method, step by step (each a pure function, unit-tested; the modules are nam
    Three logged values or fewer cannot be split into two levels of two; they are a change
    when each is worse than the one before by 10 % and the last than the first by 25 %
    (``short_creep``: Megatron-LLM#22, 84.6 → 142.5 → 202.4 s per iteration, a leak). One
-   interval in the middle ten times slower than all others, that lost an hour or more, is a
-   *pause* that recovered (``mid_pause``: ai-toolkit#595, 300 steps at 28 s between steps at
-   2 s); a single slow step that lost seconds stays a blip. Three or more values in a row
+   interval in the middle ten times slower than all others (twice, where the others hold
+   within 10 %), that lost an hour or more, is a *pause* that recovered (``mid_pause``:
+   ai-toolkit#595, 300 steps at 28 s between steps at 2 s; cellpose#450, ten epochs at 1,896 s
+   each between epochs at 805-823 s); a single slow step that lost seconds stays a blip. Three or more values in a row
    each 30 % worse than the level the rest holds (10 % where that level's noise is a fifth of
    that at most: TSFormer's epochs 33-42 at 328-358 s among 292-298 s), the run back at it after
    them, are a slow *episode* that recovered (``slow_episode``: MLPerf RNN-T at half speed for

@@ -217,9 +217,30 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
             int(((a - mid) * (ma - mid) > 0).sum()) < m
             or int(((b2 - mid) * (mb - mid) > 0).sum()) < m):
         return None
+    if _returns_midway(b2, ma, higher_is_better):
+        return None
     ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
     _shape(x, ch, m, higher_is_better)
     return ch
+
+
+WANDER_MIN = 10  # logged values, at least, back at the baseline inside the degraded segment ...
+WANDER_SHARE = 0.2  # ... and this share of it at least: the level wandered, no lasting change
+
+
+def _returns_midway(b: np.ndarray, baseline: float, higher_is_better: bool) -> bool:
+    """Whether the degraded segment ``b`` comes back to the ``baseline`` level for a long
+    stretch (``WANDER_MIN`` values and ``WANDER_SHARE`` of it, smoothed by a rolling median)
+    and then falls again before its end: a level that wanders (a Megatron run's TFLOPs sliding
+    7.1 → 6.35, back to 7.3 for a hundred iterations, then down to 6.4 again) rather than a
+    lasting change. A return that lasts to the end is a recovery (``_shape``), not this."""
+    n = len(b)
+    if n < WANDER_MIN:
+        return False
+    w = max(1, n // 40)
+    sm = _rolling(b, w, np.nanmedian) if n > 2 * w else b
+    back = sm >= baseline if higher_is_better else sm <= baseline
+    return any(e < n and e - s >= max(WANDER_MIN, WANDER_SHARE * n) for s, e in _runs(back))
 
 
 STALL_FACTOR = 10.0  # the last interval this many times slower than every one before: a stall
@@ -249,16 +270,20 @@ def trailing_stall(values: np.ndarray, higher_is_better: bool) -> Change | None:
 
 
 PAUSE_MIN_LOST_S = 3600.0  # wall time a mid-run interval must lose to be a pause, not a blip
+PAUSE_QUIET_SPREAD = 1.1  # the other intervals within this factor of each other: a quiet level
+PAUSE_QUIET_FACTOR = 2.0  # ... against which an interval this many times slower stands out
 
 
 def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
     """One logged interval in the middle of the run ``STALL_FACTOR`` times slower than every
-    other, those holding one level, that lost at least ``PAUSE_MIN_LOST_S`` of wall time (its
-    excess seconds per iteration times the iterations it covers): the job paused or crawled
-    for a long while and then ran at its old pace again (ai-toolkit#595: 300 steps at 28 s
-    each between steps at 1.6-2.2 s; shape "pause", recovered). A checkpoint save or an eval
-    inside one logging interval loses minutes, not an hour. ``seconds`` are seconds per
-    iteration in log order, ``iterations`` the logged iteration of each. None otherwise."""
+    other, those holding one level (or ``PAUSE_QUIET_FACTOR`` times, those holding a quiet
+    level: within ``PAUSE_QUIET_SPREAD``), that lost at least ``PAUSE_MIN_LOST_S`` of wall time
+    (its excess seconds per iteration times the iterations it covers): the job paused or
+    crawled for a long while and then ran at its old pace again (ai-toolkit#595: 300 steps at
+    28 s each between steps at 1.6-2.2 s; cellpose#450: epochs 11-20 at 1,896 s each between
+    epochs at 805-823 s; shape "pause", recovered). A checkpoint save or an eval inside one
+    logging interval loses minutes, not an hour. ``seconds`` are seconds per iteration in log
+    order, ``iterations`` the logged iteration of each. None otherwise."""
     x = np.asarray(seconds, dtype=float)
     its = np.asarray(iterations, dtype=float)
     ok = np.isfinite(x) & (x > 0)
@@ -269,7 +294,9 @@ def mid_pause(seconds: np.ndarray, iterations: np.ndarray) -> Change | None:
     if k == len(x) - 1 or k == 0:
         return None  # the last interval is ``trailing_stall``'s; the first has no level before
     rest = np.delete(x, k)
-    if rest.max() > STALL_SPREAD * rest.min() or x[k] < STALL_FACTOR * rest.max():
+    quiet = rest.max() <= PAUSE_QUIET_SPREAD * rest.min()
+    factor = PAUSE_QUIET_FACTOR if quiet else STALL_FACTOR
+    if rest.max() > STALL_SPREAD * rest.min() or x[k] < factor * rest.max():
         return None
     base = float(np.median(rest))
     covered = its[k] - its[k - 1]

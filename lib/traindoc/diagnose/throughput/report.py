@@ -629,17 +629,34 @@ def _suspect_nodes(a: ThroughputAnalysis) -> tuple[str | None, str | None]:
     return compress(hosts), hosts_arg(hosts, hostlist=True)
 
 
+# how a job the logs show no scheduler for is restarted without a node: its launcher's own
+# host list (torchrun, DeepSpeed/pdsh, mpirun, a Kubernetes job), never an sbatch command
+LAUNCHER_RESTART = ("take it out of the launcher's host list (DeepSpeed's hostfile or "
+                    "deepspeed --exclude, mpirun -H, the nodes torchrun is started on; under "
+                    "Kubernetes, kubectl cordon the node) and restart from the last checkpoint")
+
+
+def _restart_without(a: ThroughputAnalysis, excl: str, nodes: str) -> str:
+    """The restart without ``nodes`` (``excl``: them as a command argument) as far as the logs
+    show how the job was launched: ``sbatch --exclude=`` where they show SLURM
+    (``bisect.launch_scope``), else the launcher's host list (``LAUNCHER_RESTART``)."""
+    if a.scope == SCOPE_SLURM:
+        return f"sbatch --exclude={excl} {job_script_arg(a.job_script)}"
+    return f"without {nodes}: {LAUNCHER_RESTART}"
+
+
 def _exclude_unnamed(a: ThroughputAnalysis) -> Action | None:
     nodes, excl = _suspect_nodes(a)
     if not nodes or excl is not None:  # a suspect the logs name by something no host name
         return None
+    how = ("find the node's real name (sacct -j $SLURM_JOB_ID -o NodeList%400), set NODE to "
+           f"it, then: sbatch --exclude={NODE_VAR} {job_script_arg(a.job_script)}"
+           + script_note(a.job_script) if a.scope == SCOPE_SLURM else
+           f"find the node's real name in the launcher's log or host list, then {LAUNCHER_RESTART}")
     return action(
         "exclude_suspect", "Exclude the slow node and restart from the last checkpoint",
         f"The logs name {shown(nodes)} as slower than its peers, but that is not a host name: "
-        "it is not put into a command.",
-        "find the node's real name (sacct -j $SLURM_JOB_ID -o NodeList%400), set NODE to it, "
-        f"then: sbatch --exclude={NODE_VAR} {job_script_arg(a.job_script)}"
-        + script_note(a.job_script))
+        "it is not put into a command.", how)
 
 
 def _exclude_suspect(a: ThroughputAnalysis) -> Action | None:
@@ -650,7 +667,8 @@ def _exclude_suspect(a: ThroughputAnalysis) -> Action | None:
         "exclude_suspect", f"Exclude {nodes} and restart from the last checkpoint",
         f"{nodes} is slower than its peers (see the findings): with synchronous training "
         "every rank waits for the slowest, so one slow GPU slows the whole job.",
-        f"sbatch --exclude={excl} {job_script_arg(a.job_script)}  # then check "
+        f"{_restart_without(a, excl, nodes)}"
+        f"{'  # then' if a.scope == SCOPE_SLURM else '; then'} check "
         f"{a.spec.label if a.spec else ''} is back near {facts(a)['baseline']}")
 
 
@@ -696,7 +714,7 @@ def _locate_rank(a: ThroughputAnalysis) -> Action | None:
            f"{job_script_arg(a.job_script)}" + script_note(a.job_script)
            if a.scope == SCOPE_SLURM else  # (no scheduler in the logs: its launcher's hosts)
            f"grep the launcher log for '[rank{r}]'/hostname to find the node that ran rank "
-           f"{r}; then restart without it (take it out of the launcher's host list)")
+           f"{r}; then {LAUNCHER_RESTART}")
     return action(
         "locate_rank", f"Find the node of rank {r} and exclude it",
         f"{who(ranks, cap=True)} {'is' if len(ranks) == 1 else 'are'} slower than their peers "
@@ -794,14 +812,19 @@ def _bisect(a: ThroughputAnalysis) -> Action | None:
     bp = a.bisect_plan
     if not _nobody_named(a) or not bp:
         return None
+    slurm = a.scope == SCOPE_SLURM  # (else the launcher's host list: ``_restart_without``)
     first = bp["steps"][0]
     return action(
-        "bisect", f"Bisect the {len(a.node_list)} nodes: restart with {first['sbatch']}",
+        "bisect", f"Bisect the {len(a.node_list)} nodes: restart with "
+        + (first["sbatch"] if slurm else f"{first['exclude']} left out"),
         f"Nothing names the slow node; excluding at most {bp['spares']} node(s) per "
         f"restart finds it in at most {bp['worst_case_runs']} restarts. A run is fast if "
-        f"{bp['fast_if']} after warm-up.",
-        "; ".join(f"step {st['step']}: {st['sbatch']} -> fast: {st['if_fast']}, slow: "
-                  f"{st['if_slow']}" for st in bp["steps"][:PLAN_STEPS_SHOWN])
+        f"{bp['fast_if']} after warm-up."
+        + ("" if slurm else f" To leave nodes out: {LAUNCHER_RESTART}."),
+        "; ".join(f"step {st['step']}: "
+                  + (st["sbatch"] if slurm else f"restart without {st['exclude']}")
+                  + f" -> fast: {st['if_fast']}, slow: {st['if_slow']}"
+                  for st in bp["steps"][:PLAN_STEPS_SHOWN])
         + (" … (all steps in summary.json facts.bisect_plan)"
            if len(bp["steps"]) > PLAN_STEPS_SHOWN else ""))
 
