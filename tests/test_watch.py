@@ -333,22 +333,37 @@ def test_error_lines_alert_at_once_and_watching_goes_on(tmp_path: Path) -> None:
     logs, out = tmp_path / "job", tmp_path / "out"
     f1 = logs / RANK_LOG.format(rank=1)
 
+    # The job's process (--pid) ends once its last line is written, and the watch ends after
+    # reading that: no wall-clock budget (it was --max-runtime 3 against a 1.3 s script) for a
+    # loaded machine to outrun. --max-runtime only stops a watch that never ends.
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
     def script(write: Callable[..., None], stop: threading.Event) -> None:
-        for i in range(1, 6):
-            write(f1, megatron(i))
-            time.sleep(0.05)
-        write(f1, WATCHDOG)
-        time.sleep(1.0)
-        write(logs / "node3.log", *CUDA_ERROR)  # a file that appears later
+        try:
+            for i in range(1, 6):
+                write(f1, megatron(i))
+                time.sleep(0.05)
+            write(f1, WATCHDOG)
+            # a file that appears later: once the first alert is out (waited for, not slept)
+            limit = time.monotonic() + 60
+            while not (out / "alerts.jsonl").exists() and time.monotonic() < limit:
+                if stop.wait(0.05):
+                    return
+            write(logs / "node3.log", *CUDA_ERROR)
+        finally:
+            proc.kill()
+            proc.wait()
 
     notified = tmp_path / "notified.txt"
     hook = tmp_path / "hook.py"
     hook.write_text("import sys\nopen(sys.argv[1], 'a').write(sys.argv[-1] + '\\n')\n")
     with Job(script):
         code, printed, err = watch([str(logs), "-o", str(out), "--interval", "0.1",
-                                    "--no-runbook", "--max-runtime", "3",
+                                    "--no-runbook", "--max-runtime", "120", "--pid",
+                                    str(proc.pid),
                                     "--notify", f"{sys.executable} {hook} {notified}"])
     assert code == EXIT_ALERT, (printed, err)
+    assert "processes (--pid) ended" in printed, printed  # not the --max-runtime
     seen = [json.loads(x) for x in (out / "alerts.jsonl").read_text().splitlines()]
     assert [a["class"] for a in seen] == ["timeout", "gpu_crash"]
     assert seen[0]["evidence"][0] == f"{f1}:6: {WATCHDOG.removeprefix('[rank1]:')}"
