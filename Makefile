@@ -30,8 +30,13 @@ demo: setup
 # (pytest-xdist issue 1386: before it, every test was scheduled alone). Measured on 2 cores
 # (-n 2, CPU time of the test processes and their children): 21.9 CPU-minutes before, 18.9
 # after (22:47 and 42:00 wall, the machine shared at load 2-9 and 10-20: wall time there says
-# little); from a fresh clone on the idle machine, 10:25 for 7,420 tests (ca4c30f). Two workers a core were measured no faster on 2 cores (14:26 against 14:19 from one
-# fresh clone) for half again the CPU time: WORKERS chooses.
+# little); from a fresh clone on the idle machine, 10:25 for 7,420 tests (ca4c30f). Since (j28),
+# the in-process `traindoc run`s of the bad-input and output-folder tests and the hostile-output
+# runbooks run in the test process's kernel (one start a worker, not one a run), and the two
+# figure sweeps draw each sample's figures once: about 37 CPU-seconds less, measured file by
+# file on the machine shared at load 12-17 (make test itself not re-timed there: at that load
+# it had run 65 tests in 12 minutes). Two workers a core were measured no faster on 2 cores
+# (14:26 against 14:19 from one fresh clone) for half again the CPU time: WORKERS chooses.
 WORKERS ?= auto
 test: setup
 	$(PY) -m pytest -q -n $(WORKERS) --dist loadgroup

@@ -155,6 +155,21 @@ def runbook_kernel() -> Any:
     return km
 
 
+@pytest.fixture
+def cli_in_test_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``traindoc run`` (``cli.main``) executes its runbook in the test process's kernel
+    (``runbook_kernel``, its namespace emptied) instead of starting a kernel a run: for the
+    tests of what the command says and writes on many inputs, not of starting a kernel (a
+    fresh kernel costs more than the runbook). Logs and output folder reach it absolute."""
+    from traindoc import cli
+    from traindoc.execute import execute_runbook
+
+    def in_test_kernel(*args: Any, **kwargs: Any) -> Any:
+        return execute_runbook(*args, **{"km": runbook_kernel(), **kwargs})
+
+    monkeypatch.setattr(cli, "execute_runbook", in_test_kernel)
+
+
 @functools.cache
 def load_once(path: Path) -> Any:
     """``traindoc.load(path)``, once per test process: the sweeps over every sample and corpus

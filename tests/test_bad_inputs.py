@@ -295,9 +295,11 @@ def test_every_runbook_survives_the_catalogue(runbook: str, case: str, tmp_path:
 @pytest.mark.notebooks
 @pytest.mark.parametrize("case", sorted(c for c in CATALOGUE if c != "10000_files"))
 def test_the_command_line_survives_the_catalogue(case: str, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 cli_in_test_kernel: None) -> None:
     """``traindoc run`` on each bad input: a diagnosis (0) or unreadable input (1), one clear
-    sentence, no traceback, nothing from the logs that a terminal would act on."""
+    sentence, no traceback, nothing from the logs that a terminal would act on (the runbook in
+    the test process's kernel: tests/test_cli.py starts ``traindoc run``'s own)."""
     from traindoc import cli
 
     build, _ = CATALOGUE[case]

@@ -186,7 +186,19 @@ def test_collect_on_the_live_hang_drill(live_drill: Callable[..., dict[str, Any]
     rec = live_drill("hang", max_runtime_s=180)
     last = Path(rec["ranks"]["1"]["logs"]["stdout"])
     wait_for(lambda: " iteration        5/" in last.read_text(errors="replace"), 120, "the hang")
-    time.sleep(2.0)  # rank 1 waits on its eval loader, rank 0 in broadcast
+    # rank 1 waits on its eval loader, rank 0 in broadcast: seen in their stacks (py-spy, as
+    # collect takes them), not a fixed sleep that a loaded machine can outlast
+    pyspy = collect.find_pyspy()
+    assert pyspy, "py-spy is a dev dependency (pip install -e '.[dev]')"
+
+    def stack(rank: int) -> str:
+        pid = str(rec["ranks"][str(rank)]["pid"])
+        return subprocess.run([pyspy, "dump", "--pid", pid], capture_output=True, text=True,
+                              timeout=60).stdout
+
+    wait_for(lambda: "queue.py" in (s := stack(1)) and "evaluate" in s
+             and "broadcast" in stack(0), 120,
+             "rank 1 in its eval loader, rank 0 in broadcast")
     res = collect.collect(tmp_path / "ev", logs=[rec["out"]], sigusr1=True)
     assert sorted(p.rank for p in res.processes) == [0, 1]
     names = {p.name for p in res.saved}

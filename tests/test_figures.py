@@ -5,6 +5,7 @@ whose colours are drawn, titles inside the figure."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 import traindoc
-from conftest import DATA, SAMPLE_DIRS
+from conftest import DATA, SAMPLE_DIRS, load_once
 from traindoc import plots
 from traindoc.diagnose import NAMES, deadlock, gpu_crash, loss_spike, throughput, timeout, triage
 
@@ -155,10 +156,28 @@ CASES = [pytest.param(d.parent.name, d, id=f"{d.parent.name}/{d.name}") for d in
          if d.parent.name in DRAW]
 
 
+@functools.cache
+def sample_figures(cls: str, sample: Path) -> dict[str, tuple[list[str], set[str] | None,
+                                                             set[str] | None]]:
+    """Each figure ``DRAW[cls]`` makes of ``sample``, made and drawn once for the two sample
+    sweeps below: its problems (``check_figure``), the colours drawn and the colours its
+    legends name (None for a message). Plain values are kept, not the figures."""
+    out: dict[str, tuple[list[str], set[str] | None, set[str] | None]] = {}
+    for name, fig in DRAW[cls](load_once(sample)).items():
+        problems = check_figure(fig)  # (draws the figure)
+        if isinstance(fig, plots.Message):
+            out[name] = (problems, None, None)
+            continue
+        drawn = set().union(*(_colours(a) for ax in fig.axes for a in _drawn(ax)))
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+        named = set().union(*(_colours(h) for lg in legends for h in lg.legend_handles))
+        out[name] = (problems, drawn, named)
+    return out
+
+
 @pytest.mark.parametrize(("cls", "sample"), CASES)
 def test_every_figure_reads_well(cls: str, sample: Path) -> None:
-    inc = traindoc.load(sample, progress=False)
-    bad = {name: p for name, fig in DRAW[cls](inc).items() if (p := check_figure(fig))}
+    bad = {name: p for name, (p, _, _) in sample_figures(cls, sample).items() if p}
     assert not bad, bad
 
 
@@ -289,13 +308,8 @@ def test_every_colour_drawn_is_in_a_legend(cls: str, sample: Path) -> None:
     """Issue 27: a figure that draws more than one colour names each in a legend (the stack
     groups' and triage timeline's colours were told only in the title, the loss curves' spans,
     peaks and baselines nowhere)."""
-    inc = traindoc.load(sample, progress=False)
-    for name, fig in DRAW[cls](inc).items():
-        if isinstance(fig, plots.Message):
+    for name, (_, drawn, named) in sample_figures(cls, sample).items():
+        if drawn is None or named is None:  # a message: nothing drawn
             continue
-        FigureCanvasAgg(fig).draw()
-        drawn = set().union(*(_colours(a) for ax in fig.axes for a in _drawn(ax)))
-        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-        named = set().union(*(_colours(h) for lg in legends for h in lg.legend_handles))
         if len(drawn) > 1:
             assert drawn <= named, f"{name}: colours {sorted(drawn - named)} in no legend"

@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import traindoc
-from conftest import DATA, ROOT
+from conftest import DATA, ROOT, runbook_kernel
 from traindoc import report as rep
 from traindoc import widgets
 from traindoc.diagnose import failure_class, triage
@@ -344,7 +344,9 @@ def _html_outputs(nb_path: Path) -> str:
 def test_hostile_bundle_leaves_no_live_markup(runbook: str, hostile_bundle: Path,
                                               tmp_path: Path) -> None:
     params = {"run_runbooks": False} if runbook == "triage" else {}
-    ex = execute_runbook(runbook, str(hostile_bundle), tmp_path / "out", parameters=params)
+    # (in the test process's kernel: the outputs are the runbook's, whichever kernel runs it)
+    ex = execute_runbook(runbook, str(hostile_bundle), tmp_path / "out", parameters=params,
+                         km=runbook_kernel())
     assert ex.error is None, ex.error
     outputs = _html_outputs(ex.notebook)
     assert_inert(outputs)

@@ -88,7 +88,11 @@ def test_explore_widgets_in_jupyterlab(lab: str, tmp_path: Path) -> None:
             page.on("pageerror", lambda e: problems.append(str(e)))
             page.goto(f"{lab}/lab/tree/throughput.ipynb")
             page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
-            time.sleep(2)  # the kernel starting
+            # the kernel started (the toolbar's indicator says idle): waited for, not a fixed
+            # sleep that a loaded machine can outlast
+            page.wait_for_selector(
+                '.jp-NotebookPanel-toolbar .jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                state="attached", timeout=90_000)
             # the on-call engineer edits the parameters cell: their logs, interactive on
             params = page.locator(".jp-Notebook .jp-CodeCell").first
             params.locator(".cm-line", has_text="interactive =").get_by_text(

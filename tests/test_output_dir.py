@@ -18,6 +18,11 @@ from conftest import DATA, ROOT
 from traindoc import cli
 from traindoc.execute import LOCK, MARKER, OutputDirError, claimed_output_dir
 
+# `traindoc run` in-process runs its runbook in the test process's kernel: these tests are of the
+# output folder, not of starting a kernel (tests/test_cli.py starts the command's own); the runs
+# in subprocesses start their own.
+pytestmark = pytest.mark.usefixtures("cli_in_test_kernel")
+
 GEMMA = DATA / "timeout" / "gemma3_seed"
 XID = DATA / "gpu_crash" / "xid79_multinode"
 
