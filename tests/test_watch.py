@@ -603,8 +603,9 @@ def test_live_hang_is_a_stall_long_before_the_watchdog(live_drill: Callable[[str
     assert a["class"] == "deadlock"
     threshold = a["details"]["stall_threshold_s"]
     assert a["details"]["step_time_s"] == pytest.approx(1.0, rel=0.3)
-    # within stall_factor x step time + 2 polls of the last progress line (+1 s: 2 shared CPUs)
-    assert threshold <= a["seconds_since_progress"] <= threshold + 2 * E2E_INTERVAL + 1.0
+    # within stall_factor x step time + 2 polls of the last progress line (+4 s: on 2 CPUs
+    # shared with a parallel suite a poll can come seconds late; the watchdog is far later)
+    assert threshold <= a["seconds_since_progress"] <= threshold + 2 * E2E_INTERVAL + 4.0
     assert a["seconds_since_progress"] < _pg_timeout(d) / 50
     summary = json.loads((tmp_path / "watch" / "deadlock" / "summary.json").read_text())
     truth = json.loads((d / "drill.json").read_text())["facts"]
