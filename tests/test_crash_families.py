@@ -340,6 +340,38 @@ def test_marians_saves_give_the_last_checkpoint(tmp_path: Path, lines: list[str]
     assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (last, saved)
 
 
+# --- the Paddle suites' saves: no step in the line, the step logged before it ------------------
+
+@pytest.mark.parametrize("line, path", [
+    # oderformkie's committed PaddleOCR workerlog.0 (corpus gpu_crash-oderformkie-workerlog)
+    ("[2023/12/19 01:56:46] ppocr INFO: save best model is to "
+     "./output/re_vi_layoutxlm_xfund_zh/best_accuracy",
+     "./output/re_vi_layoutxlm_xfund_zh/best_accuracy"),
+    # PaddlePaddle/PaddleOCR doc/doc_ch/kie.md (the training log it shows)
+    ("[2022/08/08 16:28:51] ppocr INFO: save model in ./output/ser_vi_layoutxlm_xfund_zh/latest",
+     "./output/ser_vi_layoutxlm_xfund_zh/latest"),
+    # a DeepFM training log in a PaddleRec-style README (the index did not name its repository);
+    # the wording of PaddleClas ppcls/utils/save_load.py
+    ("2021-08-13 20:23:33,390 - INFO - Already save model in output_model_all_deepfm/0",
+     "output_model_all_deepfm/0"),
+])
+def test_the_paddle_suites_saves_are_checkpoints(line: str, path: str) -> None:
+    from traindoc.parse.checkpoints import parse_checkpoint
+    row = parse_checkpoint(line)
+    assert row is not None and row["path"] == path and row["iteration"] is None
+
+
+def test_a_paddleocr_save_takes_the_step_logged_before_it(tmp_path: Path) -> None:
+    step = ("[2022/08/08 16:2{s}:39] ppocr INFO: epoch: [1/200], global_step: {n}, lr: 0.000050, "
+            "loss: 1.8, avg_reader_cost: 0.1 s, avg_batch_cost: 0.32 s, ips: 21.5 samples/s\n")
+    text = (step.format(s=7, n=10) + "[2022/08/08 16:28:45] ppocr INFO: save best model is to "
+            "./output/ser/best_accuracy\n" + step.format(s=9, n=20)
+            + "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n"
+            "RuntimeError: boom\n")
+    f = _facts(tmp_path, text)
+    assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (20, 10)
+
+
 # --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
 
 @pytest.mark.parametrize("line", [
