@@ -89,6 +89,32 @@ def test_the_ras_clients_bind_is_no_failure() -> None:
     assert row is not None and row["code"] == "nccl_warn"
 
 
+@pytest.mark.parametrize("line", [
+    # openai/parameter-golf records/track_10min_16mb/2026-03-17_NaiveBaseline/train.log (corpus
+    # loss_spike-parameter-golf-naivebaseline-train): a healthy run, NCCL 2.23+ timestamps
+    "[2026-03-18 14:38:12] pgut1-0:871784:871848 [5] ibvwrap.c:94 NCCL WARN Call to "
+    "ibv_open_device failed",
+    "[2026-03-18 14:38:12] pgut1-0:871784:871848 [5] p2p_plugin.c:565 NCCL WARN NET/IB : Unable "
+    "to open device mlx5_an0",
+    # zai-org/ImageReward#65: the same pair, then "NCCL INFO Using network IB"
+    "65826-86bd789679-2dxbs:80746:80746 [3] transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to "
+    "open device mlx5_59",
+    "65826-86bd789679-2dxbs:80744:80744 [1] misc/ibvwrap.cc:212 NCCL WARN Call to "
+    "ibv_open_device failed",
+    # horovod/horovod#685 (its title): no verbs library, NCCL uses sockets
+    "ml3:32632:32662 [0] misc/ibvwrap.cu:63 NCCL WARN Failed to open libibverbs.so[.1]",
+])
+def test_an_ib_device_probe_that_falls_back_is_no_failure(line: str) -> None:
+    assert parse_error(line) is None
+
+
+def test_a_failed_verbs_call_on_an_open_device_stays_an_error() -> None:
+    """NVIDIA/nccl#799: ibv_modify_qp failing on a device in use is a real failure."""
+    row = parse_error("72bf7b08-26f3-4ebc-8b9d-85df3e4414c0:76786:77145 [3] misc/ibvwrap.cc:284 "
+                      "NCCL WARN Call to ibv_modify_qp failed with error No such device")
+    assert row is not None and row["kind"] == "nccl_error"
+
+
 def test_a_bare_time_is_no_host() -> None:
     row = parse_error("19:30:48 [0] NCCL WARN Call to bind failed : Address already in use")
     assert row is not None and "host" not in row
