@@ -716,3 +716,32 @@ def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:
     # two processes: which one failed is not said
     f = _facts(tmp_path, text.replace("8 devices, 1 processes", "8 devices, 2 processes"))
     assert f["failed_ranks"] == []
+
+
+# --- an interactive session's shell prompt names the machine the job ran on -------------------
+
+@pytest.mark.parametrize("lines, host", [
+    # ArjunaCluster/ArjunaUsers#52 (corpus gpu_crash-arjunausers-52): the prompt after "Killed"
+    (["Epoch: [0][511/1736]\t Loss 0.5117 MAE 0.6075 RMSE 0.7153", "Killed",
+      "(abnn) mingzeya@c002:~/CGCNN_project/AbNN_benchmark/hform/case1    $ "], "c002"),
+    # jaewon-lee-b/lte#22: the prompt that started the training, then "Killed"
+    (["(lte) root@401240707274117120-taskrole1-0:/gemini/code/lte-main# python train.py --config "
+      "configs/train-div2k/train_edsr-baseline-lte.yaml --gpu 0", "config loaded.", "Killed"],
+     "401240707274117120-taskrole1-0"),
+])
+def test_a_shell_prompt_names_the_failed_machine(tmp_path: Path, lines: list[str],
+                                                 host: str) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "signal" and f["failed_hosts"] == [host]
+
+
+@pytest.mark.parametrize("line", [
+    "[user@login1 ~]$ sbatch train.slurm",  # the job runs on the nodes SLURM picks
+    "user@laptop:~$ ssh gpu07",
+    "user@localhost:~/run$ python train.py",
+    "git@github.com:org/repo.git",
+    "@torch.no_grad()",
+])
+def test_a_prompt_that_sends_the_work_elsewhere_names_no_machine(line: str) -> None:
+    from traindoc.parse.benchmarks import parse_nodelist
+    assert parse_nodelist(line) is None
