@@ -646,3 +646,20 @@ def test_a_unit_in_parentheses_scales_a_time_and_names_no_other_column() -> None
         pytest.approx(0.3502)
     row = parse_metric_line("step 5 | loss 2.3 | GPU (MB) 401.5")
     assert row is not None and "elapsed_s" not in row and "samples_per_s" not in row
+
+
+@pytest.mark.parametrize("line", [
+    # dmlc/gluon-cv#1663 (corpus gpu_crash-gluon-cv-1663): Horovod MNIST, MXNet's epoch summary
+    "INFO:root:Epoch[0]\tSpeed=28557.88 samples/s\tTime cost=2.097635",
+    # kubeflow/kubeflow#68 (corpus throughput-kubeflow-68): MXNet's fit() epoch line
+    "INFO:root:Epoch[1] Time cost=24.828",
+    # Foo1szz/verl train.out (corpus throughput-verl-train-out): a phase's duration
+    "INFO:2026-04-03 07:02:25,774:update_weights done, time cost: 2.19s",
+])
+def test_a_time_cost_is_no_loss(line: str) -> None:
+    """'cost' is a loss only as the whole key (Marian's 'Cost 1.42'); 'Time cost' is a duration."""
+    row = parse_line(line)
+    assert row is None or "loss" not in row
+    marian = parse_metric_line("[2025-01-21 16:30:34] Ep. 1 : Up. 51000 : Sen. 77,303,338 : "
+                               "Cost 1.41794586 : Time 370.55s : 97447.45 words/s : gNorm 0.5275")
+    assert marian is not None and marian["loss"] == pytest.approx(1.41794586)

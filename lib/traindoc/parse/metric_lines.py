@@ -348,8 +348,10 @@ GLUED_KEYS = frozenset(("rate",))
 # time" is no time per step)
 SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
 # keys known only whole: llm.c's "norm" is the grad norm, a "weight norm" is not
-# (RETURNN's "ce" is its loss; Bagel's "Train Loss ce" is one part of a loss)
-WHOLE_KEYS = frozenset(("norm", "ce"))
+# (RETURNN's "ce" is its loss; Bagel's "Train Loss ce" is one part of a loss); Marian's "Cost"
+# is its loss, MXNet's "Epoch[0] Time cost=2.097635" (gluon-cv, kubeflow's MXNet examples) and
+# verl's "update_weights done, time cost: 2.19s" are a duration
+WHOLE_KEYS = frozenset(("norm", "ce", "cost"))
 
 
 @lru_cache(maxsize=4096)
