@@ -21,6 +21,7 @@ from ...parse.collectives import (
     rank_tag_pg,
     startup_kind,
 )
+from ...parse.missing_ranks import JAX_CONNECT_BARRIER, is_jax_barrier
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -114,6 +115,17 @@ class TimeoutAnalysis:
     def store_barrier(self) -> bool:
         """The timeout is init_process_group's store-based barrier (``process_group`` its key)."""
         return self.op_type is None and is_store_barrier(self.process_group)
+
+    @property
+    def jax(self) -> bool:
+        """The timeout is a JAX coordination-service barrier's: torch's knobs do not apply."""
+        return is_jax_barrier(self.op_type)
+
+    @property
+    def jax_connect(self) -> bool:
+        """The JAX barrier is start-up's (``PjRT_Client_Connect``: the tasks connecting to the
+        coordinator), whose limit ``jax.distributed.initialize`` sets."""
+        return self.jax and JAX_CONNECT_BARRIER in str(self.op_type)
 
     @property
     def group_size(self) -> int | None:
