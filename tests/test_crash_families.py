@@ -745,3 +745,25 @@ def test_a_shell_prompt_names_the_failed_machine(tmp_path: Path, lines: list[str
 def test_a_prompt_that_sends_the_work_elsewhere_names_no_machine(line: str) -> None:
     from traindoc.parse.benchmarks import parse_nodelist
     assert parse_nodelist(line) is None
+
+
+# --- triage names a start-up timeout as one, not as a collective's ----------------------------
+
+@pytest.mark.parametrize("line", [
+    # ModelTC/LightCompress#365 (corpus timeout-lightcompress-365)
+    "[E416 15:40:10.861069241 socket.cpp:1023] [c10d] The client socket has timed out after "
+    "300000ms while trying to connect to (mo.sy.cn, 40613).",
+    # pytorch/pytorch#107021 (corpus timeout-pytorch-107021)
+    "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect "
+    "to 192.0.0.1:1234",
+    # pytorch/pytorch#79388 (corpus timeout-pytorch-79388)
+    "[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect "
+    "to (IP1, 2222).",
+])
+def test_triage_calls_a_c10d_socket_timeout_a_start_up_one(tmp_path: Path, line: str) -> None:
+    from traindoc.diagnose import triage
+    log = tmp_path / "job.log"
+    log.write_text(line + "\n")
+    cls = triage.diagnose(traindoc.load(str(log))).facts["classes"][0]
+    assert cls["class"] == "timeout" and "at start-up, before any collective" in cls["detail"]
+    assert "in a collective" not in cls["detail"]

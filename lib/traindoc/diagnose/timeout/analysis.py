@@ -108,8 +108,7 @@ class TimeoutAnalysis:
     def startup(self) -> str | None:
         """What start-up's timeout lines that name no collective say happened (the c10d socket,
         the TCPStore, torchelastic's rendezvous), or None."""
-        lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
-        return next((k for k in map(startup_kind, lines) if k is not None), None)
+        return startup_of(self.timeouts)
 
     @property
     def store_barrier(self) -> bool:
@@ -131,6 +130,13 @@ class TimeoutAnalysis:
     def group_size(self) -> int | None:
         """For a gather/scatter, the group size NumelOut/NumelIn implies."""
         return group_size(self.op_type, self.numel_in, self.numel_out)
+
+
+def startup_of(rows: pd.DataFrame) -> str | None:
+    """What the first of ``rows`` that is a start-up timeout naming no collective says happened
+    (``parse.collectives.STARTUP_LINES``), or None."""
+    lines = rows["line"].dropna().astype(str) if len(rows) and "line" in rows else []
+    return next((k for k in map(startup_kind, lines) if k is not None), None)
 
 
 def timeout_rows(incident: Incident) -> pd.DataFrame:
