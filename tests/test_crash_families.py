@@ -89,6 +89,32 @@ def test_the_ras_clients_bind_is_no_failure() -> None:
     assert row is not None and row["code"] == "nccl_warn"
 
 
+@pytest.mark.parametrize("line", [
+    # openai/parameter-golf records/track_10min_16mb/2026-03-17_NaiveBaseline/train.log (corpus
+    # loss_spike-parameter-golf-naivebaseline-train): a healthy run, NCCL 2.23+ timestamps
+    "[2026-03-18 14:38:12] pgut1-0:871784:871848 [5] ibvwrap.c:94 NCCL WARN Call to "
+    "ibv_open_device failed",
+    "[2026-03-18 14:38:12] pgut1-0:871784:871848 [5] p2p_plugin.c:565 NCCL WARN NET/IB : Unable "
+    "to open device mlx5_an0",
+    # zai-org/ImageReward#65: the same pair, then "NCCL INFO Using network IB"
+    "65826-86bd789679-2dxbs:80746:80746 [3] transport/net_ib.cc:149 NCCL WARN NET/IB : Unable to "
+    "open device mlx5_59",
+    "65826-86bd789679-2dxbs:80744:80744 [1] misc/ibvwrap.cc:212 NCCL WARN Call to "
+    "ibv_open_device failed",
+    # horovod/horovod#685 (its title): no verbs library, NCCL uses sockets
+    "ml3:32632:32662 [0] misc/ibvwrap.cu:63 NCCL WARN Failed to open libibverbs.so[.1]",
+])
+def test_an_ib_device_probe_that_falls_back_is_no_failure(line: str) -> None:
+    assert parse_error(line) is None
+
+
+def test_a_failed_verbs_call_on_an_open_device_stays_an_error() -> None:
+    """NVIDIA/nccl#799: ibv_modify_qp failing on a device in use is a real failure."""
+    row = parse_error("72bf7b08-26f3-4ebc-8b9d-85df3e4414c0:76786:77145 [3] misc/ibvwrap.cc:284 "
+                      "NCCL WARN Call to ibv_modify_qp failed with error No such device")
+    assert row is not None and row["kind"] == "nccl_error"
+
+
 def test_a_bare_time_is_no_host() -> None:
     row = parse_error("19:30:48 [0] NCCL WARN Call to bind failed : Address already in use")
     assert row is not None and "host" not in row
@@ -338,6 +364,38 @@ def test_marians_saves_give_the_last_checkpoint(tmp_path: Path, lines: list[str]
                                                 saved: int) -> None:
     f = _facts(tmp_path, "\n".join(lines) + "\n")
     assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (last, saved)
+
+
+# --- the Paddle suites' saves: no step in the line, the step logged before it ------------------
+
+@pytest.mark.parametrize("line, path", [
+    # oderformkie's committed PaddleOCR workerlog.0 (corpus gpu_crash-oderformkie-workerlog)
+    ("[2023/12/19 01:56:46] ppocr INFO: save best model is to "
+     "./output/re_vi_layoutxlm_xfund_zh/best_accuracy",
+     "./output/re_vi_layoutxlm_xfund_zh/best_accuracy"),
+    # PaddlePaddle/PaddleOCR doc/doc_ch/kie.md (the training log it shows)
+    ("[2022/08/08 16:28:51] ppocr INFO: save model in ./output/ser_vi_layoutxlm_xfund_zh/latest",
+     "./output/ser_vi_layoutxlm_xfund_zh/latest"),
+    # a DeepFM training log in a PaddleRec-style README (the index did not name its repository);
+    # the wording of PaddleClas ppcls/utils/save_load.py
+    ("2021-08-13 20:23:33,390 - INFO - Already save model in output_model_all_deepfm/0",
+     "output_model_all_deepfm/0"),
+])
+def test_the_paddle_suites_saves_are_checkpoints(line: str, path: str) -> None:
+    from traindoc.parse.checkpoints import parse_checkpoint
+    row = parse_checkpoint(line)
+    assert row is not None and row["path"] == path and row["iteration"] is None
+
+
+def test_a_paddleocr_save_takes_the_step_logged_before_it(tmp_path: Path) -> None:
+    step = ("[2022/08/08 16:2{s}:39] ppocr INFO: epoch: [1/200], global_step: {n}, lr: 0.000050, "
+            "loss: 1.8, avg_reader_cost: 0.1 s, avg_batch_cost: 0.32 s, ips: 21.5 samples/s\n")
+    text = (step.format(s=7, n=10) + "[2022/08/08 16:28:45] ppocr INFO: save best model is to "
+            "./output/ser/best_accuracy\n" + step.format(s=9, n=20)
+            + "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n"
+            "RuntimeError: boom\n")
+    f = _facts(tmp_path, text)
+    assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (20, 10)
 
 
 # --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
@@ -658,3 +716,54 @@ def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:
     # two processes: which one failed is not said
     f = _facts(tmp_path, text.replace("8 devices, 1 processes", "8 devices, 2 processes"))
     assert f["failed_ranks"] == []
+
+
+# --- an interactive session's shell prompt names the machine the job ran on -------------------
+
+@pytest.mark.parametrize("lines, host", [
+    # ArjunaCluster/ArjunaUsers#52 (corpus gpu_crash-arjunausers-52): the prompt after "Killed"
+    (["Epoch: [0][511/1736]\t Loss 0.5117 MAE 0.6075 RMSE 0.7153", "Killed",
+      "(abnn) mingzeya@c002:~/CGCNN_project/AbNN_benchmark/hform/case1    $ "], "c002"),
+    # jaewon-lee-b/lte#22: the prompt that started the training, then "Killed"
+    (["(lte) root@401240707274117120-taskrole1-0:/gemini/code/lte-main# python train.py --config "
+      "configs/train-div2k/train_edsr-baseline-lte.yaml --gpu 0", "config loaded.", "Killed"],
+     "401240707274117120-taskrole1-0"),
+])
+def test_a_shell_prompt_names_the_failed_machine(tmp_path: Path, lines: list[str],
+                                                 host: str) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "signal" and f["failed_hosts"] == [host]
+
+
+@pytest.mark.parametrize("line", [
+    "[user@login1 ~]$ sbatch train.slurm",  # the job runs on the nodes SLURM picks
+    "user@laptop:~$ ssh gpu07",
+    "user@localhost:~/run$ python train.py",
+    "git@github.com:org/repo.git",
+    "@torch.no_grad()",
+])
+def test_a_prompt_that_sends_the_work_elsewhere_names_no_machine(line: str) -> None:
+    from traindoc.parse.benchmarks import parse_nodelist
+    assert parse_nodelist(line) is None
+
+
+# --- triage names a start-up timeout as one, not as a collective's ----------------------------
+
+@pytest.mark.parametrize("line", [
+    # ModelTC/LightCompress#365 (corpus timeout-lightcompress-365)
+    "[E416 15:40:10.861069241 socket.cpp:1023] [c10d] The client socket has timed out after "
+    "300000ms while trying to connect to (mo.sy.cn, 40613).",
+    # pytorch/pytorch#107021 (corpus timeout-pytorch-107021)
+    "[E socket.cpp:860] [c10d] The client socket has timed out after 60s while trying to connect "
+    "to 192.0.0.1:1234",
+    # pytorch/pytorch#79388 (corpus timeout-pytorch-79388)
+    "[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect "
+    "to (IP1, 2222).",
+])
+def test_triage_calls_a_c10d_socket_timeout_a_start_up_one(tmp_path: Path, line: str) -> None:
+    from traindoc.diagnose import triage
+    log = tmp_path / "job.log"
+    log.write_text(line + "\n")
+    cls = triage.diagnose(traindoc.load(str(log))).facts["classes"][0]
+    assert cls["class"] == "timeout" and "at start-up, before any collective" in cls["detail"]
+    assert "in a collective" not in cls["detail"]

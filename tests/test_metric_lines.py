@@ -646,3 +646,55 @@ def test_a_unit_in_parentheses_scales_a_time_and_names_no_other_column() -> None
         pytest.approx(0.3502)
     row = parse_metric_line("step 5 | loss 2.3 | GPU (MB) 401.5")
     assert row is not None and "elapsed_s" not in row and "samples_per_s" not in row
+
+
+@pytest.mark.parametrize("line", [
+    # dmlc/gluon-cv#1663 (corpus gpu_crash-gluon-cv-1663): Horovod MNIST, MXNet's epoch summary
+    "INFO:root:Epoch[0]\tSpeed=28557.88 samples/s\tTime cost=2.097635",
+    # kubeflow/kubeflow#68 (corpus throughput-kubeflow-68): MXNet's fit() epoch line
+    "INFO:root:Epoch[1] Time cost=24.828",
+    # Foo1szz/verl train.out (corpus throughput-verl-train-out): a phase's duration
+    "INFO:2026-04-03 07:02:25,774:update_weights done, time cost: 2.19s",
+])
+def test_a_time_cost_is_no_loss(line: str) -> None:
+    """'cost' is a loss only as the whole key (Marian's 'Cost 1.42'); 'Time cost' is a duration."""
+    row = parse_line(line)
+    assert row is None or "loss" not in row
+    marian = parse_metric_line("[2025-01-21 16:30:34] Ep. 1 : Up. 51000 : Sen. 77,303,338 : "
+                               "Cost 1.41794586 : Time 370.55s : 97447.45 words/s : gNorm 0.5275")
+    assert marian is not None and marian["loss"] == pytest.approx(1.41794586)
+
+
+@pytest.mark.parametrize("lines, step", [
+    # MIC-DKFZ/nnUNet#2140 (nnU-Net v2): "Epoch N" opens an epoch, its losses come at its end
+    (["2024-04-26 09:41:39.505914: Epoch time: 148.59 s",
+      "2024-04-26 09:41:40.302549:",
+      "2024-04-26 09:41:40.307418: Epoch 1",
+      "2024-04-26 09:41:40.311464: Current learning rate: 0.00999",
+      "2024-04-26 09:43:54.932336: train_loss 0.4043",
+      "2024-04-26 09:43:54.939337: val_loss 0.3847",
+      "2024-04-26 09:43:55.816868: Epoch 2",
+      "2024-04-26 09:43:55.821115: Current learning rate: 0.00998"], 2),
+    # ivadomed/seg-sc-ms-lesion-multicontrast#53 (corpus timeout-seg-sc-ms-lesion-multicontrast-53)
+    (["Epoch 453", "Current learning rate: 0.00581", "2025-04-12 03:48:04.017921:",
+      "2025-04-12 03:48:04.077450: Epoch 453",
+      "2025-04-12 03:48:04.078914: Current learning rate: 0.00581"], 453),
+    # MIC-DKFZ/nnUNet#640 (nnU-Net v1): the header on its own line after the timestamp
+    (["2021-05-14 07:32:44.592158: This epoch took 5396.598688 s", "",
+      "2021-05-14 09:24:00.819000: ", "epoch:  37",
+      "2021-05-14 10:53:27.993159: train loss : -0.7615"], 37),
+])
+def test_an_epoch_begun_is_the_runs_progress_where_nothing_counts_steps(
+        tmp_path, lines: list[str], step: int) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert last_progress(load(str(log))).step == step
+
+
+def test_an_epoch_header_beside_a_keras_bar_is_no_step(tmp_path) -> None:
+    """Keras: "Epoch 2/10" opens the epoch, its bar counts the steps."""
+    log = tmp_path / "train.log"
+    log.write_text("Epoch 1/10\n1490/1490 [==============================] - 25s 17ms/step - "
+                   "loss: 0.3100\nEpoch 2/10\n 700/1490 [=============>................] - ETA: "
+                   "12s - loss: 0.2900\n")
+    assert last_progress(load(str(log))).step == 1490  # as before epoch headers were rows

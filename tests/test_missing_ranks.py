@@ -750,3 +750,18 @@ def test_ras_incomplete_names_the_silent_ranks(tmp_path: Path, text: str, missin
     c = traindoc.load(p).collectives
     assert sorted(c.loc[c["state"] == "absent", "rank"].astype(int)) == missing
     assert facts(tmp_path, text)["lagging_ranks"] == missing
+
+
+@pytest.mark.parametrize("text, connect", [(JAX_LLAMA, True), (JAX_LEVANTER_GRPC, False),
+                                           (JAX_NEW, False)])
+def test_a_jax_barrier_gets_jax_advice_not_torchs(tmp_path: Path, text: str,
+                                                  connect: bool) -> None:
+    """No flight recorder, no TORCH_* variables, no init_process_group for a JAX job; a longer
+    limit only for the start-up barrier (jax.distributed.initialize's initialization_timeout)."""
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    r = timeout.diagnose(traindoc.load(str(log)))
+    how = " ".join(a.how for a in r.actions)
+    assert "TORCH_" not in how and "init_process_group" not in how
+    assert "TF_CPP_VMODULE=coordination_service" in how
+    assert ("initialization_timeout" in how) == connect

@@ -80,7 +80,7 @@ from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
-from .timeout.analysis import STUCK_CODES, barrier_wait_rows, status_rows, timeout_rows
+from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
@@ -282,6 +282,9 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
         # the title says what has not completed, never that a rank timed out.
         reported_only = not timed_out and not len(status_rows(incident.collectives))
         title = timeout_title(f, reported_only=reported_only)
+        start = None if f.get("op_type") or barrier_facts(f) else startup_of(rows)
+        if start is not None:  # the c10d socket, the TCPStore, the rendezvous: no collective
+            title = f"{who(ranks)} timed out at start-up, before any collective: {start}"
         title = title[:1].lower() + title[1:]
         detail = f"{title}: {detail}" if detail else title
     return Sighting("timeout", rows, detail, ranks or _ranks(rows), report=rep,

@@ -135,6 +135,18 @@ NODELIST_RE = re.compile(
 # "# Running on r7n01": the one machine the job ran on; RETURNN's start-up header
 # ("Hostname: cn-234", rwth-i6/returnn's __main__.py prints socket.gethostname(): returnn#1486).
 JOB_HEADER_HOST_RE = re.compile(rf"^(?:#\s*Running on|Hostname:) (?P<expr>{_HOSTEXPR})\s*$")
+# An interactive session's shell prompt ("(abnn) mingzeya@c002:~/case1    $ ", "[user@gpu03 run]$
+# python train.py", "root@4012…-taskrole1-0:/code# python train.py"): the machine the commands
+# ran on, as pasted terminal captures show it (ArjunaCluster/ArjunaUsers#52: the prompt after a
+# bare "Killed"; jaewon-lee-b/lte#22: the prompt that started "python train.py", then
+# "Killed"). A prompt whose command runs the work elsewhere (ssh, a scheduler, a container) names
+# no machine of the job.
+SHELL_PROMPT_RE = re.compile(
+    r"^(?:\([\w.\-]+\) ?)*(?:\[[\w.\-]+@(?P<h1>[A-Za-z0-9][\w.\-]*) [^\]]*\]"
+    r"|[\w.\-]+@(?P<h2>[A-Za-z0-9][\w.\-]*):[^$#@]*?)\s*[$#](?:\s+(?P<cmd>\S.*?))?\s*$")
+ELSEWHERE_COMMANDS = frozenset(("ssh", "scp", "rsync", "sbatch", "srun", "salloc", "qsub", "bsub",
+                                "kubectl", "docker", "pdsh", "squeue", "sinfo", "scontrol",
+                                "sacct"))
 
 
 # DeepSpeed's launcher (launch.py): "WORLD INFO DICT: {'worker-0': [0, 1, …, 15]}", the
@@ -147,14 +159,21 @@ NO_MACHINE = frozenset({"localhost", "127.0.0.1"})
 
 def parse_nodelist(text: str) -> Row | None:
     """A SLURM node list (``SLURM_JOB_NODELIST=``, ``NodeList=``, BigScience's PULSE line), a
-    job-log header naming its machine (``# Running on r7n01``, ``Hostname: cn-234``), or the
-    machines of DeepSpeed's ``WORLD INFO DICT``."""
+    job-log header naming its machine (``# Running on r7n01``, ``Hostname: cn-234``), a shell
+    prompt's machine, or the machines of DeepSpeed's ``WORLD INFO DICT``."""
     w = WORLD_INFO_RE.search(text) if "WORLD INFO DICT" in text else None
     if w is not None:
         hosts = [k["host"] for k in WORLD_INFO_KEY_RE.finditer(w["body"])]
         if not hosts or any(h in NO_MACHINE for h in hosts):
             return None
         return {"host": ",".join(hosts), "metric": "nodelist", "value": float(len(hosts))}
+    p = SHELL_PROMPT_RE.match(text) if "@" in text else None
+    if p is not None:
+        host = p["h1"] or p["h2"]
+        cmd = [w for w in (p["cmd"] or "").split() if w != "sudo"]
+        if host in NO_MACHINE or (cmd and cmd[0].rsplit("/", 1)[-1] in ELSEWHERE_COMMANDS):
+            return None
+        return {"host": host, "metric": "nodelist", "value": 1.0}
     m = NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
     if not m or m["expr"] in ("(null)", "None"):
         return None
@@ -257,7 +276,7 @@ PARSERS: tuple[LineParser, ...] = (
         "slurm_nodelist",
         "host_timings",
         ("NODELIST=", "NodeList=", "' partition (", "Running on ", "Hostname: ",
-         "WORLD INFO DICT"),
+         "WORLD INFO DICT", "@"),
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
         "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])",

@@ -29,6 +29,8 @@ Wordings, checked against the sources:
 - Marian NMT (src/models/encoder_decoder.cpp, training/graph_group.h): ``Saving model weights
   and runtime parameters to model/model.iter55000.npz`` (the update in the path only with
   ``--overwrite`` off), ``[training] Saving training checkpoint to model/model.npz and …``.
+- PaddleOCR (ppocr/utils/save_load.py): ``save best model is to {}``, ``save model in {}``
+  (no step); PaddleClas, PaddleRec: ``Already save model in {}``.
 - BasicSR and mmsr/EDVR (train.py): ``Saving models and training states.`` (no step, no path);
   forks add ``Saving best model and training states.`` for the best validation score.
 """
@@ -96,6 +98,12 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # "Saving best model and training states" (AT-BSN, DiffIR-style bounds trainers)
     ("save_start", " and training states", re.compile(
         r"Saving (?:best )?models? and training states")),
+    # The Paddle suites (logger.info after paddle.save, no step: the save belongs to the step
+    # logged before it): PaddleOCR's ppocr/utils/save_load.py "save best model is to
+    # ./output/x/best_accuracy", "save model in ./output/x/latest"; PaddleClas and PaddleRec's
+    # "Already save model in output/0"
+    ("saved", "save best model is to ", re.compile(r"\bsave best model is to (?P<path>\S+)")),
+    ("saved", "save model in ", re.compile(r"\bsave model in (?P<path>\S+)")),
     # Any other trainer, hand-written loops included: a save verb and "checkpoint", then where
     # it went ("Saved checkpoint to ckpt/lora_epoch3_step150.pt", "Saving checkpoint to
     # output/model_0000499.pth", "Checkpoint saved to …/step500-unsharded", "Save checkpoint:

@@ -604,9 +604,21 @@ def classify(text: str) -> tuple[str, str, str, re.Match[str]] | None:
 REDACTED_RE = re.compile(r"^(?:[xX]{3,}|[*#]+)$")
 
 
+# NCCL WARN lines of a transport probe that fell back to the next transport, not failures: an
+# InfiniBand device (or its verbs library) that cannot be opened while NCCL lists the network
+# devices; it then uses the other HCAs or sockets and the job goes on (zai-org/ImageReward#65:
+# "Unable to open device mlx5_59", then "Using network IB"; horovod/horovod#685: "Failed to open
+# libibverbs.so[.1]", then "Using network Socket"). A hang that follows is read by its own lines.
+NCCL_PROBE_FALLBACK_RE = re.compile(
+    r"NCCL WARN (?:Call to ibv_open_device failed|NET/IB ?: Unable to open device|"
+    r"Failed to open libibverbs\.so)")
+
+
 def parse_error(text: str) -> Row | None:
     """The first known error phrase in ``text``, as an ``errors`` row."""
     if "what():" in text and WHAT_RE.match(text):
+        return None
+    if "NCCL WARN" in text and NCCL_PROBE_FALLBACK_RE.search(text):
         return None
     hit = classify(text)
     if hit is None:

@@ -36,7 +36,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   An epoch that is the line's only counter (``Epoch 939 loss 0.7634 | train 2.1s``, ``Time:
   …; Epoch: 69; …; pid_loss: nan``) numbers a row with a training loss marked
   ``event="epoch"``: a step only where the log counts no steps
-  (``diagnose.common.epoch_counted``).
+  (``diagnose.common.epoch_counted``). A header that no result line completes (nnU-Net's
+  ``Epoch 453``, its losses printed only at the epoch's end) is such a row with no metric: the
+  epoch the run has reached.
 - **an epoch's header line and the result line after it** (easytorch, BasicTS: ``… - INFO -
   Epoch 1 / 200`` then ``… - INFO - Result <train>: [train_time: 295.52 (s), lr: …, train_MAE:
   …]``): one record, joined by the reader, numbered by the epoch (``event="epoch"``), the time
@@ -348,8 +350,10 @@ GLUED_KEYS = frozenset(("rate",))
 # time" is no time per step)
 SUFFIX_COLUMNS = ("loss", "eval_loss", "grad_norm", "steps_per_s")
 # keys known only whole: llm.c's "norm" is the grad norm, a "weight norm" is not
-# (RETURNN's "ce" is its loss; Bagel's "Train Loss ce" is one part of a loss)
-WHOLE_KEYS = frozenset(("norm", "ce"))
+# (RETURNN's "ce" is its loss; Bagel's "Train Loss ce" is one part of a loss); Marian's "Cost"
+# is its loss, MXNet's "Epoch[0] Time cost=2.097635" (gluon-cv, kubeflow's MXNet examples) and
+# verl's "update_weights done, time cost: 2.19s" are a duration
+WHOLE_KEYS = frozenset(("norm", "ce", "cost"))
 
 
 @lru_cache(maxsize=4096)
@@ -863,6 +867,17 @@ def _epoch_result_row(text: str) -> Row | None:
     return {**row, "epoch": float(h["e"]), "event": EPOCH_EVENT}
 
 
+def _epoch_begun(text: str) -> Row | None:
+    """An epoch's header that no result line completes (nnU-Net prints "Epoch 453", then its
+    learning rate, then the epoch's losses only when it ends): the run has reached that epoch,
+    a row of ``event="epoch"`` with no metric (a step only where nothing counts steps,
+    ``diagnose.common.epoch_counted``); None for any other line."""
+    h = EPOCH_HEADER_RE.search(text) if any(map(text.__contains__, EPOCH_NEEDLES)) else None
+    if h is None:
+        return None
+    return {"iteration": int(h["e"]), "epoch": float(h["e"]), "event": EPOCH_EVENT}
+
+
 # the optimizer's own step, named by a key no other counter uses (m4's "After activation tracker
 # at opt_step 235", DeepSpeed's "global_step=10", fairseq's "num_updates 100"): a line that names
 # it and no metric is the run's progress, not a point of any series (``event="step"``); "step",
@@ -895,7 +910,7 @@ def parse_line(text: str) -> Row | None:
     reads nothing else: "Epoch[0] Time cost=50.022" is no loss); a line naming the optimizer's
     step and no metric is a ``step_marker``."""
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
-           else _epoch_result_row(text))
+           else _epoch_result_row(text) or _epoch_begun(text))
     if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
             bar.search(text) for bar in TQDM_FORMATS):
         row = step_marker(text)

@@ -133,6 +133,9 @@ MAX_READY_RANK = 1 << 16  # a ready list's gaps are read below this rank only (a
 
 JAX_START_RE = re.compile(r"Barrier timed out\.\s*(?:Barrier_id|Id):\s*(?P<id>[^\s.]+(?:\.[^\s.]+)*?)"
                           r"\.(?:\s|$)")
+# the op of a JAX coordination-service barrier row: "barrier:" and the barrier's id
+JAX_BARRIER_OP = "barrier:"
+JAX_CONNECT_BARRIER = "PjRT_Client_Connect"
 JAX_TASK_RE = re.compile(r"/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
 JAX_FIRST_RE = re.compile(r"first task at the barrier:\s*/job:[\w-]+/replica:\d+/task:(?P<task>\d+)")
 JAX_COUNT_RE = re.compile(r"tasks that reached the barrier:\s*\d+/\d+")
@@ -271,7 +274,7 @@ class MissingRanksBlock:
             return
         m = JAX_START_RE.search(text)
         if m:
-            self.section, self.fields["op"] = "jax", f"barrier:{m['id']}"
+            self.section, self.fields["op"] = "jax", f"{JAX_BARRIER_OP}{m['id']}"
             self.fields["timeout_ms"], self.register_timeout_ms = self.register_timeout_ms, None
             self._jax_line(text)
 
@@ -472,3 +475,8 @@ PARSERS: tuple[LineParser, ...] = (
 )
 
 BLOCKS = (MissingRanksBlock,)
+
+
+def is_jax_barrier(op_type: str | None) -> bool:
+    """Whether a collective's op is a JAX coordination-service barrier (``barrier:<id>``)."""
+    return bool(op_type) and str(op_type).startswith(JAX_BARRIER_OP)

@@ -21,6 +21,7 @@ from ...parse.collectives import (
     rank_tag_pg,
     startup_kind,
 )
+from ...parse.missing_ranks import JAX_CONNECT_BARRIER, is_jax_barrier
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
@@ -107,8 +108,7 @@ class TimeoutAnalysis:
     def startup(self) -> str | None:
         """What start-up's timeout lines that name no collective say happened (the c10d socket,
         the TCPStore, torchelastic's rendezvous), or None."""
-        lines = self.timeouts["line"].dropna().astype(str) if len(self.timeouts) else []
-        return next((k for k in map(startup_kind, lines) if k is not None), None)
+        return startup_of(self.timeouts)
 
     @property
     def store_barrier(self) -> bool:
@@ -116,9 +116,27 @@ class TimeoutAnalysis:
         return self.op_type is None and is_store_barrier(self.process_group)
 
     @property
+    def jax(self) -> bool:
+        """The timeout is a JAX coordination-service barrier's: torch's knobs do not apply."""
+        return is_jax_barrier(self.op_type)
+
+    @property
+    def jax_connect(self) -> bool:
+        """The JAX barrier is start-up's (``PjRT_Client_Connect``: the tasks connecting to the
+        coordinator), whose limit ``jax.distributed.initialize`` sets."""
+        return self.jax and JAX_CONNECT_BARRIER in str(self.op_type)
+
+    @property
     def group_size(self) -> int | None:
         """For a gather/scatter, the group size NumelOut/NumelIn implies."""
         return group_size(self.op_type, self.numel_in, self.numel_out)
+
+
+def startup_of(rows: pd.DataFrame) -> str | None:
+    """What the first of ``rows`` that is a start-up timeout naming no collective says happened
+    (``parse.collectives.STARTUP_LINES``), or None."""
+    lines = rows["line"].dropna().astype(str) if len(rows) and "line" in rows else []
+    return next((k for k in map(startup_kind, lines) if k is not None), None)
 
 
 def timeout_rows(incident: Incident) -> pd.DataFrame:

@@ -525,7 +525,7 @@ def _check_startup(a: TimeoutAnalysis) -> Action | None:
 
 
 def _flight_recorder(a: TimeoutAnalysis) -> Action | None:
-    if a.incident.account.dumps:
+    if a.incident.account.dumps or a.jax:  # JAX has no flight recorder
         return None
     return action(
         "flight_recorder", "Turn on the flight recorder and dump-on-timeout",
@@ -545,6 +545,13 @@ def _py_spy_all(a: TimeoutAnalysis) -> Action:
 
 
 def _nccl_debug(a: TimeoutAnalysis) -> Action:
+    if a.jax:
+        return action(
+            "nccl_debug", "Rerun with the JAX coordination service's logging",
+            "Logs each task's connection to the coordination service and its barrier calls: "
+            "the tasks that never connected, or never reached the barrier, show in it.",
+            "export TF_CPP_MIN_LOG_LEVEL=0 "
+            "TF_CPP_VMODULE=coordination_service=1,coordination_service_agent=1 NCCL_DEBUG=INFO")
     return action(
         "nccl_debug", "Rerun with NCCL and torch.distributed debug logging",
         "Logs which collective each rank issues, and checks that ranks agree on it.",
@@ -552,7 +559,16 @@ def _nccl_debug(a: TimeoutAnalysis) -> Action:
         "TORCH_DISTRIBUTED_DEBUG=DETAIL")
 
 
-def _longer_timeout(a: TimeoutAnalysis) -> Action:
+def _longer_timeout(a: TimeoutAnalysis) -> Action | None:
+    if a.jax:  # only the start-up barrier's limit is the user's to set
+        if not a.jax_connect:
+            return None
+        return action(
+            "longer_timeout_experiment", "Only as an experiment: give the tasks longer to connect",
+            "If every task connects with a longer limit they were slow to start (image pulls, "
+            "scheduling); if not, a task never started or cannot reach the coordinator. Not a "
+            "fix.",
+            "jax.distributed.initialize(..., initialization_timeout=900)")
     return action(
         "longer_timeout_experiment", "Only as an experiment: a longer timeout tells slow from stuck",
         "If the collective completes with a longer timeout the job is slow (bandwidth, "
