@@ -694,3 +694,49 @@ def test_a_spike_above_the_noise_of_per_batch_losses_stays() -> None:
     y = np.array(MONARCH_TIMM * 5 + (8.1,) + MONARCH_TIMM)
     spikes, _ = find_spikes(_frame(y))
     assert [s["peak_iteration"] for s in spikes] == [60]
+
+
+# HF Trainer's start-up header (transformers trainer.py "***** Running training *****"), the
+# run's length where no bar or end summary gives it
+HF_HEADERS = [
+    # LzZzZx328/finetune_LLM running_log.txt (LLaMA-Factory; corpus
+    # loss_spike-finetune-llm-running-log): set by epochs, 17 steps each
+    ("[INFO|2024-11-26 22:07:15] trainer.py:2315 >>   Num Epochs = 1,000", "plan:epochs", 1000.0),
+    ("[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000",
+     "plan:total_steps", 17000.0),
+    # mesolitica/malaya session/trainium-chip/README.md (corpus
+    # loss_spike-malaya-trainium-chip-readme): --max_steps 10
+    ("  Num Epochs = 1", "plan:epochs", 1.0),
+    ("  Total optimization steps = 10", "plan:total_steps", 10.0),
+    # saforem2/ezpz docs/examples/hf-trainer (corpus throughput-ezpz-hf-trainer): max_steps on a
+    # streamed dataset, the epochs sys.maxsize
+    ("[INFO|trainer.py:2521] 2025-12-31 13:12:20,429 >>   Num Epochs = 9,223,372,036,854,775,807",
+     "plan:epochs", 9223372036854775807.0),
+]
+
+
+def test_the_trainer_header_states_the_run_length() -> None:
+    from traindoc.parse.benchmarks import parse_run_plan
+    for line, metric, value in HF_HEADERS:
+        assert parse_run_plan(line) == {"metric": metric, "value": value}, line
+    assert parse_run_plan("  Num examples = 2,182") is None
+
+
+def test_the_header_places_stepless_dicts_where_nothing_else_does() -> None:
+    from traindoc.diagnose.common import _planned, place_by_epoch
+    inc = traindoc.load([str(CORPUS / "loss_spike-finetune-llm-running-log" / "logs")])
+    it = place_by_epoch(inc.iterations, inc.progress, inc.tables["host_timings"])
+    steps = it.loc[it["event"].isna() & it["loss"].notna(), "iteration"].astype(int).tolist()
+    # a dict every 5 steps of 17 per epoch (epochs printed to 2 decimals); the log stops
+    # after checkpoint-2100 with one more dict
+    assert steps[:4] == [5, 10, 15, 20] and steps[-1] in range(2100, 2106)
+    assert steps == sorted(set(steps))
+    assert ls.analyse(inc).last_iteration in range(2100, 2106)
+
+    def plan(epochs: float, steps: float) -> pd.DataFrame:
+        return pd.DataFrame({"metric": ["plan:epochs", "plan:total_steps"],
+                             "value": [epochs, steps]})
+    assert _planned(plan(1000, 17000)) == (17000, 1000)
+    # max_steps: the epochs are rounded up (or sys.maxsize), the quotient is no epoch's length
+    assert _planned(plan(9223372036854775807, 100)) is None
+    assert _planned(plan(4, 1000 + 2)) is None

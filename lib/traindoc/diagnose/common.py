@@ -202,6 +202,7 @@ def last_progress(incident: Incident) -> Progress:
 
 # HF Trainer's log dicts carry no step ("{'loss': 0.45, …, 'epoch': 1.22}"): the parser counts
 # them; the step is the trainer's tqdm bar printed beside them ("366/903 [5:15:39<…]")
+PLAN_PREFIX = "plan:"  # host_timings rows of a trainer's header (``parse.benchmarks.parse_run_plan``)
 HF_STEPLESS_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'(?![^{}]*'"
                                  r"(?:step|global_step)[^']*':)[^{}]*\}")
 
@@ -255,13 +256,32 @@ HF_SUMMARY_STEPS_RE = re.compile(r"'train_runtime':\s*'?(?P<rt>[\d.]+)'?.*?"
                                  r"'train_steps_per_second':\s*'?(?P<sps>[\d.]+)")
 
 
-def _run_length(rows: pd.DataFrame, bars: pd.DataFrame) -> tuple[float, float] | None:
+def _planned(plan: pd.DataFrame) -> tuple[float, float] | None:
+    """(steps, epochs) a trainer's header states for one file (``plan:total_steps`` and
+    ``plan:epochs`` rows of ``host_timings``, its last of each), or None: only where the steps
+    divide by the epochs (a run set by epochs plans epochs x steps per epoch; with ``max_steps``
+    HF prints the epochs rounded up, or sys.maxsize for a stream, and the quotient is no
+    epoch's length)."""
+    got = {}
+    for key in ("total_steps", "epochs"):
+        v = plan.loc[plan["metric"] == f"plan:{key}", "value"].dropna()
+        if len(v):
+            got[key] = float(v.iloc[-1])
+    steps, epochs = got.get("total_steps"), got.get("epochs")
+    if not steps or not epochs or epochs > steps or steps % epochs:
+        return None
+    return steps, epochs
+
+
+def _run_length(rows: pd.DataFrame, bars: pd.DataFrame,
+                plan: pd.DataFrame | None = None) -> tuple[float, float] | None:
     """(steps, epochs) of the run one file's stepless HF dicts belong to: the steps are its
     longest progress bar's total (HF's training bar has no description; "Tokenizing train
     dataset" bars count examples), else the end-of-run summary's runtime x steps per second;
     the epochs are the summary's last ``epoch``, else the whole epochs the dicts reach (at
     least the share of the bar the last dict's epoch stands for: dicts buffered behind the
-    bar come late, never early)."""
+    bar come late, never early). With neither bar nor summary, the steps and epochs the
+    trainer's start-up header states (``_planned``, from ``plan``: the file's ``plan:`` rows)."""
     summary = rows[rows["event"] == "train_summary"]
     steps = None
     bar = bars[bars["total"].notna() & bars["step"].notna()]
@@ -273,7 +293,7 @@ def _run_length(rows: pd.DataFrame, bars: pd.DataFrame) -> tuple[float, float] |
         m = HF_SUMMARY_STEPS_RE.search(str(summary["line"].iloc[-1]))
         steps = float(m["rt"]) * float(m["sps"]) if m else None
     if not steps:
-        return None
+        return _planned(plan) if plan is not None and len(plan) else None
     ends = summary["epoch"].dropna()
     if len(ends) and float(ends.iloc[-1]) > 0:
         return steps, float(ends.iloc[-1])
@@ -292,12 +312,14 @@ def _decimals(x: float) -> int:
     return len(text.partition(".")[2])
 
 
-def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
+def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = None,
+                   host_timings: pd.DataFrame | None = None) -> pd.DataFrame:
     """The iterations table with HF Trainer's stepless log dicts ("{'loss': 0.45, …,
     'epoch': 1.22}", counted 1, 2, 3 by the parser) at their step: ``epoch`` x the run's
-    steps per epoch (``_run_length``), snapped to the logging interval the dicts' epochs
-    show; eval dicts follow the training dict they were counted after. Files whose run
-    length the log does not give, or whose epochs go back (a restart), keep the count.
+    steps per epoch (``_run_length``; ``host_timings`` gives the ``plan:`` rows of the
+    trainer's header), snapped to the logging interval the dicts' epochs show; eval dicts
+    follow the training dict they were counted after. Files whose run length the log does not
+    give, or whose epochs go back (a restart), keep the count.
 
     Why the epoch: the trainer writes it as ``step / steps_per_epoch``, so it is the one
     value in the dict that carries the step; the count is right only for logging_steps=1."""
@@ -311,6 +333,10 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
     files = it["source"].astype("string").str.extract(SOURCE_RE)["file"]
     bar_files = (progress["source"].astype("string").str.extract(SOURCE_RE)["file"]
                  if progress is not None and len(progress) else None)
+    plans = (host_timings[host_timings["metric"].astype("string").str.startswith(
+        PLAN_PREFIX, na=False)] if host_timings is not None and len(host_timings) else None)
+    plan_files = (plans["source"].astype("string").str.extract(SOURCE_RE)["file"]
+                  if plans is not None else None)
     out = it
     for file in files[stepless].dropna().unique():
         rows = it[stepless & (files == file)]
@@ -320,7 +346,8 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
             continue
         bars = (progress[bar_files == file] if bar_files is not None
                 else pd.DataFrame(columns=["step", "total"]))
-        length = _run_length(rows, bars)
+        length = _run_length(rows, bars, plans[plan_files == file] if plans is not None
+                             else None)
         if length is None:
             continue
         per_epoch = length[0] / length[1]
@@ -412,7 +439,8 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     NaN warnings are counted apart, since one step often logs both. HF Trainer's stepless
     dicts are first placed by their epoch (``place_by_epoch``). A set-up bar (``SETUP_BARS``:
     "Loading checkpoint shards 2/2") counts no step: its 2 would make the first overflow step 3."""
-    it = place_by_epoch(incident.iterations, incident.progress)
+    it = place_by_epoch(incident.iterations, incident.progress,
+                        incident.tables.get("host_timings"))
     skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
     nan = pd.to_numeric(it["nan"], errors="coerce").fillna(0) > 0
     need = it["iteration"].isna() & (skip | nan)
