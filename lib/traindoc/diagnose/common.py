@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Iterable
@@ -312,6 +313,47 @@ def _decimals(x: float) -> int:
     return len(text.partition(".")[2])
 
 
+# logging intervals people set (``logging_steps``), largest first: where the epochs' rounding
+# allows several intervals, the one among them that is a multiple of the largest of these
+ROUND_INTERVALS = (100, 50, 25, 10, 5)
+# ... and only where the rounding leaves the interval within this share of itself (the dicts'
+# epochs tell it; a bar that counts something else than the dicts' steps leaves it wide)
+ROUND_SPREAD = 0.05
+
+
+def _interval(ep: np.ndarray, per_epoch: float) -> int | None:
+    """The logging interval in steps that the dicts' epochs ``ep`` show (None: the rounding
+    cannot tell it). The epoch is printed rounded (HF: to 2 decimals, later 4 significant
+    digits), so the interval from the first and last dicts is known within
+    ``unit x per_epoch / intervals``: to the step where that is under half a step; else the
+    one round interval (``ROUND_INTERVALS``) the rounding allows, where it allows exactly one
+    of the largest such kind (simple-trl's three dicts at 'epoch': 0.28, 0.57, 0.85 of 175
+    steps: 49 to 50.75, so 50); two (two dicts at 'epoch': 0.01, 0.02 of 1233 steps: 10 and
+    20, or 12 and 24) or none, and the placement would be a guess."""
+    n = len(ep) - 1
+    unit = 10.0 ** -max(_decimals(e) for e in ep)
+    est = (ep[-1] - ep[0]) * per_epoch / n
+    err = unit * per_epoch / n
+    if err < 0.5:
+        return max(1, round(est))
+    lo, hi = math.ceil(est - err), math.floor(est + err)
+    if lo < 1 or err > ROUND_SPREAD * est:
+        return None
+    for base in ROUND_INTERVALS:
+        fits = range(-(-lo // base) * base, hi + 1, base)
+        if len(fits) > 1:
+            return None
+        if len(fits) == 1:
+            every = fits[0]
+            # each dict one interval on from the one before, its epoch as printed within
+            # a unit (the trainer's epoch counts batches, the bar optimizer steps)
+            k0 = round(ep[0] * per_epoch / every)
+            ok = all(abs(round((k0 + i) * every / per_epoch, _decimals(e)) - e) <= unit * 1.01
+                     for i, e in enumerate(ep))
+            return every if ok else None
+    return None
+
+
 def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = None,
                    host_timings: pd.DataFrame | None = None) -> pd.DataFrame:
     """The iterations table with HF Trainer's stepless log dicts ("{'loss': 0.45, …,
@@ -351,14 +393,9 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
         if length is None:
             continue
         per_epoch = length[0] / length[1]
-        # the epoch is printed rounded (HF: to 2 decimals, later 4 significant digits): the
-        # logging interval must be told to the step from the first and last dicts, or the
-        # placement is a guess (two dicts at 'epoch': 0.01, 0.02 of 1233 steps: 10 and 20,
-        # or 12 and 24) and the count stays
-        unit = 10.0 ** -max(_decimals(e) for e in ep)
-        if unit * per_epoch / (len(ep) - 1) >= 0.5:
+        every = _interval(ep, per_epoch)
+        if every is None:
             continue
-        every = max(1, round((ep[-1] - ep[0]) * per_epoch / (len(ep) - 1)))
         placed: dict[int, int] = {}
         prev = 0
         for old, e in zip(train["iteration"].astype(int), ep, strict=True):
