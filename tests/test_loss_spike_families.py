@@ -769,34 +769,3 @@ def test_a_round_logging_interval_places_few_coarse_dicts(tmp_path: Path) -> Non
     # interval anywhere in 151-225 steps: too wide to pick one
     assert _interval(np.array([0.0] + [0.01] * 4 + [0.02] * 4 + [0.03] * 4 + [0.04] * 4
                               + [0.05] * 3), 71514.0) is None
-
-
-def test_overflow_notes_of_a_stepless_start_count_from_step_one(tmp_path: Path) -> None:
-    # deepspeedai/DeepSpeed#931 (corpus loss_spike-deepspeed-931): the epoch's first lines, no
-    # step line; DeepSpeed's initial scale 2^16, its hysteresis not yet spent
-    ds931 = [
-        "Beginning of Epoch 1/16, Total Micro Batches 1840",
-        "[2023-04-28 06:51:29,903] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! "
-        "Rank 0 Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing "
-        "hysteresis to 1",
-        "[2023-04-28 06:51:30,648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! "
-        "Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
-        "[2023-04-28 06:51:31,392] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! "
-        "Rank 0 Skipping step. Attempted loss scale: 32768, reducing to 16384"]
-    # a committed DeepSpeed log (found by find_string: id 38868757200): "DeepSpeed engine
-    # created", then the calibration from 2^32
-    engine = [
-        "2023-08-02 00:41:17.458 | INFO     | __main__:log_dist:54 - [Rank 0] DeepSpeed engine "
-        "created",
-        "[2023-08-02 00:41:17,526] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
-        "Rank 0 Skipping step. Attempted loss scale: 4294967296, reducing to 2147483648",
-        "[2023-08-02 00:41:17,578] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
-        "Rank 0 Skipping step. Attempted loss scale: 2147483648, reducing to 1073741824"]
-    log = tmp_path / "train.log"
-    for lines, steps in ((ds931, [1, 2, 3]), (engine, [1, 2])):
-        log.write_text("\n".join(lines) + "\n")
-        assert ls.analyse(traindoc.load(str(log))).skipped_iterations == steps
-    # mid-run notes (the scale already down to 2^11) tell no step: they stay unplaced
-    log.write_text("\n".join(ln.replace("4294967296", "4096").replace("2147483648", "2048")
-                             for ln in engine) + "\n")
-    assert ls.analyse(traindoc.load(str(log))).skipped_iterations == []

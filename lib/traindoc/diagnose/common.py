@@ -535,38 +535,6 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
         first = marks[file][0][1]
         for back, i in enumerate(reversed(rows)):
             it.at[i, "iteration"] = max(first - back, 0)
-    return _from_the_start(it, need & skip, set(marks))
-
-
-# The loss scales trainers start fp16 training at by default: DeepSpeed (initial_scale_power
-# 16), apex and torch's GradScaler 2^16, Megatron 2^32, fairseq 2^7 (fp16_init_scale 128).
-INITIAL_LOSS_SCALES = frozenset({2.0 ** 16, 2.0 ** 32, 2.0 ** 7})
-ATTEMPTED_SCALE_RE = re.compile(r"Attempted loss scale: (?P<s>\d+(?:\.\d+)?)")
-
-
-def _from_the_start(it: pd.DataFrame, overflows: pd.Series, stepped: set[str]) -> pd.DataFrame:
-    """``it`` with the overflow notes of a file that logs no step at all (not in ``stepped``)
-    numbered 1, 2, 3 … where the file's first note backs off from a trainer's initial loss
-    scale (``INITIAL_LOSS_SCALES``: the scale it attempted, or twice the one it reduced to):
-    the loss-scale calibration at the start of the run, one skipped step per note
-    (deepspeedai/DeepSpeed#931: "Beginning of Epoch 1/16", then "OVERFLOW! Rank 0 Skipping
-    step. Attempted loss scale: 65536, but hysteresis is 2"). Elsewhere nothing tells the
-    notes' steps and they stay unnumbered."""
-    left = overflows & it["iteration"].isna()
-    if not left.any():
-        return it
-    files = it["source"].astype("string").str.extract(SOURCE_RE)["file"]
-    for file in files[left].dropna().unique():
-        if file in stepped:
-            continue
-        rows = it[left & (files == file)]
-        first = rows.iloc[0]
-        m = ATTEMPTED_SCALE_RE.search(str(first["line"]))
-        scale = (float(m["s"]) if m else
-                 2 * float(first["loss_scale"]) if pd.notna(first["loss_scale"]) else None)
-        if scale not in INITIAL_LOSS_SCALES:
-            continue
-        it.loc[rows.index, "iteration"] = pd.array(range(1, len(rows) + 1), dtype="Int64")
     return it
 
 
