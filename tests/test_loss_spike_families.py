@@ -694,3 +694,78 @@ def test_a_spike_above_the_noise_of_per_batch_losses_stays() -> None:
     y = np.array(MONARCH_TIMM * 5 + (8.1,) + MONARCH_TIMM)
     spikes, _ = find_spikes(_frame(y))
     assert [s["peak_iteration"] for s in spikes] == [60]
+
+
+# HF Trainer's start-up header (transformers trainer.py "***** Running training *****"), the
+# run's length where no bar or end summary gives it
+HF_HEADERS = [
+    # LzZzZx328/finetune_LLM running_log.txt (LLaMA-Factory; corpus
+    # loss_spike-finetune-llm-running-log): set by epochs, 17 steps each
+    ("[INFO|2024-11-26 22:07:15] trainer.py:2315 >>   Num Epochs = 1,000", "plan:epochs", 1000.0),
+    ("[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000",
+     "plan:total_steps", 17000.0),
+    # mesolitica/malaya session/trainium-chip/README.md (corpus
+    # loss_spike-malaya-trainium-chip-readme): --max_steps 10
+    ("  Num Epochs = 1", "plan:epochs", 1.0),
+    ("  Total optimization steps = 10", "plan:total_steps", 10.0),
+    # saforem2/ezpz docs/examples/hf-trainer (corpus throughput-ezpz-hf-trainer): max_steps on a
+    # streamed dataset, the epochs sys.maxsize
+    ("[INFO|trainer.py:2521] 2025-12-31 13:12:20,429 >>   Num Epochs = 9,223,372,036,854,775,807",
+     "plan:epochs", 9223372036854775807.0),
+]
+
+
+def test_the_trainer_header_states_the_run_length() -> None:
+    from traindoc.parse.benchmarks import parse_run_plan
+    for line, metric, value in HF_HEADERS:
+        assert parse_run_plan(line) == {"metric": metric, "value": value}, line
+    assert parse_run_plan("  Num examples = 2,182") is None
+
+
+def test_the_header_places_stepless_dicts_where_nothing_else_does() -> None:
+    from traindoc.diagnose.common import _planned, place_by_epoch
+    inc = traindoc.load([str(CORPUS / "loss_spike-finetune-llm-running-log" / "logs")])
+    it = place_by_epoch(inc.iterations, inc.progress, inc.tables["host_timings"])
+    steps = it.loc[it["event"].isna() & it["loss"].notna(), "iteration"].astype(int).tolist()
+    # a dict every 5 steps of 17 per epoch (epochs printed to 2 decimals); the log stops
+    # after checkpoint-2100 with one more dict
+    assert steps[:4] == [5, 10, 15, 20] and steps[-1] in range(2100, 2106)
+    assert steps == sorted(set(steps))
+    assert ls.analyse(inc).last_iteration in range(2100, 2106)
+
+    def plan(epochs: float, steps: float) -> pd.DataFrame:
+        return pd.DataFrame({"metric": ["plan:epochs", "plan:total_steps"],
+                             "value": [epochs, steps]})
+    assert _planned(plan(1000, 17000)) == (17000, 1000)
+    # max_steps: the epochs are rounded up (or sys.maxsize), the quotient is no epoch's length
+    assert _planned(plan(9223372036854775807, 100)) is None
+    assert _planned(plan(4, 1000 + 2)) is None
+
+
+def test_a_round_logging_interval_places_few_coarse_dicts(tmp_path: Path) -> None:
+    from traindoc.diagnose.common import _interval
+    # corpus loss_spike-simple-trl-training-train-log: 3 dicts at 'epoch': 0.28, 0.57, 0.85 of
+    # a 175-step bar allow an interval of 49 to 50.75 steps: 50
+    assert _placed("loss_spike-simple-trl-training-train-log")["iteration"].tolist() == [
+        50, 100, 150]
+    # an HF fine-tune tutorial (.rst, found by find_string: id 21162120454): HF's header, three
+    # dicts and the bar of 3502 steps; logging_steps 1000
+    lines = ["***** Running training *****", "  Num examples = 7004", "  Num Epochs = 1",
+             "  Total optimization steps = 3502",
+             "{'loss': 0.4458, 'learning_rate': 3.677248677248677e-05, 'epoch': 0.29}",
+             "{'loss': 0.3704, 'learning_rate': 2.2075249853027632e-05, 'epoch': 0.57}",
+             "{'loss': 0.3546, 'learning_rate': 7.37801293356849e-06, 'epoch': 0.86}",
+             "100%|█████████████████████████| 3502/3502 [4:53:35<00:00,  4.90s/it]",
+             "{'train_runtime': 17615.3528, 'train_samples_per_second': 0.398, "
+             "'train_steps_per_second': 0.199, 'train_loss': 0.38377865323470295, 'epoch': 1.0}"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.series["iteration"].tolist() == [1000, 2000, 3000]
+    # corpus gpu_crash-o-lora-train-and-infer-oom: a first dict off the others' grid (0.05, then
+    # every 0.16 of 1919 steps): no interval fits every dict, the count stays
+    assert _interval(np.array([0.05, 0.16, 0.32, 0.48, 0.64, 0.8, 0.96]), 1919.19) is None
+    # corpus throughput-lmsys-train: 20 dicts over 0.0-0.05 of a 71514-step bar leave the
+    # interval anywhere in 151-225 steps: too wide to pick one
+    assert _interval(np.array([0.0] + [0.01] * 4 + [0.02] * 4 + [0.03] * 4 + [0.04] * 4
+                              + [0.05] * 3), 71514.0) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Iterable
@@ -202,6 +203,7 @@ def last_progress(incident: Incident) -> Progress:
 
 # HF Trainer's log dicts carry no step ("{'loss': 0.45, …, 'epoch': 1.22}"): the parser counts
 # them; the step is the trainer's tqdm bar printed beside them ("366/903 [5:15:39<…]")
+PLAN_PREFIX = "plan:"  # host_timings rows of a trainer's header (``parse.benchmarks.parse_run_plan``)
 HF_STEPLESS_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'(?![^{}]*'"
                                  r"(?:step|global_step)[^']*':)[^{}]*\}")
 
@@ -255,13 +257,32 @@ HF_SUMMARY_STEPS_RE = re.compile(r"'train_runtime':\s*'?(?P<rt>[\d.]+)'?.*?"
                                  r"'train_steps_per_second':\s*'?(?P<sps>[\d.]+)")
 
 
-def _run_length(rows: pd.DataFrame, bars: pd.DataFrame) -> tuple[float, float] | None:
+def _planned(plan: pd.DataFrame) -> tuple[float, float] | None:
+    """(steps, epochs) a trainer's header states for one file (``plan:total_steps`` and
+    ``plan:epochs`` rows of ``host_timings``, its last of each), or None: only where the steps
+    divide by the epochs (a run set by epochs plans epochs x steps per epoch; with ``max_steps``
+    HF prints the epochs rounded up, or sys.maxsize for a stream, and the quotient is no
+    epoch's length)."""
+    got = {}
+    for key in ("total_steps", "epochs"):
+        v = plan.loc[plan["metric"] == f"plan:{key}", "value"].dropna()
+        if len(v):
+            got[key] = float(v.iloc[-1])
+    steps, epochs = got.get("total_steps"), got.get("epochs")
+    if not steps or not epochs or epochs > steps or steps % epochs:
+        return None
+    return steps, epochs
+
+
+def _run_length(rows: pd.DataFrame, bars: pd.DataFrame,
+                plan: pd.DataFrame | None = None) -> tuple[float, float] | None:
     """(steps, epochs) of the run one file's stepless HF dicts belong to: the steps are its
     longest progress bar's total (HF's training bar has no description; "Tokenizing train
     dataset" bars count examples), else the end-of-run summary's runtime x steps per second;
     the epochs are the summary's last ``epoch``, else the whole epochs the dicts reach (at
     least the share of the bar the last dict's epoch stands for: dicts buffered behind the
-    bar come late, never early)."""
+    bar come late, never early). With neither bar nor summary, the steps and epochs the
+    trainer's start-up header states (``_planned``, from ``plan``: the file's ``plan:`` rows)."""
     summary = rows[rows["event"] == "train_summary"]
     steps = None
     bar = bars[bars["total"].notna() & bars["step"].notna()]
@@ -273,7 +294,7 @@ def _run_length(rows: pd.DataFrame, bars: pd.DataFrame) -> tuple[float, float] |
         m = HF_SUMMARY_STEPS_RE.search(str(summary["line"].iloc[-1]))
         steps = float(m["rt"]) * float(m["sps"]) if m else None
     if not steps:
-        return None
+        return _planned(plan) if plan is not None and len(plan) else None
     ends = summary["epoch"].dropna()
     if len(ends) and float(ends.iloc[-1]) > 0:
         return steps, float(ends.iloc[-1])
@@ -292,12 +313,55 @@ def _decimals(x: float) -> int:
     return len(text.partition(".")[2])
 
 
-def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
+# logging intervals people set (``logging_steps``), largest first: where the epochs' rounding
+# allows several intervals, the one among them that is a multiple of the largest of these
+ROUND_INTERVALS = (100, 50, 25, 10, 5)
+# ... and only where the rounding leaves the interval within this share of itself (the dicts'
+# epochs tell it; a bar that counts something else than the dicts' steps leaves it wide)
+ROUND_SPREAD = 0.05
+
+
+def _interval(ep: np.ndarray, per_epoch: float) -> int | None:
+    """The logging interval in steps that the dicts' epochs ``ep`` show (None: the rounding
+    cannot tell it). The epoch is printed rounded (HF: to 2 decimals, later 4 significant
+    digits), so the interval from the first and last dicts is known within
+    ``unit x per_epoch / intervals``: to the step where that is under half a step; else the
+    one round interval (``ROUND_INTERVALS``) the rounding allows, where it allows exactly one
+    of the largest such kind (simple-trl's three dicts at 'epoch': 0.28, 0.57, 0.85 of 175
+    steps: 49 to 50.75, so 50); two (two dicts at 'epoch': 0.01, 0.02 of 1233 steps: 10 and
+    20, or 12 and 24) or none, and the placement would be a guess."""
+    n = len(ep) - 1
+    unit = 10.0 ** -max(_decimals(e) for e in ep)
+    est = (ep[-1] - ep[0]) * per_epoch / n
+    err = unit * per_epoch / n
+    if err < 0.5:
+        return max(1, round(est))
+    lo, hi = math.ceil(est - err), math.floor(est + err)
+    if lo < 1 or err > ROUND_SPREAD * est:
+        return None
+    for base in ROUND_INTERVALS:
+        fits = range(-(-lo // base) * base, hi + 1, base)
+        if len(fits) > 1:
+            return None
+        if len(fits) == 1:
+            every = fits[0]
+            # each dict one interval on from the one before, its epoch as printed within
+            # a unit (the trainer's epoch counts batches, the bar optimizer steps)
+            k0 = round(ep[0] * per_epoch / every)
+            ok = all(abs(round((k0 + i) * every / per_epoch, _decimals(e)) - e) <= unit * 1.01
+                     for i, e in enumerate(ep))
+            return every if ok else None
+    return None
+
+
+def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = None,
+                   host_timings: pd.DataFrame | None = None) -> pd.DataFrame:
     """The iterations table with HF Trainer's stepless log dicts ("{'loss': 0.45, …,
     'epoch': 1.22}", counted 1, 2, 3 by the parser) at their step: ``epoch`` x the run's
-    steps per epoch (``_run_length``), snapped to the logging interval the dicts' epochs
-    show; eval dicts follow the training dict they were counted after. Files whose run
-    length the log does not give, or whose epochs go back (a restart), keep the count.
+    steps per epoch (``_run_length``; ``host_timings`` gives the ``plan:`` rows of the
+    trainer's header), snapped to the logging interval the dicts' epochs show; eval dicts
+    follow the training dict they were counted after. Files whose run length the log does not
+    give, or whose epochs go back (a restart), keep the count.
 
     Why the epoch: the trainer writes it as ``step / steps_per_epoch``, so it is the one
     value in the dict that carries the step; the count is right only for logging_steps=1."""
@@ -311,6 +375,10 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
     files = it["source"].astype("string").str.extract(SOURCE_RE)["file"]
     bar_files = (progress["source"].astype("string").str.extract(SOURCE_RE)["file"]
                  if progress is not None and len(progress) else None)
+    plans = (host_timings[host_timings["metric"].astype("string").str.startswith(
+        PLAN_PREFIX, na=False)] if host_timings is not None and len(host_timings) else None)
+    plan_files = (plans["source"].astype("string").str.extract(SOURCE_RE)["file"]
+                  if plans is not None else None)
     out = it
     for file in files[stepless].dropna().unique():
         rows = it[stepless & (files == file)]
@@ -320,18 +388,14 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
             continue
         bars = (progress[bar_files == file] if bar_files is not None
                 else pd.DataFrame(columns=["step", "total"]))
-        length = _run_length(rows, bars)
+        length = _run_length(rows, bars, plans[plan_files == file] if plans is not None
+                             else None)
         if length is None:
             continue
         per_epoch = length[0] / length[1]
-        # the epoch is printed rounded (HF: to 2 decimals, later 4 significant digits): the
-        # logging interval must be told to the step from the first and last dicts, or the
-        # placement is a guess (two dicts at 'epoch': 0.01, 0.02 of 1233 steps: 10 and 20,
-        # or 12 and 24) and the count stays
-        unit = 10.0 ** -max(_decimals(e) for e in ep)
-        if unit * per_epoch / (len(ep) - 1) >= 0.5:
+        every = _interval(ep, per_epoch)
+        if every is None:
             continue
-        every = max(1, round((ep[-1] - ep[0]) * per_epoch / (len(ep) - 1)))
         placed: dict[int, int] = {}
         prev = 0
         for old, e in zip(train["iteration"].astype(int), ep, strict=True):
@@ -412,7 +476,8 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     NaN warnings are counted apart, since one step often logs both. HF Trainer's stepless
     dicts are first placed by their epoch (``place_by_epoch``). A set-up bar (``SETUP_BARS``:
     "Loading checkpoint shards 2/2") counts no step: its 2 would make the first overflow step 3."""
-    it = place_by_epoch(incident.iterations, incident.progress)
+    it = place_by_epoch(incident.iterations, incident.progress,
+                        incident.tables.get("host_timings"))
     skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
     nan = pd.to_numeric(it["nan"], errors="coerce").fillna(0) > 0
     need = it["iteration"].isna() & (skip | nan)

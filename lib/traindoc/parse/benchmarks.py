@@ -271,6 +271,30 @@ def parse_schedule(text: str) -> list[Row] | None:
     return rows or None
 
 
+
+# -- the run length a trainer's start-up header states ------------------------------------------
+# Metric "plan:<key>": HF Trainer's "***** Running training *****" header (transformers
+# trainer.py, copied by Accelerate's no_trainer examples and many hand-written loops):
+# "  Num Epochs = 1,000" and "  Total optimization steps = 17,000" (LLaMA-Factory's running log
+# prefixes them "[INFO|…] trainer.py:2314 >>"). HF's stepless log dicts are placed by their
+# epoch with it where no bar or end summary gives the run's steps
+# (``diagnose.common.place_by_epoch``).
+PLAN_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("epochs", re.compile(r"\bNum [Ee]pochs = (?P<n>\d[\d,]*)(?![\d.,])")),
+    ("total_steps", re.compile(r"\bTotal optimization steps = (?P<n>\d[\d,]*)(?:\.0)?(?![\d.,])")),
+)
+PLAN_NEEDLES = ("Num Epochs = ", "Num epochs = ", "Total optimization steps = ")
+
+
+def parse_run_plan(text: str) -> Row | None:
+    """The number of epochs or optimizer steps a trainer's header says the run will take, as a
+    ``plan:`` row."""
+    for key, rx in PLAN_KEYS:
+        m = rx.search(text)
+        if m:
+            return {"metric": f"plan:{key}", "value": float(m["n"].replace(",", ""))}
+    return None
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
@@ -295,6 +319,13 @@ PARSERS: tuple[LineParser, ...] = (
         SCHEDULE_NEEDLES,
         parse_schedule,
         example="0 epoch at time 185.19143652915955s | reserved_length 48",
+    ),
+    LineParser(
+        "run_plan",
+        "host_timings",
+        PLAN_NEEDLES,
+        parse_run_plan,
+        example="[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000",
     ),
 )
 

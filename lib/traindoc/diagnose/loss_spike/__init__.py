@@ -39,7 +39,7 @@ from .report import FACT_KEYS, report
 NAME = "loss_spike"
 RUNBOOK = "loss_spike.ipynb"  # in traindoc/runbooks/
 # the incident tables ``analyse`` reads
-TABLES = ("iterations", "checkpoints")
+TABLES = ("iterations", "checkpoints", "progress", "host_timings")
 
 
 def diagnose(incident: Incident, *, window: int = 50, k: float = 6.0, rel_threshold: float = 0.10,

@@ -114,7 +114,7 @@ def benchmark_outliers(host_timings: pd.DataFrame, min_rel_pct: float) -> pd.Dat
     ht = host_timings
     b = ht[ht["host"].notna() & ~ht["metric"].isin(["nodelist"])
            & ~ht["metric"].str.startswith("timer:", na=False)
-           & ~ht["metric"].str.startswith(("layout:", "schedule:"), na=False)
+           & ~ht["metric"].str.startswith(("layout:", "schedule:", "plan:"), na=False)
            & ~ht["metric"].str.fullmatch(STRAGGLER_METRIC, na=False)]
     frames = []
     for name, g in b.groupby("metric"):
