@@ -739,6 +739,8 @@ def test_a_shell_prompt_names_the_failed_machine(tmp_path: Path, lines: list[str
     "[user@login1 ~]$ sbatch train.slurm",  # the job runs on the nodes SLURM picks
     "user@laptop:~$ ssh gpu07",
     "user@localhost:~/run$ python train.py",
+    "user@gpu07:~$ tail -f slurm-42.out",  # reads a log: the terminal's machine, not the job's
+    "[me@login01 ~]$ ",  # a login node's prompt
     "git@github.com:org/repo.git",
     "@torch.no_grad()",
 ])

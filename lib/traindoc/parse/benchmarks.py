@@ -147,6 +147,11 @@ SHELL_PROMPT_RE = re.compile(
 ELSEWHERE_COMMANDS = frozenset(("ssh", "scp", "rsync", "sbatch", "srun", "salloc", "qsub", "bsub",
                                 "kubectl", "docker", "pdsh", "squeue", "sinfo", "scontrol",
                                 "sacct"))
+# ... and a prompt that only reads a log ("tail -f slurm-42.out") or sits on a login node names
+# the machine of the terminal, not of the job: no machine either
+VIEWER_COMMANDS = frozenset(("tail", "cat", "less", "more", "head", "grep", "zcat", "zless",
+                             "vim", "vi", "nano", "watch", "ls", "cd", "echo"))
+LOGIN_HOST_RE = re.compile(r"^(?:login|head|frontend|submit)[\w\-]*$", re.IGNORECASE)
 
 
 # DeepSpeed's launcher (launch.py): "WORLD INFO DICT: {'worker-0': [0, 1, …, 15]}", the
@@ -171,7 +176,9 @@ def parse_nodelist(text: str) -> Row | None:
     if p is not None:
         host = p["h1"] or p["h2"]
         cmd = [w for w in (p["cmd"] or "").split() if w != "sudo"]
-        if host in NO_MACHINE or (cmd and cmd[0].rsplit("/", 1)[-1] in ELSEWHERE_COMMANDS):
+        program = cmd[0].rsplit("/", 1)[-1] if cmd else ""
+        if (host in NO_MACHINE or LOGIN_HOST_RE.match(host)
+                or program in ELSEWHERE_COMMANDS or program in VIEWER_COMMANDS):
             return None
         return {"host": host, "metric": "nodelist", "value": 1.0}
     m = NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
