@@ -53,6 +53,13 @@ def _peak_mib(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024  # KiB on Linux
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user and system) of this process and its waited children so far: what a
+    load costs on a machine shared with other work, where its wall time is not its own."""
+    return sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (
+        resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+
+
 def child(kind: str, path: str, engine: str) -> dict[str, Any]:
     """One measurement in this (fresh) process."""
     sys.path.insert(0, str(ROOT / "lib"))
@@ -64,11 +71,12 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
     if engine != "plain":
         Registry(None, *parsers_for(tables))  # patterns compiled (and cached on disk) before timing
     base = _peak_mib()
+    c0 = _cpu_s()
     t0 = time.perf_counter()
     inc = traindoc.load(path, engine=engine, progress=False, tables=tables)
     t1 = time.perf_counter()
     out: dict[str, Any] = {
-        "load_s": t1 - t0, "base_mib": base, "lines": inc.account.get("lines"),
+        "load_s": t1 - t0, "cpu_s": _cpu_s() - c0, "base_mib": base, "lines": inc.account.get("lines"),
         "rows": {t: len(df) for t, df in inc.tables.items() if len(df)},
         "tables_mib": sum(int(df.memory_usage(deep=True).sum()) for df in inc.tables.values())
         / MiB, "scanner": fast_engine_status()[1],
@@ -110,12 +118,13 @@ def best_of(n: int, fn: Any) -> float:
     return min(fn() for _ in range(n))
 
 
-def grep_awk(path: Path) -> float:
-    """Seconds for the grep|awk pipeline over ``path`` (its output thrown away)."""
+def grep_awk(path: Path, cpu: bool = False) -> float:
+    """Seconds for the grep|awk pipeline over ``path`` (its output thrown away): wall time, or
+    with ``cpu`` the CPU seconds of grep and awk together (best of three either way)."""
     env = {**os.environ, "LC_ALL": "C"}
 
     def once() -> float:
-        t = time.perf_counter()
+        t = _cpu_s() if cpu else time.perf_counter()
         grep = subprocess.Popen(["grep", "-E", GREP, str(path)], stdout=subprocess.PIPE, env=env)
         awk = subprocess.run(["awk", "-F|", AWK], stdin=grep.stdout, stdout=subprocess.DEVNULL,
                              env=env, check=True)
@@ -123,7 +132,7 @@ def grep_awk(path: Path) -> float:
         grep.stdout.close()
         grep.wait()
         assert awk.returncode == 0
-        return time.perf_counter() - t
+        return (_cpu_s() if cpu else time.perf_counter()) - t
     return best_of(3, once)
 
 
@@ -214,14 +223,17 @@ class Table:
 
 def hot_rows(tab: Table, name: str, hot: Path) -> None:
     """A mix of mostly hot lines: the full load against grep|awk, hot rows per second, bytes
-    per iteration row and peak memory (issue 17's and 29's targets)."""
-    ga = grep_awk(hot)
+    per iteration row and peak memory (issue 17's and 29's targets). Times are CPU seconds
+    (the loader with its planner child; grep and awk together), so that a machine shared with
+    other work gives the same ratios; the wall times are shown beside them."""
+    ga, ga_wall = grep_awk(hot, cpu=True), grep_awk(hot)
     got = run_child("ingest", hot)
-    ratio = got["load_s"] / ga
-    tab.add(f"{name}: every table vs grep|awk", f"{got['load_s']:.1f} s vs {ga:.2f} s = "
-            f"{ratio:.0f}x", "within 10x", ratio <= 10)
-    rate = got["hot_rows"] / got["load_s"]
-    tab.add(f"{name}: hot lines per second", f"{rate / 1e3:.0f} k/s ({got['hot_rows']:,} "
+    ratio = got["cpu_s"] / ga
+    tab.add(f"{name}: every table vs grep|awk (CPU)", f"{got['cpu_s']:.1f} s vs {ga:.2f} s = "
+            f"{ratio:.0f}x (wall {got['load_s']:.1f} vs {ga_wall:.2f} s)", "within 10x",
+            ratio <= 10)
+    rate = got["hot_rows"] / got["cpu_s"]
+    tab.add(f"{name}: hot lines per CPU second", f"{rate / 1e3:.0f} k/s ({got['hot_rows']:,} "
             "iteration, tqdm and checkpoint rows)", ">= 1 M/s", rate >= 1e6)
     per_row = got.get("iteration_row_bytes", 0.0)
     tab.add(f"{name}: bytes per iteration row", f"{per_row:.0f} B", "<= 120 B", per_row <= 120)
