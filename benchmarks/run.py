@@ -95,7 +95,7 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
         t1 = time.perf_counter()  # (not the table sizes above)
         mm = first_mismatch(inc.collectives)
         out["mismatch_s"] = time.perf_counter() - t1
-        out["mismatch"] = mm and {k: mm[k] for k in ("seq_num", "kind", "ranks")}
+        out["mismatch"] = mm and {k: getattr(mm, k) for k in ("seq_num", "kind", "ranks")}
     it = inc.tables.get("iterations")
     if it is not None and len(it):
         out["iteration_row_bytes"] = int(it.memory_usage(deep=True).sum()) / len(it)
