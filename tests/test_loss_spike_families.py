@@ -684,9 +684,39 @@ def test_a_rise_within_the_noise_of_per_batch_losses_is_no_spike() -> None:
     assert find_spikes(_frame(m))[0] == []
     assert find_spikes(_frame(np.array(BERT_RRC)))[0] == []
     # the bump at point 20 rises no higher than the ones at 3, 6, 10 and 13 before it; the one
-    # at point 3, with three points of history, is not known to be noise and stays
-    f = find_spikes(_frame(np.array(FINETUNE_LLM)))[0]
-    assert [s["peak_iteration"] for s in f] == [3]
+    # at point 3, with three points of history, rises no higher than those after it
+    # (detect.reach_after)
+    assert find_spikes(_frame(np.array(FINETUNE_LLM)))[0] == []
+    assert find_spikes(_frame(np.array(OSCAR_PADDLE)))[0] == []
+
+
+# A spike too early for the noise before it to be known is measured against the noise after it
+# came back (detect.reach_after): the first bump of a series whose every epoch bumps as high
+# (FINETUNE_LLM), a per-batch loss of 1e-4 whose batches jump to 1e-2 all along (OSCAR_PADDLE)
+# are noise; a loss that doubles once at the start and then falls smoothly is still a spike.
+OSCAR_PADDLE = (  # cattidea/Oscar-Paddle log/workerlog.0 (corpus loss_spike-oscar-paddle-workerlog):
+    # PaddlePaddle 'Epoch: [18], step: [100], lr: 0.000004, batch_loss: 0.0002, avg_loss: 0.0044'
+    0.0002, 0.0342, 0.0003, 0.0001, 0.0006, 0.0066, 0.0008, 0.0003, 0.0001, 0.0006, 0.0005,
+    0.0002, 0.0005, 0.0004, 0.0002, 0.0002, 0.0002, 0.0005, 0.0004, 0.0020, 0.0004, 0.0006,
+    0.0008, 0.0006, 0.0230, 0.0002, 0.0005, 0.0003, 0.0002, 0.0002, 0.0003, 0.0010, 0.0003,
+    0.0004, 0.0013, 0.0003, 0.0002, 0.0004, 0.0002, 0.0037, 0.0121, 0.0004, 0.0009, 0.0006,
+    0.0004, 0.0004, 0.0013, 0.0001, 0.0002, 0.0003, 0.0005, 0.0013, 0.0518, 0.0003, 0.0001,
+    0.0001, 0.0004, 0.0003, 0.0007, 0.0009, 0.0002, 0.0005, 0.0020, 0.0002, 0.0004, 0.0003,
+    0.0002, 0.0004, 0.0003, 0.0005, 0.0051, 0.0022, 0.0002, 0.0003, 0.0002, 0.0004, 0.0214,
+    0.0005, 0.0000, 0.0004)
+BIGSCIENCE_N8 = (  # bigscience-workshop/bigscience experiments/gpt2-meg/meg_gpt2_base_n8_dp1_tp4_pp8
+    # -1809562.out (corpus loss_spike-bigscience-meg-gpt2-base-n8): Megatron 'lm loss' every 10
+    # iterations from 20, 12.1 -> 26.5 at 30 while the fp16 loss scale came down
+    12.10588, 26.48119, 13.77455, 10.16227, 8.564624, 8.262128, 8.284489, 8.143266, 8.085403,
+    8.005534, 7.910791, 7.893549, 8.058861, 7.811383, 7.687405, 7.660599, 7.811917, 7.574084)
+
+
+def test_an_early_spike_above_the_noise_after_it_stays() -> None:
+    spikes, _ = find_spikes(_frame(np.array(BIGSCIENCE_N8)))
+    assert [s["peak_iteration"] for s in spikes] == [1]
+    # one batch ten times as high as the highest of the blips: a spike of that series
+    spikes, _ = find_spikes(_frame(np.array(OSCAR_PADDLE + (0.5,) + OSCAR_PADDLE[:20])))
+    assert [s["peak_iteration"] for s in spikes] == [len(OSCAR_PADDLE)]
 
 
 def test_a_spike_above_the_noise_of_per_batch_losses_stays() -> None:
