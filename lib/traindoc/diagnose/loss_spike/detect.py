@@ -269,6 +269,21 @@ def _within_run_range(y: np.ndarray, e: Excursion) -> bool:
     return bool(float(y[e.peak]) - e.baseline < MIN_RISE_OF_RANGE * (hi - lo))
 
 
+def _above_noise(y: np.ndarray, spikes: list[Excursion], found: list[Excursion],
+                 det: Detector) -> list[Excursion]:
+    """The ``spikes`` that rise above the series' noise (``_within_noise``), in two passes: the
+    excursions of ``found`` the first pass finds to be noise are no longer left out of the
+    noise the second measures (a slow early hump that is noise no longer hides the noise
+    after it)."""
+    kept = spikes
+    for _ in range(2):
+        known = [e for e in found if not e.confirmed or e in kept]
+        reach = noise_reach(y, known, det)
+        kept = [e for e in kept if not _within_noise(y, e, r if math.isfinite(
+            r := float(reach[e.start])) else reach_after(y, known, e, det))]
+    return kept
+
+
 GRAD_JUMP = 10.0  # a grad norm this many times its recent level leads a loss spike
 GRAD_JUMP_LOOKBACK = 5  # logged points before a spike's start searched for that jump
 
@@ -302,9 +317,7 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
     if lex:
         blips = noise_blips(found, len(ly), loss_det)
         lex = [e for e in lex if _above_blips(ly, e, blips)]
-        reach = noise_reach(ly, found, loss_det)
-        lex = [e for e in lex if not _within_noise(ly, e, r if math.isfinite(
-            r := float(reach[e.start])) else reach_after(ly, found, e, loss_det))]
+        lex = _above_noise(ly, lex, found, loss_det)
     gex = [e for e in excursions(gy, grad_det) if e.confirmed]
     last_it = int(its[-1]) if len(its) else None
     spikes: list[dict[str, Any]] = []
