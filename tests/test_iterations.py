@@ -385,7 +385,7 @@ def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
     # DLLXW/baby-llama2-chinese#17 (epoch 0 of 2; the step inside the epoch in parentheses)
     ("[2023-08-30 16:26:16,924][pretrain.py][INFO] Epoch:[0/2](6000/293491) loss:4.294 "
      "lr:0.0000991 epoch_Time:1053.0min:",
-     {"iteration": 6000, "loss": 4.294, "lr": 0.0000991}),
+     {"iteration": 6000, "epoch": 0, "loss": 4.294, "lr": 0.0000991}),
     # huggingface/nanotron#390: human-format suffixes (K, G) and milliseconds named in the key
     ("10/17/2025 16:31:56 [INFO|DP=0|PP=0|TP=0]: iteration: 327281 / 378950 | consumed_tokens: "
      "85.8G | elapsed_time_per_iteration_ms: 11.5K | tokens_per_sec: 22.8K | tokens_per_sec_per_gpu"
@@ -418,12 +418,34 @@ def test_kv_step_formats(line: str, expected: dict) -> None:
         assert row[k] == pytest.approx(v), k
 
 
-def test_epoch_paren_counts_on_across_epochs_and_reads_nan() -> None:
-    from traindoc.parse.iterations import parse_kv_step
+# The llama2.c-style "Epoch:[E/N](n/M)" line is printed with epochs from 0 by one family of
+# scripts and from 1 by another: the file decides (an epoch 0 shown: from 0, else from 1).
+EPOCH_PAREN_LOGS = [
+    # DLLXW/baby-llama2-chinese#17 (pretrain.py prints `epoch`: from 0)
+    ("Epoch:[0/2](293000/293491) loss:2.301 lr:0.0000987 epoch_Time:1044.0min:\n"
+     "Epoch:[1/2](5/293491) loss:nan lr:0.0000987 epoch_Time:1044.0min:\n", [293000, 293005]),
+    # Coicozoi/minimind-from-scratch logs/sft.log (MiniMind prints `epoch + 1`: from 1; one epoch)
+    ("Epoch:[1/1](50/56608), loss: 2.4945, logits_loss: 2.4945, aux_loss: 0.0000, lr: 0.00001000,"
+     " epoch_time: 116.0min\nEpoch:[1/1](56608/56608), loss: 1.8960, logits_loss: 1.8960, "
+     "aux_loss: 0.0000, lr: 0.00000100, epoch_time: 0.0min\n", [50, 56608]),
+    # Qihongfei-hub/my_minimind train_log.md @ e3cbee4 (MiniMind, 3 epochs; its epoch-2 line is
+    # real, the epoch-1 line before it is made in the same format to show the wrap)
+    ("Epoch:[1/3](44100/44160), loss: 2.2000, logits_loss: 2.2000, aux_loss: 0.0000, "
+     "learning_rate: 0.00016000, epoch_time: 213.000min\n"
+     "Epoch:[2/3](1400/44160), loss: 2.1583, logits_loss: 2.1583, aux_loss: 0.0000, "
+     "learning_rate: 0.00015239, epoch_time: 213.000min\n", [44100, 44100 + 1400]),
+]
 
-    # baby-llama2-chinese: epochs count from 0, so epoch 1's step 5 follows epoch 0's 293491
-    row = parse_kv_step("Epoch:[1/2](5/293491) loss:nan lr:0.0000987 epoch_Time:1044.0min:")
-    assert row is not None and row["iteration"] == 293491 + 5 and row["loss"] != row["loss"]
+
+@pytest.mark.parametrize(("text", "steps"), EPOCH_PAREN_LOGS)
+def test_epoch_paren_counts_epochs_as_its_file_does(tmp_path: Path, text: str,
+                                                    steps: list[int]) -> None:
+    from traindoc.diagnose.loss_spike.series import series
+
+    (tmp_path / "train.log").write_text(text)
+    s = series(traindoc.load(tmp_path / "train.log"))
+    assert list(s["iteration"]) == steps
+    assert s["loss"].isna().any() == ("nan" in text)
 
 
 def test_verl_step_lines() -> None:

@@ -601,9 +601,12 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                     {"tot_loss": "loss", "loss": "loss", "lr": "lr", "grad_norm": "grad_norm"}),
     # hand-rolled loops that print the global step and the loss (TeleChat's DeepSpeed trainer:
     # "epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625")
-    # llama2.c-style pretraining scripts (baby-llama2-chinese's pretrain.py): "Epoch:[0/2]
-    # (7000/293491) loss:nan lr:0.0000987 epoch_Time:1044.0min:" (epochs from 0)
-    "epoch_paren": (re.compile(r"\bEpoch:\[(?P<epoch0>\d+)/\d+\]\((?P<it>\d+)/(?P<total>\d+)\)"
+    # llama2.c-style pretraining scripts: "Epoch:[0/2](7000/293491) loss:nan lr:0.0000987
+    # epoch_Time:1044.0min:" — baby-llama2-chinese counts epochs from 0, MiniMind and its forks
+    # print the same line from 1 ("Epoch:[1/1](56608/56608), loss: 1.8960, …"): the step of the
+    # epoch and the epoch as printed, counted on across epochs per file (loss_spike's
+    # ``across_epochs``: from 0 where the file shows an epoch 0, else from 1)
+    "epoch_paren": (re.compile(r"\bEpoch:\[(?P<epoch_n>\d+)/\d+\]\((?P<it>\d+)/(?P<total>\d+)\)"
                                r"(?P<rest>.*)"), {"loss": "loss", "lr": "lr"}),
     # MaxText: "completed step: 1, seconds: 0.631, TFLOP/s/device: 5688.282, Tokens/s/device:
     # 311629.521, total_weights: 1572864, loss: 12.979, …" (before mid-2024 "TFLOP/s: 36.722",
@@ -646,6 +649,9 @@ def parse_kv_step(text: str) -> Row | None:
             it = int(gd["epoch0"]) * total + it
             total = None
         row: Row = {"iteration": it}
+        if gd.get("epoch_n"):
+            row["epoch"] = float(gd["epoch_n"])
+            total = None  # the epoch's length, not the run's
         if total:
             row["total_iterations"] = total
         rest = m["rest"]

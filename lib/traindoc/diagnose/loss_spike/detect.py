@@ -168,6 +168,32 @@ def excursions(y: np.ndarray, det: Detector = LOSS) -> list[Excursion]:
 NOISE_HISTORY = 5  # points before an excursion needed to know how far the series' noise reaches
 NOISE_REACH = 2.0  # a spike rises above its baseline more than this times that reach (as
 # triage stands one spike out of several that came back: STAND_OUT)
+BLIP_POINTS = 4  # an excursion back within this many logged points is a blip ...
+NOISE_BLIPS = 5  # ... and this many blips, one per ``window`` points at least, are the noise
+
+
+def noise_blips(found: list[Excursion], n: int, det: Detector = LOSS) -> list[Excursion]:
+    """The confirmed excursions of ``found`` (over ``n`` points) that are the series' own noise:
+    its blips (back within ``BLIP_POINTS`` points) when they come ``NOISE_BLIPS`` times or more
+    and once per ``det.window`` points on average — a converged per-batch loss of 1e-4 whose
+    odd batch reads 1e-2 all run long (Paddle's ``batch_loss``). None otherwise. A spike of
+    such a series rises ``NOISE_REACH`` times higher than every other blip (``_above_blips``)."""
+    blips = [e for e in found if e.confirmed and e.end is not None
+             and e.end - e.start <= BLIP_POINTS]
+    return blips if len(blips) >= max(NOISE_BLIPS, n / det.window) else []
+
+
+def _above_baseline(y: np.ndarray, found: list[Excursion], det: Detector) -> np.ndarray:
+    """Each point's rise above its own rolling baseline, with the points inside the confirmed
+    excursions of ``found`` left out (NaN) of the points and of the baselines."""
+    masked = np.asarray(y, dtype=float).copy()
+    n = len(masked)
+    for e in found:
+        if e.confirmed:
+            masked[e.start : (e.end if e.end is not None else n)] = np.nan
+    med, _, _ = rolling_stats(masked, det.window)
+    carried, _ = rolling_trend(masked, det.window)
+    return masked - _baseline(med, carried)
 
 
 def noise_reach(y: np.ndarray, found: list[Excursion], det: Detector = LOSS) -> np.ndarray:
@@ -180,13 +206,7 @@ def noise_reach(y: np.ndarray, found: list[Excursion], det: Detector = LOSS) -> 
     reach = np.full(n, np.nan)
     if n < 2:
         return reach
-    masked = y.copy()
-    for e in found:
-        if e.confirmed:
-            masked[e.start : (e.end if e.end is not None else n)] = np.nan
-    med, _, _ = rolling_stats(masked, det.window)
-    carried, _ = rolling_trend(masked, det.window)
-    above = masked - _baseline(med, carried)
+    above = _above_baseline(y, found, det)
     pad = np.concatenate([np.full(det.window, -np.inf), np.where(np.isnan(above), -np.inf, above)])
     wins = sliding_window_view(pad, det.window)[:n]
     for a in range(0, n, STATS_CHUNK):
@@ -197,15 +217,35 @@ def noise_reach(y: np.ndarray, found: list[Excursion], det: Detector = LOSS) -> 
     return reach
 
 
-def _within_noise(y: np.ndarray, e: Excursion, reach: np.ndarray) -> bool:
+def reach_after(y: np.ndarray, found: list[Excursion], e: Excursion,
+                det: Detector = LOSS) -> float:
+    """How far above its own rolling baseline the series rose at most among the ``det.window``
+    points after excursion ``e`` came back (NaN: it did not, or fewer than ``NOISE_HISTORY``
+    points follow): the noise of a run whose spike came too early for ``noise_reach`` to know
+    it. Confirmed excursions of ``found`` are left out, as there."""
+    if e.end is None:
+        return math.nan
+    after = _above_baseline(y, found, det)[e.end : e.end + det.window]
+    after = after[np.isfinite(after)]
+    return float(after.max()) if len(after) >= NOISE_HISTORY else math.nan
+
+
+def _above_blips(y: np.ndarray, e: Excursion, blips: list[Excursion]) -> bool:
+    """Whether an excursion rose ``NOISE_REACH`` times higher above its baseline than every
+    blip of the series' noise (``noise_blips``) other than itself."""
+    rise = float(y[e.peak]) - e.baseline
+    return all(rise > NOISE_REACH * (float(y[b.peak]) - b.baseline) for b in blips if b != e)
+
+
+def _within_noise(y: np.ndarray, e: Excursion, reach: float) -> bool:
     """Whether an excursion's rise is within ``NOISE_REACH`` times how far the series' own
-    noise rose above its baseline before it (``noise_reach``): a per-batch loss printed
-    unsmoothed (timm's first ``Loss:`` value, one batch's) swings by as much every few points,
-    and the rolling MAD of a few points can miss that (howardhsu/BERT-for-RRC-ABSA#2)."""
-    r = float(reach[e.start])
-    if not math.isfinite(r) or r <= 0:
+    noise rose above its baseline (``noise_reach`` before it; ``reach_after`` when too few
+    points came before): a per-batch loss printed unsmoothed (timm's first ``Loss:`` value,
+    one batch's) swings by as much every few points, and the rolling MAD of a few points can
+    miss that (howardhsu/BERT-for-RRC-ABSA#2)."""
+    if not math.isfinite(reach) or reach <= 0:
         return False
-    return bool(float(y[e.peak]) - e.baseline <= NOISE_REACH * r)
+    return bool(float(y[e.peak]) - e.baseline <= NOISE_REACH * reach)
 
 
 # -- spikes ----------------------------------------------------------------------------------
@@ -227,6 +267,21 @@ def _within_run_range(y: np.ndarray, e: Excursion) -> bool:
     ordered = np.sort(prior)
     lo, hi = float(ordered[0]), float(ordered[-2])
     return bool(float(y[e.peak]) - e.baseline < MIN_RISE_OF_RANGE * (hi - lo))
+
+
+def _above_noise(y: np.ndarray, spikes: list[Excursion], found: list[Excursion],
+                 det: Detector) -> list[Excursion]:
+    """The ``spikes`` that rise above the series' noise (``_within_noise``), in two passes: the
+    excursions of ``found`` the first pass finds to be noise are no longer left out of the
+    noise the second measures (a slow early hump that is noise no longer hides the noise
+    after it)."""
+    kept = spikes
+    for _ in range(2):
+        known = [e for e in found if not e.confirmed or e in kept]
+        reach = noise_reach(y, known, det)
+        kept = [e for e in kept if not _within_noise(y, e, r if math.isfinite(
+            r := float(reach[e.start])) else reach_after(y, known, e, det))]
+    return kept
 
 
 GRAD_JUMP = 10.0  # a grad norm this many times its recent level leads a loss spike
@@ -260,8 +315,9 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
     found = excursions(ly, loss_det)
     lex = [e for e in found if e.confirmed and not _within_run_range(ly, e)]
     if lex:
-        reach = noise_reach(ly, found, loss_det)
-        lex = [e for e in lex if not _within_noise(ly, e, reach)]
+        blips = noise_blips(found, len(ly), loss_det)
+        lex = [e for e in lex if _above_blips(ly, e, blips)]
+        lex = _above_noise(ly, lex, found, loss_det)
     gex = [e for e in excursions(gy, grad_det) if e.confirmed]
     last_it = int(its[-1]) if len(its) else None
     spikes: list[dict[str, Any]] = []
