@@ -66,7 +66,10 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   batch of the pass (the epoch); ``speed`` without a unit is samples per second.
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
   is on the line: the sample position counted across epochs; a time over a window of
-  iterations (``198.8s(100 iters)``) is divided by it.
+  iterations (``198.8s(100 iters)``) is divided by it. The same bracket without the word
+  before it, its percentage the tell: the epoch of a total inside it (ALCF's ai4sci trainer:
+  ``[0/1: 2560 / 160145 (2%)] epoch=0.0000 dt=0.2999``) or in a bracket before it (``Train
+  Epoch: [1/10] [2560/60000 (4%)]``), else none.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
   ``total_steps``-like field is the total, not a reason to skip the line; an ``elapsed_time``
   clock ``"H:MM:SS"`` (LLaMA-Factory) is ``train_time_s``, and its ``"throughput": "0.00"``
