@@ -93,6 +93,15 @@ REAL_LINES = [
      {"iteration": 64672, "loss": 0.126806}, "kubernetes-sigs/jobset#95"),
     ("2025-08-14T23:41:27Z INFO     Train Epoch: 1 [1920/60000 (3%)]    loss=2.2376",
      {"iteration": 61920, "loss": 2.2376}, "kubeflow/katib#2560"),
+    # the same bracketed sample counter, its percentage the tell, without the word before it:
+    # the epoch of a total inside the bracket (ALCF's ai4sci trainer), or before it in a bracket
+    ("[2022-11-08 17:07:13,902][ai4sci.trainer][INFO] - [0] [0/1: 2560 / 160145 (2%)] "
+     "epoch=0.0000 dt=0.2999 running_loss=0.0005 batch_loss=0.0293 acc=0.0000 batch_acc=0.0039",
+     {"iteration": 2560, "epoch": 0.0, "elapsed_s": 0.2999, "loss": 0.0293},
+     "anglilian ai4sci thetagpu22 log (corpus throughput-anglilian-ai4sci-thetagpu22)"),
+    ("Train Epoch: [1/10] [2560/60000 (4%)]\tLoss: 0.302118",
+     {"iteration": 62560, "epoch": 1.0, "loss": 0.302118},
+     "a SENet18 CIFAR example's train(): 'Train Epoch: [{}/{}] [{}/{} ({:.0f}%)]' (code search)"),
     # PyTorch's word_language_model: pipe-separated fields, the step an "N/ M batches" count of
     # the epoch, the time per batch in ms (three sources of the same family)
     ("| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.61 | loss   nan | ppl      nan",

@@ -92,3 +92,24 @@ def test_three_points_a_few_percent_apart_are_no_change(tmp_path: Path) -> None:
     log = tmp_path / "job.log"
     log.write_text("\n".join(MEGATRON_LLM_11) + "\n")
     assert tp.analyse(traindoc.load(str(log))).change is None
+
+
+def test_two_writers_of_one_file_keep_their_own_clocks() -> None:
+    """LLaMA-Factory's trainer_log.jsonl written by two launches into one output_dir (corpus
+    throughput-sft-training-llm-trainer-log, sft-training-llm's committed file): every step
+    twice, the second writer's clock minutes behind, then a resume whose clock starts again.
+    The step's time is its own writer's clock difference, never the other writer's."""
+    from traindoc.diagnose.throughput.series import clock_seconds
+    # (current_steps, elapsed_time in s) of lines 993-1004, then the resume's 1043-1048
+    first = [(5000, 75948), (5010, 76211), (5000, 76258), (5020, 76321), (5030, 76419),
+             (5010, 76524), (5020, 76664), (5030, 76822)]
+    resume = [(5010, 158), (5010, 158), (5020, 303), (5020, 303), (5030, 441), (5030, 441)]
+    its, clock = zip(*(first + resume), strict=True)
+    got = clock_seconds(list(its), list(clock))
+    # writer A: 5000 -> 5010 -> 5020 -> 5030; writer B (after its step-5000 save) alike
+    assert got[:5] == [None, 26.3, None, 11.0, 9.8]
+    assert got[5:8] == [26.6, 14.0, 15.8]
+    # the resume: its clock restarts, its own lines go on from it, duplicates alike
+    assert got[8:] == [None, None, 14.5, 14.5, 13.8, 13.8]
+    # one writer: the plain difference, a restart none
+    assert clock_seconds([10, 20, 30, 10, 20], [10, 25, 40, 5, 20]) == [None, 1.5, 1.5, None, 1.5]

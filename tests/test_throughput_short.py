@@ -123,3 +123,57 @@ def test_a_timed_interval_starts_after_the_save_in_it(tmp_path: Path) -> None:
     # 14:29:46.947 -> 14:57:21.217 over 100 iterations, not the hour of validation before it
     assert 16.0 <= rep.facts["degraded"] <= 17.0
     assert rep.facts["change_iteration"] == 4100
+
+
+_MASKRCNN = ("INFO: eta: 10:42:17  iter: {i}  loss: 1.4505 (1.5276)  time: {t} (0.4292)  "
+             "data: 0.0137 (0.0163)  lr: 0.012533  max mem: 2957")
+# a post's "before" and "after" blocks, one file each (the lines between never posted):
+# (source, first block, second block, baseline range, degraded range, change iteration)
+EXCERPTS = [
+    # apache/mxnet#4804: one Speedometer line per block, 429.55 then 75.35 samples/sec
+    ("apache/mxnet#4804",
+     ["2017-01-26 20:50:44,995 Epoch[0] Batch [5450]   Speed: 429.55 samples/sec       "
+      "Train-Accuracy=0.000000"],
+     ["2017-01-26 20:58:24,362 Epoch[0] Batch [6250]   Speed: 75.35 samples/sec        "
+      "Train-Accuracy=0.000000"], (429, 430), (75, 76), 6250),
+    # facebookresearch/maskrcnn-benchmark#976: MetricLogger lines at iterations 220-260, then
+    # 1420-1460; the step's time, not its running mean in parentheses, is the series
+    ("facebookresearch/maskrcnn-benchmark#976",
+     [_MASKRCNN.format(i=i, t=t) for i, t in ((220, 0.4373), (240, 0.4278), (260, 0.4475))],
+     [_MASKRCNN.format(i=i, t=t) for i, t in ((1420, 0.5229), (1440, 0.4920), (1460, 0.4533))],
+     (0.42, 0.45), (0.45, 0.53), 1420),
+]
+
+
+@pytest.mark.parametrize("source, first, second, baseline, degraded, at", EXCERPTS,
+                         ids=[e[0] for e in EXCERPTS])
+def test_a_step_between_two_excerpts_is_a_change(tmp_path: Path, source: str, first: list[str],
+                                                 second: list[str],
+                                                 baseline: tuple[float, float],
+                                                 degraded: tuple[float, float], at: int) -> None:
+    (tmp_path / "a-before.log").write_text("\n".join(first) + "\n")
+    (tmp_path / "b-after.log").write_text("\n".join(second) + "\n")
+    facts = tp.report(tp.analyse(traindoc.load(tmp_path))).facts
+    assert baseline[0] <= facts["baseline"] <= baseline[1], source
+    assert degraded[0] <= facts["degraded"] <= degraded[1], source
+    assert facts["change_iteration"] == at, source
+
+
+def test_excerpts_at_one_level_or_in_one_file_are_no_change(tmp_path: Path) -> None:
+    first, second = EXCERPTS[1][1], EXCERPTS[1][2]
+    # the same lines in one file: three points a side are too few for a split
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "train.log").write_text("\n".join(first + second) + "\n")
+    assert tp.report(tp.analyse(traindoc.load(tmp_path / "one"))).facts["change_iteration"] is None
+    # two excerpts whose values overlap: no step between them
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "a.log").write_text("\n".join(first) + "\n")
+    (tmp_path / "two" / "b.log").write_text("\n".join(second[1:] + [first[1].replace(
+        "iter: 240", "iter: 1480")]) + "\n")
+    assert tp.report(tp.analyse(traindoc.load(tmp_path / "two"))).facts["change_iteration"] is None
+    # one Speedometer line per excerpt, 10 % apart: too little for two single lines
+    (tmp_path / "three").mkdir()
+    (tmp_path / "three" / "a.log").write_text(EXCERPTS[0][1][0] + "\n")
+    (tmp_path / "three" / "b.log").write_text(EXCERPTS[0][2][0].replace("75.35", "386.6") + "\n")
+    facts = tp.report(tp.analyse(traindoc.load(tmp_path / "three"))).facts
+    assert facts["change_iteration"] is None

@@ -66,7 +66,10 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   batch of the pass (the epoch); ``speed`` without a unit is samples per second.
 - **the PyTorch examples' counter** (``Train Epoch: 1 [51200/490871 (10%)]``) when no step key
   is on the line: the sample position counted across epochs; a time over a window of
-  iterations (``198.8s(100 iters)``) is divided by it.
+  iterations (``198.8s(100 iters)``) is divided by it. The same bracket without the word
+  before it, its percentage the tell: the epoch of a total inside it (ALCF's ai4sci trainer:
+  ``[0/1: 2560 / 160145 (2%)] epoch=0.0000 dt=0.2999``) or in a bracket before it (``Train
+  Epoch: [1/10] [2560/60000 (4%)]``), else none.
 - **JSON lines** (``trainer_log.jsonl``): every scalar field by the same vocabularies; a
   ``total_steps``-like field is the total, not a reason to skip the line; an ``elapsed_time``
   clock ``"H:MM:SS"`` (LLaMA-Factory) is ``train_time_s``, and its ``"throughput": "0.00"``
@@ -141,9 +144,14 @@ EPOCH_EVENT = "epoch"
 # (10%)]" (samples of the epoch); its iteration is epoch × total + count
 # timm's train.py: "Train: 1 [  50/500 ( 10%)]  Loss: 4.234 (4.301)  Time: 0.512s,  500.12/s  (0.520s,
 #  492.31/s)  LR: 1.000e-03" (batches of the epoch; the values in parentheses are running means)
+# the same counter without the word, its percentage the tell, the epoch of a total inside the
+# bracket or none (ALCF's ai4sci trainer: "[0/1: 2560 / 160145 (2%)] epoch=0.0000 dt=0.2999
+# running_loss=0.0005"), or an epoch of its own before it ("Train Epoch: [1/10] [2560/60000 (4%)]")
 EXAMPLE_STEP_RE = re.compile(
     r"(?<![\w/.])(?:epoch|train):?\s*(?P<e>\d+)\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*"
-    r"(?:\(\s*\d+%\s*\))?\s*\]", re.IGNORECASE)
+    r"(?:\(\s*\d+%\s*\))?\s*\]"
+    r"|\[\s*(?:(?P<be>\d+)\s*/\s*\d+\s*:\s*)?(?P<bn>\d+)\s*/\s*(?P<btot>\d+)\s*"
+    r"\(\s*\d+(?:\.\d+)?\s*%\s*\)\s*\]", re.IGNORECASE)
 # the MetricLogger counter of torchvision's references and the trainers that copied it, when
 # no step key is on the line: "Epoch: [0]  [ 0/84]  eta: 0:02:17  lr: …  loss: 1.6518 (1.6518)",
 # DLRM's "Epoch:[0/1] [592/75869]  eta: 0:31:32  loss: 0.1604  step_time: 25.1425 ms": the
@@ -543,8 +551,12 @@ def parse_metric_line(text: str) -> Row | None:
         row["epoch"] = float(m["e"] or m["pe"])
     elif m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
-        row["iteration"] = int(m["e"]) * int(m["tot"]) + int(m["n"])
-        row["epoch"] = float(m["e"])
+        # (the bare bracket's epoch may stand before it: "Train Epoch: [1/10] [2560/60000 (4%)]")
+        ep = m["e"] or m["be"] or ((e := EPOCH_RE.search(text, 0, m.start())) and e["e"])
+        tot = int(m["tot"] or m["btot"])
+        row["iteration"] = int(ep or 0) * tot + int(m["n"] or m["bn"])
+        if ep:
+            row["epoch"] = float(ep)
     elif m is None and (m := PASS_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
         row["epoch"] = float(m["e"])

@@ -27,6 +27,7 @@ from .change import (
     Change,
     by_schedule,
     despike,
+    excerpt_step,
     find_change,
     material,
     mid_pause,
@@ -326,6 +327,30 @@ def _stalled(incident: Incident, metric: str) -> bool:
     return trailing_stall(vals, hib) is not None or short_creep(vals, hib) is not None
 
 
+def excerpt_boundaries(series: pd.DataFrame) -> list[int]:
+    """Positions where the series passes from one file to the next within one run, its
+    iterations going on: the boundaries between a post's excerpts."""
+    if len(series) < 2:
+        return []
+    files = series["source"].astype(str).str.rsplit(":", n=1).str[0].to_numpy()
+    runs = series["run"].to_numpy()
+    its = series["iteration"].to_numpy(dtype=float)
+    return [i for i in range(1, len(series))
+            if files[i] != files[i - 1] and runs[i] == runs[i - 1] and its[i] > its[i - 1]]
+
+
+def _excerpts_step(incident: Incident, metric: str) -> bool:
+    """Whether the logged values of ``metric``, events set aside, step down at a boundary
+    between excerpts (``excerpt_step``)."""
+    series = metric_series(incident, metric)
+    if not len(series):
+        return False
+    masked = mask_events(series, events(incident)["iteration"].astype(int).tolist())
+    kept = series[~masked]
+    return excerpt_step(kept["value"].to_numpy(dtype=float), excerpt_boundaries(kept),
+                        METRICS[metric].higher_is_better) is not None
+
+
 def _seconds_per_iteration(incident: Incident, spec: MetricSpec | None, series: pd.DataFrame,
                            used: np.ndarray, cleaned: np.ndarray,
                            change: Change | None) -> tuple[float | None, float | None]:
@@ -405,6 +430,9 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         few = choose_metric(incident, metric, min_points=STALL_BEFORE + 1)
         if few is not None and _stalled(incident, few):
             name = few
+        elif (two := choose_metric(incident, metric, min_points=2)) is not None \
+                and _excerpts_step(incident, two):
+            name = two  # a post's "before" and "after" lines, one block each
     spec = METRICS.get(name) if name else None
     sparse = choose_metric(incident, metric, min_points=1) if spec is None else None
     series = metric_series(incident, name) if name else metric_series(incident, "")
@@ -445,6 +473,9 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             change = mid_pause(vals, series["iteration"].to_numpy(dtype=float)[used])
         if change is None:
             change = slow_episode(vals, spec.higher_is_better)
+        if change is None:
+            change = excerpt_step(vals, excerpt_boundaries(series.iloc[used]),
+                                  spec.higher_is_better)
         if change is not None and (not material(change) or within_resolution(change, cleaned)):
             change = None  # a healthy run's wander (warm-up settling, a mean converging), or
             # one step of a coarse clock

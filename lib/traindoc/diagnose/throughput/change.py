@@ -403,6 +403,37 @@ def short_creep(values: np.ndarray, higher_is_better: bool) -> Change | None:
                   1, len(x) - 1, shape="gradual", onset=1)
 
 
+EXCERPT_MIN_DROP_PCT = 5.0  # the later excerpt's median this much worse than the earlier's ...
+EXCERPT_FEW = 3  # ... when each excerpt holds this many values at least; with fewer, ...
+EXCERPT_FEW_DROP_PCT = 25.0  # ... this much (one line per excerpt: the drop must be plain)
+
+
+def excerpt_step(values: np.ndarray, boundaries: list[int],
+                 higher_is_better: bool) -> Change | None:
+    """A step at the boundary between two excerpts of one run (a post's "before" and "after"
+    blocks, one file each: mxnet#4804's Speedometer at batch 5450, then 6250; the lines at
+    iterations 220-260, then 1420-1460 of maskrcnn-benchmark#976): every value after the
+    boundary worse than every value before, their medians ``EXCERPT_MIN_DROP_PCT`` apart
+    (``EXCERPT_FEW_DROP_PCT`` where an excerpt holds fewer than ``EXCERPT_FEW`` values). The
+    lines between the excerpts were never posted, so the levels of two blocks are all a
+    reader has: two-level splitting asks for more points than a post gives. The latest such
+    boundary wins; None without one."""
+    x = np.asarray(values, dtype=float)
+    for b in sorted(boundaries, reverse=True):
+        a, c = x[:b], x[b:]
+        if not len(a) or not len(c) or not (np.isfinite(x).all() and (x > 0).all()):
+            continue
+        worse = c.max() < a.min() if higher_is_better else c.min() > a.max()
+        ma, mc = float(np.median(a)), float(np.median(c))
+        pct = drop_pct(ma, mc, higher_is_better)
+        floor = EXCERPT_MIN_DROP_PCT if min(len(a), len(c)) >= EXCERPT_FEW \
+            else EXCERPT_FEW_DROP_PCT
+        if worse and pct >= floor:
+            sigma = max(noise_sigma(x, b), 1e-3 * abs(ma), 1e-12)
+            return Change(b, ma, mc, pct, abs(mc - ma) / sigma, sigma, len(a), len(c))
+    return None
+
+
 # a healthy run's throughput wanders: it settles over the first iterations after warm-up
 # (Megatron-DeepSpeed's TFLOPs 5.6 -> 5.3 over a 50-iteration benchmark), a running mean
 # printed as the time per step still converges (detectron2's "time:" +1.5 %), a slow drift

@@ -142,10 +142,34 @@ def per_iteration_from_clock(it: pd.DataFrame) -> pd.Series:
     out = pd.Series(pd.NA, index=it.index, dtype="Float64")
     rows = it[it["train_time_s"].notna() & it["iteration"].notna()]
     for _, g in rows.groupby(_file_and_rank(rows), sort=False):
-        dt = g["train_time_s"].astype("Float64").diff()
-        steps = g["iteration"].astype("Float64").diff()
-        ok = (steps > 0) & (dt >= 0)
-        out.loc[g.index] = (dt / steps).where(ok, pd.NA)
+        out.loc[g.index] = pd.array(clock_seconds(g["iteration"].astype(float).tolist(),
+                                                  g["train_time_s"].astype(float).tolist()),
+                                    dtype="Float64")
+    return out
+
+
+CLOCK_WRITERS = 8  # the clocks, at most, followed at once in one file (writers, resumes)
+
+
+def clock_seconds(iterations: list[float], clock: list[float]) -> list[float | None]:
+    """Seconds per iteration from the clock of each step line, in log order: each line goes on
+    from the latest earlier line whose iteration and clock are both behind it (the furthest
+    iteration among them; None where none is: the first line, a restart, a clock reset). Two
+    processes writing one file (LLaMA-Factory's trainer_log.jsonl from two launches into one
+    output_dir: every step twice, the second writer's clock minutes behind) are two clocks:
+    the difference to the other writer's line before it is no step's time."""
+    out: list[float | None] = []
+    ends: list[tuple[float, float]] = []  # each clock's last (iteration, time)
+    for i, t in zip(iterations, clock, strict=True):
+        behind = [k for k, (ei, et) in enumerate(ends) if ei < i and et <= t]
+        if behind:
+            k = max(behind, key=lambda k: ends[k])
+            ei, et = ends.pop(k)
+            out.append((t - et) / (i - ei))
+        else:
+            out.append(None)
+        ends.append((i, t))
+        del ends[:-CLOCK_WRITERS]
     return out
 
 
