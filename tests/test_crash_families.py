@@ -767,3 +767,62 @@ def test_triage_calls_a_c10d_socket_timeout_a_start_up_one(tmp_path: Path, line:
     cls = triage.diagnose(traindoc.load(str(log))).facts["classes"][0]
     assert cls["class"] == "timeout" and "at start-up, before any collective" in cls["detail"]
     assert "in a collective" not in cls["detail"]
+
+
+# --- the launcher told to stop from outside, no worker failing: a signal, no rank -------------
+
+@pytest.mark.parametrize("lines, message", [
+    # PrimeIntellect-ai/prime-rl#1360 (corpus gpu_crash-prime-rl-1360): torch 2.4+ glog wording
+    (["[default0]:12:13:46    INFO Waiting for training batch to arrive",
+      "W1130 12:13:49.388000 124326 torch/distributed/elastic/agent/server/api.py:723] Received 15"
+      " death signal, shutting down workers",
+      "W1130 12:13:49.389000 124326 torch/distributed/elastic/multiprocessing/api.py:900] Sending "
+      "process 124533 closing signal SIGTERM"], "Received 15 death signal"),
+    # modelscope/ms-swift#5884: SIGHUP under nohup, the agent's own traceback after it
+    (["W0920 09:10:41.194000 84933 site-packages/torch/distributed/elastic/agent/server/api.py:719]"
+      " Received 1 death signal, shutting down workers",
+      "W0920 09:10:41.195000 84933 site-packages/torch/distributed/elastic/multiprocessing/api.py:"
+      "900] Sending process 85005 closing signal SIGHUP",
+      "torch.distributed.elastic.multiprocessing.api.SignalException: Process 84933 got signal: 1"],
+     "Received 1 death signal"),
+    # determined-ai/determined#8915: torch < 2.4's logger wording behind a collector's prefix
+    (["[2024-02-27T21:35:32.106313Z] fa88a9df || WARNING: torch.distributed.elastic.agent.server."
+      "api:Received 15 death signal, shutting down workers",
+      "[2024-02-27T21:35:32.106517Z] fa88a9df || WARNING: torch.distributed.elastic.multiprocessing"
+      ".api:Sending process 165 closing signal SIGTERM"], "Received 15 death signal"),
+    # NeMo's resiliency guide (docs.nvidia.com nemo-framework resiliency): enum wording
+    (["Received Signals.SIGTERM death signal, shutting down workers",
+      "Sending process 404288 closing signal SIGTERM"], "Received Signals.SIGTERM death signal"),
+])
+def test_a_launcher_stopped_from_outside_is_a_signal_without_a_rank(
+        tmp_path: Path, lines: list[str], message: str) -> None:
+    rep = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines))))
+    assert rep.facts["error_kind"] == "signal"
+    assert message in rep.facts["error_message"]
+    assert rep.facts["failed_ranks"] == []
+    assert "from outside the job" in rep.verdict
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_a_ctrl_c_of_the_launcher_is_no_failure(tmp_path: Path) -> None:
+    """MCG-NJU/RTD-Action#31: the reporter interrupted a stuck job (SIGINT): a choice, not a
+    failure — the hang, if any, is the story."""
+    lines = ["WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, "
+             "shutting down workers",
+             "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4797 closing "
+             "signal SIGINT"]
+    assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts["error_kind"] is None
+
+
+def test_the_agents_stop_after_a_workers_failure_stays_the_teardown(tmp_path: Path) -> None:
+    """A worker that failed first stays the failure; the agent's stop is its teardown."""
+    lines = ["RuntimeError: CUDA error: an illegal memory access was encountered",
+             "W1130 12:13:49.388000 124326 torch/distributed/elastic/agent/server/api.py:723] "
+             "Received 15 death signal, shutting down workers"]
+    f = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts
+    assert f["error_kind"] == "cuda_error"

@@ -159,8 +159,32 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
+    _outside_stop_roles(ev)
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
     return ev[EVENT_COLUMNS].reset_index(drop=True)
+
+
+# The agent's "Received 15 death signal" / "Received Signals.SIGHUP death signal": the signal
+# it got, as a number or a name. SIGINT (2) is someone's Ctrl-C, often on a hung job
+# (MCG-NJU/RTD-Action#31): a choice, not a failure.
+AGENT_RECEIVED_RE = re.compile(r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG[A-Z]+)) death signal")
+USER_STOP_SIGNALS = {"2", "SIGINT"}
+
+
+def _outside_stop_roles(ev: pd.DataFrame) -> None:
+    """A launcher told to stop from outside the job (torchrun's agent: "Received 15 death
+    signal, shutting down workers", then SIGTERM/SIGHUP to its workers) when nothing else
+    failed — no cause, no collective timed out, no scheduler's time limit — is how the job
+    ended: its first such line becomes the cause (weak, no rank: no worker failed on its own).
+    The killer (an orchestrator, a closed terminal, the scheduler) is outside these logs."""
+    if (ev["role"] == "cause").any() or ev["code"].isin(
+            ["collective_timeout", *NOT_A_FAILURE_CODES]).any():
+        return
+    for i in ev.index[ev["code"] == "launcher_received_signal"]:
+        m = AGENT_RECEIVED_RE.search(str(ev.at[i, "message"] or ""))
+        if m and (m["num"] or m["name"]) not in USER_STOP_SIGNALS:
+            ev.loc[i, ["role", "strength"]] = ["cause", Strength.WEAK]
+            return
 
 
 INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
