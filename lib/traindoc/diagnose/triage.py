@@ -16,7 +16,9 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   its own finding, unless it took its process down (the launcher recorded the exit: torchrun's
   ChildFailedError; or its traceback runs up to a script's ``<module>`` frame, so nothing
   caught it and the interpreter exited on it) — then the job crashed, and the class is
-  gpu_crash (error_kind python).
+  gpu_crash (error_kind python). A launcher stopped from outside with no failure of its own
+  (the runbook's outside stop: torchrun's "Received 15 death signal") is named only when no
+  other class is seen: a hang someone killed is the hang.
   NCCL's report of a peer or the network failing under a process, with no collective timed
   out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
@@ -169,6 +171,9 @@ class Sighting:
     # a timeout read without a watchdog/gloo timeout line (flight recorder, status lines): a
     # view of the same hang the stack dumps show, which the dumps place better
     hang_view: bool = False
+    # the launcher stopped from outside with no failure of its own (gpu_crash's outside stop):
+    # named only when no other class is seen (a hang someone killed is the hang)
+    outside_stop: bool = False
 
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
@@ -492,6 +497,10 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
             "ecc": "an ECC error", "oom": "out of memory", "signal": "a fatal signal",
             "python": "a Python exception"}.get(
         str(f.get("error_kind")), str(f.get("error_kind")))
+    if str(crash.first["code"]) == "launcher_received_signal":
+        return Sighting("gpu_crash", rows, f"the launcher was stopped from outside the job "
+                        f"({msg}): no worker failed on its own", ranks, report=rep,
+                        outside_stop=True)
     return Sighting("gpu_crash", rows, f"{where} failed with {kind}: "
                     f"{msg if len(msg) <= 140 else msg[:140] + ' …'}", ranks, report=rep)
 
@@ -755,6 +764,8 @@ def _detect(incident: Incident, modules: Mapping[str, Any] | None = None,
         s.first_seen, s.position = _first(incident, s.rows)
         s.rows = _ordered(incident, s.rows)
         found.append(s)
+    if len(found) > 1:  # the outside stop ended whatever else the logs show: that is the story
+        found = [s for s in found if not s.outside_stop]
     return found, not_checked, reports
 
 
