@@ -826,3 +826,62 @@ def test_the_agents_stop_after_a_workers_failure_stays_the_teardown(tmp_path: Pa
              "Received 15 death signal, shutting down workers"]
     f = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts
     assert f["error_kind"] == "cuda_error"
+
+
+# --- Hydra's trimmed traceback and its exit: the job died of that exception ---------------------
+
+HYDRA_TAIL = "\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
+
+
+@pytest.mark.parametrize("lines, message", [
+    # zhiyuanhubj/logic-rl-formula grpo.log (corpus timeout-logic-rl-formula-grpo): verl's
+    # main_task under Ray, Hydra's trimmed traceback (no '<module>' frame)
+    (["Error executing job with overrides: ['algorithm.adv_estimator=grpo']",
+      "Traceback (most recent call last):",
+      '  File "/home/tri/zhiyuan/Logic-RL/verl/trainer/main_ppo.py", line 105, in main',
+      "    ray.get(main_task.remote(config))",
+      '  File "/home/tri/zhiyuan/Logic-RL/verl/single_controller/ray/base.py", line 274, in '
+      "_init_with_resource_pool",
+      "    assert register_center_actor is not None",
+      "AssertionError: failed to get register_center_actor: V9zrH5_register_center in []", ""],
+     "AssertionError"),
+    # ashleve/lightning-hydra-template#350: a target Hydra could not import, no traceback at all
+    (["[2022-06-08 08:12:42,395][src.training_pipeline][INFO] - Instantiating model "
+      "<src.models.xxx_module.XXXLitModule>",
+      "Error executing job with overrides: []",
+      "Traceback (most recent call last):",
+      '  File "/work/src/training_pipeline.py", line 40, in train',
+      "    model = hydra.utils.instantiate(config.model)",
+      "ImportError: Error locating target 'src.models.xxx_module.XXXLitModule', see chained "
+      "exception above.", "full_key: model"], "Error locating target"),
+])
+def test_hydras_exit_after_its_trimmed_traceback_is_a_crash(tmp_path: Path, lines: list[str],
+                                                             message: str) -> None:
+    from traindoc.diagnose import triage
+
+    inc = traindoc.load(str(_write(tmp_path, [*lines, HYDRA_TAIL])))
+    f = gpu_crash.diagnose(inc).facts
+    assert f["error_kind"] == "python"
+    assert message in f["error_message"]  # the exception, not "exitcode: 1"
+    assert triage.analyse(inc).cause == "gpu_crash"
+
+
+def test_hydras_exit_after_a_peers_error_stays_a_symptom(tmp_path: Path) -> None:
+    """verl's train.out (corpus throughput-verl-train-out): the exception above Hydra's line is
+    Ray's report of a peer gone; the exit is its cascade, not a failure of its own."""
+    lines = ["ray.exceptions.ActorUnavailableError: The actor d5a12869 is unavailable: RpcError: "
+             "RPC error: Socket closed rpc_code: 14.", "", HYDRA_TAIL.strip()]
+    assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts[
+        "error_kind"] is None
+
+
+def test_triage_names_an_outside_stop_only_alone(tmp_path: Path) -> None:
+    """modelscope/ms-swift#5884's agent lines alone: the job's end, named gpu_crash (signal);
+    the drill's hang killed by its runner (test_triage's drill_hang) stays the hang alone."""
+    from traindoc.diagnose import triage
+
+    lines = ["W0920 09:10:41.194000 84933 site-packages/torch/distributed/elastic/agent/server/"
+             "api.py:719] Received 1 death signal, shutting down workers",
+             "W0920 09:10:41.195000 84933 site-packages/torch/distributed/elastic/multiprocessing/"
+             "api.py:900] Sending process 85005 closing signal SIGHUP"]
+    assert triage.analyse(traindoc.load(str(_write(tmp_path, lines)))).cause == "gpu_crash"

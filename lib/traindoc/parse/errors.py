@@ -943,6 +943,12 @@ SHELL_STATUS_WORDS = ("Killed",)
 SHELL_STATUS_RE = re.compile(
     rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$")
 
+# Hydra's run_and_report (hydra/_internal/utils.py): an exception out of a @hydra.main job is
+# printed, trimmed, followed by this line, and the process exits with sys.exit(1) — the
+# script's own death by its exception, whatever frames the trimmed traceback kept
+HYDRA_EXIT_RE = re.compile(r"Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack"
+                           r" trace")
+
 
 def parse_exit(text: str) -> Row | list[Row] | None:
     """A launcher's or scheduler's line saying a worker process exited (exit code or signal;
@@ -987,6 +993,8 @@ def parse_exit(text: str) -> Row | list[Row] | None:
     m = SHELL_STATUS_RE.match(text)
     if m:
         return {"signal": SIGNAL_WORDS[m["word"]]}
+    if HYDRA_EXIT_RE.search(text):
+        return {"exitcode": 1}
     m = EXIT_STATUS_RE.search(text)
     if m and signal_name(int(m["code"])) is not None:
         return {"exitcode": int(m["code"]), "signal": signal_name(int(m["code"]))}
@@ -1009,7 +1017,8 @@ PARSERS: tuple[LineParser, ...] = (
         "exits",
         ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS,
          "trainer process with rank", "status failed cmd",
-         "xit code", "xit Code", "xit status", "xit_code", "error code", "status code"),
+         "xit code", "xit Code", "xit status", "xit_code", "error code", "status code",
+         "HYDRA_FULL_ERROR=1"),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",

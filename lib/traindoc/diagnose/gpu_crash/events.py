@@ -376,6 +376,11 @@ def _exit_roles(ev: pd.DataFrame) -> None:
         if e["code"] in TEARDOWN_SIGNALS:
             ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
             continue
+        said = _restated_exception(e, errs)
+        if said is not None:
+            ev.loc[i, ["role", "strength"]] = (["context", Strength.NONE] if said == "cause"
+                                               else ["cascade", Strength.NONE])
+            continue
         same = errs.iloc[0:0]
         if not pd.isna(e["rank"]):
             same = errs[errs["rank"] == e["rank"]]
@@ -388,6 +393,25 @@ def _exit_roles(ev: pd.DataFrame) -> None:
         else:
             ev.loc[i, ["role", "strength"]] = ["cause", (Strength.LOCAL if e["root_cause"]
                                                          else Strength.WEAK)]
+
+
+RESTATED_EXIT_LINES = 10  # an anonymous exit 1 this close below a Python exception is its exit
+
+
+def _restated_exception(e: pd.Series, errs: pd.DataFrame) -> str | None:
+    """The role of the Python exception an anonymous ``exit 1`` restates (no rank, host, pid or
+    local rank: Hydra's 'Set the environment variable HYDRA_FULL_ERROR=1 …' line, after which
+    run_and_report exits 1): the exception printed just above it in the same file; None when
+    the exit names its process or no exception stands there."""
+    if e["code"] != "exit_1" or any(not pd.isna(e[c]) for c in ("rank", "pid", "local_rank")) \
+            or not (e["host"] is None or pd.isna(e["host"])):
+        return None
+    above = errs[(errs["kind"] == "python") & (errs["file"] == e["file"])
+                 & (errs["lineno"] <= e["lineno"])
+                 & (errs["lineno"] >= e["lineno"] - RESTATED_EXIT_LINES)]
+    if not len(above):
+        return None
+    return str(above.sort_values("lineno").iloc[-1]["role"])
 
 
 def _escalation_roles(ev: pd.DataFrame) -> None:
