@@ -885,3 +885,30 @@ def test_triage_names_an_outside_stop_only_alone(tmp_path: Path) -> None:
              "W0920 09:10:41.195000 84933 site-packages/torch/distributed/elastic/multiprocessing/"
              "api.py:900] Sending process 85005 closing signal SIGHUP"]
     assert triage.analyse(traindoc.load(str(_write(tmp_path, lines)))).cause == "gpu_crash"
+
+
+# --- torch's ExceptionWrapper: the original error below "Caught X in replica N" is the failure -
+
+@pytest.mark.parametrize("wrapper, original, kind, words", [
+    # gtseligas/lcn-llama train.err (corpus gpu_crash-lcn-llama-train-err): nn.DataParallel
+    ("torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total "
+     "capacity of 63.42 GiB of which 1.20 GiB is free.", "oom", "Tried to allocate 512.00 MiB"),
+    # junyanz/pytorch-CycleGAN-and-pix2pix#1499: 8 GPUs under DataParallel, torch 1.x wording
+    ("RuntimeError: Caught RuntimeError in replica 3 on device 3.",
+     "RuntimeError: CUDA out of memory. Tried to allocate 16.00 MiB (GPU 0; 31.75 GiB total "
+     "capacity; 883.36 MiB already allocated; 8.75 MiB free; 906.00 MiB reserved in total by "
+     "PyTorch)", "oom", "Tried to allocate 16.00 MiB"),
+    # a DataLoader worker's error, re-raised the same way (torch/_utils.py ExceptionWrapper)
+    ("KeyError: Caught KeyError in DataLoader worker process 0.", "KeyError: 'image_id'",
+     "python", "KeyError: 'image_id'"),
+])
+def test_the_wrapped_error_is_the_failure(tmp_path: Path, wrapper: str, original: str, kind: str,
+                                          words: str) -> None:
+    lines = ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+             "    loss = model(batch)", wrapper, "Original Traceback (most recent call last):",
+             '  File "/opt/torch/nn/parallel/parallel_apply.py", line 83, in _worker',
+             "    output = module(*input, **kwargs)", original]
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == kind
+    assert words in f["error_message"]

@@ -152,6 +152,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     if not len(ev):
         return ev[EVENT_COLUMNS]
     _fill_ranks(ev, incident, host_of)
+    _wrapper_roles(ev)
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _after_timeout_roles(ev)
@@ -185,6 +186,29 @@ def _outside_stop_roles(ev: pd.DataFrame) -> None:
         if m and (m["num"] or m["name"]) not in USER_STOP_SIGNALS:
             ev.loc[i, ["role", "strength"]] = ["cause", Strength.WEAK]
             return
+
+
+# torch's ExceptionWrapper re-raising what a DataParallel replica or a DataLoader worker raised
+# ("torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.", "RuntimeError:
+# Caught RuntimeError in DataLoader worker process 0."): the original error and its traceback
+# follow ("Original Traceback (most recent call last): …")
+EXCEPTION_WRAPPER_RE = re.compile(
+    r"Caught \w+ in (?:replica \d+ on device \d+|DataLoader worker process \d+|pin memory thread)")
+WRAPPED_ERROR_LINES = 400  # the original traceback ends this close below the wrapper's line
+
+
+def _wrapper_roles(ev: pd.DataFrame) -> None:
+    """The wrapper's line only says where the error was caught: when the original error follows
+    it in the same file, that error is the failure and the wrapper is context."""
+    py = ev.index[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    for i in py:
+        if not EXCEPTION_WRAPPER_RE.search(str(ev.at[i, "message"] or "")):
+            continue
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        after = ev[(ev["table"] == "errors") & (ev["file"] == f) & (ev["lineno"] > ln)
+                   & (ev["lineno"] <= ln + WRAPPED_ERROR_LINES) & (ev["role"] == "cause")]
+        if len(after):
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
