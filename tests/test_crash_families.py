@@ -912,3 +912,23 @@ def test_the_wrapped_error_is_the_failure(tmp_path: Path, wrapper: str, original
     f = _facts(tmp_path, "\n".join(lines) + "\n")
     assert f["error_kind"] == kind
     assert words in f["error_message"]
+
+
+# --- the kernel's OOM killer under a syslog/journald header: the header's host failed -----------
+
+@pytest.mark.parametrize("line, host", [
+    # huggingface/transformers#7020 (corpus gpu_crash-transformers-7020): /var/log/messages
+    ("Sep  9 17:10:44 centos kernel: Out of memory: Kill process 126138 (python3) score 939 or "
+     "sacrifice child", "centos"),
+    # the kernel's mm/oom_kill.c patch adding oom_score_adj to the message (E. Chron, 2019)
+    ("Aug 14 23:00:02 testserver kernel: Out of memory: Killed process 2692 (systemd-udevd) "
+     "total-vm:1056800kB, anon-rss:1052760kB, file-rss:4kB, shmem-rss:0kB oom_score_adj:1000",
+     "testserver"),
+    # journalctl -o short-iso: the host after the time
+    ("2024-05-14T03:12:09+0000 gpu-node-2 kernel: Memory cgroup out of memory: Killed process "
+     "4242 (python) total-vm:81234567kB", "gpu-node-2"),
+])
+def test_the_kernels_oom_kill_names_the_syslog_host(tmp_path: Path, line: str, host: str) -> None:
+    f = _facts(tmp_path, line + "\n")
+    assert f["error_kind"] == "oom"
+    assert f["failed_hosts"] == [host]

@@ -83,6 +83,7 @@ from typing import Any
 from .base import LineParser, Row, to_float
 from .collectives import RANK_TAG_RE
 from .torchrun import signal_name
+from .xid import SYSLOG_HOST_RE
 
 # Trailing advice torch appends to a CUDA error message (kept out of ``message``).
 _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile with|Exception raised from|\(most recent|$))"
@@ -648,6 +649,12 @@ def parse_error(text: str) -> Row | None:
     if code == "fatal_signal" and groups.get("what"):
         what = groups["what"].replace("-", " ")
         row["code"] = SIGNAL_WORDS.get(what[:1].upper() + what[1:], "fatal_signal")
+    if "host" not in row and " kernel:" in text[:m.start()]:
+        # the kernel's own line under its syslog/journald header ("Sep  9 17:10:44 centos
+        # kernel: Out of memory: Kill process …"): the header's host is the machine it ran on
+        kh = SYSLOG_HOST_RE.search(text, 0, m.start())
+        if kh:
+            row["host"] = kh["host"]
     host = NCCL_HOST_RE.match(text)
     if kind == "nccl_error" and host:
         row["host"] = host["host"]
