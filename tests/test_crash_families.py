@@ -932,3 +932,24 @@ def test_the_kernels_oom_kill_names_the_syslog_host(tmp_path: Path, line: str, h
     f = _facts(tmp_path, line + "\n")
     assert f["error_kind"] == "oom"
     assert f["failed_hosts"] == [host]
+
+
+# --- every rank raising the same Python exception, nothing ordering them: all of them failed ----
+
+def test_the_same_exception_on_every_rank_names_them_all(tmp_path: Path) -> None:
+    """ibot-paddle's workerlogs (corpus gpu_crash-ibot-paddle-workerlog): the same ValueError
+    in each rank's file, no timestamps: a deterministic error of every rank, not rank 0's."""
+    err = ("ValueError: (InvalidArgument) The 'shape' in ReshapeOp is invalid. The input tensor "
+           "X'size must be equal to the capacity of 'shape'.")
+    for r in range(4):
+        (tmp_path / f"workerlog.{r}").write_text(
+            "Starting IBOT training!\nTraceback (most recent call last):\n"
+            '  File "main_ibot.py", line 300, in <module>\n    train_ibot(args)\n' + err + "\n")
+    f = gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts
+    assert f["failed_ranks"] == [0, 1, 2, 3]
+
+
+def test_different_exceptions_keep_the_first(tmp_path: Path) -> None:
+    for r, err in enumerate(["KeyError: 'image_id'", "ValueError: bad shape"]):
+        (tmp_path / f"workerlog.{r}").write_text(err + "\n")
+    assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["failed_ranks"] == [0]

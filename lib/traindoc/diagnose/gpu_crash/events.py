@@ -747,6 +747,12 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     # Every rank failing the same local way at once (e.g. all ranks OOM on one batch).
     if e["kind"] == first["kind"] == "oom" and near:
         return True
+    # Every rank raising the same Python exception at once: a deterministic error of the code
+    # or its data on each of them (Paddle workerlogs' ReshapeOp ValueError on all four ranks),
+    # which nothing in the logs orders.
+    if (e["kind"] == first["kind"] == "python" and near and pd.notna(e["rank"])
+            and pd.notna(first["rank"]) and e["message"] and e["message"] == first["message"]):
+        return True
     # A Python exception naming no rank or host, then a launcher's record, later in the same
     # file, of a worker that exited with code 1 (how a Python exception ends a worker): that
     # worker raised it (DeepSpeed's "[…'--local_rank=15'…] exits with return code = 1",
