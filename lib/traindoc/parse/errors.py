@@ -53,7 +53,10 @@ Wordings, checked against the sources that print them (and public issues quoting
   with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``;
   torch's DataLoader: ``DataLoader worker (pid 624) is killed by signal: Segmentation fault.``
   and ``Unexpected bus error encountered in worker. This might be caused by insufficient
-  shared memory (shm).``
+  shared memory (shm).``; Hydra's ``Set the environment variable HYDRA_FULL_ERROR=1 for a
+  complete stack trace.`` (run_and_report then exits 1: an ``exits`` row, code 1).
+- A kernel line under its syslog/journald header (``Sep  9 17:10:44 centos kernel: Out of
+  memory: Kill process …``) takes the header's host.
 - SLURM's lost node: ``srun: error: Node failure on jean-zay-iam49`` (GoogleCloudPlatform/
   cluster-toolkit#1600); ``*** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT … DUE TO NODE
   FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`` names only the node that reports it; ``… DUE TO
