@@ -953,3 +953,12 @@ def test_different_exceptions_keep_the_first(tmp_path: Path) -> None:
     for r, err in enumerate(["KeyError: 'image_id'", "ValueError: bad shape"]):
         (tmp_path / f"workerlog.{r}").write_text(err + "\n")
     assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["failed_ranks"] == [0]
+
+
+def test_the_kernels_killed_process_line_alone_is_the_oom_killer(tmp_path: Path) -> None:
+    """huggingface/transformers#7020's second kernel line, pasted alone (old kernels print the
+    victim on its own line: 'Killed process N (comm) total-vm:…')."""
+    f = _facts(tmp_path, "Sep  9 17:10:44 centos kernel: Killed process 126170 (python3) "
+                         "total-vm:325690732kB, anon-rss:125105968kB, file-rss:0kB\n")
+    assert (f["error_kind"], f["failed_hosts"]) == ("oom", ["centos"])
+    assert "Killed process 126170 (python3)" in f["error_message"]

@@ -324,6 +324,13 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process "
                    r"(?P<pid>\d+) \([^)]*\))"),
     ),
+    (  # the kernel's second line of the same kill, alone in a pasted excerpt: "Killed process
+        # 126170 (python3) total-vm:325690732kB, anon-rss:…" (huggingface/transformers#7020)
+        "host_oom_killer",
+        "oom",
+        "Killed process",
+        re.compile(r"(?P<msg>Killed process (?P<pid>\d+) \([^)]*\)) total-vm:"),
+    ),
     (
         "slurm_oom_kill",
         "oom",
@@ -562,7 +569,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
-                "Signal: ", "Cuda failure")
+                "Signal: ", "Cuda failure", "Killed process")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
