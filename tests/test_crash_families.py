@@ -875,9 +875,9 @@ def test_hydras_exit_after_a_peers_error_stays_a_symptom(tmp_path: Path) -> None
         "error_kind"] is None
 
 
-def test_triage_names_an_outside_stop_only_alone(tmp_path: Path) -> None:
+def test_triage_names_an_outside_stop(tmp_path: Path) -> None:
     """modelscope/ms-swift#5884's agent lines alone: the job's end, named gpu_crash (signal);
-    the drill's hang killed by its runner (test_triage's drill_hang) stays the hang alone."""
+    a hang killed by its runner stays the hang (test_triage's drill_hang)."""
     from traindoc.diagnose import triage
 
     lines = ["W0920 09:10:41.194000 84933 site-packages/torch/distributed/elastic/agent/server/"

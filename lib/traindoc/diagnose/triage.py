@@ -17,8 +17,8 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   ChildFailedError; or its traceback runs up to a script's ``<module>`` frame, so nothing
   caught it and the interpreter exited on it) — then the job crashed, and the class is
   gpu_crash (error_kind python). A launcher stopped from outside with no failure of its own
-  (the runbook's outside stop: torchrun's "Received 15 death signal") is named only when no
-  other class is seen: a hang someone killed is the hang.
+  (the runbook's outside stop: torchrun's "Received 15 death signal") is how the job ended:
+  ordered after any other class seen (the runbook leaves a hang someone killed to the hang).
   NCCL's report of a peer or the network failing under a process, with no collective timed
   out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
@@ -172,7 +172,7 @@ class Sighting:
     # view of the same hang the stack dumps show, which the dumps place better
     hang_view: bool = False
     # the launcher stopped from outside with no failure of its own (gpu_crash's outside stop):
-    # named only when no other class is seen (a hang someone killed is the hang)
+    # how the job ended, ordered after any other class seen
     outside_stop: bool = False
 
 
@@ -764,8 +764,6 @@ def _detect(incident: Incident, modules: Mapping[str, Any] | None = None,
         s.first_seen, s.position = _first(incident, s.rows)
         s.rows = _ordered(incident, s.rows)
         found.append(s)
-    if len(found) > 1:  # the outside stop ended whatever else the logs show: that is the story
-        found = [s for s in found if not s.outside_stop]
     return found, not_checked, reports
 
 
@@ -801,6 +799,8 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
     def cmp(a: Sighting, b: Sighting) -> int:
         if {a.cls, b.cls} == {"timeout", "deadlock"} and (a.hang_view or b.hang_view):
             return -1 if a.cls == "deadlock" else 1  # one hang: the stacks say where
+        if a.outside_stop != b.outside_stop:  # how the job ended, after whatever else it shows
+            return 1 if a.outside_stop else -1
         if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
             return -1 if a.first_seen < b.first_seen else 1
         if root_cls in (a.cls, b.cls) and a.cls != b.cls:

@@ -20,6 +20,7 @@ import pandas as pd
 from ...incident import Incident
 from ...xid_catalog import xid_info
 from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
+from ..deadlock.stacks import hang_stacks
 from ..types import Strength
 
 SAME_FAILURE_WINDOW_S = 120.0  # causes this close to the first one, on its host, are one failure
@@ -160,7 +161,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
-    _outside_stop_roles(ev)
+    _outside_stop_roles(ev, incident)
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
     return ev[EVENT_COLUMNS].reset_index(drop=True)
 
@@ -172,14 +173,17 @@ AGENT_RECEIVED_RE = re.compile(r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG[
 USER_STOP_SIGNALS = {"2", "SIGINT"}
 
 
-def _outside_stop_roles(ev: pd.DataFrame) -> None:
+def _outside_stop_roles(ev: pd.DataFrame, incident: Incident) -> None:
     """A launcher told to stop from outside the job (torchrun's agent: "Received 15 death
     signal, shutting down workers", then SIGTERM/SIGHUP to its workers) when nothing else
-    failed — no cause, no collective timed out, no scheduler's time limit — is how the job
-    ended: its first such line becomes the cause (weak, no rank: no worker failed on its own).
-    The killer (an orchestrator, a closed terminal, the scheduler) is outside these logs."""
+    failed — no cause, no collective timed out, no scheduler's time limit, no stack dump of a
+    hung process (a hang someone killed is the hang) — is how the job ended: its first such
+    line becomes the cause (weak, no rank: no worker failed on its own). The killer (an
+    orchestrator, a closed terminal, the scheduler) is outside these logs."""
     if (ev["role"] == "cause").any() or ev["code"].isin(
             ["collective_timeout", *NOT_A_FAILURE_CODES]).any():
+        return
+    if len(hang_stacks(incident.stacks, alone=False, errors=incident.errors)):
         return
     for i in ev.index[ev["code"] == "launcher_received_signal"]:
         m = AGENT_RECEIVED_RE.search(str(ev.at[i, "message"] or ""))
