@@ -769,3 +769,198 @@ def test_triage_calls_a_c10d_socket_timeout_a_start_up_one(tmp_path: Path, line:
     cls = triage.diagnose(traindoc.load(str(log))).facts["classes"][0]
     assert cls["class"] == "timeout" and "at start-up, before any collective" in cls["detail"]
     assert "in a collective" not in cls["detail"]
+
+
+# --- the launcher told to stop from outside, no worker failing: a signal, no rank -------------
+
+@pytest.mark.parametrize("lines, message", [
+    # PrimeIntellect-ai/prime-rl#1360 (corpus gpu_crash-prime-rl-1360): torch 2.4+ glog wording
+    (["[default0]:12:13:46    INFO Waiting for training batch to arrive",
+      "W1130 12:13:49.388000 124326 torch/distributed/elastic/agent/server/api.py:723] Received 15"
+      " death signal, shutting down workers",
+      "W1130 12:13:49.389000 124326 torch/distributed/elastic/multiprocessing/api.py:900] Sending "
+      "process 124533 closing signal SIGTERM"], "Received 15 death signal"),
+    # modelscope/ms-swift#5884: SIGHUP under nohup, the agent's own traceback after it
+    (["W0920 09:10:41.194000 84933 site-packages/torch/distributed/elastic/agent/server/api.py:719]"
+      " Received 1 death signal, shutting down workers",
+      "W0920 09:10:41.195000 84933 site-packages/torch/distributed/elastic/multiprocessing/api.py:"
+      "900] Sending process 85005 closing signal SIGHUP",
+      "torch.distributed.elastic.multiprocessing.api.SignalException: Process 84933 got signal: 1"],
+     "Received 1 death signal"),
+    # determined-ai/determined#8915: torch < 2.4's logger wording behind a collector's prefix
+    (["[2024-02-27T21:35:32.106313Z] fa88a9df || WARNING: torch.distributed.elastic.agent.server."
+      "api:Received 15 death signal, shutting down workers",
+      "[2024-02-27T21:35:32.106517Z] fa88a9df || WARNING: torch.distributed.elastic.multiprocessing"
+      ".api:Sending process 165 closing signal SIGTERM"], "Received 15 death signal"),
+    # NeMo's resiliency guide (docs.nvidia.com nemo-framework resiliency): enum wording
+    (["Received Signals.SIGTERM death signal, shutting down workers",
+      "Sending process 404288 closing signal SIGTERM"], "Received Signals.SIGTERM death signal"),
+])
+def test_a_launcher_stopped_from_outside_is_a_signal_without_a_rank(
+        tmp_path: Path, lines: list[str], message: str) -> None:
+    rep = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines))))
+    assert rep.facts["error_kind"] == "signal"
+    assert message in rep.facts["error_message"]
+    assert rep.facts["failed_ranks"] == []
+    assert "from outside the job" in rep.verdict
+
+
+def _write(tmp_path: Path, lines: list[str]) -> Path:
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_a_ctrl_c_of_the_launcher_is_no_failure(tmp_path: Path) -> None:
+    """MCG-NJU/RTD-Action#31: the reporter interrupted a stuck job (SIGINT): a choice, not a
+    failure — the hang, if any, is the story."""
+    lines = ["WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, "
+             "shutting down workers",
+             "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4797 closing "
+             "signal SIGINT"]
+    assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts["error_kind"] is None
+
+
+def test_the_agents_stop_after_a_workers_failure_stays_the_teardown(tmp_path: Path) -> None:
+    """A worker that failed first stays the failure; the agent's stop is its teardown."""
+    lines = ["RuntimeError: CUDA error: an illegal memory access was encountered",
+             "W1130 12:13:49.388000 124326 torch/distributed/elastic/agent/server/api.py:723] "
+             "Received 15 death signal, shutting down workers"]
+    f = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts
+    assert f["error_kind"] == "cuda_error"
+
+
+# --- Hydra's trimmed traceback and its exit: the job died of that exception ---------------------
+
+HYDRA_TAIL = "\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace."
+
+
+@pytest.mark.parametrize("lines, message", [
+    # zhiyuanhubj/logic-rl-formula grpo.log (corpus timeout-logic-rl-formula-grpo): verl's
+    # main_task under Ray, Hydra's trimmed traceback (no '<module>' frame)
+    (["Error executing job with overrides: ['algorithm.adv_estimator=grpo']",
+      "Traceback (most recent call last):",
+      '  File "/home/tri/zhiyuan/Logic-RL/verl/trainer/main_ppo.py", line 105, in main',
+      "    ray.get(main_task.remote(config))",
+      '  File "/home/tri/zhiyuan/Logic-RL/verl/single_controller/ray/base.py", line 274, in '
+      "_init_with_resource_pool",
+      "    assert register_center_actor is not None",
+      "AssertionError: failed to get register_center_actor: V9zrH5_register_center in []", ""],
+     "AssertionError"),
+    # ashleve/lightning-hydra-template#350: a target Hydra could not import, no traceback at all
+    (["[2022-06-08 08:12:42,395][src.training_pipeline][INFO] - Instantiating model "
+      "<src.models.xxx_module.XXXLitModule>",
+      "Error executing job with overrides: []",
+      "Traceback (most recent call last):",
+      '  File "/work/src/training_pipeline.py", line 40, in train',
+      "    model = hydra.utils.instantiate(config.model)",
+      "ImportError: Error locating target 'src.models.xxx_module.XXXLitModule', see chained "
+      "exception above.", "full_key: model"], "Error locating target"),
+])
+def test_hydras_exit_after_its_trimmed_traceback_is_a_crash(tmp_path: Path, lines: list[str],
+                                                             message: str) -> None:
+    from traindoc.diagnose import triage
+
+    inc = traindoc.load(str(_write(tmp_path, [*lines, HYDRA_TAIL])))
+    f = gpu_crash.diagnose(inc).facts
+    assert f["error_kind"] == "python"
+    assert message in f["error_message"]  # the exception, not "exitcode: 1"
+    assert triage.analyse(inc).cause == "gpu_crash"
+
+
+def test_hydras_exit_after_a_peers_error_stays_a_symptom(tmp_path: Path) -> None:
+    """verl's train.out (corpus throughput-verl-train-out): the exception above Hydra's line is
+    Ray's report of a peer gone; the exit is its cascade, not a failure of its own."""
+    lines = ["ray.exceptions.ActorUnavailableError: The actor d5a12869 is unavailable: RpcError: "
+             "RPC error: Socket closed rpc_code: 14.", "", HYDRA_TAIL.strip()]
+    assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts[
+        "error_kind"] is None
+
+
+def test_triage_names_an_outside_stop(tmp_path: Path) -> None:
+    """modelscope/ms-swift#5884's agent lines alone: the job's end, named gpu_crash (signal);
+    a hang killed by its runner stays the hang (test_triage's drill_hang)."""
+    from traindoc.diagnose import triage
+
+    lines = ["W0920 09:10:41.194000 84933 site-packages/torch/distributed/elastic/agent/server/"
+             "api.py:719] Received 1 death signal, shutting down workers",
+             "W0920 09:10:41.195000 84933 site-packages/torch/distributed/elastic/multiprocessing/"
+             "api.py:900] Sending process 85005 closing signal SIGHUP"]
+    assert triage.analyse(traindoc.load(str(_write(tmp_path, lines)))).cause == "gpu_crash"
+
+
+# --- torch's ExceptionWrapper: the original error below "Caught X in replica N" is the failure -
+
+@pytest.mark.parametrize("wrapper, original, kind, words", [
+    # gtseligas/lcn-llama train.err (corpus gpu_crash-lcn-llama-train-err): nn.DataParallel
+    ("torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total "
+     "capacity of 63.42 GiB of which 1.20 GiB is free.", "oom", "Tried to allocate 512.00 MiB"),
+    # junyanz/pytorch-CycleGAN-and-pix2pix#1499: 8 GPUs under DataParallel, torch 1.x wording
+    ("RuntimeError: Caught RuntimeError in replica 3 on device 3.",
+     "RuntimeError: CUDA out of memory. Tried to allocate 16.00 MiB (GPU 0; 31.75 GiB total "
+     "capacity; 883.36 MiB already allocated; 8.75 MiB free; 906.00 MiB reserved in total by "
+     "PyTorch)", "oom", "Tried to allocate 16.00 MiB"),
+    # a DataLoader worker's error, re-raised the same way (torch/_utils.py ExceptionWrapper)
+    ("KeyError: Caught KeyError in DataLoader worker process 0.", "KeyError: 'image_id'",
+     "python", "KeyError: 'image_id'"),
+])
+def test_the_wrapped_error_is_the_failure(tmp_path: Path, wrapper: str, original: str, kind: str,
+                                          words: str) -> None:
+    lines = ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+             "    loss = model(batch)", wrapper, "Original Traceback (most recent call last):",
+             '  File "/opt/torch/nn/parallel/parallel_apply.py", line 83, in _worker',
+             "    output = module(*input, **kwargs)", original]
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == kind
+    assert words in f["error_message"]
+
+
+# --- the kernel's OOM killer under a syslog/journald header: the header's host failed -----------
+
+@pytest.mark.parametrize("line, host", [
+    # huggingface/transformers#7020 (corpus gpu_crash-transformers-7020): /var/log/messages
+    ("Sep  9 17:10:44 centos kernel: Out of memory: Kill process 126138 (python3) score 939 or "
+     "sacrifice child", "centos"),
+    # the kernel's mm/oom_kill.c patch adding oom_score_adj to the message (E. Chron, 2019)
+    ("Aug 14 23:00:02 testserver kernel: Out of memory: Killed process 2692 (systemd-udevd) "
+     "total-vm:1056800kB, anon-rss:1052760kB, file-rss:4kB, shmem-rss:0kB oom_score_adj:1000",
+     "testserver"),
+    # journalctl -o short-iso: the host after the time
+    ("2024-05-14T03:12:09+0000 gpu-node-2 kernel: Memory cgroup out of memory: Killed process "
+     "4242 (python) total-vm:81234567kB", "gpu-node-2"),
+])
+def test_the_kernels_oom_kill_names_the_syslog_host(tmp_path: Path, line: str, host: str) -> None:
+    f = _facts(tmp_path, line + "\n")
+    assert f["error_kind"] == "oom"
+    assert f["failed_hosts"] == [host]
+
+
+# --- every rank raising the same Python exception, nothing ordering them: all of them failed ----
+
+def test_the_same_exception_on_every_rank_names_them_all(tmp_path: Path) -> None:
+    """ibot-paddle's workerlogs (corpus gpu_crash-ibot-paddle-workerlog): the same ValueError
+    in each rank's file, no timestamps: a deterministic error of every rank, not rank 0's."""
+    err = ("ValueError: (InvalidArgument) The 'shape' in ReshapeOp is invalid. The input tensor "
+           "X'size must be equal to the capacity of 'shape'.")
+    for r in range(4):
+        (tmp_path / f"workerlog.{r}").write_text(
+            "Starting IBOT training!\nTraceback (most recent call last):\n"
+            '  File "main_ibot.py", line 300, in <module>\n    train_ibot(args)\n' + err + "\n")
+    f = gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts
+    assert f["failed_ranks"] == [0, 1, 2, 3]
+
+
+def test_different_exceptions_keep_the_first(tmp_path: Path) -> None:
+    for r, err in enumerate(["KeyError: 'image_id'", "ValueError: bad shape"]):
+        (tmp_path / f"workerlog.{r}").write_text(err + "\n")
+    assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["failed_ranks"] == [0]
+
+
+def test_the_kernels_killed_process_line_alone_is_the_oom_killer(tmp_path: Path) -> None:
+    """huggingface/transformers#7020's second kernel line, pasted alone (old kernels print the
+    victim on its own line: 'Killed process N (comm) total-vm:…')."""
+    f = _facts(tmp_path, "Sep  9 17:10:44 centos kernel: Killed process 126170 (python3) "
+                         "total-vm:325690732kB, anon-rss:125105968kB, file-rss:0kB\n")
+    assert (f["error_kind"], f["failed_hosts"]) == ("oom", ["centos"])
+    assert "Killed process 126170 (python3)" in f["error_message"]

@@ -16,7 +16,9 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   its own finding, unless it took its process down (the launcher recorded the exit: torchrun's
   ChildFailedError; or its traceback runs up to a script's ``<module>`` frame, so nothing
   caught it and the interpreter exited on it) — then the job crashed, and the class is
-  gpu_crash (error_kind python).
+  gpu_crash (error_kind python). A launcher stopped from outside with no failure of its own
+  (the runbook's outside stop: torchrun's "Received 15 death signal") is how the job ended:
+  ordered after any other class seen (the runbook leaves a hang someone killed to the hang).
   NCCL's report of a peer or the network failing under a process, with no collective timed
   out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
@@ -169,6 +171,9 @@ class Sighting:
     # a timeout read without a watchdog/gloo timeout line (flight recorder, status lines): a
     # view of the same hang the stack dumps show, which the dumps place better
     hang_view: bool = False
+    # the launcher stopped from outside with no failure of its own (gpu_crash's outside stop):
+    # how the job ended, ordered after any other class seen
+    outside_stop: bool = False
 
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
@@ -492,6 +497,10 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
             "ecc": "an ECC error", "oom": "out of memory", "signal": "a fatal signal",
             "python": "a Python exception"}.get(
         str(f.get("error_kind")), str(f.get("error_kind")))
+    if str(crash.first["code"]) == "launcher_received_signal":
+        return Sighting("gpu_crash", rows, f"the launcher was stopped from outside the job "
+                        f"({msg}): no worker failed on its own", ranks, report=rep,
+                        outside_stop=True)
     return Sighting("gpu_crash", rows, f"{where} failed with {kind}: "
                     f"{msg if len(msg) <= 140 else msg[:140] + ' …'}", ranks, report=rep)
 
@@ -790,6 +799,8 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
     def cmp(a: Sighting, b: Sighting) -> int:
         if {a.cls, b.cls} == {"timeout", "deadlock"} and (a.hang_view or b.hang_view):
             return -1 if a.cls == "deadlock" else 1  # one hang: the stacks say where
+        if a.outside_stop != b.outside_stop:  # how the job ended, after whatever else it shows
+            return 1 if a.outside_stop else -1
         if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
             return -1 if a.first_seen < b.first_seen else 1
         if root_cls in (a.cls, b.cls) and a.cls != b.cls:

@@ -53,7 +53,10 @@ Wordings, checked against the sources that print them (and public issues quoting
   with a connection error code 2.`` (verl#472); ``Fatal Python error: Segmentation fault``;
   torch's DataLoader: ``DataLoader worker (pid 624) is killed by signal: Segmentation fault.``
   and ``Unexpected bus error encountered in worker. This might be caused by insufficient
-  shared memory (shm).``
+  shared memory (shm).``; Hydra's ``Set the environment variable HYDRA_FULL_ERROR=1 for a
+  complete stack trace.`` (run_and_report then exits 1: an ``exits`` row, code 1).
+- A kernel line under its syslog/journald header (``Sep  9 17:10:44 centos kernel: Out of
+  memory: Kill process …``) takes the header's host.
 - SLURM's lost node: ``srun: error: Node failure on jean-zay-iam49`` (GoogleCloudPlatform/
   cluster-toolkit#1600); ``*** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT … DUE TO NODE
   FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***`` names only the node that reports it; ``… DUE TO
@@ -83,6 +86,7 @@ from typing import Any
 from .base import LineParser, Row, to_float
 from .collectives import RANK_TAG_RE
 from .torchrun import signal_name
+from .xid import SYSLOG_HOST_RE
 
 # Trailing advice torch appends to a CUDA error message (kept out of ``message``).
 _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile with|Exception raised from|\(most recent|$))"
@@ -319,6 +323,13 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "ut of memory: Kill",
         re.compile(r"(?P<msg>(?:Memory cgroup )?[Oo]ut of memory: Kill(?:ed)? process "
                    r"(?P<pid>\d+) \([^)]*\))"),
+    ),
+    (  # the kernel's second line of the same kill, alone in a pasted excerpt: "Killed process
+        # 126170 (python3) total-vm:325690732kB, anon-rss:…" (huggingface/transformers#7020)
+        "host_oom_killer",
+        "oom",
+        "Killed process",
+        re.compile(r"(?P<msg>Killed process (?P<pid>\d+) \([^)]*\)) total-vm:"),
     ),
     (
         "slurm_oom_kill",
@@ -558,7 +569,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
-                "Signal: ", "Cuda failure")
+                "Signal: ", "Cuda failure", "Killed process")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
@@ -648,6 +659,12 @@ def parse_error(text: str) -> Row | None:
     if code == "fatal_signal" and groups.get("what"):
         what = groups["what"].replace("-", " ")
         row["code"] = SIGNAL_WORDS.get(what[:1].upper() + what[1:], "fatal_signal")
+    if "host" not in row and " kernel:" in text[:m.start()]:
+        # the kernel's own line under its syslog/journald header ("Sep  9 17:10:44 centos
+        # kernel: Out of memory: Kill process …"): the header's host is the machine it ran on
+        kh = SYSLOG_HOST_RE.search(text, 0, m.start())
+        if kh:
+            row["host"] = kh["host"]
     host = NCCL_HOST_RE.match(text)
     if kind == "nccl_error" and host:
         row["host"] = host["host"]
@@ -943,6 +960,12 @@ SHELL_STATUS_WORDS = ("Killed",)
 SHELL_STATUS_RE = re.compile(
     rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$")
 
+# Hydra's run_and_report (hydra/_internal/utils.py): an exception out of a @hydra.main job is
+# printed, trimmed, followed by this line, and the process exits with sys.exit(1) — the
+# script's own death by its exception, whatever frames the trimmed traceback kept
+HYDRA_EXIT_RE = re.compile(r"Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack"
+                           r" trace")
+
 
 def parse_exit(text: str) -> Row | list[Row] | None:
     """A launcher's or scheduler's line saying a worker process exited (exit code or signal;
@@ -987,6 +1010,8 @@ def parse_exit(text: str) -> Row | list[Row] | None:
     m = SHELL_STATUS_RE.match(text)
     if m:
         return {"signal": SIGNAL_WORDS[m["word"]]}
+    if HYDRA_EXIT_RE.search(text):
+        return {"exitcode": 1}
     m = EXIT_STATUS_RE.search(text)
     if m and signal_name(int(m["code"])) is not None:
         return {"exitcode": int(m["code"]), "signal": signal_name(int(m["code"]))}
@@ -1009,7 +1034,8 @@ PARSERS: tuple[LineParser, ...] = (
         "exits",
         ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS,
          "trainer process with rank", "status failed cmd",
-         "xit code", "xit Code", "xit status", "xit_code", "error code", "status code"),
+         "xit code", "xit Code", "xit status", "xit_code", "error code", "status code",
+         "HYDRA_FULL_ERROR=1"),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",

@@ -20,6 +20,7 @@ import pandas as pd
 from ...incident import Incident
 from ...xid_catalog import xid_info
 from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
+from ..deadlock.stacks import hang_stacks
 from ..types import Strength
 
 SAME_FAILURE_WINDOW_S = 120.0  # causes this close to the first one, on its host, are one failure
@@ -152,6 +153,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     if not len(ev):
         return ev[EVENT_COLUMNS]
     _fill_ranks(ev, incident, host_of)
+    _wrapper_roles(ev)
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _after_timeout_roles(ev)
@@ -159,8 +161,58 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
+    _outside_stop_roles(ev, incident)
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
     return ev[EVENT_COLUMNS].reset_index(drop=True)
+
+
+# The agent's "Received 15 death signal" / "Received Signals.SIGHUP death signal": the signal
+# it got, as a number or a name. SIGINT (2) is someone's Ctrl-C, often on a hung job
+# (MCG-NJU/RTD-Action#31): a choice, not a failure.
+AGENT_RECEIVED_RE = re.compile(r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG[A-Z]+)) death signal")
+USER_STOP_SIGNALS = {"2", "SIGINT"}
+
+
+def _outside_stop_roles(ev: pd.DataFrame, incident: Incident) -> None:
+    """A launcher told to stop from outside the job (torchrun's agent: "Received 15 death
+    signal, shutting down workers", then SIGTERM/SIGHUP to its workers) when nothing else
+    failed — no cause, no collective timed out, no scheduler's time limit, no stack dump of a
+    hung process (a hang someone killed is the hang) — is how the job ended: its first such
+    line becomes the cause (weak, no rank: no worker failed on its own). The killer (an
+    orchestrator, a closed terminal, the scheduler) is outside these logs."""
+    if (ev["role"] == "cause").any() or ev["code"].isin(
+            ["collective_timeout", *NOT_A_FAILURE_CODES]).any():
+        return
+    if len(hang_stacks(incident.stacks, alone=False, errors=incident.errors)):
+        return
+    for i in ev.index[ev["code"] == "launcher_received_signal"]:
+        m = AGENT_RECEIVED_RE.search(str(ev.at[i, "message"] or ""))
+        if m and (m["num"] or m["name"]) not in USER_STOP_SIGNALS:
+            ev.loc[i, ["role", "strength"]] = ["cause", Strength.WEAK]
+            return
+
+
+# torch's ExceptionWrapper re-raising what a DataParallel replica or a DataLoader worker raised
+# ("torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.", "RuntimeError:
+# Caught RuntimeError in DataLoader worker process 0."): the original error and its traceback
+# follow ("Original Traceback (most recent call last): …")
+EXCEPTION_WRAPPER_RE = re.compile(
+    r"Caught \w+ in (?:replica \d+ on device \d+|DataLoader worker process \d+|pin memory thread)")
+WRAPPED_ERROR_LINES = 400  # the original traceback ends this close below the wrapper's line
+
+
+def _wrapper_roles(ev: pd.DataFrame) -> None:
+    """The wrapper's line only says where the error was caught: when the original error follows
+    it in the same file, that error is the failure and the wrapper is context."""
+    py = ev.index[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    for i in py:
+        if not EXCEPTION_WRAPPER_RE.search(str(ev.at[i, "message"] or "")):
+            continue
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        after = ev[(ev["table"] == "errors") & (ev["file"] == f) & (ev["lineno"] > ln)
+                   & (ev["lineno"] <= ln + WRAPPED_ERROR_LINES) & (ev["role"] == "cause")]
+        if len(after):
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
@@ -352,6 +404,11 @@ def _exit_roles(ev: pd.DataFrame) -> None:
         if e["code"] in TEARDOWN_SIGNALS:
             ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
             continue
+        said = _restated_exception(e, errs)
+        if said is not None:
+            ev.loc[i, ["role", "strength"]] = (["context", Strength.NONE] if said == "cause"
+                                               else ["cascade", Strength.NONE])
+            continue
         same = errs.iloc[0:0]
         if not pd.isna(e["rank"]):
             same = errs[errs["rank"] == e["rank"]]
@@ -364,6 +421,25 @@ def _exit_roles(ev: pd.DataFrame) -> None:
         else:
             ev.loc[i, ["role", "strength"]] = ["cause", (Strength.LOCAL if e["root_cause"]
                                                          else Strength.WEAK)]
+
+
+RESTATED_EXIT_LINES = 10  # an anonymous exit 1 this close below a Python exception is its exit
+
+
+def _restated_exception(e: pd.Series, errs: pd.DataFrame) -> str | None:
+    """The role of the Python exception an anonymous ``exit 1`` restates (no rank, host, pid or
+    local rank: Hydra's 'Set the environment variable HYDRA_FULL_ERROR=1 …' line, after which
+    run_and_report exits 1): the exception printed just above it in the same file; None when
+    the exit names its process or no exception stands there."""
+    if e["code"] != "exit_1" or any(not pd.isna(e[c]) for c in ("rank", "pid", "local_rank")) \
+            or not (e["host"] is None or pd.isna(e["host"])):
+        return None
+    above = errs[(errs["kind"] == "python") & (errs["file"] == e["file"])
+                 & (errs["lineno"] <= e["lineno"])
+                 & (errs["lineno"] >= e["lineno"] - RESTATED_EXIT_LINES)]
+    if not len(above):
+        return None
+    return str(above.sort_values("lineno").iloc[-1]["role"])
 
 
 def _escalation_roles(ev: pd.DataFrame) -> None:
@@ -674,6 +750,12 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
         return True
     # Every rank failing the same local way at once (e.g. all ranks OOM on one batch).
     if e["kind"] == first["kind"] == "oom" and near:
+        return True
+    # Every rank raising the same Python exception at once: a deterministic error of the code
+    # or its data on each of them (Paddle workerlogs' ReshapeOp ValueError on all four ranks),
+    # which nothing in the logs orders.
+    if (e["kind"] == first["kind"] == "python" and near and pd.notna(e["rank"])
+            and pd.notna(first["rank"]) and e["message"] and e["message"] == first["message"]):
         return True
     # A Python exception naming no rank or host, then a launcher's record, later in the same
     # file, of a worker that exited with code 1 (how a Python exception ends a worker): that

@@ -443,9 +443,22 @@ def _first_failure_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None
             _first_confidence(crash))
 
 
-# The firing rule of highest priority gives the verdict: the first failure when there is one,
-# else only a peer's symptoms, else nothing found.
+def _outside_stop_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
+    """The launcher itself told to stop (``events._outside_stop_roles``): a kill from outside."""
+    if _code(a) != "launcher_received_signal":
+        return None
+    f = a.facts
+    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    return (f"The launcher was stopped from outside the job{when} ({f['error_message']}) and "
+            "shut its workers down; no worker failed on its own before it — whatever sent the "
+            "signal (a closed terminal, the scheduler, an orchestrator or a crashed companion "
+            f"process) is not in these logs{_lost_words(f)}.", Confidence.MEDIUM)
+
+
+# The firing rule of highest priority gives the verdict: a launcher stopped from outside, else
+# the first failure when there is one, else only a peer's symptoms, else nothing found.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
+    Rule("outside_stop", _outside_stop_verdict, 30),
     Rule("first_failure", _first_failure_verdict, 20), Rule("symptoms", _symptoms_verdict, 10),
     Rule("no_crash", _no_crash_verdict, 0))
 
