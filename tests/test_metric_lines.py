@@ -414,6 +414,17 @@ COUNTER_LINES = [
      "data_cost: 0.0020 ips: 3.8095 images/s",
      {"iteration": 2200, "total_iterations": 120000, "loss": 12.34125},
      "wjm202/PaddleDetection_ssod_detr ppdet/engine/callbacks.py SemiLogPrinter (its format)"),
+    # an epoch, then its batch: MXNet's Speedometer (the batch alone, then the window it measured
+    # since MXNet 1.2: its end is the batch) and gluon-cv's "[Epoch e Batch b]"; the epoch is no step
+    ("INFO:root:Epoch[0] Batch [300]\tSpeed: 13594.84 samples/sec\tTrain-accuracy=0.934219",
+     {"iteration": 300, "epoch": 0.0, "samples_per_s": 13594.84},
+     "MXNet example/image-classification train_mnist.py output, as a public README quotes it"),
+    ("Epoch[0] Batch [80-100]\tSpeed: 6.30 samples/sec\tLoss=25.103594",
+     {"iteration": 100, "epoch": 0.0, "samples_per_s": 6.30, "loss": 25.103594},
+     "BigDeviltjj/mxnet-cornernet#1"),
+    ("INFO:root:[Epoch 1 Batch 300] Speed: 3402.10 samples/sec loss=0.234500",
+     {"iteration": 300, "epoch": 1.0, "samples_per_s": 3402.1, "loss": 0.2345},
+     "dmlc/gluon-cv#1663's '[Epoch 1 Batch 300]' counter (corpus gpu_crash-gluon-cv-1663) with a loss"),
 ]
 
 
