@@ -740,6 +740,23 @@ def test_a_faulthandler_dump_is_one_writers(tmp_path: Path) -> None:
     assert [f[0].split(" (")[0] for f in s["frames"]] == ["_test_nccl_errors_blocking", "<lambda>"]
 
 
+def test_a_ray_prefix_with_an_ipv6_node_names_the_writer(tmp_path: Path) -> None:
+    # OpenRLHF/OpenRLHF#1052 (corpus deadlock-openrlhf-1052): headerless faulthandler frames
+    # of two actors behind "(LLMRayActor pid=N, ip=[IPv6])", one with GitHub's line number
+    # fused before it; a verl recipe's notes (recipe/srt, gRPC IPv6 issue) print the same prefix
+    # with a compressed address: "(SRTDAPOTaskRunner pid=39990, ip=[2605:340:cdb1:6400::a7c:172])"
+    a, b = "2605:340:cd51:4900:c06a:4260:c8a8:4be7", "2605:340:cdb1:6400::a7c:172"
+    (tmp_path / "ray.log").write_text(
+        f'(LLMRayActor pid=3823828, ip=[{a}])   File "/x/vllm/device_allocator/cumem.py", line 204 in sleep\n'
+        f'(LLMRayActor pid=3823828, ip=[{a}])   File "/x/vllm/v1/worker/gpu_worker.py", line 76 in sleep\n'
+        f'(SRTDAPOTaskRunner pid=39990, ip=[{b}])   File "/x/vllm/executor/executor_base.py", line 205 in sleep\n'
+        f'49192(SRTDAPOTaskRunner pid=39990, ip=[{b}])   File "/x/vllm/v1/engine/core.py", line 254 in sleep\n')
+    for engine in ("plain", "fast"):
+        s = traindoc.load(tmp_path / "ray.log", engine=engine).stacks
+        assert list(zip(s["pid"], s["host"], strict=True)) == [(3823828, a), (39990, b)]
+        assert [len(f) for f in s["frames"]] == [2, 2]
+
+
 def test_ssh_names_the_host_of_the_dumps_after_it(tmp_path: Path) -> None:
     # huggingface/m4-logs tr_141 try3 README: "ssh jean-zay-iam06", then py-spy there fails
     (tmp_path / "notes.txt").write_text(
