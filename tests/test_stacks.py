@@ -757,6 +757,47 @@ def test_a_ray_prefix_with_an_ipv6_node_names_the_writer(tmp_path: Path) -> None
         assert [len(f) for f in s["frames"]] == [2, 2]
 
 
+# pytest-timeout's dump of a test past its limit (pytest-dev/pytest-timeout pytest_timeout.py
+# dump_stacks: write_title("Stack of %s (%s)" % (thread_name, thread_ident)) with "~", then
+# traceback.format_stack, most recent call last), as two CI logs quote it: a Windows run whose
+# tqdm monitor thread is dumped before MainThread (its name holds parentheses), and a macOS run
+# (pytest 5.4, timeout-1.3.4, --timeout_method=thread) hung in a sleep under requests.get
+PYTEST_TIMEOUT_DUMPS = [
+    ("+++++++++++++++++++++++++++++++++++ Timeout +++++++++++++++++++++++++++++++++++\n"
+     "~~~~~~~~~~~~~~~~ Stack of Thread-1 (_monitor) (31076) ~~~~~~~~~~~~~~~~\n"
+     '  File "C:\\py\\Lib\\threading.py", line 355, in wait\n'
+     "~~~~~~~~~~~~~~~~~~~~~~~~~ Stack of MainThread (27216) ~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+     '  File "D:\\repo\\.venv\\Lib\\site-packages\\_pytest\\python.py", line 167, in pytest_pyfunc_call\n'
+     '  File "D:\\repo\\tests\\unit\\solver\\test_slow_convergence.py", line 88, in test_converges_within_budget\n'
+     '  File "D:\\repo\\src\\pkg\\solver.py", line 171, in solve_it\n'
+     "+++++++++++++++++++++++++++++++++++ Timeout +++++++++++++++++++++++++++++++++++\n",
+     [("Thread-1 (_monitor)", "31076"), ("MainThread", "27216")], "solve_it"),
+    ("test_script.py .\n"
+     "+++++++++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++++++++\n\n"
+     "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~ Stack of MainThread (4523748800) ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     '\tFile "/Users/bob/code/test-debug/venv/lib/python3.8/site-packages/_pytest/python.py", line 184, in pytest_pyfunc_call\n'
+     "\t\tresult = testfunction(**testargs)\n"
+     '\tFile "/Users/bob/code/test-debug/test_script.py", line 10, in test_call_api\n'
+     "\t\tresp = call_api()\n"
+     '\tFile "/Users/bob/code/test-debug/script.py", line 5, in call_api\n'
+     "\t\trequests.get('https://pybit.es')\n"
+     '\tFile "/Users/bob/Downloads/requests.org/requests/api.py", line 71, in get\n'
+     "\t\ttime.sleep(60)\n\n"
+     "+++++++++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++++++++\n",
+     [("MainThread", "4523748800")], "get"),
+]
+
+
+@pytest.mark.parametrize("text, threads, leaf", PYTEST_TIMEOUT_DUMPS)
+def test_pytest_timeout_dumps_are_read(tmp_path: Path, text: str, threads: list, leaf: str) -> None:
+    (tmp_path / "ci.log").write_text(text)
+    for engine in ("plain", "fast"):
+        s = traindoc.load(tmp_path / "ci.log", engine=engine).stacks
+        assert list(zip(s["thread"], s["tid"], strict=True)) == threads
+        assert s["frames"].iloc[-1][0].split(" (")[0] == leaf  # innermost first
+
+
 def test_ssh_names_the_host_of_the_dumps_after_it(tmp_path: Path) -> None:
     # huggingface/m4-logs tr_141 try3 README: "ssh jean-zay-iam06", then py-spy there fails
     (tmp_path / "notes.txt").write_text(
