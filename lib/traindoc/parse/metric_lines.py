@@ -916,13 +916,29 @@ def step_marker(text: str) -> Row | None:
     return {"iteration": steps.pop(), "event": STEP_EVENT}
 
 
+# what follows an epoch's batch counter on a line that reports only metrics no column holds
+# (gluon-cv's "[Epoch 1 Batch 300] Training: accuracy=0.985000"): a keyed number
+KEYED_NUMBER_RE = re.compile(r"[A-Za-z][\w-]*\s*[=:]\s*[-+]?\d")
+
+
+def epoch_batch_marker(text: str) -> Row | None:
+    """An epoch's batch counter (``EPOCH_BATCH_RE``) on a line whose metrics no column holds
+    (an accuracy, a metric name a trainer chose): the run's progress, ``event="step"`` with
+    the epoch, like ``step_marker``; None for any other line."""
+    m = EPOCH_BATCH_RE.search(text)
+    if m is None or NOT_A_STEP_RE.search(text) or not KEYED_NUMBER_RE.search(text, m.end()):
+        return None
+    return {"iteration": int(m["n"]), "epoch": float(m["e"]), "event": STEP_EVENT}
+
+
 def parse_line(text: str) -> Row | None:
     """The generic parser's line: ``parse_metric_line`` where a metric needle is on it, else
     only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
-    reads nothing else: "Epoch[0] Time cost=50.022" is no loss); a line naming the optimizer's
-    step and no metric is a ``step_marker``."""
+    reads nothing else: "Epoch[0] Time cost=50.022" is no loss) or an epoch's batch counter
+    (``epoch_batch_marker``); a line naming the optimizer's step and no metric is a
+    ``step_marker``."""
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
-           else _epoch_result_row(text) or _epoch_begun(text))
+           else _epoch_result_row(text) or _epoch_begun(text) or epoch_batch_marker(text))
     if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
             bar.search(text) for bar in TQDM_FORMATS):
         row = step_marker(text)
