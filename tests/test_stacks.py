@@ -757,6 +757,31 @@ def test_a_ray_prefix_with_an_ipv6_node_names_the_writer(tmp_path: Path) -> None
         assert [len(f) for f in s["frames"]] == [2, 2]
 
 
+def test_rays_dedup_count_is_no_part_of_a_frame(tmp_path: Path) -> None:
+    # PeterGriffinJin/Search-R1#134: faulthandler frames behind a Ray prefix, each ending in
+    # Ray's "[repeated 3x across cluster]"; ray-project/ray#29576's "(Actor pid=N)" dump with
+    # the same count on its thread header (as Ray >= 2.5 prints a line other actors printed too)
+    root = "/data/miniconda3/envs/searchr1/lib/python3.9/site-packages/ray/_private"
+    (tmp_path / "ray.log").write_text(
+        "(Actor pid=11471) Current thread 0x00007f04d36bb740 (most recent call first): "
+        "[repeated 3x across cluster]\n"
+        '(Actor pid=11471)   File "test/distributed/test_c10d.py", line 4610 in '
+        "_test_nccl_errors_blocking [repeated 3x across cluster]\n"
+        "(WorkerDict pid=358920) Thread 0x00007f3a1c9ff640 (most recent call first):\n"
+        f'(WorkerDict pid=358920)   File "{root}/function_manager.py", line 689 in '
+        "actor_method_executor [repeated 3x across cluster]\n"
+        f'(WorkerDict pid=358920)   File "{root}/worker.py", line 953 in main_loop '
+        "[repeated 3x across cluster]\n"
+        f'(WorkerDict pid=358920)   File "{root}/workers/default_worker.py", line 330 in <module> '
+        "[repeated 3x across cluster]\n")
+    for engine in ("plain", "fast"):
+        s = traindoc.load(tmp_path / "ray.log", engine=engine).stacks
+        assert list(s["pid"]) == [11471, 358920]
+        assert list(s["state"].fillna("")) == ["current", ""]
+        assert [f[-1].split(" (")[0] for f in s["frames"]] == ["_test_nccl_errors_blocking",
+                                                               "<module>"]
+
+
 # pytest-timeout's dump of a test past its limit (pytest-dev/pytest-timeout pytest_timeout.py
 # dump_stacks: write_title("Stack of %s (%s)" % (thread_name, thread_ident)) with "~", then
 # traceback.format_stack, most recent call last), as two CI logs quote it: a Windows run whose

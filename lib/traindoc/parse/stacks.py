@@ -359,6 +359,11 @@ TRACE_NAME_RE = re.compile(r"(?:^|[/\\])trace-(?P<host>[^/\\]+?)\.(?:out|txt|log
 RANK_SUFFIX_RE = re.compile(r"[-_.]rank[-_]?(?P<rank>\d+)(?=$|[-_.])", re.IGNORECASE)
 PID_SUFFIX_RE = re.compile(r"[-_.](?P<pid>\d+)$")
 
+# Ray's log deduplication (on by default since Ray 2.5) ends a line that other workers printed
+# too with how often: '(WorkerDict pid=358920)   File "…/ray/_private/worker.py", line 953 in
+# main_loop [repeated 3x across cluster]' (PeterGriffinJin/Search-R1#134): no part of the frame
+RAY_REPEAT_RE = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 MAX_CMD_LINES = 20  # a "Process N:" line not followed by "Python v…" within this is no dump
 
@@ -447,6 +452,8 @@ class StackParser:
         """Consume one line; return the thread rows it completed."""
         if text.startswith("20"):
             text = _unstamped(text, self.section == "faulthandler")
+        if text.endswith("across cluster]"):
+            text = RAY_REPEAT_RE.sub("", text)
         if self.section is None:
             if "(most recent call last)" in text and text.rstrip().endswith(PYTB_HEADER):
                 return self._pytb_start(ctx)
