@@ -760,3 +760,25 @@ def test_a_dump_of_threading_threads_alone_is_still_its_process(tmp_path: Path) 
         '  File "/home/exp/anaconda3/envs/x/lib/python3.6/threading.py", line 916 in _bootstrap_inner',
         '  File "/home/exp/anaconda3/envs/x/lib/python3.6/threading.py", line 884 in _bootstrap']) + "\n")
     assert deadlock.diagnose(traindoc.load(tmp_path)).facts["processes_seen"] == 1
+
+
+def test_a_native_backtrace_after_a_pyspy_dump_of_the_same_pid_keeps_the_python_leaf(
+        tmp_path: Path) -> None:
+    """py-spy's dump of a process, then gdb's ``thread apply all bt`` of the same pid (its LWP):
+    one process, one moment; the Python frames say where it waits, the native ones only how."""
+    # rwth-i6/returnn#1811 (corpus deadlock-returnn-1811): py-spy of pid 390647 and gdb's
+    # unresolved libcuda frames of its main thread; gdb's thread headers as NVIDIA/nccl#901's
+    # "(gdb) thread apply all bt" prints them ("Thread 10 (Thread 0x7f322e3fa000 (LWP 496156)):")
+    case = ROOT / "data" / "corpus" / "deadlock" / "deadlock-returnn-1811" / "logs"
+    (tmp_path / "dump.txt").write_text(
+        (case / "py-spy.txt").read_text() + "\n(gdb) thread apply all bt\n\n"
+        "Thread 2 (Thread 0x7f322e3fa000 (LWP 390700)):\n"
+        "#0  futex_wait_cancelable (private=<optimized out>, expected=0, "
+        "futex_word=0x7f322e7fb158) at ../sysdeps/nptl/futex-internal.h:183\n"
+        "#3  0x00007f326f3d9740 in ncclProxyGetPostedOps (added=<synthetic pointer>, "
+        "proxyState=0x5603cb96d1e0) at proxy.cc:713\n\n"
+        "Thread 1 (Thread 0x148ff7a4b740 (LWP 390647)):\n" + (case / "gdb.txt").read_text())
+    a = deadlock.analyse(traindoc.load(tmp_path / "dump.txt"))
+    assert [p.pid for p in a.ranks] == [390647]
+    assert a.majority_leaf.startswith("copy_to_device (returnn/returnn/torch/frontend/_backend.py")
+    assert not a.ranks[0].moved

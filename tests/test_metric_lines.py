@@ -423,6 +423,17 @@ COUNTER_LINES = [
      "data_cost: 0.0020 ips: 3.8095 images/s",
      {"iteration": 2200, "total_iterations": 120000, "loss": 12.34125},
      "wjm202/PaddleDetection_ssod_detr ppdet/engine/callbacks.py SemiLogPrinter (its format)"),
+    # an epoch, then its batch: MXNet's Speedometer (the batch alone, then the window it measured
+    # since MXNet 1.2: its end is the batch) and gluon-cv's "[Epoch e Batch b]"; the epoch is no step
+    ("INFO:root:Epoch[0] Batch [300]\tSpeed: 13594.84 samples/sec\tTrain-accuracy=0.934219",
+     {"iteration": 300, "epoch": 0.0, "samples_per_s": 13594.84},
+     "MXNet example/image-classification train_mnist.py output, as a public README quotes it"),
+    ("Epoch[0] Batch [80-100]\tSpeed: 6.30 samples/sec\tLoss=25.103594",
+     {"iteration": 100, "epoch": 0.0, "samples_per_s": 6.30, "loss": 25.103594},
+     "BigDeviltjj/mxnet-cornernet#1"),
+    ("INFO:root:[Epoch 1 Batch 300] Speed: 3402.10 samples/sec loss=0.234500",
+     {"iteration": 300, "epoch": 1.0, "samples_per_s": 3402.1, "loss": 0.2345},
+     "dmlc/gluon-cv#1663's '[Epoch 1 Batch 300]' counter (corpus gpu_crash-gluon-cv-1663) with a loss"),
 ]
 
 
@@ -542,9 +553,8 @@ NOT_STEP_MARKERS = [
     # environment steps of an RL trainer (spawnaga/GeneticTrading, attached_assets/Pasted-…)
     "[TRAINING] 2025-07-10 23:23:11 [INFO    ] 🔸 FUTURES_ENV    : 📊 Step 616689 | Action: BUY | "
     "Price: $7457.50 | Position: -4",
-    # an epoch-local batch index with accuracy only (dmlc/gluon-cv#1663)
-    "Mon May 24 07:12:53 2021[1,0]<stderr>:INFO:root:[Epoch 1 Batch 300] Training: "
-    "accuracy=0.985000",
+    # (dmlc/gluon-cv#1663's "[Epoch 1 Batch 300] Training: accuracy=…" names its epoch with the
+    # batch: progress, test_an_epochs_batch_with_an_unknown_metric_is_progress)
     # a counter of a total beside memory use (hpcaitech/ColossalAI#3172)
     "INFO     colossalai - colossalai - INFO: [3/1000] Forward GPU memory usage: 8367.72 MB, CPU "
     "memory usage: 44096.98 MB",
@@ -707,3 +717,27 @@ def test_an_epoch_header_beside_a_keras_bar_is_no_step(tmp_path) -> None:
                    "loss: 0.3100\nEpoch 2/10\n 700/1490 [=============>................] - ETA: "
                    "12s - loss: 0.2900\n")
     assert last_progress(load(str(log))).step == 1490  # as before epoch headers were rows
+
+
+# an epoch's batch counter on a line whose only metric has no column (an accuracy): the run's
+# progress. logging.info('[Epoch %d Batch %d] Training: %s=%f' % (epoch, nbatch, name, acc)) is
+# in Horovod's and BytePS's MXNet MNIST examples and the gluon tutorials; dmlc/gluon-cv#1663
+# (corpus gpu_crash-gluon-cv-1663) is a Horovod run of it behind mpirun's prefixes
+@pytest.mark.parametrize("lines, step", [
+    (["Mon May 24 07:12:52 2021[1,0]<stderr>:INFO:root:Epoch[0]\tSpeed=28557.88 samples/s\t"
+      "Time cost=2.097635",
+      "Mon May 24 07:12:53 2021[1,0]<stderr>:INFO:root:[Epoch 1 Batch 200] Training: "
+      "accuracy=0.985078",
+      "Mon May 24 07:12:53 2021[1,0]<stderr>:INFO:root:[Epoch 1 Batch 300] Training: "
+      "accuracy=0.985000"], 300),
+    (["[Epoch 0 Batch 50] Training: accuracy=0.721875", "[Epoch 0] Training: accuracy=0.80",
+      "[Epoch 0] Validation: accuracy=0.91", "[Epoch 1 Batch 50] Training: accuracy=0.93125"], 50),
+])
+def test_an_epochs_batch_with_an_unknown_metric_is_progress(
+        tmp_path, lines: list[str], step: int) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    inc = load(str(log))
+    assert last_progress(inc).step == step
+    it = inc.iterations
+    assert set(it.loc[it["line"].str.contains(" Batch "), "event"]) == {STEP_EVENT}  # no series

@@ -740,6 +740,89 @@ def test_a_faulthandler_dump_is_one_writers(tmp_path: Path) -> None:
     assert [f[0].split(" (")[0] for f in s["frames"]] == ["_test_nccl_errors_blocking", "<lambda>"]
 
 
+def test_a_ray_prefix_with_an_ipv6_node_names_the_writer(tmp_path: Path) -> None:
+    # OpenRLHF/OpenRLHF#1052 (corpus deadlock-openrlhf-1052): headerless faulthandler frames
+    # of two actors behind "(LLMRayActor pid=N, ip=[IPv6])", one with GitHub's line number
+    # fused before it; a verl recipe's notes (recipe/srt, gRPC IPv6 issue) print the same prefix
+    # with a compressed address: "(SRTDAPOTaskRunner pid=39990, ip=[2605:340:cdb1:6400::a7c:172])"
+    a, b = "2605:340:cd51:4900:c06a:4260:c8a8:4be7", "2605:340:cdb1:6400::a7c:172"
+    (tmp_path / "ray.log").write_text(
+        f'(LLMRayActor pid=3823828, ip=[{a}])   File "/x/vllm/device_allocator/cumem.py", line 204 in sleep\n'
+        f'(LLMRayActor pid=3823828, ip=[{a}])   File "/x/vllm/v1/worker/gpu_worker.py", line 76 in sleep\n'
+        f'(SRTDAPOTaskRunner pid=39990, ip=[{b}])   File "/x/vllm/executor/executor_base.py", line 205 in sleep\n'
+        f'49192(SRTDAPOTaskRunner pid=39990, ip=[{b}])   File "/x/vllm/v1/engine/core.py", line 254 in sleep\n')
+    for engine in ("plain", "fast"):
+        s = traindoc.load(tmp_path / "ray.log", engine=engine).stacks
+        assert list(zip(s["pid"], s["host"], strict=True)) == [(3823828, a), (39990, b)]
+        assert [len(f) for f in s["frames"]] == [2, 2]
+
+
+def test_rays_dedup_count_is_no_part_of_a_frame(tmp_path: Path) -> None:
+    # PeterGriffinJin/Search-R1#134: faulthandler frames behind a Ray prefix, each ending in
+    # Ray's "[repeated 3x across cluster]"; ray-project/ray#29576's "(Actor pid=N)" dump with
+    # the same count on its thread header (as Ray >= 2.5 prints a line other actors printed too)
+    root = "/data/miniconda3/envs/searchr1/lib/python3.9/site-packages/ray/_private"
+    (tmp_path / "ray.log").write_text(
+        "(Actor pid=11471) Current thread 0x00007f04d36bb740 (most recent call first): "
+        "[repeated 3x across cluster]\n"
+        '(Actor pid=11471)   File "test/distributed/test_c10d.py", line 4610 in '
+        "_test_nccl_errors_blocking [repeated 3x across cluster]\n"
+        "(WorkerDict pid=358920) Thread 0x00007f3a1c9ff640 (most recent call first):\n"
+        f'(WorkerDict pid=358920)   File "{root}/function_manager.py", line 689 in '
+        "actor_method_executor [repeated 3x across cluster]\n"
+        f'(WorkerDict pid=358920)   File "{root}/worker.py", line 953 in main_loop '
+        "[repeated 3x across cluster]\n"
+        f'(WorkerDict pid=358920)   File "{root}/workers/default_worker.py", line 330 in <module> '
+        "[repeated 3x across cluster]\n")
+    for engine in ("plain", "fast"):
+        s = traindoc.load(tmp_path / "ray.log", engine=engine).stacks
+        assert list(s["pid"]) == [11471, 358920]
+        assert list(s["state"].fillna("")) == ["current", ""]
+        assert [f[-1].split(" (")[0] for f in s["frames"]] == ["_test_nccl_errors_blocking",
+                                                               "<module>"]
+
+
+# pytest-timeout's dump of a test past its limit (pytest-dev/pytest-timeout pytest_timeout.py
+# dump_stacks: write_title("Stack of %s (%s)" % (thread_name, thread_ident)) with "~", then
+# traceback.format_stack, most recent call last), as two CI logs quote it: a Windows run whose
+# tqdm monitor thread is dumped before MainThread (its name holds parentheses), and a macOS run
+# (pytest 5.4, timeout-1.3.4, --timeout_method=thread) hung in a sleep under requests.get
+PYTEST_TIMEOUT_DUMPS = [
+    ("+++++++++++++++++++++++++++++++++++ Timeout +++++++++++++++++++++++++++++++++++\n"
+     "~~~~~~~~~~~~~~~~ Stack of Thread-1 (_monitor) (31076) ~~~~~~~~~~~~~~~~\n"
+     '  File "C:\\py\\Lib\\threading.py", line 355, in wait\n'
+     "~~~~~~~~~~~~~~~~~~~~~~~~~ Stack of MainThread (27216) ~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+     '  File "D:\\repo\\.venv\\Lib\\site-packages\\_pytest\\python.py", line 167, in pytest_pyfunc_call\n'
+     '  File "D:\\repo\\tests\\unit\\solver\\test_slow_convergence.py", line 88, in test_converges_within_budget\n'
+     '  File "D:\\repo\\src\\pkg\\solver.py", line 171, in solve_it\n'
+     "+++++++++++++++++++++++++++++++++++ Timeout +++++++++++++++++++++++++++++++++++\n",
+     [("Thread-1 (_monitor)", "31076"), ("MainThread", "27216")], "solve_it"),
+    ("test_script.py .\n"
+     "+++++++++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++++++++\n\n"
+     "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~ Stack of MainThread (4523748800) ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
+     '\tFile "/Users/bob/code/test-debug/venv/lib/python3.8/site-packages/_pytest/python.py", line 184, in pytest_pyfunc_call\n'
+     "\t\tresult = testfunction(**testargs)\n"
+     '\tFile "/Users/bob/code/test-debug/test_script.py", line 10, in test_call_api\n'
+     "\t\tresp = call_api()\n"
+     '\tFile "/Users/bob/code/test-debug/script.py", line 5, in call_api\n'
+     "\t\trequests.get('https://pybit.es')\n"
+     '\tFile "/Users/bob/Downloads/requests.org/requests/api.py", line 71, in get\n'
+     "\t\ttime.sleep(60)\n\n"
+     "+++++++++++++++++++++++++++++++++++++++++ Timeout ++++++++++++++++++++++++++++++++++++++++++\n",
+     [("MainThread", "4523748800")], "get"),
+]
+
+
+@pytest.mark.parametrize("text, threads, leaf", PYTEST_TIMEOUT_DUMPS)
+def test_pytest_timeout_dumps_are_read(tmp_path: Path, text: str, threads: list, leaf: str) -> None:
+    (tmp_path / "ci.log").write_text(text)
+    for engine in ("plain", "fast"):
+        s = traindoc.load(tmp_path / "ci.log", engine=engine).stacks
+        assert list(zip(s["thread"], s["tid"], strict=True)) == threads
+        assert s["frames"].iloc[-1][0].split(" (")[0] == leaf  # innermost first
+
+
 def test_ssh_names_the_host_of_the_dumps_after_it(tmp_path: Path) -> None:
     # huggingface/m4-logs tr_141 try3 README: "ssh jean-zay-iam06", then py-spy there fails
     (tmp_path / "notes.txt").write_text(

@@ -177,6 +177,15 @@ COUNTER_STEP_RE = re.compile(
 PASS_STEP_RE = re.compile(
     r"(?<![\w/.])pass\s*[:=]?\s*(?P<e>\d+)\s*,\s*(?:train\s+)?batch\s*[:=]?\s*(?P<n>\d+)\b",
     re.IGNORECASE)
+# an epoch, then the batch of that epoch, when no step key is on the line: MXNet's Speedometer
+# ("Epoch[0] Batch [100]\tSpeed: 13736.09 samples/sec\tTrain-accuracy=0.78"; since MXNet 1.2 the
+# window it measured, "Epoch[0] Batch [80-100]\tSpeed: 6.30 samples/sec\tLoss=25.10",
+# BigDeviltjj/mxnet-cornernet#1: the window's end is the batch), gluon-cv's scripts ("[Epoch 1
+# Batch 300] Training: accuracy=0.985", dmlc/gluon-cv#1663): the batch, counted on across epochs
+# by the loss runbook like every per-epoch counter
+EPOCH_BATCH_RE = re.compile(
+    r"(?<![\w/.])epoch\s*[:=]?\s*\[?\s*(?P<e>\d+)\s*\]?\s*[,|]?\s*batch\s*[:=]?\s*\[?\s*"
+    r"(?:\d+\s*-\s*)?(?P<n>\d+)(?![\d./])", re.IGNORECASE)
 # bare counters at the start of a line, before its keyed metrics, when nothing else names the
 # step: "268/446 (epoch 0), train_loss = 2.097" (the step of a total), "333 154 Loss=nan
 # Time=0.040" (epoch, then the step), "590 | loss 6.1569 | lr …" (llama2.c and its forks: a
@@ -545,6 +554,9 @@ def parse_metric_line(text: str) -> Row | None:
         # the run's count beside the epoch's batch counter: the run's is the step
         row["iteration"] = int(m["n"])
         row["total_iterations"] = int(m["tot"])
+    elif m is None and (m := EPOCH_BATCH_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
+        row["epoch"] = float(m["e"])
     elif m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"] or m["pn"])
         row["total_iterations"] = int(m["tot"] or m["ptot"])
@@ -916,13 +928,29 @@ def step_marker(text: str) -> Row | None:
     return {"iteration": steps.pop(), "event": STEP_EVENT}
 
 
+# what follows an epoch's batch counter on a line that reports only metrics no column holds
+# (gluon-cv's "[Epoch 1 Batch 300] Training: accuracy=0.985000"): a keyed number
+KEYED_NUMBER_RE = re.compile(r"[A-Za-z][\w-]*\s*[=:]\s*[-+]?\d")
+
+
+def epoch_batch_marker(text: str) -> Row | None:
+    """An epoch's batch counter (``EPOCH_BATCH_RE``) on a line whose metrics no column holds
+    (an accuracy, a metric name a trainer chose): the run's progress, ``event="step"`` with
+    the epoch, like ``step_marker``; None for any other line."""
+    m = EPOCH_BATCH_RE.search(text)
+    if m is None or NOT_A_STEP_RE.search(text) or not KEYED_NUMBER_RE.search(text, m.end()):
+        return None
+    return {"iteration": int(m["n"]), "epoch": float(m["e"]), "event": STEP_EVENT}
+
+
 def parse_line(text: str) -> Row | None:
     """The generic parser's line: ``parse_metric_line`` where a metric needle is on it, else
     only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
-    reads nothing else: "Epoch[0] Time cost=50.022" is no loss); a line naming the optimizer's
-    step and no metric is a ``step_marker``."""
+    reads nothing else: "Epoch[0] Time cost=50.022" is no loss) or an epoch's batch counter
+    (``epoch_batch_marker``); a line naming the optimizer's step and no metric is a
+    ``step_marker``."""
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
-           else _epoch_result_row(text) or _epoch_begun(text))
+           else _epoch_result_row(text) or _epoch_begun(text) or epoch_batch_marker(text))
     if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
             bar.search(text) for bar in TQDM_FORMATS):
         row = step_marker(text)

@@ -57,9 +57,15 @@ MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
 # mpirun --timestamp-output glues a ctime stamp before its tag: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
 MPI_STAMP_RE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d "
                           r"\d\d:\d\d:\d\d \d{4}(?=\[\d+,\d+\]<std(?:out|err)>:)")
+# (a node's IPv6 address in brackets: "(LLMRayActor pid=3823828, ip=[2605:340:cd51:4900::4be7])",
+# OpenRLHF/OpenRLHF#1052)
 RAY_RE = re.compile(
-    r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:\-]+))?\)\s?"
+    r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)"
+    r"(?:, ip=(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<ip>[\w.:\-]+)))?\)\s?"
 )
+# a line number a paste fused to a Ray prefix (GitHub's gutter copied with the text:
+# "49192(LLMRayActor pid=3810036, ip=[…])   File …", OpenRLHF/OpenRLHF#1052): dropped
+PASTED_NUMBER_RE = re.compile(r"\d{1,7}(?=\((?:[\w.\-:]+ )?pid=\d+[,)])")
 # docker compose's "sglang-1  | " (v1: "web_1  | "): the container's name, padded, and a bar.
 # It names a container, not a host that could be drained: stripped, not kept.
 # (two letters at least and a replica number of 1-3 digits: "E-05 | " in a wrapped Megatron
@@ -245,11 +251,13 @@ def demux(text: str) -> tuple[str, Origin]:
             m = RAY_RE.match(text, pos)
             if m:
                 pid = digits_int(m["pid"])
-                if m["ip"]:
-                    host = m["ip"]
+                if m["ip"] or m["ip6"]:
+                    host = m["ip"] or m["ip6"]
         elif ch.isdigit():
             m = COLLECTOR_TIME_RE.match(text, pos) if pos == start and ch == "2" else None
-            if m:
+            if pos == 0 and m is None and (m := PASTED_NUMBER_RE.match(text)):
+                pass  # the Ray prefix after it names the writer
+            elif m:
                 when = line_time(m[0], None)
                 start = m.end()  # a launcher's host prefix may follow the collector's time
             elif m := (IP_HOST_RE.match(text, pos) if pos == start else None):

@@ -64,7 +64,9 @@ call LAST (frames are reversed here): ``# ThreadID: N`` then ``File: "x", line N
 ActiveState recipe many projects copy; python-manhole's ``######### ProcessID=P, ThreadID=N
 #########`` names the process too), or ``Printing stack`` / ``-- Thread ID: N ---`` then
 ``File "x", line N, in f``; a source line may follow each frame. The id is Python's thread
-ident, not an OS id.
+ident, not an OS id. pytest-timeout's dump of a test that ran past its limit is one of them
+(``+++ Timeout +++``, then ``~~~ Stack of MainThread (140366038940544) ~~~`` per thread, the
+name before the id).
 
 Where a dump was taken is often said only by what precedes it: a loop's separator
 (``=== PID 544360 ===``, ``=== node17 4242 ===``, ``== pid 12 ==``), the shell prompt of the
@@ -213,7 +215,10 @@ LAST_THREAD_RE = re.compile(r"^(?:# ThreadID|-+ ?Thread ID): (?P<tid>\d+)(?: -+)
 # newer '## ProcessID=1, ThreadID=2 "MainThread" ##'
 MANHOLE_THREAD_RE = re.compile(
     r'^#+ ProcessID=(?P<pid>\d+), ThreadID=(?P<tid>\d+)(?: "(?P<name>[^"]*)")? #+$')
-DUMPER_THREAD_RES = (LAST_THREAD_RE, MANHOLE_THREAD_RE)
+# pytest-timeout's dump_stacks (both methods): "~~~~~~ Stack of MainThread (8452218496) ~~~~~~",
+# "~~~ Stack of Thread-1 (_monitor) (31076) ~~~" (a name may hold parentheses: the id is the last)
+PYTEST_TIMEOUT_THREAD_RE = re.compile(r"^~+ Stack of (?P<name>.+) \((?P<tid>\d+)\) ~+$")
+DUMPER_THREAD_RES = (LAST_THREAD_RE, MANHOLE_THREAD_RE, PYTEST_TIMEOUT_THREAD_RE)
 LAST_NAME_RE = re.compile(r"^# Name: (?P<name>.+)$")
 LAST_BANNERS = ("Printing stack", "*** STACKTRACE - START ***", "*** STACKTRACE - END ***")
 # 'File "x", line 804, in acquire' (gdb, traceback) and 'File: "x", line 888, in _bootstrap'
@@ -354,6 +359,11 @@ TRACE_NAME_RE = re.compile(r"(?:^|[/\\])trace-(?P<host>[^/\\]+?)\.(?:out|txt|log
 RANK_SUFFIX_RE = re.compile(r"[-_.]rank[-_]?(?P<rank>\d+)(?=$|[-_.])", re.IGNORECASE)
 PID_SUFFIX_RE = re.compile(r"[-_.](?P<pid>\d+)$")
 
+# Ray's log deduplication (on by default since Ray 2.5) ends a line that other workers printed
+# too with how often: '(WorkerDict pid=358920)   File "…/ray/_private/worker.py", line 953 in
+# main_loop [repeated 3x across cluster]' (PeterGriffinJin/Search-R1#134): no part of the frame
+RAY_REPEAT_RE = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 MAX_CMD_LINES = 20  # a "Process N:" line not followed by "Python v…" within this is no dump
 
@@ -413,7 +423,7 @@ class StackParser:
     # frame (BARE_NEEDLES)
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
-               "py-spy", "ssh ", "Stack dump for ", "Timeout (", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
+               "py-spy", "ssh ", "Stack dump for ", "Timeout (", " Stack of ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
                *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
@@ -442,6 +452,8 @@ class StackParser:
         """Consume one line; return the thread rows it completed."""
         if text.startswith("20"):
             text = _unstamped(text, self.section == "faulthandler")
+        if text.endswith("across cluster]"):
+            text = RAY_REPEAT_RE.sub("", text)
         if self.section is None:
             if "(most recent call last)" in text and text.rstrip().endswith(PYTB_HEADER):
                 return self._pytb_start(ctx)
@@ -784,6 +796,8 @@ class StackParser:
             name = "MainThread" if "num" in m.re.groupindex and m["num"] == "1" else None
             if "pid" in m.re.groupindex:  # a dumper's header that names its process
                 pid, name = int(m["pid"]), m["name"]
+            elif "name" in m.re.groupindex:  # one that names the thread only
+                name = m["name"]
         self._tb.append({"pid": pid, "cmd": None, "tid": tid, "thread": name,
                          "state": None, "frames": [], "_ctx": ctx, "host": self._hint.get("host")})
         self._tb_after_frame = False
@@ -1031,8 +1045,10 @@ def _threading_started(frames: list[str]) -> bool:
 
 
 def _starts(text: str) -> bool:
-    """Whether a line may start a dump (``STARTERS``, or python-manhole's '#… ProcessID=')."""
-    return text.startswith(STARTERS) or (text.startswith("#") and "ProcessID=" in text)
+    """Whether a line may start a dump (``STARTERS``, python-manhole's '#… ProcessID=', or
+    pytest-timeout's '~~~ Stack of')."""
+    return text.startswith(STARTERS) or (text.startswith("#") and "ProcessID=" in text) or (
+        text.startswith("~") and " Stack of " in text)
 
 
 def _dumper_thread(text: str) -> re.Match[str] | None:

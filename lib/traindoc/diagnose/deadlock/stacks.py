@@ -335,9 +335,11 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
 
 def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _FrameMemo,
           leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]]) -> Proc:
-    """One process from its chosen threads' rows (the last snapshot counting)."""
+    """One process from its chosen threads' rows (the last snapshot counting, unless it shows
+    no Python frame where an earlier one does: ``_telling``)."""
     snaps = _snapshots(chosen)
-    last = snaps[-1]
+    at = _telling(snaps)
+    last = snaps[at]
     mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
     first = mains[0] if mains else last[0]
     fkey = _frame_key(first)
@@ -352,12 +354,12 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
     sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
     return Proc(
         key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
-        frames=list(fkey), leaf=leaf, signature=sigs[-1],
+        frames=list(fkey), leaf=leaf, signature=sigs[at],
         in_collective=coll, helper=helper,
         source=str(first.source), line=str(_na(first.line) or ""),
         thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
         cmd=_na(first.cmd),
-        snapshots=len(snaps), moved=len(set(sigs)) > 1, count=as_int(first.count) or 1,
+        snapshots=len(snaps), moved=len(set(_python_sigs(snaps, sigs))) > 1, count=as_int(first.count) or 1,
         threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last])
 
 
@@ -442,6 +444,30 @@ def _choose_threads(rows: list[_Row], thread: str, memo: _FrameMemo) -> list[_Ro
         if len({_na(r.tid) for r in mains}) == 1:
             return mains
     return []
+
+
+def _python_stack(frames: Any) -> bool:
+    return isinstance(frames, list | tuple) and any(split_frame(str(f)).python for f in frames)
+
+
+def _telling(snaps: list[list[_Row]]) -> int:
+    """The snapshot that stands for the process: the last, unless it holds no Python frame and
+    an earlier one does (py-spy's dump, then gdb's native backtrace of the same pid, which
+    ``thread apply all bt`` prints after it: the Python frames say which call the native ones
+    wait under)."""
+    last = len(snaps) - 1
+    if any(_python_stack(r.frames) for r in snaps[last]):
+        return last
+    return next((i for i in range(last - 1, -1, -1)
+                 if any(_python_stack(r.frames) for r in snaps[i])), last)
+
+
+def _python_sigs(snaps: list[list[_Row]], sigs: list[str]) -> list[str]:
+    """The signatures of the snapshots with Python frames (all where none has any): a native
+    backtrace beside a py-spy dump is the same moment seen lower, not a move."""
+    py = [sig for sig, snap in zip(sigs, snaps, strict=True)
+          if any(_python_stack(r.frames) for r in snap)]
+    return py or sigs
 
 
 def _snapshots(rows: list[_Row]) -> list[list[_Row]]:
