@@ -96,11 +96,14 @@ class Stream:
 def parsers_for(tables: Iterable[str] | None) -> tuple[tuple[LineParser, ...],
                                                        tuple[type[BlockParser], ...]]:
     """The line parsers and block-parser classes that fill ``tables`` (None: all), in
-    registry order. A block parser whose ``tables`` is empty is always kept."""
+    registry order. A block parser whose ``tables`` is empty is always kept, and so is every
+    line parser that joins wrapped lines (``incomplete``): which physical lines make one
+    logical line must not depend on the tables asked for (a tqdm bar's join decides what the
+    generic step reader sees); ``LineReader`` keeps only the rows of the tables asked for."""
     if tables is None:
         return LINE_PARSERS, BLOCK_PARSERS
     want = set(tables)
-    return (tuple(p for p in LINE_PARSERS if p.table in want),
+    return (tuple(p for p in LINE_PARSERS if p.table in want or p.incomplete),
             tuple(f for f in BLOCK_PARSERS if not f.tables or want & set(f.tables)))
 
 
@@ -307,6 +310,8 @@ class LineReader:
             if parser.fallback is not fallback or not any(map(text.__contains__,
                                                                parser.needles)):
                 continue
+            if self.want is not None and parser.table not in self.want:
+                continue  # a joiner kept for its joins (``parsers_for``), not its rows
             try:
                 row = parser.parse(text)
             except (ValueError, OverflowError, RecursionError) as e:  # a number no int holds
