@@ -1,0 +1,70 @@
+"""Timeout families beyond the corpus's instance: each read from at least two real sources (the
+issue each line comes from is named beside it), through both reading engines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import traindoc
+from traindoc.diagnose import timeout
+
+
+def _load(tmp_path: Path, text: str, engine: str = "plain") -> traindoc.Incident:
+    (tmp_path / "job.log").write_text(text)
+    return traindoc.load(str(tmp_path / "job.log"), engine=engine, workers=1)
+
+
+def _both(tmp_path: Path, text: str) -> traindoc.Incident:
+    """The incident the plain engine reads, checked equal to the fast engine's."""
+    plain, fast = _load(tmp_path, text, "plain"), _load(tmp_path, text, "fast")
+    for t in plain.tables:
+        pd.testing.assert_frame_equal(plain.tables[t], fast.tables[t], obj=t)
+    return plain
+
+
+# -- a Ray actor's prefix (after a collector's time) before torch's global [rankN]: tag; the
+# message's [Rank N] is the rank inside a sub-group -------------------------------------------
+
+RAY_STACKED = [
+    # verl-project/verl#1309: collector time, Ray actor with ip, [rank15]:, group-local Rank 1
+    ("[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=train-1316148307689748608-9zzm714v3bpc-worker-0) "
+     "[rank15]:[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
+     "operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, NumelIn=1, NumelOut=1, "
+     "Timeout(ms)=1800000) ran for 1800041 milliseconds before timing out.\n"
+     "[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=train-1316148307689748608-9zzm714v3bpc-worker-0) "
+     "[rank15]:[E510 00:18:19.328151517 ProcessGroupNCCL.cpp:2168] [PG ID 4 PG GUID 20(mesh_tp) "
+     "Rank 1]  failure detected by watchdog at work sequence id: 3 PG status: last enqueued work: 3, "
+     "last completed work: 2\n", 15, "BROADCAST", 3, "mesh_tp"),
+    # vllm-project/vllm#6042: Ray actor without ip or time, [rank1]: in the TP group "PG 1"
+    ("(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught "
+     "collective operation timeout: WorkNCCL(SeqNum=158046, OpType=GATHER, NumelIn=2867200, "
+     "NumelOut=0, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.\n"
+     "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at "
+     "NCCL work: 158046, last enqueued NCCL work: 158046, last completed NCCL work: 158045.\n",
+     1, "GATHER", 158046, "1"),
+]
+
+
+@pytest.mark.parametrize(("text", "rank", "op", "seq", "pg"), RAY_STACKED)
+def test_ray_actor_prefix_then_the_global_rank_tag(tmp_path: Path, text: str, rank: int, op: str,
+                                                     seq: int, pg: str) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.timed_out_ranks == [rank]
+    assert (a.op_type, a.seq_num) == (op, seq)
+    assert pg in (a.process_group or "")
+
+
+def test_a_collector_time_before_a_ray_prefix_is_a_prefix() -> None:
+    from traindoc.parse.prefixes import demux
+
+    # the same stack, the time unbracketed (a collector's "date +%F %T"), and the actor's own line
+    body, origin = demux("2025-05-10 00:18:21 (WorkerDict pid=1230, ip=10.0.0.7) [rank15]:[E510 x] y")
+    assert (body, origin.rank, origin.pid, origin.host) == ("[E510 x] y", 15, 1230, "10.0.0.7")
+    assert origin.rank_global and origin.time is not None
+    body, origin = demux("[2025-05-10 00:18:21] (TaskRunner pid=30064) step:3 - loss:0.1")
+    assert (body, origin.pid, origin.rank) == ("step:3 - loss:0.1", 30064, None)
+    # a time not followed by a prefix stays the line's text
+    assert demux("[2025-05-10 00:18:21] (not a prefix) x")[0].startswith("[2025-05-10")
