@@ -68,3 +68,45 @@ def test_a_collector_time_before_a_ray_prefix_is_a_prefix() -> None:
     assert (body, origin.pid, origin.rank) == ("step:3 - loss:0.1", 30064, None)
     # a time not followed by a prefix stays the line's text
     assert demux("[2025-05-10 00:18:21] (not a prefix) x")[0].startswith("[2025-05-10")
+
+
+# -- ranks of one group that timed out in different collectives at nearby numbers: their order
+# diverged (a desync), though no two name the same SeqNum -------------------------------------
+
+def _wd(prefix: str, rank: int, seq: int, op: str, numel: tuple[int, int], ran: int,
+        timeout_ms: int = 1800000) -> str:
+    return (f"{prefix}[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation "
+            f"timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel[0]}, NumelOut={numel[1]}, "
+            f"Timeout(ms)={timeout_ms}) ran for {ran} milliseconds before timing out.\n")
+
+
+ORDER_DESYNC = [
+    # naver/unic#1 (torch 2.2 wording, no prefix): rank 1 in ALLREDUCE #791, rank 3 in ALLGATHER #786
+    (_wd("", 1, 791, "ALLREDUCE", (768, 768), 1800885)
+     + _wd("", 3, 786, "ALLGATHER", (18063360, 72253440), 1802330), [1, 3]),
+    # pytorch/torchtune#1107 ([rankN]: prefixes; rank 0's status line names PG 0, rank 1's none)
+    (_wd("[rank1]:", 1, 313, "_ALLGATHER_BASE", (262668288, 525336576), 600010, 600000)
+     + _wd("[rank0]:", 0, 315, "ALLREDUCE", (1, 1), 600095, 600000)
+     + "[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 315, last "
+       "enqueued NCCL work: 315, last completed NCCL work: 314.\n", [0, 1]),
+]
+
+
+@pytest.mark.parametrize(("text", "ranks"), ORDER_DESYNC)
+def test_ranks_in_different_collectives_are_a_desync(tmp_path: Path, text: str,
+                                                     ranks: list[int]) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.timed_out_ranks == ranks
+    assert a.pattern == "desync"
+    assert a.first_mismatch is not None and len(set(a.first_mismatch.ops.values())) == 2
+
+
+def test_far_apart_or_same_op_is_no_desync(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1610: #216 and #57 are of two groups the watchdog lines do not name
+    far = (_wd("[rank13]:", 1, 216, "ALLTOALL_BASE", (1379328, 1572864), 600045, 600000)
+           + _wd("[rank15]:", 1, 57, "ALLREDUCE", (32, 32), 600045, 600000))
+    assert timeout.analyse(_both(tmp_path, far)).pattern == "unknown"
+    # pytorch/torchrec#189: the same op at #4188 and #4190 is no disagreement about the order
+    same = (_wd("[rank1]:", 1, 4188, "ALLTOALL_BASE", (8, 8), 1803676)
+            + _wd("[rank4]:", 4, 4190, "ALLTOALL_BASE", (8, 8), 1803657))
+    assert timeout.analyse(_both(tmp_path, same)).pattern != "desync"
