@@ -89,6 +89,16 @@ ORDER_DESYNC = [
      + _wd("[rank0]:", 0, 315, "ALLREDUCE", (1, 1), 600095, 600000)
      + "[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 315, last "
        "enqueued NCCL work: 315, last completed NCCL work: 314.\n", [0, 1]),
+    # NVIDIA-NeMo/Speech#13562 (torch 2.4 wording, pasted hard-wrapped at the terminal's width):
+    # ranks 1, 2 in BROADCAST #532339, rank 0 past it, in _ALLGATHER_BASE #532341
+    ("".join(f"[rank{r}]:[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog "
+             "caught collective operation timeout: WorkNCCL(SeqNum=532339, OpType=BROADCAST, "
+             "NumelIn=5164000, NumelOut=5\n164000, Timeout(ms)=1800000) ran for 1800042 "
+             "milliseconds before timing out.\n" for r in (2, 1))
+     + "[rank0]:[E513 13:25:57.714786872 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+       "collective operation timeout: WorkNCCL(SeqNum=532341, OpType=_ALLGATHER_BASE, "
+       "NumelIn=513, NumelOut\n=2052, Timeout(ms)=1800000) ran for 1800036 milliseconds before "
+       "timing out.\n", [0, 1, 2]),
 ]
 
 
@@ -110,3 +120,27 @@ def test_far_apart_or_same_op_is_no_desync(tmp_path: Path) -> None:
     same = (_wd("[rank1]:", 1, 4188, "ALLTOALL_BASE", (8, 8), 1803676)
             + _wd("[rank4]:", 4, 4190, "ALLTOALL_BASE", (8, 8), 1803657))
     assert timeout.analyse(_both(tmp_path, same)).pattern != "desync"
+
+
+# -- the MetricLogger counter's line with its time and no loss: the last step and the epoch's
+# length in the timeout runbook ---------------------------------------------------------------
+
+METRIC_LOGGER = [
+    # naver/unic#1 (its header "Training - Epoch: [e/E]", four spaces before time:)
+    ("Training - Epoch: [0/10]  [ 30/117]  eta: 0:04:58    time: 3.221811  data: 0.000114  max mem: 9312\n"
+     "Training - Epoch: [0/10]  [ 40/117]  eta: 0:04:18    time: 3.160756  data: 0.000113  max mem: 9312\n",
+     40, 117),
+    # torchvision's references' MetricLogger.log_every (copied by DeiT, DINO, MAE) with no meter
+    # updated: header "Epoch: [e]", then the counter, eta, time, data, max mem (a 2x T4 run's
+    # saved notebook output, quoted in a public write-up)
+    ("Epoch: [1]  [   0/2353]  eta: 3:08:37  time: 4.8098  data: 0.9323  max mem: 1847\n"
+     "Epoch: [1]  [2352/2353]  eta: 0:00:00  time: 0.3439  data: 0.0003  max mem: 1847\n", 2352, 2353),
+]
+
+
+@pytest.mark.parametrize(("text", "step", "total"), METRIC_LOGGER)
+def test_metric_logger_lines_without_a_loss_are_progress(tmp_path: Path, text: str, step: int,
+                                                         total: int) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert (a.progress.step, a.progress.total) == (step, total)
+
