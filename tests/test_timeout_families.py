@@ -144,3 +144,29 @@ def test_metric_logger_lines_without_a_loss_are_progress(tmp_path: Path, text: s
     a = timeout.analyse(_both(tmp_path, text))
     assert (a.progress.step, a.progress.total) == (step, total)
 
+
+# -- the run's length a trainer's start-up header states, where no bar or step line gives it -----
+
+WATCHDOG = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n")
+
+
+@pytest.mark.parametrize(("header", "total"), [
+    # zhiyuanhubj/logic-rl-formula's grpo.log (older verl: the driver actor is "main_task")
+    ("(main_task pid=2105103) Total training steps: 560\n", 560),
+    # Foo1szz/verl's train.out (verl's ray_trainer under its TaskRunner actor)
+    ("(TaskRunner pid=625502) Total training steps: 3746\n", 3746),
+    # AnshDhalla1/PyTorch_finetune_GPT2's train.log (a hand-written loop's logger)
+    ("INFO:__main__:\N{DIRECT HIT} Total training steps: 13002\n", 13002),
+    # HF Trainer's "***** Running training *****" header (LLaMA-Factory's prefix)
+    ("[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000\n", 17000),
+])
+def test_the_headers_run_length_is_the_total(tmp_path: Path, header: str, total: int) -> None:
+    a = timeout.analyse(_both(tmp_path, header + WATCHDOG))
+    assert a.progress.total == total and a.progress.step is None
+
+
+def test_two_headers_that_disagree_state_no_total(tmp_path: Path) -> None:
+    text = "Total training steps: 560\nTotal training steps: 3746\n" + WATCHDOG
+    assert timeout.analyse(_both(tmp_path, text)).progress.total is None

@@ -7,7 +7,7 @@ never arrived, the pattern, and the earlier failure they may be the consequence 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -33,7 +33,15 @@ from ..collectives import (
     unnumbered_mismatch,
     with_status_pg,
 )
-from ..common import Progress, as_int, as_str, last_progress, split_source, step_totals_by_rank
+from ..common import (
+    PLAN_PREFIX,
+    Progress,
+    as_int,
+    as_str,
+    last_progress,
+    split_source,
+    step_totals_by_rank,
+)
 from ..gpu_crash.events import failure_events, first_failure
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern, Strength
 
@@ -143,6 +151,24 @@ def startup_of(rows: pd.DataFrame) -> str | None:
     return next((k for k in map(startup_kind, lines) if k is not None), None)
 
 
+def planned_total(prog: Progress, incident: Incident) -> Progress:
+    """``prog`` with the run's length its trainer's start-up header states (``plan:total_steps``:
+    HF's "Total optimization steps = N", verl's "Total training steps: N") where no bar or step
+    line gives one, and every header that states one agrees."""
+    if prog.total is not None:
+        return prog
+    ht = incident.host_timings
+    if not len(ht):
+        return prog
+    v = ht.loc[ht["metric"].astype("string") == f"{PLAN_PREFIX}total_steps", "value"].dropna()
+    if not len(v) or v.nunique() != 1:
+        return prog
+    total = int(v.iloc[0])
+    if prog.step is not None and prog.step > total:
+        return prog
+    return replace(prog, total=total)
+
+
 def timeout_rows(incident: Incident) -> pd.DataFrame:
     """Timeout rows, one per (rank, process group, seq): the first line that reported each."""
     c = incident.collectives
@@ -163,7 +189,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     """
     incident = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
                         incident.account, incident.unrecognized)
-    prog = last_progress(incident)
+    prog = planned_total(last_progress(incident), incident)
     timeouts = timeout_rows(incident)
     c = incident.collectives
     status = status_rows(c)
