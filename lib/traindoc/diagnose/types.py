@@ -66,7 +66,8 @@ class Mismatch(NamedTuple):
 class Pattern(StrEnum):
     """What a collective timeout looks like across the ranks (the ``pattern`` fact).
 
-    DESYNC: ranks issued different collectives (or sizes/dtypes) at one sequence number.
+    DESYNC: ranks issued different collectives (or sizes/dtypes) at one sequence number, or
+        ranks of one group timed out in different ops a few numbers apart (their order diverged).
     STRAGGLER: some ranks never enqueued the collective the others wait in.
     ALL_STUCK: every rank entered the same collective and it never finished (the transport).
     UNKNOWN: the logs do not tell (e.g. only one rank's view was captured).

@@ -340,7 +340,11 @@ NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP
            "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_",
            "[valid] Ep. ", "speed", "Cost ",
            # TF2 Object Detection API since TF 2.4: "Step 1000 per-step time 17.001s" (no loss)
-           "per-step time")
+           "per-step time",
+           # the MetricLogger counter's line with its time and no loss (DeiT/DINO-style trainers:
+           # naver/unic#1 "Training - Epoch: [0/10]  [ 40/117]  eta: 0:04:18    time: 3.160756
+           # data: 0.000113  max mem: 9312")
+           "eta: ")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")

@@ -109,6 +109,12 @@ LEAD_HEAD = LEAD_MAX + len("[default")
 # the line's own and is dropped with them, so every engine reads the same body).
 TS_THEN_RANK_RE = re.compile(
     r" ?(?P<ts>\[?20\d\d-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\]?) (?=\[(?:rank|default)\d+\]:)")
+# The same time before a Ray actor's prefix (``[2025-05-10 00:18:21] (WorkerDict pid=1230,
+# ip=…) [rank15]:`` in verl#1309; ``2024-… (RayTrainWorker pid=…)``): a prefix too; the actor's
+# prefix and the rank tag after it are read as without it. The time is kept as the line's.
+TS_THEN_RAY_RE = re.compile(
+    r" ?(?P<ts>\[?20\d\d-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\]?) "
+    r"(?=\((?:[\w.\-:]+ )?pid=\d+(?:, ip=[\w.:\-]+)?\))")
 # A collector's RFC 3339 time before everything a process wrote (kubectl logs --timestamps,
 # docker logs -t, cloud log exports: "2024-03-01T12:00:00.123456789Z "): a prefix, stripped with
 # the launcher's that may follow it; its time is the line's when the text carries none.
@@ -208,6 +214,10 @@ def demux(text: str) -> tuple[str, Origin]:
     rank = host = pid = task = when = None
     rank_global = mpi = False
     pos = 0
+    if text[:1] in "[2 " and (ts := TS_THEN_RAY_RE.match(text)):
+        rest, origin = demux(text[ts.end():])
+        return rest, Origin(origin.rank, origin.host, origin.pid, origin.task, origin.rank_global,
+                            origin.time or line_time(ts["ts"], None))
     ts = (TS_THEN_RANK_RE.match(text) if text[:1] in "[2 " else None) or lead_before_rank(text)
     if ts and (m := ROLE_RE.match(text, ts.end())):
         rest, origin = demux(text[m.end():])

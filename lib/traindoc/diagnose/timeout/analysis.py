@@ -7,7 +7,7 @@ never arrived, the pattern, and the earlier failure they may be the consequence 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -33,11 +33,23 @@ from ..collectives import (
     unnumbered_mismatch,
     with_status_pg,
 )
-from ..common import Progress, as_int, as_str, last_progress, split_source, step_totals_by_rank
+from ..common import (
+    PLAN_PREFIX,
+    Progress,
+    as_int,
+    as_str,
+    last_progress,
+    split_source,
+    step_totals_by_rank,
+)
 from ..gpu_crash.events import failure_events, first_failure
-from ..types import UNKNOWN_GROUP, Mismatch, Pattern, Strength
+from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern, Strength
 
 STUCK_CODES = ("heartbeat_timeout", "watchdog_stuck")  # errors codes of the heartbeat monitor
+# Ranks of one group that each timed out in a different collective, the numbers at most this
+# far apart: they disagree about the order of the collectives (a desync). Farther apart, the
+# lines may be of two groups the wording does not name (nccl#1610: #216 and #57).
+DESYNC_SEQ_WINDOW = 8
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,6 +151,24 @@ def startup_of(rows: pd.DataFrame) -> str | None:
     return next((k for k in map(startup_kind, lines) if k is not None), None)
 
 
+def planned_total(prog: Progress, incident: Incident) -> Progress:
+    """``prog`` with the run's length its trainer's start-up header states (``plan:total_steps``:
+    HF's "Total optimization steps = N", verl's "Total training steps: N") where no bar or step
+    line gives one, and every header that states one agrees."""
+    if prog.total is not None:
+        return prog
+    ht = incident.host_timings
+    if not len(ht):
+        return prog
+    v = ht.loc[ht["metric"].astype("string") == f"{PLAN_PREFIX}total_steps", "value"].dropna()
+    if not len(v) or v.nunique() != 1:
+        return prog
+    total = int(v.iloc[0])
+    if prog.step is not None and prog.step > total:
+        return prog
+    return replace(prog, total=total)
+
+
 def timeout_rows(incident: Incident) -> pd.DataFrame:
     """Timeout rows, one per (rank, process group, seq): the first line that reported each."""
     c = incident.collectives
@@ -159,7 +189,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     """
     incident = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
                         incident.account, incident.unrecognized)
-    prog = last_progress(incident)
+    prog = planned_total(last_progress(incident), incident)
     timeouts = timeout_rows(incident)
     c = incident.collectives
     status = status_rows(c)
@@ -170,7 +200,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     ops = unnumbered["op_type"].fillna("gloo:")
     is_gloo = ops.str.startswith("gloo:") | ops.eq("MONITORED_BARRIER")
     gloo, legacy = unnumbered[is_gloo], unnumbered[~is_gloo]
-    mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy))
+    mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy)
+                or order_mismatch(nccl))
     # The heartbeat monitor ("watchdog got stuck", "Heartbeat monitor timed out"): the rank hung
     # inside NCCL/CUDA so long that even its watchdog stopped; it names no collective.
     errs = incident.errors
@@ -293,6 +324,36 @@ def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd
     if f["process_group"] == UNKNOWN_GROUP:
         f["process_group"] = None
     return f, primary
+
+
+def order_mismatch(nccl: pd.DataFrame) -> Mismatch | None:
+    """Ranks of one process group that each timed out in one collective, at different sequence
+    numbers (``DESYNC_SEQ_WINDOW`` apart at most) and in different ops: one rank is past the
+    collective another waits in, in another op — their order diverged (a desync). A line that
+    names no group is of the one group the others name. ``seq_num`` is the lowest; ``ops``
+    names each rank's op and number."""
+    rows = nccl.dropna(subset=["rank", "op_type", "seq_num"])
+    if not len(rows):
+        return None
+    pg = rows["process_group"].fillna(UNKNOWN_GROUP).astype(str)
+    named = set(pg) - {UNKNOWN_GROUP}
+    if len(named) == 1:  # a line naming no group is of the one group the others name
+        pg = pg.where(pg != UNKNOWN_GROUP, next(iter(named)))
+    rows = rows.assign(_pg=pg)
+    for pg, g in rows.groupby("_pg", sort=False):
+        per_rank = g.groupby("rank").agg(seq=("seq_num", "unique"), op=("op_type", "unique"))
+        one = per_rank[(per_rank["seq"].map(len) == 1) & (per_rank["op"].map(len) == 1)]
+        if len(one) < 2:
+            continue
+        seqs = {int(r): int(v[0]) for r, v in one["seq"].items()}
+        ops = {int(r): str(v[0]) for r, v in one["op"].items()}
+        lo, hi = min(seqs.values()), max(seqs.values())
+        if lo == hi or hi - lo > DESYNC_SEQ_WINDOW or len(set(ops.values())) < 2:
+            continue
+        return Mismatch(str(pg), lo, MismatchKind.OP,
+                        {str(r): f"{ops[r]} #{seqs[r]}" for r in sorted(ops)},
+                        sorted(r for r in seqs if seqs[r] != lo))
+    return None
 
 
 def tagged_ranks(timeouts: pd.DataFrame) -> list[int]:

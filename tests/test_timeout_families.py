@@ -1,0 +1,172 @@
+"""Timeout families beyond the corpus's instance: each read from at least two real sources (the
+issue each line comes from is named beside it), through both reading engines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import traindoc
+from traindoc.diagnose import timeout
+
+
+def _load(tmp_path: Path, text: str, engine: str = "plain") -> traindoc.Incident:
+    (tmp_path / "job.log").write_text(text)
+    return traindoc.load(str(tmp_path / "job.log"), engine=engine, workers=1)
+
+
+def _both(tmp_path: Path, text: str) -> traindoc.Incident:
+    """The incident the plain engine reads, checked equal to the fast engine's."""
+    plain, fast = _load(tmp_path, text, "plain"), _load(tmp_path, text, "fast")
+    for t in plain.tables:
+        pd.testing.assert_frame_equal(plain.tables[t], fast.tables[t], obj=t)
+    return plain
+
+
+# -- a Ray actor's prefix (after a collector's time) before torch's global [rankN]: tag; the
+# message's [Rank N] is the rank inside a sub-group -------------------------------------------
+
+RAY_STACKED = [
+    # verl-project/verl#1309: collector time, Ray actor with ip, [rank15]:, group-local Rank 1
+    ("[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=train-1316148307689748608-9zzm714v3bpc-worker-0) "
+     "[rank15]:[E510 00:18:19.328053719 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
+     "operation timeout: WorkNCCL(SeqNum=3, OpType=BROADCAST, NumelIn=1, NumelOut=1, "
+     "Timeout(ms)=1800000) ran for 1800041 milliseconds before timing out.\n"
+     "[2025-05-10 00:18:21] (WorkerDict pid=1230, ip=train-1316148307689748608-9zzm714v3bpc-worker-0) "
+     "[rank15]:[E510 00:18:19.328151517 ProcessGroupNCCL.cpp:2168] [PG ID 4 PG GUID 20(mesh_tp) "
+     "Rank 1]  failure detected by watchdog at work sequence id: 3 PG status: last enqueued work: 3, "
+     "last completed work: 2\n", 15, "BROADCAST", 3, "mesh_tp"),
+    # vllm-project/vllm#6042: Ray actor without ip or time, [rank1]: in the TP group "PG 1"
+    ("(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught "
+     "collective operation timeout: WorkNCCL(SeqNum=158046, OpType=GATHER, NumelIn=2867200, "
+     "NumelOut=0, Timeout(ms)=600000) ran for 600027 milliseconds before timing out.\n"
+     "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at "
+     "NCCL work: 158046, last enqueued NCCL work: 158046, last completed NCCL work: 158045.\n",
+     1, "GATHER", 158046, "1"),
+]
+
+
+@pytest.mark.parametrize(("text", "rank", "op", "seq", "pg"), RAY_STACKED)
+def test_ray_actor_prefix_then_the_global_rank_tag(tmp_path: Path, text: str, rank: int, op: str,
+                                                     seq: int, pg: str) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.timed_out_ranks == [rank]
+    assert (a.op_type, a.seq_num) == (op, seq)
+    assert pg in (a.process_group or "")
+
+
+def test_a_collector_time_before_a_ray_prefix_is_a_prefix() -> None:
+    from traindoc.parse.prefixes import demux
+
+    # the same stack, the time unbracketed (a collector's "date +%F %T"), and the actor's own line
+    body, origin = demux("2025-05-10 00:18:21 (WorkerDict pid=1230, ip=10.0.0.7) [rank15]:[E510 x] y")
+    assert (body, origin.rank, origin.pid, origin.host) == ("[E510 x] y", 15, 1230, "10.0.0.7")
+    assert origin.rank_global and origin.time is not None
+    body, origin = demux("[2025-05-10 00:18:21] (TaskRunner pid=30064) step:3 - loss:0.1")
+    assert (body, origin.pid, origin.rank) == ("step:3 - loss:0.1", 30064, None)
+    # a time not followed by a prefix stays the line's text
+    assert demux("[2025-05-10 00:18:21] (not a prefix) x")[0].startswith("[2025-05-10")
+
+
+# -- ranks of one group that timed out in different collectives at nearby numbers: their order
+# diverged (a desync), though no two name the same SeqNum -------------------------------------
+
+def _wd(prefix: str, rank: int, seq: int, op: str, numel: tuple[int, int], ran: int,
+        timeout_ms: int = 1800000) -> str:
+    return (f"{prefix}[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective operation "
+            f"timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn={numel[0]}, NumelOut={numel[1]}, "
+            f"Timeout(ms)={timeout_ms}) ran for {ran} milliseconds before timing out.\n")
+
+
+ORDER_DESYNC = [
+    # naver/unic#1 (torch 2.2 wording, no prefix): rank 1 in ALLREDUCE #791, rank 3 in ALLGATHER #786
+    (_wd("", 1, 791, "ALLREDUCE", (768, 768), 1800885)
+     + _wd("", 3, 786, "ALLGATHER", (18063360, 72253440), 1802330), [1, 3]),
+    # pytorch/torchtune#1107 ([rankN]: prefixes; rank 0's status line names PG 0, rank 1's none)
+    (_wd("[rank1]:", 1, 313, "_ALLGATHER_BASE", (262668288, 525336576), 600010, 600000)
+     + _wd("[rank0]:", 0, 315, "ALLREDUCE", (1, 1), 600095, 600000)
+     + "[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 315, last "
+       "enqueued NCCL work: 315, last completed NCCL work: 314.\n", [0, 1]),
+    # NVIDIA-NeMo/Speech#13562 (torch 2.4 wording, pasted hard-wrapped at the terminal's width):
+    # ranks 1, 2 in BROADCAST #532339, rank 0 past it, in _ALLGATHER_BASE #532341
+    ("".join(f"[rank{r}]:[E513 13:25:57.714781669 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog "
+             "caught collective operation timeout: WorkNCCL(SeqNum=532339, OpType=BROADCAST, "
+             "NumelIn=5164000, NumelOut=5\n164000, Timeout(ms)=1800000) ran for 1800042 "
+             "milliseconds before timing out.\n" for r in (2, 1))
+     + "[rank0]:[E513 13:25:57.714786872 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+       "collective operation timeout: WorkNCCL(SeqNum=532341, OpType=_ALLGATHER_BASE, "
+       "NumelIn=513, NumelOut\n=2052, Timeout(ms)=1800000) ran for 1800036 milliseconds before "
+       "timing out.\n", [0, 1, 2]),
+]
+
+
+@pytest.mark.parametrize(("text", "ranks"), ORDER_DESYNC)
+def test_ranks_in_different_collectives_are_a_desync(tmp_path: Path, text: str,
+                                                     ranks: list[int]) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.timed_out_ranks == ranks
+    assert a.pattern == "desync"
+    assert a.first_mismatch is not None and len(set(a.first_mismatch.ops.values())) == 2
+
+
+def test_far_apart_or_same_op_is_no_desync(tmp_path: Path) -> None:
+    # NVIDIA/nccl#1610: #216 and #57 are of two groups the watchdog lines do not name
+    far = (_wd("[rank13]:", 1, 216, "ALLTOALL_BASE", (1379328, 1572864), 600045, 600000)
+           + _wd("[rank15]:", 1, 57, "ALLREDUCE", (32, 32), 600045, 600000))
+    assert timeout.analyse(_both(tmp_path, far)).pattern == "unknown"
+    # pytorch/torchrec#189: the same op at #4188 and #4190 is no disagreement about the order
+    same = (_wd("[rank1]:", 1, 4188, "ALLTOALL_BASE", (8, 8), 1803676)
+            + _wd("[rank4]:", 4, 4190, "ALLTOALL_BASE", (8, 8), 1803657))
+    assert timeout.analyse(_both(tmp_path, same)).pattern != "desync"
+
+
+# -- the MetricLogger counter's line with its time and no loss: the last step and the epoch's
+# length in the timeout runbook ---------------------------------------------------------------
+
+METRIC_LOGGER = [
+    # naver/unic#1 (its header "Training - Epoch: [e/E]", four spaces before time:)
+    ("Training - Epoch: [0/10]  [ 30/117]  eta: 0:04:58    time: 3.221811  data: 0.000114  max mem: 9312\n"
+     "Training - Epoch: [0/10]  [ 40/117]  eta: 0:04:18    time: 3.160756  data: 0.000113  max mem: 9312\n",
+     40, 117),
+    # torchvision's references' MetricLogger.log_every (copied by DeiT, DINO, MAE) with no meter
+    # updated: header "Epoch: [e]", then the counter, eta, time, data, max mem (a 2x T4 run's
+    # saved notebook output, quoted in a public write-up)
+    ("Epoch: [1]  [   0/2353]  eta: 3:08:37  time: 4.8098  data: 0.9323  max mem: 1847\n"
+     "Epoch: [1]  [2352/2353]  eta: 0:00:00  time: 0.3439  data: 0.0003  max mem: 1847\n", 2352, 2353),
+]
+
+
+@pytest.mark.parametrize(("text", "step", "total"), METRIC_LOGGER)
+def test_metric_logger_lines_without_a_loss_are_progress(tmp_path: Path, text: str, step: int,
+                                                         total: int) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert (a.progress.step, a.progress.total) == (step, total)
+
+
+# -- the run's length a trainer's start-up header states, where no bar or step line gives it -----
+
+WATCHDOG = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n")
+
+
+@pytest.mark.parametrize(("header", "total"), [
+    # zhiyuanhubj/logic-rl-formula's grpo.log (older verl: the driver actor is "main_task")
+    ("(main_task pid=2105103) Total training steps: 560\n", 560),
+    # Foo1szz/verl's train.out (verl's ray_trainer under its TaskRunner actor)
+    ("(TaskRunner pid=625502) Total training steps: 3746\n", 3746),
+    # AnshDhalla1/PyTorch_finetune_GPT2's train.log (a hand-written loop's logger)
+    ("INFO:__main__:\N{DIRECT HIT} Total training steps: 13002\n", 13002),
+    # HF Trainer's "***** Running training *****" header (LLaMA-Factory's prefix)
+    ("[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000\n", 17000),
+])
+def test_the_headers_run_length_is_the_total(tmp_path: Path, header: str, total: int) -> None:
+    a = timeout.analyse(_both(tmp_path, header + WATCHDOG))
+    assert a.progress.total == total and a.progress.step is None
+
+
+def test_two_headers_that_disagree_state_no_total(tmp_path: Path) -> None:
+    text = "Total training steps: 560\nTotal training steps: 3746\n" + WATCHDOG
+    assert timeout.analyse(_both(tmp_path, text)).progress.total is None
