@@ -33,12 +33,16 @@ from traindoc.diagnose import failure_class
 # scored after h's round) took it to 755; after their rounds 715 are right, no case that was
 # right having gone wrong: deadlock's and triage's healthy floor lower by batch i's wrong cases
 # (4 deadlock cases, 3 healthy runs triage names a class on), the others raised.
-FLOOR_PCT = {"all": 94.5, "timeout": 97.0, "gpu_crash": 96.0, "loss_spike": 93.5,
-             "throughput": 93.0, "deadlock": 90.5}
+# Batches 2026-11-27j (36 cases, 22 right blind) and 2026-11-27k (21 cases, 17 right blind,
+# scored after both rounds) took it to 812; after the rounds 775 are right, no case that was
+# right having gone wrong: deadlock's floor lower by batch k's two Horovod stall reports (a
+# family whose labels conflict), the others raised or kept.
+FLOOR_PCT = {"all": 95.0, "timeout": 97.0, "gpu_crash": 96.0, "loss_spike": 95.0,
+             "throughput": 94.5, "deadlock": 89.0}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (507/528 and 122/135 today)
-TRIAGE_FLOOR_PCT = 95.5
-TRIAGE_HEALTHY_FLOOR_PCT = 90.0
+# and of healthy cases where it names none (546/565 and 143/155 today)
+TRIAGE_FLOOR_PCT = 96.0
+TRIAGE_HEALTHY_FLOOR_PCT = 91.5
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
