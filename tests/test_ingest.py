@@ -280,6 +280,21 @@ def test_iterations_alone_are_the_iterations_of_a_full_load(tmp_path: Path) -> N
         traindoc.load(log, tables=["iteration"])
 
 
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_one_table_load_joins_wrapped_lines_as_a_full_load_does(tmp_path: Path,
+                                                                    engine: str) -> None:
+    # lines 10-15 of a corpus case.json read as a log (batch j's ms-swift#6877): a full load joins
+    # the "step 6/15000" summary into a joiner's record, so the generic step reader never sees
+    # it alone; a load of the iterations table alone gave that line a row of its own (the
+    # joiners were left out with their tables: reader.lines.parsers_for keeps them now)
+    case = ROOT / "data/corpus/gpu_crash/gpu_crash-ms-swift-6877/case.json"
+    log = tmp_path / "joined.log"
+    log.write_text("\n".join(case.read_text().splitlines()[9:15]) + "\n")
+    full = traindoc.load(log, workers=1, engine=engine)
+    only = traindoc.load(log, workers=1, engine=engine, tables=["iterations"])
+    pd.testing.assert_frame_equal(only.iterations, full.iterations)
+
+
 needs_hyperscan = pytest.mark.skipif(patterns.hs is None, reason="the planner needs hyperscan")
 
 
