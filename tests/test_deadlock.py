@@ -451,11 +451,22 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
     def proc(key, chosen, stuck):
         """One process of the reference grouping."""
         snaps = snapshots(chosen)
-        last = snaps[-1]
+
+        def python(s):
+            return any(deadlock_stacks.split_frame(str(f)).python for r in s for f in frames_of(r))
+
+        # a native-only snapshot (gdb's backtrace after py-spy's dump) neither stands for the
+        # process over an earlier one with Python frames nor says it moved
+        native = [any(frames_of(r) for r in s) and not python(s) for s in snaps]
+        at = len(snaps) - 1
+        if native[at]:
+            at = next((i for i in range(at - 1, -1, -1) if python(snaps[i])), at)
+        last = snaps[at]
         mains = [r for r in last if na(r.thread) in mains_names]
         first = mains[0] if mains else last[0]
         frames = frames_of(first)
         sigs = [" ‖ ".join(sorted(deadlock_stacks.signature(frames_of(r), depth) for r in s)) for s in snaps]
+        moving = [sig for sig, n in zip(sigs, native, strict=True) if not n] or sigs
         return deadlock_stacks.Proc(
             key=key, rank=to_int(first.rank), host=na(first.host), pid=to_int(first.pid),
             frames=frames, leaf=(f"not dumped: {str(na(first.line) or 'py-spy error').strip()}"
@@ -463,11 +474,11 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
                                  f"uninterruptible sleep (D): {na(first.cmd) or 'no stack'}"
                                  if na(first.state) == "D" and not frames
                                  else deadlock_stacks.key_leaf(frames)),
-            signature=sigs[-1],
+            signature=sigs[at],
             in_collective=deadlock_stacks.in_collective(frames), helper=deadlock_stacks.is_helper_process(frames),
             source=str(first.source), line=str(na(first.line) or ""),
             thread=na(first.thread), state="D" if stuck else na(first.state), cmd=na(first.cmd),
-            snapshots=len(snaps), moved=len(set(sigs)) > 1,
+            snapshots=len(snaps), moved=len(set(moving)) > 1,
             threads=[str(na(r.thread) or na(r.tid) or "?") for r in last])
 
     out = []

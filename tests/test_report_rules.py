@@ -189,6 +189,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("gpu_crash", "VERDICTS", "symptoms"): (
         "data/corpus/gpu_crash/gpu_crash-bigscience-meg-gpt2-base-n64-1809655", {}),
     ("gpu_crash", "VERDICTS", "no_crash"): ("data/corpus/gpu_crash/gpu_crash-gluon-cv-1663", {}),
+    ("gpu_crash", "VERDICTS", "outside_stop"): ("data/corpus/gpu_crash/gpu_crash-prime-rl-1360",
+                                                {}),
     ("gpu_crash", "ACTIONS", "drain_node"): ("data/gpu_crash/xid79_multinode", {}),
     ("gpu_crash", "ACTIONS", "diagnose_gpu"): ("data/gpu_crash/xid79_multinode", {}),
     ("gpu_crash", "ACTIONS", "check_node"): ("data/gpu_crash/bloom_seed", {}),

@@ -11,8 +11,9 @@ Rules (documented because the runbook's facts depend on them):
 - **Processes.** One per (host, pid); else per rank; else per dump file. DataLoader worker and
   pin-memory processes (``torch/utils/data/_utils/worker.py`` …) are helpers, not ranks: they
   are counted apart. When one process was dumped several times, the last snapshot counts and
-  the others say whether it moved; a snapshot with no Python frame (gdb's native backtrace after
-  py-spy's dump of the same pid) neither counts over one that has them nor says it moved. A py-spy error counts as a process only when the log names
+  the others say whether it moved; a native-only snapshot (frames, none of them Python's: gdb's
+  backtrace after py-spy's dump of the same pid) neither counts over one that has Python frames
+  nor says it moved. A py-spy error counts as a process only when the log names
   the process it failed on (``Process N:`` before it, a loop's ``=== PID N ===``, the
   ``py-spy dump --pid N`` command) and nothing else of that process was read; its leaf is
   ``not dumped: <the error>``. Each entry of a condensed per-node listing of leaves is one

@@ -359,7 +359,8 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
         source=str(first.source), line=str(_na(first.line) or ""),
         thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
         cmd=_na(first.cmd),
-        snapshots=len(snaps), moved=len(set(_python_sigs(snaps, sigs))) > 1, count=as_int(first.count) or 1,
+        snapshots=len(snaps), moved=len(set(_python_sigs(snaps, sigs))) > 1,
+        count=as_int(first.count) or 1,
         threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last])
 
 
@@ -450,24 +451,29 @@ def _python_stack(frames: Any) -> bool:
     return isinstance(frames, list | tuple) and any(split_frame(str(f)).python for f in frames)
 
 
+def _native_only(snap: list[_Row]) -> bool:
+    """A snapshot with frames, none of them Python's (gdb's native backtrace)."""
+    return (any(isinstance(r.frames, list | tuple) and len(r.frames) for r in snap)
+            and not any(_python_stack(r.frames) for r in snap))
+
+
 def _telling(snaps: list[list[_Row]]) -> int:
-    """The snapshot that stands for the process: the last, unless it holds no Python frame and
-    an earlier one does (py-spy's dump, then gdb's native backtrace of the same pid, which
-    ``thread apply all bt`` prints after it: the Python frames say which call the native ones
-    wait under)."""
+    """The snapshot that stands for the process: the last, unless it is native-only and an
+    earlier one holds Python frames (py-spy's dump, then gdb's native backtrace of the same pid,
+    which ``thread apply all bt`` prints after it: the Python frames say which call the native
+    ones wait under)."""
     last = len(snaps) - 1
-    if any(_python_stack(r.frames) for r in snaps[last]):
+    if not _native_only(snaps[last]):
         return last
     return next((i for i in range(last - 1, -1, -1)
                  if any(_python_stack(r.frames) for r in snaps[i])), last)
 
 
 def _python_sigs(snaps: list[list[_Row]], sigs: list[str]) -> list[str]:
-    """The signatures of the snapshots with Python frames (all where none has any): a native
-    backtrace beside a py-spy dump is the same moment seen lower, not a move."""
-    py = [sig for sig, snap in zip(sigs, snaps, strict=True)
-          if any(_python_stack(r.frames) for r in snap)]
-    return py or sigs
+    """The signatures of the snapshots that are not native-only (all where every one is): a
+    native backtrace beside a py-spy dump is the same moment seen lower, not a move."""
+    kept = [sig for sig, snap in zip(sigs, snaps, strict=True) if not _native_only(snap)]
+    return kept or sigs
 
 
 def _snapshots(rows: list[_Row]) -> list[list[_Row]]:
