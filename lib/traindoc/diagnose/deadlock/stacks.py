@@ -229,6 +229,7 @@ class _FrameMemo:
         self.depth = depth
         self._sig: dict[tuple[str, ...], str] = {}
         self._idle: dict[tuple[Any, tuple[str, ...]], bool] = {}
+        self._python: dict[tuple[str, ...], bool] = {}
 
     def signature(self, row: _Row) -> str:
         key = _frame_key(row)
@@ -236,6 +237,13 @@ class _FrameMemo:
         if sig is None:
             sig = self._sig[key] = signature(list(key), self.depth)
         return sig
+
+    def has_python(self, row: _Row) -> bool:
+        key = _frame_key(row)
+        python = self._python.get(key)
+        if python is None:
+            python = self._python[key] = any(split_frame(f).python for f in key)
+        return python
 
     def idle_helper(self, row: _Row) -> bool:
         key = (_na(row.thread), _frame_key(row))
@@ -338,7 +346,8 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
     """One process from its chosen threads' rows (the last snapshot counting, unless it shows
     no Python frame where an earlier one does: ``_telling``)."""
     snaps = _snapshots(chosen)
-    at = _telling(snaps)
+    native = [_native_only(snap, memo) for snap in snaps]
+    at = _telling(snaps, native, memo)
     last = snaps[at]
     mains = [r for r in last if _na(r.thread) in MAIN_THREAD_NAMES]
     first = mains[0] if mains else last[0]
@@ -352,6 +361,8 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
     elif _na(first.state) == "D" and not fkey:
         leaf = f"uninterruptible sleep (D): {_na(first.cmd) or 'no stack'}"
     sigs = [" ‖ ".join(sorted(memo.signature(r) for r in s)) for s in snaps]
+    # a native backtrace beside a py-spy dump is the same moment seen lower, not a move
+    moving = [sig for sig, n in zip(sigs, native, strict=True) if not n] or sigs
     return Proc(
         key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
         frames=list(fkey), leaf=leaf, signature=sigs[at],
@@ -359,7 +370,7 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
         source=str(first.source), line=str(_na(first.line) or ""),
         thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
         cmd=_na(first.cmd),
-        snapshots=len(snaps), moved=len(set(_python_sigs(snaps, sigs))) > 1,
+        snapshots=len(snaps), moved=len(set(moving)) > 1,
         count=as_int(first.count) or 1,
         threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last])
 
@@ -447,33 +458,22 @@ def _choose_threads(rows: list[_Row], thread: str, memo: _FrameMemo) -> list[_Ro
     return []
 
 
-def _python_stack(frames: Any) -> bool:
-    return isinstance(frames, list | tuple) and any(split_frame(str(f)).python for f in frames)
-
-
-def _native_only(snap: list[_Row]) -> bool:
+def _native_only(snap: list[_Row], memo: _FrameMemo) -> bool:
     """A snapshot with frames, none of them Python's (gdb's native backtrace)."""
-    return (any(isinstance(r.frames, list | tuple) and len(r.frames) for r in snap)
-            and not any(_python_stack(r.frames) for r in snap))
+    return (any(_frame_key(r) for r in snap)
+            and not any(memo.has_python(r) for r in snap))
 
 
-def _telling(snaps: list[list[_Row]]) -> int:
-    """The snapshot that stands for the process: the last, unless it is native-only and an
-    earlier one holds Python frames (py-spy's dump, then gdb's native backtrace of the same pid,
-    which ``thread apply all bt`` prints after it: the Python frames say which call the native
-    ones wait under)."""
+def _telling(snaps: list[list[_Row]], native: list[bool], memo: _FrameMemo) -> int:
+    """The snapshot that stands for the process (``native``: which are native-only): the last,
+    unless it is native-only and an earlier one holds Python frames (py-spy's dump, then gdb's
+    native backtrace of the same pid, which ``thread apply all bt`` prints after it: the Python
+    frames say which call the native ones wait under)."""
     last = len(snaps) - 1
-    if not _native_only(snaps[last]):
+    if not native[last]:
         return last
     return next((i for i in range(last - 1, -1, -1)
-                 if any(_python_stack(r.frames) for r in snaps[i])), last)
-
-
-def _python_sigs(snaps: list[list[_Row]], sigs: list[str]) -> list[str]:
-    """The signatures of the snapshots that are not native-only (all where every one is): a
-    native backtrace beside a py-spy dump is the same moment seen lower, not a move."""
-    kept = [sig for sig, snap in zip(sigs, snaps, strict=True) if not _native_only(snap)]
-    return kept or sigs
+                 if any(memo.has_python(r) for r in snaps[i])), last)
 
 
 def _snapshots(rows: list[_Row]) -> list[list[_Row]]:
