@@ -681,7 +681,8 @@ def parse_error(text: str) -> Row | None:
 NCCL_HOST_RE = re.compile(
     r"^\s*(?:\[20\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?\] )?"
     r"(?P<host>(?=[\w.\-]*[A-Za-z])[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
-PG_ID_RE = re.compile(r"\d+")
+# a run of digits: the ids of a process-group name, the ranks of a launcher's rank list
+DIGITS_RE = re.compile(r"\d+")
 
 
 def _tag_rank(text: str, end: int) -> int | None:
@@ -693,7 +694,7 @@ def _tag_rank(text: str, end: int) -> int | None:
         return None
     pg = tag["pg"]
     if pg and "default_pg" not in pg:
-        ids = PG_ID_RE.findall(pg)
+        ids = DIGITS_RE.findall(pg)
         if ids and ids[0] != "0":
             return None
     return int(tag["rank"])
@@ -944,7 +945,6 @@ SPAWN_EXIT_RE = re.compile(r"process (?P<rank>\d+) terminated with exit code (?P
 PADDLE_ABORT_RE = re.compile(
     r"ABORT!!! Out of all \d+ trainers, the trainer process with rank=?\[(?P<ranks>[\d,\s]*)\]"
     r" was aborted")
-RANK_LIST_ITEM_RE = re.compile(r"\d+")
 PADDLE_CONTAINER_RE = re.compile(
     r"Container rank (?P<lr>\d+) status failed cmd \[.*?\] code (?P<code>-?\d+)")
 SHELL_KILLED_RE = re.compile(
@@ -998,7 +998,7 @@ def parse_exit(text: str) -> Row | list[Row] | None:
         return {"rank": int(m["rank"]), "exitcode": code, "signal": signal_name(code)}
     m = PADDLE_ABORT_RE.search(text)
     if m:
-        ranks = [int(r) for r in RANK_LIST_ITEM_RE.findall(m["ranks"])]
+        ranks = [int(r) for r in DIGITS_RE.findall(m["ranks"])]
         return [{"rank": r, "_named_rank": True} for r in ranks] or None
     m = PADDLE_CONTAINER_RE.search(text)
     if m:
