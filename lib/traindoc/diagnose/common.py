@@ -257,6 +257,14 @@ HF_SUMMARY_STEPS_RE = re.compile(r"'train_runtime':\s*'?(?P<rt>[\d.]+)'?.*?"
                                  r"'train_steps_per_second':\s*'?(?P<sps>[\d.]+)")
 
 
+def plan_values(host_timings: pd.DataFrame, key: str) -> pd.Series:
+    """The values of a trainer's header rows ``plan:<key>`` in ``host_timings``, in order."""
+    if not len(host_timings):
+        return pd.Series(dtype="float64")
+    rows = host_timings["metric"].astype("string") == f"{PLAN_PREFIX}{key}"
+    return host_timings.loc[rows.fillna(False), "value"].dropna()
+
+
 def _planned(plan: pd.DataFrame) -> tuple[float, float] | None:
     """(steps, epochs) a trainer's header states for one file (``plan:total_steps`` and
     ``plan:epochs`` rows of ``host_timings``, its last of each), or None: only where the steps
@@ -265,7 +273,7 @@ def _planned(plan: pd.DataFrame) -> tuple[float, float] | None:
     epoch's length)."""
     got = {}
     for key in ("total_steps", "epochs"):
-        v = plan.loc[plan["metric"] == f"plan:{key}", "value"].dropna()
+        v = plan_values(plan, key)
         if len(v):
             got[key] = float(v.iloc[-1])
     steps, epochs = got.get("total_steps"), got.get("epochs")

@@ -34,11 +34,11 @@ from ..collectives import (
     with_status_pg,
 )
 from ..common import (
-    PLAN_PREFIX,
     Progress,
     as_int,
     as_str,
     last_progress,
+    plan_values,
     split_source,
     step_totals_by_rank,
 )
@@ -157,10 +157,7 @@ def planned_total(prog: Progress, incident: Incident) -> Progress:
     line gives one, and every header that states one agrees."""
     if prog.total is not None:
         return prog
-    ht = incident.host_timings
-    if not len(ht):
-        return prog
-    v = ht.loc[ht["metric"].astype("string") == f"{PLAN_PREFIX}total_steps", "value"].dropna()
+    v = plan_values(incident.host_timings, "total_steps")
     if not len(v) or v.nunique() != 1:
         return prog
     total = int(v.iloc[0])
