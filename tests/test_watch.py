@@ -630,8 +630,9 @@ def test_live_metric_drills_alert_their_class(name: str, live_drill: Callable[[s
     assert a["class"] == truth["class"]
     summary = json.loads((tmp_path / "watch" / truth["class"] / "summary.json").read_text())
     k = truth["run"]["fault_step"]
-    if name == "slow_rank":
-        assert a["details"]["change_iteration"] == k == summary["facts"]["change_iteration"]
+    if name == "slow_rank":  # (the runbook's verdict in the message: a disagreement says why)
+        assert a["details"]["change_iteration"] == k == summary["facts"]["change_iteration"], \
+            (a["reason"], summary["verdict"], summary["findings"][:3])
     else:
         assert a["details"]["spikes"][0]["start_iteration"] == k
         assert summary["facts"]["spikes"][0]["start_iteration"] == k
