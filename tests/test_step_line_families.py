@@ -7,6 +7,7 @@ and a coarse clock's one-step wander."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -124,6 +125,31 @@ def test_epoch_rows_are_steps_only_where_nothing_counts_steps() -> None:
     mixed = _table([{"iteration": 100, "loss": 2.0}, {"iteration": 1, "loss": 1.9, "event": "epoch"},
                     {"iteration": 200, "loss": 1.8}])
     assert epoch_counted(mixed)["iteration"].tolist() == [100, 200]
+
+
+def test_per_batch_lines_naming_only_their_epoch_are_counted(tmp_path: Path) -> None:
+    import traindoc
+    from traindoc.diagnose.common import training_steps
+
+    # 1025378573/T5-Finetune train.log (the corpus's throughput-t5-finetune-train-log): a
+    # custom loop's line after every batch, the epoch its only counter, then the epoch's
+    # summary in another wording (no batch of its own)
+    rows = [("05:16:20,962", 1, "Batch loss: 12.1336"), ("05:16:22,229", 1, "Batch loss: 14.9769"),
+            ("05:16:23,493", 1, "Batch loss: 12.9075"), ("05:16:24,763", 1, "Batch loss: 10.1722"),
+            ("05:16:24,764", 1, "Average Train Loss: 1.6334"),
+            ("05:16:25,027", 2, "Batch loss: 13.5579"), ("05:16:26,293", 2, "Batch loss: 10.9222"),
+            ("05:16:27,566", 2, "Batch loss: 11.9728"), ("05:16:28,836", 2, "Batch loss: 10.8892"),
+            ("05:16:28,837", 2, "Average Train Loss: 1.0334")]
+    (tmp_path / "train.log").write_text("".join(
+        f"2025-03-02 {t} - INFO - Epoch {e} - {msg}\n" for t, e, msg in rows))
+    steps = training_steps(traindoc.load(tmp_path / "train.log"))
+    assert steps["iteration"].tolist() == list(range(1, 9))
+    assert steps["epoch"].tolist() == [1.0] * 4 + [2.0] * 4
+    # one line per epoch ("Epoch: 0, Loss: 0.68, Accuracy: 0.57"): the epochs are the steps
+    (tmp_path / "epochs.log").write_text("".join(
+        f"Epoch: {e}, Loss: 0.{68 - e}, Accuracy: 0.57\n" for e in range(5)))
+    assert training_steps(traindoc.load(tmp_path / "epochs.log"))["iteration"].tolist() == [
+        0, 1, 2, 3, 4]
 
 
 def test_one_step_of_a_coarse_clock_is_no_change() -> None:

@@ -84,7 +84,40 @@ def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None
     bars = progress is not None and "step" in progress and progress["step"].notna().any()
     if bars or (it["iteration"].notna() & it["event"].isna()).any():
         return it[~by_epoch]
+    batches = batch_counts(it[by_epoch])
+    if batches is not None:  # per-batch lines: counted, the epoch's other lines its summaries
+        return it[~by_epoch | it.index.isin(batches.index)].assign(
+            iteration=it["iteration"].mask(it.index.isin(batches.index), batches.reindex(
+                it.index)),
+            event=it["event"].mask(by_epoch, pd.NA))
     return it.assign(event=it["event"].mask(by_epoch, pd.NA))
+
+
+# the wording of a line: its digits (counters, values, the logger's time) stood for by one mark
+_DIGITS_RE = re.compile(r"\d+(?:[.,]\d+)*")
+BATCH_LINES_MIN = 3  # lines of one wording per epoch, at the median, that are batches
+
+
+def batch_counts(rows: pd.DataFrame) -> pd.Series | None:
+    """The run's count of per-batch lines that name only their epoch (a custom loop's
+    "Epoch 1 - Batch loss: 12.13" after every batch, no batch counter): in each file and rank,
+    the lines of the wording that recurs ``BATCH_LINES_MIN`` times or more per epoch (at the
+    median) are batches, counted 1, 2, 3 … in log order across epochs; a wording printed once
+    an epoch ("Epoch 1 - Average Train Loss: 1.63") is the epoch's summary, no batch. None
+    where no wording recurs so (one line per epoch: the epochs are the steps)."""
+    if "line" not in rows or "source" not in rows:
+        return None
+    rows = rows[rows["iteration"].notna() & rows["line"].notna()]
+    if not len(rows):
+        return None
+    wording = rows["line"].astype(str).str.replace(_DIGITS_RE, "#", regex=True)
+    file = rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0]
+    keys = [file, rows["rank"].fillna(-1), wording]
+    out: list[pd.Series] = []
+    for _, g in rows.groupby(keys, sort=False):
+        if g.groupby("iteration").size().median() >= BATCH_LINES_MIN:
+            out.append(pd.Series(np.arange(1, len(g) + 1), index=g.index, dtype="Int64"))
+    return pd.concat(out) if out else None
 
 
 def steps_of(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
