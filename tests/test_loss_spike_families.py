@@ -528,6 +528,20 @@ def test_stepless_hf_dicts_are_placed_by_their_epoch() -> None:
         assert steps == sorted(set(steps)), case  # one step each, in order
 
 
+def test_each_launch_in_one_file_is_placed_by_its_own_run() -> None:
+    # Hoilap/O-LoRA logs_and_outputs_llama/order_1/logs/train_and_infer_改accumulation.log
+    # (corpus timeout-o-lora-train-and-infer-accumulation): one task's training, bar 78/78,
+    # "{'loss': 10.4435, 'learning_rate': 0.0001, 'epoch': 0.13}" … 'epoch': 0.9, a predict
+    # bar 950/950, then the next task's, bar …/156, 'epoch': 0.06 … 0.26: dicts every 10 steps
+    # of each, not one count run on across both
+    from traindoc.diagnose.common import place_by_epoch
+    path = CORPUS.parent / "timeout" / "timeout-o-lora-train-and-infer-accumulation" / "logs"
+    inc = traindoc.load([str(path)])
+    it = place_by_epoch(inc.iterations, inc.progress)
+    it = it[it["event"].isna() & it["loss"].notna()]
+    assert it["iteration"].astype(int).tolist() == [10, 20, 30, 40, 50, 60, 70, 10, 20, 30, 40]
+
+
 def test_epochs_too_coarse_or_too_few_keep_the_count() -> None:
     # LaVi-Lab/VG-LLM#21: two dicts at 'epoch': 0.01, 0.02 of a 1233-step bar (steps 10 and
     # 20, or 12 and 24: the rounding cannot tell); h2oai/h2ogpt#86: five dicts all at

@@ -636,6 +636,72 @@ def test_a_rise_within_the_loss_own_moves_is_no_spike() -> None:
     assert len(_without_noise({"spikes": [fs]}, steps, flat)["spikes"]) == 1
 
 
+def test_a_lone_one_batch_blip_is_no_incident() -> None:
+    from traindoc.diagnose.triage import _without_noise
+
+    def spike(a: int, b: int | None, peak: float, base: float) -> dict:
+        return {"start_iteration": a, "peak_iteration": a, "recovered_iteration": b,
+                "recovery_confirmed": b is not None, "peak_loss": peak, "baseline_loss": base}
+
+    # CeciliaGuo331/nano-gpt log/train.log (build-nanogpt, a line every step): "step 17632 |
+    # loss: 3.404365 | …" among ~3.04, back the next step; OpenGVLab/InternVideo's ViCLIP
+    # train.log ("Train Epoch: [0] [ 790/10397] … loss: 1.9347"), back at the next line
+    steps = list(range(17600, 17700))
+    assert _without_noise({"spikes": [spike(17632, 17633, 3.404365, 3.03512)]}, steps)[
+        "spikes"] == []
+    steps10 = list(range(700, 960, 10))
+    assert _without_noise({"spikes": [spike(790, 800, 1.9347, 1.2426)]}, steps10)[
+        "spikes"] == []
+    # awslabs/keys_values#97: 14.500 at iter 339 among 0-3.3, back at 340: the loss rose
+    # eightfold, an incident however short
+    kv = list(range(331, 343))
+    assert len(_without_noise({"spikes": [spike(339, 340, 14.5, 1.793)]}, kv)["spikes"]) == 1
+    # the same rise over two logged points, or one never confirmed back, stays
+    assert len(_without_noise({"spikes": [spike(17632, 17634, 3.404365, 3.03512)]}, steps)[
+        "spikes"]) == 1
+    tentative = {**spike(17632, 17633, 3.404365, 3.03512), "recovery_confirmed": False}
+    assert len(_without_noise({"spikes": [tentative]}, steps)["spikes"]) == 1
+
+
+def test_an_unrecovered_swing_on_few_points_is_no_incident() -> None:
+    from traindoc.diagnose.triage import _without_noise
+
+    def spike(a: int, p: int, peak: float, base: float, h: int) -> dict:
+        return {"start_iteration": a, "peak_iteration": p, "recovered_iteration": None,
+                "recovery_confirmed": False, "peak_loss": peak, "baseline_loss": base,
+                "history_points": h}
+
+    # hnmizuho/AT-BSN#1: "<epoch: …, iter:   3,800, lr:…> l_all: 3.4186" then 6.2897, 4.8096,
+    # 4.5722, 6.9138 every 100 iterations: the loss falls back nearer 3.42 than 6.91
+    at = dict(zip(range(3800, 4300, 100), [3.4186, 6.2897, 4.8096, 4.5722, 6.9138],
+                  strict=True))
+    s = spike(3900, 4200, 6.9138, 3.4186, 1)
+    assert _without_noise({"spikes": [s]}, list(at), at)["spikes"] == []
+    # SeanNaren/deepspeech.pytorch#127: "Loss 3.2168 (37.0903)" …, the per-batch CTC loss of
+    # epoch 11, batches 1-17 (the run's average in brackets)
+    ds = dict(zip(range(1, 18), [3.2168, 3.6915, 3.8567, 1.9861, 4.2020, 10.1045, 10.0306,
+                                 12.3729, 8.1055, 5.7821, 13.5125, 8.8798, 5.8867, 14.8824,
+                                 11.8922, 12.5397, 13.1328], strict=True))
+    s = spike(2, 14, 14.8824, 3.2168, 1)
+    assert _without_noise({"spikes": [s]}, list(ds), ds)["spikes"] == []
+    # bigscience-workshop/bigscience tr8b-104B chronicles: lm loss 2.665, 2.667, then 4.374 …
+    # 4.096, 4.137 every step: a jump to a level held stays a spike
+    bl = dict(zip(range(17060, 17069), [2.665, 2.667, 4.374, 4.366, 4.391, 4.405, 4.398, 4.096,
+                                        4.137], strict=True))
+    s = spike(17062, 17065, 4.405, 2.666, 2)
+    assert len(_without_noise({"spikes": [s]}, list(bl), bl)["spikes"]) == 1
+    # tensorflow/models#8423: "global step 408: loss = 0.1442 (0.302 sec/step)", then
+    # "global step 409: loss = 25237.8984" … 1216893.1250 at 415: a climb that never falls back
+    # below its midpoint stays
+    tf = dict(zip(range(408, 416), [0.1442, 25237.8984, 75835.2812, 28575.1914, 134869.8906,
+                                    437442.4062, 212268.4531, 1216893.125], strict=True))
+    s = spike(409, 415, 1216893.125, 0.1442, 1)
+    assert len(_without_noise({"spikes": [s]}, list(tf), tf)["spikes"]) == 1
+    # the same swing on a known noise (FEW_HISTORY points before it) is the runbook's to judge
+    s = spike(3900, 4200, 6.9138, 3.4186, 5)
+    assert len(_without_noise({"spikes": [s]}, list(at), at)["spikes"]) == 1
+
+
 # The first updates overshooting the untrained model's loss (a spike opening at the second logged
 # loss of a log that starts at step 1), back by themselves: openai/parameter-golf
 # experiments/8xH100_fullrun.log ('step:1/20000 train_loss:6.9394', 'step:2/20000

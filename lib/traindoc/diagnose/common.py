@@ -395,14 +395,67 @@ def _interval(ep: np.ndarray, per_epoch: float) -> int | None:
     return None
 
 
+def _lines(df: pd.DataFrame) -> pd.Series:
+    """Each row's line number in its file (-1: not given)."""
+    got = df["source"].astype("string").str.extract(SOURCE_RE)["line"]
+    return pd.to_numeric(got, errors="coerce").fillna(-1).astype(int)
+
+
+def _launches(rows: pd.DataFrame, files: pd.Series, progress: pd.DataFrame | None,
+              bar_files: pd.Series | None, plans: pd.DataFrame | None,
+              plan_files: pd.Series | None,
+              ) -> list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]]:
+    """HF's stepless dicts (``rows``) per file and per launch, each with its progress bars and
+    ``plan:`` rows: a file whose training dicts' epoch goes back holds several launches (O-LoRA's
+    loop of trainings, one per task, in one log: 'epoch': 0.9, then 0.06 of the next task).
+    A launch after the first has the bars and plan rows printed after the launch before it
+    logged its last dict, and of its bars only those still running at its own last dict (the
+    launch before finishing its bar, a predict loop's 950/950, are not its training)."""
+    empty = pd.DataFrame(columns=["step", "total"])
+    out = []
+    for file in files.dropna().unique():
+        frows = rows[files == file]
+        fbars = progress[bar_files == file] if bar_files is not None else empty
+        fplan = plans[plan_files == file] if plans is not None else None
+        train = frows[frows["event"].isna() & frows["epoch"].notna()]
+        ep = train["epoch"].astype(float).to_numpy()
+        back = np.flatnonzero(np.diff(ep) < 0) + 1 if len(ep) > 1 else np.array([], dtype=int)
+        if not len(back):
+            out.append((frows, fbars, fplan))
+            continue
+        lines, tlines = _lines(frows), _lines(train).to_numpy()
+        starts = [int(tlines[0])] + [int(tlines[b]) for b in back]
+        ends = [int(tlines[b - 1]) for b in back] + [int(tlines[-1])]
+        for k, (first, last) in enumerate(zip(starts, ends, strict=True)):
+            upto = starts[k + 1] if k + 1 < len(starts) else None
+            seg = frows[(lines >= (first if k else -1))
+                        & ((lines < upto) if upto is not None else True)]
+            after = ends[k - 1] if k else -1
+            bars = fbars
+            if len(fbars):
+                bl = _lines(fbars)
+                bars = fbars[(bl > after) & (bl <= last)]
+                running = bars.groupby("total")["step"].last()
+                running = running[running < running.index.to_series()]
+                if len(running):
+                    bars = bars[bars["total"].isin(running.index)]
+            plan = None
+            if fplan is not None and len(fplan):
+                pl = _lines(fplan)
+                plan = fplan[(pl > after) & (pl <= last)]
+            out.append((seg, bars, plan))
+    return out
+
+
 def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = None,
                    host_timings: pd.DataFrame | None = None) -> pd.DataFrame:
     """The iterations table with HF Trainer's stepless log dicts ("{'loss': 0.45, …,
     'epoch': 1.22}", counted 1, 2, 3 by the parser) at their step: ``epoch`` x the run's
     steps per epoch (``_run_length``; ``host_timings`` gives the ``plan:`` rows of the
     trainer's header), snapped to the logging interval the dicts' epochs show; eval dicts
-    follow the training dict they were counted after. Files whose run length the log does not
-    give, or whose epochs go back (a restart), keep the count.
+    follow the training dict they were counted after. A file whose epochs go back holds
+    several launches, each placed by its own run (``_launches``). Files whose run length the
+    log does not give keep the count.
 
     Why the epoch: the trainer writes it as ``step / steps_per_epoch``, so it is the one
     value in the dict that carries the step; the count is right only for logging_steps=1."""
@@ -421,16 +474,13 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
     plan_files = (plans["source"].astype("string").str.extract(SOURCE_RE)["file"]
                   if plans is not None else None)
     out = it
-    for file in files[stepless].dropna().unique():
-        rows = it[stepless & (files == file)]
+    for rows, bars, plan in _launches(it[stepless], files[stepless], progress, bar_files, plans,
+                                      plan_files):
         train = rows[rows["event"].isna() & rows["epoch"].notna()]
         ep = train["epoch"].astype(float).to_numpy()
         if len(train) < 2 or (np.diff(ep) < 0).any():
             continue
-        bars = (progress[bar_files == file] if bar_files is not None
-                else pd.DataFrame(columns=["step", "total"]))
-        length = _run_length(rows, bars, plans[plan_files == file] if plans is not None
-                             else None)
+        length = _run_length(rows, bars, plan)
         if length is None:
             continue
         per_epoch = length[0] / length[1]

@@ -32,7 +32,10 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   themselves, none standing out of the others; a rise no larger than the loss's own moves
   between logged points) are no finding; nor are, once back by themselves, the first updates'
   overshoot of the untrained model's loss (a spike at the second logged loss of a log starting
-  at step 1) and slow humps (``HUMP_POINTS`` or more logged points of climb).
+  at step 1) and slow humps (``HUMP_POINTS`` or more logged points of climb); nor a lone
+  one-point spike under twice its baseline, back at once (``BLIP_RATIO``), nor a spike on fewer
+  than ``FEW_HISTORY`` logged losses that never came back but whose loss falls back nearer its
+  baseline than its peak (a swing of a noise the log is too short to measure).
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
@@ -118,6 +121,19 @@ STAND_OUT = 2.0
 # 2559, 1194, 1769, …), not a spike.
 NOISE_RISE = 3.0
 NOISE_MOVES = 3
+# A lone spike of one logged point, back at the very next one, whose peak is under BLIP_RATIO
+# times its baseline (the loss did not even double) is one batch's loss and did the run no harm:
+# the runbook shows it, triage names no incident for it (build-nanogpt's per-step 3.04 -> 3.40
+# -> 3.05 at step 17632; ViCLIP's loss logged every 10 iterations, 1.24 -> 1.93 -> 1.13).
+BLIP_RATIO = 2.0
+# A spike that never came back and rests on fewer than FEW_HISTORY logged losses before it is
+# known only by the level it holds: where the loss, once past the midpoint of its baseline and
+# peak, falls back below it, the log shows a swing of a noise it is too short to measure, not
+# a spike (AT-BSN's per-batch loss 3.42, 6.29, 4.81, 4.57, 6.91; deepspeech.pytorch's
+# per-batch CTC loss 3.2, 3.7, 3.9, 2.0, 4.2, 10.1, 10.0, 12.4, 8.1, 5.8 …). A climb (TF's
+# Faster R-CNN 0.14 -> 2.5e4 … 1.2e6) or a jump to a level held (BLOOM's 2.67 -> 4.37, 4.37,
+# 4.39, … 4.10) stays.
+FEW_HISTORY = 5
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
@@ -589,7 +605,8 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int],
     (``steps``) of their start, those blips; when ``NOISE_BLIPS`` or more came back at all,
     those that do not stand out (``STAND_OUT``); given the finite ``losses`` by step, a rise
     within the loss's own moves, ``NOISE_RISE``), the first updates' overshoot of the untrained
-    model's loss (``FIRST_STEP``) and slow humps (``HUMP_POINTS``); other spikes stay."""
+    model's loss (``FIRST_STEP``), slow humps (``HUMP_POINTS``), an unrecovered swing on few
+    points (``FEW_HISTORY``) and a lone one-batch blip (``BLIP_RATIO``); other spikes stay."""
     raw = list(facts.get("spikes") or [])
     spikes = [s for s in raw if not _start_or_hump(s, steps)]
 
@@ -607,7 +624,10 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int],
         spikes = [s for s in spikes if s.get("recovered_iteration") is None
                   or _stands_out(s, back)]
     if losses is not None:
-        spikes = [s for s in spikes if not _within_moves(s, losses)]
+        spikes = [s for s in spikes if not _within_moves(s, losses)
+                  and not _swing_unmeasured(s, losses)]
+    if len(spikes) == 1 and _one_batch(spikes[0], steps):
+        spikes = []
     if len(spikes) == len(raw):
         return facts
     return {**facts, "spikes": spikes}
@@ -647,6 +667,37 @@ def _within_moves(spike: Mapping[str, Any], losses: Mapping[int, float]) -> bool
     if len(moves) < NOISE_MOVES:
         return False
     return r < NOISE_RISE * statistics.median(moves)
+
+
+def _one_batch(spike: Mapping[str, Any], steps: list[int]) -> bool:
+    """Whether ``spike`` is one logged point (``steps``), back at the very next one (its
+    recovery confirmed), whose peak is under ``BLIP_RATIO`` times a positive baseline."""
+    a, b = spike.get("start_iteration"), spike.get("recovered_iteration")
+    p, base = spike.get("peak_loss"), spike.get("baseline_loss")
+    if a is None or b is None or p is None or base is None or not spike.get("recovery_confirmed"):
+        return False
+    if float(base) <= 0 or float(p) >= BLIP_RATIO * float(base):
+        return False
+    return sum(1 for x in steps if int(a) < x <= int(b)) == 1
+
+
+def _swing_unmeasured(spike: Mapping[str, Any], losses: Mapping[int, float]) -> bool:
+    """Whether ``spike`` never came back, rests on fewer than ``FEW_HISTORY`` logged losses
+    before it, and the finite ``losses`` (by step), once past the midpoint of its baseline and
+    peak, fall back below it (a climb or a held level never does)."""
+    a, base, p = spike.get("start_iteration"), spike.get("baseline_loss"), spike.get("peak_loss")
+    h = spike.get("history_points")
+    if (a is None or base is None or p is None or h is None or int(h) >= FEW_HISTORY
+            or spike.get("recovered_iteration") is not None):
+        return False
+    mid = (float(base) + float(p)) / 2
+    above = False
+    for _, v in sorted((x, v) for x, v in losses.items() if x >= int(a)):
+        if v >= mid:
+            above = True
+        elif above:
+            return True
+    return False
 
 
 def _start_or_hump(spike: Mapping[str, Any], steps: list[int]) -> bool:

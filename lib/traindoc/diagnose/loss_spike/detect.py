@@ -62,7 +62,8 @@ class Excursion:
 # -- the detector ----------------------------------------------------------------------------
 def rolling_stats(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each point: median, 1.4826·MAD and count of the finite values among the ``window``
-    points before it (NaN entries are left out)."""
+    points before it (NaN entries are left out). The MAD of one value is NaN, not 0: it says
+    nothing of the spread (one step between two logged losses is no noise scale)."""
     n = len(y)
     med = np.full(n, np.nan)
     mad = np.full(n, np.nan)
@@ -79,6 +80,7 @@ def rolling_stats(y: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray, n
             m = np.nanmedian(w, axis=1)
             med[a : a + len(w)] = m
             mad[a : a + len(w)] = MAD_TO_SIGMA * np.nanmedian(np.abs(w - m[:, None]), axis=1)
+    mad[cnt < 2] = np.nan
     return med, mad, cnt
 
 
