@@ -690,12 +690,35 @@ def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Pa
     # throughput-deepspeedexamples-vit-cifar-training): DeepSpeed's launcher on one process
     "[2022-11-22 10:02:01,787] [INFO] [launch.py:148:main] nnodes=1, num_local_procs=1, "
     "node_rank=0",
+    # the same log: DeepSpeed's launcher counts the processes of the whole job
+    "[2022-11-22 10:02:01,787] [INFO] [launch.py:162:main] dist_world_size=1",
+    # gtseligas/lcn-llama train.out (corpus gpu_crash-lcn-llama-train-err): oumi's process info
+    "[2025-02-13 15:01:10,876][oumi][rank0][pid:1122761][MainThread][INFO]][models.py:208] "
+    "Building model using device_map: None (DeviceRankInfo(world_size=1, rank=0, "
+    "local_world_size=1, local_rank=0))...",
+    # a nanoT5 run's log (find_string index id 17965744338; the index names no repository):
+    # Accelerate's state, printed by the script after "Distributed environment: NO"
+    "Num processes: 1",
 ])
 def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
     rows = parse_node_layout(line) or []
     got = {r["metric"]: r["value"] for r in rows}
     assert got["layout:nnodes"] == 1 and got["layout:nproc_per_node"] == 1
+
+
+@pytest.mark.parametrize("line", [
+    # CqGao112/CN-Mini-Phi3 sft.log (corpus gpu_crash-cn-mini-phi3-sft): six processes
+    "[2025-02-16 15:49:25,136] [INFO] [launch.py:164:main] dist_world_size=6",
+    "[2025-02-13 15:01:10,876][oumi][rank0][pid:1122761][MainThread][INFO]][models.py:208] "
+    "Building model using device_map: None (DeviceRankInfo(world_size=8, rank=0, "
+    "local_world_size=8, local_rank=0))...",
+    "Num processes: 4",
+])
+def test_a_job_of_several_processes_states_no_single_node(line: str) -> None:
+    from traindoc.parse.benchmarks import parse_node_layout
+    rows = parse_node_layout(line) or []
+    assert not any(r["metric"] == "layout:nnodes" for r in rows)
 
 
 def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:

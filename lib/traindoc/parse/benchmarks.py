@@ -208,14 +208,24 @@ LAYOUT_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 LOCAL_RANKS_RE = re.compile(r"\blocal_ranks=\[(?P<list>[\d, ]*)\]")
 # a job that says how many processes it has in all: levanter's "Initialized jax.distributed with
-# 8 devices, 1 processes, …" (older: "… 1 hosts"; levanter/distributed.py). Read only when it is
-# one: a single process is one node running one process, whatever P processes would mean.
-JOB_PROCESSES_RE = re.compile(
-    r"Initialized jax\.distributed with \d+ devices, (?P<n>\d+) (?:processes|hosts)\b")
+# 8 devices, 1 processes, …" (older: "… 1 hosts"; levanter/distributed.py), oumi's (and lema's)
+# "Building model using device_map: None (DeviceRankInfo(world_size=1, rank=0,
+# local_world_size=1, local_rank=0))..." (gtseligas/lcn-llama train.out), DeepSpeed's launcher
+# "[launch.py:163:main] dist_world_size=6" (deepspeed/launcher/launch.py), Accelerate's state
+# printed by its scripts, "Num processes: 1" on a line of its own after "Distributed
+# environment: NO" (accelerate/state.py __repr__). Read only when it is one: a single process
+# is one node running one process, whatever P processes would mean.
+JOB_PROCESSES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"Initialized jax\.distributed with \d+ devices, (?P<n>\d+) (?:processes|hosts)\b"),
+    re.compile(r"\bDeviceRankInfo\(world_size=(?P<n>\d+), rank=\d+,"),
+    re.compile(r"(?<![\w.])dist_world_size=(?P<n>\d+)\b"),
+    re.compile(r"^\s*Num processes: (?P<n>\d+)\s*$"),
+)
 STANDALONE_RE = re.compile(r"(?:^|\s)--standalone\b")
 LAYOUT_NEEDLES = ("node_rank", "node-rank", "group_rank", "NODE_RANK", "nproc", "num_local_procs",
                   "local_world_size", "LOCAL_WORLD_SIZE", "nnodes", "NNODES", "group_world_size",
-                  "local_ranks=", "--standalone", "Initialized jax.distributed with ")
+                  "local_ranks=", "--standalone", "Initialized jax.distributed with ",
+                  "DeviceRankInfo(world_size=", "dist_world_size=", "Num processes: ")
 
 
 def parse_node_layout(text: str) -> list[Row] | None:
@@ -231,7 +241,7 @@ def parse_node_layout(text: str) -> list[Row] | None:
         rows.append({"metric": "layout:nproc_per_node", "value": float(len(m["list"].split(",")))})
     if STANDALONE_RE.search(text) and not any(r["metric"] == "layout:nnodes" for r in rows):
         rows.append({"metric": "layout:nnodes", "value": 1.0})
-    m = JOB_PROCESSES_RE.search(text)
+    m = next((m for rx in JOB_PROCESSES if (m := rx.search(text))), None)
     if m and int(m["n"]) == 1:
         rows += [{"metric": "layout:nnodes", "value": 1.0},
                  {"metric": "layout:nproc_per_node", "value": 1.0}]
