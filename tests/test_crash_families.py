@@ -398,6 +398,42 @@ def test_a_paddleocr_save_takes_the_step_logged_before_it(tmp_path: Path) -> Non
     assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (20, 10)
 
 
+def test_paddleocrs_evaluation_schedule_is_read() -> None:
+    from traindoc.parse.benchmarks import parse_eval_schedule
+    # YunSungJu/OderformKIE log/workerlog.0 (corpus gpu_crash-oderformkie-workerlog)
+    rows = parse_eval_schedule("[2023/12/19 01:51:20] ppocr INFO: During the training process, "
+                               "after the 0th iteration, an evaluation is run every 19 iterations")
+    assert rows == [{"metric": "plan:eval_start", "value": 0.0},
+                    {"metric": "plan:eval_every", "value": 19.0}]
+    # an empty evaluation set: PaddleOCR sets the start to 1e111, evaluation off
+    assert parse_eval_schedule("During the training process, after the 1e+111th iteration, an "
+                               "evaluation is run every 2000 iterations") is None
+
+
+def test_a_best_model_save_takes_the_evaluation_step_the_schedule_places(tmp_path: Path) -> None:
+    """PaddleOCR logs every 10 steps and evaluates at 19: the best model saved after that
+    evaluation is step 19's, not step 10's (oderformkie's workerlog.0)."""
+    step = ("[2023/12/19 01:5{s}] ppocr INFO: epoch: [1/5], global_step: {n}, lr: 0.000001, "
+            "loss: 3.079246, avg_reader_cost: 0.00014 s, avg_batch_cost: 6.47094 s, avg_samples: "
+            "4.0, ips: 0.61815 samples/s, eta: 0:46:16\n")
+    schedule = ("[2023/12/19 01:51:20] ppocr INFO: During the training process, after the 0th "
+                "iteration, an evaluation is run every 19 iterations\n")
+    save = ("[2023/12/19 01:56:46] ppocr INFO: save best model is to "
+            "./output/re_vi_layoutxlm_xfund_zh/best_accuracy\n")
+    crash = ("Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n"
+             "RuntimeError: boom\n")
+    text = schedule + step.format(s="2:40", n=10) + save + step.format(s="6:50", n=20) + crash
+    f = _facts(tmp_path, text)
+    assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (20, 19)
+    # a save that is no best model's, or no evaluation between the steps around it: the step
+    # logged before it
+    f = _facts(tmp_path, text.replace("save best model is to", "save model in")
+               .replace("best_accuracy", "latest"))
+    assert f["last_checkpoint_iteration"] == 10
+    f = _facts(tmp_path, text.replace("every 19 iterations", "every 25 iterations"))
+    assert f["last_checkpoint_iteration"] == 10
+
+
 # --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
 
 @pytest.mark.parametrize("line", [

@@ -316,6 +316,28 @@ def parse_run_plan(text: str) -> Row | None:
             return {"metric": f"plan:{key}", "value": float(m["n"].replace(",", ""))}
     return None
 
+
+# the evaluation schedule a trainer states, "plan:eval_start" and "plan:eval_every": PaddleOCR's
+# tools/program.py (and the trainers copied from it: PaddleOCR's forks, OpenOCR) logs "During the
+# training process, after the 0th iteration, an evaluation is run every 19 iterations" (from
+# Global.eval_batch_step [start, every]; a disabled evaluation's start, 1e111, reads as none):
+# evaluations at steps start + k x every, k >= 1, the best model saved after them
+# (``diagnose.common.place_unnumbered_saves``)
+EVAL_SCHEDULE_RE = re.compile(r"\bafter the (?P<s>\d+)th iteration, an evaluation is run every "
+                              r"(?P<e>\d+) iterations\b")
+EVAL_SCHEDULE_NEEDLES = ("an evaluation is run every ",)
+
+
+def parse_eval_schedule(text: str) -> list[Row] | None:
+    """The evaluation schedule a trainer states (its first step, its period), as ``plan:``
+    rows."""
+    m = EVAL_SCHEDULE_RE.search(text)
+    if m is None or int(m["e"]) < 1:
+        return None
+    return [{"metric": "plan:eval_start", "value": float(m["s"])},
+            {"metric": "plan:eval_every", "value": float(m["e"])}]
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
@@ -347,6 +369,15 @@ PARSERS: tuple[LineParser, ...] = (
         PLAN_NEEDLES,
         parse_run_plan,
         example="[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000",
+    ),
+    LineParser(
+        "eval_schedule",
+        "host_timings",
+        EVAL_SCHEDULE_NEEDLES,
+        parse_eval_schedule,
+        # YunSungJu/OderformKIE log/workerlog.0 (PaddleOCR tools/program.py)
+        example="[2023/12/19 01:51:20] ppocr INFO: During the training process, after the 0th "
+        "iteration, an evaluation is run every 19 iterations",
     ),
 )
 
