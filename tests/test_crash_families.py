@@ -434,6 +434,22 @@ def test_a_best_model_save_takes_the_evaluation_step_the_schedule_places(tmp_pat
     assert f["last_checkpoint_iteration"] == 10
 
 
+# --- HF Trainer's stepless dicts: the last step is the one their epoch says ------------------
+
+def test_the_last_step_of_stepless_hf_dicts_is_placed_by_their_epoch(tmp_path: Path) -> None:
+    """CqGao112/CN-Mini-Phi3 sft.log (corpus gpu_crash-cn-mini-phi3-sft): 49 loss dicts logged
+    every 10 steps; the end-of-run summary gives 6311.6 s x 0.076 steps/s = 480 steps over 1.99
+    epochs; the last dict (epoch 1.99) is step 480, not dict 49."""
+    src = (Path(__file__).parent.parent / "data" / "corpus" / "gpu_crash"
+           / "gpu_crash-cn-mini-phi3-sft" / "logs" / "sft.log")
+    dicts = [ln for ln in src.read_text().splitlines() if ln.startswith("{'")]
+    f = _facts(tmp_path, "\n".join(dicts) + "\n")
+    assert f["last_iteration"] == 480
+    # without the summary the log gives no run length: the count stays
+    f = _facts(tmp_path, "\n".join(d for d in dicts if "train_runtime" not in d) + "\n")
+    assert f["last_iteration"] == 49
+
+
 # --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
 
 @pytest.mark.parametrize("line", [

@@ -145,8 +145,11 @@ def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
 
 def last_progress(incident: Incident) -> Progress:
     """The furthest step in tqdm bars or iteration lines (iteration lines win when both; lines
-    counted by epoch only where nothing counts steps, ``epoch_counted``)."""
-    it = epoch_counted(incident.iterations, incident.progress)
+    counted by epoch only where nothing counts steps, ``epoch_counted``; HF Trainer's stepless
+    dicts at the step their epoch says where the log gives the run's length,
+    ``place_by_epoch``: their count is the step only for logging_steps=1)."""
+    it = epoch_counted(place_by_epoch(incident.iterations, incident.progress,
+                                      incident.tables.get("host_timings")), incident.progress)
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
         step = int(row["iteration"])
