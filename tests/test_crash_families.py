@@ -398,6 +398,58 @@ def test_a_paddleocr_save_takes_the_step_logged_before_it(tmp_path: Path) -> Non
     assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (20, 10)
 
 
+def test_paddleocrs_evaluation_schedule_is_read() -> None:
+    from traindoc.parse.benchmarks import parse_eval_schedule
+    # YunSungJu/OderformKIE log/workerlog.0 (corpus gpu_crash-oderformkie-workerlog)
+    rows = parse_eval_schedule("[2023/12/19 01:51:20] ppocr INFO: During the training process, "
+                               "after the 0th iteration, an evaluation is run every 19 iterations")
+    assert rows == [{"metric": "plan:eval_start", "value": 0.0},
+                    {"metric": "plan:eval_every", "value": 19.0}]
+    # an empty evaluation set: PaddleOCR sets the start to 1e111, evaluation off
+    assert parse_eval_schedule("During the training process, after the 1e+111th iteration, an "
+                               "evaluation is run every 2000 iterations") is None
+
+
+def test_a_best_model_save_takes_the_evaluation_step_the_schedule_places(tmp_path: Path) -> None:
+    """PaddleOCR logs every 10 steps and evaluates at 19: the best model saved after that
+    evaluation is step 19's, not step 10's (oderformkie's workerlog.0)."""
+    step = ("[2023/12/19 01:5{s}] ppocr INFO: epoch: [1/5], global_step: {n}, lr: 0.000001, "
+            "loss: 3.079246, avg_reader_cost: 0.00014 s, avg_batch_cost: 6.47094 s, avg_samples: "
+            "4.0, ips: 0.61815 samples/s, eta: 0:46:16\n")
+    schedule = ("[2023/12/19 01:51:20] ppocr INFO: During the training process, after the 0th "
+                "iteration, an evaluation is run every 19 iterations\n")
+    save = ("[2023/12/19 01:56:46] ppocr INFO: save best model is to "
+            "./output/re_vi_layoutxlm_xfund_zh/best_accuracy\n")
+    crash = ("Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n"
+             "RuntimeError: boom\n")
+    text = schedule + step.format(s="2:40", n=10) + save + step.format(s="6:50", n=20) + crash
+    f = _facts(tmp_path, text)
+    assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (20, 19)
+    # a save that is no best model's, or no evaluation between the steps around it: the step
+    # logged before it
+    f = _facts(tmp_path, text.replace("save best model is to", "save model in")
+               .replace("best_accuracy", "latest"))
+    assert f["last_checkpoint_iteration"] == 10
+    f = _facts(tmp_path, text.replace("every 19 iterations", "every 25 iterations"))
+    assert f["last_checkpoint_iteration"] == 10
+
+
+# --- HF Trainer's stepless dicts: the last step is the one their epoch says ------------------
+
+def test_the_last_step_of_stepless_hf_dicts_is_placed_by_their_epoch(tmp_path: Path) -> None:
+    """CqGao112/CN-Mini-Phi3 sft.log (corpus gpu_crash-cn-mini-phi3-sft): 49 loss dicts logged
+    every 10 steps; the end-of-run summary gives 6311.6 s x 0.076 steps/s = 480 steps over 1.99
+    epochs; the last dict (epoch 1.99) is step 480, not dict 49."""
+    src = (Path(__file__).parent.parent / "data" / "corpus" / "gpu_crash"
+           / "gpu_crash-cn-mini-phi3-sft" / "logs" / "sft.log")
+    dicts = [ln for ln in src.read_text().splitlines() if ln.startswith("{'")]
+    f = _facts(tmp_path, "\n".join(dicts) + "\n")
+    assert f["last_iteration"] == 480
+    # without the summary the log gives no run length: the count stays
+    f = _facts(tmp_path, "\n".join(d for d in dicts if "train_runtime" not in d) + "\n")
+    assert f["last_iteration"] == 49
+
+
 # --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
 
 @pytest.mark.parametrize("line", [
@@ -690,12 +742,35 @@ def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Pa
     # throughput-deepspeedexamples-vit-cifar-training): DeepSpeed's launcher on one process
     "[2022-11-22 10:02:01,787] [INFO] [launch.py:148:main] nnodes=1, num_local_procs=1, "
     "node_rank=0",
+    # the same log: DeepSpeed's launcher counts the processes of the whole job
+    "[2022-11-22 10:02:01,787] [INFO] [launch.py:162:main] dist_world_size=1",
+    # gtseligas/lcn-llama train.out (corpus gpu_crash-lcn-llama-train-err): oumi's process info
+    "[2025-02-13 15:01:10,876][oumi][rank0][pid:1122761][MainThread][INFO]][models.py:208] "
+    "Building model using device_map: None (DeviceRankInfo(world_size=1, rank=0, "
+    "local_world_size=1, local_rank=0))...",
+    # a nanoT5 run's log (find_string index id 17965744338; the index names no repository):
+    # Accelerate's state, printed by the script after "Distributed environment: NO"
+    "Num processes: 1",
 ])
 def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
     rows = parse_node_layout(line) or []
     got = {r["metric"]: r["value"] for r in rows}
     assert got["layout:nnodes"] == 1 and got["layout:nproc_per_node"] == 1
+
+
+@pytest.mark.parametrize("line", [
+    # CqGao112/CN-Mini-Phi3 sft.log (corpus gpu_crash-cn-mini-phi3-sft): six processes
+    "[2025-02-16 15:49:25,136] [INFO] [launch.py:164:main] dist_world_size=6",
+    "[2025-02-13 15:01:10,876][oumi][rank0][pid:1122761][MainThread][INFO]][models.py:208] "
+    "Building model using device_map: None (DeviceRankInfo(world_size=8, rank=0, "
+    "local_world_size=8, local_rank=0))...",
+    "Num processes: 4",
+])
+def test_a_job_of_several_processes_states_no_single_node(line: str) -> None:
+    from traindoc.parse.benchmarks import parse_node_layout
+    rows = parse_node_layout(line) or []
+    assert not any(r["metric"] == "layout:nnodes" for r in rows)
 
 
 def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:

@@ -555,9 +555,8 @@ NOT_STEP_MARKERS = [
     "Price: $7457.50 | Position: -4",
     # (dmlc/gluon-cv#1663's "[Epoch 1 Batch 300] Training: accuracy=…" names its epoch with the
     # batch: progress, test_an_epochs_batch_with_an_unknown_metric_is_progress)
-    # a counter of a total beside memory use (hpcaitech/ColossalAI#3172)
-    "INFO     colossalai - colossalai - INFO: [3/1000] Forward GPU memory usage: 8367.72 MB, CPU "
-    "memory usage: 44096.98 MB",
+    # (hpcaitech/ColossalAI#3172's "[3/1000] Forward GPU memory usage: …" is a step's memory
+    # report, read by its own wording: test_a_steps_memory_report_is_the_step_the_run_reached)
     # a setting, not a step
     "max global_step 100",
     # a checkpoint's name (a DeepSpeed run's save, corpus loss_spike-cn-mini-phi3-ds-pretrain)
@@ -741,3 +740,30 @@ def test_an_epochs_batch_with_an_unknown_metric_is_progress(
     assert last_progress(inc).step == step
     it = inc.iterations
     assert set(it.loc[it["line"].str.contains(" Batch "), "event"]) == {STEP_EVENT}  # no series
+
+
+# ColossalAI's examples report a step's memory between its phases (get_mem_info(prefix=f"[{n +
+# 1}/{NUM_STEPS}] Forward ")): hpcaitech/ColossalAI#3172 (corpus gpu_crash-colossalai-3172), the
+# rich logger's continuation lines as the issue pasted them
+COLOSSAL_3172 = [
+    "                    INFO     colossalai - colossalai - INFO: [3/1000] Forward GPU memory "
+    "usage: 8367.72 MB, CPU memory usage: 44096.98 MB                ",
+    "[03/17/23 20:03:12] INFO     colossalai - colossalai - INFO: /data/zjt/colossal/ColossalAI/"
+    "examples/language/gpt/gemini/./train_gpt_demo.py:320 train_step          ",
+    "                    INFO     colossalai - colossalai - INFO: [3/1000] Backward GPU memory "
+    "usage: 1605.80 MB, CPU memory usage: 44097.03 MB               ",
+]
+
+
+def test_a_steps_memory_report_is_the_step_the_run_reached(tmp_path) -> None:
+    assert parse_line(COLOSSAL_3172[0]) == {"iteration": 3, "total_iterations": 1000,
+                                           "event": STEP_EVENT}
+    # a memory report without the step's counter, or a build step, is none
+    assert parse_line("INFO: After init model, GPU memory usage: 1.2 MB, CPU memory usage: "
+                      "3.4 MB") is None
+    assert parse_line("[1/3] c++ -MMD -MF foo.o.d -O3 -c foo.cpp") is None
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(COLOSSAL_3172) + "\n")
+    inc = load(str(log))
+    assert (last_progress(inc).step, last_progress(inc).total) == (3, 1000)
+    assert training_steps(inc).empty

@@ -178,8 +178,11 @@ def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
 
 def last_progress(incident: Incident) -> Progress:
     """The furthest step in tqdm bars or iteration lines (iteration lines win when both; lines
-    counted by epoch only where nothing counts steps, ``epoch_counted``)."""
-    it = epoch_counted(incident.iterations, incident.progress)
+    counted by epoch only where nothing counts steps, ``epoch_counted``; HF Trainer's stepless
+    dicts at the step their epoch says where the log gives the run's length,
+    ``place_by_epoch``: their count is the step only for logging_steps=1)."""
+    it = epoch_counted(place_by_epoch(incident.iterations, incident.progress,
+                                      incident.tables.get("host_timings")), incident.progress)
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
         step = int(row["iteration"])
@@ -639,7 +642,13 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
     Why that neighbour: a trainer saves after the step (or the validation) it has just
     logged, before it logs the next (Marian: "[valid] Ep. 1 : Up. 50000 : …", then the save,
     then the next validation metric of update 50000). A save with no step logged before it
-    in its file stays unnumbered."""
+    in its file stays unnumbered.
+
+    A save of the best model follows an evaluation: where the log states the evaluation
+    schedule (``plan:eval_start``, ``plan:eval_every``: PaddleOCR's "an evaluation is run
+    every 19 iterations") and one evaluation step lies between the step logged before the save
+    and the one logged after it, that step (PaddleOCR logs every 10 steps and evaluates at 19:
+    the best model saved there is no step-10 checkpoint)."""
     ck = incident.tables.get("checkpoints")
     if ck is None or not len(ck) or not ck["iteration"].isna().any():
         return ck
@@ -649,13 +658,41 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
         where = split_source(src)
         if where and pd.notna(v):
             marks.setdefault(where[0], []).append((where[1], int(v)))
+    schedule = _eval_schedule(incident.tables.get("host_timings"))
     out = ck.copy()
     for i in ck.index[ck["iteration"].isna()]:
         where = split_source(ck.at[i, "source"])
         before = [m for m in marks.get(where[0], []) if m[0] < where[1]] if where else []
-        if before:
-            out.at[i, "iteration"] = max(before)[1]
+        if not before:
+            continue
+        step = max(before)[1]
+        after = [m for m in marks.get(where[0], []) if m[0] > where[1]] if where else []
+        if schedule and after and BEST_SAVE_RE.search(str(ck.at[i, "line"])):
+            start, every = schedule
+            nxt = min(after)[1]
+            first = start + max(1, (step - start) // every + 1) * every  # the first after step
+            if step < first <= nxt < first + every:
+                step = first
+        out.at[i, "iteration"] = step
     return out
+
+
+# a save of the best model so far ("save best model is to …/best_accuracy", "Saving best model"):
+# made right after an evaluation
+BEST_SAVE_RE = re.compile(r"\bbest(?:\b|_)", re.IGNORECASE)
+
+
+def _eval_schedule(host_timings: pd.DataFrame | None) -> tuple[int, int] | None:
+    """(first step, period) of the evaluations a trainer's header states (``plan:eval_start``,
+    ``plan:eval_every``; evaluations at first + k x period, k >= 1), or None: not stated, or
+    stated two ways."""
+    if host_timings is None or not len(host_timings):
+        return None
+    start = set(plan_values(host_timings, "eval_start").astype(int))
+    every = set(plan_values(host_timings, "eval_every").astype(int))
+    if len(start) != 1 or len(every) != 1 or min(every) < 1:
+        return None
+    return start.pop(), every.pop()
 
 
 def is_host(name: object) -> bool:

@@ -208,14 +208,24 @@ LAYOUT_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 LOCAL_RANKS_RE = re.compile(r"\blocal_ranks=\[(?P<list>[\d, ]*)\]")
 # a job that says how many processes it has in all: levanter's "Initialized jax.distributed with
-# 8 devices, 1 processes, …" (older: "… 1 hosts"; levanter/distributed.py). Read only when it is
-# one: a single process is one node running one process, whatever P processes would mean.
-JOB_PROCESSES_RE = re.compile(
-    r"Initialized jax\.distributed with \d+ devices, (?P<n>\d+) (?:processes|hosts)\b")
+# 8 devices, 1 processes, …" (older: "… 1 hosts"; levanter/distributed.py), oumi's (and lema's)
+# "Building model using device_map: None (DeviceRankInfo(world_size=1, rank=0,
+# local_world_size=1, local_rank=0))..." (gtseligas/lcn-llama train.out), DeepSpeed's launcher
+# "[launch.py:163:main] dist_world_size=6" (deepspeed/launcher/launch.py), Accelerate's state
+# printed by its scripts, "Num processes: 1" on a line of its own after "Distributed
+# environment: NO" (accelerate/state.py __repr__). Read only when it is one: a single process
+# is one node running one process, whatever P processes would mean.
+JOB_PROCESSES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"Initialized jax\.distributed with \d+ devices, (?P<n>\d+) (?:processes|hosts)\b"),
+    re.compile(r"\bDeviceRankInfo\(world_size=(?P<n>\d+), rank=\d+,"),
+    re.compile(r"(?<![\w.])dist_world_size=(?P<n>\d+)\b"),
+    re.compile(r"^\s*Num processes: (?P<n>\d+)\s*$"),
+)
 STANDALONE_RE = re.compile(r"(?:^|\s)--standalone\b")
 LAYOUT_NEEDLES = ("node_rank", "node-rank", "group_rank", "NODE_RANK", "nproc", "num_local_procs",
                   "local_world_size", "LOCAL_WORLD_SIZE", "nnodes", "NNODES", "group_world_size",
-                  "local_ranks=", "--standalone", "Initialized jax.distributed with ")
+                  "local_ranks=", "--standalone", "Initialized jax.distributed with ",
+                  "DeviceRankInfo(world_size=", "dist_world_size=", "Num processes: ")
 
 
 def parse_node_layout(text: str) -> list[Row] | None:
@@ -231,7 +241,7 @@ def parse_node_layout(text: str) -> list[Row] | None:
         rows.append({"metric": "layout:nproc_per_node", "value": float(len(m["list"].split(",")))})
     if STANDALONE_RE.search(text) and not any(r["metric"] == "layout:nnodes" for r in rows):
         rows.append({"metric": "layout:nnodes", "value": 1.0})
-    m = JOB_PROCESSES_RE.search(text)
+    m = next((m for rx in JOB_PROCESSES if (m := rx.search(text))), None)
     if m and int(m["n"]) == 1:
         rows += [{"metric": "layout:nnodes", "value": 1.0},
                  {"metric": "layout:nproc_per_node", "value": 1.0}]
@@ -306,6 +316,28 @@ def parse_run_plan(text: str) -> Row | None:
             return {"metric": f"plan:{key}", "value": float(m["n"].replace(",", ""))}
     return None
 
+
+# the evaluation schedule a trainer states, "plan:eval_start" and "plan:eval_every": PaddleOCR's
+# tools/program.py (and the trainers copied from it: PaddleOCR's forks, OpenOCR) logs "During the
+# training process, after the 0th iteration, an evaluation is run every 19 iterations" (from
+# Global.eval_batch_step [start, every]; a disabled evaluation's start, 1e111, reads as none):
+# evaluations at steps start + k x every, k >= 1, the best model saved after them
+# (``diagnose.common.place_unnumbered_saves``)
+EVAL_SCHEDULE_RE = re.compile(r"\bafter the (?P<s>\d+)th iteration, an evaluation is run every "
+                              r"(?P<e>\d+) iterations\b")
+EVAL_SCHEDULE_NEEDLES = ("an evaluation is run every ",)
+
+
+def parse_eval_schedule(text: str) -> list[Row] | None:
+    """The evaluation schedule a trainer states (its first step, its period), as ``plan:``
+    rows."""
+    m = EVAL_SCHEDULE_RE.search(text)
+    if m is None or int(m["e"]) < 1:
+        return None
+    return [{"metric": "plan:eval_start", "value": float(m["s"])},
+            {"metric": "plan:eval_every", "value": float(m["e"])}]
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
@@ -337,6 +369,15 @@ PARSERS: tuple[LineParser, ...] = (
         PLAN_NEEDLES,
         parse_run_plan,
         example="[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000",
+    ),
+    LineParser(
+        "eval_schedule",
+        "host_timings",
+        EVAL_SCHEDULE_NEEDLES,
+        parse_eval_schedule,
+        # YunSungJu/OderformKIE log/workerlog.0 (PaddleOCR tools/program.py)
+        example="[2023/12/19 01:51:20] ppocr INFO: During the training process, after the 0th "
+        "iteration, an evaluation is run every 19 iterations",
     ),
 )
 

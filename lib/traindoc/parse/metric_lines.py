@@ -87,6 +87,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   500.12/s  (0.520s,  492.31/s)``): read like the PyTorch examples' one; a bare ``/s`` rate is
   samples per second, and beside it the time is the step's (the values in parentheses are
   running means, never read).
+- **a step's memory report between its phases** (ColossalAI's examples: ``[3/1000] Forward GPU
+  memory usage: 8367.72 MB, CPU memory usage: 44096.98 MB``): a row of ``event="step"`` with no
+  metric, the step of a total the run reached.
 - **clu's LoggingWriter** (t5x, flax: ``[1000] collection=train accuracy=…, loss=2.3,
   timing/steps_per_second=8.1``): the bracketed number is the step.
 - **the step between a loss's name and its value** when no step key is on the line (Tacotron 2
@@ -937,6 +940,25 @@ def step_marker(text: str) -> Row | None:
 KEYED_NUMBER_RE = re.compile(r"[A-Za-z][\w-]*\s*[=:]\s*[-+]?\d")
 
 
+# a step's memory report between its phases, no metric of its own: ColossalAI's examples
+# (get_mem_info(prefix=f"[{n + 1}/{NUM_STEPS}] Forward "), copied across its gpt, opt, palm and
+# auto-parallel demos; hpcaitech/ColossalAI#3172): "[3/1000] Forward GPU memory usage: 8367.72
+# MB, CPU memory usage: 44096.98 MB", then "Backward …", "Optimizer step …": the step the run
+# reached (a step that died between its phases logs no loss line)
+PHASE_MEMORY_STEP_RE = re.compile(
+    r"\[(?P<n>\d+)/(?P<tot>\d+)\]\s+(?:[A-Za-z]+\s+){1,3}GPU memory usage:\s*[\d.]+")
+PHASE_MEMORY_NEEDLES = ("GPU memory usage:",)
+
+
+def phase_memory_marker(text: str) -> Row | None:
+    """The step of a total a step's memory report names (``PHASE_MEMORY_STEP_RE``): a row of
+    ``event="step"``, like ``step_marker``; None for any other line."""
+    m = PHASE_MEMORY_STEP_RE.search(text)
+    if m is None or int(m["n"]) > int(m["tot"]):
+        return None
+    return {"iteration": int(m["n"]), "total_iterations": int(m["tot"]), "event": STEP_EVENT}
+
+
 def epoch_batch_marker(text: str) -> Row | None:
     """An epoch's batch counter (``EPOCH_BATCH_RE``) on a line whose metrics no column holds
     (an accuracy, a metric name a trainer chose): the run's progress, ``event="step"`` with
@@ -952,12 +974,14 @@ def parse_line(text: str) -> Row | None:
     only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
     reads nothing else: "Epoch[0] Time cost=50.022" is no loss) or an epoch's batch counter
     (``epoch_batch_marker``); a line naming the optimizer's step and no metric is a
-    ``step_marker``."""
+    ``step_marker``, a step's memory report a ``phase_memory_marker``."""
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
            else _epoch_result_row(text) or _epoch_begun(text) or epoch_batch_marker(text))
     if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
             bar.search(text) for bar in TQDM_FORMATS):
         row = step_marker(text)
+    if row is None and PHASE_MEMORY_NEEDLES[0] in text:
+        row = phase_memory_marker(text)
     return row
 
 
@@ -1015,7 +1039,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
-        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES),
+        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES),
         parse_line,
         incomplete=incomplete_record,
         continues=record_continues,
