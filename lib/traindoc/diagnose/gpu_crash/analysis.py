@@ -158,8 +158,10 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
     facts["pci_bus_ids"] = list(dict.fromkeys(b for b in buses if b))
 
     facts["last_checkpoint_iteration"] = ck.last_iteration
-    facts["lost_iterations"], facts["lost_hours"] = lost_work(
-        incident, prog.step, ck, first["time"] if first is not None else None, spi)
+    if facts["error_kind"] is not None:  # a log with no failure lost nothing (it may have
+        # finished: DeepSpeed's 'Process N exits successfully' after the last save)
+        facts["lost_iterations"], facts["lost_hours"] = lost_work(
+            incident, prog.step, ck, first["time"] if first is not None else None, spi)
 
     save_s, save_src = save_cost_of(ck, checkpoint_save_s)
     mtbf_s = float(mtbf_hours) * 3600.0
