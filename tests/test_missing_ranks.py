@@ -18,6 +18,7 @@ from traindoc.parse.collectives import (
     startup_line,
 )
 from traindoc.parse.missing_ranks import (
+    MissingRanksBlock,
     absl_duration_ms,
     parse_desync_lagging,
     parse_fr_inline,
@@ -502,6 +503,43 @@ def test_ras_outliers_behind(tmp_path: Path) -> None:
     f = facts(tmp_path, RAS_DOCS)
     assert f["lagging_ranks"] == [0, 2, 3, 4, 5, 7] and f["seq_num"] == 6650
     assert f["op_type"] is None  # "collective operation counts": RAS does not say which op
+
+
+# -- torch_ucc's comm check ------------------------------------------------------------------------
+
+UCC_53 = """terminate called after throwing an instance of 'c10::Error'
+ what():  [Rank 1][ProcessGroupUCC-1][COMM_CHECK]
+\tAborting comms #12 (op=ALLTOALL_BASE) due to the problematic ranks: [ 0 ]
+\t\tRanks [0] are 'Collective wasn't posted'
+\tComms status of other ranks:\x20
+\t\tRanks [0] are last known progressing comms #11 (op=ALLTOALL_BASE)
+\t\tRanks [1 2 3 4 5 6 7 8 9 10 11 12 13 14 15] are last known progressing comms #12 (op=ALLTOALL_BASE)
+Exception raised from comms_status_health_check at third-party/torch_ucc/src/torch_ucc.cpp:777 (most recent call first):
+"""  # facebookresearch/torch_ucc#53's example output (corpus timeout-torch-ucc-53)
+
+
+def test_ucc_comm_check_names_the_rank_behind(tmp_path: Path) -> None:
+    f = facts(tmp_path, UCC_53)
+    assert f["timed_out_ranks"] == [1] and f["lagging_ranks"] == [0]
+    assert f["op_type"] == "ALLTOALL_BASE" and f["seq_num"] == 12 and f["pattern"] == "straggler"
+
+
+def test_ucc_comm_check_with_every_rank_stuck_alike_names_none(tmp_path: Path) -> None:
+    # torch_ucc's own rule: every rank in the same state and collective is "likely some
+    # application issue", and the check names them all
+    text = UCC_53.replace("problematic ranks: [ 0 ]", "problematic ranks: [ 0 1 2 ]").replace(
+        "Ranks [0] are 'Collective wasn't posted'", "Ranks [0 1 2] are 'Collective posted and in progress'")
+    text = "\n".join(line for line in text.splitlines()
+                     if "#11" not in line).replace("[1 2 3 4 5 6 7 8 9 10 11 12 13 14 15]", "[0 1 2]")
+    f = facts(tmp_path, text)
+    assert f["timed_out_ranks"] == [1] and f["lagging_ranks"] == []
+
+
+def test_ucc_log_lines_without_the_abort_give_no_rows() -> None:
+    b = MissingRanksBlock()
+    rows = b.feed("E1119 10:00:00.000000 12 torch_ucc.cpp:700] [Rank 1][ProcessGroupUCC-1]"
+                  "[COMM_CHECK][ERROR] on rank 0: Collective wasn't posted") + b.close()
+    assert rows == []
 
 
 # -- JAX coordination-service barriers ------------------------------------------------------------

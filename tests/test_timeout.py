@@ -626,6 +626,20 @@ def test_total_steps_from_the_train_line_of_the_last_step(tmp_path: Path, text: 
     assert (facts["last_step"], facts["total_steps"]) == (total, total)
 
 
+def _megatron_line(it: int) -> str:
+    """The lock-clock tp1pp2dp8_base50 log's train line (above) at iteration ``it``."""
+    return (f" iteration       {it}/      50 | consumed samples:          800 | consumed tokens:      "
+            "1638400 | elapsed time per iteration (ms): 22625.0 | learning rate: 1.000E-05 | global "
+            "batch size:    16 | lm loss: 8.953300E+00 | loss scale: 1.0 | grad norm: 2.129 |\n")
+
+
+def test_the_last_step_is_the_last_runs(tmp_path: Path) -> None:
+    # a relaunch appended to the same log (nohup … >> train.log), resumed from the checkpoint at
+    # iteration 20: the job stopped at 30, not at the 40 the first launch had reached
+    text = "".join(_megatron_line(i) for i in (10, 20, 30, 40, 20, 30))
+    assert diag(tmp_path, text)[1].facts["last_step"] == 30
+
+
 # HF Trainer's log dicts carry no step (the parser counts them); its tqdm bar beside them does.
 # Real lines: ROCm/ROCm#4021 (the bar fused with a HW exception), hiyouga/LlamaFactory#8261
 # (the bar fused with a watchdog line, as far as the stored excerpt goes; the paste's line

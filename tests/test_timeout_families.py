@@ -161,6 +161,10 @@ WATCHDOG = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught colle
     ("INFO:__main__:\N{DIRECT HIT} Total training steps: 13002\n", 13002),
     # HF Trainer's "***** Running training *****" header (LLaMA-Factory's prefix)
     ("[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000\n", 17000),
+    # cattidea/VinVL-Paddle log/workerlog.0 (the run's steps after the epoch's "Num Iters: 4425";
+    # corpus timeout-vinvl-paddle-workerlog)
+    ("02/13/2022 23:10:01 - INFO - Num Iters: 4425\n"
+     "02/13/2022 23:10:01 - INFO - Optim Steps: 132750\n", 132750),
 ])
 def test_the_headers_run_length_is_the_total(tmp_path: Path, header: str, total: int) -> None:
     a = timeout.analyse(_both(tmp_path, header + WATCHDOG))

@@ -152,10 +152,27 @@ class Progress:
 SOURCE_LINE_RE = re.compile(r"^(?P<file>.*):(?P<line>\d+)$")
 
 
+def last_runs(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each writer's last run: per file and rank, those after the last place where
+    the step goes back in the file (a relaunch appended to the same log, a resume from an
+    earlier checkpoint, a counter that restarts each epoch)."""
+    src = rows["source"].astype("string").fillna("?:0")
+    parts = src.str.rsplit(":", n=1)
+    key = rows.assign(_file=parts.str[0], _lineno=pd.to_numeric(parts.str[1], errors="coerce"),
+                      _rank=rows["rank"].astype("Float64").fillna(-1))
+    key = key.sort_values(["_file", "_lineno"], kind="stable")
+    groups = [key["_file"], key["_rank"]]
+    back = (key.groupby(groups, sort=False)["iteration"].diff() < 0).fillna(False).astype(int)
+    run = back.groupby(groups, sort=False).cumsum()
+    last = run == run.groupby(groups, sort=False).transform("max")
+    return rows.loc[key.index[last.to_numpy()]]
+
+
 def _last_step_index(it: pd.DataFrame) -> Any:
-    """The row of the furthest step; where every step line names its epoch and the counter
-    restarts each epoch (``Epoch: [2]  [30/1504]``), the furthest step of the last epoch."""
-    rows = it[it["iteration"].notna()]
+    """The row of the furthest step of the writers' last runs (``last_runs``); where every step
+    line names its epoch and the counter restarts each epoch (``Epoch: [2]  [30/1504]``), the
+    furthest step of the last epoch."""
+    rows = last_runs(it[it["iteration"].notna()])
     ep = rows["epoch"]
     if ep.notna().all() and ep.nunique() > 1:
         last = rows[ep == ep.max()]

@@ -299,11 +299,14 @@ def parse_schedule(text: str) -> list[Row] | None:
 PLAN_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("epochs", re.compile(r"\bNum [Ee]pochs = (?P<n>\d[\d,]*)(?![\d.,])")),
     ("total_steps", re.compile(r"\bTotal optimization steps = (?P<n>\d[\d,]*)(?:\.0)?(?![\d.,])")),
+    # VinVL-Paddle's header (cattidea/VinVL-Paddle log/workerlog.0: "Num Iters: 4425" per epoch,
+    # then "Optim Steps: 132750" for the run)
+    ("total_steps", re.compile(r"\bOptim Steps: (?P<n>\d[\d,]*)(?![\d.,])")),
     # verl's ray_trainer ("(TaskRunner pid=625502) Total training steps: 3746"; older verl's
     # "(main_task pid=…)"), and hand-written loops' "🎯 Total training steps: 13002"
     ("total_steps", re.compile(r"\bTotal train(?:ing)? steps\s*[:=]\s*(?P<n>\d[\d,]*)(?![\d.,])")),
 )
-PLAN_NEEDLES = ("Num Epochs = ", "Num epochs = ", "Total optimization steps = ",
+PLAN_NEEDLES = ("Num Epochs = ", "Num epochs = ", "Total optimization steps = ", "Optim Steps: ",
                 "Total training steps", "Total train steps")
 
 

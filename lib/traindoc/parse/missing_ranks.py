@@ -54,6 +54,15 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
   (``Timed out initializing process group in store based barrier on rank: 0, for key: … (world_size=2,
   worker_count=1, …)``, its row written by ``parse.collectives``) counts its rank as one that
   arrived, by the same rule: the one rank of two that never joined is named.
+- torch_ucc's comm check on a collective timeout (ProcessGroupUCC, facebookresearch/torch_ucc
+  #39 and #53, 2021-2022): the ``[Rank 1][ProcessGroupUCC-1][COMM_CHECK]`` header, then ``Aborting
+  comms #12 (op=ALLTOALL_BASE) due to the problematic ranks: [ 0 ]``, ``Ranks [0] are 'Collective
+  wasn't posted'`` (each problematic state) and, after ``Comms status of other ranks:``, ``Ranks [1
+  2 … 15] are last known progressing comms #12 (op=ALLTOALL_BASE)`` per sequence number. The
+  printing rank timed out in the aborted collective (``timed_out``); the ranks whose last
+  collective is behind the highest one, and the problematic ranks the check names besides the
+  printer, are ``absent`` from it, the others ``started`` in it. Where the check names every rank
+  (all stuck alike, its "application issue") no rank is behind.
 - JAX's coordination-service barrier: ``DEADLINE_EXCEEDED: Barrier timed out. Barrier_id:
   PjRT_Client_Connect. Timed out task names:`` then one ``/job:jax_worker/replica:0/task:3`` line
   per task that never arrived (also inline, ``\\n``-escaped, in the GRPC detail); newer JAX:
@@ -130,6 +139,16 @@ STORE_TIMEOUT_RE = re.compile(
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"  # as parse.collectives names the barrier's timeout
 MAX_WORLD = 1 << 20
 MAX_READY_RANK = 1 << 16  # a ready list's gaps are read below this rank only (a corrupt number)
+
+# torch_ucc's comm check (src/torch_ucc.cpp comms_status_health_check; the logger's prefix
+# "[Rank N][ProcessGroupUCC-ID][COMM_CHECK]"), ranks printed space-separated: "[1 2 3]", "[ 0 ]"
+UCC_CHECK_RE = re.compile(r"\[Rank (?P<rank>\d+)\]\[ProcessGroupUCC-[^\]]*\]\[COMM_CHECK\]")
+UCC_ABORT_RE = re.compile(r"Aborting comms #(?P<seq>\d+) \(op=(?P<op>\w+)\) due to the "
+                          r"problematic ranks: \[(?P<ranks>[\d\s,]*)\]")
+UCC_STATE_RE = re.compile(r"^\s*Ranks \[[\d\s,]*\] are '.*'\s*$")  # ("Collective wasn't posted")
+UCC_OTHERS_RE = re.compile(r"^\s*Comms status of other ranks:\s*$")
+UCC_SEQ_RE = re.compile(r"^\s*Ranks \[(?P<ranks>[\d\s,]*)\] are last known progressing comms "
+                        r"#(?P<seq>\d+)")
 
 JAX_START_RE = re.compile(r"Barrier timed out\.\s*(?:Barrier_id|Id):\s*(?P<id>[^\s.]+(?:\.[^\s.]+)*?)"
                           r"\.(?:\s|$)")
@@ -214,6 +233,7 @@ class MissingRanksBlock:
     tables = ("collectives",)
     section: str | None = None
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
+               "[COMM_CHECK]",
                "Stalled ranks:", "Missing ranks:",
                "Missing communicator data from",
                "process_id=", "timeout is currently set to", "Waiting in store based barrier",
@@ -253,10 +273,15 @@ class MissingRanksBlock:
 
     def _start(self, text: str, ctx: object) -> None:
         if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, RAS_MISSING_START_RE,
-                                               JAX_START_RE, HVD_START_RE)):
+                                               JAX_START_RE, HVD_START_RE, UCC_CHECK_RE)):
             return  # idle, and stays as it was (the fast engine's contract)
         self.ctx, self.fields, self.groups, self.tasks = ctx, {}, [], []
         self.first_task, self.lacking = None, {}
+        m = UCC_CHECK_RE.search(text)
+        if m:
+            self.section, self.fields["rank"] = "ucc", m["rank"]
+            self._ucc_line(text)
+            return
         if HVD_START_RE.search(text):
             self.section = "horovod"
             return
@@ -316,11 +341,25 @@ class MissingRanksBlock:
                 ops = [o.strip().removesuffix(HVD_MORE).strip() for o in m["ops"].split(",")]
                 self.lacking[digits_int(m["rank"])] = [o for o in ops if o and o != HVD_MORE]
             return bool(m)
+        if self.section == "ucc":
+            return not UCC_CHECK_RE.search(text) and self._ucc_line(text)
         if self.section == "jax":
             if JAX_START_RE.search(text):
                 return False
             return self._jax_line(text) or bool(JAX_COUNT_RE.search(text))
         return False
+
+    def _ucc_line(self, text: str) -> bool:
+        """Read one line of torch_ucc's comm check; whether it was one."""
+        m = UCC_ABORT_RE.search(text)
+        if m:
+            self.fields.update(seq=m["seq"], op=m["op"], problematic=m["ranks"])
+            return True
+        m = UCC_SEQ_RE.match(text)
+        if m:
+            self.groups.append((0, digits_int(m["seq"]), _ranks(m["ranks"])))
+            return True
+        return bool(UCC_STATE_RE.match(text) or UCC_OTHERS_RE.match(text))
 
     def _jax_line(self, text: str) -> bool:
         first = JAX_FIRST_RE.search(text)
@@ -387,6 +426,8 @@ class MissingRanksBlock:
                     for r in sorted(set(self.tasks)) if r < MAX_COMM_RANKS]
         elif section == "horovod":
             rows = self._horovod_rows()
+        elif section == "ucc":
+            rows = self._ucc_rows()
         elif section == "jax":
             # the barrier timed out even where no task is named (the start-up barrier of
             # gpu-recipes#2 names none): its timed-out row, the printer's rank if known
@@ -413,6 +454,29 @@ class MissingRanksBlock:
             behind = lacked >= set(ops)
             rows += [{"rank": r, "op_type": op, "state": "absent" if behind else "started",
                       "_named_rank": True} for op in ops if behind or op not in lacked]
+        return rows
+
+    def _ucc_rows(self) -> list[Row]:
+        """The printer timed out in the aborted collective; the ranks behind the highest
+        collective any rank reached, and the problematic ranks besides the printer, are absent
+        from it, the others started in it. None without the abort line."""
+        if "seq" not in self.fields:
+            return []
+        printer, seq, op = digits_int(self.fields["rank"]), digits_int(self.fields["seq"]), \
+            self.fields["op"]
+        rows: list[Row] = [{"rank": printer, "seq_num": seq, "op_type": op,
+                            "state": "timed_out", "_named_rank": True}]
+        known = {r for _, _, ranks in self.groups for r in ranks if r < MAX_COMM_RANKS}
+        top = max((s for _, s, _ in self.groups), default=seq)
+        behind = {r for _, s, ranks in self.groups for r in ranks if s < top}
+        problematic = set(_ranks(self.fields["problematic"]))
+        if not known or not problematic >= known:  # all stuck alike: none is behind
+            behind |= problematic - {printer}
+        behind &= set(range(MAX_COMM_RANKS))
+        rows += [{"rank": r, "seq_num": seq, "op_type": op, "state": "absent",
+                  "_named_rank": True} for r in sorted(behind)]
+        rows += [{"rank": r, "seq_num": seq, "op_type": op, "state": "started",
+                  "_named_rank": True} for r in sorted(known - behind - {printer})]
         return rows
 
     def _fr_rows(self) -> list[Row]:
