@@ -236,6 +236,9 @@ def test_journald_and_syslog_headers_name_the_host(line: str, host: str, pid: in
     # stark-sim/megatron-deepspeed-lock-clock's dual-node logs (Megatron's indented arguments)
     ("v100x16-1:   rank ............................................ 0", "v100x16-1",
      "rank ....."),
+    # torch_ucc's comm check indents with a tab (openucx/torch-ucc PR #53), behind a pdsh host
+    ("node-17: \tAborting comms #12 (op=ALLTOALL_BASE) due to the problematic ranks: [0]",
+     "node-17", "\tAborting comms #12"),
 ])
 def test_a_pdsh_host_before_an_indented_line(line: str, host: str, rest: str) -> None:
     from traindoc.parse.prefixes import demux

@@ -84,10 +84,12 @@ SYSLOG_AFTER_TIME_RE = re.compile(
 # slurmstepd names itself after its node ("slurmstepd-gpu20-15: error: …"; Slurm's slurmstepd.c:
 # argv0 = "slurmstepd-%s" with the node name): the node is the host, the daemon's name is not.
 SLURMSTEPD_PREFIX = "slurmstepd-"
-# (pdsh writes "host: " and the line as it was: an indented line keeps its spaces after it;
-# a tqdm bar's description is no host: "lokr-test-2:  40%|###9 | 1199/3000" (ai-toolkit#595))
+# (pdsh writes "host: " and the line as it was: an indented line keeps its spaces or tabs after
+# it (torch_ucc's "node-17: \tAborting comms #12 …", PR #53); a tqdm bar's description is no
+# host: "lokr-test-2:  40%|###9 | 1199/3000" (ai-toolkit#595))
 HOST_RE = re.compile(
-    r"(?<![A-Za-z])(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)(?:: (?= *\S)(?! *\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
+    r"(?<![A-Za-z])(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)"
+    r"(?:: (?=[ \t]*\S)(?![ \t]*\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
 )
 # pdsh / DeepSpeed's launcher name the local node "localhost" (no digit), and any host name
 # stands before a torchrun or c10 rank tag ("localhost: [rank0]: …", "gpu-a: [default3]:")
