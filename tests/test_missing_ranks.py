@@ -365,6 +365,17 @@ def test_horovod_stall_reports_ranks_are_processes_seen(tmp_path: Path, text: st
     assert (f["processes_seen"], f["outlier_members"]) == (seen, behind)
 
 
+def test_a_stall_reports_printer_is_shown_where_it_waits(tmp_path: Path) -> None:
+    # google/automl#563: rank 0 prints the report and is ready in the allreduce rank 1 lacks:
+    # its process is shown waiting there, not as the report's printer
+    p = tmp_path / "job.log"
+    p.write_text(HVD_WARNING + "".join(f"[1,0]<stderr>:{line}\n"
+                                       for line in HVD_REPORTS[0][0].splitlines()))
+    groups = deadlock.diagnose(traindoc.load(p)).facts["groups"]
+    assert [(g["members"], g["signature"][:9]) for g in groups] == [([0], "(ready in"),
+                                                                   ([1], "(ready in")]
+
+
 def test_horovod_ranks_waiting_on_each_other_are_no_outlier(tmp_path: Path) -> None:
     p = tmp_path / "job.log"
     p.write_text(HVD_WARNING + "".join(f"[1,0]<stderr>:{line}\n"

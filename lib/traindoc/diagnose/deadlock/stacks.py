@@ -526,6 +526,9 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
              & c["rank"].notna()]
     known = {p.rank for p in procs if p.rank is not None}
     out: dict[int, Proc] = {}
+    # a rank the report shows ready or missing says more than that it printed the report
+    rows = pd.concat([rows[~printer.reindex(rows.index).fillna(False)],
+                      rows[printer.reindex(rows.index).fillna(False)]])
     for r in rows.itertuples(index=False):
         rank = int(r.rank)
         if rank in known or rank in out:
