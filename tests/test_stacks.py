@@ -1136,7 +1136,7 @@ rank  [1]        stopped at  swarm.py:3801 in migrate
 
 
 def test_roll_call_of_ranks_by_where_they_stopped(tmp_path: Path) -> None:
-    from traindoc.diagnose import deadlock
+    from traindoc.diagnose import deadlock, triage
 
     (tmp_path / "hang_report.txt").write_text(ROLL_CALL)
     inc = traindoc.load(tmp_path / "hang_report.txt")
@@ -1149,6 +1149,8 @@ def test_roll_call_of_ranks_by_where_they_stopped(tmp_path: Path) -> None:
     f = deadlock.diagnose(inc).facts
     assert (f["processes_seen"], f["outlier_members"]) == (4, [1])
     assert f["majority_leaf"].startswith("get_max_radius") and f["outlier_leaf"].startswith("migrate")
+    # triage counts the ranks' stacks as four processes (no pid: each rank is one)
+    assert "stack dumps of 4 process(es)" in triage.diagnose(inc).verdict
 
 
 @pytest.mark.parametrize("line", [
