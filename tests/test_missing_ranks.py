@@ -265,14 +265,14 @@ def test_horovod_ready_ranks_gaps_lag() -> None:
 
 def test_horovod_ready_ranks_are_the_deadlocks_processes(tmp_path: Path) -> None:
     # horovod/horovod#215's shape, eight ranks: the ready ranks are processes seen (no stack),
-    # the one left out the outlier
+    # and so is the one left out, the outlier
     p = tmp_path / "job.log"
     p.write_text("WARNING: One or more tensors were submitted to be reduced, gathered or "
                  "broadcasted by subset of ranks and are waiting for remainder of ranks for more "
                  "than 60 seconds. Stalled ops: HorovodAllreduce_grad_0 [ready ranks: 3, 0, 7, 1, "
                  "2, 6, 4]\n")
     f = deadlock.diagnose(traindoc.load(p)).facts
-    assert f["processes_seen"] == 7 and f["outlier_members"] == [5]
+    assert f["processes_seen"] == 8 and f["outlier_members"] == [5]
 
 
 def test_horovod_stall_names_the_straggler(tmp_path: Path) -> None:
@@ -339,6 +339,42 @@ def test_horovod_report_without_a_launcher_tag_is_no_srun_prefix(tmp_path: Path,
     c = inc.collectives
     assert sorted(set(c.loc[c["state"] == "absent", "rank"])) == behind
     assert deadlock.diagnose(inc).facts["outlier_members"] == behind
+
+
+@pytest.mark.parametrize(("text", "seen", "behind"), [
+    # horovod/horovod#530 (Horovod before 0.19, mpirun --tag-output with a date): ready ranks
+    # 0, 1, 3-6, rank 2 left out of every op: seven processes
+    ("Stalled ops: HorovodBroadcast_InceptionV3_Logits_Conv2d_1c_1x1_weights_0 [ready ranks: 5, "
+     "6, 3, 1, 4, 0]\nHorovodBroadcast_InceptionV3_AuxLogits_Conv2d_2a_5x5_weights_0 [ready "
+     "ranks: 5, 6, 3, 1, 4, 0], \nFri Sep 28 11:14:00 2018[1,5]<stderr>:INFO:tensorflow:Running "
+     "local_init_op.\n", 7, [2]),
+    # horovod/horovod#1442 (0.18): the coordinator (mpirun's [1,0] tag) prints the report naming
+    # rank 6; only those two are seen (its step lines carry no rank)
+    (HVD_WARNING + "[1,0]<stderr>:Stalled ranks:\n[1,0]<stderr>:6: [horovod_allreduce.0, "
+     "horovod_allreduce.1, horovod_allreduce.10, horovod_allreduce.100 ...]\n", 2, [6]),
+    # HVD_TF_Worker_Desync_BugReport's README (no tag): rank 0 missing, the printer unknown
+    (HVD_WARNING.removeprefix("[1,0]<stderr>:") + "Missing ranks:\n0: [cond_1/then/_10/cond_1/"
+     "SGD/PartitionedCall/DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0]\n", 1, [0]),
+])
+def test_horovod_stall_reports_ranks_are_processes_seen(tmp_path: Path, text: str, seen: int,
+                                                        behind: list[int]) -> None:
+    # a rank the stall report names missing is a process of the running job (Horovod's
+    # coordinator has its other requests), as is the rank that printed it
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    f = deadlock.diagnose(traindoc.load(p)).facts
+    assert (f["processes_seen"], f["outlier_members"]) == (seen, behind)
+
+
+def test_a_stall_reports_printer_is_shown_where_it_waits(tmp_path: Path) -> None:
+    # google/automl#563: rank 0 prints the report and is ready in the allreduce rank 1 lacks:
+    # its process is shown waiting there, not as the report's printer
+    p = tmp_path / "job.log"
+    p.write_text(HVD_WARNING + "".join(f"[1,0]<stderr>:{line}\n"
+                                       for line in HVD_REPORTS[0][0].splitlines()))
+    groups = deadlock.diagnose(traindoc.load(p)).facts["groups"]
+    assert [(g["members"], g["signature"][:9]) for g in groups] == [([0], "(ready in"),
+                                                                   ([1], "(ready in")]
 
 
 def test_horovod_ranks_waiting_on_each_other_are_no_outlier(tmp_path: Path) -> None:

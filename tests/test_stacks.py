@@ -1117,3 +1117,45 @@ def test_a_traceback_a_terminal_wrapped_keeps_every_frame(tmp_path: Path, text: 
     assert len(s) == 1 and s.iloc[0]["state"] == "raised"
     assert [f.split(" (")[0] for f in s.iloc[0]["frames"]] == frames
     assert s.iloc[0]["frames"][0].endswith(":823)") or s.iloc[0]["frames"][0].endswith(":415)")
+
+
+# underworldcode/underworld3 src/underworld3/utilities/hang_report.py (format_report), as run in
+# underworld3#630 (the corpus's deadlock-underworld3-630): ranks grouped by where they stopped
+ROLL_CALL = """Hang report: 4 rank(s)
+
+ranks [0, 2, 3]  stopped at  discretisation_mesh.py:6954 in get_max_radius
+        via  discretisation_mesh.py:6140 in _classify_points_in_domain
+        via  swarm.py:3786 in migrate
+        ... 4 more frame(s)
+
+rank  [1]        stopped at  swarm.py:3801 in migrate
+
+=> 3 of 4 ranks are waiting together at discretisation_mesh.py:6954, and ranks [1]
+   are somewhere else.
+"""
+
+
+def test_roll_call_of_ranks_by_where_they_stopped(tmp_path: Path) -> None:
+    from traindoc.diagnose import deadlock, triage
+
+    (tmp_path / "hang_report.txt").write_text(ROLL_CALL)
+    inc = traindoc.load(tmp_path / "hang_report.txt")
+    s = inc.stacks
+    assert list(s["rank"]) == [0, 2, 3, 1] and set(s["thread"]) == {"MainThread"}
+    assert s.iloc[0]["frames"] == [
+        "get_max_radius (discretisation_mesh.py:6954)",
+        "_classify_points_in_domain (discretisation_mesh.py:6140)", "migrate (swarm.py:3786)"]
+    assert s.iloc[3]["frames"] == ["migrate (swarm.py:3801)"]
+    f = deadlock.diagnose(inc).facts
+    assert (f["processes_seen"], f["outlier_members"]) == (4, [1])
+    assert f["majority_leaf"].startswith("get_max_radius") and f["outlier_leaf"].startswith("migrate")
+    # triage counts the ranks' stacks as four processes (no pid: each rank is one)
+    assert "stack dumps of 4 process(es)" in triage.diagnose(inc).verdict
+
+
+@pytest.mark.parametrize("line", [
+    "Training stopped at epoch 5", "rank [1] stopped at step 12",
+    "ranks [0, 1] stopped at the barrier in train.py"])
+def test_prose_about_stopping_is_no_roll_call(tmp_path: Path, line: str) -> None:
+    (tmp_path / "job.log").write_text(line + "\n")
+    assert not len(traindoc.load(tmp_path / "job.log").stacks)

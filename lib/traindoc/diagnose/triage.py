@@ -560,7 +560,9 @@ def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:
         return Sighting("deadlock", waiting.head(1), f"{len(ranks)} rank(s) waiting in "
                         "init_process_group's store-based barrier, which never completes",
                         ranks)
-    procs = s.assign(_h=s["host"].fillna("?"), _p=s["pid"].fillna(-1)).drop_duplicates(["_h", "_p"])
+    # a process is its pid on its host, else its rank (a roll call's or a dumper's rank sections)
+    procs = s.assign(_h=s["host"].fillna("?"), _p=s["pid"].fillna(-1),
+                     _r=s["rank"].where(s["pid"].isna()).fillna(-1)).drop_duplicates(["_h", "_p", "_r"])
     return Sighting("deadlock", s, f"stack dumps of {len(procs)} process(es) in the bundle "
                     "(taken while the job hung)", _ranks(s))
 

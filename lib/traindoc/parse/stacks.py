@@ -80,6 +80,11 @@ A condensed per-node listing of leaves (BigScience tr11's perl one-liner over ``
 files: ``trace-jean-zay-iam52`` then one indented function name per process's MainThread) loads
 as one row per name, ``state`` ``listed``, its only frame the name, its host the file's.
 
+A comparer's roll call of per-rank dumps groups the ranks by where they stopped, one stack per
+group, innermost first (underworld3's ``hang_report`` over its watchdog's faulthandler files:
+``ranks [0, 2, 3]  stopped at  mesh.py:6954 in get_max_radius``, ``        via  swarm.py:3786 in
+migrate`` lines, ``rank  [1]  stopped at  …``): one row per rank listed, with the group's frames.
+
 A Python traceback (most recent call last) is one sample of the stack of the process that
 printed it (``PYTB_*`` below): ``state`` ``interrupted`` (KeyboardInterrupt), ``raised`` (any
 other exception) or ``traceback`` (no exception line); a frame line a terminal wrapped at its
@@ -323,6 +328,14 @@ SSH_RE = re.compile(r"^ssh +(?:-\S+ +)*(?:[\w.\-]+@)?(?P<host>[A-Za-z][\w.\-]*)$
 # BigScience's per-node listing: "trace-jean-zay-iam52" then one leaf name per line
 LISTING_HEAD_RE = re.compile(r"^(?:\./)?trace-(?P<host>[A-Za-z][\w.\-]*?)(?:\.(?:out|txt|log))?:?\s*$")
 LISTING_ENTRY_RE = re.compile(r"^\s*(?P<func>[A-Za-z_][\w.]*|<\w+>)\s*$")
+# a roll call of ranks by where they stopped (underworld3's utilities/hang_report.py): the group's
+# innermost frame, then its callers ("via", indented: the reader strips the indent), "... N more
+# frame(s)" where it cut them
+ROLL_CALL_RE = re.compile(r"^\s*ranks?\s+\[(?P<ranks>\d+(?:\s*,\s*\d+)*)\]\s+stopped at\s+"
+                          r"(?P<file>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
+ROLL_CALL_VIA_RE = re.compile(r"^\s*via\s+(?P<file>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
+ROLL_CALL_MORE_RE = re.compile(r"^\s*\.\.\. \d+ more frames?(?:\(s\))?\s*$")
+ROLL_CALL_MAX_RANK = 1 << 20  # no job has more ranks: a larger number is no rank
 
 
 # Cheap first-character/prefix checks before any regex (the loader feeds every line).
@@ -424,6 +437,7 @@ class StackParser:
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
                "py-spy", "ssh ", "Stack dump for ", "Timeout (", " Stack of ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
+               " stopped at ",
                *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
@@ -446,6 +460,7 @@ class StackParser:
         self._py: dict[str, Any] = {}  # the Python traceback being read
         self._gdb_info: list[dict[str, Any]] = []  # the rows of gdb's `info threads` being read
         self._hung: dict[str, Any] = {}  # the kernel's hung-task report being read
+        self._roll: dict[str, Any] = {}  # the roll call's group being read: ranks, frames
 
     # -- protocol ------------------------------------------------------------------------
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
@@ -459,6 +474,8 @@ class StackParser:
                 return self._pytb_start(ctx)
             if "blocked for more than" in text:
                 return self._hung_start(text, ctx)
+            if " stopped at " in text and (m := ROLL_CALL_RE.match(text)):
+                return self._roll_start(m, ctx)
             if text.startswith("Timeout (") and FH_WATCHDOG_RE.match(text):
                 self._watchdog = True
                 return []
@@ -490,12 +507,15 @@ class StackParser:
             return self._feed_gdb_info(text, ctx)
         if self.section == "hung":
             return self._feed_hung(text, ctx)
+        if self.section == "roll_call":
+            return self._feed_roll_call(text, ctx)
         return self._feed_pyspy(text, ctx)
 
     def close(self) -> list[tuple[str, Row]]:
         """End of stream: emit what is pending."""
         out = (self._flush_threads() + self._flush_faulthandler() + self._flush_traceback()
-               + self._flush_pytb() + self._flush_gdb_info() + self._flush_hung())
+               + self._flush_pytb() + self._flush_gdb_info() + self._flush_hung()
+               + self._flush_roll_call())
         self.section = None
         self._proc = {}
         self._hint = {}
@@ -1015,6 +1035,34 @@ class StackParser:
     def _flush_hung(self) -> list[tuple[str, Row]]:
         t, self._hung = self._hung, {}
         return [("stacks", _row(t, t.pop("frames")))] if t else []
+
+    # -- a roll call of ranks by where they stopped ---------------------------------------
+    def _roll_start(self, m: re.Match[str], ctx: object) -> list[tuple[str, Row]]:
+        self.section = "roll_call"
+        self._roll = {"ranks": [int(r) for r in m["ranks"].split(",")], "_ctx": ctx,
+                      "frames": [frame_text(m["func"], m["file"], int(m["line"]))]}
+        return []
+
+    def _feed_roll_call(self, text: str, ctx: object) -> list[tuple[str, Row]]:
+        m = ROLL_CALL_VIA_RE.match(text)
+        if m:
+            self._roll["frames"].append(frame_text(m["func"], m["file"], int(m["line"])))
+            return []
+        if ROLL_CALL_MORE_RE.match(text):
+            return []
+        out = self._flush_roll_call()
+        self.section = None
+        return out + self.feed(text, ctx) if text.strip() else out
+
+    def _flush_roll_call(self) -> list[tuple[str, Row]]:
+        """One row per rank of the group, each with the group's frames (the comparer's sample)."""
+        g, self._roll = self._roll, {}
+        if not g:
+            return []
+        return [("stacks", {"rank": r, "_named_rank": True, "thread": "MainThread",
+                            "frames": list(g["frames"]), "leaf": g["frames"][0],
+                            "_ctx": g["_ctx"]})
+                for r in dict.fromkeys(g["ranks"]) if r < ROLL_CALL_MAX_RANK]
 
     # -- a condensed per-node listing of leaves -----------------------------------------
     def _feed_listing(self, text: str, ctx: object) -> list[tuple[str, Row]]:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from ...parse.collectives import STORE_BARRIER_OP
+from ...parse.missing_ranks import is_jax_barrier
 from ..common import as_int
 
 FRAME_RE = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
@@ -500,8 +501,12 @@ REPORTED = "reported"  # a Proc's state: seen in a hang report, no stack
 def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     """Ranks a hang report shows waiting (the store-based barrier's ``Waiting in store based
     barrier … for rank: N``, the ready ranks of Horovod's stalled op, a rank whose own watchdog
-    timed out in a collective) or compares (a DETAIL ``Detected mismatch between collectives``),
-    that no stack shows: one ``Proc`` each, no frames, ``state`` ``reported``."""
+    timed out in a collective), lacking (the ranks a stall report names as missing from its op:
+    Horovod's coordinator lists only ranks of the running job, which have submitted other
+    tensors), printing it (the stall report's own rank) or compares (a DETAIL ``Detected
+    mismatch between collectives``), that no stack shows: one ``Proc`` each, no frames,
+    ``state`` ``reported``. A JAX barrier's tasks that never arrived may never have started:
+    not counted."""
     c = collectives
     if not len(c) or "state" not in c:
         return []
@@ -511,12 +516,19 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     timed = c["timeout_ms"].notna() | c["ran_for_ms"].notna()
     report = c["rank"].isna() | (c["seq_num"].isna() & c["process_group"].isna() & ~timed)
     stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & report]
-    ready = c["op_type"].isin(set(stalled.dropna())) & (c["state"] == "started")
+    in_stall = c["op_type"].isin(set(stalled.dropna()))
+    ready = in_stall & (c["state"] == "started")
+    lacking = in_stall & (c["state"] == "absent") & ~c["op_type"].map(lambda o: is_jax_barrier(_na(o)))
+    printer = in_stall & (c["state"] == "timed_out") & report
     watchdog = (c["state"] == "timed_out") & timed  # a rank's own watchdog: it waited there
     rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False)
-              | watchdog.fillna(False)) & c["rank"].notna()]
+              | watchdog.fillna(False) | lacking.fillna(False) | printer.fillna(False))
+             & c["rank"].notna()]
     known = {p.rank for p in procs if p.rank is not None}
     out: dict[int, Proc] = {}
+    # a rank the report shows ready or missing says more than that it printed the report
+    rows = pd.concat([rows[~printer.reindex(rows.index).fillna(False)],
+                      rows[printer.reindex(rows.index).fillna(False)]])
     for r in rows.itertuples(index=False):
         rank = int(r.rank)
         if rank in known or rank in out:
@@ -525,7 +537,9 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
         what = ("waiting in the store-based barrier" if op == STORE_BARRIER_OP
                 else f"in {op} (DETAIL mismatch report)" if r.state == "mismatch"
                 else f"timed out in {op or 'a collective'} (watchdog)"
-                if r.state == "timed_out"
+                if r.state == "timed_out" and not (pd.isna(r.timeout_ms) and pd.isna(r.ran_for_ms))
+                else f"reported the stall of {op}" if r.state == "timed_out"
+                else f"missing from {op} (stall report)" if r.state == "absent"
                 else f"ready in {op} (stall report)")
         out[rank] = Proc(key=("rank", None, rank), rank=rank, host=_na(r.host), pid=None,
                          frames=[], leaf=None, signature=f"({what})", in_collective=False,
