@@ -163,9 +163,17 @@ def absent_report(collectives: pd.DataFrame) -> Mismatch | None:
                     ops, sorted({int(r) for r in same["rank"]}))
 
 
-def mismatch_title(mm: Mismatch) -> str:
-    """The flight recorder's first mismatch in one sentence."""
-    ops = ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
+MISMATCH_SOURCES = ("Flight recorder", "Report of the ranks that never arrived")
+
+
+def mismatch_title(mm: Mismatch, source: str = MISMATCH_SOURCES[0]) -> str:
+    """The first mismatch in one sentence, said as ``source``'s (the flight recorder's, or a
+    stall or missing-ranks report's: ``absent_report``; none: "") ranks that ran the same op
+    together."""
+    by_op: dict[str, list[str]] = {}
+    for r, o in mm.ops.items():
+        by_op.setdefault(o, []).append(r)
+    ops = ", ".join(f"{who(rs)}: {o}" for o, rs in by_op.items())
     what = {MismatchKind.OP: "issued different collectives",
             MismatchKind.SIZE: "issued different sizes",
             MismatchKind.DTYPE: "issued different dtypes",
@@ -174,7 +182,7 @@ def mismatch_title(mm: Mismatch) -> str:
             }[mm.kind]
     at = (f"at sequence number {mm.seq_num}" if mm.seq_num is not None
           else "at the collective or barrier")
-    return (f"Flight recorder: {at} of process group "
+    return (f"{source + ': ' if source else ''}{at} of process group "
             f"{mm.process_group} ranks {what}" + (f" — {ops}" if ops else ""))
 
 
@@ -255,6 +263,10 @@ class DeadlockAnalysis:
     stack_outliers: list[Proc]  # the outliers the stacks alone name
     mismatch: Mismatch | None  # the flight recorder's first disagreement
     fr_named: bool  # the outliers come from a decisive flight-recorder mismatch, not the stacks
+    # where ``mismatch`` comes from: the flight recorder, or (with no mismatch there) a report of
+    # the ranks that never arrived (Horovod's stall inspector, fr_trace's text, NCCL RAS:
+    # ``absent_report``); one of MISMATCH_SOURCES
+    mismatch_source: str
     outliers: list[Proc]  # the processes the others wait for
     outlier_members: list[Any]
     outlier_leaf: str | None
@@ -312,7 +324,8 @@ def analyse(incident: Incident, thread: str = "MainThread",
             p.rank, p.rank_inferred = inferred[p.key]
     stack_outliers, rule = find_outliers(procs)
     c = incident.collectives
-    mismatch = first_mismatch(c) or detail_mismatch(c) or absent_report(c)
+    recorded = first_mismatch(c) or detail_mismatch(c)
+    mismatch = recorded or absent_report(c)
     ranks = [p for p in procs if not p.helper]
     outliers, fr_named = stack_outliers, False
     if not outliers and mismatch and _decisive(mismatch):
@@ -342,7 +355,8 @@ def analyse(incident: Incident, thread: str = "MainThread",
         hang_seen=shows_hang(incident),
         fatal_dump=bool(fatal_dump_rows(incident.stacks, incident.errors).any()),
         incident=incident, thread=thread, depth=depth, procs=procs, inferred=inferred, rule=rule,
-        stack_outliers=stack_outliers, mismatch=mismatch, fr_named=fr_named, outliers=outliers,
+        stack_outliers=stack_outliers, mismatch=mismatch, fr_named=fr_named,
+        mismatch_source=MISMATCH_SOURCES[recorded is None], outliers=outliers,
         outlier_members=outlier_members,
         outlier_leaf=_most_common([p.leaf for p in outliers], [p.count for p in outliers]),
         majority_leaf=_most_common([p.leaf for p in rest], [p.count for p in rest]),

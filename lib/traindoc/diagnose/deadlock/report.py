@@ -135,10 +135,10 @@ def _outliers(a: DeadlockAnalysis) -> Finding | None:
            "smallest_group": "in a state no larger group shares",
            "not_dumpable": "the process py-spy could not attach to (stuck in the kernel?)",
            "uninterruptible": "in uninterruptible sleep (D in ps): stuck in the kernel",
-           }.get(a.rule, "named by the flight recorder")
+           }.get(a.rule, f"named by the {a.mismatch_source[:1].lower()}{a.mismatch_source[1:]}")
     # a rank the flight recorder names may have no stack (a watchdog line saw it): then its
     # place is the mismatch itself
-    where = a.outlier_leaf or (mismatch_title(a.mismatch) if a.mismatch else "no stack")
+    where = a.outlier_leaf or (mismatch_title(a.mismatch, "") if a.mismatch else "no stack")
     return Finding(
         "outliers", Severity.CRITICAL,
         f"{members_text(_outlier_members(a))} {'is' if len(a.outliers) == 1 else 'are'} "
@@ -178,7 +178,7 @@ def _all_same(a: DeadlockAnalysis) -> Finding | None:
 def _first_mismatch(a: DeadlockAnalysis) -> Finding | None:
     if not a.mismatch:
         return None
-    return Finding("first_mismatch", Severity.CRITICAL, mismatch_title(a.mismatch),
+    return Finding("first_mismatch", Severity.CRITICAL, mismatch_title(a.mismatch, a.mismatch_source),
                    _mismatch_evidence(a.incident, a.mismatch))
 
 
