@@ -91,6 +91,12 @@ from .xid import SYSLOG_HOST_RE
 # Trailing advice torch appends to a CUDA error message (kept out of ``message``).
 _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile with|Exception raised from|\(most recent|$))"
 
+# What a framework puts before NCCL's own words, in any case: torch's "NCCL error in:
+# …ProcessGroupNCCL.cpp:1275, ", Paddle 2.0's "Nccl error, " and 2.2+'s "NCCL error(1), "
+# (PaddlePaddle/PaddleDetection#4139, PaddleSpeech#3171), "NCCL Error 1: " (std::runtime_error
+# of a C++ extension, TheAtticusProject/cuad#9).
+_NCCL_ERROR = r"(?i:nccl error)\S*:?\s*(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?"
+
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # the line after torch's "Last error:" under ncclUnhandledCudaError: the CUDA error NCCL
         # hit ("Cuda failure 2 'out of memory'", "Cuda failure 'initialization error'")
@@ -118,6 +124,17 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "CUDA error: out of memory",
         re.compile(r"(?P<msg>CUDA error: out of memory)"),
     ),
+    (  # Paddle's allocator (memory/allocation/cuda_allocator.cc), under "ResourceExhaustedError: "
+        # or on its own line below it: "Out of memory error on GPU 0. Cannot allocate 732.427734MB
+        # memory on GPU 0, 14.383789GB memory has been allocated and available memory is only
+        # 200.562500MB." (Paddle 2.x); 1.x: "… Cannot allocate 1.000000GB memory on GPU 0,
+        # available memory is only 500.000000MB."; the same on XPU and custom devices
+        "paddle_oom",
+        "oom",
+        "Out of memory error on ",
+        re.compile(r"(?P<msg>Out of memory error on [A-Za-z_]+ ?\d+\.(?: Cannot allocate .*?"
+                   r"[KMGT]?B\.(?=\s|$))?)"),
+    ),
     (  # a C++ trainer's own check (Marian: "Error: CUDA error 2 'out of memory' - …/device.cu:38:
         # cudaMalloc(&data_, size)", marian-nmt/marian-dev#439): cudaErrorMemoryAllocation is 2
         "cuda_oom",
@@ -129,7 +146,7 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "nccl_unhandled_cuda",
         "nccl_error",
         "unhandled cuda error",
-        re.compile(r"(?P<msg>(?:NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?)?"
+        re.compile(r"(?P<msg>(?:" + _NCCL_ERROR + r")?"
                    r"unhandled cuda error.*)"),
     ),
     (
@@ -174,7 +191,7 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "nccl_remote",
         "nccl_error",
         "remote process exited or there was a network error",
-        re.compile(r"(?P<msg>(?:NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?)?"
+        re.compile(r"(?P<msg>(?:" + _NCCL_ERROR + r")?"
                    r"remote process exited or there was a network error.*)"),
     ),
     (
@@ -187,7 +204,7 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "nccl_system",
         "nccl_error",
         "unhandled system error",
-        re.compile(r"(?P<msg>(?:NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?)?"
+        re.compile(r"(?P<msg>(?:" + _NCCL_ERROR + r")?"
                    r"unhandled system error.*)"),
     ),
     (
@@ -200,7 +217,7 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "nccl_internal",
         "nccl_error",
         "internal error",
-        re.compile(r"(?P<msg>NCCL error\S*:?\s*(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?internal error.*)"),
+        re.compile(r"(?P<msg>" + _NCCL_ERROR + r"internal error.*)"),
     ),
     (
         "nccl_internal",
@@ -402,6 +419,17 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "Fatal Python error: ",
         re.compile(r"(?P<msg>Fatal Python error: (?!.*\bat interpreter shutdown\b)\S.{0,200}?)\s*$"),
     ),
+    (  # Paddle's signal handler (platform/init.cc SignalHandle): "FatalError: `Termination
+        # signal` is detected by the operating system." (PaddleOCR#13976), "… `Process abort
+        # signal` …" (Paddle#53049), "… `Segmentation fault` …", "… `Erroneous arithmetic
+        # operation` …" (SIGFPE); Paddle 2.6+: "FatalError: The operating system has detected the
+        # 'Process abort signal'." (PaddleHelix#315)
+        "fatal_signal",
+        "signal",
+        "FatalError: ",
+        re.compile(r"(?P<msg>FatalError: (?:`(?P<pw>[A-Za-z ]{1,40})` is detected by the operating "
+                   r"system|The operating system has detected the '(?P<pw2>[A-Za-z ]{1,40})')\.?)"),
+    ),
     (
         "fatal_signal",
         "signal",
@@ -550,6 +578,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)[A-Z]\w*"
                    r"(?:Error|Exception|Failure|Exit))(?:\([^)]*\))?: \S.*)$"),
     ),
+    (  # a module's own lowercase exception class: OpenCV's "cv2.error: OpenCV(4.5.1) …/color.cpp:182:
+        # error: (-215:Assertion failed) !_src.empty() in function 'cvtColor'" (linhandev/iann
+        # log/workerlog.0), "struct.error: unpack requires a buffer of 4 bytes", "zlib.error: …",
+        # "socket.error: [Errno 111] Connection refused"
+        "python_exception",
+        "python",
+        ".error: ",
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+error): \S.*)$"),
+    ),
     (
         "python_exception",
         "python",
@@ -656,6 +693,10 @@ def parse_error(text: str) -> Row | None:
             row["host"] = groups["on"]
     if groups.get("local"):
         row["message"] = f"worker --local_rank={groups['local']} {msg}"
+    paddle_what = groups.get("pw") or groups.get("pw2")
+    if code == "fatal_signal" and paddle_what:
+        row["code"] = (PADDLE_SIGNAL_WORDS.get(paddle_what) or SIGNAL_WORDS.get(paddle_what)
+                       or "fatal_signal")
     if code == "fatal_signal" and groups.get("what"):
         what = groups["what"].replace("-", " ")
         row["code"] = SIGNAL_WORDS.get(what[:1].upper() + what[1:], "fatal_signal")
@@ -912,6 +953,9 @@ class CheckMacroError:
 
 # --- process exits (launchers, schedulers) -------------------------------------------------------
 
+# Paddle's handler names a signal by its POSIX description
+PADDLE_SIGNAL_WORDS = {"Termination signal": "SIGTERM", "Process abort signal": "SIGABRT",
+                       "Erroneous arithmetic operation": "SIGFPE", "Interrupt": "SIGINT"}
 SIGNAL_WORDS = {"Killed": "SIGKILL", "Terminated": "SIGTERM", "Segmentation fault": "SIGSEGV",
                 "Aborted": "SIGABRT", "Bus error": "SIGBUS", "Floating point exception": "SIGFPE",
                 "Illegal instruction": "SIGILL", "Hangup": "SIGHUP", "Interrupt": "SIGINT"}

@@ -86,9 +86,11 @@ SYSLOG_AFTER_TIME_RE = re.compile(
 SLURMSTEPD_PREFIX = "slurmstepd-"
 # (pdsh writes "host: " and the line as it was: an indented line keeps its spaces or tabs after
 # it (torch_ucc's "node-17: \tAborting comms #12 …", PR #53); a tqdm bar's description is no
-# host: "lokr-test-2:  40%|###9 | 1199/3000" (ai-toolkit#595))
+# host: "lokr-test-2:  40%|###9 | 1199/3000" (ai-toolkit#595), nor is a module's exception class
+# ending a traceback: "cv2.error: OpenCV(4.5.1) …" (linhandev/iann log/workerlog.0))
 HOST_RE = re.compile(
-    r"(?<![A-Za-z])(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)"
+    r"(?<![A-Za-z])(?![\w.\-]*\.\w*(?:error|Error|Exception|Warning): )"
+    r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)"
     r"(?:: (?=[ \t]*\S)(?![ \t]*\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
 )
 # pdsh / DeepSpeed's launcher name the local node "localhost" (no digit), and any host name
