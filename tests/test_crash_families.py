@@ -1039,3 +1039,130 @@ def test_the_kernels_killed_process_line_alone_is_the_oom_killer(tmp_path: Path)
                          "total-vm:325690732kB, anon-rss:125105968kB, file-rss:0kB\n")
     assert (f["error_kind"], f["failed_hosts"]) == ("oom", ["centos"])
     assert "Killed process 126170 (python3)" in f["error_message"]
+
+
+# --- PaddlePaddle workerlogs: its error wordings, its signal handler's knock-on aborts ---------
+
+@pytest.mark.parametrize("line, code, kind, words", [
+    # aashishpokharel-fuse/Ernie-DocVQA log/workerlog.0 (corpus gpu_crash-ernie-docvqa-workerlog-oom)
+    ("Out of memory error on GPU 0. Cannot allocate 732.427734MB memory on GPU 0, 14.383789GB "
+     "memory has been allocated and available memory is only 200.562500MB.", "paddle_oom", "oom",
+     "Out of memory error on GPU 0. Cannot allocate 732.427734MB memory on GPU 0, 14.383789GB "
+     "memory has been allocated and available memory is only 200.562500MB."),
+    # Paddle 2.0.1 (PaddlePaddle/PaddleDetection#3094), no "has been allocated" clause
+    ("Out of memory error on GPU 0. Cannot allocate 40.500244MB memory on GPU 0, available memory "
+     "is only 23.350001MB.", "paddle_oom", "oom", "available memory is only 23.350001MB."),
+    # the advice on the same line (PaddlePaddle/PaddleGAN#587): kept out of the message
+    ("Out of memory error on GPU 0. Cannot allocate 3.621826GB memory on GPU 0, 21.184814GB "
+     "memory has been allocated and available memory is only 2.814575GB. Please check whether "
+     "there is any other process using GPU 0.", "paddle_oom", "oom", "only 2.814575GB."),
+    # Paddle 1.6 (PaddlePaddle/Paddle#19779)
+    ("Out of memory error on GPU 0. Cannot allocate 145.468994MB GPU memory, available memory is "
+     "72.312500MB.", "paddle_oom", "oom", "Cannot allocate 145.468994MB GPU memory"),
+    # the signal handler (platform/init.cc): prenet's and paddlescripts' workerlogs, PaddleOCR#13976
+    ("FatalError: `Termination signal` is detected by the operating system.", "SIGTERM", "signal",
+     "`Termination signal`"),
+    # PaddlePaddle/Paddle#53049
+    ("FatalError: `Process abort signal` is detected by the operating system.", "SIGABRT",
+     "signal", "`Process abort signal`"),
+    # linhandev/iann log/workerlog.0 (corpus gpu_crash-iann-workerlog-cv2)
+    ("FatalError: `Segmentation fault` is detected by the operating system.", "SIGSEGV", "signal",
+     "`Segmentation fault`"),
+    # PaddleOCR 3.4 on MKL, quoted in a project's progress notes
+    ("FatalError: `Erroneous arithmetic operation` is detected by the operating system.",
+     "SIGFPE", "signal", "Erroneous arithmetic"),
+    # Paddle 2.6+: PaddlePaddle/PaddleHelix#315
+    ("FatalError: The operating system has detected the 'Process abort signal'.", "SIGABRT",
+     "signal", "'Process abort signal'"),
+    # Paddle 2.0's NCCL wording: paddlescripts' workerlogs (corpus gpu_crash-paddlescripts-spawn-
+    # workerlog), PaddlePaddle/PaddleDetection#4139
+    ("OSError: (External)  Nccl error, unhandled cuda error  (at /paddle/paddle/fluid/platform/"
+     "collective_helper.cc:100)", "nccl_unhandled_cuda", "nccl_error",
+     "Nccl error, unhandled cuda error"),
+    # Paddle 2.2+: PaddlePaddle/PaddleSpeech#3171, PaddleDetection#7380
+    ("OSError: (External) NCCL error(1), unhandled cuda error. ", "nccl_unhandled_cuda",
+     "nccl_error", "NCCL error(1), unhandled cuda error"),
+    ("OSError: (External) NCCL error(2), unhandled system error.", "nccl_system", "nccl_error",
+     "NCCL error(2), unhandled system error"),
+    # a C++ extension's std::runtime_error (TheAtticusProject/cuad#9 quotes its what() text)
+    ("NCCL Error 1: unhandled cuda error", "nccl_unhandled_cuda", "nccl_error",
+     "NCCL Error 1: unhandled cuda error"),
+    # OpenCV's lowercase exception class: linhandev/iann log/workerlog.0
+    ("cv2.error: OpenCV(4.5.1) /tmp/pip-req-build-tk9iuyva/opencv/modules/imgproc/src/color.cpp:"
+     "182: error: (-215:Assertion failed) !_src.empty() in function 'cvtColor'", "cv2.error",
+     "python", "!_src.empty() in function 'cvtColor'"),
+    ("struct.error: unpack requires a buffer of 4 bytes", "struct.error", "python",
+     "unpack requires a buffer of 4 bytes"),
+])
+def test_paddle_wordings(line: str, code: str, kind: str, words: str) -> None:
+    row = parse_error(line)
+    assert row is not None
+    assert (row["code"], row["kind"]) == (code, kind)
+    assert words in row["message"]
+
+
+def test_a_module_exception_is_no_host_prefix(tmp_path: Path) -> None:
+    """'cv2.error: …' looks like pdsh's 'host: line' (a name with a digit before ': ')."""
+    (tmp_path / "workerlog.0").write_text(
+        "cv2.error: OpenCV(4.5.1) /tmp/x/color.cpp:182: error: (-215:Assertion failed) "
+        "!_src.empty() in function 'cvtColor'\n")
+    for engine in ("plain", "fast"):
+        e = traindoc.load(str(tmp_path), engine=engine).errors
+        assert list(e["code"]) == ["cv2.error"] and e["host"].isna().all()
+
+
+PADDLE_SIGTERM = ("\n\n--------------------------------------\nC++ Traceback (most recent call "
+                  "last):\n--------------------------------------\n0   paddle::framework::"
+                  "SignalHandle(char const*, int)\n\n----------------------\nError Message "
+                  "Summary:\n----------------------\nFatalError: `Termination signal` is detected "
+                  "by the operating system.\n  [TimeInfo: *** Aborted at 1649739461 (unix time) "
+                  "try \"date -d @1649739461\" if you are using GNU date ***]\n  [SignalInfo: *** "
+                  "SIGTERM (@0x14ef) received by PID 5379 (TID 0x7f82011f5780) from PID 5359 ***]\n")
+
+
+def test_a_rank_paddles_launcher_terminated_is_not_the_failure(tmp_path: Path) -> None:
+    """prenet's workerlogs (corpus gpu_crash-prenet-paddle-workerlog): rank 0 only reports the
+    SIGTERM the launcher sent once rank 1 had raised; rank 1's error is the failure."""
+    (tmp_path / "workerlog.0").write_text("W0412 04:57:40.681890  5379 device_context.cc:465] "
+                                          "device: 0, cuDNN Version: 7.6." + PADDLE_SIGTERM)
+    (tmp_path / "workerlog.1").write_text(
+        'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+        "    from SSIM import SSIM\nNotImplementedError: (Unimplemented) Place CUDAPlace(0) is "
+        "not supported. Please check that your paddle compiles with WITH_GPU\n")
+    f = gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts
+    assert f["failed_ranks"] == [1]
+    assert "CUDAPlace(0) is not supported" in f["error_message"]
+
+
+def test_the_same_nccl_error_on_two_ranks_names_both(tmp_path: Path) -> None:
+    """paddlescripts' workerlogs: ranks 0 and 7 fail alike building the communicator, the
+    others are SIGTERMed; nothing orders the two."""
+    err = ("OSError: (External)  Nccl error, unhandled cuda error  (at /work/paddle/paddle/fluid/"
+           "platform/collective_helper.cc:80)\n")
+    for r in range(4):
+        (tmp_path / f"workerlog.{r}").write_text(err if r in (0, 3) else PADDLE_SIGTERM)
+    f = gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts
+    assert f["failed_ranks"] == [0, 3]
+    assert f["error_kind"] == "nccl_error"
+
+
+def test_the_data_readers_error_beats_the_blocking_queue_restating_it(tmp_path: Path) -> None:
+    """iann's workerlogs (corpus gpu_crash-iann-workerlog-cv2): Paddle's main loop restates the
+    reader thread's exception printed above it; a teardown segfault follows."""
+    (tmp_path / "workerlog.0").write_text(
+        "[WARNING 2021-04-20 14:48:00,363 dataloader_iter.py:346] DataLoader reader thread raised "
+        "an exception.\nException in thread Thread-127:\nTraceback (most recent call last):\n"
+        '  File "data/sbd.py", line 33, in get_sample\n'
+        "struct.error: unpack requires a buffer of 4 bytes\n\nTraceback (most recent call last):\n"
+        '  File "train.py", line 80, in <module>\n    main()\n'
+        "SystemError: (Fatal) Blocking queue is killed because the data reader raises an "
+        "exception.\n  [Hint: Expected killed_ != true, but received killed_:1 == true:1.]\n"
+        "FatalError: `Segmentation fault` is detected by the operating system.\n")
+    f = gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts
+    assert f["error_message"].startswith("struct.error: unpack requires")
+
+
+def test_the_blocking_queue_alone_stays_the_failure(tmp_path: Path) -> None:
+    f = _facts(tmp_path, "SystemError: (Fatal) Blocking queue is killed because the data reader "
+                         "raises an exception.\n", "workerlog.0")
+    assert "Blocking queue is killed" in f["error_message"]

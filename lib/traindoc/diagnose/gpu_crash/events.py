@@ -83,7 +83,9 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     if kind == "signal":
         if code in NOT_A_FAILURE_CODES:
             return "context", Strength.NONE
-        if code in TEARDOWN_SIGNAL_CODES:
+        # a process reporting the SIGTERM/SIGINT/SIGHUP it got (Paddle's "FatalError:
+        # `Termination signal` is detected by the operating system."): stopped from outside
+        if code in TEARDOWN_SIGNAL_CODES or code in TEARDOWN_SIGNALS:
             return "cascade", Strength.NONE
         return "cause", STRONG_SIGNAL_CODES.get(code, Strength.LOCAL)
     if kind == "python":
@@ -154,6 +156,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
         return ev[EVENT_COLUMNS]
     _fill_ranks(ev, incident, host_of)
     _wrapper_roles(ev)
+    _reader_killed_roles(ev)
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _after_timeout_roles(ev)
@@ -212,6 +215,28 @@ def _wrapper_roles(ev: pd.DataFrame) -> None:
         after = ev[(ev["table"] == "errors") & (ev["file"] == f) & (ev["lineno"] > ln)
                    & (ev["lineno"] <= ln + WRAPPED_ERROR_LINES) & (ev["role"] == "cause")]
         if len(after):
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+
+
+# Paddle's DataLoader main loop once its reader thread died ("SystemError: (Fatal) Blocking queue
+# is killed because the data reader raises an exception.", linhandev/iann log/workerlog.0;
+# older: "paddle.fluid.core_avx.EnforceNotMet: Blocking queue is killed because the data reader
+# raises an exception"): the reader's own traceback is printed above it
+READER_KILLED_RE = re.compile(r"Blocking queue is killed because the data reader raises")
+READER_ERROR_LINES = 100  # the reader thread's traceback ends this close above the main loop's
+
+
+def _reader_killed_roles(ev: pd.DataFrame) -> None:
+    """The main loop's restatement of a data reader's exception is context when that exception
+    stands above it in the same file: the reader's error is the failure."""
+    py = ev.index[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    for i in py:
+        if not READER_KILLED_RE.search(str(ev.at[i, "message"] or "")):
+            continue
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        before = ev[(ev["table"] == "errors") & (ev["file"] == f) & (ev["lineno"] < ln)
+                    & (ev["lineno"] >= ln - READER_ERROR_LINES) & (ev["role"] == "cause")]
+        if len(before):
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
@@ -730,6 +755,9 @@ def _aborts_after_a_symptom(events: pd.DataFrame, lines: int = 40) -> pd.DataFra
     return events
 
 
+SAME_ERROR_KINDS = ("python", "cuda_error", "nccl_error")
+
+
 def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     if e["source"] == first["source"] and e["line"] == first["line"]:
         return True
@@ -753,8 +781,11 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
         return True
     # Every rank raising the same Python exception at once: a deterministic error of the code
     # or its data on each of them (Paddle workerlogs' ReshapeOp ValueError on all four ranks),
-    # which nothing in the logs orders.
-    if (e["kind"] == first["kind"] == "python" and near and pd.notna(e["rank"])
+    # which nothing in the logs orders. So with the same local CUDA or NCCL error word for word
+    # (Paddle's "Nccl error, unhandled cuda error (at …collective_helper.cc:80)" on two ranks
+    # building the communicator).
+    if (e["kind"] == first["kind"] and e["kind"] in SAME_ERROR_KINDS and near
+            and pd.notna(e["rank"])
             and pd.notna(first["rank"]) and e["message"] and e["message"] == first["message"]):
         return True
     # A Python exception naming no rank or host, then a launcher's record, later in the same
