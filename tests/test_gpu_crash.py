@@ -652,6 +652,34 @@ def test_nccl_system_error_before_the_first_step_is_the_failure(tmp_path) -> Non
     assert f["error_kind"] == "nccl_error" and "unhandled system error" in f["error_message"]
 
 
+@pytest.mark.parametrize("error", [
+    # hosseinsarshar/a3-bandwidth-test a3-mega/vertex/nemo/job/job_template.sh (torch 2.4)
+    "NCCL error: internal error - please report this issue to the NCCL developers, "
+    "NCCL version 2.21.5",
+    "NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), "
+    "NCCL version 2.19.3",
+])
+def test_nccl_init_error_ended_by_an_abort_is_the_failure(tmp_path, error: str) -> None:
+    # the watchdog's rethrow ends the process with SIGABRT (OpenMPI's signal handler names the
+    # host); the abort names no error of its own, so the NCCL error before it is the failure
+    p = tmp_path / "rank0.log"
+    host = "gke-a3-mega-asia-a3-mega-asia-node-po-c2a38dbc-bgzz"
+    p.write_text(
+        "[rank0]:[E ProcessGroupNCCL.cpp:564] [Rank 0] Some NCCL operations have failed or "
+        "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations "
+        "might run on corrupted/incomplete data.\n"
+        "[rank0]:[E ProcessGroupNCCL.cpp:1335] [PG 0 Rank 0] NCCL watchdog thread terminated "
+        f"with exception: {error}\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        f"[{host}:00572] *** Process received signal ***\n"
+        f"[{host}:00572] Signal: Aborted (6)\n"
+        f"[{host}:00572] *** End of error message ***\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "nccl_error"
+    assert error.split(" - ")[0].split(" (")[0] in f["error_message"]
+    assert f["failed_ranks"] == [0] and f["failed_hosts"] == [host]
+
+
 def test_fallen_off_the_bus_wrapped_over_three_nvrm_lines(tmp_path) -> None:
     # NVIDIA/NVSentinel#155: no Xid line, the probe's message wrapped by the kernel
     p = tmp_path / "dmesg.txt"

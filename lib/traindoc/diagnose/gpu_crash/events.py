@@ -272,8 +272,11 @@ def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str,
 def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
     """NCCL's 'unhandled system/internal error' usually follows a peer that died; before the
     first training step (no iteration or progress line) with no other cause, it is the failure
-    itself: the communicator could not be set up (network, firewall, IB/RoCE config)."""
-    if (ev["role"] == "cause").any() or len(incident.iterations) or len(incident.progress):
+    itself: the communicator could not be set up (network, firewall, IB/RoCE config). An abort
+    that names no error of its own (the SIGABRT of torch's watchdog rethrowing the NCCL error,
+    'terminate called …') is how that error ends the process, not another cause."""
+    own = (ev["role"] == "cause") & ~ev["code"].isin(list(ABORT_CODES))
+    if own.any() or len(incident.iterations) or len(incident.progress):
         return
     init = ev["code"].isin(list(INIT_NCCL_CODES))
     ev.loc[init, ["role", "strength"]] = ["cause", Strength.WEAK]
