@@ -680,6 +680,38 @@ def test_nccl_init_error_ended_by_an_abort_is_the_failure(tmp_path, error: str) 
     assert f["failed_ranks"] == [0] and f["failed_hosts"] == [host]
 
 
+def _failure_record(rank: int, pid: int) -> str:
+    return ("  time      : 2024-05-01_22:04:48\n  host      : smciserver\n"
+            f"  rank      : {rank} (local_rank: {rank})\n  exitcode  : -11 (pid: {pid})\n"
+            f"  error_file: <N/A>\n  traceback : Signal 11 (SIGSEGV) received by PID {pid}\n")
+
+
+@pytest.mark.parametrize("closed, expected", [([224], [0, 1, 2]), ([224, 225], [0, 1])])
+def test_the_one_worker_the_agent_closed_is_placed_by_elimination(
+        tmp_path, closed: list[int], expected: list[int]) -> None:
+    # mlcommons/training_results_v4.0 Red_Hat/benchmarks/llama2_70b_lora/implementations/
+    # AS-8125GS-TNHR-RHEL9.4/scripts/results/240501220259714847728_1.log (8 workers there):
+    # every worker segfaults; the agent SIGTERMs the one still alive, so its failure table
+    # lists the others only
+    p = tmp_path / "job.log"
+    segv = "".join(f"[smciserver:{pid}  :0:{pid}] Caught signal 11 (Segmentation fault: address "
+                   "not mapped to object at address 0xa00020000000a)\n" for pid in (222, 223, 224))
+    close = "".join(
+        "W0501 22:04:48.360000 139692391809664 torch/distributed/elastic/multiprocessing/"
+        f"api.py:906] Sending process {pid} closing signal SIGTERM\n" for pid in closed)
+    p.write_text(segv + close + (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "=====================================================\ntrain.py FAILED\n"
+        "-----------------------------------------------------\nFailures:\n[1]:\n"
+        + _failure_record(1, 223) +
+        "-----------------------------------------------------\n"
+        "Root Cause (first observed failure):\n[0]:\n" + _failure_record(0, 222) +
+        "=====================================================\n"))
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    # two closed pids, one local rank left (2): nothing to place either by
+    assert f["failed_ranks"] == expected and f["failed_hosts"] == ["smciserver"]
+
+
 def test_fallen_off_the_bus_wrapped_over_three_nvrm_lines(tmp_path) -> None:
     # NVIDIA/NVSentinel#155: no Xid line, the probe's message wrapped by the kernel
     p = tmp_path / "dmesg.txt"

@@ -308,6 +308,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 by_pid.setdefault(int(r.pid), int(r.rank))
             if known(r.host) and known(r.local_rank):
                 by_local.setdefault((str(r.host), int(r.local_rank)), int(r.rank))
+    for pid, rank in _closed_worker_rank(ev).items():
+        by_pid.setdefault(pid, rank)
     if host_of is None:
         host_of = rank_hosts(incident)
     by_pid_host = pid_hosts(incident)
@@ -369,6 +371,37 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     ev["rank"] = pd.array(ranks, dtype="Int64")
     ev["rank_note"] = pd.array(notes, dtype="string")
     ev["host"] = pd.array(hosts, dtype="string")
+
+
+# The agent's own teardown of a worker: the pid it names is one of its workers.
+AGENT_CLOSE_CODES = {"launcher_sigterm", "launcher_sigkill"}
+
+
+def _closed_worker_rank(ev: pd.DataFrame) -> dict[int, int]:
+    """The rank of the one worker torchrun's agent closed (``Sending process 227 closing
+    signal SIGTERM``) that its failure records do not list, by elimination: the agent's
+    workers are the pids of its records and of its closing lines, their local ranks 0..N-1;
+    where exactly one pid and one local rank are left, on one machine, with every record's
+    rank its local rank plus one offset, that pid is that rank. Else nothing."""
+    recs = ev[(ev["table"] == "exits") & ev["pid"].notna() & ev["local_rank"].notna()
+              & ev["rank"].notna()]
+    closed = ev[ev["code"].isin(list(AGENT_CLOSE_CODES)) & ev["pid"].notna()]
+    if not len(recs) or not len(closed):
+        return {}
+    hosts = {str(h) for h in pd.concat([recs["host"], closed["host"]]).dropna()}
+    pairs = {(int(p), int(lr), int(r)) for p, lr, r in
+             zip(recs["pid"], recs["local_rank"], recs["rank"], strict=True)}
+    pid_local = {p: lr for p, lr, _ in pairs}
+    offsets = {r - lr for _, lr, r in pairs}
+    if len(hosts) > 1 or len(offsets) != 1 or len(pid_local) != len(pairs) \
+            or len(set(pid_local.values())) != len(pid_local):
+        return {}
+    workers = set(pid_local) | {int(p) for p in closed["pid"]}
+    left_pids = workers - set(pid_local)
+    left_locals = set(range(len(workers))) - set(pid_local.values())
+    if len(left_pids) != 1 or len(left_locals) != 1 or max(pid_local.values()) >= len(workers):
+        return {}
+    return {left_pids.pop(): left_locals.pop() + offsets.pop()}
 
 
 def device_local_ranks(incident: Incident) -> dict[int, int]:
