@@ -157,6 +157,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _after_timeout_roles(ev)
+    _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
@@ -219,6 +220,22 @@ INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
 # torchelastic's agent told to stop from outside ("SignalException: Process 9570 got signal:
 # 15"): the launcher or scheduler tearing the job down, not a failure of the program.
 AGENT_SIGNAL_RE = re.compile(r"SignalException: Process \d+ got signal: (?:15|2|1|9)\b")
+
+
+# An abort on c10d's own exception: torch's watchdog rethrowing a collective's failure ("terminate
+# called after throwing an instance of 'c10::DistBackendError'", huggingface/accelerate#3861).
+C10D_ABORT_RE = re.compile(r"instance of '?c10::Dist(?:Backend|Network|Store)?Error")
+
+
+def _c10d_abort_roles(ev: pd.DataFrame) -> None:
+    """With a collective timed out in the logs, an abort on c10d's own exception is that
+    timeout's teardown, wherever it is printed (another rank's dump, interleaved, can put it
+    above the timeout's line)."""
+    if not (ev["code"] == "collective_timeout").any():
+        return
+    abort = (ev["role"] == "cause") & ev["code"].isin(list(ABORT_CODES)) \
+        & ev["line"].astype(str).str.contains(C10D_ABORT_RE)
+    ev.loc[abort, ["role", "strength"]] = ["cascade", Strength.NONE]
 
 
 def _after_timeout_roles(ev: pd.DataFrame) -> None:
