@@ -712,6 +712,40 @@ def test_the_one_worker_the_agent_closed_is_placed_by_elimination(
     assert f["failed_ranks"] == expected and f["failed_hosts"] == ["smciserver"]
 
 
+@pytest.mark.parametrize("launch, oom, expected", [
+    # EleutherAI/gpt-neox slurm/llemma-f-0.2/debug_0_62691629.out (llemma-f branch): DeepSpeed's
+    # launcher on one node; the OOM names its device, the last line local_rank 7's command
+    ("[2024-02-14 20:35:05,077] [INFO] [launch.py:151:main] nnodes=1, num_local_procs=8, "
+     "node_rank=0",
+     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB (GPU 0; "
+     "79.33 GiB total capacity; 27.16 GiB already allocated; 244.44 MiB free; 31.59 GiB reserved "
+     "in total by PyTorch)", [0]),
+    # torch >= 2.1 wording (an accelerate launch of 5 processes printed it as rank 3's, "GPU 3")
+    ("torchrun --standalone --nproc_per_node=5 train.py",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total "
+     "capacity of 23.56 GiB of which 15.88 MiB is free.", [3]),
+    # one process per node (it may drive several GPUs): the device is no rank
+    ("nnodes=1, num_local_procs=1, node_rank=0",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total "
+     "capacity of 23.56 GiB of which 15.88 MiB is free.", [0]),
+    # no layout stated: every process may see its own GPU as device 0
+    ("Starting training",
+     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB (GPU 0; "
+     "79.33 GiB total capacity; 27.16 GiB already allocated; 244.44 MiB free; 31.59 GiB reserved "
+     "in total by PyTorch)", []),
+])
+def test_an_oom_without_a_rank_is_placed_by_its_device(tmp_path, launch: str, oom: str,
+                                                        expected: list[int]) -> None:
+    p = tmp_path / "job.out"
+    p.write_text(f"{launch}\n{oom}\n"
+                 "[2024-02-14 20:37:10,276] [INFO] [launch.py:314:sigkill_handler] Killing "
+                 "subprocess 111991\n"
+                 "[2024-02-14 20:37:14,113] [ERROR] [launch.py:320:sigkill_handler] ['/usr/bin/"
+                 "python', '-u', 'train.py', '--local_rank=7'] exits with return code = 1\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "oom" and f["failed_ranks"] == expected
+
+
 def test_fallen_off_the_bus_wrapped_over_three_nvrm_lines(tmp_path) -> None:
     # NVIDIA/NVSentinel#155: no Xid line, the probe's message wrapped by the kernel
     p = tmp_path / "dmesg.txt"

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.errors import oom_figures
 from ...xid_catalog import xid_info
 from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
 from ..deadlock.stacks import hang_stacks
@@ -352,6 +353,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             from_device = local is not None
         if rank is None and local is None and layout.nnodes == 1 and layout.nproc_per_node == 1:
             local = 0  # the log states one process in all: whatever failed is rank 0
+        from_oom = False
+        if rank is None and local is None and r.kind == "oom":
+            local = _oom_device_local_rank(as_str(r.line) or "", layout.nproc_per_node)
+            from_oom = local is not None
         if rank is None and local is not None:
             rank = global_rank(local, as_str(r.host), layout)
             if rank is None:
@@ -372,6 +377,9 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             where = f" on {host}" if host else ""
             notes.append(f"local rank {local}{where}: the log does not give its "
                          "node rank and processes per node, so no global rank")
+        elif from_oom:
+            notes.append(f"the OOM names GPU {local}, taken as local rank {local}: the launcher "
+                         f"starts {layout.nproc_per_node} processes on a node, one per device")
         elif assumed and from_device:
             notes.append(f"pid {int(r.pid)} drives GPU {rank} (its NCCL lines), taken as local "
                          f"rank {rank} and rank {rank}: the log names one machine at most and "
@@ -419,6 +427,18 @@ def _closed_worker_rank(ev: pd.DataFrame) -> dict[int, int]:
     if len(left_pids) != 1 or len(left_locals) != 1 or max(pid_local.values()) >= len(workers):
         return {}
     return {left_pids.pop(): left_locals.pop() + offsets.pop()}
+
+
+def _oom_device_local_rank(line: str, nproc_per_node: int | None) -> int | None:
+    """The local rank a CUDA OOM's device tells ("Tried to allocate 3.91 GiB (GPU 0; …)",
+    torch ≥ 2.1: "… GPU 0 has a total capacity of …"), where the launcher states it starts
+    several processes on the node (torchrun's ``--nproc_per_node``, DeepSpeed's
+    ``num_local_procs``): each sees the node's devices and drives the one of its local rank.
+    One process per node (it may drive several GPUs), or none stated: None."""
+    if nproc_per_node is None or nproc_per_node < 2:
+        return None
+    gpu = oom_figures(line).get("gpu")
+    return gpu if gpu is not None and gpu < nproc_per_node else None
 
 
 def device_local_ranks(incident: Incident) -> dict[int, int]:
