@@ -652,6 +652,100 @@ def test_nccl_system_error_before_the_first_step_is_the_failure(tmp_path) -> Non
     assert f["error_kind"] == "nccl_error" and "unhandled system error" in f["error_message"]
 
 
+@pytest.mark.parametrize("error", [
+    # hosseinsarshar/a3-bandwidth-test a3-mega/vertex/nemo/job/job_template.sh (torch 2.4)
+    "NCCL error: internal error - please report this issue to the NCCL developers, "
+    "NCCL version 2.21.5",
+    "NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), "
+    "NCCL version 2.19.3",
+])
+def test_nccl_init_error_ended_by_an_abort_is_the_failure(tmp_path, error: str) -> None:
+    # the watchdog's rethrow ends the process with SIGABRT (OpenMPI's signal handler names the
+    # host); the abort names no error of its own, so the NCCL error before it is the failure
+    p = tmp_path / "rank0.log"
+    host = "gke-a3-mega-asia-a3-mega-asia-node-po-c2a38dbc-bgzz"
+    p.write_text(
+        "[rank0]:[E ProcessGroupNCCL.cpp:564] [Rank 0] Some NCCL operations have failed or "
+        "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations "
+        "might run on corrupted/incomplete data.\n"
+        "[rank0]:[E ProcessGroupNCCL.cpp:1335] [PG 0 Rank 0] NCCL watchdog thread terminated "
+        f"with exception: {error}\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        f"[{host}:00572] *** Process received signal ***\n"
+        f"[{host}:00572] Signal: Aborted (6)\n"
+        f"[{host}:00572] *** End of error message ***\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "nccl_error"
+    assert error.split(" - ")[0].split(" (")[0] in f["error_message"]
+    assert f["failed_ranks"] == [0] and f["failed_hosts"] == [host]
+
+
+def _failure_record(rank: int, pid: int) -> str:
+    return ("  time      : 2024-05-01_22:04:48\n  host      : smciserver\n"
+            f"  rank      : {rank} (local_rank: {rank})\n  exitcode  : -11 (pid: {pid})\n"
+            f"  error_file: <N/A>\n  traceback : Signal 11 (SIGSEGV) received by PID {pid}\n")
+
+
+@pytest.mark.parametrize("closed, expected", [([224], [0, 1, 2]), ([224, 225], [0, 1])])
+def test_the_one_worker_the_agent_closed_is_placed_by_elimination(
+        tmp_path, closed: list[int], expected: list[int]) -> None:
+    # mlcommons/training_results_v4.0 Red_Hat/benchmarks/llama2_70b_lora/implementations/
+    # AS-8125GS-TNHR-RHEL9.4/scripts/results/240501220259714847728_1.log (8 workers there):
+    # every worker segfaults; the agent SIGTERMs the one still alive, so its failure table
+    # lists the others only
+    p = tmp_path / "job.log"
+    segv = "".join(f"[smciserver:{pid}  :0:{pid}] Caught signal 11 (Segmentation fault: address "
+                   "not mapped to object at address 0xa00020000000a)\n" for pid in (222, 223, 224))
+    close = "".join(
+        "W0501 22:04:48.360000 139692391809664 torch/distributed/elastic/multiprocessing/"
+        f"api.py:906] Sending process {pid} closing signal SIGTERM\n" for pid in closed)
+    p.write_text(segv + close + (
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        "=====================================================\ntrain.py FAILED\n"
+        "-----------------------------------------------------\nFailures:\n[1]:\n"
+        + _failure_record(1, 223) +
+        "-----------------------------------------------------\n"
+        "Root Cause (first observed failure):\n[0]:\n" + _failure_record(0, 222) +
+        "=====================================================\n"))
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    # two closed pids, one local rank left (2): nothing to place either by
+    assert f["failed_ranks"] == expected and f["failed_hosts"] == ["smciserver"]
+
+
+@pytest.mark.parametrize("launch, oom, expected", [
+    # EleutherAI/gpt-neox slurm/llemma-f-0.2/debug_0_62691629.out (llemma-f branch): DeepSpeed's
+    # launcher on one node; the OOM names its device, the last line local_rank 7's command
+    ("[2024-02-14 20:35:05,077] [INFO] [launch.py:151:main] nnodes=1, num_local_procs=8, "
+     "node_rank=0",
+     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB (GPU 0; "
+     "79.33 GiB total capacity; 27.16 GiB already allocated; 244.44 MiB free; 31.59 GiB reserved "
+     "in total by PyTorch)", [0]),
+    # torch >= 2.1 wording (an accelerate launch of 5 processes printed it as rank 3's, "GPU 3")
+    ("torchrun --standalone --nproc_per_node=5 train.py",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total "
+     "capacity of 23.56 GiB of which 15.88 MiB is free.", [3]),
+    # one process per node (it may drive several GPUs): the device is no rank
+    ("nnodes=1, num_local_procs=1, node_rank=0",
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total "
+     "capacity of 23.56 GiB of which 15.88 MiB is free.", [0]),
+    # no layout stated: every process may see its own GPU as device 0
+    ("Starting training",
+     "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB (GPU 0; "
+     "79.33 GiB total capacity; 27.16 GiB already allocated; 244.44 MiB free; 31.59 GiB reserved "
+     "in total by PyTorch)", []),
+])
+def test_an_oom_without_a_rank_is_placed_by_its_device(tmp_path, launch: str, oom: str,
+                                                        expected: list[int]) -> None:
+    p = tmp_path / "job.out"
+    p.write_text(f"{launch}\n{oom}\n"
+                 "[2024-02-14 20:37:10,276] [INFO] [launch.py:314:sigkill_handler] Killing "
+                 "subprocess 111991\n"
+                 "[2024-02-14 20:37:14,113] [ERROR] [launch.py:320:sigkill_handler] ['/usr/bin/"
+                 "python', '-u', 'train.py', '--local_rank=7'] exits with return code = 1\n")
+    f = gpu_crash.diagnose(traindoc.load(p)).facts
+    assert f["error_kind"] == "oom" and f["failed_ranks"] == expected
+
+
 def test_fallen_off_the_bus_wrapped_over_three_nvrm_lines(tmp_path) -> None:
     # NVIDIA/NVSentinel#155: no Xid line, the probe's message wrapped by the kernel
     p = tmp_path / "dmesg.txt"

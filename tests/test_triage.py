@@ -147,6 +147,22 @@ def test_teardown_abort_of_a_timed_out_rank_is_not_a_crash(tmp_path: Path) -> No
     assert classes(r) == [("timeout", "cause")]
 
 
+@pytest.mark.parametrize("exc", ["c10::DistBackendError", "c10::DistError"])
+def test_c10d_abort_printed_above_the_timeout_is_its_teardown(tmp_path: Path, exc: str) -> None:
+    # huggingface/accelerate#3861 (torch 2.7): another rank's abort, interleaved, lands above
+    # rank 2's watchdog line; it names c10d's exception, not an error of its own
+    write(tmp_path, "job.log",
+          "frame #6: clone + 0x43 (0x7fb88736e353 in /lib/x86_64-linux-gnu/libc.so.6)\n\n"
+          f"terminate called after throwing an instance of '{exc}'\n"
+          "[rank2]:[E1128 21:12:49.422069862 ProcessGroupNCCL.cpp:2068] [PG ID 0 PG GUID "
+          "0(default_pg) Rank 2] Process group watchdog thread terminated with exception: "
+          "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=22, "
+          "OpType=BROADCAST, NumelIn=687, NumelOut=687, Timeout(ms)=600000) ran for 600084 "
+          "milliseconds before timing out.\n")
+    r = triage.diagnose(traindoc.load(tmp_path, year=2024))
+    assert classes(r) == [("timeout", "cause")]
+
+
 def test_deadlock_from_stack_dumps() -> None:
     r = triage.diagnose(traindoc.load(DATA / "deadlock" / "drill_hang"))
     assert ("deadlock", "cause") in classes(r)

@@ -85,6 +85,7 @@ from . import failure_class
 from .collectives import with_status_pg
 from .common import input_findings, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
+from .gpu_crash.events import C10D_ABORT_RE
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -354,6 +355,8 @@ def crash_rows(incident: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
                                 | sig.isin(list(TEARDOWN_SIGNALS)))
         # A timed-out rank's abort is the watchdog's doing, not a crash (keep its GPU errors).
         teardown |= is_signal & _follows_timeout(incident, err, timeouts)
+        if len(timeouts):  # an abort on c10d's exception: the timeout's, wherever printed
+            teardown |= is_signal & err["line"].fillna("").str.contains(C10D_ABORT_RE)
         err = err[~teardown.astype(bool)]
     x = worker_exits(x)
     if len(x):

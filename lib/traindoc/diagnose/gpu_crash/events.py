@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.errors import oom_figures
 from ...xid_catalog import xid_info
 from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
 from ..deadlock.stacks import hang_stacks
@@ -160,6 +161,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _after_timeout_roles(ev)
+    _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
     _exit_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
@@ -246,6 +248,22 @@ INIT_NCCL_CODES = {"nccl_system", "nccl_internal"}
 AGENT_SIGNAL_RE = re.compile(r"SignalException: Process \d+ got signal: (?:15|2|1|9)\b")
 
 
+# An abort on c10d's own exception: torch's watchdog rethrowing a collective's failure ("terminate
+# called after throwing an instance of 'c10::DistBackendError'", huggingface/accelerate#3861).
+C10D_ABORT_RE = re.compile(r"instance of '?c10::Dist(?:Backend|Network|Store)?Error")
+
+
+def _c10d_abort_roles(ev: pd.DataFrame) -> None:
+    """With a collective timed out in the logs, an abort on c10d's own exception is that
+    timeout's teardown, wherever it is printed (another rank's dump, interleaved, can put it
+    above the timeout's line)."""
+    if not (ev["code"] == "collective_timeout").any():
+        return
+    abort = (ev["role"] == "cause") & ev["code"].isin(list(ABORT_CODES)) \
+        & ev["line"].astype(str).str.contains(C10D_ABORT_RE)
+    ev.loc[abort, ["role", "strength"]] = ["cascade", Strength.NONE]
+
+
 def _after_timeout_roles(ev: pd.DataFrame) -> None:
     """A Python exception raised after a collective timed out, by the code that runs then (the
     timeout's own RuntimeError, a monitoredBarrier's report, a dump helper, a teardown), is a
@@ -297,8 +315,11 @@ def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str,
 def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
     """NCCL's 'unhandled system/internal error' usually follows a peer that died; before the
     first training step (no iteration or progress line) with no other cause, it is the failure
-    itself: the communicator could not be set up (network, firewall, IB/RoCE config)."""
-    if (ev["role"] == "cause").any() or len(incident.iterations) or len(incident.progress):
+    itself: the communicator could not be set up (network, firewall, IB/RoCE config). An abort
+    that names no error of its own (the SIGABRT of torch's watchdog rethrowing the NCCL error,
+    'terminate called …') is how that error ends the process, not another cause."""
+    own = (ev["role"] == "cause") & ~ev["code"].isin(list(ABORT_CODES))
+    if own.any() or len(incident.iterations) or len(incident.progress):
         return
     init = ev["code"].isin(list(INIT_NCCL_CODES))
     ev.loc[init, ["role", "strength"]] = ["cause", Strength.WEAK]
@@ -330,6 +351,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 by_pid.setdefault(int(r.pid), int(r.rank))
             if known(r.host) and known(r.local_rank):
                 by_local.setdefault((str(r.host), int(r.local_rank)), int(r.rank))
+    for pid, rank in _closed_worker_rank(ev).items():
+        by_pid.setdefault(pid, rank)
     if host_of is None:
         host_of = rank_hosts(incident)
     by_pid_host = pid_hosts(incident)
@@ -355,6 +378,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             from_device = local is not None
         if rank is None and local is None and layout.nnodes == 1 and layout.nproc_per_node == 1:
             local = 0  # the log states one process in all: whatever failed is rank 0
+        from_oom = False
+        if rank is None and local is None and r.kind == "oom":
+            local = _oom_device_local_rank(as_str(r.line) or "", layout.nproc_per_node)
+            from_oom = local is not None
         if rank is None and local is not None:
             rank = global_rank(local, as_str(r.host), layout)
             if rank is None:
@@ -375,6 +402,9 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             where = f" on {host}" if host else ""
             notes.append(f"local rank {local}{where}: the log does not give its "
                          "node rank and processes per node, so no global rank")
+        elif from_oom:
+            notes.append(f"the OOM names GPU {local}, taken as local rank {local}: the launcher "
+                         f"starts {layout.nproc_per_node} processes on a node, one per device")
         elif assumed and from_device:
             notes.append(f"pid {int(r.pid)} drives GPU {rank} (its NCCL lines), taken as local "
                          f"rank {rank} and rank {rank}: the log names one machine at most and "
@@ -391,6 +421,49 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     ev["rank"] = pd.array(ranks, dtype="Int64")
     ev["rank_note"] = pd.array(notes, dtype="string")
     ev["host"] = pd.array(hosts, dtype="string")
+
+
+# The agent's own teardown of a worker: the pid it names is one of its workers.
+AGENT_CLOSE_CODES = {"launcher_sigterm", "launcher_sigkill"}
+
+
+def _closed_worker_rank(ev: pd.DataFrame) -> dict[int, int]:
+    """The rank of the one worker torchrun's agent closed (``Sending process 227 closing
+    signal SIGTERM``) that its failure records do not list, by elimination: the agent's
+    workers are the pids of its records and of its closing lines, their local ranks 0..N-1;
+    where exactly one pid and one local rank are left, on one machine, with every record's
+    rank its local rank plus one offset, that pid is that rank. Else nothing."""
+    recs = ev[(ev["table"] == "exits") & ev["pid"].notna() & ev["local_rank"].notna()
+              & ev["rank"].notna()]
+    closed = ev[ev["code"].isin(list(AGENT_CLOSE_CODES)) & ev["pid"].notna()]
+    if not len(recs) or not len(closed):
+        return {}
+    hosts = {str(h) for h in pd.concat([recs["host"], closed["host"]]).dropna()}
+    pairs = {(int(p), int(lr), int(r)) for p, lr, r in
+             zip(recs["pid"], recs["local_rank"], recs["rank"], strict=True)}
+    pid_local = {p: lr for p, lr, _ in pairs}
+    offsets = {r - lr for _, lr, r in pairs}
+    if len(hosts) > 1 or len(offsets) != 1 or len(pid_local) != len(pairs) \
+            or len(set(pid_local.values())) != len(pid_local):
+        return {}
+    workers = set(pid_local) | {int(p) for p in closed["pid"]}
+    left_pids = workers - set(pid_local)
+    left_locals = set(range(len(workers))) - set(pid_local.values())
+    if len(left_pids) != 1 or len(left_locals) != 1 or max(pid_local.values()) >= len(workers):
+        return {}
+    return {left_pids.pop(): left_locals.pop() + offsets.pop()}
+
+
+def _oom_device_local_rank(line: str, nproc_per_node: int | None) -> int | None:
+    """The local rank a CUDA OOM's device tells ("Tried to allocate 3.91 GiB (GPU 0; …)",
+    torch ≥ 2.1: "… GPU 0 has a total capacity of …"), where the launcher states it starts
+    several processes on the node (torchrun's ``--nproc_per_node``, DeepSpeed's
+    ``num_local_procs``): each sees the node's devices and drives the one of its local rank.
+    One process per node (it may drive several GPUs), or none stated: None."""
+    if nproc_per_node is None or nproc_per_node < 2:
+        return None
+    gpu = oom_figures(line).get("gpu")
+    return gpu if gpu is not None and gpu < nproc_per_node else None
 
 
 def device_local_ranks(incident: Incident) -> dict[int, int]:
