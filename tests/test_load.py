@@ -11,7 +11,13 @@ import pandas as pd
 import pytest
 
 import traindoc
-from traindoc.parse.prefixes import demux, path_origin, split_physical, strip_ansi
+from traindoc.parse.prefixes import (
+    demux,
+    drop_inner_tags,
+    path_origin,
+    split_physical,
+    strip_ansi,
+)
 
 WATCHDOG = ("[rank3]:[E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] [Rank 3] Watchdog caught "
             "collective operation timeout: WorkNCCL(SeqNum=2901, OpType=ALLREDUCE, NumelIn=1, "
@@ -60,6 +66,10 @@ def test_gzip_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
         ("(RayTrainWorker pid=1, ip=10.0.0.1) [rank1]:x", 1, "10.0.0.1", "x"),
         ("worker-3: [default0]:x", 0, "worker-3", "x"),
         ("[1,5]<stdout>:x", 5, None, "x"),
+        # Polyaxon's log viewer before mpirun's tag (polyaxon/polyaxon#657); a worker replica
+        ("2020-01-15 22:44:33 UTC master.0 -- [1,0]<stderr>:Stalled ranks:", 0, None,
+         "Stalled ranks:"),
+        ("2020-01-15 22:44:33 UTC worker.3 -- [1,3]<stdout>:x", 3, None, "x"),
         ("Traceback (most recent call last):", None, None, "Traceback (most recent call last):"),
         ("WARNING: something", None, None, "WARNING: something"),
     ],
@@ -71,6 +81,14 @@ def test_prefixes(line: str, rank: int | None, host: str | None, rest: str) -> N
     body, origin = demux(line)
     merged = merge_origin(Origin(), origin)
     assert (body, merged.rank, merged.host) == (rest, rank, host)
+
+
+def test_mpirun_tags_inside_a_line_are_dropped() -> None:
+    # mpirun --tag-output tags each write() of a line written in pieces (polyaxon/polyaxon#657)
+    body, origin = demux("[1,0]<stderr>:[[1,0]<stderr>:2020-01-15 22:44:33[1,0]<stderr>:.214399")
+    assert origin.rank == 0
+    assert drop_inner_tags(body) == "[2020-01-15 22:44:33.214399"
+    assert drop_inner_tags("0: [HorovodAllreduce][1,0]<stderr>:") == "0: [HorovodAllreduce]"
 
 
 def test_ansi_and_tqdm_glued_line() -> None:

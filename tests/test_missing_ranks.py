@@ -319,6 +319,30 @@ def test_horovod_stalled_ranks_report(tmp_path: Path, report: str, behind: list[
     assert (c.loc[c["state"] == "timed_out", "rank"] == 0).all()  # mpirun's tag: the printer
 
 
+# polyaxon/polyaxon#657: Polyaxon's log viewer puts "<time> UTC master.0 -- " before mpirun's tag,
+# a blank line after every line, and mpirun re-tags each piece Horovod's glog header was written in
+POLYAXON_STALL = (
+    "2020-01-15 22:44:33 UTC master.0 -- [1,0]<stderr>:[[1,0]<stderr>:2020-01-15 22:44:33"
+    "[1,0]<stderr>:.[1,0]<stderr>:214399[1,0]<stderr>:: [1,0]<stderr>:W[1,0]<stderr>: "
+    "[1,0]<stderr>:horovod/common/stall_inspector.cc[1,0]<stderr>::[1,0]<stderr>:105"
+    "[1,0]<stderr>:] [1,0]<stderr>:One or more tensors were submitted to be reduced, gathered or "
+    "broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 "
+    "seconds.\n\n"
+    "2020-01-15 22:44:33 UTC master.0 -- [1,0]<stderr>:Stalled ranks:\n\n"
+    "2020-01-15 22:44:33 UTC master.0 -- [1,0]<stderr>:0: [HorovodAllreduce][1,0]<stderr>:\n\n")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_horovod_report_behind_polyaxon_and_inner_mpi_tags(tmp_path: Path, engine: str) -> None:
+    p = tmp_path / "master.log"
+    p.write_text(POLYAXON_STALL)
+    inc = traindoc.load(p, engine=engine)
+    c = inc.collectives
+    assert sorted(set(c.loc[c["state"] == "absent", "rank"])) == [0]
+    assert set(c["op_type"]) == {"HorovodAllreduce"}
+    assert deadlock.diagnose(inc).facts["outlier_members"] == [0]
+
+
 @pytest.mark.parametrize(("report", "behind"), [
     # horovod/horovod#2564 (TF 2.4, Horovod 0.21): the report as the program printed it, no
     # launcher tag before its "1: [ops]" line

@@ -174,3 +174,22 @@ def test_the_headers_run_length_is_the_total(tmp_path: Path, header: str, total:
 def test_two_headers_that_disagree_state_no_total(tmp_path: Path) -> None:
     text = "Total training steps: 560\nTotal training steps: 3746\n" + WATCHDOG
     assert timeout.analyse(_both(tmp_path, text)).progress.total is None
+
+
+# -- c10's [rankN] log prefix quoted without its colon, the watchdog's message wrapped after
+# "timeout:" (no ProcessGroupNCCL.cpp header, no "ran for") -------------------------------------
+
+@pytest.mark.parametrize(("text", "rank"), [
+    # NVIDIA-NeMo/RL#2462 (the reporter's debug log; corpus timeout-nemo-rl-2462)
+    ("[rank3] Watchdog caught collective operation timeout:\n"
+     "WorkNCCL(SeqNum=64214, OpType=ALLGATHER, NumelIn=1, NumelOut=32, Timeout(ms)=600000)\n", 3),
+    # the same line as torch prints it, its prefix whole (hiyouga/LlamaFactory#7396)
+    ("[rank3]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught "
+     "collective operation timeout: WorkNCCL(SeqNum=64214, OpType=ALLGATHER, NumelIn=1, "
+     "NumelOut=32, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n", 3),
+])
+def test_a_bare_rank_tag_names_the_rank_that_timed_out(tmp_path: Path, text: str,
+                                                        rank: int) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.timed_out_ranks == [rank]
+    assert (a.op_type, a.seq_num, a.timeout_ms) == ("ALLGATHER", 64214, 600000)

@@ -35,7 +35,9 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   at step 1) and slow humps (``HUMP_POINTS`` or more logged points of climb); nor a lone
   one-point spike under twice its baseline, back at once (``BLIP_RATIO``), nor a spike on fewer
   than ``FEW_HISTORY`` logged losses that never came back but whose loss falls back nearer its
-  baseline than its peak (a swing of a noise the log is too short to measure).
+  baseline than its peak (a swing of a noise the log is too short to measure). A change or
+  spike that starts at the first step of a job whose iteration plan differs from the job
+  logged before it (``common.mixed_jobs``) compares two jobs: listed under ``not_checked``.
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
@@ -64,6 +66,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..hostlist import runs
@@ -83,7 +86,7 @@ from ..shellsafe import quote_all
 from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import with_status_pg
-from .common import input_findings, training_steps, when_text, who
+from .common import input_findings, mixed_jobs, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
 from .gpu_crash.events import C10D_ABORT_RE
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
@@ -776,6 +779,11 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
     facts = (_without_noise(rep.facts, *_loss_points(incident)) if cls == "loss_spike"
              else rep.facts)
     start = _metric_found(cls, facts)
+    if start is not None and _between_jobs(incident, start):
+        not_checked.append({"class": cls, "reason": (
+            f"what its runbook found starts at iteration {start}, the first step of a job whose "
+            "iteration plan differs from the job logged before it: two jobs are not compared")})
+        return None
     if start is None:
         n = _series_len(incident, cls)
         what = "loss or grad-norm values" if cls == "loss_spike" else "throughput figures"
@@ -790,6 +798,20 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
     if not len(rows):
         rows = it.tail(1)
     return Sighting(cls, rows, rep.verdict, _ranks(rows), report=rep)
+
+
+def _between_jobs(incident: Incident, start: int) -> bool:
+    """Whether a metric class's problem starts at the first logged step of another job than
+    the step logged before it (a relaunch with another iteration plan appended to the same log:
+    Paddle's workerlog.N after a smoke run), so that its baseline is another job's."""
+    if not mixed_jobs(incident):
+        return False
+    it = training_steps(incident)
+    totals = it["total_iterations"]
+    # (a step number each job logs: any of them where a job starts)
+    return any(pd.notna(totals.iloc[i - 1]) and pd.notna(totals.iloc[i])
+               and totals.iloc[i - 1] != totals.iloc[i]
+               for i in np.flatnonzero(it["iteration"].to_numpy() == start) if i > 0)
 
 
 DETECTORS: dict[str, Callable[[Incident, Report | None], Sighting | None]] = {

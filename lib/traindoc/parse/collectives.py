@@ -53,6 +53,9 @@ from .base import LineParser, Row, digits_int, hms_to_s, to_float, to_int
 
 # [Rank 3] / [PG 0 Rank 3] / [PG 0 (default_pg) Rank 3] / [PG ID 0 PG GUID 0(default_pg) Rank 3]
 RANK_TAG_RE = re.compile(r"\[(?:PG (?P<pg>[^\[\]]*?) )?Rank (?P<rank>\d+)\]")
+# c10's log prefix quoted without its colon before the message ("[rank3] Watchdog caught …",
+# NVIDIA-NeMo/RL#2462), or with a space ("[rank 3]"): the global rank, when no tag above names one
+BARE_RANK_TAG_RE = re.compile(r"\[[Rr]ank ?(?P<rank>\d+)\]:?\s")
 PG_PART_RE = re.compile(
     r"^(?:ID )?(?P<id>[^\s(]+)(?: PG GUID (?P<guid>[^\s(]+))?\s*(?:\((?P<name>[^)]*)\))?"
 )
@@ -160,6 +163,9 @@ def _rank_and_pg(text: str, end: int) -> tuple[int | None, str | None]:
         if m["pg"]:
             pg = _pg_name(m["pg"])
             local = _group_local(m["pg"])
+    if rank is None:
+        bare = [int(m["rank"]) for m in BARE_RANK_TAG_RE.finditer(text, 0, end)]
+        rank = bare[-1] if bare else None
     return (None if local else rank), pg
 
 

@@ -336,6 +336,8 @@ class MissingRanksBlock:
                 return True
             return False
         if self.section == "horovod":
+            if not text.strip():
+                return True  # a viewer's blank line after every line (Polyaxon's, #657)
             m = HVD_RANK_RE.match(text)
             if m:
                 ops = [o.strip().removesuffix(HVD_MORE).strip() for o in m["ops"].split(",")]

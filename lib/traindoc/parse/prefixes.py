@@ -40,6 +40,11 @@ IP_HOST_RE = re.compile(r"(?P<host>\d{1,3}(?:\.\d{1,3}){3}): (?= *\S)")
 # rank 2 (accelerate#1519). That name is not kept as the host: scripts hard-code it for every node.
 ROLE_RE = re.compile(
     r"\[(?P<role>[A-Za-z_][A-Za-z_]*?|[A-Za-z][\w.\-]{0,62}:)(?P<n>\d+)\]:\s?")
+# Polyaxon's CLI/UI (v0.x ``polyaxon experiment logs``): "2020-01-15 22:44:33 UTC master.0 -- " (its
+# time with zone, the job's role and replica: master.N / worker.N / ps.N, polyaxon-cli's
+# logs handler; polyaxon/polyaxon#657): a prefix; its time is the line's, the replica is no host
+POLYAXON_RE = re.compile(
+    r"(?P<ts>20\d\d-\d{1,2}-\d{1,2} \d{1,2}:\d\d:\d\d) [A-Z]{2,5} (?:master|worker|ps)\.\d+ -- ")
 # Tags some launchers and wrappers put before the rank: [stderr], a pid or line count [80746]
 # (a bare number only before another prefix: "[5000] expl_amount …" is Dreamer's step).
 NOISE_RE = re.compile(r"\[(?:stdout|stderr)\]\s|\[\d{1,9}\]\s(?=[\[(])")
@@ -54,6 +59,11 @@ KUBECTL_RE = re.compile(r"\[pod/[a-z0-9][a-z0-9.\-]{0,252}/[a-z0-9][a-z0-9.\-]{0
 # …": the container's short id (no machine), the rank; a launcher's host prefix may follow it
 DETERMINED_SHORT_RE = re.compile(r"\[(?=[0-9]*[a-f])[0-9a-f]{8}\] (?:\[rank=(?P<n>\d+)\] )?")
 MPI_RE = re.compile(r"\[\d+,(?P<n>\d+)\]<std(?:out|err)>:\s?")
+# mpirun --tag-output tags every write() of a process, so a line written in pieces (glog's
+# header, Horovod's stall inspector) carries the same tag again inside it:
+# "[1,0]<stderr>:[[1,0]<stderr>:2020-01-15 22:44:33[1,0]<stderr>:.[1,0]<stderr>:214399…"
+# (polyaxon/polyaxon#657): removed wherever it stands after the line's own tag
+MPI_TAG_RE = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
 # mpirun --timestamp-output glues a ctime stamp before its tag: "Fri Aug 11 12:31:45 2023[1,0]<stdout>:"
 MPI_STAMP_RE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d "
                           r"\d\d:\d\d:\d\d \d{4}(?=\[\d+,\d+\]<std(?:out|err)>:)")
@@ -269,7 +279,10 @@ def demux(text: str) -> tuple[str, Origin]:
                     host = m["ip"] or m["ip6"]
         elif ch.isdigit():
             m = COLLECTOR_TIME_RE.match(text, pos) if pos == start and ch == "2" else None
-            if pos == 0 and m is None and (m := PASTED_NUMBER_RE.match(text)):
+            if m is None and pos == start and ch == "2" and (m := POLYAXON_RE.match(text, pos)):
+                when = line_time(m["ts"], None)
+                start = m.end()  # the job's own launcher prefixes (mpirun's) follow
+            elif pos == 0 and m is None and (m := PASTED_NUMBER_RE.match(text)):
                 pass  # the Ray prefix after it names the writer
             elif m:
                 when = line_time(m[0], None)
@@ -304,6 +317,12 @@ def demux(text: str) -> tuple[str, Origin]:
         pos = m.end()
     return text[pos:], Origin(rank=rank, host=host, pid=pid, task=task, rank_global=rank_global,
                               time=when)
+
+
+def drop_inner_tags(body: str) -> str:
+    """A line's body (after ``demux``) without the mpirun tags written inside it
+    (``MPI_TAG_RE``)."""
+    return MPI_TAG_RE.sub("", body) if "]<std" in body else body
 
 
 def lead_before_rank(text: str) -> re.Match[str] | None:

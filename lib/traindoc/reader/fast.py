@@ -60,6 +60,7 @@ from ..parse.prefixes import (
     LEAD_HEAD,
     SRUN_SHAPE_RE,
     demux,
+    drop_inner_tags,
     line_time,
     split_physical,
     strip_ansi,
@@ -259,11 +260,12 @@ class FastText:
             c = len(text) - len(body)
             writer = merge_origin(st.origin, origin)
         reg = self.reg
+        body = drop_inner_tags(text[c:])
         if mask:
-            self.lines.record(st, text[c:], lineno, writer, reg.incomplete(mask),
+            self.lines.record(st, body, lineno, writer, reg.incomplete(mask),
                               reg.parsers(mask), reg.blocks(mask))
         else:
-            self.lines.record(st, text[c:], lineno, writer, (), (), ())
+            self.lines.record(st, body, lineno, writer, (), (), ())
 
     def _key(self, line: bytes) -> tuple[Any, Any]:
         """The (rank, host) whose block parsers an unflagged line would be fed to."""

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..parse import BLOCK_PARSERS, LINE_PARSERS, BlockParser, LineParser
-from ..parse.prefixes import Origin, demux, line_time, split_physical, strip_ansi
+from ..parse.prefixes import (
+    Origin,
+    demux,
+    drop_inner_tags,
+    line_time,
+    split_physical,
+    strip_ansi,
+)
 from ..schema import SYNTHETIC_HOST_PREFIX
 from .account import Account
 from .decode import MAX_LINE_CHARS, decode
@@ -190,6 +197,7 @@ class LineReader:
     def logical(self, stream: Stream, text: str, lineno: int) -> None:
         """One logical line (ANSI stripped): its writer, then ``rejoin`` or ``record``."""
         body, origin = demux(text)
+        body = drop_inner_tags(body)
         writer = merge_origin(stream.origin, origin)
         if stream.pending is not None and self.rejoin(
                 stream, body, origin.writer() != Origin()
