@@ -189,13 +189,6 @@ REAL_LINES = [
     ("''' Train Epoch     #73:  82% 1025/1252 [35:04<13:48,  3.65s/it, loss=0.946, accuracy=77]"
      "WARNING: One or more tensors were submitted to be reduced",
      {"iteration": 1025, "epoch": 73.0, "loss": 0.946, "elapsed_s": 3.65}, "horovod/horovod#334"),
-    # NVIDIA's GNMT trainer: the epoch, then the batch of the epoch after the phase word
-    ("TRAIN [0][1000/3416]\tTime 0.098 (0.101)\tData 0.00103 (0.00106)\tTok/s 54984 (61495)\t"
-     "Loss/tok 4.0116 (5.6345)\tLearning Rate [0.00125]",
-     {"iteration": 1000, "total_iterations": 3416, "epoch": 0.0, "tokens_per_s": 54984.0,
-      "loss": 4.0116},
-     "mlcommons/training_results_v0.5 v0.5.0/nvidia/submission/results/dgx1_ngc18.11_pytorch/"
-     "gnmt/result_0.txt"),
     # NVIDIA's MLPerf SSD: the step's loss, an EMA of it, the interval's rate (a spaced slash)
     ("Iteration:     40, Loss function: 18.340, Average Loss: 0.834, avg. samples / sec: 4425.19",
      {"iteration": 40, "loss": 18.34, "samples_per_s": 4425.19},

@@ -158,11 +158,9 @@ EXAMPLE_STEP_RE = re.compile(
 # the MetricLogger counter of torchvision's references and the trainers that copied it, when
 # no step key is on the line: "Epoch: [0]  [ 0/84]  eta: 0:02:17  lr: …  loss: 1.6518 (1.6518)",
 # DLRM's "Epoch:[0/1] [592/75869]  eta: 0:31:32  loss: 0.1604  step_time: 25.1425 ms": the
-# batch of the epoch (the loss runbook counts it on across epochs); the same pair after the
-# phase word TRAIN of NVIDIA's GNMT (MLPerf v0.5-v0.7, DeepLearningExamples' seq2seq trainer:
-# "TRAIN [0][1000/3416]\tTime 0.098 (0.101)\t…\tTok/s 54984 (61495)\tLoss/tok 4.0116 (5.6345)")
+# batch of the epoch (the loss runbook counts it on across epochs)
 BRACKET_STEP_RE = re.compile(
-    r"(?<![\w/.])(?:epoch\s*:?|train(?:ing)?:?)\s*\[\s*(?P<e>\d+)(?:\s*/\s*\d+)?\s*\]\s*"
+    r"(?<![\w/.])epoch\s*:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*\d+)?\s*\]\s*"
     r"\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]"
     # the same two counters without the word, at the start of the line (the DCGAN example and
     # its descendants: "[24/25][937/938] Loss_D: 0.0120 Loss_G: 6.1335", NVIDIA/nccl#293's
