@@ -189,6 +189,14 @@ REAL_LINES = [
     ("''' Train Epoch     #73:  82% 1025/1252 [35:04<13:48,  3.65s/it, loss=0.946, accuracy=77]"
      "WARNING: One or more tensors were submitted to be reduced",
      {"iteration": 1025, "epoch": 73.0, "loss": 0.946, "elapsed_s": 3.65}, "horovod/horovod#334"),
+    # NVIDIA's MLPerf SSD: the step's loss, an EMA of it, the interval's rate (a spaced slash)
+    ("Iteration:     40, Loss function: 18.340, Average Loss: 0.834, avg. samples / sec: 4425.19",
+     {"iteration": 40, "loss": 18.34, "samples_per_s": 4425.19},
+     "mlcommons/training_results_v0.6 NVIDIA/results/dgx1_ngc19.05_pytorch/ssd/result_0.txt"),
+    ("Epoch:   3, Iteration:    400, Loss function: 5.100, Average Loss: 4.834, "
+     "avg. samples / sec: 4425.19",
+     {"iteration": 400, "epoch": 3.0, "loss": 5.1, "samples_per_s": 4425.19},
+     "built from the print format of a later NVIDIA MLPerf SSD train.py: 'Epoch:{:4d}, Iteration: …'"),
 ]
 
 

@@ -239,10 +239,11 @@ JSON_TRAIN_PREFIX = "train_"
 # JSON fields that give the run's total steps
 TOTAL_KEYS = ("total_steps", "max_steps", "totalsteps", "total_iterations", "train_iters")
 
-# key [:=] value, or a quoted key (JSON, a Python dict)
+# key [:=] value, or a quoted key (JSON, a Python dict); a key's words may be joined by a
+# spaced slash (MLPerf SSD's "avg. samples / sec: 4425.19")
 PAIR_RE = re.compile(
     r"(?:(?P<q>[\"'])(?P<qk>[A-Za-z_][\w ./()-]{0,60}?)(?P=q)\s*:\s*[\"']?"
-    r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?: [A-Za-z_][\w./()]*){0,4}?)"
+    r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?:(?: / | )[A-Za-z_][\w./()]*){0,4}?)"
     r"(?:\s?\((?P<pu>[A-Za-z%][\w/%]*)\))?"  # a unit in parentheses after the key, DGL's
     # "Speed (samples/sec) 43672.97", "Time (ms) 12.3" (``UNIT_KEYS``)
     r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)"
@@ -282,7 +283,10 @@ METRIC_KEYS: dict[str, str] = {
                      # RETURNN names each loss by its layer: "ce 7.114" (cross entropy)
                      "ce",
                      # Marian's validation metrics: "ce-mean-words", "cross-entropy"
-                     "cemeanwords", "crossentropy"), "loss"),
+                     "cemeanwords", "crossentropy",
+                     # MLPerf SSD's "Loss function: 22.825, Average Loss: 0.023" (the step's
+                     # loss; the average beside it is an EMA started at zero)
+                     "lossfunction"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
@@ -302,7 +306,10 @@ METRIC_KEYS: dict[str, str] = {
                      # unit of its own is read by the unit (``UNIT_RE``)
                      "speed",
                      # NVIDIA's speech recognisers (RNN-T, Jasper): utterances per second
-                     "avgtrainutts/s", "trainutts/s"),
+                     "avgtrainutts/s", "trainutts/s",
+                     # MLPerf SSD (NVIDIA v0.6-v0.7): "avg. samples / sec: 4425.19" is the rate
+                     # over the print interval (its sample count is reset at each print)
+                     "avg.samples/sec"),
                     "samples_per_s"),
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,

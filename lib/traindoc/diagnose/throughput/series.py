@@ -212,16 +212,29 @@ def usable_points(incident: Incident, metric: str) -> int:
     return int(usable(steps[col]).sum()) if col in steps else 0
 
 
+# a metric logged this many times as often as the first of ``AUTO_ORDER`` is the step's own;
+# the sparse one a block's summary (MLPerf NeMo's tracked_stats: "train_step_time" every
+# step, "throughput" only beside each evaluation)
+DENSER_FACTOR = 10
+
+
 def choose_metric(incident: Incident, metric: str = "auto", min_points: int = 3) -> str | None:
     """The metric to analyse: ``metric`` if it has data, else the first of ``AUTO_ORDER`` with
     at least ``min_points`` positive values (a column of zeros, like TFLOPs 0.00 printed by a
-    job that cannot count its FLOPs, does not count); None when nothing has."""
+    job that cannot count its FLOPs, does not count) unless a later one is logged
+    ``DENSER_FACTOR`` times as often; None when nothing has."""
     steps = steps_with_seconds(incident)
-    names = ([metric] if metric in METRICS else []) + list(AUTO_ORDER)
-    for name in names:
-        col = METRICS[name].column
+    if metric in METRICS:
+        col = METRICS[metric].column
         if col in steps and int(usable(steps[col]).sum()) >= min_points:
-            return name
+            return metric
+    counts = {name: int(usable(steps[METRICS[name].column]).sum()) for name in AUTO_ORDER
+              if METRICS[name].column in steps}
+    enough = [name for name in AUTO_ORDER if counts.get(name, 0) >= min_points]
+    if enough:
+        first = enough[0]
+        return next((name for name in enough[1:]
+                     if counts[name] >= DENSER_FACTOR * counts[first]), first)
     # no iteration line carries a metric: tqdm's rate, as seconds per step
     if len(_main_bar(incident.progress)) >= min_points:
         return "s_per_iteration"
