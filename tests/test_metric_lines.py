@@ -467,6 +467,13 @@ MLLOG_MORE = [
      '484, "step": 896.0}}',
      {"iteration": 896, "elapsed_s": 20.183792114257812, "loss": 7.745606422424316},
      "mlcommons training_results_v5.0 tyche gpt3 ngpu512 result_1 (corpus)"),
+    # the metadata names the epoch before the step: the step is step_num, the lower rank
+    (':::MLLOG {"namespace": "", "time_ms": 1695904474793, "event_type": "POINT_IN_TIME", "key": '
+     '"train_loss", "value": 0.42877182364463806, "metadata": {"file": '
+     '"/global/u2/s/sfarrell/WorkAreas/mlperf/optimized-hpc-23.09/deepcam/pytorch/src/deepCam/'
+     'driver/trainer.py", "lineno": 672, "epoch_num": 1, "step_num": 58}}',
+     {"iteration": 58, "loss": 0.42877182364463806},
+     "mlcommons/hpc_results_v3.0 HPE+LBNL perlmutter_512x4 deepcam result_1.txt (corpus)"),
 ]
 
 

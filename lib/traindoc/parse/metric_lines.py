@@ -499,13 +499,29 @@ def _json_pairs(text: str) -> dict[str, str] | None:
                                         or (str(k).lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v))))}
 
 
-def _json_step_key(key: str) -> bool:
-    """Whether a JSON field names the step: a step key of ``STEP_RANK``, also behind the
-    ``train_`` prefix of fairseq's end-of-epoch stats (``--log-format json``: ``{"epoch": 73,
-    "train_loss": "nan", …, "train_num_updates": "9291", …}``)."""
+def _json_step_rank(key: str) -> int | None:
+    """The rank (``STEP_RANK``) of a JSON field that names the step, or None: a step key, also
+    behind the ``train_`` prefix of fairseq's end-of-epoch stats (``--log-format json``:
+    ``{"epoch": 73, "train_loss": "nan", …, "train_num_updates": "9291", …}``)."""
     low = key.lower()
     low = low.removeprefix(JSON_TRAIN_PREFIX)
-    return re.sub(r"[ _]", "", low) in STEP_RANK or low in ("iteration", "steps")
+    if low == "steps":
+        return STEP_RANK["step"]
+    return STEP_RANK.get(re.sub(r"[ _]", "", low))
+
+
+def _json_step_field(pairs: dict[str, str]) -> str | None:
+    """The JSON field that gives the step: the step key of the lowest rank (MLPerf's metadata
+    ``{"epoch_num": 8, "step_num": 464}`` counts steps by ``step_num``), a field valued as a
+    step of a total (``"global_step/max_steps": "57/176"``) as a global step; ties in order."""
+    ranked: list[tuple[int, str]] = []
+    for k, v in pairs.items():
+        rank = _json_step_rank(k)
+        if rank is None and STEP_OF_TOTAL_RE.fullmatch(v):
+            rank = STEP_RANK["globalstep"]
+        if rank is not None:
+            ranked.append((rank, k))
+    return min(ranked, key=lambda rk: rk[0])[1] if ranked else None
 
 
 def parse_metric_line(text: str) -> Row | None:
@@ -522,8 +538,7 @@ def parse_metric_line(text: str) -> Row | None:
     by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
-        step_key = next((k for k in pairs if _json_step_key(k)
-                         or STEP_OF_TOTAL_RE.fullmatch(pairs[k])), None)
+        step_key = _json_step_field(pairs)
         if step_key is None:
             return None
         if (frac := STEP_OF_TOTAL_RE.fullmatch(pairs[step_key])) is not None:
