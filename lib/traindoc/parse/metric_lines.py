@@ -61,6 +61,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   ``Epoch:[0/1] [592/75869]``) when no step key is on the line: the batch of the epoch; a
   count of the whole run named by its unit before it, of a larger total (PaddleDetection's
   semi-supervised ``SemiLogPrinter``: ``5063/130860 iters Epoch: [6] [700/727]``), is the step.
+- **a phase's counter** (NVIDIA's GNMT: ``TRAIN [3][1930/1938]  …  Loss/tok 3.0178 (3.1454)``,
+  ``VALIDATION [0][0/3]``, ``TEST [3][0/3]``), before any step key (its ``Decoder iters`` is a
+  metric): the batch of the epoch; a phase other than training is an evaluation.
 - **PaddlePaddle's pass counter** (``Pass 0, Batch 100, Cost 2.26``, ``[Pass 0, train batch
   10]``, ``Train Pass 2, batch 220, …, speed 26454.34``) when no step key is on the line: the
   batch of the pass (the epoch); ``speed`` without a unit is samples per second.
@@ -167,6 +170,15 @@ BRACKET_STEP_RE = re.compile(
     # "[2/20][4084/7614] Loss: 9.590029"): the epoch of a total, then the batch of a total
     r"|^\s*\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
     re.IGNORECASE)
+# the phase's counter of NVIDIA's GNMT (MLPerf's rnn_translator, DeepLearningExamples'
+# GNMT/PyTorch seq2seq/train/trainer.py: "0: TRAIN [3][1930/1938]\tTime 0.178 (0.158)\t…\tLoss/tok
+# 3.0178 (3.1454)\tLR 5.000e-04", "0: VALIDATION [0][0/3]\t… Loss/tok 4.39 (4.39)", "0: TEST
+# [3][0/3]\tTime 0.676 (0.676)\tDecoder iters 110.0 (110.0)\tTok/s 24259 (24259)"): the phase,
+# its epoch, the batch of the epoch; it wins over any key ("Decoder iters" is a metric); a phase
+# other than training is an evaluation
+PHASE_STEP_RE = re.compile(
+    r"(?<![\w/.])(?P<phase>TRAIN(?:ING)?|VALID(?:ATION)?|EVAL(?:UATION)?|TEST)\s*"
+    r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
 # HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
@@ -571,8 +583,13 @@ def parse_metric_line(text: str) -> Row | None:
         loss = _number(v["v"], None) if _norm(v["k"]) == "loss" else None
         return None if loss is None else {"iteration": int(v["n"]), "event": "eval",
                                           "eval_loss": loss}
-    m = _step(text)
-    if m is None and (m := _run_counter(text)) is not None:
+    phase = PHASE_STEP_RE.search(text)
+    m = phase or _step(text)
+    if phase is not None:
+        row["iteration"] = int(phase["n"])
+        row["total_iterations"] = int(phase["tot"])
+        row["epoch"] = float(phase["e"])
+    elif m is None and (m := _run_counter(text)) is not None:
         # the run's count beside the epoch's batch counter: the run's is the step
         row["iteration"] = int(m["n"])
         row["total_iterations"] = int(m["tot"])
@@ -625,6 +642,9 @@ def parse_metric_line(text: str) -> Row | None:
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    if phase is not None and not phase["phase"].startswith("TRAIN"):
+        fields = _step_fields(text, rest, m, row)
+        return None if fields is None else _as_eval(fields)
     return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
 
 
