@@ -475,6 +475,13 @@ MLLOG_MORE = [
      '484, "step": 896.0}}',
      {"iteration": 896, "elapsed_s": 20.183792114257812, "loss": 7.745606422424316},
      "mlcommons training_results_v5.0 tyche gpt3 ngpu512 result_1 (corpus)"),
+    # the metadata names the epoch before the step: the step is step_num, the lower rank
+    (':::MLLOG {"namespace": "", "time_ms": 1695904474793, "event_type": "POINT_IN_TIME", "key": '
+     '"train_loss", "value": 0.42877182364463806, "metadata": {"file": '
+     '"/global/u2/s/sfarrell/WorkAreas/mlperf/optimized-hpc-23.09/deepcam/pytorch/src/deepCam/'
+     'driver/trainer.py", "lineno": 672, "epoch_num": 1, "step_num": 58}}',
+     {"iteration": 58, "loss": 0.42877182364463806},
+     "mlcommons/hpc_results_v3.0 HPE+LBNL perlmutter_512x4 deepcam result_1.txt (corpus)"),
 ]
 
 
@@ -775,3 +782,32 @@ def test_a_steps_memory_report_is_the_step_the_run_reached(tmp_path) -> None:
     inc = load(str(log))
     assert (last_progress(inc).step, last_progress(inc).total) == (3, 1000)
     assert training_steps(inc).empty
+
+
+# NVIDIA's GNMT (MLPerf rnn_translator, DeepLearningExamples GNMT/PyTorch trainer.py: "{phase}
+# [{epoch}][{i}/{len(data_loader)}]", phase TRAIN or VALIDATION; translator.py: "TEST [..][..]"):
+# the batch of the epoch; "Decoder iters" is a metric, not the step; VALIDATION and TEST are
+# evaluations
+GNMT_LINES = [
+    ("0: TRAIN [3][1930/1938]\tTime 0.178 (0.158)\tData 1.58e-04 (2.97e-04)\tTok/s 95001 (90281)"
+     "\tLoss/tok 3.0178 (3.1454)\tLR 5.000e-04",
+     {"iteration": 1930, "total_iterations": 1938, "epoch": 3.0, "loss": 3.0178},
+     "mlcommons/training_results_v0.6 NVIDIA dgx1_ngc19.05_pytorch gnmt result_0.txt (corpus)"),
+    ("0: TEST [3][0/3]\tTime 0.676 (0.676)\tDecoder iters 110.0 (110.0)\tTok/s 24259 (24259)",
+     None,
+     "mlcommons/training_results_v0.6 NVIDIA dgx1_ngc19.05_pytorch gnmt result_0.txt (corpus)"),
+    ("0: VALIDATION [0][0/3]\tTime 0.120 (0.120)\tData 1.2e-03 (1.2e-03)\tTok/s 52000 (52000)"
+     "\tLoss/tok 4.3921 (4.3921)",
+     {"iteration": 0, "event": "eval", "eval_loss": 4.3921, "epoch": 0.0},
+     "NVIDIA/DeepLearningExamples GNMT/PyTorch seq2seq/train/trainer.py's VALIDATION format"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", GNMT_LINES, ids=[r[2][:40] + str(i) for i, r
+                                                                     in enumerate(GNMT_LINES)])
+def test_gnmt_phase_counter(line: str, expected: dict | None, source: str) -> None:
+    row = parse_metric_line(line)
+    if expected is None:
+        assert row is None
+    else:
+        assert row is not None and {k: row.get(k) for k in expected} == expected

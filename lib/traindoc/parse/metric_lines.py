@@ -61,6 +61,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   ``Epoch:[0/1] [592/75869]``) when no step key is on the line: the batch of the epoch; a
   count of the whole run named by its unit before it, of a larger total (PaddleDetection's
   semi-supervised ``SemiLogPrinter``: ``5063/130860 iters Epoch: [6] [700/727]``), is the step.
+- **a phase's counter** (NVIDIA's GNMT: ``TRAIN [3][1930/1938]  …  Loss/tok 3.0178 (3.1454)``,
+  ``VALIDATION [0][0/3]``, ``TEST [3][0/3]``), before any step key (its ``Decoder iters`` is a
+  metric): the batch of the epoch; a phase other than training is an evaluation.
 - **PaddlePaddle's pass counter** (``Pass 0, Batch 100, Cost 2.26``, ``[Pass 0, train batch
   10]``, ``Train Pass 2, batch 220, …, speed 26454.34``) when no step key is on the line: the
   batch of the pass (the epoch); ``speed`` without a unit is samples per second.
@@ -167,6 +170,15 @@ BRACKET_STEP_RE = re.compile(
     # "[2/20][4084/7614] Loss: 9.590029"): the epoch of a total, then the batch of a total
     r"|^\s*\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
     re.IGNORECASE)
+# the phase's counter of NVIDIA's GNMT (MLPerf's rnn_translator, DeepLearningExamples'
+# GNMT/PyTorch seq2seq/train/trainer.py: "0: TRAIN [3][1930/1938]\tTime 0.178 (0.158)\t…\tLoss/tok
+# 3.0178 (3.1454)\tLR 5.000e-04", "0: VALIDATION [0][0/3]\t… Loss/tok 4.39 (4.39)", "0: TEST
+# [3][0/3]\tTime 0.676 (0.676)\tDecoder iters 110.0 (110.0)\tTok/s 24259 (24259)"): the phase,
+# its epoch, the batch of the epoch; it wins over any key ("Decoder iters" is a metric); a phase
+# other than training is an evaluation
+PHASE_STEP_RE = re.compile(
+    r"(?<![\w/.])(?P<phase>TRAIN(?:ING)?|VALID(?:ATION)?|EVAL(?:UATION)?|TEST)\s*"
+    r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
 # HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
@@ -506,13 +518,29 @@ def _json_pairs(text: str) -> dict[str, str] | None:
                                         or (str(k).lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v))))}
 
 
-def _json_step_key(key: str) -> bool:
-    """Whether a JSON field names the step: a step key of ``STEP_RANK``, also behind the
-    ``train_`` prefix of fairseq's end-of-epoch stats (``--log-format json``: ``{"epoch": 73,
-    "train_loss": "nan", …, "train_num_updates": "9291", …}``)."""
+def _json_step_rank(key: str) -> int | None:
+    """The rank (``STEP_RANK``) of a JSON field that names the step, or None: a step key, also
+    behind the ``train_`` prefix of fairseq's end-of-epoch stats (``--log-format json``:
+    ``{"epoch": 73, "train_loss": "nan", …, "train_num_updates": "9291", …}``)."""
     low = key.lower()
     low = low.removeprefix(JSON_TRAIN_PREFIX)
-    return re.sub(r"[ _]", "", low) in STEP_RANK or low in ("iteration", "steps")
+    if low == "steps":
+        return STEP_RANK["step"]
+    return STEP_RANK.get(re.sub(r"[ _]", "", low))
+
+
+def _json_step_field(pairs: dict[str, str]) -> str | None:
+    """The JSON field that gives the step: the step key of the lowest rank (MLPerf's metadata
+    ``{"epoch_num": 8, "step_num": 464}`` counts steps by ``step_num``), a field valued as a
+    step of a total (``"global_step/max_steps": "57/176"``) as a global step; ties in order."""
+    ranked: list[tuple[int, str]] = []
+    for k, v in pairs.items():
+        rank = _json_step_rank(k)
+        if rank is None and STEP_OF_TOTAL_RE.fullmatch(v):
+            rank = STEP_RANK["globalstep"]
+        if rank is not None:
+            ranked.append((rank, k))
+    return min(ranked, key=lambda rk: rk[0])[1] if ranked else None
 
 
 def parse_metric_line(text: str) -> Row | None:
@@ -529,8 +557,7 @@ def parse_metric_line(text: str) -> Row | None:
     by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
-        step_key = next((k for k in pairs if _json_step_key(k)
-                         or STEP_OF_TOTAL_RE.fullmatch(pairs[k])), None)
+        step_key = _json_step_field(pairs)
         if step_key is None:
             return None
         if (frac := STEP_OF_TOTAL_RE.fullmatch(pairs[step_key])) is not None:
@@ -563,8 +590,13 @@ def parse_metric_line(text: str) -> Row | None:
         loss = _number(v["v"], None) if _norm(v["k"]) == "loss" else None
         return None if loss is None else {"iteration": int(v["n"]), "event": "eval",
                                           "eval_loss": loss}
-    m = _step(text)
-    if m is None and (m := _run_counter(text)) is not None:
+    phase = PHASE_STEP_RE.search(text)
+    m = phase or _step(text)
+    if phase is not None:
+        row["iteration"] = int(phase["n"])
+        row["total_iterations"] = int(phase["tot"])
+        row["epoch"] = float(phase["e"])
+    elif m is None and (m := _run_counter(text)) is not None:
         # the run's count beside the epoch's batch counter: the run's is the step
         row["iteration"] = int(m["n"])
         row["total_iterations"] = int(m["tot"])
@@ -617,6 +649,9 @@ def parse_metric_line(text: str) -> Row | None:
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    if phase is not None and not phase["phase"].startswith("TRAIN"):
+        fields = _step_fields(text, rest, m, row)
+        return None if fields is None else _as_eval(fields)
     return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
 
 

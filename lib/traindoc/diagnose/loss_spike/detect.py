@@ -239,6 +239,25 @@ def _above_blips(y: np.ndarray, e: Excursion, blips: list[Excursion]) -> bool:
     return all(rise > NOISE_REACH * (float(y[b.peak]) - b.baseline) for b in blips if b != e)
 
 
+def _rel_rise(y: np.ndarray, e: Excursion) -> float:
+    """How far an excursion's peak rose above its baseline, as a share of the baseline."""
+    return (float(y[e.peak]) - e.baseline) / abs(e.baseline) if e.baseline else math.inf
+
+
+def _like_unconfirmed_blips(y: np.ndarray, e: Excursion, found: list[Excursion]) -> bool:
+    """Whether a blip (back within ``BLIP_POINTS`` points) is one of many like it that the
+    detector did not confirm: ``NOISE_BLIPS`` or more unconfirmed blips of the run, before it or
+    after, rose at least 1/``NOISE_REACH`` as high over their own baselines (PaddleSeg's
+    per-batch ``loss=`` of a segmentation run, 0.2 with one batch in a hundred at 0.35-0.44:
+    the one the local noise scale confirmed is no taller than the others)."""
+    if e.end is None or e.end - e.start > BLIP_POINTS:
+        return False
+    rise = _rel_rise(y, e)
+    like = [b for b in found if not b.confirmed and b.end is not None
+            and b.end - b.start <= BLIP_POINTS and _rel_rise(y, b) >= rise / NOISE_REACH]
+    return len(like) >= NOISE_BLIPS
+
+
 def _within_noise(y: np.ndarray, e: Excursion, reach: float) -> bool:
     """Whether an excursion's rise is within ``NOISE_REACH`` times how far the series' own
     noise rose above its baseline (``noise_reach`` before it; ``reach_after`` when too few
@@ -318,7 +337,8 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
     lex = [e for e in found if e.confirmed and not _within_run_range(ly, e)]
     if lex:
         blips = noise_blips(found, len(ly), loss_det)
-        lex = [e for e in lex if _above_blips(ly, e, blips)]
+        lex = [e for e in lex if _above_blips(ly, e, blips)
+               and not _like_unconfirmed_blips(ly, e, found)]
         lex = _above_noise(ly, lex, found, loss_det)
     gex = [e for e in excursions(gy, grad_det) if e.confirmed]
     last_it = int(its[-1]) if len(its) else None
