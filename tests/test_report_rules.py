@@ -73,8 +73,11 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("timeout", "ACTIONS", "nccl_debug"): ("data/timeout/drill_desync", {}),
     ("timeout", "ACTIONS", "longer_timeout_experiment"): ("data/timeout/drill_desync", {}),
     ("loss_spike", "FINDINGS", "spikes"): ("data/loss_spike/bloom_seed", {}),
+    # (no corpus log has more than ten spikes at the defaults since rounds l/m set one-point
+    # noise aside: this one's at the knobs a user lowers to see its smaller bumps)
     ("loss_spike", "FINDINGS", "more_spikes"): (
-        "data/corpus/throughput/throughput-modded-nanogpt-d4bfb25f", {}),
+        "data/corpus/throughput/throughput-modded-nanogpt-d4bfb25f",
+        {"k": 3.0, "rel_threshold": 0.05}),
     ("loss_spike", "FINDINGS", "grad_norm_leads"): ("data/loss_spike/bloom_seed", {}),
     ("loss_spike", "FINDINGS", "grad_norm_with_loss"): ("data/loss_spike/drill_loss_spike", {}),
     ("loss_spike", "FINDINGS", "data_window"): ("data/loss_spike/bloom_seed", {}),
