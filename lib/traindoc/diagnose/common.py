@@ -149,7 +149,8 @@ class Progress:
         return f"step {self.step}{total}{pace}"
 
 
-SOURCE_LINE_RE = re.compile(r"^(?P<file>.*):(?P<line>\d+)$")
+# a row's ``source``: "file:line"
+SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)$")
 
 
 def last_runs(rows: pd.DataFrame) -> pd.DataFrame:
@@ -185,10 +186,10 @@ def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
     """The same loop's bar printed after the last step line and further on: a bar the step
     reader could not take (cut before its closing bracket by the next message) with the
     same total and a greater step."""
-    src = SOURCE_LINE_RE.match(str(row["source"] or ""))
+    src = SOURCE_RE.match(str(row["source"] or ""))
     if src is None or total is None or pd.isna(total):
         return pr.iloc[0:0]
-    where = pr["source"].astype(str).str.extract(SOURCE_LINE_RE)
+    where = pr["source"].astype(str).str.extract(SOURCE_RE)
     later = (where["file"] == src["file"]) & (pd.to_numeric(where["line"]) > int(src["line"]))
     return pr[later & (pr["total"] == total) & (pr["step"] > row["iteration"])]
 
@@ -534,9 +535,6 @@ def step_totals_by_rank(incident: Incident) -> dict[int, int]:
 
 
 RUN_DIR_RE = re.compile(r"(?<![^/\\])([^/\\]+)[/\\]attempt_\d+[/\\]")
-
-
-SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)$")
 
 
 def split_source(source: object) -> tuple[str, int] | None:
