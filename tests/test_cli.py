@@ -244,7 +244,9 @@ def test_drill_then_triage(tmp_path: Path) -> None:
     t = traindoc("triage", str(tmp_path / "bundle"), "-o", str(tmp_path / "t"), "--no-runbooks")
     assert t.returncode == cli.EXIT_OK, t.stderr
     s = json.loads((tmp_path / "t" / "summary.json").read_text())
-    assert s["facts"]["cause"] == "gpu_crash"
+    # (the verdict and classes in the message: CI once saw 'throughput' named first here, on a
+    # machine loaded enough to slow the drill's steps before its crash)
+    assert s["facts"]["cause"] == "gpu_crash", (s["verdict"], s["facts"].get("classes"))
 
 
 def test_runbooks_take_the_read_limits_as_parameters(tmp_path: Path) -> None:
