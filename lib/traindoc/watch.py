@@ -753,14 +753,19 @@ class Watcher:
 def _judge_throughput(inc: Incident, after: int) -> tuple[str, list[str], dict[str, Any]] | None:
     """A throughput drop in the window that began after iteration ``after``, or None."""
     from .diagnose import throughput
+    from .diagnose.common import training_steps
 
     a = throughput.analyse(inc, min_segment=ONLINE_MIN_SEGMENT, min_drop_pct=ONLINE_MIN_DROP_PCT)
     if a.change is None or a.change_iteration is None or a.change_iteration <= after:
         return None
-    from .diagnose.common import training_steps
-
-    rep = throughput.report(a)
     steps = training_steps(inc)
+    # the drop holds for ONLINE_MIN_SEGMENT logged steps before it is an alert: a one-step
+    # "trailing stall" the runbook it launches would call no lasting drop (CI: the slow-rank
+    # drill alerted on its first slow step, and the runbook on the same log said no change)
+    if steps.loc[steps["iteration"] >= a.change_iteration, "iteration"].nunique() \
+            < ONLINE_MIN_SEGMENT:
+        return None
+    rep = throughput.report(a)
     ev = evidence_lines(steps[steps["iteration"] == a.change_iteration], 2)
     ev += [e for f in rep.findings for e in f.evidence if e not in ev]
     ev = ev[:MAX_EVIDENCE]
