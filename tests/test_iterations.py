@@ -367,6 +367,36 @@ def test_olmo_metrics_block(tmp_path: Path, engine: str) -> None:
     assert (row["grad_norm"], row["tokens_per_s_per_gpu"]) == (0.1075, 15537.0)
 
 
+# OLMo-core's ConsoleLoggerCallback (allenai/OLMo-core
+# src/olmo_core/train/callbacks/console_logger.py: f"[step={step}/{max_steps or '???'},
+# epoch={epoch},eta={eta}]", then f"    {name}={format_float(value)}" for its default metrics
+# "train/CE loss", "optim/total grad norm", "optim/step skipped", "throughput/*")
+OLMO_CORE_BLOCK = """2026-08-08 12:01:00 INFO [olmo_core.train.callbacks.console_logger:68] [step=100/2000,epoch=0,eta=5h11m]
+    train/CE loss=6.2341
+    train/PPL=511.9
+    optim/total grad norm=0.7164
+    optim/step skipped=0.0
+    throughput/device/TPS=15,537
+2026-08-08 12:03:10 INFO [olmo_core.train.trainer:1003] Saving checkpoint for step 100
+2026-08-08 12:04:00 INFO [olmo_core.train.callbacks.console_logger:68] [step=200/???,epoch=1]
+    train/CE loss=nan
+    optim/total grad norm=nan
+    optim/step skipped=1.0
+"""
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_olmo_core_metrics_block(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "train.log").write_text(OLMO_CORE_BLOCK)
+    it = traindoc.load(tmp_path / "train.log", engine=engine).iterations
+    assert it["iteration"].tolist() == [100, 200]
+    first, second = it.iloc[0], it.iloc[1]
+    assert (first["total_iterations"], first["loss"], first["grad_norm"]) == (2000, 6.2341, 0.7164)
+    assert (first["tokens_per_s_per_gpu"], first["skipped"]) == (15537.0, 0)
+    assert pd.isna(second["total_iterations"]) and second["epoch"] == 1.0
+    assert (second["skipped"], second["nan"]) == (1, 1)
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     # facebookresearch/fairseq#301 (epoch 15 of 8223 updates each)
     ("| epoch 015  4000 / 8223 loss=0.73 (0.96), wps=963, wpb=915, bsz=32, lr=0.001, clip=100%, "

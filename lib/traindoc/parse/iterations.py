@@ -499,7 +499,10 @@ HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate':
               "1.4285714285714286e-06, 'epoch': 0.01}")
 
 # -- OLMo's metrics block ------------------------------------------------------------------------
-OLMO_HEADER_RE = re.compile(r"\[step=(?P<it>\d+)(?:/(?P<total>\d+))?(?:,epoch=(?P<epoch>\d+))?\]")
+# OLMo-core's ConsoleLoggerCallback (src/olmo_core/train/callbacks/console_logger.py) adds the
+# time left, "[step=100/2000,epoch=0,eta=5h11m]", and writes "???" for a total it does not know
+OLMO_HEADER_RE = re.compile(r"\[step=(?P<it>\d+)(?:/(?:(?P<total>\d+)|\?\?\?))?"
+                            r"(?:,epoch=(?P<epoch>\d+))?(?:,eta=[^\]]*)?\]")
 OLMO_METRIC_RE = re.compile(r"^\s*+(?P<k>[\w/.()-][\w/.() -]*?)=(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 OLMO_KEYS = {
     "train/CrossEntropyLoss": "loss", "train/ce_loss": "loss",
@@ -507,6 +510,11 @@ OLMO_KEYS = {
     "optim/learning_rate_group0": "lr", "optim/learning_rate": "lr",
     "throughput/device/tokens_per_second": "tokens_per_s_per_gpu",
     "throughput/device/TPS": "tokens_per_s_per_gpu",
+    # OLMo-core's names (its ConsoleLoggerCallback's default metrics): "train/CE loss=6.2341",
+    # "optim/total grad norm=0.7164", "optim/LR (group 0)=…", "optim/step skipped=0.0" (1.0:
+    # the optimizer skipped the step)
+    "train/CE loss": "loss", "optim/total grad norm": "grad_norm", "optim/LR (group 0)": "lr",
+    "optim/step skipped": "skipped",
 }
 
 
@@ -529,7 +537,10 @@ class OlmoMetricsParser:
             if m:
                 col = OLMO_KEYS.get(m["k"].strip())
                 if col is not None and col not in self.row:
-                    self.row[col] = to_float(m["v"].replace(",", ""))
+                    value = to_float(m["v"].replace(",", ""))
+                    if col == "skipped":  # a share of the interval's steps: some were skipped
+                        value = None if value is None or value != value else int(value > 0)
+                    self.row[col] = value
                 return []
         out = self._flush()
         if "[step=" in text:
