@@ -216,6 +216,18 @@ NAN_WARNINGS = [
     ("ERROR:tensorflow:Model diverged with loss = NaN.", "NVIDIA/DeepLearningExamples#529"),
     ("E0526 15:34:12.011717 140569525946176 basic_session_run_hooks.py:760] Model diverged with "
      "loss = NaN.", "NVIDIA/DeepLearningExamples#529"),
+    # Megatron-Core's --check-for-nan-in-loss-and-grad (NVIDIA/Megatron-LM pretrain_gpt.py
+    # loss_func: f'Rank {global_rank}: found NaN in local forward loss calculation. Device: {…},
+    # node: {…}'; megatron/core/distributed/param_and_grad_buffer.py: 'found NaN in local grad
+    # norm in backward pass before data-parallel communication collective')
+    ("AssertionError: Rank 3: found NaN in local forward loss calculation. Device: 3, node: "
+     "gpu-node-12", "NVIDIA/Megatron-LM pretrain_gpt.py"),
+    ("[rank0]: AssertionError: Rank 0: found NaN in local grad norm in backward pass before "
+     "data-parallel communication collective. Device: 0, node: node-0",
+     "NVIDIA/Megatron-LM megatron/core/distributed/param_and_grad_buffer.py"),
+    # Keras's TerminateOnNaN callback (keras-team/keras keras/src/callbacks/terminate_on_nan.py:
+    # f"Batch {batch}: Invalid loss, terminating training"; Keras 2 the same with %d)
+    ("Batch 5: Invalid loss, terminating training", "keras-team/keras TerminateOnNaN"),
 ]
 
 
@@ -236,6 +248,39 @@ def test_a_nan_warning_belongs_to_the_step_after_the_last_logged(tmp_path: Path)
     a = ls.analyse(traindoc.load(str(log)))
     assert a.nan_iterations == [11]
     assert a.last_iteration == 10  # the NaN's step is inferred, not logged
+
+
+def test_megatron_core_rerun_nan_names_its_iteration() -> None:
+    from traindoc.parse.iterations import parse_nan_warning
+    # NVIDIA/Megatron-LM megatron/core/rerun_state_machine.py validate_result: f"Rank {rank},
+    # node {node}, device {device}, iteration {iteration}: Unexpected result {result}
+    # (message='{message}')", the result a tensor
+    assert parse_nan_warning(
+        "RuntimeError: Rank 255, node gpu-17, device 7, iteration 2: Unexpected result "
+        "tensor(nan, device='cuda:7') (message='found NaN in local forward loss calculation')"
+    ) == {"iteration": 2, "nan": 1}
+    # a spiky loss the same machine rejects is finite: no NaN
+    assert parse_nan_warning("RuntimeError: Rank 3, node gpu-17, device 3, iteration 1500: "
+                             "Unexpected result tensor(12.5, device='cuda:3') (message='Spiky "
+                             "loss')") is None
+
+
+def test_a_fatal_nan_check_on_every_rank_is_one_step(tmp_path: Path) -> None:
+    # the check stops the run: each rank's copy after the last step line is that one step (the
+    # step line is Megatron's, the checks the wording of NVIDIA/Megatron-LM
+    # param_and_grad_buffer.py; no public log has both, so the sequence is put together here)
+    log = tmp_path / "train.log"
+    log.write_text(
+        " iteration      100/  500000 | consumed samples:        51200 | elapsed time per "
+        "iteration (ms): 1234.5 | learning rate: 3.0E-04 | global batch size:   512 | lm loss: "
+        "7.123E+00 | loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 |\n"
+        + "".join(f"[rank{r}]: AssertionError: Rank {r}: found NaN in local grad norm in backward "
+                  f"pass before data-parallel communication collective. Device: {r}, node: n0\n"
+                  for r in range(4)))
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.nan_iterations == [101]
+    assert a.last_iteration == 100
 
 
 # A divergence check that stops the run names no step: its NaN is placed at the next step, and

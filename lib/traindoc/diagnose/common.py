@@ -552,6 +552,12 @@ SETUP_BARS = ("loading", "downloading", "fetching")
 # a step line or bar that shows its own loss (or grad norm) as NaN/inf: "loss=nan", "loss: inf"
 NAN_TEXT_RE = re.compile(
     r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]\s*['\"]?[-+]?(?:nan|inf)", re.IGNORECASE)
+# a NaN warning that stops the run: every copy after the same step line (each rank's, a
+# launcher's repeat) is that one step ("Loss is nan, stopping training", Keras's "Invalid loss,
+# terminating training", Megatron-Core's fatal "Rank 3: found NaN in local forward loss
+# calculation" raised on every rank)
+FATAL_NAN_RE = re.compile(r"\b(?:stopping|terminating) training\b|\bfound (?:nan|inf) in local\b",
+                          re.IGNORECASE)
 
 
 def _training_bars(progress: pd.DataFrame) -> pd.DataFrame:
@@ -635,6 +641,8 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
                 # (six ranks' "Warning: loss is NaN, skipping this step" after each
                 # "…| 1299/82400 [… loss=nan]"): that step, not one more per copy
                 run[key] = 0
+            elif not kind and key in run and FATAL_NAN_RE.search(str(it.at[i, "line"])):
+                pass  # the check that stopped the run, told again: the same step
             else:
                 run[key] = run.get(key, 0) + 1
             it.at[i, "iteration"] = before[-1][1] + run[key]

@@ -1114,15 +1114,33 @@ def parse_overflow(text: str) -> Row | None:
 # logged before it (common.place_unnumbered_skips)
 # deepspeech.pytorch's check_loss: "WARNING: received a nan loss, setting loss value to 0" (and
 # "received an inf loss")
+# Megatron-Core's checks before the data-parallel reduction (--check-for-nan-in-loss-and-grad,
+# NVIDIA/Megatron-LM pretrain_gpt.py loss_func, megatron/core/distributed/param_and_grad_buffer.py):
+# "Rank 3: found NaN in local forward loss calculation. Device: 3, node: …", "Rank 0: found NaN
+# in local grad norm in backward pass before data-parallel communication collective. …" (also
+# "found Inf in local …"); Keras's TerminateOnNaN callback (keras/callbacks): "Batch 5: Invalid
+# loss, terminating training" (the batch of the epoch, no step)
 NAN_WARNING_RE = re.compile(
     r"\b(?:(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b|"
-    r"received an? (?:nan|inf) loss\b)", re.IGNORECASE)
+    r"received an? (?:nan|inf) loss\b|"
+    r"found (?:nan|inf) in local (?:forward loss|grad norm)\b|"
+    r"Invalid loss, terminating training\b)", re.IGNORECASE)
 # a line that names its step is a step line (the generic reader's), not an unplaced warning
 NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*[:=#]?\s*\[?\s*\d", re.IGNORECASE)
+# Megatron-Core's rerun state machine names the iteration it was running
+# (megatron/core/rerun_state_machine.py validate_result: f"Rank {rank}, node {node}, device
+# {device}, iteration {iteration}: Unexpected result {result} (message='{message}')", the result
+# a tensor: "tensor(nan, device='cuda:3')"): a NaN/inf result is that iteration's (a spiky loss,
+# a finite result, is none)
+RERUN_NAN_RE = re.compile(
+    r"\biteration (?P<it>\d+): Unexpected result (?:tensor\()?[-+]?(?:nan|inf)\b", re.IGNORECASE)
 
 
 def parse_nan_warning(text: str) -> Row | None:
-    """A NaN/inf loss reported by a warning that names no step: ``nan=1``, no iteration."""
+    """A NaN/inf loss reported by a warning that names no step: ``nan=1``, no iteration; a
+    NaN/inf result Megatron-Core's rerun state machine rejected at the iteration it names."""
+    if (m := RERUN_NAN_RE.search(text)) is not None:
+        return {"iteration": int(m["it"]), "nan": 1}
     if not NAN_WARNING_RE.search(text) or NAMES_A_STEP_RE.search(text):
         return None
     return {"nan": 1}
@@ -1256,7 +1274,8 @@ PARSERS: tuple[LineParser, ...] = (
         "nan_warning",
         "iterations",
         ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss", "received a nan loss",
-         "received an inf loss"),
+         "received an inf loss", "found NaN in local", "found Inf in local", "Invalid loss",
+         "Unexpected result"),
         parse_nan_warning,
         # Intellindust-AI-Lab/DEIM#96
         example="Loss is nan, stopping training",
