@@ -397,6 +397,53 @@ def test_olmo_core_metrics_block(tmp_path: Path, engine: str) -> None:
     assert (second["skipped"], second["nan"]) == (1, 1)
 
 
+# Composer's console blocks (llm-foundry): mosaicml/llm-foundry scripts/train/README.md (the
+# first blocks, metrics indented by spaces as the README shows them), then a block of an
+# epoch-based run with its global batch count and rates (the layout of
+# mosaicml/composer composer/loggers/console_logger.py: a tab, a space, the prefix), then an
+# evaluation as log_to_console prints it ("[Eval batch=…/…] Eval on eval data:")
+COMPOSER_BLOCKS = """[batch=1/100]:
+         Train LanguageCrossEntropy: 10.9736
+         Train Perplexity: 58312.0586
+         Train loss/train/total: 10.9736
+[batch=2/100]:
+         Train LanguageCrossEntropy: 10.9724
+         Train Perplexity: 58243.8086
+         Train loss/train/total: nan
+[Eval batch=1/10] Eval on eval data
+[Eval batch=10/10] Eval on eval data:
+\t Eval metrics/eval/LanguageCrossEntropy: 2.3400
+\t Eval metrics/eval/LanguagePerplexity: 10.3812
+[epoch=2][batch=5/5]:
+\t Train time/batch: 9
+\t Train time/sample: 4096
+\t Train loss/train/total: 8.4213
+\t Train metrics/train/LanguageCrossEntropy: 8.4620
+\t Train throughput/batches_per_sec: 0.0027
+\t Train throughput/device/tokens_per_sec: 222.2194
+\t Train lr-DecoupledAdamW/group0: 0.0001
+\t Train l2_norm/grad/global: 0.0015
+[token=29254495/100000000]:
+\t Train loss/train/total: 8.1000
+"""
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_composer_console_blocks(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "train.log").write_text(COMPOSER_BLOCKS)
+    it = traindoc.load(tmp_path / "train.log", engine=engine).iterations
+    # a block of a token-based run without its batch count names no step
+    assert it["iteration"].tolist() == [1, 2, 2, 10]
+    assert (it.iloc[0]["loss"], it.iloc[0]["total_iterations"]) == (10.9736, 100)
+    assert it.iloc[1]["nan"] == 1
+    assert (it.iloc[2]["event"], it.iloc[2]["eval_loss"]) == ("eval", 2.34)
+    last = it.iloc[3]
+    assert (last["loss"], last["epoch"], last["grad_norm"], last["lr"]) == (8.4213, 2.0, 0.0015,
+                                                                           0.0001)
+    assert last["elapsed_s"] == pytest.approx(1 / 0.0027)
+    assert last["tokens_per_s_per_gpu"] == 222.2194 and pd.isna(last["total_iterations"])
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     # facebookresearch/fairseq#301 (epoch 15 of 8223 updates each)
     ("| epoch 015  4000 / 8223 loss=0.73 (0.96), wps=963, wpb=915, bsz=32, lr=0.001, clip=100%, "

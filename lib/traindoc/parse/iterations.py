@@ -563,6 +563,107 @@ class OlmoMetricsParser:
         return self._flush()
 
 
+# -- Composer's console blocks (llm-foundry) -----------------------------------------------------
+# composer/loggers/console_logger.py log_to_console: the progress, then one "\t {prefix}{name}:
+# {value}" line per metric: "[batch=1/100]:" (max_duration in batches), "[epoch=1][batch=16/625]:"
+# (in epochs: the batch of the epoch), "[token=…/…]:" (in tokens), each followed by "\t Train
+# time/batch: 0", "\t Train loss/train/total: 10.9736", …; an evaluation "[Eval batch=10/10] Eval
+# on eval data:" then "\t Eval metrics/eval/LanguageCrossEntropy: 2.34"
+COMPOSER_HEADER_RE = re.compile(
+    r"^\s*(?:\[epoch=(?P<e>\d+)\])?\[(?P<unit>batch|token|sample|iteration|duration|second)="
+    r"(?P<n>\d+)(?:/(?P<tot>\d+))?\]:\s*$|^\s*\[Eval batch=\d+/\d+\] Eval on \S+ data:\s*$")
+COMPOSER_METRIC_RE = re.compile(
+    r"^\s*(?P<phase>Train|Eval) (?P<k>[^:\s][^:]*): (?P<v>[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|nan|inf))\s*$")
+# name -> (column, scale); the learning rate is "lr-<Optimizer>/group0" (``COMPOSER_LR_RE``)
+COMPOSER_KEYS: dict[str, tuple[str, float]] = {
+    "loss/train/total": ("loss", 1), "l2_norm/grad/global": ("grad_norm", 1),
+    "throughput/samples_per_sec": ("samples_per_s", 1),
+    "throughput/tokens_per_sec": ("tokens_per_s", 1),
+    "throughput/device/tokens_per_sec": ("tokens_per_s_per_gpu", 1),
+    # SpeedMonitor's MFU is a fraction of the device's peak
+    "throughput/device/mfu": ("mfu", 100),
+    "metrics/eval/LanguageCrossEntropy": ("eval_loss", 1),
+}
+COMPOSER_LR_RE = re.compile(r"lr-\w+/group0")
+COMPOSER_STEPS_PER_S = "throughput/batches_per_sec"
+# the global batch count before the logged batch ("[epoch=1][batch=5/5]" logs "time/batch: 4")
+COMPOSER_BATCH = "time/batch"
+# the columns that make a block a step's (a learning rate alone does not)
+COMPOSER_SIGNALS = ("loss", "grad_norm", "elapsed_s", "samples_per_s", "tokens_per_s",
+                    "tokens_per_s_per_gpu", "mfu")
+
+
+class ComposerConsoleParser:
+    """Composer's console blocks (``COMPOSER_HEADER_RE``, then its metric lines): one row per
+    block, the step the global batch count (``time/batch`` + 1), else the header's batch; an
+    evaluation block an ``event="eval"`` row at the last training step."""
+
+    needles = ("[batch=", "[epoch=", "[token=", "[sample=", "[iteration=", "[duration=",
+               "[second=", "[Eval batch=")
+    tables = ("iterations",)
+    section: str | None = None  # "composer" while inside a block
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.head: re.Match[str] | None = None
+        self.fields: dict[str, str] = {}
+        self.ctx: object = None
+        self.step: int | None = None  # the last training step, where an evaluation belongs
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the block's row when it ends."""
+        if self.section is not None and (m := COMPOSER_METRIC_RE.match(text)) is not None:
+            self.fields.setdefault(m["k"].strip(), m["v"])
+            return []
+        out = self._flush()
+        if any(map(text.__contains__, self.needles)) and \
+                (h := COMPOSER_HEADER_RE.match(text)) is not None:
+            self.head, self.ctx, self.section = h, ctx, "composer"
+        return out
+
+    def _row(self) -> Row | None:
+        h, f = self.head, self.fields
+        if h is None or not f:
+            return None
+        row: Row = {}
+        for k, v in f.items():
+            col, scale = COMPOSER_KEYS.get(k) or (("lr", 1) if COMPOSER_LR_RE.fullmatch(k) else
+                                                   (None, 1))
+            if col is not None and (x := to_float(v)) is not None:
+                row[col] = x * scale
+        if (rate := to_float(f.get(COMPOSER_STEPS_PER_S))) and rate > 0:
+            row["elapsed_s"] = 1.0 / rate
+        if h["unit"] is None:  # an evaluation
+            if self.step is None or "eval_loss" not in row:
+                return None
+            return {"iteration": self.step, "event": "eval", "eval_loss": row["eval_loss"]}
+        row.pop("eval_loss", None)
+        if not any(c in row for c in COMPOSER_SIGNALS):
+            return None
+        if (done := to_float(f.get(COMPOSER_BATCH))) is not None and done == int(done):
+            row["iteration"] = int(done) + 1
+        elif h["unit"] == "batch":
+            row["iteration"] = int(h["n"])
+        else:  # a count of tokens or samples is no step
+            return None
+        if h["unit"] == "batch" and h["e"] is None and h["tot"]:  # (in epochs: the epoch's)
+            row["total_iterations"] = int(h["tot"])
+        if h["e"] is not None:
+            row["epoch"] = float(h["e"])
+        self.step = row["iteration"]
+        return row
+
+    def _flush(self) -> list[tuple[str, Row]]:
+        row = self._row()
+        ctx = self.ctx
+        self.head, self.fields, self.ctx, self.section = None, {}, None, None
+        return [] if row is None else [("iterations", {**row, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: the open block's row."""
+        return self._flush()
+
+
 # -- nanoGPT ------------------------------------------------------------------------------------
 NANOGPT_RE = re.compile(r"\biter (?P<it>\d+): loss (?P<loss>[-+\d.eE]+|nan|inf), time "
                         r"(?P<t>[\d.]+)ms(?:, mfu (?P<mfu>-?[\d.]+)%)?")
@@ -1290,5 +1391,5 @@ PARSERS: tuple[LineParser, ...] = (
 )
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
-BLOCKS = (HFTrainerParser, OlmoMetricsParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
+BLOCKS = (HFTrainerParser, OlmoMetricsParser, ComposerConsoleParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
           KerasEpochParser)
