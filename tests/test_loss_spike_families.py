@@ -492,6 +492,15 @@ KERAS_RUNS = [
       "1490/1490 - 107s - loss: 1.7938e-05 - val_loss: 1.9430e-05 - lr: 1.0000e-04 - 107s/epoch - "
       "72ms/step"],
      [(12, 1.8771e-05), (13, 1.7938e-05)]),
+    # Keras 3's bar, its loss after the metrics compiled first (keras-team/keras-io
+    # examples/nlp/md/lstm_seq2seq.md)
+    (["Epoch 1/100",
+      " 125/125 ━━━━━━━━━━━━━━━━━━━━ 5s 21ms/step - accuracy: 0.7338 - loss: 1.5405 - "
+      "val_accuracy: 0.7138 - val_loss: 1.0745",
+      "Epoch 2/100",
+      " 125/125 ━━━━━━━━━━━━━━━━━━━━ 2s 10ms/step - accuracy: 0.7470 - loss: 0.9546 - "
+      "val_accuracy: 0.7188 - val_loss: 1.0219"],
+     [(1, 1.5405), (2, 0.9546)]),
 ]
 
 

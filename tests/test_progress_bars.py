@@ -33,6 +33,13 @@ KERAS_LINES = [
      0.358 / 128, "ttukei/Twitter-language-models-about-Ukraine TCSS456_NLP_FinalProject/ReadMe.txt"),
     ("5/5 [==============================] - 2s 613ms/step - loss: 0.3212 - val_loss: 0.1224",
      5, 5, 0.613, "keras-team/keras#16286"),
+    # Keras 3: a bar of box characters, no dash before the seconds (keras-team/keras
+    # keras/src/utils/progbar.py)
+    (" 125/125 ━━━━━━━━━━━━━━━━━━━━ 5s 21ms/step - accuracy: 0.7338 - loss: 1.5405 - "
+     "val_accuracy: 0.7138 - val_loss: 1.0745", 125, 125, 0.021,
+     "keras-team/keras-io examples/nlp/md/lstm_seq2seq.md"),
+    (" 8/8 ━━━━━━━━━━━━━━━━━━━━ 0s 4ms/step - loss: 0.9237", 8, 8, 0.004,
+     "keras-team/keras-io guides/md/distribution.md"),
 ]
 
 
@@ -58,6 +65,9 @@ def test_keras_epoch_line(line: str, step: int, total: int, spi: float, source: 
     "Epoch 12/200",
     "step 5/10 - loss: 2.0",  # no time per step
     "   10%|#         | 5/50 [00:01<00:09]",  # a tqdm bar, not Keras
+    # Keras 3 before the epoch's end: the seconds are the time left (keras-team/keras
+    # keras/src/utils/progbar.py, its ETA branch)
+    "416/418 ━━━━━━━━━━━━━━━━━━━━ 0s 9ms/step - loss: 0.0415 - mae: 0.1430",
 ])
 def test_not_keras(line: str) -> None:
     assert parse_keras(line) is None

@@ -1023,7 +1023,9 @@ KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/\d+\s*$")
 # the epoch's closing line, verbose 2 or 1: "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - …",
 # "1000/1000 [=====] - 1873s 2s/step - loss: 0.2 - val_loss: 0.3"; a line still counting
 # batches (n < total, an "ETA:") is no epoch's end
-KERAS_END_RE = re.compile(r"(?:^|\r)\s*(?P<n>\d+)/(?P=n)\s+(?:\[[=>.]*\]\s+)?-\s+\d+s\b"
+# (Keras 3: "1875/1875 ━━━━━━━━━━━━━━━━━━━━ 5s 2ms/step - accuracy: 0.8706 - loss: 0.4351", its
+# metrics in the order they were compiled, the loss not always first)
+KERAS_END_RE = re.compile(r"(?:^|\r)\s*(?P<n>\d+)/(?P=n)\s+(?:(?:\[[=>.]*\]\s+)?-\s+|━+\s+)\d+s\b"
                           r"(?:(?!\r).)*?\s-\s+loss:\s*(?P<loss>[-+\d.eE]+|nan|inf)\b(?!(?:(?!\r).)*\r)")
 KERAS_VAL_RE = re.compile(r"\s-\s+val_loss:\s*(?P<v>[-+\d.eE]+|nan|inf)\b")
 

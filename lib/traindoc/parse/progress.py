@@ -65,8 +65,13 @@ TQDM_RE = TQDM_FORMATS[0]
 SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 # Keras: "1490/1490 - 106s - loss: … - 71ms/step", "1000/1000 [=====] - 1873s 2s/step - …"
 # (TF 2 adds the epoch's time: "128/128 - 0s - loss: … - 358ms/epoch - 3ms/step")
+# Keras 3 draws its bar with box characters and no dash before the seconds, "1875/1875
+# ━━━━━━━━━━━━━━━━━━━━ 5s 2ms/step - accuracy: 0.8706 - loss: 0.4351" (keras-team/keras
+# keras/src/utils/progbar.py; verbose 2: "1875/1875 - 5s - 2ms/step - …"); before the end the
+# seconds there are the time left ("  54/1875 ━━━━━━━━━━━━━━━━━━━━ 1s 948us/step"): no row
+KERAS_BAR = "━"
 KERAS_RE = re.compile(
-    r"^\s*(?P<n>\d+)/(?P<total>\d+)\s+(?:\[[=>.]*\]\s+)?-\s+(?P<elapsed>\d+)s\b"
+    r"^\s*(?P<n>\d+)/(?P<total>\d+)\s+(?:(?:\[[=>.]*\]\s+)?-\s+|(?P<bar>━+)\s+)(?P<elapsed>\d+)s\b"
     r"(?:.*?(?<![\w.])(?P<epoch>\d+(?:\.\d+)?)(?P<epoch_unit>us|ms|s)/epoch\b)?"
     r".*?(?<![\w.])(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/step\b")
 PER_STEP_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -110,7 +115,7 @@ def parse_keras(text: str) -> Row | None:
     """One Keras epoch line: batches done of the total, seconds, and steps per second (from
     the epoch's time or the time per step, whichever was printed with more digits)."""
     m = KERAS_RE.match(text)
-    if m is None:
+    if m is None or (m["bar"] and m["n"] != m["total"]):
         return None
     n = int(m["n"])
     per_digits = float(m["per"])
