@@ -1101,6 +1101,76 @@ def test_paddle_wordings(line: str, code: str, kind: str, words: str) -> None:
     assert words in row["message"]
 
 
+# --- JAX / TensorFlow / XLA and Ray: their device OOMs, CUDA driver errors, host OOM kills ------
+
+@pytest.mark.parametrize("line, code, kind, words", [
+    # jax-ml/jax#13428
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+     "allocate 6291456 bytes.", "xla_oom", "oom", "allocate 6291456 bytes"),
+    # ecmwf-lab/ai-models-graphcast#18
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for "
+     "2.99GiB (3206250496B) on device ordinal 0", "xla_oom", "oom", "2.99GiB (3206250496B)"),
+    # kingoflolz/mesh-transformer-jax#66 (before XLA's status codes were upper case)
+    ("RuntimeError: Resource exhausted: Failed to allocate request for 32.00MiB (33554432B) on "
+     "device ordinal 0", "xla_oom", "oom", "32.00MiB"),
+    # TensorFlow's ResourceExhaustedError on a GPU (its allocator's wording, the one Keras's fit
+    # raises)
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
+     "with shape[256,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 "
+     "by allocator GPU_0_bfc", "tf_oom", "oom", "device:GPU:0"),
+    # openxla/xla#15945: the stream executor's driver error
+    ("2024-08-10 13:09:02.411862: E external/xla/xla/stream_executor/cuda/cuda_driver.cc:663] "
+     "failed to unload module 0x5215a9a0; leaking: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory "
+     "access was encountered", "cuda_error", "cuda_error", "an illegal memory access"),
+    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable: "
+     "run time error: custom call 'xla.gpu.func.launch' failed: Failed to launch CUDA kernel: add "
+     "with block dimensions: 128x1x1 and grid dimensions: 448x1x1: CUDA_ERROR_ILLEGAL_ADDRESS: an "
+     "illegal memory access was encountered.", "cuda_error", "cuda_error",
+     "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"),
+    # jax-ml/jax#3017
+    ('Program hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700) due to "an illegal memory access was '
+     'encountered" on CUDA API call to cuMemcpyDtoHAsync_v2', "cuda_error", "cuda_error",
+     "an illegal memory access"),
+    # ray-project/ray#34695 (the raylet's summary of its memory monitor's kills)
+    ("(raylet) [2023-04-19 16:22:19,798 E 329 329] (raylet) node_manager.cc:3069: 13 Workers "
+     "(tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons "
+     "at node (ID: 28753320d9099742bb03374decae7140368403e9aeda01a4e332761a, IP: 10.0.10.135) over "
+     "the last time period.", "ray_oom", "oom", "13 Workers (tasks / actors) killed"),
+    # ray-project/ray#28774 (Ray 2.0's wording)
+    ("(raylet, ip=172.31.66.10) [2022-09-22 16:02:34,214 E 138 138] (raylet) node_manager.cc:2966: "
+     "System memory low at node with IP 172.31.66.10. Used memory (54.90GB) / total capacity "
+     "(57.60GB) (0.95307) exceeds threshold 0.95, killing latest task with name  and task ID "
+     "NIL_ID to avoid running out of memory.", "ray_oom", "oom", "System memory low"),
+])
+def test_jax_tf_and_ray_wordings(line: str, code: str, kind: str, words: str) -> None:
+    row = parse_error(line)
+    assert row is not None
+    assert (row["code"], row["kind"]) == (code, kind)
+    assert words in row["message"]
+
+
+@pytest.mark.parametrize("line", [
+    # TF at every start on a machine without a GPU: no crash
+    "2021-03-01 10:00:00.000000: E tensorflow/stream_executor/cuda/cuda_driver.cc:328] failed "
+    "call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
+    # XLA's allocator says itself this one is no failure (flatironinstitute/nemos#345)
+    "2025-05-18 21:59:55.086788: W external/xla/xla/tsl/framework/bfc_allocator.cc:310] Allocator "
+    "(GPU_0_bfc) ran out of memory trying to allocate 3.37GiB with freed_by_count=0. The caller "
+    "indicates that this is not a failure, but this may mean that there could be performance "
+    "gains if more memory were available.",
+])
+def test_jax_and_tf_lines_that_are_no_crash(line: str) -> None:
+    assert parse_error(line) is None
+
+
+def test_a_ray_oom_kill_names_its_node(tmp_path: Path) -> None:
+    f = _facts(tmp_path, "(raylet) [2023-04-19 16:22:19,798 E 329 329] (raylet) "
+                         "node_manager.cc:3069: 13 Workers (tasks / actors) killed due to memory "
+                         "pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+                         "2875, IP: 10.0.10.135) over the last time period.\n")
+    assert (f["error_kind"], f["failed_hosts"]) == ("oom", ["10.0.10.135"])
+
+
 def test_a_module_exception_is_no_host_prefix(tmp_path: Path) -> None:
     """'cv2.error: …' looks like pdsh's 'host: line' (a name with a digit before ': ')."""
     (tmp_path / "workerlog.0").write_text(

@@ -27,6 +27,11 @@ Wordings, checked against the sources that print them (and public issues quoting
   ``host:pid:tid [dev] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer
   10.0.0.2<47426> with error 12, opcode 0, len 0, vendor err 129`` and ``NCCL WARN Cuda failure
   'unknown error'``.
+- XLA and TF (JAX, TF/Keras, pytorch/xla): the device allocator's ``RESOURCE_EXHAUSTED: Out of
+  memory while trying to allocate 6291456 bytes.`` / ``… Failed to allocate request for 2.99GiB
+  (3206250496B) on device ordinal 0`` and TF's ``OOM when allocating tensor with shape[…] … on
+  …/device:GPU:0``; the CUDA driver's error names (``CUDA_ERROR_ILLEGAL_ADDRESS: an illegal
+  memory access was encountered``), only those that break the context.
 - gloo (third_party/gloo/gloo/transport/tcp/pair.cc): ``Connection reset by peer``,
   ``Connection closed by peer [127.0.0.1]:55461``.
 - ECC: ``CUDA error: uncorrectable ECC error encountered``; ``nvidia-smi -q``'s ``Remapping
@@ -38,7 +43,9 @@ Wordings, checked against the sources that print them (and public issues quoting
   killed`` (its ``*** JOB 7518 ON HOST CANCELLED ***`` line names the host); the kernel's ``Out of memory: Killed process 12345 (python)`` / ``Memory cgroup out
   of memory: Killed process …``; ``slurmstepd: error: Detected 1 oom_kill event in
   StepId=11300781.0. Some of the step tasks have been OOM Killed.`` and ``srun: error:
-  sdumont6156: task 0: Out Of Memory`` (nextflow#5932); Ray's ``OutOfMemoryError``.
+  sdumont6156: task 0: Out Of Memory`` (nextflow#5932); Ray's ``OutOfMemoryError`` and its
+  raylet's ``13 Workers (tasks / actors) killed due to memory pressure (OOM), … at node (ID: …,
+  IP: 10.0.10.135)`` (before Ray 2.2: ``System memory low at node with IP …``).
 - Launchers and schedulers: torchrun ``failed (exitcode: -9) local_rank: 1 (pid: 4914) of
   binary: …`` and ``Sending process 4913 closing signal SIGTERM`` (or ``Closing process 4913
   via signal SIGTERM``) and ``Received Signals.SIGTERM death signal, shutting down workers``
@@ -97,6 +104,10 @@ _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile 
 # of a C++ extension, TheAtticusProject/cuad#9).
 _NCCL_ERROR = r"(?i:nccl error)\S*:?\s*(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?"
 
+# XLA's device allocator running out, after its status code (``xla_oom``)
+_XLA_OOM = (r"(?:Out of memory (?:while trying to allocate|allocating) \d+ bytes|Failed to "
+            r"allocate request for [\d.]+\s?[KMGT]?i?B(?: \(\d+B\))? on device ordinal \d+)")
+
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # the line after torch's "Last error:" under ncclUnhandledCudaError: the CUDA error NCCL
         # hit ("Cuda failure 2 'out of memory'", "Cuda failure 'initialization error'")
@@ -123,6 +134,33 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "oom",
         "CUDA error: out of memory",
         re.compile(r"(?P<msg>CUDA error: out of memory)"),
+    ),
+    (  # XLA's device allocator (JAX, TF's XLA, pytorch/xla), in the XlaRuntimeError or the
+        # replica's log line: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate
+        # 6291456 bytes." (jax-ml/jax#13428), "RESOURCE_EXHAUSTED: Failed to allocate request
+        # for 2.99GiB (3206250496B) on device ordinal 0" (ecmwf-lab/ai-models-graphcast#18);
+        # before the status codes were upper case "Resource exhausted: Failed to allocate request
+        # for 32.00MiB (33554432B) on device ordinal 0" (kingoflolz/mesh-transformer-jax#66)
+        "xla_oom",
+        "oom",
+        "RESOURCE_EXHAUSTED: ",
+        re.compile(r"(?P<msg>RESOURCE_EXHAUSTED: " + _XLA_OOM + ")"),
+    ),
+    (
+        "xla_oom",
+        "oom",
+        "Resource exhausted: ",
+        re.compile(r"(?P<msg>Resource exhausted: " + _XLA_OOM + ")"),
+    ),
+    (  # TensorFlow's allocator on a GPU, under "ResourceExhaustedError: " (Keras's fit): "OOM
+        # when allocating tensor with shape[256,1024,1024] and type float on
+        # /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" (a CPU's is host
+        # memory: read as the Python error it is)
+        "tf_oom",
+        "oom",
+        "OOM when allocating",
+        re.compile(r"(?P<msg>OOM when allocating tensor(?: with shape ?\[[^\]]*\])?(?: and type "
+                   r"\w+)? on \S*device:GPU:\d+(?: by allocator \S+)?)"),
     ),
     (  # Paddle's allocator (memory/allocation/cuda_allocator.cc), under "ResourceExhaustedError: "
         # or on its own line below it: "Out of memory error on GPU 0. Cannot allocate 732.427734MB
@@ -185,6 +223,36 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "cuda_error",
         "CUDA driver error",
         re.compile(r"(?P<msg>CUDA driver error: .*?)" + _CUDA_TAIL),
+    ),
+    (  # the CUDA driver API's error names, as XLA's and TF's stream executors print them (JAX,
+        # TF, pytorch/xla): "failed to unload module 0x5215a9a0; leaking:
+        # CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"
+        # (openxla/xla#15945), "Program hit CUDA_ERROR_ILLEGAL_ADDRESS (error 700) due to "an
+        # illegal memory access was encountered" on CUDA API call to cuMemcpyDtoHAsync_v2"
+        # (jax-ml/jax#3017); the out-of-memory and ECC names are those kinds. Only the errors
+        # that break the context (700, 702, 710, 714-720) are a crash: TF prints "failed call to
+        # cuInit: CUDA_ERROR_NO_DEVICE: …" at every start on a machine without a GPU
+        "cuda_oom",
+        "oom",
+        "CUDA_ERROR_OUT_OF_MEMORY",
+        re.compile(r"(?P<msg>CUDA_ERROR_OUT_OF_MEMORY(?: \(error \d+\))?(?::| due to) \"?out of "
+                   r"memory)"),
+    ),
+    (
+        "cuda_ecc_uncorrectable",
+        "ecc",
+        "CUDA_ERROR_ECC_UNCORRECTABLE",
+        re.compile(r"(?P<msg>CUDA_ERROR_ECC_UNCORRECTABLE(?: \(error \d+\))?(?::| due to) "
+                   r"\"?uncorrectable ECC error encountered)"),
+    ),
+    (
+        "cuda_error",
+        "cuda_error",
+        "CUDA_ERROR_",
+        re.compile(r"(?P<msg>CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_TIMEOUT|ASSERT|HARDWARE_STACK_ERROR|"
+                   r"ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE|INVALID_PC|"
+                   r"LAUNCH_FAILED|NVLINK_UNCORRECTABLE)(?: \(error \d+\))?(?::| due to) \"?"
+                   r"[a-z][^.\"\n]{2,200})"),
     ),
     # --- NCCL failures that usually mean a peer (or the network) went away -------------------
     (
@@ -393,6 +461,27 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "low on resource: ",
         re.compile(r"(?P<msg>The node was low on resource: (?!memory)[\w.-]+\.?(?: Container \S+ "
                    r"was using \S+, (?:which exceeds its request of|request is) \S+\.)?)"),
+    ),
+    (  # Ray's memory monitor killing workers for the host's RAM, the raylet's summary (Ray >=
+        # 2.2, node_manager.cc): "(raylet) … node_manager.cc:3069: 13 Workers (tasks / actors)
+        # killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node
+        # (ID: 2875…, IP: 10.0.10.135) over the last time period." (ray-project/ray#34695,
+        # #45894); before it: "System memory low at node with IP 172.31.66.10. Used memory
+        # (54.90GB) / total capacity (57.60GB) (0.95307) exceeds threshold 0.95, killing latest
+        # task …" (ray-project/ray#28774)
+        "ray_oom",
+        "oom",
+        "killed due to memory pressure",
+        re.compile(r"(?P<msg>[1-9]\d* Workers \(tasks / actors\) killed due to memory pressure "
+                   r"\(OOM\))(?:, \d+ Workers crashed due to other reasons at node \(ID: \w+, "
+                   r"IP: (?P<host>[\w.:\-]+)\))?"),
+    ),
+    (
+        "ray_oom",
+        "oom",
+        "System memory low at node",
+        re.compile(r"(?P<msg>System memory low at node with IP (?P<host>[\w.:\-]+)\. Used memory "
+                   r"\([\d.]+\s?[KMGT]?B\) / total capacity \([\d.]+\s?[KMGT]?B\))"),
     ),
     (
         "ray_oom",
@@ -606,7 +695,9 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
-                "Signal: ", "Cuda failure", "Killed process")
+                "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED: ", "Resource exhausted: ",
+                "OOM when allocating",
+                "CUDA_ERROR_", "killed due to memory pressure", "System memory low at node")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
