@@ -189,6 +189,12 @@ REAL_LINES = [
     ("''' Train Epoch     #73:  82% 1025/1252 [35:04<13:48,  3.65s/it, loss=0.946, accuracy=77]"
      "WARNING: One or more tensors were submitted to be reduced",
      {"iteration": 1025, "epoch": 73.0, "loss": 0.946, "elapsed_s": 3.65}, "horovod/horovod#334"),
+    # torchtune's recipes: the epoch, the optimizer's step and the loss in the bar's description
+    # (pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")), the
+    # bar's own count behind it
+    ("  1|1|Loss: 1.7553404569625854:   0%|                       | 0/13000 [00:03<?, ?it/s]",
+     {"iteration": 1, "epoch": 1.0, "loss": 1.7553404569625854},
+     "pytorch/torchtune docs/source/tutorials/first_finetune_tutorial.rst"),
     # NVIDIA's MLPerf SSD: the step's loss, an EMA of it, the interval's rate (a spaced slash)
     ("Iteration:     40, Loss function: 18.340, Average Loss: 0.834, avg. samples / sec: 4425.19",
      {"iteration": 40, "loss": 18.34, "samples_per_s": 4425.19},
@@ -228,6 +234,9 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     "s:12 eval:0.29",  # llm.c's HellaSwag accuracy: no loss
     # a bar without a loss in its postfix is the progress parser's alone
     "Steps:  25%|██▌       | 382/1500 [5:29:27<15:48:09, 50.89s/it, step_time=50.94s]",
+    # a bar whose description names an eval loss or no loss
+    "val loss: 2.3: 100%|██████████| 10/10 [00:01<00:00,  9.80it/s]",
+    "Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.55s/it]",
     # deepspeedai/DeepSpeed#5008: a bar fused with a message that names a step
     "3%|▎         | 270/9847 [05:50<3:17:42,  1.24s/it]Invalidate trace cache @ step 1: "
     "expected module 25, but got module 323",
@@ -247,6 +256,11 @@ def test_lines_that_are_no_step(line: str) -> None:
     ("global_step=40 step=3 train loss: 2.3 step_time: 230ms",
      {"iteration": 40, "loss": 2.3, "elapsed_s": 0.23}),
     ("step 12 | loss 2.1 | 9.8it/s", {"iteration": 12, "elapsed_s": 1 / 9.8}),
+    # a loss in a tqdm bar's description, no postfix: the bar's count is the step
+    ("loss: 2.3456: 100%|██████████| 10/10 [00:01<00:00,  9.80it/s]",
+     {"iteration": 10, "loss": 2.3456, "elapsed_s": 1 / 9.8}),
+    ("Epoch 3 loss=2.1: 50%|█████     | 5/10 [00:01<00:01,  4.00it/s]",
+     {"iteration": 5, "epoch": 3.0, "loss": 2.1}),
 ])
 def test_syntaxes(line: str, expected: dict) -> None:
     row = parse_metric_line(line)

@@ -834,7 +834,7 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
     the time per step. A bar without such a postfix is the progress parser's alone."""
     post = POSTFIX_RE.match(text, bar.end())
     if post is None:
-        return None
+        return _bar_description(text, bar)
     row: Row = {}
     parts: Row = {}
     for p in PAIR_RE.finditer(post["post"]):
@@ -869,6 +869,40 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
         row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
     elif row.get("elapsed_s") is None:
         row.pop("elapsed_s", None)
+    return _finish(row)
+
+
+# a loss in a bar's description, where the postfix names none: torchtune's recipes
+# (pbar.set_description(f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_to_log}")): "1|1|Loss:
+# 1.7553404569625854:   0%|    | 0/13000 [00:03<?, ?it/s]", the epoch, the optimizer's step and
+# the loss before the bar; a custom loop's "loss: 2.3456: 100%|…| 10/10 […]" (the bar's count the
+# step, as a postfix's)
+DESC_LOSS_RE = re.compile(
+    rf"(?:(?P<e>\d+)\|(?P<n>\d+)\|)?(?P<k>[A-Za-z_][A-Za-z_ ]{{0,30}}?)\s*[:=]\s*(?P<v>{_NUM})\s*:?\s*$")
+
+
+def _bar_description(text: str, bar: re.Match[str]) -> Row | None:
+    """A bar with no postfix whose description ends in a loss (``DESC_LOSS_RE``): the step the
+    description names (torchtune's ``epoch|step|``), else the bar's count; the bar's rate as
+    the time per step; None for any other bar."""
+    pct = bar.start("pct") if "pct" in bar.re.groupindex and bar["pct"] is not None else None
+    m = DESC_LOSS_RE.search(text, 0, pct) if pct is not None else None
+    if m is None or _norm(m["k"].strip()) != "loss":
+        return None
+    row: Row = {"loss": _number(m["v"], None)}
+    if m["n"] is not None:
+        row["iteration"] = int(m["n"])
+        row["epoch"] = float(m["e"])
+    else:
+        n = _number(bar["n"], None)
+        if n is None or n != int(n):
+            return None
+        row["iteration"] = int(n)
+        if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
+    rate = _number(bar["rate"], None) if bar["rate"] not in (None, "?") else None
+    if rate and bar["unit"] in ("it/s", "s/it"):
+        row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
     return _finish(row)
 
 
