@@ -313,6 +313,24 @@ def test_xid_catalog() -> None:
      "save_start", 10, {}),
     ("Epoch 3, global step 1000: 'val_loss' reached 0.12 (best 0.12), saving model to "
      "'/ckpt/epoch=3-step=1000.ckpt' as top 1", "saved", 1000, {}),
+    # a step named in words: MaxText (AI-Hypercomputer/maxtext MaxText/checkpointing.py
+    # print_save_message: f"Saved a checkpoint at step {step}.", async: "Started an
+    # asynchronous checkpoint save for step {step}"; its older train.py "saved a checkpoint at
+    # step {step}")
+    ("Saved a checkpoint at step 1000.", "saved", 1000, {}),
+    ("saved a checkpoint at step 0", "saved", 0, {}),
+    ("Started an asynchronous checkpoint save for step 2000", "save_start", 2000, {}),
+    # NVIDIA-NeMo/RL nemo_rl/algorithms/grpo.py: print(f"Saving checkpoint for step {step + 1}...")
+    ("Saving checkpoint for step 51...", "save_start", 51, {}),
+    # OLMo-core's trainer, as a project's test quotes its console (olmo_core.train.trainer)
+    ("2026-08-08 12:03:10 INFO [olmo_core.train.trainer:1003] Saving checkpoint for step 100 to "
+     "'s3://b/k'...", "save_start", 100, {"path": "s3://b/k"}),
+    ("2026-08-08 12:03:44 INFO [olmo_core.train.trainer:1064] Checkpoint for step 100 saved "
+     "successfully", "saved", 100, {}),
+    # "at step N" is the step, not the path (prime-rl: logger.info(f"Saving checkpoint at step
+    # {progress.step}"), with a destination after it as other trainers print it)
+    ("Saving checkpoint at step 1000 to gs://bucket/ckpt/run1", "save_start", 1000,
+     {"path": "gs://bucket/ckpt/run1"}),
 ])
 def test_checkpoint_wordings(line: str, kind: str, iteration: int | None, extra: dict) -> None:
     assert reaches(checkpoints.PARSERS, line)

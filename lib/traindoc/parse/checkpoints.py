@@ -33,6 +33,10 @@ Wordings, checked against the sources:
   (no step); PaddleClas, PaddleRec: ``Already save model in {}``.
 - BasicSR and mmsr/EDVR (train.py): ``Saving models and training states.`` (no step, no path);
   forks add ``Saving best model and training states.`` for the best validation score.
+- A step named in words, any trainer: ``Saving checkpoint for step 100 to '…'...`` and
+  ``Checkpoint for step 100 saved successfully`` (OLMo-core), ``Saving checkpoint for step
+  N...`` (NeMo-RL), ``Saved a checkpoint at step N.`` and ``Started an asynchronous checkpoint
+  save for step N`` (MaxText), ``Saving checkpoint at step N`` (prime-rl, RLinf).
 """
 
 from __future__ import annotations
@@ -48,6 +52,14 @@ GENERIC_SAVE_RE = re.compile(
     r"(?<![\w-])(?:[Ss]av(?:ed|ing)|[Ss]ave) (?:the |a )?(?:model )?checkpoints? ?(?:to|at|in|:) "
     r"+['\"]?(?P<path>[^\s'\"]+)"
     r"|(?<![\w-])[Cc]heckpoints? saved ?(?:to|at|in|:) +['\"]?(?P<path2>[^\s'\"]+)")
+
+# a save that names its step in words, any trainer's (``CHECKPOINT_PATTERNS``): "Saving checkpoint
+# at step 1000 to gs://…", "Saving checkpoint for step 100 to 's3://b/k'...", "Saving checkpoint
+# for step {} at {}", "Saved a checkpoint at step 1000."; the path after it where one follows
+STEP_SAVE_RE = re.compile(
+    r"(?<![\w-])[Ss]av(?:ing|ed) (?:the |a |an )?(?:model |full |training )?checkpoint (?:at|for) "
+    r"(?:global )?(?:step|iteration)\.*\s*(?P<it>\d+)(?![\d.]\d)(?:\.*\s+(?:to|at|in)\s+['\"]?"
+    r"(?P<path>[^\s'\"]+))?")
 
 CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # Megatron
@@ -104,6 +116,19 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # "Already save model in output/0"
     ("saved", "save best model is to ", re.compile(r"\bsave best model is to (?P<path>\S+)")),
     ("saved", "save model in ", re.compile(r"\bsave model in (?P<path>\S+)")),
+    # Any trainer that names the step in words (``STEP_SAVE_RE``): NVIDIA-NeMo/RL's algorithms
+    # (print(f"Saving checkpoint for step {step + 1}..."), OLMo-core's trainer ("Saving
+    # checkpoint for step 100 to '…'...", then "Checkpoint for step 100 saved successfully"),
+    # prime-rl's logger.info(f"Saving checkpoint at step {progress.step}"), MaxText's
+    # max_logging.log(f"Saved a checkpoint at step {step}.") (older "saved a checkpoint at
+    # step …"; with async checkpointing "Started an asynchronous checkpoint save for step {step}")
+    *((kind, needle, STEP_SAVE_RE) for kind, needle in (
+        ("save_start", "aving checkpoint "), ("save_start", "aving a checkpoint "),
+        ("saved", "aved a checkpoint "), ("saved", "aved checkpoint "))),
+    ("save_start", "checkpoint save for step ", re.compile(
+        r"\basynchronous checkpoint save for step (?P<it>\d+)")),
+    ("saved", "heckpoint for step ", re.compile(
+        r"(?<![\w-])[Cc]heckpoint for step (?P<it>\d+) saved\b")),
     # Any other trainer, hand-written loops included: a save verb and "checkpoint", then where
     # it went ("Saved checkpoint to ckpt/lora_epoch3_step150.pt", "Saving checkpoint to
     # output/model_0000499.pth", "Checkpoint saved to …/step500-unsharded", "Save checkpoint:
