@@ -195,6 +195,12 @@ REAL_LINES = [
     ("  1|1|Loss: 1.7553404569625854:   0%|                       | 0/13000 [00:03<?, ?it/s]",
      {"iteration": 1, "epoch": 1.0, "loss": 1.7553404569625854},
      "pytorch/torchtune docs/source/tutorials/first_finetune_tutorial.rst"),
+    # tqdm-loggable's record of Levanter's training bar (stanford-crfm/levanter draws its bars
+    # with tqdm_loggable.auto): the postfix's loss, the count the step (the line as a Levanter
+    # user's run notes quote it, found by code search; the repository is not named there)
+    ("Progress on:train 11.0it/18.0it rate:34.5s/it remaining:04:01 elapsed:17:46 "
+     "postfix:loss=15.5", {"iteration": 11, "loss": 15.5, "elapsed_s": 34.5},
+     "Levanter via tqdm-loggable"),
     # NVIDIA's MLPerf SSD: the step's loss, an EMA of it, the interval's rate (a spaced slash)
     ("Iteration:     40, Loss function: 18.340, Average Loss: 0.834, avg. samples / sec: 4425.19",
      {"iteration": 40, "loss": 18.34, "samples_per_s": 4425.19},
@@ -234,6 +240,9 @@ def test_real_lines(line: str, expected: dict, source: str) -> None:
     "s:12 eval:0.29",  # llm.c's HellaSwag accuracy: no loss
     # a bar without a loss in its postfix is the progress parser's alone
     "Steps:  25%|██▌       | 382/1500 [5:29:27<15:48:09, 50.89s/it, step_time=50.94s]",
+    # tqdm-loggable's record with no postfix (HEISENYAN/openpi train_aloha_folding.out)
+    "02:03:13.439 [I] Progress on: 5.00it/200kit rate:1.3s/it remaining:71:35:34 elapsed:00:10 "
+    "postfix:- (8428:tqdm_logging.py:145)",
     # a bar whose description names an eval loss or no loss
     "val loss: 2.3: 100%|██████████| 10/10 [00:01<00:00,  9.80it/s]",
     "Loading checkpoint shards: 100%|██████████| 2/2 [00:03<00:00,  1.55s/it]",

@@ -547,6 +547,8 @@ def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
     fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
+    if "Progress on:" in text and (rec := LOGGABLE_RE.search(text)) is not None:
+        return _loggable_postfix(text, rec)
     if ("%|" in text or "%\\|" in text or "% " in text) and (bar := _last_bar(text)) is not None:
         if (row := _bar_postfix(text, bar)) is not None or (after := _after_bar(text, bar)) is None:
             return row
@@ -903,6 +905,41 @@ def _bar_description(text: str, bar: re.Match[str]) -> Row | None:
     rate = _number(bar["rate"], None) if bar["rate"] not in (None, "?") else None
     if rate and bar["unit"] in ("it/s", "s/it"):
         row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
+    return _finish(row)
+
+
+# tqdm-loggable's log record of a bar (``progress.TQDM_FORMATS``), its postfix at the end as
+# tqdm formats it ("k=v, k2=v2"): Levanter's training bar, "Progress on:train 11.0it/18.0it
+# rate:34.5s/it remaining:04:01 elapsed:17:46 postfix:loss=15.5"
+LOGGABLE_RE = TQDM_FORMATS[3]
+LOGGABLE_POSTFIX_RE = re.compile(r"\spostfix:(?P<post>.*)$")
+COUNT_SUFFIX = {"k": 1e3, "M": 1e6, "G": 1e9}
+
+
+def _loggable_postfix(text: str, rec: re.Match[str]) -> Row | None:
+    """A tqdm-loggable record whose postfix names a loss: the bar's count as the step, the
+    postfix's loss and grad norm, the rate as the time per step; None for any other."""
+    post = LOGGABLE_POSTFIX_RE.search(text, rec.end())
+    if post is None:
+        return None
+    row: Row = {}
+    for p in PAIR_RE.finditer(post["post"]):
+        if p["sp"]:
+            continue
+        col = _norm(p["qk"] or p["k"])
+        if col in ("loss", "grad_norm") and col not in row:
+            row[col] = _number(p["v"], p["u"])
+    if row.get("loss") is None and row.get("grad_norm") is None:
+        return None
+    count = rec["n"]
+    scale = COUNT_SUFFIX.get(count[-1], 1.0)
+    n = _number(count.rstrip("kMG"), None)
+    if n is None or n != n or n * scale != int(n * scale):
+        return None
+    row["iteration"] = int(n * scale)
+    rate = _number(rec["rate"].replace(",", ""), None)
+    if rate:
+        row["elapsed_s"] = rate if rec["unit"] == "s/it" else 1.0 / rate
     return _finish(row)
 
 
