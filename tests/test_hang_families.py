@@ -398,6 +398,14 @@ def test_detail_running_lines_all_at_one_collective_name_no_one(tmp_path: Path) 
     assert "deadlock" not in _classes(tmp_path, text)
 
 
+def test_detail_running_lines_of_two_groups_name_no_one(tmp_path: Path) -> None:
+    # rank 0's earlier line at SequenceNumber=9 (a subgroup's wrapper counts apart, and the
+    # lines name no group): the last lines may be of different groups, so no rank is behind
+    first = RUNNING.splitlines(keepends=True)[1].replace("SequenceNumber=4", "SequenceNumber=9")
+    f = _facts(tmp_path, first + RUNNING)
+    assert f["outlier_members"] == [] and f["first_mismatch"] is None
+
+
 FR_REPORTS = [
     # pytorch/pytorch#140969: the analyser's text report alone
     ("Not all ranks joining collective: sequence number: 31117\n"

@@ -383,9 +383,13 @@ def entered_rows(c: pd.DataFrame) -> pd.DataFrame:
 def entered_lag(c: pd.DataFrame) -> Mismatch | None:
     """The ranks whose last entered collective (``entered_rows``) is behind the furthest one
     any rank entered, as a ``missing_ranks`` mismatch at that number: in a hang the others wait
-    there for them. None with fewer than two ranks, or all at the same number."""
+    there for them. None with fewer than two ranks, or all at the same number, or where a
+    rank's numbers go back: each group's wrapper counts on its own (the lines name no group),
+    so the last lines of ranks could then be of different groups."""
     rows = entered_rows(c)
     if not len(rows):
+        return None
+    if not rows.groupby("rank")["seq_num"].agg(lambda s: s.is_monotonic_increasing).all():
         return None
     last = rows.groupby("rank", sort=True).tail(1)
     at = {int(r): int(s) for r, s in zip(last["rank"], last["seq_num"], strict=True)}
