@@ -398,6 +398,15 @@ def test_detail_running_lines_all_at_one_collective_name_no_one(tmp_path: Path) 
     assert "deadlock" not in _classes(tmp_path, text)
 
 
+def test_detail_running_lines_a_run_went_on_after_are_no_hang(tmp_path: Path) -> None:
+    # a Megatron step line (tests/data/wordings/iteration_lines.txt) after the lines: the run
+    # went on, so the ranks' positions are a moment of a running job, no hang
+    step = (" iteration       10/ 1000000 | consumed samples:           40 | elapsed time per "
+            "iteration (ms): 356.2 | learning rate: 0.000E+00 | global batch size:     4 |\n")
+    assert "deadlock" not in _classes(tmp_path, RUNNING + step)
+    assert _classes(tmp_path, step + RUNNING) == ["deadlock"]
+
+
 def test_detail_running_lines_of_two_groups_name_no_one(tmp_path: Path) -> None:
     # rank 0's earlier line at SequenceNumber=9 (a subgroup's wrapper counts apart, and the
     # lines name no group): the last lines may be of different groups, so no rank is behind

@@ -575,12 +575,19 @@ def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:
 
 def _entered_lag(incident: Incident) -> Sighting | None:
     """Ranks whose last logged collective (TORCH_DISTRIBUTED_DEBUG=DETAIL's ``Running
-    collective``) is behind the others', with no timeout or error beside them: a hang."""
+    collective``) is behind the others', with no timeout or error beside them and no step or
+    progress line after them in their files (a run that went on did not hang there): a hang."""
     c = incident.collectives
     lag = entered_lag(c)
     if lag is None or len(incident.errors) or (c["state"] == "timed_out").fillna(False).any():
         return None
     rows = entered_rows(c)
+    last: dict[int, int] = {}
+    for f, ln in _row_positions(incident, rows):
+        last[f] = max(last.get(f, 0), ln)
+    for t in ("iterations", "progress"):
+        if any(ln > last.get(f, 1 << 62) for f, ln in _row_positions(incident, getattr(incident, t))):
+            return None
     rows = rows[rows["rank"].isin(lag.ranks)].groupby("rank", sort=True).tail(1)
     return Sighting("deadlock", rows, f"{who(lag.ranks)} behind the others' collective "
                     f"#{lag.seq_num} (the collectives each rank logged entering)", list(lag.ranks))
