@@ -364,6 +364,57 @@ def test_detail_mismatch_is_the_first_mismatch(tmp_path: Path, text: str, seq: i
     assert f["first_mismatch"]["seq_num"] == seq and f["processes_seen"] == 2
 
 
+# Lightning-AI/pytorch-lightning#19106: TORCH_DISTRIBUTED_DEBUG=DETAIL's ProcessGroupWrapper
+# logs every collective a rank enters; rank 1 is one broadcast behind ranks 0 and 2
+_OPTS = ("TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided "
+         "(default), requires_grad=false (default), pinned_memory=false (default), "
+         "memory_format=(nullopt)))")
+RUNNING = (
+    "[I ProcessGroupWrapper.cpp:562] [Rank 1] Running collective: CollectiveFingerPrint("
+    f"SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, {_OPTS}\n"
+    "[I ProcessGroupWrapper.cpp:562] [Rank 0] Running collective: CollectiveFingerPrint("
+    f"SequenceNumber=4, OpType=BROADCAST, TensorShape=[73], TensorDtypes=Byte, {_OPTS}\n"
+    "[I ProcessGroupWrapper.cpp:562] [Rank 2] Running collective: CollectiveFingerPrint("
+    f"SequenceNumber=4, OpType=BROADCAST, TensorShape=[73], TensorDtypes=Byte, {_OPTS}\n")
+
+
+def test_detail_running_lines_name_the_rank_behind(tmp_path: Path) -> None:
+    inc = _load(tmp_path, RUNNING)
+    rows = inc.collectives
+    assert list(rows["rank"]) == [1, 0, 2] and list(rows["seq_num"]) == [3, 4, 4]
+    assert set(rows["state"]) == {"started"} and list(rows["sizes"]) == ["[1]", "[73]", "[73]"]
+    f = _facts(tmp_path, RUNNING)
+    assert f["processes_seen"] == 3 and f["outlier_members"] == [1]
+    assert f["first_mismatch"]["seq_num"] == 4 and f["first_mismatch"]["ranks"] == [1]
+    assert _classes(tmp_path, RUNNING) == ["deadlock"]
+
+
+def test_detail_running_lines_all_at_one_collective_name_no_one(tmp_path: Path) -> None:
+    # the same lines with every rank at SequenceNumber=4 (a run stopped between collectives)
+    text = RUNNING.replace("SequenceNumber=3", "SequenceNumber=4").replace(
+        "TensorShape=[1], TensorDtypes=Long", "TensorShape=[73], TensorDtypes=Byte")
+    f = _facts(tmp_path, text)
+    assert f["processes_seen"] == 3 and f["outlier_members"] == [] and f["first_mismatch"] is None
+    assert "deadlock" not in _classes(tmp_path, text)
+
+
+def test_detail_running_lines_a_run_went_on_after_are_no_hang(tmp_path: Path) -> None:
+    # a Megatron step line (tests/data/wordings/iteration_lines.txt) after the lines: the run
+    # went on, so the ranks' positions are a moment of a running job, no hang
+    step = (" iteration       10/ 1000000 | consumed samples:           40 | elapsed time per "
+            "iteration (ms): 356.2 | learning rate: 0.000E+00 | global batch size:     4 |\n")
+    assert "deadlock" not in _classes(tmp_path, RUNNING + step)
+    assert _classes(tmp_path, step + RUNNING) == ["deadlock"]
+
+
+def test_detail_running_lines_of_two_groups_name_no_one(tmp_path: Path) -> None:
+    # rank 0's earlier line at SequenceNumber=9 (a subgroup's wrapper counts apart, and the
+    # lines name no group): the last lines may be of different groups, so no rank is behind
+    first = RUNNING.splitlines(keepends=True)[1].replace("SequenceNumber=4", "SequenceNumber=9")
+    f = _facts(tmp_path, first + RUNNING)
+    assert f["outlier_members"] == [] and f["first_mismatch"] is None
+
+
 FR_REPORTS = [
     # pytorch/pytorch#140969: the analyser's text report alone
     ("Not all ranks joining collective: sequence number: 31117\n"

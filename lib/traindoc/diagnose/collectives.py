@@ -369,6 +369,39 @@ def unnumbered_mismatch(legacy: pd.DataFrame) -> Mismatch | None:
                     sorted(r for r, o in ops.items() if o != maj))
 
 
+def entered_rows(c: pd.DataFrame) -> pd.DataFrame:
+    """Rows of a rank entering a numbered collective outside any dump or report of a group
+    (``started``, a sequence number, no process group): TORCH_DISTRIBUTED_DEBUG=DETAIL's
+    ``Running collective: CollectiveFingerPrint(SequenceNumber=…)`` lines."""
+    if not len(c):
+        return c
+    keep = ((c["state"] == "started") & c["rank"].notna() & c["seq_num"].notna()
+            & c["process_group"].isna() & ~is_dump(c))
+    return c[keep.fillna(False)]
+
+
+def entered_lag(c: pd.DataFrame) -> Mismatch | None:
+    """The ranks whose last entered collective (``entered_rows``) is behind the furthest one
+    any rank entered, as a ``missing_ranks`` mismatch at that number: in a hang the others wait
+    there for them. None with fewer than two ranks, or all at the same number, or where a
+    rank's numbers go back: each group's wrapper counts on its own (the lines name no group),
+    so the last lines of ranks could then be of different groups."""
+    rows = entered_rows(c)
+    if not len(rows):
+        return None
+    if not rows.groupby("rank")["seq_num"].agg(lambda s: s.is_monotonic_increasing).all():
+        return None
+    last = rows.groupby("rank", sort=True).tail(1)
+    at = {int(r): int(s) for r, s in zip(last["rank"], last["seq_num"], strict=True)}
+    if len(at) < 2 or len(set(at.values())) < 2:
+        return None
+    top = max(at.values())
+    ops = {str(int(r)): as_str(o) or "?" for r, s, o in
+           zip(last["rank"], last["seq_num"], last["op_type"], strict=True) if int(s) == top}
+    return Mismatch(UNKNOWN_GROUP, top, MismatchKind.MISSING_RANKS, ops,
+                    sorted(r for r, s in at.items() if s < top))
+
+
 def is_dump(c: pd.DataFrame) -> pd.Series:
     """Rows that came from a flight-recorder dump."""
     return c["source"].str.contains("#entry", regex=False, na=False)

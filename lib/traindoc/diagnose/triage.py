@@ -85,7 +85,7 @@ from ..report import (
 from ..shellsafe import quote_all
 from . import NAMES as CLASSES
 from . import failure_class
-from .collectives import with_status_pg
+from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
 from .gpu_crash.events import C10D_ABORT_RE
@@ -561,7 +561,7 @@ def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:
     if not len(s):
         waiting = barrier_waits(incident.collectives)
         if not len(waiting):
-            return None
+            return _entered_lag(incident)
         ranks = sorted({int(r) for r in waiting["rank"].dropna()})
         return Sighting("deadlock", waiting.head(1), f"{len(ranks)} rank(s) waiting in "
                         "init_process_group's store-based barrier, which never completes",
@@ -571,6 +571,26 @@ def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:
                      _r=s["rank"].where(s["pid"].isna()).fillna(-1)).drop_duplicates(["_h", "_p", "_r"])
     return Sighting("deadlock", s, f"stack dumps of {len(procs)} process(es) in the bundle "
                     "(taken while the job hung)", _ranks(s))
+
+
+def _entered_lag(incident: Incident) -> Sighting | None:
+    """Ranks whose last logged collective (TORCH_DISTRIBUTED_DEBUG=DETAIL's ``Running
+    collective``) is behind the others', with no timeout or error beside them and no step or
+    progress line after them in their files (a run that went on did not hang there): a hang."""
+    c = incident.collectives
+    lag = entered_lag(c)
+    if lag is None or len(incident.errors) or (c["state"] == "timed_out").fillna(False).any():
+        return None
+    rows = entered_rows(c)
+    last: dict[int, int] = {}
+    for f, ln in _row_positions(incident, rows):
+        last[f] = max(last.get(f, 0), ln)
+    for t in ("iterations", "progress"):
+        if any(ln > last.get(f, 1 << 62) for f, ln in _row_positions(incident, getattr(incident, t))):
+            return None
+    rows = rows[rows["rank"].isin(lag.ranks)].groupby("rank", sort=True).tail(1)
+    return Sighting("deadlock", rows, f"{who(lag.ranks)} behind the others' collective "
+                    f"#{lag.seq_num} (the collectives each rank logged entering)", list(lag.ranks))
 
 
 def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:

@@ -23,6 +23,10 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
   running collective: CollectiveFingerPrint(SequenceNumber=32, OpType=ALLREDUCE, TensorShape=[4],
   …), but Rank 1 is running collective: CollectiveFingerPrint(SequenceNumber=32,
   OpType=BROADCAST, …).`` (older: no SequenceNumber): one row per rank named.
+- TORCH_DISTRIBUTED_DEBUG=DETAIL, every collective (ProcessGroupWrapper's INFO line before its
+  checks): ``[Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3,
+  OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, …)``: the rank entered that collective, a
+  ``started`` row with its shapes and dtypes (each rank's last one says where it is in a hang).
 - gloo monitored barrier: ``[Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms`` /
   ``Ranks 1, 2 failed to pass monitoredBarrier``: rank 0 waited; ranks 1 and 2 never arrived.
 - gloo: ``Timed out waiting 5000ms for recv operation to complete`` (also send).
@@ -108,6 +112,10 @@ FINGERPRINT_FIELD_RE = re.compile(
     r"(?P<key>SequenceNumber|OpType|TensorShape|TensorDtypes)="
     r"(?P<val>\[[^\]]*\]|\d+(?=\D)|[A-Za-z_0-9]+?(?=OpType=|TensorShape=|[,)\s]|$))"
 )
+# ProcessGroupWrapper::runCollectiveChecks logs each collective a rank enters (torch 1.10+;
+# SequenceNumber since 1.13), behind glog's "[I ProcessGroupWrapper.cpp:562] " or c10's prefix
+FINGERPRINT_RUNNING_RE = re.compile(
+    r"\[Rank (?P<rank>\d+)\]\s*Running collective:\s*CollectiveFingerPrint\((?P<body>.*)")
 MONITORED_BARRIER_RE = re.compile(
     r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier(?: in (?P<ms>\d+) ms)?"
 )
@@ -347,6 +355,20 @@ def parse_detail_mismatch(text: str) -> list[Row] | None:
     return rows
 
 
+def parse_detail_running(text: str) -> Row | None:
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL's 'Running collective: CollectiveFingerPrint(…)': the
+    collective the named rank entered, a ``started`` row."""
+    m = FINGERPRINT_RUNNING_RE.search(text)
+    if not m:
+        return None
+    f = _fingerprint(m["body"])
+    if f.get("OpType") is None:
+        return None
+    return {"rank": int(m["rank"]), "seq_num": to_int(f.get("SequenceNumber")),
+            "op_type": f["OpType"], "sizes": f.get("TensorShape"), "dtypes": f.get("TensorDtypes"),
+            "state": "started", "_named_rank": True}
+
+
 MONITORED_REACHED_RE = re.compile(
     r"Rank (?P<rank>\d+) successfully reached monitoredBarrier, but received errors while waiting "
     r"for send/recv from rank (?P<peer>\d+)")
@@ -546,6 +568,17 @@ PARSERS: tuple[LineParser, ...] = (
         " TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided "
         "(default), requires_grad=false (default), pinned_memory=false (default), memory_format="
         "(nullopt))), but Rank 2 is running collective: CollectiveFingerPrint(OpType=ALLGATHER).",
+    ),
+    LineParser(
+        "detail_collective_running",
+        "collectives",
+        ("Running collective:",),
+        parse_detail_running,
+        # Lightning-AI/pytorch-lightning#19106 (TORCH_DISTRIBUTED_DEBUG=DETAIL, torch 2.1)
+        example="[I ProcessGroupWrapper.cpp:562] [Rank 1] Running collective: CollectiveFingerPrint("
+        "SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes="
+        "TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad="
+        "false (default), pinned_memory=false (default), memory_format=(nullopt)))",
     ),
     LineParser(
         "gloo_monitored_barrier",

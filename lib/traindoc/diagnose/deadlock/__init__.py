@@ -24,7 +24,9 @@ Rules (documented because the runbook's facts depend on them):
   out. When every process seen is a helper (a worker's own dump), they are the processes. Pid 1
   on no named host is every container's first process: each dump of it is another process.
   Ranks a hang report shows without a stack (waiting in the store-based barrier, compared by a
-  DETAIL mismatch report, ready in a Horovod stalled op) are processes too, with no leaf; they name no outlier by themselves.
+  DETAIL mismatch report, ready in a Horovod stalled op, entering a collective in DETAIL's
+  ``Running collective`` log) are processes too, with no leaf; they name no outlier by
+  themselves.
 - **Thread.** ``MainThread`` by default (``pt_main_thread`` in faulthandler's OS names; a
   process with one unnamed thread uses it); ``thread="*"`` takes every thread except idle
   helpers (pt_autograd, tqdm's monitor, pin_memory, and non-main threads parked in a stdlib
@@ -53,7 +55,10 @@ Rules (documented because the runbook's facts depend on them):
   are. When the
   stacks single out no one, a decisive flight-recorder disagreement (ranks missing from a
   collective, or a minority that issued a different one) names them; so does a report of ranks
-  that never arrived (fr_trace's missing ranks, a store-based barrier's silent ranks).
+  that never arrived (fr_trace's missing ranks, a store-based barrier's silent ranks), and,
+  with neither, DETAIL's log of the collectives each rank entered (``Running collective:
+  CollectiveFingerPrint(SequenceNumber=N, …)``): the ranks whose last one is behind the
+  furthest any rank entered.
 - **Ranks** come from the logs (prefixes, per-rank files, ``trace-<host>-rank<N>.out``). When a
   dump names no rank and flight-recorder dumps exist, a process whose Python call chain (torch
   frames aside) equals a rank's last recorded collective's stack is that rank; one process and

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ..collectives import detail_mismatch, first_mismatch, rank_positions
+from ..collectives import detail_mismatch, entered_lag, first_mismatch, rank_positions
 from ..common import who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind
 from .stacks import (
@@ -163,7 +163,8 @@ def absent_report(collectives: pd.DataFrame) -> Mismatch | None:
                     ops, sorted({int(r) for r in same["rank"]}))
 
 
-MISMATCH_SOURCES = ("Flight recorder", "Report of the ranks that never arrived")
+MISMATCH_SOURCES = ("Flight recorder", "Report of the ranks that never arrived",
+                    "Log of the collectives each rank entered (TORCH_DISTRIBUTED_DEBUG=DETAIL)")
 
 
 def mismatch_title(mm: Mismatch, source: str = MISMATCH_SOURCES[0]) -> str:
@@ -265,7 +266,8 @@ class DeadlockAnalysis:
     fr_named: bool  # the outliers come from a decisive flight-recorder mismatch, not the stacks
     # where ``mismatch`` comes from: the flight recorder, or (with no mismatch there) a report of
     # the ranks that never arrived (Horovod's stall inspector, fr_trace's text, NCCL RAS:
-    # ``absent_report``); one of MISMATCH_SOURCES
+    # ``absent_report``), else the collectives each rank logged entering (``entered_lag``); one
+    # of MISMATCH_SOURCES
     mismatch_source: str
     outliers: list[Proc]  # the processes the others wait for
     outlier_members: list[Any]
@@ -325,7 +327,8 @@ def analyse(incident: Incident, thread: str = "MainThread",
     stack_outliers, rule = find_outliers(procs)
     c = incident.collectives
     recorded = first_mismatch(c) or detail_mismatch(c)
-    mismatch = recorded or absent_report(c)
+    absent = None if recorded else absent_report(c)
+    mismatch = recorded or absent or entered_lag(c)
     ranks = [p for p in procs if not p.helper]
     outliers, fr_named = stack_outliers, False
     if not outliers and mismatch and _decisive(mismatch):
@@ -356,7 +359,7 @@ def analyse(incident: Incident, thread: str = "MainThread",
         fatal_dump=bool(fatal_dump_rows(incident.stacks, incident.errors).any()),
         incident=incident, thread=thread, depth=depth, procs=procs, inferred=inferred, rule=rule,
         stack_outliers=stack_outliers, mismatch=mismatch, fr_named=fr_named,
-        mismatch_source=MISMATCH_SOURCES[recorded is None], outliers=outliers,
+        mismatch_source=MISMATCH_SOURCES[0 if recorded else 1 if absent else 2], outliers=outliers,
         outlier_members=outlier_members,
         outlier_leaf=_most_common([p.leaf for p in outliers], [p.count for p in outliers]),
         majority_leaf=_most_common([p.leaf for p in rest], [p.count for p in rest]),

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ...parse.collectives import STORE_BARRIER_OP
 from ...parse.missing_ranks import is_jax_barrier
+from ..collectives import entered_rows
 from ..common import as_int
 
 FRAME_RE = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]+?)(?::(?P<line>\d+))?\)$")
@@ -524,6 +525,9 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     rows = c[(barrier.fillna(False) | ready.fillna(False) | (c["state"] == "mismatch").fillna(False)
               | watchdog.fillna(False) | lacking.fillna(False) | printer.fillna(False))
              & c["rank"].notna()]
+    # the collective each rank logged entering last (TORCH_DISTRIBUTED_DEBUG=DETAIL)
+    entered = entered_rows(c).groupby("rank", sort=False).tail(1)
+    rows = pd.concat([rows, entered]) if len(entered) else rows
     known = {p.rank for p in procs if p.rank is not None}
     out: dict[int, Proc] = {}
     # a rank the report shows ready or missing says more than that it printed the report
@@ -540,6 +544,7 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
                 if r.state == "timed_out" and not (pd.isna(r.timeout_ms) and pd.isna(r.ran_for_ms))
                 else f"reported the stall of {op}" if r.state == "timed_out"
                 else f"missing from {op} (stall report)" if r.state == "absent"
+                else f"entered {op} #{int(r.seq_num)} last (DETAIL)" if not pd.isna(r.seq_num)
                 else f"ready in {op} (stall report)")
         out[rank] = Proc(key=("rank", None, rank), rank=rank, host=_na(r.host), pid=None,
                          frames=[], leaf=None, signature=f"({what})", in_collective=False,
