@@ -209,6 +209,45 @@ def test_a_setup_bar_counts_no_step(tmp_path: Path) -> None:
         assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [1, 2], bar
 
 
+# A training loop that says where its steps start, then overflows before any step line: the
+# overflows are that step and the ones after it. DeepSpeed-Chat's epoch header and overflows from
+# deepspeedai/DeepSpeed#931 (corpus loss_spike-deepspeed-931); torchtitan's start line as
+# saforem2/mmm's README.md quotes its train.py.
+START_LINES = [
+    ("Beginning of Epoch 1/16, Total Micro Batches 1840", 1.0),
+    ("[2025-02-03 09:19:51][I][mmm/train:300:__main__] Training starts at step 1, with local batch "
+     "size 1, global batch size 8, sequence length 2048, total steps 1000 (warmup 200)", 1.0),
+    # torchtitan's train.py, f"Training starts at step {self.step + 1}", on a resumed run
+    ("Training starts at step 501", 501.0),
+]
+DS931_OVERFLOWS = [
+    "[2023-04-28 06:51:29,903] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1",
+    "[2023-04-28 06:51:30,648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 65536, reducing to 32768",
+    "[2023-04-28 06:51:31,392] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 32768, reducing to 16384",
+]
+
+
+def test_a_stated_start_step_is_read() -> None:
+    from traindoc.parse.benchmarks import parse_start_step
+    for line, value in START_LINES:
+        assert parse_start_step(line) == {"metric": "plan:start_step", "value": value}, line
+    # a later epoch's first step is not told by its header
+    assert parse_start_step("Beginning of Epoch 2/16, Total Micro Batches 1840") is None
+
+
+def test_overflows_after_a_stated_start_are_its_first_steps(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    for head, skipped in (("Beginning of Epoch 1/16, Total Micro Batches 1840", [1, 2, 3]),
+                          ("Training starts at step 501", [501, 502, 503]),
+                          # no start stated, no step line: the overflows' steps are unknown
+                          ("Beginning of Epoch 2/16, Total Micro Batches 1840", [])):
+        log.write_text("\n".join([head, *DS931_OVERFLOWS]) + "\n")
+        assert ls.analyse(traindoc.load(str(log))).skipped_iterations == skipped, head
+
+
 # NaN warnings that name no step: a NaN at the step after the last one logged before them
 NAN_WARNINGS = [
     ("Loss is nan, stopping training", "Intellindust-AI-Lab/DEIM#96"),
