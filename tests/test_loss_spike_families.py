@@ -876,3 +876,16 @@ def test_what_was_noise_no_longer_hides_the_noise(case: str, peaks: list[int]) -
 
     s = series(traindoc.load(ROOT / "data" / "corpus" / case / "logs", progress=False))
     assert [x["peak_iteration"] for x in find_spikes(s)[0]] == peaks
+
+
+def test_every_nan_step_is_listed_however_many(tmp_path: Path) -> None:
+    # llm.c's step line as an llm.c fork's gpt2_train.11672255.log prints it (corpus
+    # loss_spike-llmc-fork-gpt2-train-11672255: NaN from step 1 to its last, 902); the facts
+    # listed the first 500, which read as a run that stopped being NaN at 500
+    log = tmp_path / "train.log"
+    log.write_text("".join(
+        f"step {i:4d}/19560 | loss     nan (+nanz)| norm    nan (+nanz)| lr 8.57e-07 | "
+        "3788.44 ms | 35.6% bf16 MFU | 138391 tok/s\n" for i in range(1, 903)))
+    facts = ls.diagnose(traindoc.load(str(log))).facts
+    assert facts["nan_iterations"] == list(range(1, 903))
+    assert facts["last_iteration"] == 902
