@@ -889,3 +889,24 @@ def test_every_nan_step_is_listed_however_many(tmp_path: Path) -> None:
     facts = ls.diagnose(traindoc.load(str(log))).facts
     assert facts["nan_iterations"] == list(range(1, 903))
     assert facts["last_iteration"] == 902
+
+
+def test_a_taller_spike_on_the_level_an_unrecovered_swell_settled_at_is_its_own() -> None:
+    # corpus loss_spike-dp-train-doc-new-cosmas-nofreeze (a Marian-style cost every 500
+    # updates): the cost swells from ~78 to 158.6 at Up. 27500 and settles at 105-121, never back
+    # at 78; then 260 at Up. 39000 and 882 at 39500. The swell's excursion ran to the end of
+    # the log and took the spike as its peak, 16,500 updates before the spike began.
+    a = ls.analyse(traindoc.load(str(CORPUS / "loss_spike-dp-train-doc-new-cosmas-nofreeze"
+                                     / "logs")))
+    got = [(sp["start_iteration"], sp["peak_iteration"]) for sp in a.spikes]
+    assert got[-2:] == [(22500, 27500), (39000, 39500)]
+    assert a.spikes[-2]["recovered_iteration"] is None
+    assert 49500 <= a.spikes[-1]["recovered_iteration"] <= 53000
+    # a second hump that rises before the first one settled is the same excursion, and a
+    # taller one after a settled swell is not split off unless it is TALLER times the swell
+    base = [1.0, 1.02, 0.98, 1.01, 0.99] * 6
+    for tail, starts in (([3.0, 2.0, 4.0, 1.0, 1.0, 1.0, 1.0], [30]),
+                         ([2.0, 1.4, 1.4, 1.4, 1.4, 1.45, 1.4, 5.0, 1.4, 1.4], [30, 37]),
+                         ([2.0, 1.4, 1.4, 1.4, 1.4, 1.45, 1.4, 2.5, 1.4, 1.4], [30])):
+        found = [e.start for e in excursions(np.array(base + tail)) if e.confirmed]
+        assert found == starts, tail
