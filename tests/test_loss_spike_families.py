@@ -209,6 +209,45 @@ def test_a_setup_bar_counts_no_step(tmp_path: Path) -> None:
         assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [1, 2], bar
 
 
+# A training loop that says where its steps start, then overflows before any step line: the
+# overflows are that step and the ones after it. DeepSpeed-Chat's epoch header and overflows from
+# deepspeedai/DeepSpeed#931 (corpus loss_spike-deepspeed-931); torchtitan's start line as
+# saforem2/mmm's README.md quotes its train.py.
+START_LINES = [
+    ("Beginning of Epoch 1/16, Total Micro Batches 1840", 1.0),
+    ("[2025-02-03 09:19:51][I][mmm/train:300:__main__] Training starts at step 1, with local batch "
+     "size 1, global batch size 8, sequence length 2048, total steps 1000 (warmup 200)", 1.0),
+    # torchtitan's train.py, f"Training starts at step {self.step + 1}", on a resumed run
+    ("Training starts at step 501", 501.0),
+]
+DS931_OVERFLOWS = [
+    "[2023-04-28 06:51:29,903] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1",
+    "[2023-04-28 06:51:30,648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 65536, reducing to 32768",
+    "[2023-04-28 06:51:31,392] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+    "Skipping step. Attempted loss scale: 32768, reducing to 16384",
+]
+
+
+def test_a_stated_start_step_is_read() -> None:
+    from traindoc.parse.benchmarks import parse_start_step
+    for line, value in START_LINES:
+        assert parse_start_step(line) == {"metric": "plan:start_step", "value": value}, line
+    # a later epoch's first step is not told by its header
+    assert parse_start_step("Beginning of Epoch 2/16, Total Micro Batches 1840") is None
+
+
+def test_overflows_after_a_stated_start_are_its_first_steps(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    for head, skipped in (("Beginning of Epoch 1/16, Total Micro Batches 1840", [1, 2, 3]),
+                          ("Training starts at step 501", [501, 502, 503]),
+                          # no start stated, no step line: the overflows' steps are unknown
+                          ("Beginning of Epoch 2/16, Total Micro Batches 1840", [])):
+        log.write_text("\n".join([head, *DS931_OVERFLOWS]) + "\n")
+        assert ls.analyse(traindoc.load(str(log))).skipped_iterations == skipped, head
+
+
 # NaN warnings that name no step: a NaN at the step after the last one logged before them
 NAN_WARNINGS = [
     ("Loss is nan, stopping training", "Intellindust-AI-Lab/DEIM#96"),
@@ -891,3 +930,37 @@ def test_what_was_noise_no_longer_hides_the_noise(case: str, peaks: list[int]) -
 
     s = series(traindoc.load(ROOT / "data" / "corpus" / case / "logs", progress=False))
     assert [x["peak_iteration"] for x in find_spikes(s)[0]] == peaks
+
+
+def test_every_nan_step_is_listed_however_many(tmp_path: Path) -> None:
+    # llm.c's step line as an llm.c fork's gpt2_train.11672255.log prints it (corpus
+    # loss_spike-llmc-fork-gpt2-train-11672255: NaN from step 1 to its last, 902); the facts
+    # listed the first 500, which read as a run that stopped being NaN at 500
+    log = tmp_path / "train.log"
+    log.write_text("".join(
+        f"step {i:4d}/19560 | loss     nan (+nanz)| norm    nan (+nanz)| lr 8.57e-07 | "
+        "3788.44 ms | 35.6% bf16 MFU | 138391 tok/s\n" for i in range(1, 903)))
+    facts = ls.diagnose(traindoc.load(str(log))).facts
+    assert facts["nan_iterations"] == list(range(1, 903))
+    assert facts["last_iteration"] == 902
+
+
+def test_a_taller_spike_on_the_level_an_unrecovered_swell_settled_at_is_its_own() -> None:
+    # corpus loss_spike-dp-train-doc-new-cosmas-nofreeze (a Marian-style cost every 500
+    # updates): the cost swells from ~78 to 158.6 at Up. 27500 and settles at 105-121, never back
+    # at 78; then 260 at Up. 39000 and 882 at 39500. The swell's excursion ran to the end of
+    # the log and took the spike as its peak, 16,500 updates before the spike began.
+    a = ls.analyse(traindoc.load(str(CORPUS / "loss_spike-dp-train-doc-new-cosmas-nofreeze"
+                                     / "logs")))
+    got = [(sp["start_iteration"], sp["peak_iteration"]) for sp in a.spikes]
+    assert got[-2:] == [(22500, 27500), (39000, 39500)]
+    assert a.spikes[-2]["recovered_iteration"] is None
+    assert 49500 <= a.spikes[-1]["recovered_iteration"] <= 53000
+    # a second hump that rises before the first one settled is the same excursion, and a
+    # taller one after a settled swell is not split off unless it is TALLER times the swell
+    base = [1.0, 1.02, 0.98, 1.01, 0.99] * 6
+    for tail, starts in (([3.0, 2.0, 4.0, 1.0, 1.0, 1.0, 1.0], [30]),
+                         ([2.0, 1.4, 1.4, 1.4, 1.4, 1.45, 1.4, 5.0, 1.4, 1.4], [30, 37]),
+                         ([2.0, 1.4, 1.4, 1.4, 1.4, 1.45, 1.4, 2.5, 1.4, 1.4], [30])):
+        found = [e.start for e in excursions(np.array(base + tail)) if e.confirmed]
+        assert found == starts, tail

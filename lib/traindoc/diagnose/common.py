@@ -590,7 +590,10 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     when the step's loss is computed and before its line (if any) is written; overflows and
     NaN warnings are counted apart, since one step often logs both. HF Trainer's stepless
     dicts are first placed by their epoch (``place_by_epoch``). A set-up bar (``SETUP_BARS``:
-    "Loading checkpoint shards 2/2") counts no step: its 2 would make the first overflow step 3."""
+    "Loading checkpoint shards 2/2") counts no step: its 2 would make the first overflow step 3.
+    A training loop's stated start (``plan:start_step`` rows of ``host_timings``: torchtitan's
+    "Training starts at step 1", DeepSpeed-Chat's "Beginning of Epoch 1/16") is logged before
+    its first step: the overflows after it are that step and the ones after it, one each."""
     it = place_by_epoch(incident.iterations, incident.progress,
                         incident.tables.get("host_timings"))
     skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
@@ -615,6 +618,16 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
                 marks.setdefault(where[0], []).append(
                     (where[1], int(v), bool(flags is not None and flags.at[j]),
                      bool(shown.at[j])))
+    # a training loop's start ("Training starts at step 1", DeepSpeed-Chat's "Beginning of
+    # Epoch 1/16"): the step before the one it names was the last done
+    ht = incident.tables.get("host_timings")
+    if ht is not None and len(ht):
+        starts = ht[(ht["metric"].astype("string") == f"{PLAN_PREFIX}start_step").fillna(False)
+                    & ht["value"].notna()]
+        for src, v in zip(starts["source"], starts["value"], strict=True):
+            where = split_source(src)
+            if where and v >= 1:
+                marks.setdefault(where[0], []).append((where[1], int(v) - 1, False, False))
     for v in marks.values():
         v.sort()
     it = it.copy()

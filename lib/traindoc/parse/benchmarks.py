@@ -320,6 +320,28 @@ def parse_run_plan(text: str) -> Row | None:
     return None
 
 
+# the step a run's training loop starts at, "plan:start_step" (the first step it trains): an
+# fp16 overflow logged after it and before any step line is that step or one after it
+# (``diagnose.common.place_unnumbered_skips``). torchtitan's train.py logs "Training starts at
+# step 1" (and forks add ", with local batch size 1, …"; a resumed run names its next step);
+# DeepSpeed-Chat's training loops log "Beginning of Epoch 1/16, Total Micro Batches 1840"
+# before each epoch's micro-batches: only the first epoch says where the steps start (a later
+# epoch's first step depends on the accumulation steps, which the line does not give).
+START_STEP_RE = re.compile(r"\bTraining starts at step (?P<n>\d+)\b")
+FIRST_EPOCH_RE = re.compile(r"\bBeginning of Epoch 1/\d+, Total Micro Batches \d+")
+START_STEP_NEEDLES = ("Training starts at step ", "Beginning of Epoch 1/")
+
+
+def parse_start_step(text: str) -> Row | None:
+    """The first step a training loop says it is about to train, as a ``plan:start_step`` row."""
+    m = START_STEP_RE.search(text)
+    if m:
+        return {"metric": "plan:start_step", "value": float(m["n"])}
+    if FIRST_EPOCH_RE.search(text):
+        return {"metric": "plan:start_step", "value": 1.0}
+    return None
+
+
 # the evaluation schedule a trainer states, "plan:eval_start" and "plan:eval_every": PaddleOCR's
 # tools/program.py (and the trainers copied from it: PaddleOCR's forks, OpenOCR) logs "During the
 # training process, after the 0th iteration, an evaluation is run every 19 iterations" (from
@@ -372,6 +394,14 @@ PARSERS: tuple[LineParser, ...] = (
         PLAN_NEEDLES,
         parse_run_plan,
         example="[INFO|2024-11-26 22:07:15] trainer.py:2321 >>   Total optimization steps = 17,000",
+    ),
+    LineParser(
+        "start_step",
+        "host_timings",
+        START_STEP_NEEDLES,
+        parse_start_step,
+        # data/corpus/loss_spike/loss_spike-deepspeed-931 (deepspeedai/DeepSpeed#931)
+        example="Beginning of Epoch 1/16, Total Micro Batches 1840",
     ),
     LineParser(
         "eval_schedule",

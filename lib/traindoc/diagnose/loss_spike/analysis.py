@@ -36,7 +36,7 @@ class LossSpikeAnalysis:
     loss_scale_halvings: int
     spikes: list[dict[str, Any]]  # loss spikes, in order (the facts' ``spikes``)
     grad_norm_spikes: list[dict[str, Any]]  # grad-norm excursions with no loss spike
-    nan_iterations: list[int]  # all of them (the facts list the first ``MAX_LISTED``)
+    nan_iterations: list[int]  # all of them (the facts list them all)
     skipped_iterations: list[int]
     loss_scale_collapses: list[dict[str, Any]]
     checkpoints: list[int]  # iterations with a saved or loaded checkpoint

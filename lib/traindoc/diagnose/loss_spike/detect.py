@@ -15,6 +15,8 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .series import data_window, finite_float
 
 MAD_TO_SIGMA = 1.4826
+TALLER = 2.0  # an excursion that never came back but settled under the midpoint of its baseline
+# and peak gives way to a rise this many times taller than its own: a new spike on its new level
 STATS_CHUNK = 65536
 TREND_MIN_POINTS = 5  # points in the recent half-window before the baseline follows it
 
@@ -57,6 +59,12 @@ class Excursion:
     history: int
     confirmed: bool
     tentative: bool  # the log ended before ``patience`` points confirmed the recovery
+    stop: int | None = None  # unrecovered, it gave way here to a taller excursion (``TALLER``)
+
+    @property
+    def over(self) -> int | None:
+        """The first point no longer inside it (None: it lasts to the end of the series)."""
+        return self.end if self.end is not None else self.stop
 
 
 # -- the detector ----------------------------------------------------------------------------
@@ -126,12 +134,20 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
         widen = 1.0 + det.small_n / h  # few points of history: the noise is barely known
         tol = b + max(det.recover_k * s, det.recover_rel * u) * widen
         strict = b + max(det.k * s, det.rel * u) * widen
-        peak, run, first, end = int(c), 0, None, None
+        peak, run, first, end, stop = int(c), 0, None, None, None
+        below = 0  # consecutive points back under the midpoint of the baseline and the peak
         j = int(c) + 1
         while j < n:
             v = y[j]
             if v > y[peak]:
-                peak = j
+                if below >= det.patience and v - b > TALLER * (y[peak] - b):
+                    stop = j  # a taller excursion on the level this one settled at
+                    break
+                peak, below = j, 0
+            elif v < b + (y[peak] - b) / 2:
+                below += 1
+            else:
+                below = 0
             if v <= max(tol, b + det.recover_frac * (y[peak] - b)):
                 if run == 0:
                     first = j
@@ -142,11 +158,11 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
             else:
                 run = 0
             j += 1
-        tentative = end is None and run > 0
+        tentative = end is None and stop is None and run > 0
         if tentative:
             end = first
-        out.append(Excursion(int(c), peak, end, b, s, h, bool(y[peak] > strict), tentative))
-        resume = j + 1 if end is not None else n
+        out.append(Excursion(int(c), peak, end, b, s, h, bool(y[peak] > strict), tentative, stop))
+        resume = j + 1 if end is not None else stop if stop is not None else n
     return out
 
 
@@ -162,7 +178,7 @@ def excursions(y: np.ndarray, det: Detector = LOSS) -> list[Excursion]:
         return found
     masked = y.copy()
     for e in spikes:
-        masked[e.start : (e.end if e.end is not None else len(y))] = np.nan
+        masked[e.start : (e.over if e.over is not None else len(y))] = np.nan
     return _scan(y, det, *rolling_stats(masked, det.window), *rolling_trend(masked, det.window))
 
 
@@ -192,7 +208,7 @@ def _above_baseline(y: np.ndarray, found: list[Excursion], det: Detector) -> np.
     n = len(masked)
     for e in found:
         if e.confirmed:
-            masked[e.start : (e.end if e.end is not None else n)] = np.nan
+            masked[e.start : (e.over if e.over is not None else n)] = np.nan
     med, _, _ = rolling_stats(masked, det.window)
     carried, _ = rolling_trend(masked, det.window)
     return masked - _baseline(med, carried)

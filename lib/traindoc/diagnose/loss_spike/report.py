@@ -28,7 +28,6 @@ from .series import rollback_point
 
 FACT_KEYS = ("spikes", "grad_norm_leads", "nan_iterations", "skipped_iterations",
              "rollback_iteration", "last_iteration")
-MAX_LISTED = 500  # nan/skipped iterations listed in facts (the findings give the totals)
 
 
 # -- wording -----------------------------------------------------------------------------------
@@ -89,8 +88,10 @@ def facts(a: LossSpikeAnalysis) -> dict[str, Any]:
     f.update(spikes=[], nan_iterations=[], skipped_iterations=[])
     if not a.has_metrics:
         return f
-    f.update(spikes=a.spikes, nan_iterations=a.nan_iterations[:MAX_LISTED],
-             skipped_iterations=a.skipped_iterations[:MAX_LISTED],
+    # every NaN and skipped step, however many: a list cut at some length would tell a run
+    # NaN from its first step to its last (llm.c's 902 "loss nan" lines) as one that recovered
+    f.update(spikes=a.spikes, nan_iterations=list(a.nan_iterations),
+             skipped_iterations=list(a.skipped_iterations),
              last_iteration=a.last_iteration,  # what the verdict covers: the logs read to here
              rollback_iteration=a.rollback_iteration)
     if a.spikes:
@@ -607,7 +608,7 @@ def _watch_skips(a: LossSpikeAnalysis) -> Action | None:
         return None
     return action(
         "watch_skips", "Watch the skipped (overflowed) steps",
-        f"{len(a.skipped_iterations[:MAX_LISTED])} logged line(s) counted skipped steps: "
+        f"{len(a.skipped_iterations)} logged line(s) counted skipped steps: "
         "occasional fp16 overflows are normal, a run of them is a loss-scale collapse.",
         "grep 'number of skipped iterations' / 'OVERFLOW' in the log; alert when more than "
         "a few in a row")
