@@ -564,9 +564,9 @@ SCHEDULE_PREFIX = "schedule:"  # host_timings rows of ``parse.benchmarks.parse_s
 
 def schedule_rows(host_timings: pd.DataFrame) -> pd.DataFrame:
     """The lines that show a configured schedule growing each step's work (random-LTD, a
-    sequence-length curriculum, a batch-size ramp-up): turned on in a config dump, or a kept
-    length that grows over the run. Empty when the log shows none (or a length that never
-    grows)."""
+    sequence-length curriculum, a batch-size ramp-up or stages): turned on in a config dump, or
+    a kept length or stage's batch that grows over the run. Empty when the log shows none (or a
+    length that never grows)."""
     ht = host_timings
     if not len(ht) or "metric" not in ht:
         return ht.iloc[0:0]
