@@ -748,8 +748,11 @@ def _skip_run(skipped: list[int], last: int | None) -> int | None:
 
 
 def _series_len(incident: Incident, cls: str) -> int:
-    """The most values any of the class's series has among the logged training steps."""
-    it = training_steps(incident)
+    """The most values any of the class's series has among the logged training steps (for
+    throughput, with the seconds its runbook reads off the step lines' times)."""
+    from .throughput.series import steps_with_seconds  # the runbook's own steps
+
+    it = steps_with_seconds(incident) if cls == "throughput" else training_steps(incident)
     cols = (["loss", "grad_norm", "nan"] if cls == "loss_spike" else
             ["elapsed_s", "tflops", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu"])
     return max((int(it[c].notna().sum()) for c in cols if c in it), default=0)
