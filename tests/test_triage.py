@@ -919,5 +919,9 @@ def test_a_slowdown_the_run_lived_with_is_no_cause_of_the_crash_after_it(shape: 
     if first == "gpu_crash":
         assert r.facts["ordered_by"] == "crash_over_slowdown" and r.confidence == "medium"
         assert "not the crash's cause" in r.verdict and "its consequence" not in r.verdict
+        assert classes(r) == [("gpu_crash", "cause"), ("throughput", "separate")]
+        tl = triage.analyse(inc, modules={"throughput": _module(facts),
+                                          "loss_spike": _module({})}).timeline
+        assert set(tl.loc[tl["class"] == "throughput", "role"]) == {"separate"}
     else:  # (the segfault line has no time: the files' order, as before)
         assert r.facts["ordered_by"] == "file_order"

@@ -938,9 +938,9 @@ def _when(t: datetime | None, before: str = "", after: str = "") -> str:
     return f"{before}{t:%Y-%m-%d %H:%M:%S}{after}" if t else ""
 
 
-def _entry(s: Sighting, role: str) -> dict[str, Any]:
+def _entry(s: Sighting, part: str) -> dict[str, Any]:
     return {"class": s.cls, "first_seen": s.first_seen.isoformat() if s.first_seen else None,
-            "role": role, "ranks": s.ranks, "detail": s.detail,
+            "role": part, "ranks": s.ranks, "detail": s.detail,
             "evidence": evidence(s.rows, limit=MAX_LINES), "summary": None, "verdict": None}
 
 
@@ -976,13 +976,14 @@ def analyse(incident: Incident, modules: Mapping[str, Any] | None = None) -> Tri
     found, not_checked, reports = _detect(incident, modules)
     root_cls = root_cause_class(incident, found)
     ordered = order(found, root_cls)
+    how = _how_ordered(ordered, root_cls) if ordered else None
     return TriageAnalysis(
         incident=incident, sightings=ordered, not_checked=not_checked, root_class=root_cls,
         root_cause_exit=root_cause_exit(incident),
-        ordered_by=_how_ordered(ordered, root_cls) if ordered else None,
+        ordered_by=how,
         series_judged=not any(n["class"] in METRIC_CLASSES for n in not_checked),
         unparsed_lines=unrecognized_lines(incident, limit=MAX_UNPARSED),
-        timeline=timeline_frame(incident, ordered), runbooks=reports,
+        timeline=timeline_frame(incident, ordered, how), runbooks=reports,
         program_error=None if any(s.cls == "gpu_crash" for s in found)
         else program_error(reports.get("gpu_crash")))
 
@@ -992,7 +993,7 @@ def report(analysis: TriageAnalysis) -> Report:
     a = analysis
     ordered, not_checked, rc = a.sightings, a.not_checked, a.root_cause_exit
     facts: dict[str, Any] = {
-        "classes": [_entry(s, "cause" if i == 0 else "consequence") for i, s in enumerate(ordered)],
+        "classes": [_entry(s, role(i, s, a.ordered_by)) for i, s in enumerate(ordered)],
         "cause": a.cause,
         "ordered_by": a.ordered_by,
         "not_checked": not_checked,
@@ -1002,10 +1003,9 @@ def report(analysis: TriageAnalysis) -> Report:
     }
     findings: list[Finding] = []
     for i, s in enumerate(ordered):
-        role = "cause" if i == 0 else "consequence"
         findings.append(Finding(
             f"class_{s.cls}", "critical" if i == 0 else "warning",
-            f"{s.cls} ({role}{_when(s.first_seen, ', first seen ')}): {s.detail}",
+            f"{s.cls} ({role(i, s, a.ordered_by)}{_when(s.first_seen, ', first seen ')}): {s.detail}",
             evidence(s.rows, limit=MAX_LINES)))
     if not_checked:
         findings.append(Finding(
@@ -1265,16 +1265,27 @@ def styled(df: pd.DataFrame) -> Any:
             .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
 
 
-def timeline_frame(incident: Incident, ordered: list[Sighting]) -> pd.DataFrame:
+def role(i: int, s: Sighting, how: str | None) -> str:
+    """The role of the ``i``-th class ``s`` of the order ``how`` made: ``cause`` (the first),
+    ``separate`` (a slowdown the run lived with before the crash named first), else
+    ``consequence``."""
+    if i == 0:
+        return "cause"
+    return "separate" if s.lived_with and how == "crash_over_slowdown" else "consequence"
+
+
+def timeline_frame(incident: Incident, ordered: list[Sighting], how: str | None = None,
+                   ) -> pd.DataFrame:
     """Each class's evidence rows for the timeline, likely cause first: ``class``, ``role``
-    (cause or consequence), ``time`` as logged (NaT without one), ``position`` in the files
-    (file index * POSITION_STRIDE + line) and ``who`` (its ranks; '' without rank tags)."""
+    (cause, consequence or separate: ``role``, of the order ``how`` made), ``time`` as logged
+    (NaT without one), ``position`` in the files (file index * POSITION_STRIDE + line) and
+    ``who`` (its ranks; '' without rank tags)."""
     parts = []
     for i, s in enumerate(ordered):
         rows = s.rows
         times = rows["time"] if "time" in rows else pd.Series(pd.NaT, index=rows.index)
         parts.append(pd.DataFrame({
-            "class": s.cls, "role": "cause" if i == 0 else "consequence",
+            "class": s.cls, "role": role(i, s, how),
             "time": times.to_numpy(),
             "position": [f * POSITION_STRIDE + line for f, line in _row_positions(incident, rows)],
             "who": who(s.ranks) if s.ranks else ""}, columns=TIMELINE_COLUMNS))
