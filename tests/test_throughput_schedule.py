@@ -79,6 +79,13 @@ SCHEDULE_LINES = [
      "window_sizes=(1, 3), lr_mul=1.0,", [("schedule:batch_size", 131072.0)],
      "KellerJordan/modded-nanogpt records/track_1_short/2026-06-11_RecursiveFromBest/"
      "baseline_pr299/0dd9e4b4-43ba-4beb-b041-b5ff694d678f.txt"),
+    # a sequence length warmed up in stages
+    ("    sequence_warmup_intervals: int = 1024", [("schedule:seq_len_warmup", 1.0)],
+     "a JAX modded-nanogpt port's echoed Config (corpus loss_spike-modded-nanogpt-jax-sub10m)"),
+    ("seq_length_warmup = SeqLengthWarmup(duration=0.5,", [("schedule:seq_len_warmup", 1.0)],
+     "mosaicml/composer composer/algorithms/seq_length_warmup docstring"),
+    ("    sequence_warmup_intervals: int = 0", [], "the same key, off"),
+    ("    n_warmup_iters: int = 0", [], "a learning-rate warmup is no schedule of work"),
     # one size is no schedule; code that reads the schedule states none
     ("\tbatch_size_schedule: [8]", [], "magenta gansynth's printed hparams"),
     ("    bs_idx = int(len(args.train_bs_schedule) * x)", [], "modded-nanogpt's get_bs"),
@@ -283,3 +290,25 @@ def test_a_staged_batch_size_is_no_degradation(tmp_path: Path, scheduled: bool) 
         assert any(f.id == "scheduled_slide" for f in tp.report(a).findings)
     else:
         assert a.change is not None and a.scheduled is None
+
+
+def test_a_stage_boundary_is_a_step_the_schedule_makes(tmp_path: Path) -> None:
+    # a JAX modded-nanogpt port (corpus loss_spike-modded-nanogpt-jax-sub10m): 3.07 s per ten
+    # steps at seq_len 1024, 4.23 s from its one stage boundary at seq_len 2048
+    head = ["    min_sequence_length: int = 1024", "    max_sequence_length: int = 2048",
+            "    sequence_warmup_intervals: int = 1024"]
+    for scheduled in (True, False):
+        lines = list(head) if scheduled else []
+        t = 0.0
+        for step in range(9, 1000, 10):
+            t += 3.07 if step < 500 else 4.23
+            lines.append(f"[METRICS (1 step stale)] step: {step}  |  time: 2025-08-20 "
+                         f"13:{40 + int(t) // 60:02d}:{t % 60:09.6f}  |  loss: 3.6")
+        log = tmp_path / f"sub10m-{scheduled}.txt"
+        log.write_text("\n".join(lines) + "\n")
+        a = tp.analyse(traindoc.load(log))
+        assert a.metric == "s_per_iteration"
+        if scheduled:
+            assert a.change is None and a.scheduled is not None and a.scheduled.shape == "step"
+        else:
+            assert a.change is not None and a.change.shape == "step"

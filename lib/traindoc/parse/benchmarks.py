@@ -267,6 +267,14 @@ SCHEDULE_ON: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|\b(?:curriculum_enabled_legacy|curriculum_learning_legacy|curriculum_learning"
         r"|data_efficiency_curriculum_learning) \.{3,} True\b")),
     ("batch_size_rampup", re.compile(r"\brampup_batch_size \.{3,} \[")),
+    # a sequence length warmed up in stages: Composer's algorithm ("SeqLengthWarmup(duration=0.3,
+    # min_seq_length=8, max_seq_length=1024, step_size=8, …)", its YAML key
+    # "seq_length_warmup:"), a JAX modded-nanogpt port's echoed Config
+    # ("sequence_warmup_intervals: int = 1024"); one set to 0, False or None is off
+    ("seq_len_warmup", re.compile(
+        r"\bSeqLengthWarmup\(|\bseq(?:uence)?_?(?:len(?:gth)?_?)?warmup\w*['\"]?\s*"
+        r"(?::\s*[A-Za-z_]\w*\s*=|[:=](?!\s*[A-Za-z_]\w*\s*=))\s*"  # (a type annotation)
+        r"(?!(?:0|False|false|None|null)\b)(?:\S|$)")),
 )
 SCHEDULE_VALUE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("seq_len", re.compile(
@@ -288,7 +296,8 @@ BATCH_SCHEDULE_RE = re.compile(
 STAGE_BATCH_RE = re.compile(rf"\b\w*Stage\w*\((?:[^()]|\([^()]*\))*?\bbatch_size\s*=\s*(?P<size>{_SIZE})\b")
 SCHEDULE_NEEDLES = ("random_ltd", "curriculum", "rampup_batch_size", "reserved_length",
                     "reserved length", "'seq_len'", "bs_schedule", "BS_SCHEDULE",
-                    "batch_size_schedule", "BATCH_SIZE_SCHEDULE", "Stage(")
+                    "batch_size_schedule", "BATCH_SIZE_SCHEDULE", "Stage(", "SeqLengthWarmup",
+                    "_warmup", "seqwarmup", "lenwarmup", "lengthwarmup")
 
 
 def _size(expr: str) -> int:
