@@ -400,6 +400,26 @@ def test_step_lines_without_a_rate_are_timed_by_their_own_times(tmp_path: Path) 
     assert steps_with_seconds(traindoc.load(tmp_path / "b.log"))["elapsed_s"].isna().all()
 
 
+def test_times_with_milliseconds_time_a_step_a_second_long(tmp_path: Path) -> None:
+    from traindoc.diagnose.throughput.series import clock_tick, steps_with_seconds
+
+    # a T5 fine-tune's custom loop, one line per batch, python logging's %(asctime)s (corpus
+    # throughput-t5-finetune-train-log): its times are the only speed signal
+    lines = ["2025-03-02 05:16:20,962 - INFO - Epoch 1 - Batch loss: 12.1336",
+             "2025-03-02 05:16:22,229 - INFO - Epoch 1 - Batch loss: 14.9769",
+             "2025-03-02 05:16:23,493 - INFO - Epoch 1 - Batch loss: 12.9075",
+             "2025-03-02 05:16:24,763 - INFO - Epoch 1 - Batch loss: 10.1722",
+             "2025-03-02 05:16:26,027 - INFO - Epoch 1 - Batch loss: 13.5579"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    inc = traindoc.load(tmp_path / "train.log")
+    assert clock_tick(inc.iterations["time"]) == 0.001
+    got = steps_with_seconds(inc)["elapsed_s"].tolist()
+    assert got[0] is pd.NA and got[1:] == pytest.approx([1.267, 1.264, 1.27, 1.264])
+    # the clock's tick is what the fractions show: tenths, or whole seconds
+    assert clock_tick(pd.Series(pd.to_datetime(["2025-01-01 00:00:01.5", "2025-01-01 00:00:02.0"]))) == 0.1
+    assert clock_tick(pd.Series(pd.to_datetime(["2025-01-01 00:00:01", "2025-01-01 00:00:02"]))) == 1.0
+
+
 def test_a_last_interval_many_times_slower_is_a_stall_and_asks_whether_the_job_moves(
         tmp_path: Path) -> None:
     from traindoc.diagnose.throughput.change import trailing_stall

@@ -68,6 +68,28 @@ SCHEDULE_LINES = [
     ("  rampup_batch_size ............................... None", [], "NVIDIA/Megatron-LM args"),
     ("[2022-11-24 00:51:45,965] [INFO] [config.py:999:print]   curriculum_enabled_legacy .... "
      "False", [], "microsoft/DeepSpeedExamples check_base"),
+    # a batch size that grows in stages, in the hyperparameters a run prints
+    ("    train_bs_schedule: tuple = (8 * 2048 * 8, 16 * 2048 * 8, 24 * 2048 * 8)",
+     [("schedule:batch_size_rampup", 1.0)],
+     "KellerJordan/modded-nanogpt records/track_1_short/2025-11-29_BatchSizeSchedule/"
+     "10e8f7c6-7175-4467-bdb0-a5de25d771a6.txt"),
+    ("TRAIN_BS_SCHEDULE=18432,36864,55296 TRAIN_BS_EXTENSION=55296 \\",
+     [("schedule:batch_size_rampup", 1.0)], "a modded-nanogpt fork's run script (its env line)"),
+    ("    TrainingStage(duration=1/3, train_max_seq_len=896, batch_size=8 * 2048 * 8, "
+     "window_sizes=(1, 3), lr_mul=1.0,", [("schedule:batch_size", 131072.0)],
+     "KellerJordan/modded-nanogpt records/track_1_short/2026-06-11_RecursiveFromBest/"
+     "baseline_pr299/0dd9e4b4-43ba-4beb-b041-b5ff694d678f.txt"),
+    # a sequence length warmed up in stages
+    ("    sequence_warmup_intervals: int = 1024", [("schedule:seq_len_warmup", 1.0)],
+     "a JAX modded-nanogpt port's echoed Config (corpus loss_spike-modded-nanogpt-jax-sub10m)"),
+    ("seq_length_warmup = SeqLengthWarmup(duration=0.5,", [("schedule:seq_len_warmup", 1.0)],
+     "mosaicml/composer composer/algorithms/seq_length_warmup docstring"),
+    ("    sequence_warmup_intervals: int = 0", [], "the same key, off"),
+    ("    n_warmup_iters: int = 0", [], "a learning-rate warmup is no schedule of work"),
+    # one size is no schedule; code that reads the schedule states none
+    ("\tbatch_size_schedule: [8]", [], "magenta gansynth's printed hparams"),
+    ("    bs_idx = int(len(args.train_bs_schedule) * x)", [], "modded-nanogpt's get_bs"),
+    ("TRAIN_BS_SCHEDULE=55296,55296 TRAIN_BS_EXTENSION=55296", [], "a flat schedule"),
 ]
 
 
@@ -240,3 +262,53 @@ def test_the_header_needle_reads_no_other_line(tmp_path: Path) -> None:
     log.write_text("2021-05-17 06:51:45,778 Node[0] Epoch[0] Time cost=50.022\n"
                    "2021-05-17 06:52:36,157 Node[0] Epoch[1] Time cost=50.379\n")
     assert not len(traindoc.load(str(log)).iterations)
+
+
+# modded-nanogpt's staged batch size (8, 16, 24 x 2048 x 8 tokens): the step time climbs
+# 29 -> 59 -> 84 ms at the stage boundaries, by design; without the stage table, a slowdown
+STAGES = ["TRAINING_STAGES = [",
+          "    TrainingStage(duration=1/3, train_max_seq_len=896, batch_size=8 * 2048 * 8, "
+          "window_sizes=(1, 3), lr_mul=1.0,",
+          "    TrainingStage(duration=1/3, train_max_seq_len=2048, batch_size=16 * 2048 * 8, "
+          "window_sizes=(3, 7), lr_mul=1.52,  # (16/8)**0.6",
+          "    TrainingStage(duration=1/3, train_max_seq_len=2048, batch_size=24 * 2048 * 8, "
+          "window_sizes=(5, 11), lr_mul=1.73,  # (24/8)**0.5"]
+
+
+@pytest.mark.parametrize("scheduled", [True, False])
+def test_a_staged_batch_size_is_no_degradation(tmp_path: Path, scheduled: bool) -> None:
+    lines = list(STAGES) if scheduled else []
+    t = 0
+    for step in range(1, 301):
+        t += 29 + 3 * (step % 2) if step <= 100 else 59 + 2 * (step % 2) if step <= 200 else 84
+        lines.append(f"step:{step}/300 train_time:{t}ms step_avg:{t / step:.2f}ms")
+    log = tmp_path / "run.txt"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    if scheduled:
+        assert a.change is None and a.scheduled is not None
+        assert any(f.id == "scheduled_slide" for f in tp.report(a).findings)
+    else:
+        assert a.change is not None and a.scheduled is None
+
+
+def test_a_stage_boundary_is_a_step_the_schedule_makes(tmp_path: Path) -> None:
+    # a JAX modded-nanogpt port (corpus loss_spike-modded-nanogpt-jax-sub10m): 3.07 s per ten
+    # steps at seq_len 1024, 4.23 s from its one stage boundary at seq_len 2048
+    head = ["    min_sequence_length: int = 1024", "    max_sequence_length: int = 2048",
+            "    sequence_warmup_intervals: int = 1024"]
+    for scheduled in (True, False):
+        lines = list(head) if scheduled else []
+        t = 0.0
+        for step in range(9, 1000, 10):
+            t += 3.07 if step < 500 else 4.23
+            lines.append(f"[METRICS (1 step stale)] step: {step}  |  time: 2025-08-20 "
+                         f"13:{40 + int(t) // 60:02d}:{t % 60:09.6f}  |  loss: 3.6")
+        log = tmp_path / f"sub10m-{scheduled}.txt"
+        log.write_text("\n".join(lines) + "\n")
+        a = tp.analyse(traindoc.load(log))
+        assert a.metric == "s_per_iteration"
+        if scheduled:
+            assert a.change is None and a.scheduled is not None and a.scheduled.shape == "step"
+        else:
+            assert a.change is not None and a.change.shape == "step"

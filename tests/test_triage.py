@@ -902,3 +902,26 @@ def test_a_relaunch_with_another_plan_is_not_compared_with_the_job_before(
     a = triage.analyse(traindoc.load(p))
     assert a.cause is None
     assert any("two jobs are not compared" in n["reason"] for n in a.not_checked)
+
+
+@pytest.mark.parametrize(("shape", "first"), [("gradual", "gpu_crash"), ("step", "gpu_crash"),
+                                              ("stall", "throughput")])
+def test_a_slowdown_the_run_lived_with_is_no_cause_of_the_crash_after_it(shape: str,
+                                                                         first: str) -> None:
+    # linhandev/iann log/workerlog.0: s/iteration creeps 8.2 -> 9.4 from step 6070 (2021-04-19),
+    # then a day later both ranks' data loaders raise cv2.error and the processes segfault; a
+    # stall (progress stopped) keeps its place by time, as the hang a crash may follow
+    inc = _case("gpu_crash/gpu_crash-iann-workerlog-cv2")
+    facts = {"change_iteration": 6070, "drop_pct": 12.8, "shape": shape}
+    r = triage.diagnose(inc, modules={"throughput": _module(facts), "loss_spike": _module({})})
+    assert [c for c, _ in classes(r)] == [first, "gpu_crash" if first == "throughput"
+                                          else "throughput"]
+    if first == "gpu_crash":
+        assert r.facts["ordered_by"] == "crash_over_slowdown" and r.confidence == "medium"
+        assert "not the crash's cause" in r.verdict and "its consequence" not in r.verdict
+        assert classes(r) == [("gpu_crash", "cause"), ("throughput", "separate")]
+        tl = triage.analyse(inc, modules={"throughput": _module(facts),
+                                          "loss_spike": _module({})}).timeline
+        assert set(tl.loc[tl["class"] == "throughput", "role"]) == {"separate"}
+    else:  # (the segfault line has no time: the files' order, as before)
+        assert r.facts["ordered_by"] == "file_order"

@@ -509,6 +509,7 @@ def triage_timeline(frame: pd.DataFrame) -> Figure | Message:
     ax = fig.add_subplot()
     by_class = {c: frame[frame["class"] == c] for c in lanes}
     cause = {c: (g["role"] == "cause").any() for c, g in by_class.items()}
+    part = {c: str(g["role"].iloc[0]) if len(g) else "consequence" for c, g in by_class.items()}
     timed = all(g["time"].notna().any() for g in by_class.values())
     for y, cls in enumerate(reversed(lanes)):
         rows = by_class[cls]
@@ -519,8 +520,7 @@ def triage_timeline(frame: pd.DataFrame) -> Figure | Message:
         if len(xs) and who:
             ax.annotate(who, (xs.min(), y), textcoords="offset points", xytext=(4, 8),
                         fontsize=8)
-    ax.set_yticks(range(len(lanes)), [f"{c}\n({'cause' if cause[c] else 'consequence'})"
-                                      for c in reversed(lanes)], fontsize=9)
+    ax.set_yticks(range(len(lanes)), [f"{c}\n({part[c]})" for c in reversed(lanes)], fontsize=9)
     ax.set_ylim(-0.6, len(lanes) - 0.3)
     ax.grid(axis="x", lw=0.4, alpha=0.5)
     ax.legend(handles=[Line2D([], [], ls="", marker="o", color=c, label=what)

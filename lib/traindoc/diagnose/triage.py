@@ -44,7 +44,9 @@ otherwise torchrun's root-cause record decides (its failed rank belongs to one c
 then the order of the lines in the files. The first class is the likely cause, the rest its
 cascade — a dead rank leaves its peers waiting in a collective until their watchdogs fire.
 A timeout read only from the flight recorder or status lines (no watchdog fired) and stack
-dumps are one hang: the dumps, which say where each process waits, come first.
+dumps are one hang: the dumps, which say where each process waits, come first. A throughput
+change the run went on stepping through (a step or a gradual slide, not a stall or a pause) is
+no cause of a crash: the crash comes first, the slowdown is reported as one of its own.
 
 ``analyse`` reads the incident once into a ``TriageAnalysis`` (the classes found, ordered, the
 root-cause record, the lines no parser understood, the timeline's table); ``report`` writes
@@ -170,6 +172,11 @@ WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unex
 # The outermost frame of a traceback that reached the main script's top level ("<module>
 # (/path/train.py:195)"): nothing caught the exception, the interpreter exited on it.
 TOP_LEVEL_FRAME_RE = re.compile(r"^<module> \(")
+# Throughput changes the run went on stepping through: a slower level is no failure that kills
+# a process, so a crash logged after it is named first (a data loader's exception a day after a
+# 13 % creep, linhandev/iann's workerlog.0); a stall or a pause (progress stopped) still counts
+# by its time, as the hang a watchdog's abort may follow.
+LIVED_WITH_SHAPES = frozenset({"step", "gradual"})
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
 MAX_UNPARSED = 20  # failure-looking lines no parser understood, shown before a count
@@ -194,6 +201,9 @@ class Sighting:
     # the launcher stopped from outside with no failure of its own (gpu_crash's outside stop):
     # how the job ended, ordered after any other class seen
     outside_stop: bool = False
+    # a lower rate the run kept stepping at (throughput's step or gradual change, not a stall
+    # or a pause): no cause of a crash, ordered after one (``LIVED_WITH_SHAPES``)
+    lived_with: bool = False
 
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
@@ -758,8 +768,11 @@ def _skip_run(skipped: list[int], last: int | None) -> int | None:
 
 
 def _series_len(incident: Incident, cls: str) -> int:
-    """The most values any of the class's series has among the logged training steps."""
-    it = training_steps(incident)
+    """The most values any of the class's series has among the logged training steps (for
+    throughput, with the seconds its runbook reads off the step lines' times)."""
+    from .throughput.series import steps_with_seconds  # the runbook's own steps
+
+    it = steps_with_seconds(incident) if cls == "throughput" else training_steps(incident)
     cols = (["loss", "grad_norm", "nan"] if cls == "loss_spike" else
             ["elapsed_s", "tflops", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu"])
     return max((int(it[c].notna().sum()) for c in cols if c in it), default=0)
@@ -817,7 +830,8 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
     rows = it[it["iteration"] >= start].head(1)
     if not len(rows):
         rows = it.tail(1)
-    return Sighting(cls, rows, rep.verdict, _ranks(rows), report=rep)
+    return Sighting(cls, rows, rep.verdict, _ranks(rows), report=rep,
+                    lived_with=cls == "throughput" and facts.get("shape") in LIVED_WITH_SHAPES)
 
 
 def _between_jobs(incident: Incident, start: int) -> bool:
@@ -899,6 +913,8 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
             return -1 if a.cls == "deadlock" else 1  # one hang: the stacks say where
         if a.outside_stop != b.outside_stop:  # how the job ended, after whatever else it shows
             return 1 if a.outside_stop else -1
+        if {a.cls, b.cls} == {"gpu_crash", "throughput"} and (a.lived_with or b.lived_with):
+            return 1 if a.lived_with else -1  # a slower rate the run lived with: not the cause
         if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
             return -1 if a.first_seen < b.first_seen else 1
         if root_cls in (a.cls, b.cls) and a.cls != b.cls:
@@ -909,13 +925,24 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
     return sorted(found, key=functools.cmp_to_key(cmp))
 
 
+def _earlier(a: Sighting, b: Sighting) -> bool:
+    """Whether ``a``'s evidence starts before ``b``'s: by time where both have one, else by
+    position in the files."""
+    if a.first_seen is not None and b.first_seen is not None:
+        return a.first_seen < b.first_seen
+    return a.position < b.position
+
+
 def _how_ordered(ordered: list[Sighting], root_cls: str | None) -> str:
-    """'time', 'root_cause', 'same_hang' or 'file_order': what put the first class first."""
+    """'time', 'root_cause', 'same_hang', 'crash_over_slowdown' or 'file_order': what put the
+    first class first."""
     if len(ordered) < 2:
         return "only_class"
     a = ordered[0]
     if a.cls == "deadlock" and any(s.cls == "timeout" and s.hang_view for s in ordered):
         return "same_hang"
+    if a.cls == "gpu_crash" and any(s.lived_with and _earlier(s, a) for s in ordered[1:]):
+        return "crash_over_slowdown"
     if a.first_seen is not None and all(
             b.first_seen is not None and a.first_seen < b.first_seen for b in ordered[1:]):
         return "time"
@@ -931,9 +958,9 @@ def _when(t: datetime | None, before: str = "", after: str = "") -> str:
     return f"{before}{t:%Y-%m-%d %H:%M:%S}{after}" if t else ""
 
 
-def _entry(s: Sighting, role: str) -> dict[str, Any]:
+def _entry(s: Sighting, part: str) -> dict[str, Any]:
     return {"class": s.cls, "first_seen": s.first_seen.isoformat() if s.first_seen else None,
-            "role": role, "ranks": s.ranks, "detail": s.detail,
+            "role": part, "ranks": s.ranks, "detail": s.detail,
             "evidence": evidence(s.rows, limit=MAX_LINES), "summary": None, "verdict": None}
 
 
@@ -947,7 +974,8 @@ class TriageAnalysis:
     not_checked: list[dict[str, str]]  # classes that could not be judged, with the reason
     root_class: str | None  # the class torchrun's root-cause record belongs to
     root_cause_exit: pd.Series | None  # torchrun's earliest root-cause record
-    ordered_by: str | None  # only_class, time, root_cause, same_hang or file_order; None: none
+    ordered_by: str | None  # only_class, time, root_cause, same_hang, crash_over_slowdown or
+    # file_order; None: none
     series_judged: bool  # loss and throughput were judged (neither is under not_checked)
     unparsed_lines: list[str]  # failure-looking lines no parser understood (capped, counted)
     timeline: pd.DataFrame  # ``timeline_frame``: each class's evidence for the timeline figure
@@ -968,13 +996,14 @@ def analyse(incident: Incident, modules: Mapping[str, Any] | None = None) -> Tri
     found, not_checked, reports = _detect(incident, modules)
     root_cls = root_cause_class(incident, found)
     ordered = order(found, root_cls)
+    how = _how_ordered(ordered, root_cls) if ordered else None
     return TriageAnalysis(
         incident=incident, sightings=ordered, not_checked=not_checked, root_class=root_cls,
         root_cause_exit=root_cause_exit(incident),
-        ordered_by=_how_ordered(ordered, root_cls) if ordered else None,
+        ordered_by=how,
         series_judged=not any(n["class"] in METRIC_CLASSES for n in not_checked),
         unparsed_lines=unrecognized_lines(incident, limit=MAX_UNPARSED),
-        timeline=timeline_frame(incident, ordered), runbooks=reports,
+        timeline=timeline_frame(incident, ordered, how), runbooks=reports,
         program_error=None if any(s.cls == "gpu_crash" for s in found)
         else program_error(reports.get("gpu_crash")))
 
@@ -984,7 +1013,7 @@ def report(analysis: TriageAnalysis) -> Report:
     a = analysis
     ordered, not_checked, rc = a.sightings, a.not_checked, a.root_cause_exit
     facts: dict[str, Any] = {
-        "classes": [_entry(s, "cause" if i == 0 else "consequence") for i, s in enumerate(ordered)],
+        "classes": [_entry(s, role(i, s, a.ordered_by)) for i, s in enumerate(ordered)],
         "cause": a.cause,
         "ordered_by": a.ordered_by,
         "not_checked": not_checked,
@@ -994,10 +1023,9 @@ def report(analysis: TriageAnalysis) -> Report:
     }
     findings: list[Finding] = []
     for i, s in enumerate(ordered):
-        role = "cause" if i == 0 else "consequence"
         findings.append(Finding(
             f"class_{s.cls}", "critical" if i == 0 else "warning",
-            f"{s.cls} ({role}{_when(s.first_seen, ', first seen ')}): {s.detail}",
+            f"{s.cls} ({role(i, s, a.ordered_by)}{_when(s.first_seen, ', first seen ')}): {s.detail}",
             evidence(s.rows, limit=MAX_LINES)))
     if not_checked:
         findings.append(Finding(
@@ -1120,14 +1148,22 @@ def _verdict(ordered: list[Sighting], how: str | None, not_checked: list[dict[st
     a = ordered[0]
     if len(ordered) == 1:
         return f"{a.cls}: {said(a)}; no other failure class found.", "high"
-    rest = "; ".join(f"then {s.cls} ({said(s)})" for s in ordered[1:])
+    lived = [s for s in ordered[1:] if s.lived_with and how == "crash_over_slowdown"]
+    later = [s for s in ordered[1:] if s not in lived]
     why = {"time": "it came first", "root_cause": "torchrun's root-cause record names it",
            "file_order": "its lines come first in the files (no timestamps to compare)",
-           "same_hang": _same_hang_why(a)}[how or ""]
+           "same_hang": _same_hang_why(a),
+           "crash_over_slowdown": "the run crashed; the slower rate it kept stepping at before "
+                                  "is no failure that kills a process"}[how or ""]
     conf = {"time": "high", "root_cause": "medium", "file_order": "low",
-            "same_hang": "medium"}[how or ""]
-    ending = "its consequences" if len(ordered) > 2 else "its consequence"
-    return f"{a.cls} is the likely cause ({why}; {said(a)}); {rest} — {ending}.", conf
+            "same_hang": "medium", "crash_over_slowdown": "medium"}[how or ""]
+    parts = []
+    if later:
+        rest = "; ".join(f"then {s.cls} ({said(s)})" for s in later)
+        parts.append(f"{rest} — {'its consequences' if len(later) > 1 else 'its consequence'}")
+    parts += [f"before it, {s.cls} ({said(s)}): a slowdown of its own, not the crash's cause"
+              for s in lived]
+    return f"{a.cls} is the likely cause ({why}; {said(a)}); {'; '.join(parts)}.", conf
 
 
 def _same_hang_why(a: Sighting) -> str:
@@ -1249,16 +1285,27 @@ def styled(df: pd.DataFrame) -> Any:
             .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
 
 
-def timeline_frame(incident: Incident, ordered: list[Sighting]) -> pd.DataFrame:
+def role(i: int, s: Sighting, how: str | None) -> str:
+    """The role of the ``i``-th class ``s`` of the order ``how`` made: ``cause`` (the first),
+    ``separate`` (a slowdown the run lived with before the crash named first), else
+    ``consequence``."""
+    if i == 0:
+        return "cause"
+    return "separate" if s.lived_with and how == "crash_over_slowdown" else "consequence"
+
+
+def timeline_frame(incident: Incident, ordered: list[Sighting], how: str | None = None,
+                   ) -> pd.DataFrame:
     """Each class's evidence rows for the timeline, likely cause first: ``class``, ``role``
-    (cause or consequence), ``time`` as logged (NaT without one), ``position`` in the files
-    (file index * POSITION_STRIDE + line) and ``who`` (its ranks; '' without rank tags)."""
+    (cause, consequence or separate: ``role``, of the order ``how`` made), ``time`` as logged
+    (NaT without one), ``position`` in the files (file index * POSITION_STRIDE + line) and
+    ``who`` (its ranks; '' without rank tags)."""
     parts = []
     for i, s in enumerate(ordered):
         rows = s.rows
         times = rows["time"] if "time" in rows else pd.Series(pd.NaT, index=rows.index)
         parts.append(pd.DataFrame({
-            "class": s.cls, "role": "cause" if i == 0 else "consequence",
+            "class": s.cls, "role": role(i, s, how),
             "time": times.to_numpy(),
             "position": [f * POSITION_STRIDE + line for f, line in _row_positions(incident, rows)],
             "who": who(s.ranks) if s.ranks else ""}, columns=TIMELINE_COLUMNS))

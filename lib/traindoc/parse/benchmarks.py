@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import re
 from pathlib import Path
 
@@ -266,14 +267,42 @@ SCHEDULE_ON: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|\b(?:curriculum_enabled_legacy|curriculum_learning_legacy|curriculum_learning"
         r"|data_efficiency_curriculum_learning) \.{3,} True\b")),
     ("batch_size_rampup", re.compile(r"\brampup_batch_size \.{3,} \[")),
+    # a sequence length warmed up in stages: Composer's algorithm ("SeqLengthWarmup(duration=0.3,
+    # min_seq_length=8, max_seq_length=1024, step_size=8, …)", its YAML key
+    # "seq_length_warmup:"), a JAX modded-nanogpt port's echoed Config
+    # ("sequence_warmup_intervals: int = 1024"); one set to 0, False or None is off
+    ("seq_len_warmup", re.compile(
+        r"\bSeqLengthWarmup\(|\bseq(?:uence)?_?(?:len(?:gth)?_?)?warmup\w*['\"]?\s*"
+        r"(?::\s*[A-Za-z_]\w*\s*=|[:=](?!\s*[A-Za-z_]\w*\s*=))\s*"  # (a type annotation)
+        r"(?!(?:0|False|false|None|null)\b)(?:\S|$)")),
 )
 SCHEDULE_VALUE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("seq_len", re.compile(
         r"(?:\breserved_length|\brandom ltd reserved length:|\bcurriculum seqlen:|'seq_len':)"
         r"\s*(?P<n>\d+)\b")),
 )
+# A batch size that grows in stages, as the hyperparameters a run prints state it (a tuple or a
+# comma list of sizes, each a number or a product of numbers): modded-nanogpt's echoed
+# Hyperparameters ("train_bs_schedule: tuple = (8 * 2048 * 8, 16 * 2048 * 8, 24 * 2048 * 8)",
+# KellerJordan/modded-nanogpt records/track_1_short/2025-11-29_BatchSizeSchedule), its forks'
+# environment ("TRAIN_BS_SCHEDULE=18432,36864,55296"): "schedule:batch_size_rampup" where the
+# sizes grow. A table of stages, one per line ("TrainingStage(duration=1/3,
+# train_max_seq_len=896, batch_size=8 * 2048 * 8, …", records/track_1_short/
+# 2026-06-11_RecursiveFromBest): "schedule:batch_size", each stage's size (kept where it grows).
+_SIZE = r"\d+(?:\s*\*\s*\d+)*"
+BATCH_SCHEDULE_RE = re.compile(
+    rf"\b(?:train_)?(?:bs|batch_size)_schedule\b['\"]?\s*(?::\s*\w+\s*)?[:=]\s*['\"]?[(\[]?"
+    rf"\s*(?P<sizes>{_SIZE}(?:\s*,\s*{_SIZE})+)", re.IGNORECASE)
+STAGE_BATCH_RE = re.compile(rf"\b\w*Stage\w*\((?:[^()]|\([^()]*\))*?\bbatch_size\s*=\s*(?P<size>{_SIZE})\b")
 SCHEDULE_NEEDLES = ("random_ltd", "curriculum", "rampup_batch_size", "reserved_length",
-                    "reserved length", "'seq_len'")
+                    "reserved length", "'seq_len'", "bs_schedule", "BS_SCHEDULE",
+                    "batch_size_schedule", "BATCH_SIZE_SCHEDULE", "Stage(", "SeqLengthWarmup",
+                    "_warmup", "seqwarmup", "lenwarmup", "lengthwarmup")
+
+
+def _size(expr: str) -> int:
+    """A size written as a number or a product of numbers ('8 * 2048 * 8')."""
+    return math.prod(int(f) for f in expr.split("*"))
 
 
 def parse_schedule(text: str) -> list[Row] | None:
@@ -285,6 +314,14 @@ def parse_schedule(text: str) -> list[Row] | None:
         m = rx.search(text)
         if m:
             rows.append({"metric": f"schedule:{key}", "value": float(m["n"])})
+    m = BATCH_SCHEDULE_RE.search(text)
+    if m:
+        sizes = [_size(v) for v in m["sizes"].split(",")]
+        if sizes[-1] > sizes[0]:
+            rows.append({"metric": "schedule:batch_size_rampup", "value": 1.0})
+    m = STAGE_BATCH_RE.search(text)
+    if m:
+        rows.append({"metric": "schedule:batch_size", "value": float(_size(m["size"]))})
     return rows or None
 
 

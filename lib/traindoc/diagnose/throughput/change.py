@@ -564,9 +564,9 @@ SCHEDULE_PREFIX = "schedule:"  # host_timings rows of ``parse.benchmarks.parse_s
 
 def schedule_rows(host_timings: pd.DataFrame) -> pd.DataFrame:
     """The lines that show a configured schedule growing each step's work (random-LTD, a
-    sequence-length curriculum, a batch-size ramp-up): turned on in a config dump, or a kept
-    length that grows over the run. Empty when the log shows none (or a length that never
-    grows)."""
+    sequence-length curriculum, a batch-size ramp-up or stages): turned on in a config dump, or
+    a kept length or stage's batch that grows over the run. Empty when the log shows none (or a
+    length that never grows)."""
     ht = host_timings
     if not len(ht) or "metric" not in ht:
         return ht.iloc[0:0]
@@ -579,10 +579,19 @@ def schedule_rows(host_timings: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(keep) if keep else rows.iloc[0:0]
 
 
+# schedules that change the batch's shape at a few points (a batch size in stages, a sequence
+# length warmed up by intervals): one stage boundary is a step of the rate, not a slide
+STAGED_SCHEDULES = frozenset({"schedule:batch_size", "schedule:batch_size_rampup",
+                              "schedule:seq_len_warmup"})
+
+
 def by_schedule(ch: Change | None, schedule: pd.DataFrame) -> bool:
     """Whether a change is the slide the run's configured schedule makes: a gradual, lasting
-    fall in a run whose log shows such a schedule. Every step does more work as the kept
-    sequence or the batch grows, so the rate falls with it and holds once the schedule is
-    done; a step change or a recovery is no schedule's doing."""
-    return (ch is not None and len(schedule) > 0 and ch.shape == "gradual"
-            and not ch.recovered)
+    fall in a run whose log shows such a schedule, or a lasting step where the schedule moves
+    in stages (``STAGED_SCHEDULES``). Every step does more work as the kept sequence or the
+    batch grows, so the rate falls with it and holds once the schedule is done; a recovery
+    (or a stall, a pause) is no schedule's doing."""
+    if ch is None or not len(schedule) or ch.recovered:
+        return False
+    staged = bool(set(schedule["metric"].astype(str)) & STAGED_SCHEDULES)
+    return ch.shape == "gradual" or (staged and ch.shape == "step")

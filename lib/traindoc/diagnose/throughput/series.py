@@ -38,9 +38,12 @@ EVENT_COLUMNS = ["iteration", "kind", "source", "line"]
 DISCONTINUITY_COLUMNS = ["position", "kind", "from_iteration", "to_iteration", "source", "line"]
 
 
-# Seconds between two logged steps below which line times (often whole seconds) are too coarse
-# to stand for the interval's wall time.
-MIN_TIMED_INTERVAL_S = 10.0
+# Ticks of the clock a log prints (a whole second, a tenth, a millisecond) that the interval
+# between two logged steps must span for the line times to stand for its wall time: 10 s where
+# the times are whole seconds; 10 ms where they carry milliseconds (python logging's
+# "2025-03-02 05:16:20,962 - INFO - Epoch 1 - Batch loss: 12.13", a T5 fine-tune's one line per
+# batch every 1.29 s, its only speed signal).
+MIN_TIMED_TICKS = 10
 
 
 def _rated(rows: pd.DataFrame) -> bool:
@@ -92,8 +95,8 @@ def save_times(incident: Incident) -> pd.DataFrame:
 def timed_seconds(it: pd.DataFrame, saves: pd.DataFrame | None = None) -> pd.Series:
     """Seconds per iteration read off the step lines' own times: the time since the previous
     step line of the same file and rank over the iterations between them (<NA> for the first,
-    and everywhere when the lines are less than ``MIN_TIMED_INTERVAL_S`` apart at the median:
-    the times are then too coarse). An interval with a checkpoint save of the same file in it
+    and everywhere when the lines are less than ``MIN_TIMED_TICKS`` of their clock apart at the
+    median: the times are then too coarse, ``clock_tick``). An interval with a checkpoint save of the same file in it
     (``save_times``) starts at the last save: what ran before it (the save, the validation a
     trainer runs before saving) is no training (AT-BSN's hour of validation between iters
     4,000 and 4,100, then "Saving models and training states.")."""
@@ -114,9 +117,19 @@ def timed_seconds(it: pd.DataFrame, saves: pd.DataFrame | None = None) -> pd.Ser
                 gaps = gaps.where(~inside, (g["time"] - last).dt.total_seconds())
         steps = g["iteration"].astype("Float64").diff()
         gaps = gaps.where(steps > 0)  # a restart or a repeated step: no interval
-        if gaps.notna().any() and gaps.median() >= MIN_TIMED_INTERVAL_S:
+        if gaps.notna().any() and gaps.median() >= MIN_TIMED_TICKS * clock_tick(g["time"]):
             out.loc[g.index] = pd.array(gaps / steps, dtype="Float64")
     return out
+
+
+def clock_tick(times: pd.Series) -> float:
+    """The resolution of the times a log prints, in seconds: 1.0 where they are whole seconds
+    (or could be), 0.1, 0.01 or 0.001 where their fractions show that many digits at most."""
+    us = pd.to_datetime(times.dropna()).dt.microsecond.to_numpy()
+    for tick in (1.0, 0.1, 0.01, 0.001):
+        if not (us % round(tick * 1e6)).any():
+            return tick
+    return 1e-6
 
 
 def per_iteration_seconds(iterations: list[int], interval_s: list[float | None]) -> list[float | None]:
