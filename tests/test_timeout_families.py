@@ -165,10 +165,27 @@ WATCHDOG = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught colle
     # corpus timeout-vinvl-paddle-workerlog)
     ("02/13/2022 23:10:01 - INFO - Num Iters: 4425\n"
      "02/13/2022 23:10:01 - INFO - Optim Steps: 132750\n", 132750),
+    # fairseq <= 0.10's Namespace of arguments (tianxiexiaozhu77/syngec bash/english_exp/1.py;
+    # corpus timeout-syngec-glat-enro-8gpu-train), trimmed to its neighbours
+    ("2023-06-13 17:29:41 | INFO | fairseq_cli.train | Namespace(activation_dropout=0.0, "
+     "lr_scheduler='inverse_sqrt', max_epoch=0, max_source_positions=1024, max_tokens=4096, "
+     "max_tokens_valid=4096, max_update=300000, maximize_best_checkpoint_metric=True)\n", 300000),
+    # fairseq >= 0.10.2's hydra config dict, the optimization's limit first, the lr scheduler's
+    # copy after it (a data2vec run's printed cfg; facebookresearch/fairseq#3215 the same wording)
+    ("{'_name': None, 'optimization': {'_name': None, 'max_epoch': 0, 'max_update': 400000, "
+     "'stop_time_hours': 0.0, 'clip_norm': 0.0}, 'lr_scheduler': {'_name': 'tri_stage', "
+     "'max_update': 400000, 'lr': [0.0005]}}\n", 400000),
 ])
 def test_the_headers_run_length_is_the_total(tmp_path: Path, header: str, total: int) -> None:
     a = timeout.analyse(_both(tmp_path, header + WATCHDOG))
     assert a.progress.total == total and a.progress.step is None
+
+
+def test_fairseq_without_an_update_limit_states_no_total(tmp_path: Path) -> None:
+    # facebookresearch/fairseq#3215: a run limited by epochs ("max_update': 0": no limit)
+    text = ("{'optimization': {'_name': None, 'max_epoch': 2, 'max_update': 0, "
+            "'stop_time_hours': 0.0, 'clip_norm': 0.0}}\n" + WATCHDOG)
+    assert timeout.analyse(_both(tmp_path, text)).progress.total is None
 
 
 def test_two_headers_that_disagree_state_no_total(tmp_path: Path) -> None:
