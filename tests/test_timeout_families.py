@@ -210,3 +210,52 @@ def test_a_bare_rank_tag_names_the_rank_that_timed_out(tmp_path: Path, text: str
     a = timeout.analyse(_both(tmp_path, text))
     assert a.timed_out_ranks == [rank]
     assert (a.op_type, a.seq_num, a.timeout_ms) == ("ALLGATHER", 64214, 600000)
+
+
+# -- torch.multiprocessing.spawn re-raising a process's exception: the traceback after its
+# "-- Process N terminated with the following error:" header is process N's (a local rank) ----
+
+YOLOV7_D2_66 = (  # lucasjinreal/yolov7_d2#66 (corpus timeout-yolov7-d2-66), torch 1.11
+    "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
+    "torch.multiprocessing.spawn.ProcessRaisedException: \n"
+    "-- Process 1 terminated with the following error:\n"
+    "File \"anaconda3/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line "
+    "2067, in all_gather\n"
+    "    work.wait()\n"
+    "RuntimeError: [/opt/conda/conda-bld/pytorch_1646755897462/work/third_party/gloo/gloo/"
+    "transport/tcp/unbound_buffer.cc:136] Timed out waiting 1800000ms for send operation to "
+    "complete\n")
+# torch <= 1.8 raised a plain Exception with the same header (lkeab/BCNet#53's header and the
+# first frame of its traceback), then the gloo line as detectron2 users report it from the same
+# all_gather (facebookresearch/detectron2#3243): two posts' lines put together
+BCNET_53 = (
+    "Exception: \n\n"
+    "-- Process 3 terminated with the following error:\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/data1/mazeyu/BCNet-main/detectron2/engine/train_loop.py\", line 131, in train\n"
+    "    self.run_step()\n"
+    "torch/distributed/distributed_c10d.py\", line 1870, in all_gather\n"
+    "    work.wait()\n"
+    "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] Timed out "
+    "waiting 1800000ms for send operation to complete\n")
+
+
+@pytest.mark.parametrize(("text", "rank"), [(YOLOV7_D2_66, 1), (BCNET_53, 3)])
+def test_a_spawned_process_traceback_names_its_rank(tmp_path: Path, text: str, rank: int) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.timed_out_ranks == [rank] and a.timeout_ms == 1800000
+
+
+def test_a_timeout_before_the_spawn_header_is_not_that_process(tmp_path: Path) -> None:
+    gloo = YOLOV7_D2_66.splitlines(keepends=True)[-1]
+    a = timeout.analyse(_both(tmp_path, gloo + YOLOV7_D2_66.replace(gloo, "")))
+    assert a.timed_out_ranks == []
+
+
+def test_the_spawn_header_is_a_local_rank_that_exited() -> None:
+    from traindoc.parse.errors import parse_exit
+    assert parse_exit("-- Process 1 terminated with the following error:") == {
+        "local_rank": 1, "exitcode": 1}
+    # PaddlePaddle's python/paddle/distributed/spawn.py prints it between dashed rules
+    assert parse_exit("Process 0 terminated with the following error:") == {
+        "local_rank": 0, "exitcode": 1}

@@ -39,6 +39,7 @@ from ..common import (
     as_str,
     last_progress,
     plan_values,
+    spawned_ranks,
     split_source,
     step_totals_by_rank,
 )
@@ -188,6 +189,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
                         incident.account, incident.unrecognized)
     prog = planned_total(last_progress(incident), incident)
     timeouts = timeout_rows(incident)
+    if len(timeouts):  # a spawned process's traceback, its rank in the header before it
+        timeouts = timeouts.assign(rank=spawned_ranks(timeouts, incident))
     c = incident.collectives
     status = status_rows(c)
     absent = c[c["state"] == "absent"]
