@@ -259,3 +259,38 @@ def test_the_spawn_header_is_a_local_rank_that_exited() -> None:
     # PaddlePaddle's python/paddle/distributed/spawn.py prints it between dashed rules
     assert parse_exit("Process 0 terminated with the following error:") == {
         "local_rank": 0, "exitcode": 1}
+
+
+# -- the few ranks of the world that printed no timeout where every other rank did: a collective
+# of the whole world completes once every rank enters it, so they never entered it -------------
+
+EFFICIENT_LLMS = (Path(__file__).parent.parent / "data" / "corpus" / "timeout"
+                  / "timeout-efficient-llms-hanging-run-out" / "logs" / "hanging_run_out.txt")
+
+
+def _efficient_llms(watchdogs: range, end: bool = True) -> str:
+    """esemsc-gts124/Efficient-LLMs hanging_run_out.txt (corpus timeout-efficient-llms-hanging-
+    run-out): the 8 ranks' NCCL communicator lines, the watchdog block of ``watchdogs`` (its
+    lines' offsets: 0-15 is every rank but 7), torchrun's report of the failure after it."""
+    lines = EFFICIENT_LLMS.read_text().splitlines(keepends=True)
+    comm = [t for t in lines[235:249] if "NCCL INFO comm 0x" in t]
+    block = [lines[1271 + i] for i in watchdogs if "NCCL INFO" not in lines[1271 + i]]
+    return "".join(comm + block + (lines[1347:1348] if end else []))
+
+
+def test_the_rank_silent_where_the_rest_of_the_world_timed_out_never_entered(
+        tmp_path: Path) -> None:
+    a = timeout.analyse(_both(tmp_path, _efficient_llms(range(16))))
+    assert a.timed_out_ranks == [0, 1, 2, 3, 4, 5, 6]
+    assert a.lagging_ranks == [7] and a.pattern == "straggler"
+
+
+def test_a_paste_cut_inside_the_timeouts_names_no_one(tmp_path: Path) -> None:
+    a = timeout.analyse(_both(tmp_path, _efficient_llms(range(16), end=False)))
+    assert a.lagging_ranks == [] and a.pattern == "unknown"
+
+
+def test_most_ranks_silent_are_no_stragglers(tmp_path: Path) -> None:
+    # two ranks' timeouts of eight: the other six may have been torn down first
+    a = timeout.analyse(_both(tmp_path, _efficient_llms(range(5))))
+    assert a.timed_out_ranks == [0, 2] and a.lagging_ranks == []
