@@ -172,6 +172,14 @@ WATCHDOG = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught colle
      "max_tokens_valid=4096, max_update=300000, maximize_best_checkpoint_metric=True)\n", 300000),
     # fairseq >= 0.10.2's hydra config dict, the optimization's limit first, the lr scheduler's
     # copy after it (a data2vec run's printed cfg; facebookresearch/fairseq#3215 the same wording)
+    # torchtitan's start-up line (pytorch/torchtitan#810; corpus gpu_crash-torchtitan-810)
+    ("[rank0]:2025-01-28 13:23:00,193 - root - INFO - Training starts at step 1, with local batch "
+     "size 8, global batch size 16, sequence length 2048, total steps 10 (warmup 2)\n", 10),
+    # torchtitan since 2025, its fork under ezpz's logger (corpus
+    # gpu_crash-auroragpt-torchtitan-aurora)
+    ("  [2025-09-11 14:09:20,263362][I][blendcorpus/train:372:__init__] Trainer is initialized "
+     "with local batch size 1, global batch size 24, gradient accumulation steps 1, sequence "
+     "length 4096, total steps 1000 (warmup 2)\n", 1000),
     ("{'_name': None, 'optimization': {'_name': None, 'max_epoch': 0, 'max_update': 400000, "
      "'stop_time_hours': 0.0, 'clip_norm': 0.0}, 'lr_scheduler': {'_name': 'tri_stage', "
      "'max_update': 400000, 'lr': [0.0005]}}\n", 400000),

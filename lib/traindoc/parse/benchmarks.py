@@ -311,9 +311,17 @@ PLAN_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # ("'optimization': {'_name': None, 'max_epoch': 2, 'max_update': 0, …}",
     # facebookresearch/fairseq#3215); the first is the run's (lr_scheduler repeats it)
     ("total_steps", re.compile(r"(?<!\w)(?:max_update=|'max_update':\s*)(?P<n>\d+)(?![\d.])")),
+    # torchtitan's start-up line, with the batch and sequence sizes before the steps: "Training
+    # starts at step 1, with local batch size 8, …, total steps 10 (warmup 2)" (pytorch/
+    # torchtitan#810, corpus gpu_crash-torchtitan-810), since 2025 "Trainer is initialized with
+    # local batch size 1, …, total steps 1000 (warmup 2)" (corpus gpu_crash-auroragpt-torchtitan-
+    # aurora, its fork under ezpz's logger)
+    ("total_steps", re.compile(r"\b(?:Training starts at step \d+, with|Trainer is initialized with)"
+                               r" local batch size\b[^()]*?\btotal steps (?P<n>\d+)\b")),
 )
 PLAN_NEEDLES = ("Num Epochs = ", "Num epochs = ", "Total optimization steps = ", "Optim Steps: ",
-                "Total training steps", "Total train steps", "max_update=", "'max_update': ")
+                "Total training steps", "Total train steps", "max_update=", "'max_update': ",
+                "Training starts at step", "Trainer is initialized with")
 
 
 def parse_run_plan(text: str) -> Row | None:
