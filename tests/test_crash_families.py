@@ -1236,3 +1236,26 @@ def test_the_blocking_queue_alone_stays_the_failure(tmp_path: Path) -> None:
     f = _facts(tmp_path, "SystemError: (Fatal) Blocking queue is killed because the data reader "
                          "raises an exception.\n", "workerlog.0")
     assert "Blocking queue is killed" in f["error_message"]
+
+
+# -- the traceback torch.multiprocessing.spawn re-raises after "-- Process N terminated with the
+# following error:" is process N's: its error is that rank's, not an exit without a message --
+
+SPAWN_RAISED = (  # a deepseek-ai/DeepEP issue on tests/test_intranode.py (torch 2.x)
+    "torch.multiprocessing.spawn.ProcessRaisedException:\n\n"
+    "-- Process 4 terminated with the following error:\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/usr/local/lib/python3.10/dist-packages/torch/multiprocessing/spawn.py\", line 75, "
+    "in _wrap\n"
+    "    fn(i, *args)\n"
+    "  File \"/opt/DeepEP/tests/test_intranode.py\", line 58, in test_main\n"
+    "    buffer.get_dispatch_layout(topk_idx, num_experts)\n"
+    "RuntimeError: Failed: CUDA error /opt/DeepEP/csrc/kernels/internode.cu:133 'named symbol not "
+    "found'\n")
+
+
+def test_a_spawned_process_error_is_its_rank(tmp_path: Path) -> None:
+    (tmp_path / "job.log").write_text(SPAWN_RAISED)
+    r = gpu_crash.diagnose(traindoc.load(str(tmp_path / "job.log"), workers=1))
+    assert r.facts["failed_ranks"] == [4]
+    assert "named symbol not found" in r.facts["error_message"]

@@ -9,7 +9,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose.common import last_progress
-from traindoc.parse.progress import parse_tqdm
+from traindoc.parse.progress import parse_metric_logger_eval, parse_tqdm
 
 
 @pytest.mark.parametrize(("line", "step", "total", "desc"), [
@@ -121,3 +121,37 @@ def test_the_bar_beside_the_loss_dicts_is_the_training_bar(case: str, step: int,
     # one still running beside the dicts, whatever the finished one's total
     prog = last_progress(traindoc.load(CORPUS / case / "logs"))
     assert (prog.step, prog.total) == (step, total)
+
+
+# -- MetricLogger.log_every's evaluation loop: its counter is how far the run got, no training step
+
+@pytest.mark.parametrize(("line", "step", "total", "desc"), [
+    # salesforce/MUST#7 (corpus timeout-must-7): DeiT's "Test:" header, no loss meter
+    ("Test:  [ 2090/10010]  eta: 1:53:32  acc1: 73.3203 (76.6279)  ema_acc1: 77.7734 (76.4956)  "
+     "time: 0.8568  data: 0.0001  max mem: 14135", 2090, 10010, "Test"),
+    # torchvision's references/classification (train.py --test-only), its expected output as a
+    # port's README quotes it (PaddlePaddle's torchvision-to-paddle model docs), cut there
+    ("Test:  [1500/1563]  eta: 0:00:05  loss: 1.2878 (1.9196)  acc1: 0.7344 (0.5639) ",
+     1500, 1563, "Test"),
+    # an MAE-derived fine-tune evaluating (its logger puts "[HH:MM:SS.us]" first)
+    ("[18:22:55.447027] Test:  [ 300/1197]  eta: 0:02:06    time: 0.1402  data: 0.0001  max mem: "
+     "1046", 300, 1197, "Test"),
+])
+def test_metric_logger_evaluation_counter(line: str, step: int, total: int, desc: str) -> None:
+    row = parse_metric_logger_eval(line)
+    assert row == {"step": step, "total": total, "desc": desc}
+
+
+def test_metric_logger_training_lines_are_no_evaluation() -> None:
+    # the training loop's header is a step line (parse.metric_lines), not this counter
+    assert parse_metric_logger_eval("Epoch: [1]  [2352/2353]  eta: 0:00:00  time: 0.3439  "
+                                    "data: 0.0003  max mem: 1847") is None
+
+
+def test_an_evaluation_counter_alone_is_the_last_progress(tmp_path: Path) -> None:
+    # salesforce/MUST#7: the terminal wrapped the line mid-number
+    (tmp_path / "job.log").write_text(
+        "Test:  [ 2090/10010]  eta: 1:53:32  acc1: 73.3203 (76.6279)  ema_acc1: 77.7734 (76.4956)"
+        "  time: 0.8568  data: 0.0\n001  max mem: 14135\n")
+    prog = last_progress(traindoc.load(str(tmp_path / "job.log"), workers=1))
+    assert (prog.step, prog.total) == (2090, 10010)

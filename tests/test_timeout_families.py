@@ -165,10 +165,35 @@ WATCHDOG = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught colle
     # corpus timeout-vinvl-paddle-workerlog)
     ("02/13/2022 23:10:01 - INFO - Num Iters: 4425\n"
      "02/13/2022 23:10:01 - INFO - Optim Steps: 132750\n", 132750),
+    # fairseq <= 0.10's Namespace of arguments (tianxiexiaozhu77/syngec bash/english_exp/1.py;
+    # corpus timeout-syngec-glat-enro-8gpu-train), trimmed to its neighbours
+    ("2023-06-13 17:29:41 | INFO | fairseq_cli.train | Namespace(activation_dropout=0.0, "
+     "lr_scheduler='inverse_sqrt', max_epoch=0, max_source_positions=1024, max_tokens=4096, "
+     "max_tokens_valid=4096, max_update=300000, maximize_best_checkpoint_metric=True)\n", 300000),
+    # fairseq >= 0.10.2's hydra config dict, the optimization's limit first, the lr scheduler's
+    # copy after it (a data2vec run's printed cfg; facebookresearch/fairseq#3215 the same wording)
+    # torchtitan's start-up line (pytorch/torchtitan#810; corpus gpu_crash-torchtitan-810)
+    ("[rank0]:2025-01-28 13:23:00,193 - root - INFO - Training starts at step 1, with local batch "
+     "size 8, global batch size 16, sequence length 2048, total steps 10 (warmup 2)\n", 10),
+    # torchtitan since 2025, its fork under ezpz's logger (corpus
+    # gpu_crash-auroragpt-torchtitan-aurora)
+    ("  [2025-09-11 14:09:20,263362][I][blendcorpus/train:372:__init__] Trainer is initialized "
+     "with local batch size 1, global batch size 24, gradient accumulation steps 1, sequence "
+     "length 4096, total steps 1000 (warmup 2)\n", 1000),
+    ("{'_name': None, 'optimization': {'_name': None, 'max_epoch': 0, 'max_update': 400000, "
+     "'stop_time_hours': 0.0, 'clip_norm': 0.0}, 'lr_scheduler': {'_name': 'tri_stage', "
+     "'max_update': 400000, 'lr': [0.0005]}}\n", 400000),
 ])
 def test_the_headers_run_length_is_the_total(tmp_path: Path, header: str, total: int) -> None:
     a = timeout.analyse(_both(tmp_path, header + WATCHDOG))
     assert a.progress.total == total and a.progress.step is None
+
+
+def test_fairseq_without_an_update_limit_states_no_total(tmp_path: Path) -> None:
+    # facebookresearch/fairseq#3215: a run limited by epochs ("max_update': 0": no limit)
+    text = ("{'optimization': {'_name': None, 'max_epoch': 2, 'max_update': 0, "
+            "'stop_time_hours': 0.0, 'clip_norm': 0.0}}\n" + WATCHDOG)
+    assert timeout.analyse(_both(tmp_path, text)).progress.total is None
 
 
 def test_two_headers_that_disagree_state_no_total(tmp_path: Path) -> None:
@@ -193,3 +218,87 @@ def test_a_bare_rank_tag_names_the_rank_that_timed_out(tmp_path: Path, text: str
     a = timeout.analyse(_both(tmp_path, text))
     assert a.timed_out_ranks == [rank]
     assert (a.op_type, a.seq_num, a.timeout_ms) == ("ALLGATHER", 64214, 600000)
+
+
+# -- torch.multiprocessing.spawn re-raising a process's exception: the traceback after its
+# "-- Process N terminated with the following error:" header is process N's (a local rank) ----
+
+YOLOV7_D2_66 = (  # lucasjinreal/yolov7_d2#66 (corpus timeout-yolov7-d2-66), torch 1.11
+    "    raise ProcessRaisedException(msg, error_index, failed_process.pid)\n"
+    "torch.multiprocessing.spawn.ProcessRaisedException: \n"
+    "-- Process 1 terminated with the following error:\n"
+    "File \"anaconda3/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py\", line "
+    "2067, in all_gather\n"
+    "    work.wait()\n"
+    "RuntimeError: [/opt/conda/conda-bld/pytorch_1646755897462/work/third_party/gloo/gloo/"
+    "transport/tcp/unbound_buffer.cc:136] Timed out waiting 1800000ms for send operation to "
+    "complete\n")
+# torch <= 1.8 raised a plain Exception with the same header (lkeab/BCNet#53's header and the
+# first frame of its traceback), then the gloo line as detectron2 users report it from the same
+# all_gather (facebookresearch/detectron2#3243): two posts' lines put together
+BCNET_53 = (
+    "Exception: \n\n"
+    "-- Process 3 terminated with the following error:\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/data1/mazeyu/BCNet-main/detectron2/engine/train_loop.py\", line 131, in train\n"
+    "    self.run_step()\n"
+    "torch/distributed/distributed_c10d.py\", line 1870, in all_gather\n"
+    "    work.wait()\n"
+    "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] Timed out "
+    "waiting 1800000ms for send operation to complete\n")
+
+
+@pytest.mark.parametrize(("text", "rank"), [(YOLOV7_D2_66, 1), (BCNET_53, 3)])
+def test_a_spawned_process_traceback_names_its_rank(tmp_path: Path, text: str, rank: int) -> None:
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.timed_out_ranks == [rank] and a.timeout_ms == 1800000
+
+
+def test_a_timeout_before_the_spawn_header_is_not_that_process(tmp_path: Path) -> None:
+    gloo = YOLOV7_D2_66.splitlines(keepends=True)[-1]
+    a = timeout.analyse(_both(tmp_path, gloo + YOLOV7_D2_66.replace(gloo, "")))
+    assert a.timed_out_ranks == []
+
+
+def test_the_spawn_header_is_a_local_rank_that_exited() -> None:
+    from traindoc.parse.errors import parse_exit
+    assert parse_exit("-- Process 1 terminated with the following error:") == {
+        "local_rank": 1, "exitcode": 1}
+    # PaddlePaddle's python/paddle/distributed/spawn.py prints it between dashed rules
+    assert parse_exit("Process 0 terminated with the following error:") == {
+        "local_rank": 0, "exitcode": 1}
+
+
+# -- the few ranks of the world that printed no timeout where every other rank did: a collective
+# of the whole world completes once every rank enters it, so they never entered it -------------
+
+EFFICIENT_LLMS = (Path(__file__).parent.parent / "data" / "corpus" / "timeout"
+                  / "timeout-efficient-llms-hanging-run-out" / "logs" / "hanging_run_out.txt")
+
+
+def _efficient_llms(watchdogs: range, end: bool = True) -> str:
+    """esemsc-gts124/Efficient-LLMs hanging_run_out.txt (corpus timeout-efficient-llms-hanging-
+    run-out): the 8 ranks' NCCL communicator lines, the watchdog block of ``watchdogs`` (its
+    lines' offsets: 0-15 is every rank but 7), torchrun's report of the failure after it."""
+    lines = EFFICIENT_LLMS.read_text().splitlines(keepends=True)
+    comm = [t for t in lines[235:249] if "NCCL INFO comm 0x" in t]
+    block = [lines[1271 + i] for i in watchdogs if "NCCL INFO" not in lines[1271 + i]]
+    return "".join(comm + block + (lines[1347:1348] if end else []))
+
+
+def test_the_rank_silent_where_the_rest_of_the_world_timed_out_never_entered(
+        tmp_path: Path) -> None:
+    a = timeout.analyse(_both(tmp_path, _efficient_llms(range(16))))
+    assert a.timed_out_ranks == [0, 1, 2, 3, 4, 5, 6]
+    assert a.lagging_ranks == [7] and a.pattern == "straggler"
+
+
+def test_a_paste_cut_inside_the_timeouts_names_no_one(tmp_path: Path) -> None:
+    a = timeout.analyse(_both(tmp_path, _efficient_llms(range(16), end=False)))
+    assert a.lagging_ranks == [] and a.pattern == "unknown"
+
+
+def test_most_ranks_silent_are_no_stragglers(tmp_path: Path) -> None:
+    # two ranks' timeouts of eight: the other six may have been torn down first
+    a = timeout.analyse(_both(tmp_path, _efficient_llms(range(5))))
+    assert a.timed_out_ranks == [0, 2] and a.lagging_ranks == []

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..hostlist import runs
 from ..incident import Incident
+from ..parse.errors import SPAWN_RAISED, SPAWN_RAISED_RE
 from ..report import Finding, evidence
 from ..schema import SYNTHETIC_HOST_PREFIX
 
@@ -939,6 +940,45 @@ def global_rank(local_rank: int | None, host: str | None, layout: NodeLayout,
             if local_rank < layout.nproc_per_node else None
     stated = layout.nnodes is not None or layout.node_rank is not None or bool(layout.node_rank_of)
     return local_rank if one_machine and not stated else None
+
+
+def spawned_ranks(rows: pd.DataFrame, incident: Incident) -> pd.Series:
+    """The ranks of ``rows``, each row without one given the rank of the spawned process whose
+    traceback it lies in: after a launcher's "-- Process 1 terminated with the following
+    error:" (``parse.errors.SPAWN_RAISED_RE``, an ``exits`` row) in the same file, before the
+    next such header. The process index is a local rank: global by the node layout the log
+    states, or the rank itself where the log names one machine at most (``global_rank``)."""
+    ranks = rows["rank"].copy() if "rank" in rows else pd.Series(pd.NA, index=rows.index)
+    ex = incident.exits
+    if not len(rows) or not len(ex) or ranks.notna().all():
+        return ranks
+    heads = ex[ex["local_rank"].notna()
+               & ex["line"].astype("string").str.contains(SPAWN_RAISED, regex=False, na=False)]
+    heads = heads[heads["line"].map(lambda t: SPAWN_RAISED_RE.match(str(t)) is not None)]
+    if not len(heads):
+        return ranks
+    by_file: dict[str, list[tuple[int, int, str | None]]] = {}
+    for h in heads.itertuples(index=False):
+        where = split_source(h.source)
+        if where is not None:
+            by_file.setdefault(where[0], []).append(
+                (where[1], int(h.local_rank), as_str(h.host)))
+    layout = node_layout(incident)
+    one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
+    for i, r in rows.iterrows():
+        where = split_source(r["source"])
+        if pd.notna(ranks[i]) or where is None or where[0] not in by_file:
+            continue
+        before = [h for h in by_file[where[0]] if h[0] < where[1]]
+        if not before:
+            continue
+        _, local, host = max(before)
+        rank = global_rank(local, host, layout)
+        if rank is None:
+            rank = global_rank(local, host, layout, one_machine)
+        if rank is not None:
+            ranks[i] = rank
+    return ranks
 
 
 # In a printed command, what the log cannot tell is a shell variable the engineer sets, never a

@@ -342,9 +342,23 @@ PLAN_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # verl's ray_trainer ("(TaskRunner pid=625502) Total training steps: 3746"; older verl's
     # "(main_task pid=…)"), and hand-written loops' "🎯 Total training steps: 13002"
     ("total_steps", re.compile(r"\bTotal train(?:ing)? steps\s*[:=]\s*(?P<n>\d[\d,]*)(?![\d.,])")),
+    # fairseq's arguments at start-up, the updates it stops at (0: no limit, read as none):
+    # up to 0.10 a Namespace ("fairseq_cli.train | Namespace(…, max_update=300000, …)",
+    # corpus timeout-syngec-glat-enro-8gpu-train), since 0.10.2 the hydra config's dict
+    # ("'optimization': {'_name': None, 'max_epoch': 2, 'max_update': 0, …}",
+    # facebookresearch/fairseq#3215); the first is the run's (lr_scheduler repeats it)
+    ("total_steps", re.compile(r"(?<!\w)(?:max_update=|'max_update':\s*)(?P<n>\d+)(?![\d.])")),
+    # torchtitan's start-up line, with the batch and sequence sizes before the steps: "Training
+    # starts at step 1, with local batch size 8, …, total steps 10 (warmup 2)" (pytorch/
+    # torchtitan#810, corpus gpu_crash-torchtitan-810), since 2025 "Trainer is initialized with
+    # local batch size 1, …, total steps 1000 (warmup 2)" (corpus gpu_crash-auroragpt-torchtitan-
+    # aurora, its fork under ezpz's logger)
+    ("total_steps", re.compile(r"\b(?:Training starts at step \d+, with|Trainer is initialized with)"
+                               r" local batch size\b[^()]*?\btotal steps (?P<n>\d+)\b")),
 )
 PLAN_NEEDLES = ("Num Epochs = ", "Num epochs = ", "Total optimization steps = ", "Optim Steps: ",
-                "Total training steps", "Total train steps")
+                "Total training steps", "Total train steps", "max_update=", "'max_update': ",
+                "Training starts at step", "Trainer is initialized with")
 
 
 def parse_run_plan(text: str) -> Row | None:
@@ -353,7 +367,8 @@ def parse_run_plan(text: str) -> Row | None:
     for key, rx in PLAN_KEYS:
         m = rx.search(text)
         if m:
-            return {"metric": f"plan:{key}", "value": float(m["n"].replace(",", ""))}
+            value = float(m["n"].replace(",", ""))
+            return {"metric": f"plan:{key}", "value": value} if value > 0 else None
     return None
 
 

@@ -1075,6 +1075,16 @@ EXIT_STATUS_RE = re.compile(
 # (Plachtaa/VITS-fast-fine-tuning#284); its process index is the rank as mp.spawn examples pass
 # it (the signal form, "… terminated with signal SIGKILL", is an ``errors`` row: spawn_signal)
 SPAWN_EXIT_RE = re.compile(r"process (?P<rank>\d+) terminated with exit code (?P<code>-?\d+)")
+# the same launcher re-raising a process's exception, its traceback after this header: torch
+# <= 1.8's "Exception: \n\n-- Process 3 terminated with the following error:" (lkeab/BCNet#53),
+# 1.9+'s ProcessRaisedException with the same header (lucasjinreal/yolov7_d2#66),
+# paddle.distributed.spawn's "Process 0 terminated with the following error:" between dashed
+# rules. Its process index is the local rank of the process on its machine (detectron2's
+# launch: machine_rank × GPUs per machine + index); the rows of the traceback after it are
+# that process's (``diagnose.common.spawned_ranks``)
+SPAWN_RAISED = "terminated with the following error:"
+SPAWN_RAISED_RE = re.compile(r"^\s*(?:-- )?Process (?P<lr>\d+) terminated with the following "
+                             r"error:\s*$")
 # Paddle's launchers (module docstring): the old one names global ranks, no exit code; the new
 # one a container's rank on its node and its exit code
 PADDLE_ABORT_RE = re.compile(
@@ -1131,6 +1141,9 @@ def parse_exit(text: str) -> Row | list[Row] | None:
     if m:
         code = int(m["code"])
         return {"rank": int(m["rank"]), "exitcode": code, "signal": signal_name(code)}
+    m = SPAWN_RAISED_RE.match(text)
+    if m:
+        return {"local_rank": int(m["lr"]), "exitcode": 1}  # spawn's _wrap: sys.exit(1)
     m = PADDLE_ABORT_RE.search(text)
     if m:
         ranks = [int(r) for r in DIGITS_RE.findall(m["ranks"])]
@@ -1170,7 +1183,7 @@ PARSERS: tuple[LineParser, ...] = (
         ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS,
          "trainer process with rank", "status failed cmd",
          "xit code", "xit Code", "xit status", "xit_code", "error code", "status code",
-         "HYDRA_FULL_ERROR=1"),
+         "HYDRA_FULL_ERROR=1", SPAWN_RAISED),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",

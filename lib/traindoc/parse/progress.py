@@ -1,4 +1,4 @@
-"""tqdm progress bars into the ``progress`` table.
+"""tqdm progress bars (and a MetricLogger's evaluation counter) into the ``progress`` table.
 
 ``Train: 0%| | 21/6336 [08:49<44:58:38, 25.64s/it]``; ``rate`` is stored in iterations per
 second whatever unit the bar printed (``25.64s/it`` -> 0.039). A bar pasted into Markdown may
@@ -75,6 +75,16 @@ KERAS_RE = re.compile(
     r"(?:.*?(?<![\w.])(?P<epoch>\d+(?:\.\d+)?)(?P<epoch_unit>us|ms|s)/epoch\b)?"
     r".*?(?<![\w.])(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/step\b")
 PER_STEP_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+# MetricLogger.log_every's evaluation loop (torchvision's references and the trainers that copied
+# it: DeiT, DETR, MAE, BLIP): the header, the batch of the loader's total, its eta ("Test:  [
+# 100/1563]  eta: 0:01:49  loss: 1.1036 (0.8832)  acc1: …", torchvision's "Test: EMA" with
+# its suffix; BLIP/ALBEF's "Evaluation:"). A progress row: the training loop's own header
+# ("Epoch: [3]") is a step line of ``parse.metric_lines``, the evaluation's counter is no step
+# of training, only how far the run got where nothing else counts
+METRIC_LOGGER_EVAL_RE = re.compile(
+    r"(?<![\w\[])(?P<desc>(?:test|val|valid|validation|eval|evaluation)\b(?::[ \t]?[A-Za-z]\w*)?):?"
+    r"\s+\[\s*(?P<n>\d+)\s*/\s*(?P<total>\d+)\]\s+eta:\s*(?P<remaining>\d+(?::\d\d)+)",
+    re.IGNORECASE)
 
 
 def _count(v: str) -> int | None:
@@ -130,6 +140,14 @@ def parse_keras(text: str) -> Row | None:
             "rate": 1.0 / per if per > 0 else None, "desc": "keras"}
 
 
+def parse_metric_logger_eval(text: str) -> Row | None:
+    """The counter of a MetricLogger's evaluation loop: batches done of the loader's total."""
+    m = METRIC_LOGGER_EVAL_RE.search(text)
+    if m is None:
+        return None
+    return {"step": int(m["n"]), "total": int(m["total"]), "desc": m["desc"]}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "tqdm",
@@ -146,5 +164,14 @@ PARSERS: tuple[LineParser, ...] = (
         # sleap-ai/sleap#2230
         example="1490/1490 - 106s - loss: 1.9500e-05 - val_loss: 2.0626e-05 - lr: 1.0000e-04 - "
         "106s/epoch - 71ms/step",
+    ),
+    LineParser(
+        "metric_logger_eval",
+        "progress",
+        ("eta: ",),
+        parse_metric_logger_eval,
+        # salesforce/MUST#7 (corpus timeout-must-7)
+        example="Test:  [ 2090/10010]  eta: 1:53:32  acc1: 73.3203 (76.6279)  ema_acc1: 77.7734 "
+        "(76.4956)  time: 0.8568  data: 0.0001  max mem: 14135",
     ),
 )

@@ -20,7 +20,16 @@ import pandas as pd
 from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...xid_catalog import xid_info
-from ..common import as_int, as_str, global_rank, is_host, node_layout, pid_hosts, rank_hosts
+from ..common import (
+    as_int,
+    as_str,
+    global_rank,
+    is_host,
+    node_layout,
+    pid_hosts,
+    rank_hosts,
+    spawned_ranks,
+)
 from ..deadlock.stacks import hang_stacks
 from ..types import Strength
 
@@ -122,19 +131,23 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     (``rank_hosts``), when the caller has it already."""
     files = {f: i for i, f in enumerate(incident.account.file_list)}
     rows: list[dict[str, Any]] = []
-    for r in incident.errors.itertuples(index=False):
+    # a line inside a spawned process's re-raised traceback is that process's
+    err_ranks = spawned_ranks(incident.errors, incident)
+    for r, spawned in zip(incident.errors.itertuples(index=False), err_ranks, strict=True):
         f, ln = _split_source(r.source, files)
         role, strength = _error_role(str(r.kind), as_str(r.code) or "", as_str(r.message) or "")
-        rank = None if as_str(r.code) in LAUNCHER_LINE_CODES else as_int(r.rank)
+        rank = None if as_str(r.code) in LAUNCHER_LINE_CODES else as_int(spawned)
         rows.append(dict(file=f, lineno=ln, time=r.time, rank=rank, host=as_str(r.host),
                          pid=as_int(r.pid), kind=str(r.kind), code=as_str(r.code),
                          message=as_str(r.message), role=role, strength=strength,
                          root_cause=False, table="errors", source=r.source, line=r.line))
     c = incident.collectives
-    for r in c[c["state"] == "timed_out"].itertuples(index=False):
+    timed = c[c["state"] == "timed_out"]
+    for r, spawned in zip(timed.itertuples(index=False), spawned_ranks(timed, incident),
+                          strict=True):
         f, ln = _split_source(r.source, files)
         op = as_str(r.op_type) or "a collective"
-        rows.append(dict(file=f, lineno=ln, time=r.time, rank=as_int(r.rank), host=as_str(r.host),
+        rows.append(dict(file=f, lineno=ln, time=r.time, rank=as_int(spawned), host=as_str(r.host),
                          pid=None, kind="nccl_error", code="collective_timeout",
                          message=f"timed out in {op}", role="cascade", strength=Strength.NONE,
                          root_cause=False, table="collectives", source=r.source, line=r.line))

@@ -39,6 +39,7 @@ from ..common import (
     as_str,
     last_progress,
     plan_values,
+    spawned_ranks,
     split_source,
     step_totals_by_rank,
 )
@@ -188,6 +189,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
                         incident.account, incident.unrecognized)
     prog = planned_total(last_progress(incident), incident)
     timeouts = timeout_rows(incident)
+    if len(timeouts):  # a spawned process's traceback, its rank in the header before it
+        timeouts = timeouts.assign(rank=spawned_ranks(timeouts, incident))
     c = incident.collectives
     status = status_rows(c)
     absent = c[c["state"] == "absent"]
@@ -441,10 +444,43 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
     known = _ranks_with_failure_output(incident)
     if _is_default_group(process_group):
         lagging |= known - arrived  # a failed rank is in the default group; not always in a sub-group
+    if seq is not None:
+        timed = c[(c["process_group"].fillna(UNKNOWN_GROUP) == pg) & (c["seq_num"] == seq)
+                  & (c["state"] == "timed_out")]
+        lagging |= never_entered(incident, timed, arrived | known | lagging)
     unseen: set[int] = set()
     if world_size:
         unseen = set(range(world_size)) - arrived - known - lagging
     return lagging, arrived, unseen
+
+
+def never_entered(incident: Incident, timed: pd.DataFrame, accounted: set[int]) -> set[int]:
+    """The few ranks of the world that printed no timeout in the default group's collective
+    ``timed`` (its timeout rows) where every other rank did: a collective of the whole world
+    completes once every rank enters it, so the silent ones never did. Only where the logs
+    hold their output (their NCCL init lines in a communicator of the world's size, which
+    gives that size), the launcher's report of the job's end follows the timeouts in the same
+    file (a paste cut inside the block of timeout lines names no one), and they are fewer
+    than the ranks that timed out."""
+    pg = str(timed["process_group"].iloc[0]) if len(timed) else ""
+    if not ("default_pg" in pg or pg.split(" ")[0] == "0"):
+        return set()
+    p = incident.processes
+    comms = p[p["comm_size"].notna() & p["comm_rank"].notna()] if len(p) else p
+    if not len(comms):
+        return set()
+    world = int(comms["comm_size"].max())
+    present = {int(r) for r in comms.loc[comms["comm_size"] == world, "comm_rank"]}
+    ranks = {int(r) for r in timed["rank"].dropna()}
+    silent = set(range(world)) - accounted - ranks
+    if not silent or not silent <= present or len(silent) >= len(ranks) \
+            or not ranks < set(range(world)):
+        return set()
+    where = [w for w in map(split_source, timed["source"]) if w is not None]
+    ends = [w for w in map(split_source, incident.exits["source"]) if w is not None]
+    covered = any(e[0] == f and e[1] > max(n for g, n in where if g == f)
+                  for e in ends for f in {g for g, _ in where})
+    return silent if covered else set()
 
 
 def _is_default_group(pg: str | None) -> bool:
