@@ -751,6 +751,20 @@ def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Pa
     # a nanoT5 run's log (find_string index id 17965744338; the index names no repository):
     # Accelerate's state, printed by the script after "Distributed environment: NO"
     "Num processes: 1",
+    # HectorFCardenas/llm.c gpt2_train.11672072.log (corpus gpu_crash-llmc-fork-gpt2-train-
+    # 11672072): llm.c's parameter table and its batch plan
+    "| num_processes         | 1                                                  |",
+    "batch_size B=64 * seq_len T=1024 * num_processes=1 and total_batch_size=524288",
+    # Chaklader/Difix train.log (corpus gpu_crash-difix-nerfstudio-train-log): nerfstudio's config
+    "    machine=MachineConfig(seed=42, num_devices=1, num_machines=1, machine_rank=0, "
+    "dist_url='auto', device_type='cuda'),",
+    # an older nerfstudio's (find_string index id 31016138497): num_gpus
+    "    machine=MachineConfig(seed=42, num_gpus=1, num_machines=1, machine_rank=0, "
+    "dist_url='auto'),",
+    # a detectron2 (YOLOF) training log (find_string index id 45552067125)
+    "Command Line Args: Namespace(config_file='./configs/yolof_R_50_C5_1x.yaml', "
+    "dist_url='tcp://127.0.0.1:49152', eval_only=False, machine_rank=0, num_gpus=1, "
+    "num_machines=1, opts=[], resume=False)",
 ])
 def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
@@ -766,11 +780,22 @@ def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     "Building model using device_map: None (DeviceRankInfo(world_size=8, rank=0, "
     "local_world_size=8, local_rank=0))...",
     "Num processes: 4",
+    "| num_processes         | 8                                                  |",
+    "batch_size B=64 * seq_len T=1024 * num_processes=8 and total_batch_size=524288",
 ])
 def test_a_job_of_several_processes_states_no_single_node(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
     rows = parse_node_layout(line) or []
     assert not any(r["metric"] == "layout:nnodes" for r in rows)
+
+
+def test_a_machine_config_states_its_layout() -> None:
+    """detectron2's launch (nerfstudio's too): num_gpus per machine, num_machines machines."""
+    from traindoc.parse.benchmarks import parse_node_layout
+    rows = parse_node_layout("    machine=MachineConfig(seed=42, num_devices=4, num_machines=2, "
+                             "machine_rank=0, dist_url='auto', device_type='cuda'),") or []
+    got = {r["metric"]: r["value"] for r in rows}
+    assert got == {"layout:nnodes": 2.0, "layout:nproc_per_node": 4.0}
 
 
 def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:
