@@ -505,6 +505,13 @@ def test_a_fatal_error_with_an_empty_faulthandler_dump_is_a_crash(tmp_path: Path
     (["[CUDA ERROR] at file sgemm.cu(line 42):",
       "cudaErrorIllegalAddress: an illegal memory access was encountered"], "cuda_error",
      "illegal memory access"),
+    # HectorFCardenas/llm.c gpt2_train.11672072.log (corpus gpu_crash-llmc-fork-gpt2-train-
+    # 11672072): the cudaMalloc of the activations fails, cudaGetErrorString says out of memory
+    (["allocating 39612 MiB for activations", "[CUDA ERROR] at file train_gpt2.cu:265:",
+      "out of memory"], "oom", "out of memory"),
+    # the same check in the name-first form
+    (["[CUDA ERROR] at file kernel.cu(line 88):",
+      "cudaErrorMemoryAllocation: out of memory"], "oom", "out of memory"),
 ])
 def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: list[str],
                                                        kind: str, message: str) -> None:
@@ -512,6 +519,46 @@ def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: li
     f = _facts(tmp_path, text)
     assert f["error_kind"] == kind
     assert message in f["error_message"]
+
+
+@pytest.mark.parametrize("line, kind, message", [
+    # HectorFCardenas/llm.c gpt2_train.11679004.log (corpus gpu_crash-llmc-fork-gpt2-train-
+    # 11679004): llm.c's cublasCheck, "[cuBLAS ERROR]: %d %s %d" (karpathy/llm.c dev/cuda/common.h)
+    ("[cuBLAS ERROR]: 13 llmc/matmul.cuh 216", "cuda_error",
+     "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216"),
+    # torch <= 1.0's THC checks: rowanz/neural-motifs#58, jiesutd/NCRFpp#121
+    ("RuntimeError: cuda runtime error (2) : out of memory at "
+     "/pytorch/aten/src/THC/THCTensorRandom.cu:25", "oom", "cuda runtime error (2) : out of memory"),
+    ("THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu line=58 error=2 : out of "
+     "memory", "oom", "error=2 : out of memory"),
+    # pytorch/pytorch#1204 (the device-side assert), pytorch/pytorch#24018 (THCBlas)
+    ("RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+     "/pytorch/aten/src/THC/generic/THCTensorMath.cu:26", "cuda_error",
+     "cuda runtime error (59) : device-side assert triggered"),
+    ("RuntimeError: cublas runtime error : the GPU program failed to execute at "
+     "/pytorch/aten/src/THC/THCBlas.cu:258", "cuda_error",
+     "cublas runtime error : the GPU program failed to execute"),
+    ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=59 : "
+     "device-side assert triggered", "cuda_error", "error=59 : device-side assert triggered"),
+    # bluer555/CR-GAN#8: torch's CUDA error without the space after its colon
+    ("RuntimeError: CUDA error:out of memory", "oom", "CUDA error:out of memory"),
+])
+def test_a_cuda_error_in_older_and_c_wordings(line: str, kind: str, message: str) -> None:
+    row = parse_error(line)
+    assert row is not None and row["kind"] == kind
+    assert message in row["message"]
+    assert " at /pytorch" not in row["message"]
+
+
+def test_a_llmc_cublas_failure_is_the_one_process_crash(tmp_path: Path) -> None:
+    """llm.c's single-GPU run: the parameter table states one process, the check names no rank."""
+    f = _facts(tmp_path, "\n".join([
+        "Multi-GPU support is disabled. Using a single GPU.",
+        "| num_processes         | 1                                                  |",
+        "device memory usage: 22211 MiB / 40338 MiB", "val loss nan",
+        "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216", ""]))
+    assert f["error_kind"] == "cuda_error" and "cuBLAS ERROR]: 13" in f["error_message"]
+    assert f["failed_ranks"] == [0]
 
 
 # --- the raylet's worker-died record names the dead worker's machine and pid -----------------

@@ -12,7 +12,13 @@ Wordings, checked against the sources that print them (and public issues quoting
   instance of 'c10::CUDAError'`` + ``  what():  …`` + ``Exception raised from query at
   ../aten/src/ATen/cuda/CUDAEvent.h:95 (most recent call first):`` + ``frame #0: …`` blocks
   (``CudaErrorBlock`` reads these), and torch>=2.2's ``[PG ID 0 PG GUID 0(default_pg) Rank 2]
-  Process group watchdog thread terminated with exception: CUDA error: …``.
+  Process group watchdog thread terminated with exception: CUDA error: …``; torch <= 1.0's THC
+  checks ``cuda runtime error (2) : out of memory at …/THC/THCTensorRandom.cu:25``, ``THCudaCheck
+  FAIL file=… line=58 error=2 : out of memory``, ``cublas runtime error : the GPU program failed
+  to execute at …/THCBlas.cu:258``.
+- C/CUDA trainers' check macros: llm.c's ``[CUDA ERROR] at file train_gpt2.cu:265:`` with the
+  error string on the next line (``CheckMacroError``; ``out of memory`` there is an OOM) and its
+  ``[cuBLAS ERROR]: 13 llmc/matmul.cuh 216``.
 - CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): ``CUDA out of memory. Tried to
   allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity; 74.33 GiB already allocated; 1.06 GiB
   free; 76.45 GiB reserved in total by PyTorch)`` (<=2.0) and ``… Tried to allocate 1.22 GiB.
@@ -121,8 +127,8 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (
         "cuda_oom",
         "oom",
-        "CUDA error: out of memory",
-        re.compile(r"(?P<msg>CUDA error: out of memory)"),
+        "CUDA error:",  # also without its space: "RuntimeError: CUDA error:out of memory"
+        re.compile(r"(?P<msg>CUDA error: ?out of memory)"),  # (bluer555/CR-GAN#8)
     ),
     (  # Paddle's allocator (memory/allocation/cuda_allocator.cc), under "ResourceExhaustedError: "
         # or on its own line below it: "Out of memory error on GPU 0. Cannot allocate 732.427734MB
@@ -161,11 +167,46 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "NCCL WARN",
         re.compile(r"NCCL WARN (?P<msg>.*?Cuda failure.*)"),
     ),
+    (  # torch <= 1.0's THC check: "RuntimeError: cuda runtime error (2) : out of memory at
+        # /pytorch/aten/src/THC/THCTensorRandom.cu:25" (rowanz/neural-motifs#58) and the warning
+        # printed before it, "THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu
+        # line=58 error=2 : out of memory" (jiesutd/NCRFpp#121): error 2 is cudaErrorMemoryAllocation
+        "thc_oom",
+        "oom",
+        "out of memory",
+        re.compile(r"(?P<msg>(?:cuda runtime error ?\(2\) ?|THCudaCheck FAIL file=\S+ line=\d+ "
+                   r"error=2 ):\s*out of memory)"),
+    ),
     (
         "cuda_error",
         "cuda_error",
         "CUDA error: ",
         re.compile(r"(?P<msg>CUDA error: .*?)" + _CUDA_TAIL),
+    ),
+    (  # the same THC check with any other code: "RuntimeError: cuda runtime error (59) :
+        # device-side assert triggered at /pytorch/aten/src/THC/generic/THCTensorMath.cu:26"
+        # (pytorch/pytorch#1204) and its THCBlas twin, "cublas runtime error : the GPU program
+        # failed to execute at /pytorch/aten/src/THC/THCBlas.cu:258" (pytorch/pytorch#24018)
+        "thc_error",
+        "cuda_error",
+        "untime error",
+        re.compile(r"(?P<msg>(?:cuda runtime error ?\(\d{1,4}\)|cublas runtime error) ?: ?.*?)"
+                   r"(?= at \S+:\d+|\s*$)"),
+    ),
+    (  # the warning THC printed before raising it: "THCudaCheck FAIL file=/pytorch/aten/src/THC/
+        # THCCachingHostAllocator.cpp line=265 error=59 : device-side assert triggered"
+        "thc_error",
+        "cuda_error",
+        " error=",
+        re.compile(r"(?P<msg>THCudaCheck FAIL file=\S+ line=\d+ error=\d{1,4} : .*)"),
+    ),
+    (  # llm.c's cublasCheck (and the many copies of its cuda utils): "[cuBLAS ERROR]: 13
+        # llmc/matmul.cuh 216": the cublasStatus_t (13 CUBLAS_STATUS_EXECUTION_FAILED), file, line
+        # (HectorFCardenas/llm.c gpt2_train.11679004.log; karpathy/llm.c dev/cuda/common.h)
+        "cublas_check",
+        "cuda_error",
+        "BLAS ERROR]: ",
+        re.compile(r"(?P<msg>\[(?:cuBLAS|CUBLAS|cuBLASLt) ERROR\]: \d{1,4} \S+ \d+)"),
     ),
     (  # the same check with any other code: "CUDA error 999 'unknown error' - …/algorithm.cu:54:
         # cudaStreamSynchronize(0)" (mozilla/translations#1002's Marian)
@@ -606,7 +647,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
-                "Signal: ", "Cuda failure", "Killed process")
+                "Signal: ", "Cuda failure", "Killed process", "BLAS ERROR]")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
@@ -905,10 +946,21 @@ CHECK_HEADER_RE = re.compile(
     r"\[(?P<lib>CUDA|CUDNN|cuDNN|CUBLAS|cuBLAS|NCCL) ERROR\] at file "
     r"(?P<site>[^\s:()]+(?::\d+|\(line \d+\))):?\s*(?P<msg>\S.*)?$")
 
+# What the check's message says, when it is more than a CUDA error: cudaGetErrorString's "out of
+# memory" (llm.c's cudaMalloc of its activations, HectorFCardenas/llm.c gpt2_train.11672072.log)
+# or cudaGetErrorName's cudaErrorMemoryAllocation; an uncorrectable ECC error. (kind, code)
+CHECK_MESSAGE_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"^(?:cudaErrorMemoryAllocation: )?out of memory\b|\bcudaErrorMemoryAllocation\b"),
+     "oom", "cuda_oom"),
+    (re.compile(r"uncorrectable ECC error encountered|\bcudaErrorECCUncorrectable\b"),
+     "ecc", "cuda_ecc_uncorrectable"),
+)
+
 
 class CheckMacroError:
     """A ``[CUDA ERROR] at file F:L:`` header and its message line: one ``errors`` row, kind
-    cuda_error (nccl_error for NCCL's), the message the error string, the site in ``frames``."""
+    cuda_error (nccl_error for NCCL's; oom or ecc where ``CHECK_MESSAGE_KINDS`` reads the CUDA
+    error string so), the message the error string, the site in ``frames``."""
 
     tables = ("errors",)
     needles: tuple[str, ...] = (" ERROR] at file ",)
@@ -945,8 +997,13 @@ class CheckMacroError:
             return []
         lib = rec["lib"].upper()
         kind = "nccl_error" if lib == "NCCL" else "cuda_error"
+        code = f"{lib.lower()}_check"
+        said = next(((k, c) for rx, k, c in CHECK_MESSAGE_KINDS
+                     if lib == "CUDA" and rec["msg"] and rx.search(rec["msg"])), None)
+        if said is not None:
+            kind, code = said
         msg = (rec["msg"] or f"[{rec['lib']} ERROR] at file {rec['site']}")[:MAX_MESSAGE_CHARS]
-        row: Row = {"kind": kind, "code": f"{lib.lower()}_check", "message": msg,
+        row: Row = {"kind": kind, "code": code, "message": msg,
                     "frames": [f"checked at {rec['site']}"], "_ctx": rec["ctx"]}
         return [("errors", row)]
 
