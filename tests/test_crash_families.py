@@ -542,12 +542,69 @@ def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: li
      "device-side assert triggered", "cuda_error", "error=59 : device-side assert triggered"),
     # bluer555/CR-GAN#8: torch's CUDA error without the space after its colon
     ("RuntimeError: CUDA error:out of memory", "oom", "CUDA error:out of memory"),
+    # huggingface/autotrain-advanced#737: ROCm's torch says HIP
+    ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 124.00 MiB. GPU 0 has a total "
+     "capacity of 19.94 GiB of which 554.47 MiB is free. Of the allocated memory 15.87 GiB is "
+     "allocated by PyTorch, and 165.29 MiB is reserved by PyTorch but unallocated. If reserved but "
+     "unallocated memory is large try setting PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to "
+     "avoid fragmentation.", "oom", "HIP out of memory. Tried to allocate 124.00 MiB"),
+    # TensorFlow: dBeker/Faster-RCNN-TensorFlow-Python3#110, Ma-Dan/XLNet-ChineseNER#4 (the
+    # op_kernel warning), lc222/seq2seq_chatbot_new#19 (TF 1.x "of shape [N]")
+    ("ResourceExhaustedError: OOM when allocating tensor with shape[25088,4096] and type float on "
+     "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", "oom",
+     "OOM when allocating tensor with shape[25088,4096]"),
+    ("2019-10-24 21:55:25.500952: W tensorflow/core/framework/op_kernel.cc:1318] OP_REQUIRES failed "
+     "at cwise_ops_common.cc:70 : Resource exhausted: OOM when allocating tensor with "
+     "shape[8,509,3072] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator "
+     "GPU_0_bfc", "oom", "device:GPU:0 by allocator GPU_0_bfc"),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor of "
+     "shape [4096] and type float", "oom", "OOM when allocating tensor of shape [4096]"),
+    # XLA: google-deepmind/alphafold#1023, onpix/LLNeRF#9, pytorch/xla#3470 (a TPU)
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+     "allocate 7406166528 bytes.", "oom", "Out of memory while trying to allocate 7406166528 bytes"),
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating "
+     "20029400304 bytes.", "oom", "Out of memory allocating 20029400304 bytes"),
+    ("2022-04-04 00:27:49.642380: E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) "
+     "RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not "
+     "possible. There are 6.78G free, 0B reserved, and 3.33G reservable.", "oom",
+     "Attempting to reserve 6.48G"),
+    # torch's cuDNN/cuBLAS checks: GeneZC/ASGCN#19, tbepler/protein-sequence-embedding-iclr2019#6
+    # (older torch), jadore801120/attention-is-all-you-need-pytorch#193 (the call's form)
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED", "cuda_error",
+     "cuDNN error: CUDNN_STATUS_EXECUTION_FAILED"),
+    ("RuntimeError: CUDNN_STATUS_EXECUTION_FAILED", "cuda_error", "CUDNN_STATUS_EXECUTION_FAILED"),
+    ("RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, "
+     "n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`", "cuda_error",
+     "CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm("),
+    # TensorFlow's stream executor: google-research/electra#136, kimiyoung/transformer-xl#139 (TF
+    # 1.12 names the routine), Li-Chongyi/Ucolor#9 (cuDNN)
+    ("2022-12-27 15:27:14.672772: E tensorflow/stream_executor/cuda/cuda_blas.cc:428] failed to run "
+     "cuBLAS routine: CUBLAS_STATUS_EXECUTION_FAILED", "cuda_error",
+     "failed to run cuBLAS routine: CUBLAS_STATUS_EXECUTION_FAILED"),
+    ("2021-09-08 23:23:08.258752: E tensorflow/stream_executor/cuda/cuda_blas.cc:652] failed to run "
+     "cuBLAS routine cublasSgemm_v2: CUBLAS_STATUS_EXECUTION_FAILED", "cuda_error",
+     "cublasSgemm_v2: CUBLAS_STATUS_EXECUTION_FAILED"),
+    ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:81] CUDNN_STATUS_EXECUTION_FAILED", "cuda_error",
+     "CUDNN_STATUS_EXECUTION_FAILED"),
 ])
 def test_a_cuda_error_in_older_and_c_wordings(line: str, kind: str, message: str) -> None:
     row = parse_error(line)
     assert row is not None and row["kind"] == kind
     assert message in row["message"]
     assert " at /pytorch" not in row["message"]
+
+
+@pytest.mark.parametrize("line", [
+    # torch 2.3's cuDNN v8 API warns of a plan it skipped and goes on (mseitzer/pytorch-fid#111;
+    # "the warning alone should not" stop a run, pytorch/pytorch#121834)
+    "/usr/lib/python3/dist-packages/torch/nn/modules/conv.py:456: UserWarning: Plan failed with a "
+    "cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed "
+    "cudnn_status: CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at "
+    "../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)",
+    "cudnn status: CUDNN_STATUS_SUCCESS",
+])
+def test_a_cudnn_status_inside_a_warning_is_no_error(line: str) -> None:
+    assert parse_error(line) is None
 
 
 def test_a_llmc_cublas_failure_is_the_one_process_crash(tmp_path: Path) -> None:

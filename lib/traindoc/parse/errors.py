@@ -141,6 +141,35 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>Out of memory error on [A-Za-z_]+ ?\d+\.(?: Cannot allocate .*?"
                    r"[KMGT]?B\.(?=\s|$))?)"),
     ),
+    (  # ROCm's build of torch's allocator says HIP for CUDA, the rest the same: "torch.
+        # OutOfMemoryError: HIP out of memory. Tried to allocate 124.00 MiB. GPU 0 has a total
+        # capacity of 19.94 GiB of which 554.47 MiB is free. …" (huggingface/autotrain-advanced#737)
+        "cuda_oom",
+        "oom",
+        "HIP out of memory",
+        re.compile(r"(?P<msg>HIP out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
+    ),
+    (  # TensorFlow's allocator: "ResourceExhaustedError: OOM when allocating tensor with
+        # shape[25088,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by
+        # allocator GPU_0_bfc" (dBeker/Faster-RCNN-TensorFlow-Python3#110), its op_kernel warning
+        # "… Resource exhausted: OOM when allocating tensor with shape[8,509,3072] …" (Ma-Dan/
+        # XLNet-ChineseNER#4), TF 1.x "OOM when allocating tensor of shape [4096] and type float"
+        "tf_oom",
+        "oom",
+        "OOM when allocating tensor",
+        re.compile(r"(?P<msg>OOM when allocating tensor (?:with|of) shape ?\[[\d,\s]*\]"
+                   r"(?: and type \w+(?: on \S+ by allocator \w+)?)?)"),
+    ),
+    (  # XLA (JAX, TF, torch_xla): "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out
+        # of memory while trying to allocate 7406166528 bytes." (google-deepmind/alphafold#1023;
+        # "… Out of memory allocating 20029400304 bytes.", onpix/LLNeRF#9) and on a TPU
+        # "RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory." (pytorch/xla#3470)
+        "xla_oom",
+        "oom",
+        "RESOURCE_EXHAUSTED: ",
+        re.compile(r"(?P<msg>RESOURCE_EXHAUSTED: (?:Out of memory (?:while trying to allocate|"
+                   r"allocating) \d+ bytes|Attempting to reserve \S+ at the bottom of memory))"),
+    ),
     (  # a C++ trainer's own check (Marian: "Error: CUDA error 2 'out of memory' - …/device.cu:38:
         # cudaMalloc(&data_, size)", marian-nmt/marian-dev#439): cudaErrorMemoryAllocation is 2
         "cuda_oom",
@@ -182,6 +211,31 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "cuda_error",
         "CUDA error: ",
         re.compile(r"(?P<msg>CUDA error: .*?)" + _CUDA_TAIL),
+    ),
+    (  # torch's cuDNN and cuBLAS checks without "CUDA error: " before them: "RuntimeError: cuDNN
+        # error: CUDNN_STATUS_EXECUTION_FAILED" (GeneZC/ASGCN#19), torch <= 1.0 "RuntimeError:
+        # CUDNN_STATUS_EXECUTION_FAILED" (tbepler/protein-sequence-embedding-iclr2019#6), torch
+        # 1.5-1.7 "RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle,
+        # …)`" (jadore801120/attention-is-all-you-need-pytorch#193 quotes the later form), and
+        # TensorFlow's "E tensorflow/stream_executor/cuda/cuda_blas.cc:428] failed to run cuBLAS
+        # routine: CUBLAS_STATUS_EXECUTION_FAILED" (google-research/electra#136; TF 1.x "routine
+        # cublasSgemm_v2: …", kimiyoung/transformer-xl#139) and "E tensorflow/stream_executor/cuda/
+        # cuda_dnn.cc:81] CUDNN_STATUS_EXECUTION_FAILED" (Li-Chongyi/Ucolor#9); where the
+        # status starts the error only (torch 2.x's cuDNN v8 warning "… cudnn_status:
+        # CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at …)" is a plan it skipped)
+        "cudnn_error",
+        "cuda_error",
+        "CUDNN_STATUS_",
+        re.compile(r"(?:^\s*|Error: |\.cc:\d+\] )(?P<msg>(?:cuDNN error: )?CUDNN_STATUS_(?!SUCCESS)"
+                   r"[A-Z_]+.*?)" + _CUDA_TAIL),
+    ),
+    (
+        "cublas_error",
+        "cuda_error",
+        "CUBLAS_STATUS_",
+        re.compile(r"(?:^\s*|Error: |(?=failed to run cuBLAS routine))(?P<msg>(?:failed to run "
+                   r"cuBLAS routine(?: \w+)?: )?CUBLAS_STATUS_(?!SUCCESS)[A-Z_]+(?: when calling .*?)?)"
+                   + _CUDA_TAIL),
     ),
     (  # the same THC check with any other code: "RuntimeError: cuda runtime error (59) :
         # device-side assert triggered at /pytorch/aten/src/THC/generic/THCTensorMath.cu:26"
@@ -647,7 +701,8 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
-                "Signal: ", "Cuda failure", "Killed process", "BLAS ERROR]")
+                "Signal: ", "Cuda failure", "Killed process", "BLAS ERROR]",
+                "OOM when allocating", "RESOURCE_EXHAUSTED", "CUDNN_STATUS_", "CUBLAS_STATUS_")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
