@@ -199,12 +199,19 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # torch <= 1.0's THC check: "RuntimeError: cuda runtime error (2) : out of memory at
         # /pytorch/aten/src/THC/THCTensorRandom.cu:25" (rowanz/neural-motifs#58) and the warning
         # printed before it, "THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu
-        # line=58 error=2 : out of memory" (jiesutd/NCRFpp#121): error 2 is cudaErrorMemoryAllocation
+        # line=58 error=2 : out of memory" (jiesutd/NCRFpp#121): error 2 is cudaErrorMemoryAllocation.
+        # The warning's message is the CUDA error's words alone: the same failure as the
+        # RuntimeError (or c10's "CUDA error: …") printed after it
         "thc_oom",
         "oom",
         "out of memory",
-        re.compile(r"(?P<msg>(?:cuda runtime error ?\(2\) ?|THCudaCheck FAIL file=\S+ line=\d+ "
-                   r"error=2 ):\s*out of memory)"),
+        re.compile(r"(?P<msg>cuda runtime error ?\(2\) ?:\s*out of memory)"),
+    ),
+    (
+        "thc_oom",
+        "oom",
+        "out of memory",
+        re.compile(r"THCudaCheck FAIL file=\S+ line=\d+ error=2 :\s*(?P<msg>out of memory)"),
     ),
     (
         "cuda_error",
@@ -248,11 +255,13 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
                    r"(?= at \S+:\d+|\s*$)"),
     ),
     (  # the warning THC printed before raising it: "THCudaCheck FAIL file=/pytorch/aten/src/THC/
-        # THCCachingHostAllocator.cpp line=265 error=59 : device-side assert triggered"
+        # THCCachingHostAllocator.cpp line=278 error=77 : an illegal memory access was encountered"
+        # (facebookresearch/detectron2#1439, before c10's "what():  CUDA error: an illegal memory
+        # access was encountered"): the message is the error's words, as for the OOM above
         "thc_error",
         "cuda_error",
         " error=",
-        re.compile(r"(?P<msg>THCudaCheck FAIL file=\S+ line=\d+ error=\d{1,4} : .*)"),
+        re.compile(r"THCudaCheck FAIL file=\S+ line=\d+ error=\d{1,4} :\s*(?P<msg>\S.*?)\s*$"),
     ),
     (  # llm.c's cublasCheck (and the many copies of its cuda utils): "[cuBLAS ERROR]: 13
         # llmc/matmul.cuh 216": the cublasStatus_t (13 CUBLAS_STATUS_EXECUTION_FAILED), file, line
