@@ -505,6 +505,13 @@ def test_a_fatal_error_with_an_empty_faulthandler_dump_is_a_crash(tmp_path: Path
     (["[CUDA ERROR] at file sgemm.cu(line 42):",
       "cudaErrorIllegalAddress: an illegal memory access was encountered"], "cuda_error",
      "illegal memory access"),
+    # HectorFCardenas/llm.c gpt2_train.11672072.log (corpus gpu_crash-llmc-fork-gpt2-train-
+    # 11672072): the cudaMalloc of the activations fails, cudaGetErrorString says out of memory
+    (["allocating 39612 MiB for activations", "[CUDA ERROR] at file train_gpt2.cu:265:",
+      "out of memory"], "oom", "out of memory"),
+    # the same check in the name-first form
+    (["[CUDA ERROR] at file kernel.cu(line 88):",
+      "cudaErrorMemoryAllocation: out of memory"], "oom", "out of memory"),
 ])
 def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: list[str],
                                                        kind: str, message: str) -> None:
@@ -512,6 +519,103 @@ def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: li
     f = _facts(tmp_path, text)
     assert f["error_kind"] == kind
     assert message in f["error_message"]
+
+
+@pytest.mark.parametrize("line, kind, message", [
+    # HectorFCardenas/llm.c gpt2_train.11679004.log (corpus gpu_crash-llmc-fork-gpt2-train-
+    # 11679004): llm.c's cublasCheck, "[cuBLAS ERROR]: %d %s %d" (karpathy/llm.c dev/cuda/common.h)
+    ("[cuBLAS ERROR]: 13 llmc/matmul.cuh 216", "cuda_error",
+     "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216"),
+    # torch <= 1.0's THC checks: rowanz/neural-motifs#58, jiesutd/NCRFpp#121
+    ("RuntimeError: cuda runtime error (2) : out of memory at "
+     "/pytorch/aten/src/THC/THCTensorRandom.cu:25", "oom", "cuda runtime error (2) : out of memory"),
+    ("THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu line=58 error=2 : out of "
+     "memory", "oom", "out of memory"),
+    # pytorch/pytorch#1204 (the device-side assert), pytorch/pytorch#24018 (THCBlas)
+    ("RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+     "/pytorch/aten/src/THC/generic/THCTensorMath.cu:26", "cuda_error",
+     "cuda runtime error (59) : device-side assert triggered"),
+    ("RuntimeError: cublas runtime error : the GPU program failed to execute at "
+     "/pytorch/aten/src/THC/THCBlas.cu:258", "cuda_error",
+     "cublas runtime error : the GPU program failed to execute"),
+    ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=59 : "
+     "device-side assert triggered", "cuda_error", "device-side assert triggered"),
+    # bluer555/CR-GAN#8: torch's CUDA error without the space after its colon
+    ("RuntimeError: CUDA error:out of memory", "oom", "CUDA error:out of memory"),
+    # huggingface/autotrain-advanced#737: ROCm's torch says HIP
+    ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 124.00 MiB. GPU 0 has a total "
+     "capacity of 19.94 GiB of which 554.47 MiB is free. Of the allocated memory 15.87 GiB is "
+     "allocated by PyTorch, and 165.29 MiB is reserved by PyTorch but unallocated. If reserved but "
+     "unallocated memory is large try setting PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to "
+     "avoid fragmentation.", "oom", "HIP out of memory. Tried to allocate 124.00 MiB"),
+    # TensorFlow: dBeker/Faster-RCNN-TensorFlow-Python3#110, Ma-Dan/XLNet-ChineseNER#4 (the
+    # op_kernel warning), lc222/seq2seq_chatbot_new#19 (TF 1.x "of shape [N]")
+    ("ResourceExhaustedError: OOM when allocating tensor with shape[25088,4096] and type float on "
+     "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", "oom",
+     "OOM when allocating tensor with shape[25088,4096]"),
+    ("2019-10-24 21:55:25.500952: W tensorflow/core/framework/op_kernel.cc:1318] OP_REQUIRES failed "
+     "at cwise_ops_common.cc:70 : Resource exhausted: OOM when allocating tensor with "
+     "shape[8,509,3072] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator "
+     "GPU_0_bfc", "oom", "device:GPU:0 by allocator GPU_0_bfc"),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor of "
+     "shape [4096] and type float", "oom", "OOM when allocating tensor of shape [4096]"),
+    # XLA: google-deepmind/alphafold#1023, onpix/LLNeRF#9, pytorch/xla#3470 (a TPU)
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+     "allocate 7406166528 bytes.", "oom", "Out of memory while trying to allocate 7406166528 bytes"),
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating "
+     "20029400304 bytes.", "oom", "Out of memory allocating 20029400304 bytes"),
+    ("2022-04-04 00:27:49.642380: E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) "
+     "RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not "
+     "possible. There are 6.78G free, 0B reserved, and 3.33G reservable.", "oom",
+     "Attempting to reserve 6.48G"),
+    # torch's cuDNN/cuBLAS checks: GeneZC/ASGCN#19, tbepler/protein-sequence-embedding-iclr2019#6
+    # (older torch), jadore801120/attention-is-all-you-need-pytorch#193 (the call's form)
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED", "cuda_error",
+     "cuDNN error: CUDNN_STATUS_EXECUTION_FAILED"),
+    ("RuntimeError: CUDNN_STATUS_EXECUTION_FAILED", "cuda_error", "CUDNN_STATUS_EXECUTION_FAILED"),
+    ("RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, "
+     "n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`", "cuda_error",
+     "CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm("),
+    # TensorFlow's stream executor: google-research/electra#136, kimiyoung/transformer-xl#139 (TF
+    # 1.12 names the routine), Li-Chongyi/Ucolor#9 (cuDNN)
+    ("2022-12-27 15:27:14.672772: E tensorflow/stream_executor/cuda/cuda_blas.cc:428] failed to run "
+     "cuBLAS routine: CUBLAS_STATUS_EXECUTION_FAILED", "cuda_error",
+     "failed to run cuBLAS routine: CUBLAS_STATUS_EXECUTION_FAILED"),
+    ("2021-09-08 23:23:08.258752: E tensorflow/stream_executor/cuda/cuda_blas.cc:652] failed to run "
+     "cuBLAS routine cublasSgemm_v2: CUBLAS_STATUS_EXECUTION_FAILED", "cuda_error",
+     "cublasSgemm_v2: CUBLAS_STATUS_EXECUTION_FAILED"),
+    ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:81] CUDNN_STATUS_EXECUTION_FAILED", "cuda_error",
+     "CUDNN_STATUS_EXECUTION_FAILED"),
+])
+def test_a_cuda_error_in_older_and_c_wordings(line: str, kind: str, message: str) -> None:
+    row = parse_error(line)
+    assert row is not None and row["kind"] == kind
+    assert message in row["message"]
+    assert " at /pytorch" not in row["message"]
+
+
+@pytest.mark.parametrize("line", [
+    # torch 2.3's cuDNN v8 API warns of a plan it skipped and goes on (mseitzer/pytorch-fid#111;
+    # "the warning alone should not" stop a run, pytorch/pytorch#121834)
+    "/usr/lib/python3/dist-packages/torch/nn/modules/conv.py:456: UserWarning: Plan failed with a "
+    "cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed "
+    "cudnn_status: CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at "
+    "../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)",
+    "cudnn status: CUDNN_STATUS_SUCCESS",
+])
+def test_a_cudnn_status_inside_a_warning_is_no_error(line: str) -> None:
+    assert parse_error(line) is None
+
+
+def test_a_llmc_cublas_failure_is_the_one_process_crash(tmp_path: Path) -> None:
+    """llm.c's single-GPU run: the parameter table states one process, the check names no rank."""
+    f = _facts(tmp_path, "\n".join([
+        "Multi-GPU support is disabled. Using a single GPU.",
+        "| num_processes         | 1                                                  |",
+        "device memory usage: 22211 MiB / 40338 MiB", "val loss nan",
+        "[cuBLAS ERROR]: 13 llmc/matmul.cuh 216", ""]))
+    assert f["error_kind"] == "cuda_error" and "cuBLAS ERROR]: 13" in f["error_message"]
+    assert f["failed_ranks"] == [0]
 
 
 # --- the raylet's worker-died record names the dead worker's machine and pid -----------------
@@ -751,6 +855,20 @@ def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Pa
     # a nanoT5 run's log (find_string index id 17965744338; the index names no repository):
     # Accelerate's state, printed by the script after "Distributed environment: NO"
     "Num processes: 1",
+    # HectorFCardenas/llm.c gpt2_train.11672072.log (corpus gpu_crash-llmc-fork-gpt2-train-
+    # 11672072): llm.c's parameter table and its batch plan
+    "| num_processes         | 1                                                  |",
+    "batch_size B=64 * seq_len T=1024 * num_processes=1 and total_batch_size=524288",
+    # Chaklader/Difix train.log (corpus gpu_crash-difix-nerfstudio-train-log): nerfstudio's config
+    "    machine=MachineConfig(seed=42, num_devices=1, num_machines=1, machine_rank=0, "
+    "dist_url='auto', device_type='cuda'),",
+    # an older nerfstudio's (find_string index id 31016138497): num_gpus
+    "    machine=MachineConfig(seed=42, num_gpus=1, num_machines=1, machine_rank=0, "
+    "dist_url='auto'),",
+    # a detectron2 (YOLOF) training log (find_string index id 45552067125)
+    "Command Line Args: Namespace(config_file='./configs/yolof_R_50_C5_1x.yaml', "
+    "dist_url='tcp://127.0.0.1:49152', eval_only=False, machine_rank=0, num_gpus=1, "
+    "num_machines=1, opts=[], resume=False)",
 ])
 def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
@@ -766,11 +884,22 @@ def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     "Building model using device_map: None (DeviceRankInfo(world_size=8, rank=0, "
     "local_world_size=8, local_rank=0))...",
     "Num processes: 4",
+    "| num_processes         | 8                                                  |",
+    "batch_size B=64 * seq_len T=1024 * num_processes=8 and total_batch_size=524288",
 ])
 def test_a_job_of_several_processes_states_no_single_node(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
     rows = parse_node_layout(line) or []
     assert not any(r["metric"] == "layout:nnodes" for r in rows)
+
+
+def test_a_machine_config_states_its_layout() -> None:
+    """detectron2's launch (nerfstudio's too): num_gpus per machine, num_machines machines."""
+    from traindoc.parse.benchmarks import parse_node_layout
+    rows = parse_node_layout("    machine=MachineConfig(seed=42, num_devices=4, num_machines=2, "
+                             "machine_rank=0, dist_url='auto', device_type='cuda'),") or []
+    got = {r["metric"]: r["value"] for r in rows}
+    assert got == {"layout:nnodes": 2.0, "layout:nproc_per_node": 4.0}
 
 
 def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:

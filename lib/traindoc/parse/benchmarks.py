@@ -214,19 +214,31 @@ LOCAL_RANKS_RE = re.compile(r"\blocal_ranks=\[(?P<list>[\d, ]*)\]")
 # local_world_size=1, local_rank=0))..." (gtseligas/lcn-llama train.out), DeepSpeed's launcher
 # "[launch.py:163:main] dist_world_size=6" (deepspeed/launcher/launch.py), Accelerate's state
 # printed by its scripts, "Num processes: 1" on a line of its own after "Distributed
-# environment: NO" (accelerate/state.py __repr__). Read only when it is one: a single process
-# is one node running one process, whatever P processes would mean.
+# environment: NO" (accelerate/state.py __repr__), llm.c's parameter table "| num_processes
+# | 1 |" and its plan "batch_size B=64 * seq_len T=1024 * num_processes=1 and total_batch_size=…"
+# (HectorFCardenas/llm.c gpt2_train.11672072.log; the MPI world), as Accelerate's and JAX's
+# "num_processes=1" (the whole job's). Read only when it is one: a single process is one node
+# running one process, whatever P processes would mean.
 JOB_PROCESSES: tuple[re.Pattern[str], ...] = (
     re.compile(r"Initialized jax\.distributed with \d+ devices, (?P<n>\d+) (?:processes|hosts)\b"),
     re.compile(r"\bDeviceRankInfo\(world_size=(?P<n>\d+), rank=\d+,"),
     re.compile(r"(?<![\w.])dist_world_size=(?P<n>\d+)\b"),
     re.compile(r"^\s*Num processes: (?P<n>\d+)\s*$"),
+    re.compile(r"^\|\s*num_processes\s*\|\s*(?P<n>\d+)\s*\|\s*$"),
+    re.compile(r"(?<![\w.])(?:--)?num_processes[= ](?P<n>\d+)\b(?![.:])"),
 )
+# a launcher's machine config: processes per machine (one per GPU) and machines, nerfstudio's
+# "machine=MachineConfig(seed=42, num_devices=1, num_machines=1, machine_rank=0, …)" (older
+# "num_gpus=1", Chaklader/Difix train.log) and detectron2's "Command Line Args: Namespace(…,
+# machine_rank=0, num_gpus=1, num_machines=1, opts=[], …)" (a YOLOF training log, find_string
+# index id 45552067125), both from detectron2's launch(num_gpus_per_machine, num_machines)
+MACHINE_CONFIG_RE = re.compile(r"\bnum_(?:devices|gpus)=(?P<per>\d+), num_machines=(?P<n>\d+)\b")
 STANDALONE_RE = re.compile(r"(?:^|\s)--standalone\b")
 LAYOUT_NEEDLES = ("node_rank", "node-rank", "group_rank", "NODE_RANK", "nproc", "num_local_procs",
                   "local_world_size", "LOCAL_WORLD_SIZE", "nnodes", "NNODES", "group_world_size",
                   "local_ranks=", "--standalone", "Initialized jax.distributed with ",
-                  "DeviceRankInfo(world_size=", "dist_world_size=", "Num processes: ")
+                  "DeviceRankInfo(world_size=", "dist_world_size=", "Num processes: ", "num_processes",
+                  "num_machines=")
 
 
 def parse_node_layout(text: str) -> list[Row] | None:
@@ -242,6 +254,10 @@ def parse_node_layout(text: str) -> list[Row] | None:
         rows.append({"metric": "layout:nproc_per_node", "value": float(len(m["list"].split(",")))})
     if STANDALONE_RE.search(text) and not any(r["metric"] == "layout:nnodes" for r in rows):
         rows.append({"metric": "layout:nnodes", "value": 1.0})
+    m = MACHINE_CONFIG_RE.search(text)
+    if m and not rows:
+        rows += [{"metric": "layout:nnodes", "value": float(m["n"])},
+                 {"metric": "layout:nproc_per_node", "value": float(m["per"])}]
     m = next((m for rx in JOB_PROCESSES if (m := rx.search(text))), None)
     if m and int(m["n"]) == 1:
         rows += [{"metric": "layout:nnodes", "value": 1.0},

@@ -12,7 +12,13 @@ Wordings, checked against the sources that print them (and public issues quoting
   instance of 'c10::CUDAError'`` + ``  what():  …`` + ``Exception raised from query at
   ../aten/src/ATen/cuda/CUDAEvent.h:95 (most recent call first):`` + ``frame #0: …`` blocks
   (``CudaErrorBlock`` reads these), and torch>=2.2's ``[PG ID 0 PG GUID 0(default_pg) Rank 2]
-  Process group watchdog thread terminated with exception: CUDA error: …``.
+  Process group watchdog thread terminated with exception: CUDA error: …``; torch <= 1.0's THC
+  checks ``cuda runtime error (2) : out of memory at …/THC/THCTensorRandom.cu:25``, ``THCudaCheck
+  FAIL file=… line=58 error=2 : out of memory``, ``cublas runtime error : the GPU program failed
+  to execute at …/THCBlas.cu:258``.
+- C/CUDA trainers' check macros: llm.c's ``[CUDA ERROR] at file train_gpt2.cu:265:`` with the
+  error string on the next line (``CheckMacroError``; ``out of memory`` there is an OOM) and its
+  ``[cuBLAS ERROR]: 13 llmc/matmul.cuh 216``.
 - CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): ``CUDA out of memory. Tried to
   allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity; 74.33 GiB already allocated; 1.06 GiB
   free; 76.45 GiB reserved in total by PyTorch)`` (<=2.0) and ``… Tried to allocate 1.22 GiB.
@@ -104,9 +110,13 @@ _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile 
 # of a C++ extension, TheAtticusProject/cuad#9).
 _NCCL_ERROR = r"(?i:nccl error)\S*:?\s*(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?"
 
-# XLA's device allocator running out, after its status code (``xla_oom``)
+# XLA's device allocator (JAX, TF's XLA, torch_xla): "Out of memory while trying to allocate
+# 7406166528 bytes." (google-deepmind/alphafold#1023), "Out of memory allocating 20029400304
+# bytes." (onpix/LLNeRF#9), "Failed to allocate request for 2.99GiB (3206250496B) on device
+# ordinal 0", and on a TPU "Attempting to reserve 6.48G at the bottom of memory." (pytorch/xla#3470)
 _XLA_OOM = (r"(?:Out of memory (?:while trying to allocate|allocating) \d+ bytes|Failed to "
-            r"allocate request for [\d.]+\s?[KMGT]?i?B(?: \(\d+B\))? on device ordinal \d+)")
+            r"allocate request for [\d.]+\s?[KMGT]?i?B(?: \(\d+B\))? on device ordinal \d+|"
+            r"Attempting to reserve \S+ at the bottom of memory)")
 
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # the line after torch's "Last error:" under ncclUnhandledCudaError: the CUDA error NCCL
@@ -132,8 +142,8 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (
         "cuda_oom",
         "oom",
-        "CUDA error: out of memory",
-        re.compile(r"(?P<msg>CUDA error: out of memory)"),
+        "CUDA error:",  # also without its space: "RuntimeError: CUDA error:out of memory"
+        re.compile(r"(?P<msg>CUDA error: ?out of memory)"),  # (bluer555/CR-GAN#8)
     ),
     (  # XLA's device allocator (JAX, TF's XLA, pytorch/xla), in the XlaRuntimeError or the
         # replica's log line: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate
@@ -152,16 +162,6 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "Resource exhausted: ",
         re.compile(r"(?P<msg>Resource exhausted: " + _XLA_OOM + ")"),
     ),
-    (  # TensorFlow's allocator on a GPU, under "ResourceExhaustedError: " (Keras's fit): "OOM
-        # when allocating tensor with shape[256,1024,1024] and type float on
-        # /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc" (a CPU's is host
-        # memory: read as the Python error it is)
-        "tf_oom",
-        "oom",
-        "OOM when allocating",
-        re.compile(r"(?P<msg>OOM when allocating tensor(?: with shape ?\[[^\]]*\])?(?: and type "
-                   r"\w+)? on \S*device:GPU:\d+(?: by allocator \S+)?)"),
-    ),
     (  # Paddle's allocator (memory/allocation/cuda_allocator.cc), under "ResourceExhaustedError: "
         # or on its own line below it: "Out of memory error on GPU 0. Cannot allocate 732.427734MB
         # memory on GPU 0, 14.383789GB memory has been allocated and available memory is only
@@ -172,6 +172,27 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "Out of memory error on ",
         re.compile(r"(?P<msg>Out of memory error on [A-Za-z_]+ ?\d+\.(?: Cannot allocate .*?"
                    r"[KMGT]?B\.(?=\s|$))?)"),
+    ),
+    (  # ROCm's build of torch's allocator says HIP for CUDA, the rest the same: "torch.
+        # OutOfMemoryError: HIP out of memory. Tried to allocate 124.00 MiB. GPU 0 has a total
+        # capacity of 19.94 GiB of which 554.47 MiB is free. …" (huggingface/autotrain-advanced#737)
+        "cuda_oom",
+        "oom",
+        "HIP out of memory",
+        re.compile(r"(?P<msg>HIP out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
+    ),
+    (  # TensorFlow's allocator: "ResourceExhaustedError: OOM when allocating tensor with
+        # shape[25088,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by
+        # allocator GPU_0_bfc" (dBeker/Faster-RCNN-TensorFlow-Python3#110), its op_kernel warning
+        # "… Resource exhausted: OOM when allocating tensor with shape[8,509,3072] …" (Ma-Dan/
+        # XLNet-ChineseNER#4), TF 1.x "OOM when allocating tensor of shape [4096] and type float"
+        "tf_oom",
+        "oom",
+        "OOM when allocating tensor",
+        # (a CPU's is host memory: read as the Python error it is; Keras's fit: "… on
+        # /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc")
+        re.compile(r"(?P<msg>OOM when allocating tensor(?!.*device:CPU)(?: (?:with|of) shape ?"
+                   r"\[[\d,\s]*\])?(?: and type \w+(?: on \S+(?: by allocator \w+)?)?)?)"),
     ),
     (  # a C++ trainer's own check (Marian: "Error: CUDA error 2 'out of memory' - …/device.cu:38:
         # cudaMalloc(&data_, size)", marian-nmt/marian-dev#439): cudaErrorMemoryAllocation is 2
@@ -199,11 +220,80 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "NCCL WARN",
         re.compile(r"NCCL WARN (?P<msg>.*?Cuda failure.*)"),
     ),
+    (  # torch <= 1.0's THC check: "RuntimeError: cuda runtime error (2) : out of memory at
+        # /pytorch/aten/src/THC/THCTensorRandom.cu:25" (rowanz/neural-motifs#58) and the warning
+        # printed before it, "THCudaCheck FAIL file=/pytorch/torch/lib/THC/generic/THCStorage.cu
+        # line=58 error=2 : out of memory" (jiesutd/NCRFpp#121): error 2 is cudaErrorMemoryAllocation.
+        # The warning's message is the CUDA error's words alone: the same failure as the
+        # RuntimeError (or c10's "CUDA error: …") printed after it
+        "thc_oom",
+        "oom",
+        "out of memory",
+        re.compile(r"(?P<msg>cuda runtime error ?\(2\) ?:\s*out of memory)"),
+    ),
+    (
+        "thc_oom",
+        "oom",
+        "out of memory",
+        re.compile(r"THCudaCheck FAIL file=\S+ line=\d+ error=2 :\s*(?P<msg>out of memory)"),
+    ),
     (
         "cuda_error",
         "cuda_error",
         "CUDA error: ",
         re.compile(r"(?P<msg>CUDA error: .*?)" + _CUDA_TAIL),
+    ),
+    (  # torch's cuDNN and cuBLAS checks without "CUDA error: " before them: "RuntimeError: cuDNN
+        # error: CUDNN_STATUS_EXECUTION_FAILED" (GeneZC/ASGCN#19), torch <= 1.0 "RuntimeError:
+        # CUDNN_STATUS_EXECUTION_FAILED" (tbepler/protein-sequence-embedding-iclr2019#6), torch
+        # 1.5-1.7 "RuntimeError: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle,
+        # …)`" (jadore801120/attention-is-all-you-need-pytorch#193 quotes the later form), and
+        # TensorFlow's "E tensorflow/stream_executor/cuda/cuda_blas.cc:428] failed to run cuBLAS
+        # routine: CUBLAS_STATUS_EXECUTION_FAILED" (google-research/electra#136; TF 1.x "routine
+        # cublasSgemm_v2: …", kimiyoung/transformer-xl#139) and "E tensorflow/stream_executor/cuda/
+        # cuda_dnn.cc:81] CUDNN_STATUS_EXECUTION_FAILED" (Li-Chongyi/Ucolor#9); where the
+        # status starts the error only (torch 2.x's cuDNN v8 warning "… cudnn_status:
+        # CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at …)" is a plan it skipped)
+        "cudnn_error",
+        "cuda_error",
+        "CUDNN_STATUS_",
+        re.compile(r"(?:^\s*|Error: |\.cc:\d+\] )(?P<msg>(?:cuDNN error: )?CUDNN_STATUS_(?!SUCCESS)"
+                   r"[A-Z_]+.*?)" + _CUDA_TAIL),
+    ),
+    (
+        "cublas_error",
+        "cuda_error",
+        "CUBLAS_STATUS_",
+        re.compile(r"(?:^\s*|Error: |(?=failed to run cuBLAS routine))(?P<msg>(?:failed to run "
+                   r"cuBLAS routine(?: \w+)?: )?CUBLAS_STATUS_(?!SUCCESS)[A-Z_]+(?: when calling .*?)?)"
+                   + _CUDA_TAIL),
+    ),
+    (  # the same THC check with any other code: "RuntimeError: cuda runtime error (59) :
+        # device-side assert triggered at /pytorch/aten/src/THC/generic/THCTensorMath.cu:26"
+        # (pytorch/pytorch#1204) and its THCBlas twin, "cublas runtime error : the GPU program
+        # failed to execute at /pytorch/aten/src/THC/THCBlas.cu:258" (pytorch/pytorch#24018)
+        "thc_error",
+        "cuda_error",
+        "untime error",
+        re.compile(r"(?P<msg>(?:cuda runtime error ?\(\d{1,4}\)|cublas runtime error) ?: ?.*?)"
+                   r"(?= at \S+:\d+|\s*$)"),
+    ),
+    (  # the warning THC printed before raising it: "THCudaCheck FAIL file=/pytorch/aten/src/THC/
+        # THCCachingHostAllocator.cpp line=278 error=77 : an illegal memory access was encountered"
+        # (facebookresearch/detectron2#1439, before c10's "what():  CUDA error: an illegal memory
+        # access was encountered"): the message is the error's words, as for the OOM above
+        "thc_error",
+        "cuda_error",
+        " error=",
+        re.compile(r"THCudaCheck FAIL file=\S+ line=\d+ error=\d{1,4} :\s*(?P<msg>\S.*?)\s*$"),
+    ),
+    (  # llm.c's cublasCheck (and the many copies of its cuda utils): "[cuBLAS ERROR]: 13
+        # llmc/matmul.cuh 216": the cublasStatus_t (13 CUBLAS_STATUS_EXECUTION_FAILED), file, line
+        # (HectorFCardenas/llm.c gpt2_train.11679004.log; karpathy/llm.c dev/cuda/common.h)
+        "cublas_check",
+        "cuda_error",
+        "BLAS ERROR]: ",
+        re.compile(r"(?P<msg>\[(?:cuBLAS|CUBLAS|cuBLASLt) ERROR\]: \d{1,4} \S+ \d+)"),
     ),
     (  # the same check with any other code: "CUDA error 999 'unknown error' - …/algorithm.cu:54:
         # cudaStreamSynchronize(0)" (mozilla/translations#1002's Marian)
@@ -695,8 +785,8 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
-                "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED: ", "Resource exhausted: ",
-                "OOM when allocating",
+                "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED", "Resource exhausted: ",
+                "OOM when allocating", "BLAS ERROR]", "CUDNN_STATUS_", "CUBLAS_STATUS_",
                 "CUDA_ERROR_", "killed due to memory pressure", "System memory low at node")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
@@ -996,10 +1086,21 @@ CHECK_HEADER_RE = re.compile(
     r"\[(?P<lib>CUDA|CUDNN|cuDNN|CUBLAS|cuBLAS|NCCL) ERROR\] at file "
     r"(?P<site>[^\s:()]+(?::\d+|\(line \d+\))):?\s*(?P<msg>\S.*)?$")
 
+# What the check's message says, when it is more than a CUDA error: cudaGetErrorString's "out of
+# memory" (llm.c's cudaMalloc of its activations, HectorFCardenas/llm.c gpt2_train.11672072.log)
+# or cudaGetErrorName's cudaErrorMemoryAllocation; an uncorrectable ECC error. (kind, code)
+CHECK_MESSAGE_KINDS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"^(?:cudaErrorMemoryAllocation: )?out of memory\b|\bcudaErrorMemoryAllocation\b"),
+     "oom", "cuda_oom"),
+    (re.compile(r"uncorrectable ECC error encountered|\bcudaErrorECCUncorrectable\b"),
+     "ecc", "cuda_ecc_uncorrectable"),
+)
+
 
 class CheckMacroError:
     """A ``[CUDA ERROR] at file F:L:`` header and its message line: one ``errors`` row, kind
-    cuda_error (nccl_error for NCCL's), the message the error string, the site in ``frames``."""
+    cuda_error (nccl_error for NCCL's; oom or ecc where ``CHECK_MESSAGE_KINDS`` reads the CUDA
+    error string so), the message the error string, the site in ``frames``."""
 
     tables = ("errors",)
     needles: tuple[str, ...] = (" ERROR] at file ",)
@@ -1036,8 +1137,13 @@ class CheckMacroError:
             return []
         lib = rec["lib"].upper()
         kind = "nccl_error" if lib == "NCCL" else "cuda_error"
+        code = f"{lib.lower()}_check"
+        said = next(((k, c) for rx, k, c in CHECK_MESSAGE_KINDS
+                     if lib == "CUDA" and rec["msg"] and rx.search(rec["msg"])), None)
+        if said is not None:
+            kind, code = said
         msg = (rec["msg"] or f"[{rec['lib']} ERROR] at file {rec['site']}")[:MAX_MESSAGE_CHARS]
-        row: Row = {"kind": kind, "code": f"{lib.lower()}_check", "message": msg,
+        row: Row = {"kind": kind, "code": code, "message": msg,
                     "frames": [f"checked at {rec['site']}"], "_ctx": rec["ctx"]}
         return [("errors", row)]
 
