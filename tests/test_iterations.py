@@ -166,6 +166,21 @@ def test_lightning() -> None:
     assert (row["iteration"], row["epoch"], row["elapsed_s"], row["loss"]) == (80, 2.0, 2.5, 1.25)
 
 
+def test_lightning_pads_a_nonfinite_loss() -> None:
+    # FoxNickel/OmniAvatar train_log_save.txt (Lightning's Tqdm.format_num pads "nan" to "nan.0")
+    row = parse_lightning("Epoch 0:   0%|          | 1/224174 [00:12<805:51:49,  0.08it/s, "
+                          "v_num=22, train_loss_step=nan.0]")
+    assert row["iteration"] == 1 and row["nan"] == 1 and row["loss"] != row["loss"]
+    # the same padding of an inf ("inf" -> "inf.0") and of a minus inf ("-inf" -> "-inf.")
+    row = parse_lightning("Epoch 1:  50%|█████     | 16/32 [00:40<00:40,  2.50s/it, v_num=3, "
+                          "train_loss=inf.0]")
+    assert row["nan"] == 1 and row["loss"] == float("inf")
+    assert parse_lightning("Epoch 1:  50%|█████     | 16/32 [00:40<00:40,  2.50s/it, "
+                           "loss=-inf.]")["nan"] == 1
+    assert "nan" not in parse_lightning("Epoch 0:  31%|███▏      | 10/32 [00:00<00:00, "
+                                        "58.54it/s, loss=0.804, v_num=15]")
+
+
 def test_hf_dicts(tmp_path: Path) -> None:
     assert parse_hf_dict(HF_EXAMPLE) == ("train", {"loss": 1.5214, "grad_norm": 82.93941089686794,
                                                    "lr": 1.4285714285714286e-06, "epoch": 0.01})

@@ -61,6 +61,7 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 
@@ -366,12 +367,23 @@ def parse_step_kv(text: str) -> Row | None:
 LIGHTNING_RE = re.compile(
     r"\bEpoch (?P<epoch>\d+):\s*(?::\s*)?\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[\d:]+)(?:<[\d:?]+)?(?:,\s*(?P<rate>[\d.]+)(?P<unit>s/it|it/s))?(?P<post>[^\]]*)\]")
-POSTFIX_RE = re.compile(r"(?<![\w/])(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan)(?=[,\]\s]|$)")
+POSTFIX_RE = re.compile(r"(?<![\w/])(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|"
+                        r"[-+]?(?:nan|inf)\.?0*)(?=[,\]\s]|$)")
+# Lightning pads every float of its bar's postfix to five characters (TQDMProgressBar's
+# ``Tqdm.format_num``): a NaN or inf loss reads "train_loss_step=nan.0", "loss=inf.0", "-inf."
+# (FoxNickel/OmniAvatar train_log_save.txt)
+PADDED_NONFINITE_RE = re.compile(r"(?P<v>[-+]?(?:nan|inf))\.?0*", re.IGNORECASE)
 # NeMo's bar ("Epoch 0: :  47%|████▋ | 7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000,
 # …, train_step_timing in s=49.50]"): reduced_train_loss is the step's loss, Lightning 1.x's own
 # "loss=" a running mean of the last 20 steps; global_step is the step across epochs
 NEMO_TIMING_RE = re.compile(r"\btrain_step_timing in s=(?P<v>[\d.]+(?:[eE][-+]?\d+)?)")
 LIGHTNING_LOSS_KEYS = ("reduced_train_loss", "train_loss_step", "train_loss", "loss")
+
+
+def _postfix_number(v: str) -> float | None:
+    """A number of a Lightning postfix, its padded NaN/inf (``nan.0``) as float NaN/inf."""
+    m = PADDED_NONFINITE_RE.fullmatch(v)
+    return to_float(m["v"] if m else v)
 
 
 def parse_lightning(text: str) -> Row | None:
@@ -386,10 +398,12 @@ def parse_lightning(text: str) -> Row | None:
     rate = to_float(m["rate"]) if m["rate"] else None
     if rate:
         row["elapsed_s"] = rate if m["unit"] == "s/it" else 1.0 / rate
-    post = {p["k"]: to_float(p["v"]) for p in POSTFIX_RE.finditer(m["post"] or "")}
+    post = {p["k"]: _postfix_number(p["v"]) for p in POSTFIX_RE.finditer(m["post"] or "")}
     for k in LIGHTNING_LOSS_KEYS:
         if post.get(k) is not None:
             row["loss"] = post[k]
+            if not math.isfinite(post[k]):
+                row["nan"] = 1  # the table keeps no NaN: the step's loss was NaN/inf
             break
     step = post.get("global_step")
     if step is not None and step == step and step >= 0:
