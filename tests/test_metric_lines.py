@@ -834,3 +834,18 @@ def test_gnmt_phase_counter(line: str, expected: dict | None, source: str) -> No
         assert row is None
     else:
         assert row is not None and {k: row.get(k) for k in expected} == expected
+
+
+def test_an_mse_is_a_part_of_the_loss() -> None:
+    # AdrianTuci1/thunder-1 training_prefixlm.log: a diffusion loop names its objective "MSE"
+    row = parse_metric_line("Training:  33%|███▎      | 816/2500 [07:24<13:12,  2.12it/s, "
+                            "MSE=0.6866, RND=N/A]")
+    assert row is not None and (row["iteration"], row["loss"]) == (816, 0.6866)
+    # a loss key of the line's own wins over it; a validation's MSE is the eval loss
+    row = parse_metric_line("step 10 | loss 1.25 | mse 0.5")
+    assert row is not None and row["loss"] == 1.25
+    row = parse_metric_line("step 10 | val_mse 0.5 | lr 1e-4")
+    assert row is not None and row.get("eval_loss") == 0.5 and row.get("loss") is None
+    # a word that only contains the letters is none ("rmse" is not the MSE)
+    from traindoc.parse.metric_lines import _loss_part
+    assert _loss_part("rmsep") is None and _loss_part("train_mse") == "loss"

@@ -382,8 +382,11 @@ NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_
 
 # a key naming a loss that is not one of METRIC_KEYS: a part of the loss ("loss_net", "Train
 # Loss ce"); an eval part when it starts with one of EVAL_WORDS
-# (BasicSR and its forks name every loss term "l_<what>": "l_pix", "l_g_total", "l_all")
-LOSS_PART_RE = re.compile(r"loss|^l_[a-z]", re.IGNORECASE)
+# (BasicSR and its forks name every loss term "l_<what>": "l_pix", "l_g_total", "l_all"; a
+# regression or diffusion loop names its objective by the error it is, "MSE": thunder-1's bar
+# "816/2500 [07:24<13:12,  2.12it/s, MSE=0.6866, RND=N/A]", AdrianTuci1/thunder-1
+# training_prefixlm.log; "val_mse" is an eval part)
+LOSS_PART_RE = re.compile(r"loss|^l_[a-z]|(?:^|[\s_\-/.])mse(?:$|[\s_\-/.])", re.IGNORECASE)
 EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
 NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
 
