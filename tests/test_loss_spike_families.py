@@ -304,6 +304,38 @@ def test_megatron_core_rerun_nan_names_its_iteration() -> None:
                              "loss')") is None
 
 
+def test_a_loops_nan_guard_names_its_step_and_its_skip() -> None:
+    from traindoc.parse.iterations import parse_nan_warning
+    # AdrianTuci1/thunder-1 training_prefixlm.log (a custom loop's own guard)
+    assert parse_nan_warning("[WARNING] NaN loss detected at step 816! Skipping step.") == {
+        "iteration": 816, "nan": 1, "skipped": 1}
+    # intrinsicD/DeepLearning2 archive/NAN_LOSS_FIXED.md (a guard that stops the run)
+    assert parse_nan_warning("❌ NaN/Inf detected in text_loss at step 42!") == {
+        "iteration": 42, "nan": 1}
+    # vikasjangidmk/Inventam-Task docs/diagnosis.md
+    assert parse_nan_warning("- Loss became NaN at step 342, GPU utilization spiked.") == {
+        "iteration": 342, "nan": 1}
+    # a guard that names no step of the run: a NaN row the runbook places
+    # (roytseng-tw/Detectron.pytorch#7; cart-netizen/new_bot_ver3 NAN_TROUBLESHOOTING.md, whose
+    # batch is the batch of the epoch)
+    assert parse_nan_warning("NaN loss found! Skipping the current step ...") == {"nan": 1}
+    assert parse_nan_warning("NaN/Inf loss detected at batch 17! Skipping batch.") == {"nan": 1}
+
+
+def test_a_custom_loops_epoch_heading_leaves_its_bar_to_the_step_readers(tmp_path: Path) -> None:
+    # AdrianTuci1/thunder-1 training_prefixlm.log: a custom loop prints "Epoch 1/3" (Keras's
+    # heading) above its own tqdm bar, whose postfix names the loss as "MSE"; its guard names
+    # the step it skipped
+    log = tmp_path / "train.log"
+    bar = "Training:  {p}%|▍         | {n}/2500 [00:53<28:19,  1.41it/s, MSE={v}, RND=N/A]"
+    lines = ["Epoch 1/3", ""] + [bar.format(p=4, n=n, v=0.85 - n / 10000) for n in range(100, 130)]
+    lines.insert(20, "[WARNING] NaN loss detected at step 118! Skipping step.")
+    log.write_text("\n".join(lines) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.last_iteration == 129 and a.spikes == []
+    assert a.nan_iterations == [118] and a.skipped_iterations == [118]
+
+
 def test_a_fatal_nan_check_on_every_rank_is_one_step(tmp_path: Path) -> None:
     # the check stops the run: each rank's copy after the last step line is that one step (the
     # step line is Megatron's, the checks the wording of NVIDIA/Megatron-LM

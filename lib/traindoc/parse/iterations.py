@@ -1061,6 +1061,13 @@ class KerasEpochParser:
         if (m := KERAS_EPOCH_RE.match(text)) is not None:
             self.epoch, self.section = int(m["e"]), "keras_epoch"
             return []
+        if self.section is not None and "%|" in text and TQDM_RE.search(text):
+            # a custom loop's own "Epoch 1/3" heading above its tqdm bar, not Keras's (thunder-1:
+            # "Epoch 1/3" then "Training:   4%|▍  | 101/2500 [00:53<28:19, 1.41it/s, MSE=…]",
+            # AdrianTuci1/thunder-1 training_prefixlm.log): no epoch of Keras is open, and the
+            # bar's steps are the step readers' again
+            self.epoch, self.section = None, None
+            return []
         if self.epoch is None or " - loss: " not in text or (m := KERAS_END_RE.search(text)) is None:
             return []
         # no elapsed_s and no total: the epoch's seconds are no iteration's time, and the epochs
@@ -1241,7 +1248,12 @@ NAN_WARNING_RE = re.compile(
     r"\b(?:(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b|"
     r"received an? (?:nan|inf) loss\b|"
     r"found (?:nan|inf) in local (?:forward loss|grad norm)\b|"
-    r"Invalid loss, terminating training\b)", re.IGNORECASE)
+    r"Invalid loss, terminating training\b|"
+    # a loop's guard that names no step of the run: "NaN loss found! Skipping the current step"
+    # (roytseng-tw/Detectron.pytorch#7), "NaN/Inf loss detected at batch {batch_idx}! Skipping
+    # batch." (cart-netizen/new_bot_ver3 NAN_TROUBLESHOOTING.md: the batch of the epoch)
+    r"(?:nan|inf|nan/inf|inf/nan|non-finite) loss (?:detected|found|encountered)\b)",
+    re.IGNORECASE)
 # a line that names its step is a step line (the generic reader's), not an unplaced warning
 NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*[:=#]?\s*\[?\s*\d", re.IGNORECASE)
 # Megatron-Core's rerun state machine names the iteration it was running
@@ -1253,11 +1265,35 @@ RERUN_NAN_RE = re.compile(
     r"\biteration (?P<it>\d+): Unexpected result (?:tensor\()?[-+]?(?:nan|inf)\b", re.IGNORECASE)
 
 
+# a training loop's own guard that names the step it found the NaN/inf at, and whether it skipped
+# that step's update: "[WARNING] NaN loss detected at step 816! Skipping step."
+# (AdrianTuci1/thunder-1 training_prefixlm.log), "❌ NaN/Inf detected in text_loss at step 42!"
+# (intrinsicD/DeepLearning2 archive/NAN_LOSS_FIXED.md), "Loss became NaN at step 342"
+# (vikasjangidmk/Inventam-Task docs/diagnosis.md); "… at batch 5" (a batch of the epoch) is
+# no step of the run
+NAN_AT_STEP_RE = re.compile(
+    r"(?:\b(?:nan|inf|nan/inf|inf/nan|non-finite)\s+(?:loss|grad(?:ient)?s?(?:\s+norm)?)\s+"
+    r"(?:detected|found|encountered)|"
+    r"\b(?:nan|inf|nan/inf|inf/nan|non-finite)\s+(?:detected|found)\s+in\s+[\w.]+|"
+    r"\bloss\s+(?:is|was|became|becomes)\s+(?:nan|inf|non-finite))"
+    r"\s+(?:at|on|in)\s+(?:the\s+)?(?:global\s+)?(?:step|iteration|iter)\s*[:=#]?\s*(?P<it>\d+)\b",
+    re.IGNORECASE)
+# the guard's skip of that step: "Skipping step.", "skipping this batch", "skip the update"
+SKIPS_IT_RE = re.compile(r"\bskip(?:ping|ped)?\s+(?:this\s+|the\s+)?(?:current\s+)?"
+                         r"(?:optimizer\s+)?(?:step|update|batch)\b", re.IGNORECASE)
+
+
 def parse_nan_warning(text: str) -> Row | None:
     """A NaN/inf loss reported by a warning that names no step: ``nan=1``, no iteration; a
-    NaN/inf result Megatron-Core's rerun state machine rejected at the iteration it names."""
+    NaN/inf result Megatron-Core's rerun state machine rejected at the iteration it names; a
+    loop's guard at the step it names (``skipped=1`` too when it says it skipped it)."""
     if (m := RERUN_NAN_RE.search(text)) is not None:
         return {"iteration": int(m["it"]), "nan": 1}
+    if (m := NAN_AT_STEP_RE.search(text)) is not None:
+        row: Row = {"iteration": int(m["it"]), "nan": 1}
+        if SKIPS_IT_RE.search(text, m.end()):
+            row["skipped"] = 1
+        return row
     if not NAN_WARNING_RE.search(text) or NAMES_A_STEP_RE.search(text):
         return None
     return {"nan": 1}
@@ -1392,7 +1428,10 @@ PARSERS: tuple[LineParser, ...] = (
         "iterations",
         ("is nan", "is NaN", "is NAN", "is inf", "diverged with loss", "received a nan loss",
          "received an inf loss", "found NaN in local", "found Inf in local", "Invalid loss",
-         "Unexpected result"),
+         "Unexpected result", "NaN loss", "nan loss", "NAN loss", "Inf loss", "inf loss",
+         "NaN/Inf", "NaN/inf", "nan/inf", "became NaN", "became nan", "becomes NaN",
+         "becomes nan", "was NaN", "was nan", "non-finite", "NaN detected", "Inf detected",
+         "NaN found", "NaN gradient", "nan gradient"),
         parse_nan_warning,
         # Intellindust-AI-Lab/DEIM#96
         example="Loss is nan, stopping training",
