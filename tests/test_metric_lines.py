@@ -505,6 +505,14 @@ MLLOG_MORE = [
      'driver/trainer.py", "lineno": 672, "epoch_num": 1, "step_num": 58}}',
      {"iteration": 58, "loss": 0.42877182364463806},
      "mlcommons/hpc_results_v3.0 HPE+LBNL perlmutter_512x4 deepcam result_1.txt (corpus)"),
+    # the metadata names only the run's samples: the count is the step (its tracked_stats name
+    # the same count "step")
+    ('0: :::MLLOG {"namespace": "", "time_ms": 1728539696697, "event_type": "POINT_IN_TIME", '
+     '"key": "train_loss", "value": 2.153398036956787, "metadata": {"file": '
+     '"/workspace/ft-llm/custom_callbacks.py", "lineno": 223, "samples_count": 80, "lr": '
+     '0.0003998458072481446}}',
+     {"iteration": 80, "loss": 2.153398036956787},
+     "mlcommons/training_results_v4.1 Supermicro llama2_70b_lora result_10.txt (corpus)"),
 ]
 
 

@@ -78,7 +78,7 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   clock ``"H:MM:SS"`` (LLaMA-Factory) is ``train_time_s``, and its ``"throughput": "0.00"``
   (token counting off) is no rate. MLPerf's ``:::MLLOG``
   events are flattened first: the step from the metadata (``step``, ``step_num``, else
-  ``epoch_num``; an end-of-run event whose metadata step is a list has none), the
+  ``epoch_num``, else the run's ``samples_count``; an end-of-run event whose metadata step is a list has none), the
   value's fields (``tracked_stats`` ``{"throughput": …}``, samples per second) or the value
   under the event's key (``"key": "train_loss"``).
 - **llm.c's log file** (``s:120 trl:3.28`` / ``s:128 tel:3.30``): ``s:`` directly before the
@@ -241,6 +241,11 @@ NUMBER_STR_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:n
 # its benchmarks give a rate (samples per second: images, sequences)
 MLLOG_FIELDS = frozenset(("key", "value", "metadata"))
 MLLOG_STEP_KEYS = ("step", "step_num", "epoch_num")
+# the run's position in samples (mlperf_logging's SAMPLES_COUNT), the step where the metadata
+# names no other: llama2_70b_lora's '"key": "train_loss", …, "metadata": {…, "samples_count":
+# 1680, "lr": …}', whose tracked_stats name the same count "step"
+# (mlcommons/training_results_v4.1 Supermicro llama2_70b_lora result_10.txt)
+MLLOG_SAMPLES_KEY = "samples_count"
 MLLOG_KEYS = {"throughput": "samples_per_second"}
 # JSON fields that give the training clock as "H:MM:SS" (LLaMA-Factory's trainer_log.jsonl:
 # "elapsed_time": "0:00:24", "remaining_time": "5:58:33"): the run's time so far, ``train_time_s``
@@ -493,6 +498,8 @@ def _mllog_fields(obj: dict) -> dict:
     meta = obj["metadata"] if isinstance(obj["metadata"], dict) else {}
     value = obj["value"]
     fields = {k: v for k, v in meta.items() if k in MLLOG_STEP_KEYS}
+    if not fields and MLLOG_SAMPLES_KEY in meta:
+        fields["step"] = meta[MLLOG_SAMPLES_KEY]
     if isinstance(value, dict):  # a position inside the value is no step ("epoch_num" of
         # BERT's end-of-run average, whose metadata "step" is a list)
         fields.update({k: v for k, v in value.items() if k not in MLLOG_STEP_KEYS})
