@@ -516,6 +516,16 @@ MLLOG_MORE = [
 ]
 
 
+def test_mllog_stats_keyed_only_by_samples_are_no_step() -> None:
+    # mlcommons/training_results_v5.1 NVIDIA llama31_8b result_8.txt (corpus): between events
+    # that count optimizer steps by "step", a dict of stats keyed only by the samples
+    line = (':::MLLOG {"namespace": "", "time_ms": 1759965736104, "event_type": "POINT_IN_TIME", '
+            '"key": "tracked_stats", "value": {"train_step_time": 0.08619298268750224}, '
+            '"metadata": {"file": "/usr/local/lib/python3.12/dist-packages/mlperf_common/'
+            'callbacks/logging.py", "lineno": 210, "samples_count": 12288}}')
+    assert parse_metric_line(line) is None
+
+
 @pytest.mark.parametrize("line, expected, source", MLLOG_MORE, ids=[r[2] for r in MLLOG_MORE])
 def test_mllog_positions_and_names(line: str, expected: dict, source: str) -> None:
     assert parse_metric_line(line) == expected

@@ -241,8 +241,8 @@ NUMBER_STR_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:n
 # its benchmarks give a rate (samples per second: images, sequences)
 MLLOG_FIELDS = frozenset(("key", "value", "metadata"))
 MLLOG_STEP_KEYS = ("step", "step_num", "epoch_num")
-# the run's position in samples (mlperf_logging's SAMPLES_COUNT), the step where the metadata
-# names no other: llama2_70b_lora's '"key": "train_loss", …, "metadata": {…, "samples_count":
+# the run's position in samples (mlperf_logging's SAMPLES_COUNT), the step of a one-value event
+# whose metadata names no other: llama2_70b_lora's '"key": "train_loss", …, "metadata": {…, "samples_count":
 # 1680, "lr": …}', whose tracked_stats name the same count "step"
 # (mlcommons/training_results_v4.1 Supermicro llama2_70b_lora result_10.txt)
 MLLOG_SAMPLES_KEY = "samples_count"
@@ -498,7 +498,10 @@ def _mllog_fields(obj: dict) -> dict:
     meta = obj["metadata"] if isinstance(obj["metadata"], dict) else {}
     value = obj["value"]
     fields = {k: v for k, v in meta.items() if k in MLLOG_STEP_KEYS}
-    if not fields and MLLOG_SAMPLES_KEY in meta:
+    if not fields and MLLOG_SAMPLES_KEY in meta and not isinstance(value, dict):
+        # (a tracked_stats dict keyed only by samples sits among events that count steps by
+        # "step": llama31_8b's '{"train_step_time": …}, …{"samples_count": 12288}' after step
+        # 191, mlcommons/training_results_v5.1 NVIDIA llama31_8b result_8.txt: no step of them)
         fields["step"] = meta[MLLOG_SAMPLES_KEY]
     if isinstance(value, dict):  # a position inside the value is no step ("epoch_num" of
         # BERT's end-of-run average, whose metadata "step" is a list)
