@@ -24,6 +24,8 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
 - torchtitan (``torchtitan/components/metrics.py``) and other ``step: N  key: value`` loggers:
   ``step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu:
   34.29%`` (ANSI colour is stripped by the loader; ``tps`` is tokens/s per device).
+- ColBERT's ``print_message(batch_idx, train_loss)``: ``[Mar 29, 16:27:48] 473 5.8459``
+  (a month's name and day, no year: the reader dates it with the stream's year).
 - nanoGPT: ``iter 1631: loss 4.0863, time 561.94ms`` (newer: ``…, mfu 30.12%``; ``-100.00%``
   before the first measurement is no value).
 - Lightning's progress bar with the epoch in front and a postfix: ``Epoch 0:  25%|██▌ | 8/32
@@ -66,6 +68,7 @@ from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s, to_float, to_int
 from .collectives import RANK_TAG_RE
+from .prefixes import MONTH_NAME_TIME_RE, MONTH_NAMES
 from .progress import TQDM_RE
 
 MEGATRON_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)")
@@ -680,6 +683,23 @@ def parse_nanogpt(text: str) -> Row | None:
     if mfu is not None and mfu > 0:  # nanoGPT prints -100.00% before it has measured
         row["mfu"] = mfu
     return row
+
+
+# -- ColBERT -------------------------------------------------------------------------------------
+# ColBERT's training loop (colbert/training/training.py, v1, v2 and their forks) logs each step
+# as ``print_message(batch_idx, train_loss)``: the time (strftime "%b %d, %H:%M:%S", no year),
+# the step, the running-average loss and nothing else; its step time is the timestamps' spacing
+COLBERT_STEP_RE = re.compile(MONTH_NAME_TIME_RE.pattern
+                             + r" (?P<it>\d+) (?P<loss>[-+]?\d+\.\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+COLBERT_NEEDLES = tuple(f"[{mon} " for mon in MONTH_NAMES)
+
+
+def parse_colbert(text: str) -> Row | None:
+    """ColBERT's ``[Mar 29, 16:27:48] 473 5.845928532131831`` (time, step, average loss)."""
+    m = COLBERT_STEP_RE.match(text)
+    if not m:
+        return None
+    return {"iteration": int(m["it"]), "loss": to_float(m["loss"])}
 
 
 # -- key: value step lines that differ only in wording ------------------------------------------
@@ -1301,6 +1321,14 @@ PARSERS: tuple[LineParser, ...] = (
         (": loss ",),
         parse_nanogpt,
         example="iter 1631: loss 4.0863, time 561.94ms",
+    ),
+    LineParser(
+        "colbert",
+        "iterations",
+        COLBERT_NEEDLES,
+        parse_colbert,
+        # bclavie/ColBERT train.out (a ColBERT v2 fork's nohup output)
+        example="[Mar 29, 16:27:48] 473 5.845928532131831",
     ),
     LineParser(
         "kv_step",
