@@ -26,6 +26,8 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
   34.29%`` (ANSI colour is stripped by the loader; ``tps`` is tokens/s per device).
 - ColBERT's ``print_message(batch_idx, train_loss)``: ``[Mar 29, 16:27:48] 473 5.8459``
   (a month's name and day, no year: the reader dates it with the stream's year).
+- torch-rnn and its forks: ``Epoch 1.04 / 50, i = 8 / 10050, loss = 2.992056`` (a
+  ``time`` a fork appends with no unit is not read).
 - nanoGPT: ``iter 1631: loss 4.0863, time 561.94ms`` (newer: ``…, mfu 30.12%``; ``-100.00%``
   before the first measurement is no value).
 - Lightning's progress bar with the epoch in front and a postfix: ``Epoch 0:  25%|██▌ | 8/32
@@ -755,6 +757,11 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                   "tokens_per_sec_per_gpu": "tokens_per_s_per_gpu",
                   "model_tflops_per_gpu": "tflops", "global_batch_size": "global_batch_size",
                   "consumed_tokens": "consumed_tokens"}),
+    # torch-rnn (jcjohnson/torch-rnn train.lua) and its forks: "Epoch 1.04 / 50, i = 8 / 10050,
+    # loss = 2.992056" (forks append fields: "…, lrate: 0.002, time: 0.41"; a time with no unit
+    # could be seconds or milliseconds: not read)
+    "torch_rnn": (re.compile(r"\bEpoch \d+\.\d+ / \d+, i = (?P<it>\d+) / (?P<total>\d+),(?P<rest>.*)"),
+                  {"loss": "loss", "lrate": "lr"}),
     "global_step": (re.compile(r"\bglobal_step\s*[:=]\s*(?P<it>\d+)\b(?P<rest>.*)"),
                     {"loss": "loss", "cur_batch_loss": "loss", "train_loss": "loss", "lr": "lr",
                      "grad_norm": "grad_norm"}),
@@ -1334,7 +1341,7 @@ PARSERS: tuple[LineParser, ...] = (
         "kv_step",
         "iterations",
         ("| epoch ", "Training epoch ", " itr ", "global_step", "global iter:", "Epoch:[",
-         "iteration: ", "num_updates=", "completed step: "),
+         "iteration: ", "num_updates=", "completed step: ", ", i = "),
         parse_kv_step,
         # AI-Hypercomputer/maxtext#8
         example="completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191",
