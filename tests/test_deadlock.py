@@ -220,6 +220,17 @@ def write_dumps(tmp_path: Path, dumps: dict[str, str]) -> Path:
     (["wait (threading.py:295)", "result (_base.py:427)", "_snapshot (main.py:278)"],
      "_snapshot (main.py:278)"),
     (["result (mypkg/_base.py:12)", "f (x.py:1)"], "result (mypkg/_base.py:12)"),  # a package's
+    # pytorch/pytorch#16654: the stack printed by code run inside the hung process (gdb's
+    # PyRun_SimpleString): 'File "<string>", line 1, in <module>' innermost is not the leaf
+    (["<module> (<string>:1)",
+      "all_reduce_multigpu (/a/lib/python2.7/site-packages/torch/distributed/__init__.py:306)",
+      "reduction_fn_nccl (/a/lib/python2.7/site-packages/torch/nn/parallel/distributed.py:341)"],
+     "all_reduce_multigpu (/a/lib/python2.7/site-packages/torch/distributed/__init__.py:306)"),
+    # pyrasite's payload exec'd from the injected string: two such frames
+    (["<module> (<string>:3)", "<module> (<string>:1)", "wait (threading.py:320)",
+      "step (train.py:40)"], "step (train.py:40)"),
+    (["<module> (<string>:1)"], "<module> (<string>:1)"),  # python -c: the whole program
+    (["sleep (x.py:2)", "<module> (<string>:1)"], "sleep (x.py:2)"),  # outermost: a -c start
 ])
 def test_key_leaf_rule(frames: list[str], leaf: str) -> None:
     assert deadlock_stacks.key_leaf(frames) == leaf

@@ -302,3 +302,42 @@ def test_most_ranks_silent_are_no_stragglers(tmp_path: Path) -> None:
     # two ranks' timeouts of eight: the other six may have been torn down first
     a = timeout.analyse(_both(tmp_path, _efficient_llms(range(5))))
     assert a.timed_out_ranks == [0, 2] and a.lagging_ranks == []
+
+
+# -- torchtitan logs rank 0 alone (--local-ranks-filter 0); torchrun then reports every rank
+# ended by SIGABRT, as each watchdog ends a rank whose collective timed out: no straggler ------
+
+def _rank0_then_all_aborted(world: int, other: str = "-6 (pid: {pid})  (SIGABRT)") -> str:
+    # pytorch/torchtitan outputs/autoresearch/may19-qwen3-14b/run285-…/run.log (corpus)
+    text = ("[rank0]:[E520 06:31:05.050097785 ProcessGroupNCCL.cpp:757] [Rank 0] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=3, OpType=_ALLGATHER_BASE, "
+            "NumelIn=97239680, NumelOut=777917440, Timeout(ms)=300000) ran for 300051 milliseconds"
+            " before timing out.\n"
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+            "========================================================\n"
+            "torchtitan.train FAILED\n"
+            "--------------------------------------------------------\n"
+            "Failures:\n")
+    for i, r in enumerate(range(1, world)):
+        ex = other.format(pid=2763832 + r)
+        text += (f"[{i + 1}]:\n  time      : 2026-05-20_06:32:05\n  host      : devgpu020\n"
+                 f"  rank      : {r} (local_rank: {r})\n  exitcode  : {ex}\n"
+                 f"  error_file: <N/A>\n  traceback : Signal 6 (SIGABRT) received by PID "
+                 f"{2763832 + r}\n" if "SIGABRT" in ex else
+                 f"[{i + 1}]:\n  time      : 2026-05-20_06:32:05\n  host      : devgpu020\n"
+                 f"  rank      : {r} (local_rank: {r})\n  exitcode  : {ex}\n"
+                 f"  error_file: <N/A>\n  traceback : To enable traceback see: "
+                 "https://pytorch.org/docs/stable/elastic/errors.html\n")
+    return text + "--------------------------------------------------------\n"
+
+
+def test_ranks_the_launcher_reports_aborted_are_no_stragglers(tmp_path: Path) -> None:
+    r = timeout.diagnose(_both(tmp_path, _rank0_then_all_aborted(8)))
+    assert r.facts["timed_out_ranks"] == [0]
+    assert r.facts["lagging_ranks"] == []
+    assert str(r.facts["pattern"].value) in ("unknown", "all_stuck")
+
+
+def test_a_rank_that_exited_otherwise_is_still_named(tmp_path: Path) -> None:
+    r = timeout.diagnose(_both(tmp_path, _rank0_then_all_aborted(4, other="1 (pid: {pid})")))
+    assert r.facts["lagging_ranks"] == [1, 2, 3]

@@ -24,6 +24,10 @@ pastes collected in ``tests/data/wordings/iteration_lines.txt``.
 - torchtitan (``torchtitan/components/metrics.py``) and other ``step: N  key: value`` loggers:
   ``step: 200  loss:  6.1384  memory: 49.66GiB(52.28%)  tps: 5,856  tflops: 339.16  mfu:
   34.29%`` (ANSI colour is stripped by the loader; ``tps`` is tokens/s per device).
+- ColBERT's ``print_message(batch_idx, train_loss)``: ``[Mar 29, 16:27:48] 473 5.8459``
+  (a month's name and day, no year: the reader dates it with the stream's year).
+- torch-rnn and its forks: ``Epoch 1.04 / 50, i = 8 / 10050, loss = 2.992056`` (a
+  ``time`` a fork appends with no unit is not read).
 - nanoGPT: ``iter 1631: loss 4.0863, time 561.94ms`` (newer: ``…, mfu 30.12%``; ``-100.00%``
   before the first measurement is no value).
 - Lightning's progress bar with the epoch in front and a postfix: ``Epoch 0:  25%|██▌ | 8/32
@@ -67,6 +71,7 @@ from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s, to_float, to_int
 from .collectives import RANK_TAG_RE
+from .prefixes import MONTH_NAME_TIME_RE, MONTH_NAMES
 from .progress import TQDM_RE
 
 MEGATRON_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)")
@@ -696,6 +701,23 @@ def parse_nanogpt(text: str) -> Row | None:
     return row
 
 
+# -- ColBERT -------------------------------------------------------------------------------------
+# ColBERT's training loop (colbert/training/training.py, v1, v2 and their forks) logs each step
+# as ``print_message(batch_idx, train_loss)``: the time (strftime "%b %d, %H:%M:%S", no year),
+# the step, the running-average loss and nothing else; its step time is the timestamps' spacing
+COLBERT_STEP_RE = re.compile(MONTH_NAME_TIME_RE.pattern
+                             + r" (?P<it>\d+) (?P<loss>[-+]?\d+\.\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+COLBERT_NEEDLES = tuple(f"[{mon} " for mon in MONTH_NAMES)
+
+
+def parse_colbert(text: str) -> Row | None:
+    """ColBERT's ``[Mar 29, 16:27:48] 473 5.845928532131831`` (time, step, average loss)."""
+    m = COLBERT_STEP_RE.match(text)
+    if not m:
+        return None
+    return {"iteration": int(m["it"]), "loss": to_float(m["loss"])}
+
+
 # -- key: value step lines that differ only in wording ------------------------------------------
 # (regex for the step, key -> (column, divisor)); values with "ms" are divided by 1000 when the
 # column is elapsed_s, thousands separators dropped.
@@ -749,6 +771,11 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                   "tokens_per_sec_per_gpu": "tokens_per_s_per_gpu",
                   "model_tflops_per_gpu": "tflops", "global_batch_size": "global_batch_size",
                   "consumed_tokens": "consumed_tokens"}),
+    # torch-rnn (jcjohnson/torch-rnn train.lua) and its forks: "Epoch 1.04 / 50, i = 8 / 10050,
+    # loss = 2.992056" (forks append fields: "…, lrate: 0.002, time: 0.41"; a time with no unit
+    # could be seconds or milliseconds: not read)
+    "torch_rnn": (re.compile(r"\bEpoch \d+\.\d+ / \d+, i = (?P<it>\d+) / (?P<total>\d+),(?P<rest>.*)"),
+                  {"loss": "loss", "lrate": "lr"}),
     "global_step": (re.compile(r"\bglobal_step\s*[:=]\s*(?P<it>\d+)\b(?P<rest>.*)"),
                     {"loss": "loss", "cur_batch_loss": "loss", "train_loss": "loss", "lr": "lr",
                      "grad_norm": "grad_norm"}),
@@ -1348,10 +1375,18 @@ PARSERS: tuple[LineParser, ...] = (
         example="iter 1631: loss 4.0863, time 561.94ms",
     ),
     LineParser(
+        "colbert",
+        "iterations",
+        COLBERT_NEEDLES,
+        parse_colbert,
+        # bclavie/ColBERT train.out (a ColBERT v2 fork's nohup output)
+        example="[Mar 29, 16:27:48] 473 5.845928532131831",
+    ),
+    LineParser(
         "kv_step",
         "iterations",
         ("| epoch ", "Training epoch ", " itr ", "global_step", "global iter:", "Epoch:[",
-         "iteration: ", "num_updates=", "completed step: "),
+         "iteration: ", "num_updates=", "completed step: ", ", i = "),
         parse_kv_step,
         # AI-Hypercomputer/maxtext#8
         example="completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191",

@@ -155,6 +155,14 @@ SHORT_YEAR_TIME_RE = re.compile(
     r"^\s*(?P<yy>\d\d)-(?P<mo>0[1-9]|1[0-2])-(?P<d>[0-3]\d) (?P<h>[0-2]\d):(?P<mi>[0-5]\d):"
     r"(?P<s>[0-5]\d)(?:[.,](?P<frac>\d+))?(?![\d:])"
 )
+# a month's name and day with no year, bracketed at the line's start: ColBERT's print_message
+# (strftime "%b %d, %H:%M:%S", stanford-futuredata/ColBERT colbert/utils/utils.py and its forks):
+# "[Mar 29, 16:27:48] 473 5.845928532131831"; the year is the stream's, as for glog
+MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+MONTH_NAME_TIME_RE = re.compile(
+    r"^\s*\[(?P<mon>" + "|".join(MONTH_NAMES) + r") (?P<d>[0-3]?\d), (?P<h>[0-2]\d):(?P<mi>[0-5]\d):"
+    r"(?P<s>[0-5]\d)(?:[.,](?P<frac>\d+))?\]"
+)
 
 # Rank/host hints in file names, one table, tried in order: the first row that matches names the
 # file's writer. ``on``: "path" (the whole path, for a folder layout) or "name" (the base name).
@@ -341,8 +349,8 @@ def lead_before_rank(text: str) -> re.Match[str] | None:
 
 
 def line_time(text: str, year: int | None) -> datetime | None:
-    """The timestamp a line carries (ISO, glog's month-day with ``year`` supplied, or a
-    two-digit year first at the line's start)."""
+    """The timestamp a line carries (ISO, glog's month-day or a bracketed month name and day
+    with ``year`` supplied, or a two-digit year first at the line's start)."""
     head = text[:80]
     m = ISO_TIME_RE.search(head)
     if m:
@@ -350,17 +358,20 @@ def line_time(text: str, year: int | None) -> datetime | None:
     m = GLOG_TIME_RE.search(head)
     if m and year:
         return _mk(year, m)
+    m = MONTH_NAME_TIME_RE.match(head) if year and head.lstrip()[:1] == "[" else None
+    if m:
+        return _mk(year, m, MONTH_NAMES.index(m["mon"]) + 1)
     m = SHORT_YEAR_TIME_RE.match(head)
     if m:
         return _mk(2000 + int(m["yy"]), m)
     return None
 
 
-def _mk(year: int, m: re.Match[str]) -> datetime | None:
+def _mk(year: int, m: re.Match[str], month: int | None = None) -> datetime | None:
     frac = (m["frac"] or "0")[:6].ljust(6, "0")
     try:
         return datetime(
-            year, int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), int(frac)
+            year, month or int(m["mo"]), int(m["d"]), int(m["h"]), int(m["mi"]), int(m["s"]), int(frac)
         )
     except ValueError:
         return None

@@ -42,7 +42,9 @@ Rules (documented because the runbook's facts depend on them):
   ``thread apply all bt``) leafs at its innermost frame outside the C library's waits (libc,
   libpthread, the vDSO, glibc's sources) and unknown ``??`` frames: ``ncclGroupEnd
   (libnccl.so.2)``, not the ``pthread_cond_wait`` under it. The ``stacks`` table's own ``leaf``
-  column stays the innermost frame as printed.
+  column stays the innermost frame as printed. Innermost ``<module> (<string>:1)`` frames
+  under others are the code a debugger ran in the process to print its stack (gdb's
+  ``PyRun_SimpleString``, pyrasite), not where it waits: skipped.
 - **Signature.** The leaf and the Python frames outside it (``depth`` of them; 0 = all): two
   processes share a signature when they wait at the same place reached the same way.
 - **Outliers.** A process py-spy could not attach to (EPERM, ``Failed to suspend process``:

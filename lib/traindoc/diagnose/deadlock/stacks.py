@@ -55,6 +55,12 @@ NATIVE_WAIT_FILE_RE = re.compile(
 # (a lock, a queue, select/poll, a socket, a sleep, a child or a collective).
 WAIT_FUNC_RE = re.compile(r"^(?:_?wait\w*|join|e?poll\w*|select|recv\w*|accept|_?acquire\w*"
                           r"|sleep|get|result|barrier|_?synchronize|_?read\w*|communicate)$")
+# Code a debugger or an injector ran inside the live process to print its stack (gdb's
+# ``call PyRun_SimpleString("import traceback; traceback.print_stack()")``, pyrasite's
+# ``exec(open(payload).read())``): module-level code of a string, innermost under the frame the
+# thread really waits in (pytorch/pytorch#16654). Outermost it is ``python -c`` or a spawned
+# child's start, real frames.
+INJECTED_FRAME_RE = re.compile(r"^<module> \(<(?:string|stdin)>(?::\d+)?\)$")
 LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 # rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
@@ -92,10 +98,11 @@ def split_frame(text: str) -> Frame:
 def key_leaf_index(frames: list[str]) -> int | None:
     """Index of the frame that names where a thread waits (see the module's rules)."""
     parts = [split_frame(f) for f in frames]
-    for i, p in enumerate(parts):
+    skip = injected_frames(frames)
+    for i, p in enumerate(parts[skip:], skip):
         if p.python and not generic_wait(p.func, p.file):
             return i
-    for i, p in enumerate(parts):
+    for i, p in enumerate(parts[skip:], skip):
         if p.python:
             return i
     for i, p in enumerate(parts):
@@ -105,6 +112,14 @@ def key_leaf_index(frames: list[str]) -> int | None:
         if not HEX_ADDR_RE.match(p.func):
             return i
     return 0 if frames else None
+
+
+def injected_frames(frames: list[str]) -> int:
+    """How many innermost frames are code injected to print the stack (none when all are)."""
+    n = 0
+    while n < len(frames) and INJECTED_FRAME_RE.match(frames[n].strip()):
+        n += 1
+    return 0 if n == len(frames) else n
 
 
 def generic_wait(func: str, file: str) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,7 +97,8 @@ def timed_seconds(it: pd.DataFrame, saves: pd.DataFrame | None = None) -> pd.Ser
     """Seconds per iteration read off the step lines' own times: the time since the previous
     step line of the same file and rank over the iterations between them (<NA> for the first,
     and everywhere when the lines are less than ``MIN_TIMED_TICKS`` of their clock apart at the
-    median: the times are then too coarse, ``clock_tick``). An interval with a checkpoint save of the same file in it
+    median: the times are then too coarse, ``clock_tick``), or over windows of lines that
+    span that many where the steps go on without a restart (``_clock_windows``). An interval with a checkpoint save of the same file in it
     (``save_times``) starts at the last save: what ran before it (the save, the validation a
     trainer runs before saving) is no training (AT-BSN's hour of validation between iters
     4,000 and 4,100, then "Saving models and training states.")."""
@@ -105,6 +107,7 @@ def timed_seconds(it: pd.DataFrame, saves: pd.DataFrame | None = None) -> pd.Ser
         return out
     rows = it[it["time"].notna() & it["iteration"].notna()]
     for key, g in rows.groupby(_file_and_rank(rows), sort=False):
+        g = _clock_windows(g)
         gaps = g["time"].diff().dt.total_seconds()
         if saves is not None and len(saves):
             mine = saves.loc[saves["file"] == key[0], "time"].sort_values().to_numpy()
@@ -120,6 +123,23 @@ def timed_seconds(it: pd.DataFrame, saves: pd.DataFrame | None = None) -> pd.Ser
         if gaps.notna().any() and gaps.median() >= MIN_TIMED_TICKS * clock_tick(g["time"]):
             out.loc[g.index] = pd.array(gaps / steps, dtype="Float64")
     return out
+
+
+def _clock_windows(g: pd.DataFrame) -> pd.DataFrame:
+    """One file's step lines as far apart as its clock can time: every line where they are
+    ``MIN_TIMED_TICKS`` ticks apart at the median, else every k-th line, k lines spanning that
+    many on average (ColBERT's line per 0.74 s step stamped to the second: one point per 14
+    steps); all of them where the steps ever go back (a restart) or fewer than three such
+    windows fit."""
+    if len(g) < 3:
+        return g
+    tick = clock_tick(g["time"])
+    span = (g["time"].iloc[-1] - g["time"].iloc[0]).total_seconds()
+    if (g["time"].diff().dt.total_seconds().median() >= MIN_TIMED_TICKS * tick or span <= 0
+            or not (g["iteration"].astype("Float64").diff().iloc[1:] > 0).all()):
+        return g
+    k = math.ceil(MIN_TIMED_TICKS * tick / (span / (len(g) - 1)))
+    return g.iloc[::k] if (len(g) - 1) // k >= 3 else g
 
 
 def clock_tick(times: pd.Series) -> float:

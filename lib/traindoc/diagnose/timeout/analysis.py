@@ -512,11 +512,28 @@ def group_size(op_type: str | None, numel_in: int | None, numel_out: int | None)
     return big // small if small and big % small == 0 and big // small > 1 else None
 
 
+# an exit by SIGABRT is how the watchdog ends a rank whose collective timed out (and how
+# torchrun then reports every rank: "exitcode: -6", "Signal 6 (SIGABRT) received by PID …"); a
+# shell reports it as 134 (128 + 6)
+ABORT_EXITCODES = (-6, 134)
+
+
+def _aborted(exits: pd.DataFrame) -> pd.Series:
+    """Exit rows of a SIGABRT: what a timed-out rank's own watchdog does."""
+    sig = exits["signal"].astype("string").fillna("") if "signal" in exits else ""
+    code = exits["exitcode"] if "exitcode" in exits else pd.Series(pd.NA, index=exits.index)
+    return (sig == "SIGABRT") | code.isin(ABORT_EXITCODES).fillna(False).astype(bool)
+
+
 def _ranks_with_failure_output(incident: Incident) -> set[int]:
-    """Ranks whose failure output is in the logs: they reported an error or an exit."""
-    ranks: set[int] = set()
-    for df in (incident.errors, incident.exits):
-        ranks |= {int(r) for r in df["rank"].dropna()}
+    """Ranks whose failure output is in the logs: they reported an error, or exited other
+    than by the SIGABRT a watchdog's timeout ends in (``_aborted``: the launcher's report of
+    such an exit says nothing of where the rank was: torchtitan logs only rank 0,
+    ``--local-ranks-filter 0``, then torchrun reports all ranks aborted)."""
+    ranks = {int(r) for r in incident.errors["rank"].dropna()}
+    ex = incident.exits
+    if len(ex):
+        ranks |= {int(r) for r in ex.loc[~_aborted(ex), "rank"].dropna()}
     return ranks
 
 
