@@ -1452,3 +1452,31 @@ def test_an_error_a_later_launch_prints_is_not_the_records(tmp_path: Path) -> No
     ev = failure_events(inc)
     assert ev.loc[ev["kind"] == "oom", "rank"].tolist() == [3]
 
+
+# --- one DataParallel process: the replica's error is rank 0's --------------------------------
+
+DATA_PARALLEL = (  # asahi417/lm-question-generation's t5-base_output_cco_model.out (corpus
+    # gpu_crash-lm-task-t5-base-cco-model-oom): nn.DataParallel on 2 GPUs, no torch.distributed
+    "2023-08-25 09:11:02 INFO     start model training\n"
+    "Traceback (most recent call last):\n"
+    '  File "/envs/lmqg/lib/python3.8/site-packages/torch/_utils.py", line 644, in reraise\n'
+    "    raise exception\n"
+    "torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.\n"
+    "Original Traceback (most recent call last):\n"
+    '  File "/envs/lmqg/lib/python3.8/site-packages/torch/nn/functional.py", line 1252, in '
+    "dropout\n"
+    "    return _VF.dropout_(input, p, training) if inplace else _VF.dropout(input, p, training)\n"
+    "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 96.00 MiB (GPU 0; 47.54 "
+    "GiB total capacity; 9.85 GiB already allocated; 86.69 MiB free; 9.97 GiB reserved in total "
+    "by PyTorch)\n")
+
+
+def test_one_data_parallel_process_is_rank_0(tmp_path: Path) -> None:
+    f = _facts(tmp_path, DATA_PARALLEL)
+    assert f["failed_ranks"] == [0] and f["error_kind"] == "oom"
+
+
+def test_a_data_parallel_error_among_named_ranks_is_not_rank_0(tmp_path: Path) -> None:
+    # DataParallel inside a distributed job: its lines name their rank, which stays theirs
+    text = "".join(f"[rank3]: {line}\n" for line in DATA_PARALLEL.splitlines())
+    assert _facts(tmp_path, text)["failed_ranks"] == [3]
