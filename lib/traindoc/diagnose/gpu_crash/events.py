@@ -21,6 +21,7 @@ from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...xid_catalog import xid_info
 from ..common import (
+    NodeLayout,
     as_int,
     as_str,
     global_rank,
@@ -168,6 +169,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank"])
     if not len(ev):
         return ev[EVENT_COLUMNS]
+    _record_traceback_ranks(ev)
     _fill_ranks(ev, incident, host_of)
     _wrapper_roles(ev)
     _reader_killed_roles(ev)
@@ -349,6 +351,40 @@ def _cascade_xid_roles(ev: pd.DataFrame) -> None:
         ev.loc[xids[0], ["role", "strength"]] = ["cause", Strength.WEAK]
 
 
+# how far below its record torchrun's report prints the worker's traceback from its error file
+RECORD_TRACEBACK_LINES = 300
+# the header line a record's row stands at when its traceback names no signal ('[0]:')
+RECORD_HEADER_RE = re.compile(r"\s*\[\d+\]:\s*")
+
+
+def _record_traceback_ranks(ev: pd.DataFrame) -> None:
+    """The errors read from the worker's traceback that torchrun's ChildFailedError report
+    embeds in a failure record (``traceback : Traceback (most recent call last):`` and the
+    error file's lines, indented under it) are that record's rank and host: an error line with
+    no rank, host or time of its own, below a record that names a rank in the same file,
+    within ``RECORD_TRACEBACK_LINES`` and before the next exit line of the file. A record
+    whose traceback is a signal ('Signal 6 (SIGABRT) received by PID …') stands at that line
+    (``parse.torchrun``) and embeds none."""
+    exits = ev[ev["table"] == "exits"]
+    if not len(exits):
+        return
+    headed = exits["line"].astype(str).str.fullmatch(RECORD_HEADER_RE.pattern) \
+        & exits["rank"].notna()
+    if not headed.any():
+        return
+    errs = ev.index[(ev["table"] == "errors") & ev["rank"].isna() & ev["host"].isna()
+                    & ev["time"].isna()]
+    for i in errs:
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        above = exits[(exits["file"] == f) & (exits["lineno"] < ln)]
+        if not len(above):
+            continue
+        j = above["lineno"].idxmax()
+        if not headed[j] or ln - above.at[j, "lineno"] > RECORD_TRACEBACK_LINES:
+            continue
+        ev.loc[i, ["rank", "host"]] = [above.at[j, "rank"], above.at[j, "host"]]
+
+
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 host_of: dict[int, str] | None = None) -> None:
     """Ranks from pids (torchrun's records name both) and from host + local rank; hosts from
@@ -373,6 +409,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     layout = node_layout(incident)
     # one machine (or none) named and no layout stated: the local rank is taken as the rank
     one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
+    one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) \
+        or _data_parallel_alone(ev, incident, layout)
     ranks, hosts, notes = [], [], []
     # srun task -> machine, where a line that task wrote names a pid NCCL places (a launcher's
     # children run on its own machine); a task seen on two machines is left as it is
@@ -389,8 +427,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         if rank is None and local is None and known(r.pid):
             local = by_pid_device.get(int(r.pid))
             from_device = local is not None
-        if rank is None and local is None and layout.nnodes == 1 and layout.nproc_per_node == 1:
+        alone = False
+        if rank is None and local is None and one_process:
             local = 0  # the log states one process in all: whatever failed is rank 0
+            alone = layout.nproc_per_node is None  # told by DataParallel, not by a layout
         from_oom = False
         if rank is None and local is None and r.kind == "oom":
             local = _oom_device_local_rank(as_str(r.line) or "", layout.nproc_per_node)
@@ -418,6 +458,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         elif from_oom:
             notes.append(f"the OOM names GPU {local}, taken as local rank {local}: the launcher "
                          f"starts {layout.nproc_per_node} processes on a node, one per device")
+        elif alone:
+            notes.append("one DataParallel process and no rank named anywhere: taken as rank 0")
         elif assumed and from_device:
             notes.append(f"pid {int(r.pid)} drives GPU {rank} (its NCCL lines), taken as local "
                          f"rank {rank} and rank {rank}: the log names one machine at most and "
@@ -434,6 +476,24 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     ev["rank"] = pd.array(ranks, dtype="Int64")
     ev["rank_note"] = pd.array(notes, dtype="string")
     ev["host"] = pd.array(hosts, dtype="string")
+
+
+# DataParallel's ExceptionWrapper: one process caught what one of its replicas (threads, one per
+# GPU) raised ("torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.")
+DATA_PARALLEL_RE = re.compile(r"Caught \w+ in replica \d+ on device \d+")
+
+
+def _data_parallel_alone(ev: pd.DataFrame, incident: Incident, layout: NodeLayout) -> bool:
+    """Whether the log is one DataParallel process: it re-raised a replica's error and nothing
+    names a rank, a node layout or a launcher's worker (a DataParallel process drives all its
+    GPUs itself; with no torch.distributed around it, it is rank 0)."""
+    if incident.ranks or layout.nnodes is not None or layout.nproc_per_node is not None:
+        return False
+    errs = ev[ev["table"] == "errors"]
+    if not errs["message"].astype(str).str.contains(DATA_PARALLEL_RE.pattern).any():
+        return False
+    exits = ev[ev["table"] == "exits"]
+    return not (exits["rank"].notna() | exits["local_rank"].notna()).any()
 
 
 # The agent's own teardown of a worker: the pid it names is one of its workers.
