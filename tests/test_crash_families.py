@@ -1390,69 +1390,6 @@ def test_a_spawned_process_error_is_its_rank(tmp_path: Path) -> None:
     assert "named symbol not found" in r.facts["error_message"]
 
 
-# --- torchrun's record embeds the worker's traceback: its error is that record's rank ---------
-
-EMBEDDED = """\
-[rank0]:[titan] 2026-05-10 17:43:49,015 - root - INFO - step: 3829  loss:  2.3127
-W0510 17:43:50.878000 1712572 torch/distributed/elastic/multiprocessing/api.py:908] Sending \
-process 1712651 closing signal SIGTERM
-E0510 17:43:54.966000 1712572 torch/distributed/elastic/multiprocessing/api.py:882] failed \
-(exitcode: {code}) local_rank: {rank} (pid: 1712658) of binary: /usr/bin/python3
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
-============================================================
-train.py FAILED
-------------------------------------------------------------
-Failures:
-  <NO_OTHER_FAILURES>
-------------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-05-10_17:43:49
-  host      : {host}
-  rank      : {rank} (local_rank: {rank})
-  exitcode  : {code} (pid: 1712658)
-  error_file: /tmp/torchelastic_4s2yzn11/none_2d8h9cwf/attempt_0/{rank}/error.json
-  traceback : Traceback (most recent call last):
-    File "/usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py", \
-line 4049, in all_gather_into_tensor
-      work = group._allgather_base(output_tensor, input_tensor, opts)
-  {error}
-============================================================
-"""
-
-
-@pytest.mark.parametrize("rank, code, host, error, kind, words", [
-    # QIU023/torchtitan_attention_residual phase11_rlhf_grpo_infra/run_overnight_pipeline.log
-    # (corpus gpu_crash-torchtitan-attnres-vlm447m-rank7-device-assert): only rank 0 logs
-    (7, -6, "dfbfb7339589", "torch.AcceleratorError: CUDA error: device-side assert triggered",
-     "cuda_error", "device-side assert triggered"),
-    # the same repository's phase3_attnres_pp_integration/run_kimi48b_d1280_e32_L32N8_pp8vp4_
-    # adapter.log (corpus gpu_crash-torchtitan-attnres-kimi48b-pp8vp4-oom): only rank 7 logs
-    (1, 1, "f59652d27037", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 40.00 "
-     "MiB. GPU 1 has a total capacity of 31.36 GiB of which 8.94 MiB is free.", "oom",
-     "CUDA out of memory"),
-])
-def test_the_error_in_a_records_traceback_is_its_rank(tmp_path: Path, rank: int, code: int,
-                                                      host: str, error: str, kind: str,
-                                                      words: str) -> None:
-    f = _facts(tmp_path, EMBEDDED.format(rank=rank, code=code, host=host, error=error))
-    assert f["failed_ranks"] == [rank] and f["failed_hosts"] == [host]
-    assert f["error_kind"] == kind and words in f["error_message"]
-
-
-def test_an_error_a_later_launch_prints_is_not_the_records(tmp_path: Path) -> None:
-    text = EMBEDDED.format(rank=7, code=-6, host="dfbfb7339589",
-                           error="torch.AcceleratorError: CUDA error: device-side assert triggered")
-    text += ("[rank3]:[titan] 2026-05-10 17:50:02,001 - root - ERROR - torch.OutOfMemoryError: "
-             "CUDA out of memory. Tried to allocate 2.00 GiB.\n")
-    log = tmp_path / "job.log"
-    log.write_text(text)
-    inc = traindoc.load(str(log))
-    from traindoc.diagnose.gpu_crash.events import failure_events
-    ev = failure_events(inc)
-    assert ev.loc[ev["kind"] == "oom", "rank"].tolist() == [3]
-
-
 # --- one DataParallel process: the replica's error is rank 0's --------------------------------
 
 DATA_PARALLEL = (  # asahi417/lm-question-generation's t5-base_output_cco_model.out (corpus

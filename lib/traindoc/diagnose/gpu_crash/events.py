@@ -169,7 +169,6 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank"])
     if not len(ev):
         return ev[EVENT_COLUMNS]
-    _record_traceback_ranks(ev)
     _fill_ranks(ev, incident, host_of)
     _wrapper_roles(ev)
     _reader_killed_roles(ev)
@@ -349,40 +348,6 @@ def _cascade_xid_roles(ev: pd.DataFrame) -> None:
     xids = ev.index[(ev["kind"] == "xid") & (ev["role"] == "context")]
     if len(xids):
         ev.loc[xids[0], ["role", "strength"]] = ["cause", Strength.WEAK]
-
-
-# how far below its record torchrun's report prints the worker's traceback from its error file
-RECORD_TRACEBACK_LINES = 300
-# the header line a record's row stands at when its traceback names no signal ('[0]:')
-RECORD_HEADER_RE = re.compile(r"\s*\[\d+\]:\s*")
-
-
-def _record_traceback_ranks(ev: pd.DataFrame) -> None:
-    """The errors read from the worker's traceback that torchrun's ChildFailedError report
-    embeds in a failure record (``traceback : Traceback (most recent call last):`` and the
-    error file's lines, indented under it) are that record's rank and host: an error line with
-    no rank, host or time of its own, below a record that names a rank in the same file,
-    within ``RECORD_TRACEBACK_LINES`` and before the next exit line of the file. A record
-    whose traceback is a signal ('Signal 6 (SIGABRT) received by PID …') stands at that line
-    (``parse.torchrun``) and embeds none."""
-    exits = ev[ev["table"] == "exits"]
-    if not len(exits):
-        return
-    headed = exits["line"].astype(str).str.fullmatch(RECORD_HEADER_RE.pattern) \
-        & exits["rank"].notna()
-    if not headed.any():
-        return
-    errs = ev.index[(ev["table"] == "errors") & ev["rank"].isna() & ev["host"].isna()
-                    & ev["time"].isna()]
-    for i in errs:
-        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
-        above = exits[(exits["file"] == f) & (exits["lineno"] < ln)]
-        if not len(above):
-            continue
-        j = above["lineno"].idxmax()
-        if not headed[j] or ln - above.at[j, "lineno"] > RECORD_TRACEBACK_LINES:
-            continue
-        ev.loc[i, ["rank", "host"]] = [above.at[j, "rank"], above.at[j, "host"]]
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
