@@ -42,12 +42,16 @@ from traindoc.diagnose import failure_class
 # right having gone wrong: timeout's, throughput's, loss_spike's and all's floors lower by the
 # new batches' wrong cases (n's came after the last round), gpu_crash's, deadlock's and triage's
 # raised.
-FLOOR_PCT = {"all": 94.9, "timeout": 95.8, "gpu_crash": 96.5, "loss_spike": 93.9,
-             "throughput": 93.0, "deadlock": 91.0}
+# Batches 2026-11-27o (32 cases, 24 right blind) and p (22, 12; both scored after round o) took
+# it to 952; after round o and a short round on o and p, 908 are right, no case that was right
+# having gone wrong: gpu_crash's and triage's failing floor lower by the new batches' wrong
+# cases, the others raised.
+FLOOR_PCT = {"all": 95.2, "timeout": 97.3, "gpu_crash": 94.2, "loss_spike": 95.3,
+             "throughput": 93.4, "deadlock": 92.4}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (592/616 and 179/190 today)
-TRIAGE_FLOOR_PCT = 95.9
-TRIAGE_HEALTHY_FLOOR_PCT = 93.5
+# and of healthy cases where it names none (625/651 and 199/209 today)
+TRIAGE_FLOOR_PCT = 95.8
+TRIAGE_HEALTHY_FLOOR_PCT = 94.7
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
