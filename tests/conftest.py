@@ -39,7 +39,9 @@ SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
               "test_comparison_on_every_sample", "test_samples_load_as_before",
               "test_no_action_runs_what_the_logs_say",
               # the corpus sweep, one case a test (its floor test gathers them)
-              "test_corpus_case_is_scored"}
+              "test_corpus_case_is_scored",
+              # the deadlock advice over every corpus case, one case a test
+              "test_transport_advice_only_where_every_stack_waits_in_one_collective"}
 
 
 # The tests that took a minute or more each (`pytest -n 2 --durations=60` at 4f0d5a1 on the
