@@ -48,11 +48,12 @@ def _log_text(path: Path) -> str:
 @pytest.mark.parametrize("path", LOGS, ids=_id)
 def test_no_missing_value_or_placeholder_in_any_sentence(path: Path) -> None:
     reports = reports_once(path)  # every class's diagnose and triage's, shared with the others
+    # the logs' own path (an action's command names it) may hold the words: a case named "-nan"
     found = [(cls, where, m, text) for cls, r in reports.items() for where, text in sentences(r)
-             for m in BAD.finditer(text or "")]
+             for m in BAD.finditer((text or "").replace(str(path), "<logs>"))]
     logs = _log_text(path) if found else ""
     bad = [(cls, where, m[0], text[:200]) for cls, where, m, text in found
-           if not _quoted(text, m, logs)]
+           if not _quoted(text.replace(str(path), "<logs>"), m, logs)]
     assert not bad, bad
 
 

@@ -311,6 +311,11 @@ def _exit_delay(a: GpuCrashAnalysis) -> Finding | None:
            else ""), [])
 
 
+# a Python None printed where a save names its path ("Saved checkpoint to None...", ColBERT's
+# train.out in corpus throughput-colbert-fork-train-out): no path to show
+NO_PATH = frozenset({"None", "null"})
+
+
 def _last_checkpoint(a: GpuCrashAnalysis) -> Finding:
     ck = a.checkpoints
     if ck.how in ("saved", "loaded"):
@@ -318,7 +323,7 @@ def _last_checkpoint(a: GpuCrashAnalysis) -> Finding:
         return Finding(
             "last_checkpoint", Severity.INFO,
             f"Last checkpoint: iteration {ck.last_iteration} ({what})"
-            + (f" at {ck.last_path}" if ck.last_path else "")
+            + (f" at {ck.last_path}" if ck.last_path and ck.last_path not in NO_PATH else "")
             + (f"; saving took ~{ck.save_s:.0f} s ({ck.save_s_source})" if ck.save_s else "")
             + (f"; saves every {ck.interval} iterations" if ck.interval else ""), [])
     if ck.how == "inferred":
