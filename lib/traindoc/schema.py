@@ -229,4 +229,6 @@ def _shared(col: pd.Series) -> pd.Series:
     codes, uniques = col.factorize()
     if len(uniques) >= len(col):
         return col
-    return pd.Series(uniques.take(codes, allow_fill=True))
+    # the array's take, not the Index's: Index.take treats -1 (a missing value) as "the last
+    # unique" unless given a fill value, and pandas 3.0 with pyarrow strings raises on it
+    return pd.Series(uniques.array.take(codes, allow_fill=True))

@@ -357,7 +357,9 @@ def _strings(values: list[Any]) -> pd.api.extensions.ExtensionArray:
 
 
 def _no_strings(n: int) -> pd.api.extensions.ExtensionArray:
-    return pd.arrays.StringArray(np.full(n, pd.NA, dtype=object))
+    # (the "string" dtype's own storage: a pyarrow one where pyarrow is installed, which a
+    # python StringArray cannot be concatenated with)
+    return pd.array(np.full(n, None, dtype=object), dtype="string")
 
 
 def _no_ints(n: int) -> pd.api.extensions.ExtensionArray:
