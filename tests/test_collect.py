@@ -167,7 +167,10 @@ def test_cli_collect_a_plain_python_process(spawn: Callable[..., Any], tmp_path:
     assert rc == 0, err.getvalue()
     ev = tmp_path / "ev" / "evidence"
     notes = (ev / "notes.txt").read_text()
-    assert "nvidia-smi" in notes and f"pid {p.pid}" in notes and "srun --overlap" in notes
+    assert f"pid {p.pid}" in notes and "srun --overlap" in notes
+    # a GPU node saves the driver's state, elsewhere a note says why there is none (the note
+    # alone was asserted, and the test failed on an H200 machine, where nvidia-smi exists)
+    assert (ev / "nvidia-smi-q.txt").is_file() or "nvidia-smi" in notes, notes
     dumps = list(ev.glob(f"py-spy-rank0-pid{p.pid}.txt"))
     assert dumps or "py-spy" in notes  # py-spy absent or ptrace denied: a note says so
     assert p.poll() is None

@@ -51,6 +51,8 @@ EXPECTED_KEYS = {
     "hang": {"outlier_members", "outlier_leaf", "majority_leaf"},
     "slow_rank": {"change_iteration", "suspect_ranks"},
     "loss_spike": {"spikes"},
+    "cuda_assert": {"failed_ranks", "error_kind", "error_message"},
+    "cuda_oom": {"failed_ranks", "error_kind"},
 }
 CLASSES = set(NAMES)
 
@@ -235,6 +237,47 @@ def test_unseeded_split(drill_bundle: Callable[[str], Path]) -> None:
     assert ckpt[-1]["profiling_name"] == facts["op_type"] == "gloo:all_gather"
     assert ckpt[-1]["collective_seq_id"] == facts["seq_num"]
     assert ckpt[-1]["process_group"] == ("1", "checkpoint")
+
+
+def _cuda_bundle(drill_bundle: Callable[[str], Path], name: str) -> Path:
+    """Drill ``name``'s bundle, or a skip where torch sees no CUDA GPU (CPU machines, CI)."""
+    from traindoc.drills.runner import _find_python, cuda_devices
+
+    if not cuda_devices(_find_python(None)):
+        pytest.skip(f"drill {name} trains on a CUDA GPU; torch sees none here")
+    return drill_bundle(name)
+
+
+@pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("cuda_assert"))
+@needs_torch
+def test_cuda_assert(drill_bundle: Callable[[str], Path]) -> None:
+    out = _cuda_bundle(drill_bundle, "cuda_assert")
+    rec, log = _check_common(out, "cuda_assert")
+    assert rec["run"]["gpus"]
+    # the kernel's own assertion, then torch's error, on the fault rank; torchrun names it
+    assert re.search(r"Assertion `.*` failed\.", log) and "device-side assert triggered" in log
+    assert CHILD_FAILED in log and ROOT_CAUSE in log
+
+
+@pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("cuda_oom"))
+@needs_torch
+def test_cuda_oom(drill_bundle: Callable[[str], Path]) -> None:
+    out = _cuda_bundle(drill_bundle, "cuda_oom")
+    rec, log = _check_common(out, "cuda_oom")
+    assert re.search(r"CUDA out of memory\. Tried to allocate [\d.]+ [GMT]iB", log)
+    assert CHILD_FAILED in log and ROOT_CAUSE in log
+
+
+def test_cuda_drill_refused_without_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from traindoc.drills import DrillError, runner
+
+    monkeypatch.setattr(runner, "cuda_devices", lambda python: [])
+    monkeypatch.setattr(runner, "_find_python", lambda python: sys.executable)
+    with pytest.raises(DrillError, match="CUDA GPU"):
+        runner.run("cuda_oom", tmp_path / "b")
+    assert not (tmp_path / "b").exists()  # refused before anything was written
 
 
 @pytest.mark.drills

@@ -83,6 +83,7 @@ class DrillSpec:
     pg_timeout: float = 5.0
     save_timeout: float = 5.0
     expect_success: bool = False
+    needs_cuda: bool = False  # trains on a CUDA GPU: refused where torch sees none
 
     def fault_step(self, steps: int) -> int:
         """Step at which the fault is injected (the middle of the run)."""
@@ -149,6 +150,23 @@ SPECS: dict[str, DrillSpec] = {
             "all_gather (own gloo group, 5 s timeout) while rank 0 still trains; rank 1 times out at save.",
             pg_timeout=60.0,
             page="the job stopped before its last step; torchrun says it failed",
+        ),
+        DrillSpec(
+            "cuda_assert",
+            "gpu_crash",
+            "rank 1 gets a sample whose label id is past the model's classes at step K (CUDA GPU)",
+            "a device-side assert on a real GPU: the CUDA kernel's `Assertion ... failed.` lines and "
+            "`CUDA error: device-side assert triggered` on rank 1, torchrun's report naming rank 1, "
+            "and rank 0 killed by torchrun while it waits in the step's all_reduce.",
+            needs_cuda=True,
+        ),
+        DrillSpec(
+            "cuda_oom",
+            "gpu_crash",
+            "rank 1 asks for twice its GPU's memory in one allocation at step K (CUDA GPU)",
+            "a CUDA out-of-memory on a real GPU: torch's `OutOfMemoryError: CUDA out of memory. Tried "
+            "to allocate …` with the GPU's capacity on rank 1, torchrun's report naming rank 1.",
+            needs_cuda=True,
         ),
     )
 }
@@ -261,6 +279,19 @@ def _launcher(python: str) -> list[str]:
 def _pyspy(python: str) -> str | None:
     sibling = Path(python).parent / "py-spy"
     return str(sibling) if sibling.exists() else shutil.which("py-spy")
+
+
+_CUDA_PROBE = (
+    "import torch\n"
+    "for i in range(torch.cuda.device_count()): print(torch.cuda.get_device_name(i))\n"
+)
+
+
+def cuda_devices(python: str) -> list[str]:
+    """Names of the CUDA GPUs that ``python``'s torch sees (none where it sees none)."""
+    res = subprocess.run([python, "-c", _CUDA_PROBE], capture_output=True, text=True,
+                         timeout=120, check=False)
+    return [ln.strip() for ln in res.stdout.splitlines() if ln.strip()] if res.returncode == 0 else []
 
 
 def job_command(name: str, out: Path, python: str, nproc: int, steps: int, fault_step: int,
@@ -384,6 +415,15 @@ def _facts(
         )
     elif spec.name == "crash":
         facts = {"failed_ranks": [fault], "error_kind": "signal"}
+    elif spec.name == "cuda_assert":
+        facts = {"failed_ranks": [fault], "error_kind": "cuda_error",
+                 "error_message": {"contains": "device-side assert triggered"}}
+        notes.append(f"rank {fault}'s batch at iteration {k} holds label id "
+                     f"{worker.CLASSES + 3} for a model of {worker.CLASSES} classes")
+    elif spec.name == "cuda_oom":
+        facts = {"failed_ranks": [fault], "error_kind": "oom"}
+        notes.append(f"rank {fault} asked for {worker.OOM_FACTOR}x its GPU's memory at "
+                     f"iteration {k}")
         notes.append(f"rank {fault} sent itself SIGKILL at iteration {k}, before its all_reduce")
     elif spec.name == "hang":
         facts = {"outlier_members": [fault]}
@@ -445,6 +485,9 @@ def run(
             f"unseeded_split: with {steps} steps all ranks get the same number of batches"
         )
     py = _find_python(python)
+    gpus = cuda_devices(py) if spec.needs_cuda else []
+    if spec.needs_cuda and not gpus:
+        raise DrillError(f"drill {name} trains on a CUDA GPU and torch ({py}) sees none")
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     _clear_bundle(out)
@@ -511,6 +554,8 @@ def run(
             "timed_out": timed_out,
         },
     }
+    if gpus:
+        record["run"]["gpus"] = gpus
     files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
     record["artifacts"] = sorted(files | {"drill.json"})
     (out / "drill.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -525,23 +570,28 @@ def sample_dir(name: str, data_root: Path = DATA_ROOT) -> Path:
 def regenerate_samples(data_root: Path = DATA_ROOT, names: list[str] | None = None) -> list[Path]:
     """Re-run every drill into ``<data_root>/<class>/drill_<name>/`` with a README."""
     made = []
-    for name in names or list(SPECS):
+    for name in names or [n for n, s in SPECS.items() if not s.needs_cuda]:
         target = sample_dir(name, data_root)
         if target.exists():
             shutil.rmtree(target)
         run(name, target)
         spec = SPECS[name]
+        gpus = json.loads((target / "drill.json").read_text())["run"].get("gpus")
+        job = (f"torchrun job whose ranks train on one {gpus[0]} (collectives on gloo)" if gpus
+               else "CPU/gloo torchrun job")
         rel = target.relative_to(REPO_ROOT) if target.is_relative_to(REPO_ROOT) else target
         (target / "README.md").write_text(
             f"# drill `{name}` ({spec.cls})\n\n"
             f"Injected fault: {spec.description}.\n\n"
             f"What it shows: {spec.shows}\n\n"
-            "Real artifacts from a 2-process CPU/gloo torchrun job: `torchrun.log` (torchrun's stdout+stderr "
+            f"Real artifacts from a 2-process {job}: `torchrun.log` (torchrun's stdout+stderr "
             "with the workers tee'd in), `logs/` (per-rank files as torchrun wrote them), `fr/rank<N>.pkl` "
             "(flight-recorder pickles), `pyspy/` where taken; `drill.json` holds the injected truth.\n\n"
             "Made with:\n\n"
             f"```\nPYTHONPATH=lib python -m traindoc.drills {name} --out {rel}\n```\n\n"
-            "(all samples: `PYTHONPATH=lib python -m traindoc.drills --regenerate-samples`)\n"
+            + (f"(on a machine with a CUDA GPU: `PYTHONPATH=lib python -m traindoc.drills {name} "
+               "--regenerate-samples`)\n" if spec.needs_cuda else
+               "(all samples: `PYTHONPATH=lib python -m traindoc.drills --regenerate-samples`)\n")
         )
         made.append(target)
     return made

@@ -40,7 +40,14 @@ DRILL_NAMES = (
     "slow_rank",
     "loss_spike",
     "unseeded_split",
+    "cuda_assert",
+    "cuda_oom",
 )
+# Drills that train on a CUDA GPU (every rank on ``cuda:<local rank % GPUs>``; gloo still
+# carries the collectives, from host memory), so the fault is the GPU's own error text.
+CUDA_DRILLS = ("cuda_assert", "cuda_oom")
+# cuda_oom: the fault rank asks for this many times the GPU's memory in one allocation.
+OOM_FACTOR = 2
 # Stands in for the OS entropy an unseeded RNG draws at start-up: fixed per rank
 # so the drill is reproducible, but different per rank, exactly like the bug.
 _SIMULATED_OS_ENTROPY = (0x5EED0, 0x5EED1, 0x5EED2, 0x5EED3, 0x5EED4, 0x5EED5, 0x5EED6, 0x5EED7)
@@ -220,12 +227,16 @@ class _Trainer:
         self.torch, self.dist, self.args, self.fr = torch, dist, args, recorder
         self.rank = dist.get_rank()
         self.world = dist.get_world_size()
+        self.device = torch.device("cpu")
+        if args.drill in CUDA_DRILLS:
+            local = int(os.environ.get("LOCAL_RANK", self.rank))
+            self.device = torch.device("cuda", local % torch.cuda.device_count())
         self.last = self.rank == self.world - 1
         self.gbs = MICRO_BATCH * self.world
         torch.manual_seed(1234 + self.rank)  # differs on purpose: the broadcast syncs it
         self.model = torch.nn.Sequential(
             torch.nn.Linear(IN_DIM, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, CLASSES)
-        )
+        ).to(self.device)
         self.params = list(self.model.parameters())
         self.opt = torch.optim.Adam(self.params, lr=LR)
         gen = torch.Generator().manual_seed(0)
@@ -238,10 +249,10 @@ class _Trainer:
     def batch(self) -> tuple[Any, Any]:
         x = self.torch.randn(MICRO_BATCH, IN_DIM, generator=self.data_gen)
         y = (x @ self.teacher).argmax(dim=1)
-        return x, y
+        return x.to(self.device), y.to(self.device)
 
     def sync_params(self) -> None:
-        flat = self.torch.cat([p.detach().flatten() for p in self.params])
+        flat = self.torch.cat([p.detach().flatten() for p in self.params]).cpu()
         self.dist.broadcast(flat, src=0)
         self._unflatten(flat, grads=False)
 
@@ -263,10 +274,13 @@ class _Trainer:
             x, y = self.batch()
             if a.drill == "loss_spike" and it == a.fault_step and self.rank == 0:
                 x = x * 1e3  # corrupted batch: unnormalised features
+            if a.drill == "cuda_assert" and it == a.fault_step and self.rank == FAULT_RANK:
+                y[0] = CLASSES + 3  # corrupted sample: a label id the model has no class for
             self.opt.zero_grad(set_to_none=False)
             loss = torch.nn.functional.cross_entropy(self.model(x), y)
             loss.backward()
-            flat = torch.cat([p.grad.flatten() for p in self.params] + [loss.detach().reshape(1)])
+            flat = torch.cat([p.grad.flatten() for p in self.params]
+                             + [loss.detach().reshape(1)]).cpu()
             self.inject_before_allreduce(it)
             if a.drill == "timeout" and it == a.fault_step and self.rank == FAULT_RANK:
                 # The bug: eval runs in place of this step's gradient all-reduce.
@@ -301,6 +315,10 @@ class _Trainer:
             sys.stdout.flush()
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.args.drill == "cuda_oom" and it == self.args.fault_step and self.rank == FAULT_RANK:
+            # e.g. an activation buffer sized for a far longer sequence than the model's
+            total = self.torch.cuda.get_device_properties(self.device).total_memory
+            self.torch.empty(OOM_FACTOR * total, dtype=self.torch.uint8, device=self.device)
 
     def mismatched_collective(self, flat: Any) -> None:
         """desync: rank 1 all-gathers while the others all-reduce the same step."""
