@@ -216,6 +216,7 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("gpu_crash", "ACTIONS", "resume"): ("data/gpu_crash/bloom_seed", {}),
     ("gpu_crash", "ACTIONS", "save_interval"): ("data/gpu_crash/bloom_seed", {}),
     ("gpu_crash", "ACTIONS", "keep_interval"): ("data/gpu_crash/xid79_multinode", {}),
+    ("gpu_crash", "ACTIONS", "oversized_allocation"): ("data/gpu_crash/drill_cuda_oom", {}),
     ("gpu_crash", "ACTIONS", "exit_on_failure_hung"): ("data/gpu_crash/xid79_multinode", {}),
     ("gpu_crash", "ACTIONS", "exit_on_failure"): ("data/gpu_crash/bloom_seed", {}),
     ("throughput", "FINDINGS", "throughput_drop"): ("data/throughput/bloom_seed", {}),

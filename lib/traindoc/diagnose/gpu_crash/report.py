@@ -624,8 +624,28 @@ def _reduce_host_memory(a: GpuCrashAnalysis) -> Action | None:
         "or ask for more memory (#SBATCH --mem=…)")
 
 
+def _oversized(a: GpuCrashAnalysis) -> dict[str, Any] | None:
+    """The first failure's OOM figures where one request exceeds the GPU's whole capacity."""
+    return next((f for f in a.oom_figures if f.get("tried") is not None
+                 and f.get("total") and f["tried"] > f["total"]), None)
+
+
+def _oversized_allocation(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "oom") or (f := _oversized(a)) is None:
+        return None
+    return action(
+        "oversized_allocation", "Find the tensor that asks for more than the whole GPU",
+        f"{_who(a.facts)} asked for {f['tried']:g} GiB in one allocation on a GPU of "
+        f"{f['total']:g} GiB: no allocator setting or activation checkpointing makes that fit; "
+        "the tensor is far larger than intended, and the same step will fail again.",
+        "read the OOM's traceback for the allocating line and print the shapes there: a "
+        "sequence length, vocabulary or image size far larger than intended (a config or a "
+        "corrupted sample), or a seq×seq / seq×vocab tensor (attention mask, logits) that was "
+        "meant to be chunked")
+
+
 def _reduce_gpu_memory(a: GpuCrashAnalysis) -> Action | None:
-    if not _software(a, "oom") or _code(a) in HOST_OOM_CODES:
+    if not _software(a, "oom") or _code(a) in HOST_OOM_CODES or _oversized(a) is not None:
         return None
     return action(
         "reduce_memory", "Reduce peak GPU memory before restarting",
@@ -813,7 +833,8 @@ ACTIONS: tuple[Rule[Action], ...] = (
     Rule("drain_node", _drain_node, 1), Rule("diagnose_gpu", _diagnose_gpu, 2),
     Rule("check_node", _check_node, 1), Rule("application_xid", _debug_application_xid, 1),
     Rule("reduce_host_memory", _reduce_host_memory, 1),
-    Rule("reduce_gpu_memory", _reduce_gpu_memory, 1), Rule("debug_kernel", _debug_kernel, 1),
+    Rule("reduce_gpu_memory", _reduce_gpu_memory, 1),
+    Rule("oversized_allocation", _oversized_allocation, 1), Rule("debug_kernel", _debug_kernel, 1),
     Rule("fix_exception", _fix_exception, 1),
     Rule("debug_native_crash", _debug_native_crash, 1), Rule("why_killed", _why_killed, 1),
     Rule("debug_cuda_in_nccl", _debug_cuda_in_nccl, 1), Rule("check_network", _check_network, 1),
