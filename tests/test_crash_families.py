@@ -1417,3 +1417,80 @@ def test_a_data_parallel_error_among_named_ranks_is_not_rank_0(tmp_path: Path) -
     # DataParallel inside a distributed job: its lines name their rank, which stays theirs
     text = "".join(f"[rank3]: {line}\n" for line in DATA_PARALLEL.splitlines())
     assert _facts(tmp_path, text)["failed_ranks"] == [3]
+
+
+# --- the error inside a torchrun record's traceback field is that record's rank --------------
+
+# QIU023/torchtitan_attention_residual phase3_attnres_pp_integration/
+# run_kimi48b_d1280_e32_L32N8_pp8vp4_adapter.log (corpus gpu_crash-torchtitan-attnres-kimi48b-
+# pp8vp4-oom), frames and the SIGTERMed records shortened; only rank 7 logs its own lines
+TORCHRUN_EMBEDDED_OOM = """\
+[rank7]:[titan] 2026-05-12 09:27:51,000 - root - INFO - step:  1  loss: 12.2600  memory: 26.15GiB(83.40%)
+W0512 09:27:54.000000 41493 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 41562 closing signal SIGTERM
+E0512 09:27:56.020000 41493 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) local_rank: 1 (pid: 41563) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-05-12_09:27:54
+  host      : f59652d27037
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 41562)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 41562
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-05-12_09:27:52
+  host      : f59652d27037
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 41563)
+  error_file: /tmp/torchelastic_c9meunw0/none_ee2_jkdl/attempt_0/1/error.json
+  traceback : Traceback (most recent call last):
+    File "/workspace/torchtitan/torchtitan/models/common/moe.py", line 68, in _run_experts_grouped_mm
+      out = torch._grouped_mm(h, w2.bfloat16().transpose(-2, -1), offs=offsets).type_as(x)
+  torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 40.00 MiB. GPU 1 has a total capacity of 31.36 GiB of which 8.94 MiB is free.
+
+  The above exception was the direct cause of the following exception:
+
+  Traceback (most recent call last):
+    File "/usr/local/lib/python3.12/dist-packages/torch/distributed/pipelining/stage.py", line 711, in forward_one_chunk
+      raise RuntimeError(exc_msg) from e
+  RuntimeError: [Stage 1] failed to run forward
+
+============================================================
+"""
+
+
+def test_the_error_a_torchrun_record_embeds_is_its_rank(tmp_path: Path) -> None:
+    f = _facts(tmp_path, TORCHRUN_EMBEDDED_OOM)
+    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == (
+        [1], ["f59652d27037"], "oom")
+    assert "CUDA out of memory" in f["error_message"]
+
+
+def test_an_error_after_a_record_without_an_embedded_one_gets_no_rank(tmp_path: Path) -> None:
+    """A record that embeds no error ('To enable traceback see: …'): the next job's error
+    below it is nobody's rank (the openvla-oft case a distance rule got wrong)."""
+    text = (TORCHRUN_EMBEDDED_OOM.split("Root Cause")[0]
+            + "Root Cause (first observed failure):\n[0]:\n"
+              "  time      : 2026-05-12_09:27:52\n  host      : f59652d27037\n"
+              "  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 41563)\n"
+              "  error_file: <N/A>\n"
+              "  traceback : To enable traceback see: "
+              "https://pytorch.org/docs/stable/elastic/errors.html\n"
+            + "=" * 60 + "\n" + "next job\n" * 5
+            + "datasets.exceptions.DatasetNotFoundError: Dataset 'x' doesn't exist\n")
+    ev = gpu_crash.analyse(traindoc.load(_log_file(tmp_path, text))).events
+    err = ev[ev["message"].astype(str).str.contains("DatasetNotFoundError")]
+    assert len(err) == 1 and err["rank"].isna().all()
+
+
+def _log_file(tmp_path: Path, text: str) -> str:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    return str(log)
+
+

@@ -165,10 +165,12 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
                          role="exit", strength=Strength.WEAK,
                          root_cause=False if pd.isna(r.root_cause) else bool(r.root_cause),
                          table="exits", source=r.source, line=r.line,
-                         local_rank=as_int(r.local_rank)))
-    ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank"])
+                         local_rank=as_int(r.local_rank),
+                         traceback_end=as_int(getattr(r, "traceback_end", None))))
+    ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank", "traceback_end"])
     if not len(ev):
         return ev[EVENT_COLUMNS]
+    _record_error_ranks(ev)
     _fill_ranks(ev, incident, host_of)
     _wrapper_roles(ev)
     _reader_killed_roles(ev)
@@ -348,6 +350,23 @@ def _cascade_xid_roles(ev: pd.DataFrame) -> None:
     xids = ev.index[(ev["kind"] == "xid") & (ev["role"] == "context")]
     if len(xids):
         ev.loc[xids[0], ["role", "strength"]] = ["cause", Strength.WEAK]
+
+
+def _record_error_ranks(ev: pd.DataFrame) -> None:
+    """The error lines inside a torchrun record's ``traceback`` field (the worker's error file,
+    embedded in the report: ``parse.torchrun`` marks where it ends) are that record's worker's:
+    its rank, host and time where the line names none (the agent prints them unprefixed)."""
+    recs = ev[(ev["table"] == "exits") & ev["traceback_end"].notna()]
+    for j in recs.index:
+        f, start, end = ev.at[j, "file"], ev.at[j, "lineno"], ev.at[j, "traceback_end"]
+        inside = (ev["table"] == "errors") & (ev["file"] == f) & (ev["lineno"] >= start) \
+            & (ev["lineno"] <= end)
+        for col in ("rank", "host", "time"):
+            val = ev.at[j, col]
+            if val is None or pd.isna(val):
+                continue
+            empty = inside & ev[col].isna()
+            ev.loc[empty, col] = val
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
