@@ -1494,3 +1494,60 @@ def _log_file(tmp_path: Path, text: str) -> str:
     return str(log)
 
 
+# --- a GPU thread's failed assertion ---------------------------------------------------------
+
+@pytest.mark.parametrize("line, words", [
+    # ecmwf/WeatherGenerator#255 (corpus gpu_crash-weathergenerator-255)
+    ('/opt/pytorch/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:144: operator(): '
+     'block: [7354,0,0], thread: [64,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && '
+     '"index out of bounds"` failed.', "index out of bounds"),
+    # hszhao/semseg#29: THC's kernel with its template signature
+    ('/pytorch/aten/src/THCUNN/SpatialClassNLLCriterion.cu:104: void cunn_SpatialClassNLLCriterion'
+     '_updateOutput_kernel(T *, T *, T *, long *, T *, int, int, int, int, int, long) [with T = '
+     'float, AccumT = float]: block: [3,0,0], thread: [160,0,0] Assertion `t >= 0 && t < '
+     'n_classes` failed.', "t < n_classes"),
+    # open-mmlab/mmdetection#5100: the kernel's name only
+    ('/pytorch/aten/src/THCUNN/SpatialClassNLLCriterion.cu:106: cunn_SpatialClassNLLCriterion_'
+     'updateOutput_kernel: block: [0,0,0], thread: [500,0,0] Assertion `t >= 0 && t < n_classes` '
+     'failed.', "t < n_classes"),
+    # thu-coai/CDial-GPT#113: no kernel name, a Windows build path
+    ('C:/cb/pytorch_1000000000000/work/aten/src/THCUNN/ClassNLLCriterion.cu:108: block: [0,0,0], '
+     'thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.', "t < n_classes"),
+])
+def test_a_kernel_assertion_is_a_cuda_error(line: str, words: str) -> None:
+    row = parse_error(line)
+    assert row is not None and (row["kind"], row["code"]) == ("cuda_error", "cuda_kernel_assert")
+    assert words in row["message"]
+
+
+KERNEL_ASSERT = ('/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:93: operator(): block: '
+                 '[6,0,0], thread: [{t},0,0] Assertion `-sizes[i] <= index && index < sizes[i] && '
+                 '"index out of bounds"` failed.\n')
+
+
+def test_a_kernel_assertion_names_the_rank_of_the_traceback_after_it(tmp_path: Path) -> None:
+    """The device prints it without the launcher's prefix; the traceback that starts on the
+    next line is the rank's (WeatherGenerator#255: the RuntimeError itself cut off)."""
+    text = ("".join(KERNEL_ASSERT.format(t=t) for t in range(3))
+            + "[rank104]: Traceback (most recent call last):\n"
+            + '[rank104]:   File "/app/train.py", line 10, in <module>\n'
+            + "[rank104]:     sys.exit(train_continue())\n")
+    f = _facts(tmp_path, text)
+    assert (f["failed_ranks"], f["error_kind"]) == ([104], "cuda_error")
+    assert "index out of bounds" in f["error_message"]
+
+
+def test_the_device_side_assert_stays_the_error_beside_its_assertion(tmp_path: Path) -> None:
+    """With torch's 'device-side assert triggered' in the log, the assertion is its detail
+    (nerfstudio's Difix log: 1024 assertion lines, then the RuntimeError)."""
+    text = ("".join(KERNEL_ASSERT.format(t=t) for t in range(32))
+            + "Traceback (most recent call last):\n"
+            + '  File "/app/train.py", line 10, in <module>\n'
+            + "RuntimeError: CUDA error: device-side assert triggered\n")
+    ev = gpu_crash.analyse(traindoc.load(_log_file(tmp_path, text))).events
+    f = _facts(tmp_path, text)
+    assert "device-side assert triggered" in f["error_message"]
+    asserts = ev[ev["code"] == "cuda_kernel_assert"]
+    assert len(asserts) == 1 and (asserts["role"] == "context").all()
+
+

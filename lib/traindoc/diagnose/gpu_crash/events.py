@@ -171,11 +171,13 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     if not len(ev):
         return ev[EVENT_COLUMNS]
     _record_error_ranks(ev)
+    ev = _kernel_assert_runs(ev, incident, files)
     _fill_ranks(ev, incident, host_of)
     _wrapper_roles(ev)
     _reader_killed_roles(ev)
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
+    _kernel_assert_roles(ev)
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
@@ -367,6 +369,63 @@ def _record_error_ranks(ev: pd.DataFrame) -> None:
                 continue
             empty = inside & ev[col].isna()
             ev.loc[empty, col] = val
+
+
+KERNEL_ASSERT_CODE = "cuda_kernel_assert"
+# the error torch raises once a kernel's assertion failed (CUDA's cudaErrorAssert; THC's
+# "cuda runtime error (59) : device-side assert triggered")
+DEVICE_ASSERT_RE = re.compile(r"device-side assert(?:ion)? triggered|cudaErrorAssert|CUDA_ERROR_ASSERT")
+
+
+def _kernel_assert_runs(ev: pd.DataFrame, incident: Incident,
+                        files: dict[str, int]) -> pd.DataFrame:
+    """A failed kernel assertion is printed once per GPU thread, a run of lines with nothing
+    between them: one event, its first line. The device prints them without the launcher's
+    rank prefix; the process's traceback that starts on the line right after the run names
+    the rank (``[rank104]: Traceback (most recent call last):``)."""
+    asserts = ev.index[(ev["code"] == KERNEL_ASSERT_CODE) & (ev["table"] == "errors")]
+    if not len(asserts):
+        return ev
+    st = incident.stacks
+    starts: dict[tuple[int, int], tuple[Any, Any]] = {}
+    known = dict(files)
+    for src, rank, host in zip(st["source"], st["rank"], st["host"], strict=True):
+        if not pd.isna(rank):
+            starts.setdefault(_split_source(src, known), (rank, host))
+    drop: list[int] = []
+    run: list[int] = []
+    for i in [*asserts, None]:
+        if i is not None and run and ev.at[i, "file"] == ev.at[run[-1], "file"] \
+                and ev.at[i, "lineno"] == ev.at[run[-1], "lineno"] + 1:
+            run.append(i)
+            continue
+        if run:
+            first = run[0]
+            after = starts.get((ev.at[first, "file"], ev.at[run[-1], "lineno"] + 1))
+            if after is not None and pd.isna(ev.at[first, "rank"]) \
+                    and all(pd.isna(ev.at[j, "rank"]) for j in run):
+                ev.at[first, "rank"] = after[0]
+                if pd.isna(ev.at[first, "host"]) and not pd.isna(after[1]):
+                    ev.at[first, "host"] = after[1]
+            drop += run[1:]
+        run = [i] if i is not None else []
+    return ev.drop(index=drop)
+
+
+def _kernel_assert_roles(ev: pd.DataFrame) -> None:
+    """A kernel's failed assertion says why the rank's 'device-side assert triggered' error
+    was raised: with that error in the logs (same rank, or no rank on either), the assertion
+    is its context and the error stays the failure; without it, the assertion is."""
+    raised = ev[(ev["kind"] == "cuda_error") & (ev["code"] != KERNEL_ASSERT_CODE)
+                & ev["message"].astype(str).str.contains(DEVICE_ASSERT_RE)]
+    if not len(raised):
+        return
+    for i in ev.index[(ev["code"] == KERNEL_ASSERT_CODE) & (ev["role"] == "cause")]:
+        r = ev.at[i, "rank"]
+        same = raised["rank"].isna() | (raised["rank"] == r) if not pd.isna(r) \
+            else pd.Series(True, index=raised.index)
+        if same.fillna(False).astype(bool).any():
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
