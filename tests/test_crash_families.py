@@ -1551,3 +1551,37 @@ def test_the_device_side_assert_stays_the_error_beside_its_assertion(tmp_path: P
     assert len(asserts) == 1 and (asserts["role"] == "context").all()
 
 
+# --- an OOM the program works around ---------------------------------------------------------
+
+# QiuLiXiang/YOLO-DA26 train_det.log (corpus gpu_crash-yolo-da26-ultralytics-train-det): the
+# bar's last update, the warning glued to it, then the interpreter's exit
+ULTRALYTICS_BAR = ("      1/100      15G      3.566      8.982    0.02247         57        640: "
+                   "9% ━━─────────── {n}/6848 2.7it/s 3:40<38:10")
+ASSIGNER_OOM = "WARNING ⚠️ CUDA OutOfMemoryError in TaskAlignedAssigner, using CPU"
+
+
+@pytest.mark.parametrize("line", [
+    ASSIGNER_OOM,
+    # detectron2/utils/memory.py retry_if_cuda_oom (quoted by maskAL's troubleshooting page)
+    "d2.utils.memory Attempting to copy inputs of <function paste_masks_in_image at "
+    "0x7f3b2c1d0e50> to CPU due to CUDA OOM",
+])
+def test_an_oom_worked_around_on_the_cpu_is_read(line: str) -> None:
+    row = parse_error(line)
+    assert row is not None and (row["kind"], row["code"]) == ("oom", "oom_fallback")
+
+
+def test_an_oom_worked_around_is_the_failure_when_nothing_came_after(tmp_path: Path) -> None:
+    text = "\r".join(ULTRALYTICS_BAR.format(n=n) for n in (607, 608, 609)) + ASSIGNER_OOM + "\n"
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["last_iteration"]) == ("oom", 609)
+    assert "CUDA OutOfMemoryError" in f["error_message"]
+
+
+def test_an_oom_worked_around_is_no_failure_when_training_went_on(tmp_path: Path) -> None:
+    text = (ULTRALYTICS_BAR.format(n=609) + ASSIGNER_OOM + "\n"
+            + "\r".join(ULTRALYTICS_BAR.format(n=n) for n in (610, 611, 612)) + "\n")
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["last_iteration"]) == (None, 612)
+
+

@@ -178,6 +178,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _kernel_assert_roles(ev)
+    _recovered_oom_roles(ev, incident, files)
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
@@ -426,6 +427,30 @@ def _kernel_assert_roles(ev: pd.DataFrame) -> None:
             else pd.Series(True, index=raised.index)
         if same.fillna(False).astype(bool).any():
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+
+
+# an OOM the code works around (moving the work to the CPU) and goes on
+RECOVERED_OOM_CODES = {"oom_fallback"}
+
+
+def _recovered_oom_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+    """An OOM the program caught and worked around is no failure when the run went on: a step
+    or progress line after it in the same file. Where nothing came after it, it is the last
+    thing the run said before it ended, and the failure it has."""
+    oom = ev.index[ev["code"].isin(list(RECOVERED_OOM_CODES)) & (ev["role"] == "cause")]
+    if not len(oom):
+        return
+    known = dict(files)
+    last: dict[int, int] = {}
+    for t in (incident.iterations, incident.progress):
+        for src in t["source"]:
+            f, ln = _split_source(src, known)
+            last[f] = max(last.get(f, 0), ln)
+    for i in oom:
+        if last.get(ev.at[i, "file"], 0) > ev.at[i, "lineno"]:
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+        else:
+            ev.at[i, "strength"] = Strength.WEAK
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
