@@ -1585,3 +1585,24 @@ def test_an_oom_worked_around_is_no_failure_when_training_went_on(tmp_path: Path
     assert (f["error_kind"], f["last_iteration"]) == (None, 612)
 
 
+# --- srun -l task prefixes, where srun's exit lines make the tasks the ranks -----------------
+
+# mlcommons/training_results_v5.1 Dell XE9680L rgat result_7.txt (corpus gpu_crash-mlperf-v5-1-
+# dell-xe9680l-rgat-result-7), shortened
+SRUN_TASKS = """\
+7: Exception in thread Thread-33 (EmbedThread):
+7: Traceback (most recent call last):
+7:   File "/workspace/gnn/common/helper.py", line 65, in fp8_to_fp16
+7: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.16 GiB. GPU 7 has a total capacity of 139.80 GiB of which 1.28 GiB is free.
+5: RuntimeError: Time out when prefetcher wait for the sampled batch at 600 seconds.
+7: RuntimeError: Time out when prefetcher wait for the sampled batch at 600 seconds.
+srun: error: tnasnt5: task 5: Exited with exit code 134
+srun: error: tnasnt5: task 7: Exited with exit code 1
+"""
+
+
+def test_an_srun_task_prefix_is_the_rank_srun_exits_name(tmp_path: Path) -> None:
+    f = _facts(tmp_path, SRUN_TASKS)
+    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == ([7], ["tnasnt5"], "oom")
+
+

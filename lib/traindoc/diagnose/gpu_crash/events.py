@@ -19,6 +19,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ...parse.errors import oom_figures
+from ...schema import SYNTHETIC_HOST_PREFIX
 from ...xid_catalog import xid_info
 from ..common import (
     NodeLayout,
@@ -59,10 +60,12 @@ NOT_A_FAILURE_CODES = {"slurm_time_limit"}
 # default) escalate to SIGKILL about this long after the teardown began.
 KILL_ESCALATION_S = (25.0, 45.0)
 TEARDOWN_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
-# A Python exception that reports a peer or the network rather than a local fault.
+# A Python exception that reports a peer or the network rather than a local fault (a wait that
+# timed out: "RuntimeError: Time out when prefetcher wait for the sampled batch at 600 seconds.",
+# MLPerf's R-GAT loader, training_results_v5.1 Dell result_7.txt).
 CASCADE_TEXT_RE = re.compile(
     r"Dist(?:Backend|Network|Store)Error|Connection (?:reset|closed|refused)|Broken pipe|"
-    r"[Tt]imed out|Timeout|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
+    r"[Tt]imed out|Timeout|\bTime out\b|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
     r"TCPStore|rendezvous|ChildFailedError", )
 SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?:#.*)?$")
 
@@ -479,12 +482,15 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
     one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) \
         or _data_parallel_alone(ev, incident, layout)
+    by_task = srun_task_ranks(incident)
     ranks, hosts, notes = [], [], []
     # srun task -> machine, where a line that task wrote names a pid NCCL places (a launcher's
     # children run on its own machine); a task seen on two machines is left as it is
     task_machine: dict[str, set[str]] = {}
     for r in ev.itertuples(index=False):
         rank = int(r.rank) if known(r.rank) else None
+        if rank is None and known(r.host):
+            rank = by_task.get(str(r.host))
         if rank is None and known(r.pid):
             rank = by_pid.get(int(r.pid))
         if rank is None and known(r.host) and known(r.local_rank):
@@ -544,6 +550,19 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     ev["rank"] = pd.array(ranks, dtype="Int64")
     ev["rank_note"] = pd.array(notes, dtype="string")
     ev["host"] = pd.array(hosts, dtype="string")
+
+
+def srun_task_ranks(incident: Incident) -> dict[str, int]:
+    """The rank behind each srun task name (``srun-task-7``, what ``srun -l``'s ``7: ``
+    prefix gives a line), where srun's own exit lines make its tasks the ranks ("srun: error:
+    tnasnt5: task 7: Exited with exit code 1" with no launcher under srun: ``Incident`` keeps
+    the task as the rank there); else none: under a launcher a task is a node's agent."""
+    x = incident.exits
+    if not len(x) or "task" not in x:
+        return {}
+    paired = x[x["task"].notna() & x["rank"].notna()]
+    paired = paired[paired["task"] == paired["rank"]]
+    return {f"{SYNTHETIC_HOST_PREFIX}{int(t)}": int(t) for t in paired["task"].unique()}
 
 
 # DataParallel's ExceptionWrapper: one process caught what one of its replicas (threads, one per
