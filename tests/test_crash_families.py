@@ -1606,3 +1606,15 @@ def test_an_srun_task_prefix_is_the_rank_srun_exits_name(tmp_path: Path) -> None
     assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == ([7], ["tnasnt5"], "oom")
 
 
+# --- one error on every rank, each with its own device ---------------------------------------
+
+def test_every_rank_raising_one_error_with_its_own_device_is_one_failure(tmp_path: Path) -> None:
+    """ILoveSorasakiHina/miles-credit train_log.txt: all eight ranks raise the same
+    RuntimeError, each naming its own cuda:N."""
+    text = "".join(
+        f"[rank{r}]: RuntimeError: Expected all tensors to be on the same device, but found at "
+        f"least two devices, cpu and cuda:{r}! (when checking argument for argument mat1 in "
+        "method wrapper_CUDA_addmm)\n" for r in (2, 0, 1))
+    assert _facts(tmp_path, text)["failed_ranks"] == [0, 1, 2]
+
+

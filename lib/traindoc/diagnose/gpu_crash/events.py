@@ -1016,10 +1016,12 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     # or its data on each of them (Paddle workerlogs' ReshapeOp ValueError on all four ranks),
     # which nothing in the logs orders. So with the same local CUDA or NCCL error word for word
     # (Paddle's "Nccl error, unhandled cuda error (at …collective_helper.cc:80)" on two ranks
-    # building the communicator).
+    # building the communicator). Word for word but each rank's own numbers: its device in
+    # "Expected all tensors to be on the same device, but found at least two devices, cpu and
+    # cuda:6!" (ILoveSorasakiHina/miles-credit train_log.txt, all eight ranks).
     if (e["kind"] == first["kind"] and e["kind"] in SAME_ERROR_KINDS and near
-            and pd.notna(e["rank"])
-            and pd.notna(first["rank"]) and e["message"] and e["message"] == first["message"]):
+            and pd.notna(e["rank"]) and pd.notna(first["rank"]) and e["message"]
+            and _numbers_out(e["message"]) == _numbers_out(first["message"])):
         return True
     # A Python exception naming no rank or host, then a launcher's record, later in the same
     # file, of a worker that exited with code 1 (how a Python exception ends a worker): that
@@ -1036,6 +1038,14 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
             and e["kind"] == first["kind"] and _same_words(e["message"], first["message"])):
         return True
     return False
+
+
+NUMBER_RE = re.compile(r"\d+")
+
+
+def _numbers_out(message: Any) -> str:
+    """An error message with its numbers blanked: what two ranks' copies of one error share."""
+    return NUMBER_RE.sub("#", str(message or ""))
 
 
 def _same_words(a: Any, b: Any) -> bool:
