@@ -1618,3 +1618,30 @@ def test_every_rank_raising_one_error_with_its_own_device_is_one_failure(tmp_pat
     assert _facts(tmp_path, text)["failed_ranks"] == [0, 1, 2]
 
 
+# --- the teardown after a run that finished -------------------------------------------------
+
+# mlcommons/training_results_v4.0 HPE XD670 ssd result_1.txt (corpus gpu_crash-mlperf-v4-0-hpe-
+# xd670-ssd-result-1): the run reached its target; multiprocessing's finalizers fail at exit
+RUN_STOP = (':::MLLOG {"namespace": "", "time_ms": 1714978963120, "event_type": "INTERVAL_END", '
+            '"key": "run_stop", "value": null, "metadata": {"file": "/workspace/ssd/engine.py", '
+            '"lineno": 315, "status": "{status}"}}\n')
+FINALIZER = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/multiprocessing/util.py", line 300, in _run_finalizers
+    finalizer()
+  File "/usr/lib/python3.10/multiprocessing/synchronize.py", line 87, in _cleanup
+    sem_unlink(name)
+FileNotFoundError: [Errno 2] No such file or directory
+"""
+
+
+def test_an_error_after_mlperfs_successful_run_stop_is_teardown(tmp_path: Path) -> None:
+    f = _facts(tmp_path, RUN_STOP.replace("{status}", "success") + FINALIZER)
+    assert (f["error_kind"], f["failed_ranks"]) == (None, [])
+
+
+def test_an_error_after_an_aborted_run_stop_stays_the_failure(tmp_path: Path) -> None:
+    f = _facts(tmp_path, RUN_STOP.replace("{status}", "aborted") + FINALIZER)
+    assert f["error_kind"] == "python"
+
+

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.benchmarks import RUN_FINISHED_METRIC
 from ...parse.errors import oom_figures
 from ...schema import SYNTHETIC_HOST_PREFIX
 from ...xid_catalog import xid_info
@@ -182,6 +183,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _cascade_xid_roles(ev)
     _kernel_assert_roles(ev)
     _recovered_oom_roles(ev, incident, files)
+    _after_success_roles(ev, incident, files)
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
@@ -454,6 +456,27 @@ def _recovered_oom_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
         else:
             ev.at[i, "strength"] = Strength.WEAK
+
+
+def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+    """An error printed after the program said its run finished with success (MLPerf's
+    run_stop, ``plan:finished`` rows), later in the same file, is its teardown at exit
+    (multiprocessing finalizers failing to unlink a semaphore), not a failure of the run."""
+    ht = incident.tables.get("host_timings")
+    if ht is None or not len(ht):
+        return
+    done = ht[ht["metric"].astype("string") == RUN_FINISHED_METRIC]
+    if not len(done):
+        return
+    known = dict(files)
+    first: dict[int, int] = {}
+    for src in done["source"]:
+        f, ln = _split_source(src, known)
+        first[f] = min(first.get(f, ln), ln)
+    for i in ev.index[(ev["table"] == "errors") & (ev["role"] == "cause")]:
+        stop = first.get(ev.at[i, "file"])
+        if stop is not None and ev.at[i, "lineno"] > stop:
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
