@@ -1645,3 +1645,14 @@ def test_an_error_after_an_aborted_run_stop_stays_the_failure(tmp_path: Path) ->
     assert f["error_kind"] == "python"
 
 
+# --- ezpz names each rank's machine ----------------------------------------------------------
+
+def test_ezpz_names_the_failed_ranks_machine(tmp_path: Path) -> None:
+    """saforem2/sam.onl web/src/pages/posts/torchtune-aurora/index.mdx (corpus gpu_crash-
+    torchtune-aurora-xpu-fsdp-streams): an Aurora node's name only in ezpz's set-up line."""
+    text = ("  [2025-01-28 08:49:37][I][ezpz/dist:869] ['x4204c5s6b0n0'][0/0]\n"
+            "[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/recipes/full_finetune_distributed.py", line 946, in recipe_main\n'
+            "[rank0]: RuntimeError: FSDP requires CUDA for streams\n")
+    f = _facts(tmp_path, text)
+    assert (f["failed_ranks"], f["failed_hosts"]) == ([0], ["x4204c5s6b0n0"])
