@@ -1551,6 +1551,16 @@ def test_the_device_side_assert_stays_the_error_beside_its_assertion(tmp_path: P
     assert len(asserts) == 1 and (asserts["role"] == "context").all()
 
 
+def test_triage_names_the_device_side_assert_not_its_assertion(tmp_path: Path) -> None:
+    """Triage's headline is the error the runbook names, not the assertion printed before it."""
+    from traindoc.diagnose import triage
+
+    text = ("".join(KERNEL_ASSERT.format(t=t) for t in range(4))
+            + "RuntimeError: CUDA error: device-side assert triggered\n")
+    got = triage.diagnose(traindoc.load(_log_file(tmp_path, text))).facts["classes"][0]
+    assert got["class"] == "gpu_crash" and "device-side assert triggered" in got["detail"]
+
+
 # --- an OOM the program works around ---------------------------------------------------------
 
 # QiuLiXiang/YOLO-DA26 train_det.log (corpus gpu_crash-yolo-da26-ultralytics-train-det): the
