@@ -1559,6 +1559,8 @@ def test_triage_names_the_device_side_assert_not_its_assertion(tmp_path: Path) -
             + "RuntimeError: CUDA error: device-side assert triggered\n")
     got = triage.diagnose(traindoc.load(_log_file(tmp_path, text))).facts["classes"][0]
     assert got["class"] == "gpu_crash" and "device-side assert triggered" in got["detail"]
+    # one line of the thread lines, then the error (Difix: 1024 lines hid it from the evidence)
+    assert len(got["evidence"]) == 2 and "device-side assert" in got["evidence"][1]
 
 
 # --- an OOM the program works around ---------------------------------------------------------

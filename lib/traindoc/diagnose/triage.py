@@ -473,6 +473,9 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         if kind in RUNBOOK_CRASH_KINDS or died:
             return _runbook_crash(incident, rep)
         return _dump_crash(incident)
+    # a kernel's failed assertion is printed once per GPU thread: its first line says it all
+    err = err[(err["code"] != KERNEL_ASSERT_CODE).fillna(True)
+              | ~err.duplicated(subset=["code", "message", "rank"])]
     cols = ["rank", "host", "time", "source", "line"]
     rows = pd.concat([_ordered(incident, err)[cols], exit_evidence(_ordered(incident, x))[cols]],
                      ignore_index=True)
