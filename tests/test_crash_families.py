@@ -1417,3 +1417,254 @@ def test_a_data_parallel_error_among_named_ranks_is_not_rank_0(tmp_path: Path) -
     # DataParallel inside a distributed job: its lines name their rank, which stays theirs
     text = "".join(f"[rank3]: {line}\n" for line in DATA_PARALLEL.splitlines())
     assert _facts(tmp_path, text)["failed_ranks"] == [3]
+
+
+# --- the error inside a torchrun record's traceback field is that record's rank --------------
+
+# QIU023/torchtitan_attention_residual phase3_attnres_pp_integration/
+# run_kimi48b_d1280_e32_L32N8_pp8vp4_adapter.log (corpus gpu_crash-torchtitan-attnres-kimi48b-
+# pp8vp4-oom), frames and the SIGTERMed records shortened; only rank 7 logs its own lines
+TORCHRUN_EMBEDDED_OOM = """\
+[rank7]:[titan] 2026-05-12 09:27:51,000 - root - INFO - step:  1  loss: 12.2600  memory: 26.15GiB(83.40%)
+W0512 09:27:54.000000 41493 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 41562 closing signal SIGTERM
+E0512 09:27:56.020000 41493 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) local_rank: 1 (pid: 41563) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-05-12_09:27:54
+  host      : f59652d27037
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 41562)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 41562
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-05-12_09:27:52
+  host      : f59652d27037
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 41563)
+  error_file: /tmp/torchelastic_c9meunw0/none_ee2_jkdl/attempt_0/1/error.json
+  traceback : Traceback (most recent call last):
+    File "/workspace/torchtitan/torchtitan/models/common/moe.py", line 68, in _run_experts_grouped_mm
+      out = torch._grouped_mm(h, w2.bfloat16().transpose(-2, -1), offs=offsets).type_as(x)
+  torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 40.00 MiB. GPU 1 has a total capacity of 31.36 GiB of which 8.94 MiB is free.
+
+  The above exception was the direct cause of the following exception:
+
+  Traceback (most recent call last):
+    File "/usr/local/lib/python3.12/dist-packages/torch/distributed/pipelining/stage.py", line 711, in forward_one_chunk
+      raise RuntimeError(exc_msg) from e
+  RuntimeError: [Stage 1] failed to run forward
+
+============================================================
+"""
+
+
+def test_the_error_a_torchrun_record_embeds_is_its_rank(tmp_path: Path) -> None:
+    f = _facts(tmp_path, TORCHRUN_EMBEDDED_OOM)
+    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == (
+        [1], ["f59652d27037"], "oom")
+    assert "CUDA out of memory" in f["error_message"]
+
+
+def test_an_error_after_a_record_without_an_embedded_one_gets_no_rank(tmp_path: Path) -> None:
+    """A record that embeds no error ('To enable traceback see: …'): the next job's error
+    below it is nobody's rank (the openvla-oft case a distance rule got wrong)."""
+    text = (TORCHRUN_EMBEDDED_OOM.split("Root Cause")[0]
+            + "Root Cause (first observed failure):\n[0]:\n"
+              "  time      : 2026-05-12_09:27:52\n  host      : f59652d27037\n"
+              "  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 41563)\n"
+              "  error_file: <N/A>\n"
+              "  traceback : To enable traceback see: "
+              "https://pytorch.org/docs/stable/elastic/errors.html\n"
+            + "=" * 60 + "\n" + "next job\n" * 5
+            + "datasets.exceptions.DatasetNotFoundError: Dataset 'x' doesn't exist\n")
+    ev = gpu_crash.analyse(traindoc.load(_log_file(tmp_path, text))).events
+    err = ev[ev["message"].astype(str).str.contains("DatasetNotFoundError")]
+    assert len(err) == 1 and err["rank"].isna().all()
+
+
+def _log_file(tmp_path: Path, text: str) -> str:
+    log = tmp_path / "job.log"
+    log.write_text(text)
+    return str(log)
+
+
+# --- a GPU thread's failed assertion ---------------------------------------------------------
+
+@pytest.mark.parametrize("line, words", [
+    # ecmwf/WeatherGenerator#255 (corpus gpu_crash-weathergenerator-255)
+    ('/opt/pytorch/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:144: operator(): '
+     'block: [7354,0,0], thread: [64,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && '
+     '"index out of bounds"` failed.', "index out of bounds"),
+    # hszhao/semseg#29: THC's kernel with its template signature
+    ('/pytorch/aten/src/THCUNN/SpatialClassNLLCriterion.cu:104: void cunn_SpatialClassNLLCriterion'
+     '_updateOutput_kernel(T *, T *, T *, long *, T *, int, int, int, int, int, long) [with T = '
+     'float, AccumT = float]: block: [3,0,0], thread: [160,0,0] Assertion `t >= 0 && t < '
+     'n_classes` failed.', "t < n_classes"),
+    # open-mmlab/mmdetection#5100: the kernel's name only
+    ('/pytorch/aten/src/THCUNN/SpatialClassNLLCriterion.cu:106: cunn_SpatialClassNLLCriterion_'
+     'updateOutput_kernel: block: [0,0,0], thread: [500,0,0] Assertion `t >= 0 && t < n_classes` '
+     'failed.', "t < n_classes"),
+    # thu-coai/CDial-GPT#113: no kernel name, a Windows build path
+    ('C:/cb/pytorch_1000000000000/work/aten/src/THCUNN/ClassNLLCriterion.cu:108: block: [0,0,0], '
+     'thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.', "t < n_classes"),
+])
+def test_a_kernel_assertion_is_a_cuda_error(line: str, words: str) -> None:
+    row = parse_error(line)
+    assert row is not None and (row["kind"], row["code"]) == ("cuda_error", "cuda_kernel_assert")
+    assert words in row["message"]
+
+
+KERNEL_ASSERT = ('/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:93: operator(): block: '
+                 '[6,0,0], thread: [{t},0,0] Assertion `-sizes[i] <= index && index < sizes[i] && '
+                 '"index out of bounds"` failed.\n')
+
+
+def test_a_kernel_assertion_names_the_rank_of_the_traceback_after_it(tmp_path: Path) -> None:
+    """The device prints it without the launcher's prefix; the traceback that starts on the
+    next line is the rank's (WeatherGenerator#255: the RuntimeError itself cut off)."""
+    text = ("".join(KERNEL_ASSERT.format(t=t) for t in range(3))
+            + "[rank104]: Traceback (most recent call last):\n"
+            + '[rank104]:   File "/app/train.py", line 10, in <module>\n'
+            + "[rank104]:     sys.exit(train_continue())\n")
+    f = _facts(tmp_path, text)
+    assert (f["failed_ranks"], f["error_kind"]) == ([104], "cuda_error")
+    assert "index out of bounds" in f["error_message"]
+
+
+def test_the_device_side_assert_stays_the_error_beside_its_assertion(tmp_path: Path) -> None:
+    """With torch's 'device-side assert triggered' in the log, the assertion is its detail
+    (nerfstudio's Difix log: 1024 assertion lines, then the RuntimeError)."""
+    text = ("".join(KERNEL_ASSERT.format(t=t) for t in range(32))
+            + "Traceback (most recent call last):\n"
+            + '  File "/app/train.py", line 10, in <module>\n'
+            + "RuntimeError: CUDA error: device-side assert triggered\n")
+    ev = gpu_crash.analyse(traindoc.load(_log_file(tmp_path, text))).events
+    f = _facts(tmp_path, text)
+    assert "device-side assert triggered" in f["error_message"]
+    asserts = ev[ev["code"] == "cuda_kernel_assert"]
+    assert len(asserts) == 1 and (asserts["role"] == "context").all()
+
+
+def test_triage_names_the_device_side_assert_not_its_assertion(tmp_path: Path) -> None:
+    """Triage's headline is the error the runbook names, not the assertion printed before it."""
+    from traindoc.diagnose import triage
+
+    text = ("".join(KERNEL_ASSERT.format(t=t) for t in range(4))
+            + "RuntimeError: CUDA error: device-side assert triggered\n")
+    got = triage.diagnose(traindoc.load(_log_file(tmp_path, text))).facts["classes"][0]
+    assert got["class"] == "gpu_crash" and "device-side assert triggered" in got["detail"]
+    # one line of the thread lines, then the error (Difix: 1024 lines hid it from the evidence)
+    assert len(got["evidence"]) == 2 and "device-side assert" in got["evidence"][1]
+
+
+# --- an OOM the program works around ---------------------------------------------------------
+
+# QiuLiXiang/YOLO-DA26 train_det.log (corpus gpu_crash-yolo-da26-ultralytics-train-det): the
+# bar's last update, the warning glued to it, then the interpreter's exit
+ULTRALYTICS_BAR = ("      1/100      15G      3.566      8.982    0.02247         57        640: "
+                   "9% ━━─────────── {n}/6848 2.7it/s 3:40<38:10")
+ASSIGNER_OOM = "WARNING ⚠️ CUDA OutOfMemoryError in TaskAlignedAssigner, using CPU"
+
+
+@pytest.mark.parametrize("line", [
+    ASSIGNER_OOM,
+    # detectron2/utils/memory.py retry_if_cuda_oom (quoted by maskAL's troubleshooting page)
+    "d2.utils.memory Attempting to copy inputs of <function paste_masks_in_image at "
+    "0x7f3b2c1d0e50> to CPU due to CUDA OOM",
+])
+def test_an_oom_worked_around_on_the_cpu_is_read(line: str) -> None:
+    row = parse_error(line)
+    assert row is not None and (row["kind"], row["code"]) == ("oom", "oom_fallback")
+
+
+def test_an_oom_worked_around_is_the_failure_when_nothing_came_after(tmp_path: Path) -> None:
+    text = "\r".join(ULTRALYTICS_BAR.format(n=n) for n in (607, 608, 609)) + ASSIGNER_OOM + "\n"
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["last_iteration"]) == ("oom", 609)
+    assert "CUDA OutOfMemoryError" in f["error_message"]
+
+
+def test_an_oom_worked_around_is_no_failure_when_training_went_on(tmp_path: Path) -> None:
+    text = (ULTRALYTICS_BAR.format(n=609) + ASSIGNER_OOM + "\n"
+            + "\r".join(ULTRALYTICS_BAR.format(n=n) for n in (610, 611, 612)) + "\n")
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["last_iteration"]) == (None, 612)
+
+
+# --- srun -l task prefixes, where srun's exit lines make the tasks the ranks -----------------
+
+# mlcommons/training_results_v5.1 Dell XE9680L rgat result_7.txt (corpus gpu_crash-mlperf-v5-1-
+# dell-xe9680l-rgat-result-7), shortened
+SRUN_TASKS = """\
+7: Exception in thread Thread-33 (EmbedThread):
+7: Traceback (most recent call last):
+7:   File "/workspace/gnn/common/helper.py", line 65, in fp8_to_fp16
+7: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.16 GiB. GPU 7 has a total capacity of 139.80 GiB of which 1.28 GiB is free.
+5: RuntimeError: Time out when prefetcher wait for the sampled batch at 600 seconds.
+7: RuntimeError: Time out when prefetcher wait for the sampled batch at 600 seconds.
+srun: error: tnasnt5: task 5: Exited with exit code 134
+srun: error: tnasnt5: task 7: Exited with exit code 1
+"""
+
+
+def test_an_srun_task_prefix_is_the_rank_srun_exits_name(tmp_path: Path) -> None:
+    f = _facts(tmp_path, SRUN_TASKS)
+    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == ([7], ["tnasnt5"], "oom")
+
+
+# --- one error on every rank, each with its own device ---------------------------------------
+
+def test_every_rank_raising_one_error_with_its_own_device_is_one_failure(tmp_path: Path) -> None:
+    """ILoveSorasakiHina/miles-credit train_log.txt: all eight ranks raise the same
+    RuntimeError, each naming its own cuda:N."""
+    text = "".join(
+        f"[rank{r}]: RuntimeError: Expected all tensors to be on the same device, but found at "
+        f"least two devices, cpu and cuda:{r}! (when checking argument for argument mat1 in "
+        "method wrapper_CUDA_addmm)\n" for r in (2, 0, 1))
+    assert _facts(tmp_path, text)["failed_ranks"] == [0, 1, 2]
+
+
+# --- the teardown after a run that finished -------------------------------------------------
+
+# mlcommons/training_results_v4.0 HPE XD670 ssd result_1.txt (corpus gpu_crash-mlperf-v4-0-hpe-
+# xd670-ssd-result-1): the run reached its target; multiprocessing's finalizers fail at exit
+RUN_STOP = (':::MLLOG {"namespace": "", "time_ms": 1714978963120, "event_type": "INTERVAL_END", '
+            '"key": "run_stop", "value": null, "metadata": {"file": "/workspace/ssd/engine.py", '
+            '"lineno": 315, "status": "{status}"}}\n')
+FINALIZER = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/multiprocessing/util.py", line 300, in _run_finalizers
+    finalizer()
+  File "/usr/lib/python3.10/multiprocessing/synchronize.py", line 87, in _cleanup
+    sem_unlink(name)
+FileNotFoundError: [Errno 2] No such file or directory
+"""
+
+
+def test_an_error_after_mlperfs_successful_run_stop_is_teardown(tmp_path: Path) -> None:
+    f = _facts(tmp_path, RUN_STOP.replace("{status}", "success") + FINALIZER)
+    assert (f["error_kind"], f["failed_ranks"]) == (None, [])
+
+
+def test_an_error_after_an_aborted_run_stop_stays_the_failure(tmp_path: Path) -> None:
+    f = _facts(tmp_path, RUN_STOP.replace("{status}", "aborted") + FINALIZER)
+    assert f["error_kind"] == "python"
+
+
+# --- ezpz names each rank's machine ----------------------------------------------------------
+
+def test_ezpz_names_the_failed_ranks_machine(tmp_path: Path) -> None:
+    """saforem2/sam.onl web/src/pages/posts/torchtune-aurora/index.mdx (corpus gpu_crash-
+    torchtune-aurora-xpu-fsdp-streams): an Aurora node's name only in ezpz's set-up line."""
+    text = ("  [2025-01-28 08:49:37][I][ezpz/dist:869] ['x4204c5s6b0n0'][0/0]\n"
+            "[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "/recipes/full_finetune_distributed.py", line 946, in recipe_main\n'
+            "[rank0]: RuntimeError: FSDP requires CUDA for streams\n")
+    f = _facts(tmp_path, text)
+    assert (f["failed_ranks"], f["failed_hosts"]) == ([0], ["x4204c5s6b0n0"])

@@ -177,3 +177,63 @@ def test_a_childfailederror_table_behind_kubectl_prefixes_is_read(tmp_path: Path
     ex = traindoc.load(p).exits
     assert sorted(ex["rank"].dropna().astype(int)) == [1, 2]
     assert ex.loc[ex["root_cause"].fillna(False).astype(bool), "exitcode"].tolist() == [1]
+
+
+# --- the worker's error a record's traceback field embeds ------------------------------------
+
+# QIU023/torchtitan_attention_residual phase11_rlhf_grpo_infra/run_overnight_pipeline.log
+# (corpus gpu_crash-torchtitan-attnres-vlm447m-rank7-device-assert), frames shortened
+EMBEDDED = """\
+[rank0]:[titan] 2026-05-10 17:43:49,123 - root - INFO - step: 3829  loss:  2.1  tps: 1,820
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-05-10_17:43:49
+  host      : dfbfb7339589
+  rank      : 7 (local_rank: 7)
+  exitcode  : -6 (pid: 1712658)
+  error_file: /tmp/torchelastic_4s2yzn11/none_2d8h9cwf/attempt_0/7/error.json
+  traceback : Traceback (most recent call last):
+    File "/usr/local/lib/python3.12/dist-packages/torch/distributed/distributed_c10d.py", line 4049, in all_gather_into_tensor
+      work = group._allgather_base(output_tensor, input_tensor, opts)
+  torch.AcceleratorError: CUDA error: device-side assert triggered
+  Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+  CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+
+
+============================================================
+[Sun May 10 05:43:55 PM UTC 2026] STAGE 1 done rc=1 last_step=3829
+"""
+
+
+@pytest.mark.parametrize("engine", ["plain", "auto"])
+def test_a_records_embedded_error_is_marked(tmp_path: Path, engine: str) -> None:
+    """The record says where the worker's error its traceback field holds ends: the lines
+    up to the closing rule."""
+    p = tmp_path / "job.log"
+    p.write_text(EMBEDDED)
+    ex = traindoc.load(p, engine=engine).exits
+    assert len(ex) == 1
+    r = ex.iloc[0]
+    assert (r["rank"], r["host"], r["traceback_end"]) == (7, "dfbfb7339589", 14)
+
+
+def test_a_record_cut_before_its_rule_marks_nothing(tmp_path: Path) -> None:
+    """No rule or record closes the field (a paste cut there, the next job's output after
+    it): the lines after it are not known to be the worker's."""
+    p = tmp_path / "job.log"
+    cut = EMBEDDED.split("====")[0].rstrip().rsplit("\n", 3)[0]
+    p.write_text(cut + "\n2026-05-10 17:50:01 INFO next job starts\n"
+                 "ValueError: a later job's error\n")
+    ex = traindoc.load(p).exits
+    assert len(ex) == 1 and ex["traceback_end"].isna().all()
+
+
+def test_a_record_pointing_at_the_docs_embeds_nothing(tmp_path: Path) -> None:
+    """'To enable traceback see: …' (no error file): no embedded error, whatever follows."""
+    text = EMBEDDED.replace(
+        EMBEDDED[EMBEDDED.index("Traceback (most"):EMBEDDED.index("=====")],
+        "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n")
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    ex = traindoc.load(p).exits
+    assert len(ex) == 1 and ex["traceback_end"].isna().all()

@@ -155,3 +155,37 @@ def test_an_evaluation_counter_alone_is_the_last_progress(tmp_path: Path) -> Non
         "  time: 0.8568  data: 0.0\n001  max mem: 14135\n")
     prog = last_progress(traindoc.load(str(tmp_path / "job.log"), workers=1))
     assert (prog.step, prog.total) == (2090, 10010)
+
+
+# --- Ultralytics' own bar (utils.tqdm.TQDM, no tqdm) ----------------------------------------
+
+@pytest.mark.parametrize(("line", "step", "total", "rate"), [
+    # QiuLiXiang/YOLO-DA26 train_det.log (corpus gpu_crash-yolo-da26-ultralytics-train-det)
+    ("      1/100      6.15G      3.439      11.21    0.02921         33        544: 0% "
+     "──────────── 1/6848 1.3s/it 1.6s<2:26:31", 1, 6848, 1 / 1.3),
+    ("      1/100      15G      3.566      8.982    0.02247         57        640: 9% "
+     "━━─────────── 609/6848 2.7it/s 3:40<38:10WARNING ⚠️ CUDA OutOfMemoryError in "
+     "TaskAlignedAssigner, using CPU", 609, 6848, 2.7),
+    # QiuLiXiang/YOLO-DA26 finetune_target_domain.log: the bar's end, no time left
+    ("                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "
+     "100% ━━━━━━━━━━━━ 55/55 23.6it/s 2.3s", 55, 55, 23.6),
+])
+def test_ultralytics_own_bar(line: str, step: int, total: int, rate: float) -> None:
+    row = parse_tqdm(line)
+    assert row is not None and (row["step"], row["total"]) == (step, total)
+    assert row["rate"] == pytest.approx(rate)
+
+
+def test_validation_and_label_scan_bars_are_no_training_step(tmp_path: Path) -> None:
+    """Ultralytics' validation bar (longer than an epoch of a small fine-tune) and its label
+    scan are not the training loop: the furthest step is the training bar's."""
+    train = ("     40/40      2.25G     0.8794     0.5666   0.004283         36        768: "
+             "100% ━━━━━━━━━━━━ 4/4 3.1it/s 1.3s")
+    scan = ("train: Scanning /data/labels/train... 38 images, 0 backgrounds, 0 corrupt: 100% "
+            "━━━━━━━━━━━━ 38/38 674.0it/s 0.1s")
+    val = ("                 Class     Images  Instances      Box(P          R      mAP50  "
+           "mAP50-95): 100% ━━━━━━━━━━━━ 55/55 23.6it/s 2.3s")
+    log = tmp_path / "train.log"
+    log.write_text("\n".join([scan, train, val]) + "\n")
+    p = last_progress(traindoc.load(log))
+    assert (p.step, p.total) == (4, 4)

@@ -120,6 +120,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "exitcode": "Int64",
         "signal": "string",
         "root_cause": "boolean",
+        # the last line of the worker's error that torchrun's record embeds (its
+        # ``traceback :`` field and the lines indented under it), in the record's file: the
+        # error lines from the record's own line to this one are that record's rank's
+        "traceback_end": "Int64",
         "time": "datetime64[ns]",
         "source": "string",
         "line": "string",

@@ -195,6 +195,17 @@ def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
     return pr[later & (pr["total"] == total) & (pr["step"] > row["iteration"])]
 
 
+# A bar of an evaluation loop or of the data's set-up, not the training's (its description):
+# Ultralytics' and YOLOv5's validation header ("Class     Images  Instances      Box(P
+# R      mAP50  mAP50-95): 100% ━━━━━━━━━━━━ 55/55 23.6it/s 2.3s") and label scan ("train:
+# Scanning /…/labels/train... 38 images, 0 backgrounds, 0 corrupt: 100% ━━━━━━━━━━━━ 38/38",
+# both QiuLiXiang/YOLO-DA26), Lightning's "Validation DataLoader 0:", "Evaluating:",
+# "Validating:". Their counts are no step of training: the furthest step is read from the
+# other bars where there are any.
+EVAL_BAR_RE = re.compile(r"\s*(?:Class\s+Images\b|Validation\b|Validating\b|Evaluating\b|"
+                         r"Evaluation\b|\w+: Scanning\b)", re.IGNORECASE)
+
+
 def last_progress(incident: Incident) -> Progress:
     """The furthest step in tqdm bars or iteration lines (iteration lines win when both; lines
     counted by epoch only where nothing counts steps, ``epoch_counted``; HF Trainer's stepless
@@ -240,6 +251,9 @@ def last_progress(incident: Incident) -> Progress:
         # Bars without a total (an iterable without len(): ``240it [05:55, 1.47s/it]``) restart
         # each epoch under a new description: the last bar printed is the one that stopped.
         pr = pr.dropna(subset=["step"])
+        evaluating = pr["desc"].fillna("").astype(str).str.match(EVAL_BAR_RE)
+        if not evaluating.all():
+            pr = pr[~evaluating]
         totals = pr.dropna(subset=["total"])
         main = pr
         if len(totals):

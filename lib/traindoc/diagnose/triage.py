@@ -90,7 +90,7 @@ from . import failure_class
 from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
-from .gpu_crash.events import C10D_ABORT_RE
+from .gpu_crash.events import C10D_ABORT_RE, KERNEL_ASSERT_CODE
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -439,13 +439,15 @@ HEADLINE_KINDS = ("cuda_error", "ecc", "oom", "xid", "signal")
 
 def headline_error(incident: Incident, err: pd.DataFrame) -> pd.Series:
     """The error that best says what happened: a GPU error over an Xid over a signal, a row
-    that names its rank over one that does not, then the earliest."""
+    that names its rank over one that does not, the error over a kernel's failed assertion
+    printed before it (its detail: the gpu_crash runbook names the error), then the earliest."""
     kind = err["kind"].fillna("")
     rank_of = {k: i for i, k in enumerate(HEADLINE_KINDS)}
     key = err.assign(_k=[rank_of.get(k, len(HEADLINE_KINDS)) for k in kind],
-                     _r=err["rank"].isna().astype(int))
+                     _r=err["rank"].isna().astype(int),
+                     _a=(err["code"] == KERNEL_ASSERT_CODE).fillna(False).astype(int))
     key = _ordered(incident, key)
-    return key.sort_values(["_k", "_r"], kind="stable").iloc[0]
+    return key.sort_values(["_k", "_r", "_a"], kind="stable").iloc[0]
 
 
 def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None:
@@ -471,6 +473,9 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         if kind in RUNBOOK_CRASH_KINDS or died:
             return _runbook_crash(incident, rep)
         return _dump_crash(incident)
+    # a kernel's failed assertion is printed once per GPU thread: its first line says it all
+    err = err[(err["code"] != KERNEL_ASSERT_CODE).fillna(True)
+              | ~err.duplicated(subset=["code", "message", "rank"])]
     cols = ["rank", "host", "time", "source", "line"]
     rows = pd.concat([_ordered(incident, err)[cols], exit_evidence(_ordered(incident, x))[cols]],
                      ignore_index=True)

@@ -431,6 +431,24 @@ def parse_eval_schedule(text: str) -> list[Row] | None:
             {"metric": "plan:eval_every", "value": float(m["e"])}]
 
 
+# MLPerf's logger (mlperf_logging) closing a run that reached its target: ":::MLLOG {…
+# "key": "run_stop", "value": null, "metadata": {…, "status": "success"}}" (training_results
+# v4.0 HPE xd670 ssd result_1.txt). A ``plan:finished`` row: what the program prints after it
+# (finalizers' tracebacks at exit) is its teardown, no failure. "aborted" gives no row.
+RUN_STOP_RE = re.compile(r'"key":\s*"run_stop".*?"status":\s*"(?P<status>\w+)"')
+
+
+def parse_run_stop(text: str) -> Row | None:
+    """MLPerf's run_stop of a run that succeeded, as a ``plan:finished`` row."""
+    m = RUN_STOP_RE.search(text)
+    if m is None or m["status"] != "success":
+        return None
+    return {"metric": RUN_FINISHED_METRIC, "value": 1.0}
+
+
+RUN_FINISHED_METRIC = "plan:finished"
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
@@ -479,6 +497,16 @@ PARSERS: tuple[LineParser, ...] = (
         # YunSungJu/OderformKIE log/workerlog.0 (PaddleOCR tools/program.py)
         example="[2023/12/19 01:51:20] ppocr INFO: During the training process, after the 0th "
         "iteration, an evaluation is run every 19 iterations",
+    ),
+    LineParser(
+        "run_stop",
+        "host_timings",
+        ('"run_stop"',),
+        parse_run_stop,
+        # mlcommons/training_results_v4.0 HPE xd670 ssd result_1.txt
+        example=':::MLLOG {"namespace": "", "time_ms": 1714978963120, "event_type": '
+        '"INTERVAL_END", "key": "run_stop", "value": null, "metadata": {"file": '
+        '"/workspace/ssd/engine.py", "lineno": 315, "status": "success"}}',
     ),
 )
 

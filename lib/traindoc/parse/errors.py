@@ -139,6 +139,23 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "CUDA out of memory",
         re.compile(r"(?P<msg>CUDA out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
     ),
+    (  # an OOM the code catches and works around by moving the work to the CPU: Ultralytics'
+        # "WARNING ⚠️ CUDA OutOfMemoryError in TaskAlignedAssigner, using CPU" (ultralytics/
+        # utils/tal.py; QiuLiXiang/YOLO-DA26 train_det.log), detectron2's retry_if_cuda_oom
+        # "Attempting to copy inputs of <function paste_masks_in_image at 0x…> to CPU due to
+        # CUDA OOM" (detectron2/utils/memory.py). The run goes on: a failure only where nothing
+        # progressed after it (``diagnose.gpu_crash.events``)
+        "oom_fallback",
+        "oom",
+        "OutOfMemoryError in ",
+        re.compile(r"(?P<msg>CUDA OutOfMemoryError in \w+, using CPU)"),
+    ),
+    (
+        "oom_fallback",
+        "oom",
+        "due to CUDA OOM",
+        re.compile(r"(?P<msg>Attempting to copy inputs (?:of .{1,200}? )?to CPU due to CUDA OOM)"),
+    ),
     (
         "cuda_oom",
         "oom",
@@ -242,6 +259,19 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "cuda_error",
         "CUDA error: ",
         re.compile(r"(?P<msg>CUDA error: .*?)" + _CUDA_TAIL),
+    ),
+    (  # a GPU thread's failed assertion, printed by the kernel itself (one line per thread)
+        # before torch raises "CUDA error: device-side assert triggered": ATen's "…/IndexKernel.
+        # cu:93: operator(): block: [6,0,0], thread: [0,0,0] Assertion `-sizes[i] <= index &&
+        # index < sizes[i] && "index out of bounds"` failed." (ecmwf/WeatherGenerator#255), THC's
+        # with the kernel's signature or name, or none ("…/ClassNLLCriterion.cu:108: block: …",
+        # hszhao/semseg#29, open-mmlab/mmdetection#5100, thu-coai/CDial-GPT#113), Triton's
+        # device_assert from a .py kernel. The message is the assertion: what the kernel checked
+        "cuda_kernel_assert",
+        "cuda_error",
+        "Assertion ",
+        re.compile(r"\.(?:cu|cuh|hip|py|cpp):\d+: (?:.*: )?block: \[\d+, ?\d+, ?\d+\],? "
+                   r"thread: \[\d+, ?\d+, ?\d+\],? (?P<msg>Assertion .{1,300}? failed\.?)"),
     ),
     (  # torch's cuDNN and cuBLAS checks without "CUDA error: " before them: "RuntimeError: cuDNN
         # error: CUDNN_STATUS_EXECUTION_FAILED" (GeneZC/ASGCN#19), torch <= 1.0 "RuntimeError:
@@ -787,7 +817,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED", "Resource exhausted: ",
                 "OOM when allocating", "BLAS ERROR]", "CUDNN_STATUS_", "CUBLAS_STATUS_",
-                "CUDA_ERROR_", "killed due to memory pressure", "System memory low at node")
+                "CUDA_ERROR_", "Assertion ", "due to CUDA OOM", "killed due to memory pressure", "System memory low at node")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)

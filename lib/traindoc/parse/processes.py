@@ -14,6 +14,10 @@ pid — the pid torchrun's failure report gives, and which nothing else may tie 
 - ``cf0b62962198:378934:382525 [2] NCCL INFO Connected all trees`` (and ``… rings``), once per
   communicator a process joins (deepspeedai/DeepSpeed#2638, NVIDIA/nccl-tests#252)
 
+ezpz (ALCF's launcher helper, Aurora/Polaris/Sunspot) states each rank's machine once at set-up,
+``[2025-01-28 08:49:37][I][ezpz/dist:869] ['x4204c5s6b0n0'][0/0]`` (the host, then the rank of
+the last rank): a row with that rank and host (``event`` "ezpz").
+
 ``comm_rank`` is the rank inside that communicator (the global rank only for the default
 one), so it never fills ``rank``: that comes from the line's launcher prefix. A Docker
 container's host name is its 12-hex-digit id, no machine to drain: such a name is left out.
@@ -61,6 +65,20 @@ def parse_nccl_process(text: str) -> Row | None:
     return row
 
 
+# ezpz's set-up line: "['x4204c5s6b0n0'][0/0]", the host quoted as a Python list item, then
+# rank/last rank
+EZPZ_RANK_RE = re.compile(r"\['(?P<host>[A-Za-z0-9][\w.\-]*)'\]\[\s*(?P<rank>\d{1,6})\s*/"
+                          r"\s*(?P<last>\d{1,6})\s*\]\s*$")
+
+
+def parse_ezpz_rank(text: str) -> Row | None:
+    """ezpz's set-up line: the machine a rank runs on."""
+    m = EZPZ_RANK_RE.search(text)
+    if not m or int(m["rank"]) > int(m["last"]):
+        return None
+    return {"rank": int(m["rank"]), "host": m["host"], "event": "ezpz"}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_process", "processes",
@@ -69,4 +87,8 @@ PARSERS: tuple[LineParser, ...] = (
         parse_nccl_process,
         example="0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to "
                 "ffff0000,00000000,ffff0000,00000000"),
+    LineParser(
+        "ezpz_rank", "processes", ("'][",), parse_ezpz_rank,
+        # saforem2/sam.onl web/src/pages/posts/torchtune-aurora/index.mdx (an Aurora node)
+        example="[2025-01-28 08:49:37][I][ezpz/dist:869] ['x4204c5s6b0n0'][0/0]"),
 )

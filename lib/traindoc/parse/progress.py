@@ -53,6 +53,13 @@ TQDM_FORMATS: tuple[re.Pattern[str], ...] = (
     # no total (an iterable without len()): ``Epoch 10/10: 240it [05:55,  1.47s/it, loss=5.46]``
     re.compile(_desc(r"|\r\n", ":") + r"(?<![\w.])(?P<n>\d+)it\s*"
                rf"{ELAPSED}"r",\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)"),
+    # Ultralytics' own bar (its ``utils.tqdm.TQDM`` since 8.3, no tqdm): box characters, then
+    # the count, the rate and the times with no brackets or commas, ``1/100 6.15G 3.439 11.21
+    # 0.02921 33 544: 0% ──────────── 1/6848 1.3s/it 1.6s<2:26:31`` (QiuLiXiang/YOLO-DA26
+    # train_det.log); the rate is required, as for the bar lost above
+    re.compile(_desc(r"|\r\n%") + r"(?P<pct>\d{1,3})% [─━]+ "
+               rf"(?P<n>{COUNT})/(?P<total>{COUNT})\s+(?P<rate>[\d.]+)(?P<unit>it/s|s/it)"
+               r"\s+(?P<elapsed>\d+(?::\d\d)+|\d+(?:\.\d+)?s)(?:<(?P<remaining>[\d:]+))?"),
     # tqdm-loggable's log record (openpi and other headless runs): ``Progress on:Sample progress
     # 21.0kit/60.0kit rate:1,982.9it/s remaining:00:19 elapsed:00:10 postfix:-``; the count
     # carries the unit (``it``, ``kit``), the rate a thousands comma
@@ -95,6 +102,13 @@ def _count(v: str) -> int | None:
     return int(f) if f is not None else None
 
 
+def _elapsed(v: str | None) -> float | None:
+    """Seconds of a bar's elapsed time: ``35:04``, ``1 day, 2:03:04``, Ultralytics' ``1.6s``."""
+    if v and v.endswith("s") and v[0].isdigit() and ":" not in v:
+        return to_float(v[:-1])
+    return hms_to_s(v) if v else None
+
+
 def parse_tqdm(text: str) -> Row | None:
     """The last tqdm bar in ``text``."""
     m = None
@@ -115,7 +129,7 @@ def parse_tqdm(text: str) -> Row | None:
     return {
         "step": _count(m["n"]),
         "total": _count(m["total"]) if "total" in m.groupdict() else None,
-        "elapsed_s": hms_to_s(m["elapsed"]),
+        "elapsed_s": _elapsed(m["elapsed"]),
         "rate": rate,
         "desc": desc,
     }

@@ -14,6 +14,19 @@
 Records under ``Failures:`` and ``Root Cause`` are read alike; ``root_cause`` tells them apart.
 A record's row stands at its ``[0]:`` line, or at its ``traceback`` line where that names the
 signal the worker died of (the words a report quotes).
+A record whose ``traceback`` field holds the worker's error (its error file's traceback, every
+line indented two more spaces than the worker printed it) embeds that error in the report::
+
+      traceback : Traceback (most recent call last):
+        File ".../torch/distributed/distributed_c10d.py", line 4049, in all_gather_into_tensor
+          work = group._allgather_base(output_tensor, input_tensor, opts)
+      torch.AcceleratorError: CUDA error: device-side assert triggered
+
+The reader hands lines over without their indentation, so the error is told by where it stands:
+every line from the field to the report's next rule or record is the worker's, and the record's
+row says where it ends (``traceback_end``): the error lines it holds are the record's rank's.
+Where no rule or record closes it (a paste cut there, a log line with its own time header
+next), nothing is marked: the lines after a cut report are not known to be the worker's.
 A record pasted without its header (only the ``time : …`` / ``host : …`` fields, as people quote
 the tail) is read too, as a failure that is not marked the root cause.
 
@@ -63,6 +76,11 @@ SIGNAL_TEXT_RE = re.compile(r"\bsignal (?P<num>\d+) \((?P<name>SIG\w+)\)", re.IG
 TIME_FORMATS = ("%Y-%m-%d_%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S")
 RULE_RE = re.compile(r"^\s*(?:={8,}|-{8,})\s*$")
 NO_OTHER_RE = re.compile(r"<NO[_ ]OTHER[_ ]FAILURES>")
+# a record whose worker wrote no error file: torchrun points at the docs instead of a traceback
+TRACEBACK_DOC_RE = re.compile(r"To enable traceback see")
+# a logger's header at a line's start (glog 'E0512 09:27:56.020000', an ISO time): a line of
+# the log, never one of the error a record embeds
+LOG_HEADER_RE = re.compile(r"^\s*(?:[IWEF]\d{4} \d\d:\d\d:\d\d|\[?\d{4}-\d\d-\d\d[ T_]\d\d:\d\d)")
 # the first field of a record quoted without its header: torchrun pads keys to 10 characters
 ORPHAN_START_RE = re.compile(r"^\s*(?:time {6}: \d{4}-\d\d-\d\d[_ T]|host {6}: \S)")
 
@@ -102,10 +120,14 @@ class ChildFailedParser:
         self.record: Row | None = None
         self.ctx: object = None
         self.pending: list[str] = []  # keys of a flat table still waiting for their values
+        # inside the worker's error a record's traceback field holds: its last line so far
+        self.embedded: int | None = None
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line of the stream; ``ctx`` (where the line came from) rides along."""
         out: list[tuple[str, Row]] = []
+        if self.embedded is not None and self._embedded_line(text, ctx):
+            return out
         if "Root Cause" in text:
             out += self._flush()
             self.section = "root"
@@ -163,6 +185,7 @@ class ChildFailedParser:
         self.record = {"root_cause": root}
         self.ctx = ctx
         self.pending = []
+        self.embedded = None
 
     def _fields(self, text: str, ctx: object) -> None:
         for key, val in _split_fields(text):
@@ -197,6 +220,25 @@ class ChildFailedParser:
                 # the line that says how the worker died is the record's evidence: its words
                 # ("Signal 9 (SIGKILL) received by PID 3908423") are the ones people search for
                 self.ctx = ctx
+            elif val and not TRACEBACK_DOC_RE.match(val):
+                self.embedded = _lineno(ctx)
+
+    def _embedded_line(self, text: str, ctx: object) -> bool:
+        """Whether ``text`` is one more line of the worker's error the record's traceback
+        field holds. A rule or the next record closes it (the record's row then says where
+        it ended); a log line's time header, or a line with no line number, abandons it."""
+        ln = _lineno(ctx)
+        if RULE_RE.match(text) or RECORD_RE.match(text):
+            if self.record is not None and self.embedded is not None:
+                self.record["traceback_end"] = self.embedded
+            self.embedded = None
+            return False
+        if ln is None or LOG_HEADER_RE.match(text):
+            self.embedded = None
+            return False
+        if text.strip():
+            self.embedded = ln
+        return True
 
     def _flush(self) -> list[tuple[str, Row]]:
         rec, self.record = self.record, None
@@ -205,6 +247,13 @@ class ChildFailedParser:
             return []
         rec["_ctx"] = self.ctx
         return [("exits", rec)]
+
+
+def _lineno(ctx: object) -> int | None:
+    """The line number of a line's context (the reader's ``(file, lineno, …)``), if any."""
+    if isinstance(ctx, tuple) and len(ctx) > 1 and isinstance(ctx[1], int):
+        return ctx[1]
+    return None
 
 
 def _key(name: str) -> str:

@@ -18,7 +18,9 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.benchmarks import RUN_FINISHED_METRIC
 from ...parse.errors import oom_figures
+from ...schema import SYNTHETIC_HOST_PREFIX
 from ...xid_catalog import xid_info
 from ..common import (
     NodeLayout,
@@ -59,10 +61,12 @@ NOT_A_FAILURE_CODES = {"slurm_time_limit"}
 # default) escalate to SIGKILL about this long after the teardown began.
 KILL_ESCALATION_S = (25.0, 45.0)
 TEARDOWN_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
-# A Python exception that reports a peer or the network rather than a local fault.
+# A Python exception that reports a peer or the network rather than a local fault (a wait that
+# timed out: "RuntimeError: Time out when prefetcher wait for the sampled batch at 600 seconds.",
+# MLPerf's R-GAT loader, training_results_v5.1 Dell result_7.txt).
 CASCADE_TEXT_RE = re.compile(
     r"Dist(?:Backend|Network|Store)Error|Connection (?:reset|closed|refused)|Broken pipe|"
-    r"[Tt]imed out|Timeout|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
+    r"[Tt]imed out|Timeout|\bTime out\b|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
     r"TCPStore|rendezvous|ChildFailedError", )
 SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?:#.*)?$")
 
@@ -165,15 +169,21 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
                          role="exit", strength=Strength.WEAK,
                          root_cause=False if pd.isna(r.root_cause) else bool(r.root_cause),
                          table="exits", source=r.source, line=r.line,
-                         local_rank=as_int(r.local_rank)))
-    ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank"])
+                         local_rank=as_int(r.local_rank),
+                         traceback_end=as_int(getattr(r, "traceback_end", None))))
+    ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank", "traceback_end"])
     if not len(ev):
         return ev[EVENT_COLUMNS]
+    _record_error_ranks(ev)
+    ev = _kernel_assert_runs(ev, incident, files)
     _fill_ranks(ev, incident, host_of)
     _wrapper_roles(ev)
     _reader_killed_roles(ev)
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
+    _kernel_assert_roles(ev)
+    _recovered_oom_roles(ev, incident, files)
+    _after_success_roles(ev, incident, files)
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
@@ -350,6 +360,125 @@ def _cascade_xid_roles(ev: pd.DataFrame) -> None:
         ev.loc[xids[0], ["role", "strength"]] = ["cause", Strength.WEAK]
 
 
+def _record_error_ranks(ev: pd.DataFrame) -> None:
+    """The error lines inside a torchrun record's ``traceback`` field (the worker's error file,
+    embedded in the report: ``parse.torchrun`` marks where it ends) are that record's worker's:
+    its rank, host and time where the line names none (the agent prints them unprefixed)."""
+    recs = ev[(ev["table"] == "exits") & ev["traceback_end"].notna()]
+    for j in recs.index:
+        f, start, end = ev.at[j, "file"], ev.at[j, "lineno"], ev.at[j, "traceback_end"]
+        inside = (ev["table"] == "errors") & (ev["file"] == f) & (ev["lineno"] >= start) \
+            & (ev["lineno"] <= end)
+        for col in ("rank", "host", "time"):
+            val = ev.at[j, col]
+            if val is None or pd.isna(val):
+                continue
+            empty = inside & ev[col].isna()
+            ev.loc[empty, col] = val
+
+
+KERNEL_ASSERT_CODE = "cuda_kernel_assert"
+# the error torch raises once a kernel's assertion failed (CUDA's cudaErrorAssert; THC's
+# "cuda runtime error (59) : device-side assert triggered")
+DEVICE_ASSERT_RE = re.compile(r"device-side assert(?:ion)? triggered|cudaErrorAssert|CUDA_ERROR_ASSERT")
+
+
+def _kernel_assert_runs(ev: pd.DataFrame, incident: Incident,
+                        files: dict[str, int]) -> pd.DataFrame:
+    """A failed kernel assertion is printed once per GPU thread, a run of lines with nothing
+    between them: one event, its first line. The device prints them without the launcher's
+    rank prefix; the process's traceback that starts on the line right after the run names
+    the rank (``[rank104]: Traceback (most recent call last):``)."""
+    asserts = ev.index[(ev["code"] == KERNEL_ASSERT_CODE) & (ev["table"] == "errors")]
+    if not len(asserts):
+        return ev
+    st = incident.stacks
+    starts: dict[tuple[int, int], tuple[Any, Any]] = {}
+    known = dict(files)
+    for src, rank, host in zip(st["source"], st["rank"], st["host"], strict=True):
+        if not pd.isna(rank):
+            starts.setdefault(_split_source(src, known), (rank, host))
+    drop: list[int] = []
+    run: list[int] = []
+    for i in [*asserts, None]:
+        if i is not None and run and ev.at[i, "file"] == ev.at[run[-1], "file"] \
+                and ev.at[i, "lineno"] == ev.at[run[-1], "lineno"] + 1:
+            run.append(i)
+            continue
+        if run:
+            first = run[0]
+            after = starts.get((ev.at[first, "file"], ev.at[run[-1], "lineno"] + 1))
+            if after is not None and pd.isna(ev.at[first, "rank"]) \
+                    and all(pd.isna(ev.at[j, "rank"]) for j in run):
+                ev.at[first, "rank"] = after[0]
+                if pd.isna(ev.at[first, "host"]) and not pd.isna(after[1]):
+                    ev.at[first, "host"] = after[1]
+            drop += run[1:]
+        run = [i] if i is not None else []
+    return ev.drop(index=drop)
+
+
+def _kernel_assert_roles(ev: pd.DataFrame) -> None:
+    """A kernel's failed assertion says why the rank's 'device-side assert triggered' error
+    was raised: with that error in the logs (same rank, or no rank on either), the assertion
+    is its context and the error stays the failure; without it, the assertion is."""
+    raised = ev[(ev["kind"] == "cuda_error") & (ev["code"] != KERNEL_ASSERT_CODE)
+                & ev["message"].astype(str).str.contains(DEVICE_ASSERT_RE)]
+    if not len(raised):
+        return
+    for i in ev.index[(ev["code"] == KERNEL_ASSERT_CODE) & (ev["role"] == "cause")]:
+        r = ev.at[i, "rank"]
+        same = raised["rank"].isna() | (raised["rank"] == r) if not pd.isna(r) \
+            else pd.Series(True, index=raised.index)
+        if same.fillna(False).astype(bool).any():
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+
+
+# an OOM the code works around (moving the work to the CPU) and goes on
+RECOVERED_OOM_CODES = {"oom_fallback"}
+
+
+def _recovered_oom_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+    """An OOM the program caught and worked around is no failure when the run went on: a step
+    or progress line after it in the same file. Where nothing came after it, it is the last
+    thing the run said before it ended, and the failure it has."""
+    oom = ev.index[ev["code"].isin(list(RECOVERED_OOM_CODES)) & (ev["role"] == "cause")]
+    if not len(oom):
+        return
+    known = dict(files)
+    last: dict[int, int] = {}
+    for t in (incident.iterations, incident.progress):
+        for src in t["source"]:
+            f, ln = _split_source(src, known)
+            last[f] = max(last.get(f, 0), ln)
+    for i in oom:
+        if last.get(ev.at[i, "file"], 0) > ev.at[i, "lineno"]:
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+        else:
+            ev.at[i, "strength"] = Strength.WEAK
+
+
+def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+    """An error printed after the program said its run finished with success (MLPerf's
+    run_stop, ``plan:finished`` rows), later in the same file, is its teardown at exit
+    (multiprocessing finalizers failing to unlink a semaphore), not a failure of the run."""
+    ht = incident.tables.get("host_timings")
+    if ht is None or not len(ht):
+        return
+    done = ht[ht["metric"].astype("string") == RUN_FINISHED_METRIC]
+    if not len(done):
+        return
+    known = dict(files)
+    first: dict[int, int] = {}
+    for src in done["source"]:
+        f, ln = _split_source(src, known)
+        first[f] = min(first.get(f, ln), ln)
+    for i in ev.index[(ev["table"] == "errors") & (ev["role"] == "cause")]:
+        stop = first.get(ev.at[i, "file"])
+        if stop is not None and ev.at[i, "lineno"] > stop:
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+
+
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 host_of: dict[int, str] | None = None) -> None:
     """Ranks from pids (torchrun's records name both) and from host + local rank; hosts from
@@ -376,12 +505,15 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
     one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) \
         or _data_parallel_alone(ev, incident, layout)
+    by_task = srun_task_ranks(incident)
     ranks, hosts, notes = [], [], []
     # srun task -> machine, where a line that task wrote names a pid NCCL places (a launcher's
     # children run on its own machine); a task seen on two machines is left as it is
     task_machine: dict[str, set[str]] = {}
     for r in ev.itertuples(index=False):
         rank = int(r.rank) if known(r.rank) else None
+        if rank is None and known(r.host):
+            rank = by_task.get(str(r.host))
         if rank is None and known(r.pid):
             rank = by_pid.get(int(r.pid))
         if rank is None and known(r.host) and known(r.local_rank):
@@ -441,6 +573,19 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     ev["rank"] = pd.array(ranks, dtype="Int64")
     ev["rank_note"] = pd.array(notes, dtype="string")
     ev["host"] = pd.array(hosts, dtype="string")
+
+
+def srun_task_ranks(incident: Incident) -> dict[str, int]:
+    """The rank behind each srun task name (``srun-task-7``, what ``srun -l``'s ``7: ``
+    prefix gives a line), where srun's own exit lines make its tasks the ranks ("srun: error:
+    tnasnt5: task 7: Exited with exit code 1" with no launcher under srun: ``Incident`` keeps
+    the task as the rank there); else none: under a launcher a task is a node's agent."""
+    x = incident.exits
+    if not len(x) or "task" not in x:
+        return {}
+    paired = x[x["task"].notna() & x["rank"].notna()]
+    paired = paired[paired["task"] == paired["rank"]]
+    return {f"{SYNTHETIC_HOST_PREFIX}{int(t)}": int(t) for t in paired["task"].unique()}
 
 
 # DataParallel's ExceptionWrapper: one process caught what one of its replicas (threads, one per
@@ -894,10 +1039,12 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     # or its data on each of them (Paddle workerlogs' ReshapeOp ValueError on all four ranks),
     # which nothing in the logs orders. So with the same local CUDA or NCCL error word for word
     # (Paddle's "Nccl error, unhandled cuda error (at …collective_helper.cc:80)" on two ranks
-    # building the communicator).
+    # building the communicator). Word for word but each rank's own numbers: its device in
+    # "Expected all tensors to be on the same device, but found at least two devices, cpu and
+    # cuda:6!" (ILoveSorasakiHina/miles-credit train_log.txt, all eight ranks).
     if (e["kind"] == first["kind"] and e["kind"] in SAME_ERROR_KINDS and near
-            and pd.notna(e["rank"])
-            and pd.notna(first["rank"]) and e["message"] and e["message"] == first["message"]):
+            and pd.notna(e["rank"]) and pd.notna(first["rank"]) and e["message"]
+            and _numbers_out(e["message"]) == _numbers_out(first["message"])):
         return True
     # A Python exception naming no rank or host, then a launcher's record, later in the same
     # file, of a worker that exited with code 1 (how a Python exception ends a worker): that
@@ -914,6 +1061,14 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
             and e["kind"] == first["kind"] and _same_words(e["message"], first["message"])):
         return True
     return False
+
+
+NUMBER_RE = re.compile(r"\d+")
+
+
+def _numbers_out(message: Any) -> str:
+    """An error message with its numbers blanked: what two ranks' copies of one error share."""
+    return NUMBER_RE.sub("#", str(message or ""))
 
 
 def _same_words(a: Any, b: Any) -> bool:
