@@ -123,7 +123,7 @@ from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s
 from .iterations import KV_SUFFIX, counter_growth
-from .progress import TQDM_FORMATS, TQDM_RE
+from .progress import BARLESS_RE, LOGGABLE_RE, TQDM_FORMATS, TQDM_RE
 
 _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
 
@@ -836,8 +836,7 @@ def _last_bar(text: str) -> re.Match[str] | None:
     return last
 
 
-# tqdm's line without the bar itself (``progress.TQDM_FORMATS``: "0% 420/788222 [28:47<…]")
-BARLESS_RE = TQDM_FORMATS[1]
+# (``progress.BARLESS_RE``: tqdm's line without the bar itself, "0% 420/788222 [28:47<…]")
 # the postfix of a tqdm bar: ", loss=9.600, nll_loss=9.1, …, num_updates=156, …]" after the rate
 POSTFIX_RE = re.compile(r"\s*,(?P<post>[^\]]*)\]")
 
@@ -921,10 +920,9 @@ def _bar_description(text: str, bar: re.Match[str]) -> Row | None:
     return _finish(row)
 
 
-# tqdm-loggable's log record of a bar (``progress.TQDM_FORMATS``), its postfix at the end as
+# tqdm-loggable's log record of a bar (``progress.LOGGABLE_RE``), its postfix at the end as
 # tqdm formats it ("k=v, k2=v2"): Levanter's training bar, "Progress on:train 11.0it/18.0it
 # rate:34.5s/it remaining:04:01 elapsed:17:46 postfix:loss=15.5"
-LOGGABLE_RE = TQDM_FORMATS[3]
 LOGGABLE_POSTFIX_RE = re.compile(r"\spostfix:(?P<post>.*)$")
 COUNT_SUFFIX = {"k": 1e3, "M": 1e6, "G": 1e9}
 

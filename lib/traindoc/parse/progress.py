@@ -68,7 +68,8 @@ TQDM_FORMATS: tuple[re.Pattern[str], ...] = (
                r"rate:(?P<rate>\d[\d,]*(?:\.\d+)?)(?P<unit>it/s|s/it)"
                r"(?:\s+remaining:\S+)?\s+elapsed:(?P<elapsed>[\d:]+)"),
 )
-TQDM_RE = TQDM_FORMATS[0]
+# each layout by name (an unpacking: a layout added without its name here fails at import)
+TQDM_RE, BARLESS_RE, NO_TOTAL_RE, ULTRALYTICS_BAR_RE, LOGGABLE_RE = TQDM_FORMATS
 SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 # Keras: "1490/1490 - 106s - loss: … - 71ms/step", "1000/1000 [=====] - 1873s 2s/step - …"
 # (TF 2 adds the epoch's time: "128/128 - 0s - loss: … - 358ms/epoch - 3ms/step")
