@@ -38,7 +38,8 @@ SLOW_MODULES = {"test_cluster", "test_figures", "test_dump_bombs", "test_every_s
 # sweeps over every sample and corpus case (hundreds of loads each)
 SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
               "test_every_action_command_exists",
-              # every sample and every corpus class read twice (a minute and more)
+              # every sample and corpus class read for the iterations alone, one test each, its
+              # full load the engine sweep's (test_ingest: same group)
               "test_iterations_alone_are_the_iterations_of_a_full_load",
               # every sample through the flight-recorder paths, every log through each action
               "test_comparison_on_every_sample", "test_samples_load_as_before",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import os
 import random
 import sys
 from datetime import UTC, datetime, timedelta
@@ -58,15 +59,35 @@ def _plain_once(path: Path) -> traindoc.Incident:
     return traindoc.load(path, engine="plain", workers=1)
 
 
-# a whole corpus class read as one job takes tens of seconds: the slow tier (make test-fast
-# leaves it out, make test runs it), both scanners' tests on one worker (one reference load)
-@pytest.mark.parametrize("sample", [
-    pytest.param(p, id=f"{p.parent.name}/{p.name}",
-                 marks=[pytest.mark.slow, pytest.mark.xdist_group(f"ingest-corpus-{p.name}")]
-                 if p.parent.name == "corpus" else [])
-    for p in SAMPLES])
+def _scanner_now() -> str:
+    """The scanner a load made now uses (``TRAINDOC_SCANNER``, else the default)."""
+    return os.environ.get(SCANNER_ENV) or ("hyperscan" if patterns.hs is not None else "python")
+
+
+@functools.lru_cache(maxsize=2)
+def _fast_once(path: Path, scanner: str) -> traindoc.Incident:
+    """The fast engine's load of ``path`` (``workers=1``) with ``scanner``, which must be the
+    scanner of the environment (``_scanner_now``): the engine sweep's test of a sample and the
+    iterations test's full load of it are one load (same xdist group, run one after the other:
+    two kept). The Incident is not changed."""
+    assert scanner == _scanner_now(), (scanner, _scanner_now())
+    return traindoc.load(path, engine="fast", workers=1)
+
+
+def _sample_params() -> list:
+    """One parameter a sample; a corpus class (read as one job: tens of seconds) in the slow
+    tier (make test-fast leaves it out, make test runs it) and in one xdist group for its
+    engine and iterations tests, which share its loads (``_plain_once``, ``_fast_once``)."""
+    return [pytest.param(p, id=f"{p.parent.name}/{p.name}",
+                         marks=[pytest.mark.slow,
+                                pytest.mark.xdist_group(f"ingest-corpus-{p.name}")]
+                         if p.parent.name == "corpus" else [])
+            for p in SAMPLES]
+
+
+@pytest.mark.parametrize("sample", _sample_params())
 def test_every_sample_reads_the_same(sample: Path, scanner: str) -> None:
-    same(_plain_once(sample), traindoc.load(sample, engine="fast", workers=1))
+    same(_plain_once(sample), _fast_once(sample, scanner))
 
 
 def test_seeds_read_the_same(scanner: str) -> None:
@@ -160,22 +181,39 @@ def bulk_lane_lines(rnd: random.Random, n: int) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_the_bulk_lane_reads_what_the_parser_reads(tmp_path: Path, seed: int, scanner: str,
+@functools.cache
+def _plain_in_parts(path: Path, chunk: int, flush: int) -> traindoc.Incident:
+    """The reference engine's load of ``path`` read in ``chunk``-byte chunks and flushed every
+    ``flush`` rows (the patched values, checked): both scanners' tests of one seed compare
+    with one load of the same file."""
+    assert (decode.CHUNK_BYTES, sink.FLUSH_ROWS) == (chunk, flush)
+    return traindoc.load(path, engine="plain", workers=1)
+
+
+# both scanners' tests of a seed in one xdist group: one log file and one reference load
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xdist_group(
+    f"ingest-bulk-lane-{s}")) for s in range(3)])
+def test_the_bulk_lane_reads_what_the_parser_reads(tmp_path_factory: pytest.TempPathFactory,
+                                                   seed: int, scanner: str,
                                                    monkeypatch) -> None:
     """Iteration lines made into columns by the bulk lane give the per-line path's rows, in
     its order, with the other step lines of their table; small chunks and flushes make the
     lane's rows and the per-line rows share many parts."""
-    monkeypatch.setattr(decode, "CHUNK_BYTES", 1 << (12 + seed))
-    monkeypatch.setattr(sink, "FLUSH_ROWS", (7, 64, 16384)[seed])
+    chunk, flush = 1 << (12 + seed), (7, 64, 16384)[seed]
+    monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(sink, "FLUSH_ROWS", flush)
     rnd = random.Random(seed)
-    log = tmp_path / "b.log"
-    log.write_text("\n".join(bulk_lane_lines(rnd, 3000)) + "\n")
+    log = tmp_path_factory.getbasetemp() / f"bulk-lane-{seed}.log"  # (the same for both)
+    text = "\n".join(bulk_lane_lines(rnd, 3000)) + "\n"
+    if not log.exists() or log.read_text() != text:
+        log.write_text(text)
+        _plain_in_parts.cache_clear()
     taken = []
     add_bulk = sink.Sink.add_bulk
     monkeypatch.setattr(sink.Sink, "add_bulk",
                         lambda self, *a: taken.append(1) or add_bulk(self, *a))
-    plain, fast = both(log)
+    plain = _plain_in_parts(log, chunk, flush)
+    fast = traindoc.load(log, engine="fast", workers=1)
     same(plain, fast)
     assert len(taken) > 800 and len(plain.iterations) > len(taken) + 300
     assert len(plain.tables["host_timings"]) and plain.iterations["time"].notna().any()
@@ -276,17 +314,24 @@ def test_a_table_subset_reads_the_same_through_both_engines(tmp_path: Path, seed
         assert not plain.unrecognized  # a subset proves nothing about the lines left unread
 
 
-def test_iterations_alone_are_the_iterations_of_a_full_load(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sample", [pytest.param(None, id="generated"), *_sample_params()])
+def test_iterations_alone_are_the_iterations_of_a_full_load(tmp_path: Path,
+                                                            sample: Path | None) -> None:
+    """A generated mixed log and every sample, one test each: a sample's full load (the
+    default engine's) is the one its engine sweep made (``_fast_once``, same group)."""
     log = tmp_path / "m.log"
-    generate.write_lines(log, generate.mixed_log_lines(2 << 20, seed=7))
-    for path in [log, *SAMPLES]:
-        full = traindoc.load(path, workers=1)
-        only = traindoc.load(path, workers=1, tables=["iterations"])
-        pd.testing.assert_frame_equal(only.iterations, full.iterations, obj=str(path))
-        assert all(len(df) == 0 for t, df in only.tables.items() if t != "iterations"), path
-        assert only.account["lines"] == full.account["lines"]
-    with pytest.raises(ValueError, match="unknown table"):
-        traindoc.load(log, tables=["iteration"])
+    if sample is None:
+        generate.write_lines(log, generate.mixed_log_lines(2 << 20, seed=7))
+    path = sample or log
+    full = (_fast_once(path, _scanner_now()) if sample is not None
+            and registry.fast_engine_status()[0] else traindoc.load(path, workers=1))
+    only = traindoc.load(path, workers=1, tables=["iterations"])
+    pd.testing.assert_frame_equal(only.iterations, full.iterations, obj=str(path))
+    assert all(len(df) == 0 for t, df in only.tables.items() if t != "iterations"), path
+    assert only.account["lines"] == full.account["lines"]
+    if sample is None:
+        with pytest.raises(ValueError, match="unknown table"):
+            traindoc.load(log, tables=["iteration"])
 
 
 @pytest.mark.parametrize("engine", ["plain", "fast"])

@@ -315,7 +315,8 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False,
     raises: a failure to run is a wrong case with its error. With ``summary_in`` (the
     checkout), the outcome also carries the case's ``summary_of`` records, made from the same
     load and reports. ``incident`` (``load_or_fail`` of the case's logs) and ``triaged``
-    (``triage.analyse`` of it): what the caller already has, used instead of computing them."""
+    (``triage.analyse`` of it, which holds each class runbook's own ``diagnose`` of it): what
+    the caller already has, used instead of computing them."""
     t0 = time.perf_counter()
     out = Outcome(case.id, case.runbook, right=False, via=via, batch=case.batch,
                   intake_right=(case.intake or {}).get("right"),
@@ -339,7 +340,8 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False,
         else:
             if incident is None:
                 incident = load_or_fail(str(case.logs))
-            made[case.runbook] = diagnosis(case.runbook)(incident)
+            kept = triaged.runbooks.get(case.runbook) if triaged is not None else None
+            made[case.runbook] = kept or diagnosis(case.runbook)(incident)
             facts = dict(made[case.runbook].facts)
     except Exception as e:  # a crash on a real log is a wrong answer, and a finding
         out.error = f"{type(e).__name__}: {e}"[:300]
