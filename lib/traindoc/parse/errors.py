@@ -181,6 +181,26 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "HIP out of memory",
         re.compile(r"(?P<msg>HIP out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
     ),
+    (  # Intel XPU's build of the allocator, torch 2.5+ (pytorch/pytorch c10/xpu/
+        # XPUCachingAllocator.cpp): "XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a
+        # total capacity of …"; IPEX's older one: "XPU out of memory. Tried to allocate 2.00 GiB
+        # (GPU 0; 15.91 GiB total capacity; …)" (intel/intel-extension-for-pytorch)
+        "cuda_oom",
+        "oom",
+        "XPU out of memory",
+        re.compile(r"(?P<msg>XPU out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
+    ),
+    (  # Level Zero / Unified Runtime under torch-xpu and SYCL, when the allocator itself did not
+        # catch it: "RuntimeError: Native API failed. Native API returns: 39
+        # (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)" (open-edge-platform/geti_v2#1075), "level_zero
+        # backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)" (open-edge-platform/
+        # physical-ai-studio#440); Level Zero's own ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+        "xpu_oom",
+        "oom",
+        "_ERROR_OUT_OF_DEVICE_MEMORY",
+        re.compile(r"(?P<msg>(?:(?:Native API failed\. Native API returns|level_zero backend failed "
+                   r"with error): ?\d+ \()?(?:UR|ZE|PI)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\)?)"),
+    ),
     (  # TensorFlow's allocator: "ResourceExhaustedError: OOM when allocating tensor with
         # shape[25088,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by
         # allocator GPU_0_bfc" (dBeker/Faster-RCNN-TensorFlow-Python3#110), its op_kernel warning
