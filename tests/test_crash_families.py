@@ -1154,6 +1154,20 @@ def test_the_kernels_oom_kill_names_the_syslog_host(tmp_path: Path, line: str, h
     assert f["failed_hosts"] == [host]
 
 
+
+def test_jax_coordination_service_names_the_task_that_stopped_its_heartbeat(tmp_path: Path) -> None:
+    # jax-ml/jax#23599: the coordination service's error for a task whose heartbeats stopped;
+    # task N is jax.process_index() N, the rank here
+    f = _facts(tmp_path, "I1009 15:40:00.000000 1 train.py:80] step 100 loss 2.31\n"
+               "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/"
+               "coordination_service.cc:1170] /job:jax_worker/replica:0/task:3 has been set to ERROR "
+               "in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:3 heartbeat "
+               "timeout. This indicates that the remote task has failed, got preempted, or crashed "
+               "unexpectedly. Check the task logs for an earlier error to debug further. "
+               "[type.googleapis.com/tensorflow.CoordinationServiceError='']\n")
+    assert f["failed_ranks"] == [3]
+    assert "task:3 heartbeat timeout" in f["error_message"]
+
 # --- every rank raising the same Python exception, nothing ordering them: all of them failed ----
 
 def test_the_same_exception_on_every_rank_names_them_all(tmp_path: Path) -> None:

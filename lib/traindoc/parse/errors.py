@@ -726,6 +726,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<on>\S+) CANCELLED AT \S+"
                    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?)(?:, [^*]*?)? \*\*\*"),
     ),
+    (  # JAX's coordination service (xla coordination_service.cc) names the task that stopped
+        # sending heartbeats; the task id is jax.process_index(): "/job:jax_worker/replica:0/task:0
+        # has been set to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/
+        # replica:0/task:0 heartbeat timeout. This indicates that the remote task has failed, got
+        # preempted, or crashed unexpectedly." (jax-ml/jax#23599); its cause is in that task's log
+        "jax_task_heartbeat_timeout",
+        "signal",
+        " heartbeat timeout",
+        re.compile(r"(?P<msg>Task /job:\w+/replica:\d+/task:(?P<task>\d+) heartbeat timeout)"),
+    ),
     (  # the raylet's record names the dead worker's machine and pid on the same line: "…
         # Worker IP address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 Worker exit
         # type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits …" (OpenRLHF#621,
