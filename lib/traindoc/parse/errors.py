@@ -817,7 +817,8 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED", "Resource exhausted: ",
                 "OOM when allocating", "BLAS ERROR]", "CUDNN_STATUS_", "CUBLAS_STATUS_",
-                "CUDA_ERROR_", "killed due to memory pressure", "System memory low at node")
+                "CUDA_ERROR_", "killed due to memory pressure", "System memory low at node",
+                "OUT_OF_DEVICE_MEMORY", "heartbeat timeout")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
