@@ -548,6 +548,20 @@ def test_a_check_macros_error_is_read_with_its_message(tmp_path: Path, lines: li
      "allocated by PyTorch, and 165.29 MiB is reserved by PyTorch but unallocated. If reserved but "
      "unallocated memory is large try setting PYTORCH_HIP_ALLOC_CONF=expandable_segments:True to "
      "avoid fragmentation.", "oom", "HIP out of memory. Tried to allocate 124.00 MiB"),
+    # Intel XPU: torch 2.5+'s allocator (pytorch/pytorch c10/xpu/XPUCachingAllocator.cpp), IPEX's
+    # older form (intel/intel-extension-for-pytorch csrc/gpu/runtime/CachingDeviceAllocator.cpp),
+    # and Level Zero/UR below it (open-edge-platform/geti_v2#1075, physical-ai-studio#440)
+    ("[rank1]: torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+     "total capacity of 47.98 GiB of which 1.05 GiB is free. Of the allocated memory 45.10 GiB is "
+     "allocated by PyTorch, and 512.00 MiB is reserved by PyTorch but unallocated.", "oom",
+     "XPU out of memory. Tried to allocate 2.00 GiB"),
+    ("RuntimeError: XPU out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.91 GiB total capacity; "
+     "13.20 GiB already allocated; 14.10 GiB reserved in total by PyTorch)", "oom",
+     "XPU out of memory. Tried to allocate 2.00 GiB (GPU 0"),
+    ("RuntimeError: Native API failed. Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
+     "oom", "Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"),
+    ("level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)", "oom",
+     "level_zero backend failed with error: 39"),
     # TensorFlow: dBeker/Faster-RCNN-TensorFlow-Python3#110, Ma-Dan/XLNet-ChineseNER#4 (the
     # op_kernel warning), lc222/seq2seq_chatbot_new#19 (TF 1.x "of shape [N]")
     ("ResourceExhaustedError: OOM when allocating tensor with shape[25088,4096] and type float on "
@@ -1139,6 +1153,20 @@ def test_the_kernels_oom_kill_names_the_syslog_host(tmp_path: Path, line: str, h
     assert f["error_kind"] == "oom"
     assert f["failed_hosts"] == [host]
 
+
+
+def test_jax_coordination_service_names_the_task_that_stopped_its_heartbeat(tmp_path: Path) -> None:
+    # jax-ml/jax#23599: the coordination service's error for a task whose heartbeats stopped;
+    # task N is jax.process_index() N, the rank here
+    f = _facts(tmp_path, "I1009 15:40:00.000000 1 train.py:80] step 100 loss 2.31\n"
+               "2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/"
+               "coordination_service.cc:1170] /job:jax_worker/replica:0/task:3 has been set to ERROR "
+               "in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:3 heartbeat "
+               "timeout. This indicates that the remote task has failed, got preempted, or crashed "
+               "unexpectedly. Check the task logs for an earlier error to debug further. "
+               "[type.googleapis.com/tensorflow.CoordinationServiceError='']\n")
+    assert f["failed_ranks"] == [3]
+    assert "task:3 heartbeat timeout" in f["error_message"]
 
 # --- every rank raising the same Python exception, nothing ordering them: all of them failed ----
 

@@ -198,6 +198,26 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "HIP out of memory",
         re.compile(r"(?P<msg>HIP out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
     ),
+    (  # Intel XPU's build of the allocator, torch 2.5+ (pytorch/pytorch c10/xpu/
+        # XPUCachingAllocator.cpp): "XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a
+        # total capacity of …"; IPEX's older one: "XPU out of memory. Tried to allocate 2.00 GiB
+        # (GPU 0; 15.91 GiB total capacity; …)" (intel/intel-extension-for-pytorch)
+        "cuda_oom",
+        "oom",
+        "XPU out of memory",
+        re.compile(r"(?P<msg>XPU out of memory\..*?)(?=\s*(?:If reserved|See documentation|$))"),
+    ),
+    (  # Level Zero / Unified Runtime under torch-xpu and SYCL, when the allocator itself did not
+        # catch it: "RuntimeError: Native API failed. Native API returns: 39
+        # (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)" (open-edge-platform/geti_v2#1075), "level_zero
+        # backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)" (open-edge-platform/
+        # physical-ai-studio#440); Level Zero's own ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
+        "xpu_oom",
+        "oom",
+        "_ERROR_OUT_OF_DEVICE_MEMORY",
+        re.compile(r"(?P<msg>(?:(?:Native API failed\. Native API returns|level_zero backend failed "
+                   r"with error): ?\d+ \()?(?:UR|ZE|PI)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY\)?)"),
+    ),
     (  # TensorFlow's allocator: "ResourceExhaustedError: OOM when allocating tensor with
         # shape[25088,4096] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by
         # allocator GPU_0_bfc" (dBeker/Faster-RCNN-TensorFlow-Python3#110), its op_kernel warning
@@ -736,6 +756,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<on>\S+) CANCELLED AT \S+"
                    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?)(?:, [^*]*?)? \*\*\*"),
     ),
+    (  # JAX's coordination service (xla coordination_service.cc) names the task that stopped
+        # sending heartbeats; the task id is jax.process_index(): "/job:jax_worker/replica:0/task:0
+        # has been set to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/
+        # replica:0/task:0 heartbeat timeout. This indicates that the remote task has failed, got
+        # preempted, or crashed unexpectedly." (jax-ml/jax#23599); its cause is in that task's log
+        "jax_task_heartbeat_timeout",
+        "signal",
+        " heartbeat timeout",
+        re.compile(r"(?P<msg>Task /job:\w+/replica:\d+/task:(?P<task>\d+) heartbeat timeout)"),
+    ),
     (  # the raylet's record names the dead worker's machine and pid on the same line: "…
         # Worker IP address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 Worker exit
         # type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits …" (OpenRLHF#621,
@@ -817,7 +847,8 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED", "Resource exhausted: ",
                 "OOM when allocating", "BLAS ERROR]", "CUDNN_STATUS_", "CUBLAS_STATUS_",
-                "CUDA_ERROR_", "Assertion ", "due to CUDA OOM", "killed due to memory pressure", "System memory low at node")
+                "CUDA_ERROR_", "Assertion ", "due to CUDA OOM", "killed due to memory pressure",
+                "System memory low at node", "OUT_OF_DEVICE_MEMORY", "heartbeat timeout")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
