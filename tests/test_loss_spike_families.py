@@ -991,3 +991,24 @@ def test_a_taller_spike_on_the_level_an_unrecovered_swell_settled_at_is_its_own(
                          ([2.0, 1.4, 1.4, 1.4, 1.4, 1.45, 1.4, 2.5, 1.4, 1.4], [30])):
         found = [e.start for e in excursions(np.array(base + tail)) if e.confirmed]
         assert found == starts, tail
+
+
+def test_dicts_every_step_with_a_two_decimal_epoch_are_counted_on() -> None:
+    # Jingchensun/MobileVLM mobivlm.out (corpus loss_spike-mobilevlm-fork-mobivlm-out): a dict
+    # after every step of a 4361-step bar, "{'loss': 0.5723, 'learning_rate': 1.757…e-05,
+    # 'epoch': 0.25}": 0.01 epoch is 43.6 steps, so each dict's own epoch places it up to 22
+    # steps off; counted on from the start the epochs' transitions pin, the last is step 1089
+    steps = _placed("loss_spike-mobilevlm-fork-mobivlm-out")["iteration"].astype(int).tolist()
+    assert steps == list(range(1, 1090))
+
+
+def test_a_count_the_epochs_do_not_fit_is_not_counted_on() -> None:
+    from traindoc.diagnose.common import _counted_start
+    # dicts every step, 'epoch' to two decimals of a 1000-step epoch: steps 1-30 fit from 1
+    ep = np.round(np.arange(1, 31) / 1000, 2)
+    assert _counted_start(ep, 1000.0, 1) == 1
+    # a dict missing in between (the epochs jump 0.05 over two dicts): no count fits them all
+    ep = np.array([0.0, 0.0, 0.01, 0.06, 0.06])
+    assert _counted_start(ep, 1000.0, 1) is None
+    # an epoch fine enough to place each dict: not this rule's
+    assert _counted_start(np.array([0.001, 0.002, 0.003]), 1000.0, 1) is None

@@ -528,3 +528,30 @@ def test_a_return_to_the_baseline_midway_is_told_from_a_recovery() -> None:
     ch = find_change(np.array(noisy(base, 60) + noisy(low, 30) + noisy(base, 5)
                               + noisy(low, 30)), True)
     assert ch is not None and ch.index == 60
+
+
+# mlcommons/hpc_results_v1.0 JUWELS cosmoflow result_6.txt (corpus
+# throughput-mlperf-hpc-v1-0-juwels-cosmoflow-n1024-result-6): one MLLOG throughput a epoch,
+# ':::MLLOG {"namespace": "", "time_ms": 1633642119849, "event_type": "POINT_IN_TIME", "key":
+# "throughput", "value": 27333.175802169266, "metadata": {…, "epoch_num": 10}}'; epochs 10-11
+# at 27.3k and 26.0k of a run at 48-50k
+COSMOFLOW = [34311, 48677, 48960, 48810, 49704, 49510, 49103, 49608, 49015, 27333, 26023,
+             50098, 49966, 48971, 49371, 49187, 48205, 49640, 49857, 50059, 49617, 50292, 50227,
+             49820, 50259, 49801, 50226, 50075, 49517, 49697, 49740, 48628, 48352, 48713]
+
+
+def test_two_slow_values_on_a_quiet_level_are_an_episode() -> None:
+    ch = slow_episode(np.array(COSMOFLOW[1:], dtype=float), higher_is_better=True)
+    assert ch is not None and ch.index == 8 and ch.recovered
+    assert 26000 <= ch.degraded <= 27400 and 44 <= ch.drop_pct <= 48
+
+
+def test_two_slow_values_need_a_quiet_level_and_a_large_drop() -> None:
+    quiet = np.array(COSMOFLOW[1:], dtype=float)
+    smaller = quiet.copy()
+    smaller[8:10] = (40000, 39500)  # a fifth slower: two values of that are no episode
+    assert slow_episode(smaller, higher_is_better=True) is None
+    rng = np.random.default_rng(7)
+    noisy = 49000 * (1 + 0.12 * rng.standard_normal(len(quiet)))
+    noisy[8:10] = (27333, 26023)  # the same dip on a level that wanders by a tenth
+    assert slow_episode(noisy, higher_is_better=True) is None

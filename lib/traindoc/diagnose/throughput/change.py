@@ -336,6 +336,9 @@ EPISODE_LEVEL_SHARE = 0.8  # ... this share of them at least
 EPISODE_MAX_SHARE = 1 / 3  # the slow values are at most this share of the run's values ...
 EPISODE_MAX_RUNS = 3  # ... in this many runs at most (more: a periodic pause, a save or an eval)
 EPISODE_AROUND = 5  # values at the run's level before the first episode and after it, at least
+EPISODE_QUIET_MIN = 2  # consecutive values that make an episode on a quiet level when each is
+# ``EPISODE_MIN_DROP_PCT`` worse (CosmoFlow's two epochs at 27.3k and 26.0k samples/s in 69 at
+# 48-50k)
 EPISODE_HOLD_PCT = 25.0  # half the episode's values within this of its median: a level, not
 # the decay of a smoothed rate after one pause (tqdm after an eval: 11.1, 8.3, 6.3, 4.9 … s/it)
 
@@ -369,12 +372,16 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     found = _episode(x, worse, worse >= EPISODE_MIN_DROP_PCT, higher_is_better)
     if found is None and EPISODE_QUIET_NOISE * noise_sigma(x) / base * 100 <= EPISODE_QUIET_DROP_PCT:
         found = _episode(x, worse, worse >= EPISODE_QUIET_DROP_PCT, higher_is_better)
+        if found is None:
+            found = _episode(x, worse, worse >= EPISODE_MIN_DROP_PCT, higher_is_better,
+                             EPISODE_QUIET_MIN)
     return found
 
 
 def _episode(x: np.ndarray, worse: np.ndarray, slow: np.ndarray,
-             higher_is_better: bool) -> Change | None:
-    """``slow_episode``'s test with the values it counts as slow."""
+             higher_is_better: bool, shortest: int = EPISODE_MIN) -> Change | None:
+    """``slow_episode``'s test with the values it counts as slow, in runs of ``shortest``
+    values at least."""
     n = len(x)
     level = ~slow
     runs = _runs(slow)
@@ -382,7 +389,7 @@ def _episode(x: np.ndarray, worse: np.ndarray, slow: np.ndarray,
             or (np.abs(worse[level]) <= EPISODE_LEVEL_PCT).mean() < EPISODE_LEVEL_SHARE):
         return None
     for i, j in runs:
-        if j - i < EPISODE_MIN:
+        if j - i < shortest:
             continue
         if level[:i].sum() < EPISODE_AROUND or level[j:].sum() < EPISODE_AROUND:
             return None  # at the start or the end: the other rules' (warm-up, a stall)
