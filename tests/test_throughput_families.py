@@ -577,3 +577,12 @@ def test_an_erratic_slow_episode_with_one_normal_window_is_one_episode() -> None
     # the same windows slow in more than half the run: no level to read an episode against
     long = np.array(SD_RESULT_5[:20] + SD_RESULT_5[27:52] * 2 + SD_RESULT_5[52:], dtype=float)
     assert slow_episode(long, higher_is_better=True) is None
+
+
+def test_a_decay_that_repeats_its_first_reading_is_no_episode() -> None:
+    # Ishihara-Masabumi/Llama_SFT train_completion_only_log.txt (corpus
+    # throughput-llama-sft-train-completion-only-log): tqdm redraws 11.06 s/it once before decaying
+    x = np.full(200, 1.70)
+    x[90:107] = (11.06, 11.06, 8.25, 6.28, 4.90, 3.93, 3.30, 2.82, 2.48, 2.24, 2.07, 1.95, 1.95,
+                 1.87, 1.86, 1.81, 1.77)
+    assert slow_episode(x, higher_is_better=False) is None

@@ -368,9 +368,10 @@ def _joined(runs: list[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
 
 def _decays(x: np.ndarray, higher_is_better: bool) -> bool:
     """Whether ``x`` gets better at every step but one at most: a smoothed rate recovering
-    from one slow moment, not an episode."""
+    from one slow moment, not an episode (a value repeated, a bar redrawn before its next
+    update, is no step back: Llama_SFT's tqdm 11.06, 11.06, 8.25, 6.28 … s/it after an eval)."""
     d = np.diff(x) if higher_is_better else -np.diff(x)
-    return int((d <= 0).sum()) <= 1
+    return int((d < 0).sum()) <= 1
 
 
 def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
