@@ -1711,8 +1711,6 @@ DS_EXIT_1 = ("[2025-08-27 17:13:06,226] [INFO] [launch.py:315:sigkill_handler] K
     # zyx303/O-LoRA logs_and_outputs/order_1/logs/train_and_infer.log: "raise NotImplementedError"
     # (the reader strips its "[rank1]: " prefix)
     ("NotImplementedError", "NotImplementedError"),
-    # hiyouga/LlamaFactory#5264: a bare ``assert`` under Trainer.train()
-    ("AssertionError:", "AssertionError"),
 ])
 def test_an_exception_without_a_message_is_read(line: str, code: str) -> None:
     row = parse_error(line)
@@ -1721,7 +1719,10 @@ def test_an_exception_without_a_message_is_read(line: str, code: str) -> None:
 
 
 @pytest.mark.parametrize("line", ["ChildFailedError", "Error", "the run ended with an Error",
-                                  "ValueError raised"])
+                                  "ValueError raised",
+                                  # PaddlePaddle: its message follows in the lines below
+                                  # (corpus gpu_crash-ernie-docvqa-workerlog-oom workerlog.0)
+                                  "MemoryError: "])
 def test_a_word_that_is_no_bare_exception_line(line: str) -> None:
     assert parse_error(line) is None
 
