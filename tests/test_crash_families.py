@@ -1696,3 +1696,57 @@ def test_ezpz_names_the_failed_ranks_machine(tmp_path: Path) -> None:
             "[rank0]: RuntimeError: FSDP requires CUDA for streams\n")
     f = _facts(tmp_path, text)
     assert (f["failed_ranks"], f["failed_hosts"]) == ([0], ["x4204c5s6b0n0"])
+
+
+# --- an exception raised with no message: its class alone ends the traceback -----------------
+
+# DeepSpeed's launcher (launch.py sigkill_handler) after both workers' tracebacks
+DS_EXIT_1 = ("[2025-08-27 17:13:06,226] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
+             "672159\n"
+             "[2025-08-27 17:13:06,389] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3',"
+             " '-u', 'src/run_uie_lora.py', '--local_rank=1'] exits with return code = 1\n")
+
+
+@pytest.mark.parametrize("line, code", [
+    # zyx303/O-LoRA logs_and_outputs/order_1/logs/train_and_infer.log: "raise NotImplementedError"
+    # (the reader strips its "[rank1]: " prefix)
+    ("NotImplementedError", "NotImplementedError"),
+])
+def test_an_exception_without_a_message_is_read(line: str, code: str) -> None:
+    row = parse_error(line)
+    assert row is not None and row["kind"] == "python"
+    assert row["code"] == code and row["message"] == code
+
+
+@pytest.mark.parametrize("line", ["ChildFailedError", "Error", "the run ended with an Error",
+                                  "ValueError raised",
+                                  # PaddlePaddle: its message follows in the lines below
+                                  # (corpus gpu_crash-ernie-docvqa-workerlog-oom workerlog.0)
+                                  "MemoryError: "])
+def test_a_word_that_is_no_bare_exception_line(line: str) -> None:
+    assert parse_error(line) is None
+
+
+def test_a_bare_exception_is_the_message_over_the_launchers_exit(tmp_path: Path) -> None:
+    """The worker's own exception names the failure; DeepSpeed's exit line is its consequence."""
+    tb = ("[rank{r}]: Traceback (most recent call last):\n"
+          '[rank{r}]:   File "/w/src/peft/utils/save_and_load.py", line 162, in set_peft_model_state_dict\n'
+          "[rank{r}]:     raise NotImplementedError\n"
+          "[rank{r}]: NotImplementedError\n")
+    f = _facts(tmp_path, tb.format(r=1) + tb.format(r=0) + DS_EXIT_1)
+    assert f["error_kind"] == "python"
+    assert f["error_message"] == "NotImplementedError"
+    assert f["failed_ranks"] in ([0, 1], [1])
+
+
+def test_a_bare_exception_takes_the_message_it_states_nearby(tmp_path: Path) -> None:
+    """Workers writing to one stream tear an exception's class from its message
+    (mlcommons training_results_v3.1 Azure maskrcnn, 230503232823702563316_1.log)."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/w/maskrcnn/data/datasets/coco.py", line 41, in __init__\n'
+            "    super().__init__(open(name, mode))\n"
+            "FileNotFoundError\n"
+            "FileNotFoundError: [Errno 2] No such file or directory: '/coco/img_info.pyt'\n"
+            + TORCHRUN_EXIT_1.format(lr=0, pid=24024))
+    f = _facts(tmp_path, text)
+    assert "No such file or directory" in f["error_message"]

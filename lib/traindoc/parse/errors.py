@@ -826,6 +826,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         ".error: ",
         re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+error): \S.*)$"),
     ),
+    (  # an exception raised with no message: a traceback's last line is the class alone
+        # ("[rank1]: NotImplementedError" after "raise NotImplementedError", zyx303/O-LoRA
+        # logs_and_outputs/order_1/logs/train_and_infer.log). Not "MemoryError: " with nothing
+        # after the colon: Paddle states that one's message in the lines below it
+        # (corpus gpu_crash-ernie-docvqa-workerlog-oom, "Out of memory error on GPU 0 …")
+        "python_exception",
+        "python",
+        "Error",
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)[A-Z]\w*Error))\s*$"),
+    ),
     (
         "python_exception",
         "python",

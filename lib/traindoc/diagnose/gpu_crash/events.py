@@ -815,6 +815,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     if worker is not None:  # a Python exit whose error the worker printed above the record
         first = worker
     first = _with_last_error(first, key)
+    first = _with_stated_message(first, key)
     first = _with_exit_status(first, key)
     first = _with_task_oom(first, key)
     first = _with_cancelled_host(first, events)
@@ -864,6 +865,29 @@ def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) ->
         return first
     out = first.copy()
     out["message"] = f"{first['message']}; last error: {after.iloc[0]['message']}"
+    return out
+
+
+# how far from an exception's bare class line its stated message may be printed: other
+# processes' tracebacks interleave with it (torchrun's workers writing to one stream)
+STATED_MESSAGE_LINES = 20
+
+
+def _with_stated_message(first: pd.Series, ordered: pd.DataFrame,
+                         lines: int = STATED_MESSAGE_LINES) -> pd.Series:
+    """An exception line that is its class alone ("FileNotFoundError", its message torn off
+    by interleaved output) with the message the same exception states nearby in the same
+    file ("FileNotFoundError: [Errno 2] No such file or directory: …")."""
+    if first["kind"] != "python" or first["message"] != first["code"]:
+        return first
+    near = ordered[(ordered["kind"] == "python") & (ordered["code"] == first["code"])
+                   & (ordered["message"] != first["code"]) & (ordered["file"] == first["file"])
+                   & ((ordered["lineno"] - first["lineno"]).abs() <= lines)]
+    if not len(near):
+        return first
+    stated = near.iloc[(near["lineno"] - first["lineno"]).abs().argsort().iloc[0]]
+    out = first.copy()
+    out["message"], out["line"] = stated["message"], stated["line"]
     return out
 
 
