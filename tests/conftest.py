@@ -8,14 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
-import pandas as pd
 import pytest
 
 matplotlib.use("Agg")
-# Strings in Python objects in this process, whatever is installed: with pyarrow (a dev
-# dependency) pandas would keep them in Arrow. Notebooks and CLI subprocesses take the
-# default, and tests/test_string_storage.py reads every sample under Arrow in-process.
-pd.set_option("mode.string_storage", "python")
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
