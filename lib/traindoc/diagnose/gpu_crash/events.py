@@ -83,6 +83,13 @@ def _split_source(src: str | None, files: dict[str, int]) -> tuple[int, int]:
     return (files.setdefault(f, len(files)), int(m["line"]))
 
 
+def _places(sources: Any, files: dict[str, int]) -> list[tuple[int, int]]:
+    """(file id, line) of each ``file:line`` source, as the events number them (a file no
+    event comes from gets an id of its own, numbered on a copy: ``files`` stays as it is)."""
+    known = dict(files)
+    return [_split_source(src, known) for src in sources]
+
+
 def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     """(role, strength) of one ``errors`` row."""
     if kind == "xid":
@@ -326,9 +333,9 @@ def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str,
     st = incident.stacks
     if not len(py) or not len(st):
         return
-    raised, known = st[st["state"] == "raised"], dict(files)
-    ends = [(*_split_source(src, known), str(leaf or ""))
-            for src, leaf in zip(raised["source"], raised["leaf"], strict=True)]
+    raised = st[st["state"] == "raised"]
+    ends = [(*place, str(leaf or ""))
+            for place, leaf in zip(_places(raised["source"], files), raised["leaf"], strict=True)]
     for i in py:
         f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
         near = [(sl, leaf) for sf, sl, leaf in ends if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
@@ -394,10 +401,9 @@ def _kernel_assert_runs(ev: pd.DataFrame, incident: Incident,
         return ev
     st = incident.stacks
     starts: dict[tuple[int, int], tuple[Any, Any]] = {}
-    known = dict(files)
-    for src, rank, host in zip(st["source"], st["rank"], st["host"], strict=True):
+    for place, rank, host in zip(_places(st["source"], files), st["rank"], st["host"], strict=True):
         if not pd.isna(rank):
-            starts.setdefault(_split_source(src, known), (rank, host))
+            starts.setdefault(place, (rank, host))
     drop: list[int] = []
     run: list[int] = []
     for i in [*asserts, None]:
@@ -445,11 +451,9 @@ def _recovered_oom_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
     oom = ev.index[ev["code"].isin(list(RECOVERED_OOM_CODES)) & (ev["role"] == "cause")]
     if not len(oom):
         return
-    known = dict(files)
     last: dict[int, int] = {}
     for t in (incident.iterations, incident.progress):
-        for src in t["source"]:
-            f, ln = _split_source(src, known)
+        for f, ln in _places(t["source"], files):
             last[f] = max(last.get(f, 0), ln)
     for i in oom:
         if last.get(ev.at[i, "file"], 0) > ev.at[i, "lineno"]:
@@ -468,10 +472,8 @@ def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
     done = ht[ht["metric"].astype("string") == RUN_FINISHED_METRIC]
     if not len(done):
         return
-    known = dict(files)
     first: dict[int, int] = {}
-    for src in done["source"]:
-        f, ln = _split_source(src, known)
+    for f, ln in _places(done["source"], files):
         first[f] = min(first.get(f, ln), ln)
     for i in ev.index[(ev["table"] == "errors") & (ev["role"] == "cause")]:
         stop = first.get(ev.at[i, "file"])
