@@ -294,12 +294,17 @@ def drill_group(name: str) -> str:
 def drill_bundle(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """A drill's bundle (``traindoc.drills.run``), run once per test process: the drill's own
     checks (tests/test_drills.py) and its runbook's (tests/test_drills_e2e.py) read the same
-    real run, in one xdist group (``drill_group``). No test writes into a bundle."""
+    real run, in one xdist group (``drill_group``). No test writes into a bundle. A drill that
+    trains on a CUDA GPU is a skip where torch sees none."""
 
     @functools.cache
     def run(name: str) -> Path:
+        from traindoc.drills import SPECS
         from traindoc.drills import run as run_drill
+        from traindoc.drills.runner import _find_python, cuda_devices
 
+        if SPECS[name].needs_cuda and not cuda_devices(_find_python(None)):
+            pytest.skip(f"drill {name} trains on a CUDA GPU; torch sees none here")
         return Path(run_drill(name, tmp_path_factory.mktemp(f"drill-{name}") / "b"))
     return run
 

@@ -239,20 +239,11 @@ def test_unseeded_split(drill_bundle: Callable[[str], Path]) -> None:
     assert ckpt[-1]["process_group"] == ("1", "checkpoint")
 
 
-def _cuda_bundle(drill_bundle: Callable[[str], Path], name: str) -> Path:
-    """Drill ``name``'s bundle, or a skip where torch sees no CUDA GPU (CPU machines, CI)."""
-    from traindoc.drills.runner import _find_python, cuda_devices
-
-    if not cuda_devices(_find_python(None)):
-        pytest.skip(f"drill {name} trains on a CUDA GPU; torch sees none here")
-    return drill_bundle(name)
-
-
 @pytest.mark.drills
 @pytest.mark.xdist_group(drill_group("cuda_assert"))
 @needs_torch
 def test_cuda_assert(drill_bundle: Callable[[str], Path]) -> None:
-    out = _cuda_bundle(drill_bundle, "cuda_assert")
+    out = drill_bundle("cuda_assert")
     rec, log = _check_common(out, "cuda_assert")
     assert rec["run"]["gpus"]
     # the kernel's own assertion, then torch's error, on the fault rank; torchrun names it
@@ -264,7 +255,7 @@ def test_cuda_assert(drill_bundle: Callable[[str], Path]) -> None:
 @pytest.mark.xdist_group(drill_group("cuda_oom"))
 @needs_torch
 def test_cuda_oom(drill_bundle: Callable[[str], Path]) -> None:
-    out = _cuda_bundle(drill_bundle, "cuda_oom")
+    out = drill_bundle("cuda_oom")
     rec, log = _check_common(out, "cuda_oom")
     assert re.search(r"CUDA out of memory\. Tried to allocate [\d.]+ [GMT]iB", log)
     assert CHILD_FAILED in log and ROOT_CAUSE in log

@@ -24,11 +24,6 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                   for n in sorted(SPECS)])
 def test_drill_runbook_finds_the_injected_fault(name: str, tmp_path: Path,
                                                 drill_bundle: Callable[[str], Path]) -> None:
-    if SPECS[name].needs_cuda:
-        from traindoc.drills.runner import _find_python, cuda_devices
-
-        if not cuda_devices(_find_python(None)):
-            pytest.skip(f"drill {name} trains on a CUDA GPU; torch sees none here")
     bundle = drill_bundle(name)
     truth = json.loads((bundle / "drill.json").read_text())
     runbook = truth["class"]
