@@ -474,3 +474,50 @@ def test_a_watchdog_dump_with_nothing_after_or_a_kill_is_a_hang(tmp_path: Path) 
             'block_forever\n  File "/usr/lib/python3.9/threading.py", line 910 in run\n')
     for text in (dump, dump + "Terminated\n"):
         assert "deadlock" in _classes(tmp_path, text)
+
+
+# -- a thread cut below its waits takes its leaf from the threads that show the same waits -------
+
+# mlcommons/modelbench#715: a faulthandler paste of a wedged threaded pipeline, cut after the
+# third thread's ``get`` frame; CPython lists the main thread last, so the cut thread is read as
+# MainThread, and its two frames say only that it waits
+CUT_PIPELINE = """Thread 0x00007f2b33e006c0 (most recent call first):
+File "/usr/local/lib/python3.12/threading.py", line 359 in wait
+File "/usr/local/lib/python3.12/queue.py", line 180 in get
+File "/venv/lib/python3.12/site-packages/modelgauge/pipeline.py", line 98 in upstream_get
+File "/venv/lib/python3.12/site-packages/modelgauge/pipeline.py", line 288 in run
+File "/usr/local/lib/python3.12/threading.py", line 1012 in run
+File "/usr/local/lib/python3.12/threading.py", line 1075 in _bootstrap_inner
+File "/usr/local/lib/python3.12/threading.py", line 1032 in _bootstrap
+
+Thread 0x00007f2b3cc006c0 (most recent call first):
+File "/usr/local/lib/python3.12/threading.py", line 1169 in _wait_for_tstate_lock
+File "/usr/local/lib/python3.12/threading.py", line 1149 in join
+File "/venv/lib/python3.12/site-packages/modelgauge/pipeline.py", line 201 in _notice_complete
+File "/usr/local/lib/python3.12/threading.py", line 1012 in run
+File "/usr/local/lib/python3.12/threading.py", line 1075 in _bootstrap_inner
+File "/usr/local/lib/python3.12/threading.py", line 1032 in _bootstrap
+
+Thread 0x00007f2b3d6006c0 (most recent call first):
+File "/usr/local/lib/python3.12/threading.py", line 359 in wait
+File "/usr/local/lib/python3.12/queue.py", line 180 in get
+"""
+
+
+def test_a_thread_cut_below_its_waits_takes_the_leaf_of_the_same_waits(tmp_path: Path) -> None:
+    f = _facts(tmp_path, CUT_PIPELINE)
+    assert f["processes_seen"] == 1
+    assert "upstream_get (/venv/lib/python3.12/site-packages/modelgauge/pipeline.py:98)" == (
+        f["majority_leaf"])
+
+
+def test_a_thread_of_waits_only_keeps_its_wait_where_the_others_tie() -> None:
+    from traindoc.diagnose.deadlock.stacks import continued_leaf, only_waits
+
+    waits = ["wait (/usr/lib/python3.12/threading.py:359)"]
+    assert only_waits(waits)
+    assert not only_waits(["upstream_get (pipeline.py:98)", *waits])
+    a = ["step (a.py:1)", "run (threading.py:1012)"]
+    b = ["step (b.py:2)", "run (threading.py:1012)"]
+    assert continued_leaf(waits, [a, b]) is None  # two threads at work, no majority: no guess
+    assert continued_leaf(waits, [a, b, a]) == a

@@ -44,7 +44,10 @@ Rules (documented because the runbook's facts depend on them):
   (libnccl.so.2)``, not the ``pthread_cond_wait`` under it. The ``stacks`` table's own ``leaf``
   column stays the innermost frame as printed. Innermost ``<module> (<string>:1)`` frames
   under others are the code a debugger ran in the process to print its stack (gdb's
-  ``PyRun_SimpleString``, pyrasite), not where it waits: skipped.
+  ``PyRun_SimpleString``, pyrasite), not where it waits: skipped. A thread whose Python frames
+  are all those primitives (a paste cut below them) says only that it waits: its leaf is that of
+  the process's other threads whose innermost frames are the same, line for line (printed
+  whole), else of its threads at work (none parked in a stdlib wait); none when two tie.
 - **Signature.** The leaf and the Python frames outside it (``depth`` of them; 0 = all): two
   processes share a signature when they wait at the same place reached the same way.
 - **Outliers.** A process py-spy could not attach to (EPERM, ``Failed to suspend process``:

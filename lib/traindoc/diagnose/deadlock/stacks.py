@@ -343,7 +343,9 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
                     isinstance(_na(r.tid), str) and FH_TID_RE.match(r.tid) for r in rows):
                 no_main.append((key, rows, stuck))
             continue
-        out.append(_proc(key, chosen, stuck, memo, leaf_memo))
+        picked = {id(r) for r in chosen}
+        out.append(_proc(key, chosen, stuck, memo, leaf_memo,
+                         [r for r in rows if id(r) not in picked]))
     if not out:
         # faulthandler threads that threading started, and no main thread anywhere (a paste
         # cut it off): the dump still shows its process, by its last listed thread; beside
@@ -359,9 +361,12 @@ def processes(stacks: pd.DataFrame, thread: str = "MainThread",
 
 
 def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _FrameMemo,
-          leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]]) -> Proc:
+          leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]],
+          others: list[_Row] | None = None) -> Proc:
     """One process from its chosen threads' rows (the last snapshot counting, unless it shows
-    no Python frame where an earlier one does: ``_telling``)."""
+    no Python frame where an earlier one does: ``_telling``); where the chosen thread shows
+    only the standard library's waits, its leaf is read from the process's ``others`` threads
+    (``continued_leaf``)."""
     snaps = _snapshots(chosen)
     native = [_native_only(snap, memo) for snap in snaps]
     at = _telling(snaps, native, memo)
@@ -373,6 +378,15 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
         frames = list(fkey)
         leaf_memo[fkey] = (key_leaf(frames), in_collective(frames), is_helper_process(frames))
     leaf, coll, helper = leaf_memo[fkey]
+    sig_at = None
+    at_leaf = split_frame(leaf) if leaf else None
+    if (others and at_leaf is not None and at_leaf.python
+            and generic_wait(at_leaf.func, at_leaf.file)):  # only the stdlib's waits
+        cont = continued_leaf(list(fkey), [list(_frame_key(r)) for r in others
+                                           if not HELPER_THREAD_RE.search(str(_na(r.thread) or ""))])
+        if cont is not None:
+            leaf, coll = key_leaf(cont), coll or in_collective(cont)
+            sig_at = signature(cont, memo.depth)
     if _na(first.state) == "dump_error":  # named by what py-spy said instead of a frame
         leaf = f"not dumped: {str(_na(first.line) or 'py-spy error').strip()}"
     elif _na(first.state) == "D" and not fkey:
@@ -382,7 +396,7 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
     moving = [sig for sig, n in zip(sigs, native, strict=True) if not n] or sigs
     return Proc(
         key=key, rank=as_int(first.rank), host=_na(first.host), pid=as_int(first.pid),
-        frames=list(fkey), leaf=leaf, signature=sigs[at],
+        frames=list(fkey), leaf=leaf, signature=sig_at or sigs[at],
         in_collective=coll, helper=helper,
         source=str(first.source), line=str(_na(first.line) or ""),
         thread=_na(first.thread), state="D" if stuck is not None else _na(first.state),
@@ -390,6 +404,30 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
         snapshots=len(snaps), moved=len(set(moving)) > 1,
         count=as_int(first.count) or 1,
         threads=[str(_na(r.thread) or _na(r.tid) or "?") for r in last])
+
+
+def only_waits(frames: list[str]) -> bool:
+    """Whether a stack's Python frames are all the standard library's generic waits: it says
+    that its thread waits, not for what (a paste cut it below them)."""
+    py = [p for p in map(split_frame, frames) if p.python]
+    return bool(py) and all(generic_wait(p.func, p.file) for p in py)
+
+
+def continued_leaf(frames: list[str], others: list[list[str]]) -> list[str] | None:
+    """The stack a thread that shows only the standard library's waits (``only_waits``) stands
+    for, read from its process's other threads: the most common of those whose innermost
+    frames are its own, line for line (the same wait reached the same way, printed whole),
+    else of those at work (no stdlib wait innermost, ``is_idle_helper_thread``) — the thread
+    that does the work. None where no such thread, or two leaves tie."""
+    full = [o for o in others if len(o) > len(frames) and o[:len(frames)] == frames
+            and not only_waits(o)]
+    pool = full or [o for o in others if o and not only_waits(o)
+                    and not is_idle_helper_thread(None, o)]
+    tally = Counter(key_leaf(o) for o in pool)
+    top = tally.most_common(2)
+    if not top or (len(top) > 1 and top[0][1] == top[1][1]):
+        return None
+    return next(o for o in pool if key_leaf(o) == top[0][0])
 
 
 def _interrupted_files(df: pd.DataFrame) -> set[tuple[Any, str]]:
