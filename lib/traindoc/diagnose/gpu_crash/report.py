@@ -82,7 +82,7 @@ def _who(facts: dict[str, Any]) -> str:
 # error_kind (a fact's value) in words for sentences (issue 15.10: no internal ids in prose)
 KIND_WORDS = {"cuda_error": "a CUDA error", "xid": "an Xid from the GPU driver",
               "oom": "out of memory", "nccl_error": "an NCCL error", "ecc": "an ECC memory error",
-              "signal": "a fatal signal", "python": "a Python error"}
+              "mpi_error": "an MPI error", "signal": "a fatal signal", "python": "a Python error"}
 
 
 def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
@@ -729,6 +729,19 @@ def _check_network(a: GpuCrashAnalysis) -> Action | None:
         "nccl-tests all_reduce_perf across the nodes involved")
 
 
+def _check_mpi_transport(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "mpi_error"):
+        return None
+    return action(
+        "check_mpi_transport", "Find why the MPI call failed on the failed rank",
+        f"{_who(a.facts)} reported {_msg(a)[:120]}: an MPI call (or the UCX/verbs transport "
+        "under it) failed there, and MPI then ended every process of the job.",
+        "rerun with UCX_LOG_LEVEL=info (Open MPI: --mca pml_ucx_verbose 10; MPICH/Intel MPI: "
+        "I_MPI_DEBUG=5) to see the transport chosen; on its node: ucx_info -d, ibv_devinfo; a "
+        "GPU buffer that cannot be registered (ibv_reg_mr … Bad address) needs a CUDA-aware "
+        "MPI/UCX build (ompi_info --parsable --all | grep mpi_built_with_cuda_support)")
+
+
 def _resume(a: GpuCrashAnalysis) -> Action | None:
     ck = a.checkpoints
     if a.crash.first is None:
@@ -838,6 +851,7 @@ ACTIONS: tuple[Rule[Action], ...] = (
     Rule("fix_exception", _fix_exception, 1),
     Rule("debug_native_crash", _debug_native_crash, 1), Rule("why_killed", _why_killed, 1),
     Rule("debug_cuda_in_nccl", _debug_cuda_in_nccl, 1), Rule("check_network", _check_network, 1),
+    Rule("check_mpi_transport", _check_mpi_transport, 1),
     Rule("resume", _resume, 3), Rule("save_interval", _save_interval, 4),
     Rule("keep_interval", _keep_interval, 6),
     Rule("exit_on_failure_hung", _exit_on_failure_hung, 2),
