@@ -1750,3 +1750,99 @@ def test_a_bare_exception_takes_the_message_it_states_nearby(tmp_path: Path) -> 
             + TORCHRUN_EXIT_1.format(lr=0, pid=24024))
     f = _facts(tmp_path, text)
     assert "No such file or directory" in f["error_message"]
+
+
+# --- MPI and UCX failures: the process that prints them failed (kind mpi_error) ----------------
+
+@pytest.mark.parametrize("line, code, words, where", [
+    # sparticlesteve/pytorch-cuda-mpi-error slurm-422332.out (corpus
+    # gpu_crash-pytorch-cuda-mpi-error-slurm-422332)
+    ("[1580511823.093560] [cgpu17:53890:1]          ib_md.c:478  UCX  ERROR ibv_reg_mr(address="
+     "0x2aab4bc00000, length=131072, access=0xf) failed: Bad address", "ucx_error", "ibv_reg_mr",
+     {"host": "cgpu17", "pid": 53890}),
+    ("[cgpu17:53890] pml_ucx.c:775  Error: ucx send failed: Input/output error",
+     "ompi_ucx_error", "ucx send failed", {"host": "cgpu17", "pid": 53890}),
+    # open-mpi/ompi#8003
+    ("[node6116:69399] pml_ucx.c:453  Error: Failed to resolve UCX endpoint for rank 95",
+     "ompi_ucx_error", "Failed to resolve UCX endpoint", {"host": "node6116"}),
+    # openucx/ucx#9908: pasted with one space
+    ("[1716594409.541480] [gpu1:1581047:0] sock.c:323 UCX ERROR connect(fd=87, dest_addr="
+     "172.17.0.1:47133) failed: Connection refused", "ucx_error", "Connection refused",
+     {"host": "gpu1"}),
+    # E3SM-Project/ACME-ECP#92
+    ("[g32n01:32314] *** An error occurred in MPI_Allreduce", "mpi_errhandler",
+     "An error occurred in MPI_Allreduce", {"host": "g32n01", "pid": 32314}),
+    ("[g32n01:32314] *** reported by process [2154496201,608]", "mpi_reported_by",
+     "reported by process", {"rank": 608}),
+    # KaHIP/KaHIP#8: the reason on the line
+    ("[cp-1:16051] *** An error occurred in MPI_Allreduce: the reduction operation MPI_SUM is "
+     "not defined on the MPI_INTEGER datatype", "mpi_errhandler", "MPI_SUM is not defined",
+     {"host": "cp-1"}),
+    # Tencent/plato#164 (MPICH)
+    ("Fatal error in MPI_Allreduce: Other MPI error, error stack:", "mpi_fatal",
+     "Fatal error in MPI_Allreduce: Other MPI error", {}),
+    # SGpp/DisCoTec#97 (Intel MPI)
+    ("Abort(203042319) on node 4092 (rank 4092 in comm 0): Fatal error in PMPI_Wait: Other MPI "
+     "error, error stack:", "mpi_fatal", "Fatal error in PMPI_Wait", {"rank": 4092}),
+    # ofiwg/libfabric#11307 (Cray MPICH)
+    ("MPICH ERROR [Rank 11122] [job id 41595204.0] [Thu Aug 14 08:27:11 2025] [nid006700] - "
+     "Abort(2695311) (rank 11122 in comm 0): Fatal error in PMPI_Allreduce: Other MPI error, "
+     "error stack:", "mpi_fatal", "Fatal error in PMPI_Allreduce",
+     {"rank": 11122, "host": "nid006700"}),
+    # pmodels/mpich#270
+    ("application called MPI_Abort(MPI_COMM_WORLD, 0) - process 3[cli_3]: aborting job:",
+     "mpi_abort", "MPI_Abort(MPI_COMM_WORLD, 0)", {"rank": 3}),
+])
+def test_mpi_and_ucx_error_lines(line: str, code: str, words: str, where: dict) -> None:
+    row = parse_error(line)
+    assert row is not None and row["kind"] == "mpi_error" and row["code"] == code
+    assert words in row["message"]
+    assert {k: row.get(k) for k in where} == where
+
+
+def test_ucx_fatal_is_an_abort() -> None:
+    # openucx/ucx#6805: ucs_fatal prints this, then abort()s
+    row = parse_error("[jazz14:75380:0:75380]        rndv.c:1608 Fatal: error handling is "
+                      "unsupported with rendezvous protocol")
+    assert row is not None and (row["kind"], row["code"], row["host"]) == (
+        "signal", "SIGABRT", "jazz14")
+
+
+MPI_BCAST_FAILURE = [  # sparticlesteve/pytorch-cuda-mpi-error slurm-422332.out, cut
+    "0: local result: tensor(114.2847, device='cuda:0')",
+    "1: local result: tensor(308.4093, device='cuda:1')",
+    "0: [1580511823.093560] [cgpu17:53890:1]          ib_md.c:478  UCX  ERROR ibv_reg_mr("
+    "address=0x2aab4bc00000, length=131072, access=0xf) failed: Bad address",
+    "0: [cgpu17:53890] pml_ucx.c:775  Error: ucx send failed: Input/output error",
+    "0: [cgpu17:53890] *** An error occurred in MPI_Bcast",
+    "0: [cgpu17:53890] *** reported by process [1908146176,0]",
+    "0: [cgpu17:53890] *** on communicator MPI_COMM_WORLD",
+    "0: [cgpu17:53890] *** MPI_ERR_OTHER: known error not in list",
+    "0: [cgpu17:53890] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,",
+    "0: [cgpu17:53890] ***    and potentially your MPI job)",
+    "0: slurmstepd: error: *** STEP 422332.0 ON cgpu17 CANCELLED AT 2020-01-31T15:03:43 ***",
+    "srun: error: cgpu17: task 0: Killed",
+    "srun: Terminating job step 422332.0",
+    "srun: error: cgpu17: task 1: Killed",
+]
+
+
+def test_an_mpi_error_is_the_failure_and_the_other_tasks_kill_its_cascade(tmp_path: Path) -> None:
+    """The MPI error's own report wins over UCX's detail lines before it; MPI's abort then
+    kills every task, which srun reports for each: those kills are the cascade."""
+    f = _facts(tmp_path, "\n".join(MPI_BCAST_FAILURE) + "\n")
+    assert f["error_kind"] == "mpi_error"
+    assert "ucx send failed" in f["error_message"]
+    assert f["failed_ranks"] == [0] and f["failed_hosts"] == ["cgpu17"]
+    rep = gpu_crash.report(gpu_crash.analyse(traindoc.load(str(tmp_path / "job.log"))))
+    assert "NCCL" not in rep.verdict and "an MPI error" in rep.verdict
+    assert rep.actions[0].id == "check_mpi_transport"
+
+
+def test_a_ucx_error_the_run_went_on_after_is_no_failure(tmp_path: Path) -> None:
+    lines = ["[1580511823.093560] [n1:53890:1]  sock.c:116  UCX  ERROR connect(fd=34, "
+             "dest_addr=10.0.0.2:35892) failed: Connection timed out",
+             *(f"step {i} loss {2.0 - i / 100:.3f}" for i in range(1, 30)),
+             "Traceback (most recent call last):", "ValueError: bad batch"]
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["error_kind"] == "python"

@@ -1820,3 +1820,27 @@ def test_paddle_container_failed_names_the_rank_of_an_unranked_traceback(tmp_pat
     _, r = diag(tmp_path, text)
     assert r.facts["failed_ranks"] == [0]
     assert r.facts["error_kind"] == "python"
+
+
+# --- "make a crashed job exit instead of hanging" only where the logs show a hang or cannot tell --
+
+def _exit_actions(path: Path) -> list:
+    r = gpu_crash.diagnose(traindoc.load(str(path)))
+    return [a for a in r.actions if a.id == "exit_on_failure"]
+
+
+def test_exit_on_failure_is_not_advised_when_the_job_ended_promptly() -> None:
+    """drill_cuda_oom: the launcher's exit record comes a second after the OOM."""
+    assert _exit_actions(DATA / "gpu_crash" / "drill_cuda_oom") == []
+
+
+def test_exit_on_failure_says_unknown_without_times() -> None:
+    """bloom_seed's lines carry no time after the failure: whether it hung is unknown."""
+    (act,) = _exit_actions(DATA / "gpu_crash" / "bloom_seed")
+    assert "unknown" in act.title and "unknown" in act.why
+
+
+def test_exit_on_failure_after_a_hang_states_it() -> None:
+    """xid79_multinode: the last rank timed out 10 min after the Xid."""
+    (act,) = _exit_actions(DATA / "gpu_crash" / "xid79_multinode")
+    assert "unknown" not in act.title and "min after the first" in act.why

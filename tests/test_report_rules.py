@@ -213,6 +213,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/gpu_crash/gpu_crash-flavr-58", {}),
     ("gpu_crash", "ACTIONS", "check_network"): (
         "data/corpus/gpu_crash/gpu_crash-ml-engineering-slurm-users-broken-network", {}),
+    ("gpu_crash", "ACTIONS", "check_mpi_transport"): (
+        "data/corpus/gpu_crash/gpu_crash-pytorch-cuda-mpi-error-slurm-422332", {}),
     ("gpu_crash", "ACTIONS", "resume"): ("data/gpu_crash/bloom_seed", {}),
     ("gpu_crash", "ACTIONS", "save_interval"): ("data/gpu_crash/bloom_seed", {}),
     ("gpu_crash", "ACTIONS", "keep_interval"): ("data/gpu_crash/xid79_multinode", {}),

@@ -143,7 +143,8 @@ FEW_HISTORY = 5
 CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 # error kinds of the gpu_crash runbook's first failure that triage calls a GPU crash on its own
 # word (a Python exception is one only when it took its process down; see ``_gpu_crash``).
-RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error"})
+RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error",
+                                 "mpi_error"})
 # A scheduler taking its nodes back from a healthy job (SchedMD/slurm slurmstepd/req.c: "*** JOB
 # … CANCELLED AT … DUE TO PREEMPTION ***" / "DUE TO JOB REQUEUE ***"): no crash of the job's own.
 SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue"})
@@ -530,7 +531,8 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
     where = who(ranks) if ranks else (
         f"host {f['failed_hosts'][0]}" if f.get("failed_hosts") else "a process (no rank tag)")
     msg = str(f.get("error_message") or f.get("error_kind"))
-    kind = {"nccl_error": "an NCCL error", "cuda_error": "a CUDA error", "xid": "an Xid",
+    kind = {"nccl_error": "an NCCL error", "mpi_error": "an MPI error",
+            "cuda_error": "a CUDA error", "xid": "an Xid",
             "ecc": "an ECC error", "oom": "out of memory", "signal": "a fatal signal",
             "python": "a Python exception"}.get(
         str(f.get("error_kind")), str(f.get("error_kind")))

@@ -3,7 +3,8 @@
 Each entry of ``ERROR_PATTERNS`` is (code, kind, needle, regex); the first match wins. The
 ``message`` column holds the matched phrase (or the regex's ``msg`` group); a ``code`` group,
 when the regex has one, replaces the entry's code (a Python exception's class, a signal name).
-``kind`` is one of cuda_error, xid (see ``xid.py``), oom, nccl_error, ecc, signal, python.
+``kind`` is one of cuda_error, xid (see ``xid.py``), oom, nccl_error, mpi_error, ecc, signal,
+python.
 
 Wordings, checked against the sources that print them (and public issues quoting them):
 
@@ -464,6 +465,85 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "NCCL WARN",
         re.compile(r"NCCL WARN (?P<msg>.*)"),
     ),
+    # --- MPI and its transport (UCX): an MPI call failed on the process that prints it --------
+    (  # UCX's own log line, under Open MPI, MPICH, UCC or NCCL's UCX plugin: "[1580511823.093560]
+        # [cgpu17:53890:1]          ib_md.c:478  UCX  ERROR ibv_reg_mr(address=0x2aab4bc00000,
+        # length=131072, access=0xf) failed: Bad address" (sparticlesteve/pytorch-cuda-mpi-error
+        # slurm-422332.out), "[node6116:69399:0] sock.c:116  UCX  ERROR connect(fd=34, …) failed:
+        # Connection timed out" (open-mpi/ompi#8003); pasted with one space (openucx/ucx#9908).
+        # One the run went on after is no failure (``diagnose.gpu_crash.events``)
+        "ucx_error",
+        "mpi_error",
+        "UCX  ERROR",
+        re.compile(r"(?:\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)(?::\d+)?\]\s+(?:\S+:\d+\s+)?)?"
+                   r"UCX\s+ERROR\s+(?P<msg>\S.{0,300}?)\s*$"),
+    ),
+    (
+        "ucx_error",
+        "mpi_error",
+        "UCX ERROR",
+        re.compile(r"(?:\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)(?::\d+)?\]\s+(?:\S+:\d+\s+)?)?"
+                   r"UCX\s+ERROR\s+(?P<msg>\S.{0,300}?)\s*$"),
+    ),
+    (  # Open MPI's UCX components: "[cgpu17:53890] pml_ucx.c:775  Error: ucx send failed:
+        # Input/output error" (slurm-422332.out above), "[node6116:69399] pml_ucx.c:453  Error:
+        # Failed to resolve UCX endpoint for rank 95" (open-mpi/ompi#8003), osc_ucx, spml_ucx
+        "ompi_ucx_error",
+        "mpi_error",
+        "rror: ",
+        re.compile(r"(?:\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)\]\s+)?(?:pml|osc|spml|btl)_ucx"
+                   r"\w*\.c:\d+\s+Error: (?P<msg>\S.*?)\s*$"),
+    ),
+    (  # Open MPI's fatal error handler: "[g32n01:32314] *** An error occurred in MPI_Allreduce"
+        # then "*** MPI_ERR_COMM: invalid communicator" … "*** MPI_ERRORS_ARE_FATAL (processes in
+        # this communicator will now abort," (E3SM-Project/ACME-ECP#92, open-mpi/ompi#8003); with
+        # the reason on the line: "*** An error occurred in MPI_Allreduce: the reduction
+        # operation MPI_SUM is not defined on the MPI_INTEGER datatype" (KaHIP/KaHIP#8)
+        "mpi_errhandler",
+        "mpi_error",
+        "An error occurred in MPI_",
+        re.compile(r"(?:\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)\]\s+)?\*\*\*\s+(?P<msg>An error "
+                   r"occurred in MPI_\w+(?::? .{1,200}?)?)\s*$"),
+    ),
+    (  # the handler's next line names the process: Open MPI's name [jobid,vpid], whose vpid is
+        # the rank in MPI_COMM_WORLD ("[g32n01:32314] *** reported by process [2154496201,608]",
+        # E3SM-Project/ACME-ECP#92): who the lines of that pid are (a context row)
+        "mpi_reported_by",
+        "mpi_error",
+        "reported by process [",
+        re.compile(r"(?:\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)\]\s+)?\*\*\*\s+(?P<msg>reported "
+                   r"by process \[\d+,(?P<rank>\d{1,7})\])\s*$"),
+    ),
+    (  # MPICH, Intel MPI, Cray MPICH: "Fatal error in MPI_Allreduce: Other MPI error, error
+        # stack:" (Tencent/plato#164), "Abort(203042319) on node 4092 (rank 4092 in comm 0): Fatal
+        # error in PMPI_Wait: Other MPI error, error stack:" (SGpp/DisCoTec#97), "MPICH ERROR
+        # [Rank 11122] [job id 41595204.0] [Thu Aug 14 08:27:11 2025] [nid006700] -
+        # Abort(2695311) (rank 11122 in comm 0): Fatal error in PMPI_Allreduce: Other MPI error,
+        # error stack:" (ofiwg/libfabric#11307). Comm 0 is MPI_COMM_WORLD: its rank is global
+        "mpi_fatal",
+        "mpi_error",
+        "Fatal error in ",
+        re.compile(r"(?:\[(?P<host>[A-Za-z][\w.\-]*)\] - )?(?:Abort\(-?\d+\)(?: on node \d+)? "
+                   r"\(rank (?P<rank>\d+) in comm 0\): )?(?P<msg>Fatal error in (?:P?MPI|MPID|MPIR|"
+                   r"internal)\w*: [^,\n]{1,160}?)(?:, error stack:|\s*$)"),
+    ),
+    (  # the program ending the job through MPI: MPICH/Intel MPI "application called
+        # MPI_Abort(MPI_COMM_WORLD, 1) - process 3" (pmodels/mpich#270: the process is the rank
+        # in MPI_COMM_WORLD); Open MPI "MPI_ABORT was invoked on rank 0 in communicator
+        # MPI_COMM_WORLD with errorcode 1." (its reason, when printed, is in the lines before)
+        "mpi_abort",
+        "mpi_error",
+        "MPI_Abort(",
+        re.compile(r"(?P<msg>application called MPI_Abort\((?:MPI_COMM_WORLD|comm=0x[0-9a-fA-F]+), "
+                   r"-?\d+\)) - process (?P<rank>\d+)"),
+    ),
+    (
+        "mpi_abort",
+        "mpi_error",
+        "MPI_ABORT was invoked",
+        re.compile(r"(?P<msg>MPI_ABORT was invoked on rank (?P<rank>\d+) in communicator "
+                   r"MPI_COMM_WORLD(?:\s+with errorcode -?\d+)?)"),
+    ),
     # --- ProcessGroupNCCL / gloo teardown (the timeout runbook reads these codes) ------------
     (
         "nccl_teardown",
@@ -673,6 +753,17 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)[\s:\d]*\] (?P<msg>Caught signal "
                    r"\d+ \((?P<what>[A-Z][a-z]+(?: [a-z]+)*)[^)]*\))"),
     ),
+    (  # UCX's fatal error (ucs_fatal), which calls abort(): "[jazz14:75380:0:75380]
+        # rndv.c:1608 Fatal: error handling is unsupported with rendezvous protocol"
+        # (openucx/ucx#6805), "[cgpu09:43722:2:43760]        rndv.c:943  Fatal: failed to unpack
+        # rendezvous remote key received from <no debug data>: Input/output error"
+        # (sparticlesteve/pytorch-cuda-mpi-error slurm-418426.out)
+        "SIGABRT",
+        "signal",
+        " Fatal: ",
+        re.compile(r"\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)(?::\d+){1,2}\]\s+\w+\.c:\d+\s+"
+                   r"(?P<msg>Fatal: \S.{0,300}?)\s*$"),
+    ),
     (  # Open MPI's handler: "[ichost094:17969] Signal: Segmentation fault (11)"
         "fatal_signal",
         "signal",
@@ -858,7 +949,10 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED", "Resource exhausted: ",
                 "OOM when allocating", "BLAS ERROR]", "CUDNN_STATUS_", "CUBLAS_STATUS_",
                 "CUDA_ERROR_", "Assertion ", "due to CUDA OOM", "killed due to memory pressure",
-                "System memory low at node", "OUT_OF_DEVICE_MEMORY", "heartbeat timeout")
+                "System memory low at node", "OUT_OF_DEVICE_MEMORY", "heartbeat timeout",
+                "UCX  ERROR", "UCX ERROR", "An error occurred in MPI_", "MPI_Abort(",
+                "reported by process [", " Fatal: ",
+                "MPI_ABORT was invoked")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)

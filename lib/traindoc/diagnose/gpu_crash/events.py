@@ -54,6 +54,11 @@ LAUNCHER_LINE_CODES = {"launcher_received_signal", "launcher_sigterm", "launcher
                        "launcher_sigkill"}
 STRONG_SIGNAL_CODES = {"slurm_node_failure": Strength.HARDWARE, "slurm_preemption": Strength.WEAK,
                        "terminate": Strength.WEAK, "ray_worker_died": Strength.WEAK}
+# mpi_error codes of a program that asked MPI to end the job (MPI_Abort): its reason, when
+# printed, is another line
+MPI_ABORT_CODES = {"mpi_abort"}
+# mpi_error rows that only say who reported the error (Open MPI's "reported by process [j,r]")
+MPI_CONTEXT_CODES = {"mpi_reported_by"}
 # A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
 # that follows is its teardown.
 NOT_A_FAILURE_CODES = {"slurm_time_limit"}
@@ -102,6 +107,11 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     if kind == "nccl_error":
         return (("cause", Strength.LOCAL) if code in LOCAL_NCCL_CODES
                 else ("cascade", Strength.NONE))
+    if kind == "mpi_error":  # the process that prints it had an MPI call fail; an abort it
+        # asked for says that it ended, not why
+        if code in MPI_CONTEXT_CODES:
+            return "context", Strength.NONE
+        return "cause", (Strength.WEAK if code in MPI_ABORT_CODES else Strength.LOCAL)
     if kind == "signal":
         if code in NOT_A_FAILURE_CODES:
             return "context", Strength.NONE
@@ -190,11 +200,13 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _cascade_xid_roles(ev)
     _kernel_assert_roles(ev)
     _recovered_oom_roles(ev, incident, files)
+    _ucx_detail_roles(ev)
     _after_success_roles(ev, incident, files)
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
     _exit_roles(ev)
+    _mpi_abort_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
     _outside_stop_roles(ev, incident)
@@ -440,14 +452,16 @@ def _kernel_assert_roles(ev: pd.DataFrame) -> None:
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
-# an OOM the code works around (moving the work to the CPU) and goes on
-RECOVERED_OOM_CODES = {"oom_fallback"}
+# errors a run may go on after: an OOM the code works around (moving the work to the CPU), a
+# UCX transport error UCX or MPI recovers from (another transport, a retried connection)
+RECOVERED_OOM_CODES = {"oom_fallback", "ucx_error"}
 
 
 def _recovered_oom_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
-    """An OOM the program caught and worked around is no failure when the run went on: a step
-    or progress line after it in the same file. Where nothing came after it, it is the last
-    thing the run said before it ended, and the failure it has."""
+    """An OOM the program caught and worked around (or a UCX error the transport got past) is
+    no failure when the run went on: a step or progress line after it in the same file. Where
+    nothing came after it, it is the last thing the run said before it ended, and the failure
+    it has."""
     oom = ev.index[ev["code"].isin(list(RECOVERED_OOM_CODES)) & (ev["role"] == "cause")]
     if not len(oom):
         return
@@ -460,6 +474,31 @@ def _recovered_oom_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
         else:
             ev.at[i, "strength"] = Strength.WEAK
+
+
+UCX_DETAIL_LINES = 40  # how far below UCX's error lines the process's own report of it comes
+
+
+def _ucx_detail_roles(ev: pd.DataFrame) -> None:
+    """UCX's error lines are the detail of a failure the same process reports next, within
+    ``UCX_DETAIL_LINES`` lines: MPI's error ("pml_ucx.c:775  Error: ucx send failed", "*** An
+    error occurred in MPI_Bcast") or the signal UCX's fatal error raised ("Caught signal 11
+    (Segmentation fault …)", ucs_fatal's "rndv.c:943  Fatal: …" and its abort). That report is the failure;
+    the UCX lines are its context."""
+    ucx = ev.index[(ev["code"] == "ucx_error") & (ev["role"] == "cause")]
+    if not len(ucx):
+        return
+    own = ev[(ev["table"] == "errors") & (ev["role"] == "cause") & (ev["code"] != "ucx_error")]
+    for i in ucx:
+        e = ev.loc[i]
+        later = own[(own["file"] == e["file"]) & (own["lineno"] > e["lineno"])
+                    & (own["lineno"] - e["lineno"] <= UCX_DETAIL_LINES)]
+        if pd.notna(e["pid"]):
+            later = later[later["pid"] == e["pid"]]
+        elif as_str(e["host"]) is not None:
+            later = later[later["host"] == e["host"]]
+        if len(later):
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
@@ -706,6 +745,24 @@ def _exit_roles(ev: pd.DataFrame) -> None:
                                                          else Strength.WEAK)]
 
 
+def _mpi_abort_roles(ev: pd.DataFrame) -> None:
+    """After an MPI error on a known rank, MPI ends every process of the job (Open MPI's
+    MPI_ERRORS_ARE_FATAL: "processes in this communicator will now abort", MPI_Abort; then
+    srun's "task 1: Killed" for each): a later exit of another rank, in the same file, with no
+    error of its own is that abort, a cascade."""
+    mpi = ev[(ev["kind"] == "mpi_error") & (ev["role"] == "cause") & ev["rank"].notna()]
+    if not len(mpi):
+        return
+    first = mpi.sort_values("lineno", kind="stable").groupby("file")["lineno"].min()
+    own = set(mpi["rank"].astype(int))
+    bare = ev.index[(ev["table"] == "exits") & (ev["role"] == "cause") & ev["rank"].notna()
+                    & (ev["strength"] == Strength.WEAK)]
+    for i in bare:
+        start = first.get(ev.at[i, "file"])
+        if start is not None and ev.at[i, "lineno"] > start and int(ev.at[i, "rank"]) not in own:
+            ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
+
+
 RESTATED_EXIT_LINES = 10  # an anonymous exit 1 this close below a Python exception is its exit
 
 
@@ -836,7 +893,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
 
 # an abort, or a launcher saying a worker died: neither names the error that caused it
 ABORT_CODES = {"SIGABRT", "terminate", "ray_worker_died"}
-SPECIFIC_KINDS = ("cuda_error", "xid", "ecc", "oom", "nccl_error")
+SPECIFIC_KINDS = ("cuda_error", "xid", "ecc", "oom", "nccl_error", "mpi_error")
 
 
 def _without_launcher_command_rank(cluster: pd.DataFrame, first: pd.Series) -> pd.DataFrame:
@@ -1190,6 +1247,7 @@ def cascade_table(crash: Crash) -> pd.DataFrame:
 
 # A failure kind in a figure's label: a few words, not the fact id.
 KIND_LABELS = {"cuda_error": "CUDA error", "oom": "out of memory", "nccl_error": "NCCL error",
+               "mpi_error": "MPI error",
                "ecc": "ECC error", "signal": "fatal signal", "python": "Python error",
                "collective_timeout": "collective timeout", "nccl_teardown": "NCCL teardown",
                "process_taken_down": "process taken down",

@@ -82,7 +82,7 @@ def _who(facts: dict[str, Any]) -> str:
 # error_kind (a fact's value) in words for sentences (issue 15.10: no internal ids in prose)
 KIND_WORDS = {"cuda_error": "a CUDA error", "xid": "an Xid from the GPU driver",
               "oom": "out of memory", "nccl_error": "an NCCL error", "ecc": "an ECC memory error",
-              "signal": "a fatal signal", "python": "a Python error"}
+              "mpi_error": "an MPI error", "signal": "a fatal signal", "python": "a Python error"}
 
 
 def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
@@ -729,6 +729,19 @@ def _check_network(a: GpuCrashAnalysis) -> Action | None:
         "nccl-tests all_reduce_perf across the nodes involved")
 
 
+def _check_mpi_transport(a: GpuCrashAnalysis) -> Action | None:
+    if not _software(a, "mpi_error"):
+        return None
+    return action(
+        "check_mpi_transport", "Find why the MPI call failed on the failed rank",
+        f"{_who(a.facts)} reported {_msg(a)[:120]}: an MPI call (or the UCX/verbs transport "
+        "under it) failed there, and MPI then ended every process of the job.",
+        "rerun with UCX_LOG_LEVEL=info (Open MPI: --mca pml_ucx_verbose 10; MPICH/Intel MPI: "
+        "I_MPI_DEBUG=5) to see the transport chosen; on its node: ucx_info -d, ibv_devinfo; a "
+        "GPU buffer that cannot be registered (ibv_reg_mr … Bad address) needs a CUDA-aware "
+        "MPI/UCX build (ompi_info --parsable --all | grep mpi_built_with_cuda_support)")
+
+
 def _resume(a: GpuCrashAnalysis) -> Action | None:
     ck = a.checkpoints
     if a.crash.first is None:
@@ -800,31 +813,58 @@ def _keep_interval(a: GpuCrashAnalysis) -> Action | None:
     return _interval_action(a)
 
 
+# cascade codes of survivors that waited for the failed rank until a timeout ended them
+WAITED_CODES = frozenset({"collective_timeout", "watchdog_stuck", "heartbeat_timeout"})
+
+
+def _waited_out(a: GpuCrashAnalysis) -> bool:
+    """Survivors timed out waiting after the first failure (a collective or watchdog timeout
+    among the cascade)."""
+    casc = a.crash.cascade
+    return bool(len(casc)) and bool(casc["code"].isin(list(WAITED_CODES)).any())
+
+
 def _hung(a: GpuCrashAnalysis) -> bool:
-    """The survivors hung after the first failure (its last line came long after it)."""
-    return a.exit_delay_s is not None and a.exit_delay_s > HANG_WARN_S
+    """The survivors hung after the first failure: its last line came long after it, or they
+    timed out waiting for the failed rank."""
+    return (a.exit_delay_s is not None and a.exit_delay_s > HANG_WARN_S) or _waited_out(a)
 
 
-def _exit_action(a: GpuCrashAnalysis) -> Action:
+def _ended_promptly(a: GpuCrashAnalysis) -> bool:
+    """The logs show the job ending soon after the first failure (a later failure line, the
+    launcher's or scheduler's, within ``HANG_WARN_S``) and no survivor waiting it out."""
+    return a.exit_delay_s is not None and a.exit_delay_s <= HANG_WARN_S and not _waited_out(a)
+
+
+def _exit_action(a: GpuCrashAnalysis, known: bool) -> Action:
     hang = a.exit_delay_s
+    said = (f" Here the last failure line came {hang / 60:.0f} min after the first."
+            if known and hang and hang > HANG_WARN_S else
+            " Here the survivors timed out waiting for the failed rank." if known else
+            " Whether this job's survivors exited or hung is unknown: these logs do not show "
+            "how long the job lived after the first failure.")
+    nccl = ("" if _kind(a) == "mpi_error" else
+            "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # torch<2.2: NCCL_ASYNC_ERROR_HANDLING=1; ")
     return action(
-        "exit_on_failure", "Make a crashed job exit instead of hanging",
+        "exit_on_failure", "Make a crashed job exit instead of hanging" + (
+            "" if known else " (if it hung: unknown from these logs)"),
         ("When one rank dies the others block in their next collective; without async error "
          "handling they wait there (BLOOM-176B lost hours this way), and without "
-         "--kill-on-bad-exit srun keeps the step alive, so nothing restarts it."
-         + (f" Here the last failure line came {hang / 60:.0f} min after the first."
-            if hang else "")),
-        "export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # torch<2.2: NCCL_ASYNC_ERROR_HANDLING=1; "
-        "srun --kill-on-bad-exit=1 --wait=60 …  # end the step 60 s after the first task "
+         "--kill-on-bad-exit srun keeps the step alive, so nothing restarts it." + said),
+        nccl + "srun --kill-on-bad-exit=1 --wait=60 …  # end the step 60 s after the first task "
         "dies; #SBATCH --requeue (or a job array with %1) so the restart is automatic")
 
 
 def _exit_on_failure_hung(a: GpuCrashAnalysis) -> Action | None:
-    return _exit_action(a) if a.crash.first is not None and _hung(a) else None
+    return _exit_action(a, True) if a.crash.first is not None and _hung(a) else None
 
 
 def _exit_on_failure(a: GpuCrashAnalysis) -> Action | None:
-    return _exit_action(a) if a.crash.first is not None and not _hung(a) else None
+    """Where the logs cannot tell whether the job hung after its failure (no time after it);
+    none where they show it ended promptly."""
+    if a.crash.first is None or _hung(a) or _ended_promptly(a):
+        return None
+    return _exit_action(a, False)
 
 
 # What the first failure calls for first (drain, check, debug: one of them fires), then its
@@ -838,6 +878,7 @@ ACTIONS: tuple[Rule[Action], ...] = (
     Rule("fix_exception", _fix_exception, 1),
     Rule("debug_native_crash", _debug_native_crash, 1), Rule("why_killed", _why_killed, 1),
     Rule("debug_cuda_in_nccl", _debug_cuda_in_nccl, 1), Rule("check_network", _check_network, 1),
+    Rule("check_mpi_transport", _check_mpi_transport, 1),
     Rule("resume", _resume, 3), Rule("save_interval", _save_interval, 4),
     Rule("keep_interval", _keep_interval, 6),
     Rule("exit_on_failure_hung", _exit_on_failure_hung, 2),
