@@ -64,6 +64,15 @@ def test_gzip_cut_short_keeps_what_came_before(tmp_path: Path) -> None:
         ("(FSDPPolicyWorkerBase pid=959049) Fatal Python error: Aborted", None, None,
          "Fatal Python error: Aborted"),
         ("(RayTrainWorker pid=1, ip=10.0.0.1) [rank1]:x", 1, "10.0.0.1", "x"),
+        # SkyPilot's prefix (skypilot-org/skypilot examples/tpu/v6e/README.md): its "rank" is
+        # the node's index, no process's rank; the worker's ip is its host
+        ("(worker1, rank=1, pid=15406, ip=10.164.0.57)   train_loss               =     10.1527",
+         None, "10.164.0.57", "train_loss               =     10.1527"),
+        ("(head, rank=0, pid=17894) ***** train metrics *****", None, None,
+         "***** train metrics *****"),
+        ("(task, pid=17499)   epoch                    =      1.1765", None, None,
+         "epoch                    =      1.1765"),
+        ("(worker1, rank=1, pid=15406, ip=10.164.0.57) [rank9]:x", 9, "10.164.0.57", "x"),
         ("worker-3: [default0]:x", 0, "worker-3", "x"),
         ("[1,5]<stdout>:x", 5, None, "x"),
         # Polyaxon's log viewer before mpirun's tag (polyaxon/polyaxon#657); a worker replica

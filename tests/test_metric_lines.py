@@ -766,12 +766,13 @@ def test_an_epoch_begun_is_the_runs_progress_where_nothing_counts_steps(
 
 
 def test_an_epoch_header_beside_a_keras_bar_is_no_step(tmp_path) -> None:
-    """Keras: "Epoch 2/10" opens the epoch, its bar counts the steps."""
+    """Keras: "Epoch 2/10" opens the epoch, its bar counts the steps: the run stopped at the
+    700th of epoch 2's 1490 (its bar starts again every epoch), no step 2."""
     log = tmp_path / "train.log"
     log.write_text("Epoch 1/10\n1490/1490 [==============================] - 25s 17ms/step - "
                    "loss: 0.3100\nEpoch 2/10\n 700/1490 [=============>................] - ETA: "
                    "12s - loss: 0.2900\n")
-    assert last_progress(load(str(log))).step == 1490  # as before epoch headers were rows
+    assert last_progress(load(str(log))).step == 700
 
 
 # an epoch's batch counter on a line whose only metric has no column (an accuracy): the run's

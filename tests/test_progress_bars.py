@@ -65,12 +65,17 @@ def test_keras_epoch_line(line: str, step: int, total: int, spi: float, source: 
     "Epoch 12/200",
     "step 5/10 - loss: 2.0",  # no time per step
     "   10%|#         | 5/50 [00:01<00:09]",  # a tqdm bar, not Keras
-    # Keras 3 before the epoch's end: the seconds are the time left (keras-team/keras
-    # keras/src/utils/progbar.py, its ETA branch)
-    "416/418 ━━━━━━━━━━━━━━━━━━━━ 0s 9ms/step - loss: 0.0415 - mae: 0.1430",
 ])
 def test_not_keras(line: str) -> None:
     assert parse_keras(line) is None
+
+
+def test_a_keras_epoch_in_progress_has_no_rate() -> None:
+    # Keras 3 before the epoch's end: the seconds are the time left (keras-team/keras
+    # keras/src/utils/progbar.py, its ETA branch): the batch reached, no time of the epoch
+    row = parse_keras("416/418 ━━━━━━━━━━━━━━━━━━━━ 0s 9ms/step - loss: 0.0415 - mae: 0.1430")
+    assert row is not None and (row["step"], row["total"]) == (416, 418)
+    assert row.get("rate") is None and row.get("elapsed_s") is None
 
 
 def test_epoch_bars_make_one_series(tmp_path: Path) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import traindoc
+from traindoc.diagnose import gpu_crash
 from traindoc.diagnose.common import last_progress
-from traindoc.parse.progress import parse_metric_logger_eval, parse_tqdm
+from traindoc.parse.progress import parse_keras, parse_metric_logger_eval, parse_tqdm
 
 
 @pytest.mark.parametrize(("line", "step", "total", "desc"), [
@@ -189,3 +190,164 @@ def test_validation_and_label_scan_bars_are_no_training_step(tmp_path: Path) -> 
     log.write_text("\n".join([scan, train, val]) + "\n")
     p = last_progress(traindoc.load(log))
     assert (p.step, p.total) == (4, 4)
+
+
+# --- a bar that starts again every epoch: the run stopped in the epoch it last counted --------
+
+# keras-team/keras#8169 (its "After" output): Keras prints each epoch's closing line, then the
+# batches of the epoch in progress with the time left ("ETA"), no rate; the run was cut in epoch 3
+KERAS_8169 = [
+    "Epoch 1/12",
+    "60000/60000 [==============================] - 5s 87us/step - loss: 0.3437 - acc: 0.8957 - "
+    "val_loss: 0.0759 - val_acc: 0.9771",
+    "Epoch 2/12",
+    "60000/60000 [==============================] - 5s 77us/step - loss: 0.1145 - acc: 0.9671 - "
+    "val_loss: 0.0518 - val_acc: 0.9837",
+    "Epoch 3/12",
+    "29312/60000 [=============>................] - ETA: 2s - loss: 0.0891 - acc: 0.9733",
+]
+# ultralytics/ultralytics#18642: Ultralytics' bar, each epoch counting its 500 batches afresh (an
+# epoch's closing bar, then the next epoch's first lines; the wording of the issue's lines)
+ULTRALYTICS_18642 = [
+    "       1/25      14.5G      1.102      1.711      1.801        125       1920: 100%|██████████|"
+    " 500/500 [01:25<00:00,  5.85it/s]",
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "
+    "100%|██████████| 63/63 [00:12<00:00,  5.20it/s]",
+    "       2/25      13.1G      1.714      3.239      2.478        228       1920:   9%|▉         "
+    "| 45/500 [00:08<01:21,  5.58it/s]",
+    "       2/25      13.1G      1.459      2.705      2.169        174       1920:  18%|█▊        "
+    "| 88/500 [00:16<01:09,  5.93it/s]",
+]
+
+
+@pytest.mark.parametrize(("line", "step", "total"), [
+    ("29312/60000 [=============>................] - ETA: 2s - loss: 0.0891 - acc: 0.9733",
+     29312, 60000),  # keras-team/keras#8169
+    # a mid-epoch line from a notebook's output (search index file 10108864979; no repo named)
+    (" 16/148 [==>...........................] - ETA: 3s - loss: 2.7482 - accuracy: 0.2676",
+     16, 148),
+    # tensorflow/tensorflow#36332: a tty's redraws on one line once the carriage returns are
+    # lost: the last one is where the epoch stood
+    (" - ETA: 38s - loss: 0.6116 - accuracy: 0.9248 61/82 [=====================>........] - ETA:"
+     " 37s - loss: 0.6016 - accuracy: 0.9260 62/82 [=====================>........] - ETA: 35s - "
+     "loss: 0.5919 - accuracy: 0.9272", 62, 82),
+    # Keras 3 before the epoch's end: its seconds are the time left (keras-team/keras
+    # keras/src/utils/progbar.py, its ETA branch)
+    ("416/418 ━━━━━━━━━━━━━━━━━━━━ 0s 9ms/step - loss: 0.0415 - mae: 0.1430", 416, 418),
+])
+def test_a_keras_epoch_in_progress(line: str, step: int, total: int) -> None:
+    row = parse_keras(line)
+    assert row == {"step": step, "total": total, "desc": "keras"}  # no time: no rate
+
+
+@pytest.mark.parametrize(("lines", "step", "total"), [
+    (KERAS_8169, 29312, 60000),
+    (ULTRALYTICS_18642, 88, 500),
+])
+def test_a_bar_restarting_each_epoch_stopped_in_its_last_epoch(
+        tmp_path: Path, lines: list[str], step: int, total: int) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n" + OOM_TAIL)
+    inc = traindoc.load(p)
+    prog = last_progress(inc)
+    assert (prog.step, prog.total) == (step, total)
+    assert gpu_crash.analyse(inc).facts["last_iteration"] == step
+
+
+OOM_TAIL = ("Traceback (most recent call last):\n  File \"train.py\", line 120, in <module>\n"
+            "    loss.backward()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            "2.00 GiB. GPU 0 has a total capacity of 14.75 GiB of which 1.03 GiB is free.\n")
+
+
+# --- a step named in a bar's postfix: the optimizer's, where the bar counts an epoch's batches --
+
+# fairseq's --log-format tqdm (fairseq/logging/progress_bar.py TqdmProgressBar: the bar of the
+# epoch's batches, "epoch 002" its description, the stats in its postfix; num_updates counts the
+# run's optimizer updates): the wording of tests/test_writer_lines.py's fairseq-tqdm line, in a
+# second epoch of 1563 batches
+FAIRSEQ_TQDM = [
+    "epoch 001: 100%|██████████| 1563/1563 [10:00<00:00, 2.60it/s, loss=7.100, nll_loss=6.9, "
+    "ppl=119.4, wps=20474, ups=2.6, wpb=12110, bsz=402, num_updates=1563, lr=1e-05, gnorm=1.3, "
+    "loss_scale=64, train_wall=600, wall=602]",
+    "epoch 002:  10%|█         | 156/1563 [01:00<09:00, 2.60it/s, loss=6.600, nll_loss=6.1, "
+    "ppl=68.6, wps=20474, ups=2.6, wpb=12110, bsz=402, num_updates=1719, lr=1e-05, gnorm=1.1, "
+    "loss_scale=64, train_wall=660, wall=662]",
+]
+
+
+def test_a_postfix_step_counts_on_where_the_bar_restarts(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(FAIRSEQ_TQDM) + "\n" + OOM_TAIL)
+    inc = traindoc.load(p)
+    prog = last_progress(inc)
+    assert (prog.step, prog.total) == (1719, None)  # the bar's 1563 is an epoch's, no run's
+    assert gpu_crash.analyse(inc).facts["last_iteration"] == 1719
+
+
+@pytest.mark.parametrize(("line", "step", "total"), [
+    # NeMo's bar, its postfix's global_step counted from 0 (a guide's example output, search
+    # index file 48067291200; the index names no repo)
+    ("Epoch 0:   0%|          | 190/301501 [59:30<1572:41:13, 18.79s/it, loss=7.74, v_num=3-16, "
+     "reduced_train_loss=7.560, global_step=189.0, consumed_samples=24192.0]", 190, 301501),
+    # the postfix as last logged, behind the bar (an A3 Mega guide's output, search index file
+    # 26222585779; the index names no repo)
+    ("Epoch 0: :  47%|████▋     | 7/15 [06:19<07:13, reduced_train_loss=11.50, global_step=5.000, "
+     "consumed_samples=12288.0, train_step_timing in s=49.50]", 7, 15),
+])
+def test_a_postfix_step_behind_its_bar_keeps_the_bar(tmp_path: Path, line: str, step: int,
+                                                     total: int) -> None:
+    p = tmp_path / "train.log"
+    p.write_text(line + "\n")
+    prog = last_progress(traindoc.load(p))
+    assert (prog.step, prog.total) == (step, total)
+
+
+# --- a bar of the data's set-up counts examples, no step -----------------------------------
+
+@pytest.mark.parametrize("setup", [
+    # a guide's expected output of a datasets pipeline (search index file 6048088258; the index
+    # names no repo): its bars count examples and bytes, far more than the training's steps
+    ["Downloading data: 100%|██████████| 1.35G/1.35G [02:49<00:00, 7.94MB/s] ",
+     "Generating train split: 100%|██████████| 1359146/1359146 [01:11<00:00, 19139.43 examples/s]",
+     "Running tokenizer on dataset: 100%|██████████| 1359146/1359146 [07:13<00:00, 3132.18 "
+     "examples/s]",
+     "Grouping texts in chunks of 8192: 100%|██████████| 1359146/1359146 [10:19<00:00, 2194.09 "
+     "examples/s]"],
+    # a TRL SFT run's set-up (search index file 69059084908; the index names no repo)
+    ["Loading weights: 100%|██████████████████████| 434/434 [00:01<00:00, 278.94it/s]",
+     "Truncating train dataset: 100%|█| 48222/48222 [00:05<00:00, 8640.42 examples/s]"],
+])
+def test_a_data_bar_is_no_training_step(tmp_path: Path, setup: list[str]) -> None:
+    # then the training loop's bar (HF Trainer's, no description), cut by a crash before its
+    # first logging step
+    train = [" 11%|█         | 110/1000 [01:50<14:50,  1.00it/s]",
+             " 12%|█▏        | 120/1000 [02:00<14:40,  1.00it/s]"]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(setup + train) + "\n" + OOM_TAIL)
+    inc = traindoc.load(p)
+    prog = last_progress(inc)
+    assert (prog.step, prog.total) == (120, 1000)
+    assert gpu_crash.analyse(inc).facts["last_iteration"] == 120
+
+
+def test_a_data_bar_alone_is_the_progress_there_is(tmp_path: Path) -> None:
+    # a run that hangs in its set-up: the set-up's bar is all the log counted
+    p = tmp_path / "train.log"
+    p.write_text("Map: 100%|██████████| 10000/10000 [00:07<00:00, 1423.42 examples/s]\n")
+    assert last_progress(traindoc.load(p)).step == 10000
+
+
+def test_an_evaluation_longer_than_the_training_is_no_training_bar(tmp_path: Path) -> None:
+    # HF Trainer's ProgressCallback (transformers trainer_callback.py): the training bar, its
+    # loss dicts, then the prediction bar of the evaluation the logging step set off (no
+    # description either; here 5000 batches of a run of 1000 steps), then the training again
+    lines = [" 10%|█         | 100/1000 [00:20<03:00,  4.90it/s]",
+             "{'loss': 2.1, 'grad_norm': 1.1, 'learning_rate': 4.8e-05, 'epoch': 0.1}",
+             " 50%|█████     | 2500/5000 [00:10<00:10, 250.00it/s]",
+             "{'eval_loss': 2.0, 'eval_runtime': 20.1, 'eval_samples_per_second': 95.2, "
+             "'eval_steps_per_second': 9.5, 'epoch': 0.1}",
+             " 11%|█         | 110/1000 [00:25<03:00,  4.90it/s]"]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n" + OOM_TAIL)
+    prog = last_progress(traindoc.load(p))
+    assert (prog.step, prog.total) == (110, 1000)

@@ -232,6 +232,14 @@ def last_progress(incident: Incident) -> Progress:
         after = _bar_after(pr, row, length) if len(pr) else pr
         if len(after):
             bar = after
+        elif len(bar) and pd.isna(row["epoch"]) and int(bar.iloc[-1]["step"]) < step - 1:
+            # the step a key of the bar's postfix names, ahead of the bar's count (fairseq's
+            # "epoch 002:  10%|█ | 156/1563 […, num_updates=1719, …]"): the run's optimizer
+            # steps counted on where the bar counts one epoch's batches: the step as its key
+            # says, the bar's total no length of the run. (A step counted from the bar itself
+            # names its epoch; NeMo's postfix "global_step=5.000" beside its bar's 7/15 lags
+            # the bar by the steps since it was last logged: the bar as printed.)
+            bar = bar.iloc[0:0]
         if len(bar):  # a progress bar (Lightning, NeMo) also read as an iteration: as printed
             b = bar.iloc[-1]
             step = int(b["step"])
@@ -247,13 +255,21 @@ def last_progress(incident: Incident) -> Progress:
             return Progress(int(running["step"]), int(running["total"]),
                             None if not rate else 1.0 / float(rate), running["source"],
                             running["line"], "tqdm")
-        # The longest-running bar is the training loop; its furthest step is the last progress.
+        # The longest-running bar is the training loop; the furthest step of each writer's last
+        # run of it is the last progress: a bar that starts again every epoch (Ultralytics'
+        # "2/100 … 100/222" after epoch 1's "222/222", Keras's "120/500 [==>…] - ETA: 45s" after
+        # "500/500 [====] - 60s") stopped in the epoch it last counted (``last_runs``).
         # Bars without a total (an iterable without len(): ``240it [05:55, 1.47s/it]``) restart
         # each epoch under a new description: the last bar printed is the one that stopped.
         pr = pr.dropna(subset=["step"])
         evaluating = pr["desc"].fillna("").astype(str).str.match(EVAL_BAR_RE)
         if not evaluating.all():
             pr = pr[~evaluating]
+        # the data's set-up (datasets' "Map: … 50000/50000 [… examples/s]") counts no step,
+        # however long its bar: where other bars ran, they are the training's
+        setup = _setup_bars(pr)
+        if not setup.all():
+            pr = pr[~setup]
         totals = pr.dropna(subset=["total"])
         main = pr
         if len(totals):
@@ -261,6 +277,9 @@ def last_progress(incident: Incident) -> Progress:
             main = pr[pr["total"] == biggest]
         elif pr["desc"].notna().any():
             main = pr[pr["desc"] == pr["desc"].iloc[-1]] if pd.notna(pr["desc"].iloc[-1]) else pr
+        if len(main) > 1:
+            main = last_runs(main.rename(columns={"step": "iteration"})).rename(
+                columns={"iteration": "step"})
         row = main.loc[main["step"].idxmax()]
         rate = row["rate"] if pd.notna(row["rate"]) else None
         total = row["total"] if pd.notna(row["total"]) else None
@@ -292,10 +311,12 @@ def _counted_beside_a_bar(incident: Incident) -> bool:
 
 def _bar_of_the_dicts(incident: Incident) -> pd.Series | None:
     """The training bar's last row where HF's stepless loss dicts are printed beside bars
-    (``_counted_beside_a_bar``) and a bar that had finished before the last dict is over (a
-    predict loop's 950/950, then the next launch's training): the bar of the largest total
-    among those still running at the last training dict, as last printed; None when every
-    bar had finished by then (the longest-running bar is the training's)."""
+    (``_counted_beside_a_bar``): the bar of the largest total among those still running at the
+    last training dict, as last printed. A bar that had finished before it is over (a predict
+    loop's 950/950, then the next launch's training); one that starts after it is no training
+    bar either (the evaluation the dict's step set off, its 2500/5000 longer than the training's
+    1000 steps). None when every bar had finished by then (the longest-running bar is the
+    training's)."""
     if not _counted_beside_a_bar(incident):
         return None
     it = incident.iterations
@@ -315,7 +336,7 @@ def _bar_of_the_dicts(incident: Incident) -> pd.Series | None:
     # per bar (its total), whether its last row up to the dict had reached the total
     ends = before.groupby("total")["step"].last()
     running = ends[ends < ends.index.to_series()]
-    if not len(running) or len(running) == len(ends):
+    if not len(running):
         return None
     rows = pr[pr["total"] == running.index.max()]
     return rows.iloc[-1]
@@ -586,8 +607,16 @@ def split_source(source: object) -> tuple[str, int] | None:
 
 # Progress bars of the set-up, not of the training's steps (their description, lower case, starts
 # so): transformers' "Loading checkpoint shards: 100%| 2/2", huggingface_hub's "Downloading
-# shards" / "Downloading (…)of-00002.safetensors", "Loading weights", "Fetching 4 files".
-SETUP_BARS = ("loading", "downloading", "fetching")
+# shards" / "Downloading (…)of-00002.safetensors", "Loading weights", "Fetching 4 files";
+# datasets' "Resolving data files", "Generating train split", "Map (num_proc=8)", "Filter",
+# "Saving the dataset", the scripts' "Running tokenizer on dataset", TRL's "Tokenizing train
+# dataset".
+SETUP_BARS = ("loading", "downloading", "fetching", "resolving data", "generating", "map",
+              "filter", "saving the dataset", "running tokenizer", "tokeniz")
+# ... and bars that count data, not steps, by their rate's unit: datasets' "Map: 100%|██████████|
+# 50000/50000 [00:05<00:00, 9000.00 examples/s]" (older: "ex/s", batched "ba/s"), a download's
+# "B/s", "MB/s" (tqdm's unit_scale), "files/s"
+SETUP_UNIT_RE = re.compile(r"[\d?]\s*(?:examples|ex|ba|files?|[kMGT]?i?B)/s\b")
 
 
 # a step line or bar that shows its own loss (or grad norm) as NaN/inf: "loss=nan", "loss: inf"
@@ -601,13 +630,19 @@ FATAL_NAN_RE = re.compile(r"\b(?:stopping|terminating) training\b|\bfound (?:nan
                           re.IGNORECASE)
 
 
+def _setup_bars(progress: pd.DataFrame) -> pd.Series:
+    """Which progress rows are bars of the set-up (``SETUP_BARS``, ``SETUP_UNIT_RE``)."""
+    desc = progress["desc"].fillna("").astype(str).str.strip().str.lower()
+    return (desc.str.startswith(SETUP_BARS)
+            | progress["line"].fillna("").astype(str).str.contains(SETUP_UNIT_RE))
+
+
 def _training_bars(progress: pd.DataFrame) -> pd.DataFrame:
-    """The numbered progress rows whose bar may count training steps (``SETUP_BARS`` out)."""
+    """The numbered progress rows whose bar may count training steps (set-up bars out)."""
     pr = progress[progress["step"].notna()]
     if "desc" not in pr or not len(pr):
         return pr
-    setup = pr["desc"].fillna("").astype(str).str.strip().str.lower().str.startswith(SETUP_BARS)
-    return pr[~setup]
+    return pr[~_setup_bars(pr)]
 
 
 def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:

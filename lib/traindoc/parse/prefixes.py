@@ -9,7 +9,8 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 - Determined: ``[2022-05-31T14:27:44.145650Z] dc5b74e6 [rank=0] || ``; short: ``[f35a2cc1] [rank=0] ``
   or ``[f35a2cc1] 172.31.42.141: `` (the container's id, then a pdsh host)
 - kubectl logs --prefix: ``[pod/trainer-0-x7k2p/pytorch] `` (stripped; a pod is no machine)
-- Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``
+- Ray: ``(FSDPPolicyWorkerBase pid=959049)`` / ``(RayTrainWorker pid=1, ip=10.0.0.1)``;
+  SkyPilot's alike: ``(worker1, rank=1, pid=15406, ip=10.164.0.57)`` (the node's index, no rank)
 - journald/syslog: ``Mar  1 12:00:00 gpu-node-17 python[1234]: `` (the host; kernel lines kept)
 - pdsh / DeepSpeed launcher: ``worker-0: `` (a host name holding a digit), the hostfile's IP
   ``104.171.201.172: ``, ``localhost: ``, or any name before a rank tag (``gpu-a: [rank3]:``)
@@ -68,9 +69,14 @@ MPI_TAG_RE = re.compile(r"\[\d+,\d+\]<std(?:out|err)>:")
 MPI_STAMP_RE = re.compile(r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d "
                           r"\d\d:\d\d:\d\d \d{4}(?=\[\d+,\d+\]<std(?:out|err)>:)")
 # (a node's IPv6 address in brackets: "(LLMRayActor pid=3823828, ip=[2605:340:cd51:4900::4be7])",
-# OpenRLHF/OpenRLHF#1052)
+# OpenRLHF/OpenRLHF#1052). SkyPilot writes the same prefix with its node's name and index and a
+# comma: "(head, rank=0, pid=17894)", "(worker1, rank=1, pid=15406, ip=10.164.0.57)", a one-node
+# task's "(task, pid=17499)" (skypilot-org/skypilot sky/skylet/executor/slurm.py, its "Build
+# log prefix"; real lines in its examples/tpu/v6e/README.md): its "rank" numbers the node, no
+# process (torchrun's ranks on worker1 are 8-15 with 8 GPUs a node), so only the pid and the
+# node's ip are read
 RAY_RE = re.compile(
-    r"\((?:(?P<actor>[\w.\-:]+) )?pid=(?P<pid>\d+)"
+    r"\((?:(?P<actor>[\w.\-:]+)(?:, rank=\d+)?(?: |, ))?pid=(?P<pid>\d+)"
     r"(?:, ip=(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<ip>[\w.:\-]+)))?\)\s?"
 )
 # a line number a paste fused to a Ray prefix (GitHub's gutter copied with the text:
@@ -128,7 +134,7 @@ TS_THEN_RANK_RE = re.compile(
 # prefix and the rank tag after it are read as without it. The time is kept as the line's.
 TS_THEN_RAY_RE = re.compile(
     r" ?(?P<ts>\[?20\d\d-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\]?) "
-    r"(?=\((?:[\w.\-:]+ )?pid=\d+(?:, ip=[\w.:\-]+)?\))")
+    r"(?=\((?:[\w.\-:]+(?:, rank=\d+)?(?: |, ))?pid=\d+(?:, ip=[\w.:\-]+)?\))")
 # A collector's RFC 3339 time before everything a process wrote (kubectl logs --timestamps,
 # docker logs -t, cloud log exports: "2024-03-01T12:00:00.123456789Z "): a prefix, stripped with
 # the launcher's that may follow it; its time is the line's when the text carries none.

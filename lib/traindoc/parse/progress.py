@@ -18,7 +18,10 @@ Keras prints both figures from one clock (time per step = the epoch's time over 
 rounded to a whole number of its unit, so the rate comes from the one printed with more digits:
 ``1843s 2s/step`` is 1.843 s/step (``2s/step`` is 1.5-2.5), ``0s … 3ms/step`` is 3 ms (the
 ``0s`` says nothing); TF 2's ``358ms/epoch`` is the epoch's time in milliseconds. Such a bar starts again at every epoch; the throughput series counts steps across
-the restarts (``diagnose.throughput.series``).
+the restarts (``diagnose.throughput.series``). Before the epoch's end Keras prints the batches
+done and the time left (``29312/60000 [=====>......] - ETA: 2s - loss: 0.0891``; Keras 3's
+``416/418 ━━━━ 0s 9ms/step``): a row of the batch reached, no time or rate, so that the run's
+last progress is the epoch it stopped in.
 """
 
 from __future__ import annotations
@@ -83,6 +86,16 @@ KERAS_RE = re.compile(
     r"(?:.*?(?<![\w.])(?P<epoch>\d+(?:\.\d+)?)(?P<epoch_unit>us|ms|s)/epoch\b)?"
     r".*?(?<![\w.])(?P<per>\d+(?:\.\d+)?)(?P<unit>us|ms|s)/step\b")
 PER_STEP_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+# Keras before an epoch's end: the batches done of the epoch's, then the time left. Keras 2
+# ("  16/148 [==>...........................] - ETA: 3s - loss: 2.7482 - accuracy: 0.2676",
+# keras-team/keras#8169; a progbar with no tty writes one such line per update, one with a tty
+# redraws it, several per line once the carriage returns are lost: tensorflow/tensorflow#36332)
+# and Keras 3 ("416/418 ━━━━━━━━━━━━━━━━━━━━ 0s 9ms/step - loss: 0.0415", keras-team/keras
+# keras/src/utils/progbar.py, its ETA branch). A row of the batch reached, no time: where the run
+# stopped in its epoch (the throughput series reads the epochs' own lines)
+KERAS_PARTIAL_RE = re.compile(
+    r"(?<![\w/])(?P<n>\d+)/(?P<total>\d+)\s+(?:\[[=>.]*\]\s+-\s+ETA:\s*\d[\d:]*s?\b"
+    r"|━+\s+\d+s\s+\d+(?:\.\d+)?(?:us|ms|s)/step\b)")
 # MetricLogger.log_every's evaluation loop (torchvision's references and the trainers that copied
 # it: DeiT, DETR, MAE, BLIP): the header, the batch of the loader's total, its eta ("Test:  [
 # 100/1563]  eta: 0:01:49  loss: 1.1036 (0.8832)  acc1: …", torchvision's "Test: EMA" with
@@ -141,7 +154,7 @@ def parse_keras(text: str) -> Row | None:
     the epoch's time or the time per step, whichever was printed with more digits)."""
     m = KERAS_RE.match(text)
     if m is None or (m["bar"] and m["n"] != m["total"]):
-        return None
+        return _keras_partial(text)
     n = int(m["n"])
     per_digits = float(m["per"])
     per = per_digits * PER_STEP_S[m["unit"]]
@@ -153,6 +166,15 @@ def parse_keras(text: str) -> Row | None:
         per = epoch_s / n
     return {"step": n, "total": int(m["total"]), "elapsed_s": float(m["elapsed"]),
             "rate": 1.0 / per if per > 0 else None, "desc": "keras"}
+
+
+def _keras_partial(text: str) -> Row | None:
+    """The last Keras bar of an epoch not yet done on the line: batches done of the total."""
+    found = list(KERAS_PARTIAL_RE.finditer(text))
+    m = found[-1] if found else None
+    if m is None or m["n"] == m["total"]:
+        return None
+    return {"step": int(m["n"]), "total": int(m["total"]), "desc": "keras"}
 
 
 def parse_metric_logger_eval(text: str) -> Row | None:
@@ -174,7 +196,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "keras_epoch",
         "progress",
-        ("/step",),
+        ("/step", "- ETA: "),
         parse_keras,
         # sleap-ai/sleap#2230
         example="1490/1490 - 106s - loss: 1.9500e-05 - val_loss: 2.0626e-05 - lr: 1.0000e-04 - "
