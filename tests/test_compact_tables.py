@@ -85,3 +85,12 @@ def test_compact_leaves_a_one_row_frame_and_a_filled_frame_alone() -> None:
     assert compact(one) is one
     full = pd.DataFrame({"a": pd.array([1, 2], dtype="Int64")})
     assert compact(full) is full
+
+
+def test_cumulative_functions_read_an_empty_column() -> None:
+    """pandas' masked cumsum/cummax write their fill value into the values under the mask."""
+    df = frame("iterations", _rows(50))
+    for op in ("cumsum", "cummax", "cummin", "cumprod"):
+        assert getattr(df["lr"], op)().isna().all()
+        assert getattr(df["skipped"], op)().isna().all()
+    assert df["lr"].isna().all() and df["lr"].fillna(0.0).sum() == 0.0

@@ -231,7 +231,7 @@ _MASKED = (pd.Int64Dtype, pd.Float64Dtype, pd.BooleanDtype)
 
 def missing(dtype: Any, n: int) -> pd.Series | None:
     """A column of ``n`` missing values of ``dtype`` that holds no per-row storage (a
-    read-only view of one value, or one Arrow chunk of nulls repeated), or None for a dtype
+    view of one value, or one Arrow chunk of nulls repeated), or None for a dtype
     it cannot hold so (object, a string column of Python strings). Reads as a column of
     <NA>/NaT of that dtype; a write into it copies it first (pandas does, for read-only
     arrays)."""
@@ -245,7 +245,10 @@ def missing(dtype: Any, n: int) -> pd.Series | None:
         chunks = [chunk] * whole + ([chunk.slice(0, rest)] if rest else [])
         arr = pd.arrays.ArrowStringArray(pa.chunked_array(chunks, pa.large_string()))
     elif isinstance(dtype, _MASKED):
-        data = np.broadcast_to(np.zeros(1, dtype=dtype.numpy_dtype), (n,))
+        # the values writable (pandas' cumsum and cummax write their fill into the values
+        # under the mask; one element that every row shares, under a mask that hides it),
+        # the mask read-only: a write that would show a value raises before it shows
+        data = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=dtype.numpy_dtype), (n,), (0,))
         arr = dtype.construct_array_type()(data, np.broadcast_to(np.True_, (n,)), copy=False)
     elif isinstance(dtype, np.dtype) and dtype.kind == "M":
         arr = np.broadcast_to(np.array("NaT", dtype=dtype), (n,))
