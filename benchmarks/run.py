@@ -98,12 +98,29 @@ def child(kind: str, path: str, engine: str) -> dict[str, Any]:
         out["mismatch"] = mm and {k: getattr(mm, k) for k in ("seq_num", "kind", "ranks")}
     it = inc.tables.get("iterations")
     if it is not None and len(it):
-        out["iteration_row_bytes"] = int(it.memory_usage(deep=True).sum()) / len(it)
+        out["iteration_row_bytes"] = sum(held_bytes(it[c]) for c in it.columns) / len(it)
     out["hot_rows"] = sum(len(inc.tables[t]) for t in ("iterations", "progress", "checkpoints")
                           if t in inc.tables)
     out["peak_mib"] = _peak_mib()
     out["children_peak_mib"] = _peak_mib(resource.RUSAGE_CHILDREN)  # the chunk planner
     return out
+
+
+def held_bytes(col: Any) -> int:
+    """The bytes ``col``'s buffers hold: ``memory_usage(deep=True)``'s figure, except that a
+    column with no per-row storage (``schema.compact``: a view of one value, or one Arrow chunk
+    of nulls repeated) counts what it holds, not ``len`` times an item."""
+    import numpy as np
+
+    arr = col.array
+    chunks = getattr(getattr(arr, "_pa_array", None), "chunks", None)
+    if chunks is not None:  # (buffers shared between chunks counted once)
+        return sum({b.address: b.size for ch in chunks for b in ch.buffers() if b}.values())
+    views = [getattr(arr, n, None) for n in ("_data", "_mask", "_ndarray")]
+    views = [v for v in views if isinstance(v, np.ndarray)]
+    if col.dtype == object or not views:
+        return int(col.memory_usage(deep=True, index=False))
+    return sum(v.itemsize if v.strides == (0,) else v.nbytes for v in views)
 
 
 def run_child(kind: str, path: Path, engine: str = "auto") -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 # column -> pandas dtype. Nullable dtypes throughout, so a missing value is <NA>, not 0.
@@ -219,7 +220,61 @@ def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
             # block of every float or int column, which then lives as long as the table)
             cols[col] = raw[col].astype(dtype).copy()
     del raw
-    return pd.DataFrame(cols, columns=list(schema), copy=False)
+    return compact(pd.DataFrame(cols, columns=list(schema), copy=False))
+
+
+# rows of one all-missing Arrow string chunk that a missing string column repeats
+_MISSING_CHUNK = 16384
+# the nullable dtypes of the schemas that keep their values and a mask in numpy arrays
+_MASKED = (pd.Int64Dtype, pd.Float64Dtype, pd.BooleanDtype)
+
+
+def missing(dtype: Any, n: int) -> pd.Series | None:
+    """A column of ``n`` missing values of ``dtype`` that holds no per-row storage (a
+    view of one value, or one Arrow chunk of nulls repeated), or None for a dtype
+    it cannot hold so (object, a string column of Python strings). Reads as a column of
+    <NA>/NaT of that dtype; a write into it copies it first (pandas does, for read-only
+    arrays)."""
+    if isinstance(dtype, pd.StringDtype):
+        if dtype.storage != "pyarrow" or dtype.na_value is not pd.NA:
+            return None
+        import pyarrow as pa  # (installed wherever pandas keeps strings in Arrow)
+
+        chunk = pa.nulls(min(n, _MISSING_CHUNK), pa.large_string())
+        whole, rest = divmod(n, _MISSING_CHUNK)
+        chunks = [chunk] * whole + ([chunk.slice(0, rest)] if rest else [])
+        arr = pd.arrays.ArrowStringArray(pa.chunked_array(chunks, pa.large_string()))
+    elif isinstance(dtype, _MASKED):
+        # the values writable (pandas' cumsum and cummax write their fill into the values
+        # under the mask; one element that every row shares, under a mask that hides it),
+        # the mask read-only: a write that would show a value raises before it shows
+        data = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=dtype.numpy_dtype), (n,), (0,))
+        arr = dtype.construct_array_type()(data, np.broadcast_to(np.True_, (n,)), copy=False)
+    elif isinstance(dtype, np.dtype) and dtype.kind == "M":
+        arr = np.broadcast_to(np.array("NaT", dtype=dtype), (n,))
+    else:
+        return None
+    return pd.Series(arr, copy=False)
+
+
+def compact(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each column that holds no value at all replaced by ``missing``'s (the
+    same dtype and values, no per-row storage): a format fills a few of a table's columns,
+    and an empty nullable column otherwise costs 9 bytes a row."""
+    n = len(df)
+    if n < 2:
+        return df
+    cols: dict[str, Any] = {}
+    changed = False
+    for col in df.columns:
+        cols[col] = df[col]
+        if not cols[col].isna().all():
+            continue
+        got = missing(cols[col].dtype, n)
+        if got is not None:
+            cols[col] = got
+            changed = True
+    return pd.DataFrame(cols, columns=df.columns, copy=False) if changed else df
 
 
 # string columns whose values are (nearly) all different: no use looking for equal ones

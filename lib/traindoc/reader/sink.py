@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..incident import Unreadable, drop_echoes
 from ..parse.prefixes import Origin
-from ..schema import SCHEMAS, TABLES, frame
+from ..schema import SCHEMAS, TABLES, compact, frame, missing
 
 # rows kept as dicts, all tables together, before they become DataFrames: a dict row costs
 # ten times its DataFrame row, and the memory its values took stays the process's (65,536 of
@@ -134,7 +134,7 @@ class Sink:
             batch = self.bulk[table]
             df = batch.frame() if not rows else self._merged(table, rows, batch, pos)
             batch.clear()
-            self.frames[table].append(df)
+            self.frames[table].append(compact(df))
             self.rows[table] = []
             self.bulk_pos[table] = []
             self.kept -= len(rows) + len(pos)
@@ -187,8 +187,8 @@ class Sink:
     def absorb(self, frames: dict[str, list[pd.DataFrame]], sources: dict[str, set[str]]) -> None:
         """Another sink's ``parts``, read after every row here."""
         for t, got in frames.items():
-            self.flush(t)
-            self.frames[t].extend(got)
+            self.flush(t)  # (a part from another process holds its empty columns anew)
+            self.frames[t].extend(compact(df) for df in got)
         for t, names in sources.items():
             self.sources[t] |= names
 
@@ -210,8 +210,8 @@ class Sink:
             names = self.sources[t]
             if len(names) == 1 and not any(n == "" or "#entry" in n for n in names):
                 out[t] = df  # one text file: drop_echoes would find nothing to drop
-            else:
-                out[t] = drop_echoes(df)
+            else:  # (its rows taken anew: an empty column's view becomes an array)
+                out[t] = compact(drop_echoes(df))
         return out
 
 
@@ -280,9 +280,15 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     names = list(parts[0].columns)
     columns = [[p[c] for c in names] for p in parts]
     parts.clear()
+    n = sum(len(pc[0]) for pc in columns)
     cols = {}
     for i, col in enumerate(names):
-        cols[col] = pd.concat([pc[i] for pc in columns], ignore_index=True)
+        got = [pc[i] for pc in columns]
+        dtype = got[0].dtype
+        empty = all(c.dtype == dtype and c.isna().all() for c in got)
+        held = missing(dtype, n) if empty else None  # (a column no part fills: no storage)
+        cols[col] = held if held is not None else pd.concat(got, ignore_index=True)
+        del got
         for pc in columns:
             pc[i] = None
         _release()
