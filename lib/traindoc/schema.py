@@ -229,12 +229,20 @@ _MISSING_CHUNK = 16384
 _MASKED = (pd.Int64Dtype, pd.Float64Dtype, pd.BooleanDtype)
 
 
+def copies_on_write() -> bool:
+    """Whether pandas copies a column before a write into it (always from pandas 3; in
+    pandas 2 only with ``mode.copy_on_write`` on): without it, a write into a column that
+    is a view of one value would raise on the read-only view instead of copying it."""
+    return int(pd.__version__.split(".")[0]) >= 3 or pd.options.mode.copy_on_write is True
+
+
 def missing(dtype: Any, n: int) -> pd.Series | None:
     """A column of ``n`` missing values of ``dtype`` that holds no per-row storage (a
     view of one value, or one Arrow chunk of nulls repeated), or None for a dtype
-    it cannot hold so (object, a string column of Python strings). Reads as a column of
-    <NA>/NaT of that dtype; a write into it copies it first (pandas does, for read-only
-    arrays)."""
+    it cannot hold so (object, a string column of Python strings; a numpy-backed column
+    where pandas does not copy on write). Reads as a column of <NA>/NaT of that dtype; a
+    write into it copies it first (Arrow arrays are immutable; pandas copies the others
+    before a write where ``copies_on_write``)."""
     if isinstance(dtype, pd.StringDtype):
         if dtype.storage != "pyarrow" or dtype.na_value is not pd.NA:
             return None
@@ -244,6 +252,8 @@ def missing(dtype: Any, n: int) -> pd.Series | None:
         whole, rest = divmod(n, _MISSING_CHUNK)
         chunks = [chunk] * whole + ([chunk.slice(0, rest)] if rest else [])
         arr = pd.arrays.ArrowStringArray(pa.chunked_array(chunks, pa.large_string()))
+    elif not copies_on_write():
+        return None
     elif isinstance(dtype, _MASKED):
         # the values writable (pandas' cumsum and cummax write their fill into the values
         # under the mask; one element that every row shares, under a mask that hides it),
