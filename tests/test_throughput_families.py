@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import traindoc
@@ -586,3 +587,44 @@ def test_a_decay_that_repeats_its_first_reading_is_no_episode() -> None:
     x[90:107] = (11.06, 11.06, 8.25, 6.28, 4.90, 3.93, 3.30, 2.82, 2.48, 2.24, 2.07, 1.95, 1.95,
                  1.87, 1.86, 1.81, 1.77)
     assert slow_episode(x, higher_is_better=False) is None
+
+
+# One file, three launches of a 2-process DDP training appended to it while its author tried
+# configurations (WayenVan/sign_language_rgb train_ddp.log, corpus
+# timeout-sign-language-rgb-train-ddp): the first runs at 0.4 s/iteration, the later ones,
+# another configuration, at 0.9. Each launch's counter starts again at 0.
+SIGN_LANGUAGE_LAUNCHES = [
+    "[2024-03-30 06:09:46,430][main.Trainner][INFO] - iteration index: 0, batch loss: 119.57241821289062",
+    "[2024-03-30 06:10:26,458][main.Trainner][INFO] - iteration index: 100, batch loss: 69.121826171875",
+    "[2024-03-30 06:11:04,008][main.Trainner][INFO] - iteration index: 200, batch loss: 82.67688751220703",
+    "[2024-03-30 06:21:04,106][main.Trainner][INFO] - iteration index: 0, batch loss: 244.9021453857422",
+    "[2024-03-30 06:22:30,503][main.Trainner][INFO] - iteration index: 100, batch loss: 63.44512176513672",
+    "[2024-03-30 06:24:01,345][main.Trainner][INFO] - iteration index: 200, batch loss: 75.70539855957031",
+    "[2024-03-30 06:26:30,728][main.Trainner][INFO] - iteration index: 0, batch loss: 244.9021453857422",
+    "[2024-03-30 06:27:59,058][main.Trainner][INFO] - iteration index: 100, batch loss: 63.44512176513672",
+    "[2024-03-30 06:29:31,420][main.Trainner][INFO] - iteration index: 200, batch loss: 75.70539855957031",
+    "[2024-03-30 06:31:02,294][main.Trainner][INFO] - iteration index: 300, batch loss: 77.69943237304688",
+]
+
+
+def test_rates_of_two_launches_are_never_compared(tmp_path: Path) -> None:
+    log = tmp_path / "train_ddp.log"
+    log.write_text("\n".join(SIGN_LANGUAGE_LAUNCHES) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    assert a.change is None
+    assert list(a.series["iteration"]) == [100, 200, 300]  # the last launch's intervals only
+    assert 0.85 <= tp.report(a).facts["baseline"] <= 0.95
+
+
+def test_a_resume_from_a_checkpoint_is_the_same_launch() -> None:
+    from traindoc.diagnose.throughput.series import last_launch, launches
+    # a fresh start (back to the first step) begins a launch; a resume (back to a checkpoint
+    # past the start) and per-epoch steps do not
+    series = pd.DataFrame({"run": [0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2],
+                           "iteration": [10, 20, 30, 40, 50, 30, 40, 50, 10, 20, 30]})
+    assert list(launches(series)) == [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]
+    last = last_launch(series)
+    assert list(last["iteration"]) == [10, 20, 30] and set(last["run"]) == {0}
+    one = series.iloc[:8]
+    assert last_launch(one) is one
+

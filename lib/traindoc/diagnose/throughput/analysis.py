@@ -44,6 +44,7 @@ from .series import (
     choose_metric,
     discontinuities,
     events,
+    last_launch,
     mask_events,
     metric_series,
     startup_burst,
@@ -436,6 +437,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     spec = METRICS.get(name) if name else None
     sparse = choose_metric(incident, metric, min_points=1) if spec is None else None
     series = metric_series(incident, name) if name else metric_series(incident, "")
+    series = last_launch(series)  # (rates of two launches are never compared)
     ev = events(incident)
     disc = discontinuities(series)
     masked = mask_events(series, ev["iteration"].astype(int).tolist())

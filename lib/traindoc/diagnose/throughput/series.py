@@ -356,6 +356,35 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     return out[cols].reset_index(drop=True)
 
 
+def launches(series: pd.DataFrame) -> np.ndarray:
+    """The launch of each series row, counted 0, 1, 2 ...: a run (``metric_series``) whose
+    step goes back to (near) the start of the first one — no further than one logging interval
+    past the first logged step — is the job started afresh (a new launch appended to the same
+    log, maybe of another configuration), not a resume from a checkpoint. Rates of two launches
+    are never compared: a change is looked for within one."""
+    n = len(series)
+    if not n:
+        return np.zeros(0, dtype=int)
+    its = series["iteration"].to_numpy(dtype=np.int64)
+    runs = series["run"].to_numpy()
+    d = np.diff(its)
+    step = int(np.median(d[d > 0])) if (d > 0).any() else 1
+    start = int(its[runs == runs[0]].min())
+    first_of_run = np.r_[True, runs[1:] != runs[:-1]]
+    fresh = first_of_run & (its <= start + step)
+    fresh[0] = False
+    return np.cumsum(fresh)
+
+
+def last_launch(series: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the series' last launch (``launches``), their runs counted from 0."""
+    n = launches(series)
+    if not len(n) or n[-1] == 0:
+        return series
+    out = series[n == n[-1]].reset_index(drop=True)
+    return out.assign(run=out["run"] - out["run"].min())
+
+
 def events(incident: Incident) -> pd.DataFrame:
     """Eval and checkpoint-save events: iteration, kind ("eval"/"save"), source, line."""
     frames = []
@@ -446,7 +475,7 @@ def discontinuities(series: pd.DataFrame, gap_factor: float = 3.0) -> pd.DataFra
     return pd.DataFrame(rows, columns=cols)
 
 
-__all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "events",
+__all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "events", "last_launch", "launches",
            "mask_events", "metric_series", "per_iteration_from_intervals",
            "per_iteration_seconds", "steps_with_seconds", "summary_rate", "usable",
            "usable_points"]
