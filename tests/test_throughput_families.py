@@ -12,6 +12,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import throughput as tp
+from traindoc.diagnose import triage
 from traindoc.diagnose.throughput.change import slow_episode, slow_starts
 from traindoc.parse.metric_lines import parse_metric_line
 
@@ -628,3 +629,35 @@ def test_a_resume_from_a_checkpoint_is_the_same_launch() -> None:
     one = series.iloc[:8]
     assert last_launch(one) is one
 
+
+def test_a_change_seen_only_across_a_gap_is_unknown() -> None:
+    # a post's first 50 and last 50 steps of a 5,000-step GPT-2 run with the author's "..."
+    # between them (corpus loss_spike-s21-gpt2-final-5000-steps-b): tokens/s 35,500 before,
+    # 32,300 after, 4,900 steps unlogged: no drop can be dated or named
+    a = tp.analyse(traindoc.load(CORPUS.parent / "loss_spike" /
+                                 "loss_spike-s21-gpt2-final-5000-steps-b" / "logs"))
+    rep = tp.report(a)
+    assert a.change is None and a.across_gap is not None
+    assert rep.facts["drop_pct"] is None and rep.facts["change_iteration"] is None
+    assert rep.verdict.startswith("Unknown: the log has a gap") and rep.confidence.value == "low"
+    assert "change_across_gap" in {f.id for f in rep.findings}
+    tri = triage.report(triage.analyse(traindoc.load(
+        CORPUS.parent / "loss_spike" / "loss_spike-s21-gpt2-final-5000-steps-b" / "logs")))
+    assert tri.facts["classes"] == []
+    assert any("gap" in n["reason"] for n in tri.facts["not_checked"])
+
+
+def test_a_gap_no_longer_than_the_logged_spans_keeps_its_change() -> None:
+    from traindoc.diagnose.throughput.change import Change, across_gap
+    ch = Change(50, 100.0, 80.0, 20.0, 30.0, 1.0, 50, 50)
+    long_sides = np.r_[np.arange(1, 51), np.arange(4950, 5000)]
+    assert across_gap(ch, long_sides)
+    # 500 logged steps, then 300 unlogged: the run's logged stretches are as long as the gap
+    assert not across_gap(ch, np.r_[np.arange(0, 500, 10), np.arange(800, 1300, 10)])
+    # two excerpts from the middle of a run (a reporter's before and after, the corpus's
+    # throughput-megatron-llm-11: iterations 122-125 and 182-185) stay a change
+    assert not across_gap(Change(4, 88.5, 127.4, 30.6, 36.5, 1.2, 4, 4),
+                          np.array([122, 123, 124, 125, 182, 183, 184, 185]))
+    assert not across_gap(ch, np.arange(100))  # no gap at all
+    assert not across_gap(Change(50, 100.0, 80.0, 20.0, 30.0, 1.0, 50, 50, shape="stall"),
+                          long_sides)
