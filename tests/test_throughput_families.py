@@ -661,3 +661,18 @@ def test_a_gap_no_longer_than_the_logged_spans_keeps_its_change() -> None:
     assert not across_gap(ch, np.arange(100))  # no gap at all
     assert not across_gap(Change(50, 100.0, 80.0, 20.0, 30.0, 1.0, 50, 50, shape="stall"),
                           long_sides)
+
+
+def test_an_epochs_counter_starting_again_is_the_same_launch(tmp_path: Path) -> None:
+    # DINO's MetricLogger counts batches within each epoch (SongxiYoung/dino-main train.out,
+    # corpus throughput-dino-main-train-out): [0/1562] of epoch 1 is the next epoch, not a
+    # new launch, so both epochs stay in the series
+    lines = [f"Epoch: [{e}/100]  [{i:4d}/1562]  eta: 0:00:21  loss: 7.117990 (9.594730)  "
+             f"lr: 0.000012 (0.000006)  wd: 0.040083 (0.040028)  time: {t}  data: 0.000228  "
+             "max mem: 11482"
+             for e, i, t in [(0, 1520, 0.505517), (0, 1530, 0.507381), (0, 1540, 0.504397),
+                             (0, 1550, 0.507968), (1, 0, 0.818535), (1, 10, 0.494988),
+                             (1, 20, 0.504397), (1, 30, 0.507381)]]
+    (tmp_path / "train.out").write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(tmp_path))
+    assert len(a.series) == 8
