@@ -868,3 +868,14 @@ def test_an_mse_is_a_part_of_the_loss() -> None:
     # a word that only contains the letters is none ("rmse" is not the MSE)
     from traindoc.parse.metric_lines import _loss_part
     assert _loss_part("rmsep") is None and _loss_part("train_mse") == "loss"
+
+
+def test_a_step_key_that_calls_it_an_index() -> None:
+    # WayenVan/sign_language_rgb train_ddp.log (corpus timeout-sign-language-rgb-train-ddp)
+    row = parse_metric_line("[2024-03-30 06:11:04,008][main.Trainner][INFO] - iteration index: 200,"
+                            " batch loss: 82.67688751220703")
+    assert row is not None and (row["iteration"], row["loss"]) == (200, 82.67688751220703)
+    # the same word joined to the key ("step_idx"), and a word that only starts so is none
+    row = parse_metric_line("step_idx: 5, loss: 1.25")
+    assert row is not None and (row["iteration"], row["loss"]) == (5, 1.25)
+    assert parse_metric_line("step indexing: 5, loss: 1.25") is None

@@ -228,6 +228,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
     ("throughput", "FINDINGS", "scheduled_slide"): (
         "data/corpus/throughput/throughput-deepspeedexamples-vit-cifar-training", {}),
+    ("throughput", "FINDINGS", "change_across_gap"): (
+        "data/corpus/loss_spike/loss_spike-s21-gpt2-final-5000-steps-b", {}),
     ("throughput", "FINDINGS", "discontinuities"): (
         "data/corpus/throughput/throughput-llamafactory-8261", {}),
     ("throughput", "FINDINGS", "change_at_restart"): (
@@ -247,6 +249,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "VERDICTS", "stall"): (
         "data/corpus/throughput/throughput-retrieval-based-voice-conversion-webui-1882", {}),
     ("throughput", "VERDICTS", "drop"): ("data/throughput/bloom_seed", {}),
+    ("throughput", "VERDICTS", "gap"): (
+        "data/corpus/loss_spike/loss_spike-s21-gpt2-final-5000-steps-b", {}),
     ("throughput", "VERDICTS", "steady"): (
         "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
     ("throughput", "UNJUDGED_VERDICTS", "too_few_points"): (

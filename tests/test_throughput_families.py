@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import traindoc
 from traindoc.diagnose import throughput as tp
+from traindoc.diagnose import triage
 from traindoc.diagnose.throughput.change import slow_episode, slow_starts
 from traindoc.parse.metric_lines import parse_metric_line
 
@@ -586,3 +588,91 @@ def test_a_decay_that_repeats_its_first_reading_is_no_episode() -> None:
     x[90:107] = (11.06, 11.06, 8.25, 6.28, 4.90, 3.93, 3.30, 2.82, 2.48, 2.24, 2.07, 1.95, 1.95,
                  1.87, 1.86, 1.81, 1.77)
     assert slow_episode(x, higher_is_better=False) is None
+
+
+# One file, three launches of a 2-process DDP training appended to it while its author tried
+# configurations (WayenVan/sign_language_rgb train_ddp.log, corpus
+# timeout-sign-language-rgb-train-ddp): the first runs at 0.4 s/iteration, the later ones,
+# another configuration, at 0.9. Each launch's counter starts again at 0.
+SIGN_LANGUAGE_LAUNCHES = [
+    "[2024-03-30 06:09:46,430][main.Trainner][INFO] - iteration index: 0, batch loss: 119.57241821289062",
+    "[2024-03-30 06:10:26,458][main.Trainner][INFO] - iteration index: 100, batch loss: 69.121826171875",
+    "[2024-03-30 06:11:04,008][main.Trainner][INFO] - iteration index: 200, batch loss: 82.67688751220703",
+    "[2024-03-30 06:21:04,106][main.Trainner][INFO] - iteration index: 0, batch loss: 244.9021453857422",
+    "[2024-03-30 06:22:30,503][main.Trainner][INFO] - iteration index: 100, batch loss: 63.44512176513672",
+    "[2024-03-30 06:24:01,345][main.Trainner][INFO] - iteration index: 200, batch loss: 75.70539855957031",
+    "[2024-03-30 06:26:30,728][main.Trainner][INFO] - iteration index: 0, batch loss: 244.9021453857422",
+    "[2024-03-30 06:27:59,058][main.Trainner][INFO] - iteration index: 100, batch loss: 63.44512176513672",
+    "[2024-03-30 06:29:31,420][main.Trainner][INFO] - iteration index: 200, batch loss: 75.70539855957031",
+    "[2024-03-30 06:31:02,294][main.Trainner][INFO] - iteration index: 300, batch loss: 77.69943237304688",
+]
+
+
+def test_rates_of_two_launches_are_never_compared(tmp_path: Path) -> None:
+    log = tmp_path / "train_ddp.log"
+    log.write_text("\n".join(SIGN_LANGUAGE_LAUNCHES) + "\n")
+    a = tp.analyse(traindoc.load(log))
+    assert a.change is None
+    assert list(a.series["iteration"]) == [100, 200, 300]  # the last launch's intervals only
+    assert 0.85 <= tp.report(a).facts["baseline"] <= 0.95
+
+
+def test_a_resume_from_a_checkpoint_is_the_same_launch() -> None:
+    from traindoc.diagnose.throughput.series import last_launch, launches
+    # a fresh start (back to the first step) begins a launch; a resume (back to a checkpoint
+    # past the start) and per-epoch steps do not
+    series = pd.DataFrame({"run": [0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2],
+                           "iteration": [10, 20, 30, 40, 50, 30, 40, 50, 10, 20, 30]})
+    assert list(launches(series)) == [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]
+    last = last_launch(series)
+    assert list(last["iteration"]) == [10, 20, 30] and set(last["run"]) == {0}
+    one = series.iloc[:8]
+    assert last_launch(one) is one
+
+
+def test_a_change_seen_only_across_a_gap_is_unknown() -> None:
+    # a post's first 50 and last 50 steps of a 5,000-step GPT-2 run with the author's "..."
+    # between them (corpus loss_spike-s21-gpt2-final-5000-steps-b): tokens/s 35,500 before,
+    # 32,300 after, 4,900 steps unlogged: no drop can be dated or named
+    a = tp.analyse(traindoc.load(CORPUS.parent / "loss_spike" /
+                                 "loss_spike-s21-gpt2-final-5000-steps-b" / "logs"))
+    rep = tp.report(a)
+    assert a.change is None and a.across_gap is not None
+    assert rep.facts["drop_pct"] is None and rep.facts["change_iteration"] is None
+    assert rep.verdict.startswith("Unknown: the log has a gap") and rep.confidence.value == "low"
+    assert "change_across_gap" in {f.id for f in rep.findings}
+    tri = triage.report(triage.analyse(traindoc.load(
+        CORPUS.parent / "loss_spike" / "loss_spike-s21-gpt2-final-5000-steps-b" / "logs")))
+    assert tri.facts["classes"] == []
+    assert any("gap" in n["reason"] for n in tri.facts["not_checked"])
+
+
+def test_a_gap_no_longer_than_the_logged_spans_keeps_its_change() -> None:
+    from traindoc.diagnose.throughput.change import Change, across_gap
+    ch = Change(50, 100.0, 80.0, 20.0, 30.0, 1.0, 50, 50)
+    long_sides = np.r_[np.arange(1, 51), np.arange(4950, 5000)]
+    assert across_gap(ch, long_sides)
+    # 500 logged steps, then 300 unlogged: the run's logged stretches are as long as the gap
+    assert not across_gap(ch, np.r_[np.arange(0, 500, 10), np.arange(800, 1300, 10)])
+    # two excerpts from the middle of a run (a reporter's before and after, the corpus's
+    # throughput-megatron-llm-11: iterations 122-125 and 182-185) stay a change
+    assert not across_gap(Change(4, 88.5, 127.4, 30.6, 36.5, 1.2, 4, 4),
+                          np.array([122, 123, 124, 125, 182, 183, 184, 185]))
+    assert not across_gap(ch, np.arange(100))  # no gap at all
+    assert not across_gap(Change(50, 100.0, 80.0, 20.0, 30.0, 1.0, 50, 50, shape="stall"),
+                          long_sides)
+
+
+def test_an_epochs_counter_starting_again_is_the_same_launch(tmp_path: Path) -> None:
+    # DINO's MetricLogger counts batches within each epoch (SongxiYoung/dino-main train.out,
+    # corpus throughput-dino-main-train-out): [0/1562] of epoch 1 is the next epoch, not a
+    # new launch, so both epochs stay in the series
+    lines = [f"Epoch: [{e}/100]  [{i:4d}/1562]  eta: 0:00:21  loss: 7.117990 (9.594730)  "
+             f"lr: 0.000012 (0.000006)  wd: 0.040083 (0.040028)  time: {t}  data: 0.000228  "
+             "max mem: 11482"
+             for e, i, t in [(0, 1520, 0.505517), (0, 1530, 0.507381), (0, 1540, 0.504397),
+                             (0, 1550, 0.507968), (1, 0, 0.818535), (1, 10, 0.494988),
+                             (1, 20, 0.504397), (1, 30, 0.507381)]]
+    (tmp_path / "train.out").write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(tmp_path))
+    assert len(a.series) == 8

@@ -38,6 +38,9 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   baseline than its peak (a swing of a noise the log is too short to measure). A change or
   spike that starts at the first step of a job whose iteration plan differs from the job
   logged before it (``common.mixed_jobs``) compares two jobs: listed under ``not_checked``.
+  So is a throughput change seen only between a run's head and its tail, across a gap in the
+  logged steps far longer than the logged span on either side (``GAP_FINDING``, ``throughput.change.across_gap``): the data has
+  a gap, what the rate did in it is unknown.
 
 The classes are then ordered: by the earliest time of their evidence where both have one;
 otherwise torchrun's root-cause record decides (its failed rank belongs to one class), and
@@ -178,6 +181,7 @@ TOP_LEVEL_FRAME_RE = re.compile(r"^<module> \(")
 # 13 % creep, linhandev/iann's workerlog.0); a stall or a pause (progress stopped) still counts
 # by its time, as the hang a watchdog's abort may follow.
 LIVED_WITH_SHAPES = frozenset({"step", "gradual"})
+GAP_FINDING = "change_across_gap"  # a metric runbook's change seen only across a gap in the log
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
 MAX_UNPARSED = 20  # failure-looking lines no parser understood, shown before a count
@@ -823,6 +827,10 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
         not_checked.append({"class": cls, "reason": (
             f"what its runbook found starts at iteration {start}, the first step of a job whose "
             "iteration plan differs from the job logged before it: two jobs are not compared")})
+        return None
+    if start is None and (gap := next((f for f in rep.findings if f.id == GAP_FINDING), None)):
+        not_checked.append({"class": cls, "reason": (
+            f"the log has a gap: {gap.title}")})  # (a change seen only across it: unknown)
         return None
     if start is None:
         n = _series_len(incident, cls)

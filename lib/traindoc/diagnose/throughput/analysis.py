@@ -25,6 +25,7 @@ from .bisect import (
 from .change import (
     STALL_BEFORE,
     Change,
+    across_gap,
     by_schedule,
     despike,
     excerpt_step,
@@ -44,6 +45,7 @@ from .series import (
     choose_metric,
     discontinuities,
     events,
+    last_launch,
     mask_events,
     metric_series,
     startup_burst,
@@ -119,6 +121,7 @@ class ThroughputAnalysis:
     change_position: int | None  # position in ``series``
     schedule: pd.DataFrame  # host_timings rows of a configured schedule that grows each step's work
     scheduled: Change | None  # the gradual slide set aside as that schedule's doing
+    across_gap: Change | None  # a shift seen only across a long gap in the logged steps
     steady: float | None  # with no change: the rate the run holds (``steady_rate``)
     events: pd.DataFrame  # evals and checkpoint saves
     discontinuities: pd.DataFrame  # restarts, gaps and pauses
@@ -407,6 +410,13 @@ def _at_change(series: pd.DataFrame, used: np.ndarray, change: Change | None,
     return near, ev_near, hits
 
 
+def _one_file(series: pd.DataFrame, used: np.ndarray, change: Change) -> bool:
+    """Whether the values on both sides of a change come from one file (a gap between two
+    files is a post's "before" and "after" excerpts, ``excerpt_step``)."""
+    files = series["source"].astype(str).str.rsplit(":", n=1).str[0].to_numpy()[used]
+    return bool(files[change.index - 1] == files[change.index])
+
+
 def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] | None = None,
             spare_nodes: int = 3, min_segment: int = 2, threshold: float = 4.0,
             min_drop_pct: float = 1.0, min_lag_ms: float = 5.0,
@@ -436,6 +446,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     spec = METRICS.get(name) if name else None
     sparse = choose_metric(incident, metric, min_points=1) if spec is None else None
     series = metric_series(incident, name) if name else metric_series(incident, "")
+    series = last_launch(series)  # (rates of two launches are never compared)
     ev = events(incident)
     disc = discontinuities(series)
     masked = mask_events(series, ev["iteration"].astype(int).tolist())
@@ -461,7 +472,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     if ht is None:
         ht = pd.DataFrame(columns=HOST_TIMING_COLUMNS)
     schedule = schedule_rows(ht)
-    scheduled = None
+    scheduled = gapped = None
     if spec is not None and len(cleaned):
         change = find_change(cleaned, spec.higher_is_better, min_segment, threshold,
                              min_drop_pct)
@@ -481,9 +492,13 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             # one step of a coarse clock
         if by_schedule(change, schedule):
             scheduled, change = change, None
+        if across_gap(change, series["iteration"].to_numpy()[used]) \
+                and _one_file(series, used, change):
+            gapped, change = change, None
         if change is not None:
             pos = int(used[change.index])
-    steady = steady_rate(cleaned) if spec is not None and change is None else None
+    steady = steady_rate(cleaned) if spec is not None and change is None and gapped is None \
+        else None  # (across a gap no level is held: unknown)
     since = int(series["iteration"].iloc[pos]) if pos is not None else None
     ranks = rank_step_times(incident, spec, since, min_drop_pct) if spec else pd.DataFrame()
     stragglers = straggler_reports(ht, since)
@@ -519,7 +534,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         incident=incident, requested=metric, metric=name, spec=spec, sparse_metric=sparse,
         sparse_points=usable_points(incident, sparse) if sparse else 0, series=series,
         used=used, cleaned=cleaned, replaced=replaced, change=change, change_position=pos,
-        schedule=schedule, scheduled=scheduled,
+        schedule=schedule, scheduled=scheduled, across_gap=gapped,
         steady=steady, events=ev, discontinuities=disc, restarts_at_change=near, events_at_change=ev_near,
         coincides=coincides, ranks=ranks, stragglers=stragglers, timers=timers,
         benchmarks=benchmarks, lags=lags, rank_hosts=r2h,

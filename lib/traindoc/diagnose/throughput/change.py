@@ -456,6 +456,51 @@ def short_creep(values: np.ndarray, higher_is_better: bool) -> Change | None:
                   1, len(x) - 1, shape="gradual", onset=1)
 
 
+GAP_FACTOR = 3.0  # a jump of this many logging intervals between logged steps is a gap ...
+GAP_SPAN_FACTOR = 10.0  # ... and one this many times the logged span on either side of it
+# hides more than the log shows: what the rate did in it (a step, a slow drift, a change of
+# settings) is unknown
+
+
+def _stretch(its: np.ndarray, at: int, step: float, way: int) -> int:
+    """Iterations the log covers without a gap or a step back from position ``at`` going
+    ``way`` (-1: back, +1: on)."""
+    j = at
+    while 0 <= j + way < len(its):
+        d = its[max(j, j + way)] - its[min(j, j + way)]
+        if d <= 0 or d > GAP_FACTOR * step:
+            break
+        j += way
+    return int(abs(its[j] - its[at]))
+
+
+def across_gap(change: Change | None, iterations: np.ndarray) -> bool:
+    """Whether a level shift is seen only between a run's head and its tail: its first logged
+    steps (from the start, within one logging interval of step 0) and its last, with a gap in
+    the logged steps between them far longer than the logged span on either side
+    (``GAP_SPAN_FACTOR``): a post's first and last 50 steps of a 5,000-step run with "..."
+    between them. The head's rate is a run settling in, the tail's a rate thousands of steps
+    on: such a change is no incident on its own, the data has a gap. (Two excerpts from the
+    middle of a run, a reporter's "before" and "after", stay a change.) ``iterations``: the
+    analysed values' steps."""
+    if change is None or change.shape in ("stall", "pause") or change.index < 1:
+        return False
+    if change.onset is not None and change.onset != change.index:
+        return False
+    its = np.asarray(iterations, dtype=float)
+    d = np.diff(its)
+    if not (d > 0).any():
+        return False
+    step = float(np.median(d[d > 0]))
+    i = change.index
+    gap = its[i] - its[i - 1]
+    if gap <= GAP_FACTOR * step:
+        return False
+    spans = (_stretch(its, i - 1, step, -1), _stretch(its, i, step, 1))
+    head = its[i - 1] - spans[0] <= step  # the span before the gap starts the run
+    return bool(head and gap > GAP_SPAN_FACTOR * max(*spans, step))
+
+
 EXCERPT_MIN_DROP_PCT = 5.0  # the later excerpt's median this much worse than the earlier's ...
 EXCERPT_FEW = 3  # ... when each excerpt holds this many values at least; with fewer, ...
 EXCERPT_FEW_DROP_PCT = 25.0  # ... this much (one line per excerpt: the drop must be plain)
@@ -586,8 +631,8 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
         ch.drop_pct = drop_pct(ch.baseline, t, higher_is_better)
 
 
-__all__ = ["MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
-           "Change", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "resolution",
+__all__ = ["GAP_SPAN_FACTOR", "MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
+           "Change", "across_gap", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "resolution",
            "short_creep", "slow_episode", "slow_starts", "within_resolution",
            "trailing_stall"]
 

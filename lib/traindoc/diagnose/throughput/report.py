@@ -195,7 +195,7 @@ def _recovered(a: ThroughputAnalysis) -> Finding | None:
 
 
 def _no_change(a: ThroughputAnalysis) -> Finding | None:
-    if _changed(a):
+    if _changed(a) or a.across_gap is not None:
         return None
     v, its = a.cleaned, _iterations(a)
     level = float(np.median(v)) if len(v) else float("nan")
@@ -216,6 +216,28 @@ def _scheduled(a: ThroughputAnalysis) -> Finding | None:
         f"{_label(a)} slides from {ch.baseline:.4g} to {ch.degraded:.4g} as the run's own "
         f"schedule ({kinds}) gives each step more work: by design, not a degradation",
         [f"{r.source}: {r.line}" for r in a.schedule.head(3).itertuples()])
+
+
+def _gap_ends(a: ThroughputAnalysis) -> tuple[int, int] | None:
+    """The logged steps on either side of the gap a change was seen across (``across_gap``)."""
+    ch = a.across_gap
+    if ch is None:
+        return None
+    its = a.series["iteration"].to_numpy()[a.used]
+    return int(its[ch.index - 1]), int(its[ch.index])
+
+
+def _across_gap(a: ThroughputAnalysis) -> Finding | None:
+    ends, ch = _gap_ends(a), a.across_gap
+    if ends is None or ch is None:
+        return None
+    rows = a.series.iloc[a.used[[ch.index - 1, ch.index]]]
+    return Finding(
+        "change_across_gap", Severity.INFO,
+        f"{_label(a)} is {ch.baseline:.4g} before iteration {ends[0]} and {ch.degraded:.4g} "
+        f"after {ends[1]}, but the {ends[1] - ends[0]:,} steps between them are not in the log: "
+        "whether the rate stepped, drifted or the settings changed there is unknown",
+        evidence(rows))
 
 
 def _spanned(a: ThroughputAnalysis) -> bool:
@@ -442,7 +464,7 @@ def _one_view(a: ThroughputAnalysis) -> Finding | None:
 FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
     Rule("metric_unavailable", _metric_unavailable), Rule("throughput_drop", _throughput_drop),
     Rule("recovered", _recovered), Rule("no_change", _no_change),
-    Rule("scheduled_slide", _scheduled),
+    Rule("scheduled_slide", _scheduled), Rule("change_across_gap", _across_gap),
     Rule("discontinuities", _discontinuities), Rule("change_at_restart", _change_at_restart),
     Rule("change_at_event", _change_at_event), Rule("nothing_coincides", _nothing_coincides),
     Rule("transients", _transients), Rule("slow_ranks_iterations", _slow_ranks_iterations),
@@ -493,6 +515,16 @@ def _steady_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence]:
     return (f"No lasting throughput drop in {n} logged iterations ({at}); "
             "if the job feels slow, compare with an earlier healthy run's figures.",
             Confidence.MEDIUM if n >= STEADY_POINTS else Confidence.LOW)
+
+
+def _gap_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    ends, ch = _gap_ends(a), a.across_gap
+    if ends is None or ch is None:
+        return None
+    return (f"Unknown: the log has a gap: {_label(a)} is {ch.baseline:.4g} up to iteration "
+            f"{ends[0]} and {ch.degraded:.4g} from {ends[1]}, with the {ends[1] - ends[0]:,} "
+            "steps between not logged; a change seen only across the gap is no drop on its "
+            "own: log the steps in between to tell a slowdown from a drift.", Confidence.LOW)
 
 
 def _pause_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
@@ -554,7 +586,8 @@ def _drop_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
 # hunt), else the drop (any other change), else a steady metric.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("pause", _pause_verdict, 30), Rule("stall", _stall_verdict, 20),
-    Rule("drop", _drop_verdict, 10), Rule("steady", _steady_verdict, 0))
+    Rule("drop", _drop_verdict, 10), Rule("gap", _gap_verdict, 5),
+    Rule("steady", _steady_verdict, 0))
 UNJUDGED_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("too_few_points", _sparse_verdict, 10), Rule("run_summary", _summary_verdict, 5),
     Rule("no_metric", _no_metric_verdict, 0))

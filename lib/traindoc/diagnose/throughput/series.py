@@ -349,11 +349,47 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     rows = rows.assign(iteration=rows["iteration"].astype("int64"))
     back = (rows.groupby(["_file", "_rank"], sort=False)["iteration"].diff() < 0).astype(int)
     rows = rows.assign(run=back.groupby([rows["_file"], rows["_rank"]]).cumsum())
+    ep = pd.to_numeric(rows["epoch"], errors="coerce") if "epoch" in rows else None
+    wraps = [] if ep is None else sorted(set(rows["run"][(back > 0) & (
+        ep.groupby([rows["_file"], rows["_rank"]]).diff() > 0)].astype(int)))
     g = rows.groupby(["run", "iteration"], sort=True)
     out = g.agg(value=("value", "median"), ranks=("_rank", "nunique"), source=("source", "first"),
                 line=("line", "first"), time=("time", "first")).reset_index()
     out["iteration"] = out["iteration"].astype(int)
-    return out[cols].reset_index(drop=True)
+    out = out[cols].reset_index(drop=True)
+    out.attrs["epoch_runs"] = wraps  # runs begun by an epoch's counter starting again
+    return out
+
+
+def launches(series: pd.DataFrame) -> np.ndarray:
+    """The launch of each series row, counted 0, 1, 2 ...: a run (``metric_series``) whose
+    step goes back to (near) the start of the first one — no further than one logging interval
+    past the first logged step — is the job started afresh (a new launch appended to the same
+    log, maybe of another configuration), not a resume from a checkpoint nor the next epoch of
+    a counter that restarts each epoch (its line's epoch went up). Rates of two launches
+    are never compared: a change is looked for within one."""
+    n = len(series)
+    if not n:
+        return np.zeros(0, dtype=int)
+    its = series["iteration"].to_numpy(dtype=np.int64)
+    runs = series["run"].to_numpy()
+    d = np.diff(its)
+    step = int(np.median(d[d > 0])) if (d > 0).any() else 1
+    start = int(its[runs == runs[0]].min())
+    first_of_run = np.r_[True, runs[1:] != runs[:-1]]
+    fresh = first_of_run & (its <= start + step) & ~np.isin(runs, series.attrs.get(
+        "epoch_runs", []))  # (an epoch's counter starting again is no new launch)
+    fresh[0] = False
+    return np.cumsum(fresh)
+
+
+def last_launch(series: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the series' last launch (``launches``), their runs counted from 0."""
+    n = launches(series)
+    if not len(n) or n[-1] == 0:
+        return series
+    out = series[n == n[-1]].reset_index(drop=True)
+    return out.assign(run=out["run"] - out["run"].min())
 
 
 def events(incident: Incident) -> pd.DataFrame:
@@ -446,7 +482,7 @@ def discontinuities(series: pd.DataFrame, gap_factor: float = 3.0) -> pd.DataFra
     return pd.DataFrame(rows, columns=cols)
 
 
-__all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "events",
+__all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "events", "last_launch", "launches",
            "mask_events", "metric_series", "per_iteration_from_intervals",
            "per_iteration_seconds", "steps_with_seconds", "summary_rate", "usable",
            "usable_points"]
