@@ -1,3 +1,17 @@
+"""Shared fixtures, the test tiers and how ``make test`` spreads the suite over its workers.
+
+A new test stays cheap when it computes nothing another test of the same worker has computed:
+- a sweep over samples or corpus cases takes the case's folder as a ``Path`` parameter (it is
+  then in the case's xdist group, ``_case_group``) and reads ``load_once``, ``triage_once`` or
+  ``reports_once``, never ``traindoc.load`` itself;
+- a notebook runs in the worker's kernel (``runbook_kernel``; ``cli_in_test_kernel`` for
+  ``traindoc run``) unless starting a kernel is what it tests;
+- a drill's bundle comes from ``drill_bundle``, the test in ``drill_group(name)``;
+- a module-scoped fixture that takes seconds is listed in ``COSTLY_MODULE_FIXTURES``, so that
+  its tests run on one worker;
+- it waits for what it checks (a line, a process's end), never a fixed sleep.
+"""
+
 from __future__ import annotations
 
 import functools
