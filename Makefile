@@ -37,6 +37,10 @@ demo: setup
 # file on the machine shared at load 12-17; from a fresh clone of 2926a7c on the idle machine,
 # 11:51 for 7,880 tests (812 corpus cases, each with its own sweep tests). Two workers a core were measured no faster on 2 cores
 # (14:26 against 14:19 from one fresh clone) for half again the CPU time: WORKERS chooses.
+# Since (s_test) the tests that share a costly module fixture run on one worker
+# (conftest's COSTLY_MODULE_FIXTURES): in a full run's --setup-plan the Dask cluster was set
+# up 3 times, the wheel, the 512 rank files and the `run --html` report twice; now once each
+# (about 10 CPU-s of set-up measured with --setup-only, on the machine shared at load 15).
 WORKERS ?= auto
 test: setup
 	$(PY) -m pytest -q -n $(WORKERS) --dist loadgroup

@@ -1,3 +1,17 @@
+"""Shared fixtures, the test tiers and how ``make test`` spreads the suite over its workers.
+
+A new test stays cheap when it computes nothing another test of the same worker has computed:
+- a sweep over samples or corpus cases takes the case's folder as a ``Path`` parameter (it is
+  then in the case's xdist group, ``_case_group``) and reads ``load_once``, ``triage_once`` or
+  ``reports_once``, never ``traindoc.load`` itself;
+- a notebook runs in the worker's kernel (``runbook_kernel``; ``cli_in_test_kernel`` for
+  ``traindoc run``) unless starting a kernel is what it tests;
+- a drill's bundle comes from ``drill_bundle``, the test in ``drill_group(name)``;
+- a module-scoped fixture that takes seconds is listed in ``COSTLY_MODULE_FIXTURES``, so that
+  its tests run on one worker;
+- it waits for what it checks (a line, a process's end), never a fixed sleep.
+"""
+
 from __future__ import annotations
 
 import functools
@@ -45,6 +59,18 @@ SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
               "test_transport_advice_only_where_every_stack_waits_in_one_collective"}
 
 
+# Module-scoped fixtures that take seconds to set up (a subprocess, a cluster, a kernel run,
+# every sample loaded): the tests that use one run on one worker (``_module_fixture_group``).
+# A new costly module fixture belongs here; a cheap one (a folder of stubs) does not, so that
+# its tests still spread over the workers.
+COSTLY_MODULE_FIXTURES = {
+    "test_wheel": {"installed"},  # a wheel built, a venv made, the wheel installed
+    "test_cluster": {"client", "ranks512"},  # a Dask LocalCluster; 512 rank files written
+    "test_report_html": {"report", "timeout_report"},  # `traindoc triage --html`, `run --html`
+    "test_every_sample": {"incidents"},  # every sample loaded
+}
+
+
 # The tests that took a minute or more each (`pytest -n 2 --durations=60` at 4f0d5a1 on the
 # 2-core machine, load 10-13): started first, so that no worker of `make test` is left running
 # one of them at the end while the other has nothing to do.
@@ -67,6 +93,16 @@ def _case_group(item: Any) -> str | None:
             parts = (v.parent if v.name == "logs" else v).relative_to(DATA).parts
             if len(parts) == (3 if parts[0] == "corpus" else 2):
                 return "/".join(parts)
+    return None
+
+
+def _module_fixture_group(item: Any) -> str | None:
+    """``module:<test module>`` for a test that uses one of ``COSTLY_MODULE_FIXTURES``, else
+    None: with ``--dist loadgroup`` one worker sets the fixture up once for all of the module's
+    tests, instead of every worker that runs one of them."""
+    mod = item.module.__name__.rsplit(".", 1)[-1]
+    if COSTLY_MODULE_FIXTURES.get(mod, set()) & set(getattr(item, "fixturenames", ())):
+        return f"module:{mod}"
     return None
 
 
@@ -94,7 +130,8 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.drills)
         if mod in SLOW_MODULES or item.originalname in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
-        if (group := _case_group(item)) and not item.get_closest_marker("xdist_group"):
+        if (group := _case_group(item) or _module_fixture_group(item)) and \
+                not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(group))
         if item.originalname in GATHERING_TESTS:
             return 5

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import traindoc
-from conftest import SAMPLE_DIRS
+from conftest import SAMPLE_DIRS, load_once
 from traindoc.report import Report
 from traindoc.score import RUNBOOKS as CLASSES
 from traindoc.score import diagnosis
@@ -16,7 +15,8 @@ SAMPLES = SAMPLE_DIRS
 
 @pytest.fixture(scope="module")
 def incidents() -> dict:
-    return {p: traindoc.load(p) for p in SAMPLES}
+    """Every sample's load, shared with the sweeps of the same test process (``load_once``)."""
+    return {p: load_once(p) for p in SAMPLES}
 
 
 @pytest.mark.parametrize("cls", CLASSES)

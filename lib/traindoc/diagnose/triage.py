@@ -1026,69 +1026,98 @@ def analyse(incident: Incident, modules: Mapping[str, Any] | None = None) -> Tri
 def report(analysis: TriageAnalysis) -> Report:
     """The triage ``Report``: the classes found in order, the cause named, what to do first."""
     a = analysis
-    ordered, not_checked, rc = a.sightings, a.not_checked, a.root_cause_exit
-    facts: dict[str, Any] = {
-        "classes": [_entry(s, role(i, s, a.ordered_by)) for i, s in enumerate(ordered)],
+    findings = [*_class_findings(a), *_not_checked_findings(a), *_program_error_findings(a),
+                *_no_failure_findings(a), *input_findings(a.incident)]
+    verdict, confidence = _verdict_and_confidence(a)
+    logs = quote_all(a.incident.account.paths) or "LOGS"
+    actions = ranked(_actions(a.sightings, a.not_checked, logs, a.program_error))
+    return Report("triage", verdict, confidence, _facts(a), findings, actions)
+
+
+def _facts(a: TriageAnalysis) -> dict[str, Any]:
+    """The report's facts: each class found with its role, the cause, why in that order, what
+    was not checked and torchrun's root-cause record."""
+    rc = a.root_cause_exit
+    return {
+        "classes": [_entry(s, role(i, s, a.ordered_by)) for i, s in enumerate(a.sightings)],
         "cause": a.cause,
         "ordered_by": a.ordered_by,
-        "not_checked": not_checked,
+        "not_checked": a.not_checked,
         "root_cause_exit": None if rc is None else {
             "rank": rc["rank"], "host": rc["host"], "exitcode": rc["exitcode"],
             "signal": rc["signal"], "time": rc["time"] if pd.notna(rc["time"]) else None},
     }
-    findings: list[Finding] = []
-    for i, s in enumerate(ordered):
-        findings.append(Finding(
-            f"class_{s.cls}", "critical" if i == 0 else "warning",
-            f"{s.cls} ({role(i, s, a.ordered_by)}{_when(s.first_seen, ', first seen ')}): {s.detail}",
-            evidence(s.rows, limit=MAX_LINES)))
-    if not_checked:
-        findings.append(Finding(
-            "not_checked", "info",
-            "Not checked: " + "; ".join(f"{n['class']} ({n['reason']})" for n in not_checked), []))
-    pe = a.program_error
-    if pe is not None:
-        first = _program_error_first(pe, ordered)
-        findings.append(Finding(
-            "program_error", "critical" if first else "info",
-            f"{_program_error_text(pe)}: a program error, not a GPU crash (no GPU or NCCL "
-            "error, fatal signal or kill in these logs)" + (
-                "" if not ordered else
-                f"; it came before the {ordered[0].cls}, which is likely its consequence" if first
-                else f"; it is not known to come before the {ordered[0].cls} (a Python error "
-                "raised after a collective timed out, by a dump helper or a teardown, is a "
-                "consequence)"),
-            _program_error_evidence(a)))
-    if not ordered:
-        errs = a.incident.errors
-        kinds = sorted({str(k) for k in errs["kind"].dropna()}) if len(errs) else []
-        peer = errs["line"].fillna("").str.contains(PEER_TEXT_RE) if len(errs) else errs
-        if len(errs) and peer.any():
-            title = (f"No failure of a rank's own in these logs: the {int(peer.sum())} NCCL/network "
-                     "line(s) below are symptoms of a peer that failed (a remote process exited "
-                     "or the network broke); the rank that failed first left no line here")
-        else:
-            title = ("No collective timeout, GPU or NCCL error, fatal signal, killed rank or "
-                     "hang (stack dumps) in these logs" + (
-                         f"; the {len(errs)} error line(s) below ({', '.join(kinds)}) are none "
-                         "of these" if len(errs) else ""))
-        findings.append(Finding(
-            "no_failure_class", "warning",
-            title + ("; throughput and loss were checked and look normal"
-                     if a.series_judged else ""),
-            evidence(errs, limit=MAX_LINES)))
-    findings += input_findings(a.incident)
-    verdict, confidence = _verdict(ordered, a.ordered_by, not_checked, pe)
+
+
+def _class_findings(a: TriageAnalysis) -> list[Finding]:
+    """One finding a class found, in order: the cause critical, the cascade warnings."""
+    return [Finding(
+        f"class_{s.cls}", "critical" if i == 0 else "warning",
+        f"{s.cls} ({role(i, s, a.ordered_by)}{_when(s.first_seen, ', first seen ')}): {s.detail}",
+        evidence(s.rows, limit=MAX_LINES)) for i, s in enumerate(a.sightings)]
+
+
+def _not_checked_findings(a: TriageAnalysis) -> list[Finding]:
+    """The classes that could not be judged, with why (none: no finding)."""
+    if not a.not_checked:
+        return []
+    return [Finding(
+        "not_checked", "info",
+        "Not checked: " + "; ".join(f"{n['class']} ({n['reason']})" for n in a.not_checked), [])]
+
+
+def _program_error_findings(a: TriageAnalysis) -> list[Finding]:
+    """The gpu_crash runbook's Python exception, critical when it came before the first class."""
+    pe, ordered = a.program_error, a.sightings
+    if pe is None:
+        return []
+    first = _program_error_first(pe, ordered)
+    return [Finding(
+        "program_error", "critical" if first else "info",
+        f"{_program_error_text(pe)}: a program error, not a GPU crash (no GPU or NCCL "
+        "error, fatal signal or kill in these logs)" + (
+            "" if not ordered else
+            f"; it came before the {ordered[0].cls}, which is likely its consequence" if first
+            else f"; it is not known to come before the {ordered[0].cls} (a Python error "
+            "raised after a collective timed out, by a dump helper or a teardown, is a "
+            "consequence)"),
+        _program_error_evidence(a))]
+
+
+def _no_failure_findings(a: TriageAnalysis) -> list[Finding]:
+    """Where no class was found: the error lines there are, said to be a peer's symptoms or
+    none of the classes (a class found: no finding)."""
+    if a.sightings:
+        return []
+    errs = a.incident.errors
+    kinds = sorted({str(k) for k in errs["kind"].dropna()}) if len(errs) else []
+    peer = errs["line"].fillna("").str.contains(PEER_TEXT_RE) if len(errs) else errs
+    if len(errs) and peer.any():
+        title = (f"No failure of a rank's own in these logs: the {int(peer.sum())} NCCL/network "
+                 "line(s) below are symptoms of a peer that failed (a remote process exited "
+                 "or the network broke); the rank that failed first left no line here")
+    else:
+        title = ("No collective timeout, GPU or NCCL error, fatal signal, killed rank or "
+                 "hang (stack dumps) in these logs" + (
+                     f"; the {len(errs)} error line(s) below ({', '.join(kinds)}) are none "
+                     "of these" if len(errs) else ""))
+    return [Finding(
+        "no_failure_class", "warning",
+        title + ("; throughput and loss were checked and look normal"
+                 if a.series_judged else ""),
+        evidence(errs, limit=MAX_LINES))]
+
+
+def _verdict_and_confidence(a: TriageAnalysis) -> tuple[str, Confidence]:
+    """``_verdict``, with a program error that came first named before the classes (then at
+    most medium), never surer than the cause's own runbook (``_capped``)."""
+    ordered, pe = a.sightings, a.program_error
+    verdict, confidence = _verdict(ordered, a.ordered_by, a.not_checked, pe)
     if pe is not None and ordered and _program_error_first(pe, ordered):
         verdict += (f" Before it, {_program_error_text(pe)[:1].lower()}"
                     f"{_program_error_text(pe)[1:]}: likely the failure the others waited for.")
         confidence = min(Confidence(confidence), Confidence.MEDIUM, key=lambda c: c.rank)
-    confidence = _capped(confidence, ordered, a.runbooks)
-    logs = quote_all(a.incident.account.paths) or "LOGS"
-    actions = ranked(_actions(ordered, not_checked, logs, pe))
-    return Report("triage", verdict, confidence, facts, findings, actions)
-
-
+    return verdict, _capped(confidence, ordered, a.runbooks)
 
 
 def _capped(confidence: str, ordered: list[Sighting], runbooks: Mapping[str, Report | None],
@@ -1216,15 +1245,7 @@ def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]],
                 "after the fix, rerun the job and `traindoc triage` on its logs; a class that "
                 "persists is then a problem of its own"))
     else:
-        acts.append(Action(
-            "collect_logs", len(acts) + 1, "Point log_path at all of the job's output",
-            "Nothing in these logs matched a known failure class.",
-            "include every rank's stdout/stderr (torchrun --log-dir, srun -l output), the "
-            "launcher's output, `dmesg -T` of each node, flight-recorder dumps and py-spy dumps"))
-        acts.append(Action(
-            "stacks_next_time", len(acts) + 1, "If the job hangs, take py-spy dumps of every rank",
-            "A hang without a timeout leaves no error line; stacks show where each rank is.",
-            "py-spy dump --pid <pid> for every training process on every node"))
+        acts += _no_class_actions(len(acts) + 1)
     for n in not_checked:
         if n["reason"].startswith("no "):
             continue  # nothing to judge: the class's runbook would have nothing either
@@ -1232,6 +1253,22 @@ def _actions(ordered: list[Sighting], not_checked: list[dict[str, str]],
             f"check_{n['class']}", len(acts) + 1, f"Check {n['class']} yourself",
             n["reason"], f"traindoc run {n['class']} {logs} -o {n['class']}-out"))
     return acts
+
+
+def _no_class_actions(first: int) -> list[Action]:
+    """Where no class was found: collect all of the job's output, and stacks if it hangs again
+    (numbered from ``first``)."""
+    return [
+        Action(
+            "collect_logs", first, "Point log_path at all of the job's output",
+            "Nothing in these logs matched a known failure class.",
+            "include every rank's stdout/stderr (torchrun --log-dir, srun -l output), the "
+            "launcher's output, `dmesg -T` of each node, flight-recorder dumps and py-spy dumps"),
+        Action(
+            "stacks_next_time", first + 1, "If the job hangs, take py-spy dumps of every rank",
+            "A hang without a timeout leaves no error line; stacks show where each rank is.",
+            "py-spy dump --pid <pid> for every training process on every node"),
+    ]
 
 
 def with_runbooks(report: Report, runner: Callable[[str], Mapping[str, Any]],
