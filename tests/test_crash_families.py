@@ -33,6 +33,20 @@ TORCHRUN_EXIT_1 = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (
      "INTERNAL ASSERT FAILED"),
     # yangjianxin1/Firefly#32: a tokenizer's JSON error under a rich traceback
     ("Exception: expected value at line 1 column 1", "expected value at line 1 column 1"),
+    # a port the host could not bind, though the words name the socket or the TCPStore:
+    # JVrabel/LLM_KD logs/training.log (corpus gpu_crash-llm-kd-a100-eaddrinuse), torch >= 2.3
+    ("RuntimeError: The server socket has failed to listen on any local network address. "
+     "useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+     "address already in use"),
+    # vllm-project/vllm#39015: the same as torch's DistNetworkError
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+     "network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: "
+     "address already in use", "EADDRINUSE"),
+    # meta-pytorch/torchtune#392: torch 1.11-2.2
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+     "network address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address "
+     "already in use). The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - "
+     "Address already in use).", "Address already in use"),
 ])
 def test_the_workers_exception_is_the_message_of_an_exit_1(tmp_path: Path, error: str,
                                                            expected: str) -> None:
@@ -50,6 +64,14 @@ def test_a_peers_exception_does_not_name_the_exit(tmp_path: Path) -> None:
     text = ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.\n"
             + TORCHRUN_EXIT_1.format(lr=0, pid=7))
     assert "DistBackendError" not in (_facts(tmp_path, text)["error_message"] or "")
+
+
+def test_a_refused_connection_to_the_store_stays_a_peers(tmp_path: Path) -> None:
+    """Only the bind of a taken port is local: a client's refused connection is not."""
+    text = ("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was "
+            "likely closed. Did the remote server shutdown or crash?\n"
+            + TORCHRUN_EXIT_1.format(lr=0, pid=7))
+    assert "DistNetworkError" not in (_facts(tmp_path, text)["error_message"] or "")
 
 
 # --- NCCL WARN lines of a failed system call are the host's own failure ----------------------

@@ -73,6 +73,15 @@ CASCADE_TEXT_RE = re.compile(
     r"Dist(?:Backend|Network|Store)Error|Connection (?:reset|closed|refused)|Broken pipe|"
     r"[Tt]imed out|Timeout|\bTime out\b|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
     r"TCPStore|rendezvous|ChildFailedError", )
+# ... except a port this host could not bind because something on it already holds the port (a
+# second job, a leftover worker): a local setup fault, though its words name a socket or the
+# TCPStore. torch >= 2.3 "The server socket has failed to listen on any local network address.
+# useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use" (JVrabel/LLM_KD
+# logs/training.log; vllm-project/vllm#39015 as DistNetworkError); torch 1.11-2.2 "... failed to
+# bind to [::]:29500 (errno: 98 - Address already in use)" (meta-pytorch/torchtune#392); older
+# torch "RuntimeError: Address already in use" (pytorch/pytorch#72816); Python's own socket
+# "OSError: [Errno 98] Address already in use".
+LOCAL_BIND_TEXT_RE = re.compile(r"EADDRINUSE|[Aa]ddress already in use|\b[Ee]rrno:? 98\b")
 SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?:#.*)?$")
 
 
@@ -121,7 +130,9 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
             return "cascade", Strength.NONE
         return "cause", STRONG_SIGNAL_CODES.get(code, Strength.LOCAL)
     if kind == "python":
-        return (("cascade", Strength.NONE) if CASCADE_TEXT_RE.search(f"{code} {message}")
+        text = f"{code} {message}"
+        return (("cascade", Strength.NONE)
+                if CASCADE_TEXT_RE.search(text) and not LOCAL_BIND_TEXT_RE.search(text)
                 else ("cause", Strength.LOCAL))
     return "cause", Strength.WEAK
 
