@@ -892,6 +892,19 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
                    r"exception) encountered in worker\.?(?: This might be caused by insufficient "
                    r"shared memory \(shm\)\.?)?)"),
     ),
+    (  # argparse's parser.error, after which the program exits 2 (no traceback): "train_distr.py:
+        # error: unrecognized arguments: --local-rank=3" (JVrabel/LLM_KD logs/
+        # training_detailed.log: torch.distributed.launch passing --local-rank to a script that
+        # knows --local_rank), "run_chatglm.py: error: the following arguments are required:
+        # --output_dir" (wuyike2000/MLDT#3, torchrun's "failed (exitcode: 2)" after it),
+        # megvii-research/NAFNet#112; the other messages as argparse.py words them
+        "argparse_error",
+        "python",
+        ": error: ",
+        re.compile(r"^\s*(?P<msg>[\w.\-]+: error: (?:unrecognized arguments: |the following "
+                   r"arguments are required: |argument \S+: (?:invalid |expected |not allowed "
+                   r"with |ignored explicit )|ambiguous option: |one of the arguments ).*)$"),
+    ),
     # --- last: any Python exception's final line ---------------------------------------------
     (  # quoted in torchelastic's error file, as its error_handler logs it ('"message":
         # "MemoryError: std::bad_alloc",', pytorch#64990)

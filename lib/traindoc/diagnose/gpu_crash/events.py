@@ -971,7 +971,7 @@ def _worker_error(first: pd.Series, ordered: pd.DataFrame) -> pd.Series | None:
     none, the first local Python exception it printed there (``ZeroDivisionError: …``, a
     ``RuntimeError: … INTERNAL ASSERT FAILED``). The record's rank and host are kept where
     the error line names none."""
-    if first["table"] != "exits" or first["code"] not in ("exit_1", "exit_None"):
+    if first["table"] != "exits" or first["code"] not in ("exit_1", "exit_2", "exit_None"):
         return None
     if first["code"] == "exit_None":  # a record without the code (torchelastic's FAILED
         # event): the worker's error file is logged just after it as often as before
