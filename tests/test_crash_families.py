@@ -95,6 +95,23 @@ def test_other_error_lines_are_not_argparses(line: str) -> None:
     assert parse_error(line) is None or parse_error(line)["code"] != "argparse_error"
 
 
+@pytest.mark.parametrize("line, code", [
+    # stark-sim/megatron-deepspeed-lock-clock experiments/_screen_boot/
+    # dual_tp2pp4dp2_static1185_20260320.log (corpus gpu_crash-megatron-deepspeed-lock-clock-
+    # dual-tp2pp4dp2-static1185), under DeepSpeed's pdsh prefix and torch's rank prefix
+    ("192.168.205.202: [rank13]: binascii.Error: Incorrect padding", "binascii.Error"),
+    # Python's csv module on an over-long field
+    ("_csv.Error: field larger than field limit (131072)", "_csv.Error"),
+])
+def test_a_modules_class_named_error_is_an_exception(tmp_path: Path, line: str,
+                                                      code: str) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(line + "\n")
+    errs = traindoc.load(str(log)).errors
+    assert list(errs["code"]) == [code]
+    assert list(errs["kind"]) == ["python"]
+
+
 def test_a_refused_connection_to_the_store_stays_a_peers(tmp_path: Path) -> None:
     """Only the bind of a taken port is local: a client's refused connection is not."""
     text = ("torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was "

@@ -924,11 +924,20 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # a module's own lowercase exception class: OpenCV's "cv2.error: OpenCV(4.5.1) …/color.cpp:182:
         # error: (-215:Assertion failed) !_src.empty() in function 'cvtColor'" (linhandev/iann
         # log/workerlog.0), "struct.error: unpack requires a buffer of 4 bytes", "zlib.error: …",
-        # "socket.error: [Errno 111] Connection refused"
+        # "socket.error: [Errno 111] Connection refused"; and a module's class named just Error:
+        # "binascii.Error: Incorrect padding" (stark-sim/megatron-deepspeed-lock-clock experiments/
+        # _screen_boot/dual_tp2pp4dp2_static1185_20260320.log: DeepSpeed decoding its base64
+        # config), "csv.Error: field larger than field limit (131072)", "shutil.Error: …"
         "python_exception",
         "python",
         ".error: ",
         re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+error): \S.*)$"),
+    ),
+    (
+        "python_exception",
+        "python",
+        ".Error: ",
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+Error): \S.*)$"),
     ),
     (  # an exception raised with no message: a traceback's last line is the class alone
         # ("[rank1]: NotImplementedError" after "raise NotImplementedError", zyx303/O-LoRA
