@@ -892,6 +892,19 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
                    r"exception) encountered in worker\.?(?: This might be caused by insufficient "
                    r"shared memory \(shm\)\.?)?)"),
     ),
+    (  # argparse's parser.error, after which the program exits 2 (no traceback): "train_distr.py:
+        # error: unrecognized arguments: --local-rank=3" (JVrabel/LLM_KD logs/
+        # training_detailed.log: torch.distributed.launch passing --local-rank to a script that
+        # knows --local_rank), "run_chatglm.py: error: the following arguments are required:
+        # --output_dir" (wuyike2000/MLDT#3, torchrun's "failed (exitcode: 2)" after it),
+        # megvii-research/NAFNet#112; the other messages as argparse.py words them
+        "argparse_error",
+        "python",
+        ": error: ",
+        re.compile(r"^\s*(?P<msg>[\w.\-]+: error: (?:unrecognized arguments: |the following "
+                   r"arguments are required: |argument \S+: (?:invalid |expected |not allowed "
+                   r"with |ignored explicit )|ambiguous option: |one of the arguments ).*)$"),
+    ),
     # --- last: any Python exception's final line ---------------------------------------------
     (  # quoted in torchelastic's error file, as its error_handler logs it ('"message":
         # "MemoryError: std::bad_alloc",', pytorch#64990)
@@ -911,11 +924,20 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # a module's own lowercase exception class: OpenCV's "cv2.error: OpenCV(4.5.1) …/color.cpp:182:
         # error: (-215:Assertion failed) !_src.empty() in function 'cvtColor'" (linhandev/iann
         # log/workerlog.0), "struct.error: unpack requires a buffer of 4 bytes", "zlib.error: …",
-        # "socket.error: [Errno 111] Connection refused"
+        # "socket.error: [Errno 111] Connection refused"; and a module's class named just Error:
+        # "binascii.Error: Incorrect padding" (stark-sim/megatron-deepspeed-lock-clock experiments/
+        # _screen_boot/dual_tp2pp4dp2_static1185_20260320.log: DeepSpeed decoding its base64
+        # config), "csv.Error: field larger than field limit (131072)", "shutil.Error: …"
         "python_exception",
         "python",
         ".error: ",
         re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+error): \S.*)$"),
+    ),
+    (
+        "python_exception",
+        "python",
+        ".Error: ",
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+Error): \S.*)$"),
     ),
     (  # an exception raised with no message: a traceback's last line is the class alone
         # ("[rank1]: NotImplementedError" after "raise NotImplementedError", zyx303/O-LoRA

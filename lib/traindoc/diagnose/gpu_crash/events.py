@@ -73,6 +73,18 @@ CASCADE_TEXT_RE = re.compile(
     r"Dist(?:Backend|Network|Store)Error|Connection (?:reset|closed|refused)|Broken pipe|"
     r"[Tt]imed out|Timeout|\bTime out\b|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
     r"TCPStore|rendezvous|ChildFailedError", )
+# A port this host could not bind because something on it already holds the port (a second job,
+# a leftover worker) is a local setup fault, though its words name a socket or the TCPStore: it
+# stays out of the causes (a launcher's own bind failure in a log whose workers then time out
+# says nothing of the timeout: corpus timeout-cirkd-kd-cityscapes-2gpu), but is what a worker's
+# 'exitcode: 1' record means when its traceback printed nothing else. torch >= 2.3 "The server
+# socket has failed to listen on any local network address. useIpv6: 0, code: -98, name:
+# EADDRINUSE, message: address already in use" (JVrabel/LLM_KD logs/training.log;
+# vllm-project/vllm#39015 as DistNetworkError); torch 1.11-2.2 "... failed to
+# bind to [::]:29500 (errno: 98 - Address already in use)" (meta-pytorch/torchtune#392); older
+# torch "RuntimeError: Address already in use" (pytorch/pytorch#72816); Python's own socket
+# "OSError: [Errno 98] Address already in use".
+LOCAL_BIND_TEXT_RE = re.compile(r"EADDRINUSE|[Aa]ddress already in use|\b[Ee]rrno:? 98\b")
 SOURCE_RE = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?:#.*)?$")
 
 
@@ -870,7 +882,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     reason = _abort_reason(first, key)
     if reason is not None:  # an abort is how a C++ error ends a process: the error is the failure
         first = reason
-    worker = _worker_error(first, key)
+    worker = _worker_error(first, key, events)
     if worker is not None:  # a Python exit whose error the worker printed above the record
         first = worker
     first = _with_last_error(first, key)
@@ -953,26 +965,37 @@ def _with_stated_message(first: pd.Series, ordered: pd.DataFrame,
 NO_CODE_ERROR_LINES = 10
 
 
-def _worker_error(first: pd.Series, ordered: pd.DataFrame) -> pd.Series | None:
+def _errors_before(first: pd.Series, rows: pd.DataFrame, near: pd.Series) -> pd.DataFrame:
+    """The error rows of ``first``'s file where ``near``, on its rank or on no named rank."""
+    out = rows[(rows["table"] == "errors") & (rows["file"] == first["file"]) & near]
+    if pd.notna(first["rank"]):
+        out = out[out["rank"].isna() | (out["rank"] == first["rank"])]
+    return out
+
+
+def _worker_error(first: pd.Series, ordered: pd.DataFrame,
+                  events: pd.DataFrame | None = None) -> pd.Series | None:
     """For a launcher's record of a worker that exited with code 1 (a Python exception):
     the specific error (a CUDA OOM, a CUDA/NCCL/ECC error) the worker's traceback printed
     earlier in the same file, on that rank or on no named rank — that is what failed; with
     none, the first local Python exception it printed there (``ZeroDivisionError: …``, a
-    ``RuntimeError: … INTERNAL ASSERT FAILED``). The record's rank and host are kept where
-    the error line names none."""
-    if first["table"] != "exits" or first["code"] not in ("exit_1", "exit_None"):
+    ``RuntimeError: … INTERNAL ASSERT FAILED``); with none, a port it could not bind, from
+    all ``events``. The record's rank and host are kept where the error line names none."""
+    if first["table"] != "exits" or first["code"] not in ("exit_1", "exit_2", "exit_None"):
         return None
     if first["code"] == "exit_None":  # a record without the code (torchelastic's FAILED
         # event): the worker's error file is logged just after it as often as before
         near = (ordered["lineno"] - first["lineno"]).abs() <= NO_CODE_ERROR_LINES
     else:
         near = ordered["lineno"] < first["lineno"]
-    before = ordered[(ordered["table"] == "errors") & (ordered["file"] == first["file"]) & near]
-    if pd.notna(first["rank"]):
-        before = before[before["rank"].isna() | (before["rank"] == first["rank"])]
+    before = _errors_before(first, ordered, near)
     specific = before[before["kind"].isin(SPECIFIC_KINDS)]
     if not len(specific):
         specific = before[(before["kind"] == "python") & (before["role"] == "cause")]
+    if not len(specific) and events is not None and first["code"] == "exit_1":
+        before = _errors_before(first, events, events["lineno"] < first["lineno"])
+        specific = before[(before["kind"] == "python")
+                          & before["message"].astype(str).str.contains(LOCAL_BIND_TEXT_RE)]
     if not len(specific):
         return None
     err = specific.sort_values("lineno", kind="stable").iloc[0][EVENT_COLUMNS].copy()
