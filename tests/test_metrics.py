@@ -201,3 +201,26 @@ def test_json_list_cut_short_keeps_its_whole_records(tmp_path: Path, text: str,
     it = traindoc.load(p).iterations
     assert it["iteration"].tolist() == iterations and pd.notna(it["loss"].iloc[0])
 
+
+
+def test_per_epoch_csv_with_a_phase_column(tmp_path: Path) -> None:
+    # the head of Sagar063/week9_ERAV4_ImageNet_ResNet-50_Model_Experiments
+    # out/imagenet1kfull_g5x_1gpu_dali_nvme_lr0p125_bs256_e150_work6/train_log.csv
+    p = tmp_path / "train_log.csv"
+    p.write_text("epoch,phase,loss,top1,top5,lr,imgs_per_sec\n"
+                 "-1,val,41.140252,0.1000,0.5000,0.005000,\n"
+                 "0,train,5.968157,4.7438,13.4723,0.005146,810\n"
+                 "0,val,5.498916,8.6060,22.2700,0.005146,\n"
+                 "1,train,4.904754,15.6586,34.7683,0.005584,811\n")
+    it = traindoc.load(p).iterations
+    train = it[it["event"] == "epoch"]
+    assert train[["iteration", "loss", "samples_per_s"]].values.tolist() == [
+        [0, 5.968157, 810.0], [1, 4.904754, 811.0]]
+    ev = it[it["event"] == "eval"]
+    assert ev[["iteration", "eval_loss"]].values.tolist() == [[0, 5.498916]]
+
+
+def test_fractional_epoch_is_no_step(tmp_path: Path) -> None:
+    p = tmp_path / "history.csv"
+    p.write_text("epoch,loss\n0.25,2.1\n0.5,2.0\n")
+    assert traindoc.load(p).iterations.empty

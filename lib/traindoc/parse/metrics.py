@@ -44,6 +44,12 @@ STEP_NAMES: tuple[str, ...] = (
     "iteration", "iterations", "global_step", "train/global_step", "trainer/global_step",
     "step", "steps", "_step",
 )
+# a per-epoch CSV with no step column: the epoch is its only counter, one row a point
+# (Sagar063/week9_ERAV4_ImageNet_ResNet-50_Model_Experiments train_log.csv:
+# "epoch,phase,loss,top1,top5,lr,imgs_per_sec"; timm's summary.csv "epoch,train_loss,…");
+# not in JSON records, where a fractional epoch sits beside a step of another name (LLaMA-Factory's
+# trainer_log.jsonl "current_steps"), left to the text reader
+EPOCH_STEP = "epoch"
 
 # metric name (lower case) -> iterations column. TensorBoard tags of Megatron's
 # ``training_log`` (``lm loss``, ``grad-norm``, ``learning-rate``, ``loss-scale``, ``batch-size``)
@@ -77,7 +83,17 @@ METRIC_NAMES: dict[str, str] = {
     "train/global_batch_size": "global_batch_size",
     "skipped_iterations": "skipped", "train/skipped_iterations": "skipped",
     "nan_iterations": "nan", "train/nan_iterations": "nan",
+    # rates a per-epoch CSV states
+    "imgs_per_sec": "samples_per_s", "images_per_sec": "samples_per_s",
+    "img_per_sec": "samples_per_s", "imgs/s": "samples_per_s", "images/s": "samples_per_s",
+    "samples_per_sec": "samples_per_s", "samples/s": "samples_per_s",
+    "samples/sec": "samples_per_s", "tokens_per_sec": "tokens_per_s",
+    "tokens/s": "tokens_per_s", "tokens/sec": "tokens_per_s",
 }
+# a column naming the phase a row reports (train or an evaluation), and its evaluation values:
+# an evaluation row's loss is an eval loss and its rates no training rate
+PHASE_NAMES = ("phase", "split", "mode", "stage")
+EVAL_PHASES = frozenset(("val", "valid", "validation", "eval", "evaluation", "test", "dev"))
 # TensorBoard's download writes a tag's "/" as "_": compare with every "_" read as "/".
 TB_NAMES: dict[str, str] = {k.replace("_", "/"): v for k, v in METRIC_NAMES.items()}
 TIME_NAMES = ("_timestamp", "wall time", "timestamp")
@@ -132,10 +148,14 @@ def _tb_column(path: Path) -> str | None:
 class _Columns:
     """Which header cell holds the step, the time and each metric."""
 
-    def __init__(self, header: Iterable[str]) -> None:
+    def __init__(self, header: Iterable[str], by_epoch: bool = False) -> None:
         names = [_key(h) for h in header]
         self.steps = [i for s in STEP_NAMES for i, n in enumerate(names) if n == s]
+        if by_epoch and not self.steps:
+            self.steps = [i for i, n in enumerate(names) if n == EPOCH_STEP][:1]
         self.time = next((i for t in TIME_NAMES for i, n in enumerate(names) if n == t), None)
+        self.phase = next((i for p in PHASE_NAMES for i, n in enumerate(names) if n == p), None)
+        self.by_epoch = bool(self.steps) and names[self.steps[0]] == EPOCH_STEP
         self.metrics: list[tuple[int, str]] = []
         taken: set[str] = set()
         for i, n in enumerate(names):
@@ -155,10 +175,10 @@ class _Columns:
         for i in self.steps:
             f = _value(get(i))
             if f is not None and math.isfinite(f):
-                step = int(f)
+                step = int(f) if f == int(f) or not self.by_epoch else None
                 break
-        if step is None:
-            return None
+        if step is None or step < 0:
+            return None  # an evaluation before training (epoch -1) is no step
         row: Row = {}
         for i, col in self.metrics:
             f = _value(get(i))
@@ -170,10 +190,17 @@ class _Columns:
                 row[col] = int(f)
             else:
                 row[col] = f
+        if self.phase is not None and str(get(self.phase) or "").strip().lower() in EVAL_PHASES:
+            if row.get("loss") is None:
+                return None
+            row = {"eval_loss": row["loss"], "event": "eval"}
         if not row:
             return None  # a sparse history row holding other keys (eval, system metrics)
         _flag_nan(row)
         row["iteration"] = step
+        if self.by_epoch:
+            row["epoch"] = float(step)
+            row.setdefault("event", "epoch")
         if self.time is not None:
             row["time"] = _when(get(self.time))
         return row
@@ -210,7 +237,7 @@ def looks_like_metrics(path: Path, head: bytes) -> bool:
         return False
     if suffix == ".csv":
         header = [c.strip().lower() for c in _csv_cells(_first_line(head))]
-        return header == TB_HEADER or _Columns(header).usable
+        return header == TB_HEADER or _Columns(header, by_epoch=True).usable
     text = _head_text(head).lstrip()
     if suffix == ".json" and text.startswith("{"):
         return '"log_history"' in text
@@ -256,7 +283,7 @@ def load_csv(path: Path) -> list[tuple[str, Row]]:
         cols = _Columns(["wall time", "step", column])
         cols.metrics = [(2, column)]
     else:
-        cols = _Columns(header)
+        cols = _Columns(header, by_epoch=True)
         if not cols.usable:
             raise ValueError("no step column and metric column in the header")
     for n, text in lines:
