@@ -49,12 +49,16 @@ from traindoc.diagnose import failure_class
 # Batch 2026-11-27q (17 cases, 13 right blind, scored after round q) took it to 969; after round
 # q and a short round on batch q 931 are right, no case that was right having gone wrong: every
 # floor but deadlock's and triage's healthy one raised.
-FLOOR_PCT = {"all": 95.9, "timeout": 97.4, "gpu_crash": 96.1, "loss_spike": 95.9,
-             "throughput": 94.2, "deadlock": 92.4}
+# Batch 2026-11-27r (36 cases, 24 right blind, scored after round s) took it to 1005; after a
+# short round on batch r 962 are right, no case that was right having gone wrong: timeout's,
+# gpu_crash's, throughput's, all's and triage's floors lower by batch r's wrong cases,
+# deadlock's and loss_spike's raised.
+FLOOR_PCT = {"all": 95.6, "timeout": 97.0, "gpu_crash": 95.1, "loss_spike": 96.0,
+             "throughput": 93.2, "deadlock": 93.2}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (640/663 and 203/214 today)
-TRIAGE_FLOOR_PCT = 96.3
-TRIAGE_HEALTHY_FLOOR_PCT = 94.7
+# and of healthy cases where it names none (661/687 and 214/226 today)
+TRIAGE_FLOOR_PCT = 96.0
+TRIAGE_HEALTHY_FLOOR_PCT = 94.2
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
