@@ -211,7 +211,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _init_failure_roles(ev, incident)
     _cascade_xid_roles(ev)
     _kernel_assert_roles(ev)
-    _recovered_oom_roles(ev, incident, files)
+    _recovered_roles(ev, incident, files)
     _ucx_detail_roles(ev)
     _after_success_roles(ev, incident, files)
     _after_timeout_roles(ev)
@@ -466,22 +466,22 @@ def _kernel_assert_roles(ev: pd.DataFrame) -> None:
 
 # errors a run may go on after: an OOM the code works around (moving the work to the CPU), a
 # UCX transport error UCX or MPI recovers from (another transport, a retried connection)
-RECOVERED_OOM_CODES = {"oom_fallback", "ucx_error"}
+RECOVERED_CODES = {"oom_fallback", "ucx_error"}
 
 
-def _recovered_oom_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+def _recovered_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
     """An OOM the program caught and worked around (or a UCX error the transport got past) is
     no failure when the run went on: a step or progress line after it in the same file. Where
     nothing came after it, it is the last thing the run said before it ended, and the failure
     it has."""
-    oom = ev.index[ev["code"].isin(list(RECOVERED_OOM_CODES)) & (ev["role"] == "cause")]
-    if not len(oom):
+    recovered = ev.index[ev["code"].isin(list(RECOVERED_CODES)) & (ev["role"] == "cause")]
+    if not len(recovered):
         return
     last: dict[int, int] = {}
     for t in (incident.iterations, incident.progress):
         for f, ln in _places(t["source"], files):
             last[f] = max(last.get(f, 0), ln)
-    for i in oom:
+    for i in recovered:
         if last.get(ev.at[i, "file"], 0) > ev.at[i, "lineno"]:
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
         else:
@@ -765,7 +765,7 @@ def _mpi_abort_roles(ev: pd.DataFrame) -> None:
     mpi = ev[(ev["kind"] == "mpi_error") & (ev["role"] == "cause") & ev["rank"].notna()]
     if not len(mpi):
         return
-    first = mpi.sort_values("lineno", kind="stable").groupby("file")["lineno"].min()
+    first = mpi.groupby("file")["lineno"].min()
     own = set(mpi["rank"].astype(int))
     bare = ev.index[(ev["table"] == "exits") & (ev["role"] == "cause") & ev["rank"].notna()
                     & (ev["strength"] == Strength.WEAK)]
