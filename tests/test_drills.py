@@ -53,6 +53,9 @@ EXPECTED_KEYS = {
     "loss_spike": {"spikes"},
     "cuda_assert": {"failed_ranks", "error_kind"},
     "cuda_oom": {"failed_ranks", "error_kind"},
+    "nccl_watchdog": {"timed_out_ranks", "op_type", "seq_num", "last_step"},
+    "nccl_duplicate_gpu": {"failed_ranks", "error_kind"},
+    "cuda_illegal_address": {"failed_ranks", "error_kind", "last_iteration"},
 }
 CLASSES = set(NAMES)
 
@@ -258,6 +261,42 @@ def test_cuda_oom(drill_bundle: Callable[[str], Path]) -> None:
     out = drill_bundle("cuda_oom")
     rec, log = _check_common(out, "cuda_oom")
     assert re.search(r"CUDA out of memory\. Tried to allocate [\d.]+ [GMT]iB", log)
+    assert CHILD_FAILED in log and ROOT_CAUSE in log
+
+
+@pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("nccl_watchdog"))
+@needs_torch
+def test_nccl_watchdog(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("nccl_watchdog")
+    rec = json.loads((out / "drill.json").read_text())
+    log = (out / "torchrun.log").read_text(errors="replace")
+    # the watchdog names the step's all_reduce; torch dumped NCCL's flight recorder itself
+    assert f"WorkNCCL(SeqNum={rec['facts']['seq_num']}, OpType=ALLREDUCE" in log
+    assert "Watchdog caught collective operation timeout" in log
+    assert sorted(p.name for p in (out / "fr").glob("nccl_trace_rank_*")) == [
+        f"nccl_trace_rank_{r}" for r in rec["facts"]["timed_out_ranks"]]
+    assert CHILD_FAILED in log and ROOT_CAUSE in log
+
+
+@pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("nccl_duplicate_gpu"))
+@needs_torch
+def test_nccl_duplicate_gpu(drill_bundle: Callable[[str], Path]) -> None:
+    log = (drill_bundle("nccl_duplicate_gpu") / "torchrun.log").read_text(errors="replace")
+    assert "ncclInvalidUsage" in log and "Duplicate GPU detected" in log
+    assert CHILD_FAILED in log
+
+
+@pytest.mark.drills
+@pytest.mark.xdist_group(drill_group("cuda_illegal_address"))
+@needs_torch
+def test_cuda_illegal_address(drill_bundle: Callable[[str], Path]) -> None:
+    out = drill_bundle("cuda_illegal_address")
+    rec, log = json.loads((out / "drill.json").read_text()), (out / "torchrun.log").read_text(
+        errors="replace")
+    assert "an illegal memory access was encountered" in log
+    assert f" iteration {rec['facts']['last_iteration']:8d}/" in log
     assert CHILD_FAILED in log and ROOT_CAUSE in log
 
 

@@ -19,7 +19,7 @@ MAX_NPROC = 64  # --nproc: 2 (a drill needs two ranks) to this many worker proce
 def _summary(out: Path) -> str:
     rec = json.loads((out / "drill.json").read_text())
     r = rec["run"]
-    return f"{rec['drill']:<15} {rec['class']:<11} rc={r['returncode']:<4} {r['duration_s']:>5.1f}s  {out}"
+    return f"{rec['drill']:<21} {rec['class']:<11} rc={r['returncode']:<4} {r['duration_s']:>5.1f}s  {out}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.list:
             for name, desc in DRILLS.items():
-                print(f"{name:<15} {SPECS[name].cls:<11} {desc}")
+                print(f"{name:<21} {SPECS[name].cls:<11} {desc}")
             return 0
         if args.regenerate_samples:
             names = [args.name] if args.name else None

@@ -168,6 +168,39 @@ SPECS: dict[str, DrillSpec] = {
             "to allocate …` with the GPU's capacity on rank 1, torchrun's report naming rank 1.",
             needs_cuda=True,
         ),
+        DrillSpec(
+            "nccl_watchdog",
+            "timeout",
+            "at step K a kernel keeps rank 1's CUDA stream busy (rank 0 on one GPU) for six "
+            "process-group timeouts, so the all_reduce queued behind it cannot run (NCCL, CUDA GPU)",
+            "torch's NCCL watchdog on a real GPU: `Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=…, OpType=ALLREDUCE, …)`, the flight recorder torch dumps itself "
+            "(TORCH_NCCL_DUMP_ON_TIMEOUT), the process aborted (SIGABRT) and torchrun's report.",
+            pg_timeout=10.0,
+            steps=12,
+            needs_cuda=True,
+        ),
+        DrillSpec(
+            "nccl_duplicate_gpu",
+            "gpu_crash",
+            "every rank trains on cuda:0 (no set_device by local rank): two ranks on one GPU "
+            "(NCCL, CUDA GPU)",
+            "NCCL's own error on a real GPU: `DistBackendError: NCCL error in: …, invalid usage`, "
+            "`ncclInvalidUsage`, and its `Last error: Duplicate GPU detected : rank 1 and rank 0 "
+            "both on CUDA device …` on both ranks at their first collective.",
+            needs_cuda=True,
+        ),
+        DrillSpec(
+            "cuda_illegal_address",
+            "gpu_crash",
+            "at step K a custom (Triton) kernel on rank 1 (rank 0 on one GPU) writes far outside "
+            "its buffer (NCCL, CUDA GPU)",
+            "an illegal memory access on a real GPU: `torch.AcceleratorError: CUDA error: an illegal "
+            "memory access was encountered` at the next synchronisation, the NCCL watchdog thread "
+            "terminating with the same error, SIGABRT, torchrun's report.",
+            steps=12,
+            needs_cuda=True,
+        ),
     )
 }
 
@@ -384,7 +417,7 @@ def _capture_hang(out: Path, sup: _Supervisor, python: str, notes: list[str]) ->
 def _facts(
     spec: DrillSpec, nproc: int, steps: int, k: int, leaves: dict[int, str]
 ) -> tuple[dict[str, Any], list[str]]:
-    fault = worker.FAULT_RANK
+    fault = min(worker.FAULT_RANK, nproc - 1)
     others = [r for r in range(nproc) if r != fault]
     seq = worker.collective_plan(k)
     notes: list[str] = []
@@ -424,6 +457,24 @@ def _facts(
         notes.append(f"rank {fault} asked for {worker.OOM_FACTOR}x its GPU's memory at "
                      f"iteration {k}")
         notes.append(f"rank {fault} sent itself SIGKILL at iteration {k}, before its all_reduce")
+    elif spec.name == "nccl_watchdog":
+        facts = {
+            "timed_out_ranks": list(range(nproc)),
+            "op_type": "ALLREDUCE",
+            "seq_num": seq["grad_allreduce_at_fault"],
+            "last_step": k - 1,
+        }
+        notes.append(f"rank {fault}'s stream slept {worker.WATCHDOG_SLEEP_TIMEOUTS} timeouts "
+                     f"before the gradient all_reduce of iteration {k}; every rank's watchdog "
+                     "times that all_reduce out")
+    elif spec.name == "nccl_duplicate_gpu":
+        facts = {"failed_ranks": list(range(nproc)), "error_kind": "nccl_error"}
+        notes.append("every rank on cuda:0; NCCL refuses the communicator at the first "
+                     "collective (the parameter broadcast)")
+    elif spec.name == "cuda_illegal_address":
+        facts = {"failed_ranks": [fault], "error_kind": "cuda_error", "last_iteration": k - 1}
+        notes.append(f"rank {fault}'s kernel stores 2**40 float32 elements past a one-element "
+                     f"buffer at iteration {k}")
     elif spec.name == "hang":
         facts = {"outlier_members": [fault]}
         if fault in leaves:
@@ -471,9 +522,9 @@ def run(
     """Run drill ``name`` and write its bundle into ``out_dir``; return ``out_dir``."""
     if name not in SPECS:
         raise DrillError(f"unknown drill {name!r}; choose from {', '.join(SPECS)}")
+    spec = SPECS[name]
     if nproc < 2:
         raise DrillError("drills need at least 2 processes")
-    spec = SPECS[name]
     steps = steps or spec.steps
     k = spec.fault_step(steps)
     if (
@@ -487,6 +538,8 @@ def run(
     gpus = cuda_devices(py) if spec.needs_cuda else []
     if spec.needs_cuda and not gpus:
         raise DrillError(f"drill {name} trains on a CUDA GPU and torch ({py}) sees none")
+    if name in worker.NCCL_DRILLS and name != "nccl_duplicate_gpu":
+        nproc = min(nproc, len(gpus))  # NCCL: one GPU a rank
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     _clear_bundle(out)
@@ -496,6 +549,11 @@ def run(
         os.environ, TORCH_FR_BUFFER_SIZE=FR_BUFFER_SIZE, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1"
     )
     env.pop("TORCHELASTIC_ERROR_FILE", None)
+    if name in worker.NCCL_DRILLS:
+        # torch dumps its own flight recorder on a watchdog timeout, as a job would be set up
+        env.update(TORCH_NCCL_DUMP_ON_TIMEOUT="1", NCCL_DEBUG="WARN",
+                   TORCH_FR_DUMP_TEMP_FILE=str(out / "fr" / "nccl_trace_rank_"),
+                   TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC="30")
     notes: list[str] = []
     leaves: dict[int, str] = {}
     timed_out = False
@@ -549,7 +607,7 @@ def run(
             "nproc": nproc,
             "steps": steps,
             "fault_step": k,
-            "fault_rank": worker.FAULT_RANK,
+            "fault_rank": min(worker.FAULT_RANK, nproc - 1),
             "timed_out": timed_out,
         },
     }
@@ -576,16 +634,19 @@ def regenerate_samples(data_root: Path = DATA_ROOT, names: list[str] | None = No
         run(name, target)
         spec = SPECS[name]
         gpus = json.loads((target / "drill.json").read_text())["run"].get("gpus")
-        job = (f"torchrun job whose ranks train on one {gpus[0]} (collectives on gloo)" if gpus
-               else "CPU/gloo torchrun job")
+        run_rec = json.loads((target / "drill.json").read_text())["run"]
+        comm = "NCCL" if name in worker.NCCL_DRILLS else "gloo"
+        job = (f"{run_rec['nproc']}-process torchrun job whose ranks train on one {gpus[0]} "
+               f"(collectives on {comm})" if gpus else "2-process CPU/gloo torchrun job")
         rel = target.relative_to(REPO_ROOT) if target.is_relative_to(REPO_ROOT) else target
         (target / "README.md").write_text(
             f"# drill `{name}` ({spec.cls})\n\n"
             f"Injected fault: {spec.description}.\n\n"
             f"What it shows: {spec.shows}\n\n"
-            f"Real artifacts from a 2-process {job}: `torchrun.log` (torchrun's stdout+stderr "
+            f"Real artifacts from a {job}: `torchrun.log` (torchrun's stdout+stderr "
             "with the workers tee'd in), `logs/` (per-rank files as torchrun wrote them), `fr/rank<N>.pkl` "
-            "(flight-recorder pickles), `pyspy/` where taken; `drill.json` holds the injected truth.\n\n"
+            "(flight-recorder pickles; `fr/nccl_trace_rank_<N>` where torch dumped NCCL's itself), "
+            "`pyspy/` where taken; `drill.json` holds the injected truth.\n\n"
             "Made with:\n\n"
             f"```\nPYTHONPATH=lib python -m traindoc.drills {name} --out {rel}\n```\n\n"
             + (f"(on a machine with a CUDA GPU: `PYTHONPATH=lib python -m traindoc.drills {name} "

@@ -42,10 +42,22 @@ DRILL_NAMES = (
     "unseeded_split",
     "cuda_assert",
     "cuda_oom",
+    "nccl_watchdog",
+    "nccl_duplicate_gpu",
+    "cuda_illegal_address",
 )
-# Drills that train on a CUDA GPU (every rank on ``cuda:<local rank % GPUs>``; gloo still
-# carries the collectives, from host memory), so the fault is the GPU's own error text.
-CUDA_DRILLS = ("cuda_assert", "cuda_oom")
+# Drills whose collectives run on NCCL, from GPU memory: the NCCL watchdog, NCCL's own errors
+# and the flight recorder torch dumps itself on a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT).
+NCCL_DRILLS = ("nccl_watchdog", "nccl_duplicate_gpu", "cuda_illegal_address")
+# Drills that train on a CUDA GPU (every rank on ``cuda:<local rank % GPUs>``; gloo carries
+# the collectives, from host memory, unless NCCL_DRILLS says NCCL), so the fault is the GPU's
+# own error text.
+CUDA_DRILLS = ("cuda_assert", "cuda_oom", *NCCL_DRILLS)
+# nccl_watchdog: the fault rank's stream is kept busy this many process-group timeouts before
+# its all_reduce (torch.cuda._sleep counts GPU cycles; 2 GHz is about a Hopper's SM clock,
+# a slower clock only sleeps longer).
+WATCHDOG_SLEEP_TIMEOUTS = 6
+SLEEP_CYCLES_PER_S = 2_000_000_000
 # cuda_oom: the fault rank asks for this many times the GPU's memory in one allocation.
 OOM_FACTOR = 2
 # Stands in for the OS entropy an unseeded RNG draws at start-up: fixed per rank
@@ -80,18 +92,22 @@ class FlightRecorder:
     """Writes this rank's flight-recorder dump to ``<fr_dir>/rank<N>.pkl``, or to
     ``<prefix><N>`` (torch's ``TORCH_FR_DUMP_TEMP_FILE`` convention) when a prefix is given."""
 
-    def __init__(self, fr_dir: Path, rank: int, prefix: str | None = None) -> None:
+    def __init__(self, fr_dir: Path, rank: int, prefix: str | None = None,
+                 nccl: bool = False) -> None:
         self.path = Path(f"{prefix}{rank}") if prefix else fr_dir / f"rank{rank}.pkl"
         self.rank = rank
+        self.nccl = nccl  # NCCL's recorder, not the CPU (gloo) one
         self._lock = threading.Lock()
 
     def dump(self, reason: str) -> None:
         """Dump the flight recorder (raw pickle bytes from torch), atomically."""
-        from torch._C._distributed_c10d import _dump_fr_trace
+        from torch._C import _distributed_c10d as c10d
 
         with self._lock:
             try:
-                data = _dump_fr_trace()
+                # a torch built without NCCL has no _dump_nccl_trace
+                dump = getattr(c10d, "_dump_nccl_trace", None) if self.nccl else None
+                data = (dump or c10d._dump_fr_trace)()
             except Exception as exc:  # a failed dump must not mask the fault
                 _err(f"[rank{self.rank}] flight recorder dump failed ({reason}): {exc!r}")
                 return
@@ -227,10 +243,11 @@ class _Trainer:
         self.torch, self.dist, self.args, self.fr = torch, dist, args, recorder
         self.rank = dist.get_rank()
         self.world = dist.get_world_size()
-        self.device = torch.device("cpu")
-        if args.drill in CUDA_DRILLS:
-            local = int(os.environ.get("LOCAL_RANK", self.rank))
-            self.device = torch.device("cuda", local % torch.cuda.device_count())
+        self.device = drill_device(torch, args.drill, self.rank)
+        # NCCL reduces GPU memory; gloo reduces host memory.
+        self.comm_device = self.device if args.drill in NCCL_DRILLS else torch.device("cpu")
+        # The fault rank; a one-GPU NCCL drill has rank 0 alone.
+        self.fault = min(FAULT_RANK, self.world - 1)
         self.last = self.rank == self.world - 1
         self.gbs = MICRO_BATCH * self.world
         torch.manual_seed(1234 + self.rank)  # differs on purpose: the broadcast syncs it
@@ -252,7 +269,7 @@ class _Trainer:
         return x.to(self.device), y.to(self.device)
 
     def sync_params(self) -> None:
-        flat = self.torch.cat([p.detach().flatten() for p in self.params]).cpu()
+        flat = self.torch.cat([p.detach().flatten() for p in self.params]).to(self.comm_device)
         self.dist.broadcast(flat, src=0)
         self._unflatten(flat, grads=False)
 
@@ -280,7 +297,7 @@ class _Trainer:
             loss = torch.nn.functional.cross_entropy(self.model(x), y)
             loss.backward()
             flat = torch.cat([p.grad.flatten() for p in self.params]
-                             + [loss.detach().reshape(1)]).cpu()
+                             + [loss.detach().reshape(1)]).to(self.comm_device)
             self.inject_before_allreduce(it)
             if a.drill == "timeout" and it == a.fault_step and self.rank == FAULT_RANK:
                 # The bug: eval runs in place of this step's gradient all-reduce.
@@ -319,6 +336,16 @@ class _Trainer:
             # e.g. an activation buffer sized for a far longer sequence than the model's
             total = self.torch.cuda.get_device_properties(self.device).total_memory
             self.torch.empty(OOM_FACTOR * total, dtype=self.torch.uint8, device=self.device)
+        if self.args.drill == "nccl_watchdog" and it == self.args.fault_step and self.rank == self.fault:
+            # e.g. a kernel that spins: the all_reduce queued behind it cannot start
+            seconds = WATCHDOG_SLEEP_TIMEOUTS * self.args.pg_timeout
+            self.torch.cuda._sleep(int(seconds * SLEEP_CYCLES_PER_S))
+        if self.args.drill == "cuda_illegal_address" and it == self.args.fault_step \
+                and self.rank == self.fault:
+            # a bad index in a custom kernel; torchrun runs this file as a script, beside it
+            from oob_kernel import store_out_of_bounds  # type: ignore[import-not-found]
+
+            store_out_of_bounds(self.torch.empty(1, device=self.device))
 
     def mismatched_collective(self, flat: Any) -> None:
         """desync: rank 1 all-gathers while the others all-reduce the same step."""
@@ -361,12 +388,24 @@ class _Trainer:
         print(f"[rank{self.rank}] checkpoint saved", flush=True)
 
 
+def drill_device(torch: Any, drill: str, rank: int) -> Any:
+    """The device a drill's rank trains on: the CPU, ``cuda:<local rank % GPUs>``, or
+    ``cuda:0`` for every rank of ``nccl_duplicate_gpu`` (the fault: no ``set_device`` by
+    local rank, so NCCL finds two ranks on one GPU)."""
+    if drill not in CUDA_DRILLS:
+        return torch.device("cpu")
+    if drill == "nccl_duplicate_gpu":
+        return torch.device("cuda", 0)
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    return torch.device("cuda", local % torch.cuda.device_count())
+
+
 def _run(args: argparse.Namespace) -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
     import torch.distributed as dist
 
     rank = int(os.environ["RANK"])
-    recorder = FlightRecorder(args.fr_dir, rank, args.fr_prefix)
+    recorder = FlightRecorder(args.fr_dir, rank, args.fr_prefix, nccl=args.drill in NCCL_DRILLS)
     threading.Thread(target=_signal_loop, args=(recorder,), name="fr-signals", daemon=True).start()
     # A handler of its own, so /proc/<pid>/status SigCgt shows SIGUSR1 as caught (what
     # `traindoc collect` checks before it asks for a dump); while the signal is blocked the
@@ -375,7 +414,13 @@ def _run(args: argparse.Namespace) -> None:
     if args.deadline is not None:
         threading.Thread(target=_exit_at, args=(args.deadline, rank), name="drill-deadline",
                          daemon=True).start()
-    dist.init_process_group("gloo", timeout=timedelta(seconds=args.pg_timeout))
+    backend = "gloo"
+    if args.drill in NCCL_DRILLS:
+        import torch
+
+        torch.cuda.set_device(drill_device(torch, args.drill, rank))
+        backend = "nccl"
+    dist.init_process_group(backend, timeout=timedelta(seconds=args.pg_timeout))
     if args.worker_socket:
         from torch._C._distributed_c10d import _WorkerServer
 
