@@ -351,3 +351,20 @@ def test_an_evaluation_longer_than_the_training_is_no_training_bar(tmp_path: Pat
     p.write_text("\n".join(lines) + "\n" + OOM_TAIL)
     prog = last_progress(traindoc.load(p))
     assert (prog.step, prog.total) == (110, 1000)
+
+
+def test_a_bar_glued_before_the_iteration_line_is_an_earlier_step(tmp_path: Path) -> None:
+    """torchrun --tee: rank 0's unfinished tqdm bar (no newline) and its next iteration line
+    share one physical line (traindoc's drill_nccl_watchdog on an H200, torch 2.11): the bar's
+    4/12 is the step before, not the iteration line read twice."""
+    p = tmp_path / "torchrun.log"
+    p.write_text(
+        "[default0]:Train:  25%|##5       | 3/12 [00:00<00:01,  8.03it/s]\n"
+        "[default0]:Train:  33%|###3      | 4/12 [00:00<00:00, 10.33it/s][default0]: iteration"
+        "        5/      12 | consumed samples:         20 | elapsed time per iteration (ms): "
+        "53.9 | learning rate: 1.000E-02 | global batch size:     4 | lm loss: 2.542121E+00 |\n"
+        "[default0]:[rank0]:[E1128 01:37:22.786692386 ProcessGroupNCCL.cpp:689] [Rank 0] Watchdog"
+        " caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=3153,"
+        " NumelOut=3153, Timeout(ms)=10000) ran for 10087 milliseconds before timing out.\n")
+    prog = last_progress(traindoc.load(p))
+    assert (prog.step, prog.total) == (5, 12)

@@ -183,6 +183,16 @@ def _last_step_index(it: pd.DataFrame) -> Any:
     return rows["iteration"].idxmax()
 
 
+def _same_line(pr: pd.DataFrame, row: pd.Series) -> pd.Series:
+    """The progress rows read from the iteration row's own line: the same source and text. A
+    physical line split where a rank prefix is glued to it holds two lines under one source
+    (torchrun --tee: rank 0's unfinished tqdm bar "Train:  33%|###3 | 4/12 [00:00<00:00,
+    10.33it/s]" then "[default0]: iteration 5/12 | …", traindoc's drill_nccl_watchdog): the bar
+    there is an earlier step, not the iteration line read twice."""
+    same = pr["source"] == row["source"]
+    return same & (pr["line"].astype("string").str.strip() == str(row["line"]).strip())
+
+
 def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
     """The same loop's bar printed after the last step line and further on: a bar the step
     reader could not take (cut before its closing bracket by the next message) with the
@@ -227,7 +237,7 @@ def last_progress(incident: Incident) -> Progress:
         totals = at_step["total_iterations"].dropna()
         total = totals.max() if len(totals) else None
         pr = incident.progress
-        bar = pr[(pr["source"] == row["source"]) & pr["step"].notna()] if len(pr) else pr
+        bar = pr[_same_line(pr, row) & pr["step"].notna()] if len(pr) else pr
         length = bar.iloc[-1]["total"] if len(bar) and pd.notna(bar.iloc[-1]["total"]) else total
         after = _bar_after(pr, row, length) if len(pr) else pr
         if len(after):
