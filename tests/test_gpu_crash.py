@@ -1844,3 +1844,41 @@ def test_exit_on_failure_after_a_hang_states_it() -> None:
     """xid79_multinode: the last rank timed out 10 min after the Xid."""
     (act,) = _exit_actions(DATA / "gpu_crash" / "xid79_multinode")
     assert "unknown" not in act.title and "min after the first" in act.why
+
+
+# traindoc's drill_nccl_duplicate_gpu (torch 2.11, NCCL 2.28.9 on an H200): two ranks' tracebacks
+# interleave in torchrun's stream, so rank 0's "Last error:" and its text are lines apart
+DUPLICATE_GPU_LOG = """\
+[default0]:[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9
+[default0]:[rank0]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
+[default0]:[rank0]: Last error:
+[default1]:[rank1]:   File "/work/main/lib/traindoc/drills/worker.py", line 273, in sync_params
+[default1]:[rank1]:     self.dist.broadcast(flat, src=0)
+[default0]:[rank0]: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60
+[default1]:[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9
+[default1]:[rank1]: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
+[default1]:[rank1]: Last error:
+[default1]:[rank1]: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60
+"""
+
+
+@pytest.mark.parametrize("engine", ["auto", "plain"])
+def test_the_text_under_last_error_is_added_to_the_nccl_error(tmp_path: Path, engine: str) -> None:
+    p = tmp_path / "torchrun.log"
+    p.write_text(DUPLICATE_GPU_LOG)
+    inc = traindoc.load(p, engine=engine)
+    texts = inc.errors[inc.errors["code"] == "nccl_last_error_text"]
+    assert list(texts["rank"]) == [0, 1] and list(texts["message"]) == [
+        "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60",
+        "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60"]
+    facts = gpu_crash.report(gpu_crash.analyse(inc)).facts
+    assert facts["error_kind"] == "nccl_error" and facts["failed_ranks"][:1] == [0]
+    assert facts["error_message"].startswith("ncclInvalidUsage: This usually reflects")
+    assert "last error: Duplicate GPU detected : rank 0 and rank 1" in facts["error_message"]
+
+
+def test_the_nccl_drills_bundles_read_as_injected() -> None:
+    """The GPU drills' bundles (NCCL on an H200): the duplicate-GPU error says what NCCL said."""
+    facts = gpu_crash.report(gpu_crash.analyse(
+        traindoc.load(DATA / "gpu_crash" / "drill_nccl_duplicate_gpu"))).facts
+    assert "Duplicate GPU detected" in facts["error_message"]

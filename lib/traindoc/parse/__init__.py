@@ -68,6 +68,7 @@ LINE_PARSERS: tuple[LineParser, ...] = (
 BLOCK_PARSERS: tuple[type[BlockParser], ...] = (torchrun.ChildFailedParser,
                                                         stacks.StackParser,
                                                         errors.CudaErrorBlock,
+                                                        errors.LastErrorBlock,
                                                         errors.CheckMacroError,
                                                         *iterations.BLOCKS,
                                                         *metric_lines.BLOCKS,

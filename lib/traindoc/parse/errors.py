@@ -1265,6 +1265,49 @@ class CudaErrorBlock:
         return [("errors", row)]
 
 
+LAST_ERROR = "Last error:"
+
+
+class LastErrorBlock:
+    """The text torch prints under "Last error:" in an NCCL error: NCCL's own words for what
+    failed, which the generic ``ncclXxx: This usually reflects …`` line above it does not say
+    (traindoc's drill_nccl_duplicate_gpu, torch 2.11 / NCCL 2.28: "ncclInvalidUsage: This
+    usually reflects invalid usage of NCCL library." / "Last error:" / "Duplicate GPU detected :
+    rank 1 and rank 0 both on CUDA device 60"; meta-pytorch/torchtune#2556 "socketProgress:
+    Connection closed by remote peer …"). One ``nccl_last_error_text`` row at the text's line,
+    read per writer (another rank's traceback may come between the two lines). "Cuda failure
+    …" is left to its own pattern (``nccl_last_error``). The row is context for the error it
+    explains (``diagnose.gpu_crash.events``), never a failure of its own."""
+
+    tables = ("errors",)
+    needles: tuple[str, ...] = (LAST_ERROR,)
+    section: str | None = None  # "last_error" between the two lines
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line of the writer."""
+        s = text.strip()
+        if self.section is None:
+            if s == LAST_ERROR:
+                self.section = "last_error"
+            return []
+        if not s:
+            return []
+        self.section = None
+        if s == LAST_ERROR or "Cuda failure " in s:
+            self.section = "last_error" if s == LAST_ERROR else None
+            return []
+        return [("errors", {"kind": "nccl_error", "code": "nccl_last_error_text",
+                            "message": s[:MAX_MESSAGE_CHARS], "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: a "Last error:" with nothing under it says nothing."""
+        self.section = None
+        return []
+
+
 # A C/CUDA trainer's check macro: "[CUDA ERROR] at file train_gpt2.cu:754:" with the error
 # string on the next line (llm.c's cudaCheck; its cudnnCheck "[CUDNN ERROR] at file
 # cudnn_att.cpp:141:", llm.c#492; forks print "… at file kernel.cu(line 42):" and

@@ -59,6 +59,9 @@ STRONG_SIGNAL_CODES = {"slurm_node_failure": Strength.HARDWARE, "slurm_preemptio
 MPI_ABORT_CODES = {"mpi_abort"}
 # mpi_error rows that only say who reported the error (Open MPI's "reported by process [j,r]")
 MPI_CONTEXT_CODES = {"mpi_reported_by"}
+# nccl_error rows that explain another NCCL error (the text under torch's "Last error:"):
+# added to that error's message (``_with_last_error``), never a failure of their own
+NCCL_CONTEXT_CODES = {"nccl_last_error_text"}
 # A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
 # that follows is its teardown.
 NOT_A_FAILURE_CODES = {"slurm_time_limit"}
@@ -117,6 +120,8 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     if kind in ("cuda_error", "oom"):
         return "cause", Strength.LOCAL
     if kind == "nccl_error":
+        if code in NCCL_CONTEXT_CODES:
+            return "context", Strength.NONE
         return (("cause", Strength.LOCAL) if code in LOCAL_NCCL_CODES
                 else ("cascade", Strength.NONE))
     if kind == "mpi_error":  # the process that prints it had an MPI call fail; an abort it
@@ -885,7 +890,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     worker = _worker_error(first, key, events)
     if worker is not None:  # a Python exit whose error the worker printed above the record
         first = worker
-    first = _with_last_error(first, key)
+    first = _with_last_error(first, events)
     first = _with_stated_message(first, key)
     first = _with_exit_status(first, key)
     first = _with_task_oom(first, key)
@@ -924,15 +929,26 @@ def _without_launcher_command_rank(cluster: pd.DataFrame, first: pd.Series) -> p
     return out
 
 
-def _with_last_error(first: pd.Series, ordered: pd.DataFrame, lines: int = 6) -> pd.Series:
-    """An 'unhandled cuda error' from NCCL with the CUDA error that torch prints under it
-    ("Last error:" / "Cuda failure 2 'out of memory'") added to its message."""
-    if first["code"] != "nccl_unhandled_cuda":
+# how far under an NCCL error torch's "Last error:" text may be printed: another rank's
+# traceback can interleave with it in a launcher's one stream (2 ranks: 8 lines in
+# drill_nccl_duplicate_gpu's torchrun.log)
+LAST_ERROR_LINES = 12
+
+
+def _with_last_error(first: pd.Series, ordered: pd.DataFrame,
+                     lines: int = LAST_ERROR_LINES) -> pd.Series:
+    """An NCCL error ("unhandled cuda error", "ncclInvalidUsage: This usually reflects invalid
+    usage of NCCL library.") with the text torch prints under it after "Last error:" ("Cuda
+    failure 2 'out of memory'", "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device
+    60") added to its message: the same writer's, or one of no known rank."""
+    if first["kind"] != "nccl_error" or first["code"] in ("nccl_last_error", *NCCL_CONTEXT_CODES):
         return first
-    after = ordered[(ordered["code"] == "nccl_last_error") & (ordered["file"] == first["file"])
+    same_rank = ordered["rank"].isna() | pd.isna(first["rank"]) | (ordered["rank"] == first["rank"])
+    after = ordered[ordered["code"].isin(["nccl_last_error", *NCCL_CONTEXT_CODES])
+                    & (ordered["file"] == first["file"]) & same_rank.fillna(False)
                     & (ordered["lineno"] > first["lineno"])
                     & (ordered["lineno"] - first["lineno"] <= lines)]
-    if not len(after):
+    if not len(after) or str(after.iloc[0]["message"]) in str(first["message"]):
         return first
     out = first.copy()
     out["message"] = f"{first['message']}; last error: {after.iloc[0]['message']}"
