@@ -576,7 +576,8 @@ def _flight_recorder_action(a: DeadlockAnalysis) -> Action:
         "issued last, and names the first disagreement; a hang with no timeout never triggers "
         "dump-on-timeout, so arm the on-demand pipe too (a FIFO per rank, local to its node).",
         "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_FR_BUFFER_SIZE=2000 "
-        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/nccl_trace_rank_ "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_ "
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/nccl_trace_rank_ "
         "TORCH_NCCL_DEBUG_INFO_PIPE_FILE=/tmp/fr_pipe_rank_  # on a hang: srun --overlap --jobid "
         "$SLURM_JOB_ID --ntasks-per-node=1 bash -c 'for f in /tmp/fr_pipe_rank_*.pipe; do echo 1 "
         "> $f; done'; then torchfrtrace /shared/fr -p nccl_trace_rank_ (and log_path=/shared/fr)")

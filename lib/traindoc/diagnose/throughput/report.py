@@ -880,7 +880,8 @@ def _per_rank_timing(a: ThroughputAnalysis) -> Action | None:
         "per_rank_timing", "Turn on per-rank timing so the next drop names its rank",
         "One rank's throughput line cannot say which GPU is slow; per-rank timings can.",
         "Megatron: --log-straggler --straggler-minmax-count 4 and --timing-log-option all; "
-        "any job: TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and dump the flight recorder from every "
+        "any job: TORCH_FR_BUFFER_SIZE=2000 (older torch: TORCH_NCCL_TRACE_BUFFER_SIZE) and dump "
+        "the flight recorder from every "
         "rank (its enqueue times show who arrives last)")
 
 

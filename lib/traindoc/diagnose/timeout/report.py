@@ -531,9 +531,11 @@ def _flight_recorder(a: TimeoutAnalysis) -> Action | None:
         "flight_recorder", "Turn on the flight recorder and dump-on-timeout",
         "Without per-rank dumps the runbook cannot see which collective each rank was in "
         "when the job stopped.",
-        "export TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
-        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/nccl_trace_rank_  # then point log_path "
-        "at the job's logs and /shared/fr")
+        "export TORCH_FR_BUFFER_SIZE=2000 TORCH_NCCL_TRACE_BUFFER_SIZE=2000 "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 TORCH_FR_DUMP_TEMP_FILE=/shared/fr/nccl_trace_rank_ "
+        "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/nccl_trace_rank_  # newer torch reads the "
+        "TORCH_FR_ names, older the TORCH_NCCL_ ones; then point log_path at the job's logs "
+        "and /shared/fr")
 
 
 def _py_spy_all(a: TimeoutAnalysis) -> Action:
