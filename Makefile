@@ -41,6 +41,20 @@ demo: setup
 # (conftest's COSTLY_MODULE_FIXTURES): in a full run's --setup-plan the Dask cluster was set
 # up 3 times, the wheel, the 512 rank files and the `run --html` report twice; now once each
 # (about 10 CPU-s of set-up measured with --setup-only, on the machine shared at load 15).
+# Since (u_test), per corpus case (1005, seven sweep tests each; CPU-s in one process, 16
+# cases, the machine shared at load 8-13): the seven tests cost 0.43 CPU-s a case, of which
+# load 0.03, triage (the five class analyses) 0.17, drawing and checking the case's figures
+# 0.07, scoring and summary 0.06. The figure and deadlock-advice sweeps ran the case's class
+# analyse again (conftest.analysis_once now: triage's analyses are theirs), scoring read the
+# 1 MB similar index twice a case and ran triage again on the 92 cases that name no class
+# (similar.load_index parsed once, score_case takes triage's report): 5.93 -> 5.22 CPU-s for
+# the 16 cases' sweeps (about 45 CPU-s over the corpus), score_case 62 -> 23 ms a case. A load
+# of a corpus case 45 -> 30 ms (100 cases; schema: empty tables copied from one built once, the
+# columns no row names built as compact() makes them). Left: triage's analyses (0.17 CPU-s a case, two
+# fifths of the corpus sweep) are the per-case cost that grows with the corpus. Full run from a
+# fresh clone of 75d9887 (-n 2 --dist loadgroup, every marker): 10,476 passed, 4 skipped, 1,250
+# CPU-s (1,166 user, 83 sys), 29:23 wall on the machine shared at load 4-13 (not comparable with
+# CI's 12:59 idle); the two workers finished 5 s apart (no idle tail).
 WORKERS ?= auto
 test: setup
 	$(PY) -m pytest -q -n $(WORKERS) --dist loadgroup

@@ -2,8 +2,8 @@
 
 A new test stays cheap when it computes nothing another test of the same worker has computed:
 - a sweep over samples or corpus cases takes the case's folder as a ``Path`` parameter (it is
-  then in the case's xdist group, ``_case_group``) and reads ``load_once``, ``triage_once`` or
-  ``reports_once``, never ``traindoc.load`` itself;
+  then in the case's xdist group, ``_case_group``) and reads ``load_once``, ``analysis_once``,
+  ``triage_once`` or ``reports_once``, never ``traindoc.load`` or a class's ``analyse`` itself;
 - a notebook runs in the worker's kernel (``runbook_kernel``; ``cli_in_test_kernel`` for
   ``traindoc run``) unless starting a kernel is what it tests;
 - a drill's bundle comes from ``drill_bundle``, the test in ``drill_group(name)``;
@@ -221,11 +221,35 @@ def load_once(path: Path) -> Any:
 
 
 @functools.cache
-def triage_once(path: Path) -> Any:
-    """``triage.analyse(load_once(path))``, once per test process (every class's diagnosis)."""
-    from traindoc.diagnose import triage
+def analysis_once(path: Path, name: str) -> Any:
+    """Class ``name``'s ``analyse(load_once(path))``, once per test process: the analysis that
+    ``triage_once`` reports for that class is the one the figure and advice sweeps read (an
+    analysis is frozen). One that raises is computed again by each caller, and raises there."""
+    from traindoc.diagnose import failure_class
 
-    return triage.analyse(load_once(path))
+    return failure_class(name).analyse(load_once(path))
+
+
+class _AnalysedOnce:
+    """Class ``fc`` as triage runs it (``triage.analyse``'s ``modules``): its ``diagnose`` is
+    ``fc.diagnose`` (``report(analyse(incident))``) of ``analysis_once``'s analysis."""
+
+    def __init__(self, fc: Any, path: Path) -> None:
+        self.fc, self.path = fc, path
+
+    def diagnose(self, incident: Any) -> Any:
+        assert incident is load_once(self.path)
+        return self.fc.report(analysis_once(self.path, self.fc.NAME))
+
+
+@functools.cache
+def triage_once(path: Path) -> Any:
+    """``triage.analyse(load_once(path))``, once per test process (every class's diagnosis,
+    each of ``analysis_once``'s analysis)."""
+    from traindoc.diagnose import CLASSES, triage
+
+    return triage.analyse(load_once(path),
+                          modules={fc.NAME: _AnalysedOnce(fc, path) for fc in CLASSES})
 
 
 

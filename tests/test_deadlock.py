@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import traindoc
-from conftest import DATA, ROOT, load_once
+from conftest import DATA, ROOT, analysis_once, load_once
 from test_timeout import Boom
 from traindoc import plots, schema
 from traindoc.diagnose import deadlock
@@ -625,7 +625,7 @@ def test_transport_advice_only_where_every_stack_waits_in_one_collective(path: P
     inc = load_once(path)
     if not len(inc.stacks):
         return
-    a = deadlock.analyse(inc)
+    a = analysis_once(path, deadlock.NAME)
     r = deadlock.report(a)
     if any(x.id == "check_transport" for x in r.actions):
         assert len(a.ranks) >= 2 and all(q.in_collective for q in a.ranks), path

@@ -9,6 +9,7 @@ import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib.colors as mcolors
 import numpy as np
@@ -23,32 +24,47 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 import traindoc
-from conftest import DATA, SAMPLE_DIRS, load_once
+from conftest import DATA, SAMPLE_DIRS, analysis_once, load_once, triage_once
 from traindoc import plots
-from traindoc.diagnose import NAMES, deadlock, gpu_crash, loss_spike, throughput, timeout, triage
+from traindoc.diagnose import NAMES, failure_class, loss_spike, timeout, triage
 
 COUNT_LABEL_RE = re.compile(r"^(iteration|step|collective sequence number|order of)\b", re.I)
 FRACTION_RE = re.compile(r"^[−-]?\d+\.\d*[1-9]\d*$")
 
 
-def _timeout(inc: traindoc.Incident) -> dict[str, Figure]:
-    a = timeout.analyse(inc)
+# Each DRAW function draws from the incident and ``analysed(name)``: class (or triage) ``name``'s
+# analysis of it (``_fresh``: computed here; the sweeps: the one their case's other tests read).
+Analysed = Callable[[str], Any]
+
+
+def _fresh(inc: traindoc.Incident) -> Analysed:
+    """``analysed`` for ``inc``: each analysis computed on the call."""
+    return lambda name: (triage if name == "triage" else failure_class(name)).analyse(inc)
+
+
+def _once(path: Path) -> Analysed:
+    """``analysed`` for the sample or case at ``path``: ``analysis_once``, ``triage_once``."""
+    return lambda name: triage_once(path) if name == "triage" else analysis_once(path, name)
+
+
+def _timeout(inc: traindoc.Incident, analysed: Analysed | None = None) -> dict[str, Figure]:
+    a = (analysed or _fresh(inc))("timeout")
     return {"collective_positions": plots.collective_positions(
                 a.collectives, a.seq_num, a.timed_out_ranks, a.process_group,
                 blamed_ranks=a.blamed_ranks),
             "progress": plots.progress_timeline(inc.progress, inc.iterations)}
 
 
-def _gpu_crash(inc: traindoc.Incident) -> dict[str, Figure]:
-    return {"timeline": plots.gpu_crash_timeline(gpu_crash.analyse(inc).timeline)}
+def _gpu_crash(inc: traindoc.Incident, analysed: Analysed | None = None) -> dict[str, Figure]:
+    return {"timeline": plots.gpu_crash_timeline((analysed or _fresh(inc))("gpu_crash").timeline)}
 
 
-def _deadlock(inc: traindoc.Incident) -> dict[str, Figure]:
-    return {"stack_groups": plots.stack_groups(deadlock.analyse(inc).groups)}
+def _deadlock(inc: traindoc.Incident, analysed: Analysed | None = None) -> dict[str, Figure]:
+    return {"stack_groups": plots.stack_groups((analysed or _fresh(inc))("deadlock").groups)}
 
 
-def _throughput(inc: traindoc.Incident) -> dict[str, Figure]:
-    a = throughput.analyse(inc)
+def _throughput(inc: traindoc.Incident, analysed: Analysed | None = None) -> dict[str, Figure]:
+    a = (analysed or _fresh(inc))("throughput")
     out = {"timeline": plots.throughput_timeline(
         a.series, a.spec.label if a.spec else "", a.change_iteration, a.baseline, a.degraded,
         a.events, a.discontinuities, a.set_aside())}
@@ -60,8 +76,8 @@ def _throughput(inc: traindoc.Incident) -> dict[str, Figure]:
     return out
 
 
-def _loss_spike(inc: traindoc.Incident) -> dict[str, Figure]:
-    a = loss_spike.analyse(inc)
+def _loss_spike(inc: traindoc.Incident, analysed: Analysed | None = None) -> dict[str, Figure]:
+    a = (analysed or _fresh(inc))("loss_spike")
     f = loss_spike.report(a).facts
     out = {"curves": plots.loss_spike_curves(a.series, f["spikes"], f["nan_iterations"],
                                              f["skipped_iterations"])}
@@ -70,14 +86,16 @@ def _loss_spike(inc: traindoc.Incident) -> dict[str, Figure]:
     return out
 
 
-def _triage(inc: traindoc.Incident) -> dict[str, Figure]:
-    out = {"timeline": plots.triage_timeline(triage.analyse(inc).timeline)}
-    for name, figs in (("timeout", _timeout(inc)), ("gpu_crash", _gpu_crash(inc))):
+def _triage(inc: traindoc.Incident, analysed: Analysed | None = None) -> dict[str, Figure]:
+    analysed = analysed or _fresh(inc)
+    out = {"timeline": plots.triage_timeline(analysed("triage").timeline)}
+    for name, figs in (("timeout", _timeout(inc, analysed)),
+                       ("gpu_crash", _gpu_crash(inc, analysed))):
         out.update({f"{name}_{k}": v for k, v in figs.items()})
     return out
 
 
-DRAW: dict[str, Callable[[traindoc.Incident], dict[str, Figure]]] = {
+DRAW: dict[str, Callable[[traindoc.Incident, Analysed | None], dict[str, Figure]]] = {
     "timeout": _timeout, "gpu_crash": _gpu_crash, "deadlock": _deadlock,
     "throughput": _throughput, "loss_spike": _loss_spike, "triage": _triage}
 
@@ -163,7 +181,7 @@ def sample_figures(cls: str, sample: Path) -> dict[str, tuple[list[str], set[str
     sweeps below: its problems (``check_figure``), the colours drawn and the colours its
     legends name (None for a message). Plain values are kept, not the figures."""
     out: dict[str, tuple[list[str], set[str] | None, set[str] | None]] = {}
-    for name, fig in DRAW[cls](load_once(sample)).items():
+    for name, fig in DRAW[cls](load_once(sample), _once(sample)).items():
         problems = check_figure(fig)  # (draws the figure)
         if isinstance(fig, plots.Message):
             out[name] = (problems, None, None)
@@ -241,7 +259,7 @@ def test_every_figure_reads_well_on_the_corpus(logs: Path) -> None:
     from conftest import load_once
 
     inc = load_once(logs)
-    bad = {name: problems for name, fig in DRAW[logs.parent.parent.name](inc).items()
+    bad = {name: problems for name, fig in DRAW[logs.parent.parent.name](inc, _once(logs)).items()
            if (problems := check_figure(fig))}
     assert not bad, bad
 

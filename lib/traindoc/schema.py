@@ -8,6 +8,7 @@ text after prefix demultiplexing and ANSI stripping), so any finding can quote i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -187,8 +188,23 @@ COLLECTIVE_STATES = ("timed_out", "status", "scheduled", "started", "completed",
 
 
 def empty(table: str) -> pd.DataFrame:
-    """An empty DataFrame with the columns and dtypes of ``table``."""
-    return frame(table, [])
+    """An empty DataFrame with the columns and dtypes of ``table`` (a copy of ``_empty``'s:
+    most tables of a load are empty, and building one column by column cost more than
+    reading a small log)."""
+    return _empty(table).copy()
+
+
+@cache  # (one per table: SCHEMAS is fixed)
+def _empty(table: str) -> pd.DataFrame:
+    """The empty ``table`` that ``empty`` copies; never handed out itself."""
+    schema = SCHEMAS[table]
+    df = pd.DataFrame({col: [] for col in schema}, columns=list(schema))
+    for col, dtype in schema.items():
+        if dtype.startswith("datetime"):
+            df[col] = pd.to_datetime(df[col], errors="coerce")
+        elif dtype != "object":
+            df[col] = df[col].astype(dtype)
+    return df
 
 
 def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
@@ -196,31 +212,47 @@ def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     schema = SCHEMAS[table]
     rows = list(rows)
     if not rows:
-        df = pd.DataFrame({col: [] for col in schema}, columns=list(schema))
-        for col, dtype in schema.items():
-            if dtype.startswith("datetime"):
-                df[col] = pd.to_datetime(df[col], errors="coerce")
-            elif dtype != "object":
-                df[col] = df[col].astype(dtype)
-        return df
+        return empty(table)
+    # a column no row names is what ``compact`` would make of it, built at once: a format
+    # fills a few of a table's columns, and converting the rest cost most of a small load
+    named = set().union(*rows) if len(rows) > 1 else set(schema)
+    cols: dict[str, Any] = {c: _unnamed(table, c, len(rows)) for c in schema if c not in named}
     # pandas reads a list of dicts in C (twice as quick as a list per column); each column is
     # then made anew, so that nothing keeps that first frame's object block alive
-    raw = pd.DataFrame(rows, columns=list(schema))
-    cols: dict[str, Any] = {}
+    raw = pd.DataFrame(rows, columns=[c for c in schema if cols.get(c) is None])
     for col, dtype in schema.items():
-        if dtype == "object":  # (a missing key is None here, not NaN)
-            cols[col] = pd.Series([r.get(col) for r in rows], dtype=object)
-        elif dtype.startswith("datetime"):  # (inferred from the values, as a list is)
-            cols[col] = pd.to_datetime(pd.Series([r.get(col) for r in rows]), errors="coerce")
-        elif dtype == "string":  # (a string array would keep a view of the object block)
-            cols[col] = pd.Series(raw[col].to_numpy(dtype=object, copy=True)).astype(dtype)
-            if col not in _UNIQUE_TEXT:
-                cols[col] = _shared(cols[col])
-        else:  # (copied: a column pandas casts without a NaN stays a view of raw's 2-D
-            # block of every float or int column, which then lives as long as the table)
-            cols[col] = raw[col].astype(dtype).copy()
+        if cols.get(col) is None:
+            cols[col] = _compacted(_column(col, dtype, rows, raw))
     del raw
-    return compact(pd.DataFrame(cols, columns=list(schema), copy=False))
+    return pd.DataFrame(cols, columns=list(schema), copy=False)
+
+
+def _column(col: str, dtype: str, rows: list[Mapping[str, Any]], raw: pd.DataFrame) -> pd.Series:
+    """Column ``col`` of ``frame``'s table, of the dtype the schema gives it, from the rows
+    (``raw``: pandas' frame of them, which has ``col`` unless it holds Python objects)."""
+    if dtype == "object":  # (a missing key is None here, not NaN)
+        return pd.Series([r.get(col) for r in rows], dtype=object)
+    if dtype.startswith("datetime"):  # (inferred from the values, as a list is)
+        return pd.to_datetime(pd.Series([r.get(col) for r in rows]), errors="coerce")
+    if dtype == "string":  # (a string array would keep a view of the object block)
+        got = pd.Series(raw[col].to_numpy(dtype=object, copy=True)).astype(dtype)
+        return got if col in _UNIQUE_TEXT else _shared(got)
+    # (copied: a column pandas casts without a NaN stays a view of raw's 2-D block of every
+    # float or int column, which then lives as long as the table)
+    return raw[col].astype(dtype).copy()
+
+
+@cache  # (one per column of a fixed schema)
+def _unnamed_dtype(table: str, col: str) -> Any:
+    """The dtype ``frame`` gives ``col`` of ``table`` when no row names it."""
+    rows: list[Mapping[str, Any]] = [{}, {}]
+    return _column(col, SCHEMAS[table][col], rows, pd.DataFrame(rows, columns=[col])).dtype
+
+
+def _unnamed(table: str, col: str, n: int) -> pd.Series | None:
+    """``compact``'s column for ``col`` of ``table`` in ``n`` rows none of which names it, or
+    None where ``compact`` would keep the column built from the rows."""
+    return missing(_unnamed_dtype(table, col), n) if n >= 2 else None
 
 
 # rows of one all-missing Arrow string chunk that a missing string column repeats
@@ -271,20 +303,21 @@ def compact(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with each column that holds no value at all replaced by ``missing``'s (the
     same dtype and values, no per-row storage): a format fills a few of a table's columns,
     and an empty nullable column otherwise costs 9 bytes a row."""
-    n = len(df)
-    if n < 2:
+    if len(df) < 2:
         return df
-    cols: dict[str, Any] = {}
-    changed = False
-    for col in df.columns:
-        cols[col] = df[col]
-        if not cols[col].isna().all():
-            continue
-        got = missing(cols[col].dtype, n)
-        if got is not None:
-            cols[col] = got
-            changed = True
+    given = {col: df[col] for col in df.columns}
+    cols = {col: _compacted(c) for col, c in given.items()}
+    changed = any(cols[col] is not c for col, c in given.items())
     return pd.DataFrame(cols, columns=df.columns, copy=False) if changed else df
+
+
+def _compacted(col: pd.Series) -> pd.Series:
+    """``col``, or ``missing``'s column in its place where it holds no value at all and is
+    two rows or more (``compact`` of one column)."""
+    if len(col) < 2 or not col.isna().all():
+        return col
+    got = missing(col.dtype, len(col))
+    return col if got is None else got
 
 
 # string columns whose values are (nearly) all different: no use looking for equal ones

@@ -350,7 +350,10 @@ def score_case(case: Case, via: str = "library", with_triage: bool = False,
         out.mismatches = compare(case.facts, out.facts)
         out.right = not out.mismatches
     if summary_in is not None:
-        out.summary = summary_of(case.runbook, str(case.logs), summary_in, incident, made)
+        if triaged is not None and "triage" not in made:  # (a case that names no class)
+            made["triage"] = _triage_report(triaged)
+        out.summary = summary_of(case.runbook, str(case.logs), summary_in, incident,
+                                 {k: v for k, v in made.items() if v is not None})
     out.seconds = round(time.perf_counter() - t0, 2)
     return out
 
@@ -366,6 +369,17 @@ def _triage_cause(case: Case, incident: Incident | None, made: dict[str, Report]
     analysis = triaged if triaged is not None else triage.analyse(incident)
     made["triage"] = triage.report(analysis)
     return analysis.cause
+
+
+def _triage_report(triaged: TriageAnalysis) -> Report | None:
+    """``triage.report(triaged)``, None where it raises (``summary_of`` then runs triage
+    again, and records the error)."""
+    from .diagnose import triage
+
+    try:
+        return triage.report(triaged)
+    except Exception:  # said by summary_of
+        return None
 
 
 def notebook_sample(cases: Sequence[Case], per_runbook: int) -> set[str]:

@@ -27,8 +27,10 @@ the same one (``root_cause``, from the expected facts people wrote, not from the
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -284,12 +286,30 @@ def _sureness(entry: Mapping[str, Any]) -> int:
 
 
 def load_index() -> list[dict[str, Any]]:
-    """The corpus index shipped in the package (empty when it is missing)."""
+    """The corpus index shipped in the package (empty when it is missing). Read once per
+    process while the file is unchanged (a report's summary asks for it, and parsing 1 MB
+    cost more than the rest of a small log's "Seen before"); the entries are shared: read
+    them, do not change them."""
+    res = resources.files("traindoc").joinpath(INDEX_NAME)
     try:
-        text = resources.files("traindoc").joinpath(INDEX_NAME).read_text(encoding="utf-8")
+        if not isinstance(res, os.PathLike):  # (a zipped package: read each time)
+            return list(_parsed_index(res.read_text(encoding="utf-8")))
+        st = os.stat(res)
+        return list(_index_file(os.fspath(res), st.st_mtime_ns, st.st_size))
     except (FileNotFoundError, OSError):
         return []
-    return list(json.loads(text)["cases"])
+
+
+@lru_cache(maxsize=2)
+def _index_file(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...]:
+    """The index file at ``path`` as it was at ``mtime_ns`` and ``size``, parsed."""
+    with open(path, encoding="utf-8") as f:
+        return _parsed_index(f.read())
+
+
+def _parsed_index(text: str) -> tuple[dict[str, Any], ...]:
+    """The cases of an index's text."""
+    return tuple(json.loads(text)["cases"])
 
 
 def seen_before(runbook: str, facts: Mapping[str, Any], incident: Any = None,
