@@ -961,3 +961,17 @@ def test_a_stall_warning_without_a_timeout_is_a_hang(tmp_path: Path, form: str,
     assert first == ("timeout" if watchdog else "deadlock"), r.verdict
     if not watchdog:
         assert "stall warning" in r.verdict
+
+
+@pytest.mark.parametrize("gloo", [False, True])
+def test_a_monitored_barrier_that_gave_up_is_a_timeout_not_a_stall_warning(
+        tmp_path: Path, gloo: bool) -> None:
+    # HorizonRobotics/RoboOrchardLab#33: monitored_barrier raises once its timeout runs out (its
+    # line names the rank it waited on, no time), with gloo's own timeout below it or alone
+    lines = ["RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors "
+             "while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank."]
+    if gloo:
+        lines.append("Timed out waiting 600000ms for send operation to complete")
+    write(tmp_path, "job.log", "\n".join(lines) + "\n")
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert classes(r)[0][0] == "timeout", r.verdict

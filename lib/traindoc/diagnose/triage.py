@@ -24,7 +24,11 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
   (``deadlock.stacks.crash_dumps``).
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle, taken while processes wait
-  (not a crash's traceback or faulthandler dump: ``deadlock.stacks.hang_stacks``).
+  (not a crash's traceback or faulthandler dump: ``deadlock.stacks.hang_stacks``); ranks still
+  waiting in the start-up barrier; a stall warning that names the ranks a collective waits for
+  while nothing has timed out (Horovod's stall inspector: ``deadlock.stacks.stall_reports``) —
+  a warning, not a timeout: its timeout view is the same hang, and a watchdog that did time out
+  beside it makes it a timeout's prelude.
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
   nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ...parse.collectives import STORE_BARRIER_OP
+from ...parse.collectives import MONITORED_BARRIER_OP, STORE_BARRIER_OP
 from ...parse.missing_ranks import is_jax_barrier
 from ..collectives import entered_rows
 from ..common import as_int
@@ -822,15 +822,18 @@ def stall_reports(collectives: pd.DataFrame) -> pd.DataFrame:
     stall inspector: ``HorovodBroadcast_w_0 [missing ranks: 1]``, ``allreduce.w [ready ranks:
     0, 2]``, ``Stalled ranks:`` / ``Missing ranks:`` then ``R: [op, …]``): each stalled op's
     ``timed_out`` row with no timeout, elapsed time, sequence number or group, and the ranks it
-    names ready or missing in that op. A start-up or JAX barrier is not one (their own rules);
-    where any rank's watchdog timed out, the warning is that timeout's prelude: none."""
+    names ready or missing in that op. A barrier is not one: the start-up and JAX barriers have
+    their own rules, and gloo's monitored barrier raises when its timeout runs out. Where
+    anything timed out (a row with a timeout, an elapsed time, a sequence number or a group:
+    a watchdog's, gloo's), the warning is that timeout's prelude: none."""
     c = collectives
     if not len(c) or "state" not in c:
         return c.iloc[0:0]
     out = (c["state"] == "timed_out").fillna(False)
-    barrier = (c["op_type"] == STORE_BARRIER_OP).fillna(False) | c["op_type"].map(
-        lambda o: is_jax_barrier(_na(o)))
-    if (out & ~_report(c).fillna(False)).any() or (out & barrier).any():
+    barrier = c["op_type"].isin([STORE_BARRIER_OP, MONITORED_BARRIER_OP]).fillna(False) | c[
+        "op_type"].map(lambda o: is_jax_barrier(_na(o)))
+    timed = _timed(c) | c["seq_num"].notna() | c["process_group"].notna()
+    if (out & (timed.fillna(False) | barrier)).any():
         return c.iloc[0:0]
     named = c["state"].isin(["absent", "started"]).fillna(False) & c["rank"].notna()
     ops = set(c["op_type"][out & ~barrier].dropna()) & set(c["op_type"][named].dropna())
