@@ -925,3 +925,53 @@ def test_a_slowdown_the_run_lived_with_is_no_cause_of_the_crash_after_it(shape: 
         assert set(tl.loc[tl["class"] == "throughput", "role"]) == {"separate"}
     else:  # (the segfault line has no time: the files' order, as before)
         assert r.facts["ordered_by"] == "file_order"
+
+
+# Horovod's stall inspector warns while ranks wait for a collective others never submitted;
+# nothing has timed out: a hang, which the deadlock runbook reads (the timeout view is the same
+# hang). horovod/horovod#1012 (operations.cc, [missing ranks: N]), #364 ([ready ranks: …]),
+# polyaxon/polyaxon#657 (stall_inspector.cc since 0.19: "Stalled ranks:" then "R: [ops]").
+HVD_WARN = ("[1,0]<stderr>:[2020-01-15 22:44:33.214399: W horovod/common/stall_inspector.cc:105] "
+            "One or more tensors were submitted to be reduced, gathered or broadcasted by subset "
+            "of ranks and are waiting for remainder of ranks for more than 60 seconds. This may "
+            "indicate that different ranks are trying to submit different tensors or that only "
+            "subset of ranks is submitting tensors, which will cause deadlock.")
+HVD_STALLS = {
+    "missing": ["[1,0]<stderr>:[2019-04-13 13:55:31.858119: W horovod/common/operations.cc:588] "
+                "HorovodBroadcast_dense_kernel_Momentum_0 [missing ranks: 1]",
+                "[1,0]<stderr>:[2019-04-13 13:55:31.858146: W horovod/common/operations.cc:588] "
+                "HorovodBroadcast_conv2d_1_kernel_0 [missing ranks: 1]"],
+    "ready": ["Stalled ops: ",
+              "allreduce.conv1.weight [ready ranks: 0, 7, 3, 2, 4, 6], ",
+              "allreduce.bn1.weight [ready ranks: 0, 7, 3, 2, 4, 6], "],
+    "stalled_ranks": [HVD_WARN, "[1,0]<stderr>:Stalled ranks:",
+                      "[1,0]<stderr>:0: [HorovodAllreduce]"],
+}
+
+
+@pytest.mark.parametrize("form", sorted(HVD_STALLS))
+@pytest.mark.parametrize("watchdog", [False, True])
+def test_a_stall_warning_without_a_timeout_is_a_hang(tmp_path: Path, form: str,
+                                                     watchdog: bool) -> None:
+    lines = HVD_STALLS[form] + ([WATCHDOG.format(r=3)] if watchdog else [])
+    write(tmp_path, "job.log", "\n".join(lines) + "\n")
+    r = triage.diagnose(traindoc.load(tmp_path))
+    first = classes(r)[0][0]
+    # a watchdog that timed out makes it a timeout, the stall warning its prelude
+    assert first == ("timeout" if watchdog else "deadlock"), r.verdict
+    if not watchdog:
+        assert "stall warning" in r.verdict
+
+
+@pytest.mark.parametrize("gloo", [False, True])
+def test_a_monitored_barrier_that_gave_up_is_a_timeout_not_a_stall_warning(
+        tmp_path: Path, gloo: bool) -> None:
+    # HorizonRobotics/RoboOrchardLab#33: monitored_barrier raises once its timeout runs out (its
+    # line names the rank it waited on, no time), with gloo's own timeout below it or alone
+    lines = ["RuntimeError: Rank 1 successfully reached monitoredBarrier, but received errors "
+             "while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank."]
+    if gloo:
+        lines.append("Timed out waiting 600000ms for send operation to complete")
+    write(tmp_path, "job.log", "\n".join(lines) + "\n")
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert classes(r)[0][0] == "timeout", r.verdict

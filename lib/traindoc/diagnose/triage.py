@@ -24,7 +24,11 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
   (``deadlock.stacks.crash_dumps``).
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle, taken while processes wait
-  (not a crash's traceback or faulthandler dump: ``deadlock.stacks.hang_stacks``).
+  (not a crash's traceback or faulthandler dump: ``deadlock.stacks.hang_stacks``); ranks still
+  waiting in the start-up barrier; a stall warning that names the ranks a collective waits for
+  while nothing has timed out (Horovod's stall inspector: ``deadlock.stacks.stall_reports``) —
+  a warning, not a timeout: its timeout view is the same hang, and a watchdog that did time out
+  beside it makes it a timeout's prelude.
 - ``throughput`` / ``loss_spike``: present when the class's own diagnosis finds something,
   whatever the number of logged steps; below ``MIN_SERIES`` steps, a diagnosis that finds
   nothing is listed under ``not_checked``. Loss spikes that are the series' own noise (three
@@ -92,7 +96,7 @@ from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
-from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone
+from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone, stall_reports
 from .gpu_crash.events import C10D_ABORT_RE, KERNEL_ASSERT_CODE
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
@@ -301,7 +305,8 @@ def _timeout(incident: Incident, rep: Report | None) -> Sighting | None:
     if not len(rows):
         return None
     ranks = sorted({int(r) for r in f.get("timed_out_ranks") or []})
-    timed_out = bool(len(_timeouts(incident)))
+    # a stall warning (Horovod's) names waiting ranks before anything times out: a hang's view
+    timed_out = bool(len(_timeouts(incident))) and not len(stall_reports(incident.collectives))
     what = collective_name(f) + (
         f" #{f['seq_num']}" if f.get("seq_num") is not None else "")
     if f.get("pattern") == Pattern.DESYNC and mm:
@@ -582,7 +587,7 @@ def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:
     if not len(s):
         waiting = barrier_waits(incident.collectives)
         if not len(waiting):
-            return _entered_lag(incident)
+            return _stalled(incident, rep) or _entered_lag(incident)
         ranks = sorted({int(r) for r in waiting["rank"].dropna()})
         return Sighting("deadlock", waiting.head(1), f"{len(ranks)} rank(s) waiting in "
                         "init_process_group's store-based barrier, which never completes",
@@ -592,6 +597,21 @@ def _deadlock(incident: Incident, rep: Report | None = None) -> Sighting | None:
                      _r=s["rank"].where(s["pid"].isna()).fillna(-1)).drop_duplicates(["_h", "_p", "_r"])
     return Sighting("deadlock", s, f"stack dumps of {len(procs)} process(es) in the bundle "
                     "(taken while the job hung)", _ranks(s))
+
+
+def _stalled(incident: Incident, rep: Report | None) -> Sighting | None:
+    """A stall warning that names the ranks a collective waits for, nothing timed out yet
+    (Horovod's stall inspector): the job hangs there, which the deadlock runbook reads."""
+    s = stall_reports(incident.collectives)
+    if not len(s):
+        return None
+    behind = (rep.facts.get("outlier_members") if rep else None) or []
+    named = s[s["state"].isin(["absent", "started"])]
+    detail = (f"a stall warning: {who(behind)} never submitted the collectives the others wait in "
+              "(nothing timed out yet)" if who(behind, "") else
+              f"a stall warning: {who(_ranks(named))} wait in collectives other ranks have not "
+              "submitted (nothing timed out yet)")
+    return Sighting("deadlock", s, detail, _ranks(named))
 
 
 def _entered_lag(incident: Incident) -> Sighting | None:
@@ -1215,6 +1235,10 @@ def _same_hang_why(a: Sighting) -> str:
     if "op_type" in a.rows and (a.rows["op_type"] == STORE_BARRIER_OP).all():
         return ("the ranks are still waiting in the start-up barrier, which has not timed out: "
                 "a hang before the first collective")
+    if "state" in a.rows and len(a.rows) and a.rows["state"].isin(
+            ["timed_out", "absent", "started"]).all():
+        return ("a stall warning names the ranks the others wait for before any timeout: the job "
+                "hangs there")
     return "the stack dumps say where the job hangs; the collectives' record shows the same hang"
 
 

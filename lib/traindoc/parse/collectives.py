@@ -116,6 +116,7 @@ FINGERPRINT_FIELD_RE = re.compile(
 # SequenceNumber since 1.13), behind glog's "[I ProcessGroupWrapper.cpp:562] " or c10's prefix
 FINGERPRINT_RUNNING_RE = re.compile(
     r"\[Rank (?P<rank>\d+)\]\s*Running collective:\s*CollectiveFingerPrint\((?P<body>.*)")
+MONITORED_BARRIER_OP = "MONITORED_BARRIER"  # the op of gloo's monitored barrier's rows
 MONITORED_BARRIER_RE = re.compile(
     r"Ranks? (?P<ranks>\d+(?:\s*,\s*\d+)*) failed to pass monitoredBarrier(?: in (?P<ms>\d+) ms)?"
 )
@@ -381,18 +382,18 @@ def parse_monitored_barrier(text: str) -> list[Row] | None:
     r = MONITORED_REACHED_RE.search(text)
     if r:
         _, pg = _rank_and_pg(text, r.start())
-        return [{"rank": int(r["rank"]), "process_group": pg, "op_type": "MONITORED_BARRIER",
+        return [{"rank": int(r["rank"]), "process_group": pg, "op_type": MONITORED_BARRIER_OP,
                  "state": "timed_out", "_named_rank": True},
-                {"rank": int(r["peer"]), "process_group": pg, "op_type": "MONITORED_BARRIER",
+                {"rank": int(r["peer"]), "process_group": pg, "op_type": MONITORED_BARRIER_OP,
                  "state": "absent", "_named_rank": True}]
     m = MONITORED_BARRIER_RE.search(text)
     if not m:
         return None
     rank, pg = _rank_and_pg(text, m.start())
     ms = to_int(m["ms"])
-    rows: list[Row] = [{"rank": rank, "process_group": pg, "op_type": "MONITORED_BARRIER",
+    rows: list[Row] = [{"rank": rank, "process_group": pg, "op_type": MONITORED_BARRIER_OP,
                         "timeout_ms": ms, "state": "timed_out"}]
-    rows += [{"rank": int(r), "process_group": pg, "op_type": "MONITORED_BARRIER",
+    rows += [{"rank": int(r), "process_group": pg, "op_type": MONITORED_BARRIER_OP,
               "state": "absent", "_named_rank": True}
              for r in re.findall(r"\d+", m["ranks"])]
     return rows

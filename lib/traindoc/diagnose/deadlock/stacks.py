@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from ...parse.collectives import STORE_BARRIER_OP
+from ...parse.collectives import MONITORED_BARRIER_OP, STORE_BARRIER_OP
 from ...parse.missing_ranks import is_jax_barrier
 from ..collectives import entered_rows
 from ..common import as_int
@@ -565,10 +565,8 @@ def reported_procs(collectives: pd.DataFrame, procs: list[Proc]) -> list[Proc]:
     if not len(c) or "state" not in c:
         return []
     barrier = (c["op_type"] == STORE_BARRIER_OP) & (c["state"] == "started")
-    # a watchdog's timeout says how long its rank waited; a stall report's op (Horovod's) says
-    # neither that nor a sequence number or group, and has the printer's rank or none
-    timed = c["timeout_ms"].notna() | c["ran_for_ms"].notna()
-    report = c["rank"].isna() | (c["seq_num"].isna() & c["process_group"].isna() & ~timed)
+    timed = _timed(c)
+    report = _report(c)
     stalled = c["op_type"][(c["state"] == "timed_out").fillna(False) & report]
     in_stall = c["op_type"].isin(set(stalled.dropna()))
     ready = in_stall & (c["state"] == "started")
@@ -806,6 +804,40 @@ def barrier_waits(collectives: pd.DataFrame) -> pd.DataFrame:
     if not len(waiting) or (waiting["state"] == "timed_out").any():
         return waiting.iloc[0:0]
     return waiting[waiting["state"] == "started"]
+
+
+def _timed(c: pd.DataFrame) -> pd.Series:
+    """Rows that say how long a rank waited (a watchdog's or gloo's timeout, its elapsed time)."""
+    return c["timeout_ms"].notna() | c["ran_for_ms"].notna()
+
+
+def _report(c: pd.DataFrame) -> pd.Series:
+    """Rows of a stall report's op (Horovod's): no timeout, elapsed time, sequence number or
+    group, and the printer's rank or none (a watchdog's line says how long its rank waited)."""
+    return c["rank"].isna() | (c["seq_num"].isna() & c["process_group"].isna() & ~_timed(c))
+
+
+def stall_reports(collectives: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a stall warning that names ranks while nothing has timed out (Horovod's
+    stall inspector: ``HorovodBroadcast_w_0 [missing ranks: 1]``, ``allreduce.w [ready ranks:
+    0, 2]``, ``Stalled ranks:`` / ``Missing ranks:`` then ``R: [op, …]``): each stalled op's
+    ``timed_out`` row with no timeout, elapsed time, sequence number or group, and the ranks it
+    names ready or missing in that op. A barrier is not one: the start-up and JAX barriers have
+    their own rules, and gloo's monitored barrier raises when its timeout runs out. Where
+    anything timed out (a row with a timeout, an elapsed time, a sequence number or a group:
+    a watchdog's, gloo's), the warning is that timeout's prelude: none."""
+    c = collectives
+    if not len(c) or "state" not in c:
+        return c.iloc[0:0]
+    out = (c["state"] == "timed_out").fillna(False)
+    barrier = c["op_type"].isin([STORE_BARRIER_OP, MONITORED_BARRIER_OP]).fillna(False) | c[
+        "op_type"].map(lambda o: is_jax_barrier(_na(o)))
+    timed = _timed(c) | c["seq_num"].notna() | c["process_group"].notna()
+    if (out & (timed.fillna(False) | barrier)).any():
+        return c.iloc[0:0]
+    named = c["state"].isin(["absent", "started"]).fillna(False) & c["rank"].notna()
+    ops = set(c["op_type"][out & ~barrier].dropna()) & set(c["op_type"][named].dropna())
+    return c[c["op_type"].isin(ops).fillna(False) & (out | named) & ~barrier]
 
 
 def shows_hang(incident: Any) -> bool:
