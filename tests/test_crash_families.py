@@ -950,6 +950,20 @@ def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Pa
     "Command Line Args: Namespace(config_file='./configs/yolof_R_50_C5_1x.yaml', "
     "dist_url='tcp://127.0.0.1:49152', eval_only=False, machine_rank=0, num_gpus=1, "
     "num_machines=1, opts=[], resume=False)",
+    # Lightning (lightning_fabric/utilities/distributed.py _init_dist_connection; corpus
+    # gpu_crash-vault-genslm-single-gpu)
+    "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/1",
+    # older Lightning (pytorch_lightning accelerators' init_ddp_connection)
+    "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/1",
+    # detectron2/engine/defaults.py default_setup
+    "[06/12 10:01:02 detectron2]: Rank of current process: 0. World size: 1",
+    # transformers' examples/pytorch run_*.py (corpus gpu_crash-o-lora-train-and-infer-oom writes
+    # the same line with "distributed training: True" for its torchrun job)
+    "06/12/2024 10:01:02 - WARNING - __main__ - Process rank: 0, device: cuda:0, n_gpu: 1"
+    "distributed training: False, 16-bits training: False",
+    # LLaMA-Factory's parser.py (its wording, as corpus gpu_crash-ms-swift-6877's prints it)
+    "[WARNING|parser.py:355] 2024-06-12 10:01:02,123 >> Process rank: 0, device: cuda:0, n_gpu: 1, "
+    "distributed training: False, compute dtype: torch.bfloat16",
 ])
 def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
@@ -967,6 +981,12 @@ def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     "Num processes: 4",
     "| num_processes         | 8                                                  |",
     "batch_size B=64 * seq_len T=1024 * num_processes=8 and total_batch_size=524288",
+    "Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4",
+    "[06/12 10:01:02 detectron2]: Rank of current process: 0. World size: 8",
+    "Process rank: 0, device: cuda:0, n_gpu: 1distributed training: True, 16-bits training: False",
+    # Lightning's devices line: one device is one process per node, no node count
+    "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]",
+    "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1,2,3]",
 ])
 def test_a_job_of_several_processes_states_no_single_node(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout

@@ -581,6 +581,12 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         if rank is None and local is None and one_process:
             local = 0  # the log states one process in all: whatever failed is rank 0
             alone = layout.nproc_per_node is None  # told by DataParallel, not by a layout
+        one_per_node = False
+        if rank is None and local is None and layout.nproc_per_node == 1 \
+                and r.table == "errors":
+            # one process on each node (Lightning's one visible device): what failed on a node
+            # is its local rank 0; global only by the layout, or as the one machine's rank
+            local, one_per_node = 0, True
         from_oom = False
         if rank is None and local is None and r.kind == "oom":
             local = _oom_device_local_rank(as_str(r.line) or "", layout.nproc_per_node)
@@ -614,6 +620,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             notes.append(f"pid {int(r.pid)} drives GPU {rank} (its NCCL lines), taken as local "
                          f"rank {rank} and rank {rank}: the log names one machine at most and "
                          "states no node layout")
+        elif assumed and one_per_node:
+            notes.append("one process on its machine (the log states one per node) and no rank "
+                         "named: taken as rank 0, the log names one machine at most and no node "
+                         "count")
         elif assumed:
             notes.append(f"local rank {rank} taken as rank {rank}: the log names one machine at "
                          "most and states no node layout")
