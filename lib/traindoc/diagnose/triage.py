@@ -149,8 +149,9 @@ CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error",
                                  "mpi_error"})
 # A scheduler taking its nodes back from a healthy job (SchedMD/slurm slurmstepd/req.c: "*** JOB
-# … CANCELLED AT … DUE TO PREEMPTION ***" / "DUE TO JOB REQUEUE ***"): no crash of the job's own.
-SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue"})
+# … CANCELLED AT … DUE TO PREEMPTION ***" / "DUE TO JOB REQUEUE ***"; LSF's "TERM_PREEMPT: job
+# killed after preemption."): no crash of the job's own.
+SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue", "lsf_preempt"})
 # Signals a launcher or scheduler sends to the survivors once one worker failed.
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 # errors.code of lines that are a launcher or scheduler tearing the job down, not a crash.

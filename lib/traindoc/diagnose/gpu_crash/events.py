@@ -53,6 +53,7 @@ TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launch
 LAUNCHER_LINE_CODES = {"launcher_received_signal", "launcher_sigterm", "launcher_kill",
                        "launcher_sigkill"}
 STRONG_SIGNAL_CODES = {"slurm_node_failure": Strength.HARDWARE, "slurm_preemption": Strength.WEAK,
+                       "lsf_preempt": Strength.WEAK,
                        "terminate": Strength.WEAK, "ray_worker_died": Strength.WEAK}
 # mpi_error codes of a program that asked MPI to end the job (MPI_Abort): its reason, when
 # printed, is another line
@@ -61,7 +62,8 @@ MPI_ABORT_CODES = {"mpi_abort"}
 MPI_CONTEXT_CODES = {"mpi_reported_by"}
 # A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
 # that follows is its teardown.
-NOT_A_FAILURE_CODES = {"slurm_time_limit"}
+NOT_A_FAILURE_CODES = {"slurm_time_limit", "pbs_walltime", "moab_wallclock", "lsf_runlimit",
+                       "k8s_deadline_exceeded"}
 # torchrun (elastic's ``_close``: SIGTERM, then SIGKILL after 30 s) and SLURM (KillWait, 30 s by
 # default) escalate to SIGKILL about this long after the teardown began.
 KILL_ESCALATION_S = (25.0, 45.0)
