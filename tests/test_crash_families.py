@@ -1102,6 +1102,9 @@ def test_a_walltime_kill_is_no_crash(tmp_path: Path) -> None:
         "=>> PBS: job killed: walltime 7233 exceeded limit 7200",
         "Received SIGTERM, exiting", ""]))
     assert f["error_kind"] is None and f["failed_ranks"] == []
+    # triage names no crash either (corpus loss_spike-monarch-readme-mlp ends on PBS's line)
+    from traindoc.diagnose import triage
+    assert triage.diagnose(traindoc.load(str(tmp_path / "job.log"))).facts["classes"] == []
 
 
 # --- an interactive session's shell prompt names the machine the job ran on -------------------
