@@ -950,6 +950,20 @@ def test_gpus_are_local_ranks_only_per_machine_of_several_processes(tmp_path: Pa
     "Command Line Args: Namespace(config_file='./configs/yolof_R_50_C5_1x.yaml', "
     "dist_url='tcp://127.0.0.1:49152', eval_only=False, machine_rank=0, num_gpus=1, "
     "num_machines=1, opts=[], resume=False)",
+    # Lightning (lightning_fabric/utilities/distributed.py _init_dist_connection; corpus
+    # gpu_crash-vault-genslm-single-gpu)
+    "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/1",
+    # older Lightning (pytorch_lightning accelerators' init_ddp_connection)
+    "initializing ddp: GLOBAL_RANK: 0, MEMBER: 1/1",
+    # detectron2/engine/defaults.py default_setup
+    "[06/12 10:01:02 detectron2]: Rank of current process: 0. World size: 1",
+    # transformers' examples/pytorch run_*.py (corpus gpu_crash-o-lora-train-and-infer-oom writes
+    # the same line with "distributed training: True" for its torchrun job)
+    "06/12/2024 10:01:02 - WARNING - __main__ - Process rank: 0, device: cuda:0, n_gpu: 1"
+    "distributed training: False, 16-bits training: False",
+    # LLaMA-Factory's parser.py (its wording, as corpus gpu_crash-ms-swift-6877's prints it)
+    "[WARNING|parser.py:355] 2024-06-12 10:01:02,123 >> Process rank: 0, device: cuda:0, n_gpu: 1, "
+    "distributed training: False, compute dtype: torch.bfloat16",
 ])
 def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
@@ -967,6 +981,12 @@ def test_a_one_process_job_is_one_node_of_one_process(line: str) -> None:
     "Num processes: 4",
     "| num_processes         | 8                                                  |",
     "batch_size B=64 * seq_len T=1024 * num_processes=8 and total_batch_size=524288",
+    "Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4",
+    "[06/12 10:01:02 detectron2]: Rank of current process: 0. World size: 8",
+    "Process rank: 0, device: cuda:0, n_gpu: 1distributed training: True, 16-bits training: False",
+    # Lightning's devices line: one device is one process per node, no node count
+    "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]",
+    "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1,2,3]",
 ])
 def test_a_job_of_several_processes_states_no_single_node(line: str) -> None:
     from traindoc.parse.benchmarks import parse_node_layout
@@ -1000,6 +1020,91 @@ def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:
     # two processes: which one failed is not said
     f = _facts(tmp_path, text.replace("8 devices, 1 processes", "8 devices, 2 processes"))
     assert f["failed_ranks"] == []
+
+
+def test_one_visible_device_is_one_process_per_node() -> None:
+    """Lightning's "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]" (lightning/pytorch/accelerators/
+    cuda.py): the machine shows one GPU, so one GPU process runs on it; several devices say
+    nothing of how many processes."""
+    from traindoc.parse.benchmarks import parse_node_layout
+    got = {r["metric"]: r["value"]
+           for r in parse_node_layout("LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]") or []}
+    assert got == {"layout:nproc_per_node": 1.0}
+    assert parse_node_layout("LOCAL_RANK: 1 - CUDA_VISIBLE_DEVICES: [0,1]") is None
+
+
+# a single-GPU Lightning run's output.log (corpus gpu_crash-kd-thesis-lightning-sanity-zerodivision,
+# a kd_thesis run): Lightning's devices line, then a traceback no rank tags
+LIGHTNING_ONE_GPU = [
+    "GPU available: True (cuda), used: True",
+    "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]",
+    "Sanity Checking DataLoader 0:   0%|          | 0/2 [00:00<?, ?it/s]",
+    "Traceback (most recent call last):",
+    '  File "/workspace/kd_thesis/src/training/kd_module.py", line 389, in compute_weights',
+    "    weights = (1.0 / (K - 1)) * torch.ones_like(x)",
+    "ZeroDivisionError: float division by zero",
+    ""]
+
+
+def test_a_one_gpu_lightning_run_failed_on_rank_0(tmp_path: Path) -> None:
+    f = _facts(tmp_path, "\n".join(LIGHTNING_ONE_GPU))
+    assert f["failed_ranks"] == [0] and f["error_kind"] == "python"
+    # four visible devices: four processes may write to this log, which one failed is not said
+    f = _facts(tmp_path, "\n".join(LIGHTNING_ONE_GPU).replace("DEVICES: [0]", "DEVICES: [0,1,2,3]"))
+    assert f["failed_ranks"] == []
+
+
+# pytorch/PiPPy#259 (corpus gpu_crash-pippy-259): srun -l labels every line with its task; no
+# launcher runs under srun, so the task is the rank
+PIPPY_TASK_15 = [
+    "15: ../aten/src/ATen/native/cuda/Loss.cu:271: nll_loss_forward_reduce_cuda_kernel_2d: block: "
+    "[0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+    "15: terminate called after throwing an instance of 'c10::CUDAError'",
+    "15:   what():  CUDA error: device-side assert triggered",
+    ""]
+
+
+def test_an_srun_task_with_no_launcher_under_it_is_the_rank(tmp_path: Path) -> None:
+    f = _facts(tmp_path, "\n".join(PIPPY_TASK_15))
+    assert f["failed_ranks"] == [15] and f["error_kind"] == "cuda_error"
+    # torchrun under srun (its record of a local rank): task 15 is a node's agent, not rank 15
+    f = _facts(tmp_path, "\n".join([
+        *PIPPY_TASK_15[:-1],
+        "15: ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -6) "
+        "local_rank: 3 (pid: 4242) of binary: /opt/conda/bin/python", ""]))
+    assert 15 not in f["failed_ranks"]
+
+
+# --- a scheduler ends the job at its time limit: no crash of the job's own --------------------
+
+@pytest.mark.parametrize(("line", "code"), [
+    # marbl/canu#1214, biocore/qiime#1048 (PBS/Torque's job stderr)
+    ("=>> PBS: job killed: walltime 86415 exceeded limit 86400", "pbs_walltime"),
+    # CoBrALab/MAGeTbrain#20 (Moab's mail, pasted)
+    ("MOAB_INFO:  job exceeded wallclock limit", "moab_wallclock"),
+    # marbl/canu#444 (LSF's job report)
+    ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", "lsf_runlimit"),
+    # LSF's job exit reasons (IBM Spectrum LSF, "Job termination reasons")
+    ("TERM_PREEMPT: job killed after preemption.", "lsf_preempt"),
+    # a Kubernetes Job past activeDeadlineSeconds (kubectl describe job: its event)
+    ("  Warning  DeadlineExceeded  12s   job-controller  Job was active longer than specified "
+     "deadline", "k8s_deadline_exceeded"),
+])
+def test_scheduler_time_limit_wordings(line: str, code: str) -> None:
+    row = parse_error(line)
+    assert row is not None and (row["kind"], row["code"]) == ("signal", code)
+
+
+def test_a_walltime_kill_is_no_crash(tmp_path: Path) -> None:
+    """The job ran out of the time it asked for; the SIGTERM its processes got is the kill."""
+    f = _facts(tmp_path, "\n".join([
+        " iteration       60/    1000 | elapsed time per iteration (ms): 1200.5 | lm loss: 6.2",
+        "=>> PBS: job killed: walltime 7233 exceeded limit 7200",
+        "Received SIGTERM, exiting", ""]))
+    assert f["error_kind"] is None and f["failed_ranks"] == []
+    # triage names no crash either (corpus loss_spike-monarch-readme-mlp ends on PBS's line)
+    from traindoc.diagnose import triage
+    assert triage.diagnose(traindoc.load(str(tmp_path / "job.log"))).facts["classes"] == []
 
 
 # --- an interactive session's shell prompt names the machine the job ran on -------------------

@@ -313,6 +313,11 @@ def test_xid_catalog() -> None:
      "save_start", 10, {}),
     ("Epoch 3, global step 1000: 'val_loss' reached 0.12 (best 0.12), saving model to "
      "'/ckpt/epoch=3-step=1000.ckpt' as top 1", "saved", 1000, {}),
+    # a filename template with no step (corpus gpu_crash-kd-thesis-wandb-artifact-auth-timeout,
+    # a kd_thesis run's output.log): the step from Lightning's words
+    ("Epoch 17, global step 6336: 'val/accuracy' reached 0.62720 (best 0.62720), saving model to "
+     "'/workspace/kd_thesis/checkpoints/baseline/MobileNetV2-Baseline/7534idpa/best-epoch=epoch="
+     "17-val_acc=val/accuracy=0.6272.ckpt' as top 1", "saved", 6336, {}),
     # a step named in words: MaxText (AI-Hypercomputer/maxtext MaxText/checkpointing.py
     # print_save_message: f"Saved a checkpoint at step {step}.", async: "Started an
     # asynchronous checkpoint save for step {step}"; its older train.py "saved a checkpoint at
@@ -339,6 +344,23 @@ def test_checkpoint_wordings(line: str, kind: str, iteration: int | None, extra:
     assert (row["kind"], row["iteration"]) == (kind, iteration)
     for k, v in extra.items():
         assert row[k] == pytest.approx(v) if isinstance(v, float) else row[k] == v
+
+
+def test_a_finished_save_is_the_save_its_writer_started(tmp_path) -> None:
+    """torchtitan's "Finished saving the checkpoint" names no step: it finishes the save started
+    just before it (step 644, the last step), not the step logged before that (640). Lines of
+    corpus gpu_crash-newcomputebench-torchtitan-exit-sigabrt (a NewComputeBench run's log)."""
+    log = tmp_path / "job.log"
+    log.write_text("\n".join([
+        "[rank0]:2025-04-01 00:25:47,084 - root - INFO - step: 640/644 = 99.3789%  loss:  6.2116  "
+        "memory: 87.04GiB(93.48%)  tps: 52,142  mfu: 3.09%",
+        "[rank0]:2025-04-01 00:25:54,090 - root - INFO - Saving a full checkpoint at last step, "
+        "step 644.",
+        "[rank0]:2025-04-01 00:25:59,616 - root - INFO - Finished saving the checkpoint (or "
+        "staging if async is enabled)in 5.53 seconds.",
+        "[rank0]:2025-04-01 00:26:01,706 - root - INFO - Training completed", ""]))
+    f = gpu_crash.diagnose(traindoc.load(str(log))).facts
+    assert f["last_checkpoint_iteration"] == 644
 
 
 # --- cause vs cascade -------------------------------------------------------------------------------

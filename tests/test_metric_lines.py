@@ -428,6 +428,11 @@ COUNTER_LINES = [
      {"iteration": 590, "loss": 6.1569, "mfu": 0.21}, "karpathy/llama2.c#461 (corpus)"),
     ("10 | loss 9.3750 | lr 3.000000e-04 | 13597.70ms",
      {"iteration": 10, "loss": 9.375, "lr": 3e-4}, "nwyin/modded-llama2#10"),
+    # counters joined by " : ": the epoch, the epoch's batch of its total, the run's step
+    # (ecmwf/WeatherGenerator trainer.py @4a9330c5, '{:03d} : {:05d}/{:05d} : {:06d} : loss = …')
+    ("000 : 00110/00239 : 000110 : loss = 1.1995E-01 (lr=1.59E-04, s/sec=0.514) ERA5 : 1.1995E-01",
+     {"iteration": 110, "epoch": 0.0, "loss": 0.11995, "lr": 1.59e-4},
+     "ecmwf/WeatherGenerator#255 (corpus gpu_crash-weathergenerator-255)"),
     ("[  1]    1530 || B: 5.557 | C: 2.994 | M: 8.920 | S: 0.971 | T: 18.442 || ETA: 196 days, "
      "14:56:04 || timer: 0.321", {"iteration": 1530, "epoch": 1.0, "elapsed_s": 0.321},
      "dbolya/yolact#359 (corpus)"),

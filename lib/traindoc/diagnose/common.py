@@ -770,7 +770,12 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
     schedule (``plan:eval_start``, ``plan:eval_every``: PaddleOCR's "an evaluation is run
     every 19 iterations") and one evaluation step lies between the step logged before the save
     and the one logged after it, that step (PaddleOCR logs every 10 steps and evaluates at 19:
-    the best model saved there is no step-10 checkpoint)."""
+    the best model saved there is no step-10 checkpoint).
+
+    A line that says a save finished, with no number (torchtitan's "Finished saving the
+    checkpoint … in 5.53 seconds" after "Saving a full checkpoint at last step, step 644."),
+    finishes the save whose start its writer logged last, in the same file with no step
+    logged in between: that save's step, not the step logged before it (640)."""
     ck = incident.tables.get("checkpoints")
     if ck is None or not len(ck) or not ck["iteration"].isna().any():
         return ck
@@ -785,6 +790,10 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
     for i in ck.index[ck["iteration"].isna()]:
         where = split_source(ck.at[i, "source"])
         before = [m for m in marks.get(where[0], []) if m[0] < where[1]] if where else []
+        started = _started_save(ck, i, where, before)
+        if started is not None:
+            out.at[i, "iteration"] = started
+            continue
         if not before:
             continue
         step = max(before)[1]
@@ -797,6 +806,29 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
                 step = first
         out.at[i, "iteration"] = step
     return out
+
+
+def _started_save(ck: pd.DataFrame, i: Any, where: tuple[str, int] | None,
+                  steps_before: list[tuple[int, int]]) -> int | None:
+    """The step of the save that row ``i`` (a "saved" line with no number) finishes: the
+    numbered start its writer logged last before it in the same file, with no step line
+    between them; else None."""
+    if where is None or ck.at[i, "kind"] != "saved":
+        return None
+    rank = ck.at[i, "rank"] if "rank" in ck else pd.NA
+    same = ck["source"].astype("string").str.startswith(f"{where[0]}:", na=False)
+    if "rank" in ck:
+        same &= ck["rank"].isna() if pd.isna(rank) else (ck["rank"] == rank).fillna(False)
+    earlier = [(w[1], j) for j, src in ck.loc[same, "source"].items()
+               if (w := split_source(src)) is not None and w[1] < where[1]]
+    if not earlier:
+        return None
+    line, j = max(earlier)
+    if ck.at[j, "kind"] != "save_start" or pd.isna(ck.at[j, "iteration"]):
+        return None
+    if any(line < m[0] for m in steps_before):
+        return None  # a step was logged after the start: the finish may be another save's
+    return int(ck.at[j, "iteration"])
 
 
 # a save of the best model so far ("save best model is to …/best_accuracy", "Saving best model"):

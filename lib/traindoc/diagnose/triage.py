@@ -153,8 +153,13 @@ CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal"})
 RUNBOOK_CRASH_KINDS = frozenset({"cuda_error", "xid", "oom", "ecc", "signal", "nccl_error",
                                  "mpi_error"})
 # A scheduler taking its nodes back from a healthy job (SchedMD/slurm slurmstepd/req.c: "*** JOB
-# … CANCELLED AT … DUE TO PREEMPTION ***" / "DUE TO JOB REQUEUE ***"): no crash of the job's own.
-SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue"})
+# … CANCELLED AT … DUE TO PREEMPTION ***" / "DUE TO JOB REQUEUE ***"; LSF's "TERM_PREEMPT: job
+# killed after preemption."): no crash of the job's own.
+SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue", "lsf_preempt"})
+# A scheduler's end of the job that is no crash, like SLURM's (every "slurm_" code): its time
+# limit (PBS/Torque, Moab, LSF, a Kubernetes Job's deadline) or its preemption (LSF)
+SCHEDULER_END_CODES = frozenset({"pbs_walltime", "moab_wallclock", "lsf_runlimit", "lsf_preempt",
+                                 "k8s_deadline_exceeded"})
 # Signals a launcher or scheduler sends to the survivors once one worker failed.
 TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 # errors.code of lines that are a launcher or scheduler tearing the job down, not a crash.
@@ -375,6 +380,7 @@ def crash_rows(incident: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
         is_signal = err["kind"].fillna("") == "signal"
         teardown = is_signal & (err["code"].fillna("").isin(list(TEARDOWN_CODES))
                                 | err["code"].fillna("").str.startswith("slurm_")
+                                | err["code"].fillna("").isin(list(SCHEDULER_END_CODES))
                                 | sig.isin(list(TEARDOWN_SIGNALS)))
         # A timed-out rank's abort is the watchdog's doing, not a crash (keep its GPU errors).
         teardown |= is_signal & _follows_timeout(incident, err, timeouts)

@@ -217,7 +217,10 @@ LOCAL_RANKS_RE = re.compile(r"\blocal_ranks=\[(?P<list>[\d, ]*)\]")
 # environment: NO" (accelerate/state.py __repr__), llm.c's parameter table "| num_processes
 # | 1 |" and its plan "batch_size B=64 * seq_len T=1024 * num_processes=1 and total_batch_size=…"
 # (HectorFCardenas/llm.c gpt2_train.11672072.log; the MPI world), as Accelerate's and JAX's
-# "num_processes=1" (the whole job's). Read only when it is one: a single process is one node
+# "num_processes=1" (the whole job's), Lightning's "Initializing distributed: GLOBAL_RANK: 0,
+# MEMBER: 1/1" (lightning_fabric/utilities/distributed.py; older "initializing ddp: GLOBAL_RANK:
+# 0, MEMBER: 1/1"), detectron2's default_setup "Rank of current process: 0. World size: 1"
+# (detectron2/engine/defaults.py). Read only when it is one: a single process is one node
 # running one process, whatever P processes would mean.
 JOB_PROCESSES: tuple[re.Pattern[str], ...] = (
     re.compile(r"Initialized jax\.distributed with \d+ devices, (?P<n>\d+) (?:processes|hosts)\b"),
@@ -226,7 +229,17 @@ JOB_PROCESSES: tuple[re.Pattern[str], ...] = (
     re.compile(r"^\s*Num processes: (?P<n>\d+)\s*$"),
     re.compile(r"^\|\s*num_processes\s*\|\s*(?P<n>\d+)\s*\|\s*$"),
     re.compile(r"(?<![\w.])(?:--)?num_processes[= ](?P<n>\d+)\b(?![.:])"),
+    re.compile(r"\bGLOBAL_RANK: \d+, MEMBER: \d+/(?P<n>\d+)\b"),
+    re.compile(r"\bRank of current process: \d+\. World size: (?P<n>\d+)\b"),
 )
+# a job that says it runs without torch.distributed: the HF examples' "Process rank: -1, device:
+# cuda:0, n_gpu: 1, distributed training: False, 16-bits training: False" (transformers'
+# examples/pytorch/*/run_*.py; n_gpu > 1 is DataParallel, still one process)
+NOT_DISTRIBUTED_RE = re.compile(r"\bn_gpu: \d+,? ?distributed training: False\b")
+# the devices a Lightning process sees: "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]"
+# (lightning/pytorch/accelerators/cuda.py: CUDA_VISIBLE_DEVICES, else every GPU of the machine):
+# one device listed is one GPU process on the machine, its processes per node 1
+VISIBLE_DEVICES_RE = re.compile(r"\bLOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES: \[(?P<list>[^\]]*)\]")
 # a launcher's machine config: processes per machine (one per GPU) and machines, nerfstudio's
 # "machine=MachineConfig(seed=42, num_devices=1, num_machines=1, machine_rank=0, …)" (older
 # "num_gpus=1", Chaklader/Difix train.log) and detectron2's "Command Line Args: Namespace(…,
@@ -238,7 +251,8 @@ LAYOUT_NEEDLES = ("node_rank", "node-rank", "group_rank", "NODE_RANK", "nproc", 
                   "local_world_size", "LOCAL_WORLD_SIZE", "nnodes", "NNODES", "group_world_size",
                   "local_ranks=", "--standalone", "Initialized jax.distributed with ",
                   "DeviceRankInfo(world_size=", "dist_world_size=", "Num processes: ", "num_processes",
-                  "num_machines=")
+                  "num_machines=", ", MEMBER: ", "World size: ", "distributed training: False",
+                  " - CUDA_VISIBLE_DEVICES: [")
 
 
 def parse_node_layout(text: str) -> list[Row] | None:
@@ -259,9 +273,12 @@ def parse_node_layout(text: str) -> list[Row] | None:
         rows += [{"metric": "layout:nnodes", "value": float(m["n"])},
                  {"metric": "layout:nproc_per_node", "value": float(m["per"])}]
     m = next((m for rx in JOB_PROCESSES if (m := rx.search(text))), None)
-    if m and int(m["n"]) == 1:
+    if (m and int(m["n"]) == 1) or NOT_DISTRIBUTED_RE.search(text):
         rows += [{"metric": "layout:nnodes", "value": 1.0},
                  {"metric": "layout:nproc_per_node", "value": 1.0}]
+    m = VISIBLE_DEVICES_RE.search(text)
+    if m and len([d for d in m["list"].split(",") if d.strip()]) == 1 and not rows:
+        rows.append({"metric": "layout:nproc_per_node", "value": 1.0})
     return rows or None
 
 

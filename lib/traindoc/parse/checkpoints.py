@@ -94,8 +94,11 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         r"Finished saving the checkpoint.*?in (?P<dur_s>[\d.]+) ?seconds")),
     ("loaded", "Loading the checkpoint", re.compile(
         r"Loading the checkpoint (?:at step (?P<it>\d+)|from (?P<path>\S+?)\.?$)")),
-    # Lightning ModelCheckpoint
-    ("saved", "saving model to ", re.compile(r"saving model to '(?P<path>[^']+)'")),
+    # Lightning ModelCheckpoint (callbacks/model_checkpoint.py _update_best_and_save): "Epoch
+    # {epoch:d}, global step {step:d}: {monitor!r} reached … saving model to {filepath!r} as
+    # top {k}", the step from its words (a filename template may hold none)
+    ("saved", "saving model to ", re.compile(
+        r"(?:\bglobal step (?P<it>\d+): .*?)?saving model to '(?P<path>[^']+)'")),
     # Tacotron 2, WaveGlow, Flowtron, VITS and their forks (print or logger.info before
     # torch.save): "Saving model and optimizer state at iteration 8416 to ckpt.pt"
     ("save_start", "Saving model and optimizer state at iteration ", re.compile(

@@ -847,6 +847,44 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>\*\*\* (?:JOB|STEP) \S+ ON (?P<on>\S+) CANCELLED AT \S+"
                    r"(?: DUE TO (?P<why>[A-Z][A-Z ]*?))?)(?:, [^*]*?)? \*\*\*"),
     ),
+    # Other schedulers ending a job at its time limit (no crash: the job ran out of the time it
+    # asked for) or taking it back: PBS/Torque's "=>> PBS: job killed: walltime 86415 exceeded
+    # limit 86400" (marbl/canu#1214, biocore/qiime#1048), Moab's "MOAB_INFO:  job exceeded
+    # wallclock limit" (CoBrALab/MAGeTbrain#20), LSF's "TERM_RUNLIMIT: job killed after
+    # reaching LSF run time limit." (marbl/canu#444; galaxyproject/galaxy#14917) and
+    # "TERM_PREEMPT: job killed after preemption." (LSF's job exit reasons), a Kubernetes
+    # Job's condition "DeadlineExceeded … Job was active longer than specified deadline"
+    (
+        "pbs_walltime",
+        "signal",
+        "job killed: walltime ",
+        re.compile(r"(?P<msg>PBS: job killed: walltime \d+ exceeded limit \d+)"),
+    ),
+    (
+        "moab_wallclock",
+        "signal",
+        "job exceeded wallclock limit",
+        re.compile(r"(?P<msg>job exceeded wallclock limit)"),
+    ),
+    (
+        "lsf_runlimit",
+        "signal",
+        "TERM_RUNLIMIT",
+        re.compile(r"(?P<msg>TERM_RUNLIMIT: job killed after reaching LSF run time limit)"),
+    ),
+    (
+        "lsf_preempt",
+        "signal",
+        "TERM_PREEMPT",
+        re.compile(r"(?P<msg>TERM_PREEMPT: job killed after preemption)"),
+    ),
+    (
+        "k8s_deadline_exceeded",
+        "signal",
+        "active longer than specified deadline",
+        re.compile(r"(?P<msg>(?:DeadlineExceeded\W+)?Job was active longer than specified "
+                   r"deadline)"),
+    ),
     (  # JAX's coordination service (xla coordination_service.cc) names the task that stopped
         # sending heartbeats; the task id is jax.process_index(): "/job:jax_worker/replica:0/task:0
         # has been set to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/
@@ -974,7 +1012,8 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "System memory low at node", "OUT_OF_DEVICE_MEMORY", "heartbeat timeout",
                 "UCX  ERROR", "UCX ERROR", "An error occurred in MPI_", "MPI_Abort(",
                 "reported by process [", " Fatal: ",
-                "MPI_ABORT was invoked")
+                "MPI_ABORT was invoked", "job killed: walltime ", "exceeded wallclock limit",
+                "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)

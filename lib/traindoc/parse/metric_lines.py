@@ -212,6 +212,12 @@ EPOCH_BATCH_RE = re.compile(
 LEAD_STEP_RE = re.compile(
     r"^\s*(?:\[\s*(?P<be>\d+)\s*\]\s*|(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?"
     r"(?=\s*(?:[,(]|\|\|?)?\s*[A-Za-z(])")
+# counters joined by " : " at the start of a line, before its keyed metrics: the epoch, the
+# epoch's batch of its total, then the run's step (ecmwf/WeatherGenerator trainer.py, '{:03d} :
+# {:05d}/{:05d} : {:06d} : loss = {:.4E} (lr={:.2E}, s/sec={:.3f})' with epoch, batch, batches
+# per epoch, istep: "000 : 00110/00239 : 000110 : loss = 1.1995E-01 (lr=1.59E-04, s/sec=0.514)")
+COLON_COUNTERS_RE = re.compile(
+    r"^\s*(?P<e>\d+) : \d+/\d+ : (?P<n>\d+) : (?=[A-Za-z])")
 # the step between a loss's name and its value, when no step key is on the line (Tacotron 2
 # and its descendants, Mellotron, Flowtron, WaveGlow: "Validation loss 8416:  0.711720  ",
 # "Train loss 8416 0.711720 Grad Norm 1.23 1.50s/it"): a whole number, then a colon or a
@@ -645,6 +651,9 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(m["n"])
     elif m is None and (m := _loss_step(text)) is not None:
         row["iteration"] = int(m["n"])
+    elif m is None and (m := COLON_COUNTERS_RE.match(text)) is not None:
+        row["iteration"] = int(m["n"])
+        row["epoch"] = float(m["e"])
     elif m is None and (m := LEAD_STEP_RE.match(text)) is not None:
         row["iteration"] = int(m["n"])
         if m["tot"]:

@@ -53,6 +53,7 @@ TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launch
 LAUNCHER_LINE_CODES = {"launcher_received_signal", "launcher_sigterm", "launcher_kill",
                        "launcher_sigkill"}
 STRONG_SIGNAL_CODES = {"slurm_node_failure": Strength.HARDWARE, "slurm_preemption": Strength.WEAK,
+                       "lsf_preempt": Strength.WEAK,
                        "terminate": Strength.WEAK, "ray_worker_died": Strength.WEAK}
 # mpi_error codes of a program that asked MPI to end the job (MPI_Abort): its reason, when
 # printed, is another line
@@ -64,7 +65,8 @@ MPI_CONTEXT_CODES = {"mpi_reported_by"}
 NCCL_CONTEXT_CODES = {"nccl_last_error_text"}
 # A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
 # that follows is its teardown.
-NOT_A_FAILURE_CODES = {"slurm_time_limit"}
+NOT_A_FAILURE_CODES = {"slurm_time_limit", "pbs_walltime", "moab_wallclock", "lsf_runlimit",
+                       "k8s_deadline_exceeded"}
 # torchrun (elastic's ``_close``: SIGTERM, then SIGKILL after 30 s) and SLURM (KillWait, 30 s by
 # default) escalate to SIGKILL about this long after the teardown began.
 KILL_ESCALATION_S = (25.0, 45.0)
@@ -570,8 +572,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     task_machine: dict[str, set[str]] = {}
     for r in ev.itertuples(index=False):
         rank = int(r.rank) if known(r.rank) else None
+        from_task = False
         if rank is None and known(r.host):
             rank = by_task.get(str(r.host))
+            from_task = rank is not None and not len(incident.exits)
         if rank is None and known(r.pid):
             rank = by_pid.get(int(r.pid))
         if rank is None and known(r.host) and known(r.local_rank):
@@ -586,6 +590,12 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         if rank is None and local is None and one_process:
             local = 0  # the log states one process in all: whatever failed is rank 0
             alone = layout.nproc_per_node is None  # told by DataParallel, not by a layout
+        one_per_node = False
+        if rank is None and local is None and layout.nproc_per_node == 1 \
+                and r.table == "errors":
+            # one process on each node (Lightning's one visible device): what failed on a node
+            # is its local rank 0; global only by the layout, or as the one machine's rank
+            local, one_per_node = 0, True
         from_oom = False
         if rank is None and local is None and r.kind == "oom":
             local = _oom_device_local_rank(as_str(r.line) or "", layout.nproc_per_node)
@@ -610,6 +620,9 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             where = f" on {host}" if host else ""
             notes.append(f"local rank {local}{where}: the log does not give its "
                          "node rank and processes per node, so no global rank")
+        elif from_task:
+            notes.append(f"srun task {rank} taken as rank {rank}: srun started the processes "
+                         "itself (no launcher under it shows in the log)")
         elif from_oom:
             notes.append(f"the OOM names GPU {local}, taken as local rank {local}: the launcher "
                          f"starts {layout.nproc_per_node} processes on a node, one per device")
@@ -619,6 +632,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
             notes.append(f"pid {int(r.pid)} drives GPU {rank} (its NCCL lines), taken as local "
                          f"rank {rank} and rank {rank}: the log names one machine at most and "
                          "states no node layout")
+        elif assumed and one_per_node:
+            notes.append("one process on its machine (the log states one per node) and no rank "
+                         "named: taken as rank 0, the log names one machine at most and no node "
+                         "count")
         elif assumed:
             notes.append(f"local rank {rank} taken as rank {rank}: the log names one machine at "
                          "most and states no node layout")
@@ -637,13 +654,32 @@ def srun_task_ranks(incident: Incident) -> dict[str, int]:
     """The rank behind each srun task name (``srun-task-7``, what ``srun -l``'s ``7: ``
     prefix gives a line), where srun's own exit lines make its tasks the ranks ("srun: error:
     tnasnt5: task 7: Exited with exit code 1" with no launcher under srun: ``Incident`` keeps
-    the task as the rank there); else none: under a launcher a task is a node's agent."""
+    the task as the rank there), or where no launcher shows at all (``_tasks_without_launcher``);
+    else none: under a launcher a task is a node's agent."""
     x = incident.exits
     if not len(x) or "task" not in x:
-        return {}
+        return _tasks_without_launcher(incident)
     paired = x[x["task"].notna() & x["rank"].notna()]
     paired = paired[paired["task"] == paired["rank"]]
     return {f"{SYNTHETIC_HOST_PREFIX}{int(t)}": int(t) for t in paired["task"].unique()}
+
+
+def _tasks_without_launcher(incident: Incident) -> dict[str, int]:
+    """Each srun task name as its rank where the log shows srun starting the job's processes
+    itself: its ``N: `` labels on the lines, and no launcher's record, no launcher's own line and
+    no layout of several processes per node anywhere (pytorch/PiPPy#259: "15: terminate called
+    after throwing an instance of 'c10::CUDAError'", srun -l over one task per GPU). A task
+    under a launcher is a node's agent, so any sign of one gives none."""
+    tasks = [h for h in incident.hosts if h.startswith(SYNTHETIC_HOST_PREFIX)]
+    if not tasks or len(incident.exits):
+        return {}
+    if (node_layout(incident).nproc_per_node or 1) > 1:
+        return {}
+    errs = incident.errors
+    if len(errs) and errs["code"].isin(list(LAUNCHER_LINE_CODES)).any():
+        return {}
+    return {t: int(t[len(SYNTHETIC_HOST_PREFIX):]) for t in tasks
+            if t[len(SYNTHETIC_HOST_PREFIX):].isdigit()}
 
 
 # DataParallel's ExceptionWrapper: one process caught what one of its replicas (threads, one per
