@@ -44,6 +44,13 @@ LINES = [
     ("Epoch 1/20, Loss: 6.3214, Accuracy: 10.32%, Time: 2.31s",
      {"iteration": 1, "loss": 6.3214, "elapsed_s": 2.31, "event": "epoch"},
      "anshumansharma0512/Deep-Learning-Lab Experiment4/output.md"),
+    # the time an epoch's training took, on a row counted by its epoch, is its time
+    ("epoch=0/250,total_loss=1.870129, 1 epoch time=61.985902, left time=4.304577",
+     {"iteration": 0, "loss": 1.870129, "elapsed_s": 61.985902, "event": "epoch"},
+     "the ABO part-segmentation DGCNN nohup.log (corpus throughput-abo-partseg-dgcnn-chair-nohup)"),
+    ("[Epoch 8] Loss: 1371.7, Epoch Time: 443.10s",
+     {"iteration": 8, "loss": 1371.7, "elapsed_s": 443.1, "event": "epoch"},
+     "lancedb/lance-distributed-training README (corpus; beside its bars no step, epoch_counted)"),
     ("epoch: 3451 loss: nan", {"iteration": 3451, "loss": NAN, "event": "epoch"},
      "GradNorm (TF) #17 (corpus; a kept pattern before the generic reader took the epoch)"),
     ("Epoch [5/50], Train Loss: 0.6917, Val Loss: 0.6491",
