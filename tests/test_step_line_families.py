@@ -44,6 +44,13 @@ LINES = [
     ("Epoch 1/20, Loss: 6.3214, Accuracy: 10.32%, Time: 2.31s",
      {"iteration": 1, "loss": 6.3214, "elapsed_s": 2.31, "event": "epoch"},
      "anshumansharma0512/Deep-Learning-Lab Experiment4/output.md"),
+    # the time an epoch's training took, on a row counted by its epoch, is its time
+    ("epoch=0/250,total_loss=1.870129, 1 epoch time=61.985902, left time=4.304577",
+     {"iteration": 0, "loss": 1.870129, "elapsed_s": 61.985902, "event": "epoch"},
+     "the ABO part-segmentation DGCNN nohup.log (corpus throughput-abo-partseg-dgcnn-chair-nohup)"),
+    ("[Epoch 8] Loss: 1371.7, Epoch Time: 443.10s",
+     {"iteration": 8, "loss": 1371.7, "elapsed_s": 443.1, "event": "epoch"},
+     "lancedb/lance-distributed-training README (corpus; beside its bars no step, epoch_counted)"),
     ("epoch: 3451 loss: nan", {"iteration": 3451, "loss": NAN, "event": "epoch"},
      "GradNorm (TF) #17 (corpus; a kept pattern before the generic reader took the epoch)"),
     ("Epoch [5/50], Train Loss: 0.6917, Val Loss: 0.6491",
@@ -160,3 +167,27 @@ def test_one_step_of_a_coarse_clock_is_no_change() -> None:
     assert not within_resolution(Change(5, 2.3, 4.6, 50.0, 5.0, 0.05, 5, 5), values)
     fine = np.array([2.301, 2.312, 2.297, 2.405, 2.398, 2.41])
     assert not within_resolution(Change(3, 2.30, 2.40, 4.2, 5.0, 0.05, 3, 3), fine)
+
+
+def test_an_epochs_time_is_the_series_only_where_no_bar_counts_steps(tmp_path: Path) -> None:
+    import traindoc
+    from traindoc.diagnose.throughput.series import steps_with_seconds
+
+    # the lance README's training output (corpus timeout-lance-distributed-training-readme):
+    # each epoch's bar at 1.48 s/it, then "[Epoch N] Loss: …, Epoch Time: 443.10s"
+    lance = ["Epoch 1/10: 300it [07:12,  1.44s/it, loss=1.07]",
+             "[Epoch 0] Loss: 980.4352, Epoch Time: 432.61s",
+             "Epoch 2/10: 300it [07:24,  1.48s/it, loss=2.49]",
+             "[Epoch 1] Loss: 1200.9648, Epoch Time: 444.51s",
+             "Epoch 3/10: 300it [07:22,  1.48s/it, loss=3.24]",
+             "[Epoch 2] Loss: 1324.9992, Epoch Time: 442.84s"]
+    (tmp_path / "lance.log").write_text("\n".join(lance) + "\n")
+    assert not len(steps_with_seconds(traindoc.load(str(tmp_path / "lance.log"),
+                                                    progress=False)))
+    # the same epoch lines alone (ABO part-seg's nohup.log): the epochs are the steps
+    abo = ["epoch=0/250,total_loss=1.870129, 1 epoch time=61.985902, left time=4.304577",
+           "epoch=1/250,total_loss=1.270303, 1 epoch time=61.482063, left time=4.252509",
+           "epoch=2/250,total_loss=1.120862, 1 epoch time=61.579580, left time=4.242149"]
+    (tmp_path / "nohup.log").write_text("\n".join(abo) + "\n")
+    it = steps_with_seconds(traindoc.load(str(tmp_path / "nohup.log"), progress=False))
+    assert list(it["elapsed_s"].astype(float).round(2)) == [61.99, 61.48, 61.58]

@@ -676,3 +676,62 @@ def test_an_epochs_counter_starting_again_is_the_same_launch(tmp_path: Path) -> 
     (tmp_path / "train.out").write_text("\n".join(lines) + "\n")
     a = tp.analyse(traindoc.load(tmp_path))
     assert len(a.series) == 8
+
+
+def test_one_slow_step_seen_through_tqdm_average_is_no_episode() -> None:
+    # corpus loss_spike-intelligence-degradation-qwen25-7b-zero3 (HF Trainer's tqdm bar, "88%|
+    # ████████▊ | 502/573 [12:44:06<3:31:04, 178.38s/it]"): the save at step 500 slows one step;
+    # tqdm's exponential average decays from it back to ~90 s/it
+    x = np.full(80, 90.0) + np.tile([2.0, -3.0, 1.0, -1.0], 20)
+    x[40:47] = (215.61, 178.38, 149.42, 126.24, 117.49, 107.56, 92.82)
+    assert slow_episode(x, higher_is_better=False) is None
+    # the same three slow values, back at once (a rate that is not smoothed): an episode
+    y = x.copy()
+    y[43:47] = 90.0
+    ch = slow_episode(y, higher_is_better=False)
+    assert ch is not None and ch.index == 40 and ch.recovered
+
+
+def test_a_tail_no_longer_than_a_dip_the_run_came_back_from_is_no_change() -> None:
+    from traindoc.diagnose.throughput.change import find_change
+
+    # corpus loss_spike-tsai13-smollm2-continue-training ("step 5034 | loss: 0.0802 | dt:
+    # 2248.96ms | tok/sec: 910.64 | norm: 0.41"): tok/sec dips to 975, 911, 1002 at steps
+    # 5033-5035 and comes back; the log ends on five values at 996-1060
+    tok = [1106.29, 1104.86, 1105.42, 1114.19, 1119.62, 1092.08, 1117.07, 1094.69, 1114.89,
+           1124.26, 1114.26, 1101.11, 1118.49, 1116.88, 1116.71, 1127.52, 1124.18, 1038.61,
+           1113.07, 1111.24, 1107.74, 1109.52, 1105.4, 1116.34, 1111.18, 1109.68, 1108.56,
+           1105.08, 1117.4, 1102.02, 1116.27, 974.66, 910.64, 1002.39, 1089.16, 1115.85,
+           1099.93, 1075.43, 1032.43, 1114.94, 1118.69, 1110.5, 1104.02, 1088.36, 1058.59,
+           1060.46, 996.27, 1021.76, 1049.45]
+    assert find_change(np.array(tok), higher_is_better=True) is None
+    # a slow start of the series is no dip the run came back from (MLPerf v4.1 FlexAI BERT
+    # result_1: 6,046 and 5,390 samples/s in its first blocks, 7,250-7,680 after, then 6,177,
+    # 5,356, 6,151 at its end): the drop at the end stays a change
+    bert = np.array([6045.89, 5390.27, 7657.78, 7440.13, 7661.64, 7399.02, 7659.77, 7425.83,
+                     7676.39, 7326.92, 7248.36, 7293.87, 7671.10, 6177.17, 5355.61, 6151.46])
+    ch = find_change(bert, higher_is_better=True)
+    assert ch is not None and ch.index == 13
+    # the same tail held for twelve values has outlasted the dip: a change
+    longer = np.array(tok[:-5] + [1058.59, 1060.46, 996.27, 1021.76, 1049.45, 1040.0] * 2)
+    ch = find_change(longer, higher_is_better=True)
+    assert ch is not None and ch.index == 44
+
+
+def test_a_small_step_after_the_runs_first_values_is_it_settling_in() -> None:
+    from traindoc.diagnose.throughput.change import find_change, settling
+
+    # corpus loss_spike-smollm2-135m-kd1994-readme-session1 (tok/s of a SmolLM2 run at every
+    # step): 5,083 at step 2, sliding to ~4,700 by step 21, then 4,740-4,840 for 1,000 steps
+    head = [5083.37, 5052.1, 5056.63, 4986.32, 4999.81, 4951.89, 4964.65, 4879.44, 4962.05,
+            4915.44, 4883.83, 4825.65, 4856.59, 4842.64, 4792.93, 4758.66, 4772.45, 4752.17,
+            4707.17, 4681.85, 4701.57, 4664.68, 4684.66, 4704.77]
+    x = np.array(head + [4770.0 + 25 * ((i * 7) % 5 - 2) for i in range(1000)])
+    its = np.arange(2, 2 + len(x))
+    ch = find_change(x, higher_is_better=True)
+    assert ch is not None and ch.drop_pct < 10 and settling(ch, its)
+    # the same step in a log that starts mid-run, or one of 10 % or more, is a change
+    assert not settling(ch, its + 5000)
+    big = np.concatenate([np.array(head[:11]) * 1.2, x[11:]])
+    ch2 = find_change(big, higher_is_better=True)
+    assert ch2 is not None and not settling(ch2, its)

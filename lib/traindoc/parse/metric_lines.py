@@ -675,6 +675,8 @@ def parse_metric_line(text: str) -> Row | None:
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    if by_epoch:  # an epoch's row: the time its training took is its time ("1 epoch time=61.98")
+        rest = EPOCH_TIME_RE.sub(lambda t: "time".rjust(len(t[0])), rest)
     if phase is not None and not phase["phase"].startswith("TRAIN"):
         fields = _step_fields(text, rest, m, row)
         return None if fields is None else _as_eval(fields)

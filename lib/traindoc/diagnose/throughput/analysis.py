@@ -33,6 +33,7 @@ from .change import (
     material,
     mid_pause,
     schedule_rows,
+    settling,
     short_creep,
     slow_episode,
     slow_starts,
@@ -487,7 +488,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
         if change is None:
             change = excerpt_step(vals, excerpt_boundaries(series.iloc[used]),
                                   spec.higher_is_better)
-        if change is not None and (not material(change) or within_resolution(change, cleaned)):
+        if change is not None and (not material(change) or within_resolution(change, cleaned)
+                                   or settling(change, series["iteration"].to_numpy()[used])):
             change = None  # a healthy run's wander (warm-up settling, a mean converging), or
             # one step of a coarse clock
         if by_schedule(change, schedule):

@@ -236,7 +236,7 @@ def find_change(values: np.ndarray, higher_is_better: bool, min_segment: int = 2
             int(((a - mid) * (ma - mid) > 0).sum()) < m
             or int(((b2 - mid) * (mb - mid) > 0).sum()) < m):
         return None
-    if _returns_midway(b2, ma, higher_is_better):
+    if _returns_midway(b2, ma, higher_is_better) or _dipped_before(a, b2, mb, higher_is_better):
         return None
     ch = Change(s, ma, mb, pct, z, sigma, len(a), len(b2))
     _shape(x, ch, m, higher_is_better)
@@ -260,6 +260,19 @@ def _returns_midway(b: np.ndarray, baseline: float, higher_is_better: bool) -> b
     sm = _rolling(b, w, np.nanmedian) if n > 2 * w else b
     back = sm >= baseline if higher_is_better else sm <= baseline
     return any(e < n and e - s >= max(WANDER_MIN, WANDER_SHARE * n) for s, e in _runs(back))
+
+
+def _dipped_before(a: np.ndarray, b: np.ndarray, degraded: float, higher_is_better: bool) -> bool:
+    """Whether the level ``b`` settled at (``degraded``, its median) is one the run already
+    dipped to and came back from before it: a run of consecutive values of ``a`` at least as
+    bad, between values of the run's own level (a slow start of the series is no dip: the run
+    had no level yet), half as long as ``b`` at least (two values or more). Such a level has
+    not yet lasted longer than the series' own excursions, so it is not yet a lasting change (a
+    SmolLM2 run's tok/sec of 1,110 dipping to 975, 911, 1,002 and back, then ending on five
+    values at 1,000-1,060)."""
+    bad = a <= degraded if higher_is_better else a >= degraded
+    longest = max((e - s for s, e in _runs(bad) if s > 0 and e < len(a)), default=0)
+    return longest >= max(2, len(b) / 2)
 
 
 STALL_FACTOR = 10.0  # the last interval this many times slower than every one before: a stall
@@ -374,6 +387,25 @@ def _decays(x: np.ndarray, higher_is_better: bool) -> bool:
     return int((d < 0).sum()) <= 1
 
 
+FADE_AFTER = 2  # values after a decaying episode still on their way back: a smoothed rate
+
+
+def _fades(x: np.ndarray, i: int, j: int, base: float, higher_is_better: bool) -> bool:
+    """Whether the episode ``x[i:j]`` is one slow moment seen through a smoothed rate: it
+    decays (``_decays``) and goes on decaying after it, ``FADE_AFTER`` values or more still
+    ``EPISODE_LEVEL_PCT`` worse than ``base`` on their way back to it. tqdm's s/it is an
+    exponential average: one step slowed by an eval or a save shows as 215.6, 178.4, 149.4,
+    126.2, 117.5, 107.6, 92.8 s/it against 90 (a Qwen2.5-7B ZeRO-3 fine-tune after its
+    step-500 save), however long the decay holds above the episode's threshold; a slow
+    episode logged by a rate that is not smoothed comes back at once."""
+    tail = []
+    for v in x[j:]:
+        if drop_pct(base, float(v), higher_is_better) <= EPISODE_LEVEL_PCT:
+            break
+        tail.append(float(v))
+    return len(tail) >= FADE_AFTER and _decays(np.concatenate([x[i:j], tail]), higher_is_better)
+
+
 def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     """The first slow episode of a run that recovers: ``EPISODE_MIN`` or more consecutive
     values each ``EPISODE_MIN_DROP_PCT`` worse than the level the other values hold, the run
@@ -381,7 +413,7 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     epochs 28-31 and 38-40 of 51, at full speed between: a two-level split finds no lasting
     change in it). One normal value inside does not end it (``EPISODE_GAP_MAX``). The episode
     holds a level (``EPISODE_HOLD_PCT``) or at least does not decay back to the run's one (a
-    smoothed rate after one pause); slow values recurring in more than ``EPISODE_MAX_RUNS`` runs
+    smoothed rate after one pause, ``_fades``); slow values recurring in more than ``EPISODE_MAX_RUNS`` runs
     are a periodic pause (checkpoint saves), no episode.
     Where none is found and the level is quiet (``EPISODE_QUIET_NOISE`` times its noise within
     ``EPISODE_QUIET_DROP_PCT``), values that much worse make one too (TSFormer's epochs at
@@ -422,7 +454,8 @@ def _episode(x: np.ndarray, worse: np.ndarray, slow: np.ndarray,
         base = float(np.median(x[level]))
         degraded = float(np.median(x[i:j]))
         if ((np.abs(x[i:j] - degraded) <= EPISODE_HOLD_PCT / 100 * degraded).mean() < 0.5
-                and _decays(x[i:j], higher_is_better)):
+                and _decays(x[i:j], higher_is_better)) or _fades(x, i, j, base,
+                                                                  higher_is_better):
             return None
         sigma = max(noise_sigma(x[level]), 1e-3 * base, 1e-12)
         return Change(i, base, degraded, drop_pct(base, degraded, higher_is_better),
@@ -548,6 +581,24 @@ def material(ch: Change) -> bool:
     return ch.drop_pct >= floor
 
 
+SETTLE_SHARE = 0.05  # a level held by fewer than this share of the run's first logged values
+
+
+def settling(ch: Change, iterations: np.ndarray) -> bool:
+    """Whether a step smaller than ``DRIFT_MIN_DROP_PCT`` comes after the run's first logged
+    values alone (fewer than ``SETTLE_SHARE`` of them, the first logged within two logging
+    intervals of the run's start) and holds to the end: the rate settling in after warm-up
+    (clocks, caches, the allocator, a prefetch queue emptied), a slide of the start seen as a
+    step. The short head's level is no baseline (a SmolLM2 run's tok/s of 5,083 at step 2,
+    4,700-4,850 from step 13 over 1,000 steps). ``iterations``: the analysed values' steps."""
+    its = np.asarray(iterations, dtype=float)
+    if ch.shape != "step" or ch.recovered or ch.drop_pct >= DRIFT_MIN_DROP_PCT or len(its) < 2:
+        return False
+    interval = float(np.median(np.diff(its))) if len(its) > 1 else 0.0
+    start = interval > 0 and its[0] <= 2 * interval
+    return bool(start and ch.n_before < SETTLE_SHARE * (ch.n_before + ch.n_after))
+
+
 RESOLUTION_MIN_PCT = 1.0  # a series whose values step by at least this much of its level is coarse
 
 
@@ -633,7 +684,7 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
 
 __all__ = ["GAP_SPAN_FACTOR", "MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
            "Change", "across_gap", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "resolution",
-           "short_creep", "slow_episode", "slow_starts", "within_resolution",
+           "settling", "short_creep", "slow_episode", "slow_starts", "within_resolution",
            "trailing_stall"]
 
 

@@ -53,13 +53,20 @@ def _rated(rows: pd.DataFrame) -> bool:
                for spec in METRICS.values())
 
 
-def epoch_rates(iterations: pd.DataFrame) -> pd.DataFrame:
+def epoch_rates(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
     """The rows counted by their epoch that carry a rate (MLPerf RNN-T's DLLogger summary
-    "epoch 27 | avg train utts/s 2975 | took 93.11 s"), as steps numbered by the epoch."""
+    "epoch 27 | avg train utts/s 2975 | took 93.11 s") or the time the epoch took (a
+    per-epoch loop's "epoch=3/250,total_loss=1.02, 1 epoch time=61.76"), as steps numbered by
+    the epoch. Where progress bars count the steps (``progress``), an epoch's time is no step's:
+    the bars' rate is the series (the lance README's "[Epoch 3] Loss: 1371.7, Epoch Time:
+    443.10s" after each epoch's bar at 1.48 s/it)."""
     if "event" not in iterations or not len(iterations):
         return iterations.iloc[:0]
     rows = iterations[(iterations["event"] == EPOCH_EVENT).fillna(False).astype(bool)
                       & iterations["iteration"].notna()]
+    if progress is not None and "step" in progress and progress["step"].notna().any() \
+            and "elapsed_s" in rows:
+        rows = rows.assign(elapsed_s=pd.Series(pd.NA, index=rows.index, dtype="Float64"))
     return rows.assign(event=pd.NA) if _rated(rows) else rows.iloc[:0]
 
 
@@ -70,7 +77,7 @@ def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     those alone (``epoch_rates``), else from the times of the step lines themselves
     (``timed_seconds``)."""
     it = training_steps(incident)
-    if not _rated(it) and len(epochs := epoch_rates(incident.iterations)):
+    if not _rated(it) and len(epochs := epoch_rates(incident.iterations, incident.progress)):
         it = epochs
     if "train_time_s" in it and it["train_time_s"].notna().sum() >= 2:
         clocked = per_iteration_from_clock(it)
