@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .linefacts import FACT_COLUMNS, line_facts
+
 # column -> pandas dtype. Nullable dtypes throughout, so a missing value is <NA>, not 0.
 SCHEMAS: dict[str, dict[str, str]] = {
     "iterations": {
@@ -46,6 +48,20 @@ SCHEMAS: dict[str, dict[str, str]] = {
         # end-of-run averages): such rows are not steps and carry no training loss.
         "event": "string",
         "eval_loss": "Float64",
+        # what the analyses ask of the row's text, stated when the row is made
+        # (``linefacts.line_facts``; a flag is True or <NA>): the line shows its loss or grad
+        # norm as NaN/inf; it says a NaN check stopped the run; it is an HF Trainer dict that
+        # names no step (the parser counted it); it is Megatron's train line with its counters
+        "nan_text": "boolean",
+        "fatal_nan": "boolean",
+        "hf_dict": "boolean",
+        "megatron_counters": "boolean",
+        # the wording of a row counted by its epoch (``event="epoch"``): equal for lines that
+        # differ only in their numbers (``linefacts.wording_id``)
+        "wording": "Int64",
+        # the steps HF's end-of-run summary accounts for (``event="train_summary"``: its
+        # runtime x steps per second)
+        "summary_steps": "Float64",
         "rank": "Int64",
         "host": "string",
         "time": "datetime64[ns]",
@@ -224,6 +240,8 @@ def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
         if cols.get(col) is None:
             cols[col] = _compacted(_column(col, dtype, rows, raw))
     del raw
+    if table == "iterations":
+        _state_line_facts(cols, rows)
     return pd.DataFrame(cols, columns=list(schema), copy=False)
 
 
@@ -253,6 +271,19 @@ def _unnamed(table: str, col: str, n: int) -> pd.Series | None:
     """``compact``'s column for ``col`` of ``table`` in ``n`` rows none of which names it, or
     None where ``compact`` would keep the column built from the rows."""
     return missing(_unnamed_dtype(table, col), n) if n >= 2 else None
+
+
+def _state_line_facts(cols: dict[str, Any], rows: list[Mapping[str, Any]]) -> None:
+    """The iterations columns ``linefacts.line_facts`` reads from each row's ``line`` (a row
+    without a line keeps what it holds)."""
+    facts = [line_facts(r.get("line"), r.get("event")) for r in rows]
+    if not any(facts):
+        return  # (the columns hold what the rows hold)
+    schema = SCHEMAS["iterations"]
+    for col in FACT_COLUMNS:
+        got = [f.get(col) if isinstance(r.get("line"), str) else r.get(col)
+               for f, r in zip(facts, rows, strict=True)]
+        cols[col] = _compacted(pd.Series(got, dtype=object).astype(schema[col]))
 
 
 # rows of one all-missing Arrow string chunk that a missing string column repeats

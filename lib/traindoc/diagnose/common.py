@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..hostlist import runs
 from ..incident import Incident
+from ..linefacts import EPOCH_EVENT, NAN_TEXT_RE
 from ..parse.errors import SPAWN_RAISED, SPAWN_RAISED_RE
 from ..report import Finding, evidence
 from ..schema import SYNTHETIC_HOST_PREFIX
@@ -67,10 +68,6 @@ def training_steps(incident: Incident) -> pd.DataFrame:
     return steps_of(incident.iterations, incident.progress)
 
 
-# the event of a row whose only counter is its epoch (``parse.metric_lines.EPOCH_EVENT``)
-EPOCH_EVENT = "epoch"
-
-
 def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
     """The iterations table with its rows counted by epoch (``event="epoch"``: "Epoch 939 loss
     0.7634") as training steps where nothing counts steps, and without them where a step line
@@ -94,8 +91,6 @@ def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None
     return it.assign(event=it["event"].mask(by_epoch, pd.NA))
 
 
-# the wording of a line: its digits (counters, values, the logger's time) stood for by one mark
-_DIGITS_RE = re.compile(r"\d+(?:[.,]\d+)*")
 BATCH_LINES_MIN = 3  # lines of one wording per epoch, at the median, that are batches
 
 
@@ -105,13 +100,14 @@ def batch_counts(rows: pd.DataFrame) -> pd.Series | None:
     the lines of the wording that recurs ``BATCH_LINES_MIN`` times or more per epoch (at the
     median) are batches, counted 1, 2, 3 … in log order across epochs; a wording printed once
     an epoch ("Epoch 1 - Average Train Loss: 1.63") is the epoch's summary, no batch. None
-    where no wording recurs so (one line per epoch: the epochs are the steps)."""
-    if "line" not in rows or "source" not in rows:
+    where no wording recurs so (one line per epoch: the epochs are the steps). The wording is
+    the rows' ``wording`` (``linefacts.wording_id``)."""
+    if "wording" not in rows or "source" not in rows:
         return None
-    rows = rows[rows["iteration"].notna() & rows["line"].notna()]
+    rows = rows[rows["iteration"].notna() & rows["wording"].notna()]
     if not len(rows):
         return None
-    wording = rows["line"].astype(str).str.replace(_DIGITS_RE, "#", regex=True)
+    wording = rows["wording"]
     file = rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0]
     keys = [file, rows["rank"].fillna(-1), wording]
     out: list[pd.Series] = []
@@ -300,10 +296,9 @@ def last_progress(incident: Incident) -> Progress:
 
 
 # HF Trainer's log dicts carry no step ("{'loss': 0.45, …, 'epoch': 1.22}"): the parser counts
-# them; the step is the trainer's tqdm bar printed beside them ("366/903 [5:15:39<…]")
+# them (``hf_dict``: ``linefacts.HF_STEPLESS_DICT_RE``); the step is the trainer's tqdm bar
+# printed beside them ("366/903 [5:15:39<…]")
 PLAN_PREFIX = "plan:"  # host_timings rows of a trainer's header (``parse.benchmarks.parse_run_plan``)
-HF_STEPLESS_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'(?![^{}]*'"
-                                 r"(?:step|global_step)[^']*':)[^{}]*\}")
 
 
 def _counted_beside_a_bar(incident: Incident) -> bool:
@@ -312,8 +307,8 @@ def _counted_beside_a_bar(incident: Incident) -> bool:
     it, pr = incident.iterations, incident.progress
     if not len(pr) or not pr["total"].notna().any():
         return False
-    lines = it.loc[it["iteration"].notna(), "line"].astype(str)
-    if not len(lines) or not lines.map(lambda t: HF_STEPLESS_DICT_RE.search(t) is not None).all():
+    dicts = it.loc[it["iteration"].notna(), "hf_dict"]
+    if not len(dicts) or not dicts.fillna(False).all():
         return False
     files = {str(s).rsplit(":", 1)[0] for s in it["source"].dropna()}
     return any(str(s).rsplit(":", 1)[0] in files for s in pr.loc[pr["total"].notna(), "source"])
@@ -350,11 +345,6 @@ def _bar_of_the_dicts(incident: Incident) -> pd.Series | None:
         return None
     rows = pr[pr["total"] == running.index.max()]
     return rows.iloc[-1]
-
-
-# HF's end-of-run summary: its steps are ``train_runtime`` x ``train_steps_per_second``
-HF_SUMMARY_STEPS_RE = re.compile(r"'train_runtime':\s*'?(?P<rt>[\d.]+)'?.*?"
-                                 r"'train_steps_per_second':\s*'?(?P<sps>[\d.]+)")
 
 
 def plan_values(host_timings: pd.DataFrame, key: str) -> pd.Series:
@@ -399,8 +389,9 @@ def _run_length(rows: pd.DataFrame, bars: pd.DataFrame,
     if len(bar):
         steps = float(bar["total"].max())
     elif len(summary):
-        m = HF_SUMMARY_STEPS_RE.search(str(summary["line"].iloc[-1]))
-        steps = float(m["rt"]) * float(m["sps"]) if m else None
+        # (its runtime x steps per second: ``linefacts.HF_SUMMARY_STEPS_RE``)
+        got = summary["summary_steps"].iloc[-1]
+        steps = None if pd.isna(got) else float(got)
     if not steps:
         return _planned(plan) if plan is not None and len(plan) else None
     ends = summary["epoch"].dropna()
@@ -549,8 +540,7 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
     it = iterations
     if not len(it) or "epoch" not in it or not it["epoch"].notna().any():
         return it
-    lines = it["line"].astype("string").fillna("")
-    stepless = it["iteration"].notna() & lines.str.contains(HF_STEPLESS_DICT_RE)
+    stepless = it["iteration"].notna() & it["hf_dict"].fillna(False).astype(bool)
     if not stepless.any():
         return it
     files = it["source"].astype("string").str.extract(SOURCE_RE)["file"]
@@ -629,15 +619,9 @@ SETUP_BARS = ("loading", "downloading", "fetching", "resolving data", "generatin
 SETUP_UNIT_RE = re.compile(r"[\d?]\s*(?:examples|ex|ba|files?|[kMGT]?i?B)/s\b")
 
 
-# a step line or bar that shows its own loss (or grad norm) as NaN/inf: "loss=nan", "loss: inf"
-NAN_TEXT_RE = re.compile(
-    r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]\s*['\"]?[-+]?(?:nan|inf)", re.IGNORECASE)
-# a NaN warning that stops the run: every copy after the same step line (each rank's, a
-# launcher's repeat) is that one step ("Loss is nan, stopping training", Keras's "Invalid loss,
-# terminating training", Megatron-Core's fatal "Rank 3: found NaN in local forward loss
-# calculation" raised on every rank)
-FATAL_NAN_RE = re.compile(r"\b(?:stopping|terminating) training\b|\bfound (?:nan|inf) in local\b",
-                          re.IGNORECASE)
+# a step line or bar that shows its own loss (or grad norm) as NaN/inf: ``NAN_TEXT_RE`` (an
+# iterations row's ``nan_text``); a NaN warning that stops the run: ``FATAL_NAN_RE`` (its
+# ``fatal_nan``); both in ``linefacts``
 
 
 def _setup_bars(progress: pd.DataFrame) -> pd.Series:
@@ -696,8 +680,9 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     numbered_skip = it["iteration"].notna() & skip & it["loss"].isna() & it["lr"].isna()
     for df, col, flags in ((it[it["iteration"].notna()], "iteration", numbered_skip),
                            (_training_bars(pr), "step", None)):
-        shown = df["line"].fillna("").astype(str).str.contains(NAN_TEXT_RE) \
-            if "line" in df else pd.Series(False, index=df.index)
+        shown = (df["nan_text"].fillna(False).astype(bool) if "nan_text" in df
+                 else df["line"].fillna("").astype(str).str.contains(NAN_TEXT_RE)
+                 if "line" in df else pd.Series(False, index=df.index))
         for j, src, v in zip(df.index, df["source"], df[col], strict=True):
             where = split_source(src)
             if where:
@@ -740,7 +725,7 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
                 # (six ranks' "Warning: loss is NaN, skipping this step" after each
                 # "…| 1299/82400 [… loss=nan]"): that step, not one more per copy
                 run[key] = 0
-            elif not kind and key in run and FATAL_NAN_RE.search(str(it.at[i, "line"])):
+            elif not kind and key in run and _said(it.at[i, "fatal_nan"]):
                 pass  # the check that stopped the run, told again: the same step
             else:
                 run[key] = run.get(key, 0) + 1
@@ -754,6 +739,11 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     return it
 
 
+
+
+def _said(flag: Any) -> bool:
+    """Whether a flag column's value (True or <NA>, ``linefacts``) says so."""
+    return bool(pd.notna(flag) and flag)
 
 
 def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:

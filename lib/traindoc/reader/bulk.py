@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from ..linefacts import line_facts
 from ..parse.iterations import INT_COLUMNS, field_spec, parse_megatron
 from ..schema import SCHEMAS
 from .registry import Registry
@@ -50,10 +51,14 @@ NAN_FIELD = b"number of nan iterations"  # a line without it is incomplete to th
 
 
 class Shape(NamedTuple):
-    """One line shape: its pattern, and per field group the (column, scale) it fills."""
+    """One line shape: its pattern, per field group the (column, scale) it fills, and the
+    ``linefacts.line_facts`` of its lines. Those are the same for every line of a shape: they
+    read words, and a shape's lines differ only in spaces and digits where ``MEGATRON_RE``'s
+    lead and fields have them (no "nan"/"inf" value, no "{", no ":" or "=" in a key)."""
 
     rx: re.Pattern[bytes]
     columns: tuple[tuple[str, float], ...]
+    facts: tuple[tuple[str, Any], ...] = ()
 
 
 def learn(body: bytes) -> Shape | None:
@@ -82,7 +87,8 @@ def learn(body: bytes) -> Shape | None:
             parts.append(re.escape(key) + rb": *(" + number + rb") *\|")
         else:  # a field the parser does not keep (or keeps from an earlier one)
             parts.append(re.escape(key) + rb": *" + NUMBER + rb" *\|")
-    return Shape(re.compile(b"".join(parts)), tuple(columns))
+    return Shape(re.compile(b"".join(parts)), tuple(columns),
+                 tuple(line_facts(body.decode("ascii")).items()))
 
 
 class Batch:
@@ -146,6 +152,8 @@ class Batch:
                                         strict=True):
             arr = _numbers(col, int if column in INT_COLUMNS else float, n)
             got[column] = arr * scale if scale != 1 else arr
+        for column, value in self.shapes[sid].facts:
+            got[column] = np.full(n, value)
         pick = (lambda xs: xs) if one else (lambda xs: [xs[i] for i in idx])
         names, linenos = pick(self.names), pick(self.linenos)
         out: dict[str, Any] = {}

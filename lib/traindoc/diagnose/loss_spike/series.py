@@ -5,20 +5,21 @@ iterations consumed, and the checkpoints to roll back to."""
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ...incident import Incident
-from ..common import NAN_TEXT_RE, as_float, epoch_counted, place_unnumbered_skips
+from ..common import as_float, epoch_counted, place_unnumbered_skips
 
 SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped", "nan",
                   "consumed_samples", "consumed_tokens", "global_batch_size", "source", "line")
 # A loss or grad norm printed as nan/inf ("lm loss: NAN", "'loss': nan"): the nullable table
-# keeps NaN as <NA>, so the line's text says whether the value was NaN or simply not logged.
-MEGATRON_COUNTERS_RE = re.compile(r"\biteration\s+\d+\s*/.*number of nan iterations")
+# keeps NaN as <NA>, so the line's text says whether the value was NaN or simply not logged
+# (the row's ``nan_text``, ``linefacts.NAN_TEXT_RE``); Megatron's counters likewise
+# (``megatron_counters``, ``linefacts.MEGATRON_COUNTERS_RE``).
+TEXT_FLAGS = ("nan_text", "megatron_counters")
 
 
 # -- the series ------------------------------------------------------------------------------
@@ -71,6 +72,7 @@ def _bar_nan_to_bar_step(incident: Incident, df: pd.DataFrame,
         return df, text_nan
     extra = pd.DataFrame({"iteration": [int(bar[s]) for s in df.loc[moved, "source"]],
                           "nan": 1, "source": df.loc[moved, "source"].to_numpy(),
+                          "megatron_counters": df.loc[moved, "megatron_counters"].to_numpy(),
                           "line": df.loc[moved, "line"].to_numpy()})
     extra = extra.reindex(columns=df.columns).astype(df.dtypes.to_dict())
     extra.index = range(int(df.index.max()) + 1, int(df.index.max()) + 1 + len(extra))
@@ -103,8 +105,8 @@ def series(incident: Incident) -> pd.DataFrame:
             # 0.711720" once per epoch, no training loss printed): that is the series
             it = it.assign(loss=it["loss"].where(~evals, it["eval_loss"]))
             steps = evals
-    df = it.loc[steps, cols].copy()
-    text_nan = df["line"].fillna("").str.contains(NAN_TEXT_RE)
+    df = it.loc[steps, [*cols, *TEXT_FLAGS]].copy()
+    text_nan = df["nan_text"].fillna(False).astype(bool)
     df, text_nan = _bar_nan_to_bar_step(incident, df, text_nan)
     inf = pd.Series(False, index=df.index)
     for c in ("loss", "grad_norm"):
@@ -114,7 +116,7 @@ def series(incident: Incident) -> pd.DataFrame:
     # Megatron prints no "lm loss" for an interval whose steps all failed: with no step
     # skipped (fp16 overflow), the missing loss is the NaN (its counters can miss it)
     no_loss = (df["loss"].isna() & (df["skipped"].fillna(0) == 0)
-               & df["line"].fillna("").str.contains(MEGATRON_COUNTERS_RE))
+               & df["megatron_counters"].fillna(False).astype(bool))
     df["_nan"] = ((text_nan & (df["loss"].isna() | df["grad_norm"].isna())) | inf | no_loss
                   | (df["nan"].fillna(0) > 0))
     # a row the log gave no step of its own (a NaN warning placed at the next step,
