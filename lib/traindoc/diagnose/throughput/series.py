@@ -370,18 +370,27 @@ def resumed_head(progress: pd.DataFrame) -> pd.Series:
 
 
 def redrawn(progress: pd.DataFrame) -> pd.Series:
-    """Whether each bar row repeats the row before it of its file and rank exactly (its step,
-    elapsed time and rate): tqdm drawing the same state again after a line was printed through
-    it (HF Trainer's loss dict every ``logging_steps``: "1700/3252 [05:35<1:54:47, 4.44s/it]"
-    twice), not the next epoch's bar. Rows without an elapsed time are never a redraw."""
+    """Whether each bar row is the row before it of its file and rank drawn again: the same
+    step and rate, no earlier elapsed time. tqdm draws its state again after a line printed
+    through it (HF Trainer's loss dict every ``logging_steps``: "1700/3252 [05:35<1:54:47,
+    4.44s/it]" twice; a second later, "1677/1677 [49:11<00:00, 1.56s/it]" then "[49:12<00:00,
+    1.56s/it]": the rate changes only with a step); the next epoch's bar starts its clock
+    again, its rate its own (YOLO's "42/42 [01:09<00:00, 1.65s/it]", then 1.71 s/it in the
+    same time). Rows without an elapsed time are never a redraw."""
+    if not {"step", "elapsed_s", "rate"} <= set(progress.columns):
+        return pd.Series(False, index=progress.index)
     keys = _file_and_rank(progress)
-    same = pd.Series(True, index=progress.index)
-    for col in ("step", "elapsed_s", "rate"):
-        if col not in progress:
-            return pd.Series(False, index=progress.index)
-        v = progress[col]
-        same &= (v.notna() & (v == v.groupby(keys, sort=False).shift())).fillna(False).astype(bool)
-    return same
+
+    def before(col: str) -> pd.Series:
+        return progress[col].groupby(keys, sort=False).shift()
+
+    def same(a: pd.Series, b: pd.Series) -> pd.Series:
+        return (a.notna() & b.notna() & (a == b)).fillna(False).astype(bool)
+
+    el, el0 = progress["elapsed_s"], before("elapsed_s")
+    later = (el.notna() & el0.notna() & (el >= el0)).fillna(False).astype(bool)
+    return same(progress["step"], before("step")) & same(progress["rate"], before("rate")) \
+        & later
 
 
 # the event of a trainer's end-of-run summary row (HF Trainer's "{'train_runtime': 273.01,
