@@ -671,27 +671,6 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     assert list(it["elapsed_s"]) == pytest.approx([948.4574916, 487.3530626])
 
 
-# yuchen-ji/mmhuman3d workspace/ormr/epoch6_wo_crop/20230228_205114.log: a resumed mmcv run's
-# log beginning at epoch 3 of 2439 iterations each
-MMHUMAN3D_LOG = (
-    "2023-02-28 21:03:23,500 - mmhuman3d - INFO - Epoch [3][50/2439]\tlr_backbone: 2.000e-04 "
-    "lr_head: 2.000e-04 lr_disc: 1.000e-04, eta: 78 days, 14:12:46, time: 14.062, data_time: "
-    "11.639, memory: 6987, keypoints3d_loss: 0.3226, loss: 0.7369\n"
-    "2023-02-28 21:14:47,507 - mmhuman3d - INFO - Epoch [3][100/2439]\tlr_backbone: 2.000e-04 "
-    "lr_head: 2.000e-04 lr_disc: 1.000e-04, eta: 77 days, 12:22:33, time: 13.680, data_time: "
-    "12.903, memory: 6987, keypoints3d_loss: 0.3130, loss: 0.7227\n")
-
-
-@pytest.mark.parametrize("engine", ["plain", "fast"])
-def test_mmcv_epochs_before_the_excerpt_are_counted(tmp_path: Path, engine: str) -> None:
-    """mmcv counts epochs from 1 and prints their length: [3][50/2439] is the run's step
-    2 x 2439 + 50, as its own eta and any other excerpt of the run count it."""
-    (tmp_path / "a.log").write_text(MMHUMAN3D_LOG)
-    it = traindoc.load(tmp_path / "a.log", engine=engine).iterations
-    assert list(it["iteration"]) == [4928, 4978]
-    assert list(it["total_iterations"]) == [3 * 2439, 3 * 2439]
-
-
 @pytest.mark.parametrize(("line", "expected"), [
     # NVIDIA/waveglow#32
     ("step_78540:\tloss_-4.065555573", {"iteration": 78540, "loss": -4.065555573}),

@@ -949,9 +949,8 @@ MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
 
 class EpochBatchParser:
     """Epoch/batch step lines (``EPOCH_BATCH_RE``). The first epoch in the stream counts from
-    its printed batch number (mmcv/mmengine's from the epochs before it, their length printed);
-    each later epoch continues after the previous one's length (its total, else its last
-    batch), so the iterations never go back."""
+    its printed batch number; each later epoch continues after the previous one's length (its
+    total, else its last batch), so the iterations never go back."""
 
     needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)", "Train: [")
     tables = ("iterations",)
@@ -989,10 +988,6 @@ class EpochBatchParser:
             total = int(m["total"]) if m["total"] else None
         if self.epoch is None:
             self.epoch = epoch
-            if m["mm_epoch"] is not None and total and epoch > 1:
-                # mmcv/mmengine count epochs from 1 and print each one's length: an excerpt
-                # begun at "Epoch [3][50/2439]" is at step (3 - 1) x 2439 + 50 of the run
-                self.offset = (epoch - 1) * total
         elif epoch != self.epoch:
             self.offset += self.length
             self.epoch, self.length = epoch, 0
