@@ -96,6 +96,94 @@ def test_epoch_bars_make_one_series(tmp_path: Path) -> None:
     assert a.change is None
 
 
+# Pein2017/CoordExp progress/diagnostics/.../control_smallfrac_launch.log: tqdm draws the bar's
+# state again after each loss dict and server line printed through it
+COORDEXP_BAR = ["Train:  12%|█▎        | 1/8 [01:30<10:30, 90.13s/it]",
+                "Train:  12%|█▎        | 1/8 [01:30<10:30, 90.13s/it]",
+                "Train:  25%|██▌       | 2/8 [05:20<17:15, 172.52s/it]",
+                "Train:  25%|██▌       | 2/8 [05:20<17:15, 172.52s/it]",
+                "Train:  38%|███▊      | 3/8 [09:05<16:23, 196.71s/it]",
+                "Train:  38%|███▊      | 3/8 [09:05<16:23, 196.71s/it]"]
+
+
+def test_a_bar_drawn_again_is_the_same_step(tmp_path: Path) -> None:
+    """A row repeating the one before (step, elapsed, rate) is a redraw, not the next epoch:
+    CoordExp's 8-step bar stays steps 1-3, not 1, 9, 17 ..."""
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(COORDEXP_BAR) + "\n")
+    a = tp.analyse(traindoc.load(str(log)))
+    assert list(a.series["iteration"]) == [1, 2, 3]
+
+
+def test_an_epoch_bar_ending_at_its_total_again_is_the_next_epoch(tmp_path: Path) -> None:
+    """The same step with its clock started again or another rate is the next epoch's bar
+    (YOLO's 42/42)."""
+    lines = [f"   {e}/239     15.7G    0.0236   0.04801 0.0004782       365       640: 100% "
+             f"42/42 [01:{s:02d}<00:00,  {r}s/it]"
+             for e, (s, r) in enumerate(((9, 1.65), (8, 1.65), (9, 1.71), (10, 1.64)))]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(str(log)))
+    assert list(a.series["iteration"]) == [42, 84, 126, 168]
+
+
+# vivsn289/Benchmarking-vanilla-llm-to-validate-forgetting finetune.log: HF Trainer resumed
+# from checkpoint-1626, its bar jumping to 1627 in one update; tqdm's smoothed rate averages
+# the jump in and takes ~40 steps to climb to the 4.1-4.8 s/it the run holds
+VANILLA_RESUMED_BAR = [
+    "50%|█████     | 1627/3252 [00:05<00:05, 305.36it/s]",
+    "50%|█████     | 1630/3252 [00:19<00:05, 305.36it/s]",
+    "50%|█████     | 1631/3252 [00:21<00:28, 56.78it/s]",
+    "50%|█████     | 1636/3252 [00:43<01:26, 18.59it/s]",
+    "50%|█████     | 1640/3252 [01:06<03:27,  7.78it/s]",
+    "51%|█████     | 1645/3252 [01:28<07:34,  3.54it/s]",
+    "51%|█████     | 1650/3252 [01:52<14:55,  1.79it/s]",
+    "51%|█████     | 1655/3252 [02:17<38:33,  1.45s/it]",
+    "51%|█████     | 1659/3252 [02:34<1:08:01,  2.56s/it]",
+    "51%|█████     | 1662/3252 [02:48<1:35:34,  3.61s/it]",
+    "51%|█████     | 1665/3252 [03:01<1:45:10,  3.98s/it]",
+    "51%|█████     | 1666/3252 [03:05<1:48:51,  4.12s/it]",
+    "51%|█████▏    | 1667/3252 [03:09<1:48:54,  4.12s/it]",
+    "51%|█████▏    | 1668/3252 [03:15<2:02:37,  4.64s/it]",
+    "51%|█████▏    | 1670/3252 [03:23<1:54:30,  4.34s/it]",
+    "51%|█████▏    | 1672/3252 [03:31<1:51:00,  4.22s/it]",
+    "52%|█████▏    | 1675/3252 [03:43<1:47:42,  4.10s/it]",
+    "52%|█████▏    | 1680/3252 [04:07<1:54:57,  4.39s/it]",
+    "52%|█████▏    | 1685/3252 [04:30<2:04:46,  4.78s/it]",
+    "52%|█████▏    | 1690/3252 [04:51<1:49:56,  4.22s/it]",
+    "52%|█████▏    | 1695/3252 [05:13<1:52:32,  4.34s/it]",
+    "52%|█████▏    | 1700/3252 [05:35<1:54:47,  4.44s/it]",
+    "53%|█████▎    | 1710/3252 [06:18<1:46:39,  4.15s/it]",
+    "53%|█████▎    | 1720/3252 [07:04<2:01:52,  4.77s/it]",
+    "53%|█████▎    | 1730/3252 [07:50<1:58:05,  4.66s/it]",
+    "54%|█████▎    | 1740/3252 [08:36<1:47:59,  4.29s/it]",
+    "54%|█████▍    | 1750/3252 [09:19<1:46:42,  4.26s/it]",
+    "54%|█████▍    | 1760/3252 [10:04<1:57:29,  4.72s/it]",
+]
+
+
+def test_a_resumed_bars_averaged_rate_is_set_aside(tmp_path: Path) -> None:
+    """The head of a resumed bar, its rate still averaging the jump, is no level: no drop."""
+    log = tmp_path / "job.log"
+    log.write_text("\r".join(VANILLA_RESUMED_BAR) + "\n")
+    a = tp.analyse(traindoc.load(str(log)))
+    assert a.change is None
+    assert int(a.series["iteration"].iloc[a.used[0]]) == 1667
+    assert 4.1 <= a.baseline <= 4.8
+
+
+def test_a_fresh_bar_slowing_down_is_kept(tmp_path: Path) -> None:
+    """A bar counted from its first step is no resume: its fast first rows stay a level."""
+    lines = [f"{k:3d}%| | {k}/100 [00:{k:02d}<00:10,  1.00it/s]" for k in range(1, 11)]
+    lines += [f"{k:3d}%| | {k}/100 [{(10 + 3 * (k - 10)) // 60:02d}:"
+              f"{(10 + 3 * (k - 10)) % 60:02d}<01:00,  3.00s/it]" for k in range(11, 21)]
+    log = tmp_path / "job.log"
+    log.write_text("\n".join(lines) + "\n")
+    a = tp.analyse(traindoc.load(str(log)))
+    assert a.n_set_aside == 0
+    assert a.change is not None and a.change.baseline == pytest.approx(1.0)
+
+
 AI_TOOLKIT_595 = [  # ostris/ai-toolkit#595: 300 steps at ~28 s each between steps at ~2 s
     "lokr-test-2:  10%|9         | 299/3000 [10:44<1:37:05,  2.16s/it, lr: 2.0e-04 loss: 5.226e-01]",
     "lokr-test-2:  20%|#9        | 599/3000 [19:45<1:03:24,  1.58s/it, lr: 2.0e-04 loss: 6.736e-01]",

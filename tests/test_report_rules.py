@@ -230,8 +230,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/throughput/throughput-deepspeedexamples-vit-cifar-training", {}),
     ("throughput", "FINDINGS", "change_across_gap"): (
         "data/corpus/loss_spike/loss_spike-s21-gpt2-final-5000-steps-b", {}),
-    ("throughput", "FINDINGS", "discontinuities"): (
-        "data/corpus/throughput/throughput-llamafactory-8261", {}),
+    ("throughput", "FINDINGS", "discontinuities"): (  # (llamafactory-8261's was a bar redrawn)
+        "data/corpus/throughput/throughput-ms-swift-9681", {}),
     ("throughput", "FINDINGS", "change_at_restart"): (
         "data/corpus/throughput/throughput-megatron-llm-11", {}),
     ("throughput", "FINDINGS", "nothing_coincides"): ("data/throughput/bloom_seed", {}),

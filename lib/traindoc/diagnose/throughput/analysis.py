@@ -49,6 +49,7 @@ from .series import (
     last_launch,
     mask_events,
     metric_series,
+    resumed_bar_head,
     startup_burst,
     steps_with_seconds,
     summary_rate,
@@ -452,6 +453,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
     disc = discontinuities(series)
     masked = mask_events(series, ev["iteration"].astype(int).tolist())
     masked |= startup_burst(series)
+    masked |= resumed_bar_head(series)
     used = np.nonzero(~masked)[0]
     vals = series["value"].to_numpy(dtype=float)[used] if len(series) else np.array([])
     cleaned, replaced = despike(vals, max_run=max(1, min_segment - 1))

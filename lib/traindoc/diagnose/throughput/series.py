@@ -300,18 +300,97 @@ def bar_steps(progress: pd.DataFrame) -> pd.Series:
     """The step of each bar row counted across the bar's restarts: a bar that starts again at
     every epoch (YOLO's ``42/42``, Keras's ``1490/1490``) goes on from the total of the epoch
     before, so that epoch after epoch is a series in order (a row not past the previous one of
-    its file and rank starts a new epoch)."""
+    its file and rank starts a new epoch) — unless it is the row before drawn again (``redrawn``)."""
     pr = _order(progress)
     out = pd.Series(0, index=pr.index, dtype="int64")
+    again = redrawn(pr)
     for _, g in pr.groupby(_file_and_rank(pr), sort=False):
         offset, prev = 0, None
         for idx, step, total in zip(g.index, g["step"], g["total"], strict=True):
             step = int(step)
-            if prev is not None and step <= prev[0]:
+            if prev is not None and step <= prev[0] and not again.loc[idx]:
                 offset += int(prev[1]) if pd.notna(prev[1]) else prev[0]
             out.loc[idx] = offset + step
             prev = (step, total)
     return out.reindex(progress.index)
+
+
+# a bar's first row whose step its own later pace could not have reached in this many times
+# its elapsed time: the count jumped (a resume), the rate then averages the jump in
+RESUME_JUMP = 10
+ECHO_FACTOR = 2  # a rate this many times faster than the bar's clock is the jump's echo
+
+
+def _clock_ahead(steps: np.ndarray, elapsed: np.ndarray, i: int, ticks: float) -> float | None:
+    """Seconds per step the bar's clock measures from row ``i`` to the first row at least
+    ``ticks`` seconds later; None when the bar ends before."""
+    later = np.nonzero((elapsed >= elapsed[i] + ticks) & (steps > steps[i]))[0]
+    if not len(later):
+        return None
+    j = later[0]
+    return float((elapsed[j] - elapsed[i]) / (steps[j] - steps[i]))
+
+
+def resumed_head(progress: pd.DataFrame) -> pd.Series:
+    """Whether each bar row belongs to the head of a resumed bar whose rate still averages in
+    the steps skipped at once: the bar's first row is further than its own later pace could
+    have gone in the time shown (``RESUME_JUMP``; HF Trainer resumed from checkpoint-1626:
+    "1627/3252 [00:05<00:05, 305.36it/s]", then 4.4 s/it), and the rows from it on claim a
+    rate ``ECHO_FACTOR`` times faster than the bar's clock over the next ``MIN_TIMED_TICKS``
+    seconds, then go on slowing step after step to the level (tqdm's smoothed rate decaying
+    from 305 it/s over 40 steps: ... 3.61, 3.74, 3.85, 3.98, 4.12 s/it, then 4.1-4.8)."""
+    out = pd.Series(False, index=progress.index)
+    if not len(progress) or not {"elapsed_s", "rate", "step"} <= set(progress.columns):
+        return out
+    pr = _order(progress)
+    for _, g in pr.groupby(_file_and_rank(pr), sort=False):
+        g = g[g["elapsed_s"].notna() & g["rate"].notna() & (g["rate"] > 0)]
+        if len(g) < 2:
+            continue
+        steps = g["step"].to_numpy(dtype=float)
+        elapsed = g["elapsed_s"].to_numpy(dtype=float)
+        spi = 1.0 / g["rate"].to_numpy(dtype=float)
+        first = _clock_ahead(steps, elapsed, 0, MIN_TIMED_TICKS)
+        if first is None or steps[0] * first <= RESUME_JUMP * max(elapsed[0], 1.0):
+            continue
+        i, echo = 0, True
+        while i < len(g):
+            if i and steps[i] == steps[i - 1]:  # the step drawn again: as the row before
+                out.loc[g.index[i]] = out.loc[g.index[i - 1]]
+                i += 1
+                continue
+            if echo:
+                clock = _clock_ahead(steps, elapsed, i, MIN_TIMED_TICKS)
+                echo = clock is not None and spi[i] * ECHO_FACTOR <= clock
+            if not echo and not (i and spi[i] > spi[i - 1] and out.loc[g.index[i - 1]]):
+                break
+            out.loc[g.index[i]] = True
+            i += 1
+    return out
+
+
+def redrawn(progress: pd.DataFrame) -> pd.Series:
+    """Whether each bar row is the row before it of its file and rank drawn again: the same
+    step and rate, no earlier elapsed time. tqdm draws its state again after a line printed
+    through it (HF Trainer's loss dict every ``logging_steps``: "1700/3252 [05:35<1:54:47,
+    4.44s/it]" twice; a second later, "1677/1677 [49:11<00:00, 1.56s/it]" then "[49:12<00:00,
+    1.56s/it]": the rate changes only with a step); the next epoch's bar starts its clock
+    again, its rate its own (YOLO's "42/42 [01:09<00:00, 1.65s/it]", then 1.71 s/it in the
+    same time). Rows without an elapsed time are never a redraw."""
+    if not {"step", "elapsed_s", "rate"} <= set(progress.columns):
+        return pd.Series(False, index=progress.index)
+    keys = _file_and_rank(progress)
+
+    def before(col: str) -> pd.Series:
+        return progress[col].groupby(keys, sort=False).shift()
+
+    def same(a: pd.Series, b: pd.Series) -> pd.Series:
+        return (a.notna() & b.notna() & (a == b)).fillna(False).astype(bool)
+
+    el, el0 = progress["elapsed_s"], before("elapsed_s")
+    later = (el.notna() & el0.notna() & (el >= el0)).fillna(False).astype(bool)
+    return same(progress["step"], before("step")) & same(progress["rate"], before("rate")) \
+        & later
 
 
 # the event of a trainer's end-of-run summary row (HF Trainer's "{'train_runtime': 273.01,
@@ -342,6 +421,7 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     spec = METRICS.get(metric)
     if spec is None:
         return pd.DataFrame(columns=cols)
+    head: set[tuple[str, int]] = set()
     steps = steps_with_seconds(incident)
     if spec.column in steps and usable(steps[spec.column]).any():
         rows = steps[usable(steps[spec.column])]
@@ -351,6 +431,8 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
         if not len(pr) or metric != "s_per_iteration":
             return pd.DataFrame(columns=cols)
         rows = pr.assign(iteration=bar_steps(pr), value=1.0 / pr["rate"].astype(float))
+        h = rows[resumed_head(pr)]
+        head = set(zip(h["source"].astype(str), h["iteration"].astype(int), strict=True))
     rows = _order(rows)
     rows = rows.assign(_rank=rows["rank"].fillna(-1).astype(int))
     rows = rows.assign(iteration=rows["iteration"].astype("int64"))
@@ -365,6 +447,7 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     out["iteration"] = out["iteration"].astype(int)
     out = out[cols].reset_index(drop=True)
     out.attrs["epoch_runs"] = wraps  # runs begun by an epoch's counter starting again
+    out.attrs["resumed_head"] = sorted(head)  # (source, iteration) of ``resumed_head``'s rows
     return out
 
 
@@ -433,6 +516,17 @@ def mask_events(series: pd.DataFrame, event_iterations: list[int],
         if len(after):
             mask[after[0]] = True
     return mask if mask.sum() <= max_fraction * n else np.zeros(n, dtype=bool)
+
+
+def resumed_bar_head(series: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of the series rows read from a resumed bar's head (``resumed_head``):
+    a rate that averages in the steps skipped at the resume, not one the run held."""
+    head = series.attrs.get("resumed_head", [])
+    if not len(series) or not head:
+        return np.zeros(len(series), dtype=bool)
+    keys = set(head)
+    return np.array([(str(s), int(i)) in keys for s, i in zip(
+        series["source"], series["iteration"], strict=True)], dtype=bool)
 
 
 def startup_burst(series: pd.DataFrame, min_points: int = 2, max_fraction: float = 0.4) -> np.ndarray:
