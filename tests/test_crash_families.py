@@ -518,6 +518,25 @@ def test_the_last_step_of_stepless_hf_dicts_is_placed_by_their_epoch(tmp_path: P
     assert f["last_iteration"] == 49
 
 
+@pytest.mark.parametrize("out, err", [
+    ("train.log", "train.err"), ("slurm-4242.out", "slurm-4242.err"), ("job.o77", "job.e77"),
+    ("stdout.txt", "stderr.txt"),
+])
+def test_stepless_hf_dicts_are_placed_by_the_bar_of_the_jobs_other_stream(
+        tmp_path: Path, out: str, err: str) -> None:
+    """guoyu-zhang/PEFT-TRL-LLMs job_scripts/logs (corpus gpu_crash-peft-trl-llms-sft-disk-quota):
+    the loss dicts, every 10 steps, in the job's stdout; tqdm's '260/500' bar in its stderr. The
+    dict at epoch 0.52 is step 260, not dict 26."""
+    src = (Path(__file__).parent.parent / "data" / "corpus" / "gpu_crash"
+           / "gpu_crash-peft-trl-llms-sft-disk-quota" / "logs")
+    (tmp_path / out).write_text((src / "train.log").read_text())
+    (tmp_path / err).write_text((src / "train.err").read_text())
+    assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["last_iteration"] == 260
+    # a bar of another job's stream in the same folder is no bar of these dicts: the count
+    (tmp_path / err).rename(tmp_path / "other.err")
+    assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["last_iteration"] == 26
+
+
 # --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------
 
 @pytest.mark.parametrize("line", [
