@@ -283,7 +283,7 @@ PAIR_RE = re.compile(
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
-    r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
+    r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s(?:ec)?|images/s(?:ec)?|"
     r"TFLOPS|TFLOP/s|secs?/step|s/step|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
@@ -325,7 +325,7 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("lr", "learningrate", "lrate"), "lr"),
     **dict.fromkeys(("lossscale", "curscale"), "loss_scale"),
     **dict.fromkeys(("samples/s", "samples/sec", "samplespersecond", "samplespersec",
-                     "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s",
+                     "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s", "img/sec",
                      "images/s", "images/sec", "samplespers", "throughput(samples/s)", "rate",
                      "currsamplespersec", "seqspersecond",
                      # PaddlePaddle's trainers (PaddleOCR, PaddleDetection, PaddleClas): "ips:
