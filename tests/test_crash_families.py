@@ -59,6 +59,29 @@ def test_the_workers_exception_is_the_message_of_an_exit_1(tmp_path: Path, error
     assert expected in f["error_message"]
 
 
+@pytest.mark.parametrize("error, kind", [
+    # Z-Zheng/ChangeStar#5 (corpus gpu_crash-changestar-5): torch 1.9, DDP's first collective
+    ("RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:911, unhandled "
+     "system error, NCCL version 2.7.8", "nccl_error"),
+    # torch >= 2.1's class for the same (vllm-project/vllm#4618's title)
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+     "NCCL version 2.20.5", "nccl_error"),
+    # torch >= 2.1's OOM class (its message as torch 2.1 words it)
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+     "total capacty of 79.15 GiB of which 3.25 MiB is free.", "oom"),
+])
+def test_the_exit_1_record_names_the_rank_of_a_cuda_or_nccl_exception(
+        tmp_path: Path, error: str, kind: str) -> None:
+    """The worker's traceback names no rank; torchrun's record of its exit 1 below it does."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/work/train.py", line 67, in <module>\n'
+            "    main()\n"
+            f"{error}\n" + TORCHRUN_EXIT_1.format(lr=0, pid=31335))
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["failed_ranks"]) == (kind, [0])
+
+
 def test_a_peers_exception_does_not_name_the_exit(tmp_path: Path) -> None:
     """A DistBackendError is what a rank saw of a peer, not its own error: the exit stays."""
     text = ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.\n"
