@@ -1210,8 +1210,10 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     # torchrun's "failed (exitcode: 1) local_rank: 0"). So with the CUDA, NCCL or OOM error
     # torch raises as one (Z-Zheng/ChangeStar#5: "RuntimeError: NCCL error in: …
     # ProcessGroupNCCL.cpp:911, unhandled system error", then "failed (exitcode: 1)
-    # local_rank: 0 (pid: 31335)").
-    if (_raised(first) and pd.isna(first["rank"]) and as_str(first["host"]) is None
+    # local_rank: 0 (pid: 31335)"), where the record names its worker's pid (DeepSpeed's
+    # names the command of its last local rank, whichever failed: an OOM's device says more).
+    if ((first["kind"] == "python" or (_raised(first) and pd.notna(e["pid"])))
+            and pd.isna(first["rank"]) and as_str(first["host"]) is None
             and e["table"] == "exits" and e["code"] == "exit_1" and near
             and e["file"] == first["file"] and e["lineno"] > first["lineno"]):
         return True
@@ -1233,10 +1235,8 @@ RAISED_KINDS = ("python", "nccl_error", "cuda_error", "oom")
 
 
 def _raised(e: pd.Series) -> bool:
-    """Whether an error is a Python exception the worker raised: any of ``python`` kind, a
-    CUDA, NCCL or OOM error on its traceback's exception line."""
-    if e["kind"] == "python":
-        return True
+    """Whether an error is a Python exception the worker raised: a CUDA, NCCL or OOM error on
+    its traceback's exception line (or any of ``python`` kind)."""
     return e["kind"] in RAISED_KINDS and EXCEPTION_LINE_RE.match(str(e["line"] or "")) is not None
 
 
