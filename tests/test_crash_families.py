@@ -59,6 +59,29 @@ def test_the_workers_exception_is_the_message_of_an_exit_1(tmp_path: Path, error
     assert expected in f["error_message"]
 
 
+@pytest.mark.parametrize("error, kind", [
+    # Z-Zheng/ChangeStar#5 (corpus gpu_crash-changestar-5): torch 1.9, DDP's first collective
+    ("RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:911, unhandled "
+     "system error, NCCL version 2.7.8", "nccl_error"),
+    # torch >= 2.1's class for the same (vllm-project/vllm#4618's title)
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+     "NCCL version 2.20.5", "nccl_error"),
+    # torch >= 2.1's OOM class (its message as torch 2.1 words it)
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+     "total capacty of 79.15 GiB of which 3.25 MiB is free.", "oom"),
+])
+def test_the_exit_1_record_names_the_rank_of_a_cuda_or_nccl_exception(
+        tmp_path: Path, error: str, kind: str) -> None:
+    """The worker's traceback names no rank; torchrun's record of its exit 1 below it does."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "/work/train.py", line 67, in <module>\n'
+            "    main()\n"
+            f"{error}\n" + TORCHRUN_EXIT_1.format(lr=0, pid=31335))
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["failed_ranks"]) == (kind, [0])
+
+
 def test_a_peers_exception_does_not_name_the_exit(tmp_path: Path) -> None:
     """A DistBackendError is what a rank saw of a peer, not its own error: the exit stays."""
     text = ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.\n"
@@ -516,6 +539,25 @@ def test_the_last_step_of_stepless_hf_dicts_is_placed_by_their_epoch(tmp_path: P
     # without the summary the log gives no run length: the count stays
     f = _facts(tmp_path, "\n".join(d for d in dicts if "train_runtime" not in d) + "\n")
     assert f["last_iteration"] == 49
+
+
+@pytest.mark.parametrize("out, err", [
+    ("train.log", "train.err"), ("slurm-4242.out", "slurm-4242.err"), ("job.o77", "job.e77"),
+    ("stdout.txt", "stderr.txt"),
+])
+def test_stepless_hf_dicts_are_placed_by_the_bar_of_the_jobs_other_stream(
+        tmp_path: Path, out: str, err: str) -> None:
+    """guoyu-zhang/PEFT-TRL-LLMs job_scripts/logs (corpus gpu_crash-peft-trl-llms-sft-disk-quota):
+    the loss dicts, every 10 steps, in the job's stdout; tqdm's '260/500' bar in its stderr. The
+    dict at epoch 0.52 is step 260, not dict 26."""
+    src = (Path(__file__).parent.parent / "data" / "corpus" / "gpu_crash"
+           / "gpu_crash-peft-trl-llms-sft-disk-quota" / "logs")
+    (tmp_path / out).write_text((src / "train.log").read_text())
+    (tmp_path / err).write_text((src / "train.err").read_text())
+    assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["last_iteration"] == 260
+    # a bar of another job's stream in the same folder is no bar of these dicts: the count
+    (tmp_path / err).rename(tmp_path / "other.err")
+    assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["last_iteration"] == 26
 
 
 # --- any Py_FatalError is an abort of the interpreter: a crash, not a hang -------------------

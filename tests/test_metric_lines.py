@@ -459,6 +459,20 @@ COUNTER_LINES = [
      "data_cost: 0.0020 ips: 3.8095 images/s",
      {"iteration": 2200, "total_iterations": 120000, "loss": 12.34125},
      "wjm202/PaddleDetection_ssod_detr ppdet/engine/callbacks.py SemiLogPrinter (its format)"),
+    # Horovod's synthetic benchmarks (examples/pytorch/pytorch_synthetic_benchmark.py,
+    # tensorflow2_synthetic_benchmark.py: 'Iter #%d: %.1f img/sec per %s'): "img/sec" is a rate
+    ("Iter #0: 108.3 img/sec per GPU", {"iteration": 0, "samples_per_s": 108.3},
+     "horovod/horovod#712"),
+    ("Iter #99: 419.7 img/sec per GPU", {"iteration": 99, "samples_per_s": 419.7},
+     "BFTrainer/BFTrainer stdout.txt (corpus gpu_crash-bftrainer-thetagpu-horovod-healthy)"),
+    # tf_cnn_benchmarks' "Step\tImg/sec\ttotal_loss" rows (horovod/horovod#466)
+    ("10\timages/sec: 204.8 +/- 0.1 (jitter = 0.6)\t9.228",
+     {"iteration": 10, "samples_per_s": 204.8}, "horovod/horovod#466"),
+    # the run's counter bare at the start of the line, before the epoch's batch counter:
+    # carpedm20/DCGAN-tensorflow model.py's "[%8d Epoch:[%2d/%2d] [%4d/%4d] time: …" (counter, …)
+    ("[     393 Epoch:[ 1/25] [ 119/ 273] time: 299.8392, d_loss: 1.39557624, g_loss: 0.69223416",
+     {"iteration": 393, "elapsed_s": 299.8392, "loss": 1.39557624},
+     "XBisATrouble/DCGAN-NPU nohup.out (corpus gpu_crash-dcgan-npu-ctx-oom-then-cpu)"),
     # an epoch, then its batch: MXNet's Speedometer (the batch alone, then the window it measured
     # since MXNet 1.2: its end is the batch) and gluon-cv's "[Epoch e Batch b]"; the epoch is no step
     ("INFO:root:Epoch[0] Batch [300]\tSpeed: 13594.84 samples/sec\tTrain-accuracy=0.934219",

@@ -783,6 +783,21 @@ def test_a_dataloader_worker_that_died_is_a_crash(tmp_path: Path, last: str, cra
     assert (r.facts["cause"] == "gpu_crash") is crash
 
 
+@pytest.mark.parametrize("lines", [
+    # pbl-lab sambanova slurm.out (corpus gpu_crash-pbl-sambanova-measure-perf-args): eight
+    # processes of an mpirun under sbatch, no launcher's exit record
+    ["usage: sn_boilerplate_main.py [-h] {compile,run,test,measure-performance} ...",
+     "sn_boilerplate_main.py: error: unrecognized arguments: -ws 8"] * 2,
+    # wuyike2000/MLDT#3's message, here with no launcher's record after it
+    ["run_chatglm.py: error: the following arguments are required: --output_dir"],
+])
+def test_an_argparse_error_ends_its_process(tmp_path: Path, lines: list[str]) -> None:
+    """parser.error exits 2 with no traceback: the job's process died on a Python error."""
+    write(tmp_path, "slurm.out", "\n".join(["Distributed run: True", *lines, ""]))
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert r.facts["cause"] == "gpu_crash"
+
+
 # facebookincubator/submitit#1613: preempted, requeued, then rank 0 timed out in the store-based
 # barrier; the same slurmstepd line (SchedMD/slurm slurmstepd/req.c) with a node failure is a crash.
 PREEMPTED = ("slurmstepd: error: *** JOB 37361369 ON learnfair5146 CANCELLED AT "

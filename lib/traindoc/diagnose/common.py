@@ -479,6 +479,29 @@ def _lines(df: pd.DataFrame) -> pd.Series:
     return pd.to_numeric(got, errors="coerce").fillna(-1).astype(int)
 
 
+# a job's two streams written to two files of one name (SLURM's "--output=train.log
+# --error=train.err", "slurm-123.out"/"slurm-123.err", SGE's "job.o123"/"job.e123", a wrapper's
+# "stdout.txt"/"stderr.txt"): the name without its stream's suffix
+STREAM_SUFFIX_RE = re.compile(r"(?:\.(?:out|err|log|txt|o\d+|e\d+|stdout|stderr))+$|"
+                              r"(?<![^/._-])std(?:out|err)(?=\.\w+$|$)")
+
+
+def _stream_key(file: str) -> str:
+    """A log file's path without its stream's suffix: the stdout and stderr of one job alike."""
+    return STREAM_SUFFIX_RE.sub("", file)
+
+
+def _sibling_bars(file: str, progress: pd.DataFrame | None,
+                  bar_files: pd.Series | None) -> pd.DataFrame | None:
+    """The progress bars of the one other file that is ``file``'s job's other stream
+    (``_stream_key``), or None: tqdm writes its bar to stderr, HF Trainer's dicts go to stdout."""
+    if progress is None or bar_files is None or not len(progress):
+        return None
+    key = _stream_key(file)
+    others = [f for f in bar_files.dropna().unique() if f != file and _stream_key(f) == key]
+    return progress[bar_files == others[0]] if len(others) == 1 else None
+
+
 def _launches(rows: pd.DataFrame, files: pd.Series, progress: pd.DataFrame | None,
               bar_files: pd.Series | None, plans: pd.DataFrame | None,
               plan_files: pd.Series | None,
@@ -499,6 +522,10 @@ def _launches(rows: pd.DataFrame, files: pd.Series, progress: pd.DataFrame | Non
         ep = train["epoch"].astype(float).to_numpy()
         back = np.flatnonzero(np.diff(ep) < 0) + 1 if len(ep) > 1 else np.array([], dtype=int)
         if not len(back):
+            # one launch: its bars may be in the job's other stream (never several launches:
+            # their bars are told apart by the lines of their own file)
+            if not len(fbars) and (sib := _sibling_bars(file, progress, bar_files)) is not None:
+                fbars = sib
             out.append((frows, fbars, fplan))
             continue
         lines, tlines = _lines(frows), _lines(train).to_numpy()

@@ -181,6 +181,8 @@ SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
 # (killed: shared memory, the OOM killer): torch's DataLoader (dataloader.py _try_get_data,
 # suprosanna/relationformer#18, facebookresearch/detectron2#384). Not "… with exit code 1":
 # the worker's own exception.
+# errors.code of argparse's parser.error line, after which the program exits 2
+ARGPARSE_CODE = "argparse_error"
 WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
 # The outermost frame of a traceback that reached the main script's top level ("<module>
 # (/path/train.py:195)"): nothing caught the exception, the interpreter exited on it.
@@ -480,7 +482,7 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     coll = incident.collectives
     message = str((rep.facts.get("error_message") if rep is not None else None) or "")
     died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message))
-                                  or uncaught(incident.stacks))
+                                  or uncaught(incident.stacks) or _argparse_exit(incident, message))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
@@ -513,6 +515,16 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         r = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         parts.append(f"{r} {how}{code}{tail}")
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
+
+
+def _argparse_exit(incident: Incident, message: str) -> bool:
+    """Whether the failure is argparse's ``prog: error: …`` (``parser.error``): the program
+    exits 2 on it, with no traceback, whether or not a launcher records the exit (an mpirun's
+    ranks under sbatch: gpu_crash-pbl-sambanova-measure-perf-args)."""
+    errs = incident.errors
+    if not message or not len(errs):
+        return False
+    return bool(((errs["code"] == ARGPARSE_CODE) & (errs["message"] == message)).any())
 
 
 def _dump_crash(incident: Incident) -> Sighting | None:

@@ -172,6 +172,12 @@ BRACKET_STEP_RE = re.compile(
     # "[2/20][4084/7614] Loss: 9.590029"): the epoch of a total, then the batch of a total
     r"|^\s*\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
     re.IGNORECASE)
+# the run's counter, bare at the start of the line (an opening bracket before it), before the
+# MetricLogger counter (carpedm20/DCGAN-tensorflow model.py and its forks: "[%8d Epoch:[%2d/%2d]
+# [%4d/%4d] time: %4.4f, d_loss: %.8f, g_loss: %.8f" % (counter, epoch, …, idx, batch_idxs, …),
+# "[     393 Epoch:[ 1/25] [ 119/ 273] time: 299.8392, d_loss: 1.39557624, g_loss: 0.69223416"):
+# the counter runs on across epochs, the batch restarts each one
+LEAD_RUN_COUNTER_RE = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s+(?=epoch\s*:?\s*\[)", re.IGNORECASE)
 # the phase's counter of NVIDIA's GNMT (MLPerf's rnn_translator, DeepLearningExamples'
 # GNMT/PyTorch seq2seq/train/trainer.py: "0: TRAIN [3][1930/1938]\tTime 0.178 (0.158)\t…\tLoss/tok
 # 3.0178 (3.1454)\tLR 5.000e-04", "0: VALIDATION [0][0/3]\t… Loss/tok 4.39 (4.39)", "0: TEST
@@ -277,7 +283,7 @@ PAIR_RE = re.compile(
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
-    r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s|images/s(?:ec)?|"
+    r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s(?:ec)?|images/s(?:ec)?|"
     r"TFLOPS|TFLOP/s|secs?/step|s/step|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
@@ -319,7 +325,7 @@ METRIC_KEYS: dict[str, str] = {
     **dict.fromkeys(("lr", "learningrate", "lrate"), "lr"),
     **dict.fromkeys(("lossscale", "curscale"), "loss_scale"),
     **dict.fromkeys(("samples/s", "samples/sec", "samplespersecond", "samplespersec",
-                     "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s",
+                     "trainsamplespersecond", "examples/sec", "examples/s", "ex/s", "img/s", "img/sec",
                      "images/s", "images/sec", "samplespers", "throughput(samples/s)", "rate",
                      "currsamplespersec", "seqspersecond",
                      # PaddlePaddle's trainers (PaddleOCR, PaddleDetection, PaddleClas): "ips:
@@ -622,7 +628,8 @@ def parse_metric_line(text: str) -> Row | None:
     elif m is None and (m := _run_counter(text)) is not None:
         # the run's count beside the epoch's batch counter: the run's is the step
         row["iteration"] = int(m["n"])
-        row["total_iterations"] = int(m["tot"])
+        if m.re is COUNTER_STEP_RE:
+            row["total_iterations"] = int(m["tot"])
     elif m is None and (m := EPOCH_BATCH_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
         row["epoch"] = float(m["e"])
@@ -685,8 +692,12 @@ def parse_metric_line(text: str) -> Row | None:
 
 def _run_counter(text: str) -> re.Match[str] | None:
     """A count of the whole run named by its unit (``5063/130860 iters``) printed before an
-    epoch's batch counter (``Epoch: [6] [700/727]``) of a smaller total, or None: the batch
-    counter restarts every epoch, the run's count does not."""
+    epoch's batch counter (``Epoch: [6] [700/727]``) of a smaller total, or a bare counter
+    leading the line before it (``LEAD_RUN_COUNTER_RE``) no smaller than its batch, or None:
+    the batch counter restarts every epoch, the run's count does not."""
+    if (c := LEAD_RUN_COUNTER_RE.match(text)) is not None:
+        b = BRACKET_STEP_RE.match(text, c.end())
+        return c if b is not None and b["n"] is not None and int(c["n"]) >= int(b["n"]) else None
     c = COUNTER_STEP_RE.search(text)
     if c is None or not c["tot"] or c["n"] is None:
         return None

@@ -1207,8 +1207,13 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
     # A Python exception naming no rank or host, then a launcher's record, later in the same
     # file, of a worker that exited with code 1 (how a Python exception ends a worker): that
     # worker raised it (DeepSpeed's "[…'--local_rank=15'…] exits with return code = 1",
-    # torchrun's "failed (exitcode: 1) local_rank: 0").
-    if (first["kind"] == "python" and pd.isna(first["rank"]) and as_str(first["host"]) is None
+    # torchrun's "failed (exitcode: 1) local_rank: 0"). So with the CUDA, NCCL or OOM error
+    # torch raises as one (Z-Zheng/ChangeStar#5: "RuntimeError: NCCL error in: …
+    # ProcessGroupNCCL.cpp:911, unhandled system error", then "failed (exitcode: 1)
+    # local_rank: 0 (pid: 31335)"), where the record names its worker's pid (DeepSpeed's
+    # names the command of its last local rank, whichever failed: an OOM's device says more).
+    if ((first["kind"] == "python" or (_raised(first) and pd.notna(e["pid"])))
+            and pd.isna(first["rank"]) and as_str(first["host"]) is None
             and e["table"] == "exits" and e["code"] == "exit_1" and near
             and e["file"] == first["file"] and e["lineno"] > first["lineno"]):
         return True
@@ -1219,6 +1224,20 @@ def _same_failure(e: pd.Series, first: pd.Series, window_s: float) -> bool:
             and e["kind"] == first["kind"] and _same_words(e["message"], first["message"])):
         return True
     return False
+
+
+# the last line of a Python traceback: the exception's (dotted) class, then its message
+# ("RuntimeError: NCCL error in: …", "torch.cuda.OutOfMemoryError: CUDA out of memory. …",
+# "torch.distributed.DistBackendError: NCCL error in: …")
+EXCEPTION_LINE_RE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):\s")
+# the kinds of error torch raises as a Python exception in the worker
+RAISED_KINDS = ("python", "nccl_error", "cuda_error", "oom")
+
+
+def _raised(e: pd.Series) -> bool:
+    """Whether an error is a Python exception the worker raised: a CUDA, NCCL or OOM error on
+    its traceback's exception line (or any of ``python`` kind)."""
+    return e["kind"] in RAISED_KINDS and EXCEPTION_LINE_RE.match(str(e["line"] or "")) is not None
 
 
 NUMBER_RE = re.compile(r"\d+")
