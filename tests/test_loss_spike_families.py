@@ -1012,3 +1012,24 @@ def test_a_count_the_epochs_do_not_fit_is_not_counted_on() -> None:
     assert _counted_start(ep, 1000.0, 1) is None
     # an epoch fine enough to place each dict: not this rule's
     assert _counted_start(np.array([0.001, 0.002, 0.003]), 1000.0, 1) is None
+
+
+# an epoch's header, then its loss alone on the next line (apoorvnandan/speech-recognition-primer#2,
+# corpus loss_spike-speech-recognition-primer-2: a tf.keras loop's "Epoch    :  8" then
+# "LOSS     :  nan"): one record, numbered by the epoch; a header followed by a line with more
+# than the loss (a validation line, a bar) is not joined to it
+PRIMER_EPOCHS = ["called epoch end, epoch num:  5", "Epoch    :  6", "LOSS     :  20.572273", "",
+                 "called epoch end, epoch num:  6", "Epoch    :  7", "LOSS     :  29.43734", "",
+                 "called epoch end, epoch num:  7", "Epoch    :  8", "LOSS     :  nan"]
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_an_epoch_header_numbers_the_loss_line_after_it(tmp_path: Path, engine: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(PRIMER_EPOCHS) + "\n")
+    inc = traindoc.load(str(log), engine=engine)
+    assert list(inc.iterations["iteration"]) == [6, 7, 8]
+    a = ls.analyse(inc)
+    assert a.nan_iterations == [8] and a.last_iteration == 8
+    log.write_text("Epoch: 11\nValidation loss 6312:  0.149928\n")
+    assert list(traindoc.load(str(log), engine=engine).iterations["iteration"]) != [11]
