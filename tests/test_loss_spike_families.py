@@ -178,6 +178,29 @@ def test_overflows_before_the_first_step_count_back_from_it(tmp_path: Path) -> N
         assert ls.analyse(traindoc.load(str(log))).skipped_iterations == skipped
 
 
+# a writer that logs no line for a skipped step (NVIDIA/tacotron2 train.py prints "Train iter"
+# only ``if not is_overflow``; NVIDIA/tacotron2#54, corpus loss_spike-tacotron2-54-fp16-overflow):
+# the overflow between 16 and 18 fills the gap, so the first logged step, 16, comes after the
+# seven overflows before it (9 … 15), not among them
+TACOTRON2_OVERFLOW = "OVERFLOW! Skipping step. Attempted loss scale: {s}.0"
+TACOTRON2_ITER = "Train iter       {n} loss {l} Grad Norm 10.800460 3.22s/it"
+
+
+def test_overflows_of_a_writer_that_logs_no_skipped_step(tmp_path: Path) -> None:
+    lines = [TACOTRON2_OVERFLOW.format(s=2 ** (23 - k)) for k in range(7)]
+    lines += [TACOTRON2_ITER.format(n=16, l=49.316841), TACOTRON2_OVERFLOW.format(s=65536)]
+    lines += [TACOTRON2_ITER.format(n=n, l=40.0 - n) for n in range(18, 25)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [9, 10, 11, 12, 13, 14,
+                                                                       15, 17]
+    # a writer that logs the skipped step's own line (b = a + k) keeps the count back from it
+    lines[8 + 1] = TACOTRON2_ITER.format(n=17, l=41.0)
+    log.write_text("\n".join(lines) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [10, 11, 12, 13, 14, 15,
+                                                                       16, 17]
+
+
 # A set-up bar counts no training step: transformers' "Loading checkpoint shards" bar (2/2) before
 # the first overflow made that overflow step 3. The bar lines: linskybing/LLM zero_3.out and
 # microsoft/DeepSpeedExamples' check-7b training.log (corpus cases); the steps: zero_3.out's.
