@@ -178,6 +178,29 @@ def test_overflows_before_the_first_step_count_back_from_it(tmp_path: Path) -> N
         assert ls.analyse(traindoc.load(str(log))).skipped_iterations == skipped
 
 
+# a writer that logs no line for a skipped step (NVIDIA/tacotron2 train.py prints "Train iter"
+# only ``if not is_overflow``; NVIDIA/tacotron2#54, corpus loss_spike-tacotron2-54-fp16-overflow):
+# the overflow between 16 and 18 fills the gap, so the first logged step, 16, comes after the
+# seven overflows before it (9 … 15), not among them
+TACOTRON2_OVERFLOW = "OVERFLOW! Skipping step. Attempted loss scale: {s}.0"
+TACOTRON2_ITER = "Train iter       {n} loss {l} Grad Norm 10.800460 3.22s/it"
+
+
+def test_overflows_of_a_writer_that_logs_no_skipped_step(tmp_path: Path) -> None:
+    lines = [TACOTRON2_OVERFLOW.format(s=2 ** (23 - k)) for k in range(7)]
+    lines += [TACOTRON2_ITER.format(n=16, l=49.316841), TACOTRON2_OVERFLOW.format(s=65536)]
+    lines += [TACOTRON2_ITER.format(n=n, l=40.0 - n) for n in range(18, 25)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [9, 10, 11, 12, 13, 14,
+                                                                       15, 17]
+    # a writer that logs the skipped step's own line (b = a + k) keeps the count back from it
+    lines[8 + 1] = TACOTRON2_ITER.format(n=17, l=41.0)
+    log.write_text("\n".join(lines) + "\n")
+    assert ls.analyse(traindoc.load(str(log))).skipped_iterations == [10, 11, 12, 13, 14, 15,
+                                                                       16, 17]
+
+
 # A set-up bar counts no training step: transformers' "Loading checkpoint shards" bar (2/2) before
 # the first overflow made that overflow step 3. The bar lines: linskybing/LLM zero_3.out and
 # microsoft/DeepSpeedExamples' check-7b training.log (corpus cases); the steps: zero_3.out's.
@@ -1012,3 +1035,24 @@ def test_a_count_the_epochs_do_not_fit_is_not_counted_on() -> None:
     assert _counted_start(ep, 1000.0, 1) is None
     # an epoch fine enough to place each dict: not this rule's
     assert _counted_start(np.array([0.001, 0.002, 0.003]), 1000.0, 1) is None
+
+
+# an epoch's header, then its loss alone on the next line (apoorvnandan/speech-recognition-primer#2,
+# corpus loss_spike-speech-recognition-primer-2: a tf.keras loop's "Epoch    :  8" then
+# "LOSS     :  nan"): one record, numbered by the epoch; a header followed by a line with more
+# than the loss (a validation line, a bar) is not joined to it
+PRIMER_EPOCHS = ["called epoch end, epoch num:  5", "Epoch    :  6", "LOSS     :  20.572273", "",
+                 "called epoch end, epoch num:  6", "Epoch    :  7", "LOSS     :  29.43734", "",
+                 "called epoch end, epoch num:  7", "Epoch    :  8", "LOSS     :  nan"]
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_an_epoch_header_numbers_the_loss_line_after_it(tmp_path: Path, engine: str) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(PRIMER_EPOCHS) + "\n")
+    inc = traindoc.load(str(log), engine=engine)
+    assert list(inc.iterations["iteration"]) == [6, 7, 8]
+    a = ls.analyse(inc)
+    assert a.nan_iterations == [8] and a.last_iteration == 8
+    log.write_text("Epoch: 11\nValidation loss 6312:  0.149928\n")
+    assert list(traindoc.load(str(log), engine=engine).iterations["iteration"]) != [11]

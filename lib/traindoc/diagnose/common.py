@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import shlex
@@ -690,7 +691,9 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     "Loading checkpoint shards 2/2") counts no step: its 2 would make the first overflow step 3.
     A training loop's stated start (``plan:start_step`` rows of ``host_timings``: torchtitan's
     "Training starts at step 1", DeepSpeed-Chat's "Beginning of Epoch 1/16") is logged before
-    its first step: the overflows after it are that step and the ones after it, one each."""
+    its first step: the overflows after it are that step and the ones after it, one each. A
+    writer that logs no line for a skipped step (``_skips_unlogged``) has its first logged
+    step after the overflows before it: k of them before step N are N-k … N-1."""
     it = place_by_epoch(incident.iterations, incident.progress,
                         incident.tables.get("host_timings"))
     skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
@@ -759,11 +762,33 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
             it.at[i, "iteration"] = before[-1][1] + run[key]
         else:
             ahead.setdefault((where[0], kind), []).append(i)
-    for (file, _), rows in ahead.items():
+    for (file, kind), rows in ahead.items():
         first = marks[file][0][1]
+        if kind and _skips_unlogged(marks[file], it, skip & need, file):
+            first -= 1  # the step logged first is the one after the skipped ones
         for back, i in enumerate(reversed(rows)):
             it.at[i, "iteration"] = max(first - back, 0)
     return it
+
+
+def _skips_unlogged(marks: list[tuple[int, int, bool, bool]], it: pd.DataFrame,
+                    overflow: pd.Series, file: str) -> bool:
+    """Whether a file's writer logs no line for a skipped step: between two logged steps
+    a and b, the k overflows fill the gap exactly (b = a + k + 1), and nowhere does the step
+    after k overflows come only k on (b = a + k, the skipped step's own line). NVIDIA's
+    tacotron2/waveglow print "Train iter N" only ``if not is_overflow``: "Train iter 16",
+    "OVERFLOW! Skipping step…", "Train iter 18" (tacotron2#54)."""
+    lines = sorted(w[1] for src in it.loc[overflow, "source"]
+                   if (w := split_source(src)) is not None and w[0] == file)
+    gapped = False
+    for (la, a, *_), (lb, b, *_) in itertools.pairwise(marks):
+        k = sum(la < ln < lb for ln in lines)
+        if not k:
+            continue
+        if b - a == k:
+            return False
+        gapped = gapped or b - a == k + 1
+    return gapped
 
 
 

@@ -1015,6 +1015,12 @@ EPOCH_JOINED_RE = re.compile(EPOCH_HEADER_RE.pattern.removesuffix(r"\s*$") + r"\
 OWN_COUNTER_RE = re.compile(r"\d\s*/\s*\d|\[=|%\||/step\b|\bepoch\b", re.IGNORECASE)
 # the time of one epoch's training, which numbers a row by its epoch without a loss
 EPOCH_TIME_RE = re.compile(r"\b(?:train(?:ing)?[_/ ]?time|epoch[_ ]time)\b", re.IGNORECASE)
+# a result line that is the epoch's loss and nothing else, its key padded like the header's
+# (apoorvnandan/speech-recognition-primer#2: "Epoch    :  8" then "LOSS     :  nan"; a custom
+# loop's print("Epoch:", e) / print("Train loss:", l))
+LONE_LOSS_RE = re.compile(
+    r"\s*(?:(?:train(?:ing)?|avg|average|mean|total|epoch)[ _])?loss\s*[:=]\s*"
+    rf"(?:{NUMBER_STR_RE.pattern})\s*", re.IGNORECASE)
 
 
 def epoch_header(text: str) -> bool:
@@ -1023,9 +1029,12 @@ def epoch_header(text: str) -> bool:
 
 
 def epoch_result(body: str) -> bool:
-    """Whether ``body`` is the result line of the epoch header before it: the time the epoch's
-    training took, with no counter or bar of its own (a validation line after an "Epoch: 11"
-    header, apex#493's "Validation loss 6312:  0.149928", is read on its own)."""
+    """Whether ``body`` is the result line of the epoch header before it: its loss alone
+    (``LONE_LOSS_RE``), or the time the epoch's training took, with no counter or bar of its
+    own (a validation line after an "Epoch: 11" header, apex#493's "Validation loss 6312:
+    0.149928", is read on its own)."""
+    if LONE_LOSS_RE.fullmatch(body) is not None:
+        return True
     return (EPOCH_TIME_RE.search(body) is not None and OWN_COUNTER_RE.search(body) is None
             and _step(body) is None
             and parse_metric_line(f"step 1 {EPOCH_TIME_RE.sub('time', body)}") is not None)
