@@ -541,8 +541,9 @@ def _rollback_nan(a: LossSpikeAnalysis) -> Action | None:
         f"The loss/grad norm is NaN from iteration {first_bad} to the end of the log: the "
         "weights or optimizer state are poisoned and training will not come back.",
         "restart from that checkpoint with a lower LR (×0.5) or bf16 instead of fp16; if "
-        "NaN recurs at the same iteration, skip its data "
-        f"(--skip-train-iteration-range {first_bad}-{first_bad})")
+        "NaN recurs at the same iteration, skip its data (Megatron-DeepSpeed: "
+        f"--skip-train-iteration-range {first_bad}-{first_bad}; other loops: advance the data "
+        "sampler past that batch)")
 
 
 def _loss_scale(a: LossSpikeAnalysis) -> Action | None:
