@@ -53,12 +53,16 @@ from traindoc.diagnose import failure_class
 # short round on batch r 962 are right, no case that was right having gone wrong: timeout's,
 # gpu_crash's, throughput's, all's and triage's floors lower by batch r's wrong cases,
 # deadlock's and loss_spike's raised.
-FLOOR_PCT = {"all": 95.6, "timeout": 97.0, "gpu_crash": 95.1, "loss_spike": 96.0,
-             "throughput": 93.2, "deadlock": 93.2}
+# Batch 2026-11-28u (31 cases, 22 right blind, scored after round u) took it to 1036; after a
+# short round on batch u 997 are right; two that were right went wrong on a label conflict
+# (timeout-horovod-1012 and -334, Horovod stall reports labelled timeout where eight like them
+# say deadlock): loss_spike's floor lower by batch u's wrong cases, every other one raised.
+FLOOR_PCT = {"all": 96.1, "timeout": 97.1, "gpu_crash": 97.2, "loss_spike": 95.7,
+             "throughput": 93.5, "deadlock": 93.2}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (661/687 and 214/226 today)
-TRIAGE_FLOOR_PCT = 96.0
-TRIAGE_HEALTHY_FLOOR_PCT = 94.2
+# and of healthy cases where it names none (686/704 and 228/240 today)
+TRIAGE_FLOOR_PCT = 97.3
+TRIAGE_HEALTHY_FLOOR_PCT = 94.5
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
