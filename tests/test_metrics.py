@@ -202,7 +202,6 @@ def test_json_list_cut_short_keeps_its_whole_records(tmp_path: Path, text: str,
     assert it["iteration"].tolist() == iterations and pd.notna(it["loss"].iloc[0])
 
 
-
 def test_per_epoch_csv_with_a_phase_column(tmp_path: Path) -> None:
     # the head of Sagar063/week9_ERAV4_ImageNet_ResNet-50_Model_Experiments
     # out/imagenet1kfull_g5x_1gpu_dali_nvme_lr0p125_bs256_e150_work6/train_log.csv

@@ -14,6 +14,13 @@ from traindoc.diagnose import throughput as tp
 from traindoc.diagnose.throughput import change as tp_change
 from traindoc.parse.progress import parse_keras, parse_tqdm
 
+
+def _analysed(tmp_path: Path, lines: list[str], sep: str = "\n") -> tp.ThroughputAnalysis:
+    """The throughput analysis of a log of ``lines`` (joined by ``sep``: a bar's ``\r``)."""
+    log = tmp_path / "job.log"
+    log.write_text(sep.join(lines) + "\n")
+    return tp.analyse(traindoc.load(str(log)))
+
 # (line, step, total, seconds per step, source)
 NO_TTY_BARS = [
     ("   154/239     15.7G    0.0236   0.04801 0.0004782       365       640: 100% 42/42 "
@@ -109,9 +116,7 @@ COORDEXP_BAR = ["Train:  12%|█▎        | 1/8 [01:30<10:30, 90.13s/it]",
 def test_a_bar_drawn_again_is_the_same_step(tmp_path: Path) -> None:
     """A row repeating the one before (step, elapsed, rate) is a redraw, not the next epoch:
     CoordExp's 8-step bar stays steps 1-3, not 1, 9, 17 ..."""
-    log = tmp_path / "job.log"
-    log.write_text("\n".join(COORDEXP_BAR) + "\n")
-    a = tp.analyse(traindoc.load(str(log)))
+    a = _analysed(tmp_path, COORDEXP_BAR)
     assert list(a.series["iteration"]) == [1, 2, 3]
 
 
@@ -121,9 +126,7 @@ def test_an_epoch_bar_ending_at_its_total_again_is_the_next_epoch(tmp_path: Path
     lines = [f"   {e}/239     15.7G    0.0236   0.04801 0.0004782       365       640: 100% "
              f"42/42 [01:{s:02d}<00:00,  {r}s/it]"
              for e, (s, r) in enumerate(((9, 1.65), (8, 1.65), (9, 1.71), (10, 1.64)))]
-    log = tmp_path / "job.log"
-    log.write_text("\n".join(lines) + "\n")
-    a = tp.analyse(traindoc.load(str(log)))
+    a = _analysed(tmp_path, lines)
     assert list(a.series["iteration"]) == [42, 84, 126, 168]
 
 
@@ -164,9 +167,7 @@ VANILLA_RESUMED_BAR = [
 
 def test_a_resumed_bars_averaged_rate_is_set_aside(tmp_path: Path) -> None:
     """The head of a resumed bar, its rate still averaging the jump, is no level: no drop."""
-    log = tmp_path / "job.log"
-    log.write_text("\r".join(VANILLA_RESUMED_BAR) + "\n")
-    a = tp.analyse(traindoc.load(str(log)))
+    a = _analysed(tmp_path, VANILLA_RESUMED_BAR, "\r")
     assert a.change is None
     assert int(a.series["iteration"].iloc[a.used[0]]) == 1667
     assert 4.1 <= a.baseline <= 4.8
@@ -177,9 +178,7 @@ def test_a_fresh_bar_slowing_down_is_kept(tmp_path: Path) -> None:
     lines = [f"{k:3d}%| | {k}/100 [00:{k:02d}<00:10,  1.00it/s]" for k in range(1, 11)]
     lines += [f"{k:3d}%| | {k}/100 [{(10 + 3 * (k - 10)) // 60:02d}:"
               f"{(10 + 3 * (k - 10)) % 60:02d}<01:00,  3.00s/it]" for k in range(11, 21)]
-    log = tmp_path / "job.log"
-    log.write_text("\n".join(lines) + "\n")
-    a = tp.analyse(traindoc.load(str(log)))
+    a = _analysed(tmp_path, lines)
     assert a.n_set_aside == 0
     assert a.change is not None and a.change.baseline == pytest.approx(1.0)
 
@@ -195,9 +194,7 @@ AI_TOOLKIT_595 = [  # ostris/ai-toolkit#595: 300 steps at ~28 s each between ste
 
 
 def test_a_long_pause_mid_run_is_a_change_that_recovered(tmp_path: Path) -> None:
-    log = tmp_path / "job.log"
-    log.write_text("\n".join(AI_TOOLKIT_595) + "\n")
-    a = tp.analyse(traindoc.load(str(log)))
+    a = _analysed(tmp_path, AI_TOOLKIT_595)
     assert a.change is not None and a.change.shape == "pause" and a.change.recovered
     assert int(a.series["iteration"].iloc[a.change_position]) == 1199
     assert a.change.degraded == pytest.approx(28.13)

@@ -791,8 +791,6 @@ def _skips_unlogged(marks: list[tuple[int, int, bool, bool]], it: pd.DataFrame,
     return gapped
 
 
-
-
 def _said(flag: Any) -> bool:
     """Whether a flag column's value (True or <NA>, ``linefacts``) says so."""
     return bool(pd.notna(flag) and flag)

@@ -181,9 +181,9 @@ SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
 # (killed: shared memory, the OOM killer): torch's DataLoader (dataloader.py _try_get_data,
 # suprosanna/relationformer#18, facebookresearch/detectron2#384). Not "… with exit code 1":
 # the worker's own exception.
+WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
 # errors.code of argparse's parser.error line, after which the program exits 2
 ARGPARSE_CODE = "argparse_error"
-WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
 # The outermost frame of a traceback that reached the main script's top level ("<module>
 # (/path/train.py:195)"): nothing caught the exception, the interpreter exited on it.
 TOP_LEVEL_FRAME_RE = re.compile(r"^<module> \(")

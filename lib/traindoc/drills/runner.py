@@ -522,9 +522,9 @@ def run(
     """Run drill ``name`` and write its bundle into ``out_dir``; return ``out_dir``."""
     if name not in SPECS:
         raise DrillError(f"unknown drill {name!r}; choose from {', '.join(SPECS)}")
-    spec = SPECS[name]
     if nproc < 2:
         raise DrillError("drills need at least 2 processes")
+    spec = SPECS[name]
     steps = steps or spec.steps
     k = spec.fault_step(steps)
     if (

@@ -1332,11 +1332,10 @@ class LastErrorBlock:
             if s == LAST_ERROR:
                 self.section = "last_error"
             return []
-        if not s:
+        if not s or s == LAST_ERROR:  # (a blank line between, or the words again: still open)
             return []
         self.section = None
-        if s == LAST_ERROR or "Cuda failure " in s:
-            self.section = "last_error" if s == LAST_ERROR else None
+        if "Cuda failure " in s:
             return []
         return [("errors", {"kind": "nccl_error", "code": "nccl_last_error_text",
                             "message": s[:MAX_MESSAGE_CHARS], "_ctx": ctx})]
