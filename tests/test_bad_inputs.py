@@ -19,6 +19,7 @@ import pytest
 import traindoc
 from conftest import DATA
 from test_runbooks import RUNBOOKS, execute
+from traindoc.schema import sources
 
 WATCHDOG = ("[rank0]:[E1121 10:00:00.1 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective "
             "operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
@@ -392,7 +393,7 @@ def test_a_gzip_bomb_is_read_up_to_the_limit_and_the_rest_loads(tmp_path: Path, 
     warn = [w for w in inc.account["warnings"] if "bomb.log.gz: only its first" in w]
     assert warn and "max_bytes=2000000" in warn[0], inc.account["warnings"]
     assert 0 < len(inc.iterations) <= cap // 80  # whole lines only, up to the cap
-    assert inc.iterations["source"].iloc[-1].endswith(f":{len(inc.iterations)}")
+    assert sources(inc.iterations).iloc[-1].endswith(f":{len(inc.iterations)}")
     assert len(inc.collectives) == 1  # the next file is read in full
     from traindoc.diagnose.common import input_findings
 

@@ -34,6 +34,7 @@ from traindoc.parse.iterations import (
     parse_step_kv,
     parse_validation,
 )
+from traindoc.schema import sources
 
 WORDINGS = ROOT / "tests" / "data" / "wordings" / "iteration_lines.txt"
 BLOOM = ("[default7]: iteration 42783/ 115311 | consumed samples: 71461808 | consumed tokens: "
@@ -206,7 +207,7 @@ def test_hf_count_is_per_source_and_step_wins(tmp_path: Path) -> None:
     write(tmp_path, "b.log", "{'loss': 2.0, 'learning_rate': 1e-05, 'epoch': 0.1, 'step': 500}\n"
           "{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 0.2}\n")
     it = traindoc.load(tmp_path).iterations
-    by = it.groupby(it["source"].str.contains("a.log"))["iteration"].apply(list).to_dict()
+    by = it.groupby(sources(it).str.contains("a.log"))["iteration"].apply(list).to_dict()
     assert by[True] == [1, 2, 3]
     assert by[False] == [500, 501]
 

@@ -15,6 +15,7 @@ from conftest import DATA
 from traindoc.diagnose.loss_spike import series as ls_series
 from traindoc.parse import FILE_LOADERS
 from traindoc.parse.metrics import LOADER, looks_like_metrics, tag_from_name
+from traindoc.schema import sources
 
 WANDB = DATA / "loss_spike" / "wandb_lr_jump" / "history.csv"
 # The rows of BLOOM's seed (iterations 31214-31219) as TensorBoard would export Megatron's
@@ -47,7 +48,7 @@ def test_tensorboard_per_tag_csvs_merge_by_step(tmp_path: Path) -> None:
     assert s["loss"].tolist() == [loss for _, loss, _ in SEED]
     assert s["grad_norm"].tolist() == [g for _, _, g in SEED]
     it = inc.iterations
-    row = it[it["source"].str.endswith("run-.-tag-lm loss.csv:2")].iloc[0]
+    row = it[sources(it).str.endswith("run-.-tag-lm loss.csv:2")].iloc[0]
     assert (row["iteration"], row["loss"], row["line"]) == (31214, 2.198845, "1647000000.0,31214,2.198845")
     assert str(row["time"]).startswith("2022-03-11")
 
@@ -98,7 +99,7 @@ def test_wandb_jsonl_matches_the_csv(tmp_path: Path) -> None:
     a, b = traindoc.load(p).iterations, traindoc.load(WANDB).iterations
     assert a["iteration"].tolist() == b["iteration"].tolist()
     assert a["loss"].tolist() == b["loss"].tolist()
-    assert a.iloc[0]["source"].endswith("wandb-history.jsonl:1")
+    assert sources(a).iloc[0].endswith("wandb-history.jsonl:1")
 
 
 def test_nan_and_infinity_values_count_as_nan_iterations(tmp_path: Path) -> None:
@@ -129,7 +130,7 @@ def test_hf_trainer_state_json(tmp_path: Path) -> None:
     assert it["iteration"].tolist() == [10, 20, 30]
     assert it["loss"].tolist() == [1.52, 1.49, 1.47]
     assert it["lr"].tolist() == [1.4e-06, 2.8e-06, 4.2e-06]
-    assert it.iloc[2]["source"].endswith("trainer_state.json#log_history[3]")
+    assert sources(it).iloc[2].endswith("trainer_state.json#log_history[3]")
 
 
 def test_lightning_csvlogger_metrics(tmp_path: Path) -> None:

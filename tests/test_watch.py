@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from traindoc import cli
+from traindoc.schema import sources
 from traindoc.watch import (
     EXIT_ALERT,
     EXIT_OK,
@@ -120,12 +121,12 @@ def test_follower_reads_only_new_whole_lines(tmp_path: Path) -> None:
     fol = Follower([str(logs)])
     got = fol.poll()["iterations"]
     assert list(got["iteration"]) == [1, 2]
-    assert list(got["source"]) == [f"{f0}:1", f"{f0}:2"]
+    assert list(sources(got)) == [f"{f0}:1", f"{f0}:2"]
     assert list(got["rank"]) == [0, 0]  # from the torchrun --log-dir path
     append(f0, megatron(3)[40:], megatron(4))  # the rest of line 3, then line 4
     got = fol.poll()["iterations"]
     assert list(got["iteration"]) == [3, 4]
-    assert list(got["source"]) == [f"{f0}:3", f"{f0}:4"]
+    assert list(sources(got)) == [f"{f0}:3", f"{f0}:4"]
     assert got["line"].iloc[0].strip() == megatron(3).strip()  # the whole line, once
     assert not len(fol.poll()["iterations"])  # nothing new: nothing read again
 
@@ -144,12 +145,12 @@ def test_follower_rereads_truncated_and_rotated_files(tmp_path: Path) -> None:
     assert len(fol.poll()["iterations"]) == 3
     log.write_text(megatron(10) + "\n")  # truncated (copytruncate) and written again
     got = fol.poll()["iterations"]
-    assert list(got["iteration"]) == [10] and list(got["source"]) == [f"{log}:1"]
+    assert list(got["iteration"]) == [10] and list(sources(got)) == [f"{log}:1"]
     assert any("truncated" in n for n in fol.notes)
     log.rename(tmp_path / "train.log.1")  # rotated: a new file under the old name
     append(log, megatron(11), megatron(12))
     got = fol.poll()["iterations"]
-    assert list(got["iteration"]) == [11, 12] and list(got["source"]) == [f"{log}:1", f"{log}:2"]
+    assert list(got["iteration"]) == [11, 12] and list(sources(got)) == [f"{log}:1", f"{log}:2"]
     assert any("rotated" in n for n in fol.notes)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -99,6 +99,10 @@ class Incident:
     tables: dict[str, pd.DataFrame]
     account: ReadAccount = field(default_factory=ReadAccount)  # a mapping is made one
     unrecognized: list[str] = field(default_factory=list)
+    # reads the text of iterations rows back from their files: (file, lineno) pairs to the
+    # text at each (``reader.readback.texts``; None: an incident not read from files)
+    reread: Callable[[Iterable[tuple[str, int | None]]], dict[tuple[str, int | None], str]] \
+        | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.account = ReadAccount.of(self.account)
@@ -126,6 +130,20 @@ class Incident:
         if name in tables:
             return tables[name]
         raise AttributeError(name)
+
+    def text(self, rows: pd.DataFrame, reread: bool = False) -> pd.Series:
+        """The text of each of ``rows`` (rows of a table, its index kept): their ``line``,
+        or, for rows that hold their place as ``file`` and ``lineno`` (the iterations
+        table's) and no line or ``reread``, read back from their files (``reread``; <NA>
+        where it cannot be)."""
+        if "line" in rows.columns and not reread:
+            return rows["line"]
+        if "file" not in rows.columns or self.reread is None or not len(rows):
+            return pd.Series(pd.NA, index=rows.index, dtype="string")
+        places = [(f, None if n is pd.NA else int(n)) if isinstance(f, str) else None
+                  for f, n in zip(rows["file"], rows["lineno"], strict=True)]
+        got = self.reread([p for p in places if p is not None])
+        return pd.Series([got.get(p, pd.NA) for p in places], index=rows.index, dtype="string")
 
     @property
     def readable(self) -> bool:
@@ -199,7 +217,7 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     one file echoes the n-th occurrence in an earlier file; repeats within a file are kept. A
     row with frames echoes only a row with the same frames: two py-spy snapshots of one process
     in two files share the thread header line, not the stack."""
-    if len(df) < 2 or "line" not in df or "source" not in df:
+    if len(df) < 2 or "line" not in df or ("source" not in df and "file" not in df):
         return df
     line = df["line"].fillna("")
     # only a row whose line occurs again can echo (or be echoed): most rows are ruled out by
@@ -208,7 +226,8 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     if not cand.any():
         return df
     sub = df.loc[cand]
-    file = sub["source"].str.rsplit(":", n=1).str[0].str.split("#entry", n=1).str[0]
+    file = (sub["file"].astype("string") if "file" in sub
+            else sub["source"].str.rsplit(":", n=1).str[0]).str.split("#entry", n=1).str[0]
     if file.nunique() < 2:
         return df
     host = sub["host"].fillna("") if "host" in sub else ""

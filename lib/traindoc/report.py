@@ -32,6 +32,7 @@ import pandas as pd
 from . import __version__, similar
 from .hostlist import runs
 from .incident import Incident
+from .schema import sources, with_source
 
 MAX_EVIDENCE = 20
 MAX_EVIDENCE_CHARS = 400
@@ -244,8 +245,9 @@ def write_tables(incident: Incident, output_dir: str | Path) -> list[Path]:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, df in incident.tables.items():
-        if len(df):
+    for name, table in incident.tables.items():
+        if len(table):
+            df = with_source(table)  # (the iterations table's source made as the others hold it)
             written.append(write_atomic(out / f"{name}.csv",
                                         lambda fh, df=df: df.to_csv(fh, index=False)))
     return written
@@ -404,7 +406,7 @@ def evidence(df: pd.DataFrame, limit: int = MAX_EVIDENCE) -> list[str]:
     if df is None or not len(df):
         return []
     out = []
-    for src, line in zip(df["source"].head(limit), df["line"].head(limit), strict=False):
+    for src, line in zip(sources(df.head(limit)), df["line"].head(limit), strict=False):
         text = "" if line is None or line is pd.NA else str(line)
         if len(text) > MAX_EVIDENCE_CHARS:
             text = text[:MAX_EVIDENCE_CHARS] + " …"

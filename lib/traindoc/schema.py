@@ -1,13 +1,16 @@
 """The fixed table schemas of an Incident (listed in ARCHITECTURE.md, "Tables").
 
 Every table carries ``source`` ("file:lineno" of the evidence) and ``line`` (the log line's
-text after prefix demultiplexing and ANSI stripping), so any finding can quote its evidence.
+text after prefix demultiplexing and ANSI stripping), so any finding can quote its evidence;
+the ``iterations`` table holds its source as ``file`` and ``lineno`` (``sources`` makes the
+text).
 ``rank`` and ``host`` are nullable: a log line without a rank prefix has rank <NA>.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -65,7 +68,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "rank": "Int64",
         "host": "string",
         "time": "datetime64[ns]",
-        "source": "string",
+        # where the row's line is: its file (one category per file) and line number, in
+        # place of the ``source`` text the other tables hold (``sources`` makes it for the
+        # rows shown); a row of a metric export keeps its whole source in ``file`` and no
+        # ``lineno`` (``trainer_state.json#log_history[3]``)
+        "file": "category",
+        "lineno": "Int64",
         "line": "string",
     },
     "collectives": {
@@ -242,6 +250,7 @@ def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     del raw
     if table == "iterations":
         _state_line_facts(cols, rows)
+        cols["file"], cols["lineno"] = _places(rows)
     return pd.DataFrame(cols, columns=list(schema), copy=False)
 
 
@@ -250,6 +259,8 @@ def _column(col: str, dtype: str, rows: list[Mapping[str, Any]], raw: pd.DataFra
     (``raw``: pandas' frame of them, which has ``col`` unless it holds Python objects)."""
     if dtype == "object":  # (a missing key is None here, not NaN)
         return pd.Series([r.get(col) for r in rows], dtype=object)
+    if dtype == "category":  # (a row dict names the source, not the file: ``_places``)
+        return pd.Series(pd.Categorical([r.get(col) for r in rows]))
     if dtype.startswith("datetime"):  # (inferred from the values, as a list is)
         return pd.to_datetime(pd.Series([r.get(col) for r in rows]), errors="coerce")
     if dtype == "string":  # (a string array would keep a view of the object block)
@@ -284,6 +295,82 @@ def _state_line_facts(cols: dict[str, Any], rows: list[Mapping[str, Any]]) -> No
         got = [f.get(col) if isinstance(r.get("line"), str) else r.get(col)
                for f, r in zip(facts, rows, strict=True)]
         cols[col] = _compacted(pd.Series(got, dtype=object).astype(schema[col]))
+
+
+def _places(rows: list[Mapping[str, Any]]) -> tuple[pd.Series, pd.Series]:
+    """The ``file`` and ``lineno`` columns of iterations rows that name their ``source``
+    (or, where a row names none, its ``file`` and ``lineno``)."""
+    files: list[Any] = []
+    linenos: list[Any] = []
+    for r in rows:
+        src = r.get("source")
+        if isinstance(src, str):
+            f, n = split_place(src)
+        else:
+            f, n = r.get("file"), r.get("lineno")
+        files.append(f)
+        linenos.append(n)
+    return (pd.Series(pd.Categorical(files)),
+            _compacted(pd.Series(linenos, dtype=object).astype("Int64")))
+
+
+# a source that names a line: "file:lineno" (the file's name may hold colons)
+PLACE_RE = re.compile(r"^(?P<file>.*):(?P<lineno>\d+)$", re.DOTALL)
+
+
+def split_place(source: str) -> tuple[str, int | None]:
+    """The file and line number a ``source`` names (``None``: it names no line number)."""
+    m = PLACE_RE.match(source)
+    if m is None or (len(m["lineno"]) > 1 and m["lineno"][0] == "0") or len(m["lineno"]) > 18:
+        return source, None  # (the text would not be made again from the number)
+    return m["file"], int(m["lineno"])
+
+
+def sources(df: pd.DataFrame) -> pd.Series:
+    """The ``source`` text of each row of ``df`` ("file:lineno"): its ``source`` column, or
+    made from its ``file`` and ``lineno`` (the iterations table's)."""
+    if "source" in df.columns or "file" not in df.columns:
+        return df["source"]
+    if not len(df):
+        return pd.Series([], index=df.index, dtype="string")
+    file = df["file"].astype("string")
+    lineno = df["lineno"]
+    made = file + ":" + lineno.astype("string")
+    return made.where(lineno.notna(), file).astype("string")
+
+
+def with_source(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its ``source`` column (made from ``file`` and ``lineno`` where it holds
+    those in its place, before ``line``): what readers that show or compare the text of a
+    source take."""
+    if "source" in df.columns or "file" not in df.columns:
+        return df
+    out = df.drop(columns=["file", "lineno"])
+    at = list(out.columns).index("line") if "line" in out.columns else len(out.columns)
+    out.insert(at, "source", sources(df))
+    return out
+
+
+def same_files(frames: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
+    """``frames`` with their ``file`` columns on one set of categories (sorted), so that
+    ``pd.concat`` keeps them categorical (it makes ``object`` of categoricals that differ)."""
+    cats = [f["file"].dtype for f in frames if "file" in f.columns
+            and isinstance(f["file"].dtype, pd.CategoricalDtype)]
+    if len(cats) < 2 or all(c == cats[0] for c in cats):
+        return list(frames)
+    every = sorted(set().union(*(c.categories for c in cats)))
+    out = []
+    for f in frames:
+        if "file" in f.columns and isinstance(f["file"].dtype, pd.CategoricalDtype):
+            f = f.assign(file=f["file"].cat.set_categories(every))
+        out.append(f)
+    return out
+
+
+def join_files(cols: Sequence[pd.Series]) -> pd.Series:
+    """The ``file`` columns of parts of a table joined, categorical (``same_files``)."""
+    every = sorted(set().union(*(c.cat.categories for c in cols)))
+    return pd.concat([c.cat.set_categories(every) for c in cols], ignore_index=True)
 
 
 # rows of one all-missing Arrow string chunk that a missing string column repeats

@@ -62,7 +62,7 @@ from .reader.lines import LineReader, Stream
 from .reader.sink import Sink
 from .report import evidence as evidence_lines
 from .report import line_text, write_atomic
-from .schema import TABLES
+from .schema import TABLES, same_files, with_source
 
 STALL_FACTOR = 5.0
 MIN_STALL_S = 60.0
@@ -508,7 +508,7 @@ class Watcher:
         self.noted = len(self.follower.notes)
         self._find_pids()
         times = self.follower.times
-        stepped = self.progress.update(new["iterations"], "iteration", times)
+        stepped = self.progress.update(with_source(new["iterations"]), "iteration", times)
         stepped |= self.progress.update(new["progress"], "tqdm", times)
         if stepped:
             self.armed["deadlock"] = True
@@ -530,7 +530,7 @@ class Watcher:
             if not len(new[t]):
                 continue
             old = self.tables.get(t)
-            df = new[t] if old is None or not len(old) else pd.concat([old, new[t]],
+            df = new[t] if old is None or not len(old) else pd.concat(same_files([old, new[t]]),
                                                                      ignore_index=True)
             if t in ("collectives", "errors", "exits"):
                 limit = KEEP_ROWS
@@ -789,7 +789,7 @@ def _judge_loss(inc: Incident, after: int) -> tuple[str, list[str], dict[str, An
     nans = [i for i in a.nan_iterations if i > after]
     if not spikes and not nans:
         return None
-    it = inc.iterations
+    it = with_source(inc.iterations)
     if spikes:
         sp = spikes[0]
         reason = (f"loss spike from iteration {sp['start_iteration']}: peak "

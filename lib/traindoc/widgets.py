@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from .diagnose.common import steps_of
 from .incident import Incident
 from .report import Report, display_text, text_html
+from .schema import with_source
 
 PAGE = 40
 CONTEXT = 5  # lines shown before and after an evidence line
@@ -42,7 +43,7 @@ EVIDENCE_SOURCE_RE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): ")
 def rows_for(incident: Incident, table: str, ranks: list[int] | None = None,
              hosts: list[str] | None = None) -> pd.DataFrame:
     """Rows of ``table`` restricted to ``ranks``/``hosts`` (None: all)."""
-    df = incident.tables[table]
+    df = with_source(incident.tables[table])
     if ranks:
         df = df[df["rank"].isin(ranks)]
     if hosts:
@@ -220,7 +221,7 @@ def iteration_zoom(incident: Incident) -> Any:
     """A metric, a range slider over iterations and a rank filter, redrawing the plot."""
     import ipywidgets as w
 
-    it = steps_of(incident.iterations)
+    it = steps_of(with_source(incident.iterations))
     metrics = metric_columns(it)
     if not metrics:
         return w.HTML("<p>No per-iteration metrics in these logs.</p>")

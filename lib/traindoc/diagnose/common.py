@@ -18,7 +18,7 @@ from ..incident import Incident
 from ..linefacts import EPOCH_EVENT, NAN_TEXT_RE
 from ..parse.errors import SPAWN_RAISED, SPAWN_RAISED_RE
 from ..report import Finding, evidence
-from ..schema import SYNTHETIC_HOST_PREFIX
+from ..schema import SYNTHETIC_HOST_PREFIX, with_source
 
 
 def as_int(v: Any) -> int | None:
@@ -66,7 +66,7 @@ def count(n: int, word: str) -> str:
 
 def training_steps(incident: Incident) -> pd.DataFrame:
     """Iteration rows that are training steps: a numbered iteration, no eval/summary event."""
-    return steps_of(incident.iterations, incident.progress)
+    return steps_of(with_source(incident.iterations), incident.progress)
 
 
 def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -74,7 +74,7 @@ def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None
     0.7634") as training steps where nothing counts steps, and without them where a step line
     or a progress bar does (an epoch's summary printed beside step lines or after each epoch's
     bar, "[Epoch 8] Loss: 1371.7, Epoch Time: 443.10s", is no step of its own)."""
-    it = iterations
+    it = with_source(iterations)
     if "event" not in it or not len(it):
         return it
     by_epoch = (it["event"] == EPOCH_EVENT).fillna(False).astype(bool)
@@ -103,6 +103,7 @@ def batch_counts(rows: pd.DataFrame) -> pd.Series | None:
     an epoch ("Epoch 1 - Average Train Loss: 1.63") is the epoch's summary, no batch. None
     where no wording recurs so (one line per epoch: the epochs are the steps). The wording is
     the rows' ``wording`` (``linefacts.wording_id``)."""
+    rows = with_source(rows)
     if "wording" not in rows or "source" not in rows:
         return None
     rows = rows[rows["iteration"].notna() & rows["wording"].notna()]
@@ -155,6 +156,7 @@ def last_runs(rows: pd.DataFrame) -> pd.DataFrame:
     """The rows of each writer's last run: per file and rank, those after the last place where
     the step goes back in the file (a relaunch appended to the same log, a resume from an
     earlier checkpoint, a counter that restarts each epoch)."""
+    rows = with_source(rows)
     src = rows["source"].astype("string").fillna("?:0")
     parts = src.str.rsplit(":", n=1)
     key = rows.assign(_file=parts.str[0], _lineno=pd.to_numeric(parts.str[1], errors="coerce"),
@@ -218,7 +220,7 @@ def last_progress(incident: Incident) -> Progress:
     counted by epoch only where nothing counts steps, ``epoch_counted``; HF Trainer's stepless
     dicts at the step their epoch says where the log gives the run's length,
     ``place_by_epoch``: their count is the step only for logging_steps=1)."""
-    it = epoch_counted(place_by_epoch(incident.iterations, incident.progress,
+    it = epoch_counted(place_by_epoch(with_source(incident.iterations), incident.progress,
                                       incident.tables.get("host_timings")), incident.progress)
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
@@ -305,7 +307,7 @@ PLAN_PREFIX = "plan:"  # host_timings rows of a trainer's header (``parse.benchm
 def _counted_beside_a_bar(incident: Incident) -> bool:
     """Whether every iteration row is a counted HF dict (no step of its own) while a progress
     bar with a total was printed in the same files: the bar holds the steps."""
-    it, pr = incident.iterations, incident.progress
+    it, pr = with_source(incident.iterations), incident.progress
     if not len(pr) or not pr["total"].notna().any():
         return False
     dicts = it.loc[it["iteration"].notna(), "hf_dict"]
@@ -325,7 +327,7 @@ def _bar_of_the_dicts(incident: Incident) -> pd.Series | None:
     training's)."""
     if not _counted_beside_a_bar(incident):
         return None
-    it = incident.iterations
+    it = with_source(incident.iterations)
     dicts = it[it["iteration"].notna() & it["event"].isna()]
     where = [split_source(s) for s in dicts["source"]]
     last = max((w for w in where if w is not None), default=None)
@@ -565,7 +567,7 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
 
     Why the epoch: the trainer writes it as ``step / steps_per_epoch``, so it is the one
     value in the dict that carries the step; the count is right only for logging_steps=1."""
-    it = iterations
+    it = with_source(iterations)
     if not len(it) or "epoch" not in it or not it["epoch"].notna().any():
         return it
     stepless = it["iteration"].notna() & it["hf_dict"].fillna(False).astype(bool)
@@ -694,7 +696,7 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     its first step: the overflows after it are that step and the ones after it, one each. A
     writer that logs no line for a skipped step (``_skips_unlogged``) has its first logged
     step after the overflows before it: k of them before step N are N-k … N-1."""
-    it = place_by_epoch(incident.iterations, incident.progress,
+    it = place_by_epoch(with_source(incident.iterations), incident.progress,
                         incident.tables.get("host_timings"))
     skip = pd.to_numeric(it["skipped"], errors="coerce").fillna(0) > 0
     nan = pd.to_numeric(it["nan"], errors="coerce").fillna(0) > 0
@@ -819,7 +821,7 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
     ck = incident.tables.get("checkpoints")
     if ck is None or not len(ck) or not ck["iteration"].isna().any():
         return ck
-    it = incident.iterations
+    it = with_source(incident.iterations)
     marks: dict[str, list[tuple[int, int]]] = {}
     for src, v in zip(it["source"], it["iteration"], strict=True):
         where = split_source(src)
@@ -939,7 +941,7 @@ def mixed_jobs(incident: Incident) -> list[str]:
                    if (m := RUN_DIR_RE.search(str(f)))})
     if len(runs) > 1:
         evidence.append(f"torchrun run directories: {', '.join(runs[:8])}")
-    it = incident.iterations.dropna(subset=["total_iterations"])
+    it = with_source(incident.iterations).dropna(subset=["total_iterations"])
     if len(it) and it["total_iterations"].nunique() > 1:
         for total, g in it.groupby("total_iterations"):
             evidence.append(f"total iterations {int(total)}: {g['source'].iloc[0]}")
@@ -954,7 +956,7 @@ def clock_jumps(incident: Incident, back_s: float = CLOCK_BACK_S) -> list[str]:
     stamped more than ``back_s`` earlier than the line before it (an NTP step, a reboot, a
     node with a wrong clock) — then "first" by time can be wrong."""
     frames = []
-    for df in incident.tables.values():
+    for df in map(with_source, incident.tables.values()):
         if "time" in df and "source" in df and len(df) and df["time"].notna().any():
             frames.append(df.loc[df["time"].notna(), ["time", "source", "line", "rank", "host"]])
     if not frames:

@@ -91,6 +91,7 @@ from ..report import (
     ranked,
     unrecognized_lines,
 )
+from ..schema import with_source
 from ..shellsafe import quote_all
 from . import NAMES as CLASSES
 from . import failure_class
@@ -645,7 +646,7 @@ def _entered_lag(incident: Incident) -> Sighting | None:
     for f, ln in _row_positions(incident, rows):
         last[f] = max(last.get(f, 0), ln)
     for t in ("iterations", "progress"):
-        if any(ln > last.get(f, 1 << 62) for f, ln in _row_positions(incident, getattr(incident, t))):
+        if any(ln > last.get(f, 1 << 62) for f, ln in _row_positions(incident, with_source(getattr(incident, t)))):
             return None
     rows = rows[rows["rank"].isin(lag.ranks)].groupby("rank", sort=True).tail(1)
     return Sighting("deadlock", rows, f"{who(lag.ranks)} behind the others' collective "

@@ -22,6 +22,7 @@ The modules, each importing only those listed before it:
 - ``fast``: the fast engine, on ``LineReader``'s public steps
 - ``files``: one file of any kind (whole-file loaders, UTF-16, text by either engine)
 - ``pool``: many files in worker processes, here or on an executor (a Dask scheduler)
+- ``readback``: the text of iterations rows read back from their files and line numbers
 - ``progress``: the progress bar
 """
 
@@ -49,6 +50,7 @@ from .pool import (
     scheduler_executor,
 )
 from .progress import progress_bar
+from .readback import texts
 from .registry import fast_engine_status
 
 ENGINES = ("auto", "fast", "plain")
@@ -209,6 +211,7 @@ def _incident(reader: FileReader) -> Incident:
         reader.sink.tables(),
         account=acc.summary(None if reader.want is None else sorted(reader.want)),
         unrecognized=list(reader.lines.unrecognized),
+        reread=texts,
     )
 
 

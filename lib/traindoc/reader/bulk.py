@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..linefacts import line_facts
 from ..parse.iterations import INT_COLUMNS, field_spec, parse_megatron
-from ..schema import SCHEMAS
+from ..schema import SCHEMAS, same_files
 from .registry import Registry
 
 BULK_ENV = "TRAINDOC_BULK"  # "0": no bulk lane (the per-line path for every line)
@@ -136,7 +136,7 @@ class Batch:
             order[idx] = np.arange(done, done + len(idx))
             done += len(idx)
             parts.append(self._frame(s, idx))
-        df = pd.concat(parts, ignore_index=True)
+        df = pd.concat(same_files(parts), ignore_index=True)
         return df.take(order).reset_index(drop=True)  # (row i of the batch is order[i])
 
     def _frame(self, sid: int, idx: Sequence[int]) -> pd.DataFrame:
@@ -166,10 +166,10 @@ class Batch:
                 out[column] = pd.Series(pick(self.ranks), dtype=object).astype(dtype)
             elif column == "host":
                 out[column] = pd.Series(pick(self.hosts), dtype=object).astype(dtype)
-            elif column == "source":
-                out[column] = pd.Series([f"{a}:{b}" for a, b in zip(names, linenos,
-                                                                     strict=True)],
-                                        dtype=object).astype(dtype)
+            elif column == "file":
+                out[column] = pd.Series(pd.Categorical(names))
+            elif column == "lineno":
+                out[column] = pd.Series(np.asarray(linenos, dtype=np.int64)).astype(dtype)
             elif column == "line":
                 text = b"\n".join(pick(self.bodies)).decode("ascii").split("\n")
                 out[column] = pd.Series(text, dtype=object).astype(dtype)

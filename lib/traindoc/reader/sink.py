@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..incident import Unreadable, drop_echoes
 from ..parse.prefixes import Origin
-from ..schema import SCHEMAS, TABLES, compact, frame, missing
+from ..schema import SCHEMAS, TABLES, compact, frame, join_files, missing, same_files
 
 # rows kept as dicts, all tables together, before they become DataFrames: a dict row costs
 # ten times its DataFrame row, and the memory its values took stays the process's (65,536 of
@@ -124,7 +124,7 @@ class Sink:
                 break
             run += 1
         if run == MERGE_PARTS:
-            parts[-run:] = [pd.concat(parts[-run:], ignore_index=True)]
+            parts[-run:] = [pd.concat(same_files(parts[-run:]), ignore_index=True)]
 
     def flush(self, table: str) -> None:
         """Make the rows of ``table`` kept as dicts (and the bulk lane's) into a DataFrame."""
@@ -164,7 +164,8 @@ class Sink:
             bulk[pos] = True
             src[~bulk] = np.arange(len(rows))
             src[bulk] = np.arange(len(rows), n)
-            return pd.concat([ours, theirs], ignore_index=True).take(src).reset_index(drop=True)
+            return (pd.concat(same_files([ours, theirs]), ignore_index=True).take(src)
+                    .reset_index(drop=True))
         got = iter(batch.rows())
         at = iter(rows)
         every = set(pos)
@@ -221,8 +222,9 @@ def _same_times(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     of all rows' times from the times there are: ``datetime64[s]`` when there are none)."""
     for col in a.columns:
         x, y = a[col], b[col]
-        if x.dtype == y.dtype:
-            continue
+        if x.dtype == y.dtype or (isinstance(x.dtype, pd.CategoricalDtype)
+                                  and isinstance(y.dtype, pd.CategoricalDtype)):
+            continue  # (categories are joined: ``same_files``)
         if x.dtype.kind != "M" or y.dtype.kind != "M":
             return False
         if x.isna().all():
@@ -287,6 +289,8 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
         dtype = got[0].dtype
         empty = all(c.dtype == dtype and c.isna().all() for c in got)
         held = missing(dtype, n) if empty else None  # (a column no part fills: no storage)
+        if held is None and isinstance(dtype, pd.CategoricalDtype):
+            held = join_files(got)
         cols[col] = held if held is not None else pd.concat(got, ignore_index=True)
         del got
         for pc in columns:

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...schema import with_source
 from ..common import last_progress, place_unnumbered_saves
 
 DEFAULT_SAVE_S = 40.0  # BLOOM-176B: "A checkpoint is saved in 40 secs"
@@ -99,7 +100,7 @@ def checkpoint_state(incident: Incident, last_iteration: int | None,
 def iteration_seconds(incident: Incident) -> float | None:
     """Seconds per iteration: median of the last 50 'elapsed time per iteration' values, else
     the tqdm rate of the main bar."""
-    it = incident.iterations
+    it = with_source(incident.iterations)
     if len(it) and it["elapsed_s"].notna().any():
         last = it.dropna(subset=["elapsed_s"]).sort_values("iteration").tail(50)
         v = float(last["elapsed_s"].median())
@@ -161,7 +162,7 @@ def lost_work(incident: Incident, last_iteration: int | None, ck: Checkpoints,
     with no checkpoint, from the start of training when the logs begin there."""
     lost_it: int | None = None
     lost_h: float | None = None
-    it = incident.iterations
+    it = with_source(incident.iterations)
     first_logged = int(it["iteration"].min()) if len(it) and it["iteration"].notna().any() \
         else None
     from_start = (ck.last_iteration is None and first_logged is not None and first_logged <= 1

@@ -20,7 +20,7 @@ import pandas as pd
 from ...incident import Incident
 from ...parse.benchmarks import RUN_FINISHED_METRIC
 from ...parse.errors import oom_figures
-from ...schema import SYNTHETIC_HOST_PREFIX
+from ...schema import SYNTHETIC_HOST_PREFIX, with_source
 from ...xid_catalog import xid_info
 from ..common import (
     NodeLayout,
@@ -485,7 +485,7 @@ def _recovered_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]
     if not len(recovered):
         return
     last: dict[int, int] = {}
-    for t in (incident.iterations, incident.progress):
+    for t in (with_source(incident.iterations), incident.progress):
         for f, ln in _places(t["source"], files):
             last[f] = max(last.get(f, 0), ln)
     for i in recovered:

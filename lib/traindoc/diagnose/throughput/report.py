@@ -25,6 +25,7 @@ from ...report import (
     fired_findings,
     verdict_of,
 )
+from ...schema import with_source
 from ...shellsafe import hosts_arg, shown
 from ..common import (
     NODE_VAR,
@@ -128,7 +129,7 @@ def _too_few_points(a: ThroughputAnalysis) -> Finding | None:
         f"Only {a.sparse_points} logged value(s) of {METRICS[a.sparse_metric].label}: too few "
         "to tell a change from noise (a change needs a level held over several logged "
         "iterations on each side)",
-        evidence(a.incident.iterations.head(5)))
+        evidence(with_source(a.incident.iterations).head(5)))
 
 
 def _no_metric(a: ThroughputAnalysis) -> Finding | None:
@@ -138,7 +139,7 @@ def _no_metric(a: ThroughputAnalysis) -> Finding | None:
         "no_metric", Severity.WARNING,
         "No throughput metric in these logs: no iteration line with TFLOPs, tokens/s, "
         "samples/s or seconds per iteration, and no tqdm bar with a rate",
-        evidence(a.incident.iterations.head(5)))
+        evidence(with_source(a.incident.iterations).head(5)))
 
 
 def _input(a: ThroughputAnalysis) -> list[Finding]:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...incident import Incident
+from ...schema import with_source
 from ..common import EPOCH_EVENT, training_steps
 
 
@@ -60,6 +61,7 @@ def epoch_rates(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) 
     the epoch. Where progress bars count the steps (``progress``), an epoch's time is no step's:
     the bars' rate is the series (the lance README's "[Epoch 3] Loss: 1371.7, Epoch Time:
     443.10s" after each epoch's bar at 1.48 s/it)."""
+    iterations = with_source(iterations)
     if "event" not in iterations or not len(iterations):
         return iterations.iloc[:0]
     rows = iterations[(iterations["event"] == EPOCH_EVENT).fillna(False).astype(bool)
@@ -77,7 +79,7 @@ def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     those alone (``epoch_rates``), else from the times of the step lines themselves
     (``timed_seconds``)."""
     it = training_steps(incident)
-    if not _rated(it) and len(epochs := epoch_rates(incident.iterations, incident.progress)):
+    if not _rated(it) and len(epochs := epoch_rates(with_source(incident.iterations), incident.progress)):
         it = epochs
     if "train_time_s" in it and it["train_time_s"].notna().sum() >= 2:
         clocked = per_iteration_from_clock(it)
@@ -402,7 +404,7 @@ def summary_rate(incident: Incident, metric: str = "auto") -> tuple[str, float, 
     """The run's average rate from its trainer's end-of-run summaries (one per process that
     printed one): (metric, their median, how many), the first of ``AUTO_ORDER`` (or
     ``metric``) they carry; None when the logs hold none. A whole run's average: no series."""
-    it = incident.iterations
+    it = with_source(incident.iterations)
     if "event" not in it or not len(it):
         return None
     rows = it[(it["event"] == SUMMARY_EVENT).fillna(False).astype(bool)]
@@ -485,7 +487,7 @@ def last_launch(series: pd.DataFrame) -> pd.DataFrame:
 def events(incident: Incident) -> pd.DataFrame:
     """Eval and checkpoint-save events: iteration, kind ("eval"/"save"), source, line."""
     frames = []
-    it = incident.iterations
+    it = with_source(incident.iterations)
     if "event" in it:
         ev = it[(it["event"] == "eval") & it["iteration"].notna()]
         frames.append(ev.assign(kind="eval")[EVENT_COLUMNS])
