@@ -170,7 +170,7 @@ def test_no_import_cycle() -> None:
 def test_the_reader_imports_one_way() -> None:
     """Inside ``traindoc.reader`` each module imports only those below it, in this order."""
     order = ["account", "decode", "sink", "lines", "patterns", "scanners", "registry", "planner",
-             "bulk", "fast", "files", "pool", "progress", ""]
+             "bulk", "fast", "files", "pool", "readback", "progress", ""]
     graph = import_graph()
     rank = {f"traindoc.reader.{m}".rstrip("."): i for i, m in enumerate(order)}
     assert set(rank) == {m for m in graph if m == "traindoc.reader"
