@@ -56,12 +56,15 @@ demo: setup
 # CPU-s (1,166 user, 83 sys), 29:23 wall on the machine shared at load 4-13 (not comparable with
 # CI's 12:59 idle); the two workers finished 5 s apart (no idle tail).
 WORKERS ?= auto
+# Bytecode written (PYTHONDONTWRITEBYTECODE emptied where the environment sets it, as this
+# one does): the run's processes that import traindoc (kernels, `traindoc` subprocesses,
+# drill workers) compile the library once between them, not once each (0.3 CPU-s a process).
 test: setup
-	$(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
 # The edit-test loop: no notebooks, no drills, nothing slow (under 2 minutes on 2 cores).
 test-fast: setup
-	$(PY) -m pytest -q -n auto -m "not runbooks and not drills and not slow"
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto -m "not runbooks and not drills and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check lib tests benchmarks notebooks
