@@ -55,13 +55,31 @@ demo: setup
 # fresh clone of 75d9887 (-n 2 --dist loadgroup, every marker): 10,476 passed, 4 skipped, 1,250
 # CPU-s (1,166 user, 83 sys), 29:23 wall on the machine shared at load 4-13 (not comparable with
 # CI's 12:59 idle); the two workers finished 5 s apart (no idle tail).
+# Since (w_test): papermill saved a test's executed notebook after every cell (a full nbformat
+# JSON dump, 66 a run); the tests' helper (test_runbooks.execute, ~190 runs) writes it once:
+# test_runbooks.py 59.5 -> 49.9 CPU-s (one process, same load). The markup property drew 115
+# tables that are 47 shapes to a poisoned table: 0.79 -> 0.29 CPU-s an example (25). Torch was
+# asked for a CUDA GPU once a CUDA drill (1.7 CPU-s each); now once a process. Bytecode is
+# written (below). Full run of da56b13 (-n 2 --dist loadgroup, every marker, the
+# machine shared at load 5-13): 10,806 passed, 10 skipped, 1,251 CPU-s (1,171 user, 80 sys),
+# 19:54 wall: the savings (~60 CPU-s) only pay for this round's 330 new tests. Largest test
+# files by summed test time in that run: test_bad_inputs 350 s (126 catalogue runbook runs;
+# `traindoc run gpu_crash` runs the gpu_crash runbook again on the same 20 inputs), test_ingest
+# 309, test_actions 195, test_drills 147, test_cluster 126, test_flight_recorder_fast 121,
+# test_watch 120, test_shell_safe 111. Left: the library's own papermill runs (CLI, score,
+# watch: ~100 in the suite, 0.18 CPU-s each) still save after every cell, which keeps a dead
+# kernel's partial notebook; each class's report and triage compute input_findings
+# (clock_jumps) again, six times a case.
 WORKERS ?= auto
+# Bytecode written (PYTHONDONTWRITEBYTECODE emptied where the environment sets it, as this
+# one does): the run's processes that import traindoc (kernels, `traindoc` subprocesses,
+# drill workers) compile the library once between them, not once each (0.3 CPU-s a process).
 test: setup
-	$(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup
 
 # The edit-test loop: no notebooks, no drills, nothing slow (under 2 minutes on 2 cores).
 test-fast: setup
-	$(PY) -m pytest -q -n auto -m "not runbooks and not drills and not slow"
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto -m "not runbooks and not drills and not slow"
 
 lint: setup
 	$(VENV)/bin/ruff check lib tests benchmarks notebooks

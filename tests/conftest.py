@@ -351,6 +351,15 @@ def drill_group(name: str) -> str:
     return f"drill-{name}"
 
 
+@functools.cache
+def _cuda_seen() -> bool:
+    """Whether the drills' torch sees a CUDA GPU, asked once per test process (each question
+    starts a Python that imports torch: 1.7 CPU-s, five CUDA drills)."""
+    from traindoc.drills.runner import _find_python, cuda_devices
+
+    return bool(cuda_devices(_find_python(None)))
+
+
 @pytest.fixture(scope="session")
 def drill_bundle(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """A drill's bundle (``traindoc.drills.run``), run once per test process: the drill's own
@@ -362,9 +371,8 @@ def drill_bundle(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pa
     def run(name: str) -> Path:
         from traindoc.drills import SPECS
         from traindoc.drills import run as run_drill
-        from traindoc.drills.runner import _find_python, cuda_devices
 
-        if SPECS[name].needs_cuda and not cuda_devices(_find_python(None)):
+        if SPECS[name].needs_cuda and not _cuda_seen():
             pytest.skip(f"drill {name} trains on a CUDA GPU; torch sees none here")
         return Path(run_drill(name, tmp_path_factory.mktemp(f"drill-{name}") / "b"))
     return run

@@ -43,7 +43,8 @@ def test_walkthrough_notebook_runs(tmp_path: Path) -> None:
                         str(tmp_path / "walk.ipynb"),
                         parameters={"drill": "timeout", "output_dir": str(tmp_path / "out"),
                                     "my_class": "gpu_crash"},
-                        kernel_name="python3", cwd=str(ROOT), progress_bar=False)
+                        kernel_name="python3", cwd=str(ROOT), progress_bar=False,
+                        request_save_on_cell_execute=False)
     assert (tmp_path / "out" / "timeout" / "drill.json").exists()
     # the injected fault is told only in the reveal, after the reader predicted; the reveal
     # table says, fact by fact, whether the diagnosis matched

@@ -166,12 +166,22 @@ def poisoned(df: pd.DataFrame, payload: str, kinds: list[str]) -> pd.DataFrame:
     return frame
 
 
+def poisoned_shapes(tables: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """One table of each shape that ``poisoned`` sees (its row count, 1 to 3, and its column
+    names): every cell, label and name of a poisoned table is the payload, so two tables of one
+    shape give the same HTML (at a3879c7, 47 shapes of 115 tables)."""
+    out: dict[tuple[int, tuple[str, ...]], tuple[str, pd.DataFrame]] = {}
+    for name, df in tables.items():
+        out.setdefault((max(1, min(len(df), 3)), tuple(str(c) for c in df.columns)), (name, df))
+    return dict(out.values())
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(payload=st.sampled_from(PAYLOADS), control=st.sampled_from(CONTROLS),
        kinds=st.lists(st.sampled_from(sorted(WRAPPERS)), min_size=1, max_size=6))
 def test_markup_in_any_cell_of_any_shown_table_is_text(
         shown_tables: dict[str, pd.DataFrame], payload: str, control: str, kinds: list[str]) -> None:
-    for name, df in shown_tables.items():
+    for name, df in poisoned_shapes(shown_tables).items():
         html = rep.escape_frame(poisoned(df, payload + control, kinds)).to_html()
         assert_inert(html)
         assert_no_raw_control(html)
