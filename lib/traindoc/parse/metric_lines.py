@@ -6,7 +6,7 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
 
 - **syntaxes** of one field: ``key: value``, ``key=value``, ``key = value``, quoted keys of a
   JSON or Python dict (``"loss": NaN``, ``'grad_norm': inf``), ``key value`` for a known
-  one-word key (``loss 2.31``), and ``value unit`` (``9.8it/s``, ``2.3 s/it``, ``5123 tokens/s``,
+  one-word key (``loss 2.31``), and ``value unit`` (``9.8it/s``, ``2.3 s/it``, ``2.057s/batch``, ``5123 tokens/s``,
   ``812 samples/sec``); fields may sit between ``|``, ``,``, ``;``, `` - `` or spaces.
   Values may carry ``ms``/``s``/``%`` units, thousands separators, and ``K``/``M``/``G``
   suffixes; ``nan``/``NaN``/``inf``/``Infinity`` are values. Also ``key is value`` (BigDL's
@@ -284,7 +284,7 @@ PAIR_RE = re.compile(
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s(?:ec)?|images/s(?:ec)?|"
-    r"TFLOPS|TFLOP/s|secs?/step|s/step|(?<=\d)/s)(?![\w/])",
+    r"TFLOPS|TFLOP/s|secs?/step|s/step|secs?/batch|s/batch|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
 # any unit word right after a "speed" value ("1.95 step/s", "3.1 batches/s"): only a bare speed
@@ -369,7 +369,10 @@ METRIC_KEYS: dict[str, str] = {
                      # (the step's time, its reader_cost included)
                      "batchcost", "avgbatchcost",
                      # LeRobot's "updt_s:0.501" (the update's time; its "data_s" is the wait)
-                     "updts"),
+                     "updts",
+                     # MindSpore's TimeMonitor and the suites built on it (mindocr, mindcv,
+                     # mindformers): "per step time: 223.489 ms"
+                     "persteptime"),
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/", "timing/")
@@ -796,7 +799,8 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             continue
         if unit == "it/s":
             row.setdefault("elapsed_s", 1.0 / value if value else None)
-        elif unit == "s/it" or unit.endswith("/step"):  # RETURNN: "0.504 sec/step"
+        elif unit == "s/it" or unit.endswith(("/step", "/batch")):  # RETURNN: "0.504
+            # sec/step"; ClearerVoice-Studio: "Step: 10/965 | 2.057s/batch |"
             row.setdefault("elapsed_s", value)
         elif unit.startswith(("tok", "words")):
             row.setdefault("tokens_per_s", value)

@@ -1,0 +1,126 @@
+"""Step lines of trainers the corpus holds few cases of, read through the whole load (the
+parser that wins a line matters, not only the generic reader's answer): the iterations row of
+each real line, with its source (issue 26, item 1)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from traindoc import load
+
+# (trainer, source, log lines, the columns of the last row)
+TRAINERS = [
+    ("MaxText (absl)", "AI-Hypercomputer/maxtext#4847",
+     ["I0811 21:55:06.119312 138304841739136 metric_logger.py:226] completed step: 2, seconds: "
+      "10.228, TFLOP/s/device: 350.869, Tokens/s/device: 19222.175, total_weights: 1572864, "
+      "loss: 12.980, lm_loss: 12.980, perplexity: 433463.719"],
+     {"iteration": 2, "loss": 12.98, "elapsed_s": 10.228, "tflops": 350.869,
+      "tokens_per_s_per_gpu": 19222.175}),
+    ("nanotron", "huggingface/nanotron#390",
+     ["10/17/2025 16:31:56 [INFO|DP=0|PP=0|TP=0]: iteration: 327281 / 378950 | consumed_tokens: "
+      "85.8G | elapsed_time_per_iteration_ms: 11.5K | tokens_per_sec: 22.8K | "
+      "tokens_per_sec_per_gpu: 11.4K | global_batch_size: 64 | lm_loss: 2.38 | lr: 1e-05 | "
+      "model_tflops_per_gpu: 38.3 | hardware_tflops_per_gpu: 38.3 | grad_norm: 1.25"],
+     {"iteration": 327281, "total_iterations": 378950, "loss": 2.38, "grad_norm": 1.25,
+      "elapsed_s": 11.5, "tokens_per_s": 22800.0, "tokens_per_s_per_gpu": 11400.0}),
+    ("verl", "verl-project/verl#2060 (cut; timing and throughput keys from its "
+     "compute_throughout_metrics)",
+     ["step:1 - global_seqlen/min:484245.000 - actor/entropy:0.323 - actor/pg_loss:0.001 - "
+      "actor/grad_norm:0.020 - perf/mfu/actor:0.343 - actor/lr:0.000 - "
+      "training/global_step:1.000 - training/epoch:0.000"],
+     {"iteration": 1, "grad_norm": 0.02, "mfu": 34.3}),
+    ("MMEngine (mmdet 3)", "open-mmlab/mmdetection#11893",
+     ["08/03 22:09:24 - mmengine - INFO - Epoch(train)  [1][ 500/2931]  lr: 2.0000e-02  eta: "
+      "0:39:15  time: 0.0578  data_time: 0.0017  memory: 2389  loss: nan  loss_rpn_cls: nan  "
+      "loss_rpn_bbox: nan  loss_cls: nan  acc: 0.0000  loss_bbox: nan"],
+     {"iteration": 500, "epoch": 1.0, "nan": 1, "elapsed_s": 0.0578, "lr": 0.02}),
+    ("mmcv (mmdet 2)", "open-mmlab/mmdetection#3446",
+     ["2020-08-01 01:10:31,475 - mmdet - INFO - Epoch [3][50/1749]\tlr: 2.000e-02, eta: 0:52:33, "
+      "time: 1.899, data_time: 0.046, memory: 5280, loss_rpn_cls: 0.2532, loss_rpn_bbox: 0.0409, "
+      "s0.loss_cls: 0.2136, s0.acc: 94.4818, loss: 0.7339, grad_norm: 0.0668"],
+     {"iteration": 50, "epoch": 3.0, "loss": 0.7339, "grad_norm": 0.0668, "elapsed_s": 1.899}),
+    ("detectron2", "facebookresearch/d2go#524",
+     ["[04/05 01:30:24 d2.utils.events]:  eta: 0:03:35  iter: 19  total_loss: 1.36  loss_cls: "
+      "0.6522  loss_box_reg: 0.5817  loss_rpn_cls: 0.07138  loss_rpn_loc: 0.003773  time: 0.3636"
+      "  data_time: 0.1102  lr: 3.8077e-06  max_mem: 433M"],
+     {"iteration": 19, "loss": 1.36, "elapsed_s": 0.3636, "lr": 3.8077e-06}),
+    ("maskrcnn-benchmark", "facebookresearch/maskrcnn-benchmark#976",
+     ["INFO: eta: 11:21:28  iter: 1120  loss: 1.4617 (1.4511)  loss_box_reg: 0.1761 (0.1431)  "
+      "loss_classifier: 0.5327 (0.4516)  time: 0.5088 (0.4600)  data: 0.0164 (0.0177)  lr: "
+      "0.020000  max mem: 3150"],
+     {"iteration": 1120, "loss": 1.4617, "elapsed_s": 0.5088}),
+    ("fairseq < 0.6", "facebookresearch/fairseq#301",
+     ["| epoch 010  2000 / 8223 loss=1.27 (1.50), wps=962, wpb=908, bsz=32, lr=0.001, "
+      "clip=100%, gnorm=2.1427"],
+     {"iteration": 9 * 8223 + 2000, "loss": 1.27, "grad_norm": 2.1427, "tokens_per_s": 962.0}),
+    ("PaddleSeg", "PaddlePaddle/PaddleSeg#928",
+     ["2021-03-30 06:55:57 [INFO]\t[TRAIN] epoch: 1, iter: 20/500, loss: 2.0859, lr: 0.009657, "
+      "batch_cost: 0.5344, reader_cost: 0.07273, ips: 3.7425 samples/sec | ETA 00:04:16"],
+     {"iteration": 20, "loss": 2.0859, "elapsed_s": 0.5344, "samples_per_s": 3.7425}),
+    # PaddleOCR's and OpenOCR's step line: the kv_step parser's global_step format read no rate
+    ("PaddleOCR", "YunSungJu/OderformKIE log/workerlog.0 (corpus gpu_crash-oderformkie-workerlog)",
+     ["[2023/12/19 01:52:40] ppocr INFO: epoch: [1/5], global_step: 10, lr: 0.000000, loss: "
+      "3.620109, avg_reader_cost: 0.09819 s, avg_batch_cost: 7.95479 s, avg_samples: 4.0, ips: "
+      "0.50284 samples/s, eta: 0:52:22"],
+     {"iteration": 10, "epoch": 1.0, "loss": 3.620109, "elapsed_s": 7.95479,
+      "samples_per_s": 0.50284}),
+    ("OpenOCR", "Topdu/OpenOCR#9",
+     ["[2024/08/06 18:03:31] openrec INFO: epoch: [1/2], global_step: 100, lr: 0.000005, loss: "
+      "69.376022, avg_reader_cost: 0.00971 s, avg_batch_cost: 0.18023 s, avg_samples: 64.0, ips: "
+      "355.10891 samples/s, eta: 0:32:33"],
+     {"iteration": 100, "loss": 69.376022, "elapsed_s": 0.18023, "samples_per_s": 355.10891}),
+    ("TeleChat (DeepSpeed loop)", "Tele-AI/TeleChat-52B#8",
+     ["epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625"],
+     {"iteration": 4, "loss": 7.40625}),
+    # MindSpore's TimeMonitor wording on mindocr's step line: "per step time"
+    ("mindocr (MindSpore)", "mindspore-lab/mindocr#670",
+     ["[2024-03-04 12:02:42] mindocr.utils.callbacks INFO - epoch: [12/20] step: [700/4468], "
+      "loss: 19.327375, lr: 0.000793, per step time: 223.489 ms, fps per card: 4.47 img/s"],
+     {"iteration": 700, "epoch": 12.0, "loss": 19.327375, "elapsed_s": 0.223489,
+      "samples_per_s": 4.47}),
+    ("ClearerVoice-Studio", "modelscope/ClearerVoice-Studio#4",
+     ["Train Epoch: 0/100 Step: 10/965 | 2.057s/batch | lr 5.0000e-04 || Mask_Loss 1.6780"],
+     {"iteration": 10, "loss": 1.678, "elapsed_s": 2.057}),
+    ("TensorFlow cifar10 example", "tensorflow/models#1264",
+     ["2017-03-28 14:49:10.061204: step 10, loss = 4.59 (821.9 examples/sec; 0.156 sec/batch)"],
+     {"iteration": 10, "loss": 4.59, "samples_per_s": 821.9, "elapsed_s": 0.156}),
+    ("TF-Slim", "tensorflow/models#2980",
+     ["INFO:tensorflow:global step 2: loss = 72.8609 (17.053 sec/step)"],
+     {"iteration": 2, "loss": 72.8609, "elapsed_s": 17.053}),
+    ("PaddleSpeech", "PaddlePaddle/PaddleSpeech#675",
+     ["[INFO 2021/06/19 16:01:34 model.py:61] Train: Rank: 0, epoch: 1, step: 5310, batch : "
+      "1559/1876, lr: 0.00000000, data time: 0.000s, train time: 3.019s, batch size: 64, "
+      "train_loss: 16.030918"],
+     {"iteration": 5310, "loss": 16.030918}),
+    ("MetricLogger (RTM3D)", "maudzung/RTM3D#4",
+     ["Train - Epoch: [127/300][ 35/464]\tTime  0.738 ( 0.738)\tData  0.000 ( 0.014)\tLoss "
+      "2.1274e+00 (1.5406e+00)"],
+     {"iteration": 35, "epoch": 127.0, "loss": 2.1274, "elapsed_s": 0.738}),
+    ("nanoGPT", "karpathy/nanoGPT#110", ["iter 1631: loss 4.0863, time 561.94ms"],
+     {"iteration": 1631, "loss": 4.0863, "elapsed_s": 0.56194}),
+]
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(b, float) and math.isnan(b):
+        return isinstance(a, float) and math.isnan(a)
+    return a is not None and a == pytest.approx(b)
+
+
+@pytest.mark.parametrize(("trainer", "source", "lines", "expected"), TRAINERS,
+                         ids=[t[0] for t in TRAINERS])
+def test_a_trainers_step_line(tmp_path: Path, trainer: str, source: str, lines: list[str],
+                              expected: dict) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    it = load([str(log)]).iterations
+    rows = it[it["iteration"].notna()]
+    assert len(rows), (trainer, source)
+    row = rows.iloc[-1]
+    for col, value in expected.items():
+        got = None if pd.isna(row[col]) else float(row[col])
+        assert _same(got, value), (trainer, col, row[col])
