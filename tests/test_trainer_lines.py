@@ -124,3 +124,80 @@ def test_a_trainers_step_line(tmp_path: Path, trainer: str, source: str, lines: 
     for col, value in expected.items():
         got = None if pd.isna(row[col]) else float(row[col])
         assert _same(got, value), (trainer, col, row[col])
+
+
+# ultralytics YOLOv8+: a header of column names, then each epoch's row and its bar
+YOLO_NAN = (  # ultralytics/ultralytics#1149 (the header and first epoch as posted)
+    "      Epoch    GPU_mem   box_loss   seg_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "      1/100      2.37G        nan        nan        nan        nan         16        640: "
+    "100%|██████████| 1/1 [00:02<00:00,  2.42s/it]\n")
+YOLO_EPOCHS = (  # ultralytics/ultralytics#21765 (two epochs and the validation between them)
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "       8/55      9.03G     0.1321      8.032      3.308         22        640: "
+    "100%|██████████| 954/954 [11:41<00:00,  1.36it/s]\n"
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): "
+    "100%|██████████| 66/66 [00:36<00:00,  1.79it/s]\n"
+    "                   all       1049       1164          0          0          0          0\n"
+    "\n"
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "       9/55      9.02G     0.1295      7.585      3.256         16        640: "
+    "100%|██████████| 954/954 [11:32<00:00,  1.38it/s]\n")
+# ultralytics 8.3's own bar, redrawn after "\r\x1b[K" (YOLO_DA's finetune log, corpus
+# gpu_crash-yolo-da26-finetune-target-domain)
+YOLO_83 = (
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "\r\x1b[K       1/40      2.06G      1.851      2.655   0.009752         52        768: 0% "
+    "──────────── 0/5  0.3s\r\x1b[K       1/40      2.12G      2.033      2.407    0.01258     "
+    "    28        768: 20% ━━────────── 1/5 2.6it/s 0.5s<1.5s\n")
+
+
+def _rows(tmp_path: Path, text: str) -> pd.DataFrame:
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    it = load([str(log)]).iterations
+    return it[it["iteration"].notna()]
+
+
+def test_a_yolo_table_row_is_a_step_counted_over_the_run(tmp_path: Path) -> None:
+    rows = _rows(tmp_path, YOLO_EPOCHS)
+    # the epoch's batches printed (954), epochs from 1: epoch 8's end is step 7 x 954 + 954
+    assert list(rows["iteration"]) == [7632, 8586]
+    assert list(rows["loss"]) == [0.1321, 0.1295]  # the first loss column, as for loss parts
+    assert list(rows["epoch"]) == [8.0, 9.0]
+
+
+def test_a_yolo_table_row_of_nan_losses_is_a_nan_step(tmp_path: Path) -> None:
+    from traindoc.diagnose import loss_spike
+
+    log = tmp_path / "train.log"
+    log.write_text(YOLO_NAN)
+    facts = loss_spike.report(loss_spike.analyse(load([str(log)]))).facts
+    assert facts["nan_iterations"] == [1] and facts["last_iteration"] == 1
+
+
+def test_a_yolo_table_from_epoch_0(tmp_path: Path) -> None:
+    # ultralytics/yolov5#10314 (YOLOv5 v7.0 prints its epochs from 0, the bar without brackets)
+    rows = _rows(tmp_path, (
+        "      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size\n"
+        "        0/1      22.4G    0.07281    0.08384    0.06359        199        640: "
+        "100%|██████████| 1849/1849 13:15\n"))
+    assert list(rows["iteration"]) == [1849] and list(rows["loss"]) == [0.07281]
+
+
+def test_ultralytics_own_bar_redrawn(tmp_path: Path) -> None:
+    rows = _rows(tmp_path, YOLO_83)
+    assert list(rows["iteration"]) == [0, 1] and list(rows["loss"]) == [1.851, 2.033]
+
+
+@pytest.mark.parametrize("text", [
+    # YOLOv5 before v7.0 names no column a loss (ultralytics/yolov5#2965): its rows are left
+    # to the progress parser
+    " Epoch   gpu_mem       box       obj       cls     total    labels  img_size\n"
+    "     0/299      5.2G      0.11    0.1612   0.03867    0.3099        28      1280:   1%|▌"
+    "                                           | 1/78 [00:04<05:27,  4.26s/it]\n",
+    # a line that does not fit the header ends the table: the validation row is no step
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "                   all       1049       1164          0          0          0          0\n",
+])
+def test_lines_that_are_no_table_row(tmp_path: Path, text: str) -> None:
+    assert not len(_rows(tmp_path, text))

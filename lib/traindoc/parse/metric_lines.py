@@ -1251,4 +1251,105 @@ class CumulativeSkipParser:
         return []
 
 
-BLOCKS = (CumulativeSkipParser,)
+
+# -- a table of metrics under a header of column names ----------------------------------------
+# A header line of column names, the first the epoch, one naming a loss; each line under it the
+# values in the same order, the epoch as "e/E", then the epoch's tqdm bar (ultralytics YOLOv8
+# and later, trainer.py's ('\n' + '%11s' * (4 + len(self.loss_names))) % ('Epoch', 'GPU_mem',
+# *self.loss_names, 'Instances', 'Size'): "      Epoch    GPU_mem   box_loss   cls_loss
+# dfl_loss  Instances       Size" then "       8/55      9.03G     0.1321      8.032      3.308
+#   22        640: 100%|██████████| 954/954 [11:41<00:00,  1.36it/s]", ultralytics/ultralytics#21765;
+# meituan YOLOv6's "Epoch  lr  iou_loss  dfl_loss  cls_loss"). The bar's count is the batch of
+# the epoch, its total the epoch's batches: the run's step is counted on across epochs from them
+# (both are printed; a file's bar drawn once per epoch, at its end, shows no wrap for the loss
+# runbook to count on), from epoch 0 where the writer's first row shows epoch 0 (YOLOv6 prints
+# f"{epoch}/{max_epoch - 1}"), else from 1 (ultralytics prints f"{epoch + 1}/{epochs}"); a row
+# without a bar is its epoch's.
+TABLE_HEADER_RE = re.compile(r"^\s*(?P<first>epoch|iter(?:ation)?|step)(?P<rest>(?:\s+[A-Za-z][\w()./-]*){2,})\s*$",
+                             re.IGNORECASE)
+TABLE_VALUE_RE = re.compile(rf"^(?:{_NUM})(?:[KMG%])?$")
+TABLE_COUNTER_RE = re.compile(r"^(?P<n>\d+)(?:/(?P<tot>\d+))?$")
+# the row's values end at the bar's description colon; the bar's count of its total
+# (tqdm's "100%|██████████| 954/954 [11:41<00:00,  1.36it/s]"; ultralytics 8.3's own bar
+# "20% ━━────────── 1/5 2.6it/s 0.5s<1.5s")
+TABLE_BAR_RE = re.compile(r":\s+\d{1,3}%(?:\|[^|]*\||[^\w|]*)\s*(?P<n>\d+)/(?P<tot>\d+)(?![\d/])")
+TABLE_NEEDLES = ("Epoch", "epoch", "EPOCH")
+
+
+def table_header(text: str) -> tuple[str, ...] | None:
+    """The column names of a metrics table's header (``TABLE_HEADER_RE``) with a loss among
+    them, or None."""
+    m = TABLE_HEADER_RE.match(text)
+    if m is None:
+        return None
+    cols = (m["first"], *m["rest"].split())
+    if not any(_norm(c) in ("loss", "eval_loss") or _loss_part(c) for c in cols[1:]):
+        return None
+    return cols
+
+
+def table_row(cols: tuple[str, ...], text: str, base: int | None = None) -> Row | None:
+    """The row of a metrics table under its header ``cols``: the values in the header's order,
+    the first the epoch (or step) counter; None for a line that is no such row. ``base``: the
+    number of the writer's first epoch (0 or 1; None: this row's epoch is the first)."""
+    bar = TABLE_BAR_RE.search(text)
+    values = (text[:bar.start()] if bar else text).split()
+    if len(values) != len(cols) or not (c := TABLE_COUNTER_RE.match(values[0])) \
+            or not all(TABLE_VALUE_RE.match(v) for v in values[1:]):
+        return None
+    row: Row = {}
+    parts: Row = {}
+    for name, v in zip(cols[1:], values[1:], strict=True):
+        if (col := _norm(name)) is not None and col not in row:
+            row[col] = _number(v.rstrip("KMG%"), None)
+        elif (part := _loss_part(name)) and part not in parts:
+            parts[part] = _number(v, None)
+    _with_parts(row, parts)
+    if row.get("loss") is None and row.get("eval_loss") is None:
+        return None
+    if cols[0].lower() != "epoch":
+        row["iteration"] = int(c["n"])
+    elif bar is not None:
+        epoch = int(c["n"])
+        first = (0 if epoch == 0 else 1) if base is None else base
+        row.update(iteration=max(epoch - first, 0) * int(bar["tot"]) + int(bar["n"]),
+                   epoch=float(epoch))
+    else:
+        row.update(iteration=int(c["n"]), epoch=float(c["n"]), event=EPOCH_EVENT)
+    row.pop("elapsed_s", None)  # (no column of the table is a step's time)
+    return row
+
+
+class MetricsTableParser:
+    """Rows of a metrics table under its header (``table_header``, ``table_row``), one writer
+    each: the header opens the table, each line that fits it is a row, any other line ends it."""
+
+    needles = TABLE_NEEDLES
+    tables = ("iterations",)
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.cols: tuple[str, ...] = ()
+        self.base: int | None = None  # the number of the writer's first epoch
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the row of a table's line."""
+        if any(map(text.__contains__, TABLE_NEEDLES)) and (cols := table_header(text)):
+            self.cols, self.section = cols, "table"
+            return []
+        if self.section is None:
+            return []
+        row = table_row(self.cols, text, self.base)
+        if row is None:
+            self.section, self.cols = None, ()
+            return []
+        if self.base is None and row.get("epoch") is not None and row.get("event") is None:
+            self.base = 0 if row["epoch"] == 0 else 1
+        return [("iterations", {**row, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
+BLOCKS = (CumulativeSkipParser, MetricsTableParser)
