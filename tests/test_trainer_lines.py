@@ -102,6 +102,37 @@ TRAINERS = [
      {"iteration": 35, "epoch": 127.0, "loss": 2.1274, "elapsed_s": 0.738}),
     ("nanoGPT", "karpathy/nanoGPT#110", ["iter 1631: loss 4.0863, time 561.94ms"],
      {"iteration": 1631, "loss": 4.0863, "elapsed_s": 0.56194}),
+    # a bar whose description names the losses before other fields (no postfix)
+    ("trlx", "LAION-AI/Open-Assistant#2140",
+     ["[losses/total_loss: 1.15 | losses/policy_loss: 1.15 | losses/value_loss: 0.00]: 100%|"
+      "██████████| 128/128 [10:23<00:00,  4.87s/it]"],
+     {"iteration": 128, "loss": 1.15, "elapsed_s": 4.87}),
+    ("mmsegmentation (mmcv, by iteration)", "open-mmlab/mmsegmentation#308",
+     ["2020-12-18 19:36:37,584 - mmseg - INFO - Iter [1100/40000]\tlr: 9.755e-03, eta: 4:23:27, "
+      "time: 0.402, data_time: 0.003, memory: 19873, decode.loss_seg: 0.1186, decode.acc_seg: "
+      "81.4285, aux.loss_seg: 0.0466, aux.acc_seg: 81.5205, loss: 0.1652"],
+     {"iteration": 1100, "total_iterations": 40000, "loss": 0.1652, "elapsed_s": 0.402}),
+    ("mmcv log.json", "open-mmlab/mmsegmentation#271",
+     ['{"mode": "train", "epoch": 5, "iter": 11950, "lr": 0.00446, "memory": 6912, "data_time": '
+      '0.00874, "decode.loss_seg": 0.71687, "decode.acc_seg": 70.43675, "aux.loss_seg": 0.38568, '
+      '"aux.acc_seg": 63.78304, "loss": 1.10256, "time": 1.43798}'],
+     {"iteration": 11950, "loss": 1.10256, "elapsed_s": 1.43798}),
+    ("torchtitan (grad norm)", "pytorch/torchtitan#2389",
+     ["[titan] 2026-02-24 19:46:17,508 - root - INFO - step:  4  loss:  7.62585  grad_norm: "
+      "26.6250  memory: 66.91GiB(37.51%)  tps: 10,050  tflops: 314.71  mfu: 13.99%"],
+     {"iteration": 4, "loss": 7.62585, "grad_norm": 26.625, "tokens_per_s_per_gpu": 10050.0,
+      "tflops": 314.71, "mfu": 13.99}),
+    ("prime-rl", "PrimeIntellect-ai/prime-rl#20",
+     ["03:26:55 [INFO] [TRAIN] [Rank 0] step: 8, loss: 975.9991, tokens_per_second: 76957.79, "
+      "mfu: 42.46"],
+     {"iteration": 8, "loss": 975.9991, "tokens_per_s": 76957.79, "mfu": 42.46}),
+    ("litgpt", "Lightning-AI/litgpt#689", ["iter 77 step 39: loss 10.8259, iter time: 214.40ms "
+                                           "(optimizer.step)"],
+     {"iteration": 77, "loss": 10.8259, "elapsed_s": 0.2144}),
+    ("CLTR (one line per epoch)", "dk-liang/CLTR#15",
+     ["2023-06-23 17:01:31,824 - CLTR - INFO - Training Epoch:[541/1500]\t loss=10.21882\t "
+      "lr=0.000100\t epoch_time=143.918"],
+     {"iteration": 541, "loss": 10.21882, "elapsed_s": 143.918}),
 ]
 
 
