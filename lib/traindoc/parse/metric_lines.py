@@ -103,8 +103,14 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   [28:47<…, 3.71s/it, loss=nan, …]``) (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
   ``156/1563 [01:00<09:00, 2.60it/s, loss=9.600, …, num_updates=156, …]``): the step a postfix
   key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
-  description names); the rate as the time per step. A bar without one is the progress
-  parser's alone.
+  description names); the rate as the time per step; with no postfix, a loss its description
+  names among other fields (trlx: ``[losses/total_loss: 1.15 | …]: 100%|…| 128/128 […]``),
+  read as a step line of the bar's count (an evaluation's bar is none). A bar without one is
+  the progress parser's alone.
+- **a table of metrics under a header of column names** (ultralytics: ``Epoch GPU_mem box_loss
+  …`` then ``8/55 9.03G 0.1321 …: 100%|…| 954/954 […]``; ``MetricsTableParser``, a block
+  parser): the values in the header's order, the step counted over the run from the epoch and
+  the bar's count of its total.
 - **evaluation lines** (fairseq's ``| valid | epoch 001 | valid on 'valid' subset | loss 9.1 |
   …``, clu's ``collection=eval``): an ``event="eval"`` row whose loss is the eval loss.
 - JSON string values that are numbers are numbers (fairseq's ``--log-format json`` writes
