@@ -129,6 +129,27 @@ TRAINERS = [
     ("litgpt", "Lightning-AI/litgpt#689", ["iter 77 step 39: loss 10.8259, iter time: 214.40ms "
                                            "(optimizer.step)"],
      {"iteration": 77, "loss": 10.8259, "elapsed_s": 0.2144}),
+    # monodepth2's log_time ("epoch {:>3} | batch {:>6} | examples/s: …") and its forks: the
+    # batch of the epoch, between "|" fields
+    ("monodepth2 (Lite-Mono)", "noahzn/Lite-Mono#98",
+     ["epoch   0 | lr 0.000100 |lr_p 0.000100 | batch    250 | examples/s:  22.1 | loss: 0.13400 "
+      "| time elapsed: 00h03m34s | time left: 23h42m04s"],
+     {"iteration": 250, "epoch": 0.0, "loss": 0.134, "samples_per_s": 22.1}),
+    ("scepter", "modelscope/scepter#48",
+     ["scepter [INFO] 2024-10-06 20:19:51,817 [File: log.py Function: _print_iter_log at line 71]"
+      "  Stage [train] iter: [10/500], data_time: 1.0402(1.0402), time: 1.4696(1.4696), loss: "
+      "0.0978(0.0978), nvidia-smi: 9885.4000(9885.4000), pg0_lr: 0.000100, scale: 65536.000000, "
+      "[35secs 2.00%(29mins 15secs)]"],
+     {"iteration": 10, "loss": 0.0978, "elapsed_s": 1.4696}),
+    ("Composer (one line)", "llm-foundry-style README (find_string: '[batch=1/40]:   Train "
+     "loss/train/total')",
+     ["[batch=10/40]:  Train loss/train/total: 0.6773    Train metrics/train/LanguagePerplexity: "
+      "1.9369"],
+     {"iteration": 10, "loss": 0.6773}),
+    ("kohya sd-scripts (bar postfix NaN)", "kohya-ss/sd-scripts#2137",
+     ["steps:   1%|▋                                                        | 41/3280 "
+      "[00:50<1:06:54,  1.24s/it, avr_loss=nan]"],
+     {"iteration": 41, "nan": 1, "elapsed_s": 1.24}),
     ("CLTR (one line per epoch)", "dk-liang/CLTR#15",
      ["2023-06-23 17:01:31,824 - CLTR - INFO - Training Epoch:[541/1500]\t loss=10.21882\t "
       "lr=0.000100\t epoch_time=143.918"],

@@ -137,7 +137,7 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
-    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?:[ _](?:index|idx))?(?![\w/])"
+    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,|\s+\d+\s*\|))s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
     r"\.?\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
@@ -145,7 +145,10 @@ STEP_RE = re.compile(
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
 # writes thousands separators: "iter:   3,800"; a logger that formats every value as a float
 # writes a whole step with zeros after the point: "step=6.0000"; LeRobot abbreviates it:
-# "step:2K", thousands rounded, ``STEP_SUFFIX``)
+# "step:2K", thousands rounded, ``STEP_SUFFIX``; a keyed batch is a step only after its epoch,
+# with its total, before a comma or between "|" fields: monodepth2's trainer and its forks,
+# "epoch   0 | lr 0.000100 |lr_p 0.000100 | batch    250 | examples/s:  22.1 | loss: 0.13400 |
+# …", noahzn/Lite-Mono#98)
 STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
