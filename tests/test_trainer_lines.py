@@ -150,6 +150,15 @@ TRAINERS = [
      ["steps:   1%|▋                                                        | 41/3280 "
       "[00:50<1:06:54,  1.24s/it, avr_loss=nan]"],
      {"iteration": 41, "nan": 1, "elapsed_s": 1.24}),
+    # fairseq-lua: the optimizer's updates over the run, named by their unit
+    ("fairseq-lua", "facebookresearch/fairseq-lua#26",
+     ["| epoch 019 | 0161656 updates | words/s   14482| trainloss     1.94 | train ppl     3.84"],
+     {"iteration": 161656, "loss": 1.94, "tokens_per_s": 14482.0}),
+    ("fairseq (train_inner)", "facebookresearch/fairseq#2338",
+     ["2020-07-17 07:11:02 | INFO | train_inner | epoch 001:   2800 / 160368 loss=9.255, "
+      "ppl=611.12, wps=57.3, ups=0.04, wpb=1613, bsz=80, num_updates=2800, lr=2.8e-05, "
+      "gnorm=3.23, train_wall=13, wall=1236"],
+     {"iteration": 2800, "loss": 9.255, "grad_norm": 3.23, "tokens_per_s": 57.3}),
     ("CLTR (one line per epoch)", "dk-liang/CLTR#15",
      ["2023-06-23 17:01:31,824 - CLTR - INFO - Training Epoch:[541/1500]\t loss=10.21882\t "
       "lr=0.000100\t epoch_time=143.918"],

@@ -198,9 +198,11 @@ PHASE_STEP_RE = re.compile(
     r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
-# HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
+# HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"; fairseq-lua, its
+# optimizer's updates over the run: "| epoch 019 | 0161656 updates | words/s   14482| trainloss
+#     1.94 | train ppl     3.84", facebookresearch/fairseq-lua#26): the step
 COUNTER_STEP_RE = re.compile(
-    r"(?<![\w/.(])(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?\s+(?:batch(?:es)?|iters?|iterations|steps)\b",
+    r"(?<![\w/.(])(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?\s+(?:batch(?:es)?|iters?|iterations|steps|updates)\b",
     re.IGNORECASE)
 # PaddlePaddle's pass counter, when no step key is on the line: the batch of the pass (its
 # epoch), "Pass 0, Batch 100, Cost 2.261713, {…}" (v2 API: PaddlePaddle/Paddle#5473), "[Pass 0,
