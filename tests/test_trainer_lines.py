@@ -159,6 +159,20 @@ TRAINERS = [
       "ppl=611.12, wps=57.3, ups=0.04, wpb=1613, bsz=80, num_updates=2800, lr=2.8e-05, "
       "gnorm=3.23, train_wall=13, wall=1236"],
      {"iteration": 2800, "loss": 9.255, "grad_norm": 3.23, "tokens_per_s": 57.3}),
+    ("PaddleDetection (static)", "PaddlePaddle/PaddleDetection#5337",
+     ["2022-03-09 15:20:50,962-INFO: iter: 20, lr: 0.000085, 'loss': 'nan', eta: 5 days, "
+      "18:42:12, batch_cost: 1.24839 sec, ips: 1.60206 images/sec"],
+     {"iteration": 20, "nan": 1, "elapsed_s": 1.24839, "samples_per_s": 1.60206}),
+    ("PaddleDetection (dygraph)", "PaddlePaddle/PaddleDetection#4272",
+     ["[10/08 00:43:11] ppdet.engine INFO: Epoch: [0] [  560/21947] learning_rate: 0.000060 "
+      "loss_rpn_cls: 0.677536 loss_rpn_reg: 0.017564 loss_bbox_cls: 0.030547 loss_bbox_reg: "
+      "0.006676 loss: 0.740015 eta: 1 day, 10:42:49 batch_cost: 0.4942 data_cost: 0.0003 ips: "
+      "4.0471 images/s"],
+     {"iteration": 560, "epoch": 0.0, "loss": 0.740015, "elapsed_s": 0.4942,
+      "samples_per_s": 4.0471}),
+    ("DeepSpeed-Chat step 3", "deepspeedai/DeepSpeedExamples#444",
+     ["epoch: 0|step: 3184|ppo_ep: 1|act_loss: inf|cri_loss: inf|unsuper_loss: 0.0"],
+     {"iteration": 3184, "nan": 1}),
     ("CLTR (one line per epoch)", "dk-liang/CLTR#15",
      ["2023-06-23 17:01:31,824 - CLTR - INFO - Training Epoch:[541/1500]\t loss=10.21882\t "
       "lr=0.000100\t epoch_time=143.918"],
