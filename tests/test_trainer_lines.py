@@ -102,11 +102,6 @@ TRAINERS = [
      {"iteration": 35, "epoch": 127.0, "loss": 2.1274, "elapsed_s": 0.738}),
     ("nanoGPT", "karpathy/nanoGPT#110", ["iter 1631: loss 4.0863, time 561.94ms"],
      {"iteration": 1631, "loss": 4.0863, "elapsed_s": 0.56194}),
-    # a bar whose description names the losses before other fields (no postfix)
-    ("trlx", "LAION-AI/Open-Assistant#2140",
-     ["[losses/total_loss: 1.15 | losses/policy_loss: 1.15 | losses/value_loss: 0.00]: 100%|"
-      "██████████| 128/128 [10:23<00:00,  4.87s/it]"],
-     {"iteration": 128, "loss": 1.15, "elapsed_s": 4.87}),
     ("mmsegmentation (mmcv, by iteration)", "open-mmlab/mmsegmentation#308",
      ["2020-12-18 19:36:37,584 - mmseg - INFO - Iter [1100/40000]\tlr: 9.755e-03, eta: 4:23:27, "
       "time: 0.402, data_time: 0.003, memory: 19873, decode.loss_seg: 0.1186, decode.acc_seg: "

@@ -103,10 +103,8 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   [28:47<…, 3.71s/it, loss=nan, …]``) (fairseq ``--log-format tqdm``, NeMo, OpenRLHF:
   ``156/1563 [01:00<09:00, 2.60it/s, loss=9.600, …, num_updates=156, …]``): the step a postfix
   key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
-  description names); the rate as the time per step; with no postfix, a loss its description
-  names among other fields (trlx: ``[losses/total_loss: 1.15 | …]: 100%|…| 128/128 […]``),
-  read as a step line of the bar's count (an evaluation's bar is none). A bar without one is
-  the progress parser's alone.
+  description names); the rate as the time per step. A bar without one is the progress
+  parser's alone.
 - **a table of metrics under a header of column names** (ultralytics: ``Epoch GPU_mem box_loss
   …`` then ``8/55 9.03G 0.1321 …: 100%|…| 954/954 […]``; ``MetricsTableParser``, a block
   parser): the values in the header's order, the step counted over the run from the epoch and
@@ -941,7 +939,7 @@ def _bar_description(text: str, bar: re.Match[str]) -> Row | None:
     pct = bar.start("pct") if "pct" in bar.re.groupindex and bar["pct"] is not None else None
     m = DESC_LOSS_RE.search(text, 0, pct) if pct is not None else None
     if m is None or _norm(m["k"].strip()) != "loss":
-        return _described_metrics(text[:pct], bar) if pct is not None else None
+        return None
     row: Row = {"loss": _number(m["v"], None)}
     if m["n"] is not None:
         row["iteration"] = int(m["n"])
@@ -953,33 +951,6 @@ def _bar_description(text: str, bar: re.Match[str]) -> Row | None:
         row["iteration"] = int(n)
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
-    rate = _number(bar["rate"], None) if bar["rate"] not in (None, "?") else None
-    if rate and bar["unit"] in ("it/s", "s/it"):
-        row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
-    return _finish(row)
-
-
-# the metrics a bar's description names anywhere in it, in any syntax of the line reader, where
-# the loss is not its last field: trlx's "[losses/total_loss: 1.15 | losses/policy_loss: 1.15 |
-# losses/value_loss: 0.00]: 100%|██████████| 128/128 [10:23<00:00,  4.87s/it]"
-# (LAION-AI/Open-Assistant#2140); the columns a description gives a row
-DESC_COLUMNS = ("loss", "grad_norm", "lr", "epoch")
-
-
-def _described_metrics(desc: str, bar: re.Match[str]) -> Row | None:
-    """A bar with no postfix whose description names a loss among other fields
-    (``DESC_COLUMNS``, read as a step line of the bar's count): the bar's count as the step,
-    its rate as the time per step; None for any other bar."""
-    n = _number(bar["n"], None)
-    if n is None or n != int(n) or not any(map(desc.__contains__, ("loss", "Loss", "LOSS"))) \
-            or _step(desc) is not None:
-        return None
-    found = parse_metric_line(f"step {int(n)} {desc.strip().rstrip(':').strip()}")
-    if found is None or found.get("loss") is None or found.get("event") is not None:
-        return None  # (an evaluation's bar counts its batches, no training step)
-    row: Row = {"iteration": int(n), **{c: found[c] for c in DESC_COLUMNS if c in found}}
-    if "epoch" not in row and (ep := EPOCH_RE.search(desc)) is not None:
-        row["epoch"] = float(ep["e"])  # a bar that restarts every epoch under its name
     rate = _number(bar["rate"], None) if bar["rate"] not in (None, "?") else None
     if rate and bar["unit"] in ("it/s", "s/it"):
         row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
