@@ -473,8 +473,6 @@ def test_composer_console_blocks(tmp_path: Path, engine: str) -> None:
     # mks0601/Hand4Whole_RELEASE#31
     ("09-24 22:50:46 Epoch 0/7 itr 26/3489: lr: 0.0001 speed: 0.72(0.65s r0.07)s/itr 0.70h/epoch "
      "loss_smpl_pose: 0.3386", {"iteration": 26, "elapsed_s": 0.72, "lr": 0.0001}),
-    # Tele-AI/TeleChat-52B#8
-    ("epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625", {"iteration": 4, "loss": 7.40625}),
     # DLLXW/baby-llama2-chinese#17 (epoch 0 of 2; the step inside the epoch in parentheses)
     ("[2023-08-30 16:26:16,924][pretrain.py][INFO] Epoch:[0/2](6000/293491) loss:4.294 "
      "lr:0.0000991 epoch_Time:1053.0min:",
@@ -601,11 +599,12 @@ def test_a_trainers_own_skip_guard_is_a_skipped_step(tmp_path: Path) -> None:
 
 
 def test_tf_example_and_onmt_lines() -> None:
-    from traindoc.parse.iterations import parse_onmt, parse_simple_step
+    from traindoc.parse.iterations import parse_onmt
+    from traindoc.parse.metric_lines import parse_metric_line
 
-    # tensorflow/models#1264
-    assert parse_simple_step("2017-03-28 14:49:10.061204: step 10, loss = 4.59 (821.9 "
-                            "examples/sec; 0.156 sec/batch)") == {
+    # tensorflow/models#1264: the generic reader's (its "sec/batch" unit)
+    assert parse_metric_line("2017-03-28 14:49:10.061204: step 10, loss = 4.59 (821.9 "
+                             "examples/sec; 0.156 sec/batch)") == {
         "iteration": 10, "loss": 4.59, "samples_per_s": 821.9, "elapsed_s": 0.156}
     # OpenNMT/OpenNMT-py#431
     assert parse_onmt("Epoch  2, 52600/733817; acc:  42.20; ppl:  22.37; 998 src tok/s; 1132 tgt "
@@ -781,9 +780,6 @@ def test_an_hf_summary_before_any_logged_step_is_at_no_step(tmp_path: Path, summ
 # Per-trainer patterns stay only where the generic reader (parse/metric_lines.py) gives a wrong
 # row (issue 26): each kept pattern's real line, and what the generic reader gets wrong on it.
 KEPT_PATTERNS = [
-    # tensorflow/models cifar10 example: the generic reader misses "0.023 sec/batch" in parentheses
-    ("2017-03-28 14:49:10.061204: step 10, loss = 4.59 (821.9 examples/sec; 0.156 sec/batch)",
-     "elapsed_s"),
     # NVIDIA/waveglow#32: "loss_-4.06" glues key and value: no row
     ("step_78540:\tloss_-4.065555573", "loss"),
     # Lightning-AI/litgpt#185: "train time" is no key the generic reader knows

@@ -747,8 +747,6 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # 2442.9075 | rl_loss: …"
     "global_iter": (re.compile(r"\bglobal iter:\s*(?P<it>\d+)/\s*(?P<total>\d+)\s*\|(?P<rest>.*)"),
                     {"tot_loss": "loss", "loss": "loss", "lr": "lr", "grad_norm": "grad_norm"}),
-    # hand-rolled loops that print the global step and the loss (TeleChat's DeepSpeed trainer:
-    # "epoch:1, global_step:4, step:16, cur_batch_loss: 7.40625")
     # llama2.c-style pretraining scripts: "Epoch:[0/2](7000/293491) loss:nan lr:0.0000987
     # epoch_Time:1044.0min:" — baby-llama2-chinese counts epochs from 0, MiniMind and its forks
     # print the same line from 1 ("Epoch:[1/1](56608/56608), loss: 1.8960, …"): the step of the
@@ -776,9 +774,6 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # could be seconds or milliseconds: not read)
     "torch_rnn": (re.compile(r"\bEpoch \d+\.\d+ / \d+, i = (?P<it>\d+) / (?P<total>\d+),(?P<rest>.*)"),
                   {"loss": "loss", "lrate": "lr"}),
-    "global_step": (re.compile(r"\bglobal_step\s*[:=]\s*(?P<it>\d+)\b(?P<rest>.*)"),
-                    {"loss": "loss", "cur_batch_loss": "loss", "train_loss": "loss", "lr": "lr",
-                     "grad_norm": "grad_norm"}),
 }
 PIPE_FIELD_RE = re.compile(r"^\s*+(?P<k>[^\s:|](?:[^:|]*[^\s:|])?)\s*+:\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
                            r"(?P<u>ms|s\b|%|[KMGT]\b)?")
@@ -829,10 +824,6 @@ def parse_kv_step(text: str) -> Row | None:
 # samples_per_s, total -> total_iterations. Each with a real line in tests/test_iterations.py.
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
-    # TensorFlow's cifar10/ImageNet example trainers: "step 10, loss = 4.63 (5530.9
-    # examples/sec; 0.023 sec/batch)"
-    "tf_example": re.compile(rf"\bstep (?P<it>\d+), loss = (?P<loss>{_NUM}) \((?P<samples_per_s>"
-                             r"[\d.]+) examples/sec; (?P<elapsed_s>[\d.]+) sec/batch\)"),
     # WaveGlow: "step_78540:\tloss_-4.065555573"
     "waveglow": re.compile(rf"^step_(?P<it>\d+):\s*loss_(?P<loss>{_NUM})\s*$"),
     # (a bare per-epoch loop, "epoch: 3451 loss: nan", is the generic reader's: an epoch row)
@@ -885,7 +876,7 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
-SIMPLE_NEEDLES = ("examples/sec;", ":\tloss_", ": loss_", "epoch: ", "train time:", "model_grad_norm",
+SIMPLE_NEEDLES = (":\tloss_", ": loss_", "epoch: ", "train time:", "model_grad_norm",
                   "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ",
                   ", Time ", "[success][", " Complete: Avg. Loss: ", ", train_loss=")
 
@@ -1385,7 +1376,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "kv_step",
         "iterations",
-        ("| epoch ", "Training epoch ", " itr ", "global_step", "global iter:", "Epoch:[",
+        ("| epoch ", "Training epoch ", " itr ", "global iter:", "Epoch:[",
          "iteration: ", "num_updates=", "completed step: ", ", i = "),
         parse_kv_step,
         # AI-Hypercomputer/maxtext#8

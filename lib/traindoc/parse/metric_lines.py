@@ -6,7 +6,7 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
 
 - **syntaxes** of one field: ``key: value``, ``key=value``, ``key = value``, quoted keys of a
   JSON or Python dict (``"loss": NaN``, ``'grad_norm': inf``), ``key value`` for a known
-  one-word key (``loss 2.31``), and ``value unit`` (``9.8it/s``, ``2.3 s/it``, ``5123 tokens/s``,
+  one-word key (``loss 2.31``), and ``value unit`` (``9.8it/s``, ``2.3 s/it``, ``2.057s/batch``, ``5123 tokens/s``,
   ``812 samples/sec``); fields may sit between ``|``, ``,``, ``;``, `` - `` or spaces.
   Values may carry ``ms``/``s``/``%`` units, thousands separators, and ``K``/``M``/``G``
   suffixes; ``nan``/``NaN``/``inf``/``Infinity`` are values. Also ``key is value`` (BigDL's
@@ -105,6 +105,10 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   key names (``num_updates``, ``global_step=5.000``), else the bar's count (and the epoch its
   description names); the rate as the time per step. A bar without one is the progress
   parser's alone.
+- **a table of metrics under a header of column names** (ultralytics: ``Epoch GPU_mem box_loss
+  …`` then ``8/55 9.03G 0.1321 …: 100%|…| 954/954 […]``; ``MetricsTableParser``, a block
+  parser): the values in the header's order, the step counted over the run from the epoch and
+  the bar's count of its total.
 - **evaluation lines** (fairseq's ``| valid | epoch 001 | valid on 'valid' subset | loss 9.1 |
   …``, clu's ``collection=eval``): an ``event="eval"`` row whose loss is the eval loss.
 - JSON string values that are numbers are numbers (fairseq's ``--log-format json`` writes
@@ -131,7 +135,7 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
-    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?:[ _](?:index|idx))?(?![\w/])"
+    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,|\s+\d+\s*\|))s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
     r"\.?\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
@@ -139,7 +143,10 @@ STEP_RE = re.compile(
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
 # writes thousands separators: "iter:   3,800"; a logger that formats every value as a float
 # writes a whole step with zeros after the point: "step=6.0000"; LeRobot abbreviates it:
-# "step:2K", thousands rounded, ``STEP_SUFFIX``)
+# "step:2K", thousands rounded, ``STEP_SUFFIX``; a keyed batch is a step only after its epoch,
+# with its total, before a comma or between "|" fields: monodepth2's trainer and its forks,
+# "epoch   0 | lr 0.000100 |lr_p 0.000100 | batch    250 | examples/s:  22.1 | loss: 0.13400 |
+# …", noahzn/Lite-Mono#98)
 STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
@@ -189,9 +196,11 @@ PHASE_STEP_RE = re.compile(
     r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
-# HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
+# HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"; fairseq-lua, its
+# optimizer's updates over the run: "| epoch 019 | 0161656 updates | words/s   14482| trainloss
+#     1.94 | train ppl     3.84", facebookresearch/fairseq-lua#26): the step
 COUNTER_STEP_RE = re.compile(
-    r"(?<![\w/.(])(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?\s+(?:batch(?:es)?|iters?|iterations|steps)\b",
+    r"(?<![\w/.(])(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?\s+(?:batch(?:es)?|iters?|iterations|steps|updates)\b",
     re.IGNORECASE)
 # PaddlePaddle's pass counter, when no step key is on the line: the batch of the pass (its
 # epoch), "Pass 0, Batch 100, Cost 2.261713, {…}" (v2 API: PaddlePaddle/Paddle#5473), "[Pass 0,
@@ -284,7 +293,7 @@ PAIR_RE = re.compile(
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s(?:ec)?|images/s(?:ec)?|"
-    r"TFLOPS|TFLOP/s|secs?/step|s/step|(?<=\d)/s)(?![\w/])",
+    r"TFLOPS|TFLOP/s|secs?/step|s/step|secs?/batch|s/batch|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
 # any unit word right after a "speed" value ("1.95 step/s", "3.1 batches/s"): only a bare speed
@@ -369,7 +378,10 @@ METRIC_KEYS: dict[str, str] = {
                      # (the step's time, its reader_cost included)
                      "batchcost", "avgbatchcost",
                      # LeRobot's "updt_s:0.501" (the update's time; its "data_s" is the wait)
-                     "updts"),
+                     "updts",
+                     # MindSpore's TimeMonitor and the suites built on it (mindocr, mindcv,
+                     # mindformers): "per step time: 223.489 ms"
+                     "persteptime"),
                     "elapsed_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/", "timing/")
@@ -796,7 +808,8 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             continue
         if unit == "it/s":
             row.setdefault("elapsed_s", 1.0 / value if value else None)
-        elif unit == "s/it" or unit.endswith("/step"):  # RETURNN: "0.504 sec/step"
+        elif unit == "s/it" or unit.endswith(("/step", "/batch")):  # RETURNN: "0.504
+            # sec/step"; ClearerVoice-Studio: "Step: 10/965 | 2.057s/batch |"
             row.setdefault("elapsed_s", value)
         elif unit.startswith(("tok", "words")):
             row.setdefault("tokens_per_s", value)
@@ -1247,4 +1260,105 @@ class CumulativeSkipParser:
         return []
 
 
-BLOCKS = (CumulativeSkipParser,)
+
+# -- a table of metrics under a header of column names ----------------------------------------
+# A header line of column names, the first the epoch, one naming a loss; each line under it the
+# values in the same order, the epoch as "e/E", then the epoch's tqdm bar (ultralytics YOLOv8
+# and later, trainer.py's ('\n' + '%11s' * (4 + len(self.loss_names))) % ('Epoch', 'GPU_mem',
+# *self.loss_names, 'Instances', 'Size'): "      Epoch    GPU_mem   box_loss   cls_loss
+# dfl_loss  Instances       Size" then "       8/55      9.03G     0.1321      8.032      3.308
+#   22        640: 100%|██████████| 954/954 [11:41<00:00,  1.36it/s]", ultralytics/ultralytics#21765;
+# meituan YOLOv6's "Epoch  lr  iou_loss  dfl_loss  cls_loss"). The bar's count is the batch of
+# the epoch, its total the epoch's batches: the run's step is counted on across epochs from them
+# (both are printed; a file's bar drawn once per epoch, at its end, shows no wrap for the loss
+# runbook to count on), from epoch 0 where the writer's first row shows epoch 0 (YOLOv6 prints
+# f"{epoch}/{max_epoch - 1}"), else from 1 (ultralytics prints f"{epoch + 1}/{epochs}"); a row
+# without a bar is its epoch's.
+TABLE_HEADER_RE = re.compile(r"^\s*(?P<first>epoch|iter(?:ation)?|step)(?P<rest>(?:\s+[A-Za-z][\w()./-]*){2,})\s*$",
+                             re.IGNORECASE)
+TABLE_VALUE_RE = re.compile(rf"^(?:{_NUM})(?:[KMG%])?$")
+TABLE_COUNTER_RE = re.compile(r"^(?P<n>\d+)(?:/(?P<tot>\d+))?$")
+# the row's values end at the bar's description colon; the bar's count of its total
+# (tqdm's "100%|██████████| 954/954 [11:41<00:00,  1.36it/s]"; ultralytics 8.3's own bar
+# "20% ━━────────── 1/5 2.6it/s 0.5s<1.5s")
+TABLE_BAR_RE = re.compile(r":\s+\d{1,3}%(?:\|[^|]*\||[^\w|]*)\s*(?P<n>\d+)/(?P<tot>\d+)(?![\d/])")
+TABLE_NEEDLES = ("Epoch", "epoch", "EPOCH")
+
+
+def table_header(text: str) -> tuple[str, ...] | None:
+    """The column names of a metrics table's header (``TABLE_HEADER_RE``) with a loss among
+    them, or None."""
+    m = TABLE_HEADER_RE.match(text)
+    if m is None:
+        return None
+    cols = (m["first"], *m["rest"].split())
+    if not any(_norm(c) in ("loss", "eval_loss") or _loss_part(c) for c in cols[1:]):
+        return None
+    return cols
+
+
+def table_row(cols: tuple[str, ...], text: str, base: int | None = None) -> Row | None:
+    """The row of a metrics table under its header ``cols``: the values in the header's order,
+    the first the epoch (or step) counter; None for a line that is no such row. ``base``: the
+    number of the writer's first epoch (0 or 1; None: this row's epoch is the first)."""
+    bar = TABLE_BAR_RE.search(text)
+    values = (text[:bar.start()] if bar else text).split()
+    if len(values) != len(cols) or not (c := TABLE_COUNTER_RE.match(values[0])) \
+            or not all(TABLE_VALUE_RE.match(v) for v in values[1:]):
+        return None
+    row: Row = {}
+    parts: Row = {}
+    for name, v in zip(cols[1:], values[1:], strict=True):
+        if (col := _norm(name)) is not None and col not in row:
+            row[col] = _number(v.rstrip("KMG%"), None)
+        elif (part := _loss_part(name)) and part not in parts:
+            parts[part] = _number(v, None)
+    _with_parts(row, parts)
+    if row.get("loss") is None and row.get("eval_loss") is None:
+        return None
+    if cols[0].lower() != "epoch":
+        row["iteration"] = int(c["n"])
+    elif bar is not None:
+        epoch = int(c["n"])
+        first = (0 if epoch == 0 else 1) if base is None else base
+        row.update(iteration=max(epoch - first, 0) * int(bar["tot"]) + int(bar["n"]),
+                   epoch=float(epoch))
+    else:
+        row.update(iteration=int(c["n"]), epoch=float(c["n"]), event=EPOCH_EVENT)
+    row.pop("elapsed_s", None)  # (no column of the table is a step's time)
+    return row
+
+
+class MetricsTableParser:
+    """Rows of a metrics table under its header (``table_header``, ``table_row``), one writer
+    each: the header opens the table, each line that fits it is a row, any other line ends it."""
+
+    needles = TABLE_NEEDLES
+    tables = ("iterations",)
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.cols: tuple[str, ...] = ()
+        self.base: int | None = None  # the number of the writer's first epoch
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the row of a table's line."""
+        if any(map(text.__contains__, TABLE_NEEDLES)) and (cols := table_header(text)):
+            self.cols, self.section = cols, "table"
+            return []
+        if self.section is None:
+            return []
+        row = table_row(self.cols, text, self.base)
+        if row is None:
+            self.section, self.cols = None, ()
+            return []
+        if self.base is None and row.get("epoch") is not None and row.get("event") is None:
+            self.base = 0 if row["epoch"] == 0 else 1
+        return [("iterations", {**row, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
+BLOCKS = (CumulativeSkipParser, MetricsTableParser)
