@@ -874,6 +874,26 @@ def test_gnmt_phase_counter(line: str, expected: dict | None, source: str) -> No
         assert row is not None and {k: row.get(k) for k in expected} == expected
 
 
+# a phase's word and the step of a total in one bracket (ML4HPC/JAX-CFD logs/train_log.txt, corpus
+# throughput-jax-cfd-kolmogorov-train-healthy, after its absl header): the step; another phase
+# is an evaluation
+PHASE_BRACKET_LINES = [
+    ("[Train 10/1882] {'grads_finite': 1.0, 'loss_scale': 1.0, 'train_loss': 0.0077463057823479176}",
+     {"iteration": 10, "total_iterations": 1882, "loss": 0.0077463057823479176, "event": None}),
+    ("train.py:577] [Train 1880/1882] {'grads_finite': 1.0, 'loss_scale': 1.0, 'train_loss': nan}",
+     {"iteration": 1880, "event": None}),
+    ("[Eval 3/287] {'eval_loss': 0.51}", {"iteration": 3, "event": "eval", "eval_loss": 0.51}),
+]
+
+
+@pytest.mark.parametrize("line, expected", PHASE_BRACKET_LINES)
+def test_a_phase_and_its_step_in_one_bracket(line: str, expected: dict) -> None:
+    row = parse_metric_line(line)
+    assert row is not None and {k: row.get(k) for k in expected} == expected
+    # a bracket that only names a phase and a count with no metric is no step line
+    assert parse_metric_line("[Train 3/100] (winner: 'x') in 20 turns") is None
+
+
 def test_an_mse_is_a_part_of_the_loss() -> None:
     # AdrianTuci1/thunder-1 training_prefixlm.log: a diffusion loop names its objective "MSE"
     row = parse_metric_line("Training:  33%|███▎      | 816/2500 [07:24<13:12,  2.12it/s, "
@@ -898,3 +918,4 @@ def test_a_step_key_that_calls_it_an_index() -> None:
     row = parse_metric_line("step_idx: 5, loss: 1.25")
     assert row is not None and (row["iteration"], row["loss"]) == (5, 1.25)
     assert parse_metric_line("step indexing: 5, loss: 1.25") is None
+

@@ -64,6 +64,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
 - **a phase's counter** (NVIDIA's GNMT: ``TRAIN [3][1930/1938]  …  Loss/tok 3.0178 (3.1454)``,
   ``VALIDATION [0][0/3]``, ``TEST [3][0/3]``), before any step key (its ``Decoder iters`` is a
   metric): the batch of the epoch; a phase other than training is an evaluation.
+- **a phase's word and its step of a total in one bracket** (JAX-CFD's absl lines: ``[Train
+  10/1882] {'grads_finite': 1.0, …, 'train_loss': 0.0077}``) when no step key is on the line:
+  the step; a phase other than training is an evaluation.
 - **PaddlePaddle's pass counter** (``Pass 0, Batch 100, Cost 2.26``, ``[Pass 0, train batch
   10]``, ``Train Pass 2, batch 220, …, speed 26454.34``) when no step key is on the line: the
   batch of the pass (the epoch); ``speed`` without a unit is samples per second.
@@ -187,6 +190,14 @@ LEAD_RUN_COUNTER_RE = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s+(?=epoch\s*:?\s*\[)", 
 PHASE_STEP_RE = re.compile(
     r"(?<![\w/.])(?P<phase>TRAIN(?:ING)?|VALID(?:ATION)?|EVAL(?:UATION)?|TEST)\s*"
     r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
+# a phase's word and its step of a total inside one bracket, when no step key is on the line
+# (ML4HPC/JAX-CFD logs/train_log.txt, absl: "[Train 10/1882] {'grads_finite': 1.0, …,
+# 'train_loss': 0.0077}"; the batch of an epoch after it: "[Epoch %d/%d][Train %d/%d] loss: %.4f
+# acc: %.4f lr: %.6f"): the step, the epoch a bracket before it names; a phase other than
+# training is an evaluation
+PHASE_BRACKET_RE = re.compile(
+    r"\[\s*(?P<phase>train(?:ing)?|eval(?:uation)?|valid(?:ation)?|val|test)\s*:?\s+"
+    r"(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]", re.IGNORECASE)
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
 # HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"): the step
@@ -645,6 +656,12 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(ep or 0) * tot + int(m["n"] or m["bn"])
         if ep:
             row["epoch"] = float(ep)
+    elif m is None and (m := PHASE_BRACKET_RE.search(text)) is not None:
+        phase = m
+        row["iteration"] = int(m["n"])
+        row["total_iterations"] = int(m["tot"])
+        if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
     elif m is None and (m := PASS_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
         row["epoch"] = float(m["e"])
@@ -684,7 +701,7 @@ def parse_metric_line(text: str) -> Row | None:
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     if by_epoch:  # an epoch's row: the time its training took is its time ("1 epoch time=61.98")
         rest = EPOCH_TIME_RE.sub(lambda t: "time".rjust(len(t[0])), rest)
-    if phase is not None and not phase["phase"].startswith("TRAIN"):
+    if phase is not None and not phase["phase"].upper().startswith("TRAIN"):
         fields = _step_fields(text, rest, m, row)
         return None if fields is None else _as_eval(fields)
     return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
