@@ -4,6 +4,7 @@ pattern of their own, each with its source; and it reads only what no other pars
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -919,3 +920,43 @@ def test_a_step_key_that_calls_it_an_index() -> None:
     assert row is not None and (row["iteration"], row["loss"]) == (5, 1.25)
     assert parse_metric_line("step indexing: 5, loss: 1.25") is None
 
+
+# a table of metrics under a header row: fastai v2's Learner in a terminal, cells apart by tabs
+# (timeseriesAI/tsai#639: the losses NaN from the first epoch), and minai's pipe table whose
+# "train" column marks the evaluation rows (AnswerDotAI/minai#3); fastai v1 pads with spaces
+# (fastai/fastai#2512's header "epoch     train_loss  valid_loss  error_rate  time    ")
+TSAI_639 = ("epoch\ttrain_loss\tvalid_loss\taccuracy\ttime\n0\tnan\tnan\t0.958595\t00:03\n"
+            "1\tnan\tnan\t0.958595\t00:03\n2\tnan\tnan\t0.958595\t00:03\n")
+MINAI_3 = ("accuracy | loss | epoch | train | time\n-- | -- | -- | -- | --\n"
+           "0.817 | 0.722 | 0 | True | 00:21\n0.850 | 0.547 | 0 | False | 00:01\n"
+           "0.894 | 0.392 | 1 | True | 00:21\n0.862 | 0.462 | 1 | False | 00:01\n")
+FASTAI_V1 = ("epoch     train_loss  valid_loss  error_rate  time    \n"
+             "0         1.155185    0.567519    0.176591    00:39     \n"
+             "1         0.624531    0.367225    0.115021    01:12     \n"
+             "Better model found at epoch 1 with valid_loss value: 0.367225.\n"
+             "2         0.437893    0.301142    0.095399    00:37     \n")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_table_under_a_header_row(tmp_path: Path, engine: str) -> None:
+    from traindoc.diagnose.loss_spike import analyse
+
+    (tmp_path / "a.log").write_text(TSAI_639)
+    inc = load(tmp_path / "a.log", engine=engine)
+    it = inc.iterations
+    assert list(it["iteration"]) == [0, 1, 2] and list(it["event"]) == ["epoch"] * 3
+    assert list(it["nan"]) == [1, 1, 1] and list(it["elapsed_s"]) == [3.0, 3.0, 3.0]
+    assert analyse(inc).nan_iterations[:1] == [0]
+    (tmp_path / "b.log").write_text(MINAI_3)
+    it = load(tmp_path / "b.log", engine=engine).iterations
+    train = it[it["event"] == "epoch"]
+    assert list(train["loss"]) == [0.722, 0.392] and list(train["elapsed_s"]) == [21.0, 21.0]
+    assert list(it[it["event"] == "eval"]["eval_loss"]) == [0.547, 0.462]
+    (tmp_path / "c.log").write_text(FASTAI_V1)
+    it = load(tmp_path / "c.log", engine=engine).iterations
+    # a callback's line between two rows (read as a line of its own) does not end the table
+    rows = it[it["loss"].notna()]
+    assert list(rows["iteration"]) == [0, 1, 2]
+    assert list(rows["loss"]) == [1.155185, 0.624531, 0.437893]
+    assert list(rows["elapsed_s"]) == [39.0, 72.0, 37.0]
+    assert list(rows["eval_loss"]) == [0.567519, 0.367225, 0.301142]

@@ -113,6 +113,11 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
 - JSON string values that are numbers are numbers (fairseq's ``--log-format json`` writes
   ``"loss": "16.195"``).
 
+- **a table under a header row** (a block parser, ``HeadedTableParser``: fastai's ``epoch
+  train_loss valid_loss accuracy time`` and its rows, minai's ``accuracy | loss | epoch | train
+  | time``): the counter's column, the metrics' columns by the same vocabulary as a line's keys,
+  a ``time`` of ``00:21`` in minutes and seconds.
+
 A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
 MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
 that have no pattern of their own (``tests/test_metric_lines.py``).
@@ -1264,4 +1269,135 @@ class CumulativeSkipParser:
         return []
 
 
-BLOCKS = (CumulativeSkipParser,)
+# -- a table with a header row ------------------------------------------------------------------
+# A loop that prints its metrics as a table: a header row of column names, then one row of
+# values per epoch or step, the cells apart by a tab, two spaces or more, or " | " (fastai's
+# Learner, v1 with spaces and v2 with tabs in a terminal: "epoch\ttrain_loss\tvalid_loss\t
+# accuracy\ttime" / "0\tnan\tnan\t0.958595\t00:03", timeseriesAI/tsai#639; minai's
+# "accuracy | loss | epoch | train | time" / "0.817 | 0.722 | 0 | True | 00:21",
+# AnswerDotAI/minai#3). The counter's column is named by a step key or "epoch"; the metrics'
+# columns by the same vocabulary as a step line's keys (a "time" of "00:21" is the row's
+# minutes and seconds); a column of the phase ("train" True/False, "phase" train/valid) makes
+# an evaluation's row an eval row.
+TABLE_SPLIT_RE = re.compile(r"\s*\|\s*|\t+\s*|\s{2,}")
+TABLE_NAME_RE = re.compile(r"[A-Za-z_][\w ./()%-]{0,40}")
+TABLE_RULE_RE = re.compile(r"[\s|:+-]*-[\s|:+-]*")  # a markdown table's rule: "-- | --"
+TABLE_PHASES = frozenset(("train", "phase", "split", "mode", "stage", "is_train"))
+TABLE_EVAL_VALUES = frozenset(("false", "val", "valid", "validation", "eval", "test", "dev"))
+TABLE_NEEDLES = ("loss", "Loss", "LOSS", "time", "Time", "TIME", "/s")
+TABLE_NOT_HEADER = (":", "=", "[")
+TABLE_NA = frozenset(("#na#", "none", "-", "n/a", "na"))
+# lines that are no row the table outlives (fastai's callbacks print between its rows:
+# "Better model found at epoch 1 with valid_loss value: 0.367225.")
+TABLE_GAP = 2
+
+
+def _table_cells(text: str) -> list[str]:
+    """A line's cells as a printed table separates them (no empty outer cell of "| a | b |")."""
+    cells = TABLE_SPLIT_RE.split(text.strip().strip("|").strip())
+    return [c.strip() for c in cells]
+
+
+def _table_header(text: str) -> tuple[int, bool, dict[int, str], int | None] | None:
+    """The counter's cell, whether it counts epochs, the metric of each other cell and the
+    phase's cell of a header row; None for a line that is no such header (fewer than three
+    cells, a cell that is no name, no counter or no metric)."""
+    if ("\t" not in text and "  " not in text and "|" not in text) or any(
+            c in text for c in TABLE_NOT_HEADER):
+        return None  # (a step line's "key: value" or "key=value" is never a header's cell)
+    cells = _table_cells(text)
+    if len(cells) < 3 or not all(TABLE_NAME_RE.fullmatch(c) for c in cells):
+        return None
+    step = by_epoch = None
+    metrics: dict[int, str] = {}
+    phase = None
+    for i, c in enumerate(cells):
+        key = re.sub(r"[\s_\-]", "", c.lower())
+        if step is None and (key in STEP_RANK or key == "epoch"):
+            step, by_epoch = i, key == "epoch"
+        elif key in TABLE_PHASES and phase is None:
+            phase = i
+        elif (col := _norm(c)) is not None and col not in metrics.values():
+            metrics[i] = col
+    if step is None or not any(col in SIGNAL_COLUMNS or col == "elapsed_s"
+                               for col in metrics.values()):
+        return None
+    return step, bool(by_epoch), metrics, phase
+
+
+def _table_value(cell: str, col: str) -> float | None:
+    """A cell's value: a number, nan/inf, a time as minutes and seconds ("00:21")."""
+    if col == "elapsed_s" and CLOCK_CELL_RE.fullmatch(cell):
+        return hms_to_s(cell)
+    return None if cell.lower() in TABLE_NA else _number(cell, None)
+
+
+CLOCK_CELL_RE = re.compile(r"[0-9]+:[0-9][0-9](?::[0-9][0-9])?")
+TABLE_COUNT_RE = re.compile(r"[0-9]{1,12}")  # the counter's cell: a whole number
+
+
+class HeadedTableParser:
+    """A table of metrics under a header row (``_table_header``): one row per printed row of
+    the header's width, until a line that is none."""
+
+    needles = TABLE_NEEDLES
+    tables = ("iterations",)
+    section: str | None = None  # "table" under a header
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.header: tuple[int, bool, dict[int, str], int | None] | None = None
+        self.width = 0
+        self.gap = 0  # lines since the table's last row
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the row of a table row under a header."""
+        if self.header is not None:
+            if TABLE_RULE_RE.fullmatch(text) and "-" in text:
+                return []
+            row = self._row(_table_cells(text))
+            if row is not None:
+                self.gap = 0
+                return [("iterations", {**row, "_ctx": ctx})]
+            self.gap += 1
+            if self.gap <= TABLE_GAP and _table_header(text) is None:
+                return []  # a callback's line between rows ("Better model found at epoch 1 …")
+            self.header, self.section = None, None
+        if (head := _table_header(text)) is not None:
+            self.header, self.section = head, "table"
+            self.width, self.gap = len(_table_cells(text)), 0
+        return []
+
+    def _row(self, cells: list[str]) -> Row | None:
+        if self.header is None or len(cells) != self.width:
+            return None
+        step_at, by_epoch, metrics, phase = self.header
+        if TABLE_COUNT_RE.fullmatch(cells[step_at]) is None:
+            return None
+        row: Row = {"iteration": int(cells[step_at])}
+        for i, col in metrics.items():
+            value = _table_value(cells[i], col)
+            if value is None and cells[i].lower() not in TABLE_NA and not CLOCK_CELL_RE.fullmatch(
+                    cells[i]):
+                return None  # a cell that is no value: no row of this table
+            if value is not None:
+                row[col] = value
+        if by_epoch:
+            row["epoch"] = float(row["iteration"])
+            row["event"] = EPOCH_EVENT
+        if phase is not None and cells[phase].lower() in TABLE_EVAL_VALUES:
+            loss = row.get("loss", row.get("eval_loss"))
+            return None if loss is None else {"iteration": row["iteration"], "event": "eval",
+                                              "eval_loss": loss}
+        if row.get("loss") is None and row.get("eval_loss") is None and not any(
+                row.get(c) is not None for c in (*SIGNAL_COLUMNS, "elapsed_s")):
+            return None
+        return row
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        self.header, self.section = None, None
+        return []
+
+
+BLOCKS = (CumulativeSkipParser, HeadedTableParser)
