@@ -895,6 +895,19 @@ def test_a_phase_and_its_step_in_one_bracket(line: str, expected: dict) -> None:
     assert parse_metric_line("[Train 3/100] (winner: 'x') in 20 turns") is None
 
 
+def test_paddlerecs_batch_id_after_its_epoch() -> None:
+    # PaddleRec's tools/trainer.py ("epoch: {}, batch_id: {}, " + metrics + "avg_reader_cost: …,
+    # ips: … ins/s"), BamLubi/Paddle-SIGN train.log (corpus loss_spike-paddle-sign-avazu-healthy):
+    # the batch of the epoch, as every per-epoch counter
+    row = parse_metric_line("epoch: 0, batch_id: 500, AUC:0.788134, ACC:0.688159, loss:0.18541333,"
+                            " avg_reader_cost: 0.00012 sec, avg_batch_cost: 0.56199 sec, "
+                            "avg_samples: 1024.00000, ips: 1822.08655 ins/s")
+    assert row is not None and (row["iteration"], row["epoch"], row["loss"]) == (500, 0.0, 0.18541333)
+    assert row["samples_per_s"] == 1822.08655 and row["elapsed_s"] == 0.56199
+    # with no epoch before it, a batch id is no step ("batch_id" of a data sample, a request)
+    assert parse_metric_line("batch_id: 500, loss: 0.3") is None
+
+
 def test_an_mse_is_a_part_of_the_loss() -> None:
     # AdrianTuci1/thunder-1 training_prefixlm.log: a diffusion loop names its objective "MSE"
     row = parse_metric_line("Training:  33%|███▎      | 816/2500 [07:24<13:12,  2.12it/s, "

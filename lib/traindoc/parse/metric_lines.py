@@ -139,13 +139,16 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
-    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,))s?(?:[ _](?:index|idx))?(?![\w/])"
+    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,)|batch_id(?=\s*[:=]\s*\d+\s*,))"
+    r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
     r"\.?\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; a
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
-# writes thousands separators: "iter:   3,800"; a logger that formats every value as a float
+# writes thousands separators: "iter:   3,800"; PaddleRec's trainer names the batch of the epoch
+# "batch_id" ("epoch: 0, batch_id: 500, AUC:0.788134, …, loss:0.18541333, …, ips: 1822.08655
+# ins/s", BamLubi/Paddle-SIGN train.log); a logger that formats every value as a float
 # writes a whole step with zeros after the point: "step=6.0000"; LeRobot abbreviates it:
 # "step:2K", thousands rounded, ``STEP_SUFFIX``)
 STEP_SUFFIX = {"K": 1000, "M": 1000000}
@@ -260,7 +263,7 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "numupdates": 0,
              "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
-             "stepnum": 3, "epochnum": 4, "batch": 4}
+             "stepnum": 3, "epochnum": 4, "batch": 4, "batchid": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
 # a JSON string value that is a number (fairseq's json log format writes every stat as one:
@@ -514,7 +517,8 @@ def _number(v: str, unit: str | None) -> float | None:
 def _step(text: str) -> re.Match[str] | None:
     best: re.Match[str] | None = None
     for m in STEP_RE.finditer(text):
-        if m["k"].lower() == "batch" and not m["tot"] and not EPOCH_RE.search(text, 0, m.start()):
+        if m["k"].lower() in ("batch", "batch_id") and not m["tot"] \
+                and not EPOCH_RE.search(text, 0, m.start()):
             continue  # a keyed batch with no total is a step only after the epoch it counts in
         if best is None or (STEP_RANK[re.sub(r"[ _]", "", m["k"].lower())]
                             < STEP_RANK[re.sub(r"[ _]", "", best["k"].lower())]):
