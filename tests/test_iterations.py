@@ -671,6 +671,33 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     assert list(it["elapsed_s"]) == pytest.approx([948.4574916, 487.3530626])
 
 
+# TensorFlow's Transformer tutorial as tensorflow/tensorflow#28621 pasted it: batch lines, then the
+# epoch's loss and "Time taken for 1 epoch: … secs"; the epoch is its own row (event "epoch"),
+# never a step among the batch lines' counter, and its time is the throughput runbook's series
+TF_TUTORIAL_EPOCH_LOG = (
+    "Epoch 1 Batch 0 Loss 4.4481 Accuracy 0.0000\nEpoch 1 Batch 500 Loss 3.6211 Accuracy 0.0405\n"
+    "Epoch 1 Loss 3.3870 Accuracy 0.0524\nTime taken for 1 epoch: 630.2422263622284 secs\n\n"
+    "Epoch 2 Batch 0 Loss 2.7912 Accuracy 0.1001\nEpoch 2 Batch 500 Loss 2.4382 Accuracy 0.1176\n"
+    "Epoch 2 Loss 2.3831 Accuracy 0.1230\nTime taken for 1 epoch: 495.0642912387848 secs\n\n"
+    "Epoch 3 Batch 0 Loss 2.3392 Accuracy 0.1482\nEpoch 3 Batch 500 Loss 2.1384 Accuracy 0.1470\n"
+    "Epoch 3 Loss 2.1120 Accuracy 0.1501\nTime taken for 1 epoch: 148.81153535842896 secs\n")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_an_epoch_time_after_its_loss_line(tmp_path: Path, engine: str) -> None:
+    from traindoc.diagnose.throughput.series import steps_with_seconds
+
+    (tmp_path / "a.log").write_text(TF_TUTORIAL_EPOCH_LOG)
+    inc = traindoc.load(tmp_path / "a.log", engine=engine)
+    it = inc.iterations
+    epochs = it[it["event"] == "epoch"]
+    assert list(epochs["iteration"]) == [1, 2, 3] and list(epochs["loss"]) == [3.387, 2.3831, 2.112]
+    assert list(epochs["elapsed_s"]) == pytest.approx([630.2422263622284, 495.0642912387848,
+                                                       148.81153535842896])
+    assert list(it[it["event"].isna()]["iteration"]) == [0, 500] * 3
+    assert list(steps_with_seconds(inc)["elapsed_s"]) == pytest.approx(list(epochs["elapsed_s"]))
+
+
 @pytest.mark.parametrize(("line", "expected"), [
     # NVIDIA/waveglow#32
     ("step_78540:\tloss_-4.065555573", {"iteration": 78540, "loss": -4.065555573}),

@@ -163,6 +163,34 @@ def test_glog_time_gets_a_year(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_an_absl_header_is_the_line_time(tmp_path: Path, engine: str) -> None:
+    # absl/glog's own header, unbracketed: ML4HPC/JAX-CFD logs/train_log.txt (corpus
+    # throughput-jax-cfd-kolmogorov-train-healthy) and MaxText's metric_logger
+    # (AI-Hypercomputer/maxtext#4847); the year is the stream's, as for c10's bracketed glog time
+    log = ("I1216 14:22:57.913980 139628846601088 train.py:577] [Train 10/1882] {'grads_finite': "
+           "1.0, 'loss_scale': 1.0, 'train_loss': 0.0077463057823479176}\n"
+           "I0811 21:54:55.531340 138304841739136 metric_logger.py:226] completed step: 1, seconds: "
+           "0.631, TFLOP/s/device: 5688.282, Tokens/s/device: 311629.521, total_weights: 1572864, "
+           "loss: 12.979, lm_loss: 12.979, perplexity: 433358.281\n"
+           "I1216 config: 14:22:57 is no header\n")
+    it = traindoc.load(write(tmp_path / "t.log", log), year=2024, engine=engine).iterations
+    assert list(it["time"]) == [datetime(2024, 12, 16, 14, 22, 57, 913980),
+                                datetime(2024, 8, 11, 21, 54, 55, 531340)]
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_glog_time_takes_the_year_of_the_files_first_date(tmp_path: Path, engine: str) -> None:
+    # torchrun's absl warning above srun's dated cancel line (corpus
+    # gpu_crash-aurora-testbed-train-2gpus-13102221): both of the same year, whatever the file's
+    # modification time says, so that their order is the log's
+    log = ("W0710 16:55:26.227000 105975 torch/distributed/elastic/multiprocessing/api.py:897] "
+           "Sending process 107669 closing signal SIGTERM\n"
+           "slurmstepd: error: *** STEP 13102221.0 ON gcn112 CANCELLED AT 2025-07-10T16:55:26 ***\n")
+    inc = traindoc.load(write(tmp_path / "t.log", log), engine=engine)
+    assert inc.errors.loc[0, "time"].year == 2025
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
 def test_a_two_digit_year_first_is_the_line_time(tmp_path: Path, engine: str) -> None:
     # mmsr/EDVR/BasicSR's logger (datefmt '%y-%m-%d'): hnmizuho/AT-BSN#1 and XPixelGroup/BasicSR#204
     log = ("24-09-18 13:27:08.905 - INFO: <epoch: 16, iter:   3,800, lr:2.999e-04> l_all: "

@@ -4,6 +4,7 @@ pattern of their own, each with its source; and it reads only what no other pars
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -874,6 +875,39 @@ def test_gnmt_phase_counter(line: str, expected: dict | None, source: str) -> No
         assert row is not None and {k: row.get(k) for k in expected} == expected
 
 
+# a phase's word and the step of a total in one bracket (ML4HPC/JAX-CFD logs/train_log.txt, corpus
+# throughput-jax-cfd-kolmogorov-train-healthy, after its absl header): the step; another phase
+# is an evaluation
+PHASE_BRACKET_LINES = [
+    ("[Train 10/1882] {'grads_finite': 1.0, 'loss_scale': 1.0, 'train_loss': 0.0077463057823479176}",
+     {"iteration": 10, "total_iterations": 1882, "loss": 0.0077463057823479176, "event": None}),
+    ("train.py:577] [Train 1880/1882] {'grads_finite': 1.0, 'loss_scale': 1.0, 'train_loss': nan}",
+     {"iteration": 1880, "event": None}),
+    ("[Eval 3/287] {'eval_loss': 0.51}", {"iteration": 3, "event": "eval", "eval_loss": 0.51}),
+]
+
+
+@pytest.mark.parametrize("line, expected", PHASE_BRACKET_LINES)
+def test_a_phase_and_its_step_in_one_bracket(line: str, expected: dict) -> None:
+    row = parse_metric_line(line)
+    assert row is not None and {k: row.get(k) for k in expected} == expected
+    # a bracket that only names a phase and a count with no metric is no step line
+    assert parse_metric_line("[Train 3/100] (winner: 'x') in 20 turns") is None
+
+
+def test_paddlerecs_batch_id_after_its_epoch() -> None:
+    # PaddleRec's tools/trainer.py ("epoch: {}, batch_id: {}, " + metrics + "avg_reader_cost: …,
+    # ips: … ins/s"), BamLubi/Paddle-SIGN train.log (corpus loss_spike-paddle-sign-avazu-healthy):
+    # the batch of the epoch, as every per-epoch counter
+    row = parse_metric_line("epoch: 0, batch_id: 500, AUC:0.788134, ACC:0.688159, loss:0.18541333,"
+                            " avg_reader_cost: 0.00012 sec, avg_batch_cost: 0.56199 sec, "
+                            "avg_samples: 1024.00000, ips: 1822.08655 ins/s")
+    assert row is not None and (row["iteration"], row["epoch"], row["loss"]) == (500, 0.0, 0.18541333)
+    assert row["samples_per_s"] == 1822.08655 and row["elapsed_s"] == 0.56199
+    # with no epoch before it, a batch id is no step ("batch_id" of a data sample, a request)
+    assert parse_metric_line("batch_id: 500, loss: 0.3") is None
+
+
 def test_an_mse_is_a_part_of_the_loss() -> None:
     # AdrianTuci1/thunder-1 training_prefixlm.log: a diffusion loop names its objective "MSE"
     row = parse_metric_line("Training:  33%|███▎      | 816/2500 [07:24<13:12,  2.12it/s, "
@@ -898,3 +932,44 @@ def test_a_step_key_that_calls_it_an_index() -> None:
     row = parse_metric_line("step_idx: 5, loss: 1.25")
     assert row is not None and (row["iteration"], row["loss"]) == (5, 1.25)
     assert parse_metric_line("step indexing: 5, loss: 1.25") is None
+
+
+# a table of metrics under a header row: fastai v2's Learner in a terminal, cells apart by tabs
+# (timeseriesAI/tsai#639: the losses NaN from the first epoch), and minai's pipe table whose
+# "train" column marks the evaluation rows (AnswerDotAI/minai#3); fastai v1 pads with spaces
+# (fastai/fastai#2512's header "epoch     train_loss  valid_loss  error_rate  time    ")
+TSAI_639 = ("epoch\ttrain_loss\tvalid_loss\taccuracy\ttime\n0\tnan\tnan\t0.958595\t00:03\n"
+            "1\tnan\tnan\t0.958595\t00:03\n2\tnan\tnan\t0.958595\t00:03\n")
+MINAI_3 = ("accuracy | loss | epoch | train | time\n-- | -- | -- | -- | --\n"
+           "0.817 | 0.722 | 0 | True | 00:21\n0.850 | 0.547 | 0 | False | 00:01\n"
+           "0.894 | 0.392 | 1 | True | 00:21\n0.862 | 0.462 | 1 | False | 00:01\n")
+FASTAI_V1 = ("epoch     train_loss  valid_loss  error_rate  time    \n"
+             "0         1.155185    0.567519    0.176591    00:39     \n"
+             "1         0.624531    0.367225    0.115021    01:12     \n"
+             "Better model found at epoch 1 with valid_loss value: 0.367225.\n"
+             "2         0.437893    0.301142    0.095399    00:37     \n")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_table_under_a_header_row(tmp_path: Path, engine: str) -> None:
+    from traindoc.diagnose.loss_spike import analyse
+
+    (tmp_path / "a.log").write_text(TSAI_639)
+    inc = load(tmp_path / "a.log", engine=engine)
+    it = inc.iterations
+    assert list(it["iteration"]) == [0, 1, 2] and list(it["event"]) == ["epoch"] * 3
+    assert list(it["nan"]) == [1, 1, 1] and list(it["elapsed_s"]) == [3.0, 3.0, 3.0]
+    assert analyse(inc).nan_iterations[:1] == [0]
+    (tmp_path / "b.log").write_text(MINAI_3)
+    it = load(tmp_path / "b.log", engine=engine).iterations
+    train = it[it["event"] == "epoch"]
+    assert list(train["loss"]) == [0.722, 0.392] and list(train["elapsed_s"]) == [21.0, 21.0]
+    assert list(it[it["event"] == "eval"]["eval_loss"]) == [0.547, 0.462]
+    (tmp_path / "c.log").write_text(FASTAI_V1)
+    it = load(tmp_path / "c.log", engine=engine).iterations
+    # a callback's line between two rows (read as a line of its own) does not end the table
+    rows = it[it["loss"].notna()]
+    assert list(rows["iteration"]) == [0, 1, 2]
+    assert list(rows["loss"]) == [1.155185, 0.624531, 0.437893]
+    assert list(rows["elapsed_s"]) == [39.0, 72.0, 37.0]
+    assert list(rows["eval_loss"]) == [0.567519, 0.367225, 0.301142]

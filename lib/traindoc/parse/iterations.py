@@ -69,6 +69,7 @@ import math
 import re
 from functools import lru_cache
 
+from ..linefacts import EPOCH_EVENT
 from .base import LineParser, Row, hms_to_s, to_float, to_int
 from .collectives import RANK_TAG_RE
 from .prefixes import MONTH_NAME_TIME_RE, MONTH_NAMES
@@ -1004,7 +1005,9 @@ class EpochBatchParser:
 
 
 # Trainers that log an epoch on two lines, its loss then its time: (the epoch line, the time
-# line, seconds per unit of the time). The epoch is the iteration (the only unit logged).
+# line, seconds per unit of the time). The epoch is the iteration, a row of ``event="epoch"``: a
+# step where nothing else counts steps (``diagnose.common.epoch_counted``), else the epoch's own
+# time (``diagnose.throughput.series.epoch_rates``).
 EPOCH_TIME_FORMATS: dict[str, tuple[re.Pattern[str], re.Pattern[str], float]] = {
     # TensorFlow tutorials: "Epoch: 0001 cost= 29.860479714" then "time this epoch= 1.749361"
     "tf_epoch": (re.compile(r"\bEpoch: (?P<epoch>\d+) cost= (?P<loss>[-+\d.eE]+|nan|inf)"),
@@ -1014,13 +1017,22 @@ EPOCH_TIME_FORMATS: dict[str, tuple[re.Pattern[str], re.Pattern[str], float]] = 
     "pyg_epoch_ms": (re.compile(r"\bEpoch (?P<epoch>\d+), Loss: (?P<loss>[-+\d.eE]+|nan|inf), "
                                 r"Approx\. Train: "),
                      re.compile(r"^\s*Epoch time: (?P<t>[\d.]+) ms\b"), 1e-3),
+    # TensorFlow's text tutorials and their copies: the Transformer's "Epoch 1 Loss 3.3870
+    # Accuracy 0.0524" then "Time taken for 1 epoch: 630.2422263622284 secs"
+    # (tensorflow/tensorflow#28621), NMT with attention's "Epoch 1 Loss 2.0395" then "Time taken
+    # for 1 epoch 22.83 sec"
+    "tf_tutorial_epoch": (
+        re.compile(r"^\s*Epoch (?P<epoch>\d+) Loss (?P<loss>[-+\d.eE]+|nan|inf)"
+                   r"(?: Accuracy [-+\d.eE]+)?\s*$"),
+        re.compile(r"^\s*Time taken for (?:1 epoch|epoch \d+):? (?:is )?(?P<t>[\d.]+) secs?\b"), 1.0),
 }
 
 
 class EpochTimeParser:
     """An epoch line of ``EPOCH_TIME_FORMATS`` followed by its time line: one row per epoch."""
 
-    needles = ("Epoch: ", "time this epoch=", "Approx. Train: ", "Epoch time: ")
+    needles = ("Epoch: ", "time this epoch=", "Approx. Train: ", "Epoch time: ", "Epoch ",
+               "Time taken for ")
     tables = ("iterations",)
     section: str | None = None  # the format's name between an epoch line and its time line
 
@@ -1033,7 +1045,8 @@ class EpochTimeParser:
         for name, (head, _, _) in EPOCH_TIME_FORMATS.items():
             m = head.search(text)
             if m:
-                self.row = {"iteration": int(m["epoch"]), "loss": to_float(m["loss"]), "_ctx": ctx}
+                self.row = {"iteration": int(m["epoch"]), "epoch": float(m["epoch"]),
+                            "event": EPOCH_EVENT, "loss": to_float(m["loss"]), "_ctx": ctx}
                 self.section = name
                 return []
         fmt = EPOCH_TIME_FORMATS.get(self.section) if self.row is not None else None

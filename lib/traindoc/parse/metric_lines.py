@@ -64,6 +64,9 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
 - **a phase's counter** (NVIDIA's GNMT: ``TRAIN [3][1930/1938]  …  Loss/tok 3.0178 (3.1454)``,
   ``VALIDATION [0][0/3]``, ``TEST [3][0/3]``), before any step key (its ``Decoder iters`` is a
   metric): the batch of the epoch; a phase other than training is an evaluation.
+- **a phase's word and its step of a total in one bracket** (JAX-CFD's absl lines: ``[Train
+  10/1882] {'grads_finite': 1.0, …, 'train_loss': 0.0077}``) when no step key is on the line:
+  the step; a phase other than training is an evaluation.
 - **PaddlePaddle's pass counter** (``Pass 0, Batch 100, Cost 2.26``, ``[Pass 0, train batch
   10]``, ``Train Pass 2, batch 220, …, speed 26454.34``) when no step key is on the line: the
   batch of the pass (the epoch); ``speed`` without a unit is samples per second.
@@ -114,6 +117,11 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
 - JSON string values that are numbers are numbers (fairseq's ``--log-format json`` writes
   ``"loss": "16.195"``).
 
+- **a table under a header row** (a block parser, ``HeadedTableParser``: fastai's ``epoch
+  train_loss valid_loss accuracy time`` and its rows, minai's ``accuracy | loss | epoch | train
+  | time``): the counter's column, the metrics' columns by the same vocabulary as a line's keys,
+  a ``time`` of ``00:21`` in minutes and seconds.
+
 A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
 MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
 that have no pattern of their own (``tests/test_metric_lines.py``).
@@ -135,13 +143,16 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
-    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,|\s+\d+\s*\|))s?(?:[ _](?:index|idx))?(?![\w/])"
+    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,|\s+\d+\s*\|)|batch_id(?=\s*[:=]\s*\d+\s*,))"
+    r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
     r"\.?\s*[:=#]?\s*\[?\s*"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
     r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; a
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
-# writes thousands separators: "iter:   3,800"; a logger that formats every value as a float
+# writes thousands separators: "iter:   3,800"; PaddleRec's trainer names the batch of the epoch
+# "batch_id" ("epoch: 0, batch_id: 500, AUC:0.788134, …, loss:0.18541333, …, ips: 1822.08655
+# ins/s", BamLubi/Paddle-SIGN train.log); a logger that formats every value as a float
 # writes a whole step with zeros after the point: "step=6.0000"; LeRobot abbreviates it:
 # "step:2K", thousands rounded, ``STEP_SUFFIX``; a keyed batch is a step only after its epoch,
 # with its total, before a comma or between "|" fields: monodepth2's trainer and its forks,
@@ -194,6 +205,14 @@ LEAD_RUN_COUNTER_RE = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s+(?=epoch\s*:?\s*\[)", 
 PHASE_STEP_RE = re.compile(
     r"(?<![\w/.])(?P<phase>TRAIN(?:ING)?|VALID(?:ATION)?|EVAL(?:UATION)?|TEST)\s*"
     r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
+# a phase's word and its step of a total inside one bracket, when no step key is on the line
+# (ML4HPC/JAX-CFD logs/train_log.txt, absl: "[Train 10/1882] {'grads_finite': 1.0, …,
+# 'train_loss': 0.0077}"; the batch of an epoch after it: "[Epoch %d/%d][Train %d/%d] loss: %.4f
+# acc: %.4f lr: %.6f"): the step, the epoch a bracket before it names; a phase other than
+# training is an evaluation
+PHASE_BRACKET_RE = re.compile(
+    r"\[\s*(?P<phase>train(?:ing)?|eval(?:uation)?|valid(?:ation)?|val|test)\s*:?\s+"
+    r"(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]", re.IGNORECASE)
 # a count (of a total) named by its unit, when no step key is on the line (PyTorch's
 # word_language_model: "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | …";
 # HAKE-Action: "000 epoch, 06000 iter, average time 0.6359, loss 37.2266"; fairseq-lua, its
@@ -253,7 +272,7 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "numupdates": 0,
              "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
-             "stepnum": 3, "epochnum": 4, "batch": 4}
+             "stepnum": 3, "epochnum": 4, "batch": 4, "batchid": 4}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
 # a JSON string value that is a number (fairseq's json log format writes every stat as one:
@@ -510,7 +529,8 @@ def _number(v: str, unit: str | None) -> float | None:
 def _step(text: str) -> re.Match[str] | None:
     best: re.Match[str] | None = None
     for m in STEP_RE.finditer(text):
-        if m["k"].lower() == "batch" and not m["tot"] and not EPOCH_RE.search(text, 0, m.start()):
+        if m["k"].lower() in ("batch", "batch_id") and not m["tot"] \
+                and not EPOCH_RE.search(text, 0, m.start()):
             continue  # a keyed batch with no total is a step only after the epoch it counts in
         if best is None or (STEP_RANK[re.sub(r"[ _]", "", m["k"].lower())]
                             < STEP_RANK[re.sub(r"[ _]", "", best["k"].lower())]):
@@ -657,6 +677,12 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(ep or 0) * tot + int(m["n"] or m["bn"])
         if ep:
             row["epoch"] = float(ep)
+    elif m is None and (m := PHASE_BRACKET_RE.search(text)) is not None:
+        phase = m
+        row["iteration"] = int(m["n"])
+        row["total_iterations"] = int(m["tot"])
+        if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
     elif m is None and (m := PASS_STEP_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
         row["epoch"] = float(m["e"])
@@ -696,7 +722,7 @@ def parse_metric_line(text: str) -> Row | None:
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     if by_epoch:  # an epoch's row: the time its training took is its time ("1 epoch time=61.98")
         rest = EPOCH_TIME_RE.sub(lambda t: "time".rjust(len(t[0])), rest)
-    if phase is not None and not phase["phase"].startswith("TRAIN"):
+    if phase is not None and not phase["phase"].upper().startswith("TRAIN"):
         fields = _step_fields(text, rest, m, row)
         return None if fields is None else _as_eval(fields)
     return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
@@ -1282,7 +1308,7 @@ TABLE_COUNTER_RE = re.compile(r"^(?P<n>\d+)(?:/(?P<tot>\d+))?$")
 # (tqdm's "100%|██████████| 954/954 [11:41<00:00,  1.36it/s]"; ultralytics 8.3's own bar
 # "20% ━━────────── 1/5 2.6it/s 0.5s<1.5s")
 TABLE_BAR_RE = re.compile(r":\s+\d{1,3}%(?:\|[^|]*\||[^\w|]*)\s*(?P<n>\d+)/(?P<tot>\d+)(?![\d/])")
-TABLE_NEEDLES = ("Epoch", "epoch", "EPOCH")
+EPOCH_TABLE_NEEDLES = ("Epoch", "epoch", "EPOCH")
 
 
 def table_header(text: str) -> tuple[str, ...] | None:
@@ -1333,7 +1359,7 @@ class MetricsTableParser:
     """Rows of a metrics table under its header (``table_header``, ``table_row``), one writer
     each: the header opens the table, each line that fits it is a row, any other line ends it."""
 
-    needles = TABLE_NEEDLES
+    needles = EPOCH_TABLE_NEEDLES
     tables = ("iterations",)
 
     def __init__(self) -> None:
@@ -1343,7 +1369,7 @@ class MetricsTableParser:
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the row of a table's line."""
-        if any(map(text.__contains__, TABLE_NEEDLES)) and (cols := table_header(text)):
+        if any(map(text.__contains__, EPOCH_TABLE_NEEDLES)) and (cols := table_header(text)):
             self.cols, self.section = cols, "table"
             return []
         if self.section is None:
@@ -1361,4 +1387,135 @@ class MetricsTableParser:
         return []
 
 
-BLOCKS = (CumulativeSkipParser, MetricsTableParser)
+# -- a table with a header row ------------------------------------------------------------------
+# A loop that prints its metrics as a table: a header row of column names, then one row of
+# values per epoch or step, the cells apart by a tab, two spaces or more, or " | " (fastai's
+# Learner, v1 with spaces and v2 with tabs in a terminal: "epoch\ttrain_loss\tvalid_loss\t
+# accuracy\ttime" / "0\tnan\tnan\t0.958595\t00:03", timeseriesAI/tsai#639; minai's
+# "accuracy | loss | epoch | train | time" / "0.817 | 0.722 | 0 | True | 00:21",
+# AnswerDotAI/minai#3). The counter's column is named by a step key or "epoch"; the metrics'
+# columns by the same vocabulary as a step line's keys (a "time" of "00:21" is the row's
+# minutes and seconds); a column of the phase ("train" True/False, "phase" train/valid) makes
+# an evaluation's row an eval row.
+TABLE_SPLIT_RE = re.compile(r"\s*\|\s*|\t+\s*|\s{2,}")
+TABLE_NAME_RE = re.compile(r"[A-Za-z_][\w ./()%-]{0,40}")
+TABLE_RULE_RE = re.compile(r"[\s|:+-]*-[\s|:+-]*")  # a markdown table's rule: "-- | --"
+TABLE_PHASES = frozenset(("train", "phase", "split", "mode", "stage", "is_train"))
+TABLE_EVAL_VALUES = frozenset(("false", "val", "valid", "validation", "eval", "test", "dev"))
+TABLE_NEEDLES = ("loss", "Loss", "LOSS", "time", "Time", "TIME", "/s")
+TABLE_NOT_HEADER = (":", "=", "[")
+TABLE_NA = frozenset(("#na#", "none", "-", "n/a", "na"))
+# lines that are no row the table outlives (fastai's callbacks print between its rows:
+# "Better model found at epoch 1 with valid_loss value: 0.367225.")
+TABLE_GAP = 2
+
+
+def _table_cells(text: str) -> list[str]:
+    """A line's cells as a printed table separates them (no empty outer cell of "| a | b |")."""
+    cells = TABLE_SPLIT_RE.split(text.strip().strip("|").strip())
+    return [c.strip() for c in cells]
+
+
+def _table_header(text: str) -> tuple[int, bool, dict[int, str], int | None] | None:
+    """The counter's cell, whether it counts epochs, the metric of each other cell and the
+    phase's cell of a header row; None for a line that is no such header (fewer than three
+    cells, a cell that is no name, no counter or no metric)."""
+    if ("\t" not in text and "  " not in text and "|" not in text) or any(
+            c in text for c in TABLE_NOT_HEADER):
+        return None  # (a step line's "key: value" or "key=value" is never a header's cell)
+    cells = _table_cells(text)
+    if len(cells) < 3 or not all(TABLE_NAME_RE.fullmatch(c) for c in cells):
+        return None
+    step = by_epoch = None
+    metrics: dict[int, str] = {}
+    phase = None
+    for i, c in enumerate(cells):
+        key = re.sub(r"[\s_\-]", "", c.lower())
+        if step is None and (key in STEP_RANK or key == "epoch"):
+            step, by_epoch = i, key == "epoch"
+        elif key in TABLE_PHASES and phase is None:
+            phase = i
+        elif (col := _norm(c)) is not None and col not in metrics.values():
+            metrics[i] = col
+    if step is None or not any(col in SIGNAL_COLUMNS or col == "elapsed_s"
+                               for col in metrics.values()):
+        return None
+    return step, bool(by_epoch), metrics, phase
+
+
+def _table_value(cell: str, col: str) -> float | None:
+    """A cell's value: a number, nan/inf, a time as minutes and seconds ("00:21")."""
+    if col == "elapsed_s" and CLOCK_CELL_RE.fullmatch(cell):
+        return hms_to_s(cell)
+    return None if cell.lower() in TABLE_NA else _number(cell, None)
+
+
+CLOCK_CELL_RE = re.compile(r"[0-9]+:[0-9][0-9](?::[0-9][0-9])?")
+TABLE_COUNT_RE = re.compile(r"[0-9]{1,12}")  # the counter's cell: a whole number
+
+
+class HeadedTableParser:
+    """A table of metrics under a header row (``_table_header``): one row per printed row of
+    the header's width, until a line that is none."""
+
+    needles = TABLE_NEEDLES
+    tables = ("iterations",)
+    section: str | None = None  # "table" under a header
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.header: tuple[int, bool, dict[int, str], int | None] | None = None
+        self.width = 0
+        self.gap = 0  # lines since the table's last row
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the row of a table row under a header."""
+        if self.header is not None:
+            if TABLE_RULE_RE.fullmatch(text) and "-" in text:
+                return []
+            row = self._row(_table_cells(text))
+            if row is not None:
+                self.gap = 0
+                return [("iterations", {**row, "_ctx": ctx})]
+            self.gap += 1
+            if self.gap <= TABLE_GAP and _table_header(text) is None:
+                return []  # a callback's line between rows ("Better model found at epoch 1 …")
+            self.header, self.section = None, None
+        if (head := _table_header(text)) is not None:
+            self.header, self.section = head, "table"
+            self.width, self.gap = len(_table_cells(text)), 0
+        return []
+
+    def _row(self, cells: list[str]) -> Row | None:
+        if self.header is None or len(cells) != self.width:
+            return None
+        step_at, by_epoch, metrics, phase = self.header
+        if TABLE_COUNT_RE.fullmatch(cells[step_at]) is None:
+            return None
+        row: Row = {"iteration": int(cells[step_at])}
+        for i, col in metrics.items():
+            value = _table_value(cells[i], col)
+            if value is None and cells[i].lower() not in TABLE_NA and not CLOCK_CELL_RE.fullmatch(
+                    cells[i]):
+                return None  # a cell that is no value: no row of this table
+            if value is not None:
+                row[col] = value
+        if by_epoch:
+            row["epoch"] = float(row["iteration"])
+            row["event"] = EPOCH_EVENT
+        if phase is not None and cells[phase].lower() in TABLE_EVAL_VALUES:
+            loss = row.get("loss", row.get("eval_loss"))
+            return None if loss is None else {"iteration": row["iteration"], "event": "eval",
+                                              "eval_loss": loss}
+        if row.get("loss") is None and row.get("eval_loss") is None and not any(
+                row.get(c) is not None for c in (*SIGNAL_COLUMNS, "elapsed_s")):
+            return None
+        return row
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        self.header, self.section = None, None
+        return []
+
+
+BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser)

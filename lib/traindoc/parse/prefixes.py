@@ -147,9 +147,11 @@ HOST_MAY_FOLLOW_RE = re.compile(r"(?:\]|\dZ|[+-]\d\d:?\d\d|(?:^|\s)\d{1,6}:) *$"
 # A rank prefix in the middle of a line: a tqdm bar (no newline) followed by a rank's log line.
 MIDLINE_PREFIX_RE = re.compile(r"(?<=[^\s:])(?=\[(?:rank|default)\d+\]:)")
 
-# c10/glog header: [E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] (month unpadded, no year)
+# c10/glog header: [E708 01:47:23.901930947 ProcessGroupNCCL.cpp:629] (month unpadded, no year);
+# absl's and glog's own, unbracketed at the line's start with the thread id after the time
+# (ML4HPC/JAX-CFD logs/train_log.txt: "I1216 14:22:57.913980 139628846601088 train.py:577] …")
 GLOG_TIME_RE = re.compile(
-    r"\[[IWEF](?P<mo>1[0-2]|0?[1-9])(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<frac>\d+))?"
+    r"(?:\[|^\s*(?=[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ ))[IWEF](?P<mo>1[0-2]|0?[1-9])(?P<d>\d\d) (?P<h>\d\d):(?P<mi>\d\d):(?P<s>\d\d)(?:\.(?P<frac>\d+))?"
 )
 ISO_TIME_RE = re.compile(
     r"(?P<y>20\d\d)[-/](?P<mo>\d\d)[-/](?P<d>\d\d)[ T_](?P<h>\d\d)[:\-](?P<mi>\d\d)[:\-](?P<s>\d\d)"

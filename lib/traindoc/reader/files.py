@@ -6,6 +6,7 @@ text log (plain, gzip or UTF-16) through the line pipeline, by the reference eng
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -31,6 +32,24 @@ from .fast import PrefixCache, read_text
 from .lines import LineReader, Stream
 from .registry import Registry
 from .sink import Sink
+
+# the first date with a time of day in a file's head: the year its glog/absl times (which carry
+# none) are of, where a line before the first dated one would otherwise take the file's
+# modification year (a torchrun warning "W0710 16:55:26.227000 105975 …" above srun's
+# "CANCELLED AT 2025-07-10T16:55:26")
+DATED_RE = re.compile(rb"(?<!\d)(20\d\d)[-/](?:0[1-9]|1[0-2])[-/][0-3]\d[ T_][0-2]\d:[0-5]\d:[0-5]\d")
+YEAR_SCAN_BYTES = 1 << 20
+
+
+def dated_year(path: Path, head: bytes) -> int | None:
+    """The year of the first ISO-style date and time in the file's first ``YEAR_SCAN_BYTES``
+    (gunzipped), or None."""
+    try:
+        with open_bytes(path, head) as fh:
+            m = DATED_RE.search(fh.read(YEAR_SCAN_BYTES))
+    except (OSError, EOFError):
+        return None
+    return int(m[1]) if m else None
 
 
 class FileReader:
@@ -89,7 +108,7 @@ class FileReader:
         if not head:
             self.acc.warn(f"{name}: empty file")
             return
-        year = self.year or datetime.fromtimestamp(st.st_mtime).year
+        year = self.year or dated_year(path, head) or datetime.fromtimestamp(st.st_mtime).year
         stream = Stream(name, path_origin(name), year)
         if head.startswith(UTF16_BOMS) and head[2:400].count(b"\x00") * 3 > len(head[2:400]):
             self._utf16(path, stream, st.st_size)
