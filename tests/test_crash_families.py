@@ -2175,3 +2175,27 @@ def test_a_world_of_several_processes_is_stated_without_a_layout(line: str, n: i
     from traindoc.parse.benchmarks import parse_node_layout
     assert parse_node_layout(line) == [{"metric": "layout:world_size", "value": float(n)}]
 
+
+# --- a run of two training phases, each its own epochs and batches per epoch ------------------
+
+def _ultralytics_bar(epoch: int, epochs: int, step: int, total: int) -> str:
+    """An Ultralytics 8.4 training bar as X-7D1C11010/YOLO_DA26 finetune_target_domain.log
+    prints it (corpus gpu_crash-yolo-da26-finetune-target-domain)."""
+    pct = 100 * step // total
+    return (f"      {epoch}/{epochs}      2.25G     0.8215      0.516   0.003812         39        "
+            f"768: {pct}% ━━━━━━━━━━━━ {step}/{total} 5.5it/s 0.3s<0.2s")
+
+
+@pytest.mark.parametrize("second", [
+    # Ultralytics' own bars: the pseudo-label phase's 4 batches after the labelled phase's 5
+    lambda e, n, s, t: _ultralytics_bar(e, n, s, t),
+    # a tqdm bar of desc=f"Epoch {e}/{n}" (the form of many scripts' fine-tune stage)
+    lambda e, n, s, t: f"Epoch {e}/{n}: {100 * s // t}%|██████████| {s}/{t} [00:01<00:00, "
+                       f"3.10it/s, loss=0.52]",
+])
+def test_the_last_phases_bar_is_the_progress(tmp_path: Path, second) -> None:
+    lines = [_ultralytics_bar(e, 3, s, 5) for e in (1, 2, 3) for s in range(1, 6)]
+    lines += [second(e, 2, s, 4) for e in (1, 2) for s in range(1, 5)]
+    lines += ["                 Class     Images  Instances      Box(P          R      mAP50  "
+              "mAP50-95): 100% ━━━━━━━━━━━━ 5/5 23.6it/s 2.3s"]
+    assert _facts(tmp_path, "\n".join(lines) + "\n")["last_iteration"] == 4
