@@ -2113,6 +2113,16 @@ def test_a_lone_processs_failure_is_rank_0(tmp_path: Path, lines: list[str]) -> 
     ["using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, "
      "pipeline-model-parallel size: 16 ",
      "Traceback (most recent call last):", "ValueError: bad batch"],
+    # a traceback through Ray Train's code: its workers are several processes
+    # (ray-project/ray#39380)
+    ["Traceback (most recent call last):",
+     '  File "/Users/zsharee/RD/Ray/Torch_Image_Classifier.py", line 99, in <module>',
+     "    result = trainer.fit()",
+     '  File "/opt/homebrew/lib/python3.11/site-packages/ray/train/base_trainer.py", line 630, '
+     "in fit",
+     "    raise TrainingFailedError(",
+     "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed. Please inspect the "
+     "previous error messages for a cause."],
     # the same failure printed by several processes (HEISENYAN/openpi rollout.out, corpus
     # gpu_crash-openpi-robotwin-rollout-oidn-oom: one evaluation task per GPU)
     ["Traceback (most recent call last):", "RuntimeError: CUDA error: out of memory",

@@ -708,6 +708,13 @@ def _data_parallel_alone(ev: pd.DataFrame, incident: Incident, layout: NodeLayou
 # The kinds of error one process raises on its own; any other (NCCL, a signal, an Xid, MPI)
 # or any launcher record tells of a job with more to it than the process that printed it.
 ALONE_KINDS = frozenset(("python", "oom", "cuda_error"))
+# a traceback through the code of a job of several processes: Ray Train's workers
+# ("ray/train/_internal/utils.py … check_for_failure"), torch.distributed and its launchers,
+# DDP's forward (torch/nn/parallel/distributed.py), mp.spawn, Horovod, DeepSpeed's engine,
+# accelerate's multi-GPU launcher
+DISTRIBUTED_FRAME_RE = re.compile(
+    r"[/\\](?:ray|horovod|deepspeed)[/\\]|torch[/\\](?:distributed|multiprocessing)[/\\]"
+    r"|torch[/\\]nn[/\\]parallel[/\\]distributed\.py|multi_gpu_launcher|deepspeed_launcher")
 
 
 def _no_peer_shown(ev: pd.DataFrame, incident: Incident, layout: NodeLayout) -> bool:
@@ -733,8 +740,12 @@ def _no_peer_shown(ev: pd.DataFrame, incident: Incident, layout: NodeLayout) -> 
         # workers, one per GPU: HEISENYAN/openpi rollout.out's four tasks' CUDA OOMs)
     stacks = incident.tables.get("stacks")
     pids = set(ev["pid"].dropna().astype(int))
-    if stacks is not None and len(stacks) and "pid" in stacks:
+    if stacks is not None and len(stacks):
         pids |= set(stacks["pid"].dropna().astype(int))
+        frames = " ".join(" ".join(map(str, f)) for f in stacks["frames"]
+                          if isinstance(f, list | tuple))
+        if DISTRIBUTED_FRAME_RE.search(frames):
+            return False
     return len(pids) <= 1
 
 
