@@ -1067,12 +1067,14 @@ def test_the_failure_of_a_one_process_job_is_rank_0(tmp_path: Path) -> None:
 def test_one_visible_device_is_one_process_per_node() -> None:
     """Lightning's "LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]" (lightning/pytorch/accelerators/
     cuda.py): the machine shows one GPU, so one GPU process runs on it; several devices say
-    nothing of how many processes."""
+    nothing of how many processes, only that there may be more than one."""
     from traindoc.parse.benchmarks import parse_node_layout
     got = {r["metric"]: r["value"]
            for r in parse_node_layout("LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]") or []}
     assert got == {"layout:nproc_per_node": 1.0}
-    assert parse_node_layout("LOCAL_RANK: 1 - CUDA_VISIBLE_DEVICES: [0,1]") is None
+    # several devices: no processes per node, only the devices seen (no lone process then)
+    assert parse_node_layout("LOCAL_RANK: 1 - CUDA_VISIBLE_DEVICES: [0,1]") == [
+        {"metric": "layout:visible_devices", "value": 2.0}]
 
 
 # a single-GPU Lightning run's output.log (corpus gpu_crash-kd-thesis-lightning-sanity-zerodivision,
@@ -2059,3 +2061,151 @@ def test_a_ucx_error_the_run_went_on_after_is_no_failure(tmp_path: Path) -> None
              "Traceback (most recent call last):", "ValueError: bad batch"]
     f = _facts(tmp_path, "\n".join(lines) + "\n")
     assert f["error_kind"] == "python"
+
+
+# --- one process and nothing beside it: the process that failed is rank 0 --------------------
+
+@pytest.mark.parametrize("lines", [
+    # SakuraRiven/EAST#58: "python train.py", one process, its traceback only
+    ["Traceback (most recent call last):",
+     '  File "train.py", line 38, in train',
+     "    pred_score, pred_geo = model(img)",
+     "RuntimeError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 6.00 GiB total "
+     "capacity; 4.64 GiB already allocated; 0 bytes free; 4.70 GiB reserved in total by "
+     "PyTorch)"],
+    # facebookarchive/loop#36: a tqdm bar, THC's check and the traceback after it (--gpu 1)
+    ["Train (loss 63.31) epoch 1:   3%|████▍      | 1/29 [00:23<11:10, 23.93s/it]THCudaCheck "
+     "FAIL file=/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu line=66 error=2 : out "
+     "of memory",
+     "Traceback (most recent call last):",
+     '  File "train.py", line 122, in train',
+     "    loss.backward()",
+     "RuntimeError: cuda runtime error (2) : out of memory at "
+     "/b/wheel/pytorch-src/torch/lib/THC/generic/THCStorage.cu:66"],
+    # kohya-ss/sd-scripts#87 style: accelerate's simple_launcher (one process) re-raising the
+    # script's exit under the script's own exception
+    ["Traceback (most recent call last):",
+     '  File "train_network.py", line 88, in main',
+     "KeyError: 'vision_tower'",
+     "Traceback (most recent call last):",
+     '  File "/venv/lib/site-packages/accelerate/commands/launch.py", line 580, in '
+     "simple_launcher",
+     "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)",
+     "subprocess.CalledProcessError: Command '['/venv/bin/python', 'train_network.py']' "
+     "returned non-zero exit status 1."],
+])
+def test_a_lone_processs_failure_is_rank_0(tmp_path: Path, lines: list[str]) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["failed_ranks"] == [0]
+    rep = gpu_crash.report(gpu_crash.analyse(traindoc.load(str(tmp_path / "job.log"))))
+    assert rep.facts["failed_ranks"] == [0]
+
+
+@pytest.mark.parametrize("lines", [
+    # an NCCL error tells of peers: the untagged process is not known to be rank 0
+    ["RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:911, unhandled "
+     "system error, NCCL version 2.7.8"],
+    # a world of several processes stated: DeepSpeed's launcher, CqGao112/CN-Mini-Phi3 sft.log
+    ["[2025-02-16 15:49:25,136] [INFO] [launch.py:164:main] dist_world_size=6",
+     "Traceback (most recent call last):", "ValueError: bad batch"],
+    # Megatron's arguments (bigscience meg_gpt2_base_n16_dp1_tp4_pp16-1809577.out, corpus
+    # timeout-bigscience-meg-gpt2-base-n16-dp1-tp4-pp16)
+    ["using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, "
+     "pipeline-model-parallel size: 16 ",
+     "Traceback (most recent call last):", "ValueError: bad batch"],
+    # a traceback through Ray Train's code: its workers are several processes
+    # (ray-project/ray#39380)
+    ["Traceback (most recent call last):",
+     '  File "/Users/zsharee/RD/Ray/Torch_Image_Classifier.py", line 99, in <module>',
+     "    result = trainer.fit()",
+     '  File "/opt/homebrew/lib/python3.11/site-packages/ray/train/base_trainer.py", line 630, '
+     "in fit",
+     "    raise TrainingFailedError(",
+     "ray.train.base_trainer.TrainingFailedError: The Ray Train run failed. Please inspect the "
+     "previous error messages for a cause."],
+    # the same failure printed by several processes (HEISENYAN/openpi rollout.out, corpus
+    # gpu_crash-openpi-robotwin-rollout-oidn-oom: one evaluation task per GPU)
+    ["Traceback (most recent call last):", "RuntimeError: CUDA error: out of memory",
+     "Traceback (most recent call last):", "RuntimeError: CUDA error: out of memory"],
+    # two machines named: which one printed the traceback is unknown
+    ["NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+     "gpu-a:1234:1234 [0] NCCL INFO cudaDriverVersion 12020",
+     "gpu-b:2345:2345 [0] NCCL INFO cudaDriverVersion 12020",
+     "Traceback (most recent call last):", "ValueError: bad batch"],
+])
+def test_a_failure_beside_signs_of_peers_names_no_rank(tmp_path: Path, lines: list[str]) -> None:
+    assert _facts(tmp_path, "\n".join(lines) + "\n")["failed_ranks"] == []
+
+
+# --- the first process of an MPI or Horovod job to exit non-zero, as its launcher names it ----
+
+@pytest.mark.parametrize("lines, rank", [
+    # horovod/horovod#1421: Open MPI's block after an untagged worker's exception
+    (["Traceback (most recent call last):", "OSError: [Errno 28] No space left on device",
+      "Primary job  terminated normally, but 1 process returned",
+      "a non-zero exit code. Per user-direction, the job has been aborted.",
+      "mpirun detected that one or more processes exited with non-zero status, thus causing",
+      "the job to be terminated. The first process to do so was:", "",
+      "  Process name: [[29973,1],3]", "  Exit code:    1"], 3),
+    # determined-ai/determined#3275: Horovod's gloo runner says the same with a bare rank
+    (["Traceback (most recent call last):", "ValueError: bad batch",
+      "RuntimeError: Horovod detected that one or more processes exited with non-zero status, "
+      "thus causing the job to be terminated. The first process to do so was:",
+      "Exit code: 1", "Process name: 1"], 1),
+    # horovod/horovod#3472: the gloo runner's line for each process that ended non-zero, the
+    # worker killed without a word of its own, then horovodrun's traceback
+    (["Process 2 exit with status code 137.", "Traceback (most recent call last):",
+      '  File "/venv/bin/horovodrun", line 8, in <module>', "    sys.exit(run_commandline())"],
+     2),
+    # open-mpi/ompi#6379: mpirun's "exited due to process rank"
+    (["Traceback (most recent call last):", "ValueError: bad batch",
+      "mpirun has exited due to process rank 5 with PID 24015 on",
+      "node gpu07 exiting improperly. There are three reasons this could occur:"], 5),
+])
+def test_mpis_first_failed_process_is_the_failed_rank(tmp_path: Path, lines: list[str],
+                                                      rank: int) -> None:
+    f = _facts(tmp_path, "\n".join(lines) + "\n")
+    assert f["failed_ranks"] == [rank]
+
+
+@pytest.mark.parametrize("line, n", [
+    # the parameter-golf runs' header (train_seed42.log, corpus
+    # throughput-parameter-golf-minidepthrecurrence-seed42)
+    ("world_size:8 grad_accum_steps:1", 8),
+    # Megatron's argument dump (bigscience job.out, corpus
+    # throughput-bigscience-hf-ds-gpt2-perf-n16-bs4-mbs8)
+    ("  world_size ...................................... 16", 16),
+    ("using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, "
+     "pipeline-model-parallel size: 16 ", 64),
+    # levanter/distributed.py with two processes
+    ("INFO:levanter.distributed:Initialized jax.distributed with 8 devices, 2 processes, "
+     "coordinator_address=None, process_id=None, my device_ids=None.", 2),
+])
+def test_a_world_of_several_processes_is_stated_without_a_layout(line: str, n: int) -> None:
+    from traindoc.parse.benchmarks import parse_node_layout
+    assert parse_node_layout(line) == [{"metric": "layout:world_size", "value": float(n)}]
+
+
+# --- a run of two training phases, each its own epochs and batches per epoch ------------------
+
+def _ultralytics_bar(epoch: int, epochs: int, step: int, total: int) -> str:
+    """An Ultralytics 8.4 training bar as X-7D1C11010/YOLO_DA26 finetune_target_domain.log
+    prints it (corpus gpu_crash-yolo-da26-finetune-target-domain)."""
+    pct = 100 * step // total
+    return (f"      {epoch}/{epochs}      2.25G     0.8215      0.516   0.003812         39        "
+            f"768: {pct}% ━━━━━━━━━━━━ {step}/{total} 5.5it/s 0.3s<0.2s")
+
+
+@pytest.mark.parametrize("second", [
+    # Ultralytics' own bars: the pseudo-label phase's 4 batches after the labelled phase's 5
+    lambda e, n, s, t: _ultralytics_bar(e, n, s, t),
+    # a tqdm bar of desc=f"Epoch {e}/{n}" (the form of many scripts' fine-tune stage)
+    lambda e, n, s, t: f"Epoch {e}/{n}: {100 * s // t}%|██████████| {s}/{t} [00:01<00:00, "
+                       f"3.10it/s, loss=0.52]",
+])
+def test_the_last_phases_bar_is_the_progress(tmp_path: Path, second) -> None:
+    lines = [_ultralytics_bar(e, 3, s, 5) for e in (1, 2, 3) for s in range(1, 6)]
+    lines += [second(e, 2, s, 4) for e in (1, 2) for s in range(1, 5)]
+    lines += ["                 Class     Images  Instances      Box(P          R      mAP50  "
+              "mAP50-95): 100% ━━━━━━━━━━━━ 5/5 23.6it/s 2.3s"]
+    assert _facts(tmp_path, "\n".join(lines) + "\n")["last_iteration"] == 4

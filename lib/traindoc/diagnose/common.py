@@ -214,6 +214,14 @@ def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
 EVAL_BAR_RE = re.compile(r"\s*(?:Class\s+Images\b|Validation\b|Validating\b|Evaluating\b|"
                          r"Evaluation\b|\w+: Scanning\b)", re.IGNORECASE)
 
+# A training bar that names its epoch in its description: Ultralytics' and YOLOv5's "      40/40
+# 2.25G     0.8215      0.516 …" (epoch/epochs, GPU memory, losses: X-7D1C11010/YOLO_DA26
+# finetune_target_domain.log), "Epoch 3/10" (the common tqdm desc=f"Epoch {e}/{n}"); not one
+# whose description says it evaluates ("Epoch 3/10 [Val]")
+EPOCH_BAR_RE = re.compile(r"\s*(?:epoch\s*:?\s*)?\d+/\d+(?:\s|:|$)", re.IGNORECASE)
+EVAL_WORD_RE = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|"
+                          r"test|testing)\b", re.IGNORECASE)
+
 
 def last_progress(incident: Incident) -> Progress:
     """The furthest step in tqdm bars or iteration lines (iteration lines win when both; lines
@@ -281,7 +289,14 @@ def last_progress(incident: Incident) -> Progress:
             pr = pr[~setup]
         totals = pr.dropna(subset=["total"])
         main = pr
-        if len(totals):
+        desc = totals["desc"].fillna("").astype(str)
+        phases = totals[desc.str.match(EPOCH_BAR_RE) & ~desc.str.contains(EVAL_WORD_RE)]
+        if len(phases):
+            # bars that name their epoch are the training loop's; a run of several phases
+            # (a fine-tune after a pre-train, each its own epochs and batches per epoch) is in
+            # the phase of the last one printed, however few its batches
+            main = pr[pr["total"] == phases["total"].iloc[-1]]
+        elif len(totals):
             biggest = totals["total"].max()
             main = pr[pr["total"] == biggest]
         elif pr["desc"].notna().any():

@@ -240,6 +240,12 @@ NOT_DISTRIBUTED_RE = re.compile(r"\bn_gpu: \d+,? ?distributed training: False\b"
 # (lightning/pytorch/accelerators/cuda.py: CUDA_VISIBLE_DEVICES, else every GPU of the machine):
 # one device listed is one GPU process on the machine, its processes per node 1
 VISIBLE_DEVICES_RE = re.compile(r"\bLOCAL_RANK: \d+ - CUDA_VISIBLE_DEVICES: \[(?P<list>[^\]]*)\]")
+# any other statement of a world of several processes (torch's "world_size=8", "WORLD_SIZE: 4",
+# "world size: 2", Megatron's argument dump "  world_size ........ 16"): read only above one, as ``layout:world_size`` (the processes in all, no layout per node); with a
+# job's own count of several processes (``JOB_PROCESSES``) or a Lightning process seeing several
+# devices, it tells that more processes than the one that printed may write to the log
+WORLD_SIZE_RE = re.compile(r"\bworld[_ ]size\b['\"]?\s*(?:[:=]|\.{3,})\s*(?P<n>\d+)\b",
+                           re.IGNORECASE)
 # a launcher's machine config: processes per machine (one per GPU) and machines, nerfstudio's
 # "machine=MachineConfig(seed=42, num_devices=1, num_machines=1, machine_rank=0, …)" (older
 # "num_gpus=1", Chaklader/Difix train.log) and detectron2's "Command Line Args: Namespace(…,
@@ -252,7 +258,8 @@ LAYOUT_NEEDLES = ("node_rank", "node-rank", "group_rank", "NODE_RANK", "nproc", 
                   "local_ranks=", "--standalone", "Initialized jax.distributed with ",
                   "DeviceRankInfo(world_size=", "dist_world_size=", "Num processes: ", "num_processes",
                   "num_machines=", ", MEMBER: ", "World size: ", "distributed training: False",
-                  " - CUDA_VISIBLE_DEVICES: [")
+                  " - CUDA_VISIBLE_DEVICES: [", "world_size", "WORLD_SIZE", "world size",
+                  "World Size")
 
 
 def parse_node_layout(text: str) -> list[Row] | None:
@@ -276,9 +283,18 @@ def parse_node_layout(text: str) -> list[Row] | None:
     if (m and int(m["n"]) == 1) or NOT_DISTRIBUTED_RE.search(text):
         rows += [{"metric": "layout:nnodes", "value": 1.0},
                  {"metric": "layout:nproc_per_node", "value": 1.0}]
+    several = m["n"] if m and int(m["n"]) > 1 else None
     m = VISIBLE_DEVICES_RE.search(text)
-    if m and len([d for d in m["list"].split(",") if d.strip()]) == 1 and not rows:
+    devices = len([d for d in m["list"].split(",") if d.strip()]) if m else 0
+    if devices == 1 and not rows:
         rows.append({"metric": "layout:nproc_per_node", "value": 1.0})
+    m = WORLD_SIZE_RE.search(text)
+    if several is None and m and int(m["n"]) > 1:
+        several = m["n"]
+    if several is not None and not rows:
+        rows.append({"metric": "layout:world_size", "value": float(several)})
+    elif devices > 1 and not rows:
+        rows.append({"metric": "layout:visible_devices", "value": float(devices)})
     return rows or None
 
 

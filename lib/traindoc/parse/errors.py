@@ -1459,6 +1459,23 @@ SPAWN_EXIT_RE = re.compile(r"process (?P<rank>\d+) terminated with exit code (?P
 SPAWN_RAISED = "terminated with the following error:"
 SPAWN_RAISED_RE = re.compile(r"^\s*(?:-- )?Process (?P<lr>\d+) terminated with the following "
                              r"error:\s*$")
+# The first process of an MPI or Horovod job to exit non-zero, as its launcher names it after
+# the job ends: Open MPI's "mpirun detected that one or more processes exited with non-zero
+# status, thus causing the job to be terminated. The first process to do so was:" block with
+# "  Process name: [[29973,1],0]" (jobid, step, rank: horovod/horovod#1421) and "  Exit code:
+# 1" on the next line; Horovod's gloo runner's RuntimeError saying the same with "Process name:
+# 1" (determined-ai/determined#3275); Open MPI's "mpirun has exited due to process rank 0 with
+# PID 24015 on" (its node on the next line: open-mpi/ompi#6379). The rank is MPI's world rank;
+# each names the process whose exit ended the job, the launcher's root cause.
+MPI_FIRST_EXIT_RE = re.compile(
+    r"(?:^|\|\|)\s*Process name:\s+(?:\[\[\d+,\d+\],(?P<rank>\d+)\]|(?P<gloo>\d+))\s*$")
+MPI_EXITED_DUE_RE = re.compile(
+    r"(?:mpirun|mpiexec|prterun|prte) has exited due to process rank (?P<rank>\d+) with PID "
+    r"(?P<pid>\d+)")
+# Horovod's gloo runner, one line per process that ended non-zero: "Process 0 exit with status
+# code 137." (horovod/horovod#3472, #2097: "Process 3 exit with status code 250.")
+GLOO_PROCESS_EXIT_RE = re.compile(
+    r"^\s*Process (?P<rank>\d+) exit with status code (?P<code>-?\d+)\.?\s*$")
 # Paddle's launchers (module docstring): the old one names global ranks, no exit code; the new
 # one a container's rank on its node and its exit code
 PADDLE_ABORT_RE = re.compile(
@@ -1518,6 +1535,16 @@ def parse_exit(text: str) -> Row | list[Row] | None:
     m = SPAWN_RAISED_RE.match(text)
     if m:
         return {"local_rank": int(m["lr"]), "exitcode": 1}  # spawn's _wrap: sys.exit(1)
+    m = MPI_FIRST_EXIT_RE.search(text)
+    if m:
+        return {"rank": int(m["rank"] or m["gloo"]), "root_cause": True}
+    m = MPI_EXITED_DUE_RE.search(text)
+    if m:
+        return {"rank": int(m["rank"]), "pid": int(m["pid"]), "root_cause": True}
+    m = GLOO_PROCESS_EXIT_RE.match(text)
+    if m:
+        code = int(m["code"])
+        return {"rank": int(m["rank"]), "exitcode": code, "signal": signal_name(code)}
     m = PADDLE_ABORT_RE.search(text)
     if m:
         ranks = [int(r) for r in DIGITS_RE.findall(m["ranks"])]
@@ -1557,7 +1584,7 @@ PARSERS: tuple[LineParser, ...] = (
         ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS,
          "trainer process with rank", "status failed cmd",
          "xit code", "xit Code", "xit status", "xit_code", "error code", "status code",
-         "HYDRA_FULL_ERROR=1", SPAWN_RAISED),
+         "HYDRA_FULL_ERROR=1", SPAWN_RAISED, "Process name:", "has exited due to process rank"),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",

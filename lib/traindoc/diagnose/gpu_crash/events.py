@@ -563,8 +563,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     layout = node_layout(incident)
     # one machine (or none) named and no layout stated: the local rank is taken as the rank
     one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
-    one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) \
-        or _data_parallel_alone(ev, incident, layout)
+    data_parallel = _data_parallel_alone(ev, incident, layout)
+    no_peer = not data_parallel and _no_peer_shown(ev, incident, layout)
+    one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) or data_parallel \
+        or no_peer
     by_task = srun_task_ranks(incident)
     ranks, hosts, notes = [], [], []
     # srun task -> machine, where a line that task wrote names a pid NCCL places (a launcher's
@@ -626,6 +628,9 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         elif from_oom:
             notes.append(f"the OOM names GPU {local}, taken as local rank {local}: the launcher "
                          f"starts {layout.nproc_per_node} processes on a node, one per device")
+        elif alone and no_peer:
+            notes.append("nothing in the log shows a second process (no launcher record, rank "
+                         "tag, NCCL line or node layout): taken as rank 0 of a one-process run")
         elif alone:
             notes.append("one DataParallel process and no rank named anywhere: taken as rank 0")
         elif assumed and from_device:
@@ -698,6 +703,50 @@ def _data_parallel_alone(ev: pd.DataFrame, incident: Incident, layout: NodeLayou
         return False
     exits = ev[ev["table"] == "exits"]
     return not (exits["rank"].notna() | exits["local_rank"].notna()).any()
+
+
+# The kinds of error one process raises on its own; any other (NCCL, a signal, an Xid, MPI)
+# or any launcher record tells of a job with more to it than the process that printed it.
+ALONE_KINDS = frozenset(("python", "oom", "cuda_error"))
+# a traceback through the code of a job of several processes: Ray Train's workers
+# ("ray/train/_internal/utils.py … check_for_failure"), torch.distributed and its launchers,
+# DDP's forward (torch/nn/parallel/distributed.py), mp.spawn, Horovod, DeepSpeed's engine,
+# accelerate's multi-GPU launcher
+DISTRIBUTED_FRAME_RE = re.compile(
+    r"[/\\](?:ray|horovod|deepspeed)[/\\]|torch[/\\](?:distributed|multiprocessing)[/\\]"
+    r"|torch[/\\]nn[/\\]parallel[/\\]distributed\.py|multi_gpu_launcher|deepspeed_launcher")
+
+
+def _no_peer_shown(ev: pd.DataFrame, incident: Incident, layout: NodeLayout) -> bool:
+    """Whether the log shows one process and nothing beside it: a script's own traceback
+    (``python train.py`` on one GPU, a notebook's cell) with no rank tag, no launcher record,
+    no node layout, at most one machine, no NCCL set-up or collective, no second pid, no error
+    printed twice. The one process that failed is then rank 0."""
+    if incident.ranks or layout.nnodes is not None or layout.nproc_per_node is not None:
+        return False
+    ht = incident.tables.get("host_timings")
+    if ht is not None and ht["metric"].astype("string").str.startswith("layout:", na=False).any():
+        return False  # a world of several processes stated (``layout:world_size``), or devices
+    if len(incident.hosts) > 1 or any(not is_host(h) for h in incident.hosts):
+        return False
+    if any(len(incident.tables.get(t, ())) for t in ("collectives", "processes")):
+        return False
+    if len(ev) == 0 or (ev["table"] != "errors").any():
+        return False
+    if not ev["kind"].astype(str).isin(ALONE_KINDS).all():
+        return False
+    if ev["message"].astype(str).duplicated().any():
+        return False  # the same failure printed twice: more than one process hit it (a pool of
+        # workers, one per GPU: HEISENYAN/openpi rollout.out's four tasks' CUDA OOMs)
+    stacks = incident.tables.get("stacks")
+    pids = set(ev["pid"].dropna().astype(int))
+    if stacks is not None and len(stacks):
+        pids |= set(stacks["pid"].dropna().astype(int))
+        frames = " ".join(" ".join(map(str, f)) for f in stacks["frames"]
+                          if isinstance(f, list | tuple))
+        if DISTRIBUTED_FRAME_RE.search(frames):
+            return False
+    return len(pids) <= 1
 
 
 # The agent's own teardown of a worker: the pid it names is one of its workers.
@@ -1035,8 +1084,10 @@ def _worker_error(first: pd.Series, ordered: pd.DataFrame,
     all ``events``. The record's rank and host are kept where the error line names none."""
     if first["table"] != "exits" or first["code"] not in ("exit_1", "exit_2", "exit_None"):
         return None
-    if first["code"] == "exit_None":  # a record without the code (torchelastic's FAILED
-        # event): the worker's error file is logged just after it as often as before
+    if first["code"] == "exit_None" and not bool(first["root_cause"]):  # a record without
+        # the code (torchelastic's FAILED event): the worker's error file is logged just after
+        # it as often as before; a launcher's "first process to do so" (Open MPI, Horovod)
+        # after the job ended, below everything its worker printed
         near = (ordered["lineno"] - first["lineno"]).abs() <= NO_CODE_ERROR_LINES
     else:
         near = ordered["lineno"] < first["lineno"]
