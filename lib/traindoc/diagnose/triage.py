@@ -221,6 +221,9 @@ class Sighting:
     # a lower rate the run kept stepping at (throughput's step or gradual change, not a stall
     # or a pause): no cause of a crash, ordered after one (``LIVED_WITH_SHAPES``)
     lived_with: bool = False
+    # a stall warning (nothing timed out): where it comes before the launcher's first-exit
+    # record, the job hung first, and the exit is the hang's consequence
+    stall: bool = False
 
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
@@ -509,7 +512,8 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         rc = x[x["root_cause"].fillna(False).astype(bool)]
         first = (_ordered(incident, rc) if len(rc) else _ordered(incident, x)).iloc[0]
         how = (f"died of {first['signal']}" if pd.notna(first["signal"])
-               else f"exited with code {int(first['exitcode'])}")
+               else f"exited with code {int(first['exitcode'])}" if pd.notna(first["exitcode"])
+               else "exited")  # (a launcher that names the process but not its status)
         code = f" (exit {int(first['exitcode'])})" if pd.notna(first["exitcode"]) and pd.notna(
             first["signal"]) else ""
         tail = ", torchrun's root cause" if _true(first["root_cause"]) else ""
@@ -630,7 +634,7 @@ def _stalled(incident: Incident, rep: Report | None) -> Sighting | None:
               "(nothing timed out yet)" if who(behind, "") else
               f"a stall warning: {who(_ranks(named))} wait in collectives other ranks have not "
               "submitted (nothing timed out yet)")
-    return Sighting("deadlock", s, detail, _ranks(named))
+    return Sighting("deadlock", s, detail, _ranks(named), stall=True)
 
 
 def _entered_lag(incident: Incident) -> Sighting | None:
@@ -971,6 +975,8 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
             return 1 if a.lived_with else -1  # a slower rate the run lived with: not the cause
         if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
             return -1 if a.first_seen < b.first_seen else 1
+        if (a.stall or b.stall) and a.cls != b.cls and a.position != b.position:
+            return -1 if a.position < b.position else 1  # a hang's warning, then its exit
         if root_cls in (a.cls, b.cls) and a.cls != b.cls:
             return -1 if a.cls == root_cls else 1
         if a.position != b.position:
