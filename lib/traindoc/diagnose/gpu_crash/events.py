@@ -727,8 +727,10 @@ def _no_peer_shown(ev: pd.DataFrame, incident: Incident, layout: NodeLayout) -> 
     ht = incident.tables.get("host_timings")
     if ht is not None and ht["metric"].astype("string").str.startswith("layout:", na=False).any():
         return False  # a world of several processes stated (``layout:world_size``), or devices
-    if len(incident.hosts) > 1 or any(not is_host(h) for h in incident.hosts):
-        return False
+    if len(incident.hosts):
+        return False  # a host named (pdsh's or DeepSpeed's multi-node runner's "gr064: " label,
+        # srun -l, a scheduler line): a job placed on nodes, whose other processes the excerpt
+        # may not show (bigscience-workshop/Megatron-DeepSpeed#318's pdsh-labelled trace)
     if any(len(incident.tables.get(t, ())) for t in ("collectives", "processes")):
         return False
     if len(ev) == 0 or (ev["table"] != "errors").any():
