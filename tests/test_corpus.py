@@ -57,12 +57,17 @@ from traindoc.diagnose import failure_class
 # short round on batch u 997 are right; two that were right went wrong on a label conflict
 # (timeout-horovod-1012 and -334, Horovod stall reports labelled timeout where eight like them
 # say deadlock): loss_spike's floor lower by batch u's wrong cases, every other one raised.
-FLOOR_PCT = {"all": 96.1, "timeout": 97.1, "gpu_crash": 97.2, "loss_spike": 95.7,
-             "throughput": 93.5, "deadlock": 93.2}
+# Batch 2026-11-28w (55 cases from seven collectors, repositories new to the corpus, 26 right
+# blind, scored after round w and before any change for it) took it to 1091; no round on batch
+# w followed, and nothing right before it went wrong: the floors of every class batch w reached
+# lower by its wrong cases (timeout, gpu_crash, throughput, loss_spike, all, triage's failing
+# one), deadlock's unchanged, triage's healthy one raised.
+FLOOR_PCT = {"all": 93.8, "timeout": 95.9, "gpu_crash": 93.5, "loss_spike": 92.1,
+             "throughput": 92.0, "deadlock": 93.2}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (686/704 and 228/240 today)
-TRIAGE_FLOOR_PCT = 97.3
-TRIAGE_HEALTHY_FLOOR_PCT = 94.5
+# and of healthy cases where it names none (706/737 and 249/262 today)
+TRIAGE_FLOOR_PCT = 95.6
+TRIAGE_HEALTHY_FLOOR_PCT = 94.6
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
