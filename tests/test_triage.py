@@ -990,3 +990,15 @@ def test_a_monitored_barrier_that_gave_up_is_a_timeout_not_a_stall_warning(
     write(tmp_path, "job.log", "\n".join(lines) + "\n")
     r = triage.diagnose(traindoc.load(tmp_path))
     assert classes(r)[0][0] == "timeout", r.verdict
+
+
+def test_a_stall_warning_before_mpirun_first_exit_is_the_cause() -> None:
+    # horovod/horovod TF2 reproducer (corpus deadlock-hvd-tf-worker-desync): the stall
+    # inspector names rank 0 as missing twice; rank 1 then dies with 'Horovod has been shut down'
+    # and Open MPI's "The first process to do so was: Process name: [[56671,1],1]" names it,
+    # with its "Exit code: 1" on the next line (not read: the record has no code). The record
+    # must not crash triage, and the hang it follows is the cause.
+    r = triage.diagnose(traindoc.load(CORPUS / "deadlock/deadlock-hvd-tf-worker-desync/logs"))
+    assert classes(r)[0] == ("deadlock", "cause")
+    assert ("gpu_crash", "consequence") in classes(r)
+    assert "rank 1 exited" in r.verdict
