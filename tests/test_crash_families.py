@@ -255,6 +255,10 @@ def test_the_runs_length_is_read_from_the_step_counter(tmp_path: Path, lines: li
     ["100%██████████████████| 3000001/3000001 [03:33<00:00, 14061.26it/s]", "Killed"],
     # BVLC/caffe#886
     ["I0808 13:46:45.472862  2527 solver.cpp:142] Test score #1: 2.00962", "Killed", "Done."],
+    # gc625/CenterPoint-KITTI tools/nohup.out (corpus gpu_crash-centerpoint-kitti-iassd-gan-killed):
+    # the word glued to the last tqdm bar, which had no newline
+    ["train:  12%|█▏        | 211/1767 [02:40<14:42,  1.76it/s, total_it=14347]\x1b[Aepochs:  20%|"
+     "██        | 3/15 [1:27:15<5:56:40, 1783.41s/it, det_loss=2.59, loss=3.71, lr=0.01]Killed"],
 ])
 def test_the_shells_killed_is_a_sigkill(tmp_path: Path, lines: list[str]) -> None:
     f = _facts(tmp_path, "\n".join(lines) + "\n")

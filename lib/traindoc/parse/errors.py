@@ -1493,8 +1493,12 @@ SHELL_KILLED_RE = re.compile(
 # called …") and would only repeat it; not "Terminated", "Hangup", "Interrupt": those are how a
 # teardown or a Ctrl-C reads.
 SHELL_STATUS_WORDS = ("Killed",)
+# The same word glued to the end of a tqdm bar the job left without its newline ("…, loss=3.71,
+# lr=0.01]Killed": gc625/CenterPoint-KITTI tools/nohup.out, the OOM killer under nohup): the bar's
+# closing bracket, its count of a total and its rate before it
 SHELL_STATUS_RE = re.compile(
-    rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$")
+    rf"^\s*(?P<word>{'|'.join(SHELL_STATUS_WORDS)})(?: \(core dumped\))?\s*$"
+    rf"|\d+/\d+ \[[^\]]*(?:it/s|s/it)[^\]]*\](?P<glued>{'|'.join(SHELL_STATUS_WORDS)})\s*$")
 
 # Hydra's run_and_report (hydra/_internal/utils.py): an exception out of a @hydra.main job is
 # printed, trimmed, followed by this line, and the process exits with sys.exit(1) — the
@@ -1556,9 +1560,9 @@ def parse_exit(text: str) -> Row | list[Row] | None:
     m = SHELL_KILLED_RE.search(text)
     if m:
         return {"pid": int(m["pid"]), "signal": SIGNAL_WORDS[m["word"]]}
-    m = SHELL_STATUS_RE.match(text)
+    m = SHELL_STATUS_RE.search(text)
     if m:
-        return {"signal": SIGNAL_WORDS[m["word"]]}
+        return {"signal": SIGNAL_WORDS[m["word"] or m["glued"]]}
     if HYDRA_EXIT_RE.search(text):
         return {"exitcode": 1}
     m = EXIT_STATUS_RE.search(text)

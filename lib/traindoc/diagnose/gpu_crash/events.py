@@ -153,8 +153,8 @@ EXIT_WORDS_RE = re.compile(
     r"[Ss]ignal \d+ \(SIG\w+\) received by PID \d+|"
     r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
     r"[:=]?\s*\d+|"
-    # the shell's "Killed" alone on its line
-    r"^\s*Killed(?=\s*$)")
+    # the shell's "Killed" alone on its line, or glued to a bar left without its newline
+    r"^\s*Killed(?=\s*$)|(?<=\])Killed(?=\s*$)")
 
 
 def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
