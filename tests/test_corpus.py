@@ -65,7 +65,7 @@ from traindoc.diagnose import failure_class
 FLOOR_PCT = {"all": 93.8, "timeout": 95.9, "gpu_crash": 93.5, "loss_spike": 92.1,
              "throughput": 92.0, "deadlock": 93.2}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (706/737 and 249/262 today)
+# and of healthy cases where it names none (707/737 and 249/262 today)
 TRIAGE_FLOOR_PCT = 95.6
 TRIAGE_HEALTHY_FLOOR_PCT = 94.6
 MAX_LOG_BYTES = 256 * 1024
