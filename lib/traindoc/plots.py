@@ -457,6 +457,8 @@ def throughput_timeline(series: pd.DataFrame, label: str, change_iteration: int 
     ax.set_ylabel(label)
     ax.ticklabel_format(axis="x", useOffset=False, style="plain")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins=8))
+    if x.min() == x.max():  # every value at one iteration (per-epoch rates of one epoch's
+        ax.set_xlim(x.min() - 1, x.max() + 1)  # counter): whole ticks around it
     ax.set_title(f"{label} per logged iteration")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")

@@ -1361,6 +1361,7 @@ class MetricsTableParser:
 
     needles = EPOCH_TABLE_NEEDLES
     tables = ("iterations",)
+    section: str | None = None  # "table" under a header
 
     def __init__(self) -> None:
         self.section: str | None = None

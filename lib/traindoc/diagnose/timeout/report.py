@@ -171,11 +171,19 @@ def _exits(a: TimeoutAnalysis) -> Finding | None:
     rc = exits[exits["root_cause"].fillna(False)]
     return Finding(
         "exits", Severity.INFO,
-        "torchrun reported failed workers" + (
-            f"; root cause: rank {as_int(rc.iloc[0]['rank'])} exit "
-            f"{as_int(rc.iloc[0]['exitcode'])} ({as_str(rc.iloc[0]['signal']) or 'no signal'})"
-            if len(rc) else ""),
+        "torchrun reported failed workers" + (_root_cause_text(rc.iloc[0]) if len(rc) else ""),
         evidence(exits))
+
+
+def _root_cause_text(r: pd.Series) -> str:
+    """'; root cause: rank R exit C (SIGNAL)', without what the record does not say (Open MPI's
+    first-exit record names the rank, its exit code on a line not read)."""
+    who = f"rank {as_int(r['rank'])}" if as_int(r["rank"]) is not None else "a worker"
+    code = as_int(r["exitcode"])
+    sig = as_str(r["signal"])
+    how = (f"exit {code} ({sig or 'no signal'})" if code is not None
+           else f"died of {sig}" if sig else "exited")
+    return f"; root cause: {who} {how}"
 
 
 def _group_size(a: TimeoutAnalysis) -> Finding | None:
