@@ -1232,13 +1232,6 @@ def test_triage_calls_a_c10d_socket_timeout_a_start_up_one(tmp_path: Path, line:
     # NeMo's resiliency guide (docs.nvidia.com nemo-framework resiliency): enum wording
     (["Received Signals.SIGTERM death signal, shutting down workers",
       "Sending process 404288 closing signal SIGTERM"], "Received Signals.SIGTERM death signal"),
-    # madehua98/FoodHealthMMLLM scripts/v1/phi2/food_weight_train.out (corpus
-    # gpu_crash-foodhealth-moellava-deepspeed-sigterm): DeepSpeed's launch.py sigkill_handler
-    ([" 19%|█▊        | 22132/118611 [37:46:05<223:37:13,  8.34s/it][2024-04-17 09:44:32,867] "
-      "[INFO] [launch.py:315:sigkill_handler] Killing subprocess 18135",
-      "[2024-04-17 09:44:36,426] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 18136",
-      "[2024-04-17 09:44:36,551] [INFO] [launch.py:324:sigkill_handler] Main process received "
-      "SIGTERM, exiting"], "Main process received SIGTERM"),
 ])
 def test_a_launcher_stopped_from_outside_is_a_signal_without_a_rank(
         tmp_path: Path, lines: list[str], message: str) -> None:
@@ -1247,30 +1240,6 @@ def test_a_launcher_stopped_from_outside_is_a_signal_without_a_rank(
     assert message in rep.facts["error_message"]
     assert rep.facts["failed_ranks"] == []
     assert "from outside the job" in rep.verdict
-
-
-def test_a_worker_sigterm_in_deepspeeds_exit_record_is_how_the_job_ended(tmp_path: Path) -> None:
-    # madehua98/FoodHealthMMLLM scripts/v1/phi2/recognition_stage3_2k.out (corpus
-    # gpu_crash-foodhealth-moellava-worker-sigterm-rank-unnamed): the record, printed after the
-    # kills, reports the exit that made the launcher kill the rest
-    lines = ["[2024-05-26 23:34:40,254] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
-             "3065540",
-             "[2024-05-26 23:34:40,417] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
-             "3065541",
-             "[2024-05-26 23:35:11,089] [ERROR] [launch.py:321:sigkill_handler] ['/env/bin/python',"
-             " '-u', 'train_xformers.py', '--local_rank=1', '--bf16', 'True'] exits with return "
-             "code = -15"]
-    rep = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines))))
-    assert rep.facts["error_kind"] == "signal"
-    assert "-15" in rep.facts["error_message"]
-
-
-def test_a_ctrl_c_to_deepspeeds_launcher_is_no_crash(tmp_path: Path) -> None:
-    # DeepSpeed launch.py's sig_names: SIGINT is the user's own stop
-    lines = ["[INFO] [launch.py:315:sigkill_handler] Killing subprocess 18135",
-             "[INFO] [launch.py:324:sigkill_handler] Main process received SIGINT, exiting"]
-    rep = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines))))
-    assert rep.facts["error_kind"] is None
 
 
 def _write(tmp_path: Path, lines: list[str]) -> Path:

@@ -236,10 +236,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
 # The agent's "Received 15 death signal" / "Received Signals.SIGHUP death signal": the signal
 # it got, as a number or a name. SIGINT (2) is someone's Ctrl-C, often on a hung job
 # (MCG-NJU/RTD-Action#31): a choice, not a failure.
-# torchrun's agent ("Received 15 death signal"), DeepSpeed's launcher ("Main process received
-# SIGTERM, exiting")
-AGENT_RECEIVED_RE = re.compile(r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG[A-Z]+)) death signal"
-                               r"|Main process received (?P<ds>SIG[A-Z]+), exiting")
+AGENT_RECEIVED_RE = re.compile(r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG[A-Z]+)) death signal")
 USER_STOP_SIGNALS = {"2", "SIGINT"}
 
 
@@ -249,8 +246,7 @@ def _outside_stop_roles(ev: pd.DataFrame, incident: Incident) -> None:
     failed — no cause, no collective timed out, no scheduler's time limit, no stack dump of a
     hung process (a hang someone killed is the hang) — is how the job ended: its first such
     line becomes the cause (weak, no rank: no worker failed on its own). The killer (an
-    orchestrator, a closed terminal, the scheduler) is outside these logs. With no such line, a
-    worker's exit on SIGTERM or SIGHUP in a launcher's record is the cause the same way."""
+    orchestrator, a closed terminal, the scheduler) is outside these logs."""
     if (ev["role"] == "cause").any() or ev["code"].isin(
             ["collective_timeout", *NOT_A_FAILURE_CODES]).any():
         return
@@ -258,17 +254,9 @@ def _outside_stop_roles(ev: pd.DataFrame, incident: Incident) -> None:
         return
     for i in ev.index[ev["code"] == "launcher_received_signal"]:
         m = AGENT_RECEIVED_RE.search(str(ev.at[i, "message"] or ""))
-        if m and (m["num"] or m["name"] or m["ds"]) not in USER_STOP_SIGNALS:
+        if m and (m["num"] or m["name"]) not in USER_STOP_SIGNALS:
             ev.loc[i, ["role", "strength"]] = ["cause", Strength.WEAK]
             return
-    if (ev["code"] == "launcher_received_signal").any():
-        return  # the launcher stopped by the user (Ctrl-C): its workers' SIGTERMs are its own
-    # no launcher says it was told to stop: a worker's exit on SIGTERM/SIGHUP in a launcher's
-    # record (DeepSpeed's "[...] exits with return code = -15", printed after the kills it
-    # caused) is the first thing that ended, sent from outside the job
-    outside = ev.index[(ev["table"] == "exits") & ev["code"].isin(["SIGTERM", "SIGHUP"])]
-    if len(outside):
-        ev.loc[outside[0], ["role", "strength"]] = ["cause", Strength.WEAK]
 
 
 # torch's ExceptionWrapper re-raising what a DataParallel replica or a DataLoader worker raised
