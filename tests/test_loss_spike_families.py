@@ -1056,3 +1056,43 @@ def test_an_epoch_header_numbers_the_loss_line_after_it(tmp_path: Path, engine: 
     assert a.nan_iterations == [8] and a.last_iteration == 8
     log.write_text("Epoch: 11\nValidation loss 6312:  0.149928\n")
     assert list(traindoc.load(str(log), engine=engine).iterations["iteration"]) != [11]
+
+
+# a loss scaler's own note that it halved its scale after an overflow, no step named: the step
+# whose line follows (PaddlePaddle/PaddleNLP#7537, corpus loss_spike-paddlenlp-7537-optimizer-not-run)
+PADDLENLP_7537 = [
+    "[2023-11-28 14:31:29,583] [ WARNING] - optimizer not run, scale_before: 0.25, scale_after: 0.125",
+    "[2023-11-28 14:31:29,586] [    INFO] - loss: 2.09252715, learning_rate: 0.0, global_step: 18, "
+    "interval_runtime: 4.3468, interval_samples_per_second: 3.680853064067234, "
+    "interval_steps_per_second: 0.23005331650420213, ppl: 8.10537279652747, epoch: 0.0025",
+    "[2023-11-28 14:31:34,041] [ WARNING] - optimizer not run, scale_before: 0.125, scale_after: 0.0625",
+    "[2023-11-28 14:31:34,045] [    INFO] - loss: 2.04623556, learning_rate: 0.0, global_step: 19, "
+    "interval_runtime: 4.4585, interval_samples_per_second: 3.588644056739075, "
+    "interval_steps_per_second: 0.2242902535461922, ppl: 7.738714279163156, epoch: 0.0027",
+]
+
+
+@pytest.mark.parametrize(("line", "scale"), [
+    (PADDLENLP_7537[0], 0.125),
+    # Paddle's static-graph AMP decorator, its print() (python/paddle/fluid/contrib/
+    # mixed_precision/decorator.py, update_loss_scaling's Python twin): scale times its ratio
+    ("Found inf or nan, current scale is: 32768.0, decrease to: 32768.0*0.5", 16384.0),
+    # mmcv's Fp16OptimizerHook with a dynamic loss scale (mmcv/runner/hooks/optimizer.py), through
+    # the runner's logger
+    ("2021-05-01 10:00:00,000 - mmdet - WARNING - Check overflow, downscale loss scale to 256.0",
+     256.0),
+    # DeepSpeed's FP16_Optimizer (deepspeedai/DeepSpeed#697)
+    ("[2021-01-26 22:04:09,191] [INFO] [logging.py:60:log_dist] [Rank 0] Overflow detected. "
+     "Skipping step. Attempted loss scale: 8.0, reducing to 4.0", 4.0),
+])
+def test_a_loss_scalers_halving_note_is_a_skipped_step(line: str, scale: float) -> None:
+    from traindoc.parse.iterations import parse_overflow
+    assert parse_overflow(line) == {"skipped": 1, "loss_scale": scale}
+
+
+def test_paddlenlps_skipped_optimizer_steps_are_the_steps_that_follow(tmp_path: Path) -> None:
+    log = tmp_path / "paddle.log"
+    log.write_text("\n".join(PADDLENLP_7537) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.skipped_iterations == [18, 19]
+    assert a.last_iteration == 19

@@ -255,7 +255,10 @@ def parse_deepspeed_timer(text: str) -> Row | None:
 # 2020): ``skipped`` counts the skipped steps since the engine started
 DS_STEP_RE = re.compile(r"\bstep=(?P<it>\d+), skipped=(?P<sk>\d+), lr=\[?(?P<lr>[-+\d.eE]+|nan)")
 # the overflow lines that name no step (``parse_overflow``): each is one of the counted steps
-UNNUMBERED_OVERFLOW = ("Skipping step", "overflow detected, ")
+# a loss scaler's note that it halved its scale (``SCALE_DOWN_RE``)
+SCALE_DOWN_NEEDLES = ("optimizer not run, scale_before", "Found inf or nan, current scale",
+                      "Check overflow, downscale")
+UNNUMBERED_OVERFLOW = ("Skipping step", "overflow detected, ", *SCALE_DOWN_NEEDLES)
 
 
 def counter_growth(previous: int | None, count: int, step: int) -> int:
@@ -1188,10 +1191,12 @@ def parse_json_epoch(text: str) -> Row | None:
 
 # -- fp16 overflow: a skipped step ------------------------------------------------------------
 # apex's FP16_Optimizer (apex/fp16_utils/fp16_optimizer.py) prints "OVERFLOW! Skipping step.
-# Attempted loss scale: 4294967296, reducing to 2147483648" with no "[deepspeed]" tag
+# Attempted loss scale: 4294967296, reducing to 2147483648" with no "[deepspeed]" tag; DeepSpeed's
+# FP16_Optimizer (deepspeed/runtime/fp16/fused_optimizer.py, deepspeedai/DeepSpeed#697): "[Rank 0]
+# Overflow detected. Skipping step. Attempted loss scale: 8.0, reducing to 4.0"
 OVERFLOW_RE = re.compile(
     r"(?:\[deep(?:speed|scale)\] (?:OVERFLOW!|fp16 dynamic loss scale overflow!)|"
-    r"Gradient overflow\.|OVERFLOW!)\s*(?:Rank \d+ )?Skipping step[.,]?\s*"
+    r"Gradient overflow\.|OVERFLOW!|Overflow detected\.)\s*(?:Rank \d+ )?Skipping step[.,]?\s*"
     r"(?:Attempted loss scale: (?P<att>[\d.]+)(?:, reducing to (?P<to>[\d.]+))?|"
     r"Reducing loss scale to (?P<to2>[\d.]+)|loss scaler \d+ reducing loss scale to (?P<to3>[\d.]+))?"
 )
@@ -1201,6 +1206,17 @@ GRAD_OVERFLOW_RE = re.compile(r"\bGrad overflow on iteration:?\s*(?P<it>\d+)")
 # setting loss scale to: 64.0"
 FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, (?:ignoring gradient, )?setting loss scale to: "
                                  r"(?P<to>[\d.]+(?:[eE][-+]?\d+)?)")
+# a loss scaler that halves its scale after an overflow and says so, naming no step (the update
+# is skipped): PaddleNLP's Trainer (paddlenlp/trainer/trainer.py, PaddlePaddle/PaddleNLP#7537:
+# "optimizer not run, scale_before: 0.25, scale_after: 0.125"), Paddle's static-graph AMP
+# decorator (fluid/contrib/mixed_precision/decorator.py: "Found inf or nan, current scale is:
+# 32768.0, decrease to: 32768.0*0.5"), mmcv's Fp16OptimizerHook (mmcv/runner/hooks/optimizer.py:
+# "Check overflow, downscale loss scale to 256.0")
+SCALE_DOWN_RE = re.compile(
+    r"\boptimizer not run, scale_before: [-+\d.eE]+, scale_after: (?P<to>[-+\d.eE]+)|"
+    r"\bFound inf or nan, current scale is: [-+\d.eE]+, decrease to: (?P<to2>[-+\d.eE]+)"
+    r"(?:\s*\*\s*(?P<by>[-+\d.eE]+))?|"
+    r"\bCheck overflow, downscale loss scale to (?P<to3>[-+\d.eE]+)")
 # a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
 # (norm=2.1966569423675537); skipping optimizer step."
 SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
@@ -1256,6 +1272,12 @@ def parse_overflow(text: str) -> Row | None:
     m = FAIRSEQ_OVERFLOW_RE.search(text)
     if m:
         return {"skipped": 1, "loss_scale": to_float(m["to"])}
+    m = SCALE_DOWN_RE.search(text)
+    if m:
+        scale = to_float(m["to"] or m["to2"] or m["to3"])
+        if scale is not None and m["by"] and (by := to_float(m["by"])) is not None:
+            scale *= by
+        return {"skipped": 1, "loss_scale": scale}
     m = OVERFLOW_RE.search(text)
     if not m:
         return None
@@ -1452,7 +1474,8 @@ PARSERS: tuple[LineParser, ...] = (
         "fp16_overflow",
         "iterations",
         ("Skipping step", "Grad overflow on iteration", "skipping optimizer step",
-         "skipping the optimizer step", "overflow detected, ", "Skipping grad update"),
+         "skipping the optimizer step", "overflow detected, ", "Skipping grad update",
+         *SCALE_DOWN_NEEDLES),
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
