@@ -1096,3 +1096,42 @@ def test_paddlenlps_skipped_optimizer_steps_are_the_steps_that_follow(tmp_path: 
     a = ls.analyse(traindoc.load(str(log)))
     assert a.skipped_iterations == [18, 19]
     assert a.last_iteration == 19
+
+
+# Keras's heading and the epoch's closing line in the versions before tf.keras's: Keras 0.x
+# numbered epochs from 0 and printed no total (keras-team/keras#21, corpus
+# loss_spike-keras-21-diverges-epoch10); verbose 2 before Keras 2.3 printed the epoch's seconds
+# and no batch count (Keras 2.0-2.2: " - 122s - loss: …", keras/utils/generic_utils.py Progbar
+# verbose 2, as in a fit's output pasted in a blog's notebook; Keras 1.x without the dash)
+KERAS_0X = ["Epoch 0", "61878/61878 [==============================] - 5s - loss: 1.1788     ",
+            "Epoch 1", "61878/61878 [==============================] - 5s - loss: 1.0403     "]
+KERAS_2_VERBOSE_2 = [
+    "Train on 37500 samples, validate on 12500 samples", "Epoch 1/20",
+    " - 122s - loss: 1.5673 - acc: 0.4115 - val_loss: 1.2524 - val_acc: 0.5470", "",
+    "Epoch 00001: val_loss improved from inf to 1.25245, saving model to ./weights.hdf5",
+    "Epoch 2/20", " - 116s - loss: 1.1259 - acc: 0.5957 - val_loss: 1.0814 - val_acc: 0.6135"]
+KERAS_1_VERBOSE_2 = ["Epoch 1/20", "5s - loss: 0.4955 - acc: 0.8078", "Epoch 2/20",
+                     "4s - loss: 0.3955 - acc: 0.8178"]
+
+
+@pytest.mark.parametrize(("lines", "steps", "losses"), [
+    (KERAS_0X, [0, 1], [1.1788, 1.0403]),
+    (KERAS_2_VERBOSE_2, [1, 2], [1.5673, 1.1259]),
+    (KERAS_1_VERBOSE_2, [1, 2], [0.4955, 0.3955]),
+])
+def test_old_keras_epochs_are_read(tmp_path: Path, lines: list[str], steps: list[int],
+                                   losses: list[float]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(str(log)).iterations
+    got = it[it["loss"].notna()]
+    assert got["iteration"].tolist() == steps
+    assert got["loss"].tolist() == losses
+
+
+def test_a_heading_with_no_total_leaves_the_next_lines_to_the_step_readers(tmp_path: Path) -> None:
+    # nnU-Net's "Epoch 453" and then its own lines (no Keras closing line): still read
+    log = tmp_path / "train.log"
+    log.write_text("Epoch 453\nstep 10 loss: 0.25\n")
+    it = traindoc.load(str(log)).iterations
+    assert it.loc[it["loss"].notna(), "iteration"].tolist() == [10]

@@ -1067,7 +1067,8 @@ class EpochTimeParser:
 
 
 # -- Keras fit(): "Epoch 2/500", then the epoch's last progress line ---------------------------
-KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/\d+\s*$")
+# (Keras 0.x numbered its epochs from 0 and printed no total: "Epoch 0", keras-team/keras#21)
+KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)(?P<tot>/\d+)?\s*$")
 # the epoch's closing line, verbose 2 or 1: "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - …",
 # "1000/1000 [=====] - 1873s 2s/step - loss: 0.2 - val_loss: 0.3"; a line still counting
 # batches (n < total, an "ETA:") is no epoch's end
@@ -1075,6 +1076,11 @@ KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/\d+\s*$")
 # metrics in the order they were compiled, the loss not always first)
 KERAS_END_RE = re.compile(r"(?:^|\r)\s*(?P<n>\d+)/(?P=n)\s+(?:(?:\[[=>.]*\]\s+)?-\s+|━+\s+)\d+s\b"
                           r"(?:(?!\r).)*?\s-\s+loss:\s*(?P<loss>[-+\d.eE]+|nan|inf)\b(?!(?:(?!\r).)*\r)")
+# verbose 2 before Keras 2.3 printed no batch count, only the epoch's seconds: Keras 2.0-2.2
+# " - 122s - loss: 1.5673 - acc: 0.4115 - val_loss: …" (keras/utils/generic_utils.py Progbar,
+# verbose 2), Keras 0.x-1.x "5s - loss: 0.4955 - acc: 0.8078"
+KERAS_V2_END_RE = re.compile(r"^\s*(?:-\s+)?\d+s\s+(?:\d+(?:ms|us|s)/step\s+)?-\s+loss:\s*"
+                             r"(?P<loss>[-+\d.eE]+|nan|inf)\b")
 KERAS_VAL_RE = re.compile(r"\s-\s+val_loss:\s*(?P<v>[-+\d.eE]+|nan|inf)\b")
 
 
@@ -1093,7 +1099,9 @@ class KerasEpochParser:
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the epoch's row at its closing line."""
         if (m := KERAS_EPOCH_RE.match(text)) is not None:
-            self.epoch, self.section = int(m["e"]), "keras_epoch"
+            # a heading with no total ("Epoch 453": nnU-Net's, a custom loop's) opens no section:
+            # the lines after it stay the other readers' until a Keras closing line comes
+            self.epoch, self.section = int(m["e"]), "keras_epoch" if m["tot"] else None
             return []
         if self.section is not None and "%|" in text and TQDM_RE.search(text):
             # a custom loop's own "Epoch 1/3" heading above its tqdm bar, not Keras's (thunder-1:
@@ -1102,7 +1110,8 @@ class KerasEpochParser:
             # bar's steps are the step readers' again
             self.epoch, self.section = None, None
             return []
-        if self.epoch is None or " - loss: " not in text or (m := KERAS_END_RE.search(text)) is None:
+        if self.epoch is None or " - loss: " not in text or (
+                m := KERAS_END_RE.search(text) or KERAS_V2_END_RE.match(text)) is None:
             return []
         # no elapsed_s and no total: the epoch's seconds are no iteration's time, and the epochs
         # planned no count of the batch steps the throughput runbook times (the progress table
