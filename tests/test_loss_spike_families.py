@@ -1135,3 +1135,43 @@ def test_a_heading_with_no_total_leaves_the_next_lines_to_the_step_readers(tmp_p
     log.write_text("Epoch 453\nstep 10 loss: 0.25\n")
     it = traindoc.load(str(log)).iterations
     assert it.loc[it["loss"].notna(), "iteration"].tolist() == [10]
+
+
+# a step's header alone on its line, the loss alone on the next: one record (BAI-Yeqi/TI_SV
+# train.log, corpus loss_spike-ti-sv-ge2e-tf-healthy)
+TI_SV = ["start from 0", "current step: 1th step", "batch loss:4.0292044", "current step: 2th step",
+         "batch loss:3.9197984", "model saved in file: ./ckpt/model.ckpt-100 / 100 th step",
+         "current step: 5168th step", "batch loss:0.94814676"]
+
+
+def test_a_steps_header_and_its_lone_loss_line_are_one_record(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(TI_SV) + "\n")
+    it = traindoc.load(str(log)).iterations
+    got = it[it["loss"].notna()]
+    assert got["iteration"].tolist() == [1, 2, 5168]
+    assert got["loss"].tolist() == [4.0292044, 3.9197984, 0.94814676]
+
+
+@pytest.mark.parametrize(("line", "row"), [
+    # neemiasbsilva/developing-nanoGPT2-fineweb logs/train_log.txt (build-nanogpt's log.txt)
+    ("1987 train 3.418830", {"iteration": 1987, "loss": 3.41883}),
+    ("250 val 5.8727", {"iteration": 250, "eval_loss": 5.8727, "event": "eval"}),
+    ("250 hella 0.2512", None),  # HellaSwag's accuracy: no loss
+    # karpathy/llm.c train_gpt2.py's logfile ("s:%d trl:%f"), its C logger's val line
+    ("s:0 trl:10.985140", {"iteration": 0, "loss": 10.98514}),
+    ("s:250 tel:6.1234", {"iteration": 250, "eval_loss": 6.1234, "event": "eval"}),
+    # llm.c's C trainer with its learning rate and grad norm ("s:%d trl:%.4f lr:%.6f norm:%.2f")
+    ("s:12 trl:3.1234 lr:0.000600 norm:0.45",
+     {"iteration": 12, "loss": 3.1234, "lr": 0.0006, "grad_norm": 0.45}),
+])
+def test_a_runs_record_file_is_read(line: str, row: dict | None) -> None:
+    from traindoc.parse.iterations import parse_run_record
+    assert parse_run_record(line) == row
+
+
+def test_build_nanogpts_record_gives_the_last_step(tmp_path: Path) -> None:
+    log = tmp_path / "train_log.txt"
+    log.write_text("0 val 11.0213\n0 train 11.027695\n1 train 10.977922\n250 val 5.8727\n"
+                   "1991 train 3.478232\n")
+    assert ls.analyse(traindoc.load(str(log))).last_iteration == 1991

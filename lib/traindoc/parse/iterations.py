@@ -1356,7 +1356,49 @@ def parse_nan_warning(text: str) -> Row | None:
     return {"nan": 1}
 
 
+# -- a run's record file: one bare "<step> <split> <value>" or "s:<step> <key>:<value>" a line --
+# build-nanogpt (karpathy/build-nanogpt train_gpt2.py, copied by its many forks) writes
+# f"{step} train {loss:.6f}", f"{step} val {val_loss:.4f}" and f"{step} hella {acc:.4f}" to its
+# log.txt (neemiasbsilva/developing-nanoGPT2-fineweb logs/train_log.txt, corpus
+# loss_spike-nanogpt2-fineweb-train-log-healthy: "1987 train 3.418830"; forks add a keyed
+# figure after it: "… train 3.41 hard 0.12"); llm.c (karpathy/llm.c train_gpt2.py, its C
+# logger; KellerJordan/modded-nanogpt's first versions) writes "s:0 trl:10.9851" and
+# "s:0 tel:10.9863", the C trainer "s:%d trl:%.4f lr:%.6f norm:%.2f"
+RECORD_SPLIT_RE = re.compile(
+    r"^\s*(?P<it>\d+) (?P<k>train|val|hella) (?P<v>[-+\d.eE]+|nan|inf)(?:\s+[a-z_]+ [-+\d.eE]+)*\s*$")
+RECORD_KEYED_RE = re.compile(
+    r"^\s*s:(?P<it>\d+) (?P<k>trl|tel):(?P<v>[-+\d.eE]+|nan|inf)(?P<rest>(?:\s+[a-z_]+:[-+\d.eE]+(?:ms)?)*)\s*$")
+RECORD_FIELD_RE = re.compile(r"\b(?P<k>lr|norm):(?P<v>[-+\d.eE]+)")
+# the record's keys: the training loss, the validation loss
+RECORD_KEYS = {"train": "loss", "trl": "loss", "val": "eval_loss", "tel": "eval_loss"}
+RECORD_FIELDS = {"lr": "lr", "norm": "grad_norm"}
+
+
+def parse_run_record(text: str) -> Row | None:
+    """One line of a run's record file (``RECORD_SPLIT_RE``, ``RECORD_KEYED_RE``): the step's
+    training loss (with llm.c's learning rate and grad norm), or its validation loss as an
+    ``event="eval"`` row; None for a line of any other figure (HellaSwag's accuracy)."""
+    m = RECORD_SPLIT_RE.match(text) or RECORD_KEYED_RE.match(text)
+    if m is None or (col := RECORD_KEYS.get(m["k"])) is None:
+        return None
+    row: Row = {"iteration": int(m["it"]), col: to_float(m["v"])}
+    if col == "eval_loss":
+        row["event"] = "eval"
+    elif m.re is RECORD_KEYED_RE:
+        for f in RECORD_FIELD_RE.finditer(m["rest"]):
+            row[RECORD_FIELDS[f["k"]]] = to_float(f["v"])
+    return row
+
+
 PARSERS: tuple[LineParser, ...] = (
+    LineParser(
+        "run_record",
+        "iterations",
+        (" train ", " val ", " trl:", " tel:"),
+        parse_run_record,
+        # neemiasbsilva/developing-nanoGPT2-fineweb logs/train_log.txt
+        example="1987 train 3.418830",
+    ),
     LineParser(
         "megatron_iteration",
         "iterations",

@@ -1058,8 +1058,23 @@ EPOCH_TIME_RE = re.compile(r"\b(?:train(?:ing)?[_/ ]?time|epoch[_ ]time)\b", re.
 # (apoorvnandan/speech-recognition-primer#2: "Epoch    :  8" then "LOSS     :  nan"; a custom
 # loop's print("Epoch:", e) / print("Train loss:", l))
 LONE_LOSS_RE = re.compile(
-    r"\s*(?:(?:train(?:ing)?|avg|average|mean|total|epoch)[ _])?loss\s*[:=]\s*"
+    r"\s*(?:(?:train(?:ing)?|avg|average|mean|total|epoch|batch|step)[ _])?loss\s*[:=]\s*"
     rf"(?:{NUMBER_STR_RE.pattern})\s*", re.IGNORECASE)
+
+
+# a step's header, the counter alone on its line, whose loss the next line prints alone
+# (``LONE_LOSS_RE``): a TF 1.x loop's print("current step: %dth step") / print("batch loss:%s")
+# (BAI-Yeqi/TI_SV train.py, corpus loss_spike-ti-sv-ge2e-tf-healthy: "current step: 5168th step"
+# then "batch loss:0.94814676"); the two are one record, like an epoch's header and its result
+STEP_HEADER_RE = re.compile(
+    r"(?:^|\s-\s|\]\s*)\s*(?:current\s+|global\s+)?(?:step|iter(?:ation)?)\s*[:#]?\s*"
+    r"(?P<n>\d+)(?:st|nd|rd|th)?(?:\s+step)?\s*:?\s*$", re.IGNORECASE)
+STEP_HEADER_NEEDLES = ("step", "Step", "STEP", "iter", "Iter", "ITER")
+
+
+def step_header(text: str) -> bool:
+    """Whether a line is only a step's header (``STEP_HEADER_RE``)."""
+    return STEP_HEADER_RE.search(text) is not None
 
 
 def epoch_header(text: str) -> bool:
@@ -1183,14 +1198,17 @@ def parse_line(text: str) -> Row | None:
 
 def incomplete_record(text: str) -> bool:
     """A line the next one completes: a step line cut before its step (``cut_before_step``),
-    an epoch's header (``epoch_header``) or a JSON object a paste wrapped (``open_json``)."""
-    return epoch_header(text) or cut_before_step(text) or open_json(text)
+    an epoch's or a step's header (``epoch_header``, ``step_header``) or a JSON object a paste
+    wrapped (``open_json``)."""
+    return epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
 
 
 def record_continues(record: str, body: str) -> bool:
     """Whether ``body`` completes ``record`` (``incomplete_record``)."""
     if epoch_header(record):
         return epoch_result(body)
+    if step_header(record):
+        return LONE_LOSS_RE.fullmatch(body) is not None
     if open_json(record):
         return json_continues(body)
     return step_continues(record, body)
@@ -1235,7 +1253,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
-        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES),
+        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES, *STEP_HEADER_NEEDLES),
         parse_line,
         incomplete=incomplete_record,
         continues=record_continues,
