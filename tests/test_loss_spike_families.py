@@ -1175,3 +1175,33 @@ def test_build_nanogpts_record_gives_the_last_step(tmp_path: Path) -> None:
     log.write_text("0 val 11.0213\n0 train 11.027695\n1 train 10.977922\n250 val 5.8727\n"
                    "1991 train 3.478232\n")
     assert ls.analyse(traindoc.load(str(log))).last_iteration == 1991
+
+
+# ESPnet2's trainer: a window of the epoch's batches, the epoch's summary with its batch count,
+# then the next epoch's first window (espnet/espnet#2674, corpus loss_spike-espnet-2674)
+ESPNET_2674 = [
+    "[PC] 2020-11-11 16:30:14,840 (trainer:486) INFO: 1epoch:train:7126-7500batch: iter_time=0.001, "
+    "forward_time=0.005, loss=2.339, backward_time=0.005, optim_step_time=1.963e-04, lr_0=0.100, "
+    "train_time=0.014",
+    "[PC] 2020-11-11 16:30:18,406 (trainer:243) INFO: 1epoch results: [train] iter_time=0.001, "
+    "forward_time=0.005, loss=2.853, backward_time=0.005, optim_step_time=1.974e-04, lr_0=0.100, "
+    "train_time=0.013, time=1 minute and 42.6 seconds, total_count=7507, [valid] loss=2.387, "
+    "time=3 seconds, total_count=240, [att_plot] time=0.28 seconds, total_count=0",
+    "[PC] 2020-11-11 16:30:18,969 (trainer:184) INFO: 2/20epoch started. Estimated time to finish: "
+    "33 minutes and 42.59 seconds",
+    "[PC] 2020-11-11 16:30:24,312 (trainer:486) INFO: 2epoch:train:1-375batch: iter_time=0.001, "
+    "forward_time=0.005, loss=2.313, backward_time=0.005, optim_step_time=2.000e-04, lr_0=0.100, "
+    "train_time=0.014",
+]
+
+
+def test_espnets_windows_count_on_from_the_epochs_stated_batches(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(ESPNET_2674) + "\n")
+    inc = traindoc.load(str(log))
+    it = inc.iterations
+    # the summary's mean loss is no point of the series
+    assert it.loc[it["loss"].notna(), "loss"].tolist() == [2.339, 2.313]
+    a = ls.analyse(inc)
+    assert a.last_iteration == 7507 + 375
+    assert a.spikes == []

@@ -237,6 +237,19 @@ PASS_STEP_RE = re.compile(
 EPOCH_BATCH_RE = re.compile(
     r"(?<![\w/.])epoch\s*[:=]?\s*\[?\s*(?P<e>\d+)\s*\]?\s*[,|]?\s*batch\s*[:=]?\s*\[?\s*"
     r"(?:\d+\s*-\s*)?(?P<n>\d+)(?![\d./])", re.IGNORECASE)
+# the same with the counters glued to their units, the epoch's before it: ESPnet2's trainer
+# (espnet2/train/reporter.py, every recipe's train.log: "1epoch:train:6376-6750batch:
+# iter_time=0.001, forward_time=0.005, loss=2.386, …", espnet/espnet#2674): the window's end is
+# the batch; its "1epoch results: [train] … loss=2.853" is the epoch's mean, no step
+EPOCH_GLUED_BATCH_RE = re.compile(
+    r"(?<![\w/.])(?P<e>\d+)epoch:train:(?:\d+-)?(?P<n>\d+)batch\b")
+# ESPnet2's epoch summary names how many batches the epoch trained ("1epoch results: [train]
+# iter_time=0.001, …, loss=2.853, …, total_count=7507, [valid] loss=2.387, …, total_count=240"):
+# the epoch's last batch, the run's progress (``event="step"``), whose count the next epoch's
+# windows go on from; its loss is the epoch's mean, no point of the series
+EPOCH_RESULTS_RE = re.compile(
+    r"(?<![\w/.])(?P<e>\d+)epoch results: \[train\][^\[]*?\btotal_count=(?P<n>\d+)")
+EPOCH_RESULTS_NEEDLE = "epoch results: [train]"
 # bare counters at the start of a line, before its keyed metrics, when nothing else names the
 # step: "268/446 (epoch 0), train_loss = 2.097" (the step of a total), "333 154 Loss=nan
 # Time=0.040" (epoch, then the step), "590 | loss 6.1569 | lr …" (llama2.c and its forks: a
@@ -662,7 +675,7 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(m["n"])
         if m.re is COUNTER_STEP_RE:
             row["total_iterations"] = int(m["tot"])
-    elif m is None and (m := EPOCH_BATCH_RE.search(text)) is not None:
+    elif m is None and (m := EPOCH_BATCH_RE.search(text) or EPOCH_GLUED_BATCH_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
         row["epoch"] = float(m["e"])
     elif m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
@@ -1185,7 +1198,8 @@ def parse_line(text: str) -> Row | None:
     only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
     reads nothing else: "Epoch[0] Time cost=50.022" is no loss) or an epoch's batch counter
     (``epoch_batch_marker``); a line naming the optimizer's step and no metric is a
-    ``step_marker``, a step's memory report a ``phase_memory_marker``."""
+    ``step_marker``, a step's memory report a ``phase_memory_marker``, ESPnet2's epoch
+    summary its epoch's last batch (``EPOCH_RESULTS_RE``)."""
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
            else _epoch_result_row(text) or _epoch_begun(text) or epoch_batch_marker(text))
     if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
@@ -1193,6 +1207,8 @@ def parse_line(text: str) -> Row | None:
         row = step_marker(text)
     if row is None and PHASE_MEMORY_NEEDLES[0] in text:
         row = phase_memory_marker(text)
+    if row is None and EPOCH_RESULTS_NEEDLE in text and (m := EPOCH_RESULTS_RE.search(text)):
+        row = {"iteration": int(m["n"]), "epoch": float(m["e"]), "event": STEP_EVENT}
     return row
 
 
