@@ -1205,3 +1205,36 @@ def test_espnets_windows_count_on_from_the_epochs_stated_batches(tmp_path: Path)
     a = ls.analyse(inc)
     assert a.last_iteration == 7507 + 375
     assert a.spikes == []
+
+
+# RLlib's result YAML: the learner's stats nested in the block, the iteration's count after them.
+# DQN: corpus loss_spike-shogi-rl-rllib-dqn-q-divergence (its nohup.out, Ray Tune 1.x); PPO: a
+# Tune run of PPO on CartPole-v0 (Ray 1.3, 2021-05-12) as a repository's notes paste it
+RLLIB_DQN = [
+    "Result for DQN_shogi_96499_00000:", "  agent_timesteps_total: 34214", "  info:",
+    "    learner:", "      player_0:", "        custom_metrics: {}", "        learner_stats:",
+    "          allreduce_latency: 0.0", "          cur_lr: 0.0005",
+    "          grad_gnorm: 21.5760555267334", "          max_q: 367.2935485839844",
+    "        mean_td_error: 20.40203285217285", "  iterations_since_restore: 11",
+    "  training_iteration: 11"]
+RLLIB_PPO = [
+    "Result for PPO_CartPole-v0_0339b_00000:", "  agent_timesteps_total: 42800", "  info:",
+    "    learner:", "      default_policy:", "        learner_stats:",
+    "          cur_kl_coeff: 0.30000001192092896", "          cur_lr: 4.999999873689376e-05",
+    "          entropy: 0.5984720587730408", "          policy_loss: -0.030758701264858246",
+    "          total_loss: 394.77838134765625", "          vf_loss: 394.8033447265625",
+    "    num_steps_trained: 42800", "  iterations_since_restore: 2", "  training_iteration: 2"]
+
+
+@pytest.mark.parametrize(("lines", "row"), [
+    (RLLIB_DQN, {"iteration": 11, "grad_norm": 21.5760555267334, "lr": 0.0005}),
+    (RLLIB_PPO, {"iteration": 2, "loss": 394.77838134765625, "lr": 4.999999873689376e-05}),
+])
+def test_rllibs_result_yaml_is_one_row_per_training_iteration(tmp_path: Path, lines: list[str],
+                                                              row: dict) -> None:
+    log = tmp_path / "nohup.out"
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(str(log)).iterations
+    assert len(it) == 1
+    for k, v in row.items():
+        assert it[k].iloc[0] == pytest.approx(v)

@@ -1066,6 +1066,53 @@ class EpochTimeParser:
         return []
 
 
+# -- RLlib's result: the YAML of one training iteration ------------------------------------------
+# Ray Tune's "Result for DQN_shogi_96499_00000:" and RLlib's pretty_print(algo.train()) print a
+# training iteration's result as YAML, its learner's stats nested under info/learner/<policy>/
+# learner_stats ("grad_gnorm: 21.57", "total_loss: 0.35", "cur_lr: 0.0005") and the iteration's
+# own count last, at the top level ("training_iteration: 11"; corpus
+# loss_spike-shogi-rl-rllib-dqn-q-divergence, its nohup.out)
+RLLIB_ITERATION_RE = re.compile(r"^\s*training_iteration:\s*(?P<n>\d+)\s*$")
+RLLIB_STAT_RE = re.compile(
+    r"^\s*(?P<k>grad_gnorm|total_loss|cur_lr):\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.nan|\.inf)|nan|inf)\s*$")
+RLLIB_COLUMNS = {"grad_gnorm": "grad_norm", "total_loss": "loss", "cur_lr": "lr"}
+
+
+def _yaml_float(v: str) -> float | None:
+    """A YAML scalar as a float (PyYAML writes NaN and infinity as ``.nan``, ``.inf``)."""
+    return to_float(v.replace(".nan", "nan").replace(".inf", "inf"))
+
+
+class RLlibResultParser:
+    """RLlib's result YAML: the learner's stats of one training iteration, a row at its
+    ``training_iteration`` line (the first policy's stats where several learn)."""
+
+    needles = ("training_iteration:", "grad_gnorm:", "total_loss:", "cur_lr:")
+    tables = ("iterations",)
+    section: str | None = None  # always None: the stats wait for their iteration's line
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.stats: Row = {}
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the iteration's row at its ``training_iteration``."""
+        if (m := RLLIB_STAT_RE.match(text)) is not None:
+            self.stats.setdefault(RLLIB_COLUMNS[m["k"]], _yaml_float(m["v"]))
+            return []
+        if (m := RLLIB_ITERATION_RE.match(text)) is None:
+            return []
+        stats, self.stats = self.stats, {}
+        if not stats:  # a result with no learner stats: the iteration alone is no series' point
+            return []
+        return [("iterations", {"iteration": int(m["n"]), **stats, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: stats without their iteration are dropped."""
+        self.stats = {}
+        return []
+
+
 # -- Keras fit(): "Epoch 2/500", then the epoch's last progress line ---------------------------
 # (Keras 0.x numbered its epochs from 0 and printed no total: "Epoch 0", keras-team/keras#21)
 KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)(?P<tot>/\d+)?\s*$")
@@ -1555,4 +1602,4 @@ PARSERS: tuple[LineParser, ...] = (
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
 BLOCKS = (HFTrainerParser, OlmoMetricsParser, ComposerConsoleParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
-          KerasEpochParser)
+          KerasEpochParser, RLlibResultParser)
