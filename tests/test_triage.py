@@ -1002,3 +1002,29 @@ def test_a_stall_warning_before_mpirun_first_exit_is_the_cause() -> None:
     assert classes(r)[0] == ("deadlock", "cause")
     assert ("gpu_crash", "consequence") in classes(r)
     assert "rank 1 exited" in r.verdict
+
+
+# mmengine's epoch-batch lines counted on across an epoch: the reader gives each epoch's end as
+# the total (290, then 580), which is one job going on, not a relaunch with another plan
+# (AILab-CVC/YOLO-World#276, corpus loss_spike-yolo-world-276)
+YOLO_WORLD_276 = [
+    "04/24 02:03:09 - mmengine - INFO - Epoch(train)  [16][200/290]  base_lr: 2.0000e-03 lr: "
+    "1.7228e-03  eta: 1:20:08  time: 0.1792  data_time: 0.0081  memory: 4843  grad_norm: 0.0000  "
+    "loss: 208.4161  loss_cls: 85.0224  loss_bbox: 56.8312  loss_dfl: 66.5625",
+    "04/24 02:03:19 - mmengine - INFO - Epoch(train)  [16][250/290]  base_lr: 2.0000e-03 lr: "
+    "1.7228e-03  eta: 1:19:57  time: 0.1959  data_time: 0.0164  memory: 4696  grad_norm: 0.0000  "
+    "loss: 208.5272  loss_cls: 84.8246  loss_bbox: 57.1402  loss_dfl: 66.5625",
+    "04/24 02:03:38 - mmengine - INFO - Epoch(train)  [17][ 50/290]  base_lr: 2.0000e-03 lr: "
+    "1.7030e-03  eta: 1:19:44  time: 0.2323  data_time: 0.0627  memory: 4483  grad_norm: nan  "
+    "loss: 209.1800  loss_cls: 85.1599  loss_bbox: 57.4576  loss_dfl: 66.5625",
+    "04/24 02:03:47 - mmengine - INFO - Epoch(train)  [17][100/290]  base_lr: 2.0000e-03 lr: "
+    "1.7030e-03  eta: 1:19:30  time: 0.1785  data_time: 0.0159  memory: 4310  grad_norm: 0.0000  "
+    "loss: 208.8468  loss_cls: 85.0197  loss_bbox: 57.2646  loss_dfl: 66.5625",
+]
+
+
+def test_a_later_epochs_nan_is_the_same_jobs(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(YOLO_WORLD_276) + "\n")
+    r = triage.diagnose(traindoc.load(str(log)))
+    assert classes(r)[:1] == [("loss_spike", "cause")]

@@ -895,15 +895,17 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
 def _between_jobs(incident: Incident, start: int) -> bool:
     """Whether a metric class's problem starts at the first logged step of another job than
     the step logged before it (a relaunch with another iteration plan appended to the same log:
-    Paddle's workerlog.N after a smoke run), so that its baseline is another job's."""
+    Paddle's workerlog.N after a smoke run), so that its baseline is another job's. A step past
+    the total before it is the same job counted on: an epoch's end, which epoch-batch readers
+    give as the total (mmengine's "Epoch(train) [17][ 50/290]" after epoch 16's 290 batches)."""
     if not mixed_jobs(incident):
         return False
     it = training_steps(incident)
-    totals = it["total_iterations"]
+    totals, steps = it["total_iterations"], it["iteration"]
     # (a step number each job logs: any of them where a job starts)
     return any(pd.notna(totals.iloc[i - 1]) and pd.notna(totals.iloc[i])
-               and totals.iloc[i - 1] != totals.iloc[i]
-               for i in np.flatnonzero(it["iteration"].to_numpy() == start) if i > 0)
+               and totals.iloc[i - 1] != totals.iloc[i] and not steps.iloc[i] > totals.iloc[i - 1]
+               for i in np.flatnonzero(steps.to_numpy() == start) if i > 0)
 
 
 DETECTORS: dict[str, Callable[[Incident, Report | None], Sighting | None]] = {
