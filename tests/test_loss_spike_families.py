@@ -1238,3 +1238,28 @@ def test_rllibs_result_yaml_is_one_row_per_training_iteration(tmp_path: Path, li
     assert len(it) == 1
     for k, v in row.items():
         assert it[k].iloc[0] == pytest.approx(v)
+
+
+def test_an_epochs_running_mean_reset_is_no_spike() -> None:
+    # DSFD's train.py prints losses / (batch_idx + 1), reset each epoch: the first line of an
+    # epoch is one batch's loss (6.6466 over a ~4.95 mean), back on the next lines (corpus
+    # loss_spike-dsfd-running-mean-epoch-start-jumps-healthy)
+    from traindoc.diagnose.loss_spike.detect import epoch_running_mean
+    case = Path(__file__).parent.parent / "data/corpus/loss_spike" / \
+        "loss_spike-dsfd-running-mean-epoch-start-jumps-healthy/logs"
+    a = ls.analyse(traindoc.load(str(case)))
+    assert epoch_running_mean(a.series)
+    assert a.spikes == []
+
+
+def test_a_per_batch_loss_is_no_running_mean() -> None:
+    # the same shape with a per-batch loss: its noise does not shrink through an epoch, so a
+    # rise at an epoch's first point is judged as any other
+    from traindoc.diagnose.loss_spike.detect import epoch_running_mean
+    rng = np.random.default_rng(0)
+    n, per = 120, 30
+    s = pd.DataFrame({c: np.full(n, np.nan) for c in SERIES_COLUMNS})
+    s["iteration"] = np.arange(n) * 10
+    s["epoch"] = (np.arange(n) // per).astype(float)
+    s["loss"] = 5.0 + rng.normal(0, 0.2, n)
+    assert not epoch_running_mean(s)
