@@ -895,16 +895,25 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
 def _between_jobs(incident: Incident, start: int) -> bool:
     """Whether a metric class's problem starts at the first logged step of another job than
     the step logged before it (a relaunch with another iteration plan appended to the same log:
-    Paddle's workerlog.N after a smoke run), so that its baseline is another job's. A step past
-    the total before it is the same job counted on: an epoch's end, which epoch-batch readers
-    give as the total (mmengine's "Epoch(train) [17][ 50/290]" after epoch 16's 290 batches)."""
+    Paddle's workerlog.N after a smoke run), so that its baseline is another job's. Totals that
+    grow by one epoch's length as the epoch goes up are one job counted on: epoch-batch readers
+    give each epoch's end as the total, T, 2T, 3T … (mmengine's "Epoch(train) [17][ 50/290]"
+    after epoch 16's "[16][250/290]" reads 340 of 580)."""
     if not mixed_jobs(incident):
         return False
     it = training_steps(incident)
     totals, steps = it["total_iterations"], it["iteration"]
+    known = totals.dropna()
+    epochs = it["epoch"] if "epoch" in it else pd.Series(pd.NA, index=it.index)
+
+    def counted_on(i: int) -> bool:
+        e0, e1 = epochs.iloc[i - 1], epochs.iloc[i]
+        return (pd.notna(e0) and pd.notna(e1) and e1 == e0 + 1
+                and totals.iloc[i] - totals.iloc[i - 1] == known.iloc[0])
+
     # (a step number each job logs: any of them where a job starts)
     return any(pd.notna(totals.iloc[i - 1]) and pd.notna(totals.iloc[i])
-               and totals.iloc[i - 1] != totals.iloc[i] and not steps.iloc[i] > totals.iloc[i - 1]
+               and totals.iloc[i - 1] != totals.iloc[i] and not counted_on(i)
                for i in np.flatnonzero(steps.to_numpy() == start) if i > 0)
 
 
