@@ -1028,3 +1028,28 @@ def test_a_later_epochs_nan_is_the_same_jobs(tmp_path: Path) -> None:
     log.write_text("\n".join(YOLO_WORLD_276) + "\n")
     r = triage.diagnose(traindoc.load(str(log)))
     assert classes(r)[:1] == [("loss_spike", "cause")]
+
+
+# PaddleNLP's Trainer skipping the optimizer at a loss scale already under 1 (PaddlePaddle/
+# PaddleNLP#7537, corpus loss_spike-paddlenlp-7537-optimizer-not-run): no calibration gets there
+PADDLENLP_7537 = [
+    "[2023-11-28 14:31:29,583] [ WARNING] - optimizer not run, scale_before: 0.25, scale_after: 0.125",
+    "[2023-11-28 14:31:29,586] [    INFO] - loss: 2.09252715, learning_rate: 0.0, global_step: 18, "
+    "interval_runtime: 4.3468, interval_samples_per_second: 3.680853064067234, "
+    "interval_steps_per_second: 0.23005331650420213, ppl: 8.10537279652747, epoch: 0.0025",
+    "[2023-11-28 14:31:34,041] [ WARNING] - optimizer not run, scale_before: 0.125, scale_after: 0.0625",
+    "[2023-11-28 14:31:34,045] [    INFO] - loss: 2.04623556, learning_rate: 0.0, global_step: 19, "
+    "interval_runtime: 4.4585, interval_samples_per_second: 3.588644056739075, "
+    "interval_steps_per_second: 0.2242902535461922, ppl: 7.738714279163156, epoch: 0.0027",
+]
+
+
+def test_skipped_steps_at_a_loss_scale_under_one_are_a_loss_problem(tmp_path: Path) -> None:
+    log = tmp_path / "paddle.log"
+    log.write_text("\n".join(PADDLENLP_7537) + "\n")
+    r = triage.diagnose(traindoc.load(str(log)))
+    assert classes(r)[:1] == [("loss_spike", "cause")]
+    # the same skips at a scale a calibration passes through: the scaler finding its level
+    log.write_text("\n".join(PADDLENLP_7537).replace("0.25", "65536.0").replace(
+        "0.125", "32768.0").replace("0.0625", "16384.0") + "\n")
+    assert classes(triage.diagnose(traindoc.load(str(log)))) == []
