@@ -70,6 +70,16 @@ demo: setup
 # watch: ~100 in the suite, 0.18 CPU-s each) still save after every cell, which keeps a dead
 # kernel's partial notebook; each class's report and triage compute input_findings
 # (clock_jumps) again, six times a case.
+# Since (xtest): Incident.once computes the input's findings once an incident (call count: 6
+# a case before, 53 for 50 corpus cases after; the timeout analysis rebuilt the incident, now
+# only where it fills in a process group); under cProfile they were 1.25 of 7.6 s of triage
+# over 25 cases; triage 0.16 -> 0.15 CPU-s a case (50 cases, load 2-3, noisy): ~10 CPU-s over
+# the corpus. Summaries unchanged. Full run from a fresh clone of f7bc6ff (shared venv, -n 2
+# --dist loadgroup, every marker, the machine shared at load 3-7): 11,287 passed, 20 skipped,
+# 1,293 CPU-s (1,209 user, 85 sys), 20:30 wall. Largest files by summed test time there:
+# test_ingest 546 s, test_actions 303, test_bad_inputs 218, test_triage 111,
+# test_flight_recorder_fast 102, test_figures 99, test_drills 96, test_watch 92. Not measured
+# yet: the library's papermill runs saving after every cell, bad-input runs done twice.
 WORKERS ?= auto
 # Bytecode written (PYTHONDONTWRITEBYTECODE emptied where the environment sets it, as this
 # one does): the run's processes that import traindoc (kernels, `traindoc` subprocesses,

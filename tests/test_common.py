@@ -68,3 +68,26 @@ def test_a_log_nothing_understood_is_said_so(tmp_path) -> None:
                             "b.log:1: KeyError: 'foo'"])
     assert forms[0] == (2, "a.log:3", "RuntimeError: bad value 17 at /x/y/z.py")
     assert forms[1][0] == 1
+
+
+def test_input_findings_are_computed_once_while_the_tables_stay() -> None:
+    from traindoc.diagnose import common
+    from traindoc.incident import Incident
+
+    inc = Incident.from_rows({}, unrecognized=["a.log:3: NCCL error: something new"])
+    calls: list[int] = []
+
+    def counted(i: Incident) -> list:
+        calls.append(1)
+        return common._input_findings(i)
+
+    first = inc.once("f", counted)
+    assert inc.once("f", counted) is first and len(calls) == 1
+    inc.unrecognized.append("a.log:9: NCCL error: again")  # grew: computed again
+    assert inc.once("f", counted)[0].title.startswith("2 line(s)") and len(calls) == 2
+    inc.tables["errors"] = inc.tables["errors"].copy()  # replaced (as watch does): again
+    inc.once("f", counted)
+    assert len(calls) == 3
+    got = common.input_findings(inc)
+    got[0].evidence.append("x")  # each call's findings are its own
+    assert "x" not in common.input_findings(inc)[0].evidence

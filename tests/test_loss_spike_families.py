@@ -1056,3 +1056,210 @@ def test_an_epoch_header_numbers_the_loss_line_after_it(tmp_path: Path, engine: 
     assert a.nan_iterations == [8] and a.last_iteration == 8
     log.write_text("Epoch: 11\nValidation loss 6312:  0.149928\n")
     assert list(traindoc.load(str(log), engine=engine).iterations["iteration"]) != [11]
+
+
+# a loss scaler's own note that it halved its scale after an overflow, no step named: the step
+# whose line follows (PaddlePaddle/PaddleNLP#7537, corpus loss_spike-paddlenlp-7537-optimizer-not-run)
+PADDLENLP_7537 = [
+    "[2023-11-28 14:31:29,583] [ WARNING] - optimizer not run, scale_before: 0.25, scale_after: 0.125",
+    "[2023-11-28 14:31:29,586] [    INFO] - loss: 2.09252715, learning_rate: 0.0, global_step: 18, "
+    "interval_runtime: 4.3468, interval_samples_per_second: 3.680853064067234, "
+    "interval_steps_per_second: 0.23005331650420213, ppl: 8.10537279652747, epoch: 0.0025",
+    "[2023-11-28 14:31:34,041] [ WARNING] - optimizer not run, scale_before: 0.125, scale_after: 0.0625",
+    "[2023-11-28 14:31:34,045] [    INFO] - loss: 2.04623556, learning_rate: 0.0, global_step: 19, "
+    "interval_runtime: 4.4585, interval_samples_per_second: 3.588644056739075, "
+    "interval_steps_per_second: 0.2242902535461922, ppl: 7.738714279163156, epoch: 0.0027",
+]
+
+
+@pytest.mark.parametrize(("line", "scale"), [
+    (PADDLENLP_7537[0], 0.125),
+    # Paddle's static-graph AMP decorator, its print() (python/paddle/fluid/contrib/
+    # mixed_precision/decorator.py, update_loss_scaling's Python twin): scale times its ratio
+    ("Found inf or nan, current scale is: 32768.0, decrease to: 32768.0*0.5", 16384.0),
+    # mmcv's Fp16OptimizerHook with a dynamic loss scale (mmcv/runner/hooks/optimizer.py), through
+    # the runner's logger
+    ("2021-05-01 10:00:00,000 - mmdet - WARNING - Check overflow, downscale loss scale to 256.0",
+     256.0),
+    # DeepSpeed's FP16_Optimizer (deepspeedai/DeepSpeed#697)
+    ("[2021-01-26 22:04:09,191] [INFO] [logging.py:60:log_dist] [Rank 0] Overflow detected. "
+     "Skipping step. Attempted loss scale: 8.0, reducing to 4.0", 4.0),
+])
+def test_a_loss_scalers_halving_note_is_a_skipped_step(line: str, scale: float) -> None:
+    from traindoc.parse.iterations import parse_overflow
+    assert parse_overflow(line) == {"skipped": 1, "loss_scale": scale}
+
+
+def test_paddlenlps_skipped_optimizer_steps_are_the_steps_that_follow(tmp_path: Path) -> None:
+    log = tmp_path / "paddle.log"
+    log.write_text("\n".join(PADDLENLP_7537) + "\n")
+    a = ls.analyse(traindoc.load(str(log)))
+    assert a.skipped_iterations == [18, 19]
+    assert a.last_iteration == 19
+
+
+# Keras's heading and the epoch's closing line in the versions before tf.keras's: Keras 0.x
+# numbered epochs from 0 and printed no total (keras-team/keras#21, corpus
+# loss_spike-keras-21-diverges-epoch10); verbose 2 before Keras 2.3 printed the epoch's seconds
+# and no batch count (Keras 2.0-2.2: " - 122s - loss: …", keras/utils/generic_utils.py Progbar
+# verbose 2, as in a fit's output pasted in a blog's notebook; Keras 1.x without the dash)
+KERAS_0X = ["Epoch 0", "61878/61878 [==============================] - 5s - loss: 1.1788     ",
+            "Epoch 1", "61878/61878 [==============================] - 5s - loss: 1.0403     "]
+KERAS_2_VERBOSE_2 = [
+    "Train on 37500 samples, validate on 12500 samples", "Epoch 1/20",
+    " - 122s - loss: 1.5673 - acc: 0.4115 - val_loss: 1.2524 - val_acc: 0.5470", "",
+    "Epoch 00001: val_loss improved from inf to 1.25245, saving model to ./weights.hdf5",
+    "Epoch 2/20", " - 116s - loss: 1.1259 - acc: 0.5957 - val_loss: 1.0814 - val_acc: 0.6135"]
+KERAS_1_VERBOSE_2 = ["Epoch 1/20", "5s - loss: 0.4955 - acc: 0.8078", "Epoch 2/20",
+                     "4s - loss: 0.3955 - acc: 0.8178"]
+
+
+@pytest.mark.parametrize(("lines", "steps", "losses"), [
+    (KERAS_0X, [0, 1], [1.1788, 1.0403]),
+    (KERAS_2_VERBOSE_2, [1, 2], [1.5673, 1.1259]),
+    (KERAS_1_VERBOSE_2, [1, 2], [0.4955, 0.3955]),
+])
+def test_old_keras_epochs_are_read(tmp_path: Path, lines: list[str], steps: list[int],
+                                   losses: list[float]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(str(log)).iterations
+    got = it[it["loss"].notna()]
+    assert got["iteration"].tolist() == steps
+    assert got["loss"].tolist() == losses
+
+
+def test_a_heading_with_no_total_leaves_the_next_lines_to_the_step_readers(tmp_path: Path) -> None:
+    # nnU-Net's "Epoch 453" and then its own lines (no Keras closing line): still read
+    log = tmp_path / "train.log"
+    log.write_text("Epoch 453\nstep 10 loss: 0.25\n")
+    it = traindoc.load(str(log)).iterations
+    assert it.loc[it["loss"].notna(), "iteration"].tolist() == [10]
+
+
+# a step's header alone on its line, the loss alone on the next: one record (BAI-Yeqi/TI_SV
+# train.log, corpus loss_spike-ti-sv-ge2e-tf-healthy)
+TI_SV = ["start from 0", "current step: 1th step", "batch loss:4.0292044", "current step: 2th step",
+         "batch loss:3.9197984", "model saved in file: ./ckpt/model.ckpt-100 / 100 th step",
+         "current step: 5168th step", "batch loss:0.94814676"]
+
+
+def test_a_steps_header_and_its_lone_loss_line_are_one_record(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(TI_SV) + "\n")
+    it = traindoc.load(str(log)).iterations
+    got = it[it["loss"].notna()]
+    assert got["iteration"].tolist() == [1, 2, 5168]
+    assert got["loss"].tolist() == [4.0292044, 3.9197984, 0.94814676]
+
+
+@pytest.mark.parametrize(("line", "row"), [
+    # neemiasbsilva/developing-nanoGPT2-fineweb logs/train_log.txt (build-nanogpt's log.txt)
+    ("1987 train 3.418830", {"iteration": 1987, "loss": 3.41883}),
+    ("250 val 5.8727", {"iteration": 250, "eval_loss": 5.8727, "event": "eval"}),
+    ("250 hella 0.2512", None),  # HellaSwag's accuracy: no loss
+    # karpathy/llm.c train_gpt2.py's logfile ("s:%d trl:%f"), its C logger's val line
+    ("s:0 trl:10.985140", {"iteration": 0, "loss": 10.98514}),
+    ("s:250 tel:6.1234", {"iteration": 250, "eval_loss": 6.1234, "event": "eval"}),
+    # llm.c's C trainer with its learning rate and grad norm ("s:%d trl:%.4f lr:%.6f norm:%.2f")
+    ("s:12 trl:3.1234 lr:0.000600 norm:0.45",
+     {"iteration": 12, "loss": 3.1234, "lr": 0.0006, "grad_norm": 0.45}),
+])
+def test_a_runs_record_file_is_read(line: str, row: dict | None) -> None:
+    from traindoc.parse.iterations import parse_run_record
+    assert parse_run_record(line) == row
+
+
+def test_build_nanogpts_record_gives_the_last_step(tmp_path: Path) -> None:
+    log = tmp_path / "train_log.txt"
+    log.write_text("0 val 11.0213\n0 train 11.027695\n1 train 10.977922\n250 val 5.8727\n"
+                   "1991 train 3.478232\n")
+    assert ls.analyse(traindoc.load(str(log))).last_iteration == 1991
+
+
+# ESPnet2's trainer: a window of the epoch's batches, the epoch's summary with its batch count,
+# then the next epoch's first window (espnet/espnet#2674, corpus loss_spike-espnet-2674)
+ESPNET_2674 = [
+    "[PC] 2020-11-11 16:30:14,840 (trainer:486) INFO: 1epoch:train:7126-7500batch: iter_time=0.001, "
+    "forward_time=0.005, loss=2.339, backward_time=0.005, optim_step_time=1.963e-04, lr_0=0.100, "
+    "train_time=0.014",
+    "[PC] 2020-11-11 16:30:18,406 (trainer:243) INFO: 1epoch results: [train] iter_time=0.001, "
+    "forward_time=0.005, loss=2.853, backward_time=0.005, optim_step_time=1.974e-04, lr_0=0.100, "
+    "train_time=0.013, time=1 minute and 42.6 seconds, total_count=7507, [valid] loss=2.387, "
+    "time=3 seconds, total_count=240, [att_plot] time=0.28 seconds, total_count=0",
+    "[PC] 2020-11-11 16:30:18,969 (trainer:184) INFO: 2/20epoch started. Estimated time to finish: "
+    "33 minutes and 42.59 seconds",
+    "[PC] 2020-11-11 16:30:24,312 (trainer:486) INFO: 2epoch:train:1-375batch: iter_time=0.001, "
+    "forward_time=0.005, loss=2.313, backward_time=0.005, optim_step_time=2.000e-04, lr_0=0.100, "
+    "train_time=0.014",
+]
+
+
+def test_espnets_windows_count_on_from_the_epochs_stated_batches(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(ESPNET_2674) + "\n")
+    inc = traindoc.load(str(log))
+    it = inc.iterations
+    # the summary's mean loss is no point of the series
+    assert it.loc[it["loss"].notna(), "loss"].tolist() == [2.339, 2.313]
+    a = ls.analyse(inc)
+    assert a.last_iteration == 7507 + 375
+    assert a.spikes == []
+
+
+# RLlib's result YAML: the learner's stats nested in the block, the iteration's count after them.
+# DQN: corpus loss_spike-shogi-rl-rllib-dqn-q-divergence (its nohup.out, Ray Tune 1.x); PPO: a
+# Tune run of PPO on CartPole-v0 (Ray 1.3, 2021-05-12) as a repository's notes paste it
+RLLIB_DQN = [
+    "Result for DQN_shogi_96499_00000:", "  agent_timesteps_total: 34214", "  info:",
+    "    learner:", "      player_0:", "        custom_metrics: {}", "        learner_stats:",
+    "          allreduce_latency: 0.0", "          cur_lr: 0.0005",
+    "          grad_gnorm: 21.5760555267334", "          max_q: 367.2935485839844",
+    "        mean_td_error: 20.40203285217285", "  iterations_since_restore: 11",
+    "  training_iteration: 11"]
+RLLIB_PPO = [
+    "Result for PPO_CartPole-v0_0339b_00000:", "  agent_timesteps_total: 42800", "  info:",
+    "    learner:", "      default_policy:", "        learner_stats:",
+    "          cur_kl_coeff: 0.30000001192092896", "          cur_lr: 4.999999873689376e-05",
+    "          entropy: 0.5984720587730408", "          policy_loss: -0.030758701264858246",
+    "          total_loss: 394.77838134765625", "          vf_loss: 394.8033447265625",
+    "    num_steps_trained: 42800", "  iterations_since_restore: 2", "  training_iteration: 2"]
+
+
+@pytest.mark.parametrize(("lines", "row"), [
+    (RLLIB_DQN, {"iteration": 11, "grad_norm": 21.5760555267334, "lr": 0.0005}),
+    (RLLIB_PPO, {"iteration": 2, "loss": 394.77838134765625, "lr": 4.999999873689376e-05}),
+])
+def test_rllibs_result_yaml_is_one_row_per_training_iteration(tmp_path: Path, lines: list[str],
+                                                              row: dict) -> None:
+    log = tmp_path / "nohup.out"
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(str(log)).iterations
+    assert len(it) == 1
+    for k, v in row.items():
+        assert it[k].iloc[0] == pytest.approx(v)
+
+
+def test_an_epochs_running_mean_reset_is_no_spike() -> None:
+    # DSFD's train.py prints losses / (batch_idx + 1), reset each epoch: the first line of an
+    # epoch is one batch's loss (6.6466 over a ~4.95 mean), back on the next lines (corpus
+    # loss_spike-dsfd-running-mean-epoch-start-jumps-healthy)
+    from traindoc.diagnose.loss_spike.detect import epoch_running_mean
+    case = Path(__file__).parent.parent / "data/corpus/loss_spike" / \
+        "loss_spike-dsfd-running-mean-epoch-start-jumps-healthy/logs"
+    a = ls.analyse(traindoc.load(str(case)))
+    assert epoch_running_mean(a.series)
+    assert a.spikes == []
+
+
+def test_a_per_batch_loss_is_no_running_mean() -> None:
+    # the same shape with a per-batch loss: its noise does not shrink through an epoch, so a
+    # rise at an epoch's first point is judged as any other
+    from traindoc.diagnose.loss_spike.detect import epoch_running_mean
+    rng = np.random.default_rng(0)
+    n, per = 120, 30
+    s = pd.DataFrame({c: np.full(n, np.nan) for c in SERIES_COLUMNS})
+    s["iteration"] = np.arange(n) * 10
+    s["epoch"] = (np.arange(n) // per).astype(float)
+    s["loss"] = 5.0 + rng.normal(0, 0.2, n)
+    assert not epoch_running_mean(s)

@@ -1002,3 +1002,54 @@ def test_a_stall_warning_before_mpirun_first_exit_is_the_cause() -> None:
     assert classes(r)[0] == ("deadlock", "cause")
     assert ("gpu_crash", "consequence") in classes(r)
     assert "rank 1 exited" in r.verdict
+
+
+# mmengine's epoch-batch lines counted on across an epoch: the reader gives each epoch's end as
+# the total (290, then 580), which is one job going on, not a relaunch with another plan
+# (AILab-CVC/YOLO-World#276, corpus loss_spike-yolo-world-276)
+YOLO_WORLD_276 = [
+    "04/24 02:03:09 - mmengine - INFO - Epoch(train)  [16][200/290]  base_lr: 2.0000e-03 lr: "
+    "1.7228e-03  eta: 1:20:08  time: 0.1792  data_time: 0.0081  memory: 4843  grad_norm: 0.0000  "
+    "loss: 208.4161  loss_cls: 85.0224  loss_bbox: 56.8312  loss_dfl: 66.5625",
+    "04/24 02:03:19 - mmengine - INFO - Epoch(train)  [16][250/290]  base_lr: 2.0000e-03 lr: "
+    "1.7228e-03  eta: 1:19:57  time: 0.1959  data_time: 0.0164  memory: 4696  grad_norm: 0.0000  "
+    "loss: 208.5272  loss_cls: 84.8246  loss_bbox: 57.1402  loss_dfl: 66.5625",
+    "04/24 02:03:38 - mmengine - INFO - Epoch(train)  [17][ 50/290]  base_lr: 2.0000e-03 lr: "
+    "1.7030e-03  eta: 1:19:44  time: 0.2323  data_time: 0.0627  memory: 4483  grad_norm: nan  "
+    "loss: 209.1800  loss_cls: 85.1599  loss_bbox: 57.4576  loss_dfl: 66.5625",
+    "04/24 02:03:47 - mmengine - INFO - Epoch(train)  [17][100/290]  base_lr: 2.0000e-03 lr: "
+    "1.7030e-03  eta: 1:19:30  time: 0.1785  data_time: 0.0159  memory: 4310  grad_norm: 0.0000  "
+    "loss: 208.8468  loss_cls: 85.0197  loss_bbox: 57.2646  loss_dfl: 66.5625",
+]
+
+
+def test_a_later_epochs_nan_is_the_same_jobs(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(YOLO_WORLD_276) + "\n")
+    r = triage.diagnose(traindoc.load(str(log)))
+    assert classes(r)[:1] == [("loss_spike", "cause")]
+
+
+# PaddleNLP's Trainer skipping the optimizer at a loss scale already under 1 (PaddlePaddle/
+# PaddleNLP#7537, corpus loss_spike-paddlenlp-7537-optimizer-not-run): no calibration gets there
+PADDLENLP_7537 = [
+    "[2023-11-28 14:31:29,583] [ WARNING] - optimizer not run, scale_before: 0.25, scale_after: 0.125",
+    "[2023-11-28 14:31:29,586] [    INFO] - loss: 2.09252715, learning_rate: 0.0, global_step: 18, "
+    "interval_runtime: 4.3468, interval_samples_per_second: 3.680853064067234, "
+    "interval_steps_per_second: 0.23005331650420213, ppl: 8.10537279652747, epoch: 0.0025",
+    "[2023-11-28 14:31:34,041] [ WARNING] - optimizer not run, scale_before: 0.125, scale_after: 0.0625",
+    "[2023-11-28 14:31:34,045] [    INFO] - loss: 2.04623556, learning_rate: 0.0, global_step: 19, "
+    "interval_runtime: 4.4585, interval_samples_per_second: 3.588644056739075, "
+    "interval_steps_per_second: 0.2242902535461922, ppl: 7.738714279163156, epoch: 0.0027",
+]
+
+
+def test_skipped_steps_at_a_loss_scale_under_one_are_a_loss_problem(tmp_path: Path) -> None:
+    log = tmp_path / "paddle.log"
+    log.write_text("\n".join(PADDLENLP_7537) + "\n")
+    r = triage.diagnose(traindoc.load(str(log)))
+    assert classes(r)[:1] == [("loss_spike", "cause")]
+    # the same skips at a scale a calibration passes through: the scaler finding its level
+    log.write_text("\n".join(PADDLENLP_7537).replace("0.25", "65536.0").replace(
+        "0.125", "32768.0").replace("0.0625", "16384.0") + "\n")
+    assert classes(triage.diagnose(traindoc.load(str(log)))) == []

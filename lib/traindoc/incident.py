@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from .hostlist import runs
 from .schema import SYNTHETIC_HOST_PREFIX, TABLES, empty, frame
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,9 @@ class Incident:
     # text at each (``reader.readback.texts``; None: an incident not read from files)
     reread: Callable[[Iterable[tuple[str, int | None]]], dict[tuple[str, int | None], str]] \
         | None = field(default=None, repr=False, compare=False)
+    # what once() computed, each with the objects it was computed from (not a field of a copy)
+    _memo: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.account = ReadAccount.of(self.account)
@@ -144,6 +150,22 @@ class Incident:
                   for f, n in zip(rows["file"], rows["lineno"], strict=True)]
         got = self.reread([p for p in places if p is not None])
         return pd.Series([got.get(p, pd.NA) for p in places], index=rows.index, dtype="string")
+
+    def once(self, name: str, compute: Callable[[Incident], T]) -> T:
+        """``compute(self)``, computed again only when a table, the account or the unrecognized
+        lines were replaced or grew since (as ``watch`` replaces tables): for a derived value
+        that several classes' reports read (the input's findings). Tables changed in place,
+        keeping their object and length, are not noticed."""
+        objects = (self.account, self.unrecognized, *self.tables.values())
+        sizes = (len(self.account.warnings), len(self.unrecognized), *self.tables,
+                 *map(len, self.tables.values()))
+        got = self._memo.get(name)
+        if got is not None and got[0] == sizes and len(got[1]) == len(objects) \
+                and all(map(operator.is_, got[1], objects)):
+            return got[2]
+        value = compute(self)
+        self._memo[name] = (sizes, objects, value)
+        return value
 
     @property
     def readable(self) -> bool:

@@ -7,7 +7,7 @@ import math
 import re
 import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -1024,7 +1024,13 @@ def reading_words(incident: Incident) -> str:
 
 def input_findings(incident: Incident) -> list[Finding]:
     """Findings about the input itself: warnings, and lines that look like errors but that no
-    parser understood (so a new format is never silently ignored)."""
+    parser understood (so a new format is never silently ignored). Computed once an incident
+    (triage and each class's report read them); each call gets its own copies."""
+    return [replace(f, evidence=list(f.evidence))
+            for f in incident.once("input_findings", _input_findings)]
+
+
+def _input_findings(incident: Incident) -> list[Finding]:
     out: list[Finding] = []
     warnings = incident.account.warnings
     if warnings:

@@ -110,6 +110,11 @@ METRIC_CLASSES = ("throughput", "loss_spike")
 # starting after the start-of-run loss-scale calibration, which ends well before this step
 SKIP_RUN = 3
 CALIBRATION_STEPS = 50
+# ... or any skipped step at a loss scale under this: a dynamic scaler starts at 2**15 to 2**32,
+# so one that halved below 1 is past any calibration, its gradients overflowing even shrunk (a
+# loss problem at whatever step: PaddleNLP#7537's "optimizer not run, scale_before: 0.25,
+# scale_after: 0.125" at global step 18)
+SUB_UNIT_SCALE = 1.0
 # A loss spike back within tolerance this many logged points after it opened is a blip; a run
 # with NOISE_BLIPS or more of them has a heavy-tailed per-batch loss (a diffusion MSE, a short
 # speedrun's small batches), and triage reads its blips as that noise, not an incident.
@@ -685,6 +690,15 @@ def _loss_points(incident: Incident) -> tuple[list[int], dict[int, float]]:
     return sorted({int(x) for x in s["iteration"]}), finite
 
 
+def _scale_exhausted(incident: Incident) -> int | None:
+    """The first skipped step at a loss scale under ``SUB_UNIT_SCALE`` (None: none)."""
+    from .loss_spike.series import series  # the runbook's own series: its skipped steps
+
+    s = series(incident)
+    low = s[(s["skipped"].fillna(0) > 0) & (s["loss_scale"] < SUB_UNIT_SCALE)]
+    return int(low["iteration"].iloc[0]) if len(low) else None
+
+
 def _loss_iterations(incident: Incident) -> list[int]:
     """The logged training steps that have a loss (``_loss_points``)."""
     return _loss_points(incident)[0]
@@ -866,6 +880,8 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
     facts = (_without_noise(rep.facts, *_loss_points(incident)) if cls == "loss_spike"
              else rep.facts)
     start = _metric_found(cls, facts)
+    if start is None and cls == "loss_spike" and facts.get("skipped_iterations"):
+        start = _scale_exhausted(incident)
     if start is not None and _between_jobs(incident, start):
         not_checked.append({"class": cls, "reason": (
             f"what its runbook found starts at iteration {start}, the first step of a job whose "
@@ -895,15 +911,26 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
 def _between_jobs(incident: Incident, start: int) -> bool:
     """Whether a metric class's problem starts at the first logged step of another job than
     the step logged before it (a relaunch with another iteration plan appended to the same log:
-    Paddle's workerlog.N after a smoke run), so that its baseline is another job's."""
+    Paddle's workerlog.N after a smoke run), so that its baseline is another job's. Totals that
+    grow by one epoch's length as the epoch goes up are one job counted on: epoch-batch readers
+    give each epoch's end as the total, T, 2T, 3T … (mmengine's "Epoch(train) [17][ 50/290]"
+    after epoch 16's "[16][250/290]" reads 340 of 580)."""
     if not mixed_jobs(incident):
         return False
     it = training_steps(incident)
-    totals = it["total_iterations"]
+    totals, steps = it["total_iterations"], it["iteration"]
+    known = totals.dropna()
+    epochs = it["epoch"] if "epoch" in it else pd.Series(pd.NA, index=it.index)
+
+    def counted_on(i: int) -> bool:
+        e0, e1 = epochs.iloc[i - 1], epochs.iloc[i]
+        return (pd.notna(e0) and pd.notna(e1) and e1 == e0 + 1
+                and totals.iloc[i] - totals.iloc[i - 1] == known.iloc[0])
+
     # (a step number each job logs: any of them where a job starts)
     return any(pd.notna(totals.iloc[i - 1]) and pd.notna(totals.iloc[i])
-               and totals.iloc[i - 1] != totals.iloc[i]
-               for i in np.flatnonzero(it["iteration"].to_numpy() == start) if i > 0)
+               and totals.iloc[i - 1] != totals.iloc[i] and not counted_on(i)
+               for i in np.flatnonzero(steps.to_numpy() == start) if i > 0)
 
 
 DETECTORS: dict[str, Callable[[Incident, Report | None], Sighting | None]] = {

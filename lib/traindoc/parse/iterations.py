@@ -255,7 +255,10 @@ def parse_deepspeed_timer(text: str) -> Row | None:
 # 2020): ``skipped`` counts the skipped steps since the engine started
 DS_STEP_RE = re.compile(r"\bstep=(?P<it>\d+), skipped=(?P<sk>\d+), lr=\[?(?P<lr>[-+\d.eE]+|nan)")
 # the overflow lines that name no step (``parse_overflow``): each is one of the counted steps
-UNNUMBERED_OVERFLOW = ("Skipping step", "overflow detected, ")
+# a loss scaler's note that it halved its scale (``SCALE_DOWN_RE``)
+SCALE_DOWN_NEEDLES = ("optimizer not run, scale_before", "Found inf or nan, current scale",
+                      "Check overflow, downscale")
+UNNUMBERED_OVERFLOW = ("Skipping step", "overflow detected, ", *SCALE_DOWN_NEEDLES)
 
 
 def counter_growth(previous: int | None, count: int, step: int) -> int:
@@ -1063,8 +1066,56 @@ class EpochTimeParser:
         return []
 
 
+# -- RLlib's result: the YAML of one training iteration ------------------------------------------
+# Ray Tune's "Result for DQN_shogi_96499_00000:" and RLlib's pretty_print(algo.train()) print a
+# training iteration's result as YAML, its learner's stats nested under info/learner/<policy>/
+# learner_stats ("grad_gnorm: 21.57", "total_loss: 0.35", "cur_lr: 0.0005") and the iteration's
+# own count last, at the top level ("training_iteration: 11"; corpus
+# loss_spike-shogi-rl-rllib-dqn-q-divergence, its nohup.out)
+RLLIB_ITERATION_RE = re.compile(r"^\s*training_iteration:\s*(?P<n>\d+)\s*$")
+RLLIB_STAT_RE = re.compile(
+    r"^\s*(?P<k>grad_gnorm|total_loss|cur_lr):\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.nan|\.inf)|nan|inf)\s*$")
+RLLIB_COLUMNS = {"grad_gnorm": "grad_norm", "total_loss": "loss", "cur_lr": "lr"}
+
+
+def _yaml_float(v: str) -> float | None:
+    """A YAML scalar as a float (PyYAML writes NaN and infinity as ``.nan``, ``.inf``)."""
+    return to_float(v.replace(".nan", "nan").replace(".inf", "inf"))
+
+
+class RLlibResultParser:
+    """RLlib's result YAML: the learner's stats of one training iteration, a row at its
+    ``training_iteration`` line (the first policy's stats where several learn)."""
+
+    needles = ("training_iteration:", "grad_gnorm:", "total_loss:", "cur_lr:")
+    tables = ("iterations",)
+    section: str | None = None  # always None: the stats wait for their iteration's line
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.stats: Row = {}
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the iteration's row at its ``training_iteration``."""
+        if (m := RLLIB_STAT_RE.match(text)) is not None:
+            self.stats.setdefault(RLLIB_COLUMNS[m["k"]], _yaml_float(m["v"]))
+            return []
+        if (m := RLLIB_ITERATION_RE.match(text)) is None:
+            return []
+        stats, self.stats = self.stats, {}
+        if not stats:  # a result with no learner stats: the iteration alone is no series' point
+            return []
+        return [("iterations", {"iteration": int(m["n"]), **stats, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: stats without their iteration are dropped."""
+        self.stats = {}
+        return []
+
+
 # -- Keras fit(): "Epoch 2/500", then the epoch's last progress line ---------------------------
-KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/\d+\s*$")
+# (Keras 0.x numbered its epochs from 0 and printed no total: "Epoch 0", keras-team/keras#21)
+KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)(?P<tot>/\d+)?\s*$")
 # the epoch's closing line, verbose 2 or 1: "7/7 - 0s - loss: 5.1108 - accuracy: 0.0251 - …",
 # "1000/1000 [=====] - 1873s 2s/step - loss: 0.2 - val_loss: 0.3"; a line still counting
 # batches (n < total, an "ETA:") is no epoch's end
@@ -1072,6 +1123,11 @@ KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)/\d+\s*$")
 # metrics in the order they were compiled, the loss not always first)
 KERAS_END_RE = re.compile(r"(?:^|\r)\s*(?P<n>\d+)/(?P=n)\s+(?:(?:\[[=>.]*\]\s+)?-\s+|━+\s+)\d+s\b"
                           r"(?:(?!\r).)*?\s-\s+loss:\s*(?P<loss>[-+\d.eE]+|nan|inf)\b(?!(?:(?!\r).)*\r)")
+# verbose 2 before Keras 2.3 printed no batch count, only the epoch's seconds: Keras 2.0-2.2
+# " - 122s - loss: 1.5673 - acc: 0.4115 - val_loss: …" (keras/utils/generic_utils.py Progbar,
+# verbose 2), Keras 0.x-1.x "5s - loss: 0.4955 - acc: 0.8078"
+KERAS_V2_END_RE = re.compile(r"^\s*(?:-\s+)?\d+s\s+(?:\d+(?:ms|us|s)/step\s+)?-\s+loss:\s*"
+                             r"(?P<loss>[-+\d.eE]+|nan|inf)\b")
 KERAS_VAL_RE = re.compile(r"\s-\s+val_loss:\s*(?P<v>[-+\d.eE]+|nan|inf)\b")
 
 
@@ -1090,7 +1146,9 @@ class KerasEpochParser:
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the epoch's row at its closing line."""
         if (m := KERAS_EPOCH_RE.match(text)) is not None:
-            self.epoch, self.section = int(m["e"]), "keras_epoch"
+            # a heading with no total ("Epoch 453": nnU-Net's, a custom loop's) opens no section:
+            # the lines after it stay the other readers' until a Keras closing line comes
+            self.epoch, self.section = int(m["e"]), "keras_epoch" if m["tot"] else None
             return []
         if self.section is not None and "%|" in text and TQDM_RE.search(text):
             # a custom loop's own "Epoch 1/3" heading above its tqdm bar, not Keras's (thunder-1:
@@ -1099,7 +1157,8 @@ class KerasEpochParser:
             # bar's steps are the step readers' again
             self.epoch, self.section = None, None
             return []
-        if self.epoch is None or " - loss: " not in text or (m := KERAS_END_RE.search(text)) is None:
+        if self.epoch is None or " - loss: " not in text or (
+                m := KERAS_END_RE.search(text) or KERAS_V2_END_RE.match(text)) is None:
             return []
         # no elapsed_s and no total: the epoch's seconds are no iteration's time, and the epochs
         # planned no count of the batch steps the throughput runbook times (the progress table
@@ -1188,10 +1247,12 @@ def parse_json_epoch(text: str) -> Row | None:
 
 # -- fp16 overflow: a skipped step ------------------------------------------------------------
 # apex's FP16_Optimizer (apex/fp16_utils/fp16_optimizer.py) prints "OVERFLOW! Skipping step.
-# Attempted loss scale: 4294967296, reducing to 2147483648" with no "[deepspeed]" tag
+# Attempted loss scale: 4294967296, reducing to 2147483648" with no "[deepspeed]" tag; DeepSpeed's
+# FP16_Optimizer (deepspeed/runtime/fp16/fused_optimizer.py, deepspeedai/DeepSpeed#697): "[Rank 0]
+# Overflow detected. Skipping step. Attempted loss scale: 8.0, reducing to 4.0"
 OVERFLOW_RE = re.compile(
     r"(?:\[deep(?:speed|scale)\] (?:OVERFLOW!|fp16 dynamic loss scale overflow!)|"
-    r"Gradient overflow\.|OVERFLOW!)\s*(?:Rank \d+ )?Skipping step[.,]?\s*"
+    r"Gradient overflow\.|OVERFLOW!|Overflow detected\.)\s*(?:Rank \d+ )?Skipping step[.,]?\s*"
     r"(?:Attempted loss scale: (?P<att>[\d.]+)(?:, reducing to (?P<to>[\d.]+))?|"
     r"Reducing loss scale to (?P<to2>[\d.]+)|loss scaler \d+ reducing loss scale to (?P<to3>[\d.]+))?"
 )
@@ -1201,6 +1262,17 @@ GRAD_OVERFLOW_RE = re.compile(r"\bGrad overflow on iteration:?\s*(?P<it>\d+)")
 # setting loss scale to: 64.0"
 FAIRSEQ_OVERFLOW_RE = re.compile(r"\boverflow detected, (?:ignoring gradient, )?setting loss scale to: "
                                  r"(?P<to>[\d.]+(?:[eE][-+]?\d+)?)")
+# a loss scaler that halves its scale after an overflow and says so, naming no step (the update
+# is skipped): PaddleNLP's Trainer (paddlenlp/trainer/trainer.py, PaddlePaddle/PaddleNLP#7537:
+# "optimizer not run, scale_before: 0.25, scale_after: 0.125"), Paddle's static-graph AMP
+# decorator (fluid/contrib/mixed_precision/decorator.py: "Found inf or nan, current scale is:
+# 32768.0, decrease to: 32768.0*0.5"), mmcv's Fp16OptimizerHook (mmcv/runner/hooks/optimizer.py:
+# "Check overflow, downscale loss scale to 256.0")
+SCALE_DOWN_RE = re.compile(
+    r"\boptimizer not run, scale_before: [-+\d.eE]+, scale_after: (?P<to>[-+\d.eE]+)|"
+    r"\bFound inf or nan, current scale is: [-+\d.eE]+, decrease to: (?P<to2>[-+\d.eE]+)"
+    r"(?:\s*\*\s*(?P<by>[-+\d.eE]+))?|"
+    r"\bCheck overflow, downscale loss scale to (?P<to3>[-+\d.eE]+)")
 # a trainer's own guard (minFM): "Step 1557: detected nan/inf/spiky gradient
 # (norm=2.1966569423675537); skipping optimizer step."
 SKIP_STEP_RE = re.compile(r"\b[Ss]tep (?P<it>\d+):.*\bskipping (?:the )?optimizer step")
@@ -1256,6 +1328,12 @@ def parse_overflow(text: str) -> Row | None:
     m = FAIRSEQ_OVERFLOW_RE.search(text)
     if m:
         return {"skipped": 1, "loss_scale": to_float(m["to"])}
+    m = SCALE_DOWN_RE.search(text)
+    if m:
+        scale = to_float(m["to"] or m["to2"] or m["to3"])
+        if scale is not None and m["by"] and (by := to_float(m["by"])) is not None:
+            scale *= by
+        return {"skipped": 1, "loss_scale": scale}
     m = OVERFLOW_RE.search(text)
     if not m:
         return None
@@ -1325,7 +1403,49 @@ def parse_nan_warning(text: str) -> Row | None:
     return {"nan": 1}
 
 
+# -- a run's record file: one bare "<step> <split> <value>" or "s:<step> <key>:<value>" a line --
+# build-nanogpt (karpathy/build-nanogpt train_gpt2.py, copied by its many forks) writes
+# f"{step} train {loss:.6f}", f"{step} val {val_loss:.4f}" and f"{step} hella {acc:.4f}" to its
+# log.txt (neemiasbsilva/developing-nanoGPT2-fineweb logs/train_log.txt, corpus
+# loss_spike-nanogpt2-fineweb-train-log-healthy: "1987 train 3.418830"; forks add a keyed
+# figure after it: "… train 3.41 hard 0.12"); llm.c (karpathy/llm.c train_gpt2.py, its C
+# logger; KellerJordan/modded-nanogpt's first versions) writes "s:0 trl:10.9851" and
+# "s:0 tel:10.9863", the C trainer "s:%d trl:%.4f lr:%.6f norm:%.2f"
+RECORD_SPLIT_RE = re.compile(
+    r"^\s*(?P<it>\d+) (?P<k>train|val|hella) (?P<v>[-+\d.eE]+|nan|inf)(?:\s+[a-z_]+ [-+\d.eE]+)*\s*$")
+RECORD_KEYED_RE = re.compile(
+    r"^\s*s:(?P<it>\d+) (?P<k>trl|tel):(?P<v>[-+\d.eE]+|nan|inf)(?P<rest>(?:\s+[a-z_]+:[-+\d.eE]+(?:ms)?)*)\s*$")
+RECORD_FIELD_RE = re.compile(r"\b(?P<k>lr|norm):(?P<v>[-+\d.eE]+)")
+# the record's keys: the training loss, the validation loss
+RECORD_KEYS = {"train": "loss", "trl": "loss", "val": "eval_loss", "tel": "eval_loss"}
+RECORD_FIELDS = {"lr": "lr", "norm": "grad_norm"}
+
+
+def parse_run_record(text: str) -> Row | None:
+    """One line of a run's record file (``RECORD_SPLIT_RE``, ``RECORD_KEYED_RE``): the step's
+    training loss (with llm.c's learning rate and grad norm), or its validation loss as an
+    ``event="eval"`` row; None for a line of any other figure (HellaSwag's accuracy)."""
+    m = RECORD_SPLIT_RE.match(text) or RECORD_KEYED_RE.match(text)
+    if m is None or (col := RECORD_KEYS.get(m["k"])) is None:
+        return None
+    row: Row = {"iteration": int(m["it"]), col: to_float(m["v"])}
+    if col == "eval_loss":
+        row["event"] = "eval"
+    elif m.re is RECORD_KEYED_RE:
+        for f in RECORD_FIELD_RE.finditer(m["rest"]):
+            row[RECORD_FIELDS[f["k"]]] = to_float(f["v"])
+    return row
+
+
 PARSERS: tuple[LineParser, ...] = (
+    LineParser(
+        "run_record",
+        "iterations",
+        (" train ", " val ", " trl:", " tel:"),
+        parse_run_record,
+        # neemiasbsilva/developing-nanoGPT2-fineweb logs/train_log.txt
+        example="1987 train 3.418830",
+    ),
     LineParser(
         "megatron_iteration",
         "iterations",
@@ -1452,7 +1572,8 @@ PARSERS: tuple[LineParser, ...] = (
         "fp16_overflow",
         "iterations",
         ("Skipping step", "Grad overflow on iteration", "skipping optimizer step",
-         "skipping the optimizer step", "overflow detected, ", "Skipping grad update"),
+         "skipping the optimizer step", "overflow detected, ", "Skipping grad update",
+         *SCALE_DOWN_NEEDLES),
         parse_overflow,
         example="[2023-10-31 07:15:50,880] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] "
         "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 16384, reducing to 8192",
@@ -1481,4 +1602,4 @@ PARSERS: tuple[LineParser, ...] = (
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
 BLOCKS = (HFTrainerParser, OlmoMetricsParser, ComposerConsoleParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
-          KerasEpochParser)
+          KerasEpochParser, RLlibResultParser)

@@ -237,6 +237,19 @@ PASS_STEP_RE = re.compile(
 EPOCH_BATCH_RE = re.compile(
     r"(?<![\w/.])epoch\s*[:=]?\s*\[?\s*(?P<e>\d+)\s*\]?\s*[,|]?\s*batch\s*[:=]?\s*\[?\s*"
     r"(?:\d+\s*-\s*)?(?P<n>\d+)(?![\d./])", re.IGNORECASE)
+# the same with the counters glued to their units, the epoch's before it: ESPnet2's trainer
+# (espnet2/train/reporter.py, every recipe's train.log: "1epoch:train:6376-6750batch:
+# iter_time=0.001, forward_time=0.005, loss=2.386, …", espnet/espnet#2674): the window's end is
+# the batch; its "1epoch results: [train] … loss=2.853" is the epoch's mean, no step
+EPOCH_GLUED_BATCH_RE = re.compile(
+    r"(?<![\w/.])(?P<e>\d+)epoch:train:(?:\d+-)?(?P<n>\d+)batch\b")
+# ESPnet2's epoch summary names how many batches the epoch trained ("1epoch results: [train]
+# iter_time=0.001, …, loss=2.853, …, total_count=7507, [valid] loss=2.387, …, total_count=240"):
+# the epoch's last batch, the run's progress (``event="step"``), whose count the next epoch's
+# windows go on from; its loss is the epoch's mean, no point of the series
+EPOCH_RESULTS_RE = re.compile(
+    r"(?<![\w/.])(?P<e>\d+)epoch results: \[train\][^\[]*?\btotal_count=(?P<n>\d+)")
+EPOCH_RESULTS_NEEDLE = "epoch results: [train]"
 # bare counters at the start of a line, before its keyed metrics, when nothing else names the
 # step: "268/446 (epoch 0), train_loss = 2.097" (the step of a total), "333 154 Loss=nan
 # Time=0.040" (epoch, then the step), "590 | loss 6.1569 | lr …" (llama2.c and its forks: a
@@ -662,7 +675,7 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(m["n"])
         if m.re is COUNTER_STEP_RE:
             row["total_iterations"] = int(m["tot"])
-    elif m is None and (m := EPOCH_BATCH_RE.search(text)) is not None:
+    elif m is None and (m := EPOCH_BATCH_RE.search(text) or EPOCH_GLUED_BATCH_RE.search(text)) is not None:
         row["iteration"] = int(m["n"])
         row["epoch"] = float(m["e"])
     elif m is None and (m := BRACKET_STEP_RE.search(text)) is not None:
@@ -1058,8 +1071,23 @@ EPOCH_TIME_RE = re.compile(r"\b(?:train(?:ing)?[_/ ]?time|epoch[_ ]time)\b", re.
 # (apoorvnandan/speech-recognition-primer#2: "Epoch    :  8" then "LOSS     :  nan"; a custom
 # loop's print("Epoch:", e) / print("Train loss:", l))
 LONE_LOSS_RE = re.compile(
-    r"\s*(?:(?:train(?:ing)?|avg|average|mean|total|epoch)[ _])?loss\s*[:=]\s*"
+    r"\s*(?:(?:train(?:ing)?|avg|average|mean|total|epoch|batch|step)[ _])?loss\s*[:=]\s*"
     rf"(?:{NUMBER_STR_RE.pattern})\s*", re.IGNORECASE)
+
+
+# a step's header, the counter alone on its line, whose loss the next line prints alone
+# (``LONE_LOSS_RE``): a TF 1.x loop's print("current step: %dth step") / print("batch loss:%s")
+# (BAI-Yeqi/TI_SV train.py, corpus loss_spike-ti-sv-ge2e-tf-healthy: "current step: 5168th step"
+# then "batch loss:0.94814676"); the two are one record, like an epoch's header and its result
+STEP_HEADER_RE = re.compile(
+    r"(?:^|\s-\s|\]\s*)\s*(?:current\s+|global\s+)?(?:step|iter(?:ation)?)\s*[:#]?\s*"
+    r"(?P<n>\d+)(?:st|nd|rd|th)?(?:\s+step)?\s*:?\s*$", re.IGNORECASE)
+STEP_HEADER_NEEDLES = ("step", "Step", "STEP", "iter", "Iter", "ITER")
+
+
+def step_header(text: str) -> bool:
+    """Whether a line is only a step's header (``STEP_HEADER_RE``)."""
+    return STEP_HEADER_RE.search(text) is not None
 
 
 def epoch_header(text: str) -> bool:
@@ -1170,7 +1198,8 @@ def parse_line(text: str) -> Row | None:
     only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
     reads nothing else: "Epoch[0] Time cost=50.022" is no loss) or an epoch's batch counter
     (``epoch_batch_marker``); a line naming the optimizer's step and no metric is a
-    ``step_marker``, a step's memory report a ``phase_memory_marker``."""
+    ``step_marker``, a step's memory report a ``phase_memory_marker``, ESPnet2's epoch
+    summary its epoch's last batch (``EPOCH_RESULTS_RE``)."""
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
            else _epoch_result_row(text) or _epoch_begun(text) or epoch_batch_marker(text))
     if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
@@ -1178,19 +1207,24 @@ def parse_line(text: str) -> Row | None:
         row = step_marker(text)
     if row is None and PHASE_MEMORY_NEEDLES[0] in text:
         row = phase_memory_marker(text)
+    if row is None and EPOCH_RESULTS_NEEDLE in text and (m := EPOCH_RESULTS_RE.search(text)):
+        row = {"iteration": int(m["n"]), "epoch": float(m["e"]), "event": STEP_EVENT}
     return row
 
 
 def incomplete_record(text: str) -> bool:
     """A line the next one completes: a step line cut before its step (``cut_before_step``),
-    an epoch's header (``epoch_header``) or a JSON object a paste wrapped (``open_json``)."""
-    return epoch_header(text) or cut_before_step(text) or open_json(text)
+    an epoch's or a step's header (``epoch_header``, ``step_header``) or a JSON object a paste
+    wrapped (``open_json``)."""
+    return epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
 
 
 def record_continues(record: str, body: str) -> bool:
     """Whether ``body`` completes ``record`` (``incomplete_record``)."""
     if epoch_header(record):
         return epoch_result(body)
+    if step_header(record):
+        return LONE_LOSS_RE.fullmatch(body) is not None
     if open_json(record):
         return json_continues(body)
     return step_continues(record, body)
@@ -1235,7 +1269,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
-        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES),
+        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES, *STEP_HEADER_NEEDLES),
         parse_line,
         incomplete=incomplete_record,
         continues=record_continues,

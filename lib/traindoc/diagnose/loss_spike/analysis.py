@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from .detect import GRAD_NORM, LOSS, Detector, find_spikes
+from .detect import GRAD_NORM, LOSS, Detector, epoch_reset, epoch_running_mean, find_spikes
 from .series import (
     checkpoint_iterations,
     gaps,
@@ -156,6 +156,8 @@ def analyse(incident: Incident, *, window: int = 50, k: float = 6.0,
     if not a.has_metrics:
         return a
     spikes, lonely = find_spikes(s, det, gdet)
+    if spikes and epoch_running_mean(s):
+        spikes = [sp for sp in spikes if not epoch_reset(s, sp)]
     a = replace(a, spikes=spikes, grad_norm_spikes=lonely, nan_iterations=nan_iterations(s),
                 skipped_iterations=skipped_iterations(s),
                 loss_scale_collapses=loss_scale_collapses(s, loss_scale_halvings),

@@ -408,3 +408,50 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
             "recovered_iteration": int(gi[g.end]) if g.end is not None else None,
         })
     return spikes, lonely
+
+
+# -- an epoch's running mean, reset at each epoch's start ------------------------------------
+# A trainer that prints the mean of the epoch's batches so far (losses = 0 at the epoch's start,
+# print(losses / (batch_idx + 1)): DSFD's train.py, AverageMeter-style loops) shows one batch's
+# loss at an epoch's first logged point, an average of a few at the next ones, then a mean that
+# barely moves. Its noise shrinks through the epoch; a per-batch loss's does not. The rule:
+#   where the series is such a mean (its step-to-step moves early in an epoch are RESET_SHRINK
+#   times or more its moves late in the same epoch, in most epochs logged at RESET_POINTS or more
+#   points a side), a rise that starts at an epoch's first logged point, peaks there and is back
+#   before the epoch ends is the mean's reset, no spike.
+# A real spike in such a series drags the mean up for the rest of the epoch (no recovery inside
+# it) or starts later than the first point, and stays a spike.
+RESET_POINTS = 5  # logged points early and late in an epoch compared
+RESET_SHRINK = 4.0  # early moves this many times the late ones: the noise shrinks as a mean's
+
+
+def epoch_running_mean(s: pd.DataFrame) -> bool:
+    """Whether the series' loss is each epoch's running mean (the rule above)."""
+    if "epoch" not in s or not s["epoch"].notna().any():
+        return False
+    votes = []
+    for _, g in s[s["epoch"].notna()].groupby("epoch", sort=True):
+        y = g.sort_values("iteration")["loss"].to_numpy(dtype=float)
+        y = y[np.isfinite(y)]
+        if len(y) < 2 * RESET_POINTS + 2:
+            continue
+        moves = np.abs(np.diff(y[1:]))  # (the first point's jump is what is asked about)
+        early, late = np.median(moves[:RESET_POINTS]), np.median(moves[-RESET_POINTS:])
+        votes.append(bool(early >= RESET_SHRINK * late) if late > 0 else early > 0)
+    return len(votes) >= 2 and sum(votes) > len(votes) / 2
+
+
+def epoch_reset(s: pd.DataFrame, spike: dict[str, Any]) -> bool:
+    """Whether a spike is a running mean's reset at an epoch's first logged point (the rule
+    above; ``epoch_running_mean`` is asked of the series by the caller)."""
+    start, rec = spike["start_iteration"], spike["recovered_iteration"]
+    if rec is None or spike["peak_iteration"] != start or "epoch" not in s:
+        return False
+    its = s["iteration"].to_numpy()
+    ep = s["epoch"].to_numpy(dtype=float, na_value=np.nan)
+    k = int(np.searchsorted(its, start))
+    if k == 0 or k >= len(its) or its[k] != start or not np.isfinite(ep[k]):
+        return False
+    first = not ep[k - 1] == ep[k]  # the epoch changed since the point before
+    r = int(np.searchsorted(its, rec))
+    return first and r < len(its) and ep[r] == ep[k]

@@ -14,7 +14,8 @@ from ...incident import Incident
 from ..common import as_float, epoch_counted, place_unnumbered_skips
 
 SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped", "nan",
-                  "consumed_samples", "consumed_tokens", "global_batch_size", "source", "line")
+                  "consumed_samples", "consumed_tokens", "global_batch_size", "epoch", "source",
+                  "line")
 # A loss or grad norm printed as nan/inf ("lm loss: NAN", "'loss': nan"): the nullable table
 # keeps NaN as <NA>, so the line's text says whether the value was NaN or simply not logged
 # (the row's ``nan_text``, ``linefacts.NAN_TEXT_RE``); Megatron's counters likewise

@@ -185,8 +185,12 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         world_size: the job's number of ranks, when known: ranks that left no trace at all are
             then named as lagging candidates.
     """
-    incident = Incident({**incident.tables, "collectives": with_status_pg(incident.collectives)},
-                        incident.account, incident.unrecognized)
+    # a new incident only where a process group was filled in: the same one keeps what the
+    # other classes' reports computed once on it (Incident.once: the input's findings)
+    collectives = with_status_pg(incident.collectives)
+    if collectives is not incident.collectives:
+        incident = Incident({**incident.tables, "collectives": collectives},
+                            incident.account, incident.unrecognized)
     prog = planned_total(last_progress(incident), incident)
     timeouts = timeout_rows(incident)
     if len(timeouts):  # a spawned process's traceback, its rank in the header before it
