@@ -2213,3 +2213,38 @@ def test_the_last_phases_bar_is_the_progress(tmp_path: Path, second) -> None:
     lines += ["                 Class     Images  Instances      Box(P          R      mAP50  "
               "mAP50-95): 100% ━━━━━━━━━━━━ 5/5 23.6it/s 2.3s"]
     assert _facts(tmp_path, "\n".join(lines) + "\n")["last_iteration"] == 4
+
+
+# --- a Python exception the run went on after is no failure -----------------------------------
+
+SA_SSD_STEP = ("2024-04-12 04:18:49,049 - INFO - epoch[1][{n}/1856]: lr: 0.000300, "
+               "aux_loss_cls: 0.265689, loss: 40.225271\n")
+
+
+@pytest.mark.parametrize("error", [
+    # anshuma/SA-SSD tools/nohup.out (corpus gpu_crash-sa-ssd-numba-typing-noise-healthy):
+    # Numba's type-inference error quoted inside "Compilation is falling back to object mode"
+    "            TypingError: array(float32, 2d, A) not allowed in a homogeneous sequence",
+    # the same file, another Numba warning's quoted error
+    "      NumbaTypeError: Unsupported array index type list(int64)<iv=None> in "
+    "Tuple(slice<a:b>, list(int64)<iv=None>, slice<a:b>)",
+    # PIL's wording (prannaykaul/lvc#19), here printed by a data loader that catches it, skips
+    # the sample and goes on (the run's further steps are what the rule reads)
+    "OSError: image file is truncated (7 bytes not processed)",
+])
+def test_an_exception_the_run_went_on_after_is_no_failure(tmp_path: Path, error: str) -> None:
+    text = (f"{error}\n" + "".join(SA_SSD_STEP.format(n=n) for n in (20, 40, 60)))
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] is None
+    assert f["last_iteration"] == 60
+
+
+def test_an_exception_a_peer_printed_one_more_step_after_is_the_failure(tmp_path: Path) -> None:
+    """One step line after it is a peer finishing the step in flight, not a run that went on."""
+    text = (SA_SSD_STEP.format(n=20) + "Traceback (most recent call last):\n"
+            '  File "tools/train.py", line 120, in <module>\n'
+            "KeyError: 'gt_boxes'\n" + SA_SSD_STEP.format(n=40))
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "python"
+    assert "gt_boxes" in f["error_message"]
+

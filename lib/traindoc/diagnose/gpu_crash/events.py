@@ -219,6 +219,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _cascade_xid_roles(ev)
     _kernel_assert_roles(ev)
     _recovered_roles(ev, incident, files)
+    _continued_roles(ev, incident, files)
     _ucx_detail_roles(ev)
     _after_success_roles(ev, incident, files)
     _after_timeout_roles(ev)
@@ -493,6 +494,33 @@ def _recovered_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
         else:
             ev.at[i, "strength"] = Strength.WEAK
+
+
+# How many different steps a file must report after a Python exception for the run to have gone
+# on past it: a peer of a rank that died finishes at most the step in flight before it blocks in
+# the next collective, so two further steps are a run that went on, not its last breath.
+CONTINUED_STEPS = 2
+
+
+def _continued_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+    """A Python exception the run went on after is no failure: its words printed inside a
+    warning (Numba's "Compilation is falling back to object mode … TypingError: …", SA-SSD
+    nohup.out) or a traceback a library caught and printed, followed in the same file by step or
+    progress lines of ``CONTINUED_STEPS`` different steps."""
+    cand = ev.index[(ev["table"] == "errors") & (ev["kind"] == "python")
+                    & (ev["role"] == "cause")]
+    if not len(cand):
+        return
+    steps: dict[int, list[tuple[int, Any]]] = {}
+    its = with_source(incident.iterations)
+    for t, col in ((its, "iteration"), (incident.progress, "step")):
+        for (f, ln), v in zip(_places(t["source"], files), t[col], strict=True):
+            if pd.notna(v):
+                steps.setdefault(f, []).append((ln, v))
+    for i in cand:
+        later = {v for ln, v in steps.get(ev.at[i, "file"], []) if ln > ev.at[i, "lineno"]}
+        if len(later) >= CONTINUED_STEPS:
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 UCX_DETAIL_LINES = 40  # how far below UCX's error lines the process's own report of it comes
