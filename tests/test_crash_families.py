@@ -2248,3 +2248,42 @@ def test_an_exception_a_peer_printed_one_more_step_after_is_the_failure(tmp_path
     assert f["error_kind"] == "python"
     assert "gt_boxes" in f["error_message"]
 
+
+# --- a model saved by name, or a checkpoint file saved with no other words --------------------
+
+@pytest.mark.parametrize("line, path", [
+    # GraphBEV's OpenPCDet nohup.out (corpus gpu_crash-graphbev-openpcdet-nohup-sighup),
+    # OpenPCDet tools/train_utils/train_utils.py logger.info(f'Save latest model to {ckpt_name}')
+    ("2023-09-11 22:32:21,024   INFO  Save latest model to /home/songziying/workspace/OpenPCDet/"
+     "output/nuscenes_models/bevfusion/bevfusion_baseline/ckpt/latest_model",
+     "/home/songziying/workspace/OpenPCDet/output/nuscenes_models/bevfusion/bevfusion_baseline/"
+     "ckpt/latest_model"),
+    # hand-written loops' print(f'Epoch {epoch}. Save latest model to {model_path}.') and
+    # logger.info(f'save latest model to: {ckpt_path}') (GitHub code search, "Save latest model to")
+    ("Epoch 3. Save latest model to ckpt/latest.pth.", "ckpt/latest.pth"),
+    ("save latest model to: output/gpt2_weight.pth", "output/gpt2_weight.pth"),
+    ("Save latest model to [saved_models/facades/generator_3.pth]",
+     "saved_models/facades/generator_3.pth"),
+    ("  --> Saved individual epoch checkpoint to checkpoints/exp1_epoch3.pt",
+     "checkpoints/exp1_epoch3.pt"),
+    # a SupContrast-style save_model that prints the file (corpus
+    # gpu_crash-byol-v1-supcon-killed-epoch-10, mskang's BYOL train.out)
+    ("==> Saving ./result/supcon/cifar10/resnet50/5.pt...", "./result/supcon/cifar10/resnet50/5.pt"),
+    # words that save something else are no checkpoint
+    ("Saving predictions to out/preds.pt", None),
+    ("Saved config to output/config.yaml", None),
+])
+def test_a_model_saved_by_name_is_a_checkpoint(line: str, path: str | None) -> None:
+    from traindoc.parse.checkpoints import parse_checkpoint
+    row = parse_checkpoint(line)
+    assert (row["path"] if row else None) == path
+
+
+def test_an_epochs_save_of_a_file_is_that_epochs_checkpoint(tmp_path: Path) -> None:
+    """The BYOL log's shape: an epoch line, then its save; killed epochs later."""
+    step = "[epoch:{n}/1200] [loss:0.0016249] [lr:0.006503] [total time:0:02:27]\n"
+    text = (step.format(n=4) + "==> Saving ./result/supcon/cifar10/resnet50/4.pt...\n"
+            + step.format(n=5) + "==> Saving ./result/supcon/cifar10/resnet50/5.pt...\n"
+            + step.format(n=6) + step.format(n=7) + "Killed\n")
+    f = _facts(tmp_path, text)
+    assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (7, 5)

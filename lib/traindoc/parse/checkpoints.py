@@ -61,6 +61,22 @@ STEP_SAVE_RE = re.compile(
     r"(?:global )?(?:step|iteration)\.*\s*(?P<it>\d+)(?![\d.]\d)(?:\.*\s+(?:to|at|in)\s+['\"]?"
     r"(?P<path>[^\s'\"]+))?")
 
+# a save of the model named as such, then where it went (no step: the save belongs to the step
+# logged before it, ``diagnose.common.place_unnumbered_saves``): OpenPCDet's tools/train_utils/
+# train_utils.py logger.info(f'Save latest model to {ckpt_name}') (its forks: GraphBEV, TED,
+# LION), "Epoch 3. Save latest model to ckpt/latest.pth." and "save latest model to: out/
+# gpt2_weight.pth" (hand-written loops), "--> Saved individual epoch checkpoint to ckpt/e3.pt"
+MODEL_SAVE_RE = re.compile(
+    r"(?<![\w-])[Ss]av(?:e|ed|ing) (?:(?:the|a|latest|last|best|final|current|individual|epoch)"
+    r" )*(?:model|weights|checkpoint|ckpt)(?: weights| state)? (?:to|in|into|at)?:? *[\['\"]?"
+    r"(?P<path>(?:~|\.{1,2})?/[^\s'\"\]]+|[\w.-]+/[^\s'\"\]]+)")
+# a save verb and a checkpoint file, nothing else: "==> Saving ./result/supcon/cifar10/resnet50/
+# 5.pt..." (SupContrast-style save_model forks, corpus gpu_crash-byol-v1-supcon-killed-epoch-10),
+# "Saving to output/model_epoch_3.pth"
+FILE_SAVE_RE = re.compile(
+    r"(?<![\w-])[Ss]av(?:ed|ing)(?: to:?)? +['\"]?(?P<path>[^\s'\"]+\.(?:pth|pt|ckpt|pdparams|"
+    r"safetensors|h5))(?:\.{0,3}|['\"])\s*$")
+
 CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # Megatron
     ("saved", "successfully saved checkpoint", re.compile(
@@ -141,6 +157,12 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     *((kind, needle, GENERIC_SAVE_RE) for kind, needle in (
         ("saved", "aved checkpoint"), ("saved", "heckpoint saved"),
         ("save_start", "aving checkpoint"), ("save_start", "ave checkpoint"))),
+    # the model saved by name, or a checkpoint file saved with no other words
+    # (``MODEL_SAVE_RE``, ``FILE_SAVE_RE``)
+    *(("saved", needle, MODEL_SAVE_RE) for needle in (
+        "ave latest model", "ave best model", "ave last model", "aved individual",
+        "ave model to", "aving model to", "aved model to")),
+    *(("saved", needle, FILE_SAVE_RE) for needle in ("Saving ", "Saved ", "saving ")),
 )
 
 NEEDLES = tuple(dict.fromkeys(p[1] for p in CHECKPOINT_PATTERNS))
