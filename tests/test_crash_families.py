@@ -2287,3 +2287,16 @@ def test_an_epochs_save_of_a_file_is_that_epochs_checkpoint(tmp_path: Path) -> N
             + step.format(n=6) + step.format(n=7) + "Killed\n")
     f = _facts(tmp_path, text)
     assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (7, 5)
+
+
+def test_an_exception_before_a_relaunchs_steps_is_the_failure(tmp_path: Path) -> None:
+    """An exit record after the exception ends its run: the steps after it are a relaunch's
+    (corpus timeout-openvla-oft-slurm: an srun job whose torchrun ran twice in one slurm.out)."""
+    text = ("Traceback (most recent call last):\n"
+            '  File "vla-scripts/finetune.py", line 1000, in <module>\n'
+            "tensorflow_datasets.core.registered.DatasetNotFoundError: Dataset aloha_game not "
+            "found.\n" + TORCHRUN_EXIT_1.format(lr=0, pid=1278528)
+            + "".join(SA_SSD_STEP.format(n=n) for n in (20, 40, 60)))
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "python"
+    assert "aloha_game" in f["error_message"]

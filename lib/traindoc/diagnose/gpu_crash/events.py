@@ -506,7 +506,7 @@ def _continued_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]
     """A Python exception the run went on after is no failure: its words printed inside a
     warning (Numba's "Compilation is falling back to object mode … TypingError: …", SA-SSD
     nohup.out) or a traceback a library caught and printed, followed in the same file by step or
-    progress lines of ``CONTINUED_STEPS`` different steps."""
+    progress lines of ``CONTINUED_STEPS`` different steps before any process's exit record."""
     cand = ev.index[(ev["table"] == "errors") & (ev["kind"] == "python")
                     & (ev["role"] == "cause")]
     if not len(cand):
@@ -517,8 +517,14 @@ def _continued_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]
         for (f, ln), v in zip(_places(t["source"], files), t[col], strict=True):
             if pd.notna(v):
                 steps.setdefault(f, []).append((ln, v))
+    # a process's exit recorded after the exception ends the run it was in: steps after that
+    # are a relaunch's (an srun job retrying its torchrun), not this run going on
+    exits = ev[ev["table"] == "exits"]
     for i in cand:
-        later = {v for ln, v in steps.get(ev.at[i, "file"], []) if ln > ev.at[i, "lineno"]}
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        ended = exits.loc[(exits["file"] == f) & (exits["lineno"] > ln), "lineno"]
+        stop = ended.min() if len(ended) else float("inf")
+        later = {v for at, v in steps.get(f, []) if ln < at < stop}
         if len(later) >= CONTINUED_STEPS:
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
