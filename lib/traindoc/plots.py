@@ -254,7 +254,11 @@ def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
     top.legend(handles=marks, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     top.set_title("Loss and grad norm per iteration (shaded: spikes, first sign to recovery)")
     axes[-1].set_xlabel("iteration")
-    _count_axis(axes[-1], x)
+    # the ticks span the rows drawn: a line skips NaN values, so rows with none of the panels'
+    # values (DeepSpeed's overflow notes without a loss) would leave a fraction-ticked sliver
+    drawn = series[panels].apply(pd.to_numeric, errors="coerce").notna().any(axis=1)
+    _count_axis(axes[-1], pd.concat([x[drawn.to_numpy()],
+                                     pd.Series(nan_iterations or [], dtype=float)]))
     fig.tight_layout()
     return fig
 
