@@ -10,6 +10,7 @@ import pytest
 
 import traindoc
 from conftest import DATA, SAMPLE_DIRS, load_once, reports_once, triage_once
+from test_loss_spike_families import PADDLENLP_7537  # the same real lines
 from traindoc import plots
 from traindoc.diagnose import NAMES, deadlock, failure_class, triage
 from traindoc.diagnose.deadlock.stacks import n_procs
@@ -1032,16 +1033,6 @@ def test_a_later_epochs_nan_is_the_same_jobs(tmp_path: Path) -> None:
 
 # PaddleNLP's Trainer skipping the optimizer at a loss scale already under 1 (PaddlePaddle/
 # PaddleNLP#7537, corpus loss_spike-paddlenlp-7537-optimizer-not-run): no calibration gets there
-PADDLENLP_7537 = [
-    "[2023-11-28 14:31:29,583] [ WARNING] - optimizer not run, scale_before: 0.25, scale_after: 0.125",
-    "[2023-11-28 14:31:29,586] [    INFO] - loss: 2.09252715, learning_rate: 0.0, global_step: 18, "
-    "interval_runtime: 4.3468, interval_samples_per_second: 3.680853064067234, "
-    "interval_steps_per_second: 0.23005331650420213, ppl: 8.10537279652747, epoch: 0.0025",
-    "[2023-11-28 14:31:34,041] [ WARNING] - optimizer not run, scale_before: 0.125, scale_after: 0.0625",
-    "[2023-11-28 14:31:34,045] [    INFO] - loss: 2.04623556, learning_rate: 0.0, global_step: 19, "
-    "interval_runtime: 4.4585, interval_samples_per_second: 3.588644056739075, "
-    "interval_steps_per_second: 0.2242902535461922, ppl: 7.738714279163156, epoch: 0.0027",
-]
 
 
 def test_skipped_steps_at_a_loss_scale_under_one_are_a_loss_problem(tmp_path: Path) -> None:
