@@ -267,6 +267,24 @@ def test_dump_signal_names_the_rank_that_timed_out(tmp_path: Path) -> None:
     assert st[st["rank"] == 0]["seq_num"].tolist() == [20585]
 
 
+def test_dump_signal_with_nothing_completed_points_at_work_one(tmp_path: Path) -> None:
+    # Hoilap/AS-LoRA logs_llama/order_1.log (torch 2.6): 'last completed work: -1' is "none
+    # yet", and the watchdog beside it reports WorkNCCL(SeqNum=1, …): the first work is 1, not 0
+    text = (
+        "[rank0]:[E1217 00:14:36.809023396 ProcessGroupNCCL.cpp:685] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLGATHER, NumelIn=1, NumelOut=2,"
+        " Timeout(ms)=1800000) ran for 1800085 milliseconds before timing out.\n"
+        "[rank0]:[E1217 00:14:36.115721285 ProcessGroupNCCL.cpp:1870] [PG ID 0 PG GUID 0(default_pg)"
+        " Rank 0] Received a dump signal due to a collective timeout from this local rank and we "
+        "will try our best to dump the debug info. Last enqueued NCCL work: 1, last completed NCCL "
+        "work: -1.This is most likely caused by incorrect usages of collectives\n")
+    inc, r = diag(tmp_path, text)
+    st = inc.collectives[inc.collectives["state"] == "status"]
+    assert st["seq_num"].tolist() == [1]
+    assert (r.facts["op_type"], r.facts["seq_num"], r.facts["ran_for_ms"]) == (
+        "ALLGATHER", 1, 1800085)
+
+
 def test_detail_mode_mismatch_is_a_desync(tmp_path: Path) -> None:
     # the DETAIL report (TORCH_DISTRIBUTED_DEBUG=DETAIL), as quoted from a hang after eval
     text = ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "

@@ -322,9 +322,12 @@ def parse_dump_signal(text: str) -> list[Row] | None:
     if m["enq"] is not None:
         enq, comp = int(m["enq"]), int(m["comp"])
         # the timed-out work is this group's first uncompleted one; with nothing uncompleted
-        # here (enqueued == completed) it is in another group, which the line does not name
+        # here (enqueued == completed) it is in another group, which the line does not name.
+        # 'last completed work: -1' is "none yet": sequence numbers start at 1 (the same
+        # watchdog's 'WorkNCCL(SeqNum=1, …)' beside 'last enqueued work: 1, last completed
+        # work: -1', Hoilap/AS-LoRA logs_llama/order_1.log)
         rows.append({"rank": rank, "process_group": pg, "state": "status",
-                     "seq_num": comp + 1 if m["local"] and enq > comp else None,
+                     "seq_num": max(comp + 1, 1) if m["local"] and enq > comp else None,
                      "last_enqueued": enq, "last_completed": comp})
         if m["local"] and enq <= comp:
             rows.append({"rank": rank, "state": "timed_out"})
