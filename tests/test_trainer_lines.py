@@ -130,6 +130,14 @@ TRAINERS = [
      ["epoch   0 | lr 0.000100 |lr_p 0.000100 | batch    250 | examples/s:  22.1 | loss: 0.13400 "
       "| time elapsed: 00h03m34s | time left: 23h42m04s"],
      {"iteration": 250, "epoch": 0.0, "loss": 0.134, "samples_per_s": 22.1}),
+    # OpenPCDet forks: the run's accumulated iteration beside the epoch's ("cur_iter")
+    ("OpenPCDet (LION fork)", "a LION fork's committed nohup.out (corpus case "
+     "timeout-lion-openpcdet-2gpu-still-running)",
+     ["2025-02-19 19:26:19,312   INFO  epoch: 17/36, acc_iter=242500, cur_iter=3394/14065, "
+      "batch_size=1, time_cost(epoch): 20:11/1:03:29, time_cost(all): 23:48:35/26:09:47, "
+      "loss=2.5910249161720276, d_time=0.00(0.01), f_time=0.31(0.35), b_time=0.31(0.36), "
+      "norm=3.8721683025360107, lr=0.002873731094116699"],
+     {"iteration": 242500, "epoch": 17.0, "loss": 2.5910249161720276}),
     ("scepter", "modelscope/scepter#48",
      ["scepter [INFO] 2024-10-06 20:19:51,817 [File: log.py Function: _print_iter_log at line 71]"
       "  Stage [train] iter: [10/500], data_time: 1.0402(1.0402), time: 1.4696(1.4696), loss: "

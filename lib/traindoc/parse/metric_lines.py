@@ -142,6 +142,7 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
+    r"acc(?:umulated)?[ _]iter|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
     r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,|\s+\d+\s*\|)|batch_id(?=\s*[:=]\s*\d+\s*,))"
     r"s?(?:[ _](?:index|idx))?(?![\w/])"
@@ -157,7 +158,9 @@ STEP_RE = re.compile(
 # "step:2K", thousands rounded, ``STEP_SUFFIX``; a keyed batch is a step only after its epoch,
 # with its total, before a comma or between "|" fields: monodepth2's trainer and its forks,
 # "epoch   0 | lr 0.000100 |lr_p 0.000100 | batch    250 | examples/s:  22.1 | loss: 0.13400 |
-# …", noahzn/Lite-Mono#98)
+# …", noahzn/Lite-Mono#98); OpenPCDet and its forks count the run's iterations as the
+# accumulated iter beside the epoch's: "epoch: 17/36, acc_iter=242500, cur_iter=3394/14065, …"
+# (OpenPCDet's train_utils' accumulated_iter; a LION fork's committed nohup.out)
 STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
@@ -283,6 +286,7 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "numupdates": 0,
+             "acciter": 0, "accumulatediter": 0,
              "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
              "stepnum": 3, "epochnum": 4, "batch": 4, "batchid": 4}
