@@ -285,6 +285,21 @@ def test_dump_signal_with_nothing_completed_points_at_work_one(tmp_path: Path) -
         "ALLGATHER", 1, 1800085)
 
 
+def test_a_rank_that_printed_only_a_dump_signal_line_left_lines(tmp_path: Path) -> None:
+    # Megatron-DeepSpeed (corpus timeout-megatron-deepspeed-lock-clock-dual8-tp4pp1dp2): rank 0's
+    # watchdog times out in PG 1; rank 3 prints only that it received rank 0's dump signal. With the
+    # job's size given, rank 3 is no rank "without a line"; ranks 1 and 2 are.
+    text = wd(0, 2, pg="PG ID 1 PG GUID 1 ") + (
+        "[rank3]:[E328 00:21:12.921266 ProcessGroupNCCL.cpp:1858] [PG ID 0 PG GUID 0(default_pg)"
+        " Rank 3] Received a dump signal due to a collective timeout from  rank 0 and we will try "
+        "our best to dump the debug info. Last enqueued NCCL work: 7, last completed NCCL work: 7."
+        "This is most likely caused by incorrect usages of collectives\n")
+    p = tmp_path / "job.log"
+    p.write_text(text)
+    a = timeout.analyse(traindoc.load(p), world_size=4)
+    assert a.unseen_ranks == [1, 2]
+
+
 def test_detail_mode_mismatch_is_a_desync(tmp_path: Path) -> None:
     # the DETAIL report (TORCH_DISTRIBUTED_DEBUG=DETAIL), as quoted from a hang after eval
     text = ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running "

@@ -454,8 +454,18 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
         lagging |= never_entered(incident, timed, arrived | known | lagging)
     unseen: set[int] = set()
     if world_size:
-        unseen = set(range(world_size)) - arrived - known - lagging
+        unseen = set(range(world_size)) - arrived - known - lagging - ranks_in_logs(incident)
     return lagging, arrived, unseen
+
+
+def ranks_in_logs(incident: Incident) -> set[int]:
+    """Every rank any table has a row of (a rank that printed only a dump-signal line or a
+    step left lines in the logs)."""
+    seen: set[int] = set()
+    for tab in incident.tables.values():
+        if "rank" in tab and len(tab):
+            seen |= {int(r) for r in pd.to_numeric(tab["rank"], errors="coerce").dropna()}
+    return seen
 
 
 def never_entered(incident: Incident, timed: pd.DataFrame, accounted: set[int]) -> set[int]:
