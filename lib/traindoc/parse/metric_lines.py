@@ -429,7 +429,11 @@ NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP
            # the MetricLogger counter's line with its time and no loss (DeiT/DINO-style trainers:
            # naver/unic#1 "Training - Epoch: [0/10]  [ 40/117]  eta: 0:04:18    time: 3.160756
            # data: 0.000113  max mem: 9312")
-           "eta: ")
+           "eta: ",
+           # a rate named by words joined with "per" and no "/" (aalexchengg/llmsys_s25_hw4
+           # out/dp.out: "Epoch 0 on Rank 0: Training Time = 36.07, Tokens_per_sec = 104113.6";
+           # "samples_per_second", "Tokens Per Sec", DeepSpeed's "tokensPerSec")
+           "_per_s", "per sec", "Per Sec", "PerSec")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
