@@ -31,3 +31,104 @@ def test_per_epoch_tokens_per_sec_lines_give_the_rate_a_run_holds(tmp_path: Path
     rep = tp.report(tp.analyse(traindoc.load(log)))
     assert rep.facts["metric"] == "tokens_per_s"
     assert 104000 <= rep.facts["baseline"] <= 105300 and rep.facts["change_iteration"] is None
+
+
+def _sb3_table(it: int, elapsed: int, total: int, loss: float) -> list[str]:
+    """One Stable-Baselines3 table as HumanOutputFormat prints it (values of
+    hill-a/stable-baselines#1204's table, the counters advanced)."""
+    return ["-----------------------------------------",
+            "| time/                   |             |",
+            "|    fps                  | 26          |",
+            f"|    iterations           | {it:<11d} |",
+            f"|    time_elapsed         | {elapsed:<11d} |",
+            f"|    total_timesteps      | {total:<11d} |",
+            "| train/                  |             |",
+            "|    approx_kl            | 0.010918302 |",
+            "|    entropy_loss         | -14.2       |",
+            f"|    loss                 | {loss:<11.4g} |",
+            "|    n_updates            | 18          |",
+            "|    value_loss           | 36.8        |",
+            "-----------------------------------------"]
+
+
+def test_stable_baselines3_tables_are_step_rows(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    lines = [x for i in range(7, 13) for x in _sb3_table(i, 136 + 20 * (i - 7), 512 * i, 20.1)]
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(log).iterations
+    assert it["iteration"].tolist() == list(range(7, 13))
+    assert it["samples_per_s"].tolist() == [26.0] * 6 and it["train_time_s"].iloc[0] == 136
+    assert it["loss"].iloc[0] == 20.1
+    rep = tp.report(tp.analyse(traindoc.load(log)))
+    assert rep.facts["metric"] == "samples_per_s" and rep.facts["baseline"] == 26
+
+
+# the flat tables of OpenAI baselines and Stable Baselines 2: PPO2 (hill-a/stable-baselines#121,
+# its leading space as pasted), TRPO's CamelCase keys (#164)
+FLAT_TABLES = [
+    ("hill-a/stable-baselines#121", [
+        " --------------------------------------",
+        " | approxkl                 | 0.00069229305 |",
+        " | explained_variance | 0.847         |",
+        " | fps                           | 142           |",
+        " | nupdates                 | 782           |",
+        " | policy_loss              | -0.011813248  |",
+        " | serial_timesteps     | 100096        |",
+        " | time_elapsed          | 656           |",
+        " | total_timesteps      | 100096        |",
+        " | value_loss               | 0.4478733     |",
+        " --------------------------------------"], 782, 142.0, 656.0),
+    ("hill-a/stable-baselines#164", [
+        "----------------------------------",
+        "| EpLenMean       | 128          |",
+        "| EpRewMean       | -840         |",
+        "| EpisodesSoFar   | 1            |",
+        "| TimeElapsed     | 18.3         |",
+        "| TimestepsSoFar  | 128          |",
+        "| entloss         | 0.04307969   |",
+        "----------------------------------"], 128, None, 18.3),
+]
+
+
+def test_flat_logger_tables_are_step_rows(tmp_path: Path) -> None:
+    for source, lines, step, fps, clock in FLAT_TABLES:
+        log = tmp_path / "flat.log"
+        log.write_text("\n".join(lines) + "\n")
+        it = traindoc.load(log).iterations
+        assert it["iteration"].tolist() == [step], source
+        assert it["train_time_s"].iloc[0] == clock, source
+        if fps is not None:
+            assert it["samples_per_s"].iloc[0] == fps, source
+
+
+# a cumulative clock on each step line, differenced into seconds per step: PaddlePaddle's PredNet
+# loop (corpus throughput-prednet-paddle-train: the step restarts every epoch, the clock does not)
+PREDNET_LINES = [
+    "Epoch 0, Step 25, total used time 7.178124904632568 (s), avg loss so far is 0.10979227721691132",
+    "Epoch 0, Step 50, total used time 14.059857845306396 (s), avg loss so far is 0.08230332285165787",
+    "Epoch 0, Step 75, total used time 20.90472412109375 (s), avg loss so far is 0.07053857296705246",
+    "Epoch 0, Step 100, total used time 27.7766170501709 (s), avg loss so far is 0.06483017653226852",
+    "Epoch 1, Step 25, total used time 47.9 (s), avg loss so far is 0.041",
+    "Epoch 1, Step 50, total used time 54.8 (s), avg loss so far is 0.040",
+    "Epoch 1, Step 75, total used time 61.7 (s), avg loss so far is 0.039",
+    "Epoch 1, Step 100, total used time 68.6 (s), avg loss so far is 0.038",
+]
+
+
+def test_a_clock_since_the_start_gives_the_time_per_step(tmp_path: Path) -> None:
+    assert parse_line(PREDNET_LINES[0])["train_time_s"] == 7.178124904632568
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(PREDNET_LINES) + "\n")
+    rep = tp.report(tp.analyse(traindoc.load(log)))
+    assert rep.facts["metric"] == "s_per_iteration"
+    assert 0.27 <= rep.facts["baseline"] <= 0.28 and rep.facts["change_iteration"] is None
+
+
+def test_a_time_that_goes_up_and_down_is_no_clock(tmp_path: Path) -> None:
+    # "elapsed" of each step, not since the start: never differenced
+    lines = [f"step {i}, loss 2.{i}, elapsed: {0.3 + 0.05 * (i % 3):.2f}s" for i in range(1, 13)]
+    assert parse_line(lines[0])["train_time_s"] == 0.35
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    rep = tp.report(tp.analyse(traindoc.load(log)))
+    assert rep.facts["metric"] is None

@@ -184,10 +184,26 @@ def per_iteration_from_clock(it: pd.DataFrame) -> pd.Series:
     out = pd.Series(pd.NA, index=it.index, dtype="Float64")
     rows = it[it["train_time_s"].notna() & it["iteration"].notna()]
     for _, g in rows.groupby(_file_and_rank(rows), sort=False):
+        if not runs_forward(g["iteration"].astype(float).to_numpy(),
+                            g["train_time_s"].astype(float).to_numpy()):
+            continue
         out.loc[g.index] = pd.array(clock_seconds(g["iteration"].astype(float).tolist(),
                                                   g["train_time_s"].astype(float).tolist()),
                                     dtype="Float64")
     return out
+
+
+CLOCK_FORWARD = 0.9  # the share of advancing steps, at least, over which a clock advances too
+
+
+def runs_forward(iterations: np.ndarray, clock: np.ndarray) -> bool:
+    """Whether a value printed on each step line is a clock since the start: between lines
+    whose step advances it advances too (``CLOCK_FORWARD`` of them, at least). A time that
+    goes up and down with the steps ("elapsed: 0.23" of each step) is no clock."""
+    ahead = np.diff(iterations) > 0
+    if not ahead.any():
+        return False
+    return bool((np.diff(clock)[ahead] > 0).mean() >= CLOCK_FORWARD)
 
 
 CLOCK_WRITERS = 8  # the clocks, at most, followed at once in one file (writers, resumes)
