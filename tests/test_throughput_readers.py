@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 import traindoc
 from traindoc.diagnose import throughput as tp
 from traindoc.parse.metric_lines import parse_line
@@ -132,3 +134,21 @@ def test_a_time_that_goes_up_and_down_is_no_clock(tmp_path: Path) -> None:
     log.write_text("\n".join(lines) + "\n")
     rep = tp.report(tp.analyse(traindoc.load(log)))
     assert rep.facts["metric"] is None
+
+
+def test_a_smoothed_rate_fading_back_after_one_pause_is_no_change() -> None:
+    from traindoc.diagnose.throughput.change import fading, find_change
+
+    # corpus gpu_crash-sttn-gait-tensorboardx-teardown-oserror-healthy: tqdm's s/it at 2.05,
+    # a 91 s pause at step 19620 ("19620/20000 [12:01:55<18:34,  2.93s/it]"), then the average
+    # fading back, 2.92, 2.91 … 2.06 s/it, to the end of the run
+    flat = np.full(400, 2.05)
+    fade = np.round(2.05 + 0.88 * np.exp(-np.arange(380) / 60.0), 2)
+    x = np.concatenate([flat, fade])
+    ch = find_change(x, higher_is_better=False)
+    assert ch is not None and fading(ch, x, higher_is_better=False)
+    # a slowdown seen through the same average rises and holds: a change
+    rise = np.round(2.93 - 0.88 * np.exp(-np.arange(380) / 60.0), 2)
+    y = np.concatenate([flat, rise])
+    ch = find_change(y, higher_is_better=False)
+    assert ch is not None and not fading(ch, y, higher_is_better=False)
