@@ -152,3 +152,49 @@ def test_a_smoothed_rate_fading_back_after_one_pause_is_no_change() -> None:
     y = np.concatenate([flat, rise])
     ch = find_change(y, higher_is_better=False)
     assert ch is not None and not fading(ch, y, higher_is_better=False)
+
+
+# PaddleVideo's evaluation lines (its docs' tutorials/summarize, and YOWO under it): the step of
+# a "val" loop and the epoch's validation summary are evaluations, not training
+PADDLEVIDEO_EVAL = [
+    ("PaddleVideo docs", "[12/28 17:31:32] epoch:[ 80/80 ] val step:0    loss: 0.20538 top1: "
+     "0.88281 top5: 0.99219 elapse: 1.589 reader: 0.000s ips: 20.14003 instance/sec."),
+    ("PaddleVideo yowo docs", "[05/15 23:47:15] epoch:[  5/5  ] val step:17100 loss_avg: 0.00000 "
+     "recall_avg: 0.86527 precision_avg: 0.91334 fscore_avg: 0.87903 batch_cost: 0.73636 sec, "
+     "reader_cost: 0.00000 sec, ips: 10.86423 instance/sec."),
+    ("corpus throughput-paddlevideo-3d-resnets-reader-stall", "[12/25 15:05:27] END epoch:14  val "
+     "loss_avg: 2.92463 top1_avg: 0.37344 top5_avg: 0.65238 avg_batch_cost: 0.03583 sec, "
+     "avg_reader_cost: 0.00000 sec, batch_cost_sum: 41.05409 sec, avg_ips: 93.53513 instance/sec."),
+]
+
+
+def test_an_evaluation_loops_step_is_an_eval_row() -> None:
+    for source, line in PADDLEVIDEO_EVAL:
+        row = parse_line(line)
+        assert row is not None and row["event"] == "eval" and "samples_per_s" not in row, source
+
+
+def _paddlevideo_epoch(e: int, step0: float, step100: float, avg: float) -> list[str]:
+    """One epoch of PaddleVideo's log (corpus throughput-paddlevideo-3d-resnets-reader-stall's
+    wording): two step snapshots, then the epoch's summary with its average rate."""
+    return [f"[12/25 15:02:48] epoch:[ {e}/25 ] train step:0    loss: 0.37917 lr: 0.010000 top1: "
+            f"0.93750 top5: 1.00000 batch_cost: 4.11913 sec, reader_cost: 3.69170 sec, ips: "
+            f"{step0:.5f} instance/sec.",
+            f"[12/25 15:04:07] epoch:[ {e}/25 ] train step:100  loss: 0.38291 lr: 0.010000 top1: "
+            f"0.92188 top5: 1.00000 batch_cost: 0.73795 sec, reader_cost: 0.32746 sec, ips: "
+            f"{step100:.5f} instance/sec.",
+            f"[12/25 15:04:46] END epoch:{e}  train loss_avg: 0.57100  top1_avg: 0.84931 "
+            f"top5_avg: 0.97546 avg_batch_cost: 0.40776 sec, avg_reader_cost: 0.00012 sec, "
+            f"batch_cost_sum: 122.26700 sec, avg_ips: {avg:.5f} instance/sec."]
+
+
+def test_two_snapshots_an_epoch_give_way_to_the_epochs_average(tmp_path: Path) -> None:
+    avgs = [76.8, 77.5, 77.2, 78.0, 76.7, 77.1, 61.6, 59.1, 62.0, 61.5, 63.4, 60.2]
+    snaps = [(15.5, 86.7), (18.3, 46.0), (17.2, 35.4), (18.4, 107.7)] * 3
+    lines = [x for e, (avg, (s0, s100)) in enumerate(zip(avgs, snaps, strict=True), start=1)
+             for x in _paddlevideo_epoch(e, s0, s100, avg)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    rep = tp.report(tp.analyse(traindoc.load(log)))
+    assert rep.facts["metric"] == "samples_per_s" and 76 <= rep.facts["baseline"] <= 78
+    assert 60 <= rep.facts["degraded"] <= 62 and rep.facts["change_iteration"] == 7

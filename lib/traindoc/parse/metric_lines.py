@@ -556,6 +556,14 @@ def _number(v: str, unit: str | None) -> float | None:
     return x
 
 
+# an evaluation's word right before the step key: the step of an evaluation loop, not of
+# training (PaddleVideo: "epoch:[ 80/80 ] val step:0    loss: 0.20538 top1: 0.88281 … ips:
+# 20.14003 instance/sec." beside "epoch:[ 14/25 ] train step:100 …", its docs'
+# tutorials/summarize; YOWO under PaddleVideo: "epoch:[  5/5  ] val step:17100 loss_avg: …")
+EVAL_BEFORE_STEP_RE = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test|dev)[\s_]+$",
+                                 re.IGNORECASE)
+
+
 def _step(text: str) -> re.Match[str] | None:
     best: re.Match[str] | None = None
     for m in STEP_RE.finditer(text):
@@ -750,6 +758,9 @@ def parse_metric_line(text: str) -> Row | None:
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    if m.re is STEP_RE and EVAL_BEFORE_STEP_RE.search(text, 0, m.start()):
+        fields = _step_fields(text, rest, m, row)  # "val step:0": an evaluation's step
+        return None if fields is None else _as_eval(fields)
     if by_epoch:  # an epoch's row: the time its training took is its time ("1 epoch time=61.98")
         rest = EPOCH_TIME_RE.sub(lambda t: "time".rjust(len(t[0])), rest)
     if phase is not None and not phase["phase"].upper().startswith("TRAIN"):
@@ -802,6 +813,9 @@ def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
     24.19s | valid loss  5.15" is the epoch's validation, not a step)."""
     if row is None or not by_epoch:
         return row
+    if row.get("event") is None and row.get("loss") is None and row.get("eval_loss") is not None:
+        return _as_eval(row)  # the epoch's validation and its rate (PaddleVideo's "END epoch:14
+        # val loss_avg: 2.92463 … avg_ips: 93.53513 instance/sec.")
     if row.get("event") is not None or all(row.get(c) is None for c in EPOCH_SIGNALS):
         return None
     row["event"] = EPOCH_EVENT
