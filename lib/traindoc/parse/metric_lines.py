@@ -814,8 +814,8 @@ def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
     if row is None or not by_epoch:
         return row
     if row.get("event") is None and row.get("loss") is None and row.get("eval_loss") is not None:
-        return _as_eval(row)  # the epoch's validation and its rate (PaddleVideo's "END epoch:14
-        # val loss_avg: 2.92463 … avg_ips: 93.53513 instance/sec.")
+        return None  # the epoch's validation, its rate the evaluation's (PaddleVideo's "END
+        # epoch:14  val loss_avg: 2.92463 … avg_ips: 93.53513 instance/sec.")
     if row.get("event") is not None or all(row.get(c) is None for c in EPOCH_SIGNALS):
         return None
     row["event"] = EPOCH_EVENT
