@@ -36,8 +36,8 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   themselves, none standing out of the others; a rise no larger than the loss's own moves
   between logged points) are no finding; nor are, once back by themselves, the first updates'
   overshoot of the untrained model's loss (a spike at the second logged loss of a log starting
-  at step 1) and slow humps (``HUMP_POINTS`` or more logged points of climb); nor a
-  one-point spike under twice its baseline, back at once (``BLIP_RATIO``; two as one), nor a spike on fewer
+  at step 1) and slow humps (``HUMP_POINTS`` or more logged points of climb); nor a lone
+  one-point spike under twice its baseline, back at once (``BLIP_RATIO``), nor a spike on fewer
   than ``FEW_HISTORY`` logged losses that never came back but whose loss falls back nearer its
   baseline than its peak (a swing of a noise the log is too short to measure). A change or
   spike that starts at the first step of a job whose iteration plan differs from the job
@@ -140,13 +140,10 @@ STAND_OUT = 2.0
 # 2559, 1194, 1769, …), not a spike.
 NOISE_RISE = 3.0
 NOISE_MOVES = 3
-# A spike of one logged point, back at the very next one, whose peak is under BLIP_RATIO
+# A lone spike of one logged point, back at the very next one, whose peak is under BLIP_RATIO
 # times its baseline (the loss did not even double) is one batch's loss and did the run no harm:
 # the runbook shows it, triage names no incident for it (build-nanogpt's per-step 3.04 -> 3.40
-# -> 3.05 at step 17632; ViCLIP's loss logged every 10 iterations, 1.24 -> 1.93 -> 1.13; a
-# 2-GPU speedrun's per-step 3.45 -> 5.42 -> 3.75 at step 1676 and 3.48 -> 5.42 -> 3.19 at 3084,
-# two such batches in 2,176 steps, corpus throughput-nanogpt-speedrun-4090x2-cf1ef5f9). Two of
-# them are no more an incident than one; three or more are the series' noise (NOISE_BLIPS).
+# -> 3.05 at step 17632; ViCLIP's loss logged every 10 iterations, 1.24 -> 1.93 -> 1.13).
 BLIP_RATIO = 2.0
 # A spike that never came back and rests on fewer than FEW_HISTORY logged losses before it is
 # known only by the level it holds: where the loss, once past the midpoint of its baseline and
@@ -715,7 +712,7 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int],
     those that do not stand out (``STAND_OUT``); given the finite ``losses`` by step, a rise
     within the loss's own moves, ``NOISE_RISE``), the first updates' overshoot of the untrained
     model's loss (``FIRST_STEP``), slow humps (``HUMP_POINTS``), an unrecovered swing on few
-    points (``FEW_HISTORY``) and one-batch blips (``BLIP_RATIO``); other spikes stay."""
+    points (``FEW_HISTORY``) and a lone one-batch blip (``BLIP_RATIO``); other spikes stay."""
     raw = list(facts.get("spikes") or [])
     spikes = [s for s in raw if not _start_or_hump(s, steps)]
 
@@ -735,7 +732,8 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int],
     if losses is not None:
         spikes = [s for s in spikes if not _within_moves(s, losses)
                   and not _swing_unmeasured(s, losses)]
-    spikes = [s for s in spikes if not _one_batch(s, steps)]  # (two of them as much as one)
+    if len(spikes) == 1 and _one_batch(spikes[0], steps):
+        spikes = []
     if len(spikes) == len(raw):
         return facts
     return {**facts, "spikes": spikes}
