@@ -121,6 +121,12 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
   train_loss valid_loss accuracy time`` and its rows, minai's ``accuracy | loss | epoch | train
   | time``): the counter's column, the metrics' columns by the same vocabulary as a line's keys,
   a ``time`` of ``00:21`` in minutes and seconds.
+- **a logger's table of keys and values** (a block parser, ``LoggerTableParser``:
+  Stable-Baselines3's ``| time/ |`` section with ``fps``, ``iterations``, ``time_elapsed``;
+  baselines' flat ``| nupdates | 782 |``): one row per table.
+- **a clock since the start** on a step line (``total used time 7.18 (s)``, ``time_elapsed``,
+  ``elapsed``): ``train_time_s``, which the throughput runbook differences into seconds per
+  step only where it advances with the steps.
 
 A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
 MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
@@ -419,6 +425,13 @@ METRIC_KEYS: dict[str, str] = {
                      # mindformers): "per step time: 223.489 ms"
                      "persteptime"),
                     "elapsed_s"),
+    # the run's wall time since its start, printed on every logged step: ``train_time_s``, a
+    # clock the throughput runbook differences into seconds per step (PaddlePaddle's PredNet
+    # loop: "Epoch 0, Step 25, total used time 7.178 (s), avg loss so far is 0.1098"; TF 1.x's
+    # speech_commands: "Elapsed 5976.983817, Step #10825: rate 0.000200, …, cross entropy
+    # 0.098157", tensorflow/tensorflow#31032; Stable-Baselines3's "time_elapsed")
+    **dict.fromkeys(("totalusedtime", "timeelapsed", "elapsedtime", "elapsed",
+                     "totalelapsedtime", "wallclocktime"), "train_time_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/", "timing/")
 # columns that make a line a step line (a learning rate or loss scale alone does not)
@@ -433,7 +446,11 @@ NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP
            # the MetricLogger counter's line with its time and no loss (DeiT/DINO-style trainers:
            # naver/unic#1 "Training - Epoch: [0/10]  [ 40/117]  eta: 0:04:18    time: 3.160756
            # data: 0.000113  max mem: 9312")
-           "eta: ")
+           "eta: ",
+           # a rate named by words joined with "per" and no "/" (aalexchengg/llmsys_s25_hw4
+           # out/dp.out: "Epoch 0 on Rank 0: Training Time = 36.07, Tokens_per_sec = 104113.6";
+           # "samples_per_second", "Tokens Per Sec", DeepSpeed's "tokensPerSec")
+           "_per_s", "per sec", "Per Sec", "PerSec")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
@@ -541,6 +558,14 @@ def _number(v: str, unit: str | None) -> float | None:
     if unit in KV_SUFFIX:
         x *= KV_SUFFIX[unit]
     return x
+
+
+# an evaluation's word right before the step key: the step of an evaluation loop, not of
+# training (PaddleVideo: "epoch:[ 80/80 ] val step:0    loss: 0.20538 top1: 0.88281 … ips:
+# 20.14003 instance/sec." beside "epoch:[ 14/25 ] train step:100 …", its docs'
+# tutorials/summarize; YOWO under PaddleVideo: "epoch:[  5/5  ] val step:17100 loss_avg: …")
+EVAL_BEFORE_STEP_RE = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test|dev)[\s_]+$",
+                                 re.IGNORECASE)
 
 
 def _step(text: str) -> re.Match[str] | None:
@@ -737,6 +762,9 @@ def parse_metric_line(text: str) -> Row | None:
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
+    if m.re is STEP_RE and EVAL_BEFORE_STEP_RE.search(text, 0, m.start()):
+        fields = _step_fields(text, rest, m, row)  # "val step:0": an evaluation's step
+        return None if fields is None else _as_eval(fields)
     if by_epoch:  # an epoch's row: the time its training took is its time ("1 epoch time=61.98")
         rest = EPOCH_TIME_RE.sub(lambda t: "time".rjust(len(t[0])), rest)
     if phase is not None and not phase["phase"].upper().startswith("TRAIN"):
@@ -789,6 +817,9 @@ def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
     24.19s | valid loss  5.15" is the epoch's validation, not a step)."""
     if row is None or not by_epoch:
         return row
+    if row.get("event") is None and row.get("loss") is None and row.get("eval_loss") is not None:
+        return None  # the epoch's validation, its rate the evaluation's (PaddleVideo's "END
+        # epoch:14  val loss_avg: 2.92463 … avg_ips: 93.53513 instance/sec.")
     if row.get("event") is not None or all(row.get(c) is None for c in EPOCH_SIGNALS):
         return None
     row["event"] = EPOCH_EVENT
@@ -1557,4 +1588,79 @@ class HeadedTableParser:
         return []
 
 
-BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser)
+# -- a logger's table of keys and values, one record per printed table ------------------------
+# Stable-Baselines3's HumanOutputFormat (and rl-zoo, SB3-contrib built on it) prints one table
+# per logging call, sections as "| time/ |  |" rows with their keys indented under them:
+# "|    fps                  | 671         |", "|    iterations           | 3290        |",
+# "|    time_elapsed         | 20525       |" (hill-a/stable-baselines#1204; corpus
+# throughput-trafficlightrl-sb3-ppo-cpu-steady); OpenAI baselines and Stable Baselines 2 print
+# the keys flat ("| fps                | 637           |", "| nupdates | 782 |",
+# hill-a/stable-baselines#121, #927), TRPO in CamelCase ("| TimeElapsed     | 18.3         |",
+# "| TimestepsSoFar  | 128          |", #164). A record starts at a row naming the time or the
+# timesteps (``LOGGER_TABLE_NEEDLES``: the rows before it are the episodes' statistics) and
+# ends at the table's rule or at a line that is no row.
+LOGGER_ROW_RE = re.compile(r"\s*\|\s*(?P<k>[^|]*?)\s*\|\s*(?P<v>[^|]*?)\s*\|\s*")
+LOGGER_TABLE_NEEDLES = ("fps", "time/", "time_elapsed", "TimeElapsed", "timesteps", "Timesteps")
+# the step of a table, in order of preference (keys lower-cased, "_" dropped): SB3's on-policy
+# "iterations", baselines' "nupdates", else the environment steps so far
+LOGGER_STEP_KEYS = ("iterations", "nupdates", "totaltimesteps", "timestepssofar", "steps")
+# keys of these tables that the line vocabulary does not hold: the environment's frames per
+# second is its sample rate
+LOGGER_KEYS = {"fps": "samples_per_s"}
+
+
+def logger_table_row(cells: dict[str, str]) -> Row | None:
+    """The iterations row of one logger table (keys as printed, sections dropped), or None
+    without a step or a figure: its step (``LOGGER_STEP_KEYS``), frames per second as samples
+    per second, the time since the start as ``train_time_s``, the loss where one is named."""
+    flat = {re.sub(r"[\s_]", "", k.rsplit("/", 1)[-1].lower()): v for k, v in cells.items()}
+    step = next((flat[k] for k in LOGGER_STEP_KEYS if k in flat), None)
+    n = _number(step, None) if step is not None else None
+    if n is None or n != n or n < 0 or n != int(n):
+        return None
+    row: Row = {"iteration": int(n)}
+    for key, value in flat.items():
+        col = LOGGER_KEYS.get(key) or _norm(key)
+        if col in ("samples_per_s", "train_time_s", "loss") and col not in row:
+            row[col] = _number(value, None)
+    return row if any(row.get(c) is not None for c in ("samples_per_s", "train_time_s")) else None
+
+
+class LoggerTableParser:
+    """A logger's table of keys and values (``LOGGER_ROW_RE`` rows), one iterations row per
+    table (``logger_table_row``)."""
+
+    needles = LOGGER_TABLE_NEEDLES
+    tables = ("iterations",)
+    section: str | None = None  # "logger_table" inside a table
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.cells: dict[str, str] = {}
+        self.under = ""  # the section the rows are under ("time/")
+        self.ctx: object = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the table's row at its end."""
+        m = LOGGER_ROW_RE.fullmatch(text)
+        if self.section is None:
+            if m is None or not any(map(text.__contains__, LOGGER_TABLE_NEEDLES)):
+                return []
+            self.section, self.cells, self.under, self.ctx = "logger_table", {}, "", ctx
+        if m is None:
+            return self.close()
+        key, value = m["k"], m["v"]
+        if not value and key.endswith("/"):
+            self.under = key
+        elif key and value:
+            self.cells[self.under + key] = value
+        return []
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of a table or of the stream: its row, if it makes one."""
+        row = logger_table_row(self.cells) if self.section is not None else None
+        self.section, self.cells = None, {}
+        return [] if row is None else [("iterations", {**row, "_ctx": self.ctx})]
+
+
+BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser)

@@ -29,6 +29,7 @@ from .change import (
     by_schedule,
     despike,
     excerpt_step,
+    fading,
     find_change,
     material,
     mid_pause,
@@ -491,9 +492,10 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             change = excerpt_step(vals, excerpt_boundaries(series.iloc[used]),
                                   spec.higher_is_better)
         if change is not None and (not material(change) or within_resolution(change, cleaned)
-                                   or settling(change, series["iteration"].to_numpy()[used])):
-            change = None  # a healthy run's wander (warm-up settling, a mean converging), or
-            # one step of a coarse clock
+                                   or settling(change, series["iteration"].to_numpy()[used])
+                                   or fading(change, vals, spec.higher_is_better)):
+            change = None  # a healthy run's wander (warm-up settling, a mean converging),
+            # one step of a coarse clock, or a smoothed rate fading back after one slow moment
         if by_schedule(change, schedule):
             scheduled, change = change, None
         if across_gap(change, series["iteration"].to_numpy()[used]) \

@@ -581,6 +581,27 @@ def material(ch: Change) -> bool:
     return ch.drop_pct >= floor
 
 
+FADE_MIN = 10  # values, at least, of a degraded segment that fades back (``fading``): on
+# fewer, three excerpted lines easing off (maskrcnn-benchmark#976), the fade is no pattern
+
+
+def fading(ch: Change, values: np.ndarray, higher_is_better: bool) -> bool:
+    """Whether the change's degraded segment is one slow moment seen through a smoothed rate:
+    it starts at its worst, gets better at every logged value but one at most (``_decays``)
+    and ends back more than halfway to the baseline. tqdm's s/it after a 91 s pause in a
+    2.05 s/it GAN loop (corpus gpu_crash-sttn-gait-tensorboardx-teardown-oserror-healthy: "98%|
+    █████████▊| 19620/20000 [12:01:55<18:34,  2.93s/it]", then 2.92, 2.91 … 2.06 s/it over
+    the last 380 steps) is no lasting change; a slowdown seen through a smoothed rate rises
+    and holds, a running mean since the start rises."""
+    x = np.asarray(values, dtype=float)[ch.index:ch.index + ch.n_after]
+    x = x[np.isfinite(x)]
+    if len(x) < FADE_MIN or not _decays(x, higher_is_better):
+        return False
+    first = drop_pct(ch.baseline, float(x[0]), higher_is_better)
+    last = drop_pct(ch.baseline, float(x[-1]), higher_is_better)
+    return bool(first > 0 and last <= first / 2)
+
+
 SETTLE_SHARE = 0.05  # a level held by fewer than this share of the run's first logged values
 
 
@@ -684,7 +705,7 @@ def _shape(x: np.ndarray, ch: Change, m: int, higher_is_better: bool = True) -> 
 
 __all__ = ["GAP_SPAN_FACTOR", "MAD_TO_SIGMA", "MEDIAN_SE", "SEPARATED_DROP_PCT", "SEPARATED_MIN", "STALL_FACTOR",
            "Change", "across_gap", "despike", "drop_pct", "find_change", "mid_pause", "noise_sigma", "resolution",
-           "settling", "short_creep", "slow_episode", "slow_starts", "within_resolution",
+           "fading", "settling", "short_creep", "slow_episode", "slow_starts", "within_resolution",
            "trailing_stall"]
 
 

@@ -89,6 +89,8 @@ def facts(a: ThroughputAnalysis) -> dict[str, Any]:
     if a.change is not None and a.change_position is not None:
         f.update(baseline=a.baseline, degraded=a.degraded, drop_pct=a.drop_pct,
                  change_iteration=a.change_iteration, shape=a.change.shape)
+    elif a.change is None and a.steady is not None:
+        f["degraded"] = False  # judged: the run holds its rate (None: unknown, as across a gap)
     f.update(baseline=a.baseline, coincides=list(a.coincides), suspect_ranks=list(a.suspect_ranks),
              suspect_hosts=list(a.suspect_hosts), bisect_plan=a.bisect_plan,
              remaining_iterations=a.remaining_iterations, eta_days=a.eta_days,

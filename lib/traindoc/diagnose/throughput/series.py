@@ -72,6 +72,29 @@ def epoch_rates(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) 
     return rows.assign(event=pd.NA) if _rated(rows) else rows.iloc[:0]
 
 
+SNAPSHOTS = 2  # rated step lines per epoch, at most, that are snapshots of it
+SUMMARISED = 0.8  # the share of those epochs, at least, that a rated summary closes
+
+
+def snapshots(steps: pd.DataFrame, epochs: pd.DataFrame) -> bool:
+    """Whether the rated step lines are a few snapshots of each epoch (``SNAPSHOTS``) whose
+    epochs each end in a summary with the epoch's rate (``SUMMARISED``): the summaries are
+    then the series. PaddleVideo logs steps 0 and 100 of each epoch, step 0 always waiting on
+    the reader ("train step:0 … ips: 15.53727 instance/sec.", "train step:100 … ips: 86.72617
+    instance/sec."), and closes it with "END epoch:14  train … avg_ips: 77.99324
+    instance/sec.": two snapshots say less of the epoch than its average."""
+    cols = [m.column for m in METRICS.values() if m.column in steps]
+    if "epoch" not in steps or not len(steps) or not cols:
+        return False
+    rated = steps[steps[cols].notna().any(axis=1) & steps["epoch"].notna()]
+    if len(rated) < len(steps) / 2 or rated["epoch"].nunique() < 3:
+        return False
+    per_epoch = rated.groupby("epoch").size()
+    closed = per_epoch.index.isin(epochs["epoch"].dropna().unique()) if "epoch" in epochs \
+        else np.zeros(len(per_epoch), dtype=bool)
+    return bool(per_epoch.median() <= SNAPSHOTS and closed.mean() >= SUMMARISED)
+
+
 def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     """Training-step rows (``common.training_steps``) whose missing ``elapsed_s`` is filled
     from the logging interval's wall time where the logs give one (``interval_s``); when no
@@ -79,7 +102,8 @@ def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     those alone (``epoch_rates``), else from the times of the step lines themselves
     (``timed_seconds``)."""
     it = training_steps(incident)
-    if not _rated(it) and len(epochs := epoch_rates(with_source(incident.iterations), incident.progress)):
+    epochs = epoch_rates(with_source(incident.iterations), incident.progress)
+    if len(epochs) and (not _rated(it) or snapshots(it, epochs)):
         it = epochs
     if "train_time_s" in it and it["train_time_s"].notna().sum() >= 2:
         clocked = per_iteration_from_clock(it)
@@ -184,10 +208,26 @@ def per_iteration_from_clock(it: pd.DataFrame) -> pd.Series:
     out = pd.Series(pd.NA, index=it.index, dtype="Float64")
     rows = it[it["train_time_s"].notna() & it["iteration"].notna()]
     for _, g in rows.groupby(_file_and_rank(rows), sort=False):
+        if not runs_forward(g["iteration"].astype(float).to_numpy(),
+                            g["train_time_s"].astype(float).to_numpy()):
+            continue
         out.loc[g.index] = pd.array(clock_seconds(g["iteration"].astype(float).tolist(),
                                                   g["train_time_s"].astype(float).tolist()),
                                     dtype="Float64")
     return out
+
+
+CLOCK_FORWARD = 0.9  # the share of advancing steps, at least, over which a clock advances too
+
+
+def runs_forward(iterations: np.ndarray, clock: np.ndarray) -> bool:
+    """Whether a value printed on each step line is a clock since the start: between lines
+    whose step advances it advances too (``CLOCK_FORWARD`` of them, at least). A time that
+    goes up and down with the steps ("elapsed: 0.23" of each step) is no clock."""
+    ahead = np.diff(iterations) > 0
+    if not ahead.any():
+        return False
+    return bool((np.diff(clock)[ahead] > 0).mean() >= CLOCK_FORWARD)
 
 
 CLOCK_WRITERS = 8  # the clocks, at most, followed at once in one file (writers, resumes)
