@@ -145,11 +145,6 @@ NOISE_MOVES = 3
 # the runbook shows it, triage names no incident for it (build-nanogpt's per-step 3.04 -> 3.40
 # -> 3.05 at step 17632; ViCLIP's loss logged every 10 iterations, 1.24 -> 1.93 -> 1.13).
 BLIP_RATIO = 2.0
-# ... unless it rose BLIP_MOVES times the median move between the logged losses outside it or
-# more: a steady series' loss jumped, no batch of its usual noise (torchtitan's 4.11 -> 5.87 ->
-# 4.1 at step 8490 where the loss moves ~0.13 a line: 13x; MLPerf llama2 LoRA's 1.33 -> 2.21 ->
-# 1.3 at 1680: 22x)
-BLIP_MOVES = 10.0
 # A spike that never came back and rests on fewer than FEW_HISTORY logged losses before it is
 # known only by the level it holds: where the loss, once past the midpoint of its baseline and
 # peak, falls back below it, the log shows a swing of a noise it is too short to measure, not
@@ -737,9 +732,7 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int],
     if losses is not None:
         spikes = [s for s in spikes if not _within_moves(s, losses)
                   and not _swing_unmeasured(s, losses)]
-    if len(spikes) == 1 and _one_batch(spikes[0], steps) and not (
-            losses is not None and (m := _in_moves(spikes[0], losses)) is not None
-            and m >= BLIP_MOVES):
+    if len(spikes) == 1 and _one_batch(spikes[0], steps):
         spikes = []
     if len(spikes) == len(raw):
         return facts
@@ -766,17 +759,9 @@ def _within_moves(spike: Mapping[str, Any], losses: Mapping[int, float]) -> bool
     """Whether ``spike`` rose less than ``NOISE_RISE`` times the median move between
     consecutive logged losses (``losses`` by step) outside it (before its start, from its
     recovery on), given ``NOISE_MOVES`` such moves at least."""
-    moves = _in_moves(spike, losses)
-    return moves is not None and moves < NOISE_RISE
-
-
-def _in_moves(spike: Mapping[str, Any], losses: Mapping[int, float]) -> float | None:
-    """``spike``'s rise in units of the median move between consecutive logged losses
-    (``losses`` by step) outside it (before its start, from its recovery on); None with fewer
-    than ``NOISE_MOVES`` such moves or none of them above zero."""
     r, a = _rise(spike), spike.get("start_iteration")
     if r is None or a is None:
-        return None
+        return False
     b = spike.get("recovered_iteration")
 
     def outside(x: int) -> bool:
@@ -785,9 +770,9 @@ def _in_moves(spike: Mapping[str, Any], losses: Mapping[int, float]) -> float | 
     pts = sorted(losses.items())
     moves = [abs(y1 - y0) for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False)
              if outside(x0) and outside(x1) and (x1 < int(a) or x0 >= int(a))]
-    if len(moves) < NOISE_MOVES or statistics.median(moves) <= 0:
-        return None
-    return r / statistics.median(moves)
+    if len(moves) < NOISE_MOVES:
+        return False
+    return r < NOISE_RISE * statistics.median(moves)
 
 
 def _one_batch(spike: Mapping[str, Any], steps: list[int]) -> bool:
