@@ -12,8 +12,6 @@ pre-spike baseline (the log ending on such points counts, flagged). It is a spik
 its peak clears ``baseline + max(k·scale, rel·baseline)``; both margins are widened while the
 history is short (few points, wider margin), and a spike is also over once the loss is back
 down ``recover_frac`` of its height. Points inside spikes are left out of later baselines.
-A spike starts where the loss last left its baseline before the peak: a bump that came back
-within tolerance before the loss rose to its peak is no part of it.
 A rise no higher than the series' own noise is no spike: the noise before it, or after it
 when it came too early to know that, and the run's frequent blips when they are the noise
 (detect.py).

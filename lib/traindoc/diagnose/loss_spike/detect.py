@@ -60,8 +60,6 @@ class Excursion:
     confirmed: bool
     tentative: bool  # the log ended before ``patience`` points confirmed the recovery
     stop: int | None = None  # unrecovered, it gave way here to a taller excursion (``TALLER``)
-    rise: int | None = None  # where it last left the baseline before its peak, when a point
-    # between ``start`` and the peak was back within tolerance (a blip, then the spike)
 
     @property
     def over(self) -> int | None:
@@ -137,7 +135,6 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
         tol = b + max(det.recover_k * s, det.recover_rel * u) * widen
         strict = b + max(det.k * s, det.rel * u) * widen
         peak, run, first, end, stop = int(c), 0, None, None, None
-        calm, rise = None, None  # the last point back within tolerance; the rise after it
         below = 0  # consecutive points back under the midpoint of the baseline and the peak
         j = int(c) + 1
         while j < n:
@@ -147,13 +144,10 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
                     stop = j  # a taller excursion on the level this one settled at
                     break
                 peak, below = j, 0
-                rise = calm + 1 if calm is not None else rise
             elif v < b + (y[peak] - b) / 2:
                 below += 1
             else:
                 below = 0
-            if v <= tol:
-                calm = j
             if v <= max(tol, b + det.recover_frac * (y[peak] - b)):
                 if run == 0:
                     first = j
@@ -167,8 +161,7 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
         tentative = end is None and stop is None and run > 0
         if tentative:
             end = first
-        out.append(Excursion(int(c), peak, end, b, s, h, bool(y[peak] > strict), tentative, stop,
-                             rise))
+        out.append(Excursion(int(c), peak, end, b, s, h, bool(y[peak] > strict), tentative, stop))
         resume = j + 1 if end is not None else stop if stop is not None else n
     return out
 
@@ -368,7 +361,7 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
     spikes: list[dict[str, Any]] = []
     used: set[int] = set()
     for e in lex:
-        start, peak = int(li[e.start if e.rise is None else e.rise]), int(li[e.peak])
+        start, peak = int(li[e.start]), int(li[e.peak])
         rec = int(li[e.end]) if e.end is not None else None
         g_start, leads = None, False
         for k, g in enumerate(gex):
