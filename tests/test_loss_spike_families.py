@@ -1263,3 +1263,55 @@ def test_a_per_batch_loss_is_no_running_mean() -> None:
     s["epoch"] = (np.arange(n) // per).astype(float)
     s["loss"] = 5.0 + rng.normal(0, 0.2, n)
     assert not epoch_running_mean(s)
+
+
+@pytest.mark.parametrize("lines, expected", [
+    # lidengjiajia/DecisionSupportSystem-FedACT logs/logs/ablation/ (corpus
+    # loss_spike-fedact-uci-alie-federated-healthy): a padded header, the loss on the next line
+    (["[Round 10/100] 正在训练...", "  客户端训练 10/10...", "[Round 10/100]                  ",
+      "Averaged Train Loss: 0.5390", "Averaged Test Accuracy: 0.7729",
+      "[Round 11/100] 正在训练...", "[Round 20/100]                  ",
+      "Averaged Train Loss: 0.5382"], [(10, 0.5390), (20, 0.5382)]),
+    # TsingZ0/PFLlib system/flcore/servers/serverbase.py: print(f"\n-------------Round number:
+    # {i}-------------"), print("\nEvaluate global model"), then evaluate()'s "Averaged Train
+    # Loss: {:.4f}" a few lines below the header
+    (["-------------Round number: 0-------------", "", "Evaluate global model",
+      "Averaged Train Loss: 2.3012", "Averaged Test Accurancy: 0.1000",
+      "-------------Round number: 1-------------", "", "Evaluate global model",
+      "Averaged Train Loss: 1.9511"], [(0, 2.3012), (1, 1.9511)]),
+    # zafaryabZhcet/DesignnTest README.md: a Flower server's round header, the app's own line
+    (["INFO :      [ROUND 1]", "INFO :      configure_fit: strategy sampled 30 clients (out of 30)",
+      "INFO :      aggregate_fit: received 30 results and 0 failures",
+      "After 1 Round: loss = 0.4630947411060333, accuracy: 0.8183337450027466",
+      "INFO :      [ROUND 2]",
+      "After 2 Round: loss = 0.45277276635169983, accuracy: 0.810694694519043"],
+     [(1, 0.4630947411060333), (2, 0.45277276635169983)]),
+    # rosfi12/AdvanceML_FederatedLearning results.py: the round and its loss on one line
+    (["Round 1/50", "Round 1, Global Loss: 0.0333", "Round 2/50", "Round 2, Global Loss: 0.0293"],
+     [(1, 0.0333), (2, 0.0293)]),
+    # FedML's fedavg_api.py: logging.info("################Communication round : {}"), then
+    # the stats dict of _local_test_on_all_clients
+    (["################Communication round : 0",
+      "{'training_acc': 0.4123, 'training_loss': 1.8702}",
+      "################Communication round : 1",
+      "{'training_acc': 0.5210, 'training_loss': 1.5104}"], [(0, 1.8702), (1, 1.5104)]),
+])
+def test_a_federated_round_is_the_step(tmp_path: Path, lines: list[str],
+                                       expected: list[tuple[int, float]]) -> None:
+    log = tmp_path / "fl.log"
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(str(log)).iterations
+    got = [(int(i), float(v)) for i, v in zip(it["iteration"], it["loss"], strict=True)]
+    assert got == [(i, pytest.approx(v)) for i, v in expected]
+
+
+def test_a_round_header_without_a_loss_numbers_nothing_else(tmp_path: Path) -> None:
+    # Flower's summary ("Run finished 10 round(s)", "round 1: 0.0229" under "History (loss,
+    # distributed)": an evaluation loss, no training row) and a step line's own counter
+    log = tmp_path / "fl.log"
+    log.write_text("INFO :      [SUMMARY]\nINFO :      Run finished 10 round(s) in 171.81s\n"
+                   "INFO :          History (loss, distributed):\n"
+                   "INFO :                  round 7: 0.02296383590698242\n"
+                   "Epoch 1, Loss: 0.1108, Accuracy: 0.9633\n")
+    it = traindoc.load(str(log)).iterations
+    assert list(it["iteration"]) == [1] and it["loss"].iloc[0] == pytest.approx(0.1108)

@@ -127,6 +127,10 @@ instead, and reads a line that no other parser understood (it is a *fallback* li
 - **a clock since the start** on a step line (``total used time 7.18 (s)``, ``time_elapsed``,
   ``elapsed``): ``train_time_s``, which the throughput runbook differences into seconds per
   step only where it advances with the steps.
+- **a federated loop's rounds** (a block parser, ``RoundParser``: ``[Round 10/100]`` then
+  ``Averaged Train Loss: 0.5390``, PFLlib's ``Round number: N``, FedML's ``Communication round :
+  N``, ``Round 1, Global Loss: 0.0333``): the round is the step, its first training loss the
+  round's row.
 
 A row needs a step and one of loss, eval loss, grad norm, a rate, seconds per step, TFLOPs or
 MFU; a line with only an eval loss is an ``event="eval"`` row. Tested on real lines of trainers
@@ -1356,6 +1360,74 @@ class CumulativeSkipParser:
 
 
 
+# -- federated rounds --------------------------------------------------------------------------
+# A federated-learning loop counts communication rounds, not steps, and prints the round as a
+# header with the loss of that round on its own line after it, or on the round's line itself:
+# "[Round 10/100]" then "Averaged Train Loss: 0.5390" (corpus
+# loss_spike-fedact-uci-alie-federated-healthy, lidengjiajia/DecisionSupportSystem-FedACT);
+# PFLlib's servers, "-------------Round number: 10-------------", "Evaluate global model", then
+# "Averaged Train Loss: 0.3112" (TsingZ0/PFLlib system/flcore/servers/serverbase.py); FedML's
+# "################Communication round : 5" (FedML simulation/sp_api fedavg_api.py); a Flower
+# server's "INFO :      [ROUND 1]" … "After 1 Round: loss = 0.4630947411060333, accuracy: …"
+# (zafaryabZhcet/DesignnTest README.md); "Round 1, Global Loss: 0.0333" (rosfi12/
+# AdvanceML_FederatedLearning results.py). The round is the step; one loss per round.
+ROUND_RE = re.compile(
+    r"(?<![\w/.])(?:(?:global\s+)?communication\s+|global\s+|federated\s+)?round"
+    r"(?:\s+number)?\s*[:#]?\s*\[?\s*(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?(?![\d.%])"
+    r"|\bafter\s+(?P<an>\d+)\s+(?:global\s+)?rounds?\b", re.IGNORECASE)
+ROUND_NEEDLES = ("round", "Round", "ROUND")
+ROUND_LOSS_NEEDLES = ("loss", "Loss", "LOSS")
+
+
+def round_loss_row(rnd: int, text: str) -> Row | None:
+    """The training loss ``text`` prints for round ``rnd``, as the generic reader reads it with
+    the round as its step; None for a line with no training loss or a counter of its own."""
+    if (_step(text) is not None or any(bar.search(text) for bar in TQDM_FORMATS)
+            or parse_metric_line(text) is not None):
+        return None  # (a line the generic reader numbers itself: "Epoch 1, Loss: 0.1108")
+    row = parse_metric_line(f"step {rnd} {text}")
+    if row is None or row.get("loss") is None or row.get("event") is not None:
+        return None
+    return row
+
+
+class RoundParser:
+    """Losses of a federated loop numbered by its round (``ROUND_RE``), one writer each: a
+    round's header sets the round, the first line after it with a training loss (or the
+    round's own line) is that round's row."""
+
+    needles = (*ROUND_NEEDLES, *ROUND_LOSS_NEEDLES)
+    tables = ("iterations",)
+    section: str | None = None  # always None: the round is carried between records
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.round: int | None = None  # the last round's number, while its loss is unread
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the row of a round's loss."""
+        m = ROUND_RE.search(text) if any(map(text.__contains__, ROUND_NEEDLES)) else None
+        if m is not None:
+            rnd = int(m["n"] or m["an"])
+            row = round_loss_row(rnd, text[:m.start()] + " " + text[m.end():])
+            self.round = None if row is not None else rnd
+        elif self.round is not None and any(map(text.__contains__, ROUND_LOSS_NEEDLES)):
+            row = round_loss_row(self.round, text)
+            if row is not None:
+                self.round = None
+        else:
+            return []
+        if row is None:
+            return []
+        if m is not None and m["tot"]:
+            row["total_iterations"] = int(m["tot"])
+        return [("iterations", {**row, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
 # -- a table of metrics under a header of column names ----------------------------------------
 # A header line of column names, the first the epoch, one naming a loss; each line under it the
 # values in the same order, the epoch as "e/E", then the epoch's tqdm bar (ultralytics YOLOv8
@@ -1663,4 +1735,5 @@ class LoggerTableParser:
         return [] if row is None else [("iterations", {**row, "_ctx": self.ctx})]
 
 
-BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser)
+BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser,
+          RoundParser)
