@@ -2075,6 +2075,36 @@ def test_a_port_taken_before_any_worker_started_is_the_failure(tmp_path: Path,
     assert triage.diagnose(inc).facts["classes"][0]["class"] == "gpu_crash"
 
 
+# --- a thread's uncaught exception ends the thread, not the process -----------------------------
+
+THREAD_TB = ("Traceback (most recent call last):\n"
+             '  File "/home/lxc/miniconda3/envs/gan/lib/python3.10/threading.py", line 1016, in '
+             "_bootstrap_inner\n"
+             "    self.run()\n"
+             '  File "/home/lxc/miniconda3/envs/gan/lib/python3.10/site-packages/tensorboardX/'
+             'event_file_writer.py", line 202, in run\n'
+             "    data = self._queue.get(True, queue_wait_duration)\n"
+             '  File "/home/lxc/miniconda3/envs/gan/lib/python3.10/multiprocessing/connection.py", '
+             "line 136, in _check_closed\n"
+             '    raise OSError("handle is closed")\n'
+             "OSError: handle is closed\n")
+
+
+def test_a_writer_threads_exception_at_exit_is_no_crash(tmp_path: Path) -> None:
+    """sttn-gait's train.out (corpus gpu_crash-sttn-gait-tensorboardx-teardown-oserror-healthy):
+    tensorboardX's writer threads fail as the finished script exits."""
+    text = ("d: -0.001;gen: -0.008: : 20001it [12:18:18,  2.21s/it]\n"
+            "Exception in thread Thread-1:\n\nEnd training....\n" + THREAD_TB)
+    assert _facts(tmp_path, text)["error_kind"] is None
+
+
+def test_a_threads_exception_the_main_program_died_of_stays_the_failure(tmp_path: Path) -> None:
+    """torch's wrapper re-raises what the pin-memory thread raised (torch/utils/data/_utils/
+    pin_memory.py's ExceptionWrapper: 'Caught RuntimeError in pin memory thread'), below it."""
+    text = (THREAD_TB + "RuntimeError: Caught OSError in pin memory thread for device 0.\n")
+    assert _facts(tmp_path, text)["error_kind"] == "python"
+
+
 # --- an exception raised with no message: its class alone ends the traceback -----------------
 
 # DeepSpeed's launcher (launch.py sigkill_handler) after both workers' tracebacks

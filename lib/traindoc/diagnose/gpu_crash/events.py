@@ -226,6 +226,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
+    _thread_exception_roles(ev, incident, files)
     _exit_roles(ev)
     _mpi_abort_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
@@ -425,6 +426,42 @@ def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str,
         near = [(sl, leaf) for sf, sl, leaf in ends if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
         if near and SIGNAL_HANDLER_RE.search(max(near)[1]):
             ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
+
+
+# The outermost frame of a traceback raised in a thread other than the main one (Python prints
+# "Exception in thread Thread-3:" and the thread ends; the process goes on): threading's
+# "_bootstrap_inner (…/threading.py:1016)" (Python 3), "__bootstrap_inner (…/threading.py:801)"
+# (Python 2)
+THREAD_ROOT_RE = re.compile(r"^_{1,2}bootstrap(?:_inner)? \([^()]*threading\.py:\d+\)$")
+# a thread's exception a main-program error says it died of: that error restates it
+THREAD_RESTATED_RE = re.compile(rf"{READER_KILLED_RE.pattern}|{EXCEPTION_WRAPPER_RE.pattern}|"
+                                r"thread exited unexpectedly")
+
+
+def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
+                            files: dict[str, int]) -> None:
+    """A Python exception raised in a thread is no failure of the process (threading's
+    excepthook prints it and the thread ends): tensorboardX's writer thread raising 'OSError:
+    handle is closed' at exit (sttn-gait's train.out). It stays the failure where the main
+    program says it died of it (Paddle's 'Blocking queue is killed because the data reader
+    raises', torch's 'Caught … in pin memory thread')."""
+    py = ev.index[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    st = incident.stacks
+    if not len(py) or not len(st):
+        return
+    raised = st[st["state"] == "raised"]
+    starts = [(*place, frames[-1] if isinstance(frames, list) and frames else "")
+              for place, frames in zip(_places(raised["source"], files), raised["frames"],
+                                       strict=True)]
+    said = ev[ev["message"].astype(str).str.contains(THREAD_RESTATED_RE)]
+    for i in py:
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        near = [(sl, root) for sf, sl, root in starts if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
+        if not near or not THREAD_ROOT_RE.match(str(max(near)[1])):
+            continue
+        if ((said["file"] == f) & (said["lineno"] > ln)).any():
+            continue
+        ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
