@@ -21,7 +21,7 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   (the runbook's outside stop: torchrun's "Received 15 death signal", DeepSpeed's "Main process
   received SIGTERM, exiting") is how the job ended: ordered after any other class seen (the
   runbook leaves a hang someone killed to the hang), but for a slower rate the run kept stepping
-  at before it was stopped.
+  at or loss spikes it came back from before it was stopped.
   NCCL's report of a peer or the network failing under a process, with no collective timed
   out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
@@ -233,6 +233,9 @@ class Sighting:
     # a lower rate the run kept stepping at (throughput's step or gradual change, not a stall
     # or a pause): no cause of a crash, ordered after one (``LIVED_WITH_SHAPES``)
     lived_with: bool = False
+    # loss spikes that all came back by themselves: the run went on, so a stop from outside
+    # after them is how it ended, not their consequence
+    recovered: bool = False
     # a stall warning (nothing timed out): where it comes before the launcher's first-exit
     # record, the job hung first, and the exit is the hang's consequence
     stall: bool = False
@@ -917,8 +920,11 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
     rows = it[it["iteration"] >= start].head(1)
     if not len(rows):
         rows = it.tail(1)
+    spikes = facts.get("spikes") or []
     return Sighting(cls, rows, rep.verdict, _ranks(rows), report=rep,
-                    lived_with=cls == "throughput" and facts.get("shape") in LIVED_WITH_SHAPES)
+                    lived_with=cls == "throughput" and facts.get("shape") in LIVED_WITH_SHAPES,
+                    recovered=cls == "loss_spike" and bool(spikes) and not facts.get("nan_iterations")
+                    and all(sp.get("recovered_iteration") is not None for sp in spikes))
 
 
 def _between_jobs(incident: Incident, start: int) -> bool:
@@ -1013,6 +1019,8 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
             # a slower rate the run lived with: not the cause, not even of a stop from outside
             # (the run kept stepping after it, then was killed: the kill is what ended it)
             return 1 if a.lived_with else -1
+        if a.outside_stop != b.outside_stop and (a.recovered or b.recovered):
+            return 1 if a.recovered else -1  # spikes the run came back from, then the stop
         if a.outside_stop != b.outside_stop:  # how the job ended, after whatever else it shows
             return 1 if a.outside_stop else -1
         if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
