@@ -286,8 +286,11 @@ def _outside_stop_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, i
         return
     if len(hang_stacks(incident.stacks, alone=False, errors=incident.errors)):
         return
+    # (a launcher's record of the exit, not the shell's bare "Terminated": that may be anyone's
+    # stop of a run whose own words are elsewhere)
     stops = ev.index[(ev["code"] == "launcher_received_signal")
-                     | ((ev["table"] == "exits") & ev["code"].isin(OUTSIDE_STOP_EXIT_SIGNALS))]
+                     | ((ev["table"] == "exits") & ev["code"].isin(OUTSIDE_STOP_EXIT_SIGNALS)
+                        & ~ev["message"].astype(str).str.startswith("exited"))]
     said = [m for i in stops if (m := AGENT_RECEIVED_RE.search(str(ev.at[i, "message"] or "")))]
     if any((m["num"] or m["name"] or m["ds"]) in USER_STOP_SIGNALS for m in said) \
             or _interrupted(ev.loc[stops], incident, files):
@@ -949,7 +952,9 @@ def _exit_roles(ev: pd.DataFrame) -> None:
     kills the siblings, then reports the dead child's code), not a peer's failure before it;
     so are torchrun's 'Sending process 18895 closing signal SIGTERM' lines on the exit's host
     (it closes the siblings of the worker whose exit it then records)."""
-    errs = ev[(ev["role"] != "exit") & ~ev["code"].isin(LAUNCHER_LINE_CODES)]
+    errs = ev[(ev["role"] != "exit") & (ev["code"] != "launcher_kill")]
+    # (a launcher's closing SIGTERM to this very worker still makes its exit the teardown)
+    errs_on_host = errs[~errs["code"].isin(LAUNCHER_LINE_CODES)]
     for i in ev.index[ev["role"] == "exit"]:
         e = ev.loc[i]
         if e["code"] in TEARDOWN_SIGNALS:
@@ -964,7 +969,7 @@ def _exit_roles(ev: pd.DataFrame) -> None:
         if not pd.isna(e["rank"]):
             same = errs[errs["rank"] == e["rank"]]
         elif e["host"] is not None and not pd.isna(e["host"]):
-            same = errs[errs["host"] == e["host"]]
+            same = errs_on_host[errs_on_host["host"] == e["host"]]
         if (same["role"] == "cause").any():
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
         elif (same["role"] == "cascade").any():
