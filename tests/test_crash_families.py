@@ -1258,6 +1258,73 @@ def test_a_ctrl_c_of_the_launcher_is_no_failure(tmp_path: Path) -> None:
     assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts["error_kind"] is None
 
 
+# DeepSpeed's launcher (launch.py's sigkill_handler) told to stop: it kills its workers, then
+# says so. Four DeepSpeed versions' wordings, all from committed logs.
+DS_KILLED = [
+    # madehua98/FoodHealthMMLLM scripts/v1/phi2/food_weight_train.out (corpus
+    # gpu_crash-foodhealth-moellava-deepspeed-sigterm): the first kill glued to the tqdm bar
+    [" 19%|█▊        | 22132/118611 [37:46:05<223:37:13,  8.34s/it][2024-04-17 09:44:32,867] "
+     "[INFO] [launch.py:315:sigkill_handler] Killing subprocess 18135",
+     "Terminated",
+     "[2024-04-17 09:44:36,426] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 18136",
+     "[2024-04-17 09:44:36,551] [INFO] [launch.py:324:sigkill_handler] Main process received "
+     "SIGTERM, exiting"],
+    # bigscience-workshop/bigscience benchmark logs (2021): DeepSpeed 0.3's bare wording
+    ["Killing subprocess 45562", "Main process received SIGTERM, exiting"],
+]
+
+
+@pytest.mark.parametrize("lines", DS_KILLED)
+def test_deepspeeds_launcher_stopped_from_outside_is_a_signal(tmp_path: Path,
+                                                             lines: list[str]) -> None:
+    rep = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines))))
+    assert rep.facts["error_kind"] == "signal"
+    assert rep.facts["error_message"] == "Main process received SIGTERM, exiting"
+    assert rep.facts["failed_ranks"] == []
+    assert "from outside the job" in rep.verdict
+
+
+def test_a_worker_killed_by_sigterm_with_nothing_failing_is_a_signal_without_a_rank(
+        tmp_path: Path) -> None:
+    """madehua98/FoodHealthMMLLM scripts/v1/phi2/recognition_stage3_2k.out (corpus
+    gpu_crash-foodhealth-moellava-worker-sigterm-rank-unnamed): DeepSpeed prints the command it
+    spawned last whichever worker died, so '--local_rank=6' names no rank."""
+    lines = ["[2024-05-26 23:35:05,853] [INFO] [launch.py:315:sigkill_handler] Killing subprocess "
+             "3065546",
+             "[2024-05-26 23:35:11,089] [ERROR] [launch.py:321:sigkill_handler] ['/home/data_llm/"
+             "anaconda3/envs/moellava/bin/python', '-u', 'moellava/train/train_xformers.py', "
+             "'--local_rank=6', '--do_train'] exits with return code = -15"]
+    f = gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts
+    assert f["error_kind"] == "signal" and "-15" in f["error_message"]
+    assert f["failed_ranks"] == []
+
+
+@pytest.mark.parametrize("lines", [
+    # linskybing's DeepSpeed ZeRO-3 log (corpus loss_spike-linskybing-llm-zero-3-amd): Ctrl-C
+    ["[Step 12/100] Loss: 5.0529 | Tokens/s: 137.20 | GPU Mem (GB): 26.79 | Peak Mem: 43.96",
+     "[2025-08-15 08:42:10,745] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 3668201",
+     "[2025-08-15 08:42:11,420] [INFO] [launch.py:328:sigkill_handler] Main process received "
+     "SIGINT, exiting"],
+    # Megatron-DeepSpeed's random-ltd example log (corpus gpu_crash-megatron-deepspeed-random-ltd-
+    # lr-3-0e-4): the workers' KeyboardInterrupt tracebacks, then the runner's relayed SIGTERM
+    ["Traceback (most recent call last):",
+     '  File "/home/x/Megatron-DeepSpeed/pretrain_gpt.py", line 276, in <module>',
+     "    pretrain(train_valid_test_datasets_provider, model_provider, forward_step)",
+     "KeyboardInterrupt",
+     "[2022-10-31 10:55:10,500] [INFO] [launch.py:286:sigkill_handler] Killing subprocess 19338",
+     "[2022-10-31 10:55:14,192] [INFO] [launch.py:295:sigkill_handler] Main process received "
+     "SIGTERM, exiting"],
+    # bigscience-workshop/bigscience meg_gpt2_base_n4 (corpus timeout-bigscience-meg-gpt2-base-
+    # n4-dp1-tp4-pp4): scancel, then the launchers' teardown
+    ["srun: Job step aborted: Waiting up to 62 seconds for job step to finish.",
+     "Killing subprocess 64203",
+     "Main process received SIGTERM, exiting",
+     "slurmstepd: error: *** JOB 1809579 ON r8i3n1 CANCELLED AT 2021-05-23T08:45:57 ***"],
+])
+def test_a_deepspeed_stop_someone_chose_is_no_failure(tmp_path: Path, lines: list[str]) -> None:
+    assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts["error_kind"] is None
+
+
 def test_the_agents_stop_after_a_workers_failure_stays_the_teardown(tmp_path: Path) -> None:
     """A worker that failed first stays the failure; the agent's stop is its teardown."""
     lines = ["RuntimeError: CUDA error: an illegal memory access was encountered",
@@ -1915,6 +1982,127 @@ def test_ezpz_names_the_failed_ranks_machine(tmp_path: Path) -> None:
             "[rank0]: RuntimeError: FSDP requires CUDA for streams\n")
     f = _facts(tmp_path, text)
     assert (f["failed_ranks"], f["failed_hosts"]) == ([0], ["x4204c5s6b0n0"])
+
+
+# --- fairseq names each rank's machine at set-up ------------------------------------------------
+
+@pytest.mark.parametrize("setup", [
+    # ropadet's fairseq train.out (corpus gpu_crash-ropadet-fairseq-enospc): fairseq >= 0.10
+    "2022-06-06 09:17:48 | INFO | fairseq.distributed.utils | initialized host IR-86A4D2-FCC3 as "
+    "rank 0\n2022-06-06 09:17:48 | INFO | fairseq.distributed.utils | initialized host "
+    "IR-86A4D2-FCC3 as rank 1\n",
+    # fairseq 0.6-0.9's print (fairseq train.py: print('| initialized host {} as rank {}'))
+    "| initialized host IR-86A4D2-FCC3 as rank 0\n| initialized host IR-86A4D2-FCC3 as rank 1\n",
+])
+def test_fairseq_names_the_machine_of_a_one_host_job(tmp_path: Path, setup: str) -> None:
+    text = setup + ("Traceback (most recent call last):\n"
+                    '  File "/usr/lib/python3.8/multiprocessing/util.py", line 145, in _remove_temp_dir\n'
+                    "OSError: [Errno 28] No space left on device: '/tmp/pymp-2ntknau9'\n")
+    f = _facts(tmp_path, text)
+    assert f["failed_hosts"] == ["IR-86A4D2-FCC3"] and f["error_kind"] == "python"
+
+
+def test_torchruns_record_names_the_host_of_untagged_ooms(tmp_path: Path) -> None:
+    """A Megatron-LM GPT-175B run on A800s (corpus gpu_crash-megatron-lm-a800-gpt175b-oom): the
+    OOM tracebacks name devices only; torchrun closes the failed worker's siblings, then records
+    its exit, whose pid NCCL's init lines place on a machine."""
+    text = ("yq02-inf-sci-k8s-a800-hbxgn6-0023:18894:19598 [0] NCCL INFO Connected all rings\n"
+            "yq02-inf-sci-k8s-a800-hbxgn6-0077:18916:19606 [7] NCCL INFO Connected all rings\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 768.00 MiB (GPU 0; "
+            "79.35 GiB total capacity; 52.52 GiB already allocated; 552.12 MiB free; 53.97 GiB "
+            "reserved in total by PyTorch)\n"
+            "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 18895 closing "
+            "signal SIGTERM\n"
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+            "(pid: 18894) of binary: /env/bin/python\n")
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "oom" and f["failed_hosts"] == ["yq02-inf-sci-k8s-a800-hbxgn6-0023"]
+
+
+# --- a launcher's record of a worker's exit 1, the worker's own error printed below it ---------
+
+def test_paddles_container_record_leads_to_the_workers_nccl_error(tmp_path: Path) -> None:
+    """PaddlePaddle/PaddleDetection#7380 (corpus gpu_crash-paddledetection-7380): Paddle's
+    launcher names the failed container, then prints its workerlog's tail."""
+    text = ("LAUNCH INFO 2022-11-21 02:35:54,384 Pod failed\n"
+            "LAUNCH ERROR 2022-11-21 02:35:54,385 Container failed !!!\n"
+            "Container rank 0 status failed cmd ['/usr/bin/python3', '-u', 'tools/train.py', '-c', "
+            "'configs/keypoint/tiny_pose/tinypose_256x192.yml', '--eval'] code 1 log "
+            "log/workerlog.0\n"
+            '  File "/usr/local/lib/python3.8/dist-packages/paddle/distributed/collective.py", '
+            "line 328, in barrier\n"
+            "    task = group.process_group.barrier()\n"
+            "OSError: (External) NCCL error(2), unhandled system error.\n"
+            "LAUNCH INFO 2022-11-21 02:35:54,386 Exit code 1\n")
+    f = _facts(tmp_path, text)
+    assert f["error_kind"] == "nccl_error" and "unhandled system error" in f["error_message"]
+    assert f["failed_ranks"] == [0]
+
+
+# --- a port the launcher could not bind, before any worker started: the job never ran ---------
+
+RUNPY_HEAD = ("Traceback (most recent call last):\n"
+              '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+              '  File "<frozen runpy>", line 88, in _run_code\n'
+              '  File "/env/lib/python3.11/site-packages/torch/distributed/launch.py", line 208, in '
+              "<module>\n"
+              "    main()\n"
+              '  File "/env/lib/python3.11/site-packages/torch/distributed/elastic/rendezvous/'
+              'static_tcp_rendezvous.py", line 55, in next_rendezvous\n'
+              "    self._store = TCPStore(  # type: ignore[call-arg]\n")
+
+
+@pytest.mark.parametrize("error", [
+    # s2s-train train_SI_2.out (corpus gpu_crash-s2s-train-si-2-eaddrinuse): torch >= 2.3
+    "RuntimeError: The server socket has failed to listen on any local network address. port: "
+    "29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+    # meta-pytorch/torchtune#392: torch 1.11-2.2
+    "RuntimeError: The server socket has failed to listen on any local network address. The "
+    "server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). The "
+    "server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).",
+    # pytorch/pytorch#72816: older torch
+    "RuntimeError: Address already in use",
+])
+def test_a_port_taken_before_any_worker_started_is_the_failure(tmp_path: Path,
+                                                               error: str) -> None:
+    from traindoc.diagnose import triage
+    log = tmp_path / "train.out"
+    log.write_text(RUNPY_HEAD + error + "\n")
+    inc = traindoc.load(str(log))
+    f = gpu_crash.diagnose(inc).facts
+    assert f["error_kind"] == "python" and "ddress already in use" in f["error_message"]
+    assert (f["failed_ranks"], f["failed_hosts"]) == ([], [])
+    assert triage.diagnose(inc).facts["classes"][0]["class"] == "gpu_crash"
+
+
+# --- a thread's uncaught exception ends the thread, not the process -----------------------------
+
+THREAD_TB = ("Traceback (most recent call last):\n"
+             '  File "/home/lxc/miniconda3/envs/gan/lib/python3.10/threading.py", line 1016, in '
+             "_bootstrap_inner\n"
+             "    self.run()\n"
+             '  File "/home/lxc/miniconda3/envs/gan/lib/python3.10/site-packages/tensorboardX/'
+             'event_file_writer.py", line 202, in run\n'
+             "    data = self._queue.get(True, queue_wait_duration)\n"
+             '  File "/home/lxc/miniconda3/envs/gan/lib/python3.10/multiprocessing/connection.py", '
+             "line 136, in _check_closed\n"
+             '    raise OSError("handle is closed")\n'
+             "OSError: handle is closed\n")
+
+
+def test_a_writer_threads_exception_at_exit_is_no_crash(tmp_path: Path) -> None:
+    """sttn-gait's train.out (corpus gpu_crash-sttn-gait-tensorboardx-teardown-oserror-healthy):
+    tensorboardX's writer threads fail as the finished script exits."""
+    text = ("d: -0.001;gen: -0.008: : 20001it [12:18:18,  2.21s/it]\n"
+            "Exception in thread Thread-1:\n\nEnd training....\n" + THREAD_TB)
+    assert _facts(tmp_path, text)["error_kind"] is None
+
+
+def test_a_threads_exception_the_main_program_died_of_stays_the_failure(tmp_path: Path) -> None:
+    """torch's wrapper re-raises what the pin-memory thread raised (torch/utils/data/_utils/
+    pin_memory.py's ExceptionWrapper: 'Caught RuntimeError in pin memory thread'), below it."""
+    text = (THREAD_TB + "RuntimeError: Caught OSError in pin memory thread for device 0.\n")
+    assert _facts(tmp_path, text)["error_kind"] == "python"
 
 
 # --- an exception raised with no message: its class alone ends the traceback -----------------

@@ -297,6 +297,11 @@ def test_mpirun_timestamp_before_its_tag(line: str, rank: int, rest: str) -> Non
     # nohup's SIGHUP (OpenMOSS/MOSS#237, as logging's "Message:" quotes it)
     ("Message: 'Received 1 death signal, shutting down workers'", "launcher_received_signal",
      None),
+    # DeepSpeed's launcher (launch.py's sigkill_handler; madehua98/FoodHealthMMLLM
+    # scripts/v1/phi2/food_weight_train.out), and DeepSpeed 0.3's bare line (bigscience logs)
+    ("[2024-04-17 09:44:36,551] [INFO] [launch.py:324:sigkill_handler] Main process received "
+     "SIGTERM, exiting", "launcher_received_signal", None),
+    ("Main process received SIGINT, exiting", "launcher_received_signal", None),
 ])
 def test_agent_signal_wordings(line: str, code: str, pid: int | None) -> None:
     row = parse_error(line)

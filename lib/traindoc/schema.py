@@ -182,7 +182,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
     },
     # Which process ran where: NCCL's "host:pid:tid [dev] NCCL INFO" init lines. ``comm_rank``
     # is the rank inside communicator ``comm`` (of ``comm_size``), not the global rank; event:
-    # init_start | init_complete | comm | affinity | driver | bootstrap.
+    # init_start | init_complete | comm | affinity | driver | bootstrap; a launcher's or
+    # trainer's set-up line naming a rank's machine: ezpz | fairseq.
     "processes": {
         "rank": "Int64",
         "host": "string",

@@ -14,11 +14,14 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   a crash: the SIGTERM/SIGKILL a launcher or scheduler sends to the survivors, and the abort of
   a rank whose watchdog had already timed out. A Python exception is a program error, named in
   its own finding, unless it took its process down (the launcher recorded the exit: torchrun's
-  ChildFailedError; or its traceback runs up to a script's ``<module>`` frame, so nothing
-  caught it and the interpreter exited on it) — then the job crashed, and the class is
+  ChildFailedError; or its traceback runs up to a script's ``<module>`` frame, under runpy's
+  for ``python -m``, so nothing caught it and the interpreter exited on it) — then the job
+  crashed, and the class is
   gpu_crash (error_kind python). A launcher stopped from outside with no failure of its own
-  (the runbook's outside stop: torchrun's "Received 15 death signal") is how the job ended:
-  ordered after any other class seen (the runbook leaves a hang someone killed to the hang).
+  (the runbook's outside stop: torchrun's "Received 15 death signal", DeepSpeed's "Main process
+  received SIGTERM, exiting") is how the job ended: ordered after any other class seen (the
+  runbook leaves a hang someone killed to the hang), but for a slower rate the run kept stepping
+  at or loss spikes it came back from before it was stopped.
   NCCL's report of a peer or the network failing under a process, with no collective timed
   out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
@@ -193,6 +196,10 @@ ARGPARSE_CODE = "argparse_error"
 # The outermost frame of a traceback that reached the main script's top level ("<module>
 # (/path/train.py:195)"): nothing caught the exception, the interpreter exited on it.
 TOP_LEVEL_FRAME_RE = re.compile(r"^<module> \(")
+# runpy's frames above a module run by ``python -m`` ("_run_module_as_main (<frozen runpy>:198)",
+# Python < 3.11: "_run_module_as_main (/usr/lib/python3.8/runpy.py:194)"): the module's own
+# ``<module>`` frame is the top level under them
+RUNPY_FRAME_RE = re.compile(r"\((?:<frozen runpy>|[^()]*[/\\]runpy\.py):\d+\)$")
 # Throughput changes the run went on stepping through: a slower level is no failure that kills
 # a process, so a crash logged after it is named first (a data loader's exception a day after a
 # 13 % creep, linhandev/iann's workerlog.0); a stall or a pause (progress stopped) still counts
@@ -226,6 +233,9 @@ class Sighting:
     # a lower rate the run kept stepping at (throughput's step or gradual change, not a stall
     # or a pause): no cause of a crash, ordered after one (``LIVED_WITH_SHAPES``)
     lived_with: bool = False
+    # loss spikes that all came back by themselves: the run went on, so a stop from outside
+    # after them is how it ended, not their consequence
+    recovered: bool = False
     # a stall warning (nothing timed out): where it comes before the launcher's first-exit
     # record, the job hung first, and the exit is the hang's consequence
     stall: bool = False
@@ -417,8 +427,14 @@ def uncaught(stacks: pd.DataFrame) -> bool:
     if not len(stacks):
         return False
     raised = stacks[stacks["state"].fillna("") == "raised"]
-    return any(isinstance(f, list) and f and TOP_LEVEL_FRAME_RE.match(str(f[-1]))
-               for f in raised["frames"])
+    return any(TOP_LEVEL_FRAME_RE.match(_outermost(f)) for f in raised["frames"])
+
+
+def _outermost(frames: Any) -> str:
+    """A traceback's outermost frame below runpy's (``RUNPY_FRAME_RE``); '' when none."""
+    own = [str(f) for f in frames if not RUNPY_FRAME_RE.search(str(f))] \
+        if isinstance(frames, list) else []
+    return own[-1] if own else ""
 
 
 def worker_exits(x: pd.DataFrame) -> pd.DataFrame:
@@ -904,8 +920,11 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
     rows = it[it["iteration"] >= start].head(1)
     if not len(rows):
         rows = it.tail(1)
+    spikes = facts.get("spikes") or []
     return Sighting(cls, rows, rep.verdict, _ranks(rows), report=rep,
-                    lived_with=cls == "throughput" and facts.get("shape") in LIVED_WITH_SHAPES)
+                    lived_with=cls == "throughput" and facts.get("shape") in LIVED_WITH_SHAPES,
+                    recovered=cls == "loss_spike" and bool(spikes) and not facts.get("nan_iterations")
+                    and all(sp.get("recovered_iteration") is not None for sp in spikes))
 
 
 def _between_jobs(incident: Incident, start: int) -> bool:
@@ -996,10 +1015,14 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
     def cmp(a: Sighting, b: Sighting) -> int:
         if {a.cls, b.cls} == {"timeout", "deadlock"} and (a.hang_view or b.hang_view):
             return -1 if a.cls == "deadlock" else 1  # one hang: the stacks say where
+        if {a.cls, b.cls} == {"gpu_crash", "throughput"} and (a.lived_with or b.lived_with):
+            # a slower rate the run lived with: not the cause, not even of a stop from outside
+            # (the run kept stepping after it, then was killed: the kill is what ended it)
+            return 1 if a.lived_with else -1
+        if a.outside_stop != b.outside_stop and (a.recovered or b.recovered):
+            return 1 if a.recovered else -1  # spikes the run came back from, then the stop
         if a.outside_stop != b.outside_stop:  # how the job ended, after whatever else it shows
             return 1 if a.outside_stop else -1
-        if {a.cls, b.cls} == {"gpu_crash", "throughput"} and (a.lived_with or b.lived_with):
-            return 1 if a.lived_with else -1  # a slower rate the run lived with: not the cause
         if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
             return -1 if a.first_seen < b.first_seen else 1
         if (a.stall or b.stall) and a.cls != b.cls and a.position != b.position:

@@ -804,6 +804,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>Received (?:Signals\.(?P<sig>SIG[A-Z]+)|\d+) death signal, shutting "
                    r"down workers)"),
     ),
+    (  # DeepSpeed's launcher told to stop (launch.py's sigkill_handler, after it killed its
+        # workers): "[launch.py:324:sigkill_handler] Main process received SIGTERM, exiting"
+        # (madehua98/FoodHealthMMLLM scripts/v1/phi2/food_weight_train.out; Megatron-DeepSpeed
+        # examples' random-ltd logs), "… received SIGINT, exiting" after a Ctrl-C
+        # (linskybing LLM ZeRO-3 log, corpus loss_spike-linskybing-llm-zero-3-amd)
+        "launcher_received_signal",
+        "signal",
+        "Main process received SIG",
+        re.compile(r"(?P<msg>Main process received (?P<sig>SIG[A-Z]+), exiting)"),
+    ),
     (  # the agent's SIGTERM to a worker: "Sending process 1365 closing signal SIGTERM" (workers
         # run as subprocesses), "Closing process 293866 via signal SIGTERM" (started by
         # multiprocessing: torch 2.x, NVIDIA/nvidia-resiliency-ext#18)
@@ -1005,7 +1015,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "OOMKilled", "low on resource", "Node failure", "forcefully exit",
                 "Heartbeat", "process down", "mismatch", "by peer", "Remapping Failure",
                 "Page Blacklist", "kill event", "memory limit", "in worker", "received at time", "signal",
-                "Killing subprocess", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
+                "Killing subprocess", "process received SIG", "CANCELLED", "unexpectedly", "Exception: ", "died with <Signals",
                 "Signal: ", "Cuda failure", "Killed process", "RESOURCE_EXHAUSTED", "Resource exhausted: ",
                 "OOM when allocating", "BLAS ERROR]", "CUDNN_STATUS_", "CUBLAS_STATUS_",
                 "CUDA_ERROR_", "Assertion ", "due to CUDA OOM", "killed due to memory pressure",

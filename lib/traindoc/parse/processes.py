@@ -16,7 +16,8 @@ pid — the pid torchrun's failure report gives, and which nothing else may tie 
 
 ezpz (ALCF's launcher helper, Aurora/Polaris/Sunspot) states each rank's machine once at set-up,
 ``[2025-01-28 08:49:37][I][ezpz/dist:869] ['x4204c5s6b0n0'][0/0]`` (the host, then the rank of
-the last rank): a row with that rank and host (``event`` "ezpz").
+the last rank): a row with that rank and host (``event`` "ezpz"). fairseq states it as
+``initialized host IR-86A4D2-FCC3 as rank 0`` (``event`` "fairseq").
 
 ``comm_rank`` is the rank inside that communicator (the global rank only for the default
 one), so it never fills ``rank``: that comes from the line's launcher prefix. A Docker
@@ -79,6 +80,22 @@ def parse_ezpz_rank(text: str) -> Row | None:
     return {"rank": int(m["rank"]), "host": m["host"], "event": "ezpz"}
 
 
+# fairseq's set-up line, one per rank: "2022-06-06 09:17:48 | INFO | fairseq.distributed.utils |
+# initialized host IR-86A4D2-FCC3 as rank 0" (fairseq >= 0.10's logger), "| initialized host
+# gpu-node as rank 3" (fairseq 0.6-0.9's print), "| initialized host h as rank 0 (…)" (forks
+# that add the init method)
+FAIRSEQ_RANK_RE = re.compile(r"\binitialized host (?P<host>[A-Za-z0-9][\w.\-]*) as rank "
+                             r"(?P<rank>\d{1,6})\b")
+
+
+def parse_fairseq_rank(text: str) -> Row | None:
+    """fairseq's set-up line: the machine a rank runs on."""
+    m = FAIRSEQ_RANK_RE.search(text)
+    if not m:
+        return None
+    return {"rank": int(m["rank"]), "host": m["host"], "event": "fairseq"}
+
+
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_process", "processes",
@@ -91,4 +108,9 @@ PARSERS: tuple[LineParser, ...] = (
         "ezpz_rank", "processes", ("'][",), parse_ezpz_rank,
         # saforem2/sam.onl web/src/pages/posts/torchtune-aurora/index.mdx (an Aurora node)
         example="[2025-01-28 08:49:37][I][ezpz/dist:869] ['x4204c5s6b0n0'][0/0]"),
+    LineParser(
+        "fairseq_rank", "processes", ("initialized host ",), parse_fairseq_rank,
+        # ropadet's fairseq train.out (corpus gpu_crash-ropadet-fairseq-enospc)
+        example="2022-06-06 09:17:48 | INFO | fairseq.distributed.utils | initialized host "
+                "IR-86A4D2-FCC3 as rank 0"),
 )

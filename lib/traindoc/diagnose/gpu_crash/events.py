@@ -20,6 +20,7 @@ import pandas as pd
 from ...incident import Incident
 from ...parse.benchmarks import RUN_FINISHED_METRIC
 from ...parse.errors import oom_figures
+from ...parse.stacks import TRACEBACK_STATES
 from ...schema import SYNTHETIC_HOST_PREFIX, with_source
 from ...xid_catalog import xid_info
 from ..common import (
@@ -225,11 +226,13 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
+    _thread_exception_roles(ev, incident, files)
     _exit_roles(ev)
     _mpi_abort_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
-    _outside_stop_roles(ev, incident)
+    _bind_failure_roles(ev)
+    _outside_stop_roles(ev, incident, files)
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
     return ev[EVENT_COLUMNS].reset_index(drop=True)
 
@@ -237,27 +240,80 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
 # The agent's "Received 15 death signal" / "Received Signals.SIGHUP death signal": the signal
 # it got, as a number or a name. SIGINT (2) is someone's Ctrl-C, often on a hung job
 # (MCG-NJU/RTD-Action#31): a choice, not a failure.
-AGENT_RECEIVED_RE = re.compile(r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG[A-Z]+)) death signal")
+# DeepSpeed's launcher says it the other way round: "Main process received SIGTERM, exiting"
+# (launch.py's sigkill_handler; "received SIGINT" after a Ctrl-C).
+AGENT_RECEIVED_RE = re.compile(r"Received (?:(?P<num>\d+)|Signals\.(?P<name>SIG[A-Z]+)) death signal|"
+                               r"Main process received (?P<ds>SIG[A-Z]+), exiting")
 USER_STOP_SIGNALS = {"2", "SIGINT"}
+# A scheduler that ended the job on request (SLURM's "*** JOB 1809579 ON r8i3n1 CANCELLED AT …
+# ***" with no reason: scancel) sent the SIGTERM the launcher reports: a choice, not a failure
+# (bigscience-workshop/bigscience's meg_gpt2_base_n4 benchmark logs).
+SCHEDULER_STOP_CODES = {"slurm_cancelled"}
+# Ctrl-C in the terminal reaches every worker (one process group) and each prints its
+# KeyboardInterrupt traceback just before the launcher's teardown (Megatron-DeepSpeed's
+# random-ltd example logs: interleaved tracebacks, then "Killing subprocess …" and "Main process
+# received SIGTERM, exiting" from the runner's relay); a SIGTERM from outside makes no traceback.
+INTERRUPT_TRACEBACK_LINES = 300  # tracebacks this close above the stop line are the interrupt's
+# a worker that itself exited on one of these with nothing failing before it was stopped from
+# outside the job (DeepSpeed: "[… '--local_rank=6' …] exits with return code = -15")
+OUTSIDE_STOP_EXIT_SIGNALS = {"SIGTERM", "SIGHUP"}
 
 
-def _outside_stop_roles(ev: pd.DataFrame, incident: Incident) -> None:
+def _bind_failure_roles(ev: pd.DataFrame) -> None:
+    """A port the job could not bind (``LOCAL_BIND_TEXT_RE``) when nothing else failed — no
+    cause, no collective timed out: the job never started (torch.distributed.launch's TCPStore
+    on port 29500 already taken, before any worker was spawned: s2s-train's train_SI_2.out).
+    The first such Python exception becomes the cause; it names no rank, the launcher's own."""
+    if (ev["role"] == "cause").any() or (ev["code"] == "collective_timeout").any():
+        return
+    bind = ev.index[(ev["kind"] == "python") & (ev["table"] == "errors")
+                    & ev["message"].astype(str).str.contains(LOCAL_BIND_TEXT_RE)]
+    if len(bind):
+        ev.loc[bind[0], ["role", "strength"]] = ["cause", Strength.LOCAL]
+
+
+def _outside_stop_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
     """A launcher told to stop from outside the job (torchrun's agent: "Received 15 death
-    signal, shutting down workers", then SIGTERM/SIGHUP to its workers) when nothing else
-    failed — no cause, no collective timed out, no scheduler's time limit, no stack dump of a
-    hung process (a hang someone killed is the hang) — is how the job ended: its first such
-    line becomes the cause (weak, no rank: no worker failed on its own). The killer (an
-    orchestrator, a closed terminal, the scheduler) is outside these logs."""
+    signal, shutting down workers", then SIGTERM/SIGHUP to its workers; DeepSpeed's "Main
+    process received SIGTERM, exiting"), or a worker that exited on SIGTERM/SIGHUP, when nothing
+    else failed — no cause, no collective timed out, no scheduler's time limit or cancellation,
+    no Ctrl-C, no stack dump of a hung process (a hang someone killed is the hang) — is how the
+    job ended: its first such line becomes the cause (weak, no rank: no worker failed on its
+    own). The killer (an orchestrator, a closed terminal, the scheduler) is outside these
+    logs."""
     if (ev["role"] == "cause").any() or ev["code"].isin(
-            ["collective_timeout", *NOT_A_FAILURE_CODES]).any():
+            ["collective_timeout", *NOT_A_FAILURE_CODES, *SCHEDULER_STOP_CODES]).any():
         return
     if len(hang_stacks(incident.stacks, alone=False, errors=incident.errors)):
         return
-    for i in ev.index[ev["code"] == "launcher_received_signal"]:
-        m = AGENT_RECEIVED_RE.search(str(ev.at[i, "message"] or ""))
-        if m and (m["num"] or m["name"]) not in USER_STOP_SIGNALS:
-            ev.loc[i, ["role", "strength"]] = ["cause", Strength.WEAK]
-            return
+    # (a launcher's record of the exit, not the shell's bare "Terminated": that may be anyone's
+    # stop of a run whose own words are elsewhere)
+    stops = ev.index[(ev["code"] == "launcher_received_signal")
+                     | ((ev["table"] == "exits") & ev["code"].isin(OUTSIDE_STOP_EXIT_SIGNALS)
+                        & ~ev["message"].astype(str).str.startswith("exited"))]
+    said = [m for i in stops if (m := AGENT_RECEIVED_RE.search(str(ev.at[i, "message"] or "")))]
+    if any((m["num"] or m["name"] or m["ds"]) in USER_STOP_SIGNALS for m in said) \
+            or _interrupted(ev.loc[stops], incident, files):
+        return  # someone's Ctrl-C: the workers' SIGTERM is the launcher passing it on
+    for i in stops:
+        ev.loc[i, ["role", "strength"]] = ["cause", Strength.WEAK]
+        if ev.at[i, "table"] == "exits":  # DeepSpeed names the last-spawned worker's command
+            # whichever worker it was, torchrun the worker: the signal came from outside
+            ev.at[i, "rank"] = None
+        return
+
+
+def _interrupted(stops: pd.DataFrame, incident: Incident, files: dict[str, int]) -> bool:
+    """Whether the workers were interrupted (Ctrl-C): a KeyboardInterrupt traceback anywhere,
+    or Python tracebacks just above a stop line in its file."""
+    st = incident.stacks
+    if not len(stops) or not len(st):
+        return False
+    if (st["state"] == "interrupted").any():
+        return True
+    tb = _places(st.loc[st["state"].isin(TRACEBACK_STATES), "source"], files)
+    return any(sf == f and 0 <= ln - sl <= INTERRUPT_TRACEBACK_LINES
+               for f, ln in zip(stops["file"], stops["lineno"], strict=True) for sf, sl in tb)
 
 
 # torch's ExceptionWrapper re-raising what a DataParallel replica or a DataLoader worker raised
@@ -373,6 +429,42 @@ def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str,
         near = [(sl, leaf) for sf, sl, leaf in ends if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
         if near and SIGNAL_HANDLER_RE.search(max(near)[1]):
             ev.loc[i, ["role", "strength"]] = ["cascade", Strength.NONE]
+
+
+# The outermost frame of a traceback raised in a thread other than the main one (Python prints
+# "Exception in thread Thread-3:" and the thread ends; the process goes on): threading's
+# "_bootstrap_inner (…/threading.py:1016)" (Python 3), "__bootstrap_inner (…/threading.py:801)"
+# (Python 2)
+THREAD_ROOT_RE = re.compile(r"^_{1,2}bootstrap(?:_inner)? \([^()]*threading\.py:\d+\)$")
+# a thread's exception a main-program error says it died of: that error restates it
+THREAD_RESTATED_RE = re.compile(rf"{READER_KILLED_RE.pattern}|{EXCEPTION_WRAPPER_RE.pattern}|"
+                                r"thread exited unexpectedly")
+
+
+def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
+                            files: dict[str, int]) -> None:
+    """A Python exception raised in a thread is no failure of the process (threading's
+    excepthook prints it and the thread ends): tensorboardX's writer thread raising 'OSError:
+    handle is closed' at exit (sttn-gait's train.out). It stays the failure where the main
+    program says it died of it (Paddle's 'Blocking queue is killed because the data reader
+    raises', torch's 'Caught … in pin memory thread')."""
+    py = ev.index[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    st = incident.stacks
+    if not len(py) or not len(st):
+        return
+    raised = st[st["state"] == "raised"]
+    starts = [(*place, frames[-1] if isinstance(frames, list) and frames else "")
+              for place, frames in zip(_places(raised["source"], files), raised["frames"],
+                                       strict=True)]
+    said = ev[ev["message"].astype(str).str.contains(THREAD_RESTATED_RE)]
+    for i in py:
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        near = [(sl, root) for sf, sl, root in starts if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
+        if not near or not THREAD_ROOT_RE.match(str(max(near)[1])):
+            continue
+        if ((said["file"] == f) & (said["lineno"] > ln)).any():
+            continue
+        ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:
@@ -857,8 +949,12 @@ def _exit_roles(ev: pd.DataFrame) -> None:
     """An exit repeats its rank's own error (context), follows a peer's failure (cascade), or is
     the only thing known about a rank that died (cause: killed without a word). DeepSpeed's
     'Killing subprocess' lines are its launcher's answer to that very exit (sigkill_handler
-    kills the siblings, then reports the dead child's code), not a peer's failure before it."""
+    kills the siblings, then reports the dead child's code), not a peer's failure before it;
+    so are torchrun's 'Sending process 18895 closing signal SIGTERM' lines on the exit's host
+    (it closes the siblings of the worker whose exit it then records)."""
     errs = ev[(ev["role"] != "exit") & (ev["code"] != "launcher_kill")]
+    # (a launcher's closing SIGTERM to this very worker still makes its exit the teardown)
+    errs_on_host = errs[~errs["code"].isin(LAUNCHER_LINE_CODES)]
     for i in ev.index[ev["role"] == "exit"]:
         e = ev.loc[i]
         if e["code"] in TEARDOWN_SIGNALS:
@@ -873,7 +969,7 @@ def _exit_roles(ev: pd.DataFrame) -> None:
         if not pd.isna(e["rank"]):
             same = errs[errs["rank"] == e["rank"]]
         elif e["host"] is not None and not pd.isna(e["host"]):
-            same = errs[errs["host"] == e["host"]]
+            same = errs_on_host[errs_on_host["host"] == e["host"]]
         if (same["role"] == "cause").any():
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
         elif (same["role"] == "cascade").any():
@@ -1110,6 +1206,18 @@ def _errors_before(first: pd.Series, rows: pd.DataFrame, near: pd.Series) -> pd.
     return out
 
 
+def _worker_log_errors(first: pd.Series, rows: pd.DataFrame) -> pd.DataFrame:
+    """The errors of the worker a launcher's exit record names, printed after the record:
+    Paddle's launcher prints the failed worker's log tail below its 'Container rank 0 status
+    failed … code 1 log log/workerlog.0' line (PaddlePaddle/PaddleDetection#7380), or the
+    worker's own log is another file of the bundle. On the record's rank or on no named rank."""
+    out = rows[(rows["table"] == "errors") & ((rows["file"] != first["file"])
+                                              | (rows["lineno"] > first["lineno"]))]
+    if pd.notna(first["rank"]):
+        out = out[out["rank"].isna() | (out["rank"] == first["rank"])]
+    return out
+
+
 def _worker_error(first: pd.Series, ordered: pd.DataFrame,
                   events: pd.DataFrame | None = None) -> pd.Series | None:
     """For a launcher's record of a worker that exited with code 1 (a Python exception):
@@ -1128,6 +1236,8 @@ def _worker_error(first: pd.Series, ordered: pd.DataFrame,
     else:
         near = ordered["lineno"] < first["lineno"]
     before = _errors_before(first, ordered, near)
+    if not len(before) and first["code"] == "exit_1":
+        before = _worker_log_errors(first, ordered)
     specific = before[before["kind"].isin(SPECIFIC_KINDS)]
     if not len(specific):
         specific = before[(before["kind"] == "python") & (before["role"] == "cause")]
