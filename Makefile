@@ -80,6 +80,25 @@ demo: setup
 # test_ingest 546 s, test_actions 303, test_bad_inputs 218, test_triage 111,
 # test_flight_recorder_fast 102, test_figures 99, test_drills 96, test_watch 92. Not measured
 # yet: the library's papermill runs saving after every cell, bad-input runs done twice.
+# Since (ytest): that ranking is wall time under load and charges a group's shared work to its
+# first test (test_actions is first in each corpus case's group: its 303 s are the cases' loads
+# and triage). test_ingest alone in one process (-n 0, every marker): 338 CPU-s (333 user, 5
+# sys); of that each corpus class read as one job costs ~32 CPU-s (gpu_crash: plain 13.2, fast
+# with the python scanner 8.6, with hyperscan 5.8, iterations alone 4.4), ~150 over the five,
+# growing with the corpus: each load is a different engine or table set, nothing computed twice
+# under --dist loadgroup (the group keeps _fast_once's load for the iterations test). Triage
+# under cProfile (45 cases): the classes asked again and again for training_steps (6 a case),
+# steps_with_seconds (5), last_progress (4) and the loss series (2); now Incident.once computes
+# each once an incident: triage 0.18-0.22 -> 0.14 CPU-s a case (92 corpus cases, one process,
+# load 9-13), ~50-80 CPU-s over the corpus sweep; summaries unchanged (test_summaries passes).
+# Left: papermill's request_save_on_cell_execute=False for the library's runs (it passes
+# output_path=None to the engine, so a kernel that dies leaves no notebook at all: ~4 CPU-s,
+# not worth that); test_bad_inputs' `run gpu_crash` sharing the gpu_crash runbook's runs (~25
+# CPU-s, but the CLI's run and papermill's with the test's parameters are two things tested).
+# Full run from a fresh clone of dc0da10 (shared venv, -n 2 --dist loadgroup, every marker,
+# seeds present, the machine shared at load 10-11): 11,422 passed, 15 skipped, 1,410 CPU-s
+# (1,309 user, 101 sys), 40:12 wall; under that load CPU-s are inflated and not comparable with
+# f7bc6ff's 1,293 at load 3-7: the idle CI run is the figure to read.
 WORKERS ?= auto
 # Bytecode written (PYTHONDONTWRITEBYTECODE emptied where the environment sets it, as this
 # one does): the run's processes that import traindoc (kernels, `traindoc` subprocesses,

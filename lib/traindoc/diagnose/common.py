@@ -65,7 +65,14 @@ def count(n: int, word: str) -> str:
 
 
 def training_steps(incident: Incident) -> pd.DataFrame:
-    """Iteration rows that are training steps: a numbered iteration, no eval/summary event."""
+    """Iteration rows that are training steps: a numbered iteration, no eval/summary event
+    (computed once an incident, ``Incident.once``: every class and triage read them; the frame
+    is not to be changed in place)."""
+    return incident.once("training_steps", _training_steps)
+
+
+def _training_steps(incident: Incident) -> pd.DataFrame:
+    """``training_steps`` computed."""
     return steps_of(with_source(incident.iterations), incident.progress)
 
 
@@ -227,7 +234,13 @@ def last_progress(incident: Incident) -> Progress:
     """The furthest step in tqdm bars or iteration lines (iteration lines win when both; lines
     counted by epoch only where nothing counts steps, ``epoch_counted``; HF Trainer's stepless
     dicts at the step their epoch says where the log gives the run's length,
-    ``place_by_epoch``: their count is the step only for logging_steps=1)."""
+    ``place_by_epoch``: their count is the step only for logging_steps=1). Computed once an
+    incident (``Incident.once``): four classes and triage ask for it."""
+    return incident.once("last_progress", _last_progress)
+
+
+def _last_progress(incident: Incident) -> Progress:
+    """``last_progress`` computed."""
     it = epoch_counted(place_by_epoch(with_source(incident.iterations), incident.progress,
                                       incident.tables.get("host_timings")), incident.progress)
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):

@@ -85,7 +85,14 @@ def series(incident: Incident) -> pd.DataFrame:
     """One row per iteration: the metrics of every line or export row for it, the last value
     logged winning (a restarted job's rerun replaces the first attempt; per-tag exports merge);
     ``loss``/``grad_norm`` are float with NaN for not logged, ``is_nan`` flags NaN/inf,
-    ``placed`` an iteration only lines without a step of their own were placed at."""
+    ``placed`` an iteration only lines without a step of their own were placed at. Computed
+    once an incident (``Incident.once``): the analysis and triage read it; the frame is not to
+    be changed in place."""
+    return incident.once("loss_series", _series)
+
+
+def _series(incident: Incident) -> pd.DataFrame:
+    """``series`` computed."""
     it = across_epochs(epoch_counted(place_unnumbered_skips(incident), incident.progress))
     cols = list(SERIES_COLUMNS)
     evals = it["iteration"].notna() & (it["event"] == "eval").fillna(False) \

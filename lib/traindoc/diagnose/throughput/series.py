@@ -100,7 +100,13 @@ def steps_with_seconds(incident: Incident) -> pd.DataFrame:
     from the logging interval's wall time where the logs give one (``interval_s``); when no
     step line carries any throughput figure at all, the epochs' rates where the log gives
     those alone (``epoch_rates``), else from the times of the step lines themselves
-    (``timed_seconds``)."""
+    (``timed_seconds``). Computed once an incident (``Incident.once``): the metric's choice,
+    the analysis, the suspects and triage read it; the frame is not to be changed in place."""
+    return incident.once("steps_with_seconds", _steps_with_seconds)
+
+
+def _steps_with_seconds(incident: Incident) -> pd.DataFrame:
+    """``steps_with_seconds`` computed."""
     it = training_steps(incident)
     epochs = epoch_rates(with_source(incident.iterations), incident.progress)
     if len(epochs) and (not _rated(it) or snapshots(it, epochs)):
