@@ -2488,3 +2488,57 @@ def test_an_exception_before_a_relaunchs_steps_is_the_failure(tmp_path: Path) ->
     f = _facts(tmp_path, text)
     assert f["error_kind"] == "python"
     assert "aloha_game" in f["error_message"]
+
+
+# --- srun's record of the tasks that exited on their own names the failed machine -------------
+
+def test_srun_exit_lines_name_the_machine_of_an_untagged_nccl_error(tmp_path: Path) -> None:
+    # elena-lyulina/Megatron-LM-Attention-Benchmark attn_bench/logs (corpus
+    # gpu_crash-megatron-attn-bench-nid006742-nccl-net-plugin): Megatron under srun, one task
+    # per rank, no launcher; the killed tasks are the step's teardown
+    f = _facts(tmp_path, (
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "NCCLUtils.hpp:275, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version "
+        "2.21.5\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+        "srun: error: nid006742: tasks 32-33: Exited with exit code 1\n"
+        "srun: error: nid006742: tasks 34-35: Exited with exit code 1\n"
+        "srun: error: nid006717: tasks 12,15: Killed\n"
+        "srun: error: nid006687: tasks 0-1,3: Killed\n"))
+    assert f["failed_hosts"] == ["nid006742"]
+    assert f["failed_ranks"] == [32, 33, 34, 35]
+
+
+def test_srun_exit_lines_name_the_machines_of_an_untagged_oom(tmp_path: Path) -> None:
+    # EveryVoiceTTS/EveryVoice#178: a CUDA OOM naming no rank, srun's exits on two nodes
+    f = _facts(tmp_path, (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 112.00 MiB. GPU 2 "
+        "has a total capacity of 79.15 GiB of which 39.62 MiB is free.\n"
+        "srun: error: ib12gpu-002: task 4: Exited with exit code 1\n"
+        "srun: error: ib12gpu-001: tasks 0-1: Exited with exit code 1\n"))
+    assert f["failed_hosts"] == ["ib12gpu-001", "ib12gpu-002"]
+
+
+def test_srun_exits_under_a_launcher_name_machines_not_ranks(tmp_path: Path) -> None:
+    # picongpu#198's srun line; under torchrun a task is a node's agent, not a rank
+    f = _facts(tmp_path, (
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+        "(pid: 4913) of binary: /usr/bin/python\n"
+        "srun: error: taurusi2031: tasks 10-11: Exited with exit code 1\n"))
+    assert "taurusi2031" in f["failed_hosts"]
+    assert 10 not in f["failed_ranks"] and 11 not in f["failed_ranks"]
+
+
+@pytest.mark.parametrize("header, host", [
+    ("Node: fc10713 | Job: 35598063 | Start: Fri Apr 17 09:58:25 AM PDT 2026",
+     "fc10713"),  # ermia's HF-TRL job-35598063.out (corpus gpu_crash-hf-trl-slurm-fc10713-…)
+    ("Running on host gpu-a100-07", "gpu-a100-07"),  # echo "Running on host $(hostname)"
+])
+def test_a_job_banner_names_the_machine(tmp_path: Path, header: str, host: str) -> None:
+    f = _facts(tmp_path, (
+        f"{header}\n"
+        "NotImplementedError: Unsloth cannot find any torch accelerator? You need a GPU.\n"))
+    assert f["failed_hosts"] == [host]
+    from traindoc.parse.benchmarks import parse_nodelist
+
+    assert parse_nodelist("Node: 3 of 4 ready") is None

@@ -134,8 +134,13 @@ NODELIST_RE = re.compile(
     rf"(?P<expr>{_HOSTEXPR}(?:,{_HOSTEXPR})*)")
 # The job-log header Kaldi's queue.pl/slurm.pl (and ESPnet, icefall after them) write:
 # "# Running on r7n01": the one machine the job ran on; RETURNN's start-up header
-# ("Hostname: cn-234", rwth-i6/returnn's __main__.py prints socket.gethostname(): returnn#1486).
-JOB_HEADER_HOST_RE = re.compile(rf"^(?:#\s*Running on|Hostname:) (?P<expr>{_HOSTEXPR})\s*$")
+# ("Hostname: cn-234", rwth-i6/returnn's __main__.py prints socket.gethostname(): returnn#1486);
+# a job script's own banner, alone or before its next " | " field ("Node: fc10713 | Job:
+# 35598063 | Start: …", ermia's HF-TRL job-35598063.out) or a sentence naming the host
+# ("Running on host gpu-a100-07", "Running on node: c4-n35").
+JOB_HEADER_HOST_RE = re.compile(
+    rf"^(?:#\s*Running on|Hostname:|Node:|Running on (?:host|node):?) (?P<expr>{_HOSTEXPR})"
+    r"\s*(?:$|\| )")
 # An interactive session's shell prompt ("(abnn) mingzeya@c002:~/case1    $ ", "[user@gpu03 run]$
 # python train.py", "root@4012…-taskrole1-0:/code# python train.py"): the machine the commands
 # ran on, as pasted terminal captures show it (ArjunaCluster/ArjunaUsers#52: the prompt after a
@@ -486,7 +491,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
         "host_timings",
-        ("NODELIST=", "NodeList=", "' partition (", "Running on ", "Hostname: ",
+        ("NODELIST=", "NodeList=", "' partition (", "Running on ", "Hostname: ", "Node: ",
          "WORLD INFO DICT", "@"),
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "

@@ -35,6 +35,7 @@ from .events import (
     failure_events,
     first_failure,
     link_fault_hosts,
+    srun_failed_tasks,
     timeline_frame,
     xid_table,
 )
@@ -134,6 +135,11 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
         fh = sorted({str(h) for h in crash.cluster["host"].dropna() if is_host(h)}
                     | ({str(first["host"])} if is_host(first["host"]) else set()))
         fh = sorted(set(fh) | set(hardware_fault_hosts(crash.independent)))
+        if not fh:  # the failure's own lines name no machine: srun's record of the tasks
+            # that exited on their own does (their ranks too, where srun's tasks are ranks)
+            fh, tasks = srun_failed_tasks(incident)
+            if not fr:
+                fr = tasks
         machines = job_hosts(incident)
         if not fh and len(machines) == 1:  # a job on one machine (node list, log header)
             fh = machines

@@ -813,6 +813,42 @@ def _tasks_without_launcher(incident: Incident) -> dict[str, int]:
             if t[len(SYNTHETIC_HOST_PREFIX):].isdigit()}
 
 
+# srun's task list on its exit line ("tasks 0-1,3"): single ids and ranges
+SRUN_TASK_SPAN_RE = re.compile(r"(?P<lo>\d+)(?:-(?P<hi>\d+))?")
+# srun's record of tasks that exited with a status of their own (not "Killed"/"Terminated": the
+# step's teardown): "srun: error: nid006742: tasks 32-33: Exited with exit code 1"
+# (elena-lyulina/Megatron-LM-Attention-Benchmark attn_bench/logs; EveryVoiceTTS/EveryVoice#178;
+# picongpu#198: "srun: error: taurusi2031: tasks 10-11: Exited with exit code 1")
+SRUN_OWN_EXIT_RE = re.compile(r"srun: error: (?P<host>[A-Za-z0-9][\w.\-]*): tasks? "
+                              r"(?P<tasks>[\d,\-]+): Exited with exit code (?P<code>[1-9]\d*)")
+
+
+def srun_failed_tasks(incident: Incident) -> tuple[list[str], list[int]]:
+    """The machines srun reports tasks of exiting with a non-zero status of their own, and
+    those tasks as ranks where srun started the job's processes itself (no launcher record,
+    launcher line or layout of several processes per node: a task under a launcher is a node's
+    agent); ([], []) when srun reports none."""
+    x = incident.exits
+    if not len(x) or "line" not in x:
+        return [], []
+    hosts: list[str] = []
+    tasks: list[int] = []
+    for line in x["line"].dropna().astype(str):
+        m = SRUN_OWN_EXIT_RE.search(line)
+        if m is None:
+            continue
+        hosts.append(m["host"])
+        for span in SRUN_TASK_SPAN_RE.finditer(m["tasks"]):
+            lo = int(span["lo"])
+            hi = int(span["hi"]) if span["hi"] else lo
+            tasks.extend(range(lo, min(hi, lo + 4096) + 1))
+    launched = (("local_rank" in x and x["local_rank"].notna().any())
+                or (node_layout(incident).nproc_per_node or 1) > 1
+                or (len(incident.errors)
+                    and incident.errors["code"].isin(list(LAUNCHER_LINE_CODES)).any()))
+    return sorted(set(hosts)), ([] if launched else sorted(set(tasks)))
+
+
 # DataParallel's ExceptionWrapper: one process caught what one of its replicas (threads, one per
 # GPU) raised ("torch.cuda.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.")
 DATA_PARALLEL_RE = re.compile(r"Caught \w+ in replica \d+ on device \d+")
