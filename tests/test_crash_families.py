@@ -2542,3 +2542,67 @@ def test_a_job_banner_names_the_machine(tmp_path: Path, header: str, host: str) 
     from traindoc.parse.benchmarks import parse_nodelist
 
     assert parse_nodelist("Node: 3 of 4 ready") is None
+
+
+# --- Hydra's report of a failed job, the process group's aborted communicator, a shell's status -
+
+HYDRA_LINES = [
+    # facebookresearch/map-anything#89 (corpus gpu_crash-map-anything-89): the job's logger
+    "[2025-10-31 05:07:11,062][__main__][ERROR] - Error executing job with overrides: "
+    "['machine=hpc_train', 'model=mapanything']",
+    # openai/mujoco-py#808: Hydra's own line, bare
+    "Error executing job with overrides: ['task=dexart_laptop', 'training.seed=0']",
+    "Error executing job with overrides: []",  # WEIRDLabUW/asid#1
+]
+
+
+@pytest.mark.parametrize("line", HYDRA_LINES)
+def test_hydras_failed_job_report_alone_is_the_failure(tmp_path: Path, line: str) -> None:
+    f = _facts(tmp_path, "Epoch: [7]  [ 600/2916]  eta: 0:54:53  lr: 0.000072\n" + line + "\n")
+    assert f["error_kind"] == "python"
+    assert "Error executing job with overrides" in f["error_message"]
+
+
+def test_hydras_report_gives_way_to_the_exception_it_reports(tmp_path: Path) -> None:
+    # actiongpt/actiongpt#4: the exception after Hydra's line is the failure
+    f = _facts(tmp_path, (
+        "Error executing job with overrides: ['folder=/path/to/experiment']\n"
+        "Traceback (most recent call last):\n"
+        '  File "interact_teach.py", line 45, in interact\n'
+        '    prevcfg = OmegaConf.load(output_dir / ".hydra/config.yaml")\n'
+        "FileNotFoundError: [Errno 2] No such file or directory: 'experiment/.hydra/config.yaml'\n"
+        "\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"))
+    assert f["error_message"].startswith("FileNotFoundError")
+
+
+@pytest.mark.parametrize("line", [
+    # karfly/learnable-triangulation-pytorch#81 (corpus gpu_crash-learnable-triangulation-81),
+    # torch 1.5: the traceback's head cut off
+    "RuntimeError: NCCL communicator was aborted.",
+    # pytorch/pytorch#64241's wording before the failure reason was added (torch 1.9)
+    "RuntimeError: NCCL communicator was aborted on rank 1.",
+])
+def test_an_aborted_nccl_communicator_is_an_nccl_error(tmp_path: Path, line: str) -> None:
+    f = _facts(tmp_path, (
+        '  File "train.py", line 398, in one_epoch\n    total_loss.backward()\n' + line + "\n"))
+    assert f["error_kind"] == "nccl_error"
+    assert "NCCL communicator was aborted" in f["error_message"]
+
+
+def test_an_abort_for_a_timed_out_collective_stays_the_timeouts() -> None:
+    # mlfoundations/open_clip#1087: the watchdog's timeout is the reason given
+    row = parse_error("RuntimeError: : NCCL communicator was aborted on rank 3.  Original reason "
+                      "for failure was: [Rank 3] Watchdog caught collective operation timeout: "
+                      "WorkNCCL(SeqNum=266392, OpType=ALLGATHER, Timeout(ms)=1800000) ran for "
+                      "1803169 milliseconds before timing out.")
+    assert row is None or row["code"] != "nccl_comm_aborted"
+
+
+def test_a_shells_job_status_is_quoted_as_printed(tmp_path: Path) -> None:
+    # idiap/pkwrap#4 (corpus gpu_crash-pkwrap-4): Kaldi's run.pl job died of SIGSEGV
+    f = _facts(tmp_path, (
+        "Running iter=0 of 12\n"
+        "bash: line 1: 80675 Segmentation fault      ( local/chain/tuning/model/1d.py --dir "
+        "exp/chain/tdnn_sp --mode training --lr 0.002 ) 2>> exp/chain/tdnn_sp/log/train.0.1.log\n"
+        "run.pl: job failed, log is in exp/chain/tdnn_sp/log/train.0.1.log\n"))
+    assert (f["error_kind"], f["error_message"]) == ("signal", "Segmentation fault (SIGSEGV)")

@@ -551,6 +551,28 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "Some NCCL operations have failed or timed out",
         re.compile(r"(?P<msg>Some NCCL operations have failed or timed out)"),
     ),
+    (  # Hydra's report that the @hydra.main task raised (hydra/core/utils.py JobReturn): the
+        # exception follows it, when printed at all ("Error executing job with overrides:
+        # ['task=dexart_laptop', …]", openai/mujoco-py#808; under the job's logger "[2025-10-31
+        # 05:07:11,062][__main__][ERROR] - Error executing job with overrides: [...]",
+        # facebookresearch/map-anything#89; "… overrides: []", WEIRDLabUW/asid#1)
+        "hydra_job_error",
+        "python",
+        "Error executing job with overrides",
+        re.compile(r"(?P<msg>Error executing job with overrides: \[.*?\](?=\s*$)|Error executing "
+                   r"job with overrides:.{0,200})"),
+    ),
+    (  # ProcessGroupNCCL's error after it aborted its communicator (a failure it caught, here
+        # or on a peer): torch 1.5-1.8 "RuntimeError: NCCL communicator was aborted."
+        # (karfly/learnable-triangulation-pytorch#81), 1.9+ "… was aborted on rank 1.  Original
+        # reason for failure was: …" (pytorch/pytorch#64241; mlfoundations/open_clip#1087)
+        "nccl_comm_aborted",
+        "nccl_error",
+        "NCCL communicator was aborted",
+        # (an abort for a timed-out collective stays the timeout's: the watchdog's words read)
+        re.compile(r"(?P<msg>NCCL communicator was aborted(?: on rank \d+)?\.?"
+                   r"(?!.*(?:[Tt]imed out|timing out|[Tt]imeout)).*)"),
+    ),
     (
         "process_taken_down",
         "nccl_error",

@@ -215,8 +215,10 @@ def peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:
     if len(peers) or (cascade["code"] == "collective_timeout").any():
         return peers
     # with none, and no collective timed out: the watchdog's "Some NCCL operations have failed
-    # or timed out" is all this side saw of it (UniWorld#46: socket errors under it at INFO)
-    return cascade[(cascade["table"] == "errors") & (cascade["code"] == "nccl_teardown")]
+    # or timed out" (UniWorld#46: socket errors under it at INFO), or the process group's "NCCL
+    # communicator was aborted", is all this side saw of it
+    return cascade[(cascade["table"] == "errors")
+                   & cascade["code"].isin(["nccl_teardown", "nccl_comm_aborted"])]
 
 
 def hardware_fault_hosts(causes: pd.DataFrame) -> list[str]:

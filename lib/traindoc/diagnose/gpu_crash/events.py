@@ -155,7 +155,13 @@ EXIT_WORDS_RE = re.compile(
     r"(?<![A-Za-z])(?:[Ee]xit(?:ed)?(?: with)?(?: error| status)? [Cc]ode|exit status|[Ee]xit_code)"
     r"[:=]?\s*\d+|"
     # the shell's "Killed" alone on its line, or glued to a bar left without its newline
-    r"^\s*Killed(?=\s*$)|(?<=\])Killed(?=\s*$)")
+    r"^\s*Killed(?=\s*$)|(?<=\])Killed(?=\s*$)|"
+    # a shell's status of its job after the job's pid ("bash: line 1: 80675 Segmentation fault
+    # ( local/chain/tuning/model/1d.py … )", Kaldi's run.pl under pkwrap: idiap/pkwrap#4;
+    # "slurm_script: line 12: 4567 Aborted (core dumped) python train.py"); a "Killed" there
+    # is left to a runtime's exit status printed with it ("Exit code: 137", _with_exit_status)
+    r"(?<=\d )(?:Segmentation fault|Bus error|Aborted|Illegal instruction|Floating point "
+    r"exception)(?: \(core dumped\))?(?=\s)")
 
 
 def _exit_message(exitcode: int | None, signal: str | None, line: str | None = None) -> str:
@@ -231,6 +237,7 @@ def failure_events(incident: Incident, host_of: dict[int, str] | None = None) ->
     _mpi_abort_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
+    _hydra_report_roles(ev)
     _bind_failure_roles(ev)
     _outside_stop_roles(ev, incident, files)
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
@@ -257,6 +264,19 @@ INTERRUPT_TRACEBACK_LINES = 300  # tracebacks this close above the stop line are
 # a worker that itself exited on one of these with nothing failing before it was stopped from
 # outside the job (DeepSpeed: "[… '--local_rank=6' …] exits with return code = -15")
 OUTSIDE_STOP_EXIT_SIGNALS = {"SIGTERM", "SIGHUP"}
+
+
+# Hydra's "Error executing job with overrides: […]": the task raised; its exception, printed
+# after it, is the failure when the log shows one
+HYDRA_REPORT_CODES = {"hydra_job_error"}
+
+
+def _hydra_report_roles(ev: pd.DataFrame) -> None:
+    """Hydra's report that the job raised is the failure only when no other cause shows: with
+    the exception it reports in the log, it is context."""
+    hydra = ev["code"].isin(list(HYDRA_REPORT_CODES))
+    if hydra.any() and ((ev["role"] == "cause") & ~hydra).any():
+        ev.loc[hydra, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 def _bind_failure_roles(ev: pd.DataFrame) -> None:
