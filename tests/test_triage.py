@@ -1044,3 +1044,20 @@ def test_skipped_steps_at_a_loss_scale_under_one_are_a_loss_problem(tmp_path: Pa
     log.write_text("\n".join(PADDLENLP_7537).replace("0.25", "65536.0").replace(
         "0.125", "32768.0").replace("0.0625", "16384.0") + "\n")
     assert classes(triage.diagnose(traindoc.load(str(log)))) == []
+
+
+@pytest.mark.parametrize("text, detail", [
+    # facebookresearch/map-anything#89: Hydra's report alone; run_and_report then exits 1
+    ("[2025-10-31 05:07:02,550][__main__][INFO] - Epoch: [7]  [ 600/2916]  eta: 0:54:53\n"
+     "[2025-10-31 05:07:11,062][__main__][ERROR] - Error executing job with overrides: "
+     "['machine=hpc_train', 'model=mapanything']\n", "Error executing job"),
+    # karfly/learnable-triangulation-pytorch#81: the process group's abort, the traceback cut
+    ('  File "train.py", line 398, in one_epoch\n    total_loss.backward()\n'
+     "RuntimeError: NCCL communicator was aborted.\n", "NCCL communicator was aborted"),
+])
+def test_a_job_that_went_down_on_hydras_report_or_an_aborted_communicator_is_a_crash(
+        tmp_path: Path, text: str, detail: str) -> None:
+    write(tmp_path, "job.log", text)
+    r = triage.diagnose(traindoc.load(tmp_path))
+    assert r.facts["cause"] == "gpu_crash"
+    assert detail in r.facts["classes"][0]["detail"]

@@ -191,6 +191,9 @@ SIGNAL_NAME_RE = re.compile(r"\bSIG[A-Z]{2,}\b")
 # suprosanna/relationformer#18, facebookresearch/detectron2#384). Not "… with exit code 1":
 # the worker's own exception.
 WORKER_DIED_RE = re.compile(r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly(?! with)")
+# Hydra's report that the @hydra.main task raised ("Error executing job with overrides: […]",
+# hydra/core/utils.py): run_and_report then exits 1, so the process went down with it
+HYDRA_REPORT_RE = re.compile(r"^Error executing job with overrides:")
 # errors.code of argparse's parser.error line, after which the program exits 2
 ARGPARSE_CODE = "argparse_error"
 # The outermost frame of a traceback that reached the main script's top level ("<module>
@@ -507,6 +510,7 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     coll = incident.collectives
     message = str((rep.facts.get("error_message") if rep is not None else None) or "")
     died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message))
+                                  or bool(HYDRA_REPORT_RE.match(message))
                                   or uncaught(incident.stacks) or _argparse_exit(incident, message))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
