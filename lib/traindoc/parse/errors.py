@@ -1045,7 +1045,8 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "UCX  ERROR", "UCX ERROR", "An error occurred in MPI_", "MPI_Abort(",
                 "reported by process [", " Fatal: ",
                 "MPI_ABORT was invoked", "job killed: walltime ", "exceeded wallclock limit",
-                "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline")
+                "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline",
+                "communicator was aborted")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
