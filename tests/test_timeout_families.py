@@ -362,23 +362,6 @@ def test_coll_trace_ranks_in_different_ops_at_one_opcount_are_a_desync(tmp_path:
     assert a.first_mismatch is not None and a.first_mismatch.seq_num == 0x28C
 
 
-def test_coll_trace_rank_that_stops_calling_is_lagging(tmp_path: Path) -> None:
-    # NVIDIA/nccl#203 (TensorFlow, NCCL 2.x): opCount in hex; here rank 1 stops after 1b
-    text = "".join(_coll(f"gpu1:13135:1392{r} [{r}]", "AllReduce", f"{n:x}", 64)
-                   for n in range(0x1a, 0x1e) for r in (0, 1) if not (r == 1 and n > 0x1b))
-    a = timeout.analyse(_both(tmp_path, text))
-    assert a.lagging_ranks == [1]
-    assert a.pattern == "straggler"
-
-
-def test_coll_trace_counts_calls_where_every_opcount_is_0(tmp_path: Path) -> None:
-    # Haoang97/nccl test.log (NCCL 2.10.3 under a vGPU shim): every call traced as opCount 0
-    text = "".join(_coll(f"ai:48763{r}:48763{r} [{r}]", "AllGather", "0", 4100, 0)
-                   for i in range(5) for r in range(4) if not (r == 1 and i > 2))
-    a = timeout.analyse(_both(tmp_path, text))
-    assert a.lagging_ranks == [1]
-
-
 def test_coll_trace_send_recv_and_several_hosts_name_no_one(tmp_path: Path) -> None:
     # NVIDIA/nccl#584: Send/Recv at one opCount is a pair, not a desync
     p2p = (_coll("ubuntu:199574:201142 [1]", "Send", "12", 2420736)
@@ -389,4 +372,4 @@ def test_coll_trace_send_recv_and_several_hosts_name_no_one(tmp_path: Path) -> N
                    "139d", 7382228)
              + _coll("(RayTrainWorker pid=619, ip=10.72.2.6) node-b:619:19049 [2]", "AllReduce",
                      "139e", 7066572))
-    assert timeout.analyse(_both(tmp_path, hosts)).lagging_ranks == []
+    assert timeout.analyse(_both(tmp_path, hosts)).pattern == "unknown"

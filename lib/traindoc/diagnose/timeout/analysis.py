@@ -25,9 +25,7 @@ from ...parse.missing_ranks import JAX_CONNECT_BARRIER, is_jax_barrier
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
-    entered_lag,
     entered_mismatch,
-    entered_rows,
     first_mismatch,
     in_flight,
     is_dump,
@@ -208,7 +206,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     is_gloo = ops.str.startswith("gloo:") | ops.eq("MONITORED_BARRIER")
     gloo, legacy = unnumbered[is_gloo], unnumbered[~is_gloo]
     mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy)
-                or order_mismatch(nccl) or entered_mismatch(c) or entered_lag(c))
+                or order_mismatch(nccl) or entered_mismatch(c))
     # The heartbeat monitor ("watchdog got stuck", "Heartbeat monitor timed out"): the rank hung
     # inside NCCL/CUDA so long that even its watchdog stopped; it names no collective.
     errs = incident.errors
@@ -446,10 +444,6 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
         lagging |= {int(r) for r in behind["rank"]}
         # a rank that timed out earlier in this group (its own status says so) never got here
         arrived -= {int(r) for r in behind["rank"]} - {int(r) for r in same["rank"].dropna()}
-        if pg == UNKNOWN_GROUP:  # the collectives ranks logged entering (renumbered: a
-            # build that traces every call as opCount 0 has raw positions of 0)
-            entered = entered_rows(c)
-            arrived |= {int(r) for r in entered[entered["seq_num"] >= seq]["rank"]}
         dumped = {int(r) for r in c[is_dump(c)]["rank"].dropna()}
         lagging |= dumped - arrived
     known = _ranks_with_failure_output(incident)
