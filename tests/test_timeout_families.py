@@ -341,3 +341,35 @@ def test_ranks_the_launcher_reports_aborted_are_no_stragglers(tmp_path: Path) ->
 def test_a_rank_that_exited_otherwise_is_still_named(tmp_path: Path) -> None:
     r = timeout.diagnose(_both(tmp_path, _rank0_then_all_aborted(4, other="1 (pid: {pid})")))
     assert r.facts["lagging_ranks"] == [1, 2, 3]
+
+
+# -- NCCL_DEBUG_SUBSYS=COLL's per-call trace: where each rank is in its communicator ------------
+
+def _coll(prefix: str, op: str, op_count: str, count: int, dtype: int = 7) -> str:
+    return (f"{prefix} NCCL INFO {op}: opCount {op_count} sendbuff 0x7f5dd32b2100 recvbuff "
+            f"0x7f5dd32b2100 count {count} datatype {dtype} op 0 root 0 comm 0x55bef0201370 "
+            "[nranks=4] stream 0x55bef0208bd0\n")
+
+
+def test_coll_trace_ranks_in_different_ops_at_one_opcount_are_a_desync(tmp_path: Path) -> None:
+    # ROCm/rccl#429 (maintainer's quote): rank 0 in AllReduce, rank 2 in AllGather at 28c, 28d
+    text = (_coll("h03r3n06:45006:45006 [0]", "AllReduce", "28c", 9984512)
+            + _coll("h03r3n06:45006:45006 [0]", "AllReduce", "28d", 8149504)
+            + _coll("h03r3n06:45012:45012 [2]", "AllGather", "28c", 59205120, 0)
+            + _coll("h03r3n06:45012:45012 [2]", "AllGather", "28d", 15360, 0))
+    a = timeout.analyse(_both(tmp_path, text))
+    assert a.pattern == "desync"
+    assert a.first_mismatch is not None and a.first_mismatch.seq_num == 0x28C
+
+
+def test_coll_trace_send_recv_and_several_hosts_name_no_one(tmp_path: Path) -> None:
+    # NVIDIA/nccl#584: Send/Recv at one opCount is a pair, not a desync
+    p2p = (_coll("ubuntu:199574:201142 [1]", "Send", "12", 2420736)
+           + _coll("ubuntu:199575:201143 [0]", "Recv", "12", 2420736))
+    assert timeout.analyse(_both(tmp_path, p2p)).pattern == "unknown"
+    # NVIDIA/nccl#1193 (Ray, 128 ranks): device [2] of two hosts names no lagging rank
+    hosts = (_coll("(RayTrainWorker pid=615, ip=10.72.7.6) node-a:615:18953 [2]", "AllReduce",
+                   "139d", 7382228)
+             + _coll("(RayTrainWorker pid=619, ip=10.72.2.6) node-b:619:19049 [2]", "AllReduce",
+                     "139e", 7066572))
+    assert timeout.analyse(_both(tmp_path, hosts)).pattern == "unknown"

@@ -377,7 +377,42 @@ def entered_rows(c: pd.DataFrame) -> pd.DataFrame:
         return c
     keep = ((c["state"] == "started") & c["rank"].notna() & c["seq_num"].notna()
             & c["process_group"].isna() & ~is_dump(c))
-    return c[keep.fillna(False)]
+    rows = c[keep.fillna(False)]
+    if not len(rows):
+        return rows
+    # A counter that never moves (some NCCL builds trace every call as opCount 0): the calls'
+    # order numbers them.
+    by_rank = rows.groupby("rank")["seq_num"]
+    still = by_rank.transform("nunique").eq(1) & by_rank.transform("size").gt(1)
+    if still.any():
+        order = rows.groupby("rank").cumcount()
+        rows = rows.assign(seq_num=rows["seq_num"].where(~still, order).astype("Int64"))
+    return rows
+
+
+def _one_counter(rows: pd.DataFrame) -> bool:
+    """Whether each rank's entered rows read as one counter on one machine: numbers never go
+    back, and a rank number names one host (a device index repeats across a multi-node trace)."""
+    seqs = rows.groupby("rank")["seq_num"]
+    hosts = rows.groupby("rank")["host"].nunique()
+    return bool(seqs.agg(lambda s: s.is_monotonic_increasing).all() and (hosts <= 1).all())
+
+
+def entered_mismatch(c: pd.DataFrame) -> Mismatch | None:
+    """The first number at which ranks entered different collectives, or one with another
+    count or datatype (``entered_rows``): a desync. None unless each rank's numbers strictly
+    rise (one communicator each: several interleaved ones repeat or go back)."""
+    rows = entered_rows(c)
+    if not len(rows) or rows["rank"].nunique() < 2 or not _one_counter(rows):
+        return None
+    if not rows.groupby("rank")["seq_num"].agg(lambda s: s.is_unique).all():
+        return None
+    for seq, block in rows.groupby("seq_num", sort=True):
+        if block["rank"].nunique() > 1:
+            found = _describe(UNKNOWN_GROUP, int(seq), block, {})
+            if found is not None and found.kind.is_desync:
+                return found
+    return None
 
 
 def entered_lag(c: pd.DataFrame) -> Mismatch | None:
@@ -389,7 +424,7 @@ def entered_lag(c: pd.DataFrame) -> Mismatch | None:
     rows = entered_rows(c)
     if not len(rows):
         return None
-    if not rows.groupby("rank")["seq_num"].agg(lambda s: s.is_monotonic_increasing).all():
+    if not _one_counter(rows):
         return None
     last = rows.groupby("rank", sort=True).tail(1)
     at = {int(r): int(s) for r, s in zip(last["rank"], last["seq_num"], strict=True)}

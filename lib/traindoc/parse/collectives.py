@@ -44,6 +44,13 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
   torchelastic's rendezvous (``torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError``,
   raised bare): not every node joined in time, no rank, no duration.
 
+- NCCL_DEBUG_SUBSYS=COLL's call trace (NCCL 2.x and RCCL alike): ``host:pid:tid [1] NCCL INFO
+  AllGather: opCount 1b sendbuff 0x… recvbuff 0x… count 4100 datatype 0 op 0 root 0 comm 0x…
+  [nranks=4] stream 0x…``: the rank (the ``[N]`` device of a one-node job; a per-rank file's or
+  prefix's rank where there is one) entered that collective, a ``started`` row numbered by its
+  hexadecimal opCount (some builds print 0 for every call: the diagnosis then counts the calls).
+  Point-to-point calls (Send/Recv) are left out: two ranks at one opCount in Send and Recv agree.
+
 A row whose rank the message names about another rank (``from rank 7``, ``but Rank 1``, ``Rank 2
 failed``) carries ``_named_rank``: the loader keeps that rank instead of the line's prefix.
 """
@@ -373,6 +380,25 @@ def parse_detail_running(text: str) -> Row | None:
             "state": "started", "_named_rank": True}
 
 
+# NCCL_DEBUG_SUBSYS=COLL: "host:pid:tid [dev] NCCL INFO AllReduce: opCount 1a sendbuff … count 64
+# datatype 7 op 0 root 0 comm 0x… [nranks=2] stream 0x…" (collectives only, not Send/Recv)
+NCCL_COLL_TRACE_RE = re.compile(
+    r"\[(?P<dev>\d+)\] NCCL INFO (?P<op>AllReduce|Broadcast|Bcast|Reduce|AllGather|ReduceScatter"
+    r"|AllToAll|AlltoAll|Gather|Scatter): opCount (?P<op_count>[0-9a-fA-F]+)\b"
+    r".*?\bcount (?P<count>\d+) datatype (?P<dtype>\d+)"
+)
+
+
+def parse_nccl_coll_trace(text: str) -> Row | None:
+    """NCCL_DEBUG_SUBSYS=COLL's per-call line: the collective the rank entered, a ``started``
+    row numbered by its opCount (hexadecimal), its count and datatype as sizes and dtypes."""
+    m = NCCL_COLL_TRACE_RE.search(text)
+    if not m:
+        return None
+    return {"rank": int(m["dev"]), "seq_num": int(m["op_count"], 16), "op_type": m["op"],
+            "sizes": m["count"], "dtypes": m["dtype"], "state": "started"}
+
+
 MONITORED_REACHED_RE = re.compile(
     r"Rank (?P<rank>\d+) successfully reached monitoredBarrier, but received errors while waiting "
     r"for send/recv from rank (?P<peer>\d+)")
@@ -583,6 +609,16 @@ PARSERS: tuple[LineParser, ...] = (
         "SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes="
         "TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad="
         "false (default), pinned_memory=false (default), memory_format=(nullopt)))",
+    ),
+    LineParser(
+        "nccl_coll_trace",
+        "collectives",
+        (": opCount ",),
+        parse_nccl_coll_trace,
+        # ROCm/rccl#429 (maintainer's quote of the reporter's RCCL COLL trace)
+        example="h03r3n06:45012:45012 [2] NCCL INFO AllGather: opCount 28c sendbuff 0x7f1fd894af00"
+        " recvbuff 0x7f1ed1c00100 count 59205120 datatype 0 op 0 root 0 comm 0x559c24b55610 "
+        "[nranks=4] stream 0x559c248a3630",
     ),
     LineParser(
         "gloo_monitored_barrier",
