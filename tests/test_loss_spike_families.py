@@ -1315,3 +1315,35 @@ def test_a_round_header_without_a_loss_numbers_nothing_else(tmp_path: Path) -> N
                    "Epoch 1, Loss: 0.1108, Accuracy: 0.9633\n")
     it = traindoc.load(str(log)).iterations
     assert list(it["iteration"]) == [1] and it["loss"].iloc[0] == pytest.approx(0.1108)
+
+
+# a step line with no loss, the learning rate and the loss on indented lines after it: one record
+# (Knover's trainer, PaddlePaddle/PaddleFleetX examples/moe/log/workerlog.0, corpus
+# loss_spike-fleetx-knover-moe-4rank-healthy)
+KNOVER = ["[train][1] progress: 1/1 step: 120, time: 8.494, queue size: 64, speed: 1.177 steps/s",
+          "\tcurrent lr: 0.0000150",
+          "\tlm_loss: 7.0933, ppl: 1203.8681, aux_loss: 0.0000, loss: 7.0933, loss_scaling: 32768.0000",
+          "[train][1] progress: 1/1 step: 130, time: 8.307, queue size: 64, speed: 1.204 steps/s",
+          "\tcurrent lr: 0.0000163",
+          "\tlm_loss: 7.2077, ppl: 1349.7974, aux_loss: 0.0000, loss: 7.2077, loss_scaling: 32768.0000",
+          "Traceback (most recent call last):",
+          '  File "./knover/scripts/train.py", line 326, in <module>']
+
+
+def test_a_step_line_and_its_indented_loss_lines_are_one_record(tmp_path: Path) -> None:
+    log = tmp_path / "workerlog.0"
+    log.write_text("\n".join(KNOVER) + "\n")
+    it = traindoc.load(str(log)).iterations
+    got = it[it["loss"].notna()]
+    assert got["iteration"].tolist() == [120, 130]
+    assert got["loss"].tolist() == [7.0933, 7.2077]
+
+
+def test_an_indented_line_of_no_metric_does_not_join_a_step_line(tmp_path: Path) -> None:
+    # a traceback's frame under a step line stays out of its record
+    log = tmp_path / "train.log"
+    log.write_text("step: 5, time: 1.2, speed: 0.8 steps/s\n"
+                   '  File "train.py", line 3, in <module>\nstep: 6 loss: 2.5\n')
+    it = traindoc.load(str(log)).iterations
+    assert it["iteration"].tolist() == [5, 6]
+    assert it.loc[it["loss"].notna(), "iteration"].tolist() == [6]

@@ -1253,9 +1253,11 @@ def parse_line(text: str) -> Row | None:
 
 def incomplete_record(text: str) -> bool:
     """A line the next one completes: a step line cut before its step (``cut_before_step``),
-    an epoch's or a step's header (``epoch_header``, ``step_header``) or a JSON object a paste
-    wrapped (``open_json``)."""
-    return epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
+    an epoch's or a step's header (``epoch_header``, ``step_header``), a JSON object a paste
+    wrapped (``open_json``) or a step line whose loss indented lines after it print
+    (``lossless_step``)."""
+    return (epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
+            or lossless_step(text))
 
 
 def record_continues(record: str, body: str) -> bool:
@@ -1266,7 +1268,41 @@ def record_continues(record: str, body: str) -> bool:
         return LONE_LOSS_RE.fullmatch(body) is not None
     if open_json(record):
         return json_continues(body)
+    if lossless_step(record):
+        return indented_metrics(body)
     return step_continues(record, body)
+
+
+# a step line that prints its step and its timing but no loss, the loss and the learning rate
+# following on lines of their own, indented: Knover's trainer (PaddlePaddle/Knover
+# knover/scripts/train.py, run by PaddleFleetX examples/moe, corpus
+# loss_spike-fleetx-knover-moe-4rank-healthy): "[train][1] progress: 1/1 step: 130, time: 8.307,
+# queue size: 64, speed: 1.204 steps/s", then "\tcurrent lr: 0.0000163", then "\tlm_loss: 7.2077,
+# ppl: 1349.7974, aux_loss: 0.0000, loss: 7.2077, loss_scaling: 32768.0000"; the lines are one
+# record, joined by the reader while the record has no loss
+LOSS_WORD_RE = re.compile(r"loss", re.IGNORECASE)
+# the learning rate alone on an indented line, which a loss line may still follow
+LONE_LR_RE = re.compile(
+    rf"\s+(?:current\s+|cur[_ ])?(?:lr|learning[_ ]rate)\s*[:=]\s*(?:{NUMBER_STR_RE.pattern})\s*",
+    re.IGNORECASE)
+
+
+def lossless_step(text: str) -> bool:
+    """Whether a line names a step but no loss (``indented_metrics`` may complete it)."""
+    return LOSS_WORD_RE.search(text) is None and _step(text) is not None
+
+
+def indented_metrics(body: str) -> bool:
+    """Whether ``body`` is an indented line of a step's metrics with no counter of its own: a
+    loss, or the learning rate alone."""
+    if not body[:1].isspace() or _step(body) is not None:
+        return False
+    if LONE_LR_RE.fullmatch(body) is not None:
+        return True
+    row = parse_metric_line(f"step 1 {body.strip()}")
+    if row is None or row.get("event") is not None:
+        return False
+    return row.get("loss") is not None
 
 
 # a line that goes on with a JSON object's fields: '…", "key": …' (fairseq's epoch stats as a
