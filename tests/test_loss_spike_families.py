@@ -1347,3 +1347,28 @@ def test_an_indented_line_of_no_metric_does_not_join_a_step_line(tmp_path: Path)
     it = traindoc.load(str(log)).iterations
     assert it["iteration"].tolist() == [5, 6]
     assert it.loc[it["loss"].notna(), "iteration"].tolist() == [6]
+
+
+@pytest.mark.parametrize(("line", "row"), [
+    # ShadowDet's logger (corpus gpu_crash-fgsd-shadowdet-healthy): the epoch after the batch,
+    # and loss_total, the sum of the parts, is the loss
+    ("[batch 10/152, epoch 1/15]: loss_rmse:0.13097001612186432 loss_inv:0.01808396726846695 "
+     "loss_total:1.2998546361923218 binary_loss:0.04854962229728699",
+     {"iteration": 10, "total_iterations": 152, "epoch": 1.0, "loss": 1.2998546361923218}),
+    # ESRGAN trainers after eriklindernoren/PyTorch-GAN: "[Batch %d/%d] [Epoch %d/%d] [G pixel: %f]"
+    ("[Batch 100/938] [Epoch 3/200] [loss: 0.0123]",
+     {"iteration": 100, "total_iterations": 938, "epoch": 3.0, "loss": 0.0123}),
+    # an epoch with no total after the step is no epoch of this wording
+    ("step 5/10 epoch 3 loss 2", {"iteration": 5, "total_iterations": 10, "loss": 2.0}),
+])
+def test_an_epoch_of_its_total_after_the_step_is_the_epoch(line: str, row: dict) -> None:
+    assert parse_metric_line(line) == row
+
+
+def test_a_batch_counter_before_its_epoch_counts_on_across_epochs(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"[batch {b}/152, epoch {e}/15]: loss_total:{1.0 + b / 1000}\n"
+                           for e in (1, 2) for b in (10, 150)))
+    it = traindoc.load(str(log)).iterations
+    assert it["epoch"].tolist() == [1.0, 1.0, 2.0, 2.0]
+    assert ls.report(ls.analyse(traindoc.load(str(log)))).facts["last_iteration"] == 302

@@ -177,6 +177,13 @@ STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # ("ep: 0, batch: 20, …, loss: 10.98": "ep" only with its separator)
 EPOCH_RE = re.compile(r"(?<![\w/.])(?:epoch\s*[:=#]?|ep\s*[:=])\s*\[?\s*(?P<e>\d+)(?![\d.])",
                       re.IGNORECASE)
+# an epoch of its total right after the step's counter, when none stands before it: "[batch
+# 10/152, epoch 1/15]: loss_rmse:0.1309 …" (ShadowDet's logger, corpus
+# gpu_crash-fgsd-shadowdet-healthy), "[Batch %d/%d] [Epoch %d/%d] [G pixel: %f]" (ESRGAN
+# trainers after eriklindernoren/PyTorch-GAN); the total tells it from a bare number
+EPOCH_AFTER_RE = re.compile(
+    r"\s*(?:\]\s*\[|[,;|]|\s)\s*epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)\s*/\s*\d+(?![\d.])",
+    re.IGNORECASE)
 # the event of a row whose only counter is its epoch (``diagnose.common.epoch_counted``)
 EPOCH_EVENT = "epoch"
 # the PyTorch examples' counter, when no step key is on the line: "Train Epoch: 1 [51200/490871
@@ -363,7 +370,7 @@ RUNNING_MEAN = "samples_per_s_mean"
 PAREN_CURRENT_RE = re.compile(rf"\s*\(\s*(?P<v>{_NUM})\s*\)")
 # normalised key -> column (see ``_norm``)
 METRIC_KEYS: dict[str, str] = {
-    **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
+    **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "losstotal", "trainlmloss",
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
                      "batchloss", "pertokenloss", "trl", "cost",
                      # RETURNN names each loss by its layer: "ce 7.114" (cross entropy)
@@ -764,6 +771,8 @@ def parse_metric_line(text: str) -> Row | None:
         if m["tot"]:
             row["total_iterations"] = int(m["tot"])
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
+        elif m["tot"] and (ep := EPOCH_AFTER_RE.match(text, m.end())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     if m.re is STEP_RE and EVAL_BEFORE_STEP_RE.search(text, 0, m.start()):
