@@ -1372,3 +1372,33 @@ def test_a_batch_counter_before_its_epoch_counts_on_across_epochs(tmp_path: Path
     it = traindoc.load(str(log)).iterations
     assert it["epoch"].tolist() == [1.0, 1.0, 2.0, 2.0]
     assert ls.report(ls.analyse(traindoc.load(str(log)))).facts["last_iteration"] == 302
+
+
+@pytest.mark.parametrize(("line", "row"), [
+    # facebookresearch's LogProgress, name=f"{label} | Epoch {epoch + 1}" (demucs and denoiser
+    # solver.py; corpus loss_spike-audio-sep-demucs-musdb-healthy)
+    ("- Train | Epoch 8 | 286/573 | 1.43 it/sec | Loss 0.1167 | Reco 0.1139 | Grad 0.0902",
+     {"iteration": 286, "total_iterations": 573, "epoch": 8.0, "loss": 0.1167}),
+    ("- Valid | Epoch 1 | 1/3 | 0.31 it/sec | Loss 0.2213 | Reco 0.2213 | Nsdr 3.922",
+     {"iteration": 1, "eval_loss": 0.2213, "event": "eval", "epoch": 1.0}),
+    # the same through Python's logging (denoiser's hydra logger "[…][denoiser.solver][INFO] - ",
+    # the default basicConfig's "INFO:demucs.solver:")
+    ("INFO:demucs.solver:Train | Epoch 2 | 100/500 | 3.20 it/sec | Loss 0.03120",
+     {"iteration": 100, "total_iterations": 500, "epoch": 2.0, "loss": 0.0312}),
+])
+def test_logprogress_phase_epoch_and_batch_are_read(line: str, row: dict) -> None:
+    assert parse_metric_line(line) == row
+
+
+def test_logprogress_batches_count_on_across_epochs_past_the_valid_lines(tmp_path: Path) -> None:
+    log = tmp_path / "train_log.txt"
+    lines = []
+    for e in (1, 2):
+        lines += [f"- Train | Epoch {e} | {b}/573 | 1.45 it/sec | Loss 0.2 | Reco 0.2"
+                  for b in (143, 286, 429, 572)]
+        lines += [f"- Train Summary | Epoch {e} | Loss=0.2019 | Reco=0.1994",
+                  f"- Valid | Epoch {e} | 1/3 | 0.31 it/sec | Loss 0.2213 | Reco 0.2213",
+                  f"- Valid Summary | Epoch {e} | Loss=0.2223 | Reco=0.2223"]
+    lines.append("- Train | Epoch 3 | 286/573 | 1.30 it/sec | Loss 0.1 | Reco 0.1")
+    log.write_text("\n".join(lines) + "\n")
+    assert ls.report(ls.analyse(traindoc.load(str(log)))).facts["last_iteration"] == 2 * 573 + 286

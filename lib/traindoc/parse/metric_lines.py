@@ -225,6 +225,13 @@ LEAD_RUN_COUNTER_RE = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s+(?=epoch\s*:?\s*\[)", 
 PHASE_STEP_RE = re.compile(
     r"(?<![\w/.])(?P<phase>TRAIN(?:ING)?|VALID(?:ATION)?|EVAL(?:UATION)?|TEST)\s*"
     r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
+# the same three between "|" in the progress lines of facebookresearch's LogProgress (demucs,
+# denoiser: name=f"Train | Epoch {epoch + 1}", then "{index}/{total} | {speed} | {metrics}"):
+# "- Train | Epoch 8 | 286/573 | 1.43 it/sec | Loss 0.1167 | Reco 0.1139 | Grad 0.0902" (corpus
+# loss_spike-audio-sep-demucs-musdb-healthy), "Valid | Epoch 1 | 1/3 | 0.31 it/sec | Loss 0.2213"
+PIPE_PHASE_STEP_RE = re.compile(
+    r"(?:^|\s|\]|:)(?P<phase>train(?:ing)?|valid(?:ation)?|eval(?:uation)?|test)\s*\|\s*"
+    r"epoch\s*[:#]?\s*(?P<e>\d+)\s*\|\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\|", re.IGNORECASE)
 # a phase's word and its step of a total inside one bracket, when no step key is on the line
 # (ML4HPC/JAX-CFD logs/train_log.txt, absl: "[Train 10/1882] {'grads_finite': 1.0, …,
 # 'train_loss': 0.0077}"; the batch of an epoch after it: "[Epoch %d/%d][Train %d/%d] loss: %.4f
@@ -704,7 +711,8 @@ def parse_metric_line(text: str) -> Row | None:
         loss = _number(v["v"], None) if _norm(v["k"]) == "loss" else None
         return None if loss is None else {"iteration": int(v["n"]), "event": "eval",
                                           "eval_loss": loss}
-    phase = PHASE_STEP_RE.search(text)
+    phase = PHASE_STEP_RE.search(text) or (
+        PIPE_PHASE_STEP_RE.search(text) if "|" in text else None)
     m = phase or _step(text)
     if phase is not None:
         row["iteration"] = int(phase["n"])
