@@ -933,8 +933,7 @@ def _between_jobs(incident: Incident, start: int) -> bool:
     Paddle's workerlog.N after a smoke run), so that its baseline is another job's. Totals that
     grow by one epoch's length as the epoch goes up are one job counted on: epoch-batch readers
     give each epoch's end as the total, T, 2T, 3T … (mmengine's "Epoch(train) [17][ 50/290]"
-    after epoch 16's "[16][250/290]" reads 340 of 580, or 4690 of 4930 counted from the run's
-    start)."""
+    after epoch 16's "[16][250/290]" reads 340 of 580)."""
     if not mixed_jobs(incident):
         return False
     it = training_steps(incident)
@@ -944,10 +943,8 @@ def _between_jobs(incident: Incident, start: int) -> bool:
 
     def counted_on(i: int) -> bool:
         e0, e1 = epochs.iloc[i - 1], epochs.iloc[i]
-        grew = totals.iloc[i] - totals.iloc[i - 1]
-        # (an excerpt from a later epoch counts from the run's start: epoch e ends at e x T)
         return (pd.notna(e0) and pd.notna(e1) and e1 == e0 + 1
-                and (grew == known.iloc[0] or grew * e0 == totals.iloc[i - 1]))
+                and totals.iloc[i] - totals.iloc[i - 1] == known.iloc[0])
 
     # (a step number each job logs: any of them where a job starts)
     return any(pd.notna(totals.iloc[i - 1]) and pd.notna(totals.iloc[i])
