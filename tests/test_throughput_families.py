@@ -768,17 +768,3 @@ def test_a_save_window_slower_than_the_new_level_is_not_the_steps_start(tmp_path
     # the save's own cost: far below both levels, so the step still starts after it
     a = tp.analyse(traindoc.load(str(_marian_log(tmp_path, save_rate=110.18))))
     assert a.change_iteration == 6000
-
-
-def test_an_mmengine_excerpt_after_the_first_epoch_counts_from_the_runs_start(tmp_path: Path) -> None:
-    # neurawns' mmdet log begins at epoch 4 (corpus throughput-neurawns-mmdet-faster-rcnn-
-    # datatime-epoch9, exp001_7414.out); mmengine prints epochs from 1
-    line = ("10/21 12:43:14 - mmengine - INFO - Epoch(train)   [{e}][{b:4d}/3505]  lr: 2.0000e-02  "
-            "eta: 1 day, 4:30:29  time: {t}  data_time: 0.0167  memory: 5939  grad_norm: 1.5819  "
-            "loss: 0.4539")
-    log = tmp_path / "exp001.out"
-    log.write_text("\n".join(line.format(e=e, b=b, t=0.25 if e < 9 else 0.43)
-                             for e in (7, 8, 9, 10) for b in range(50, 3501, 250)) + "\n")
-    it = traindoc.load(str(log)).iterations
-    assert it["iteration"].iloc[0] == 6 * 3505 + 50
-    assert tp.analyse(traindoc.load(str(log))).change_iteration == 8 * 3505 + 50

@@ -944,9 +944,8 @@ MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
 
 class EpochBatchParser:
     """Epoch/batch step lines (``EPOCH_BATCH_RE``). The first epoch in the stream counts from
-    its printed batch number (an mmcv/mmengine one after the epochs before it, of its total);
-    each later epoch continues after the previous one's length (its total, else its last
-    batch), so the iterations never go back."""
+    its printed batch number; each later epoch continues after the previous one's length (its
+    total, else its last batch), so the iterations never go back."""
 
     needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)", "Train: [")
     tables = ("iterations",)
@@ -984,11 +983,6 @@ class EpochBatchParser:
             total = int(m["total"]) if m["total"] else None
         if self.epoch is None:
             self.epoch = epoch
-            if m["mm_epoch"] is not None and epoch > 1:
-                # an excerpt that begins after the first epoch: mmcv/mmengine count epochs from
-                # 1, so its steps are counted from the run's start (mmhuman3d's "Epoch [3][50/
-                # 2439]" first: step 2 x 2439 + 50), not from the excerpt's first line
-                self.offset = (epoch - 1) * total
         elif epoch != self.epoch:
             self.offset += self.length
             self.epoch, self.length = epoch, 0
