@@ -1315,3 +1315,90 @@ def test_a_round_header_without_a_loss_numbers_nothing_else(tmp_path: Path) -> N
                    "Epoch 1, Loss: 0.1108, Accuracy: 0.9633\n")
     it = traindoc.load(str(log)).iterations
     assert list(it["iteration"]) == [1] and it["loss"].iloc[0] == pytest.approx(0.1108)
+
+
+# a step line with no loss, the learning rate and the loss on indented lines after it: one record
+# (Knover's trainer, PaddlePaddle/PaddleFleetX examples/moe/log/workerlog.0, corpus
+# loss_spike-fleetx-knover-moe-4rank-healthy)
+KNOVER = ["[train][1] progress: 1/1 step: 120, time: 8.494, queue size: 64, speed: 1.177 steps/s",
+          "\tcurrent lr: 0.0000150",
+          "\tlm_loss: 7.0933, ppl: 1203.8681, aux_loss: 0.0000, loss: 7.0933, loss_scaling: 32768.0000",
+          "[train][1] progress: 1/1 step: 130, time: 8.307, queue size: 64, speed: 1.204 steps/s",
+          "\tcurrent lr: 0.0000163",
+          "\tlm_loss: 7.2077, ppl: 1349.7974, aux_loss: 0.0000, loss: 7.2077, loss_scaling: 32768.0000",
+          "Traceback (most recent call last):",
+          '  File "./knover/scripts/train.py", line 326, in <module>']
+
+
+def test_a_step_line_and_its_indented_loss_lines_are_one_record(tmp_path: Path) -> None:
+    log = tmp_path / "workerlog.0"
+    log.write_text("\n".join(KNOVER) + "\n")
+    it = traindoc.load(str(log)).iterations
+    got = it[it["loss"].notna()]
+    assert got["iteration"].tolist() == [120, 130]
+    assert got["loss"].tolist() == [7.0933, 7.2077]
+
+
+def test_an_indented_line_of_no_metric_does_not_join_a_step_line(tmp_path: Path) -> None:
+    # a traceback's frame under a step line stays out of its record
+    log = tmp_path / "train.log"
+    log.write_text("step: 5, time: 1.2, speed: 0.8 steps/s\n"
+                   '  File "train.py", line 3, in <module>\nstep: 6 loss: 2.5\n')
+    it = traindoc.load(str(log)).iterations
+    assert it["iteration"].tolist() == [5, 6]
+    assert it.loc[it["loss"].notna(), "iteration"].tolist() == [6]
+
+
+@pytest.mark.parametrize(("line", "row"), [
+    # ShadowDet's logger (corpus gpu_crash-fgsd-shadowdet-healthy): the epoch after the batch,
+    # and loss_total, the sum of the parts, is the loss
+    ("[batch 10/152, epoch 1/15]: loss_rmse:0.13097001612186432 loss_inv:0.01808396726846695 "
+     "loss_total:1.2998546361923218 binary_loss:0.04854962229728699",
+     {"iteration": 10, "total_iterations": 152, "epoch": 1.0, "loss": 1.2998546361923218}),
+    # ESRGAN trainers after eriklindernoren/PyTorch-GAN: "[Batch %d/%d] [Epoch %d/%d] [G pixel: %f]"
+    ("[Batch 100/938] [Epoch 3/200] [loss: 0.0123]",
+     {"iteration": 100, "total_iterations": 938, "epoch": 3.0, "loss": 0.0123}),
+    # an epoch with no total after the step is no epoch of this wording
+    ("step 5/10 epoch 3 loss 2", {"iteration": 5, "total_iterations": 10, "loss": 2.0}),
+])
+def test_an_epoch_of_its_total_after_the_step_is_the_epoch(line: str, row: dict) -> None:
+    assert parse_metric_line(line) == row
+
+
+def test_a_batch_counter_before_its_epoch_counts_on_across_epochs(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"[batch {b}/152, epoch {e}/15]: loss_total:{1.0 + b / 1000}\n"
+                           for e in (1, 2) for b in (10, 150)))
+    it = traindoc.load(str(log)).iterations
+    assert it["epoch"].tolist() == [1.0, 1.0, 2.0, 2.0]
+    assert ls.report(ls.analyse(traindoc.load(str(log)))).facts["last_iteration"] == 302
+
+
+@pytest.mark.parametrize(("line", "row"), [
+    # facebookresearch's LogProgress, name=f"{label} | Epoch {epoch + 1}" (demucs and denoiser
+    # solver.py; corpus loss_spike-audio-sep-demucs-musdb-healthy)
+    ("- Train | Epoch 8 | 286/573 | 1.43 it/sec | Loss 0.1167 | Reco 0.1139 | Grad 0.0902",
+     {"iteration": 286, "total_iterations": 573, "epoch": 8.0, "loss": 0.1167}),
+    ("- Valid | Epoch 1 | 1/3 | 0.31 it/sec | Loss 0.2213 | Reco 0.2213 | Nsdr 3.922",
+     {"iteration": 1, "eval_loss": 0.2213, "event": "eval", "epoch": 1.0}),
+    # the same through Python's logging (denoiser's hydra logger "[…][denoiser.solver][INFO] - ",
+    # the default basicConfig's "INFO:demucs.solver:")
+    ("INFO:demucs.solver:Train | Epoch 2 | 100/500 | 3.20 it/sec | Loss 0.03120",
+     {"iteration": 100, "total_iterations": 500, "epoch": 2.0, "loss": 0.0312}),
+])
+def test_logprogress_phase_epoch_and_batch_are_read(line: str, row: dict) -> None:
+    assert parse_metric_line(line) == row
+
+
+def test_logprogress_batches_count_on_across_epochs_past_the_valid_lines(tmp_path: Path) -> None:
+    log = tmp_path / "train_log.txt"
+    lines = []
+    for e in (1, 2):
+        lines += [f"- Train | Epoch {e} | {b}/573 | 1.45 it/sec | Loss 0.2 | Reco 0.2"
+                  for b in (143, 286, 429, 572)]
+        lines += [f"- Train Summary | Epoch {e} | Loss=0.2019 | Reco=0.1994",
+                  f"- Valid | Epoch {e} | 1/3 | 0.31 it/sec | Loss 0.2213 | Reco 0.2213",
+                  f"- Valid Summary | Epoch {e} | Loss=0.2223 | Reco=0.2223"]
+    lines.append("- Train | Epoch 3 | 286/573 | 1.30 it/sec | Loss 0.1 | Reco 0.1")
+    log.write_text("\n".join(lines) + "\n")
+    assert ls.report(ls.analyse(traindoc.load(str(log)))).facts["last_iteration"] == 2 * 573 + 286

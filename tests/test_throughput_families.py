@@ -735,3 +735,36 @@ def test_a_small_step_after_the_runs_first_values_is_it_settling_in() -> None:
     big = np.concatenate([np.array(head[:11]) * 1.2, x[11:]])
     ch2 = find_change(big, higher_is_better=True)
     assert ch2 is not None and not settling(ch2, its)
+
+
+# Marian's display lines across a save at Up. 5000 and a resume from its checkpoint (corpus
+# throughput-mtrss-marian-s2s-workspace-words-per-sec-drop, mtrss nmt-experiments-log-wat2021.txt):
+# the window after the save is masked as the save's, but it already holds the lower level
+MARIAN_RATES = [206.84, 207.52, 211.13, 215.16, 212.44, 211.63, 214.74, 206.28, 209.29, 208.98,
+                149.86, 152.30, 152.22, 151.87, 154.43, 153.03, 155.35, 157.83, 155.38, 150.20]
+MARIAN_LINE = ("[2021-04-16 07:21:44] Ep. 1 : Up. {up} : Sen. 87,802 : Cost 2.97858381 * 154,602 "
+               "after 2,369,512 : Time 1031.62s : {rate} words/s")
+
+
+def _marian_log(tmp_path: Path, save_rate: float | None = None) -> Path:
+    log = tmp_path / "train.log"
+    lines = []
+    for i, rate in enumerate(MARIAN_RATES, start=1):
+        lines.append(MARIAN_LINE.format(up=500 * i, rate=rate if i != 11 or save_rate is None
+                                        else save_rate))
+        if i == 10:
+            lines.append("[2021-04-16 06:46:16] Saving model weights and runtime parameters to "
+                         "model/model.iter5000.npz")
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_a_step_starts_at_the_masked_window_that_already_holds_its_level(tmp_path: Path) -> None:
+    a = tp.analyse(traindoc.load(str(_marian_log(tmp_path))))
+    assert a.change_iteration == 5500
+
+
+def test_a_save_window_slower_than_the_new_level_is_not_the_steps_start(tmp_path: Path) -> None:
+    # the save's own cost: far below both levels, so the step still starts after it
+    a = tp.analyse(traindoc.load(str(_marian_log(tmp_path, save_rate=110.18))))
+    assert a.change_iteration == 6000

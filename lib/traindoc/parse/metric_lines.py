@@ -177,6 +177,13 @@ STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # ("ep: 0, batch: 20, …, loss: 10.98": "ep" only with its separator)
 EPOCH_RE = re.compile(r"(?<![\w/.])(?:epoch\s*[:=#]?|ep\s*[:=])\s*\[?\s*(?P<e>\d+)(?![\d.])",
                       re.IGNORECASE)
+# an epoch of its total right after the step's counter, when none stands before it: "[batch
+# 10/152, epoch 1/15]: loss_rmse:0.1309 …" (ShadowDet's logger, corpus
+# gpu_crash-fgsd-shadowdet-healthy), "[Batch %d/%d] [Epoch %d/%d] [G pixel: %f]" (ESRGAN
+# trainers after eriklindernoren/PyTorch-GAN); the total tells it from a bare number
+EPOCH_AFTER_RE = re.compile(
+    r"\s*(?:\]\s*\[|[,;|]|\s)\s*epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)\s*/\s*\d+(?![\d.])",
+    re.IGNORECASE)
 # the event of a row whose only counter is its epoch (``diagnose.common.epoch_counted``)
 EPOCH_EVENT = "epoch"
 # the PyTorch examples' counter, when no step key is on the line: "Train Epoch: 1 [51200/490871
@@ -218,6 +225,13 @@ LEAD_RUN_COUNTER_RE = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s+(?=epoch\s*:?\s*\[)", 
 PHASE_STEP_RE = re.compile(
     r"(?<![\w/.])(?P<phase>TRAIN(?:ING)?|VALID(?:ATION)?|EVAL(?:UATION)?|TEST)\s*"
     r"\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]")
+# the same three between "|" in the progress lines of facebookresearch's LogProgress (demucs,
+# denoiser: name=f"Train | Epoch {epoch + 1}", then "{index}/{total} | {speed} | {metrics}"):
+# "- Train | Epoch 8 | 286/573 | 1.43 it/sec | Loss 0.1167 | Reco 0.1139 | Grad 0.0902" (corpus
+# loss_spike-audio-sep-demucs-musdb-healthy), "Valid | Epoch 1 | 1/3 | 0.31 it/sec | Loss 0.2213"
+PIPE_PHASE_STEP_RE = re.compile(
+    r"(?:^|\s|\]|:)(?P<phase>train(?:ing)?|valid(?:ation)?|eval(?:uation)?|test)\s*\|\s*"
+    r"epoch\s*[:#]?\s*(?P<e>\d+)\s*\|\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\|", re.IGNORECASE)
 # a phase's word and its step of a total inside one bracket, when no step key is on the line
 # (ML4HPC/JAX-CFD logs/train_log.txt, absl: "[Train 10/1882] {'grads_finite': 1.0, …,
 # 'train_loss': 0.0077}"; the batch of an epoch after it: "[Epoch %d/%d][Train %d/%d] loss: %.4f
@@ -363,7 +377,7 @@ RUNNING_MEAN = "samples_per_s_mean"
 PAREN_CURRENT_RE = re.compile(rf"\s*\(\s*(?P<v>{_NUM})\s*\)")
 # normalised key -> column (see ``_norm``)
 METRIC_KEYS: dict[str, str] = {
-    **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "trainlmloss",
+    **dict.fromkeys(("loss", "trainloss", "lmloss", "totalloss", "totloss", "losstotal", "trainlmloss",
                      "reducedtrainloss", "curbatchloss", "lossavg", "avgloss", "trainavgloss",
                      "batchloss", "pertokenloss", "trl", "cost",
                      # RETURNN names each loss by its layer: "ce 7.114" (cross entropy)
@@ -697,7 +711,8 @@ def parse_metric_line(text: str) -> Row | None:
         loss = _number(v["v"], None) if _norm(v["k"]) == "loss" else None
         return None if loss is None else {"iteration": int(v["n"]), "event": "eval",
                                           "eval_loss": loss}
-    phase = PHASE_STEP_RE.search(text)
+    phase = PHASE_STEP_RE.search(text) or (
+        PIPE_PHASE_STEP_RE.search(text) if "|" in text else None)
     m = phase or _step(text)
     if phase is not None:
         row["iteration"] = int(phase["n"])
@@ -764,6 +779,8 @@ def parse_metric_line(text: str) -> Row | None:
         if m["tot"]:
             row["total_iterations"] = int(m["tot"])
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:
+            row["epoch"] = float(ep["e"])
+        elif m["tot"] and (ep := EPOCH_AFTER_RE.match(text, m.end())) is not None:
             row["epoch"] = float(ep["e"])
     rest = text[:m.start()] + " " * (m.end() - m.start()) + text[m.end():]
     if m.re is STEP_RE and EVAL_BEFORE_STEP_RE.search(text, 0, m.start()):
@@ -1253,9 +1270,11 @@ def parse_line(text: str) -> Row | None:
 
 def incomplete_record(text: str) -> bool:
     """A line the next one completes: a step line cut before its step (``cut_before_step``),
-    an epoch's or a step's header (``epoch_header``, ``step_header``) or a JSON object a paste
-    wrapped (``open_json``)."""
-    return epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
+    an epoch's or a step's header (``epoch_header``, ``step_header``), a JSON object a paste
+    wrapped (``open_json``) or a step line whose loss indented lines after it print
+    (``lossless_step``)."""
+    return (epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
+            or lossless_step(text))
 
 
 def record_continues(record: str, body: str) -> bool:
@@ -1266,7 +1285,41 @@ def record_continues(record: str, body: str) -> bool:
         return LONE_LOSS_RE.fullmatch(body) is not None
     if open_json(record):
         return json_continues(body)
+    if lossless_step(record):
+        return indented_metrics(body)
     return step_continues(record, body)
+
+
+# a step line that prints its step and its timing but no loss, the loss and the learning rate
+# following on lines of their own, indented: Knover's trainer (PaddlePaddle/Knover
+# knover/scripts/train.py, run by PaddleFleetX examples/moe, corpus
+# loss_spike-fleetx-knover-moe-4rank-healthy): "[train][1] progress: 1/1 step: 130, time: 8.307,
+# queue size: 64, speed: 1.204 steps/s", then "\tcurrent lr: 0.0000163", then "\tlm_loss: 7.2077,
+# ppl: 1349.7974, aux_loss: 0.0000, loss: 7.2077, loss_scaling: 32768.0000"; the lines are one
+# record, joined by the reader while the record has no loss
+LOSS_WORD_RE = re.compile(r"loss", re.IGNORECASE)
+# the learning rate alone on an indented line, which a loss line may still follow
+LONE_LR_RE = re.compile(
+    rf"\s+(?:current\s+|cur[_ ])?(?:lr|learning[_ ]rate)\s*[:=]\s*(?:{NUMBER_STR_RE.pattern})\s*",
+    re.IGNORECASE)
+
+
+def lossless_step(text: str) -> bool:
+    """Whether a line names a step but no loss (``indented_metrics`` may complete it)."""
+    return LOSS_WORD_RE.search(text) is None and _step(text) is not None
+
+
+def indented_metrics(body: str) -> bool:
+    """Whether ``body`` is an indented line of a step's metrics with no counter of its own: a
+    loss, or the learning rate alone."""
+    if not body[:1].isspace() or _step(body) is not None:
+        return False
+    if LONE_LR_RE.fullmatch(body) is not None:
+        return True
+    row = parse_metric_line(f"step 1 {body.strip()}")
+    if row is None or row.get("event") is not None:
+        return False
+    return row.get("loss") is not None
 
 
 # a line that goes on with a JSON object's fields: '…", "key": …' (fairseq's epoch stats as a

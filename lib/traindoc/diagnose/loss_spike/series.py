@@ -33,10 +33,13 @@ def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
     (the last step before it, one more for a counter that restarts at 0); the first epoch
     number is 0 where the file shows an epoch 0, else 1 (a log that begins at epoch 333 is
     counted from the run's start, not from its own first line). An iteration that goes back
-    with no higher epoch stays a restart."""
+    with no higher epoch stays a restart. Evaluation and epoch rows between the steps are no
+    steps of the counter (demucs: "Valid | Epoch 1 | 1/3" after "Train | Epoch 1 | 572/573")."""
     if "epoch" not in it or not it["epoch"].notna().any():
         return it
     rows = it[it["iteration"].notna() & it["epoch"].notna()]
+    if "event" in rows:  # (an eval's own counter, an epoch's row numbered by its epoch: no steps)
+        rows = rows[~rows["event"].isin(["eval", "epoch"])]
     if not len(rows):
         return it
     files = rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0]

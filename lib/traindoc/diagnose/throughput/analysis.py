@@ -420,6 +420,29 @@ def _one_file(series: pd.DataFrame, used: np.ndarray, change: Change) -> bool:
     return bool(files[change.index - 1] == files[change.index])
 
 
+def masked_onset(values: np.ndarray, masked: np.ndarray, used: np.ndarray,
+                 change: Change) -> int:
+    """The series position a step starts at: its first analysed point, or the points masked
+    just before it (an eval's or a save's window, ``mask_events``) whose values already sit at
+    the degraded level within its noise. A window an eval or a save slowed lies beyond that
+    level, so it stays outside; one that holds the new level is where the step began (Marian's
+    first display line after a resume from the save's checkpoint, corpus
+    throughput-mtrss-marian-s2s-workspace-words-per-sec-drop: 208.98 words/s at Up. 5000, the
+    save, then 149.86 at Up. 5500 and 152.30 at Up. 6000)."""
+    pos = int(used[change.index])
+    if change.shape != "step" or change.index < 1:
+        return pos
+    tol = max(3.0 * change.sigma, 0.01 * abs(change.degraded))
+    start = pos
+    for q in range(pos - 1, int(used[change.index - 1]), -1):
+        v = values[q]
+        if not masked[q] or not np.isfinite(v) or abs(v - change.degraded) > tol \
+                or abs(v - change.degraded) >= abs(v - change.baseline):
+            break
+        start = q
+    return start
+
+
 def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] | None = None,
             spare_nodes: int = 3, min_segment: int = 2, threshold: float = 4.0,
             min_drop_pct: float = 1.0, min_lag_ms: float = 5.0,
@@ -502,7 +525,7 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
                 and _one_file(series, used, change):
             gapped, change = change, None
         if change is not None:
-            pos = int(used[change.index])
+            pos = masked_onset(series["value"].to_numpy(dtype=float), masked, used, change)
     steady = steady_rate(cleaned) if spec is not None and change is None and gapped is None \
         else None  # (across a gap no level is held: unknown)
     since = int(series["iteration"].iloc[pos]) if pos is not None else None
