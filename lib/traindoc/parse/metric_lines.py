@@ -447,9 +447,10 @@ METRIC_KEYS: dict[str, str] = {
     # clock the throughput runbook differences into seconds per step (PaddlePaddle's PredNet
     # loop: "Epoch 0, Step 25, total used time 7.178 (s), avg loss so far is 0.1098"; TF 1.x's
     # speech_commands: "Elapsed 5976.983817, Step #10825: rate 0.000200, …, cross entropy
-    # 0.098157", tensorflow/tensorflow#31032; Stable-Baselines3's "time_elapsed")
-    **dict.fromkeys(("totalusedtime", "timeelapsed", "elapsedtime", "elapsed",
-                     "totalelapsedtime", "wallclocktime"), "train_time_s"),
+    # 0.098157", tensorflow/tensorflow#31032; Stable-Baselines3's "time_elapsed"). Not "Elapsed
+    # time": CosFace's "Elapsed time: 198.7967s(100 iters)" is the time of its interval
+    **dict.fromkeys(("totalusedtime", "timeelapsed", "elapsed", "totalelapsedtime",
+                     "wallclocktime"), "train_time_s"),
 }
 TRAIN_PREFIXES = ("train/", "training/", "trainer/", "perf/", "throughput/", "optim/", "timing/")
 # columns that make a line a step line (a learning rate or loss scale alone does not)
