@@ -134,6 +134,9 @@ def collective_positions(collectives: pd.DataFrame, seq_num: int | None = None,
     lo, hi = ax.get_xlim()
     if seq_num is not None:
         lo, hi = min(lo, seq_num - 1), max(hi, seq_num + 1)
+    if hi - lo < 2:  # every rank at one number (NCCL's COLL trace printing opCount 0): an
+        mid = (lo + hi) / 2  # axis of whole numbers around it, not a sliver of fractions
+        lo, hi = mid - 1, mid + 1
     ax.set_xlim(lo - 0.5, hi + 0.5)
     handles = [Line2D([], [], color=colours[k], lw=5, alpha=0.5, label=k)
                for k in colours if k in drawn]

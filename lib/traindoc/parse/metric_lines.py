@@ -1306,8 +1306,10 @@ LONE_LR_RE = re.compile(
 
 
 def lossless_step(text: str) -> bool:
-    """Whether a line names a step but no loss (``indented_metrics`` may complete it)."""
-    return LOSS_WORD_RE.search(text) is None and _step(text) is not None
+    """Whether a line names a step but no loss (``indented_metrics`` may complete it); a line
+    ending in ``|`` is a step line's whole end (``complete_ends``)."""
+    return (not text.endswith("|") and LOSS_WORD_RE.search(text) is None
+            and _step(text) is not None)
 
 
 def indented_metrics(body: str) -> bool:
