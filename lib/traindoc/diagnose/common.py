@@ -225,7 +225,7 @@ EVAL_BAR_RE = re.compile(r"\s*(?:Class\s+Images\b|Validation\b|Validating\b|Eval
 # 2.25G     0.8215      0.516 …" (epoch/epochs, GPU memory, losses: X-7D1C11010/YOLO_DA26
 # finetune_target_domain.log), "Epoch 3/10" (the common tqdm desc=f"Epoch {e}/{n}"); not one
 # whose description says it evaluates ("Epoch 3/10 [Val]")
-EPOCH_BAR_RE = re.compile(r"\s*(?:epoch\s*:?\s*)?\d+/\d+(?:\s|:|$)", re.IGNORECASE)
+EPOCH_BAR_RE = re.compile(r"\s*(?:epoch\s*+:?\s*)?\d+/\d+(?:\s|:|$)", re.IGNORECASE)
 EVAL_WORD_RE = re.compile(r"\b(?:val|valid|validation|validating|eval|evaluation|evaluating|"
                           r"test|testing)\b", re.IGNORECASE)
 

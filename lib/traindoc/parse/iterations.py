@@ -1359,7 +1359,7 @@ NAN_WARNING_RE = re.compile(
     r"found (?:nan|inf) in local (?:forward loss|grad norm)\b|"
     r"Invalid loss, terminating training\b)", re.IGNORECASE)
 # a line that names its step is a step line (the generic reader's), not an unplaced warning
-NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*[:=#]?\s*\[?\s*\d", re.IGNORECASE)
+NAMES_A_STEP_RE = re.compile(r"\b(?:step|iter(?:ation)?|epoch)\s*+[:=#]?\s*+\[?\s*\d", re.IGNORECASE)
 # Megatron-Core's rerun state machine names the iteration it was running
 # (megatron/core/rerun_state_machine.py validate_result: f"Rank {rank}, node {node}, device
 # {device}, iteration {iteration}: Unexpected result {result} (message='{message}')", the result
@@ -1380,7 +1380,7 @@ NAN_AT_STEP_RE = re.compile(
     r"(?:detected|found|encountered)|"
     r"\b(?:nan|inf|nan/inf|inf/nan|non-finite)\s+(?:detected|found)\s+in\s+[\w.]+|"
     r"\bloss\s+(?:is|was|became|becomes)\s+(?:nan|inf|non-finite))"
-    r"\s+(?:at|on|in)\s+(?:the\s+)?(?:global\s+)?(?:step|iteration|iter)\s*[:=#]?\s*(?P<it>\d+)\b",
+    r"\s+(?:at|on|in)\s+(?:the\s+)?(?:global\s+)?(?:step|iteration|iter)\s*+[:=#]?\s*(?P<it>\d+)\b",
     re.IGNORECASE)
 # the guard's skip of that step: "Skipping step.", "skipping this batch", "skip the update"
 SKIPS_IT_RE = re.compile(r"\bskip(?:ping|ped)?\s+(?:this\s+|the\s+)?(?:current\s+)?"

@@ -154,12 +154,12 @@ STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"acc(?:umulated)?[ _]iter|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
-    r"batch(?=\s*[:=#]?\s*\d+\s*/\s*\d|\s*[:=]\s*\d+\s*,|\s+\d+\s*\|)|batch_id(?=\s*[:=]\s*\d+\s*,))"
+    r"batch(?=\s*+[:=#]?\s*+\d+\s*+/\s*+\d|\s*+[:=]\s*+\d+\s*+,|\s+\d+\s*+\|)|batch_id(?=\s*+[:=]\s*+\d+\s*+,))"
     r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
-    r"\.?\s*[:=#]?\s*\[?\s*"
-    r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
-    r"(?:/\s*(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; a
+    r"\.?\s*+[:=#]?\s*+\[?\s*+"
+    r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*+"
+    r"(?:/\s*+(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; a
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
 # writes thousands separators: "iter:   3,800"; PaddleRec's trainer names the batch of the epoch
 # "batch_id" ("epoch: 0, batch_id: 500, AUC:0.788134, …, loss:0.18541333, …, ips: 1822.08655
@@ -175,14 +175,14 @@ STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
 # ("ep: 0, batch: 20, …, loss: 10.98": "ep" only with its separator)
-EPOCH_RE = re.compile(r"(?<![\w/.])(?:epoch\s*[:=#]?|ep\s*[:=])\s*\[?\s*(?P<e>\d+)(?![\d.])",
+EPOCH_RE = re.compile(r"(?<![\w/.])(?:epoch\s*+[:=#]?|ep\s*+[:=])\s*+\[?\s*+(?P<e>\d+)(?![\d.])",
                       re.IGNORECASE)
 # an epoch of its total right after the step's counter, when none stands before it: "[batch
 # 10/152, epoch 1/15]: loss_rmse:0.1309 …" (ShadowDet's logger, corpus
 # gpu_crash-fgsd-shadowdet-healthy), "[Batch %d/%d] [Epoch %d/%d] [G pixel: %f]" (ESRGAN
 # trainers after eriklindernoren/PyTorch-GAN); the total tells it from a bare number
 EPOCH_AFTER_RE = re.compile(
-    r"\s*(?:\]\s*\[|[,;|]|\s)\s*epoch\s*[:=#]?\s*\[?\s*(?P<e>\d+)\s*/\s*\d+(?![\d.])",
+    r"(?:\s*+(?:\]\s*+\[|[,;|])|\s)\s*+epoch\s*+[:=#]?\s*+\[?\s*+(?P<e>\d+)\s*+/\s*+\d+(?![\d.])",
     re.IGNORECASE)
 # the event of a row whose only counter is its epoch (``diagnose.common.epoch_counted``)
 EPOCH_EVENT = "epoch"
@@ -203,7 +203,7 @@ EXAMPLE_STEP_RE = re.compile(
 # DLRM's "Epoch:[0/1] [592/75869]  eta: 0:31:32  loss: 0.1604  step_time: 25.1425 ms": the
 # batch of the epoch (the loss runbook counts it on across epochs)
 BRACKET_STEP_RE = re.compile(
-    r"(?<![\w/.])epoch\s*:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*\d+)?\s*\]\s*"
+    r"(?<![\w/.])epoch\s*+:?\s*\[\s*(?P<e>\d+)(?:\s*/\s*\d+)?\s*\]\s*"
     r"\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]"
     # the same two counters without the word, at the start of the line (the DCGAN example and
     # its descendants: "[24/25][937/938] Loss_D: 0.0120 Loss_G: 6.1335", NVIDIA/nccl#293's
@@ -215,7 +215,7 @@ BRACKET_STEP_RE = re.compile(
 # [%4d/%4d] time: %4.4f, d_loss: %.8f, g_loss: %.8f" % (counter, epoch, …, idx, batch_idxs, …),
 # "[     393 Epoch:[ 1/25] [ 119/ 273] time: 299.8392, d_loss: 1.39557624, g_loss: 0.69223416"):
 # the counter runs on across epochs, the batch restarts each one
-LEAD_RUN_COUNTER_RE = re.compile(r"^\s*\[?\s*(?P<n>\d+)\s+(?=epoch\s*:?\s*\[)", re.IGNORECASE)
+LEAD_RUN_COUNTER_RE = re.compile(r"^\s*+\[?\s*(?P<n>\d+)\s+(?=epoch\s*+:?\s*\[)", re.IGNORECASE)
 # the phase's counter of NVIDIA's GNMT (MLPerf's rnn_translator, DeepLearningExamples'
 # GNMT/PyTorch seq2seq/train/trainer.py: "0: TRAIN [3][1930/1938]\tTime 0.178 (0.158)\t…\tLoss/tok
 # 3.0178 (3.1454)\tLR 5.000e-04", "0: VALIDATION [0][0/3]\t… Loss/tok 4.39 (4.39)", "0: TEST
@@ -231,7 +231,7 @@ PHASE_STEP_RE = re.compile(
 # loss_spike-audio-sep-demucs-musdb-healthy), "Valid | Epoch 1 | 1/3 | 0.31 it/sec | Loss 0.2213"
 PIPE_PHASE_STEP_RE = re.compile(
     r"(?:^|\s|\]|:)(?P<phase>train(?:ing)?|valid(?:ation)?|eval(?:uation)?|test)\s*\|\s*"
-    r"epoch\s*[:#]?\s*(?P<e>\d+)\s*\|\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\|", re.IGNORECASE)
+    r"epoch\s*+[:#]?\s*(?P<e>\d+)\s*\|\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\|", re.IGNORECASE)
 # a phase's word and its step of a total inside one bracket, when no step key is on the line
 # (ML4HPC/JAX-CFD logs/train_log.txt, absl: "[Train 10/1882] {'grads_finite': 1.0, …,
 # 'train_loss': 0.0077}"; the batch of an epoch after it: "[Epoch %d/%d][Train %d/%d] loss: %.4f
@@ -253,7 +253,7 @@ COUNTER_STEP_RE = re.compile(
 # train batch 10]  loss 21.68535, …" (PaddlePaddle/models#4882), "Train Pass 2, batch 220,
 # rtime 0.1222, time 0.1234, speed 26454.34" (its MLPerf ResNet-50)
 PASS_STEP_RE = re.compile(
-    r"(?<![\w/.])pass\s*[:=]?\s*(?P<e>\d+)\s*,\s*(?:train\s+)?batch\s*[:=]?\s*(?P<n>\d+)\b",
+    r"(?<![\w/.])pass\s*+[:=]?\s*(?P<e>\d+)\s*,\s*(?:train\s+)?batch\s*+[:=]?\s*(?P<n>\d+)\b",
     re.IGNORECASE)
 # an epoch, then the batch of that epoch, when no step key is on the line: MXNet's Speedometer
 # ("Epoch[0] Batch [100]\tSpeed: 13736.09 samples/sec\tTrain-accuracy=0.78"; since MXNet 1.2 the
@@ -262,7 +262,7 @@ PASS_STEP_RE = re.compile(
 # Batch 300] Training: accuracy=0.985", dmlc/gluon-cv#1663): the batch, counted on across epochs
 # by the loss runbook like every per-epoch counter
 EPOCH_BATCH_RE = re.compile(
-    r"(?<![\w/.])epoch\s*[:=]?\s*\[?\s*(?P<e>\d+)\s*\]?\s*[,|]?\s*batch\s*[:=]?\s*\[?\s*"
+    r"(?<![\w/.])epoch\s*+[:=]?\s*+\[?\s*(?P<e>\d+)\s*+\]?\s*+[,|]?\s*batch\s*+[:=]?\s*+\[?\s*"
     r"(?:\d+\s*-\s*)?(?P<n>\d+)(?![\d./])", re.IGNORECASE)
 # the same with the counters glued to their units, the epoch's before it: ESPnet2's trainer
 # (espnet2/train/reporter.py, every recipe's train.log: "1epoch:train:6376-6750batch:
@@ -1025,7 +1025,7 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
 # the loss before the bar; a custom loop's "loss: 2.3456: 100%|…| 10/10 […]" (the bar's count the
 # step, as a postfix's)
 DESC_LOSS_RE = re.compile(
-    rf"(?:(?P<e>\d+)\|(?P<n>\d+)\|)?(?P<k>[A-Za-z_][A-Za-z_ ]{{0,30}}?)\s*[:=]\s*(?P<v>{_NUM})\s*:?\s*$")
+    rf"(?:(?P<e>\d+)\|(?P<n>\d+)\|)?(?P<k>[A-Za-z_][A-Za-z_ ]{{0,30}}?)\s*[:=]\s*(?P<v>{_NUM})\s*+:?\s*$")
 
 
 def _bar_description(text: str, bar: re.Match[str]) -> Row | None:
@@ -1112,7 +1112,7 @@ def _finish(row: Row) -> Row | None:
 # own ("… - Result <train>: [train_time: 295.52 (s), lr: 1.00e-03, train_MAE: 49.86, …]"):
 # the two are one record (``epoch_header``, ``epoch_result``)
 EPOCH_HEADER_RE = re.compile(
-    r"(?:^|\s-\s|\]\s*|:\s)\s*epoch\s*[:#]?\s*(?P<e>\d+)\s*(?:/\s*(?P<tot>\d+))?\s*$",
+    r"(?:^|\s-\s|\]\s*|:\s)\s*epoch\s*+[:#]?\s*(?P<e>\d+)\s*(?:/\s*(?P<tot>\d+))?\s*$",
     re.IGNORECASE)
 EPOCH_NEEDLES = ("Epoch", "epoch", "EPOCH")
 # the same header with its result line joined after it
@@ -1137,8 +1137,8 @@ LONE_LOSS_RE = re.compile(
 # (BAI-Yeqi/TI_SV train.py, corpus loss_spike-ti-sv-ge2e-tf-healthy: "current step: 5168th step"
 # then "batch loss:0.94814676"); the two are one record, like an epoch's header and its result
 STEP_HEADER_RE = re.compile(
-    r"(?:^|\s-\s|\]\s*)\s*(?:current\s+|global\s+)?(?:step|iter(?:ation)?)\s*[:#]?\s*"
-    r"(?P<n>\d+)(?:st|nd|rd|th)?(?:\s+step)?\s*:?\s*$", re.IGNORECASE)
+    r"(?:^|\s-\s|\]\s*)\s*(?:current\s+|global\s+)?(?:step|iter(?:ation)?)\s*+[:#]?\s*"
+    r"(?P<n>\d+)(?:st|nd|rd|th)?(?:\s+step)?\s*+:?\s*$", re.IGNORECASE)
 STEP_HEADER_NEEDLES = ("step", "Step", "STEP", "iter", "Iter", "ITER")
 
 
@@ -1429,7 +1429,7 @@ class CumulativeSkipParser:
 # AdvanceML_FederatedLearning results.py). The round is the step; one loss per round.
 ROUND_RE = re.compile(
     r"(?<![\w/.])(?:(?:global\s+)?communication\s+|global\s+|federated\s+)?round"
-    r"(?:\s+number)?\s*[:#]?\s*\[?\s*(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?(?![\d.%])"
+    r"(?:\s+number)?\s*+[:#]?\s*+\[?\s*+(?P<n>\d+)(?:\s*+/\s*+(?P<tot>\d+))?(?![\d.%])"
     r"|\bafter\s+(?P<an>\d+)\s+(?:global\s+)?rounds?\b", re.IGNORECASE)
 ROUND_NEEDLES = ("round", "Round", "ROUND")
 ROUND_LOSS_NEEDLES = ("loss", "Loss", "LOSS")

@@ -56,7 +56,7 @@ from .base import LineParser, Row
 RECORD_RE = re.compile(r"^\s*\[(?P<n>\d+)\]:\s*$")
 KEYS = r"time|host|rank|exitcode|error[_ ]file|traceback"
 # a key alone on its line (a table pasted flat: its value comes on a later line)
-BARE_KEY_RE = re.compile(rf"^\s*(?P<key>{KEYS})\s*:?\s*$")
+BARE_KEY_RE = re.compile(rf"^\s*(?P<key>{KEYS})\s*+:?\s*$")
 # where a field starts, also glued to the value before it ('…)exitcode: -9 (pid: 1)error file:
 # <N/A>'); 'rank' without its ':' needs its number and local rank right after it ('rank2 (local
 # rank: 2)') and is never the one of 'local rank' / 'local_rank'; a traceback takes the rest of
