@@ -109,7 +109,8 @@ demo: setup
 # (up to four times); now Incident.once each: ~6.6 of the 125 s, 66.1 -> 60.5 CPU-s for those
 # 110 cases' sweeps at load 3-5 (~30 CPU-s over 1152 cases). The corpus sweep is ~0.5 CPU-s a
 # case (~580 of the suite's ~1,600); turning its ~8,000 tests into one a case with subtests
-# would save at most the ~3 ms a test (~25-40 CPU-s with xdist's reports), not the < 10 min.
+# would save at most pytest-xdist's cost of a test (1.7 CPU-ms a trivial test under -n 1,
+# controller and worker: 2000 tests 3.04 -> 6.48 CPU-s; ~15-25 CPU-s), not the < 10 min.
 WORKERS ?= auto
 # Bytecode written (PYTHONDONTWRITEBYTECODE emptied where the environment sets it, as this
 # one does): the run's processes that import traindoc (kernels, `traindoc` subprocesses,
