@@ -99,6 +99,18 @@ demo: setup
 # seeds present, the machine shared at load 10-11): 11,422 passed, 15 skipped, 1,410 CPU-s
 # (1,309 user, 101 sys), 40:12 wall; under that load CPU-s are inflated and not comparable with
 # f7bc6ff's 1,293 at load 3-7: the idle CI run is the figure to read.
+# Since (atest): the corpus sweep's seven tests on 110 cases (throughput-d*, gpu_crash-m*,
+# timeout-m*; one process, cProfile, 125 s of test calls): triage's class analyses 63 s (50%:
+# gpu_crash 17.5, throughput 15.4, timeout 10.1, loss 4.5, deadlock 3.5), drawing and checking
+# the figures 30 (24%), the loads 23 (18%), report texts 7, actions 7, scoring with summary and
+# similar 4.7, pytest's own per-test work ~2.5 (~3 ms a test). Done twice a case: the failure
+# events (the timeout analysis's earlier_failure, 23 of 118 cases), the gpu_crash analysis
+# (triage's _runbook_crash, 10 of 118), rank_hosts (three readings), choose_metric's counts
+# (up to four times); now Incident.once each: ~6.6 of the 125 s, 66.1 -> 60.5 CPU-s for those
+# 110 cases' sweeps at load 3-5 (~30 CPU-s over 1152 cases). The corpus sweep is ~0.5 CPU-s a
+# case (~580 of the suite's ~1,600); turning its ~8,000 tests into one a case with subtests
+# would save at most pytest-xdist's cost of a test (1.7 CPU-ms a trivial test under -n 1,
+# controller and worker: 2000 tests 3.04 -> 6.48 CPU-s; ~15-25 CPU-s), not the < 10 min.
 WORKERS ?= auto
 # Bytecode written (PYTHONDONTWRITEBYTECODE emptied where the environment sets it, as this
 # one does): the run's processes that import traindoc (kernels, `traindoc` subprocesses,

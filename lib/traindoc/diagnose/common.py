@@ -927,7 +927,13 @@ def is_host(name: object) -> bool:
 
 def rank_hosts(incident: Incident) -> dict[int, str]:
     """The host each rank ran on (the most frequent), from any table row that names both
-    (launcher-made ``srun-task-N`` names are not hosts)."""
+    (launcher-made ``srun-task-N`` names are not hosts). Computed once an incident (the
+    gpu_crash, throughput and failure-event readings each ask); each caller gets its own
+    dict."""
+    return dict(incident.once("rank_hosts", _rank_hosts))
+
+
+def _rank_hosts(incident: Incident) -> dict[int, str]:
     frames = [df.loc[df["rank"].notna() & df["host"].notna(), ["rank", "host"]]
               for df in incident.tables.values() if "rank" in df and "host" in df and len(df)]
     frames = [f for f in frames if len(f)]

@@ -117,11 +117,31 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
             was logged.
         gpus_per_node: turns a rank into a node index when no line names the host.
         window_s: failures this close to the first are one failure (its cluster).
+
+    With every argument at its default the analysis is computed once an incident
+    (``Incident.once``): triage's gpu_crash diagnosis and its reading of the runbook's first
+    failure (``triage._runbook_crash``) share it. The analysis is frozen; no reader changes
+    its tables.
     """
+    args = (checkpoint_save_s, iteration_s, mtbf_hours, save_interval, gpus_per_node, window_s)
+    if args == _DEFAULT_ARGS:
+        return incident.once("gpu_crash.analyse", _analyse)
+    return _analyse(incident, *args)
+
+
+# ``analyse``'s defaults, in its order: the analysis that ``Incident.once`` keeps
+_DEFAULT_ARGS = (None, None, DEFAULT_MTBF_HOURS, None, 8, SAME_FAILURE_WINDOW_S)
+
+
+def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
+             iteration_s: float | None = None, mtbf_hours: float = DEFAULT_MTBF_HOURS,
+             save_interval: int | None = None, gpus_per_node: int = 8,
+             window_s: float = SAME_FAILURE_WINDOW_S) -> GpuCrashAnalysis:
+    """``analyse``, computed."""
     facts: dict[str, Any] = {k: None for k in FACT_KEYS}
     facts.update(failed_ranks=[], failed_hosts=[], xid_codes=[], pci_bus_ids=[])
     host_of = rank_hosts(incident)
-    events = failure_events(incident, host_of)
+    events = failure_events(incident)
     crash = first_failure(events, window_s, incident.ranks)
     prog = last_progress(incident)
     facts["last_iteration"] = prog.step

@@ -175,8 +175,16 @@ def _exit_message(exitcode: int | None, signal: str | None, line: str | None = N
 def failure_events(incident: Incident, host_of: dict[int, str] | None = None) -> pd.DataFrame:
     """Every failure line (errors, exits, collective timeouts) as one table, with its role
     (cause | cascade | context) and strength, ranks filled in from pids and hosts where a line
-    names none. Sorted by time, then by position in its file. ``host_of``: each rank's host
-    (``rank_hosts``), when the caller has it already."""
+    names none. Sorted by time, then by position in its file. ``host_of``: each rank's host,
+    when not ``rank_hosts``'s. Computed once an incident (``Incident.once``: the gpu_crash
+    analysis and the timeout analysis's ``earlier_failure`` both read it); each caller gets
+    its own copy."""
+    if host_of is None:
+        return incident.once("failure_events", _failure_events).copy()
+    return _failure_events(incident, host_of)
+
+
+def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -> pd.DataFrame:
     files = {f: i for i, f in enumerate(incident.account.file_list)}
     rows: list[dict[str, Any]] = []
     # a line inside a spawned process's re-raised traceback is that process's

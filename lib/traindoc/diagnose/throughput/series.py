@@ -311,22 +311,28 @@ def choose_metric(incident: Incident, metric: str = "auto", min_points: int = 3)
     at least ``min_points`` positive values (a column of zeros, like TFLOPs 0.00 printed by a
     job that cannot count its FLOPs, does not count) unless a later one is logged
     ``DENSER_FACTOR`` times as often; None when nothing has."""
-    steps = steps_with_seconds(incident)
-    if metric in METRICS:
-        col = METRICS[metric].column
-        if col in steps and int(usable(steps[col]).sum()) >= min_points:
-            return metric
-    counts = {name: int(usable(steps[METRICS[name].column]).sum()) for name in AUTO_ORDER
-              if METRICS[name].column in steps}
+    counts, bar_points = incident.once("metric_points", _metric_points)
+    if metric in METRICS and counts.get(metric, 0) >= min_points:
+        return metric
     enough = [name for name in AUTO_ORDER if counts.get(name, 0) >= min_points]
     if enough:
         first = enough[0]
         return next((name for name in enough[1:]
                      if counts[name] >= DENSER_FACTOR * counts[first]), first)
     # no iteration line carries a metric: tqdm's rate, as seconds per step
-    if len(_main_bar(incident.progress)) >= min_points:
+    if bar_points >= min_points:
         return "s_per_iteration"
     return None
+
+
+def _metric_points(incident: Incident) -> tuple[dict[str, int], int]:
+    """How many usable values each metric with a column has (``usable``), and how many rows
+    the training loop's tqdm bar has (``_main_bar``): what ``choose_metric`` weighs, counted
+    once an incident (the throughput analysis asks it up to four times)."""
+    steps = steps_with_seconds(incident)
+    counts = {name: int(usable(steps[m.column]).sum()) for name, m in METRICS.items()
+              if m.column in steps}
+    return counts, len(_main_bar(incident.progress))
 
 
 def _main_bar(progress: pd.DataFrame) -> pd.DataFrame:
