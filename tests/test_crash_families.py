@@ -370,6 +370,12 @@ def test_worker_events_of_other_sources() -> None:
     # zhangxiann/PyTorch_Practice#1 (tab-separated)
     ("[1/20][30/32]\tLoss_D: 0.0000\tLoss_G: 57.0740\tD(x): 1.0000\tD(G(z)): 0.0000 / 0.0000",
      1, 30, 32),
+    # logging's asctime before the pair: PVD's train_generation.py ("%(asctime)s : %(message)s",
+    # utils/file_utils.py) and its descendant pcdiff (corpus timeout-pcdiff-implant-8gpu-healthy)
+    ("2026-04-06 07:01:11,957 : [101/5000][  0/  7]    loss:     0.2454,    grad_norm:     0.1428",
+     101, 0, 7),
+    ("2021-03-02 10:14:05,311 : [ 12/10000][ 40/ 94]    loss:     0.1043,    netpNorm:      83.27,"
+     "   netgradNorm:       0.95     ", 12, 40, 94),
 ])
 def test_an_epoch_and_batch_counter_pair_is_the_step(line: str, epoch: int, step: int,
                                                      total: int) -> None:

@@ -806,3 +806,24 @@ def test_a_native_backtrace_after_a_pyspy_dump_of_the_same_pid_keeps_the_python_
     assert [p.pid for p in a.ranks] == [390647]
     assert a.majority_leaf.startswith("copy_to_device (returnn/returnn/torch/frontend/_backend.py")
     assert not a.ranks[0].moved
+
+
+def test_no_stacks_processes_are_the_ranks_the_logs_name(tmp_path: Path) -> None:
+    """With no stack and no hang report, processes_seen counts the ranks the logs name:
+    per-rank files (gao-hongnan's DDP tutorial, rank<N>.log) or rank prefixes (torchrun's
+    c10 ``[rankN]:`` before torchtitan's step line), not 0."""
+    files = tmp_path / "files"
+    files.mkdir()
+    for r in range(4):
+        (files / f"rank{r}.log").write_text(
+            f"2023-09-16 13:28:30 [INFO]: [TRAIN: NODE{r // 2} GPU{r}] Epoch 0 | Batchsize: 32 | "
+            "Steps: 16 | Average Loss: 0.5412 | Learning Rate: 0.001\n")
+    prefixed = tmp_path / "prefixed"
+    prefixed.mkdir()
+    (prefixed / "train.log").write_text("".join(
+        f"[rank{r}]:[titan] 2024-04-19 16:22:37,422 - root - INFO - step:  1  loss: 12.2398  "
+        "memory:  5.91GiB(6.22%)  wps: 1,213  mfu: 0.92%\n" for r in range(2)))
+    for path, n in ((files, 4), (prefixed, 2)):
+        facts = deadlock.diagnose(traindoc.load(str(path))).facts
+        assert facts["processes_seen"] == n, path
+        assert facts["outlier_members"] == []

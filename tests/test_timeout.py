@@ -746,3 +746,23 @@ def test_watchdog_ranks_at_different_numbers_still_show_a_desync(tmp_path: Path,
     (tmp_path / "job.log").write_text(text)
     f = timeout.diagnose(traindoc.load(tmp_path, year=2024)).facts
     assert f["pattern"] == "desync"
+
+
+def test_a_batch_counter_that_never_moves_counts_epochs(tmp_path: Path) -> None:
+    """A loop that logs once an epoch at its first batch (PVD / pcdiff "[101/5000][  0/  7]")
+    counts epochs: the last step is the last epoch, not the batch (0); a batch that moves (the
+    DCGAN example's "[24/25][937/938]") stays the step."""
+    from traindoc.diagnose.common import last_progress
+
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    (fixed / "output.log").write_text("".join(
+        f"2026-04-06 07:{e - 40:02d}:29,146 : [{e:>3d}/5000][  0/  7]    loss:     0.2{e},    "
+        "grad_norm:     0.1531\n" for e in range(96, 102)))
+    moving = tmp_path / "moving"
+    moving.mkdir()
+    (moving / "train.log").write_text("".join(
+        f"[{e}/25][{b}/938] Loss_D: 0.0120 Loss_G: 6.1335 D(x): 0.9978 D(G(z)): 0.0097 / 0.0027\n"
+        for e in range(22, 25) for b in (0, 937)))
+    assert last_progress(traindoc.load(str(fixed))).step == 101
+    assert last_progress(traindoc.load(str(moving))).step == 937

@@ -176,6 +176,19 @@ def last_runs(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.loc[key.index[last.to_numpy()]]
 
 
+def fixed_batch_epochs(it: pd.DataFrame) -> pd.DataFrame:
+    """Step lines that each name their epoch and a batch of the epoch that never moves (a line
+    logged once an epoch, at its first batch: PVD's and pcdiff's "[101/5000][  0/  7]    loss:
+    0.2454", a DCGAN-style loop printing only batch 0) count epochs: the epoch is the step, and
+    the batch's total no length of the run. Other tables are returned as they are."""
+    rows = it[it["iteration"].notna()] if "iteration" in it and len(it) else it
+    if (len(rows) < 3 or "epoch" not in rows or rows["epoch"].isna().any()
+            or rows["iteration"].nunique() != 1 or rows["epoch"].nunique() < 3):
+        return it
+    return it.assign(iteration=it["iteration"].mask(it["iteration"].notna(), it["epoch"]),
+                     total_iterations=it["total_iterations"].mask(it["iteration"].notna()))
+
+
 def _last_step_index(it: pd.DataFrame) -> Any:
     """The row of the furthest step of the writers' last runs (``last_runs``); where every step
     line names its epoch and the counter restarts each epoch (``Epoch: [2]  [30/1504]``), the
@@ -243,6 +256,7 @@ def _last_progress(incident: Incident) -> Progress:
     """``last_progress`` computed."""
     it = epoch_counted(place_by_epoch(with_source(incident.iterations), incident.progress,
                                       incident.tables.get("host_timings")), incident.progress)
+    it = fixed_batch_epochs(it)
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
         step = int(row["iteration"])

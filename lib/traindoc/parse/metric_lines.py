@@ -207,8 +207,12 @@ BRACKET_STEP_RE = re.compile(
     r"\[\s*(?P<n>\d+)\s*/\s*(?P<tot>\d+)\s*\]"
     # the same two counters without the word, at the start of the line (the DCGAN example and
     # its descendants: "[24/25][937/938] Loss_D: 0.0120 Loss_G: 6.1335", NVIDIA/nccl#293's
-    # "[2/20][4084/7614] Loss: 9.590029"): the epoch of a total, then the batch of a total
-    r"|^\s*\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
+    # "[2/20][4084/7614] Loss: 9.590029"): the epoch of a total, then the batch of a total;
+    # logging's asctime may stand before them (PVD's and its descendants' '%(asctime)s :
+    # %(message)s': "2026-04-06 07:01:11,957 : [101/5000][  0/  7]    loss:     0.2454,
+    # grad_norm:     0.1428", corpus timeout-pcdiff-implant-8gpu-healthy)
+    r"|^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\s*[:|-]?\s*)?"
+    r"\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
     re.IGNORECASE)
 # the run's counter, bare at the start of the line (an opening bracket before it), before the
 # MetricLogger counter (carpedm20/DCGAN-tensorflow model.py and its forks: "[%8d Epoch:[%2d/%2d]

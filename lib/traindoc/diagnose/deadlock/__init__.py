@@ -26,7 +26,8 @@ Rules (documented because the runbook's facts depend on them):
   Ranks a hang report shows without a stack (waiting in the store-based barrier, compared by a
   DETAIL mismatch report, ready in a Horovod stalled op, entering a collective in DETAIL's
   ``Running collective`` log) are processes too, with no leaf; they name no outlier by
-  themselves.
+  themselves. With no stack and no such report, the processes are the ranks the logs name
+  (per-rank files, rank prefixes): the four ``rank<N>.log`` files of a healthy run are four.
 - **Thread.** ``MainThread`` by default (``pt_main_thread`` in faulthandler's OS names; a
   process with one unnamed thread uses it); ``thread="*"`` takes every thread except idle
   helpers (pt_autograd, tqdm's monitor, pin_memory, and non-main threads parked in a stdlib

@@ -43,13 +43,20 @@ def report(analysis: DeadlockAnalysis) -> Report:
 
 def facts(a: DeadlockAnalysis) -> dict[str, Any]:
     """The report's facts (``FACT_KEYS``)."""
-    return {"processes_seen": n_procs(a.ranks),
+    return {"processes_seen": processes_seen(a),
             "groups": [{"signature": r["signature"], "leaf": r["leaf"],
                         "members": r["members"], "count": int(r["count"])}
                        for _, r in a.groups.iterrows()],
             "outlier_members": _outlier_members(a), "outlier_leaf": a.outlier_leaf,
             "majority_leaf": a.majority_leaf,
             "first_mismatch": a.mismatch.as_fact() if a.mismatch else None}
+
+
+def processes_seen(a: DeadlockAnalysis) -> int:
+    """How many rank processes the logs show: those with a stack (or named by a hang report);
+    with none of either, the ranks the logs name elsewhere (per-rank files, rank prefixes) —
+    a healthy run's or a stackless hang's processes are still its ranks."""
+    return n_procs(a.ranks) or len(a.incident.ranks)
 
 
 def _stopped_outliers(a: DeadlockAnalysis) -> list[str]:
