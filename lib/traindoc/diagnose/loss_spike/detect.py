@@ -248,6 +248,20 @@ def reach_after(y: np.ndarray, found: list[Excursion], e: Excursion,
     return float(after.max()) if len(after) >= NOISE_HISTORY else math.nan
 
 
+def top_rise_outside(y: np.ndarray, start: int, end: int, det: Detector = LOSS) -> float:
+    """The largest rise of any point of ``y`` above its own rolling baseline, with the points
+    ``start`` to ``end`` (exclusive; an excursion's) left out of the points and of the
+    baselines: how far the rest of the run's loss ever strayed above its level (NaN with fewer
+    than ``NOISE_HISTORY`` points left)."""
+    masked = np.asarray(y, dtype=float).copy()
+    masked[start:end] = np.nan
+    med, _, _ = rolling_stats(masked, det.window)
+    carried, _ = rolling_trend(masked, det.window)
+    above = masked - _baseline(med, carried)
+    above = above[np.isfinite(above)]
+    return float(above.max()) if len(above) >= NOISE_HISTORY else math.nan
+
+
 def _above_blips(y: np.ndarray, e: Excursion, blips: list[Excursion]) -> bool:
     """Whether an excursion rose ``NOISE_REACH`` times higher above its baseline than every
     blip of the series' noise (``noise_blips``) other than itself."""
