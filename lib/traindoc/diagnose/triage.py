@@ -819,11 +819,14 @@ def _one_batch(spike: Mapping[str, Any], steps: list[int]) -> bool:
 def _blip_stands_out(spike: Mapping[str, Any], losses: Mapping[int, float]) -> bool:
     """Whether a one-batch blip's rise above its baseline is ``BLIP_STANDS_OUT`` times the
     most any other finite logged loss (``losses`` by step) rose above its own rolling baseline
-    (``loss_spike.detect.top_rise_outside``); unknown (too few points): False."""
+    (``loss_spike.detect.top_rise_outside``); unknown (too few points, or fewer than
+    ``FEW_HISTORY`` logged before it: the first updates of Megatron's GPT-2, 12.03 -> 22.48 ->
+    12.56 at iteration 30 of a log every 10, fall too fast for a noise to be known): False."""
     from .loss_spike.detect import top_rise_outside
 
     r, a, b = _rise(spike), spike.get("start_iteration"), spike.get("recovered_iteration")
-    if r is None or a is None or b is None:
+    h = spike.get("history_points")
+    if r is None or a is None or b is None or h is None or int(h) < FEW_HISTORY:
         return False
     xs = sorted(losses)
     lo, hi = int(np.searchsorted(xs, int(a))), int(np.searchsorted(xs, int(b)))
