@@ -684,6 +684,37 @@ def test_a_lone_one_batch_blip_is_no_incident() -> None:
     assert len(_without_noise({"spikes": [tentative]}, steps)["spikes"]) == 1
 
 
+def test_a_one_batch_blip_that_stands_out_of_the_run_is_an_incident() -> None:
+    from traindoc.diagnose.triage import _without_noise
+
+    def kept(case: str, a: int, b: int, peak: float, base: float) -> int:
+        steps, losses = triage._loss_points(load_once(DATA / "corpus" / case / "logs"))
+        s = {"start_iteration": a, "peak_iteration": a, "recovered_iteration": b,
+             "recovery_confirmed": True, "peak_loss": peak, "baseline_loss": base,
+             "history_points": 50}
+        return len(_without_noise({"spikes": [s]}, steps, losses)["spikes"])
+
+    # MLPerf v4.1 Llama-2 LoRA (Supermicro result_10): ":::MLLOG {… "key": "train_loss",
+    # "value": 2.21329…, "metadata": {… "samples_count": 1680}}" among 1.23-1.37, back at
+    # 1760: a rise of 0.88 where no other line strays 0.1 above its level
+    assert kept("loss_spike/loss_spike-mlperf-v4-1-supermicro-llama2-lora-result-10",
+                1680, 1760, 2.21329, 1.330337) == 1
+    # torchtitan's "step: 8490  loss:  5.86923" among ~4.1 (the rest of the run strays 0.5
+    # at most), back at 8500
+    assert kept("loss_spike/loss_spike-torchtitan-attnres-baseline-step8490",
+                8490, 8500, 5.86923, 4.10658) == 1
+    # ViCLIP's 1.24 -> 1.93 -> 1.13 rises only about twice as high as its run's other lines do
+    assert kept("throughput/throughput-internvideo-viclip-base", 790, 800, 1.9347, 1.2426) == 0
+    # Megatron's GPT-2 "iteration       30/    1000 | … | lm loss: 2.247505E+01 |" after
+    # 1.203115E+01 at 20 (its first loss), back at 40: one point of history knows no noise
+    s = {"start_iteration": 30, "peak_iteration": 30, "recovered_iteration": 40,
+         "recovery_confirmed": True, "peak_loss": 22.47505, "baseline_loss": 12.03115,
+         "history_points": 1}
+    steps, losses = triage._loss_points(load_once(
+        DATA / "corpus" / "timeout" / "timeout-bigscience-meg-gpt2-base-n4-dp1-tp4-pp4" / "logs"))
+    assert _without_noise({"spikes": [s]}, steps, losses)["spikes"] == []
+
+
 def test_an_unrecovered_swing_on_few_points_is_no_incident() -> None:
     from traindoc.diagnose.triage import _without_noise
 

@@ -146,8 +146,15 @@ NOISE_MOVES = 3
 # A lone spike of one logged point, back at the very next one, whose peak is under BLIP_RATIO
 # times its baseline (the loss did not even double) is one batch's loss and did the run no harm:
 # the runbook shows it, triage names no incident for it (build-nanogpt's per-step 3.04 -> 3.40
-# -> 3.05 at step 17632; ViCLIP's loss logged every 10 iterations, 1.24 -> 1.93 -> 1.13).
+# -> 3.05 at step 17632; ViCLIP's loss logged every 10 iterations, 1.24 -> 1.93 -> 1.13) —
+# unless its rise is BLIP_STANDS_OUT times the most any other logged loss of the run rose above
+# its own level: a loss that never strays by more than a tenth and jumps by 0.9 for one line
+# (MLPerf Llama-2 LoRA's train_loss 1.33 -> 2.21 -> 1.23) or a pre-training loss whose noise
+# reaches 0.5 and jumps by 1.76 (torchtitan's 4.09 -> 5.87 -> 4.05 at step 8490) is a batch
+# the model failed on as it failed on no other: worth paging. The blips let go rise about 2x
+# their run's noise (ViCLIP 2.1x, build-nanogpt 1.8x).
 BLIP_RATIO = 2.0
+BLIP_STANDS_OUT = 3.0
 # A spike that never came back and rests on fewer than FEW_HISTORY logged losses before it is
 # known only by the level it holds: where the loss, once past the midpoint of its baseline and
 # peak, falls back below it, the log shows a swing of a noise it is too short to measure, not
@@ -732,7 +739,8 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int],
     those that do not stand out (``STAND_OUT``); given the finite ``losses`` by step, a rise
     within the loss's own moves, ``NOISE_RISE``), the first updates' overshoot of the untrained
     model's loss (``FIRST_STEP``), slow humps (``HUMP_POINTS``), an unrecovered swing on few
-    points (``FEW_HISTORY``) and a lone one-batch blip (``BLIP_RATIO``); other spikes stay."""
+    points (``FEW_HISTORY``) and a lone one-batch blip (``BLIP_RATIO``) that does not stand
+    out of the run's other losses (``BLIP_STANDS_OUT``); other spikes stay."""
     raw = list(facts.get("spikes") or [])
     spikes = [s for s in raw if not _start_or_hump(s, steps)]
 
@@ -752,7 +760,8 @@ def _without_noise(facts: Mapping[str, Any], steps: list[int],
     if losses is not None:
         spikes = [s for s in spikes if not _within_moves(s, losses)
                   and not _swing_unmeasured(s, losses)]
-    if len(spikes) == 1 and _one_batch(spikes[0], steps):
+    if len(spikes) == 1 and _one_batch(spikes[0], steps) and not (
+            losses is not None and _blip_stands_out(spikes[0], losses)):
         spikes = []
     if len(spikes) == len(raw):
         return facts
@@ -805,6 +814,24 @@ def _one_batch(spike: Mapping[str, Any], steps: list[int]) -> bool:
     if float(base) <= 0 or float(p) >= BLIP_RATIO * float(base):
         return False
     return sum(1 for x in steps if int(a) < x <= int(b)) == 1
+
+
+def _blip_stands_out(spike: Mapping[str, Any], losses: Mapping[int, float]) -> bool:
+    """Whether a one-batch blip's rise above its baseline is ``BLIP_STANDS_OUT`` times the
+    most any other finite logged loss (``losses`` by step) rose above its own rolling baseline
+    (``loss_spike.detect.top_rise_outside``); unknown (too few points, or fewer than
+    ``FEW_HISTORY`` logged before it: the first updates of Megatron's GPT-2, 12.03 -> 22.48 ->
+    12.56 at iteration 30 of a log every 10, fall too fast for a noise to be known): False."""
+    from .loss_spike.detect import top_rise_outside
+
+    r, a, b = _rise(spike), spike.get("start_iteration"), spike.get("recovered_iteration")
+    h = spike.get("history_points")
+    if r is None or a is None or b is None or h is None or int(h) < FEW_HISTORY:
+        return False
+    xs = sorted(losses)
+    lo, hi = int(np.searchsorted(xs, int(a))), int(np.searchsorted(xs, int(b)))
+    top = top_rise_outside(np.array([losses[x] for x in xs], dtype=float), lo, hi)
+    return math.isfinite(top) and top > 0 and r >= BLIP_STANDS_OUT * top
 
 
 def _swing_unmeasured(spike: Mapping[str, Any], losses: Mapping[int, float]) -> bool:

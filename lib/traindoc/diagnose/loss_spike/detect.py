@@ -136,12 +136,21 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
         strict = b + max(det.k * s, det.rel * u) * widen
         peak, run, first, end, stop = int(c), 0, None, None, None
         below = 0  # consecutive points back under the midpoint of the baseline and the peak
+        reopen = None  # back to its baseline, unconfirmed, then a top ``TALLER`` times its
+        # rise: it opens there. A point back within tolerance but still above the baseline is
+        # no end (BLOOM's 2.60 at 31216 over 2.21, then 2.24, 2.35 and 5.10 at 31219 are one
+        # excursion, the grad norm climbing all along), nor is a next top barely taller
+        # (deepspeech.pytorch's per-batch CTC loss 3.22, 3.69, 3.86, 1.99, 4.20, 10.1: a swing)
         j = int(c) + 1
         while j < n:
             v = y[j]
             if v > y[peak]:
                 if below >= det.patience and v - b > TALLER * (y[peak] - b):
                     stop = j  # a taller excursion on the level this one settled at
+                    break
+                if (run > 0 and y[j - 1] <= b and y[peak] <= strict
+                        and v - b > TALLER * (y[peak] - b)):
+                    reopen = j
                     break
                 peak, below = j, 0
             elif v < b + (y[peak] - b) / 2:
@@ -158,6 +167,11 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
             else:
                 run = 0
             j += 1
+        if reopen is not None:  # a bump that came back (DETR's epoch 265, 1.97 over 1.72,
+            # 1.62 and 1.60 after it): the rise at ``reopen`` (3.04 at 268) is a new one
+            out.append(Excursion(int(c), peak, first, b, s, h, False, True))
+            resume = reopen
+            continue
         tentative = end is None and stop is None and run > 0
         if tentative:
             end = first
@@ -246,6 +260,20 @@ def reach_after(y: np.ndarray, found: list[Excursion], e: Excursion,
     after = _above_baseline(y, found, det)[e.end : e.end + det.window]
     after = after[np.isfinite(after)]
     return float(after.max()) if len(after) >= NOISE_HISTORY else math.nan
+
+
+def top_rise_outside(y: np.ndarray, start: int, end: int, det: Detector = LOSS) -> float:
+    """The largest rise of any point of ``y`` above its own rolling baseline, with the points
+    ``start`` to ``end`` (exclusive; an excursion's) left out of the points and of the
+    baselines: how far the rest of the run's loss ever strayed above its level (NaN with fewer
+    than ``NOISE_HISTORY`` points left)."""
+    masked = np.asarray(y, dtype=float).copy()
+    masked[start:end] = np.nan
+    med, _, _ = rolling_stats(masked, det.window)
+    carried, _ = rolling_trend(masked, det.window)
+    above = masked - _baseline(med, carried)
+    above = above[np.isfinite(above)]
+    return float(above.max()) if len(above) >= NOISE_HISTORY else math.nan
 
 
 def _above_blips(y: np.ndarray, e: Excursion, blips: list[Excursion]) -> bool:
