@@ -211,7 +211,7 @@ BRACKET_STEP_RE = re.compile(
     # logging's asctime may stand before them (PVD's and its descendants' '%(asctime)s :
     # %(message)s': "2026-04-06 07:01:11,957 : [101/5000][  0/  7]    loss:     0.2454,
     # grad_norm:     0.1428", corpus timeout-pcdiff-implant-8gpu-healthy)
-    r"|^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\s*[:|-]?\s*)?"
+    r"|^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\s*+[:|-]?\s*)?"
     r"\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
     re.IGNORECASE)
 # the run's counter, bare at the start of the line (an opening bracket before it), before the
