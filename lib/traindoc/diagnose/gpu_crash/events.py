@@ -64,8 +64,11 @@ MPI_CONTEXT_CODES = {"mpi_reported_by"}
 # nccl_error rows that explain another NCCL error (the text under torch's "Last error:"):
 # added to that error's message (``_with_last_error``), never a failure of their own
 NCCL_CONTEXT_CODES = {"nccl_last_error_text"}
-# A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
-# that follows is its teardown.
+# A job the scheduler ended at its time limit (SLURM's "*** JOB 3658512 ON bessemer-node030
+# CANCELLED AT 2024-10-21T17:00:20 DUE TO TIME LIMIT ***", PBS's "=>> PBS: job killed: walltime
+# 604842 exceeded limit 604800"): no crash of the program's, but what stopped the run, so the
+# failure (weak: a signal from the scheduler, on the host it names; the action is a resubmission
+# with more time, see the report); the SIGTERM/SIGKILL flood that follows is its teardown.
 NOT_A_FAILURE_CODES = {"slurm_time_limit", "pbs_walltime", "moab_wallclock", "lsf_runlimit",
                        "k8s_deadline_exceeded"}
 # torchrun (elastic's ``_close``: SIGTERM, then SIGKILL after 30 s) and SLURM (KillWait, 30 s by
@@ -134,7 +137,7 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
         return "cause", (Strength.WEAK if code in MPI_ABORT_CODES else Strength.LOCAL)
     if kind == "signal":
         if code in NOT_A_FAILURE_CODES:
-            return "context", Strength.NONE
+            return "cause", Strength.WEAK
         # a process reporting the SIGTERM/SIGINT/SIGHUP it got (Paddle's "FatalError:
         # `Termination signal` is detected by the operating system."): stopped from outside
         if code in TEARDOWN_SIGNAL_CODES or code in TEARDOWN_SIGNALS:
