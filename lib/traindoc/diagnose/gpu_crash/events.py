@@ -66,11 +66,15 @@ MPI_CONTEXT_CODES = {"mpi_reported_by"}
 NCCL_CONTEXT_CODES = {"nccl_last_error_text"}
 # A job the scheduler ended at its time limit (SLURM's "*** JOB 3658512 ON bessemer-node030
 # CANCELLED AT 2024-10-21T17:00:20 DUE TO TIME LIMIT ***", PBS's "=>> PBS: job killed: walltime
-# 604842 exceeded limit 604800"): no crash of the program's, but what stopped the run, so the
-# failure (weak: a signal from the scheduler, on the host it names; the action is a resubmission
-# with more time, see the report); the SIGTERM/SIGKILL flood that follows is its teardown.
+# 604842 exceeded limit 604800"): no crash of the program's; the SIGTERM/SIGKILL flood that
+# follows is its teardown.
 NOT_A_FAILURE_CODES = {"slurm_time_limit", "pbs_walltime", "moab_wallclock", "lsf_runlimit",
                        "k8s_deadline_exceeded"}
+# Of those, the ones that are what stopped the run, so its failure (weak: a signal from the
+# scheduler, on the host it names; the report's action is a resubmission with more time): SLURM's
+# (the corpus' label since batch y). The others stay context until their cases are relabelled
+# (corpus loss_spike-monarch-readme-mlp, a PBS walltime, is labelled no failure).
+TIME_LIMIT_CAUSE_CODES = {"slurm_time_limit"}
 # torchrun (elastic's ``_close``: SIGTERM, then SIGKILL after 30 s) and SLURM (KillWait, 30 s by
 # default) escalate to SIGKILL about this long after the teardown began.
 KILL_ESCALATION_S = (25.0, 45.0)
@@ -136,8 +140,10 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
             return "context", Strength.NONE
         return "cause", (Strength.WEAK if code in MPI_ABORT_CODES else Strength.LOCAL)
     if kind == "signal":
-        if code in NOT_A_FAILURE_CODES:
+        if code in TIME_LIMIT_CAUSE_CODES:
             return "cause", Strength.WEAK
+        if code in NOT_A_FAILURE_CODES:
+            return "context", Strength.NONE
         # a process reporting the SIGTERM/SIGINT/SIGHUP it got (Paddle's "FatalError:
         # `Termination signal` is detected by the operating system."): stopped from outside
         if code in TEARDOWN_SIGNAL_CODES or code in TEARDOWN_SIGNALS:
