@@ -1092,9 +1092,12 @@ def test_a_hostless_error_happened_on_the_node_slurm_lost(tmp_path: Path) -> Non
      "srun: error: nid01935: tasks 8-15: Terminated\n"
      "srun: error: nid01934: tasks 0-1,3,6: Terminated\n"),
 ])
-def test_a_job_ended_at_its_time_limit_is_no_crash(tmp_path: Path, text: str) -> None:
+def test_a_job_ended_at_its_time_limit_is_the_schedulers_stop(tmp_path: Path, text: str) -> None:
+    # (the corpus' label since batch y: the scheduler's signal on the host its line names; no
+    # rank failed of its own, the tasks' SIGTERM is the teardown)
     f = gpu_crash.diagnose(load_text(tmp_path, text)).facts
-    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == ([], [], None)
+    host = "r6i4n3" if "r6i4n3" in text else "nid01934"
+    assert (f["failed_ranks"], f["failed_hosts"], f["error_kind"]) == ([], [host], "signal")
 
 
 @pytest.mark.parametrize("line,host", [
@@ -1904,3 +1907,27 @@ def test_the_nccl_drills_bundles_read_as_injected() -> None:
     facts = gpu_crash.report(gpu_crash.analyse(
         traindoc.load(DATA / "gpu_crash" / "drill_nccl_duplicate_gpu"))).facts
     assert "Duplicate GPU detected" in facts["error_message"]
+
+
+# SLURM's time limit ends the run: the scheduler's signal on the host it names, said as such,
+# with a resubmission as the first action (no drain, no who-killed-it). Two real lines: the JOB
+# form (Mattias421/tdmolflow slurm-3658512.out) and the STEP form under srun -l (corpus
+# gpu_crash-megatron-attn-bench-slurm-time-limit-it344)
+@pytest.mark.parametrize("line, host", [
+    ("slurmstepd: error: *** JOB 3658512 ON bessemer-node030 CANCELLED AT 2024-10-21T17:00:20 "
+     "DUE TO TIME LIMIT ***", "bessemer-node030"),
+    ("0: slurmstepd: error: *** STEP 1861140.1 ON nid007420 CANCELLED AT 2026-04-15T11:31:51 DUE "
+     "TO TIME LIMIT ***", "nid007420"),
+])
+def test_slurm_time_limit_is_the_schedulers_signal(tmp_path: Path, line: str, host: str) -> None:
+    text = ("tick 1938  kimg 96993.1   time 6d 23h 54m   sec/tick 307.0   sec/kimg 6.13\n"
+            "tick 1939  kimg 97043.1   time 6d 23h 59m   sec/tick 306.7   sec/kimg 6.13\n"
+            f"{line}\n")
+    _, rep = diag(tmp_path, text)
+    assert rep.facts["error_kind"] == "signal"
+    assert "TIME LIMIT" in rep.facts["error_message"]
+    assert rep.facts["failed_hosts"] == [host]
+    assert rep.facts["last_iteration"] == 1939
+    assert rep.verdict.startswith("The scheduler ended the job at its time limit")
+    assert rep.actions[0].id == "time_limit"
+    assert "drain_node" not in [a.id for a in rep.actions]

@@ -973,3 +973,25 @@ def test_a_table_under_a_header_row(tmp_path: Path, engine: str) -> None:
     assert list(rows["loss"]) == [1.155185, 0.624531, 0.437893]
     assert list(rows["elapsed_s"]) == [39.0, 72.0, 37.0]
     assert list(rows["eval_loss"]) == [0.567519, 0.367225, 0.301142]
+
+
+# StyleGAN2-ADA/StyleGAN3/EDM training loops (NVlabs' training_loop.py) print the tick as the
+# run's progress, a clock in days/hours/minutes and the tick's seconds: the tick is the step, the
+# clock no step time
+TICK_LINES = [
+    ("tick 1939  kimg 97043.1   time 6d 23h 59m   sec/tick 306.7   sec/kimg 6.13    iters/sec "
+     "2.549556233961029 maintenance 0.0    cpumem 1.60   gpumem 11.94  reserved 12.21 ",
+     {"iteration": 1939, "elapsed_s": 306.7},
+     "Mattias421/tdmolflow slurm-3658512.out (corpus gpu_crash-tdmolflow-slurm-time-limit)"),
+    ("tick 0     kimg 0.0      time 1m 19s       sec/tick 13.5    sec/kimg 3373.51 maintenance "
+     "65.6   cpumem 4.84   gpumem 5.30   augment 0.000", {"iteration": 0, "elapsed_s": 13.5},
+     "NVlabs/stylegan2-ada-pytorch training/training_loop.py (its print format)"),
+]
+
+
+@pytest.mark.parametrize("line, expected, source", TICK_LINES, ids=[r[2] for r in TICK_LINES])
+def test_stylegan_ticks_are_steps(line: str, expected: dict, source: str) -> None:
+    row = parse_line(line)
+    assert row is not None, source
+    for k, v in expected.items():
+        assert _same(row.get(k), v), (source, k, row)

@@ -284,8 +284,9 @@ def _runbook_found(cls: str, rep: Report,
             # a Python exception is a program error, not a GPU crash (issue 27)
             "gpu_crash": f.get("error_kind") not in (None, "python"),
             # stacks of processes that wait, not a crash's traceback (the no_hang finding)
+            # (with no stack, processes_seen counts the ranks the logs name: no_stacks)
             "deadlock": bool(f.get("processes_seen"))
-            and not any(x.id == "no_hang" for x in rep.findings),
+            and not any(x.id in ("no_hang", "no_stacks") for x in rep.findings),
             "throughput": f.get("change_iteration") is not None and bool(f.get("drop_pct")),
             "loss_spike": bool(f.get("spikes") or f.get("nan_iterations"))}[cls]
 
@@ -315,7 +316,11 @@ def test_triage_reports_every_class_a_runbook_reports(path: Path) -> None:
         # aside by triage with that reason (``triage._between_jobs``)
         two_jobs = any(n["class"] == cls and "two jobs are not compared" in n["reason"]
                        for n in a.not_checked)
-        assert desync or two_jobs or (cls == "gpu_crash" and own.facts["error_kind"] == "signal"
+        # a NaN at the only logged step of a job that then crashed: set aside with that reason
+        # (``triage._crashed_after_one_step``)
+        one_point = any(n["class"] == cls and "one point is no series" in n["reason"]
+                        for n in a.not_checked)
+        assert desync or two_jobs or one_point or (cls == "gpu_crash" and own.facts["error_kind"] == "signal"
                           and "timeout" in got), (cls, own.verdict)
     if got:
         assert CONFIDENCE.index(r.confidence) <= CONFIDENCE.index(a.runbooks[got[0]].confidence)
@@ -1092,3 +1097,26 @@ def test_a_job_that_went_down_on_hydras_report_or_an_aborted_communicator_is_a_c
     r = triage.diagnose(traindoc.load(tmp_path))
     assert r.facts["cause"] == "gpu_crash"
     assert detail in r.facts["classes"][0]["detail"]
+
+
+# A NaN/inf at the only logged step of a job that then ran out of GPU memory is no loss spike:
+# one point is no series (Megatron-LM's first iteration of a GPT-175B run on A800s, 'grad norm:
+# inf' at loss scale 1.0, then 'CUDA out of memory' on every rank: corpus
+# gpu_crash-megatron-lm-a800-gpt175b-oom; the same with 'lm loss: nan', Megatron's own format)
+@pytest.mark.parametrize("step", [
+    (" iteration        1/      30 | consumed samples:           16 | elapsed time per iteration "
+     "(ms): 175551.6 | learning rate: 4.68750e-08 | global batch size:    16 | lm loss: "
+     "1069607.000000000 | loss scale: 1.0 | grad norm: inf | number of skipped iterations:   0 | "
+     "number of nan iterations:   0 |"),
+    (" iteration        1/    1000 | consumed samples:          512 | elapsed time per iteration "
+     "(ms): 9123.4 | learning rate: 1.000E-06 | global batch size:   512 | lm loss: nan | loss "
+     "scale: 4096.0 | number of skipped iterations:   0 | number of nan iterations:   1 |"),
+])
+def test_one_nan_step_then_oom_is_the_crash(tmp_path: Path, step: str) -> None:
+    text = (step + "\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 768.00 MiB (GPU 0; "
+            "79.35 GiB total capacity; 52.52 GiB already allocated; 552.12 MiB free; 53.97 GiB "
+            "reserved in total by PyTorch)\n")
+    r, _ = triage.triage(traindoc.load(write(tmp_path, "job.log", text)))
+    assert classes(r)[0][0] == "gpu_crash"
+    assert "loss_spike" not in [c for c, _ in classes(r)]

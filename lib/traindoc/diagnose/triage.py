@@ -882,6 +882,19 @@ def _skip_run(skipped: list[int], last: int | None) -> int | None:
     return None
 
 
+def _crashed_after_one_step(incident: Incident, facts: Mapping[str, Any]) -> bool:
+    """Whether the loss runbook's only finding is a NaN/inf on a series of a single logged step
+    in a job that then crashed of its own (an OOM, a CUDA/Xid/ECC error: ``crash_rows``):
+    Megatron's first iteration of a GPT-175B run, 'grad norm: inf' at loss scale 1.0, then
+    'CUDA out of memory' on every rank (corpus gpu_crash-megatron-lm-a800-gpt175b-oom). One
+    point measures no divergence; the crash is the incident."""
+    if facts.get("spikes") or not facts.get("nan_iterations") or \
+            _series_len(incident, "loss_spike") > 1:
+        return False
+    err, _ = crash_rows(incident)
+    return bool(err["kind"].isin(["oom", "cuda_error", "xid", "ecc"]).any())
+
+
 def _series_len(incident: Incident, cls: str) -> int:
     """The most values any of the class's series has among the logged training steps (for
     throughput, with the seconds its runbook reads off the step lines' times)."""
@@ -929,6 +942,11 @@ def _metric(incident: Incident, cls: str, rep: Report | None,
     start = _metric_found(cls, facts)
     if start is None and cls == "loss_spike" and facts.get("skipped_iterations"):
         start = _scale_exhausted(incident)
+    if start is not None and cls == "loss_spike" and _crashed_after_one_step(incident, facts):
+        not_checked.append({"class": cls, "reason": (
+            f"the only logged step ({start}) shows a NaN/inf, and the job then crashed of its "
+            "own (out of memory, a GPU error): one point is no series to call a divergence")})
+        return None
     if start is not None and _between_jobs(incident, start):
         not_checked.append({"class": cls, "reason": (
             f"what its runbook found starts at iteration {start}, the first step of a job whose "

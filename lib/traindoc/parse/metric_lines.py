@@ -153,7 +153,7 @@ _NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|
 STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"acc(?:umulated)?[ _]iter|"
-    r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|"
+    r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|tick(?=\s+\d+\s+kimg\b)|"
     r"batch(?=\s*+[:=#]?\s*+\d+\s*+/\s*+\d|\s*+[:=]\s*+\d+\s*+,|\s+\d+\s*+\|)|batch_id(?=\s*+[:=]\s*+\d+\s*+,))"
     r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
@@ -351,8 +351,9 @@ PAIR_RE = re.compile(
     r"(?:\s?\((?P<pu>[A-Za-z%][\w/%]*)\))?"  # a unit in parentheses after the key, DGL's
     # "Speed (samples/sec) 43672.97", "Time (ms) 12.3" (``UNIT_KEYS``)
     r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)"
-    rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d]|-\d\d-)")  # (a date is no value:
-# "Time: 2024-10-31 18:32:24; Epoch: 69; …")
+    rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d]|-\d\d-|[dhm]\b|s \d)")  # (a date
+# is no value: "Time: 2024-10-31 18:32:24; Epoch: 69; …"; nor a clock in days, hours, minutes:
+# StyleGAN/EDM's "time 6d 23h 59m", "time 1m 19s", "time 33s 220ms")
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
@@ -445,7 +446,10 @@ METRIC_KEYS: dict[str, str] = {
                      "updts",
                      # MindSpore's TimeMonitor and the suites built on it (mindocr, mindcv,
                      # mindformers): "per step time: 223.489 ms"
-                     "persteptime"),
+                     "persteptime",
+                     # StyleGAN2-ADA/StyleGAN3/EDM's training loop: "tick 1939  kimg 97043.1
+                     # time 6d 23h 59m  sec/tick 306.7  sec/kimg 6.13 …" (the tick is its step)
+                     "sec/tick"),
                     "elapsed_s"),
     # the run's wall time since its start, printed on every logged step: ``train_time_s``, a
     # clock the throughput runbook differences into seconds per step (PaddlePaddle's PredNet
@@ -466,6 +470,9 @@ NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP
            "[valid] Ep. ", "speed", "Cost ",
            # TF2 Object Detection API since TF 2.4: "Step 1000 per-step time 17.001s" (no loss)
            "per-step time",
+           # StyleGAN2-ADA/StyleGAN3/EDM's progress line: "tick 12  kimg 48.0  time 1h 02m
+           # sec/tick 301.2  sec/kimg 6.27 …" (NVlabs' training_loop.py)
+           "sec/tick",
            # the MetricLogger counter's line with its time and no loss (DeiT/DINO-style trainers:
            # naver/unic#1 "Training - Epoch: [0/10]  [ 40/117]  eta: 0:04:18    time: 3.160756
            # data: 0.000113  max mem: 9312")

@@ -64,10 +64,17 @@ MPI_CONTEXT_CODES = {"mpi_reported_by"}
 # nccl_error rows that explain another NCCL error (the text under torch's "Last error:"):
 # added to that error's message (``_with_last_error``), never a failure of their own
 NCCL_CONTEXT_CODES = {"nccl_last_error_text"}
-# A job the scheduler ended on purpose (its time limit): no crash; the SIGTERM/SIGKILL flood
-# that follows is its teardown.
+# A job the scheduler ended at its time limit (SLURM's "*** JOB 3658512 ON bessemer-node030
+# CANCELLED AT 2024-10-21T17:00:20 DUE TO TIME LIMIT ***", PBS's "=>> PBS: job killed: walltime
+# 604842 exceeded limit 604800"): no crash of the program's; the SIGTERM/SIGKILL flood that
+# follows is its teardown.
 NOT_A_FAILURE_CODES = {"slurm_time_limit", "pbs_walltime", "moab_wallclock", "lsf_runlimit",
                        "k8s_deadline_exceeded"}
+# Of those, the ones that are what stopped the run, so its failure (weak: a signal from the
+# scheduler, on the host it names; the report's action is a resubmission with more time): SLURM's
+# (the corpus' label since batch y). The others stay context until their cases are relabelled
+# (corpus loss_spike-monarch-readme-mlp, a PBS walltime, is labelled no failure).
+TIME_LIMIT_CAUSE_CODES = {"slurm_time_limit"}
 # torchrun (elastic's ``_close``: SIGTERM, then SIGKILL after 30 s) and SLURM (KillWait, 30 s by
 # default) escalate to SIGKILL about this long after the teardown began.
 KILL_ESCALATION_S = (25.0, 45.0)
@@ -133,6 +140,8 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
             return "context", Strength.NONE
         return "cause", (Strength.WEAK if code in MPI_ABORT_CODES else Strength.LOCAL)
     if kind == "signal":
+        if code in TIME_LIMIT_CAUSE_CODES:
+            return "cause", Strength.WEAK
         if code in NOT_A_FAILURE_CODES:
             return "context", Strength.NONE
         # a process reporting the SIGTERM/SIGINT/SIGHUP it got (Paddle's "FatalError:

@@ -36,7 +36,7 @@ from ..common import (
 )
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, expected_waste
-from .events import HOST_OOM_CODES, Crash
+from .events import HOST_OOM_CODES, NOT_A_FAILURE_CODES, Crash
 
 HANG_WARN_S = 300.0  # a job that took longer than this to exit after the failure "hung"
 
@@ -460,10 +460,22 @@ def _outside_stop_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
             f"process) is not in these logs{_lost_words(f)}.", Confidence.MEDIUM)
 
 
+def _time_limit_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
+    """The scheduler's time limit ended the job (``NOT_A_FAILURE_CODES``): said as such, not as
+    a host that failed. High: the scheduler's own line says why."""
+    if _code(a) not in NOT_A_FAILURE_CODES:
+        return None
+    f = a.facts
+    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    where = f" ({_who(f)})" if f["failed_hosts"] or f["failed_ranks"] else ""
+    return (f"The scheduler ended the job at its time limit{when}{where}: {f['error_message']}; "
+            f"no crash of the program's before it{_lost_words(f)}.", Confidence.HIGH)
+
+
 # The firing rule of highest priority gives the verdict: a launcher stopped from outside, else
 # the first failure when there is one, else only a peer's symptoms, else nothing found.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
-    Rule("outside_stop", _outside_stop_verdict, 30),
+    Rule("outside_stop", _outside_stop_verdict, 30), Rule("time_limit", _time_limit_verdict, 25),
     Rule("first_failure", _first_failure_verdict, 20), Rule("symptoms", _symptoms_verdict, 10),
     Rule("no_crash", _no_crash_verdict, 0))
 
@@ -694,8 +706,24 @@ def _debug_native_crash(a: GpuCrashAnalysis) -> Action | None:
         "build (python -m torch.utils.collect_env)")
 
 
+def _time_limit(a: GpuCrashAnalysis) -> Action | None:
+    """The scheduler ended the job at its time limit (``NOT_A_FAILURE_CODES``): nothing to
+    repair, no node to drain; the run needs more time, from where it saved."""
+    if a.crash.first is None or _code(a) not in NOT_A_FAILURE_CODES:
+        return None
+    return action(
+        "time_limit", "Resubmit with a longer time limit, resuming from the last checkpoint",
+        f"The scheduler stopped the job at its time limit ({_msg(a)[:120]}): no crash of the "
+        "program's and no sign against the node.",
+        "resubmit with more time (SLURM: sbatch --time=…; PBS: -l walltime=…; LSF: -W …) or split "
+        "the run into chained jobs that each save before their limit (sbatch --signal=USR1@300 "
+        "to get a warning), and resume from the newest complete checkpoint")
+
+
 def _why_killed(a: GpuCrashAnalysis) -> Action | None:
     if not ((_software(a, "signal") and _code(a) not in FAULT_SIGNALS) or _software(a, "exit")):
+        return None
+    if _code(a) in NOT_A_FAILURE_CODES:  # the scheduler's time limit: _time_limit
         return None
     return action(
         "why_killed", "Find out who killed the process",
@@ -876,7 +904,8 @@ ACTIONS: tuple[Rule[Action], ...] = (
     Rule("reduce_gpu_memory", _reduce_gpu_memory, 1),
     Rule("oversized_allocation", _oversized_allocation, 1), Rule("debug_kernel", _debug_kernel, 1),
     Rule("fix_exception", _fix_exception, 1),
-    Rule("debug_native_crash", _debug_native_crash, 1), Rule("why_killed", _why_killed, 1),
+    Rule("debug_native_crash", _debug_native_crash, 1), Rule("time_limit", _time_limit, 1),
+    Rule("why_killed", _why_killed, 1),
     Rule("debug_cuda_in_nccl", _debug_cuda_in_nccl, 1), Rule("check_network", _check_network, 1),
     Rule("check_mpi_transport", _check_mpi_transport, 1),
     Rule("resume", _resume, 3), Rule("save_interval", _save_interval, 4),
