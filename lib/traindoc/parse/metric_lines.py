@@ -158,7 +158,7 @@ STEP_RE = re.compile(
     r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
     r"\.?\s*+[:=#]?\s*+\[?\s*+"
-    r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*+"
+    r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
     r"(?:/\s*+(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; a
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
 # writes thousands separators: "iter:   3,800"; PaddleRec's trainer names the batch of the epoch
