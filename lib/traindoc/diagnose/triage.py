@@ -101,7 +101,7 @@ from . import failure_class
 from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone, stall_reports
-from .gpu_crash.events import C10D_ABORT_RE, KERNEL_ASSERT_CODE
+from .gpu_crash.events import C10D_ABORT_RE, KERNEL_ASSERT_CODE, NOT_A_FAILURE_CODES
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -600,6 +600,9 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
             "ecc": "an ECC error", "oom": "out of memory", "signal": "a fatal signal",
             "python": "a Python exception"}.get(
         str(f.get("error_kind")), str(f.get("error_kind")))
+    if str(crash.first["code"]) in NOT_A_FAILURE_CODES:  # a time limit: no failure of a host
+        return Sighting("gpu_crash", rows, f"the scheduler ended the job at its time limit "
+                        f"({msg if len(msg) <= 140 else msg[:140] + ' …'})", ranks, report=rep)
     if str(crash.first["code"]) == "launcher_received_signal":
         return Sighting("gpu_crash", rows, f"the launcher was stopped from outside the job "
                         f"({msg}): no worker failed on its own", ranks, report=rep,
