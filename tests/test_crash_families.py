@@ -9,6 +9,7 @@ import pytest
 
 import traindoc
 from traindoc.diagnose import gpu_crash
+from traindoc.diagnose.gpu_crash.events import EXCEPTION_WRAPPER_RE
 from traindoc.parse.errors import parse_error
 
 
@@ -1737,6 +1738,37 @@ def test_a_data_parallel_error_among_named_ranks_is_not_rank_0(tmp_path: Path) -
     # DataParallel inside a distributed job: its lines name their rank, which stays theirs
     text = "".join(f"[rank3]: {line}\n" for line in DATA_PARALLEL.splitlines())
     assert _facts(tmp_path, text)["failed_ranks"] == [3]
+
+
+# --- Paddle's operator wrapper: the exception content it goes on to is the failure -----------
+
+PADDLE_OPERATOR_WRAPPER = (  # hutuxian/RSPNet's workerlog.0 (corpus gpu_crash-rspnet-paddle-8rank-
+    # rank0-oom), frames shortened
+    '  File "/usr/local/lib/python3.7/site-packages/paddle/nn/functional/norm.py", line 198, in '
+    "batch_norm\n"
+    "    *attrs)\n"
+    "SystemError: (Fatal) Operator batch_norm raises an paddle::memory::allocation::BadAlloc "
+    "exception.\n"
+    "The exception content is\n"
+    ":ResourceExhaustedError: \n"
+    "\n"
+    "Out of memory error on GPU 0. Cannot allocate 24.500244MB memory on GPU 0, available memory "
+    "is only 13.750000MB.\n")
+
+
+def test_paddle_operator_wrapper_is_context_for_the_error_it_wraps(tmp_path: Path) -> None:
+    f = _facts(tmp_path, PADDLE_OPERATOR_WRAPPER)
+    assert f["error_kind"] == "oom" and "Out of memory error on GPU 0" in f["error_message"]
+
+
+@pytest.mark.parametrize("line", [
+    "SystemError: (Fatal) Operator batch_norm raises an paddle::memory::allocation::BadAlloc "
+    "exception.",
+    # a Paddle issue's report (a GPU its build has no kernel for)
+    "SystemError: (Fatal) Operator uniform_random raises an thrust::system::system_error exception.",
+    "torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0."])
+def test_exception_wrappers_are_known(line: str) -> None:
+    assert EXCEPTION_WRAPPER_RE.search(line)
 
 
 # --- the error inside a torchrun record's traceback field is that record's rank --------------

@@ -356,9 +356,15 @@ def _interrupted(stops: pd.DataFrame, incident: Incident, files: dict[str, int])
 # torch's ExceptionWrapper re-raising what a DataParallel replica or a DataLoader worker raised
 # ("torch.OutOfMemoryError: Caught OutOfMemoryError in replica 0 on device 0.", "RuntimeError:
 # Caught RuntimeError in DataLoader worker process 0."): the original error and its traceback
-# follow ("Original Traceback (most recent call last): …")
+# follow ("Original Traceback (most recent call last): …"); Paddle's operator wrapper, its content
+# after "The exception content is" ("SystemError: (Fatal) Operator batch_norm raises an
+# paddle::memory::allocation::BadAlloc exception." then "Out of memory error on GPU 0. Cannot
+# allocate 24.500244MB …", hutuxian/RSPNet's workerlog.0; "SystemError: (Fatal) Operator
+# uniform_random raises an thrust::system::system_error exception." then its content, a Paddle
+# issue's report of a GPU its build has no kernel for)
 EXCEPTION_WRAPPER_RE = re.compile(
-    r"Caught \w+ in (?:replica \d+ on device \d+|DataLoader worker process \d+|pin memory thread)")
+    r"Caught \w+ in (?:replica \d+ on device \d+|DataLoader worker process \d+|pin memory thread)"
+    r"|Operator \w+ raises an? [\w:]+ exception")
 WRAPPED_ERROR_LINES = 400  # the original traceback ends this close below the wrapper's line
 
 
