@@ -70,12 +70,17 @@ from traindoc.diagnose import failure_class
 # batch 2026-11-28y (48 cases, 3 in 4 positives, every repository new, 27 right blind) took it
 # to 1152; round z fixed 9 of batch y's families (1086 -> 1095) with nothing right going wrong:
 # deadlock's floor lower by batch y's healthy per-rank DDP logs read wrong, every other raised.
-FLOOR_PCT = {"all": 94.9, "timeout": 95.4, "gpu_crash": 95.6, "loss_spike": 94.6,
-             "throughput": 93.2, "deadlock": 92.6}
+# Round a (1095 -> 1099 of 1152; a SLURM time limit read as the job's stop, which makes the
+# three bigscience benchmark cases labelled healthy wrong: a label conflict named in the closing
+# note) and batch 2026-11-28z (24 cases, 14 right blind) took it to 1176: gpu_crash's,
+# throughput's, deadlock's and triage's healthy floors lower by batch z's wrong cases, every
+# other raised.
+FLOOR_PCT = {"all": 94.6, "timeout": 95.8, "gpu_crash": 94.2, "loss_spike": 95.1,
+             "throughput": 92.9, "deadlock": 92.0}
 # triage: the share of failing cases where it names the expected class first (issue 26: 90),
-# and of healthy cases where it names none (754/778 and 269/282 today)
-TRIAGE_FLOOR_PCT = 96.7
-TRIAGE_HEALTHY_FLOOR_PCT = 95.0
+# and of healthy cases where it names none (774/795 and 275/289 today)
+TRIAGE_FLOOR_PCT = 97.2
+TRIAGE_HEALTHY_FLOOR_PCT = 94.8
 MAX_LOG_BYTES = 256 * 1024
 CASES = score.find_cases(CORPUS) if CORPUS.is_dir() else []
 
