@@ -190,7 +190,11 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("gpu_crash", "FINDINGS", "input"): ("data/gpu_crash/drill_crash", {}),
     ("gpu_crash", "VERDICTS", "first_failure"): ("data/gpu_crash/bloom_seed", {}),
     ("gpu_crash", "VERDICTS", "symptoms"): (
-        "data/corpus/gpu_crash/gpu_crash-bigscience-meg-gpt2-base-n64-1809655", {}),
+        "data/corpus/gpu_crash/gpu_crash-learnable-triangulation-81", {}),
+    ("gpu_crash", "VERDICTS", "time_limit"): (
+        "data/corpus/gpu_crash/gpu_crash-tdmolflow-slurm-time-limit", {}),
+    ("gpu_crash", "ACTIONS", "time_limit"): (
+        "data/corpus/gpu_crash/gpu_crash-tdmolflow-slurm-time-limit", {}),
     ("gpu_crash", "VERDICTS", "no_crash"): ("data/corpus/gpu_crash/gpu_crash-gluon-cv-1663", {}),
     ("gpu_crash", "VERDICTS", "outside_stop"): ("data/corpus/gpu_crash/gpu_crash-prime-rl-1360",
                                                 {}),
