@@ -216,11 +216,18 @@ RUNPY_FRAME_RE = re.compile(r"\((?:<frozen runpy>|[^()]*[/\\]runpy\.py):\d+\)$")
 # by its time, as the hang a watchdog's abort may follow.
 LIVED_WITH_SHAPES = frozenset({"step", "gradual"})
 GAP_FINDING = "change_across_gap"  # a metric runbook's change seen only across a gap in the log
+# a failure message quoted in triage's cause is cut after this many characters
+MESSAGE_CHARS = 140
 MIN_SERIES = 8  # logged iterations needed before throughput or loss can be judged
 MAX_LINES = 8  # evidence lines kept per class
 MAX_UNPARSED = 20  # failure-looking lines no parser understood, shown before a count
 POSITION_STRIDE = 1_000_000  # a timeline position: file index * stride + line number
 TIMELINE_COLUMNS = ["class", "role", "time", "position", "who"]
+
+
+def _clip(msg: str) -> str:
+    """``msg`` as triage's cause quotes it: cut after ``MESSAGE_CHARS``, marked with an ellipsis."""
+    return msg if len(msg) <= MESSAGE_CHARS else msg[:MESSAGE_CHARS] + " …"
 
 
 @dataclass
@@ -539,7 +546,7 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         first = headline_error(incident, err)
         culprit = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         msg = str(first["message"]) if pd.notna(first["message"]) else str(first["kind"])
-        parts.append(f"{culprit}: {msg if len(msg) <= 140 else msg[:140] + ' …'}")
+        parts.append(f"{culprit}: {_clip(msg)}")
     if len(x):
         rc = x[x["root_cause"].fillna(False).astype(bool)]
         first = (_ordered(incident, rc) if len(rc) else _ordered(incident, x)).iloc[0]
@@ -602,13 +609,13 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
         str(f.get("error_kind")), str(f.get("error_kind")))
     if str(crash.first["code"]) in NOT_A_FAILURE_CODES:  # a time limit: no failure of a host
         return Sighting("gpu_crash", rows, f"the scheduler ended the job at its time limit "
-                        f"({msg if len(msg) <= 140 else msg[:140] + ' …'})", ranks, report=rep)
+                        f"({_clip(msg)})", ranks, report=rep)
     if str(crash.first["code"]) == "launcher_received_signal":
         return Sighting("gpu_crash", rows, f"the launcher was stopped from outside the job "
                         f"({msg}): no worker failed on its own", ranks, report=rep,
                         outside_stop=True)
     return Sighting("gpu_crash", rows, f"{where} failed with {kind}: "
-                    f"{msg if len(msg) <= 140 else msg[:140] + ' …'}", ranks, report=rep)
+                    f"{_clip(msg)}", ranks, report=rep)
 
 
 def _victim_crash(incident: Incident, cascade: pd.DataFrame, rep: Report) -> Sighting | None:
@@ -625,7 +632,7 @@ def _victim_crash(incident: Incident, cascade: pd.DataFrame, rep: Report) -> Sig
     rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
     msg = str(rep.facts.get("error_message") or "an NCCL error")
     return Sighting("gpu_crash", rows, "a peer or the network failed under these processes "
-                    f"(NCCL: {msg if len(msg) <= 140 else msg[:140] + ' …'})", _ranks(rows),
+                    f"(NCCL: {_clip(msg)})", _ranks(rows),
                     report=rep)
 
 

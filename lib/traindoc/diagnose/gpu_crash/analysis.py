@@ -4,6 +4,7 @@ work, the Young/Daly interval, and the facts of summary.json)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -129,8 +130,9 @@ def analyse(incident: Incident, checkpoint_save_s: float | None = None,
     return _analyse(incident, *args)
 
 
-# ``analyse``'s defaults, in its order: the analysis that ``Incident.once`` keeps
-_DEFAULT_ARGS = (None, None, DEFAULT_MTBF_HOURS, None, 8, SAME_FAILURE_WINDOW_S)
+# ``analyse``'s defaults, in its order (read from its signature, so that a new knob cannot
+# be left out): the analysis that ``Incident.once`` keeps
+_DEFAULT_ARGS = tuple(p.default for p in list(inspect.signature(analyse).parameters.values())[1:])
 
 
 def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
