@@ -18,9 +18,16 @@ import pytest
 
 import traindoc
 
-# ``\\s*`` (not yet possessive) before an optional atom that cannot match whitespace and
+# ``\\s*`` (not yet possessive) before optional atoms that cannot match whitespace and
 # another ``\\s*``: the two runs can share one stretch of whitespace in quadratically many ways
-SPLIT_RUN = re.compile(r"\\s\*(?!\+)(?=(?:\[[^\]\s\\]*\]|\\[^sSwW.]|[^\\\s()|.*+?\[\]{}])\?\\s\*)")
+SPLIT_RUN = re.compile(r"\\s\*(?!\+)(?=(?:(?:\[(?:[^\]\s\\]|\\[^sWD])*\]|\\[^sSwW.]|[^\\\s()|.*+?\[\]{}])\?)+\\s\*)")
+
+
+# the same shape over digits: a number's integer part (``\\d+``, ``[\\d,]*``) not yet possessive
+# before optional atoms and another run of digits (``\\.?\\d*``): a line of 20,000 zeros after
+# "MFU" took minutes (``\\d+\\.?\\d*`` tries every split of the run, at every start)
+DIGIT_SPLIT = re.compile(r"(?:\\d|\[\\d[^\]]*\])[*+](?!\+)"
+                         r"(?=(?:(?:\\[^sSwWdD]|\[[^\]]*\]|[^\\\s()|.*+?\[\]{}])\?)+\\d[*+])")
 
 
 def _patterns() -> list[tuple[str, str]]:
@@ -40,10 +47,21 @@ def test_no_reader_pattern_splits_a_whitespace_run_between_two_stars() -> None:
     assert not bad, f"make the first \\s* possessive (\\s*+): {bad}"
 
 
+def test_no_reader_pattern_splits_a_digit_run_between_two_stars() -> None:
+    bad = [name for name, pattern in _patterns() if DIGIT_SPLIT.search(pattern)]
+    assert not bad, f"make the integer part possessive (\\d++, [\\d,]*+): {bad}"
+
+
 def test_the_guard_finds_the_shape_it_guards() -> None:
     assert SPLIT_RUN.search(r"iteration\s*[:=#]?\s*\[?\s*(?P<n>\d+)")
     assert not SPLIT_RUN.search(r"iteration\s*+[:=#]?\s*+\[?\s*(?P<n>\d+)")
     assert not SPLIT_RUN.search(r"\s*(?:\]\s*\[|[,;|]|\s)\s*epoch")  # no optional atom between
+    assert SPLIT_RUN.search(r"[:=]\s*['\"]?[(\[]?\s*(?P<sizes>\d+)")  # two optional atoms
+    assert DIGIT_SPLIT.search(r"[-+]?(?:\d+\.?\d*|\.\d+)")
+    assert DIGIT_SPLIT.search(r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)")
+    assert DIGIT_SPLIT.search(r"(?P<v>[-+]?[\d,]*\.?\d+)")
+    assert not DIGIT_SPLIT.search(r"[-+]?(?:\d++\.?\d*|\.\d+)")
+    assert not DIGIT_SPLIT.search(r"[-+]?(?:[\d,]*+\.|(?:\d*+,)*)?\d++")
 
 
 @pytest.mark.parametrize("key", ["iteration", "step", "global_step", "epoch", "Round", "iter"])
@@ -52,3 +70,22 @@ def test_a_step_key_padded_by_thousands_of_spaces_is_read_as_nothing(tmp_path, k
     log.write_text(f"{key}{' ' * 4000}\n{key}{chr(9) * 4000}x\n", encoding="utf-8")
     got = traindoc.load(log)
     assert got.iterations.empty
+
+
+# lines a hostile (or broken) writer may print: a metric key before a run that every number
+# pattern can start in; each took seconds to hours before the patterns above were made linear
+HOSTILE_LINES = [
+    "MFU" + "0" * 20000,  # a number's integer part split every way (metric_lines' _NUM)
+    "ROUND " + "1," * 10000,  # a unit looked for after every number of a comma run (UNIT_RE)
+    "std" + "1." * 10000 + ": x",  # a host prefix's name split around its digit (HOST_RE)
+    "BS_SCHEDULE: " + " " * 20000,  # a batch schedule's spaces split three ways
+    "a=" + "1" * 20000 + " x",  # OLMo's key=value whose value ends in a letter
+]
+
+
+@pytest.mark.parametrize("line", HOSTILE_LINES, ids=lambda s: s[:12])
+def test_a_hostile_line_of_twenty_thousand_characters_loads(tmp_path, line) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(f"iteration 1 loss 2.5\n{line}\n", encoding="utf-8")
+    got = traindoc.load(log)
+    assert got.account.lines == 2

@@ -164,6 +164,9 @@ TEMPLATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"'[^']*'|\"[^\"]*\""), "<str>"),
     (re.compile(r"\s+"), " "),
 )
+# a message's signature is made of its first this many characters: a hostile message of a
+# million does not cost a million squared (the number rule backtracks in a run without digits)
+TEMPLATE_INPUT_CHARS = 4096
 FRAME_FUNCTION_RE = re.compile(r"^\s*([\w.<>]+)")
 WORD_RE = re.compile(r"<\w+>|\w+")
 
@@ -173,7 +176,7 @@ def template(message: str | None) -> str | None:
     lower case and cut at 160 characters (None for no message)."""
     if not message:
         return None
-    text = str(message)
+    text = str(message)[:TEMPLATE_INPUT_CHARS]
     for rx, repl in TEMPLATE_RULES:
         text = rx.sub(repl, text)
     return text.strip().lower()[:160] or None

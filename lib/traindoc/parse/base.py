@@ -96,7 +96,7 @@ class FileLoader:
 
 
 INT_RE = re.compile(r"-?\d+")
-NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
+NUM_RE = re.compile(r"[-+]?(?:\d++\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
 
 
 # A number read from a log but beyond int64: a table keeps its row with the value <NA> and the

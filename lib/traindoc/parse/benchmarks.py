@@ -345,7 +345,7 @@ SCHEDULE_VALUE: tuple[tuple[str, re.Pattern[str]], ...] = (
 # 2026-06-11_RecursiveFromBest): "schedule:batch_size", each stage's size (kept where it grows).
 _SIZE = r"\d+(?:\s*\*\s*\d+)*"
 BATCH_SCHEDULE_RE = re.compile(
-    rf"\b(?:train_)?(?:bs|batch_size)_schedule\b['\"]?\s*(?::\s*\w+\s*)?[:=]\s*['\"]?[(\[]?"
+    rf"\b(?:train_)?(?:bs|batch_size)_schedule\b['\"]?\s*(?::\s*\w+\s*)?[:=]\s*+['\"]?[(\[]?"
     rf"\s*(?P<sizes>{_SIZE}(?:\s*,\s*{_SIZE})+)", re.IGNORECASE)
 STAGE_BATCH_RE = re.compile(rf"\b\w*Stage\w*\((?:[^()]|\([^()]*\))*?\bbatch_size\s*=\s*(?P<size>{_SIZE})\b")
 SCHEDULE_NEEDLES = ("random_ltd", "curriculum", "rampup_batch_size", "reserved_length",

@@ -76,7 +76,7 @@ from .prefixes import MONTH_NAME_TIME_RE, MONTH_NAMES
 from .progress import TQDM_RE
 
 MEGATRON_RE = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*(?P<total>\d+)\s*\|(?P<rest>.*)")
-NUMBER_PREFIX_RE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)",
+NUMBER_PREFIX_RE = re.compile(r"^\s*([-+]?(?:\d++\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf)",
                               re.IGNORECASE)
 
 # normalised key -> (column, scale)
@@ -316,7 +316,7 @@ class DeepSpeedStepParser:
 
 # -- step: N  key: value (torchtitan and alike) --------------------------------------------
 STEP_KV_RE = re.compile(r"(?<![\w/])step:\s*(?P<it>\d+)(?:/(?P<total>\d+))?\b(?P<rest>.*)")
-PAIR_RE = re.compile(r"(?<![A-Za-z_])(?P<k>[A-Za-z_][\w/]*+):\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)"
+PAIR_RE = re.compile(r"(?<![A-Za-z_])(?P<k>[A-Za-z_][\w/]*+):\s*(?P<v>[-+]?(?:[\d,]*+\.|(?:\d*+,)*)?\d++(?:[eE][-+]?\d+)?)"
                      r"(?P<u>%|ms|s|GiB)?")
 # key -> (column, scale); tps/wps are per device in torchtitan (tokens / (time * non-DP size))
 STEP_KEYS: dict[str, tuple[str, float]] = {
@@ -526,7 +526,7 @@ HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate':
 # time left, "[step=100/2000,epoch=0,eta=5h11m]", and writes "???" for a total it does not know
 OLMO_HEADER_RE = re.compile(r"\[step=(?P<it>\d+)(?:/(?:(?P<total>\d+)|\?\?\?))?"
                             r"(?:,epoch=(?P<epoch>\d+))?(?:,eta=[^\]]*)?\]")
-OLMO_METRIC_RE = re.compile(r"^\s*+(?P<k>[\w/.()-][\w/.() -]*?)=(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+OLMO_METRIC_RE = re.compile(r"^\s*+(?P<k>[\w/.()-][\w/.() -]*?)=(?P<v>[-+]?(?:[\d,]*+\.|(?:\d*+,)*)?\d++(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 OLMO_KEYS = {
     "train/CrossEntropyLoss": "loss", "train/ce_loss": "loss",
     "optim/total_grad_norm": "grad_norm", "train/grad_norm": "grad_norm",
@@ -725,7 +725,7 @@ def parse_colbert(text: str) -> Row | None:
 # -- key: value step lines that differ only in wording ------------------------------------------
 # (regex for the step, key -> (column, divisor)); values with "ms" are divided by 1000 when the
 # column is elapsed_s, thousands separators dropped.
-KV_FIELD_RE = re.compile(r"(?<![\w/])(?P<k>[A-Za-z_][\w/]*+)\s*[:=]\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
+KV_FIELD_RE = re.compile(r"(?<![\w/])(?P<k>[A-Za-z_][\w/]*+)\s*[:=]\s*(?P<v>[-+]?(?:[\d,]*+\.|(?:\d*+,)*)?\d++(?:[eE][-+]?\d+)?|nan|inf)"
                          r"(?P<u>ms|s\b|%|[KMGT]\b)?")
 KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # fairseq before 0.6: "| epoch 015  4000 / 8223 loss=0.73 (0.96), wps=963, wpb=915, bsz=32,
@@ -779,7 +779,7 @@ KV_FORMATS: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "torch_rnn": (re.compile(r"\bEpoch \d+\.\d+ / \d+, i = (?P<it>\d+) / (?P<total>\d+),(?P<rest>.*)"),
                   {"loss": "loss", "lrate": "lr"}),
 }
-PIPE_FIELD_RE = re.compile(r"^\s*+(?P<k>[^\s:|](?:[^:|]*[^\s:|])?)\s*+:\s*(?P<v>[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|nan|inf)"
+PIPE_FIELD_RE = re.compile(r"^\s*+(?P<k>[^\s:|](?:[^:|]*[^\s:|])?)\s*+:\s*(?P<v>[-+]?(?:[\d,]*+\.|(?:\d*+,)*)?\d++(?:[eE][-+]?\d+)?|nan|inf)"
                            r"(?P<u>ms|s\b|%|[KMGT]\b)?")
 # a human-format suffix (nanotron's "2.35K tokens/s", "85.8G tokens")
 KV_SUFFIX = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -826,7 +826,7 @@ def parse_kv_step(text: str) -> Row | None:
 # -- one-regex step formats: named groups are columns ------------------------------------------
 # it -> iteration, loss, grad_norm, lr, elapsed_s (seconds), elapsed_ms, tokens_per_s,
 # samples_per_s, total -> total_iterations. Each with a real line in tests/test_iterations.py.
-_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
+_NUM = r"[-+]?(?:\d++\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?nan|[-+]?inf"
 SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # WaveGlow: "step_78540:\tloss_-4.065555573"
     "waveglow": re.compile(rf"^step_(?P<it>\d+):\s*loss_(?P<loss>{_NUM})\s*$"),
@@ -1074,7 +1074,7 @@ class EpochTimeParser:
 # loss_spike-shogi-rl-rllib-dqn-q-divergence, its nohup.out)
 RLLIB_ITERATION_RE = re.compile(r"^\s*training_iteration:\s*(?P<n>\d+)\s*$")
 RLLIB_STAT_RE = re.compile(
-    r"^\s*(?P<k>grad_gnorm|total_loss|cur_lr):\s*(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.nan|\.inf)|nan|inf)\s*$")
+    r"^\s*(?P<k>grad_gnorm|total_loss|cur_lr):\s*(?P<v>[-+]?(?:\d++\.?\d*(?:[eE][-+]?\d+)?|\.nan|\.inf)|nan|inf)\s*$")
 RLLIB_COLUMNS = {"grad_gnorm": "grad_norm", "total_loss": "loss", "cur_lr": "lr"}
 
 
@@ -1196,7 +1196,7 @@ def parse_pythia(text: str) -> Row | None:
 # -- mmengine / mmcv ---------------------------------------------------------------------------
 MMENGINE_RE = re.compile(r"\bIter\(train\)\s*\[\s*(?P<it>\d+)/(?P<itotal>\d+)\](?P<rest>.*)")
 MM_FIELD_RE = re.compile(r"(?<![\w.])(?P<k>lr|loss|grad_norm|time):\s*"
-                         r"(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
+                         r"(?P<v>[-+]?(?:\d++\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
 MM_KEYS = {"lr": "lr", "loss": "loss", "grad_norm": "grad_norm", "time": "elapsed_s"}
 
 

@@ -147,7 +147,7 @@ from .base import LineParser, Row, hms_to_s
 from .iterations import KV_SUFFIX, counter_growth
 from .progress import BARLESS_RE, LOGGABLE_RE, TQDM_FORMATS, TQDM_RE
 
-_NUM = r"[-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
+_NUM = r"[-+]?(?:\d(?:\d*+,)*\d*+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
 
 # the step: a key of STEP_KEYS, an optional separator, the number, an optional total
 STEP_RE = re.compile(
@@ -322,7 +322,7 @@ STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
 # a JSON string value that is a number (fairseq's json log format writes every stat as one:
 # {"epoch": 1, "update": 0.004, "loss": "16.195", …, "num_updates": "100", "gnorm": "5.155"})
-NUMBER_STR_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
+NUMBER_STR_RE = re.compile(r"[-+]?(?:\d++\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.IGNORECASE)
 # MLPerf's logging (":::MLLOG {…, "key": "tracked_stats", "value": {"throughput": 56479.9},
 # "metadata": {…, "step": 2}}"): an event's fields, the step in its metadata, and the names
 # its benchmarks give a rate (samples per second: images, sequences)
@@ -356,7 +356,7 @@ PAIR_RE = re.compile(
 # StyleGAN/EDM's "time 6d 23h 59m", "time 1m 19s", "time 33s 220ms")
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
-    rf"(?<![\w.])(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
+    rf"(?<![\w.])(?<!\d,)(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s(?:ec)?|images/s(?:ec)?|"
     r"TFLOPS|TFLOP/s|secs?/step|s/step|secs?/batch|s/batch|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)

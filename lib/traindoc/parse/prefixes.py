@@ -106,7 +106,7 @@ SLURMSTEPD_PREFIX = "slurmstepd-"
 # ending a traceback: "cv2.error: OpenCV(4.5.1) …" (linhandev/iann log/workerlog.0))
 HOST_RE = re.compile(
     r"(?<![A-Za-z])(?![\w.\-]*\.\w*(?:error|Error|Exception|Warning): )"
-    r"(?P<host>[A-Za-z][\w.\-]*\d[\w.\-]*)"
+    r"(?P<host>[A-Za-z](?=[\w.\-]*?\d)[\w.\-]*+)"
     r"(?:: (?=[ \t]*\S)(?![ \t]*\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
 )
 # pdsh / DeepSpeed's launcher name the local node "localhost" (no digit), and any host name

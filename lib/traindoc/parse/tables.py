@@ -25,7 +25,7 @@ from .base import FileLoader, Row
 HEAD_ROWS_MIN = 3  # numeric rows the head must hold
 NUMERIC_SHARE = 0.75  # of the head's non-blank, non-elision lines
 MAX_TABLE_BYTES = 64 * 1024 * 1024
-NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|-inf)"
+NUMBER = r"[-+]?(?:\d++\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|-inf)"
 ROW_RE = re.compile(rf"^\s*(?P<cells>\d+(?:\s*[,\s]\s*{NUMBER})+)\s*+,?\s*$")
 SPLIT_RE = re.compile(r"\s*,\s*|\s+")
 ELISION_RE = re.compile(r"^\s*(?:\.\.\.|…)\s*$")
