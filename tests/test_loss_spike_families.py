@@ -1240,6 +1240,57 @@ def test_rllibs_result_yaml_is_one_row_per_training_iteration(tmp_path: Path, li
         assert it[k].iloc[0] == pytest.approx(v)
 
 
+# RSL-RL's iteration blocks: legged_gym's (rsl_rl 1.x; OpenRobotLab/HoST's training notes) and
+# rsl_rl 2.x's "Mean value_function loss" (unitree_rl_lab#107, corpus
+# loss_spike-unitree-rl-lab-107-value-loss-inf)
+RSL_RL_1 = [
+    "#" * 80, "                      Learning iteration 49/12000                       ", "",
+    "                       Computation: 29515 steps/s (collection: 20.346s, learning 2.524s)",
+    "               Value function loss: 31.5798", "                    Surrogate loss: -0.0054",
+    "             Mean action noise std: 0.84", "                       Mean reward: -547.75",
+    "-" * 80, "                   Total timesteps: 33750000",
+    "                    Iteration time: 22.87s", "                        Total time: 1108.08s",
+    "                               ETA: 264853.5s", "", "#" * 80,
+    "                     Learning iteration 1338/12000                      ", "",
+    "               Value function loss: 13.6643", "                    Surrogate loss: 0.0029"]
+RSL_RL_2 = [
+    "#" * 80, "                     Learning iteration 10108/50000                     ", "",
+    "                       Computation: 57897 steps/s (collection: 1.551s, learning 0.147s)",
+    "             Mean action noise std: 0.53", "          Mean value_function loss: inf",
+    "               Mean surrogate loss: 0.0000", "                 Mean entropy loss: 21.9732"]
+
+
+@pytest.mark.parametrize(("lines", "rows"), [
+    (RSL_RL_1, [{"iteration": 49, "total_iterations": 12000, "loss": 31.5798, "elapsed_s": 22.87},
+                {"iteration": 1338, "loss": 13.6643}]),
+    (RSL_RL_2, [{"iteration": 10108, "total_iterations": 50000, "nan": 1}]),
+])
+def test_rsl_rls_iteration_block_is_one_row_with_the_value_functions_loss(
+        tmp_path: Path, lines: list[str], rows: list[dict]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(str(log)).iterations
+    assert len(it) == len(rows)
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            assert it[k].iloc[i] == pytest.approx(v)
+
+
+@pytest.mark.parametrize(("line", "step", "loss"), [
+    # PaddleSlim#1582 (corpus loss_spike-paddleslim-1582-nan-from-iter-10)
+    ("2022-12-08 17:57:31,371-INFO: Total iter: 0, epoch: 0, batch: 0, loss: [10.000229]", 0,
+     10.000229),
+    ("Epoch 0 step 100, Loss = [1.1742566]", 100, 1.1742566),  # jina-ai/finetuner#2 (Paddle)
+])
+def test_a_loss_printed_as_a_one_element_array_is_read(tmp_path: Path, line: str, step: int,
+                                                        loss: float) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(line + "\n")
+    it = traindoc.load(str(log)).iterations
+    assert it["iteration"].tolist() == [step]
+    assert it["loss"].iloc[0] == pytest.approx(loss)
+
+
 def test_an_epochs_running_mean_reset_is_no_spike() -> None:
     # DSFD's train.py prints losses / (batch_idx + 1), reset each epoch: the first line of an
     # epoch is one batch's loss (6.6466 over a ~4.95 mean), back on the next lines (corpus

@@ -1113,6 +1113,61 @@ class RLlibResultParser:
         return []
 
 
+# -- RSL-RL's on-policy runner (legged_gym, Isaac Lab, unitree_rl_lab): one block an iteration --
+# "Learning iteration 119/12000" centred under a line of '#', then its stats right-aligned
+# before a colon: "Value function loss: 22.3836", "Surrogate loss: -0.0080" (rsl_rl 1.x,
+# legged_gym), "Mean value_function loss: inf", "Mean surrogate loss: 0.0000" (rsl_rl 2.x,
+# unitree_rl_lab#107), "Iteration time: 6.20s" after a dashed line. The value function's loss
+# is the one that diverges (a critic fed exploding returns): the block's ``loss``; a non-finite
+# value in either loss is the iteration's NaN.
+RSL_ITERATION_RE = re.compile(r"^\s*+Learning iteration (?P<n>\d+)/(?P<total>\d+)\s*$")
+RSL_STAT_RE = re.compile(
+    r"^\s*+(?P<k>(?:Mean )?(?:[Vv]alue[ _]function|surrogate|Surrogate) loss|Iteration time)"
+    r":\s*+(?P<v>[-+]?(?:nan|inf)|[-+]?\d++(?:\.\d+)?(?:[eE][-+]?\d+)?)(?P<u>s)?\s*$")
+
+
+class RslRlIterationParser:
+    """RSL-RL's iteration block: a row at the next block's heading (or the end of the
+    stream) with the iteration, the value function's loss, NaN where a loss is not finite,
+    and the iteration's time."""
+
+    needles = ("Learning iteration ",)
+    tables = ("iterations",)
+    section: str | None = None  # "rsl_rl" inside a block
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.row: Row | None = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the previous block's row at the next heading."""
+        if (m := RSL_ITERATION_RE.match(text)) is not None:
+            out = self.close()
+            self.row = {"iteration": int(m["n"]), "total_iterations": int(m["total"]), "_ctx": ctx}
+            self.section = "rsl_rl"
+            return out
+        if self.row is None or (m := RSL_STAT_RE.match(text)) is None:
+            return []
+        value = to_float(m["v"])
+        if value is None:
+            return []
+        if m["k"] == "Iteration time":
+            self.row["elapsed_s"] = value
+            return []
+        if not math.isfinite(value):
+            self.row["nan"] = 1
+        if "urrogate" not in m["k"]:
+            self.row["loss"] = value
+        return []
+
+    def close(self) -> list[tuple[str, Row]]:
+        """The block read so far, as a row (a heading with no loss is no series' point)."""
+        row, self.row, self.section = self.row, None, None
+        if row is None or ("loss" not in row and "nan" not in row):
+            return []
+        return [("iterations", row)]
+
+
 # -- Keras fit(): "Epoch 2/500", then the epoch's last progress line ---------------------------
 # (Keras 0.x numbered its epochs from 0 and printed no total: "Epoch 0", keras-team/keras#21)
 KERAS_EPOCH_RE = re.compile(r"^\s*Epoch (?P<e>\d+)(?P<tot>/\d+)?\s*$")
@@ -1602,4 +1657,4 @@ PARSERS: tuple[LineParser, ...] = (
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
 BLOCKS = (HFTrainerParser, OlmoMetricsParser, ComposerConsoleParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
-          KerasEpochParser, RLlibResultParser)
+          KerasEpochParser, RLlibResultParser, RslRlIterationParser)

@@ -350,10 +350,12 @@ PAIR_RE = re.compile(
     r"|(?<![\w/.])(?P<k>[A-Za-z_][\w./()]*(?:(?: / | )[A-Za-z_][\w./()]*){0,4}?)"
     r"(?:\s?\((?P<pu>[A-Za-z%][\w/%]*)\))?"  # a unit in parentheses after the key, DGL's
     # "Speed (samples/sec) 43672.97", "Time (ms) 12.3" (``UNIT_KEYS``)
-    r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)"
-    rf"(?P<v>{_NUM})(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d]|-\d\d-|[dhm]\b|s \d)")  # (a date
-# is no value: "Time: 2024-10-31 18:32:24; Epoch: 69; …"; nor a clock in days, hours, minutes:
-# StyleGAN/EDM's "time 6d 23h 59m", "time 1m 19s", "time 33s 220ms")
+    r"\s*(?:[:=]| is (?=[-+.\dnNiI])|(?P<sp> ))\s*)(?P<ob>\[(?=[-+.\dnNiI]))?"
+    rf"(?P<v>{_NUM})(?(ob)\])(?:\s?(?P<u>ms\b|s\b|%|[KMGT]\b))?(?![:\d]|-\d\d-|[dhm]\b|s \d)")
+# (a date is no value: "Time: 2024-10-31 18:32:24; Epoch: 69; …"; nor a clock in days, hours,
+# minutes: StyleGAN/EDM's "time 6d 23h 59m", "time 1m 19s", "time 33s 220ms"). A value may be
+# a one-element array as Paddle and numpy print it: "loss: [10.000229]" (PaddleSlim#1582),
+# "Loss = [1.1742566]" (jina-ai/finetuner#2)
 # value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?<!\d,)(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
