@@ -455,7 +455,10 @@ def parse_hf_dict(text: str) -> tuple[str, Row] | None:
         row.update(event="train_summary", samples_per_s=to_float(d.get("train_samples_per_second")))
         return "train_summary", row
     if "eval_loss" in d or "eval_runtime" in d:
-        row.update(event="eval", eval_loss=to_float(d.get("eval_loss")))
+        # the evaluation's own rate ('eval_samples_per_second': 12.805) stays on its row: the
+        # throughput runbook reads it only where no training line carries a rate
+        row.update(event="eval", eval_loss=to_float(d.get("eval_loss")),
+                   samples_per_s=to_float(d.get("eval_samples_per_second")))
         return "eval", row
     for key, col in HF_TRAIN_KEYS.items():
         if key in d:
