@@ -928,6 +928,11 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         if col == "elapsed_s" and key.lower() == "time":
             plain_time = value
         row[col] = value
+        if col == "elapsed_s" and value is not None and (
+                mean := PAREN_CURRENT_RE.match(rest, p.end())):
+            # an AverageMeter's "Time 0.427 (2.561)": the value, then its mean since the start
+            scale = value / _number(p["v"], p["u"]) if _number(p["v"], p["u"]) else 1.0
+            row["elapsed_mean_s"] = (_number(mean["v"], None) or 0.0) * scale
         if col == RUNNING_MEAN and (cur := PAREN_CURRENT_RE.match(rest, p.end())):
             row.setdefault("samples_per_s", _number(cur["v"], None))
     steps_per_s = row.pop("steps_per_s", None)
