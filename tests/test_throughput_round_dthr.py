@@ -3,6 +3,7 @@ two sources: an evaluation's own rate, the series where no training line carries
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,19 @@ def test_a_slow_first_step_amortised_is_no_stall(tmp_path: Path) -> None:
     (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
     facts = tp.diagnose(traindoc.load(tmp_path / "train.log")).facts
     assert facts["shape"] != "stalls"
+
+
+def test_trainer_states_evals_are_the_series_where_steps_carry_none(tmp_path: Path) -> None:
+    # the log_history of yuanhuanghuang/quality's baselines/lrqa trainer_state.json (steps 50-250)
+    history = []
+    for step, (rate, runtime) in zip(range(50, 300, 50), [
+            (22.671, 92.0138), (22.65, 92.0967), (22.64, 92.1391), (22.679, 91.9776),
+            (22.684, 91.9584)], strict=True):
+        history.append({"epoch": step / 158, "learning_rate": 1e-05, "loss": 1.387, "step": step})
+        history.append({"epoch": step / 158, "eval_accuracy": 0.26, "eval_loss": 1.386,
+                        "eval_runtime": runtime, "eval_samples_per_second": rate,
+                        "eval_steps_per_second": 1.424, "step": step})
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    facts = tp.diagnose(traindoc.load(tmp_path / "trainer_state.json")).facts
+    assert facts["metric"] == "samples_per_s" and 22.6 <= facts["baseline"] <= 22.7
+    assert facts["degraded"] is False
