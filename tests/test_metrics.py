@@ -127,6 +127,9 @@ def test_hf_trainer_state_json(tmp_path: Path) -> None:
     p = tmp_path / "trainer_state.json"
     p.write_text(json.dumps(state))
     it = traindoc.load(p).iterations
+    ev = it[(it["event"] == "eval").fillna(False)]  # the eval entry: an eval row of its step
+    assert ev[["iteration", "eval_loss"]].values.tolist() == [[20, 1.40]]
+    it = it[it["event"].isna()]
     assert it["iteration"].tolist() == [10, 20, 30]
     assert it["loss"].tolist() == [1.52, 1.49, 1.47]
     assert it["lr"].tolist() == [1.4e-06, 2.8e-06, 4.2e-06]

@@ -252,6 +252,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("throughput", "VERDICTS", "pause"): ("data/corpus/throughput/throughput-ai-toolkit-595", {}),
     ("throughput", "VERDICTS", "stall"): (
         "data/corpus/throughput/throughput-retrieval-based-voice-conversion-webui-1882", {}),
+    ("throughput", "VERDICTS", "stalls"): (
+        "data/corpus/throughput/throughput-efficient-pytorch-21", {}),
     ("throughput", "VERDICTS", "drop"): ("data/throughput/bloom_seed", {}),
     ("throughput", "VERDICTS", "gap"): (
         "data/corpus/loss_spike/loss_spike-s21-gpt2-final-5000-steps-b", {}),
@@ -265,6 +267,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/throughput/throughput-ai-toolkit-595", {}),
     ("throughput", "ACTIONS", "check_stall"): (
         "data/corpus/throughput/throughput-retrieval-based-voice-conversion-webui-1882", {}),
+    ("throughput", "ACTIONS", "check_input"): (
+        "data/corpus/throughput/throughput-efficient-pytorch-21", {}),
     ("throughput", "ACTIONS", "compare_baseline"): (
         "data/corpus/throughput/throughput-bigscience-tr1-13b-29020-b", {}),
     ("throughput", "ACTIONS", "log_throughput"): (

@@ -27,6 +27,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "consumed_samples": "Int64",
         "consumed_tokens": "Int64",
         "elapsed_s": "Float64",
+        # the running mean of the step's time since the start, printed after it (an
+        # AverageMeter's "Time 0.427 (2.561)"): far above the printed steps' times, the run
+        # stalls between the steps it prints
+        "elapsed_mean_s": "Float64",
         # wall seconds of the whole logging interval that ends at this iteration (Pythia's
         # "time(s): 307.7 s" over 100 iterations); the throughput runbook divides it by the gap
         "interval_s": "Float64",

@@ -455,7 +455,10 @@ def parse_hf_dict(text: str) -> tuple[str, Row] | None:
         row.update(event="train_summary", samples_per_s=to_float(d.get("train_samples_per_second")))
         return "train_summary", row
     if "eval_loss" in d or "eval_runtime" in d:
-        row.update(event="eval", eval_loss=to_float(d.get("eval_loss")))
+        # the evaluation's own rate ('eval_samples_per_second': 12.805) stays on its row: the
+        # throughput runbook reads it only where no training line carries a rate
+        row.update(event="eval", eval_loss=to_float(d.get("eval_loss")),
+                   samples_per_s=to_float(d.get("eval_samples_per_second")))
         return "eval", row
     for key, col in HF_TRAIN_KEYS.items():
         if key in d:
@@ -938,7 +941,11 @@ SWIN_FIELD_RE = re.compile(r"(?:^|\t|\s(?=lr ))\s*(?P<k>lr|time|loss|grad_norm|l
                            r"(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|nan|inf)\b")
 SWIN_KEYS = {"lr": "lr", "time": "elapsed_s", "loss": "loss", "grad_norm": "grad_norm",
              "loss_scale": "loss_scale"}
-AVG_METER_RE = re.compile(r"\b(?P<k>Time|Loss)\s+(?P<v>[-+\d.eE]+|nan|inf)\s+\(")
+# the value, then its running mean since the start in parentheses ("Time 0.427 (2.561)"): the
+# time's mean is ``elapsed_mean_s`` (Swin's "time 0.4283 (0.4481)" alike)
+AVG_METER_RE = re.compile(r"\b(?P<k>Time|Loss)\s+(?P<v>[-+\d.eE]+|nan|inf)\s+\("
+                          r"(?:\s*(?P<mean>[-+\d.eE]+|nan|inf)\s*\))?")
+SWIN_TIME_MEAN_RE = re.compile(r"(?:^|\t)\s*time [-+\d.eE]+ \((?P<mean>[-+\d.eE]+)\)")
 MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
 
 
@@ -969,6 +976,8 @@ class EpochBatchParser:
         if m["sw_epoch"] is not None:  # Swin's "Train: [29/300][2670/2859]\t… loss 2.01 (1.99)"
             mm = {SWIN_KEYS[f["k"]]: to_float(f["v"])
                   for f in SWIN_FIELD_RE.finditer(m["sw_rest"])}
+            if (tm := SWIN_TIME_MEAN_RE.search(m["sw_rest"])) is not None:
+                mm["elapsed_mean_s"] = to_float(tm["mean"])
             if "loss" not in mm and "grad_norm" not in mm:
                 return []
             epoch, batch, total = int(m["sw_epoch"]), int(m["sw_batch"]), int(m["sw_total"])
@@ -995,6 +1004,8 @@ class EpochBatchParser:
             return [("iterations", row)]
         for f in AVG_METER_RE.finditer(text):
             row["elapsed_s" if f["k"] == "Time" else "loss"] = to_float(f["v"])
+            if f["k"] == "Time" and f["mean"] is not None:
+                row["elapsed_mean_s"] = to_float(f["mean"])
         sp = MX_SPEED_RE.search(text)
         if sp:
             row["samples_per_s"] = float(sp["v"])

@@ -580,6 +580,24 @@ def _loss_part(key: str) -> str | None:
     return "eval_loss" if words and words[0] in EVAL_WORDS else "loss"
 
 
+# a rate key behind an evaluation's word (HF Trainer's "eval_samples_per_second", "eval/samples_per_second",
+# "test_samples_per_second", "val samples/s"): the evaluation's rate, never training's; an
+# eval row carries it (``_finish``), a training row does not
+EVAL_RATE_RE = re.compile(r"^(?:eval|val|valid|validation|test|dev)[\s_/.-]+(?P<rest>\S.*)$",
+                          re.IGNORECASE)
+EVAL_RATE_COLUMNS = ("samples_per_s", "tokens_per_s")
+
+
+@lru_cache(maxsize=4096)
+def _eval_rate(key: str) -> str | None:
+    """The rate column of an evaluation's rate key (``EVAL_RATE_RE``), else None (memoised)."""
+    m = EVAL_RATE_RE.match(key.strip())
+    if m is None:
+        return None
+    col = _norm(m["rest"])
+    return col if col in EVAL_RATE_COLUMNS else None
+
+
 def _number(v: str, unit: str | None) -> float | None:
     text = v.replace(",", "")
     low = text.lower().lstrip("+-")
@@ -704,6 +722,7 @@ def parse_metric_line(text: str) -> Row | None:
             return None
         row["iteration"] = int(it)
         parts: Row = {}
+        evals: Row = {}
         for k, v in pairs.items():
             if k.lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v):
                 row["train_time_s"] = hms_to_s(v)
@@ -716,9 +735,11 @@ def parse_metric_line(text: str) -> Row | None:
             col = _norm(k)
             if col and col not in row:
                 row[col] = _number(v, None)
+            elif col is None and (rate := _eval_rate(k)):
+                evals.setdefault(rate, _number(v, None))
             elif col is None and k != step_key and (part := _loss_part(k)):
                 parts.setdefault(part, _number(v, None))
-        return _finish(_with_parts(row, parts))
+        return _finish(_with_parts(row, parts), evals)
     if NOT_A_STEP_RE.search(text):
         return None
     if "[valid] Ep. " in text and (v := MARIAN_VALID_RE.search(text)) is not None:
@@ -865,6 +886,7 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
     """The metrics of a step line whose counter ``m`` was read into ``row``; ``rest`` is the
     line with the counter blanked."""
     parts: Row = {}
+    evals: Row = {}
     plain_time: float | None = None
     step_rate = False  # a rate printed bare ("500.12/s") is the step's own: samples / its time
     for p in PAIR_RE.finditer(rest):
@@ -883,6 +905,9 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         if p["k"] and rest[p.start("k") - 1:p.start("k")] == "-" and key.lower() in GLUED_KEYS:
             continue  # the tail of a hyphenated key ("learning-rate 1e-06" is no rate)
         if col is None:
+            if (rate := _eval_rate(key)) is not None:
+                evals.setdefault(rate, _number(p["v"], p["u"]))
+                continue
             part = _loss_part(key)
             if part and part not in parts:
                 parts[part] = _number(p["v"], p["u"])
@@ -905,6 +930,11 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         if col == "elapsed_s" and key.lower() == "time":
             plain_time = value
         row[col] = value
+        if col == "elapsed_s" and value is not None and (
+                mean := PAREN_CURRENT_RE.match(rest, p.end())):
+            # an AverageMeter's "Time 0.427 (2.561)": the value, then its mean since the start
+            scale = value / _number(p["v"], p["u"]) if _number(p["v"], p["u"]) else 1.0
+            row["elapsed_mean_s"] = (_number(mean["v"], None) or 0.0) * scale
         if col == RUNNING_MEAN and (cur := PAREN_CURRENT_RE.match(rest, p.end())):
             row.setdefault("samples_per_s", _number(cur["v"], None))
     steps_per_s = row.pop("steps_per_s", None)
@@ -944,7 +974,7 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         row["mfu"] = float(f["v"])
     if EVAL_LINE_RE.search(text):
         return _as_eval(_with_parts(row, parts))
-    return _finish(_with_parts(row, parts))
+    return _finish(_with_parts(row, parts), evals)
 
 
 def _as_eval(row: Row) -> Row | None:
@@ -1108,7 +1138,10 @@ def _with_parts(row: Row, parts: Row) -> Row:
     return row
 
 
-def _finish(row: Row) -> Row | None:
+def _finish(row: Row, evals: Row | None = None) -> Row | None:
+    """The row a step line gives, or None without a signal: a running mean as the rate where
+    the line has no other; an eval loss alone makes an eval row, which carries the
+    evaluation's rates (``evals``, ``EVAL_RATE_RE``: a training row never does)."""
     mean = row.pop(RUNNING_MEAN, None)
     if mean is not None:
         row.setdefault("samples_per_s", mean)
@@ -1117,6 +1150,9 @@ def _finish(row: Row) -> Row | None:
     if row.get("loss") is None and row.get("eval_loss") is not None and not any(
             row.get(c) is not None for c in SIGNAL_COLUMNS if c not in ("eval_loss", "loss")):
         row["event"] = "eval"
+        for col, value in (evals or {}).items():
+            if value is not None and value == value:
+                row.setdefault(col, value)
     return row
 
 

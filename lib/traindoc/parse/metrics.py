@@ -376,10 +376,19 @@ def load_json(path: Path) -> list[tuple[str, Row]]:
     out: list[tuple[str, Row]] = []
     if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
         for i, entry in enumerate(doc["log_history"]):
-            if not isinstance(entry, dict) or "loss" not in entry or "step" not in entry:
-                continue  # eval entries and the end-of-run summary carry no per-step loss
+            if not isinstance(entry, dict) or "step" not in entry:
+                continue
             step = _value(entry.get("step"))
             if step is None or not math.isfinite(step):
+                continue
+            if "loss" not in entry:  # an evaluation (its loss and its own rate: an eval row,
+                # ``diagnose.throughput.series.eval_rates``), else the end-of-run summary
+                if "eval_loss" in entry or "eval_runtime" in entry:
+                    ev: Row = {"iteration": int(step), "event": "eval",
+                               "eval_loss": _value(entry.get("eval_loss")),
+                               "samples_per_s": _value(entry.get("eval_samples_per_second"))}
+                    ev.update(source=f"{path}#log_history[{i}]", line=json.dumps(entry))
+                    out.append(("iterations", ev))
                 continue
             row: Row = {"iteration": int(step)}
             for k, col in HF_KEYS.items():

@@ -28,6 +28,7 @@ from .change import (
     across_gap,
     by_schedule,
     despike,
+    drop_pct,
     excerpt_step,
     fading,
     find_change,
@@ -258,7 +259,7 @@ class ThroughputAnalysis:
     @property
     def wants_bisection(self) -> bool:
         """A change, nobody named, and at least two nodes to search."""
-        return (self.change is not None and self.change.shape != "stall"
+        return (self.change is not None and self.change.shape not in ("stall", "stalls")
                 and not self.suspect_hosts and len(self.node_list) >= 2)
 
     def plan_frame(self) -> pd.DataFrame:
@@ -319,6 +320,37 @@ def steady_rate(cleaned: np.ndarray) -> float | None:
     vals = np.asarray(cleaned, dtype=float)
     vals = vals[np.isfinite(vals)]
     return float(np.median(vals)) if len(vals) else None
+
+
+# the running mean of the step's time at this many times the time the printed steps hold: the
+# run stalls between the steps it prints (``stalls_between_prints``)
+STALLS_FACTOR = 1.5
+MIN_MEANS = 3  # running means needed to judge
+MEAN_HOLDS = 0.8  # the last mean, at least this share of their median: the mean holds
+
+
+def stalls_between_prints(incident: Incident, steady: float | None, n: int) -> Change | None:
+    """Recurring stalls the printed steps miss: the step lines print each step's time and its
+    running mean since the start (an AverageMeter's "Time 0.427 (2.561)", the PyTorch ImageNet
+    example and its many descendants), and the means hold ``STALLS_FACTOR`` or more times the
+    time the printed steps run at (``steady``): the steps between the prints wait (a data
+    loader that cannot keep up: "Data 0.000 (2.194)"). The run's real pace is the last mean,
+    its healthy one the printed steps' (a change of shape "stalls" over all ``n`` analysed
+    points, from the first); None otherwise, and where the means fall off (``MEAN_HOLDS``: a
+    slow first step amortised, the mean decaying as 1/n, is warm-up, not stalls)."""
+    steps = steps_with_seconds(incident)
+    if steady is None or steady <= 0 or "elapsed_mean_s" not in steps:
+        return None
+    means = steps["elapsed_mean_s"].astype("Float64")
+    means = means[means.notna() & (means > 0)].astype(float).to_numpy()
+    if len(means) < MIN_MEANS:
+        return None
+    level = float(means[-1])
+    if level < STALLS_FACTOR * steady or level < MEAN_HOLDS * float(np.median(means)):
+        return None
+    return Change(index=0, baseline=steady, degraded=level,
+                  drop_pct=drop_pct(steady, level, False), z=0.0, sigma=0.0, n_before=0,
+                  n_after=n, shape="stalls")
 
 
 def _stalled(incident: Incident, metric: str) -> bool:
@@ -528,6 +560,9 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             pos = masked_onset(series["value"].to_numpy(dtype=float), masked, used, change)
     steady = steady_rate(cleaned) if spec is not None and change is None and gapped is None \
         else None  # (across a gap no level is held: unknown)
+    if steady is not None and spec is not None and not spec.higher_is_better \
+            and (stalls := stalls_between_prints(incident, steady, len(used))) is not None:
+        change, pos, steady = stalls, int(used[0]), None
     since = int(series["iteration"].iloc[pos]) if pos is not None else None
     ranks = rank_step_times(incident, spec, since, min_drop_pct) if spec else pd.DataFrame()
     stragglers = straggler_reports(ht, since)
@@ -553,7 +588,8 @@ def analyse(incident: Incident, metric: str = "auto", *, hosts: str | list[str] 
             node_list, nodes_from = host_list(incident, hosts)
         except ValueError as e:
             hosts_error = str(e)
-        if change is not None and change.shape != "stall" and not sus_hosts and len(node_list) >= 2:
+        if change is not None and change.shape not in ("stall", "stalls") and not sus_hosts \
+                and len(node_list) >= 2:
             plan = bisect_plan(node_list, spare_nodes, job_script, fast_if(spec, change))
         last = _last_step(incident, series)
         if last is not None:

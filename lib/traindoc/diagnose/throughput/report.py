@@ -162,6 +162,11 @@ def _drop_title(a: ThroughputAnalysis) -> str:
                 f"{ch.baseline:.4g} → {ch.degraded:.4g}); the iterations after it run at "
                 "the old pace again: the job paused or crawled for a long while, then "
                 "recovered")
+    if ch.shape == "stalls":
+        return (f"The steps' running mean of {label} holds at {ch.degraded:.4g}, "
+                f"{_times(ch):.1f}× the {ch.baseline:.4g} the printed steps take: steps between "
+                f"the prints stall (throughput {ch.drop_pct:.0f}% below what the printed steps "
+                "show), from the first logged iterations on")
     if ch.shape == "stall":
         return (f"The last logged interval is {_times(ch):.0f}× slower than the "
                 f"{ch.n_before} before it ({label} {ch.baseline:.4g} → {ch.degraded:.4g} at "
@@ -541,6 +546,17 @@ def _pause_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
             Confidence.MEDIUM)
 
 
+def _stalls_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
+    ch = a.change
+    if ch is None or ch.shape != "stalls":
+        return None
+    return (f"Recurring stalls between the logged steps: the running mean of {_label(a)} is "
+            f"{ch.degraded:.4g}, {_times(ch):.1f}× the {ch.baseline:.4g} the printed steps take "
+            f"({ch.drop_pct:.0f}% of throughput lost); a slow input pipeline or a host "
+            "pause, not a slow node: look at the data loading time the lines print.",
+            Confidence.MEDIUM)
+
+
 def _stall_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
     ch = a.change
     if ch is None or ch.shape != "stall":
@@ -588,7 +604,8 @@ def _drop_verdict(a: ThroughputAnalysis) -> tuple[str, Confidence] | None:
 # The firing rule of highest priority gives the verdict: a pause or a stall (no slow node to
 # hunt), else the drop (any other change), else a steady metric.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
-    Rule("pause", _pause_verdict, 30), Rule("stall", _stall_verdict, 20),
+    Rule("pause", _pause_verdict, 30), Rule("stalls", _stalls_verdict, 25),
+    Rule("stall", _stall_verdict, 20),
     Rule("drop", _drop_verdict, 10), Rule("gap", _gap_verdict, 5),
     Rule("steady", _steady_verdict, 0))
 UNJUDGED_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
@@ -605,7 +622,7 @@ def _shape(a: ThroughputAnalysis) -> str | None:
 
 def _hunt(a: ThroughputAnalysis) -> bool:
     """A lasting change, neither a pause nor a stall: hunt the slow node or rank."""
-    return a.change is not None and _shape(a) not in ("pause", "stall")
+    return a.change is not None and _shape(a) not in ("pause", "stall", "stalls")
 
 
 def _log_throughput(a: ThroughputAnalysis) -> Action | None:
@@ -630,6 +647,20 @@ def _check_pause(a: ThroughputAnalysis) -> Action | None:
         "compare the pause's time window (the log's timestamps or elapsed times) with the "
         "host's memory and swap use, disk writes and other processes; sudo dmesg -T for "
         "that time")
+
+
+def _check_input(a: ThroughputAnalysis) -> Action | None:
+    if _shape(a) != "stalls":
+        return None
+    return action(
+        "check_input", "Find what the steps between the prints wait for",
+        "A running mean of the step time far above the printed steps' own times means some "
+        "steps between the prints take much longer: most often the data loader (its time "
+        "printed beside the step's: 'Data 15.550'), else the host pausing; a slow GPU would "
+        "slow every step alike.",
+        "log every step for a while (print_freq 1) and compare the data time with the step "
+        "time; raise the data loader's workers, move the dataset to local disk, or py-spy "
+        "dump a data loader worker during a stall")
 
 
 def _check_stall(a: ThroughputAnalysis) -> Action | None:
@@ -907,6 +938,7 @@ def _check_coincidence(a: ThroughputAnalysis) -> Action | None:
 # out what coincides with the change.
 ACTIONS: tuple[Rule[Action], ...] = (
     Rule("check_pause", _check_pause, 1), Rule("check_stall", _check_stall, 1),
+    Rule("check_input", _check_input, 1),
     Rule("compare_baseline", _compare_baseline, 1), Rule("log_throughput", _log_throughput, 2),
     Rule("exclude_unnamed", _exclude_unnamed, 1), Rule("exclude_suspect", _exclude_suspect, 1),
     Rule("check_clocks_suspect", _check_clocks_suspect, 2),

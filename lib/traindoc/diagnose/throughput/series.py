@@ -118,7 +118,23 @@ def _steps_with_seconds(incident: Incident) -> pd.DataFrame:
         it = it.assign(elapsed_s=it["elapsed_s"].fillna(per_iteration_from_intervals(it)))
     elif not _rated(it):
         it = it.assign(elapsed_s=timed_seconds(it, save_times(incident)))
+    if not _rated(it) and len(evals := eval_rates(incident.iterations)):
+        it = evals
     return it
+
+
+def eval_rates(iterations: pd.DataFrame) -> pd.DataFrame:
+    """The evaluations that carry their own rate (HF Trainer's ``{"eval_loss": 0.57,
+    "eval_runtime": 99.96, "eval_samples_per_second": 12.805, …, "step": 60}``), as steps
+    numbered by the step they ran at: the series where no training line gives a rate or a
+    time (the same eval set at the same cost each time measures the machine as well as a
+    training step does); no rows where none carries one."""
+    iterations = with_source(iterations)
+    if "event" not in iterations or not len(iterations):
+        return iterations.iloc[:0]
+    rows = iterations[(iterations["event"] == "eval").fillna(False).astype(bool)
+                      & iterations["iteration"].notna()]
+    return rows.assign(event=pd.NA) if _rated(rows) else rows.iloc[:0]
 
 
 def save_times(incident: Incident) -> pd.DataFrame:
@@ -542,6 +558,9 @@ def events(incident: Incident) -> pd.DataFrame:
     it = with_source(incident.iterations)
     if "event" in it:
         ev = it[(it["event"] == "eval") & it["iteration"].notna()]
+        # an evaluation that is itself a point of the series (``eval_rates``) is no event
+        # around it
+        ev = ev[~ev["source"].isin(steps_with_seconds(incident)["source"])]
         frames.append(ev.assign(kind="eval")[EVENT_COLUMNS])
     ck = incident.tables.get("checkpoints")
     if ck is not None and len(ck) and "kind" in ck and "iteration" in ck:
@@ -637,7 +656,7 @@ def discontinuities(series: pd.DataFrame, gap_factor: float = 3.0) -> pd.DataFra
     return pd.DataFrame(rows, columns=cols)
 
 
-__all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "events", "last_launch", "launches",
+__all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "eval_rates", "events", "last_launch", "launches",
            "mask_events", "metric_series", "per_iteration_from_intervals",
            "per_iteration_seconds", "steps_with_seconds", "summary_rate", "usable",
            "usable_points"]
