@@ -1,5 +1,5 @@
-"""Throughput families of the start list at 40381e3c (issue 26 part 1), each with real lines of
-two sources: an evaluation's own rate, the series where no training line carries one."""
+"""Throughput read from an evaluation's own rate and from stalls between printed steps, each with
+real lines of two sources: an evaluation's own rate, the series where no training line carries one."""
 
 from __future__ import annotations
 
