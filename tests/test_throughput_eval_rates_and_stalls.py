@@ -1,5 +1,5 @@
-"""Throughput read from an evaluation's own rate and from stalls between printed steps, each with
-real lines of two sources: an evaluation's own rate, the series where no training line carries one."""
+"""Throughput read from an evaluation's own rate (the series where no training line carries one)
+and from recurring stalls between the printed steps, each with real lines of two sources."""
 
 from __future__ import annotations
 
