@@ -135,3 +135,25 @@ def test_a_metric_exports_rows_read_back_as_their_entries(tmp_path: Path) -> Non
     assert inc.iterations["lineno"].isna().all()
     assert sources(inc.iterations).iloc[0] == f"{tmp_path / 'log.json'}#[0]"
     _reread_equals_line(inc, tmp_path / "log.json")
+
+
+def test_evidence_of_iterations_rows_reads_their_text_back(tmp_path: Path) -> None:
+    """A finding's evidence prints ``file:line: text`` for rows of the iterations table as it
+    does for any table's: the text read back (``report.evidence(df, incident=…)``)."""
+    from traindoc.report import evidence
+
+    path = tmp_path / "train.log"
+    path.write_text("starting\n" + "\n".join(_megatron(i) for i in range(1, 6)) + "\n")
+    inc = traindoc.load(path)
+    it = with_source(inc.iterations)
+    want = [f"{path}:{n}: {_megatron(n - 1).split(': ', 1)[1]}" for n in (2, 3)]
+    assert [e.replace("  ", " ") for e in evidence(it.head(2), incident=inc)] == [
+        w.replace("  ", " ") for w in want]
+    # rows of a frame that mixes tables (a throughput series: a bar's row keeps its line, a
+    # step's is <NA>): only the missing texts are read back
+    mixed = it.head(2).assign(line=pd.Series(["a bar's own text", pd.NA], index=it.index[:2],
+                                             dtype="string"))
+    got = inc.text(mixed)
+    assert got.iloc[0] == "a bar's own text"
+    assert got.iloc[1] == inc.text(it.iloc[1:2]).iloc[0]
+    assert inc.line(it.iloc[1]) == got.iloc[1]
