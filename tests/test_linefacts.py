@@ -81,9 +81,8 @@ def test_the_bulk_lane_states_what_the_per_line_path_states(
     monkeypatch.setenv("TRAINDOC_BULK", bulk)
     lines = [MEGATRON.replace("iteration        1/", f"iteration {i:8d}/") for i in range(1, 40)]
     (tmp_path / "a.log").write_text("\n".join(lines) + "\n")
-    inc = traindoc.load(tmp_path / "a.log")
-    it = inc.iterations
-    want = pd.DataFrame([line_facts(t) for t in inc.text(it)]).reindex(columns=FACT_COLUMNS)
+    it = traindoc.load(tmp_path / "a.log").iterations
+    want = pd.DataFrame([line_facts(t) for t in it["line"]]).reindex(columns=FACT_COLUMNS)
     for col in FACT_COLUMNS:
         assert list(it[col].astype(object).where(it[col].notna(), None)) == list(
             want[col].astype(object).where(want[col].notna(), None)), col

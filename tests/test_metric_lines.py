@@ -688,10 +688,9 @@ def test_fairseq_json_epoch_stats_are_a_step_even_wrapped(tmp_path) -> None:
     assert row is not None and (row["iteration"], row["loss"]) == (10, 19.351)
     log = tmp_path / "train.log"
     log.write_text("\n".join(FAIRSEQ_1529_WRAPPED) + "\n")
-    inc = load(str(log))
-    it = training_steps(inc)
+    it = training_steps(load(str(log)))
     assert it["iteration"].tolist() == [9291]
-    assert inc.text(it).iloc[0].endswith('"train_wall": "0"}')
+    assert it["line"].iloc[0].endswith('"train_wall": "0"}')
     # the validation's stats carry no training step ("valid_num_updates")
     assert parse_metric_line('2020-04-22 07:47:12 | INFO | valid | {"epoch": 10, "valid_loss": '
                              '"1.481", "valid_num_updates": "520"}') is None
@@ -817,7 +816,7 @@ def test_an_epochs_batch_with_an_unknown_metric_is_progress(
     inc = load(str(log))
     assert last_progress(inc).step == step
     it = inc.iterations
-    assert set(it.loc[inc.text(it).str.contains(" Batch "), "event"]) == {STEP_EVENT}  # no series
+    assert set(it.loc[it["line"].str.contains(" Batch "), "event"]) == {STEP_EVENT}  # no series
 
 
 # ColossalAI's examples report a step's memory between its phases (get_mem_info(prefix=f"[{n +

@@ -49,7 +49,7 @@ def test_tensorboard_per_tag_csvs_merge_by_step(tmp_path: Path) -> None:
     assert s["grad_norm"].tolist() == [g for _, _, g in SEED]
     it = inc.iterations
     row = it[sources(it).str.endswith("run-.-tag-lm loss.csv:2")].iloc[0]
-    assert (row["iteration"], row["loss"], inc.line(row)) == (31214, 2.198845, "1647000000.0,31214,2.198845")
+    assert (row["iteration"], row["loss"], row["line"]) == (31214, 2.198845, "1647000000.0,31214,2.198845")
     assert str(row["time"]).startswith("2022-03-11")
 
 

@@ -1,7 +1,6 @@
 """The iterations table keeps its source as ``file`` and ``lineno`` (issue 29, item 2): the
 ``source`` text made from them, and each row's text read back from its file
-(``Incident.text(rows, reread=True)``, ``reader.readback``) equal to the ``line`` a load that
-keeps the text (``Sink(lines=True)``, as ``watch`` reads) gives; the table itself holds no text."""
+(``Incident.text(rows, reread=True)``, ``reader.readback``) equal to the ``line`` the load gave."""
 
 from __future__ import annotations
 
@@ -13,9 +12,7 @@ import pandas as pd
 import pytest
 
 import traindoc
-from traindoc.reader import FileReader, expand_paths
-from traindoc.reader.account import Account
-from traindoc.schema import TEXT_COLUMN, frame, same_files, sources, split_place, with_source
+from traindoc.schema import frame, same_files, sources, split_place, with_source
 
 ROOT = Path(__file__).resolve().parents[1]
 # BLOOM's 176B run, a Megatron-DeepSpeed train line behind torchrun's prefix (the same line
@@ -32,25 +29,13 @@ def _megatron(i: int, rank: int = 7) -> str:
     return BLOOM.replace("42783", str(i)).replace("default7", f"default{rank}")
 
 
-def _kept(path: Path, engine: str = "plain") -> pd.DataFrame:
-    """The iterations table of ``path`` as a reader that keeps the text reads it."""
-    reader = FileReader(None, engine, lines=True)
-    for p in expand_paths([path], Account()):
-        reader.read(p)
-    return reader.sink.tables()["iterations"]
-
-
-def _reread_equals_line(inc: traindoc.Incident, path: Path, engine: str = "plain") -> None:
+def _reread_equals_line(inc: traindoc.Incident) -> None:
     it = inc.iterations
-    assert TEXT_COLUMN not in it.columns
-    kept = _kept(path, engine)
-    pd.testing.assert_frame_equal(kept.drop(columns=[TEXT_COLUMN]), it)
     got = inc.text(it, reread=True)
     # a place with several rows (a parser's rows of one line) reads back its first text
-    first = kept.groupby([kept["file"].astype(object), kept["lineno"].astype(object)],
-                         dropna=False, sort=False)[TEXT_COLUMN].transform("first")
+    first = it.groupby([it["file"].astype(object), it["lineno"].astype(object)], dropna=False,
+                       sort=False)["line"].transform("first")
     pd.testing.assert_series_equal(got, first.astype("string"), check_names=False)
-    assert inc.text(it).equals(got)  # (the same without ``reread``: the table has no text)
 
 
 def test_the_source_is_a_file_and_a_line_number() -> None:
@@ -81,7 +66,7 @@ def test_a_loaded_files_rows_read_back_as_their_lines(tmp_path: Path, engine: st
     inc = traindoc.load(tmp_path / "train.log", engine=engine)
     assert len(inc.iterations) == 399
     assert sources(inc.iterations).iloc[0] == f"{tmp_path / 'train.log'}:2"
-    _reread_equals_line(inc, tmp_path / "train.log", engine)
+    _reread_equals_line(inc)
 
 
 def test_gzip_and_wrapped_lines_read_back(tmp_path: Path) -> None:
@@ -92,9 +77,8 @@ def test_gzip_and_wrapped_lines_read_back(tmp_path: Path) -> None:
         fh.write(text)
     inc = traindoc.load(tmp_path / "train.log.gz")
     assert list(inc.iterations["iteration"]) == [8, 9, 10]
-    text = inc.text(inc.iterations)
-    assert text.iloc[1].replace(" ", "") == wrapped.split(": ", 1)[1].replace(" ", "")
-    _reread_equals_line(inc, tmp_path / "train.log.gz")
+    assert inc.iterations["line"].iloc[1].replace(" ", "") == wrapped.split(": ", 1)[1].replace(" ", "")
+    _reread_equals_line(inc)
 
 
 @pytest.mark.parametrize("case", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -103,7 +87,7 @@ def test_every_samples_rows_read_back_as_their_lines(case: Path) -> None:
     inc = traindoc.load(logs)
     if not len(inc.iterations):
         pytest.skip("no iterations rows")
-    _reread_equals_line(inc, logs)
+    _reread_equals_line(inc)
 
 
 def test_a_file_changed_since_the_load_reads_nothing(tmp_path: Path) -> None:
@@ -112,16 +96,7 @@ def test_a_file_changed_since_the_load_reads_nothing(tmp_path: Path) -> None:
     inc = traindoc.load(path)
     path.write_text("nothing here\n")
     assert inc.text(inc.iterations, reread=True).isna().all()
-
-
-def test_rows_made_from_dicts_keep_their_text_apart() -> None:
-    rows = [{"iteration": 1, "source": "a.log:3", "line": "iteration 1"},
-            {"iteration": 2, "source": "a.log:4", "line": "iteration 2"}]
-    inc = traindoc.Incident.from_rows({"iterations": rows})
-    assert TEXT_COLUMN not in inc.iterations.columns
-    assert list(inc.text(inc.iterations)) == ["iteration 1", "iteration 2"]
-    assert list(inc.text(with_source(inc.iterations))) == ["iteration 1", "iteration 2"]
-    assert inc.line(with_source(inc.iterations).iloc[1]) == "iteration 2"
+    assert list(inc.text(inc.iterations)) == list(inc.iterations["line"])  # (the table's own)
 
 
 def test_a_metric_exports_rows_read_back_as_their_entries(tmp_path: Path) -> None:
@@ -134,26 +109,4 @@ def test_a_metric_exports_rows_read_back_as_their_entries(tmp_path: Path) -> Non
     assert list(inc.iterations["iteration"]) == [1000, 2000, 3000]
     assert inc.iterations["lineno"].isna().all()
     assert sources(inc.iterations).iloc[0] == f"{tmp_path / 'log.json'}#[0]"
-    _reread_equals_line(inc, tmp_path / "log.json")
-
-
-def test_evidence_of_iterations_rows_reads_their_text_back(tmp_path: Path) -> None:
-    """A finding's evidence prints ``file:line: text`` for rows of the iterations table as it
-    does for any table's: the text read back (``report.evidence(df, incident=…)``)."""
-    from traindoc.report import evidence
-
-    path = tmp_path / "train.log"
-    path.write_text("starting\n" + "\n".join(_megatron(i) for i in range(1, 6)) + "\n")
-    inc = traindoc.load(path)
-    it = with_source(inc.iterations)
-    want = [f"{path}:{n}: {_megatron(n - 1).split(': ', 1)[1]}" for n in (2, 3)]
-    assert [e.replace("  ", " ") for e in evidence(it.head(2), incident=inc)] == [
-        w.replace("  ", " ") for w in want]
-    # rows of a frame that mixes tables (a throughput series: a bar's row keeps its line, a
-    # step's is <NA>): only the missing texts are read back
-    mixed = it.head(2).assign(line=pd.Series(["a bar's own text", pd.NA], index=it.index[:2],
-                                             dtype="string"))
-    got = inc.text(mixed)
-    assert got.iloc[0] == "a bar's own text"
-    assert got.iloc[1] == inc.text(it.iloc[1:2]).iloc[0]
-    assert inc.line(it.iloc[1]) == got.iloc[1]
+    _reread_equals_line(inc)

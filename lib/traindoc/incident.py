@@ -7,11 +7,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-import numpy as np
 import pandas as pd
 
 from .hostlist import runs
-from .schema import SYNTHETIC_HOST_PREFIX, TABLES, TEXT_COLUMN, TEXT_HASH, empty, frame, split_place
+from .schema import SYNTHETIC_HOST_PREFIX, TABLES, empty, frame
 
 T = TypeVar("T")
 
@@ -107,9 +106,6 @@ class Incident:
     # text at each (``reader.readback.texts``; None: an incident not read from files)
     reread: Callable[[Iterable[tuple[str, int | None]]], dict[tuple[str, int | None], str]] \
         | None = field(default=None, repr=False, compare=False)
-    # the texts ``text`` has read back, by place (not a field of a copy)
-    _texts: dict[tuple[str, int | None], Any] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
     # what once() computed, each with the objects it was computed from (not a field of a copy)
     _memo: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
@@ -127,15 +123,8 @@ class Incident:
         unrecognized: list[str] | None = None,
     ) -> Incident:
         """Build the tables from parser rows (see ``traindoc.schema``)."""
-        tables = {t: drop_echoes(frame(t, rows.get(t, []), text=True)) for t in TABLES}
-        # the iterations rows' texts are kept here, not in the table (no file to read them
-        # back from): ``text`` finds them by the rows' places
-        said = {split_place(str(r["source"])): str(r["line"])
-                for r in rows.get("iterations", [])
-                if isinstance(r.get("source"), str) and isinstance(r.get("line"), str)}
-        tables["iterations"] = tables["iterations"].drop(columns=[TEXT_COLUMN])
-        return cls(tables, ReadAccount.of(account), list(unrecognized or []),
-                   reread=KeptTexts(said))
+        tables = {t: drop_echoes(frame(t, rows.get(t, []))) for t in TABLES}
+        return cls(tables, ReadAccount.of(account), list(unrecognized or []))
 
     @classmethod
     def empty(cls) -> Incident:
@@ -149,52 +138,18 @@ class Incident:
         raise AttributeError(name)
 
     def text(self, rows: pd.DataFrame, reread: bool = False) -> pd.Series:
-        """The text of each of ``rows`` (rows of a table, or of several, its index kept):
-        their ``line``, or, where they have none (the iterations table's rows, which hold
-        their place as ``file`` and ``lineno``, or as ``source`` once ``with_source`` made it)
-        or ``reread``, read back from their files (<NA> where it cannot be). Each place is
-        read back once an incident; only files that gave iterations rows are read."""
-        line = rows["line"] if "line" in rows.columns and not reread else None
-        need = (np.ones(len(rows), dtype=bool) if line is None
-                else line.isna().to_numpy(dtype=bool))
-        if line is not None and not need.any():
-            return line
-        out = (pd.Series(pd.NA, index=rows.index, dtype="string") if line is None
-               else line.astype("string"))
-        if self.reread is None or not len(rows) or not (
-                "file" in rows.columns or "source" in rows.columns):
-            return out
-        sub = rows[need]
-        if "file" in sub.columns:
-            places = [(f, None if n is pd.NA else int(n)) if isinstance(f, str) else None
-                      for f, n in zip(sub["file"], sub["lineno"], strict=True)]
-        else:
-            places = [split_place(s) if isinstance(s, str) else None for s in sub["source"]]
-        it = self.tables.get("iterations")
-        files = (set(it["file"].cat.categories) if it is not None and len(it)
-                 and isinstance(it["file"].dtype, pd.CategoricalDtype) else set())
-        places = [p if p is not None and (p[0] in files or reread) else None for p in places]
-        known = self._texts
-        todo = {p for p in places if p is not None and p not in known}
-        if todo:
-            got = self.reread(todo)
-            known.update({p: got.get(p, pd.NA) for p in todo})
-        out[need] = [pd.NA if p is None else known[p] for p in places]
-        return out
-
-    def line(self, row: Any) -> str | None:
-        """The text of one row (a Series or a namedtuple of a table's row: ``text``'s), or
-        None where it has none."""
-        if isinstance(row, pd.Series):
-            one = row.to_frame().T
-        else:
-            one = pd.DataFrame([row._asdict()])
-        if "line" in one.columns:
-            v = one["line"].iloc[0]
-            return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) \
-                else str(v)
-        got = self.text(one).iloc[0]
-        return None if got is pd.NA else str(got)
+        """The text of each of ``rows`` (rows of a table, its index kept): their ``line``,
+        or, for rows that hold their place as ``file`` and ``lineno`` (the iterations
+        table's) and no line or ``reread``, read back from their files (``reread``; <NA>
+        where it cannot be)."""
+        if "line" in rows.columns and not reread:
+            return rows["line"]
+        if "file" not in rows.columns or self.reread is None or not len(rows):
+            return pd.Series(pd.NA, index=rows.index, dtype="string")
+        places = [(f, None if n is pd.NA else int(n)) if isinstance(f, str) else None
+                  for f, n in zip(rows["file"], rows["lineno"], strict=True)]
+        got = self.reread([p for p in places if p is not None])
+        return pd.Series([got.get(p, pd.NA) for p in places], index=rows.index, dtype="string")
 
     def once(self, name: str, compute: Callable[[Incident], T]) -> T:
         """``compute(self)``, computed again only when a table, the account or the unrecognized
@@ -264,14 +219,6 @@ class Incident:
         return pd.DataFrame(items, columns=["what", "value"]).astype({"value": "string"})
 
 
-class KeptTexts(dict):  # type: ignore[type-arg]
-    """The texts of rows that no file holds, by place: an ``Incident.reread`` that looks them
-    up (a class, not a closure: an incident is pickled to and from worker processes)."""
-
-    def __call__(self, places: Iterable[tuple[str, int | None]]) -> dict[tuple[str, int | None], str]:
-        return {p: self[p] for p in places if p in self}
-
-
 def srun_tasks_as_ranks(exits: pd.DataFrame) -> pd.DataFrame:
     """``exits`` with an srun task's rank cleared when a launcher ran under srun: then exits
     with a ``local_rank`` (torchrun's "failed (exitcode: -6) local_rank: 3", deepspeed's
@@ -292,14 +239,9 @@ def drop_echoes(df: pd.DataFrame) -> pd.DataFrame:
     one file echoes the n-th occurrence in an earlier file; repeats within a file are kept. A
     row with frames echoes only a row with the same frames: two py-spy snapshots of one process
     in two files share the thread header line, not the stack."""
-    if len(df) < 2 or ("source" not in df and "file" not in df):
+    if len(df) < 2 or "line" not in df or ("source" not in df and "file" not in df):
         return df
-    if "line" in df:
-        line = df["line"].fillna("")
-    elif TEXT_HASH in df:  # (the text's hash, where a load has dropped the text itself)
-        line = df[TEXT_HASH]
-    else:
-        return df
+    line = df["line"].fillna("")
     # only a row whose line occurs again can echo (or be echoed): most rows are ruled out by
     # one hash of the line column, and the files are worked out for the others only
     cand = line.duplicated(keep=False).to_numpy()

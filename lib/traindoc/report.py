@@ -401,18 +401,12 @@ def action(id: str, title: str, why: str, how: str) -> Action:
     return Action(id, 0, title, why, how)
 
 
-def evidence(df: pd.DataFrame, limit: int = MAX_EVIDENCE, incident: Any = None) -> list[str]:
-    """'source: line' strings for the rows of ``df`` (first ``limit``, plus a count of the rest).
-    ``incident``: the ``Incident`` the rows are of, which reads back the text of rows that hold
-    none (the iterations table's: ``Incident.text``)."""
+def evidence(df: pd.DataFrame, limit: int = MAX_EVIDENCE) -> list[str]:
+    """'source: line' strings for the rows of ``df`` (first ``limit``, plus a count of the rest)."""
     if df is None or not len(df):
         return []
     out = []
-    head = df.head(limit)
-    texts = (incident.text(head) if incident is not None
-             else head["line"] if "line" in head.columns
-             else pd.Series(pd.NA, index=head.index, dtype="string"))
-    for src, line in zip(sources(head), texts, strict=False):
+    for src, line in zip(sources(df.head(limit)), df["line"].head(limit), strict=False):
         text = "" if line is None or line is pd.NA else str(line)
         if len(text) > MAX_EVIDENCE_CHARS:
             text = text[:MAX_EVIDENCE_CHARS] + " …"

@@ -2,9 +2,8 @@
 
 Every table carries ``source`` ("file:lineno" of the evidence) and ``line`` (the log line's
 text after prefix demultiplexing and ANSI stripping), so any finding can quote its evidence;
-the ``iterations`` table, the one that grows with a log's length, holds its source as
-``file`` (a category) and ``lineno`` (``sources`` makes the text) and no ``line``: a finding
-reads the text of the rows it shows back from their files (``Incident.text``).
+the ``iterations`` table holds its source as ``file`` and ``lineno`` (``sources`` makes the
+text).
 ``rank`` and ``host`` are nullable: a log line without a rank prefix has rank <NA>.
 """
 
@@ -75,6 +74,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         # ``lineno`` (``trainer_state.json#log_history[3]``)
         "file": "category",
         "lineno": "Int64",
+        "line": "string",
     },
     "collectives": {
         "rank": "Int64",
@@ -232,14 +232,12 @@ def _empty(table: str) -> pd.DataFrame:
     return df
 
 
-def frame(table: str, rows: Iterable[Mapping[str, Any]], text: bool = False) -> pd.DataFrame:
-    """Build ``table`` from row dicts; missing keys become <NA>, unknown keys are dropped.
-    ``text``: the iterations table also keeps each row's ``line`` (last), as a load does
-    until it has dropped the echoes (``TEXT_COLUMN``)."""
+def frame(table: str, rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Build ``table`` from row dicts; missing keys become <NA>, unknown keys are dropped."""
     schema = SCHEMAS[table]
     rows = list(rows)
     if not rows:
-        return with_text(empty(table)) if text and table == "iterations" else empty(table)
+        return empty(table)
     # a column no row names is what ``compact`` would make of it, built at once: a format
     # fills a few of a table's columns, and converting the rest cost most of a small load
     named = set().union(*rows) if len(rows) > 1 else set(schema)
@@ -251,38 +249,10 @@ def frame(table: str, rows: Iterable[Mapping[str, Any]], text: bool = False) -> 
         if cols.get(col) is None:
             cols[col] = _compacted(_column(col, dtype, rows, raw))
     del raw
-    names = list(schema)
     if table == "iterations":
         _state_line_facts(cols, rows)
         cols["file"], cols["lineno"] = _places(rows)
-        if text:
-            cols[TEXT_COLUMN] = pd.Series([r.get("line") for r in rows], dtype=object
-                                          ).astype("string")
-            names.append(TEXT_COLUMN)
-    return pd.DataFrame(cols, columns=names, copy=False)
-
-
-# The text column the iterations table no longer holds: a row keeps its ``file`` and
-# ``lineno`` and ``Incident.text`` reads its line back. A load keeps it while it reads (the
-# echoes of one file in another are found by their text: ``incident.drop_echoes``, by a hash
-# of it in place of the text, ``TEXT_HASH``), and a reader of files that change under it
-# (``watch``) keeps it for good.
-TEXT_COLUMN = "line"
-TEXT_HASH = "_text_hash"
-
-
-def with_text(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` (iterations rows) with a ``line`` column (<NA> where it has none)."""
-    if TEXT_COLUMN in df.columns:
-        return df
-    return df.assign(**{TEXT_COLUMN: pd.Series(pd.NA, index=df.index, dtype="string")})
-
-
-def text_hashes(text: pd.Series) -> np.ndarray:
-    """A 64-bit hash of each text (a missing one as the empty text): what
-    ``incident.drop_echoes`` compares where the text itself is gone."""
-    values = text.astype(object).where(text.notna(), "").to_numpy(dtype=object)
-    return pd.util.hash_array(values, categorize=False)
+    return pd.DataFrame(cols, columns=list(schema), copy=False)
 
 
 def _column(col: str, dtype: str, rows: list[Mapping[str, Any]], raw: pd.DataFrame) -> pd.Series:
@@ -451,8 +421,7 @@ def missing(dtype: Any, n: int) -> pd.Series | None:
 def compact(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with each column that holds no value at all replaced by ``missing``'s (the
     same dtype and values, no per-row storage): a format fills a few of a table's columns,
-    and an empty nullable column otherwise costs 9 bytes a row; and each nullable number
-    or flag column that misses no value holding one shared mask (``unmasked``)."""
+    and an empty nullable column otherwise costs 9 bytes a row."""
     if len(df) < 2:
         return df
     given = {col: df[col] for col in df.columns}
@@ -463,31 +432,11 @@ def compact(df: pd.DataFrame) -> pd.DataFrame:
 
 def _compacted(col: pd.Series) -> pd.Series:
     """``col``, or ``missing``'s column in its place where it holds no value at all and is
-    two rows or more, or ``unmasked``'s where it misses none (``compact`` of one column)."""
-    if len(col) < 2:
+    two rows or more (``compact`` of one column)."""
+    if len(col) < 2 or not col.isna().all():
         return col
-    na = col.isna()
-    if not na.all():
-        return col if na.any() else unmasked(col)
     got = missing(col.dtype, len(col))
     return col if got is None else got
-
-
-def unmasked(col: pd.Series) -> pd.Series:
-    """``col``, a nullable number or flag column (``Int64``, ``Float64``, ``boolean``) that
-    misses no value, with its mask one shared False (a read-only view: no byte a row), the
-    same dtype and values; ``col`` itself for any other column, or where pandas does not copy
-    a column before a write into it (``copies_on_write``). A write copies it first, as
-    ``missing``'s columns."""
-    arr = col.array
-    if not isinstance(col.dtype, _MASKED) or len(col) < 2 or not copies_on_write():
-        return col
-    mask = getattr(arr, "_mask", None)
-    if not isinstance(mask, np.ndarray) or mask.strides == (0,):
-        return col
-    shared = col.dtype.construct_array_type()(
-        arr._data, np.broadcast_to(np.False_, (len(col),)), copy=False)
-    return pd.Series(shared, index=col.index, name=col.name, copy=False)
 
 
 # string columns whose values are (nearly) all different: no use looking for equal ones

@@ -148,15 +148,6 @@ def incident_lines(incident: Any, limit: int = 5000) -> list[str]:
         if "line" in df and len(df):
             for line in df["line"].dropna().unique()[:limit]:
                 seen.setdefault(str(line), None)
-        elif len(df) and "file" in df and hasattr(incident, "text"):  # (iterations: read back)
-            mine: dict[str, None] = {}
-            at = 0
-            while len(mine) < limit and at < len(df):  # the first ``limit`` distinct texts
-                got = incident.text(df.iloc[at:at + limit])
-                mine.update(dict.fromkeys(str(t) for t in got.dropna()))
-                at += limit
-            for line in list(mine)[:limit]:
-                seen.setdefault(line, None)
         if len(seen) >= limit:
             break
     return list(seen)[:limit]

@@ -131,9 +131,7 @@ class Follower:
         self.paths = list(paths)
         self.exclude = [os.path.realpath(p) for p in exclude]
         self.acc = Account()
-        # the iterations rows keep their text: a followed file may be rotated, truncated or
-        # rewritten before a finding quotes a row (``Incident.text`` could not read it back)
-        self.sink = Sink(None, self.acc.unreadable_value, lines=True)
+        self.sink = Sink(None, self.acc.unreadable_value)
         self.lines = LineReader(self.acc, self.sink)
         self.year = year or datetime.now().year
         self.tails: dict[str, _Tail] = {}
@@ -559,7 +557,7 @@ class Watcher:
         """The rows read so far (the recent window of iterations) as an Incident."""
         from .schema import frame
 
-        tables = {t: self.tables.get(t, frame(t, [], text=True)) for t in TABLES}
+        tables = {t: self.tables.get(t, frame(t, [])) for t in TABLES}
         acc = ReadAccount(files=len(self.follower.acc.files),
                           file_list=list(self.follower.acc.files), paths=list(self.logs),
                           lines=self.follower.acc.lines)

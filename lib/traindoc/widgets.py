@@ -51,15 +51,12 @@ def rows_for(incident: Incident, table: str, ranks: list[int] | None = None,
     return df
 
 
-def lines_html(df: pd.DataFrame, start: int = 0, page: int = PAGE,
-               incident: Incident | None = None) -> str:
+def lines_html(df: pd.DataFrame, start: int = 0, page: int = PAGE) -> str:
     """One page of evidence lines ('source: line'), escaped, control characters made
-    visible, as a <pre> block. ``incident``: reads back the text of rows that hold none (the
-    iterations table's, ``Incident.text``)."""
+    visible, as a <pre> block."""
     part = df.iloc[start : start + page]
-    texts = incident.text(part) if incident is not None else part["line"]
     body = "\n".join(f"{text_html(s)}: {text_html(line)}"
-                     for s, line in zip(part["source"], texts, strict=False))
+                     for s, line in zip(part["source"], part["line"], strict=False))
     return f"<pre>{body}</pre><p>{start + len(part)} of {len(df)} line(s)</p>"
 
 
@@ -202,8 +199,7 @@ def evidence_browser(incident: Incident) -> Any:
     """A table picker, rank/host filters and a pager over the raw evidence lines."""
     import ipywidgets as w
 
-    tables = [t for t, df in incident.tables.items()
-              if len(df) and ("line" in df or "file" in df)]
+    tables = [t for t, df in incident.tables.items() if len(df) and "line" in df]
     table = w.Dropdown(options=tables or ["collectives"], description="table")
     ranks = w.SelectMultiple(options=incident.ranks, description="ranks", rows=6)
     hosts = w.SelectMultiple(options=incident.hosts, description="hosts", rows=6)
@@ -213,7 +209,7 @@ def evidence_browser(incident: Incident) -> Any:
     def refresh(*_: Any) -> None:
         df = rows_for(incident, table.value, list(ranks.value), list(hosts.value))
         start.max = max(len(df) - 1, 0)
-        out.value = lines_html(df, min(start.value, start.max), incident=incident)
+        out.value = lines_html(df, min(start.value, start.max))
 
     for c in (table, ranks, hosts, start):
         c.observe(refresh, names="value")

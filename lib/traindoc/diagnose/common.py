@@ -202,17 +202,14 @@ def _last_step_index(it: pd.DataFrame) -> Any:
     return rows["iteration"].idxmax()
 
 
-def _same_line(pr: pd.DataFrame, row: pd.Series, text: str | None) -> pd.Series:
+def _same_line(pr: pd.DataFrame, row: pd.Series) -> pd.Series:
     """The progress rows read from the iteration row's own line: the same source and text. A
     physical line split where a rank prefix is glued to it holds two lines under one source
     (torchrun --tee: rank 0's unfinished tqdm bar "Train:  33%|###3 | 4/12 [00:00<00:00,
     10.33it/s]" then "[default0]: iteration 5/12 | …", traindoc's drill_nccl_watchdog): the bar
-    there is an earlier step, not the iteration line read twice. ``text``: the iteration row's
-    (``Incident.line``)."""
+    there is an earlier step, not the iteration line read twice."""
     same = pr["source"] == row["source"]
-    if not same.any():  # (its text is read back only where a bar shares its place)
-        return same
-    return same & (pr["line"].astype("string").str.strip() == str(text).strip())
+    return same & (pr["line"].astype("string").str.strip() == str(row["line"]).strip())
 
 
 def _bar_after(pr: pd.DataFrame, row: pd.Series, total: Any) -> pd.DataFrame:
@@ -274,8 +271,7 @@ def _last_progress(incident: Incident) -> Progress:
         totals = at_step["total_iterations"].dropna()
         total = totals.max() if len(totals) else None
         pr = incident.progress
-        bar = (pr[_same_line(pr, row, incident.line(row) if (pr["source"] == row["source"]).any()
-                             else None) & pr["step"].notna()] if len(pr) else pr)
+        bar = pr[_same_line(pr, row) & pr["step"].notna()] if len(pr) else pr
         length = bar.iloc[-1]["total"] if len(bar) and pd.notna(bar.iloc[-1]["total"]) else total
         after = _bar_after(pr, row, length) if len(pr) else pr
         if len(after):
@@ -293,7 +289,7 @@ def _last_progress(incident: Incident) -> Progress:
             step = int(b["step"])
             total = b["total"] if pd.notna(b["total"]) else total
         return Progress(step, None if total is None else int(total),
-                        None if spi is None else float(spi), row["source"], incident.line(row),
+                        None if spi is None else float(spi), row["source"], row["line"],
                         "iteration")
     pr = incident.progress
     if len(pr) and pr["step"].notna().any():
@@ -1010,7 +1006,7 @@ def clock_jumps(incident: Incident, back_s: float = CLOCK_BACK_S) -> list[str]:
     frames = []
     for df in map(with_source, incident.tables.values()):
         if "time" in df and "source" in df and len(df) and df["time"].notna().any():
-            frames.append(df.loc[df["time"].notna(), ["time", "source", "rank", "host"]])
+            frames.append(df.loc[df["time"].notna(), ["time", "source", "line", "rank", "host"]])
     if not frames:
         return []
     rows = pd.concat(frames, ignore_index=True)

@@ -1120,11 +1120,10 @@ def _when(t: datetime | None, before: str = "", after: str = "") -> str:
     return f"{before}{t:%Y-%m-%d %H:%M:%S}{after}" if t else ""
 
 
-def _entry(s: Sighting, part: str, incident: Incident | None = None) -> dict[str, Any]:
+def _entry(s: Sighting, part: str) -> dict[str, Any]:
     return {"class": s.cls, "first_seen": s.first_seen.isoformat() if s.first_seen else None,
             "role": part, "ranks": s.ranks, "detail": s.detail,
-            "evidence": evidence(s.rows, limit=MAX_LINES, incident=incident), "summary": None,
-            "verdict": None}
+            "evidence": evidence(s.rows, limit=MAX_LINES), "summary": None, "verdict": None}
 
 
 @dataclass(frozen=True, eq=False)
@@ -1187,8 +1186,7 @@ def _facts(a: TriageAnalysis) -> dict[str, Any]:
     was not checked and torchrun's root-cause record."""
     rc = a.root_cause_exit
     return {
-        "classes": [_entry(s, role(i, s, a.ordered_by), a.incident)
-                    for i, s in enumerate(a.sightings)],
+        "classes": [_entry(s, role(i, s, a.ordered_by)) for i, s in enumerate(a.sightings)],
         "cause": a.cause,
         "ordered_by": a.ordered_by,
         "not_checked": a.not_checked,
@@ -1203,8 +1201,7 @@ def _class_findings(a: TriageAnalysis) -> list[Finding]:
     return [Finding(
         f"class_{s.cls}", "critical" if i == 0 else "warning",
         f"{s.cls} ({role(i, s, a.ordered_by)}{_when(s.first_seen, ', first seen ')}): {s.detail}",
-        evidence(s.rows, limit=MAX_LINES, incident=a.incident))
-        for i, s in enumerate(a.sightings)]
+        evidence(s.rows, limit=MAX_LINES)) for i, s in enumerate(a.sightings)]
 
 
 def _not_checked_findings(a: TriageAnalysis) -> list[Finding]:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..linefacts import line_facts
 from ..parse.iterations import INT_COLUMNS, field_spec, parse_megatron
-from ..schema import SCHEMAS, TEXT_COLUMN, same_files
+from ..schema import SCHEMAS, same_files
 from .registry import Registry
 
 BULK_ENV = "TRAINDOC_BULK"  # "0": no bulk lane (the per-line path for every line)
@@ -170,14 +170,14 @@ class Batch:
                 out[column] = pd.Series(pd.Categorical(names))
             elif column == "lineno":
                 out[column] = pd.Series(np.asarray(linenos, dtype=np.int64)).astype(dtype)
+            elif column == "line":
+                text = b"\n".join(pick(self.bodies)).decode("ascii").split("\n")
+                out[column] = pd.Series(text, dtype=object).astype(dtype)
             elif dtype == "string":
                 out[column] = pd.Series(np.full(n, None, dtype=object)).astype(dtype)
             else:
                 out[column] = pd.Series(np.full(n, np.nan)).astype(dtype)
-        # the text, which the sink keeps until it has dropped the echoes (``schema.TEXT_COLUMN``)
-        text = b"\n".join(pick(self.bodies)).decode("ascii").split("\n")
-        out[TEXT_COLUMN] = pd.Series(text, dtype=object).astype("string")
-        return pd.DataFrame(out, columns=[*SCHEMAS[TABLE], TEXT_COLUMN], copy=False)
+        return pd.DataFrame(out, columns=list(SCHEMAS[TABLE]), copy=False)
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows as the per-line path makes them (dicts): for a flush that must build the

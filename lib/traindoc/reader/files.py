@@ -58,15 +58,14 @@ class FileReader:
     ``year`` dates glog-style times (None: each file's own); ``engine``: "plain" (the
     reference, line by line) or "fast"; ``tables``: only the parsers that fill these run (None:
     all); ``pipeline``: a big file's chunks may be planned in a child process (fast engine);
-    ``budget``: the bytes the files may give (``decode.Budget``; None: the default limits);
-    ``lines``: the iterations table keeps its rows' text (``Sink``)."""
+    ``budget``: the bytes the files may give (``decode.Budget``; None: the default limits)."""
 
     def __init__(self, year: int | None, engine: str = "plain",
                  tables: Iterable[str] | None = None, pipeline: bool = False,
-                 budget: Budget | None = None, lines: bool = False) -> None:
+                 budget: Budget | None = None) -> None:
         self.acc = Account()
         self.want = None if tables is None else frozenset(tables)
-        self.sink = Sink(self.want, self.acc.unreadable_value, lines=lines)
+        self.sink = Sink(self.want, self.acc.unreadable_value)
         self.lines = LineReader(self.acc, self.sink, self.want)
         self.year = year
         self.engine = engine

@@ -67,7 +67,7 @@ def _file_texts(name: str, linenos: set[int], whole: bool) -> dict[Place, str]:
 
 def _whole(path: Path) -> dict[Place, str]:
     """Every iterations row's text of one file read again whole (by the reference engine)."""
-    reader = FileReader(None, "plain", (TABLE,), lines=True)
+    reader = FileReader(None, "plain", (TABLE,))
     reader.read(path)
     return _rows_texts(reader.sink)
 
@@ -80,7 +80,7 @@ def _windows(path: Path, head: bytes, linenos: set[int]) -> dict[Place, str]:
     order = sorted(window)
     last = order[-1]
     acc = Account()
-    sink = Sink(frozenset({TABLE}), lines=True)
+    sink = Sink(frozenset({TABLE}))
     lines = LineReader(acc, sink, (TABLE,))
     stream: Stream | None = None
     lineno = 0

@@ -19,19 +19,7 @@ import pandas as pd
 
 from ..incident import Unreadable, drop_echoes
 from ..parse.prefixes import Origin
-from ..schema import (
-    SCHEMAS,
-    TABLES,
-    TEXT_COLUMN,
-    TEXT_HASH,
-    compact,
-    frame,
-    join_files,
-    missing,
-    same_files,
-    text_hashes,
-    with_text,
-)
+from ..schema import SCHEMAS, TABLES, compact, frame, join_files, missing, same_files
 
 # rows kept as dicts, all tables together, before they become DataFrames: a dict row costs
 # ten times its DataFrame row, and the memory its values took stays the process's (65,536 of
@@ -47,18 +35,12 @@ LineContext = tuple[str, int, Origin, datetime | None]
 class Sink:
     """The rows of every table read so far, in reading order. ``want``: the tables asked for
     (None: all); a whole-file loader's rows of the others are dropped at the end.
-    ``unreadable``: where a value no table column can hold is reported (it becomes <NA>).
-    ``lines``: the iterations table keeps each row's ``line`` (last), for a reader of files
-    that may change before a finding reads a row's text back (``watch``; ``readback``
-    itself); else it holds a hash of it while it reads (``TEXT_HASH``: for
-    ``drop_echoes``) and no text at the end."""
+    ``unreadable``: where a value no table column can hold is reported (it becomes <NA>)."""
 
     def __init__(self, want: frozenset[str] | None = None,
-                 unreadable: Callable[[Unreadable], None] | None = None,
-                 lines: bool = False) -> None:
+                 unreadable: Callable[[Unreadable], None] | None = None) -> None:
         self.want = want
         self.unreadable = unreadable
-        self.lines = lines
         self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
         self.kept = 0  # rows in ``rows``, all tables together
         # rows already made into DataFrames (every FLUSH_ROWS rows: dicts cost ten times more)
@@ -132,7 +114,7 @@ class Sink:
             return
         self.flush(table)  # rows read before this file stay before its rows
         parts = self.frames[table]
-        parts.append(self._text(table, df))
+        parts.append(df)
         self.sources[table].add("")
         # many dumps make many small parts: join the trailing small ones (in order)
         # MERGE_PARTS at a time, so that ``tables`` joins a few large parts
@@ -152,35 +134,21 @@ class Sink:
             batch = self.bulk[table]
             df = batch.frame() if not rows else self._merged(table, rows, batch, pos)
             batch.clear()
-            self.frames[table].append(self._text(table, compact(df)))
+            self.frames[table].append(compact(df))
             self.rows[table] = []
             self.bulk_pos[table] = []
             self.kept -= len(rows) + len(pos)
         elif rows:
-            self.frames[table].append(self._text(table, self._frame(table, rows)))
+            self.frames[table].append(self._frame(table, rows))
             self.rows[table] = []
             self.kept -= len(rows)
 
     def _frame(self, table: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
         try:
-            return frame(table, rows, text=True)
+            return frame(table, rows)
         except (OverflowError, ValueError, TypeError):  # a number beyond int64, say
             _clean_ints(table, rows, self.unreadable)
-            return frame(table, rows, text=True)
-
-    def _text(self, table: str, df: pd.DataFrame) -> pd.DataFrame:
-        """A part of ``table`` as the sink keeps it: an iterations part with its ``line``
-        (``lines``) or with the line's hash in its place (``TEXT_HASH``), last."""
-        if table != "iterations":
-            return df
-        if self.lines:
-            return with_text(df)
-        if TEXT_HASH in df.columns:
-            return df
-        text = (df[TEXT_COLUMN] if TEXT_COLUMN in df.columns
-                else pd.Series(pd.NA, index=df.index, dtype="string"))
-        return df.drop(columns=[TEXT_COLUMN], errors="ignore").assign(
-            **{TEXT_HASH: text_hashes(text)})
+            return frame(table, rows)
 
     def _merged(self, table: str, rows: list[dict[str, Any]], batch: Any,
                 pos: list[int]) -> pd.DataFrame:
@@ -221,7 +189,7 @@ class Sink:
         """Another sink's ``parts``, read after every row here."""
         for t, got in frames.items():
             self.flush(t)  # (a part from another process holds its empty columns anew)
-            self.frames[t].extend(self._text(t, compact(df)) for df in got)
+            self.frames[t].extend(compact(df) for df in got)
         for t, names in sources.items():
             self.sources[t] |= names
 
@@ -234,20 +202,17 @@ class Sink:
             if self.want is not None and t not in self.want:
                 parts = []  # a whole-file loader's rows for a table not asked for
             if not parts:
-                df = self._text(t, frame(t, []))
+                df = frame(t, [])
             elif len(parts) == 1:
                 df = parts[0]
             else:
                 df = _concat(parts)
             del parts
             names = self.sources[t]
-            if not (len(names) == 1 and not any(n == "" or "#entry" in n for n in names)):
-                df = drop_echoes(df)  # (one text file: it would find nothing to drop)
-            if TEXT_HASH in df.columns:
-                df = df.drop(columns=[TEXT_HASH])
-            # (the parts' columns joined anew: an empty column's view became an array, a
-            # complete column's shared mask one of a byte a row)
-            out[t] = compact(df)
+            if len(names) == 1 and not any(n == "" or "#entry" in n for n in names):
+                out[t] = df  # one text file: drop_echoes would find nothing to drop
+            else:  # (its rows taken anew: an empty column's view becomes an array)
+                out[t] = compact(drop_echoes(df))
         return out
 
 

@@ -135,7 +135,7 @@ def _no_failure(a: GpuCrashAnalysis) -> Finding | None:
          if len(crash.cascade) else
          "No crash was found: no CUDA/Xid/ECC/OOM error, fatal signal, failed process or "
          "Python exception in these logs"),
-        evidence(crash.cascade, incident=a.incident))
+        evidence(crash.cascade))
 
 
 def _first_failure(a: GpuCrashAnalysis) -> Finding | None:
@@ -209,7 +209,7 @@ def _oom_figures(a: GpuCrashAnalysis) -> Finding | None:
         "oom_figures", Severity.INFO,
         f"{gpu}: {' '.join(p for p in parts if p)}{held}"
         + (f" and {frag} GiB reserved but unallocated (fragmentation)" if frag else ""),
-        evidence(ooms, limit=4, incident=a.incident))
+        evidence(ooms, limit=4))
 
 
 def _killed(a: GpuCrashAnalysis) -> Finding | None:
@@ -248,7 +248,7 @@ def _xids(a: GpuCrashAnalysis) -> list[Finding]:
             + (f" on {', '.join(hosts)}" if hosts else "")
             + f" — {info.origin}; NVIDIA's immediate action: {info.resolution}; "
               f"take out of service: {info.scope}; next: {info.next_step}",
-            evidence(g, limit=6, incident=a.incident)))
+            evidence(g, limit=6)))
     return out
 
 
@@ -271,7 +271,7 @@ def _cascade(a: GpuCrashAnalysis) -> Finding | None:
         f"{who} failed {'with' if early else 'after'} it: peers' NCCL/gloo errors, collective "
         "timeouts and launcher kills are symptoms of the first failure, not causes"
         + (f" ({_when(delay.min(), delay.max())})" if len(delay) else ""),
-        evidence(a.crash.cascade, limit=12, incident=a.incident))
+        evidence(a.crash.cascade, limit=12))
 
 
 def _when(first: float, last: float) -> str:
@@ -297,7 +297,7 @@ def _other_failures(a: GpuCrashAnalysis) -> Finding | None:
         "other_failures", Severity.WARNING,
         f"{len(ind)} other local failure(s) on other ranks/hosts, apart from "
         "the first one in time or place: check whether they are a second, independent "
-        "problem", evidence(ind, limit=10, incident=a.incident))
+        "problem", evidence(ind, limit=10))
 
 
 def _exit_delay(a: GpuCrashAnalysis) -> Finding | None:

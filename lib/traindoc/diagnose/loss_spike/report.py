@@ -126,7 +126,7 @@ def _spike_finding(a: LossSpikeAnalysis, sp: dict[str, Any]) -> Finding:
         f"Loss spike from iteration {sp['start_iteration']}: loss {_g(sp['baseline_loss'])} "
         f"(baseline) → {_p(sp['peak_loss'])} at {sp['peak_iteration']}"
         + (f", grad norm peak {_p(sp['peak_grad_norm'])}" if sp["peak_grad_norm"] else "")
-        + f"; {how}", evidence(rows, incident=a.incident))
+        + f"; {how}", evidence(rows))
 
 
 def _gap_finding(a: LossSpikeAnalysis, sp: dict[str, Any]) -> Finding | None:
@@ -178,7 +178,7 @@ def _grad_norm_leads(a: LossSpikeAnalysis) -> Finding | None:
         f"{_its(head['start_iteration'] - gs)} before the loss did "
         f"({path}) while the loss peaked at {_p(head['peak_loss'])} at "
         f"{head['peak_iteration']} — an optimizer instability building up, not a "
-        "single bad batch", evidence(rows, incident=a.incident))
+        "single bad batch", evidence(rows))
 
 
 def _grad_norm_with_loss(a: LossSpikeAnalysis) -> Finding | None:
@@ -190,7 +190,7 @@ def _grad_norm_with_loss(a: LossSpikeAnalysis) -> Finding | None:
         "grad_norm_with_loss", Severity.INFO,
         f"Grad norm rose in the same iteration as the loss or after it ({path}): "
         "consistent with a bad batch (or a learning-rate change) hitting the model at "
-        f"iteration {head['start_iteration']}", evidence(rows, incident=a.incident))
+        f"iteration {head['start_iteration']}", evidence(rows))
 
 
 def _data_window(a: LossSpikeAnalysis) -> Finding | None:
@@ -214,7 +214,7 @@ def _lr_jump(a: LossSpikeAnalysis) -> Finding | None:
         "lr_jump", Severity.CRITICAL,
         f"The learning rate jumped ×{jump['ratio']:.3g} ({_g(jump['from'])} → "
         f"{_g(jump['to'])}) at iteration {jump['iteration']}, as the spike began: the "
-        "schedule, not the data, is the first suspect", evidence(rows, incident=a.incident))
+        "schedule, not the data, is the first suspect", evidence(rows))
 
 
 def _grad_norm_spikes(a: LossSpikeAnalysis) -> list[Finding]:
@@ -226,7 +226,7 @@ def _grad_norm_spikes(a: LossSpikeAnalysis) -> list[Finding]:
         f"{g['peak_iteration']}" + (f", back by {g['recovered_iteration']}"
                                     if g["recovered_iteration"] is not None else ""),
         evidence(s[(s["iteration"] >= g["start_iteration"])
-                   & (s["iteration"] <= g["peak_iteration"])], incident=a.incident))
+                   & (s["iteration"] <= g["peak_iteration"])]))
         for g in a.grad_norm_spikes[:5]]
 
 
@@ -238,7 +238,7 @@ def _nan_iterations(a: LossSpikeAnalysis) -> Finding | None:
         "nan_iterations", Severity.CRITICAL if at_end else Severity.WARNING,
         f"{len(nans)} iteration line(s) with a NaN/inf loss or grad norm, first at "
         f"{nans[0]}" + (", still NaN at the end of the log" if at_end else ""),
-        evidence(a.series[a.series["is_nan"]], incident=a.incident))
+        evidence(a.series[a.series["is_nan"]]))
 
 
 def _skipped_iterations(a: LossSpikeAnalysis) -> Finding | None:
@@ -250,7 +250,7 @@ def _skipped_iterations(a: LossSpikeAnalysis) -> Finding | None:
     return Finding(
         "skipped_iterations", Severity.WARNING,
         f"{total} optimizer step(s) skipped (fp16 overflow) on {len(skipped)} logged "
-        f"line(s), first at {skipped[0]}", evidence(sk, incident=a.incident))
+        f"line(s), first at {skipped[0]}", evidence(sk))
 
 
 def _loss_scale_collapses(a: LossSpikeAnalysis) -> list[Finding]:
@@ -261,7 +261,7 @@ def _loss_scale_collapses(a: LossSpikeAnalysis) -> list[Finding]:
         f"({c['halvings']:g} halvings) between iterations {c['start_iteration']} and "
         f"{c['end_iteration']}: gradients overflow on step after step",
         evidence(s[(s["iteration"] >= c["start_iteration"])
-                   & (s["iteration"] <= c["end_iteration"])], incident=a.incident))
+                   & (s["iteration"] <= c["end_iteration"])]))
         for c in a.loss_scale_collapses[:3]]
 
 
@@ -284,7 +284,7 @@ def _no_spike(a: LossSpikeAnalysis) -> Finding | None:
     return Finding(
         "no_spike", Severity.INFO,
         f"No loss spike, NaN or skipped iteration in {len(a.series)} logged iteration(s) "
-        f"({a.first_iteration}–{a.last_iteration}){_loss_drop(a)}", evidence(a.series.tail(3), incident=a.incident))
+        f"({a.first_iteration}–{a.last_iteration}){_loss_drop(a)}", evidence(a.series.tail(3)))
 
 
 def _input(a: LossSpikeAnalysis) -> list[Finding]:

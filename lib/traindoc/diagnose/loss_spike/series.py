@@ -14,7 +14,8 @@ from ...incident import Incident
 from ..common import as_float, epoch_counted, place_unnumbered_skips
 
 SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped", "nan",
-                  "consumed_samples", "consumed_tokens", "global_batch_size", "epoch", "source")
+                  "consumed_samples", "consumed_tokens", "global_batch_size", "epoch", "source",
+                  "line")
 # A loss or grad norm printed as nan/inf ("lm loss: NAN", "'loss': nan"): the nullable table
 # keeps NaN as <NA>, so the line's text says whether the value was NaN or simply not logged
 # (the row's ``nan_text``, ``linefacts.NAN_TEXT_RE``); Megatron's counters likewise
@@ -75,7 +76,8 @@ def _bar_nan_to_bar_step(incident: Incident, df: pd.DataFrame,
         return df, text_nan
     extra = pd.DataFrame({"iteration": [int(bar[s]) for s in df.loc[moved, "source"]],
                           "nan": 1, "source": df.loc[moved, "source"].to_numpy(),
-                          "megatron_counters": df.loc[moved, "megatron_counters"].to_numpy()})
+                          "megatron_counters": df.loc[moved, "megatron_counters"].to_numpy(),
+                          "line": df.loc[moved, "line"].to_numpy()})
     extra = extra.reindex(columns=df.columns).astype(df.dtypes.to_dict())
     extra.index = range(int(df.index.max()) + 1, int(df.index.max()) + 1 + len(extra))
     return (pd.concat([df, extra]),

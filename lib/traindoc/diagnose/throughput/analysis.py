@@ -392,7 +392,7 @@ def _last_step(incident: Incident, series: pd.DataFrame) -> LastStep | None:
     last = with_total.loc[with_total["iteration"].idxmax()] if series["run"].max() == 0 else \
         with_total.iloc[-1]
     step = LastStep(int(last["iteration"]), int(last["total_iterations"]), last["source"],
-                    incident.line(last) or "")
+                    last["line"])
     return step if step.remaining >= 0 else None
 
 

@@ -131,7 +131,7 @@ def _too_few_points(a: ThroughputAnalysis) -> Finding | None:
         f"Only {a.sparse_points} logged value(s) of {METRICS[a.sparse_metric].label}: too few "
         "to tell a change from noise (a change needs a level held over several logged "
         "iterations on each side)",
-        evidence(with_source(a.incident.iterations).head(5), incident=a.incident))
+        evidence(with_source(a.incident.iterations).head(5)))
 
 
 def _no_metric(a: ThroughputAnalysis) -> Finding | None:
@@ -141,7 +141,7 @@ def _no_metric(a: ThroughputAnalysis) -> Finding | None:
         "no_metric", Severity.WARNING,
         "No throughput metric in these logs: no iteration line with TFLOPs, tokens/s, "
         "samples/s or seconds per iteration, and no tqdm bar with a rate",
-        evidence(with_source(a.incident.iterations).head(5), incident=a.incident))
+        evidence(with_source(a.incident.iterations).head(5)))
 
 
 def _input(a: ThroughputAnalysis) -> list[Finding]:
@@ -184,7 +184,7 @@ def _throughput_drop(a: ThroughputAnalysis) -> Finding | None:
     if not _changed(a):
         return None
     return Finding("throughput_drop", Severity.CRITICAL, _drop_title(a),
-                   evidence(a.around_change(), incident=a.incident))
+                   evidence(a.around_change()))
 
 
 def _recovered(a: ThroughputAnalysis) -> Finding | None:
@@ -194,7 +194,7 @@ def _recovered(a: ThroughputAnalysis) -> Finding | None:
     return Finding(
         "recovered", Severity.INFO,
         f"The last logged iterations are back near the baseline ({_label(a)}): the slowdown "
-        "did not last to the end of the logs", evidence(a.series.tail(3), incident=a.incident))
+        "did not last to the end of the logs", evidence(a.series.tail(3)))
 
 
 def _no_change(a: ThroughputAnalysis) -> Finding | None:
@@ -206,7 +206,7 @@ def _no_change(a: ThroughputAnalysis) -> Finding | None:
     return Finding(
         "no_change", Severity.INFO,
         f"No lasting change in {_label(a)}: {len(v)} logged iterations "
-        f"({its[0]}–{its[-1]}) stay at {level:.4g} ± {spread:.2g}", evidence(a.series.tail(3), incident=a.incident))
+        f"({its[0]}–{its[-1]}) stay at {level:.4g} ± {spread:.2g}", evidence(a.series.tail(3)))
 
 
 def _scheduled(a: ThroughputAnalysis) -> Finding | None:
@@ -240,7 +240,7 @@ def _across_gap(a: ThroughputAnalysis) -> Finding | None:
         f"{_label(a)} is {ch.baseline:.4g} before iteration {ends[0]} and {ch.degraded:.4g} "
         f"after {ends[1]}, but the {ends[1] - ends[0]:,} steps between them are not in the log: "
         "whether the rate stepped, drifted or the settings changed there is unknown",
-        evidence(rows, incident=a.incident))
+        evidence(rows))
 
 
 def _spanned(a: ThroughputAnalysis) -> bool:
@@ -257,7 +257,7 @@ def _discontinuities(a: ThroughputAnalysis) -> Finding | None:
         f"{len(disc)} restart(s)/gap(s) in the iteration numbers: "
         + ", ".join(f"{k} {f}→{t}" for k, f, t in
                     list(zip(disc["kind"], disc["from_iteration"], disc["to_iteration"],
-                             strict=False))[:5]), evidence(disc, incident=a.incident))
+                             strict=False))[:5]), evidence(disc))
 
 
 def _change_at_restart(a: ThroughputAnalysis) -> Finding | None:
@@ -269,7 +269,7 @@ def _change_at_restart(a: ThroughputAnalysis) -> Finding | None:
         "change_at_restart", Severity.WARNING,
         f"The change coincides with a {'/'.join(near['kind'].unique())} between iterations "
         f"{lo_it} and {hi_it}: a restart can land on different nodes — compare the node "
-        "lists of the two allocations", evidence(near, incident=a.incident))
+        "lists of the two allocations", evidence(near))
 
 
 def _change_at_event(a: ThroughputAnalysis) -> Finding | None:
@@ -281,7 +281,7 @@ def _change_at_event(a: ThroughputAnalysis) -> Finding | None:
         "change_at_event", Severity.WARNING,
         f"An {' and '.join(kinds)} happened at the change (iteration "
         f"{int(ev_near['iteration'].iloc[0])}): check that the slowdown outlasts it",
-        evidence(ev_near, incident=a.incident))
+        evidence(ev_near))
 
 
 def _nothing_coincides(a: ThroughputAnalysis) -> Finding | None:
@@ -308,7 +308,7 @@ def _transients(a: ThroughputAnalysis) -> Finding | None:
         "transients", Severity.INFO,
         f"{a.n_set_aside} iteration(s) right after eval/save and {a.n_replaced} isolated "
         "slow iteration(s) were set aside as transients (not a lasting change)",
-        evidence(a.replaced_rows(), limit=5, incident=a.incident))
+        evidence(a.replaced_rows(), limit=5))
 
 
 def _suspects(df: pd.DataFrame) -> pd.DataFrame:
@@ -350,7 +350,7 @@ def _straggler_detector(a: ThroughputAnalysis) -> Finding | None:
             "straggler_detector", Severity.CRITICAL,
             f"Megatron's straggler detector names rank {int(top['rank'])} the slowest in "
             f"{top['share']:.0%} of {reports} reports (max/min RTT spread {spread:.1f}%)",
-            evidence(_host_timing_rows(a.incident, metric="Rtt/Mx"), limit=5, incident=a.incident))
+            evidence(_host_timing_rows(a.incident, metric="Rtt/Mx"), limit=5))
     return Finding(
         "straggler_detector", Severity.INFO,
         f"Megatron's straggler detector: no rank is consistently the slowest "
@@ -380,7 +380,7 @@ def _slow_hosts_benchmark(a: ThroughputAnalysis) -> Finding | None:
         + "; ".join(f"{p} {m} {v:.4g} ({rel:+.1f}% slower than the median, z={z:.1f})"
                     for p, m, v, rel, z in zip(sus["peer"], sus["metric"], sus["value"],
                                                sus["rel_pct"], sus["z"], strict=False)),
-        evidence(_host_timing_rows(a.incident, hosts=set(sus["host"])), limit=10, incident=a.incident))
+        evidence(_host_timing_rows(a.incident, hosts=set(sus["host"])), limit=10))
 
 
 def _benchmark_metric_unknown(a: ThroughputAnalysis) -> Finding | None:

@@ -468,17 +468,9 @@ def summary_rate(incident: Incident, metric: str = "auto") -> tuple[str, float, 
     return None
 
 
-def without_text(rows: pd.DataFrame) -> pd.DataFrame:
-    """Iterations rows with a ``line`` column of <NA> (the table holds no text): beside rows of
-    a table that does, the text of a row shown is read back then (``Incident.text``)."""
-    return rows.assign(line=pd.Series(pd.NA, index=rows.index, dtype="string"))
-
-
 def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
     """One row per logged iteration: run (restart count), iteration, value (median across the
-    ranks that logged it), ranks (how many), source, line (<NA> for a step line: the
-    iterations table holds no text, ``Incident.text`` reads it back), time. Ordered as the job
-    ran."""
+    ranks that logged it), ranks (how many), source, line, time. Ordered as the job ran."""
     cols = SERIES_COLUMNS
     spec = METRICS.get(metric)
     if spec is None:
@@ -495,7 +487,7 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
         rows = pr.assign(iteration=bar_steps(pr), value=1.0 / pr["rate"].astype(float))
         h = rows[resumed_head(pr)]
         head = set(zip(h["source"].astype(str), h["iteration"].astype(int), strict=True))
-    rows = _order(rows if "line" in rows else without_text(rows))
+    rows = _order(rows)
     rows = rows.assign(_rank=rows["rank"].fillna(-1).astype(int))
     rows = rows.assign(iteration=rows["iteration"].astype("int64"))
     back = (rows.groupby(["_file", "_rank"], sort=False)["iteration"].diff() < 0).astype(int)
@@ -550,7 +542,7 @@ def events(incident: Incident) -> pd.DataFrame:
     it = with_source(incident.iterations)
     if "event" in it:
         ev = it[(it["event"] == "eval") & it["iteration"].notna()]
-        frames.append(without_text(ev).assign(kind="eval")[EVENT_COLUMNS])
+        frames.append(ev.assign(kind="eval")[EVENT_COLUMNS])
     ck = incident.tables.get("checkpoints")
     if ck is not None and len(ck) and "kind" in ck and "iteration" in ck:
         sv = ck[ck["kind"].fillna("").str.contains("save") & ck["iteration"].notna()]

@@ -65,7 +65,7 @@ def _no_timeout(a: TimeoutAnalysis) -> Finding:
         "No collective timeout (NCCL watchdog or gloo) was found in these logs" + (
             "; the lines below that mention a timeout name no timed-out collective (torch "
             "prints 'failed or timed out' after any NCCL failure)" if said.any() else ""),
-        evidence(a.incident.errors, incident=a.incident))
+        evidence(a.incident.errors))
 
 
 def _earlier_failure(a: TimeoutAnalysis) -> Finding | None:
@@ -89,7 +89,7 @@ def _ranks_without_logs(a: TimeoutAnalysis) -> Finding | None:
 
 def _collective_timeout(a: TimeoutAnalysis) -> Finding:
     return Finding("collective_timeout", Severity.CRITICAL,
-                   timeout_title(facts(a), _reported_only(a)), evidence(a.timeouts, incident=a.incident))
+                   timeout_title(facts(a), _reported_only(a)), evidence(a.timeouts))
 
 
 def _first_mismatch(a: TimeoutAnalysis) -> Finding | None:
@@ -103,7 +103,7 @@ def _first_mismatch(a: TimeoutAnalysis) -> Finding | None:
         + f" of process group {mm.process_group} ({mm.kind}): "
         + ", ".join(f"rank {r}: {o}" for r, o in mm.ops.items())
         + (f"; differing or missing: {mm.ranks}" if mm.ranks else ""),
-        evidence(_mismatch_rows(a.collectives, mm), incident=a.incident))
+        evidence(_mismatch_rows(a.collectives, mm)))
 
 
 def _lagging_ranks(a: TimeoutAnalysis) -> Finding | None:
@@ -117,7 +117,7 @@ def _lagging_ranks(a: TimeoutAnalysis) -> Finding | None:
         + (" (a monitoredBarrier report names the ranks that failed to pass; the rank that "
            "printed it is the monitor, not a culprit)" if a.op_type == "MONITORED_BARRIER"
            else ""),
-        evidence(_status_rows(a.incident, a.lagging_candidates), incident=a.incident))
+        evidence(_status_rows(a.incident, a.lagging_candidates)))
 
 
 def _one_view(a: TimeoutAnalysis) -> Finding | None:
@@ -139,7 +139,7 @@ def _uneven_data(a: TimeoutAnalysis) -> Finding | None:
         "Ranks disagree on the number of steps in their data: "
         + ", ".join(f"rank {r}: {t}" for r, t in sorted(totals.items()))
         + " — the ranks with fewer batches finish early and wait in a collective the others"
-        " never reach", evidence(last, incident=a.incident))
+        " never reach", evidence(last))
 
 
 def _last_progress(a: TimeoutAnalysis) -> Finding | None:
@@ -161,7 +161,7 @@ def _teardown(a: TimeoutAnalysis) -> Finding | None:
         return None
     return Finding("teardown", Severity.INFO,
                    "The watchdog took the process(es) down after the timeout",
-                   evidence(teardown, limit=6, incident=a.incident))
+                   evidence(teardown, limit=6))
 
 
 def _exits(a: TimeoutAnalysis) -> Finding | None:
@@ -172,7 +172,7 @@ def _exits(a: TimeoutAnalysis) -> Finding | None:
     return Finding(
         "exits", Severity.INFO,
         "torchrun reported failed workers" + (_root_cause_text(rc.iloc[0]) if len(rc) else ""),
-        evidence(exits, incident=a.incident))
+        evidence(exits))
 
 
 def _root_cause_text(r: pd.Series) -> str:
@@ -213,7 +213,7 @@ def _watchdog_stuck(a: TimeoutAnalysis) -> Finding | None:
         "watchdog_stuck", Severity.CRITICAL,
         f"The NCCL watchdog of {who(a.stuck['rank'].dropna())} stopped "
         "making progress (heartbeat monitor): the process hung inside an NCCL/CUDA call or "
-        "under the GIL, not only in a collective's wait", evidence(a.stuck, incident=a.incident))
+        "under the GIL, not only in a collective's wait", evidence(a.stuck))
 
 
 def _seq_num_unreadable(a: TimeoutAnalysis) -> Finding | None:
