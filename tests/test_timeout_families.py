@@ -373,3 +373,57 @@ def test_coll_trace_send_recv_and_several_hosts_name_no_one(tmp_path: Path) -> N
              + _coll("(RayTrainWorker pid=619, ip=10.72.2.6) node-b:619:19049 [2]", "AllReduce",
                      "139e", 7066572))
     assert timeout.analyse(_both(tmp_path, hosts)).pattern == "unknown"
+
+
+# -- the rank behind: its watchdog says it never enqueued the collective the other rank is in --
+
+# SWivid/F5-TTS#346: rank 1 enqueued up to 215121, rank 0 is in 215122 (same group)
+F5_BEHIND = (
+    "[rank1]:[E1030 03:19:32.584828663 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=215121, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600080 milliseconds before timing out.\n"
+    "[rank1]:[E1030 03:19:32.585495736 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 1] Exception (either an error or timeout) detected by watchdog at work: 215121, last "
+    "enqueued NCCL work: 215121, last completed NCCL work: 215120.\n"
+    "[rank0]:[E1030 03:19:32.598350807 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=215122, OpType=BROADCAST, NumelIn=2149508, "
+    "NumelOut=2149508, Timeout(ms)=600000) ran for 600093 milliseconds before timing out.\n"
+    "[rank0]:[E1030 03:19:32.599256168 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 0] Exception (either an error or timeout) detected by watchdog at work: 215122, last "
+    "enqueued NCCL work: 215122, last completed NCCL work: 215121.\n")
+
+
+def test_the_rank_that_never_enqueued_the_others_collective_lags(tmp_path: Path) -> None:
+    f = timeout.diagnose(_both(tmp_path, F5_BEHIND)).facts
+    assert f["lagging_ranks"] == [1]
+    assert f["pattern"] == "straggler"
+
+
+
+# -- nothing timed out yet: the collectives each rank logged entering, one rank's last behind ---
+
+# Lightning-AI/pytorch-lightning#19106 (TORCH_DISTRIBUTED_DEBUG=DETAIL): rank 1 entered #3 only
+DETAIL_ENTERED = "\n".join([
+    '[I ProcessGroupWrapper.cpp:562] [Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))',
+    '[I ProcessGroupWrapper.cpp:562] [Rank 0] Running collective: CollectiveFingerPrint(SequenceNumber=4, OpType=BROADCAST, TensorShape=[73], TensorDtypes=Byte, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))',
+    '[I ProcessGroupWrapper.cpp:562] [Rank 2] Running collective: CollectiveFingerPrint(SequenceNumber=4, OpType=BROADCAST, TensorShape=[73], TensorDtypes=Byte, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))',
+]) + "\n"
+
+
+def _haoang97(rank: int, count: int) -> str:
+    """NCCL_DEBUG_SUBSYS=COLL's trace line of one AllGather (the haoang97 4-GPU trace of an
+    NVIDIA/nccl hang: every call traced as opCount 0, the calls' order numbers them)."""
+    pid = 487634 + rank
+    return _coll(f"ai:{pid}:{pid} [{rank}]", "AllGather", "0", count, 0)
+
+
+COLL_TRACE = "".join(_haoang97(r, c) for c in (516, 4100) for r in range(4)) + "".join(
+    _haoang97(r, 1028) for r in (0, 2, 3))
+
+
+@pytest.mark.parametrize(("text", "behind"), [(DETAIL_ENTERED, [1]), (COLL_TRACE, [1])])
+def test_the_rank_whose_last_collective_is_behind_lags(tmp_path: Path, text: str,
+                                                       behind: list[int]) -> None:
+    f = timeout.diagnose(_both(tmp_path, text)).facts
+    assert f["lagging_ranks"] == behind
+    assert f["pattern"] == "straggler" and f["timed_out_ranks"] == []

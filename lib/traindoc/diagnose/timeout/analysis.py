@@ -25,6 +25,7 @@ from ...parse.missing_ranks import JAX_CONNECT_BARRIER, is_jax_barrier
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
+    entered_lag,
     entered_mismatch,
     first_mismatch,
     in_flight,
@@ -206,7 +207,8 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     is_gloo = ops.str.startswith("gloo:") | ops.eq("MONITORED_BARRIER")
     gloo, legacy = unnumbered[is_gloo], unnumbered[~is_gloo]
     mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy)
-                or order_mismatch(nccl) or entered_mismatch(c))
+                or order_mismatch(nccl) or entered_mismatch(c)
+                or (None if len(timeouts) else entered_lag(c)))
     # The heartbeat monitor ("watchdog got stuck", "Heartbeat monitor timed out"): the rank hung
     # inside NCCL/CUDA so long that even its watchdog stopped; it names no collective.
     errs = incident.errors
@@ -244,6 +246,13 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
                                         coll["process_group"], world_size)
+    if mismatch and mismatch.kind == MismatchKind.MISSING_RANKS:
+        # ranks seen at an earlier number and never at this one are behind it; the ranks
+        # seen at it (its ops) arrived there
+        missing = {int(r) for r in mismatch.ranks}
+        lagging |= missing
+        arrived = (arrived - missing) | ({int(r) for r in mismatch.ops if str(r).isdigit()}
+                                         - missing)
     if beside:
         arrived |= joined
     elif timed_out:  # printed from a later collective: the joined ranks are behind it
