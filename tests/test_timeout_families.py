@@ -427,3 +427,24 @@ def test_the_rank_whose_last_collective_is_behind_lags(tmp_path: Path, text: str
     f = timeout.diagnose(_both(tmp_path, text)).facts
     assert f["lagging_ranks"] == behind
     assert f["pattern"] == "straggler" and f["timed_out_ranks"] == []
+
+
+def test_a_rank_past_the_others_collectives_names_no_straggler(tmp_path: Path) -> None:
+    # the verl-agent SFT run (2025-11-18): rank 0 completed up to 2666, past rank 1's last
+    # enqueued 2635 — the two streams went out of step, rank 1 is no rank behind in one stream
+    text = (
+        "[rank1]:[E1118 20:32:23.955028747 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=2635, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=1800000) ran for 1800024 milliseconds before timing out.\n"
+        "[rank1]:[E1118 20:32:23.957372583 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) "
+        "Rank 1]  failure detected by watchdog at work sequence id: 2635 PG status: last enqueued "
+        "work: 2635, last completed work: 2634\n"
+        "[rank0]:[E1118 20:32:23.968558948 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=2667, OpType=_REDUCE_SCATTER_BASE, "
+        "NumelIn=46797824, NumelOut=23398912, Timeout(ms)=1800000) ran for 1800053 milliseconds "
+        "before timing out.\n"
+        "[rank0]:[E1118 20:32:23.969084696 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) "
+        "Rank 0]  failure detected by watchdog at work sequence id: 2667 PG status: last enqueued "
+        "work: 2689, last completed work: 2666\n")
+    f = timeout.diagnose(_both(tmp_path, text)).facts
+    assert f["lagging_ranks"] == [] and f["pattern"] != "straggler"
