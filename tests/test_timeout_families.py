@@ -400,35 +400,6 @@ def test_the_rank_that_never_enqueued_the_others_collective_lags(tmp_path: Path)
 
 
 
-# -- nothing timed out yet: the collectives each rank logged entering, one rank's last behind ---
-
-# Lightning-AI/pytorch-lightning#19106 (TORCH_DISTRIBUTED_DEBUG=DETAIL): rank 1 entered #3 only
-DETAIL_ENTERED = "\n".join([
-    '[I ProcessGroupWrapper.cpp:562] [Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))',
-    '[I ProcessGroupWrapper.cpp:562] [Rank 0] Running collective: CollectiveFingerPrint(SequenceNumber=4, OpType=BROADCAST, TensorShape=[73], TensorDtypes=Byte, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))',
-    '[I ProcessGroupWrapper.cpp:562] [Rank 2] Running collective: CollectiveFingerPrint(SequenceNumber=4, OpType=BROADCAST, TensorShape=[73], TensorDtypes=Byte, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))',
-]) + "\n"
-
-
-def _haoang97(rank: int, count: int) -> str:
-    """NCCL_DEBUG_SUBSYS=COLL's trace line of one AllGather (the haoang97 4-GPU trace of an
-    NVIDIA/nccl hang: every call traced as opCount 0, the calls' order numbers them)."""
-    pid = 487634 + rank
-    return _coll(f"ai:{pid}:{pid} [{rank}]", "AllGather", "0", count, 0)
-
-
-COLL_TRACE = "".join(_haoang97(r, c) for c in (516, 4100) for r in range(4)) + "".join(
-    _haoang97(r, 1028) for r in (0, 2, 3))
-
-
-@pytest.mark.parametrize(("text", "behind"), [(DETAIL_ENTERED, [1]), (COLL_TRACE, [1])])
-def test_the_rank_whose_last_collective_is_behind_lags(tmp_path: Path, text: str,
-                                                       behind: list[int]) -> None:
-    f = timeout.diagnose(_both(tmp_path, text)).facts
-    assert f["lagging_ranks"] == behind
-    assert f["pattern"] == "straggler" and f["timed_out_ranks"] == []
-
-
 def test_a_rank_past_the_others_collectives_names_no_straggler(tmp_path: Path) -> None:
     # the verl-agent SFT run (2025-11-18): rank 0 completed up to 2666, past rank 1's last
     # enqueued 2635 — the two streams went out of step, rank 1 is no rank behind in one stream

@@ -25,7 +25,6 @@ from ...parse.missing_ranks import JAX_CONNECT_BARRIER, is_jax_barrier
 from ..collectives import (
     adopt_pg,
     detail_mismatch,
-    entered_lag,
     entered_mismatch,
     first_mismatch,
     in_flight,
@@ -207,8 +206,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     is_gloo = ops.str.startswith("gloo:") | ops.eq("MONITORED_BARRIER")
     gloo, legacy = unnumbered[is_gloo], unnumbered[~is_gloo]
     mismatch = (first_mismatch(c) or detail_mismatch(c) or unnumbered_mismatch(legacy)
-                or order_mismatch(nccl) or entered_mismatch(c)
-                or (None if len(timeouts) else entered_lag(c)))
+                or order_mismatch(nccl) or entered_mismatch(c))
     # The heartbeat monitor ("watchdog got stuck", "Heartbeat monitor timed out"): the rank hung
     # inside NCCL/CUDA so long that even its watchdog stopped; it names no collective.
     errs = incident.errors
