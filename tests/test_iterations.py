@@ -748,6 +748,11 @@ def test_an_epoch_time_after_its_loss_line(tmp_path: Path, engine: str) -> None:
     # caiyuanhao1998/MST#7: the epoch's seconds
     ("2022-07-21 04:20:03,677 - INFO: ===> Epoch 222 Complete: Avg. Loss: 0.013878 time: 659.40",
      {"iteration": 222, "loss": 0.013878, "elapsed_s": 659.40}),
+    # t5x's trainer.py (log_every_n_seconds "Training: step %d"): google-research/t5x, the
+    # architecture-objective#26 paste; a TF script's logging.info("Training: step %d, accuracy:
+    # %g") with the metric after it
+    ("I1115 16:00:39.451247 140641718562816 trainer.py:501] Training: step 198", {"iteration": 198}),
+    ("INFO:root:Training: step 1200, accuracy: 0.98", {"iteration": 1200}),
 ])
 def test_simple_step_formats(line: str, expected: dict) -> None:
     from traindoc.parse.iterations import parse_simple_step
@@ -845,3 +850,9 @@ def test_a_kept_pattern_reads_what_the_generic_reader_gets_wrong(line: str, colu
                and any(n in line for n in p.needles) and (r := p.parse(line)) is not None)
     generic = parse_metric_line(line) or {}
     assert generic.get(column) != own.get(column)
+
+
+def test_a_training_start_banner_is_no_step() -> None:
+    from traindoc.parse.iterations import parse_simple_step
+
+    assert parse_simple_step("INFO Starting training: step 0 -> 20000") is None

@@ -22,6 +22,7 @@ from traindoc.parse.missing_ranks import (
     absl_duration_ms,
     parse_desync_lagging,
     parse_fr_inline,
+    parse_jax_heartbeat,
     parse_stall,
 )
 
@@ -863,3 +864,39 @@ def test_a_jax_barrier_gets_jax_advice_not_torchs(tmp_path: Path, text: str,
     assert "TORCH_" not in how and "init_process_group" not in how
     assert "TF_CPP_VMODULE=coordination_service" in how
     assert ("initialization_timeout" in how) == connect
+
+
+# -- JAX's coordination service: a task's heartbeats stopped ---------------------------------------
+
+JAX_HEARTBEAT = [
+    # the architecture-objective#26 t5x run (tensorflow's copy of the service, 2022)
+    ("2022-11-15 16:03:15.140058: E external/org_tensorflow/tensorflow/core/distributed_runtime/"
+     "coordination/coordination_service.cc:954] /job:jax_worker/replica:0/task:37 has been set to "
+     "ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:37 heartbeat "
+     "timeout. This indicates that the remote task has failed, got preempted, or crashed "
+     "unexpectedly. [type.googleapis.com/tensorflow.CoordinationServiceError='']", 37),
+    # jax-ml/jax#23599 (xla's tsl copy, 2024)
+    ("2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/"
+     "coordination_service.cc:1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in "
+     "coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:0 heartbeat timeout. "
+     "This indicates that the remote task has failed, got preempted, or crashed unexpectedly. Check "
+     "the task logs for an earlier error to debug further. "
+     "[type.googleapis.com/tensorflow.CoordinationServiceError='']", 0),
+]
+
+
+@pytest.mark.parametrize(("line", "task"), JAX_HEARTBEAT)
+def test_jax_heartbeat_timeout_names_the_silent_task(line: str, task: int) -> None:
+    assert parse_jax_heartbeat(line) == [{"rank": task, "state": "absent", "_named_rank": True}]
+
+
+def test_jax_heartbeat_timeout_is_the_lagging_task(tmp_path: Path) -> None:
+    f = facts(tmp_path, "I1115 16:00:39.451247 140641718562816 trainer.py:501] Training: step 198\n"
+              + JAX_HEARTBEAT[0][0] + "\n")
+    assert f["lagging_ranks"] == [37]
+    assert f["last_step"] == 198
+    assert f["timed_out_ranks"] == []  # the coordinator's own rank is not printed
+
+
+def test_a_heartbeat_timeout_of_another_kind_names_no_task() -> None:
+    assert parse_jax_heartbeat("[Rank 3] Heartbeat timeout: the watchdog thread stopped") is None

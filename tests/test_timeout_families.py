@@ -373,3 +373,49 @@ def test_coll_trace_send_recv_and_several_hosts_name_no_one(tmp_path: Path) -> N
              + _coll("(RayTrainWorker pid=619, ip=10.72.2.6) node-b:619:19049 [2]", "AllReduce",
                      "139e", 7066572))
     assert timeout.analyse(_both(tmp_path, hosts)).pattern == "unknown"
+
+
+# -- the rank behind: its watchdog says it never enqueued the collective the other rank is in --
+
+# SWivid/F5-TTS#346: rank 1 enqueued up to 215121, rank 0 is in 215122 (same group)
+F5_BEHIND = (
+    "[rank1]:[E1030 03:19:32.584828663 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=215121, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+    "Timeout(ms)=600000) ran for 600080 milliseconds before timing out.\n"
+    "[rank1]:[E1030 03:19:32.585495736 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 1] Exception (either an error or timeout) detected by watchdog at work: 215121, last "
+    "enqueued NCCL work: 215121, last completed NCCL work: 215120.\n"
+    "[rank0]:[E1030 03:19:32.598350807 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=215122, OpType=BROADCAST, NumelIn=2149508, "
+    "NumelOut=2149508, Timeout(ms)=600000) ran for 600093 milliseconds before timing out.\n"
+    "[rank0]:[E1030 03:19:32.599256168 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 0] Exception (either an error or timeout) detected by watchdog at work: 215122, last "
+    "enqueued NCCL work: 215122, last completed NCCL work: 215121.\n")
+
+
+def test_the_rank_that_never_enqueued_the_others_collective_lags(tmp_path: Path) -> None:
+    f = timeout.diagnose(_both(tmp_path, F5_BEHIND)).facts
+    assert f["lagging_ranks"] == [1]
+    assert f["pattern"] == "straggler"
+
+
+
+def test_a_rank_past_the_others_collectives_names_no_straggler(tmp_path: Path) -> None:
+    # the verl-agent SFT run (2025-11-18): rank 0 completed up to 2666, past rank 1's last
+    # enqueued 2635 — the two streams went out of step, rank 1 is no rank behind in one stream
+    text = (
+        "[rank1]:[E1118 20:32:23.955028747 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=2635, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=1800000) ran for 1800024 milliseconds before timing out.\n"
+        "[rank1]:[E1118 20:32:23.957372583 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) "
+        "Rank 1]  failure detected by watchdog at work sequence id: 2635 PG status: last enqueued "
+        "work: 2635, last completed work: 2634\n"
+        "[rank0]:[E1118 20:32:23.968558948 ProcessGroupNCCL.cpp:629] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=2667, OpType=_REDUCE_SCATTER_BASE, "
+        "NumelIn=46797824, NumelOut=23398912, Timeout(ms)=1800000) ran for 1800053 milliseconds "
+        "before timing out.\n"
+        "[rank0]:[E1118 20:32:23.969084696 ProcessGroupNCCL.cpp:2168] [PG ID 0 PG GUID 0(default_pg) "
+        "Rank 0]  failure detected by watchdog at work sequence id: 2667 PG status: last enqueued "
+        "work: 2689, last completed work: 2666\n")
+    f = timeout.diagnose(_both(tmp_path, text)).facts
+    assert f["lagging_ranks"] == [] and f["pattern"] != "straggler"

@@ -880,12 +880,17 @@ SIMPLE_FORMATS: dict[str, re.Pattern[str]] = {
     # the epoch's seconds
     "epoch_complete": re.compile(rf"===> Epoch (?P<it>\d+) Complete: Avg\. Loss: (?P<loss>{_NUM}) "
                                  r"time: (?P<elapsed_s>[\d.]+)"),
+    # t5x's trainer (``logging.log_every_n_seconds(INFO, "Training: step %d", 10, step_num)``):
+    # "I1115 16:00:39.451247 140641718562816 trainer.py:501] Training: step 198", the step alone;
+    # TF scripts' "Training: step 1200, accuracy: 0.98" (not "Starting training: step 0 -> N")
+    "training_step": re.compile(r"(?<![A-Za-z] )\b[Tt]raining: step (?P<it>\d+)\b(?!\s*->)"),
     "iter_losses": re.compile(rf"^\s*iter (?P<it>\d+)\s+time/iter: (?P<elapsed_s>[\d.]+)\s+lr: "
                               rf"(?P<lr>{_NUM}).*\blosses: (?P<loss>{_NUM})"),
 }
 SIMPLE_NEEDLES = (":\tloss_", ": loss_", "epoch: ", "train time:", "model_grad_norm",
                   "[Loss]", "time/iter:", ", step at ", ", loss = ", "loss train:", "Acc_iter ",
-                  ", Time ", "[success][", " Complete: Avg. Loss: ", ", train_loss=")
+                  ", Time ", "[success][", " Complete: Avg. Loss: ", ", train_loss=",
+                  "Training: step ", "training: step ")
 
 
 def parse_simple_step(text: str) -> Row | None:

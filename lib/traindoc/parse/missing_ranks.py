@@ -21,6 +21,11 @@ One line each (``LINE_PARSERS``):
   report from a later one, beside it when it is one of them (then every rank listed is stuck in
   the same collective: ``[0, …, 15] joined but didn't finish collective #730`` from rank 6).
   Its numbers count from 1 and are not the WorkNCCL SeqNum, so the rows carry none.
+- JAX's coordination service on a task whose heartbeats stopped: ``/job:jax_worker/replica:0/
+  task:37 has been set to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/
+  replica:0/task:37 heartbeat timeout``: an ``absent`` row of that task (the task id is
+  ``jax.process_index()``), no collective named; the coordinator that prints it says nothing
+  of its own rank.
 - fr_trace's first form, one printed line: ``Not all ranks joining collective for group
   0:default_pg collective nccl:all_reduce  Missing ranks are {1}`` (no sequence number).
 
@@ -164,6 +169,11 @@ JAX_REGISTER_TIMEOUT_RE = re.compile(
     r"the timeout is currently set to:\s*(?P<d>(?:\d+(?:\.\d+)?(?:ms|us|ns|h|m|s))+)(?![\w])")
 ABSL_PART_RE = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|us|ns|h|m|s)")
 ABSL_UNIT_MS = {"h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1, "us": 1e-3, "ns": 1e-6}
+# the coordination service (xla/tsl coordination_service.cc) on a task whose heartbeats stopped:
+# "/job:jax_worker/replica:0/task:37 has been set to ERROR in coordination service: UNAVAILABLE:
+# Task /job:jax_worker/replica:0/task:37 heartbeat timeout. This indicates that the remote task
+# has failed, got preempted, or crashed unexpectedly."
+JAX_HEARTBEAT_RE = re.compile(r"\bTask /job:[\w-]+/replica:\d+/task:(?P<task>\d+) heartbeat timeout\b")
 JAX_PROCESS_RE = re.compile(r"jax\.distributed\.initialize\(.*?\bprocess_id\s*=\s*(?P<pid>\d+)")
 
 
@@ -198,6 +208,15 @@ def parse_stall(text: str) -> list[Row] | None:
             rows += [{"rank": r, "op_type": op, "state": "absent", "_named_rank": True}
                      for r in gaps]
     return rows or None
+
+
+def parse_jax_heartbeat(text: str) -> list[Row] | None:
+    """The coordination service's word that one task stopped sending heartbeats: that task is
+    the one the others were left waiting for (``absent``, no collective named)."""
+    m = JAX_HEARTBEAT_RE.search(text)
+    if not m:
+        return None
+    return [{"rank": digits_int(m["task"]), "state": "absent", "_named_rank": True}]
 
 
 def parse_desync_lagging(text: str) -> list[Row] | None:
@@ -521,6 +540,18 @@ PARSERS: tuple[LineParser, ...] = (
         parse_stall,
         example="[1,0]<stderr>:[2019-04-13 13:55:31.858119: W horovod/common/operations.cc:588] "
         "HorovodBroadcast_dense_kernel_Momentum_0 [missing ranks: 1]",
+    ),
+    LineParser(
+        "jax_heartbeat_timeout",
+        "collectives",
+        (" heartbeat timeout",),
+        parse_jax_heartbeat,
+        # jax-ml/jax#23599
+        example="2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/"
+        "coordination/coordination_service.cc:1170] /job:jax_worker/replica:0/task:0 has been set "
+        "to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:0 "
+        "heartbeat timeout. This indicates that the remote task has failed, got preempted, or "
+        "crashed unexpectedly.",
     ),
     LineParser(
         "desync_report_lagging",

@@ -5,7 +5,11 @@ Patterns:
 - ``desync``: ranks issued different collectives (or sizes/dtypes) at one sequence number.
 - ``straggler``: some ranks never enqueued the collective the others wait in (named in
   ``lagging_ranks``): they were somewhere else (data loading, eval, a rank-conditional branch,
-  a smaller data split).
+  a smaller data split). Read from the ranks a hang report names missing, the ranks whose
+  watchdog status shows them behind the collective (a rank seen at an earlier number and not
+  at the others': unless a rank past it completed collectives it never enqueued, where the
+  numbers do not line up). (A rank behind in the collectives each rank logged entering, with
+  nothing timed out, is a hang: the deadlock runbook's.)
 - ``all_stuck``: every rank entered the same collective and it never finished: the transport
   (network, NVLink, a sick GPU) rather than the program.
 - ``unknown``: the logs do not tell (e.g. only one rank's view was captured).

@@ -244,6 +244,13 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
                                         coll["process_group"], world_size)
+    if mismatch and mismatch.kind == MismatchKind.MISSING_RANKS and lines_up(positions, mismatch):
+        # ranks seen at an earlier number and never at this one are behind it; the ranks
+        # seen at it (its ops) arrived there
+        missing = {int(r) for r in mismatch.ranks}
+        lagging |= missing
+        arrived = (arrived - missing) | ({int(r) for r in mismatch.ops if str(r).isdigit()}
+                                         - missing)
     if beside:
         arrived |= joined
     elif timed_out:  # printed from a later collective: the joined ranks are behind it
@@ -269,6 +276,24 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         **base, found=True, timed_out_ranks=timed_out, **coll, lagging_ranks=lagging_ranks,
         lagging_candidates=sorted(lagging), unseen_ranks=sorted(unseen), pattern=pattern,
         finished_early=finished, earlier_failure=earlier_failure(incident, timeouts))
+
+
+def lines_up(positions: pd.DataFrame, mm: Mismatch) -> bool:
+    """Whether the ranks a missing_ranks mismatch names can be behind the others: no rank that
+    reached its number completed a collective past the last one a missing rank enqueued (a
+    collective completes only when every rank of its group is in it; where one did, the
+    numbers are of different groups under one id, or the ranks' streams went out of step)."""
+    pos = positions[positions["process_group"] == mm.process_group]
+    if not len(pos):
+        return True
+    enq = pos.set_index("rank")["last_enqueued"]
+    done = pos.set_index("rank")["last_completed"]
+    missing = [r for r in mm.ranks if r in enq.index and pd.notna(enq[r])]
+    if not missing:
+        return True
+    low = min(int(enq[r]) for r in missing)
+    return not any(pd.notna(done[r]) and int(done[r]) > low
+                   for r in done.index if r not in mm.ranks)
 
 
 def _timed_out_collective(timeouts: pd.DataFrame, nccl: pd.DataFrame, status: pd.DataFrame,
