@@ -101,7 +101,12 @@ from . import failure_class
 from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone, stall_reports
-from .gpu_crash.events import C10D_ABORT_RE, KERNEL_ASSERT_CODE, NOT_A_FAILURE_CODES
+from .gpu_crash.events import (
+    C10D_ABORT_RE,
+    KERNEL_ASSERT_CODE,
+    NOT_A_FAILURE_CODES,
+    SCHEDULER_STOP_CODES,
+)
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -583,8 +588,10 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
     crash = crash_analyse(incident).crash
     if crash.first is None:
         return _victim_crash(incident, crash.cascade, rep)
-    if str(crash.first["code"]) in SCHEDULER_TAKEBACK_CODES:
-        return None  # the scheduler took the node back: no crash (what follows may be a failure)
+    if str(crash.first["code"]) in SCHEDULER_TAKEBACK_CODES | SCHEDULER_STOP_CODES:
+        # the scheduler took the node back, or cancelled the job on someone's word: no crash
+        # (what follows may be a failure)
+        return None
     rows = crash.cluster if len(crash.cluster) else crash.first.to_frame().T
     rows = rows[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
     rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
