@@ -83,6 +83,7 @@ import pandas as pd
 
 from ..hostlist import runs
 from ..incident import Incident
+from ..parse.benchmarks import SHUTDOWN_METRIC
 from ..parse.collectives import STORE_BARRIER_OP
 from ..report import (
     Action,
@@ -523,7 +524,8 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     message = str((rep.facts.get("error_message") if rep is not None else None) or "")
     died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message))
                                   or bool(HYDRA_REPORT_RE.match(message))
-                                  or uncaught(incident.stacks) or _argparse_exit(incident, message))
+                                  or uncaught(incident.stacks) or _argparse_exit(incident, message)
+                                  or _shut_down_on(incident, message))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
@@ -557,6 +559,34 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         r = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         parts.append(f"{r} {how}{code}{tail}")
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
+
+
+def _shut_down_on(incident: Incident, message: str) -> bool:
+    """Whether the interpreter shut down on the exception ``message``: the resource tracker's
+    warning at shutdown (``exit:shutdown``) comes after its line in the same file with no step
+    logged in between (an exception in a thread, a DataLoader's feeder, leaves no top-level
+    traceback: ROPADet's ENOSPC in multiprocessing's queue feeder, then "There appear to be 662
+    leaked semaphore objects to clean up at shutdown"). A run that went on stepping after the
+    exception, or ended with no exception before the warning, shut down on something else."""
+    ht, errs = incident.host_timings, incident.errors
+    if not message or not len(ht) or not len(errs):
+        return False
+    marks = ht[ht["metric"] == SHUTDOWN_METRIC]
+    failed = errs[(errs["kind"] == "python") & (errs["message"] == message)]
+    if not len(marks) or not len(failed):
+        return False
+    (ef, el), = _row_positions(incident, failed.head(1))
+    ends = [ln for f, ln in _row_positions(incident, marks) if f == ef and ln > el]
+    if not ends:
+        return False
+    it = incident.iterations
+    if len(it):
+        files = incident.account.file_list
+        name = files[ef] if ef < len(files) else None
+        lines = it.loc[(it["file"].astype("string") == name).fillna(False), "lineno"]
+        if ((lines > el) & (lines < min(ends))).fillna(False).any():
+            return False
+    return True
 
 
 def _argparse_exit(incident: Incident, message: str) -> bool:
