@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import traindoc
-from traindoc.diagnose import gpu_crash
+from traindoc.diagnose import gpu_crash, triage
 from traindoc.diagnose.gpu_crash.events import EXCEPTION_WRAPPER_RE
 from traindoc.parse.errors import parse_error
 
@@ -1322,15 +1322,25 @@ def test_a_worker_killed_by_sigterm_with_nothing_failing_is_a_signal_without_a_r
      "[2022-10-31 10:55:10,500] [INFO] [launch.py:286:sigkill_handler] Killing subprocess 19338",
      "[2022-10-31 10:55:14,192] [INFO] [launch.py:295:sigkill_handler] Main process received "
      "SIGTERM, exiting"],
-    # bigscience-workshop/bigscience meg_gpt2_base_n4 (corpus timeout-bigscience-meg-gpt2-base-
-    # n4-dp1-tp4-pp4): scancel, then the launchers' teardown
-    ["srun: Job step aborted: Waiting up to 62 seconds for job step to finish.",
-     "Killing subprocess 64203",
-     "Main process received SIGTERM, exiting",
-     "slurmstepd: error: *** JOB 1809579 ON r8i3n1 CANCELLED AT 2021-05-23T08:45:57 ***"],
 ])
 def test_a_deepspeed_stop_someone_chose_is_no_failure(tmp_path: Path, lines: list[str]) -> None:
     assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts["error_kind"] is None
+
+
+def test_a_scancel_before_the_launchers_teardown_is_the_jobs_end(tmp_path: Path) -> None:
+    """bigscience-workshop/bigscience meg_gpt2_base_n4 (corpus timeout-bigscience-meg-gpt2-base-
+    n4-dp1-tp4-pp4): scancel, then the launchers' teardown. The runbook says the scheduler
+    cancelled the job on r8i3n1 (as corpus gpu_crash-deformable-detr-unzip-scancel is labelled);
+    triage calls it no failure class (the case's label)."""
+    lines = ["srun: Job step aborted: Waiting up to 62 seconds for job step to finish.",
+             "Killing subprocess 64203",
+             "Main process received SIGTERM, exiting",
+             "slurmstepd: error: *** JOB 1809579 ON r8i3n1 CANCELLED AT 2021-05-23T08:45:57 ***"]
+    inc = traindoc.load(str(_write(tmp_path, lines)))
+    rep = gpu_crash.diagnose(inc)
+    assert rep.facts["error_kind"] == "signal" and rep.facts["failed_hosts"] == ["r8i3n1"]
+    assert rep.facts["failed_ranks"] == [] and "cancelled" in rep.verdict
+    assert triage.diagnose(inc).facts["classes"] == []
 
 
 def test_the_agents_stop_after_a_workers_failure_stays_the_teardown(tmp_path: Path) -> None:
