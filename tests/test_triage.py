@@ -320,8 +320,12 @@ def test_triage_reports_every_class_a_runbook_reports(path: Path) -> None:
         # (``triage._crashed_after_one_step``)
         one_point = any(n["class"] == cls and "one point is no series" in n["reason"]
                         for n in a.not_checked)
-        assert desync or two_jobs or one_point or (cls == "gpu_crash" and own.facts["error_kind"] == "signal"
-                          and "timeout" in got), (cls, own.verdict)
+        # a scheduler's cancel on someone's word, nothing failing before it: the runbook says
+        # how the job ended, triage names no failure class (``triage._runbook_crash``)
+        cancelled = cls == "gpu_crash" and own.verdict.startswith("The scheduler cancelled the job")
+        assert desync or two_jobs or one_point or cancelled or (
+            cls == "gpu_crash" and own.facts["error_kind"] == "signal"
+            and "timeout" in got), (cls, own.verdict)
     if got:
         assert CONFIDENCE.index(r.confidence) <= CONFIDENCE.index(a.runbooks[got[0]].confidence)
     nc = [n["class"] for n in r.facts["not_checked"]]
