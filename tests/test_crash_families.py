@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import traindoc
-from traindoc.diagnose import gpu_crash
+from traindoc.diagnose import gpu_crash, triage
 from traindoc.diagnose.gpu_crash.events import EXCEPTION_WRAPPER_RE
 from traindoc.parse.errors import parse_error
 
@@ -1321,15 +1322,25 @@ def test_a_worker_killed_by_sigterm_with_nothing_failing_is_a_signal_without_a_r
      "[2022-10-31 10:55:10,500] [INFO] [launch.py:286:sigkill_handler] Killing subprocess 19338",
      "[2022-10-31 10:55:14,192] [INFO] [launch.py:295:sigkill_handler] Main process received "
      "SIGTERM, exiting"],
-    # bigscience-workshop/bigscience meg_gpt2_base_n4 (corpus timeout-bigscience-meg-gpt2-base-
-    # n4-dp1-tp4-pp4): scancel, then the launchers' teardown
-    ["srun: Job step aborted: Waiting up to 62 seconds for job step to finish.",
-     "Killing subprocess 64203",
-     "Main process received SIGTERM, exiting",
-     "slurmstepd: error: *** JOB 1809579 ON r8i3n1 CANCELLED AT 2021-05-23T08:45:57 ***"],
 ])
 def test_a_deepspeed_stop_someone_chose_is_no_failure(tmp_path: Path, lines: list[str]) -> None:
     assert gpu_crash.diagnose(traindoc.load(str(_write(tmp_path, lines)))).facts["error_kind"] is None
+
+
+def test_a_scancel_before_the_launchers_teardown_is_the_jobs_end(tmp_path: Path) -> None:
+    """bigscience-workshop/bigscience meg_gpt2_base_n4 (corpus timeout-bigscience-meg-gpt2-base-
+    n4-dp1-tp4-pp4): scancel, then the launchers' teardown. The runbook says the scheduler
+    cancelled the job on r8i3n1 (as corpus gpu_crash-deformable-detr-unzip-scancel is labelled);
+    triage calls it no failure class (the case's label)."""
+    lines = ["srun: Job step aborted: Waiting up to 62 seconds for job step to finish.",
+             "Killing subprocess 64203",
+             "Main process received SIGTERM, exiting",
+             "slurmstepd: error: *** JOB 1809579 ON r8i3n1 CANCELLED AT 2021-05-23T08:45:57 ***"]
+    inc = traindoc.load(str(_write(tmp_path, lines)))
+    rep = gpu_crash.diagnose(inc)
+    assert rep.facts["error_kind"] == "signal" and rep.facts["failed_hosts"] == ["r8i3n1"]
+    assert rep.facts["failed_ranks"] == [] and "cancelled" in rep.verdict
+    assert triage.diagnose(inc).facts["classes"] == []
 
 
 def test_the_agents_stop_after_a_workers_failure_stays_the_teardown(tmp_path: Path) -> None:
@@ -2644,3 +2655,167 @@ def test_a_shells_job_status_is_quoted_as_printed(tmp_path: Path) -> None:
         "exp/chain/tdnn_sp --mode training --lr 0.002 ) 2>> exp/chain/tdnn_sp/log/train.0.1.log\n"
         "run.pl: job failed, log is in exp/chain/tdnn_sp/log/train.0.1.log\n"))
     assert (f["error_kind"], f["error_message"]) == ("signal", "Segmentation fault (SIGSEGV)")
+
+
+# --- the launchers' grammar of a rank's death (``LAUNCHER_DEATHS``) ---------------------------
+
+@pytest.mark.parametrize("line, rank, host, code", [
+    # saforem2/torchtitan (Sunspot reduce_scatter segfault; corpus gpu_crash-torchtitan-sunspot-…)
+    ("x1922c6s0b0n0-hsn0: rank 4 died from signal 11 and dumped core", 4, "x1922c6s0b0n0-hsn0",
+     "SIGSEGV"),
+    # E3SM-Project/E3SM#6985 (Polaris)
+    ("x3102c0s25b1n0.hsn.cm.polaris.alcf.anl.gov: rank 96 died from signal 11 and dumped core", 96,
+     "x3102c0s25b1n0.hsn.cm.polaris.alcf.anl.gov", "SIGSEGV"),
+    # pmodels/mpich#7605 (Aurora)
+    ("x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov: rank 27421 died from signal 6", 27421,
+     "x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov", "SIGABRT"),
+    # Open MPI (the grammar's first row, unchanged)
+    ("mpirun noticed that process rank 286 with PID 17969 on node ichost094 exited on signal 11 "
+     "(Segmentation fault).", 286, "ichost094", "SIGSEGV"),
+])
+def test_a_launchers_death_line_names_rank_host_and_signal(line: str, rank: int, host: str,
+                                                           code: str) -> None:
+    row = parse_error(line)
+    assert row is not None and row["kind"] == "signal"
+    assert (row["rank"], row["host"], row["code"]) == (rank, host, code)
+
+
+def test_a_pals_segfault_is_the_crash_of_its_rank(tmp_path: Path) -> None:
+    # corpus gpu_crash-torchtitan-sunspot-reduce-scatter-segv; the SIGTERM of the others after it
+    # (E3SM#6985's "rank 99 died from signal 15") is the teardown
+    f = _facts(tmp_path, "node: x1922c6s0b0n0\n"
+               "x1922c6s0b0n0-hsn0: rank 4 died from signal 11 and dumped core\n"
+               "x1922c6s0b0n0-hsn0: rank 7 died from signal 15\nrc=139\n")
+    assert f["failed_ranks"] == [4]
+    assert f["failed_hosts"] == ["x1922c6s0b0n0-hsn0"]
+    assert f["error_kind"] == "signal" and "died from signal 11" in f["error_message"]
+
+
+HYDRA_FRAME = """===================================================================================
+=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+=   {who}
+=   {how}
+=   CLEANING UP REMAINING PROCESSES
+=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES
+===================================================================================
+{after}"""
+
+
+@pytest.mark.parametrize("who, how, after, rank, host, code", [
+    # openai/jukebox#155 (MPICH hydra): the exit string after the frame says the signal
+    ("PID 9665 RUNNING AT NeuroRTX6000", "EXIT CODE: 9",
+     "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n"
+     "This typically refers to a problem with your application.\n", None, "NeuroRTX6000",
+     "SIGKILL"),
+    # bsc-performance-tools/extrae#101 (Intel MPI): the rank and the signal in the frame
+    ("RANK 6 PID 2447372 RUNNING AT node0009", "KILLED BY SIGNAL: 9 (Killed)", "", 6, "node0009",
+     "SIGKILL"),
+    # hydra's exit status of a shell-run rank: 128 + 11
+    ("RANK 7 PID 2447373 RUNNING AT node0009", "EXIT CODE: 139", "", 7, "node0009", "SIGSEGV"),
+])
+def test_hydras_bad_termination_frame_is_one_death(tmp_path: Path, who: str, how: str,
+                                                   after: str, rank: int | None, host: str,
+                                                   code: str) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(HYDRA_FRAME.format(who=who, how=how, after=after))
+    for engine in ("plain", "fast"):
+        e = traindoc.load(str(log), engine=engine).errors
+        assert len(e) == 1, engine
+        r = e.iloc[0]
+        assert r["kind"] == "signal" and r["code"] == code and r["host"] == host
+        assert (None if pd.isna(r["rank"]) else int(r["rank"])) == rank
+        assert "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES" in r["message"]
+
+
+def test_hydras_frame_of_a_plain_exit_is_an_exit_record(tmp_path: Path) -> None:
+    # MPLBM-UT#92's frame, its exit code without a signal said: an exit, not a signal
+    log = tmp_path / "job.log"
+    log.write_text(HYDRA_FRAME.format(who="PID 92248 RUNNING AT fzh-desktop", how="EXIT CODE: 1",
+                                      after=""))
+    inc = traindoc.load(str(log))
+    assert not len(inc.errors)
+    x = inc.exits.iloc[0]
+    assert (x["host"], int(x["pid"]), int(x["exitcode"])) == ("fzh-desktop", 92248, 1)
+
+
+# --- a scheduler's plain cancel, nothing failing before it, is how the job ended -------------
+
+@pytest.mark.parametrize("line, host", [
+    # facebookresearch/Deformable-DETR fork's slurm.out (corpus gpu_crash-deformable-detr-…)
+    ("slurmstepd: error: *** JOB 25883692 ON gr015 CANCELLED AT 2022-10-13T04:10:12 ***", "gr015"),
+    # tdmolflow's slurm output (corpus timeout-tdmolflow-cancelled-no-collective)
+    ("slurmstepd: error: *** JOB 3725795 ON bessemer-node026 CANCELLED AT 2025-01-20T16:42:49 ***",
+     "bessemer-node026"),
+])
+def test_a_plain_scancel_is_the_jobs_end_on_its_host(tmp_path: Path, line: str, host: str) -> None:
+    log = tmp_path / "slurm.out"
+    log.write_text("step 10 loss 2.31\nstep 20 loss 2.20\n" + line + "\n")
+    rep = gpu_crash.diagnose(traindoc.load(str(log)))
+    f = rep.facts
+    assert f["failed_hosts"] == [host] and f["failed_ranks"] == []
+    assert f["error_kind"] == "signal" and "CANCELLED AT" in f["error_message"]
+    assert rep.verdict.startswith("The scheduler cancelled the job")
+    assert "peer" not in rep.verdict
+
+
+def test_a_scancel_after_a_crash_stays_the_teardown(tmp_path: Path) -> None:
+    f = _facts(tmp_path, "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+               "slurmstepd: error: *** JOB 1 ON gr015 CANCELLED AT 2022-10-13T04:10:12 ***\n")
+    assert f["error_kind"] == "cuda_error"
+
+
+# --- a wrapper's line is context for the error it wraps --------------------------------------
+
+@pytest.mark.parametrize("line", [
+    # NVIDIA/JAX-Toolbox jax-vllm offloading (corpus gpu_crash-jax-toolbox-eks-jax-vllm-…)
+    "Exception: Call to collective_rpc method failed: ray::RayWorkerWrapper.execute_method() "
+    "(pid=1117, ip=10.0.29.169, actor_id=f076802821d0864ad46eab6101000000, repr=<vllm.executor."
+    "ray_utils.RayWorkerWrapper object at 0x7fbfee841a60>)",
+    # a verl user's main_task OOM
+    "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=399789, ip=10.128.0.9)",
+])
+def test_rays_remote_task_error_is_a_wrapper(line: str) -> None:
+    assert EXCEPTION_WRAPPER_RE.search(line)
+
+
+@pytest.mark.parametrize("line, words", [
+    # NVIDIA/JAX-Toolbox#194 (XLA's nccl_utils.cc)
+    ("2023-08-25 11:06:39.330561: E external/xla/xla/service/gpu/nccl_utils.cc:191] Aborting "
+     "communicator: 0x5555a108ff90 due to async NCCL error: remote process exited or there was a "
+     "network error", "due to async NCCL error: remote process exited"),
+    # CuPy's NcclError (JAX-Toolbox's jax-vllm logs)
+    ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_REMOTE_ERROR: remote process exited or "
+     "there was a network error", "NCCL_ERROR_REMOTE_ERROR: remote process exited"),
+    # the same for another NCCL error (a vLLM user's note on NCCL's memory)
+    ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda "
+     "error", "NCCL_ERROR_UNHANDLED_CUDA_ERROR"),
+])
+def test_nccls_error_keeps_the_wrappers_own_words(line: str, words: str) -> None:
+    row = parse_error(line)
+    assert row is not None and row["kind"] == "nccl_error"
+    assert words in row["message"]
+
+
+def test_a_ray_wrapped_nccl_error_is_an_nccl_error(tmp_path: Path) -> None:
+    f = _facts(tmp_path, "Traceback (most recent call last):\n"
+               '  File "/opt/x/rollout_client.py", line 175, in call\n'
+               "Exception: Call to collective_rpc method failed: ray::RayWorkerWrapper.execute_"
+               "method() (pid=1117, ip=10.0.29.169, actor_id=f0768028)\n"
+               '  File "cupy_backends/cuda/libs/nccl.pyx", line 129, in check_status\n'
+               "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_REMOTE_ERROR: remote process "
+               "exited or there was a network error\n")
+    assert f["error_kind"] == "nccl_error"
+    assert "NCCL_ERROR_REMOTE_ERROR" in f["error_message"]
+
+
+# --- Intel's Unified Runtime dies before the abort it causes ----------------------------------
+
+def test_ur_die_is_the_error_of_the_abort_after_it(tmp_path: Path) -> None:
+    # saforem2/torchtitan's Aurora MoE run (corpus gpu_crash-torchtitan-aurora-moe-ep-ur-die); the
+    # same adapter's message in a oneCCL run script's note; the adapters' die() prints
+    # "ur_die: <message>" then calls std::terminate()
+    f = _facts(tmp_path, "step: 2  loss: 11.72962  grad_norm: 2.3820\n"
+               "ur_die: urEventWait must not be called for an internal event\n"
+               "terminate called without an active exception\nFatal Python error: Aborted\n")
+    assert f["error_kind"] == "signal"
+    assert f["error_message"] == "ur_die: urEventWait must not be called for an internal event"

@@ -995,3 +995,34 @@ def test_stylegan_ticks_are_steps(line: str, expected: dict, source: str) -> Non
     assert row is not None, source
     for k, v in expected.items():
         assert _same(row.get(k), v), (source, k, row)
+
+
+# --- OpenPCDet's nested bars: the inner one counts the steps, the outer one the epochs --------
+
+# gc625/CenterPoint-KITTI tools/nohup.out (corpus gpu_crash-centerpoint-kitti-iassd-gan-killed)
+PCDET_TRAIN_BAR = "train:  12%|█▏        | 211/1767 [02:40<14:42,  1.76it/s, total_it=14347]"
+PCDET_EPOCHS_BAR = ("epochs:  20%|██        | 3/15 [1:27:15<5:56:40, 1783.41s/it, det_loss=2.59, "
+                    "gan_loss=11.2, tatal_loss=3.71, loss=3.71, lr=0.01]")
+
+
+@pytest.mark.parametrize("line, step", [
+    (PCDET_TRAIN_BAR, 14347),
+    # the same trainer's bar as open-mmlab/OpenPCDet's train_utils draws it
+    # (pbar.set_postfix(dict(total_it=accumulated_iter))), at its first steps
+    ("train:   5%|▌         | 10/186 [00:12<03:31,  1.20s/it, total_it=10]", 10),
+])
+def test_a_bar_naming_only_the_global_step_is_a_step_row(line: str, step: int) -> None:
+    assert parse_metric_line(line) == {"iteration": step, "event": STEP_EVENT}
+
+
+def test_a_bar_of_the_epochs_counts_epochs_not_steps() -> None:
+    row = parse_metric_line(PCDET_EPOCHS_BAR)
+    assert row is not None and row["event"] == "epoch" and row["epoch"] == 3.0
+    assert row["loss"] == 3.71
+
+
+def test_nested_bars_reach_the_inner_bars_step(tmp_path: Path) -> None:
+    # the bars as tqdm wrote them: the inner one, then the cursor up (ESC [A) and the outer one
+    log = tmp_path / "nohup.out"
+    log.write_text(f"\r{PCDET_TRAIN_BAR}\n\x1b[A\r{PCDET_EPOCHS_BAR}\r{PCDET_EPOCHS_BAR}Killed\n")
+    assert last_progress(load(str(log))).step == 14347

@@ -83,6 +83,7 @@ import pandas as pd
 
 from ..hostlist import runs
 from ..incident import Incident
+from ..parse.benchmarks import SHUTDOWN_METRIC
 from ..parse.collectives import STORE_BARRIER_OP
 from ..report import (
     Action,
@@ -101,7 +102,12 @@ from . import failure_class
 from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone, stall_reports
-from .gpu_crash.events import C10D_ABORT_RE, KERNEL_ASSERT_CODE, NOT_A_FAILURE_CODES
+from .gpu_crash.events import (
+    C10D_ABORT_RE,
+    KERNEL_ASSERT_CODE,
+    NOT_A_FAILURE_CODES,
+    SCHEDULER_STOP_CODES,
+)
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
@@ -525,7 +531,8 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     message = str((rep.facts.get("error_message") if rep is not None else None) or "")
     died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message))
                                   or bool(HYDRA_REPORT_RE.match(message))
-                                  or uncaught(incident.stacks) or _argparse_exit(incident, message))
+                                  or uncaught(incident.stacks) or _argparse_exit(incident, message)
+                                  or _shut_down_on(incident, message))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
@@ -561,6 +568,34 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
 
 
+def _shut_down_on(incident: Incident, message: str) -> bool:
+    """Whether the interpreter shut down on the exception ``message``: the resource tracker's
+    warning at shutdown (``exit:shutdown``) comes after its line in the same file with no step
+    logged in between (an exception in a thread, a DataLoader's feeder, leaves no top-level
+    traceback: ROPADet's ENOSPC in multiprocessing's queue feeder, then "There appear to be 662
+    leaked semaphore objects to clean up at shutdown"). A run that went on stepping after the
+    exception, or ended with no exception before the warning, shut down on something else."""
+    ht, errs = incident.host_timings, incident.errors
+    if not message or not len(ht) or not len(errs):
+        return False
+    marks = ht[ht["metric"] == SHUTDOWN_METRIC]
+    failed = errs[(errs["kind"] == "python") & (errs["message"] == message)]
+    if not len(marks) or not len(failed):
+        return False
+    (ef, el), = _row_positions(incident, failed.head(1))
+    ends = [ln for f, ln in _row_positions(incident, marks) if f == ef and ln > el]
+    if not ends:
+        return False
+    it = incident.iterations
+    if len(it):
+        files = incident.account.file_list
+        name = files[ef] if ef < len(files) else None
+        lines = it.loc[(it["file"].astype("string") == name).fillna(False), "lineno"]
+        if ((lines > el) & (lines < min(ends))).fillna(False).any():
+            return False
+    return True
+
+
 def _argparse_exit(incident: Incident, message: str) -> bool:
     """Whether the failure is argparse's ``prog: error: …`` (``parser.error``): the program
     exits 2 on it, with no traceback, whether or not a launcher records the exit (an mpirun's
@@ -590,8 +625,10 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
     crash = crash_analyse(incident).crash
     if crash.first is None:
         return _victim_crash(incident, crash.cascade, rep)
-    if str(crash.first["code"]) in SCHEDULER_TAKEBACK_CODES:
-        return None  # the scheduler took the node back: no crash (what follows may be a failure)
+    if str(crash.first["code"]) in SCHEDULER_TAKEBACK_CODES | SCHEDULER_STOP_CODES:
+        # the scheduler took the node back, or cancelled the job on someone's word: no crash
+        # (what follows may be a failure)
+        return None
     rows = crash.cluster if len(crash.cluster) else crash.first.to_frame().T
     rows = rows[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
     rows["time"] = pd.to_datetime(rows["time"], errors="coerce")

@@ -486,6 +486,25 @@ def parse_run_stop(text: str) -> Row | None:
 
 RUN_FINISHED_METRIC = "plan:finished"
 
+# Python's multiprocessing resource tracker at the interpreter's shutdown, the objects its
+# processes left behind: "/usr/lib/python3.8/multiprocessing/resource_tracker.py:216:
+# UserWarning: resource_tracker: There appear to be 662 leaked semaphore objects to clean up at
+# shutdown" (ROPADet's fairseq train.out, after its DataLoader feeder's ENOSPC), "… 5 leaked
+# shared_memory objects …" (a vLLM user's crash as system memory ran out). An ``exit:shutdown``
+# row (the count as its value): the program ended there; a normal end prints it too, so only
+# what came before it says whether it failed (``diagnose.triage``).
+SHUTDOWN_RE = re.compile(r"resource_tracker: There appear to be (?P<n>\d+) leaked \w+ objects to "
+                         r"clean up at shutdown")
+SHUTDOWN_NEEDLES = ("objects to clean up at shutdown",)
+SHUTDOWN_METRIC = "exit:shutdown"
+
+
+def parse_shutdown(text: str) -> Row | None:
+    """The resource tracker's warning at the interpreter's shutdown, as an ``exit:shutdown``
+    row."""
+    m = SHUTDOWN_RE.search(text)
+    return None if m is None else {"metric": SHUTDOWN_METRIC, "value": float(m["n"])}
+
 
 PARSERS: tuple[LineParser, ...] = (
     LineParser(
@@ -535,6 +554,15 @@ PARSERS: tuple[LineParser, ...] = (
         # YunSungJu/OderformKIE log/workerlog.0 (PaddleOCR tools/program.py)
         example="[2023/12/19 01:51:20] ppocr INFO: During the training process, after the 0th "
         "iteration, an evaluation is run every 19 iterations",
+    ),
+    LineParser(
+        "shutdown",
+        "host_timings",
+        SHUTDOWN_NEEDLES,
+        parse_shutdown,
+        # tungtk2/ROPADet's fairseq train.out (corpus gpu_crash-ropadet-fairseq-enospc)
+        example="/usr/lib/python3.8/multiprocessing/resource_tracker.py:216: UserWarning: "
+        "resource_tracker: There appear to be 662 leaked semaphore objects to clean up at shutdown",
     ),
     LineParser(
         "run_stop",

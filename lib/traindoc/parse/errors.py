@@ -109,7 +109,14 @@ _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile 
 # …ProcessGroupNCCL.cpp:1275, ", Paddle 2.0's "Nccl error, " and 2.2+'s "NCCL error(1), "
 # (PaddlePaddle/PaddleDetection#4139, PaddleSpeech#3171), "NCCL Error 1: " (std::runtime_error
 # of a C++ extension, TheAtticusProject/cuad#9).
-_NCCL_ERROR = r"(?i:nccl error)\S*:?\s*(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?"
+# XLA's abort of a communicator on NCCL's asynchronous error (xla/service/gpu/nccl_utils.cc,
+# nccl_api.cc: "Aborting communicator: 0x5555a108ff90 due to async NCCL error: remote process
+# exited …", NVIDIA/JAX-Toolbox#194) and CuPy's NcclError, NCCL's error name first
+# ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_REMOTE_ERROR: remote process exited …",
+# JAX-Toolbox's jax-vllm logs; "… NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error",
+# vllm-project/vllm#3222's kin) keep those words in the message.
+_NCCL_ERROR = (r"(?:(?:Aborting communicator: \S+ due to )?(?:async )?(?i:nccl error)\S*:?\s*"
+               r"(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?|NCCL_ERROR_[A-Z_]+: )")
 
 # XLA's device allocator (JAX, TF's XLA, torch_xla): "Out of memory while trying to allocate
 # 7406166528 bytes." (google-deepmind/alphafold#1023), "Out of memory allocating 20029400304
@@ -118,6 +125,47 @@ _NCCL_ERROR = r"(?i:nccl error)\S*:?\s*(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,
 _XLA_OOM = (r"(?:Out of memory (?:while trying to allocate|allocating) \d+ bytes|Failed to "
             r"allocate request for [\d.]+\s?[KMGT]?i?B(?: \(\d+B\))? on device ordinal \d+|"
             r"Attempting to reserve \S+ at the bottom of memory)")
+
+# The launchers' grammar of a rank's death: one line that names the rank (or the process), the
+# machine it ran on and the signal that killed it, as each MPI launcher words it. Named groups:
+# ``rank``, ``host``, ``pid``, the signal as a number (``signum``) or in words (``what``).
+# Entries in ``ERROR_PATTERNS``' shape; a new launcher is a row here, not a regex elsewhere.
+LAUNCHER_DEATHS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
+    (  # Open MPI: "mpirun noticed that process rank 286 with PID 17969 on node ichost094 exited
+        # on signal 11 (Segmentation fault)."; mpiexec's the same; PID and node redacted in a
+        # paste ("with PID xxxxxx on node xxxxxxxx", Kay1794/Aware-of-the-history#2)
+        "fatal_signal",
+        "signal",
+        "exited on signal",
+        re.compile(r"(?P<msg>(?:mpirun|mpiexec) noticed that process rank (?P<rank>\d+) with PID "
+                   r"(?P<pid>\d+|[xX*#]+) on node (?P<host>[\w.\-*#]+) exited on\s+signal \d+ "
+                   r"\((?P<what>[^)]+)\))"),
+    ),
+    (  # HPE Cray PALS (PBS's mpiexec on Aurora, Polaris, Sunspot): "x3102c0s25b1n0.hsn.cm.polaris.
+        # alcf.anl.gov: rank 96 died from signal 11 and dumped core", "…: rank 99 died from signal
+        # 15" (E3SM-Project/E3SM#6985), "x4213c4s7b0n0.hsn.cm.aurora.alcf.anl.gov: rank 27421 died
+        # from signal 6" (pmodels/mpich#7605), "x1922c6s0b0n0-hsn0: rank 4 died from signal 11 and
+        # dumped core" (saforem2/torchtitan, the Sunspot reduce_scatter segfault); the host
+        # prefix may be missing in a paste
+        "fatal_signal",
+        "signal",
+        " died from signal ",
+        re.compile(r"(?:^|\s)(?:(?P<host>[A-Za-z0-9][\w.\-]*): )?(?P<msg>rank (?P<rank>\d+) died "
+                   r"from signal (?P<signum>\d+)(?: and dumped core)?)"),
+    ),
+    (  # MPICH's hydra and Intel MPI: the "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"
+        # frame's lines, joined by ``HydraTermination``: "… RANK 6 PID 2447372 RUNNING AT node0009,
+        # KILLED BY SIGNAL: 9 (Killed)" (bsc-performance-tools/extrae#101); "… PID 9665 RUNNING AT
+        # NeuroRTX6000, EXIT CODE: 9 … EXIT STRING: Killed (signal 9)" (openai/jukebox#155)
+        "fatal_signal",
+        "signal",
+        "BAD TERMINATION OF ONE OF YOUR",
+        re.compile(r"(?P<msg>BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES: (?:RANK "
+                   r"(?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<host>[A-Za-z0-9][\w.\-]*)"
+                   r"(?:, [^\n]*?)?(?:KILLED BY SIGNAL: (?P<signum>\d+)|\(signal (?P<signum2>\d+)\)|EXIT "
+                   r"CODE: (?P<exit>1(?:29|[3-8]\d|9[0-2]))\b)[^\n]*)"),
+    ),
+)
 
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # the line after torch's "Last error:" under ncclUnhandledCudaError: the CUDA error NCCL
@@ -732,6 +780,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?P<msg>ray\.exceptions\.OutOfMemoryError: .*)"),
     ),
     # --- process deaths, signals, launcher and scheduler teardown ----------------------------
+    (  # Intel's Unified Runtime (SYCL, oneCCL, torch on XPU), an adapter's die(): "ur_die:
+        # urEventWait must not be called for an internal event" (saforem2/torchtitan's Aurora MoE
+        # run, and a run script's note on oneCCL's v1 Level Zero adapter), then std::terminate():
+        # the process aborts (SIGABRT), "terminate called without an active exception" and
+        # "Fatal Python error: Aborted" after it are the consequence
+        "SIGABRT",
+        "signal",
+        "ur_die: ",
+        re.compile(r"(?:^|\s)(?P<msg>ur_die: \S.{0,300}?)\s*$"),
+    ),
     (
         "fatal_signal",
         "signal",
@@ -793,16 +851,7 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"\[(?P<host>[A-Za-z0-9][\w.\-]*):(?P<pid>\d+)\] (?P<msg>Signal: "
                    r"(?P<what>[A-Z][a-z]+(?: [a-z]+)*) \(\d+\))"),
     ),
-    (  # "mpirun noticed that process rank 286 with PID 17969 on node ichost094 exited on signal
-        # 11 (Segmentation fault)."; mpiexec's the same; PID and node redacted in a paste
-        # ("with PID xxxxxx on node xxxxxxxx", Kay1794/Aware-of-the-history#2)
-        "fatal_signal",
-        "signal",
-        "exited on signal",
-        re.compile(r"(?P<msg>(?:mpirun|mpiexec) noticed that process rank (?P<rank>\d+) with PID "
-                   r"(?P<pid>\d+|[xX*#]+) on node (?P<host>[\w.\-*#]+) exited on\s+signal \d+ "
-                   r"\((?P<what>[^)]+)\))"),
-    ),
+    *LAUNCHER_DEATHS,
     (  # torch.multiprocessing.spawn: "process 0 terminated with signal SIGBUS" (the process
         # index is the rank when the script passes it as such, as mp.spawn examples do)
         "spawn_signal",
@@ -1046,7 +1095,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "reported by process [", " Fatal: ",
                 "MPI_ABORT was invoked", "job killed: walltime ", "exceeded wallclock limit",
                 "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline",
-                "communicator was aborted")
+                "communicator was aborted", "BAD TERMINATION", "ur_die: ")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
@@ -1137,7 +1186,11 @@ def parse_error(text: str) -> Row | None:
     if code == "fatal_signal" and paddle_what:
         row["code"] = (PADDLE_SIGNAL_WORDS.get(paddle_what) or SIGNAL_WORDS.get(paddle_what)
                        or "fatal_signal")
-    if code == "fatal_signal" and groups.get("what"):
+    num = groups.get("signum") or groups.get("signum2")
+    if kind == "signal" and (num or groups.get("exit")):  # a launcher's signal number
+        row["code"] = (signal_name(-int(num)) if num else signal_name(int(groups["exit"]))
+                       ) or "fatal_signal"
+    elif code == "fatal_signal" and groups.get("what"):
         what = groups["what"].replace("-", " ")
         row["code"] = SIGNAL_WORDS.get(what[:1].upper() + what[1:], "fatal_signal")
     if "host" not in row and " kernel:" in text[:m.start()]:
@@ -1447,6 +1500,81 @@ class CheckMacroError:
         row: Row = {"kind": kind, "code": code, "message": msg,
                     "frames": [f"checked at {rec['site']}"], "_ctx": rec["ctx"]}
         return [("errors", row)]
+
+
+HYDRA_HEADER = "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES"
+# the frame's lines that say who and how (the others: "CLEANING UP REMAINING PROCESSES", "YOU CAN
+# IGNORE THE BELOW CLEANUP MESSAGES", the rules of "=" around it)
+HYDRA_FIELD_RE = re.compile(r"^=*\s*(?P<f>(?:RANK \d+ )?PID \d+ RUNNING AT \S+|EXIT CODE: -?\d+|"
+                            r"KILLED BY SIGNAL: \d+.*?|EXIT STATUS: -?\d+)\s*$")
+HYDRA_EXIT_STRING = "YOUR APPLICATION TERMINATED WITH THE EXIT STRING:"
+HYDRA_WHO_RE = re.compile(r"(?:RANK (?P<rank>\d+) )?PID (?P<pid>\d+) RUNNING AT (?P<host>\S+)")
+HYDRA_CODE_RE = re.compile(r"EXIT (?:CODE|STATUS): (?P<code>-?\d+)")
+HYDRA_MAX_LINES = 12  # the frame and the exit string after it
+
+
+class HydraTermination:
+    """MPICH hydra's and Intel MPI's frame around a rank's death ("BAD TERMINATION OF ONE OF
+    YOUR APPLICATION PROCESSES", then "PID 9665 RUNNING AT host" or "RANK 6 PID … RUNNING AT
+    host", "EXIT CODE: 139" or "KILLED BY SIGNAL: 9 (Killed)", and after the frame hydra's "YOUR
+    APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"): joined into one line of
+    ``LAUNCHER_DEATHS``' grammar, an ``errors`` row of kind signal; an exit without a signal is
+    an ``exits`` row (rank, pid, host, exit code)."""
+
+    tables = ("errors", "exits")
+    needles: tuple[str, ...] = (HYDRA_HEADER,)
+    section: str | None = None  # "hydra" inside the frame
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.parts: list[str] = []
+        self.ctx: object = None
+        self.seen = 0
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line of the stream."""
+        if self.section is None:
+            if HYDRA_HEADER not in text:
+                return []
+            self.section, self.parts, self.ctx, self.seen = "hydra", [], ctx, 0
+            return []
+        if HYDRA_HEADER in text:  # the next rank's frame (Intel MPI prints one a rank)
+            out = self._flush()
+            return out + self.feed(text, ctx)
+        self.seen += 1
+        line = text.strip()
+        if line.startswith(HYDRA_EXIT_STRING):
+            self.parts.append("EXIT STRING: " + line[len(HYDRA_EXIT_STRING):].strip())
+            return self._flush()
+        m = HYDRA_FIELD_RE.match(line)
+        if m:
+            self.parts.append(m["f"])
+        elif line and not line.startswith("=") or self.seen > HYDRA_MAX_LINES:
+            return self._flush()
+        return []
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream."""
+        return self._flush()
+
+    def _flush(self) -> list[tuple[str, Row]]:
+        parts, self.parts = self.parts, []
+        self.section = None
+        who = next((m for p in parts if (m := HYDRA_WHO_RE.fullmatch(p))), None)
+        if who is None:
+            return []
+        text = f"{HYDRA_HEADER}: {', '.join(parts)}"
+        row = parse_error(text)
+        if row is not None and row.get("kind") == "signal":
+            row["_ctx"] = self.ctx
+            return [("errors", row)]
+        code = next((int(m["code"]) for p in parts if (m := HYDRA_CODE_RE.fullmatch(p))), None)
+        ex: Row = {"pid": int(who["pid"]), "host": who["host"], "_ctx": self.ctx}
+        if who["rank"] is not None:
+            ex["rank"] = int(who["rank"])
+        if code is not None:
+            ex["exitcode"] = code
+        return [("exits", ex)]
 
 
 # --- process exits (launchers, schedulers) -------------------------------------------------------

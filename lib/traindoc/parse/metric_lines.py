@@ -314,7 +314,7 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "numupdates": 0,
-             "acciter": 0, "accumulatediter": 0,
+             "acciter": 0, "accumulatediter": 0, "totalit": 0,
              "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
              "stepnum": 3, "epochnum": 4, "batch": 4, "batchid": 4}
@@ -1027,14 +1027,16 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
         return _bar_description(text, bar)
     row: Row = {}
     parts: Row = {}
+    global_step = None
     for p in PAIR_RE.finditer(post["post"]):
         key = p["qk"] or p["k"]
         if p["sp"]:
             continue
-        if re.sub(r"[ _]", "", key.lower()) in STEP_RANK:
+        if (rank := STEP_RANK.get(re.sub(r"[ _]", "", key.lower()))) is not None:
             value = _number(p["v"], None)
             if value is not None and value == value and value >= 0 and "iteration" not in row:
                 row["iteration"] = int(value)
+                global_step = int(value) if rank == 0 else None
             continue
         col = _norm(key)
         if col is None:
@@ -1044,6 +1046,11 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
             row[col] = _number(p["v"], p["u"])
     row = _with_parts(row, parts)
     if row.get("loss") is None and row.get("grad_norm") is None:
+        # a bar whose postfix names only the run's global step: the step it reached, no
+        # metric (OpenPCDet's inner bar, "train:  12%|█▏ | 211/1767 [02:40<14:42, 1.76it/s,
+        # total_it=14347]", its loss on the outer bar of the epochs)
+        if global_step is not None and len(row) == 1:
+            return {"iteration": global_step, "event": STEP_EVENT}
         return None
     if "iteration" not in row:
         n = _number(bar["n"], None)
@@ -1054,12 +1061,22 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
         # "Epoch [2/3]: …"): the loss runbook counts it on across epochs
         if (ep := EPOCH_RE.search(text, 0, bar.start("n"))) is not None:
             row["epoch"] = float(ep["e"])
+        elif EPOCHS_BAR_RE.search(text, 0, bar.start("n")):
+            # the bar of the epochs (OpenPCDet's "epochs:  20%|██ | 3/15 [1:27:15<…, loss=3.71,
+            # lr=0.01]", tqdm.trange(…, desc='epochs')): its count is the epoch, no step
+            row["epoch"] = float(n)
+            row["event"] = EPOCH_EVENT
     rate = _number(bar["rate"], None) if bar["rate"] not in (None, "?") else None
     if rate and bar["unit"] in ("it/s", "s/it"):
         row["elapsed_s"] = rate if bar["unit"] == "s/it" else 1.0 / rate
     elif row.get("elapsed_s") is None:
         row.pop("elapsed_s", None)
     return _finish(row)
+
+
+# a bar described as the epochs' ("epochs:  20%|…| 3/15": a trange over the epochs); not a bare
+# "Epoch:", which some loops give their bar of an epoch's batches
+EPOCHS_BAR_RE = re.compile(r"(?:^|[^\w ])\s*epochs\s*:?\s*(?=\d{1,3}%)", re.IGNORECASE)
 
 
 # a loss in a bar's description, where the postfix names none: torchtune's recipes

@@ -256,6 +256,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
     _escalation_roles(ev)
     _hydra_report_roles(ev)
     _bind_failure_roles(ev)
+    _scheduler_cancel_roles(ev, incident)
     _outside_stop_roles(ev, incident, files)
     ev = ev.sort_values(["time", "file", "lineno"], na_position="last", kind="stable")
     return ev[EVENT_COLUMNS].reset_index(drop=True)
@@ -307,6 +308,23 @@ def _bind_failure_roles(ev: pd.DataFrame) -> None:
                     & ev["message"].astype(str).str.contains(LOCAL_BIND_TEXT_RE)]
     if len(bind):
         ev.loc[bind[0], ["role", "strength"]] = ["cause", Strength.LOCAL]
+
+
+def _scheduler_cancel_roles(ev: pd.DataFrame, incident: Incident) -> None:
+    """A scheduler's cancel with no reason (SLURM's "slurmstepd: error: *** JOB 25883692 ON
+    gr015 CANCELLED AT 2022-10-13T04:10:12 ***": scancel by the user, an admin or a policy, a
+    SIGTERM to every task) when nothing else failed — no cause, no collective timed out, no time
+    limit, no stack dump of a hung process (a hang someone cancelled is the hang) — is how the
+    job ended: its first such line becomes the cause (weak, on the host it names, no rank: no
+    worker failed on its own)."""
+    if (ev["role"] == "cause").any() or ev["code"].isin(
+            ["collective_timeout", *NOT_A_FAILURE_CODES]).any():
+        return
+    cancels = ev.index[ev["code"].isin(list(SCHEDULER_STOP_CODES))]
+    if not len(cancels) or len(hang_stacks(incident.stacks, alone=False, errors=incident.errors)):
+        return
+    ev.loc[cancels[0], ["role", "strength"]] = ["cause", Strength.WEAK]
+    ev.at[cancels[0], "rank"] = None
 
 
 def _outside_stop_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
@@ -362,9 +380,15 @@ def _interrupted(stops: pd.DataFrame, incident: Incident, files: dict[str, int])
 # allocate 24.500244MB …", hutuxian/RSPNet's workerlog.0; "SystemError: (Fatal) Operator
 # uniform_random raises an thrust::system::system_error exception." then its content, a Paddle
 # issue's report of a GPU its build has no kernel for)
+# Ray's error of a remote task or actor call, the remote traceback and its own last line after it
+# ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=399789, ip=10.128.0.9)"
+# then "torch.OutOfMemoryError: CUDA out of memory …", a verl user's log; vLLM's "Exception: Call
+# to collective_rpc method failed: ray::RayWorkerWrapper.execute_method() (pid=1117,
+# ip=10.0.29.169, …)" then "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_REMOTE_ERROR: …",
+# NVIDIA/JAX-Toolbox's jax-vllm offloading logs).
 EXCEPTION_WRAPPER_RE = re.compile(
     r"Caught \w+ in (?:replica \d+ on device \d+|DataLoader worker process \d+|pin memory thread)"
-    r"|Operator \w+ raises an? [\w:]+ exception")
+    r"|Operator \w+ raises an? [\w:]+ exception|\bray::\S+\(\) \(pid=\d+, ip=")
 WRAPPED_ERROR_LINES = 400  # the original traceback ends this close below the wrapper's line
 
 
@@ -376,8 +400,11 @@ def _wrapper_roles(ev: pd.DataFrame) -> None:
         if not EXCEPTION_WRAPPER_RE.search(str(ev.at[i, "message"] or "")):
             continue
         f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        # (the wrapped error may be NCCL's report of a peer: a cascade, still the error itself)
         after = ev[(ev["table"] == "errors") & (ev["file"] == f) & (ev["lineno"] > ln)
-                   & (ev["lineno"] <= ln + WRAPPED_ERROR_LINES) & (ev["role"] == "cause")]
+                   & (ev["lineno"] <= ln + WRAPPED_ERROR_LINES)
+                   & ((ev["role"] == "cause")
+                      | ((ev["role"] == "cascade") & (ev["kind"] == "nccl_error")))]
         if len(after):
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 

@@ -36,7 +36,7 @@ from ..common import (
 )
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, expected_waste
-from .events import HOST_OOM_CODES, NOT_A_FAILURE_CODES, Crash
+from .events import HOST_OOM_CODES, NOT_A_FAILURE_CODES, SCHEDULER_STOP_CODES, Crash
 
 HANG_WARN_S = 300.0  # a job that took longer than this to exit after the failure "hung"
 
@@ -472,10 +472,26 @@ def _time_limit_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
             f"no crash of the program's before it{_lost_words(f)}.", Confidence.HIGH)
 
 
+def _cancelled_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
+    """The scheduler cancelled the job with no reason given and nothing failed before it
+    (``events._scheduler_cancel_roles``): said as a cancel, not as a host that failed or a
+    peer's symptoms."""
+    if a.crash.first is None or _code(a) not in SCHEDULER_STOP_CODES:
+        return None
+    f = a.facts
+    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    where = f" ({_who(f)})" if f["failed_hosts"] or f["failed_ranks"] else ""
+    return (f"The scheduler cancelled the job{when}{where} ({f['error_message']}) and no process "
+            "failed on its own before it; the line gives no reason (not its time limit), so "
+            "someone or some policy cancelled it (scancel by the user or an admin, a dependency, "
+            f"a reservation's end) — sacct shows who{_lost_words(f)}.", Confidence.MEDIUM)
+
+
 # The firing rule of highest priority gives the verdict: a launcher stopped from outside, else
 # the first failure when there is one, else only a peer's symptoms, else nothing found.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("outside_stop", _outside_stop_verdict, 30), Rule("time_limit", _time_limit_verdict, 25),
+    Rule("cancelled", _cancelled_verdict, 24),
     Rule("first_failure", _first_failure_verdict, 20), Rule("symptoms", _symptoms_verdict, 10),
     Rule("no_crash", _no_crash_verdict, 0))
 
