@@ -1076,7 +1076,7 @@ def _bar_postfix(text: str, bar: re.Match[str]) -> Row | None:
 
 # a bar described as the epochs' ("epochs:  20%|…| 3/15": a trange over the epochs); not a bare
 # "Epoch:", which some loops give their bar of an epoch's batches
-EPOCHS_BAR_RE = re.compile(r"(?:^|[^\w ])\s*epochs\s*:?\s*(?=\d{1,3}%)", re.IGNORECASE)
+EPOCHS_BAR_RE = re.compile(r"(?:^|[^\w ])\s*epochs\s*+:?\s*(?=\d{1,3}%)", re.IGNORECASE)
 
 
 # a loss in a bar's description, where the postfix names none: torchtune's recipes
