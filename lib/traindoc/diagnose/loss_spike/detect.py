@@ -132,7 +132,10 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
             continue
         b, s, h, u = float(med[c]), float(scale[c]), int(cnt[c]), float(unit[c])
         widen = 1.0 + det.small_n / h  # few points of history: the noise is barely known
-        tol = b + max(det.recover_k * s, det.recover_rel * u) * widen
+        # back within tolerance: widened less than the confirmation margin (√), for a point
+        # still far above the baseline is no recovery however short the history (Megatron's
+        # 12.1 → 26.5 → 13.8 → 10.2 after one logged point is back at 10.2, not at 13.8)
+        tol = b + max(det.recover_k * s, det.recover_rel * u) * math.sqrt(widen)
         strict = b + max(det.k * s, det.rel * u) * widen
         peak, run, first, end, stop = int(c), 0, None, None, None
         below = 0  # consecutive points back under the midpoint of the baseline and the peak
