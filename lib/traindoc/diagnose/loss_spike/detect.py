@@ -309,26 +309,6 @@ def _like_unconfirmed_blips(y: np.ndarray, e: Excursion, found: list[Excursion])
     return len(like) >= NOISE_BLIPS
 
 
-LIKE_BLIPS = 2  # blips of the run let go as noise, as tall, that make a blip noise too
-
-
-def _like_blips_let_go(y: np.ndarray, e: Excursion, found: list[Excursion],
-                       kept: list[Excursion]) -> bool:
-    """Whether a blip (back within ``BLIP_POINTS`` points) rose no more than ``NOISE_REACH``
-    times as high over its baseline as ``LIKE_BLIPS`` or more other blips of the run that were
-    let go as noise (unconfirmed, or within the noise before them): a per-batch detection loss
-    whose odd hard batch reads 1.5× the level once in a hundred logged points (SSD's 4.25 at
-    4080, 4.06 at 4300, 4.08 at 5180 over ~2.7), farther apart than the window that measures
-    the noise before each. A run's repeated spikes that all stand are none of each other's
-    noise."""
-    if e.end is None or e.end - e.start > BLIP_POINTS:
-        return False
-    rise = float(y[e.peak]) - e.baseline
-    like = [b for b in found if b is not e and b not in kept and b.end is not None
-            and b.end - b.start <= BLIP_POINTS and float(y[b.peak]) - b.baseline >= rise / NOISE_REACH]
-    return len(like) >= LIKE_BLIPS
-
-
 def _within_noise(y: np.ndarray, e: Excursion, reach: float) -> bool:
     """Whether an excursion's rise is within ``NOISE_REACH`` times how far the series' own
     noise rose above its baseline (``noise_reach`` before it; ``reach_after`` when too few
@@ -411,7 +391,6 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
         lex = [e for e in lex if _above_blips(ly, e, blips)
                and not _like_unconfirmed_blips(ly, e, found)]
         lex = _above_noise(ly, lex, found, loss_det)
-        lex = [e for e in lex if not _like_blips_let_go(ly, e, found, lex)]
     gex = [e for e in excursions(gy, grad_det) if e.confirmed]
     last_it = int(its[-1]) if len(its) else None
     spikes: list[dict[str, Any]] = []
