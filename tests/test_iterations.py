@@ -819,9 +819,10 @@ KEPT_PATTERNS = [
     # danijar/dreamer#58: "[5000]" and model_loss among other losses: no row
     ("[5000] expl_amount 0.0 / model_grad_norm nan / value_grad_norm 40.3 / actor_grad_norm 0.3 / "
      "prior_ent 61.4 / model_loss 5864.5 / value_loss 6.4", "loss"),
-    # RVC-Project/Retrieval-based-Voice-Conversion-WebUI#1882: "step at N": no row
+    # RVC-Project/Retrieval-based-Voice-Conversion-WebUI#1882: "step at N" is read now (as
+    # DeepSpeedExamples' "Step at 84 with Perplexity"), "epoch N" after "at" is not
     ("2024-04-10 05:01:07 | INFO | logs | Total loss at epoch 5, step at 58600, "
-     "loss=33.73411178588867", "iteration"),
+     "loss=33.73411178588867", "epoch"),
     # BVLC/caffe / wy1iu/sphereface#103: the rate "1.00034 iter/s" is missed
     ("I0718 05:27:41.934793 23375 solver.cpp:218] Iteration 23500 (1.00034 iter/s, 99.9662s/100 "
      "iters), loss = 38.7695", "elapsed_s"),

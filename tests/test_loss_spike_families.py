@@ -1224,10 +1224,24 @@ RLLIB_PPO = [
     "          entropy: 0.5984720587730408", "          policy_loss: -0.030758701264858246",
     "          total_loss: 394.77838134765625", "          vf_loss: 394.8033447265625",
     "    num_steps_trained: 42800", "  iterations_since_restore: 2", "  training_iteration: 2"]
+# DQN on RLlib 0.8 (a Cray cluster's CartPole run, host r7i7n35): the stats directly under the
+# policy, no grad norm, the mean TD error signed
+RLLIB_DQN_08 = [
+    "  info:", "    last_target_update_ts: 1000", "    learner:", "      default_policy:",
+    "        cur_lr: 0.0005000000237487257", "        max_q: 0.3239544630050659",
+    "        mean_q: -0.08293987810611725", "        mean_td_error: -1.207885503768921",
+    "        min_q: -1.2971210479736328", "        model: {}", "    num_steps_sampled: 1000",
+    "  iterations_since_restore: 1", "  training_iteration: 1"]
 
 
 @pytest.mark.parametrize(("lines", "row"), [
-    (RLLIB_DQN, {"iteration": 11, "grad_norm": 21.5760555267334, "lr": 0.0005}),
+    # a DQN prints no total_loss: its mean TD error is the loss (the shogi run's divergence)
+    (RLLIB_DQN, {"iteration": 11, "grad_norm": 21.5760555267334, "lr": 0.0005,
+                 "loss": 20.40203285217285}),
+    (RLLIB_DQN_08, {"iteration": 1, "lr": 0.0005000000237487257, "loss": -1.207885503768921}),
+    # a total_loss printed wins over a TD error printed before it
+    (RLLIB_PPO[:10] + ["        mean_td_error: 3.5"] + RLLIB_PPO[10:],
+     {"iteration": 2, "loss": 394.77838134765625}),
     (RLLIB_PPO, {"iteration": 2, "loss": 394.77838134765625, "lr": 4.999999873689376e-05}),
 ])
 def test_rllibs_result_yaml_is_one_row_per_training_iteration(tmp_path: Path, lines: list[str],
@@ -1453,3 +1467,43 @@ def test_logprogress_batches_count_on_across_epochs_past_the_valid_lines(tmp_pat
     lines.append("- Train | Epoch 3 | 286/573 | 1.30 it/sec | Loss 0.1 | Reco 0.1")
     log.write_text("\n".join(lines) + "\n")
     assert ls.report(ls.analyse(traindoc.load(str(log)))).facts["last_iteration"] == 2 * 573 + 286
+
+
+def test_a_loss_counter_restarting_while_the_trainers_goes_on_is_counted_on() -> None:
+    # DeepSpeedExamples' random-LTD fine-tune: its own "Step at 262 with Perplexity: 102.18"
+    # then "Step at 1 …" for epoch 2, while DeepSpeed's timer goes on ("0/262", then "0/264"):
+    # one process's second epoch, counted on, not a relaunch overwriting epoch 1's rise
+    from traindoc.diagnose.loss_spike.series import series
+    case = Path(__file__).parent.parent / "data/corpus/loss_spike" / \
+        "loss_spike-deepspeedexamples-random-ltd-my-implementation-fp16/logs"
+    inc = traindoc.load(str(case))
+    s = series(inc).dropna(subset=["loss"])
+    assert int(s["iteration"].max()) == 524
+    assert s.loc[s["loss"].idxmax(), "iteration"] == 84
+    spikes = ls.analyse(inc).spikes
+    assert len(spikes) == 1 and spikes[0]["peak_loss"] == pytest.approx(378.448, abs=0.01)
+
+
+def test_a_relaunch_that_restarts_every_counter_is_no_epoch(tmp_path: Path) -> None:
+    # the same lines with DeepSpeed's counter back at its start too: a relaunch, the last wins
+    from traindoc.diagnose.loss_spike.series import series
+    timer = ("[2022-10-28 04:31:16,175] [INFO] [timer.py:198:stop] 0/{n}, "
+             "RunningAvgSamplesPerSec=57.53, CurrSamplesPerSec=45.50, MemAllocated=2.13GB, "
+             "MaxMemAllocated=6.29GB")
+    lines = []
+    for n in (*range(1, 9), *range(1, 5)):
+        lines += [timer.format(n=2 * n), f"Step at {n} with Perplexity: {60 + n}.5"]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    s = series(traindoc.load(str(log))).dropna(subset=["loss"])
+    assert int(s["iteration"].max()) == 8
+    assert s.loc[s["iteration"] == 1, "loss"].iloc[0] == pytest.approx(61.5)
+
+
+def test_repeated_blips_that_all_stand_are_none_of_each_others_noise() -> None:
+    # three one-batch spikes to 3× a quiet level: none was let go, so none is noise
+    rng = np.random.default_rng(0)
+    y = 2.0 + 0.02 * rng.standard_normal(400)
+    for k in (100, 200, 300):
+        y[k] = 6.0
+    assert [s["start_iteration"] for s in find_spikes(_frame(y))[0]] == [100, 200, 300]

@@ -210,6 +210,17 @@ REAL_LINES = [
      "avg. samples / sec: 4425.19",
      {"iteration": 400, "epoch": 3.0, "loss": 5.1, "samples_per_s": 4425.19},
      "built from the print format of a later NVIDIA MLPerf SSD train.py: 'Epoch:{:4d}, Iteration: …'"),
+    # a perplexity where the line prints no loss: the series that diverges, in its own units;
+    # "Step at N" names the step
+    ("Step at 84 with Perplexity: 378.44832789782026",
+     {"iteration": 84, "loss": 378.44832789782026},
+     "corpus loss_spike-deepspeedexamples-random-ltd-my-implementation-fp16 (DeepSpeedExamples)"),
+    ("'step':10, 'ppl': 44.84108456803058, 'seq_len': 136, 'consume layer-tokens': 118144",
+     {"iteration": 10, "loss": 44.84108456803058},
+     "corpus throughput-deepspeedexamples-check-base-training (DeepSpeedExamples data_efficiency)"),
+    # ... and a loss printed beside it is the loss
+    ("| epoch 019 | 0161656 updates | words/s   14482| trainloss     1.94 | train ppl     3.84",
+     {"iteration": 161656, "loss": 1.94}, "facebookresearch/fairseq-lua#26"),
 ]
 
 
@@ -1026,3 +1037,22 @@ def test_nested_bars_reach_the_inner_bars_step(tmp_path: Path) -> None:
     log = tmp_path / "nohup.out"
     log.write_text(f"\r{PCDET_TRAIN_BAR}\n\x1b[A\r{PCDET_EPOCHS_BAR}\r{PCDET_EPOCHS_BAR}Killed\n")
     assert last_progress(load(str(log))).step == 14347
+
+
+def test_an_evaluations_perplexity_after_its_banner_is_no_training_loss(tmp_path: Path) -> None:
+    # DeepSpeedExamples' data-efficiency fine-tune evaluates every 10 steps under a banner
+    # (corpus throughput-deepspeedexamples-check-base-training): its perplexity is no point of
+    # the training loss; the random-LTD one prints its own "Step at N with Perplexity" with no
+    # banner: that is its series. HF Trainer's banner, "Num examples" after it, joins nothing.
+    log = tmp_path / "training.log"
+    log.write_text("\n".join([
+        "***** Evaluating perplexity, Epoch 1/2 *****",
+        "'step':10, 'ppl': 61.772465037680455, 'seq_len': 264, 'consume layer-tokens': 110912",
+        "***** Running Evaluation *****",
+        "  Num examples = 500",
+        "Step at 3 with Perplexity: 63.11044985222126",
+    ]) + "\n")
+    it = load(str(log)).iterations
+    assert it.loc[it["loss"].notna(), "iteration"].tolist() == [3]
+    assert parse_line("***** Evaluating perplexity, Epoch 1/2 ***** 'step':10, 'loss': 4.12, "
+                      "'ppl': 61.77") == {"iteration": 10, "eval_loss": 4.12, "event": "eval"}

@@ -1083,15 +1083,23 @@ class EpochTimeParser:
 
 
 # -- RLlib's result: the YAML of one training iteration ------------------------------------------
+RLLIB_TD = "_td_error"  # (a stand-in: the loss only where the result prints no total_loss)
 # Ray Tune's "Result for DQN_shogi_96499_00000:" and RLlib's pretty_print(algo.train()) print a
 # training iteration's result as YAML, its learner's stats nested under info/learner/<policy>/
 # learner_stats ("grad_gnorm: 21.57", "total_loss: 0.35", "cur_lr: 0.0005") and the iteration's
 # own count last, at the top level ("training_iteration: 11"; corpus
 # loss_spike-shogi-rl-rllib-dqn-q-divergence, its nohup.out)
+# A DQN-family learner logs no total_loss: its objective is the TD error's (Huber) loss, and the
+# stats it prints of it, "mean_td_error" (beside "mean_q", "max_q"), is what diverges when the
+# Q-values blow up (the shogi DQN: 0.065, 0.18, 20.4, 906 by iteration 15; RLlib 0.8's
+# CartPole DQN on a Cray cluster, r7i7n35: "mean_td_error: -1.207885503768921" in
+# info/learner/default_policy): the loss where no total_loss is printed
 RLLIB_ITERATION_RE = re.compile(r"^\s*training_iteration:\s*(?P<n>\d+)\s*$")
 RLLIB_STAT_RE = re.compile(
-    r"^\s*(?P<k>grad_gnorm|total_loss|cur_lr):\s*(?P<v>[-+]?(?:\d++\.?\d*(?:[eE][-+]?\d+)?|\.nan|\.inf)|nan|inf)\s*$")
-RLLIB_COLUMNS = {"grad_gnorm": "grad_norm", "total_loss": "loss", "cur_lr": "lr"}
+    r"^\s*(?P<k>grad_gnorm|total_loss|mean_td_error|cur_lr):\s*"
+    r"(?P<v>[-+]?(?:\d++\.?\d*(?:[eE][-+]?\d+)?|\.nan|\.inf)|nan|inf)\s*$")
+RLLIB_COLUMNS = {"grad_gnorm": "grad_norm", "total_loss": "loss", "cur_lr": "lr",
+                 "mean_td_error": RLLIB_TD}
 
 
 def _yaml_float(v: str) -> float | None:
@@ -1101,9 +1109,10 @@ def _yaml_float(v: str) -> float | None:
 
 class RLlibResultParser:
     """RLlib's result YAML: the learner's stats of one training iteration, a row at its
-    ``training_iteration`` line (the first policy's stats where several learn)."""
+    ``training_iteration`` line (the first policy's stats where several learn; a DQN's mean TD
+    error its loss where no ``total_loss`` is printed)."""
 
-    needles = ("training_iteration:", "grad_gnorm:", "total_loss:", "cur_lr:")
+    needles = ("training_iteration:", "grad_gnorm:", "total_loss:", "mean_td_error:", "cur_lr:")
     tables = ("iterations",)
     section: str | None = None  # always None: the stats wait for their iteration's line
 
@@ -1119,6 +1128,9 @@ class RLlibResultParser:
         if (m := RLLIB_ITERATION_RE.match(text)) is None:
             return []
         stats, self.stats = self.stats, {}
+        if RLLIB_TD in stats:
+            td = stats.pop(RLLIB_TD)
+            stats.setdefault("loss", td)
         if not stats:  # a result with no learner stats: the iteration alone is no series' point
             return []
         return [("iterations", {"iteration": int(m["n"]), **stats, "_ctx": ctx})]

@@ -157,6 +157,7 @@ STEP_RE = re.compile(
     r"batch(?=\s*+[:=#]?\s*+\d+\s*+/\s*+\d|\s*+[:=]\s*+\d+\s*+,|\s+\d+\s*+\|)|batch_id(?=\s*+[:=]\s*+\d+\s*+,))"
     r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
+    r"(?:\s+at(?=\s+\d))?"
     r"\.?\s*+[:=#]?\s*+\[?\s*+"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
     r"(?:/\s*+(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; a
@@ -470,6 +471,8 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
            "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_",
            "[valid] Ep. ", "speed", "Cost ",
+           # a perplexity where no loss is printed (``PERPLEXITY_RE``)
+           "erplexity", "ppl:", "ppl=", "ppl'", 'ppl"', "ppl ", "PPL",
            # TF2 Object Detection API since TF 2.4: "Step 1000 per-step time 17.001s" (no loss)
            "per-step time",
            # StyleGAN2-ADA/StyleGAN3/EDM's progress line: "tick 12  kimg 48.0  time 1h 02m
@@ -503,6 +506,13 @@ NOT_A_STEP_RE = re.compile(r"\b(?:max|warmup|total|save|eval|logging|num_train)_
 # "816/2500 [07:24<13:12,  2.12it/s, MSE=0.6866, RND=N/A]", AdrianTuci1/thunder-1
 # training_prefixlm.log; "val_mse" is an eval part)
 LOSS_PART_RE = re.compile(r"loss|^l_[a-z]|(?:^|[\s_\-/.])mse(?:$|[\s_\-/.])", re.IGNORECASE)
+# a perplexity (exp of the loss) where a line prints no loss: the series that diverges, read in
+# its own units ("ppl", an eval part "val_ppl"; DeepSpeedExamples' random-LTD GPT fine-tune,
+# "Step at 84 with Perplexity: 378.4", and its data-efficiency one, "'step':10, 'ppl': 61.77,
+# 'seq_len': 264"): a stand-in, taken after any loss or loss part of the line. An evaluation's
+# perplexity is none: the eval loss beside a training loss is in the loss's units
+PERPLEXITY_RE = re.compile(r"(?:^|[\s_\-/.])(?:ppl|perplexity)$", re.IGNORECASE)
+STAND_INS = {"ppl": "loss"}
 EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
 NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
 
@@ -570,14 +580,17 @@ def _unit_key(col: str | None, unit: str) -> tuple[str | None, str | None]:
 @lru_cache(maxsize=4096)
 def _loss_part(key: str) -> str | None:
     """``loss`` or ``eval_loss`` for a key that names a part of a loss (``loss_net``,
-    ``step_loss``, ``Train Loss ce``, ``val mse loss``), else None (memoised)."""
+    ``step_loss``, ``Train Loss ce``, ``val mse loss``), ``ppl`` for a training perplexity
+    (``PERPLEXITY_RE``), else None (memoised)."""
     low = key.lower()
-    if not LOSS_PART_RE.search(low):
+    ppl = PERPLEXITY_RE.search(low) is not None
+    if not ppl and not LOSS_PART_RE.search(low):
         return None
     words = re.split(r"[\s_\-/.]+", low)
     if any(w in NOT_LOSS_PARTS for w in words):
         return None
-    return "eval_loss" if words and words[0] in EVAL_WORDS else "loss"
+    part = "eval_loss" if words and words[0] in EVAL_WORDS else "loss"
+    return ("ppl" if part == "loss" else None) if ppl else part
 
 
 # a rate key behind an evaluation's word (HF Trainer's "eval_samples_per_second", "eval/samples_per_second",
@@ -1149,9 +1162,13 @@ def _loggable_postfix(text: str, rec: re.Match[str]) -> Row | None:
 
 def _with_parts(row: Row, parts: Row) -> Row:
     """The row with a loss part as its loss (and an eval part as its eval loss) where the line
-    named no loss of its own."""
+    named no loss of its own; a perplexity where it named no loss part either."""
     for col, value in parts.items():
-        row.setdefault(col, value)
+        if col not in STAND_INS:
+            row.setdefault(col, value)
+    for part, col in STAND_INS.items():  # a perplexity only where no loss (part) was
+        if part in parts:
+            row.setdefault(col, parts[part])
     return row
 
 
@@ -1316,6 +1333,38 @@ def epoch_batch_marker(text: str) -> Row | None:
     return {"iteration": int(m["n"]), "epoch": float(m["e"]), "event": STEP_EVENT}
 
 
+# an evaluation's banner alone on a line, the evaluation's result on the next (DeepSpeedExamples'
+# data-efficiency GPT fine-tune: "***** Evaluating perplexity, Epoch 1/2 *****" then "'step':10,
+# 'ppl': 61.77, 'seq_len': 264, …"; HF Trainer's "***** Running Evaluation *****" banner, its
+# "  Num examples = 500" after it no result): one record, an evaluation, whose perplexity is no
+# point of the training loss (``PERPLEXITY_RE``) and whose loss is the eval loss
+EVAL_BANNER_RE = re.compile(
+    r"^\s*\*{3,}\s*(?:Running\s+)?Evaluat(?:ing|ion)\b[^*]*\*{3,}\s*",
+    re.IGNORECASE)
+EVAL_BANNER_NEEDLES = ("valuat",)
+
+
+def eval_banner(text: str) -> bool:
+    """Whether a line is only an evaluation's banner (``EVAL_BANNER_RE``)."""
+    m = EVAL_BANNER_RE.match(text)
+    return m is not None and m.end() == len(text)
+
+
+def _eval_result(body: str) -> Row | None:
+    """The row of an evaluation's result line after its banner: its loss the eval loss, its
+    perplexity none; None where it has neither."""
+    row = parse_metric_line(body)
+    if row is None:
+        return None
+    loss = row.pop("loss", None)
+    if loss is not None and LOSS_WORD_RE.search(body):
+        row.setdefault("eval_loss", loss)
+    if row.get("eval_loss") is None:
+        return None
+    row["event"] = "eval"
+    return row
+
+
 def parse_line(text: str) -> Row | None:
     """The generic parser's line: ``parse_metric_line`` where a metric needle is on it, else
     only an epoch's header joined to its result line (the header's needle, ``EPOCH_NEEDLES``,
@@ -1323,6 +1372,8 @@ def parse_line(text: str) -> Row | None:
     (``epoch_batch_marker``); a line naming the optimizer's step and no metric is a
     ``step_marker``, a step's memory report a ``phase_memory_marker``, ESPnet2's epoch
     summary its epoch's last batch (``EPOCH_RESULTS_RE``)."""
+    if "valuat" in text and (m := EVAL_BANNER_RE.match(text)) is not None and m.end() < len(text):
+        return _eval_result(text[m.end():])
     row = (parse_metric_line(text) if any(map(text.__contains__, NEEDLES))
            else _epoch_result_row(text) or _epoch_begun(text) or epoch_batch_marker(text))
     if row is None and any(map(text.__contains__, OPT_STEP_NEEDLES)) and not any(
@@ -1338,10 +1389,10 @@ def parse_line(text: str) -> Row | None:
 def incomplete_record(text: str) -> bool:
     """A line the next one completes: a step line cut before its step (``cut_before_step``),
     an epoch's or a step's header (``epoch_header``, ``step_header``), a JSON object a paste
-    wrapped (``open_json``) or a step line whose loss indented lines after it print
-    (``lossless_step``)."""
+    wrapped (``open_json``), a step line whose loss indented lines after it print
+    (``lossless_step``) or an evaluation's banner (``eval_banner``)."""
     return (epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
-            or lossless_step(text))
+            or lossless_step(text) or eval_banner(text))
 
 
 def record_continues(record: str, body: str) -> bool:
@@ -1352,6 +1403,8 @@ def record_continues(record: str, body: str) -> bool:
         return LONE_LOSS_RE.fullmatch(body) is not None
     if open_json(record):
         return json_continues(body)
+    if eval_banner(record):
+        return parse_metric_line(body) is not None
     if lossless_step(record):
         return indented_metrics(body)
     return step_continues(record, body)
@@ -1430,7 +1483,8 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "generic_step",
         "iterations",
-        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES, *STEP_HEADER_NEEDLES),
+        (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES, *STEP_HEADER_NEEDLES,
+         *EVAL_BANNER_NEEDLES),
         parse_line,
         incomplete=incomplete_record,
         continues=record_continues,

@@ -133,6 +133,12 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
         b, s, h, u = float(med[c]), float(scale[c]), int(cnt[c]), float(unit[c])
         widen = 1.0 + det.small_n / h  # few points of history: the noise is barely known
         tol = b + max(det.recover_k * s, det.recover_rel * u) * widen
+        # with fewer than ``small_n`` points of history (the tolerance more than doubled), the
+        # run of points that confirms the recovery is over at its first point back within the
+        # unwidened tolerance, where one is: a point the widening takes in while still well
+        # above where the loss came from is no recovery yet (Megatron's 12.1 → 26.5 → 13.8 →
+        # 10.2 after one logged point is back at 10.2, not at 13.8)
+        tight = b + max(det.recover_k * s, det.recover_rel * u) if h < det.small_n else tol
         strict = b + max(det.k * s, det.rel * u) * widen
         peak, run, first, end, stop = int(c), 0, None, None, None
         below = 0  # consecutive points back under the midpoint of the baseline and the peak
@@ -162,7 +168,8 @@ def _scan(y: np.ndarray, det: Detector, med: np.ndarray, mad: np.ndarray,
                     first = j
                 run += 1
                 if run >= det.patience:
-                    end = first
+                    end = next((k for k in range(first, j + 1) if y[k] <= max(
+                        tight, b + det.recover_frac * (y[peak] - b))), first)
                     break
             else:
                 run = 0

@@ -59,6 +59,53 @@ def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
     return it.assign(iteration=new)
 
 
+def counted_on(it: pd.DataFrame) -> pd.DataFrame:
+    """The iterations table with a loss's step counter that restarts in a file while the
+    trainer's own counter in the same file goes on counted on across the restart: an epoch of
+    one process, not a relaunch (a relaunch restarts every counter, a resume takes the other
+    back to its checkpoint). DeepSpeedExamples' random-LTD fine-tune prints its own "Step at
+    262 with Perplexity: 102.18" then "Step at 1 with Perplexity: 102.18" for its second epoch,
+    while DeepSpeed's timer goes on "0/262", "0/264". The loss rows after each restart are
+    numbered on from the step before it (one more for a counter that restarts at 0) where the
+    other counter goes on, never back, from its last step before the loss's last step to its
+    first step after the loss's restart."""
+    if not len(it) or "loss" not in it or "source" not in it:
+        return it
+    rows = it[it["iteration"].notna()]
+    if "event" in rows:
+        rows = rows[rows["event"].isna()]
+    if not len(rows):
+        return it
+    src = rows["source"].fillna("?:0").astype(str).str.rsplit(":", n=1)
+    rank = rows["rank"].astype("Float64").fillna(-1) if "rank" in rows else 0
+    rows = rows.assign(_file=src.str[0], _rank=rank,
+                       _lineno=pd.to_numeric(src.str[1], errors="coerce"))
+    new = it["iteration"].copy()
+    for _, g in rows.groupby(["_file", "_rank"], sort=False):
+        g = g.sort_values("_lineno", kind="stable")
+        lossy = g["loss"].notna().to_numpy()
+        other = g.loc[~lossy]
+        lo = g.loc[lossy]
+        if len(other) < 2 or len(lo) < 3:
+            continue
+        its = [int(v) for v in lo["iteration"]]
+        lines = other["_lineno"].to_numpy()
+        steps = other["iteration"].to_numpy(dtype=float)
+        offset = 0
+        for j, idx in enumerate(lo.index):
+            if j and its[j] < its[j - 1]:
+                prev, at = float(lo["_lineno"].iloc[j - 1]), float(lo["_lineno"].iloc[j])
+                before, after = lines < prev, lines > at
+                if not (before.any() and after.any()):
+                    break  # the other counter says nothing of the restart
+                span = steps[int(np.flatnonzero(before)[-1]):int(np.flatnonzero(after)[0]) + 1]
+                if (np.diff(span) <= 0).any():
+                    break  # it went back too (around the loss's restart): a relaunch
+                offset += its[j - 1] + (1 if its[j] == 0 else 0)
+            new.loc[idx] = its[j] + offset
+    return it.assign(iteration=new)
+
+
 def _bar_nan_to_bar_step(incident: Incident, df: pd.DataFrame,
                          text_nan: pd.Series) -> tuple[pd.DataFrame, pd.Series]:
     """A note that names no step fused onto a progress bar's line ("| 2/8614 [00:00<…,
@@ -96,7 +143,8 @@ def series(incident: Incident) -> pd.DataFrame:
 
 def _series(incident: Incident) -> pd.DataFrame:
     """``series`` computed."""
-    it = across_epochs(epoch_counted(place_unnumbered_skips(incident), incident.progress))
+    it = counted_on(across_epochs(epoch_counted(place_unnumbered_skips(incident),
+                                                incident.progress)))
     cols = list(SERIES_COLUMNS)
     evals = it["iteration"].notna() & (it["event"] == "eval").fillna(False) \
         & it["eval_loss"].notna() if len(it) and "event" in it.columns else None
