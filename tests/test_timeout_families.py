@@ -419,3 +419,14 @@ def test_a_rank_past_the_others_collectives_names_no_straggler(tmp_path: Path) -
         "work: 2689, last completed work: 2666\n")
     f = timeout.diagnose(_both(tmp_path, text)).facts
     assert f["lagging_ranks"] == [] and f["pattern"] != "straggler"
+
+
+def test_a_rank_the_launcher_tore_down_is_not_behind() -> None:
+    # Polaris (PALS): ranks 1, 4-6 time out, then the launcher reports "rank 1 died from signal
+    # 6 and dumped core" and "rank 7 died from signal 15" — SIGTERM is how it ends the others,
+    # so rank 7 is not named as a rank that never entered BROADCAST #1145 (rank 1 is: it timed
+    # out at SeqNum 7, a thousand collectives behind)
+    logs = (Path(__file__).parent.parent / "data" / "corpus" / "timeout"
+            / "timeout-alcf-nccl-tests-vae-with-aws-20250115" / "logs")
+    a = timeout.analyse(traindoc.load(str(logs)))
+    assert a.lagging_ranks == [1]

@@ -556,6 +556,8 @@ def group_size(op_type: str | None, numel_in: int | None, numel_out: int | None)
 # torchrun then reports every rank: "exitcode: -6", "Signal 6 (SIGABRT) received by PID …"); a
 # shell reports it as 134 (128 + 6)
 ABORT_EXITCODES = (-6, 134)
+# the signals a launcher sends every rank when it ends the job: no rank's own failure
+TEARDOWN_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 
 
 def _aborted(exits: pd.DataFrame) -> pd.Series:
@@ -569,8 +571,13 @@ def _ranks_with_failure_output(incident: Incident) -> set[int]:
     """Ranks whose failure output is in the logs: they reported an error, or exited other
     than by the SIGABRT a watchdog's timeout ends in (``_aborted``: the launcher's report of
     such an exit says nothing of where the rank was: torchtitan logs only rank 0,
-    ``--local-ranks-filter 0``, then torchrun reports all ranks aborted)."""
-    ranks = {int(r) for r in incident.errors["rank"].dropna()}
+    ``--local-ranks-filter 0``, then torchrun reports all ranks aborted). A launcher's report
+    that a rank died by the signal it tears the job down with (PALS's "rank 7 died from signal
+    15" after the others' timeouts) is no failure of that rank's own."""
+    err = incident.errors
+    if len(err) and "code" in err:
+        err = err[~((err["kind"] == "signal") & err["code"].isin(TEARDOWN_SIGNALS).fillna(False))]
+    ranks = {int(r) for r in err["rank"].dropna()}
     ex = incident.exits
     if len(ex):
         ranks |= {int(r) for r in ex.loc[~_aborted(ex), "rank"].dropna()}
