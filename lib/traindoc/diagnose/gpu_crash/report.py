@@ -743,7 +743,8 @@ def _why_killed(a: GpuCrashAnalysis) -> Action | None:
         return None
     return action(
         "why_killed", "Find out who killed the process",
-        f"{_who(a.facts)} was {_msg(a) or 'terminated'} without an error of its own.",
+        f"{_who(a.facts)} was ended from outside without an error of its own "
+        f"({(_msg(a) or 'terminated')[:160]}).",
         "on its node: sudo dmesg -T | grep -i -E 'killed process|out of memory|NVRM'; "
         "sacct -j $SLURM_JOB_ID -o JobID,State,ExitCode,MaxRSS,NodeList; look for "
         "scancel/preemption in the scheduler log")
