@@ -135,6 +135,7 @@ lab: setup
 # `make bench QUICK=1` takes about a minute; the full inputs take 8 GB of disk.
 bench: setup
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick)
+	$(PY) benchmarks/hostile.py $(if $(QUICK),--quick)
 
 # Regenerate the drill-made samples under data/ (real torchrun/gloo runs; about 2 minutes).
 samples: setup

@@ -2819,3 +2819,14 @@ def test_ur_die_is_the_error_of_the_abort_after_it(tmp_path: Path) -> None:
                "terminate called without an active exception\nFatal Python error: Aborted\n")
     assert f["error_kind"] == "signal"
     assert f["error_message"] == "ur_die: urEventWait must not be called for an internal event"
+
+
+@pytest.mark.parametrize("case", ["gpu_crash-deformable-detr-unzip-scancel",  # a plain scancel
+                                  "gpu_crash-tdmolflow-slurm-time-limit"])  # the time limit
+def test_a_job_the_scheduler_ended_gets_no_advice_for_hanging_survivors(case: str) -> None:
+    # the job was ended from outside, no rank crashed: "make a crashed job exit instead of
+    # hanging" (TORCH_NCCL_ASYNC_ERROR_HANDLING, srun --kill-on-bad-exit) does not apply
+    logs = Path(__file__).parent.parent / "data" / "corpus" / "gpu_crash" / case / "logs"
+    ids = [a.id for a in gpu_crash.diagnose(traindoc.load(str(logs))).actions]
+    assert not {"exit_on_failure", "exit_on_failure_hung"} & set(ids), ids
+    assert ids[0] in {"why_killed", "time_limit"}

@@ -900,14 +900,22 @@ def _exit_action(a: GpuCrashAnalysis, known: bool) -> Action:
         "dies; #SBATCH --requeue (or a job array with %1) so the restart is automatic")
 
 
+def _stopped_by_scheduler(a: GpuCrashAnalysis) -> bool:
+    """The job's end is the scheduler's (its time limit, a plain cancel): no crash whose
+    survivors could hang."""
+    return _code(a) in NOT_A_FAILURE_CODES or _code(a) in SCHEDULER_STOP_CODES
+
+
 def _exit_on_failure_hung(a: GpuCrashAnalysis) -> Action | None:
-    return _exit_action(a, True) if a.crash.first is not None and _hung(a) else None
+    if a.crash.first is None or _stopped_by_scheduler(a):
+        return None
+    return _exit_action(a, True) if _hung(a) else None
 
 
 def _exit_on_failure(a: GpuCrashAnalysis) -> Action | None:
     """Where the logs cannot tell whether the job hung after its failure (no time after it);
-    none where they show it ended promptly."""
-    if a.crash.first is None or _hung(a) or _ended_promptly(a):
+    none where they show it ended promptly, or where the scheduler ended it."""
+    if a.crash.first is None or _hung(a) or _ended_promptly(a) or _stopped_by_scheduler(a):
         return None
     return _exit_action(a, False)
 
