@@ -107,6 +107,7 @@ from .gpu_crash.events import (
     KERNEL_ASSERT_CODE,
     NOT_A_FAILURE_CODES,
     SCHEDULER_STOP_CODES,
+    TEARDOWN_SIGNALS,
 )
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
@@ -182,8 +183,6 @@ SCHEDULER_TAKEBACK_CODES = frozenset({"slurm_preemption", "slurm_job_requeue", "
 # limit (PBS/Torque, Moab, LSF, a Kubernetes Job's deadline) or its preemption (LSF)
 SCHEDULER_END_CODES = frozenset({"pbs_walltime", "moab_wallclock", "lsf_runlimit", "lsf_preempt",
                                  "k8s_deadline_exceeded"})
-# Signals a launcher or scheduler sends to the survivors once one worker failed.
-TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 # errors.code of lines that are a launcher or scheduler tearing the job down, not a crash.
 TEARDOWN_CODES = frozenset({"launcher_sigterm", "launcher_received_signal", "launcher_kill"})
 # errors.code of lines saying a peer went away: a rank that then exits with an exception is

@@ -78,7 +78,8 @@ TIME_LIMIT_CAUSE_CODES = {"slurm_time_limit"}
 # torchrun (elastic's ``_close``: SIGTERM, then SIGKILL after 30 s) and SLURM (KillWait, 30 s by
 # default) escalate to SIGKILL about this long after the teardown began.
 KILL_ESCALATION_S = (25.0, 45.0)
-TEARDOWN_SIGNALS = {"SIGTERM", "SIGINT", "SIGHUP"}
+# Signals a launcher or scheduler sends to every rank (the survivors) when it ends the job.
+TEARDOWN_SIGNALS = frozenset({"SIGTERM", "SIGINT", "SIGHUP"})
 # A Python exception that reports a peer or the network rather than a local fault (a wait that
 # timed out: "RuntimeError: Time out when prefetcher wait for the sampled batch at 600 seconds.",
 # MLPerf's R-GAT loader, training_results_v5.1 Dell result_7.txt).

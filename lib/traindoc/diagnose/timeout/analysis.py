@@ -44,7 +44,7 @@ from ..common import (
     split_source,
     step_totals_by_rank,
 )
-from ..gpu_crash.events import failure_events, first_failure
+from ..gpu_crash.events import TEARDOWN_SIGNALS, failure_events, first_failure
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern, Strength
 
 STUCK_CODES = ("heartbeat_timeout", "watchdog_stuck")  # errors codes of the heartbeat monitor
@@ -556,8 +556,6 @@ def group_size(op_type: str | None, numel_in: int | None, numel_out: int | None)
 # torchrun then reports every rank: "exitcode: -6", "Signal 6 (SIGABRT) received by PID …"); a
 # shell reports it as 134 (128 + 6)
 ABORT_EXITCODES = (-6, 134)
-# the signals a launcher sends every rank when it ends the job: no rank's own failure
-TEARDOWN_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 
 
 def _aborted(exits: pd.DataFrame) -> pd.Series:
@@ -576,7 +574,7 @@ def _ranks_with_failure_output(incident: Incident) -> set[int]:
     15" after the others' timeouts) is no failure of that rank's own."""
     err = incident.errors
     if len(err) and "code" in err:
-        err = err[~((err["kind"] == "signal") & err["code"].isin(TEARDOWN_SIGNALS).fillna(False))]
+        err = err[~((err["kind"] == "signal") & err["code"].isin(list(TEARDOWN_SIGNALS)).fillna(False))]
     ranks = {int(r) for r in err["rank"].dropna()}
     ex = incident.exits
     if len(ex):
