@@ -766,3 +766,19 @@ def test_a_batch_counter_that_never_moves_counts_epochs(tmp_path: Path) -> None:
         for e in range(22, 25) for b in (0, 937)))
     assert last_progress(traindoc.load(str(fixed))).step == 101
     assert last_progress(traindoc.load(str(moving))).step == 937
+
+
+@pytest.mark.parametrize("bundle", [DATA / "timeout" / "drill_unseeded_split",
+                                    Path(__file__).parent / "data" / "drills"
+                                    / "unseeded_split_rank0_ahead"])
+def test_a_mismatch_in_another_group_names_no_straggler_of_the_timed_out_one(bundle: Path) -> None:
+    # Two recordings of the unseeded_split drill: rank 1 ran out of data and timed out in the
+    # checkpoint group's all_gather #1, which rank 0 (still training) never entered. In the
+    # second, rank 0 had also enqueued the default group's all_reduce #33 before the dump, so
+    # the flight recorder shows rank 1 missing there: that says nothing of the checkpoint
+    # group, and rank 1 is still no straggler (CI of 9dbebb4 met the second timing).
+    truth = json.loads((bundle / "drill.json").read_text())["facts"]
+    a = timeout.analyse(traindoc.load(bundle))
+    assert a.timed_out_ranks == truth["timed_out_ranks"] == [1]
+    assert a.lagging_ranks == truth["lagging_ranks"] == [0]
+    assert str(a.process_group).startswith("1")

@@ -244,9 +244,13 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
                                         coll["process_group"], world_size)
-    if mismatch and mismatch.kind == MismatchKind.MISSING_RANKS and lines_up(positions, mismatch):
+    if (mismatch and mismatch.kind == MismatchKind.MISSING_RANKS
+            and _same_group(mismatch.process_group, coll["process_group"])
+            and lines_up(positions, mismatch)):
         # ranks seen at an earlier number and never at this one are behind it; the ranks
-        # seen at it (its ops) arrived there
+        # seen at it (its ops) arrived there. A mismatch in another group says nothing of
+        # the timed-out one: a rank stuck in a checkpoint group's all_gather never enters
+        # the default group's next all_reduce, and is not behind in its own group for that
         missing = {int(r) for r in mismatch.ranks}
         lagging |= missing
         arrived = (arrived - missing) | ({int(r) for r in mismatch.ops if str(r).isdigit()}
@@ -276,6 +280,14 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         **base, found=True, timed_out_ranks=timed_out, **coll, lagging_ranks=lagging_ranks,
         lagging_candidates=sorted(lagging), unseen_ranks=sorted(unseen), pattern=pattern,
         finished_early=finished, earlier_failure=earlier_failure(incident, timeouts))
+
+
+def _same_group(a: str | None, b: str | None) -> bool:
+    """Whether two process-group labels (``"1 (checkpoint)"``, ``"1"``) name one group; an
+    unknown group matches any."""
+    if a in (None, UNKNOWN_GROUP) or b in (None, UNKNOWN_GROUP):
+        return True
+    return str(a).split(" ", 1)[0] == str(b).split(" ", 1)[0]
 
 
 def lines_up(positions: pd.DataFrame, mm: Mismatch) -> bool:
