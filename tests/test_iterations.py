@@ -671,6 +671,42 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     assert list(it["elapsed_s"]) == pytest.approx([948.4574916, 487.3530626])
 
 
+# MindSpore's LossMonitor then TimeMonitor: once an epoch in sink mode (corpus
+# throughput-food-conformer-mindspore-steady, "Train " prefixed; a MatchNet README's 8p run), the
+# epoch in seconds and the step in ms (a model zoo README: "epoch time: 185.432 s, per step
+# time: 23178.955 ms"); per step where LossMonitor prints every step, the time line closing
+# the epoch
+MINDSPORE_SINK_LOG = (
+    "epoch: 1 step: 62, loss is 2.279783010482788\n"
+    "Train epoch time: 230188.469 ms, per step time: 3712.717 ms\n"
+    "epoch: 1 acc: 0.33482142857142855, best acc is 0.33482142857142855\n"
+    "epoch: 2 step: 1954, loss is 0.09641222655773163\n"
+    "Train epoch time: 112773.925 ms, per step time: 57.714 ms\n"
+    "epoch: 3 step: 8, loss is 8.101629\n"
+    "epoch time: 0.490 s, per step time: 61.248 ms\n")
+MINDSPORE_STEPS_LOG = (
+    "epoch: 1 step: 1, loss is 2.30\nepoch: 1 step: 2, loss is 2.20\n"
+    "epoch time: 140522.500, per step time: 224.836, avg loss: 5.258\n"
+    "epoch: 2 step: 1, loss is 2.00\nepoch: 2 step: 2, loss is 1.90\n")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_mindspore_time_monitor_closes_the_epoch(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "a.log").write_text(MINDSPORE_SINK_LOG)
+    it = traindoc.load(tmp_path / "a.log", engine=engine).iterations
+    assert list(it["event"]) == ["epoch"] * 3 and list(it["iteration"]) == [1, 2, 3]
+    assert list(it["elapsed_s"]) == pytest.approx([3.712717, 0.057714, 0.061248])
+    assert list(it["loss"]) == pytest.approx([2.279783010482788, 0.09641222655773163, 8.101629])
+    (tmp_path / "b.log").write_text(MINDSPORE_STEPS_LOG)
+    it = traindoc.load(tmp_path / "b.log", engine=engine).iterations
+    steps = it[it["event"].isna()]
+    assert list(steps["iteration"]) == [1, 2, 1, 2] and list(steps["epoch"]) == [1, 1, 2, 2]
+    assert list(steps["loss"]) == pytest.approx([2.3, 2.2, 2.0, 1.9])
+    epochs = it[it["event"] == "epoch"]
+    assert list(epochs["iteration"]) == [1] and epochs["loss"].isna().all()
+    assert list(epochs["elapsed_s"]) == pytest.approx([0.224836])
+
+
 # TensorFlow's Transformer tutorial as tensorflow/tensorflow#28621 pasted it: batch lines, then the
 # epoch's loss and "Time taken for 1 epoch: … secs"; the epoch is its own row (event "epoch"),
 # never a step among the batch lines' counter, and its time is the throughput runbook's series

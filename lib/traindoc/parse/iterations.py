@@ -1044,42 +1044,78 @@ EPOCH_TIME_FORMATS: dict[str, tuple[re.Pattern[str], re.Pattern[str], float]] = 
         re.compile(r"^\s*Epoch (?P<epoch>\d+) Loss (?P<loss>[-+\d.eE]+|nan|inf)"
                    r"(?: Accuracy [-+\d.eE]+)?\s*$"),
         re.compile(r"^\s*Time taken for (?:1 epoch|epoch \d+):? (?:is )?(?P<t>[\d.]+) secs?\b"), 1.0),
+    # MindSpore's LossMonitor then TimeMonitor at the epoch's end (mindspore/train/callback:
+    # "epoch: 2 step: 62, loss is 2.2144224643707275" then "epoch time: 8893.936 ms, per step
+    # time: 143.451 ms"; ModelArts scripts prefix "Train "; copies print the epoch in seconds,
+    # "epoch time: 185.432 s, per step time: 23178.955 ms", or no unit, milliseconds, "epoch
+    # time: 140522.500, per step time: 224.836, avg loss: 5.258"): the time is the epoch's
+    # step's, as the monitor divides it (in seconds where the line says "s")
+    "mindspore_monitor": (
+        re.compile(r"^\s*epoch: (?P<epoch>\d+),? step: (?P<step>\d+), loss is (?P<loss>[-+\d.eE]+|nan|inf)"),
+        re.compile(r"\b[Ee]poch time:\s*+[\d.]++\s*+(?:ms|s)?, per step time:\s*+(?P<t>[\d.]++)"
+                   r"\s*+(?P<u>ms|s)?(?![\w.])"), 1e-3),
 }
 
 
+# formats whose epoch line is a step line of its own where no time line follows it: MindSpore's
+# LossMonitor prints every ``per_print_times`` steps ("epoch: 1 step: 1, loss is 2.30", …),
+# TimeMonitor once, after the epoch's last step
+STEP_HEADS = frozenset({"mindspore_monitor"})
+
+
 class EpochTimeParser:
-    """An epoch line of ``EPOCH_TIME_FORMATS`` followed by its time line: one row per epoch."""
+    """An epoch line of ``EPOCH_TIME_FORMATS`` followed by its time line: one row per epoch.
+    Where a format's epoch lines are steps (``STEP_HEADS``) and several come before a time
+    line, each is a step row (its step of the epoch) and the time line closes the epoch."""
 
     needles = ("Epoch: ", "time this epoch=", "Approx. Train: ", "Epoch time: ", "Epoch ",
-               "Time taken for ")
+               "Time taken for ", "epoch: ", "per step time: ")
     tables = ("iterations",)
     section: str | None = None  # the format's name between an epoch line and its time line
 
     def __init__(self) -> None:
         self.section: str | None = None
         self.row: Row | None = None
+        self.stepped = False  # a step row was read of a ``STEP_HEADS`` format
+
+    def _step_row(self) -> list[tuple[str, Row]]:
+        """The pending epoch line as the step line it is (``STEP_HEADS``), else nothing."""
+        row = self.row
+        if row is None or self.section not in STEP_HEADS or row.get("_step") is None:
+            return []
+        self.stepped = True
+        return [("iterations", {"iteration": row["_step"], "epoch": row["epoch"],
+                                "loss": row["loss"], "_ctx": row["_ctx"]})]
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the epoch's row once its time is read."""
         for name, (head, _, _) in EPOCH_TIME_FORMATS.items():
             m = head.search(text)
             if m:
+                out = self._step_row()
+                step = m.groupdict().get("step")
                 self.row = {"iteration": int(m["epoch"]), "epoch": float(m["epoch"]),
-                            "event": EPOCH_EVENT, "loss": to_float(m["loss"]), "_ctx": ctx}
+                            "event": EPOCH_EVENT, "loss": to_float(m["loss"]), "_ctx": ctx,
+                            "_step": int(step) if step is not None else None}
                 self.section = name
-                return []
+                return out
         fmt = EPOCH_TIME_FORMATS.get(self.section) if self.row is not None else None
         t = fmt[1].search(text) if fmt else None
+        out = self._step_row() if t and self.stepped else []
         row, self.row, self.section = self.row, None, None
         if t and row is not None and fmt is not None:
-            row["elapsed_s"] = float(t["t"]) * fmt[2]
-            return [("iterations", row)]
+            row.pop("_step", None)
+            row["elapsed_s"] = float(t["t"]) * (1.0 if t.groupdict().get("u") == "s" else fmt[2])
+            if out:  # the loss is its step row's; the epoch's row is its time
+                row.pop("loss")
+            return [*out, ("iterations", row)]
         return []
 
     def close(self) -> list[tuple[str, Row]]:
-        """End of stream: an epoch without its time line is dropped."""
+        """End of stream: an epoch without its time line is dropped (a step line is kept)."""
+        out = self._step_row()
         self.row, self.section = None, None
-        return []
+        return out
 
 
 # -- RLlib's result: the YAML of one training iteration ------------------------------------------
