@@ -559,6 +559,24 @@ def test_two_slow_values_need_a_quiet_level_and_a_large_drop() -> None:
     assert slow_episode(noisy, higher_is_better=True) is None
 
 
+# MIC-DKFZ nnU-Net's "Epoch time: 335.55 s" on a condor node (corpus
+# throughput-u-net-v2-rmis-nnunet-condor-steady, epochs 250-299): a level of ~317 s, single
+# slow epochs at 330-382 s and three at 364-386 s, each back the next epoch
+NNUNET_EPOCHS = [335.55, 307.09, 313.16, 330.13, 382.23, 335.38, 313.69, 316.82, 320.79, 314.03,
+                 364.03, 384.48, 386.46, 318.76, 307.49, 313.83, 316.85, 313.18, 311.74, 306.36,
+                 315.7, 314.67, 319.54, 315.89, 313.52, 321.27, 334.14, 320.77, 316.15, 328.9,
+                 318.15, 314.33, 318.18, 313.59, 340.7, 335.37, 313.03, 316.44, 314.67, 316.12,
+                 329.68, 315.88, 320.25, 313.07, 330.06, 316.41, 317.78, 317.37, 314.33, 319.2]
+
+
+def test_a_few_slower_epochs_on_a_quiet_level_are_no_episode() -> None:
+    assert slow_episode(np.array(NNUNET_EPOCHS), higher_is_better=False) is None
+    longer = np.array(NNUNET_EPOCHS)
+    longer[10:16] = (364.03, 384.48, 386.46, 371.2, 369.9, 380.1)  # six: an episode
+    ch = slow_episode(longer, higher_is_better=False)
+    assert ch is not None and ch.index == 10 and ch.recovered
+
+
 # mlcommons/training_results_v5.0 Google/results/h200_n8_nemo/stable_diffusion/result_5.txt
 # (corpus throughput-mlperf-v5-0-google-h200-n8-sd-result-5): MLLOG tracked_stats throughput
 # every 100 steps; ~5,120 samples/s with a ~6,2xx reading every 500 steps, steps 2800-5200 slow

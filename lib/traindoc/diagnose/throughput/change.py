@@ -353,6 +353,10 @@ EPISODE_AROUND = 5  # values at the run's level before the first episode and aft
 EPISODE_QUIET_MIN = 2  # consecutive values that make an episode on a quiet level when each is
 # ``EPISODE_MIN_DROP_PCT`` worse (CosmoFlow's two epochs at 27.3k and 26.0k samples/s in 69 at
 # 48-50k)
+EPISODE_QUIET_LONG = 5  # consecutive values, at least, of an episode read on a quiet level by
+# the smaller drop (``EPISODE_QUIET_DROP_PCT``): TSFormer's ten slow epochs are one; nnU-Net's
+# three epochs at 364-386 s on a level of 317 s (a shared condor node, back the next epoch,
+# with other single epochs at 330-382 s around them) are the level's own excursions
 EPISODE_HOLD_PCT = 25.0  # half the episode's values within this of its median: a level, not
 # the decay of a smoothed rate after one pause (tqdm after an eval: 11.1, 8.3, 6.3, 4.9 … s/it);
 # an episode that holds no level but does not decay either (each window slow by its own amount:
@@ -416,8 +420,9 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     smoothed rate after one pause, ``_fades``); slow values recurring in more than ``EPISODE_MAX_RUNS`` runs
     are a periodic pause (checkpoint saves), no episode.
     Where none is found and the level is quiet (``EPISODE_QUIET_NOISE`` times its noise within
-    ``EPISODE_QUIET_DROP_PCT``), values that much worse make one too (TSFormer's epochs at
-    292-298 s, ten of them at 328-358 s). Shape "step", recovered. None otherwise."""
+    ``EPISODE_QUIET_DROP_PCT``), ``EPISODE_QUIET_LONG`` or more values that much worse make
+    one too (TSFormer's epochs at 292-298 s, ten of them at 328-358 s). Shape "step",
+    recovered. None otherwise."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = len(x)
@@ -429,7 +434,8 @@ def slow_episode(values: np.ndarray, higher_is_better: bool) -> Change | None:
     worse = np.array([drop_pct(base, v, higher_is_better) for v in x])
     found = _episode(x, worse, worse >= EPISODE_MIN_DROP_PCT, higher_is_better)
     if found is None and EPISODE_QUIET_NOISE * noise_sigma(x) / base * 100 <= EPISODE_QUIET_DROP_PCT:
-        found = _episode(x, worse, worse >= EPISODE_QUIET_DROP_PCT, higher_is_better)
+        found = _episode(x, worse, worse >= EPISODE_QUIET_DROP_PCT, higher_is_better,
+                         EPISODE_QUIET_LONG)
         if found is None:
             found = _episode(x, worse, worse >= EPISODE_MIN_DROP_PCT, higher_is_better,
                              EPISODE_QUIET_MIN)
