@@ -2020,6 +2020,28 @@ def test_an_error_after_an_aborted_run_stop_stays_the_failure(tmp_path: Path) ->
     assert f["error_kind"] == "python"
 
 
+# mlcommons training_results_v5.0 Supermicro a21ge retinanet (corpus gpu_crash-mlperf-v5-0-
+# supermicro-a21ge-retinanet-vnic): after run_stop's success, a rank creating an NCCL
+# communicator for a barrier aborts; the same NCCLUtils wording as torch 2.x's
+# "NCCL error in: …/NCCLUtils.hpp:…, invalid usage" of a communicator created anywhere
+VNIC_ABORT = """\
+7: terminate called after throwing an instance of 'c10::DistBackendError'
+7:   what():  NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.25.1
+7: ncclInvalidUsage: This usually reflects invalid usage of NCCL library.
+7: Last error:
+7: NET/IB : Requested properties for vNic 4, only 4 vNics have been created
+7: /workspace/ssd/run_and_time.sh: line 95: 145306 Aborted                 (core dumped) ${LOGGER:-} "${CMD[@]}" train.py
+srun: error: sys-a21ge-nbrt: task 7: Exited with exit code 134
+"""
+
+
+def test_an_nccl_abort_after_a_successful_run_stop_is_a_failure(tmp_path: Path) -> None:
+    f = _facts(tmp_path, RUN_STOP.replace("{status}", "success") + VNIC_ABORT)
+    assert f["error_kind"] == "nccl_error" and "only 4 vNics" in f["error_message"]
+    f = _facts(tmp_path, RUN_STOP.replace("{status}", "success") + FINALIZER + VNIC_ABORT)
+    assert f["error_kind"] == "nccl_error"  # the finalizer's teardown is still no failure
+
+
 # --- ezpz names each rank's machine ----------------------------------------------------------
 
 def test_ezpz_names_the_failed_ranks_machine(tmp_path: Path) -> None:

@@ -720,7 +720,11 @@ def _ucx_detail_roles(ev: pd.DataFrame) -> None:
 def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
     """An error printed after the program said its run finished with success (MLPerf's
     run_stop, ``plan:finished`` rows), later in the same file, is its teardown at exit
-    (multiprocessing finalizers failing to unlink a semaphore), not a failure of the run."""
+    (multiprocessing finalizers failing to unlink a semaphore), not a failure of the run;
+    except a device or communication error and the abort it causes (``SPECIFIC_KINDS``,
+    ``ABORT_CODES``): a process that dies after the run (Supermicro's seven ranks aborting
+    on an NCCL communicator they create for a barrier, "only 4 vNics have been created";
+    HPE's rank 30 failing NCCL's Close) failed, whatever the run had reached."""
     ht = incident.tables.get("host_timings")
     if ht is None or not len(ht):
         return
@@ -730,7 +734,8 @@ def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
     first: dict[int, int] = {}
     for f, ln in _places(done["source"], files):
         first[f] = min(first.get(f, ln), ln)
-    for i in ev.index[(ev["table"] == "errors") & (ev["role"] == "cause")]:
+    fatal = ev["kind"].isin(SPECIFIC_KINDS) | ev["code"].isin(list(ABORT_CODES))
+    for i in ev.index[(ev["table"] == "errors") & (ev["role"] == "cause") & ~fatal]:
         stop = first.get(ev.at[i, "file"])
         if stop is not None and ev.at[i, "lineno"] > stop:
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
