@@ -474,6 +474,24 @@ def test_sigkill_by_the_oom_killer_is_an_oom(tmp_path: Path) -> None:
     assert r.actions[0].id == "reduce_memory"
 
 
+@pytest.mark.parametrize("text", [
+    # corpus gpu_crash-vllmcluster-dataloader-oom-kill (job.err's last two lines)
+    "RuntimeError: DataLoader worker (pid 933394) is killed by signal: Killed. \n"
+    "slurmstepd: error: Detected 1 oom_kill event in StepId=66733646.batch. Some of the step "
+    "tasks have been OOM Killed.\n",
+    # the same torch wording (torch/utils/data/_utils/signal_handling.py) with the kernel's
+    # OOM-killer line of the same pid (huggingface/transformers#7020's /var/log/messages line,
+    # corpus gpu_crash-transformers-7020, its pid given to the worker)
+    "RuntimeError: DataLoader worker (pid 126138) is killed by signal: Killed.\n"
+    "Sep  9 17:10:44 centos kernel: Out of memory: Kill process 126138 (python3) score 939 or "
+    "sacrifice child\n",
+])
+def test_the_oom_killers_line_says_which_process_it_killed(tmp_path: Path, text: str) -> None:
+    _, r = diag(tmp_path, text)
+    assert r.facts["error_kind"] == "oom"
+    assert "is killed by signal: Killed" in r.facts["error_message"]
+
+
 def test_silent_rank_is_named(tmp_path: Path) -> None:
     it = (" iteration        5/      40 | consumed samples:         40 | elapsed time per iteration"
           " (ms): 52.7 | lm loss: 2.567320E+00 |\n")

@@ -1211,8 +1211,8 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     else:
         by = "line_order"
     killer = _oom_killer_for(first, causes)
-    if killer is not None:  # SIGKILL by the OOM killer: the OOM is the failure
-        first = killer
+    if killer is not None:  # SIGKILL by the OOM killer: the OOM is the failure, and the
+        first = _with_victim(killer, first)  # process it killed is said with it
     reason = _abort_reason(first, key)
     if reason is not None:  # an abort is how a C++ error ends a process: the error is the failure
         first = reason
@@ -1577,6 +1577,21 @@ def _oom_killer_for(e: pd.Series, causes: pd.DataFrame) -> pd.Series | None:
         if _oom_explains(o, e):
             return o[EVENT_COLUMNS]
     return None
+
+
+VICTIM_WORDS = 3  # words, at most, of a kill line that says only the signal ("Killed (SIGKILL)")
+
+
+def _with_victim(killer: pd.Series, killed: pd.Series) -> pd.Series:
+    """The OOM killer's event with the line of the process it killed added to its message
+    where that line says more than the signal ("Detected 1 oom_kill event in StepId=…;
+    killed: DataLoader worker (pid 933394) is killed by signal: Killed.")."""
+    said, victim = str(killer["message"] or ""), str(killed["message"] or "").strip()
+    if victim in said or len(victim.split()) <= VICTIM_WORDS:
+        return killer
+    out = killer.copy()
+    out["message"] = f"{said}; killed: {victim}" if said else victim
+    return out
 
 
 def _oom_explains(o: pd.Series, e: pd.Series) -> bool:
