@@ -2852,3 +2852,55 @@ def test_a_job_the_scheduler_ended_gets_no_advice_for_hanging_survivors(case: st
     ids = [a.id for a in gpu_crash.diagnose(traindoc.load(str(logs))).actions]
     assert not {"exit_on_failure", "exit_on_failure_hung"} & set(ids), ids
     assert ids[0] in {"why_killed", "time_limit"}
+
+
+# --- a worker interrupted from outside (SIGINT), the launcher stopping the others ---------------
+
+# corpus gpu_crash-graphnovo-nohup-sigint-keyboardinterrupt (torch 1.10's torchrun in a
+# nohup.out): rank 0's KeyboardInterrupt, torchrun's SIGTERM to the others and its record
+GRAPHNOVO_SIGINT = """\
+Traceback (most recent call last):
+  File "/home/z37mao/Genova/train_encoder.py", line 197, in <module>
+    scaler.step(optimizer)
+KeyboardInterrupt
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2728582 closing signal SIGTERM
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2728583 closing signal SIGTERM
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -2) local_rank: 0 (pid: 2728581) of binary: /home/z37mao/anaconda3/envs/genova_torch/bin/python
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+=======================================================
+train_encoder.py FAILED
+-------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+-------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2022-03-06_18:50:55
+  host      : ming-gpu-v100.cs.uwaterloo.ca
+  rank      : 0 (local_rank: 0)
+  exitcode  : -2 (pid: 2728581)
+  error_file: <N/A>
+  traceback : Signal 2 (SIGINT) received by PID 2728581
+=======================================================
+"""
+
+
+@pytest.mark.parametrize("text", [
+    GRAPHNOVO_SIGINT,
+    # torch 2.x's agent words the same lines with its logger's name in brackets (a streaming
+    # run's write-up quotes its root cause: "Signal 2 (SIGINT) received by PID 59987")
+    GRAPHNOVO_SIGINT.replace("WARNING:torch.distributed.elastic.multiprocessing.api:",
+                             "W1121 17:25:28.123000 59901 torch/distributed/elastic/"
+                             "multiprocessing/api.py:897] ")
+    .replace("ERROR:torch.distributed.elastic.multiprocessing.api:",
+             "E1121 17:25:28.456000 59901 torch/distributed/elastic/multiprocessing/api.py:869] ")
+    .replace("2728581", "59987"),
+])
+def test_a_worker_interrupted_from_outside_is_where_the_job_ended(tmp_path: Path,
+                                                                  text: str) -> None:
+    log = tmp_path / "nohup.out"
+    log.write_text(text)
+    r = gpu_crash.diagnose(traindoc.load(str(log)))
+    assert (r.facts["failed_ranks"], r.facts["failed_hosts"]) == ([0], ["ming-gpu-v100.cs.uwaterloo.ca"])
+    assert r.facts["error_kind"] == "signal" and "SIGINT" in r.facts["error_message"]
+    assert "interrupted" in r.verdict and r.confidence.value != "high"

@@ -197,6 +197,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/gpu_crash/gpu_crash-tdmolflow-slurm-time-limit", {}),
     ("gpu_crash", "VERDICTS", "cancelled"): (
         "data/corpus/gpu_crash/gpu_crash-deformable-detr-unzip-scancel", {}),
+    ("gpu_crash", "VERDICTS", "interrupted"): (
+        "data/corpus/gpu_crash/gpu_crash-graphnovo-nohup-sigint-keyboardinterrupt", {}),
     ("gpu_crash", "VERDICTS", "no_crash"): ("data/corpus/gpu_crash/gpu_crash-gluon-cv-1663", {}),
     ("gpu_crash", "VERDICTS", "outside_stop"): ("data/corpus/gpu_crash/gpu_crash-prime-rl-1360",
                                                 {}),

@@ -351,12 +351,30 @@ def _outside_stop_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, i
     if any((m["num"] or m["name"] or m["ds"]) in USER_STOP_SIGNALS for m in said) \
             or _interrupted(ev.loc[stops], incident, files):
         return  # someone's Ctrl-C: the workers' SIGTERM is the launcher passing it on
+    if not len(stops):
+        _interrupted_worker_roles(ev)
+        return
     for i in stops:
         ev.loc[i, ["role", "strength"]] = ["cause", Strength.WEAK]
         if ev.at[i, "table"] == "exits":  # DeepSpeed names the last-spawned worker's command
             # whichever worker it was, torchrun the worker: the signal came from outside
             ev.at[i, "rank"] = None
         return
+
+
+def _interrupted_worker_roles(ev: pd.DataFrame) -> None:
+    """A worker the launcher records ending by SIGINT (torchrun's "failed (exitcode: -2)
+    local_rank: 0", its root cause "Signal 2 (SIGINT) received by PID …"), the launcher's
+    closing SIGTERM going to the others: that worker was interrupted from outside (a Ctrl-C,
+    a ``kill -INT``) and the job ended there; its exits become the (weak) cause, with their
+    rank and host. Several ranks interrupted at once are the terminal's Ctrl-C to them all."""
+    sigint = ev.index[(ev["table"] == "exits") & ev["code"].isin(list(USER_STOP_SIGNALS))
+                      & ev["rank"].notna()]
+    if not len(sigint) or not (ev["code"] == "launcher_sigterm").any():
+        return
+    ranks = set(ev.loc[sigint, "rank"].astype(int))
+    same = ev.index[ev["code"].isin(list(USER_STOP_SIGNALS)) & ev["rank"].isin(list(ranks))]
+    ev.loc[same, ["role", "strength"]] = ["cause", Strength.WEAK]
 
 
 def _interrupted(stops: pd.DataFrame, incident: Incident, files: dict[str, int]) -> bool:

@@ -36,7 +36,13 @@ from ..common import (
 )
 from .analysis import GpuCrashAnalysis
 from .checkpoints import DEFAULT_MTBF_HOURS, expected_waste
-from .events import HOST_OOM_CODES, NOT_A_FAILURE_CODES, SCHEDULER_STOP_CODES, Crash
+from .events import (
+    HOST_OOM_CODES,
+    NOT_A_FAILURE_CODES,
+    SCHEDULER_STOP_CODES,
+    USER_STOP_SIGNALS,
+    Crash,
+)
 
 HANG_WARN_S = 300.0  # a job that took longer than this to exit after the failure "hung"
 
@@ -472,6 +478,20 @@ def _time_limit_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
             f"no crash of the program's before it{_lost_words(f)}.", Confidence.HIGH)
 
 
+def _interrupted_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
+    """A worker interrupted from outside (``events._interrupted_worker_roles``): said as an
+    interrupt, not a crash. Medium: the log does not say who sent the SIGINT."""
+    if a.crash.first is None or _code(a) not in USER_STOP_SIGNALS:
+        return None
+    f = a.facts
+    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    return (f"{_who(f)} was interrupted{when} ({f['error_message']}) and the launcher stopped "
+            "the other workers after it; no error of the program's came before it. A SIGINT "
+            "comes from outside the program (a Ctrl-C in its terminal, kill -INT, a tool that "
+            f"stops jobs that way) and these logs do not say who sent it{_lost_words(f)}.",
+            Confidence.MEDIUM)
+
+
 def _cancelled_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     """The scheduler cancelled the job with no reason given and nothing failed before it
     (``events._scheduler_cancel_roles``): said as a cancel, not as a host that failed or a
@@ -491,7 +511,7 @@ def _cancelled_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
 # the first failure when there is one, else only a peer's symptoms, else nothing found.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("outside_stop", _outside_stop_verdict, 30), Rule("time_limit", _time_limit_verdict, 25),
-    Rule("cancelled", _cancelled_verdict, 24),
+    Rule("cancelled", _cancelled_verdict, 24), Rule("interrupted", _interrupted_verdict, 23),
     Rule("first_failure", _first_failure_verdict, 20), Rule("symptoms", _symptoms_verdict, 10),
     Rule("no_crash", _no_crash_verdict, 0))
 
