@@ -2866,7 +2866,7 @@ KeyboardInterrupt
 WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2728582 closing signal SIGTERM
 WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2728583 closing signal SIGTERM
 ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -2) local_rank: 0 (pid: 2728581) of binary: /home/z37mao/anaconda3/envs/genova_torch/bin/python
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 =======================================================
 train_encoder.py FAILED
 -------------------------------------------------------

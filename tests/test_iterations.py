@@ -707,6 +707,46 @@ def test_mindspore_time_monitor_closes_the_epoch(tmp_path: Path, engine: str) ->
     assert list(epochs["elapsed_s"]) == pytest.approx([0.224836])
 
 
+# vinthony/GLPDepth#13 (corpus loss_spike-glpdepth-13-nan-epoch-11): an epoch's header, then
+# pytorch-cifar's progress bar (utils.progress_bar: "  Step: %s" | " | Tot: %s" | msg, the counter
+# after the message, or inside the bar when a redraw garbles it), its loss the epoch's running
+# mean; the test loop's bar after it; a TensorRT benchmark's eval bar ("Step: 4ms | Tot:
+# 44s170ms | Acc: 94.9 (9490/10000)") has no step of 4
+GLPDEPTH_LOG = (
+    "Epoch: 010 - 025\n"
+    " [=============================>]  St 6057/6057  Tot: 41m50s | Rem: 10h28s | Depth Loss: "
+    "0.1365 (0.0447)9)\n"
+    " [=========== 654/654 =========>]  Step: 052ms | Tot: 35s649ms | Rem: 08m34s\n\n"
+    "Epoch: 011 - 025\n"
+    " [============================ 6057/6057 404ms | Tot: 40m47s | Rem: 9h31m | Depth Loss: nan "
+    "(nan)n))n)31)2)\n"
+    "WARNING:root:NaN or Inf found in input tensor.\n"
+    " [=========== 654/654 =========>]  Step: 051ms | Tot: 35s674ms | Rem: 07m55s\n")
+CIFAR_BAR_LOG = (
+    "Epoch: 0\n"
+    " [=======================>]  Step: 88ms | Tot: 34s394ms | Loss: 1.626 | Acc: 40.172% "
+    "(20086/50000) 391/391 \n"
+    " [=======================>]  Step: 15ms | Tot: 1s864ms | Loss: 1.384 | Acc: 50.040% "
+    "(5004/10000) 100/100 \n"
+    " [============================ 10000/10000 =======================>]  Step: 4ms | Tot: "
+    "44s170ms | Acc: 94.9 (9490/10000)\n")
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_an_epochs_text_bar_closes_the_epoch(tmp_path: Path, engine: str) -> None:
+    (tmp_path / "a.log").write_text(GLPDEPTH_LOG)
+    it = traindoc.load(tmp_path / "a.log", engine=engine).iterations
+    assert list(it["iteration"]) == [10, 11] and list(it["event"]) == ["epoch", "epoch"]
+    assert it["loss"].iloc[0] == 0.1365 and it["nan"].iloc[1] == 1
+    assert list(it["elapsed_s"]) == [2510.0, 2447.0]
+    (tmp_path / "b.log").write_text(CIFAR_BAR_LOG)
+    it = traindoc.load(tmp_path / "b.log", engine=engine).iterations
+    rated = it[it["loss"].notna()]  # (the header's own row, "Epoch: 0", has no metric)
+    assert list(rated["iteration"]) == [0] and rated["loss"].iloc[0] == 1.626  # not "step 88"
+    assert rated["elapsed_s"].iloc[0] == pytest.approx(34.394)
+    assert set(it["iteration"]) == {0}
+
+
 # TensorFlow's Transformer tutorial as tensorflow/tensorflow#28621 pasted it: batch lines, then the
 # epoch's loss and "Time taken for 1 epoch: … secs"; the epoch is its own row (event "epoch"),
 # never a step among the batch lines' counter, and its time is the throughput runbook's series

@@ -1118,6 +1118,70 @@ class EpochTimeParser:
         return out
 
 
+# -- the text progress bar of kuangliu/pytorch-cifar and its copies -----------------------------
+# utils.progress_bar(batch, total, msg), printed under an epoch's header ("Epoch: 0"; GLPDepth's
+# "Epoch: 011 - 025"): " [=====>…]  Step: 88ms | Tot: 34s394ms | Loss: 1.626 | Acc: 40.172%
+# (20086/50000) 391/391 " (vinthony/GLPDepth: "St 6057/6057  Tot: 41m50s | Rem: 10h28s |
+# Depth Loss: 0.1365 (0.0447)", its counter inside the bar when a redraw garbles it). The
+# message's loss is the epoch's running mean; the bar at its last batch closes the epoch (its
+# first such bar: the ones after it are the test loop's).
+BAR_HEADER_RE = re.compile(r"^\s*Epoch\s*+[:#]?\s*+(?P<e>\d++)\s*+(?:(?:/|-|of)\s*+\d++)?\s*$",
+                           re.IGNORECASE)
+BAR_LINE_RE = re.compile(r"^\s*\[[=>.\- ]*+[^\]|]*+\]?[^|]*?(?:\|\s*)?\bTot:\s*(?P<tot>[\dDhms]+)\s*\|")
+BAR_COUNT_RE = re.compile(r"(?<![(\d/])(?P<n>\d+)/(?P<t>\d+)(?![\d/)])")
+BAR_LOSS_RE = re.compile(r"\bLoss:\s*+(?P<v>[-+]?\d++\.?\d*+(?:[eE][-+]?\d+)?|nan|inf)\b",
+                         re.IGNORECASE)
+BAR_TIME_RE = re.compile(r"^(?:(?P<D>\d+)D)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m(?!s))?"
+                         r"(?:(?P<s>\d+)s)?(?:(?P<ms>\d+)ms)?$")
+BAR_TIME_S = {"D": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
+
+
+def bar_seconds(text: str) -> float | None:
+    """pytorch-cifar's ``format_time`` ("34s394ms", "41m50s", "1D2h") in seconds."""
+    m = BAR_TIME_RE.match(text)
+    if m is None or not any(m.groupdict().values()):
+        return None
+    return sum(int(v) * BAR_TIME_S[k] for k, v in m.groupdict().items() if v)
+
+
+class EpochBarParser:
+    """An epoch's header, then pytorch-cifar's progress bars: one ``event="epoch"`` row per
+    epoch at its first bar that reaches its total, with the message's loss and the bar's total
+    time (the epoch's training time)."""
+
+    needles = ("Epoch", "epoch", "EPOCH", "Tot:")
+    tables = ("iterations",)
+    section: str | None = None  # always None: the header and the bar each hold a needle, and
+    # the lines between them are the generic reader's (an epoch header no bar follows is its)
+
+    def __init__(self) -> None:
+        self.epoch: int | None = None
+        self.ctx: object = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the epoch's row at its training bar's last batch."""
+        if (h := BAR_HEADER_RE.match(text)) is not None:
+            self.epoch, self.ctx = int(h["e"]), ctx
+            return []
+        if self.epoch is None or (m := BAR_LINE_RE.match(text)) is None:
+            return []
+        counts = list(BAR_COUNT_RE.finditer(text))
+        loss = BAR_LOSS_RE.search(text)
+        if not counts or counts[-1]["n"] != counts[-1]["t"] or loss is None:
+            return []
+        row: Row = {"iteration": self.epoch, "epoch": float(self.epoch), "event": EPOCH_EVENT,
+                    "loss": to_float(loss["v"]), "_ctx": self.ctx}
+        if (t := bar_seconds(m["tot"])) is not None:
+            row["elapsed_s"] = t
+        self.epoch = None
+        return [("iterations", row)]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: an epoch whose bar never ended gives no row."""
+        self.epoch = None
+        return []
+
+
 # -- RLlib's result: the YAML of one training iteration ------------------------------------------
 RLLIB_TD = "_td_error"  # (a stand-in: the loss only where the result prints no total_loss)
 # Ray Tune's "Result for DQN_shogi_96499_00000:" and RLlib's pretty_print(algo.train()) print a
@@ -1285,7 +1349,7 @@ class KerasEpochParser:
         row: Row = {"iteration": self.epoch, "loss": to_float(m["loss"]), "_ctx": ctx}
         if (v := KERAS_VAL_RE.search(text, m.end())) is not None:
             row["eval_loss"] = to_float(v["v"])
-        self.epoch, self.section = None, None
+        self.epoch = None
         return [("iterations", row)]
 
     def close(self) -> list[tuple[str, Row]]:
@@ -1721,4 +1785,4 @@ PARSERS: tuple[LineParser, ...] = (
 
 # Block parsers (factories) this module adds to ``traindoc.parse.BLOCK_PARSERS``.
 BLOCKS = (HFTrainerParser, OlmoMetricsParser, ComposerConsoleParser, EpochBatchParser, EpochTimeParser, DeepSpeedStepParser,
-          KerasEpochParser, RLlibResultParser, RslRlIterationParser)
+          KerasEpochParser, EpochBarParser, RLlibResultParser, RslRlIterationParser)

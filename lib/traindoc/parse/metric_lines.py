@@ -160,7 +160,9 @@ STEP_RE = re.compile(
     r"(?:\s+at(?=\s+\d))?"
     r"\.?\s*+[:=#]?\s*+\[?\s*+"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
-    r"(?:/\s*+(?P<tot>\d+))?(?![\d.%])", re.IGNORECASE)  # (a percentage is no step; a
+    r"(?:/\s*+(?P<tot>\d+))?(?![\d.%])(?!\s?(?:[mu\u00b5]?s|sec|min)(?:\b|\d))",
+    re.IGNORECASE)  # (a percentage is no step, nor a duration: kuangliu/pytorch-cifar's
+# progress_bar and its copies print the step's time, "Step: 88ms | Tot: 34s394ms | Loss: …"; a
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
 # writes thousands separators: "iter:   3,800"; PaddleRec's trainer names the batch of the epoch
 # "batch_id" ("epoch: 0, batch_id: 500, AUC:0.788134, …, loss:0.18541333, …, ips: 1822.08655
