@@ -671,6 +671,20 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     assert list(it["elapsed_s"]) == pytest.approx([948.4574916, 487.3530626])
 
 
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_a_closed_keras_epoch_leaves_the_next_lines_to_the_other_readers(tmp_path: Path,
+                                                                        engine: str) -> None:
+    # Keras fit()'s epoch (the shape of KERAS_END_RE's comment), then a step line of another
+    # writer (tenstorrent/tt-metal#45335, the generic reader's example) before the next epoch
+    (tmp_path / "a.log").write_text(
+        "Epoch 1/2\n1490/1490 [==============================] - 25s 17ms/step - loss: 0.3100 - "
+        "val_loss: 0.2900\nStep: 4970, Loss: 0.189453, Time: 1638.07 ms\nEpoch 2/2\n"
+        "1490/1490 [==============================] - 25s 17ms/step - loss: 0.2100 - "
+        "val_loss: 0.1900\n")
+    it = traindoc.load(tmp_path / "a.log", engine=engine).iterations
+    assert list(it["iteration"]) == [1, 4970, 2]
+
+
 # MindSpore's LossMonitor then TimeMonitor: once an epoch in sink mode (corpus
 # throughput-food-conformer-mindspore-steady, "Train " prefixed; a MatchNet README's 8p run), the
 # epoch in seconds and the step in ms (a model zoo README: "epoch time: 185.432 s, per step

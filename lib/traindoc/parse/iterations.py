@@ -1349,7 +1349,7 @@ class KerasEpochParser:
         row: Row = {"iteration": self.epoch, "loss": to_float(m["loss"]), "_ctx": ctx}
         if (v := KERAS_VAL_RE.search(text, m.end())) is not None:
             row["eval_loss"] = to_float(v["v"])
-        self.epoch = None
+        self.epoch, self.section = None, None
         return [("iterations", row)]
 
     def close(self) -> list[tuple[str, Row]]:
