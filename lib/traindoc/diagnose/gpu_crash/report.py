@@ -91,10 +91,15 @@ KIND_WORDS = {"cuda_error": "a CUDA error", "xid": "an Xid from the GPU driver",
               "mpi_error": "an MPI error", "signal": "a fatal signal", "python": "a Python error"}
 
 
+def _at_first(facts: dict[str, Any]) -> str:
+    """The first failure's time as a sentence's " at <time>"; "" where none is known."""
+    return f" at {when_text(facts['first_failure_time'])}" if facts["first_failure_time"] else ""
+
+
 def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
     first = crash.first
     assert first is not None
-    when = f" at {when_text(facts['first_failure_time'])}" if facts["first_failure_time"] else ""
+    when = _at_first(facts)
     how = {"time": "the earliest timestamp", "root_cause": "torchrun's root-cause record",
            "line_order": "line order, the lines carry no timestamps",
            "silent": "the only rank that reported nothing while the others failed after it"}
@@ -442,7 +447,7 @@ def _first_failure_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None
     crash, f = a.crash, a.facts
     if crash.first is None:
         return None
-    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    when = _at_first(f)
     casc = ""
     if len(crash.cascade):
         n_r, on = _cascade_words(a)
@@ -459,7 +464,7 @@ def _outside_stop_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     if _code(a) != "launcher_received_signal":
         return None
     f = a.facts
-    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    when = _at_first(f)
     return (f"The launcher was stopped from outside the job{when} ({f['error_message']}) and "
             "shut its workers down; no worker failed on its own before it — whatever sent the "
             "signal (a closed terminal, the scheduler, an orchestrator or a crashed companion "
@@ -472,7 +477,7 @@ def _time_limit_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     if _code(a) not in NOT_A_FAILURE_CODES:
         return None
     f = a.facts
-    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    when = _at_first(f)
     where = f" ({_who(f)})" if f["failed_hosts"] or f["failed_ranks"] else ""
     return (f"The scheduler ended the job at its time limit{when}{where}: {f['error_message']}; "
             f"no crash of the program's before it{_lost_words(f)}.", Confidence.HIGH)
@@ -484,7 +489,7 @@ def _interrupted_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     if a.crash.first is None or _code(a) not in USER_STOP_SIGNALS:
         return None
     f = a.facts
-    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    when = _at_first(f)
     return (f"{_who(f)} was interrupted{when} ({f['error_message']}) and the launcher stopped "
             "the other workers after it; no error of the program's came before it. A SIGINT "
             "comes from outside the program (a Ctrl-C in its terminal, kill -INT, a tool that "
@@ -499,7 +504,7 @@ def _cancelled_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     if a.crash.first is None or _code(a) not in SCHEDULER_STOP_CODES:
         return None
     f = a.facts
-    when = f" at {when_text(f['first_failure_time'])}" if f["first_failure_time"] else ""
+    when = _at_first(f)
     where = f" ({_who(f)})" if f["failed_hosts"] or f["failed_ranks"] else ""
     return (f"The scheduler cancelled the job{when}{where} ({f['error_message']}) and no process "
             "failed on its own before it; the line gives no reason (not its time limit), so "
