@@ -459,7 +459,7 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
             keys.append(("file", host, file_of(src), n))
     df = df.assign(key_=keys, order_=range(len(df)))
 
-    def proc(key, chosen, stuck):
+    def proc(key, chosen, stuck, others=()):
         """One process of the reference grouping."""
         snaps = snapshots(chosen)
 
@@ -478,15 +478,25 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
         frames = frames_of(first)
         sigs = [" ‖ ".join(sorted(deadlock_stacks.signature(frames_of(r), depth) for r in s)) for s in snaps]
         moving = [sig for sig, n in zip(sigs, native, strict=True) if not n] or sigs
+        leaf, coll, sig_at = deadlock_stacks.key_leaf(frames), deadlock_stacks.in_collective(frames), None
+        at_leaf = deadlock_stacks.split_frame(leaf) if leaf else None
+        if others and at_leaf is not None and at_leaf.python and deadlock_stacks.generic_wait(
+                at_leaf.func, at_leaf.file):  # the main thread only waits: its other threads say for what
+            cont = deadlock_stacks.continued_leaf(frames, [
+                frames_of(r) for r in others
+                if not deadlock_stacks.HELPER_THREAD_RE.search(str(na(r.thread) or ""))])
+            if cont is not None:
+                leaf, coll = deadlock_stacks.key_leaf(cont), coll or deadlock_stacks.in_collective(cont)
+                sig_at = deadlock_stacks.signature(cont, depth)
         return deadlock_stacks.Proc(
             key=key, rank=to_int(first.rank), host=na(first.host), pid=to_int(first.pid),
             frames=frames, leaf=(f"not dumped: {str(na(first.line) or 'py-spy error').strip()}"
                                  if na(first.state) == "dump_error" else
                                  f"uninterruptible sleep (D): {na(first.cmd) or 'no stack'}"
                                  if na(first.state) == "D" and not frames
-                                 else deadlock_stacks.key_leaf(frames)),
-            signature=sigs[at],
-            in_collective=deadlock_stacks.in_collective(frames), helper=deadlock_stacks.is_helper_process(frames),
+                                 else leaf),
+            signature=sig_at or sigs[at],
+            in_collective=coll, helper=deadlock_stacks.is_helper_process(frames),
             source=str(first.source), line=str(na(first.line) or ""),
             thread=na(first.thread), state="D" if stuck else na(first.state), cmd=na(first.cmd),
             snapshots=len(snaps), moved=len(set(moving)) > 1,
@@ -505,7 +515,7 @@ def reference_processes(stacks: pd.DataFrame, thread: str = "MainThread",
                                              for r in rows):
                 no_main.append((key, rows[-1:], stuck))
             continue
-        out.append(proc(key, chosen, stuck))
+        out.append(proc(key, chosen, stuck, [r for r in rows if all(r is not c for c in chosen)]))
     if not out:  # no main thread anywhere: such a dump's last thread stands for its process
         out = [proc(key, chosen, stuck) for key, chosen, stuck in no_main]
     per_file = Counter(p.key[:3] for p in out if p.key[0] == "file")
