@@ -2042,6 +2042,59 @@ def test_an_nccl_abort_after_a_successful_run_stop_is_a_failure(tmp_path: Path) 
     assert f["error_kind"] == "nccl_error"  # the finalizer's teardown is still no failure
 
 
+EPOCH_LINES = """\
+0: Epoch: [4]  [   0/4572]  eta: 0:00:15    time: 0.0035  data: 0.0010  max mem: 21023
+0: Epoch: [4]  [  20/4572]  eta: 0:04:39    time: 0.0644  data: 0.0618  max mem: 21023
+0: Epoch: [4]  [  40/4572]  eta: 0:04:50    time: 0.0669  data: 0.0638  max mem: 21023
+"""
+
+
+def test_a_failure_after_a_successful_run_stop_loses_no_work(tmp_path: Path) -> None:
+    # the benchmark had reached its target: no iterations lost, nothing to resume, no
+    # checkpoint interval to change; before run_stop the same abort loses the epoch's work
+    log = tmp_path / "job.log"
+    log.write_text(EPOCH_LINES + RUN_STOP.replace("{status}", "success") + VNIC_ABORT)
+    r = gpu_crash.diagnose(traindoc.load(str(log)))
+    assert (r.facts["lost_iterations"], r.facts["lost_hours"]) == (0, 0.0)
+    assert "finished with success, so no training work was lost" in r.verdict
+    assert not {"resume", "save_interval"} & {a.id for a in r.actions}
+    log.write_text(EPOCH_LINES + VNIC_ABORT)
+    r = gpu_crash.diagnose(traindoc.load(str(log)))
+    assert r.facts["lost_iterations"] and "resume" in {a.id for a in r.actions}
+
+
+# mlcommons training_results_v5.0 HPE xd670 n4 stable_diffusion result_1.txt (corpus
+# gpu_crash-mlperf-v5-0-hpe-xd670-n4-sd-close-error): 32 srun tasks, one of which reports an
+# NCCL system error of its own; no other task reported anything
+SRUN_TASKS = "".join(f"{t:2d}: num_gpus=8 num_sockets = 2 num_nodes=2 cores_per_socket=32\n"
+                     for t in (0, 1, 2, 31))
+TRACKED = (':::MLLOG {"namespace": "", "time_ms": 1746944317201, "event_type": "POINT_IN_TIME", '
+           '"key": "tracked_stats", "value": {"throughput": 4457.517257120491}, "metadata": {"file": '
+           '"/workspace/sd/callbacks.py", "lineno": 471, "step_num": 4000}}\n')
+SRUN_TASKS += " 0: " + TRACKED  # training had begun: not an NCCL set-up error
+CLOSE_ERROR = """\
+30: [E511 01:46:13.812290483 ProcessGroupNCCL.cpp:541] [Rank 30] found async exception when checking for NCCL errors: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.22.3
+30: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\x20
+30: Last error:
+30: [Proxy Service 30] Failed to execute operation Close from rank 30, retcode 3
+"""
+
+
+def test_the_one_rank_with_an_nccl_error_of_its_own_among_silent_peers_failed(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(SRUN_TASKS + CLOSE_ERROR)
+    r = gpu_crash.diagnose(traindoc.load(str(log)))
+    f = r.facts
+    assert (f["failed_ranks"], f["error_kind"]) == ([30], "nccl_error")
+    assert "Failed to execute operation Close from rank 30" in f["error_message"]
+    assert r.confidence == "medium" and "its peers in the logs reported none" in r.findings[0].title
+    # a second rank with the same error: a peer's loss seen from both sides, no rank to blame
+    f = _facts(tmp_path, SRUN_TASKS + CLOSE_ERROR + CLOSE_ERROR.replace("30", "31"))
+    assert f["failed_ranks"] == []
+    # the rank's own lines alone: nothing says its peers were fine
+    assert _facts(tmp_path, TRACKED + CLOSE_ERROR)["failed_ranks"] == []
+
+
 # --- ezpz names each rank's machine ----------------------------------------------------------
 
 def test_ezpz_names_the_failed_ranks_machine(tmp_path: Path) -> None:

@@ -34,10 +34,12 @@ from .events import (
     Crash,
     cascade_table,
     failure_events,
+    finished_before,
     first_failure,
     link_fault_hosts,
     srun_failed_tasks,
     timeline_frame,
+    writers_seen,
     xid_table,
 )
 
@@ -78,6 +80,7 @@ class GpuCrashAnalysis:
     gpus_per_node: int
     window_s: float
     oom_figures: list[dict[str, Any]]  # the allocator's numbers (GiB) of the first failure's OOM lines
+    finished: bool = False  # the run said it finished with success before it failed (finished_before)
 
     @property
     def cost(self) -> pd.DataFrame:
@@ -144,7 +147,7 @@ def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
     facts.update(failed_ranks=[], failed_hosts=[], xid_codes=[], pci_bus_ids=[])
     host_of = rank_hosts(incident)
     events = failure_events(incident)
-    crash = first_failure(events, window_s, incident.ranks)
+    crash = first_failure(events, window_s, incident.ranks, writers_seen(incident))
     prog = last_progress(incident)
     facts["last_iteration"] = prog.step
     spi = iteration_s or iteration_seconds(incident)
@@ -186,7 +189,10 @@ def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
     facts["pci_bus_ids"] = list(dict.fromkeys(b for b in buses if b))
 
     facts["last_checkpoint_iteration"] = ck.last_iteration
-    if facts["error_kind"] is not None:  # a log with no failure lost nothing (it may have
+    finished = finished_before(incident, first)
+    if finished:  # the run had done its work (MLPerf's run_stop: success): nothing to redo
+        facts["lost_iterations"], facts["lost_hours"] = 0, 0.0
+    elif facts["error_kind"] is not None:  # a log with no failure lost nothing (it may have
         # finished: DeepSpeed's 'Process N exits successfully' after the last save)
         facts["lost_iterations"], facts["lost_hours"] = lost_work(
             incident, prog.step, ck, first["time"] if first is not None else None, spi)
@@ -208,7 +214,7 @@ def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
         exit_delay_s=_exit_delay(crash, events), facts=facts,
         checkpoint_save_s=checkpoint_save_s, iteration_s=iteration_s, mtbf_hours=mtbf_hours,
         save_interval=save_interval, gpus_per_node=gpus_per_node, window_s=window_s,
-        oom_figures=_oom_figures(crash))
+        oom_figures=_oom_figures(crash), finished=finished)
 
 
 def _oom_figures(crash: Crash) -> list[dict[str, Any]]:

@@ -735,6 +735,19 @@ def _ucx_detail_roles(ev: pd.DataFrame) -> None:
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
+def finished_before(incident: Incident, first: pd.Series | None) -> bool:
+    """Whether the program said its run finished with success (MLPerf's run_stop, a
+    ``plan:finished`` row) before its first failure, in the same file: the work was done, a
+    failure at teardown loses none of it."""
+    ht = incident.tables.get("host_timings")
+    if first is None or ht is None or not len(ht):
+        return False
+    done = ht[ht["metric"].astype("string") == RUN_FINISHED_METRIC]
+    files = {f: i for i, f in enumerate(incident.account.file_list)}
+    return any(f == first["file"] and ln < first["lineno"]
+               for f, ln in _places(done["source"], files))
+
+
 def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
     """An error printed after the program said its run finished with success (MLPerf's
     run_stop, ``plan:finished`` rows), later in the same file, is its teardown at exit
@@ -1195,11 +1208,13 @@ def effective_times(events: pd.DataFrame) -> pd.Series:
 
 
 def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
-                  ranks_seen: list[int] | None = None) -> Crash:
+                  ranks_seen: list[int] | None = None, writers_seen: int = 0) -> Crash:
     """The first cause in time (torchrun's root cause, then line order, when times are
     missing); the causes on its host/rank within ``window_s`` join it; cascade events are the
     symptoms on other ranks. With no cause at all, a rank seen in the logs that reported
-    nothing while every other rank reported a cascade is named (``by='silent'``)."""
+    nothing while every other rank reported a cascade is named (``by='silent'``), else one
+    rank's own NCCL error that no other of the ``writers_seen`` (ranks or srun tasks) shared
+    (``by='lone'``)."""
     empty = events.iloc[0:0]
     if not len(events):
         return Crash(events, None, empty, empty, empty, "none")
@@ -1209,7 +1224,11 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     if not len(causes):
         silent = _silent_rank(events, ranks_seen or [])
         if silent is None:
-            return Crash(events, None, empty, cascade_all, empty, "none")
+            lone = _lone_reporter(events, writers_seen)
+            if lone is None:
+                return Crash(events, None, empty, cascade_all, empty, "none")
+            first = _with_last_error(lone, events)
+            return Crash(events, first, events.loc[[lone.name]], empty, empty, "lone")
         first = pd.Series({**{c: None for c in EVENT_COLUMNS}, "rank": silent, "kind": None,
                            "code": "silent", "time": pd.NaT, "role": "cause",
                            "strength": Strength.NONE,
@@ -1650,6 +1669,31 @@ def link_fault_hosts(events: pd.DataFrame) -> list[str]:
         elif (m := IB_RETRY_RE.search(msg)) and is_host(e["host"]):
             hosts += [str(e["host"]), m["peer"]]
     return sorted(dict.fromkeys(hosts))
+
+
+# NCCL errors of a process's own call (a system call, NCCL's internals), which a peer's loss
+# also causes on every rank that talks to it: a cascade, unless one rank alone reports them
+LONE_NCCL_CODES = {"nccl_system", "nccl_internal"}
+
+
+def _lone_reporter(events: pd.DataFrame, writers_seen: int) -> pd.Series | None:
+    """With no cause: the first of one rank's own NCCL errors (``LONE_NCCL_CODES``) where the
+    logs show other ranks and none of them reported anything (HPE's MLPerf n4 run: rank 30's
+    proxy failing NCCL's Close while its 31 peers finished), else None. A peer that died
+    would have left its peers' symptoms too."""
+    if writers_seen < 2:
+        return None
+    ranked = events[events["rank"].notna()]
+    if not len(ranked) or ranked["rank"].nunique() != 1:
+        return None
+    own = ranked[(ranked["kind"] == "nccl_error") & ranked["code"].isin(LONE_NCCL_CODES)]
+    return own.iloc[0].copy() if len(own) else None
+
+
+def writers_seen(incident: Incident) -> int:
+    """How many processes the logs show writing: ranks, or srun tasks (``srun -l``'s ``N: ``)."""
+    tasks = [h for h in incident.hosts if h.startswith(SYNTHETIC_HOST_PREFIX)]
+    return max(len(incident.ranks), len(tasks))
 
 
 def _silent_rank(events: pd.DataFrame, ranks_seen: list[int]) -> int | None:

@@ -102,7 +102,8 @@ def _first_title(crash: Crash, facts: dict[str, Any]) -> str:
     when = _at_first(facts)
     how = {"time": "the earliest timestamp", "root_cause": "torchrun's root-cause record",
            "line_order": "line order, the lines carry no timestamps",
-           "silent": "the only rank that reported nothing while the others failed after it"}
+           "silent": "the only rank that reported nothing while the others failed after it",
+           "lone": "the only rank that reported an error; its peers in the logs reported none"}
     kind = KIND_WORDS.get(facts["error_kind"], facts["error_kind"]) or "cause unknown"
     note = first.get("rank_note")
     note = f" ({note})" if isinstance(note, str) and note else ""
@@ -362,6 +363,11 @@ def _lost_work(a: GpuCrashAnalysis) -> Finding | None:
     lost_it, lost_h = f["lost_iterations"], f["lost_hours"]
     if lost_it is None:
         return None
+    if a.finished:
+        return Finding("lost_work", Severity.INFO,
+                       f"Work lost: none — the program had reported its run finished with success "
+                       f"(last iteration {prog.step}) before it failed",
+                       [f"{prog.source}: {prog.line}"] if prog.source else [])
     ckpt = f["last_checkpoint_iteration"]
     point = f"iteration {ckpt}" if ckpt is not None else "the start of training"
     hours = f" ≈ {lost_h:.2f} h of the whole job" if lost_h is not None else ""
@@ -420,8 +426,13 @@ def _no_crash_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence]:
     return (verdict.rstrip(".") + f" ({read})." if read else verdict), Confidence.LOW
 
 
-def _lost_words(f: dict[str, Any]) -> str:
-    """'; N iteration(s) lost since …' or '; last iteration N, …' ('' when neither is known)."""
+def _lost_words(a: GpuCrashAnalysis) -> str:
+    """'; N iteration(s) lost since …' or '; last iteration N, …' ('' when neither is known);
+    none lost where the run had said it finished with success."""
+    f = a.facts
+    if a.finished:
+        return ("; it came after the program had reported its run finished with success, so "
+                "no training work was lost")
     if f["lost_iterations"] is not None:
         base = (f"the checkpoint at iteration {f['last_checkpoint_iteration']}"
                 if f["last_checkpoint_iteration"] is not None else "the start of training")
@@ -434,7 +445,7 @@ def _lost_words(f: dict[str, Any]) -> str:
 
 def _first_confidence(crash: Crash) -> Confidence:
     """High when the first failure is certain (a timestamp, torchrun's record, one cause)."""
-    if crash.by == "silent":
+    if crash.by in ("silent", "lone"):
         return Confidence.MEDIUM
     if crash.by in ("time", "root_cause"):
         return Confidence.HIGH
@@ -455,7 +466,7 @@ def _first_failure_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None
                 "as a cascade" if n_r else "; its peers' failures followed as a cascade")
     what = (f"with {KIND_WORDS.get(f['error_kind'], f['error_kind'])}: {f['error_message']}"
             if f["error_kind"] else f"({f['error_message']})")
-    return (f"{_who(f)} failed first{when} {what}{casc}{_lost_words(f)}.",
+    return (f"{_who(f)} failed first{when} {what}{casc}{_lost_words(a)}.",
             _first_confidence(crash))
 
 
@@ -468,7 +479,7 @@ def _outside_stop_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     return (f"The launcher was stopped from outside the job{when} ({f['error_message']}) and "
             "shut its workers down; no worker failed on its own before it — whatever sent the "
             "signal (a closed terminal, the scheduler, an orchestrator or a crashed companion "
-            f"process) is not in these logs{_lost_words(f)}.", Confidence.MEDIUM)
+            f"process) is not in these logs{_lost_words(a)}.", Confidence.MEDIUM)
 
 
 def _time_limit_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
@@ -480,7 +491,7 @@ def _time_limit_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     when = _at_first(f)
     where = f" ({_who(f)})" if f["failed_hosts"] or f["failed_ranks"] else ""
     return (f"The scheduler ended the job at its time limit{when}{where}: {f['error_message']}; "
-            f"no crash of the program's before it{_lost_words(f)}.", Confidence.HIGH)
+            f"no crash of the program's before it{_lost_words(a)}.", Confidence.HIGH)
 
 
 def _interrupted_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
@@ -493,7 +504,7 @@ def _interrupted_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     return (f"{_who(f)} was interrupted{when} ({f['error_message']}) and the launcher stopped "
             "the other workers after it; no error of the program's came before it. A SIGINT "
             "comes from outside the program (a Ctrl-C in its terminal, kill -INT, a tool that "
-            f"stops jobs that way) and these logs do not say who sent it{_lost_words(f)}.",
+            f"stops jobs that way) and these logs do not say who sent it{_lost_words(a)}.",
             Confidence.MEDIUM)
 
 
@@ -509,7 +520,7 @@ def _cancelled_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     return (f"The scheduler cancelled the job{when}{where} ({f['error_message']}) and no process "
             "failed on its own before it; the line gives no reason (not its time limit), so "
             "someone or some policy cancelled it (scancel by the user or an admin, a dependency, "
-            f"a reservation's end) — sacct shows who{_lost_words(f)}.", Confidence.MEDIUM)
+            f"a reservation's end) — sacct shows who{_lost_words(a)}.", Confidence.MEDIUM)
 
 
 # The firing rule of highest priority gives the verdict: a launcher stopped from outside, else
@@ -814,7 +825,7 @@ def _check_mpi_transport(a: GpuCrashAnalysis) -> Action | None:
 
 def _resume(a: GpuCrashAnalysis) -> Action | None:
     ck = a.checkpoints
-    if a.crash.first is None:
+    if a.crash.first is None or a.finished:  # a finished run has nothing to resume
         return None
     resume = ck.last_iteration
     return action(
@@ -872,7 +883,7 @@ def _interval_action(a: GpuCrashAnalysis) -> Action:
 
 
 def _save_interval(a: GpuCrashAnalysis) -> Action | None:
-    if not a.facts["checkpoint_interval_recommended"] or _close_to_optimum(a):
+    if not a.facts["checkpoint_interval_recommended"] or _close_to_optimum(a) or a.finished:
         return None
     return _interval_action(a)
 
