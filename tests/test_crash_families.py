@@ -2066,12 +2066,12 @@ def test_a_failure_after_a_successful_run_stop_loses_no_work(tmp_path: Path) -> 
 # mlcommons training_results_v5.0 HPE xd670 n4 stable_diffusion result_1.txt (corpus
 # gpu_crash-mlperf-v5-0-hpe-xd670-n4-sd-close-error): 32 srun tasks, one of which reports an
 # NCCL system error of its own; no other task reported anything
-SRUN_TASKS = "".join(f"{t:2d}: num_gpus=8 num_sockets = 2 num_nodes=2 cores_per_socket=32\n"
+QUIET_TASKS = "".join(f"{t:2d}: num_gpus=8 num_sockets = 2 num_nodes=2 cores_per_socket=32\n"
                      for t in (0, 1, 2, 31))
 TRACKED = (':::MLLOG {"namespace": "", "time_ms": 1746944317201, "event_type": "POINT_IN_TIME", '
            '"key": "tracked_stats", "value": {"throughput": 4457.517257120491}, "metadata": {"file": '
            '"/workspace/sd/callbacks.py", "lineno": 471, "step_num": 4000}}\n')
-SRUN_TASKS += " 0: " + TRACKED  # training had begun: not an NCCL set-up error
+QUIET_TASKS += " 0: " + TRACKED  # training had begun: not an NCCL set-up error
 CLOSE_ERROR = """\
 30: [E511 01:46:13.812290483 ProcessGroupNCCL.cpp:541] [Rank 30] found async exception when checking for NCCL errors: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.22.3
 30: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\x20
@@ -2082,14 +2082,14 @@ CLOSE_ERROR = """\
 
 def test_the_one_rank_with_an_nccl_error_of_its_own_among_silent_peers_failed(tmp_path: Path) -> None:
     log = tmp_path / "job.log"
-    log.write_text(SRUN_TASKS + CLOSE_ERROR)
+    log.write_text(QUIET_TASKS + CLOSE_ERROR)
     r = gpu_crash.diagnose(traindoc.load(str(log)))
     f = r.facts
     assert (f["failed_ranks"], f["error_kind"]) == ([30], "nccl_error")
     assert "Failed to execute operation Close from rank 30" in f["error_message"]
     assert r.confidence == "medium" and "its peers in the logs reported none" in r.findings[0].title
     # a second rank with the same error: a peer's loss seen from both sides, no rank to blame
-    f = _facts(tmp_path, SRUN_TASKS + CLOSE_ERROR + CLOSE_ERROR.replace("30", "31"))
+    f = _facts(tmp_path, QUIET_TASKS + CLOSE_ERROR + CLOSE_ERROR.replace("30", "31"))
     assert f["failed_ranks"] == []
     # the rank's own lines alone: nothing says its peers were fine
     assert _facts(tmp_path, TRACKED + CLOSE_ERROR)["failed_ranks"] == []

@@ -1507,3 +1507,44 @@ def test_repeated_blips_that_all_stand_are_none_of_each_others_noise() -> None:
     for k in (100, 200, 300):
         y[k] = 6.0
     assert [s["start_iteration"] for s in find_spikes(_frame(y))[0]] == [100, 200, 300]
+
+
+@pytest.mark.parametrize("lines, expected", [
+    # a hand-written GRPO trainer (corpus loss_spike-cs336-a5-grpo-rl-log-healthy, rl.log): the
+    # rollout batch's header, its loss on the next line with no counter
+    (["2025-09-23 08:59:11,896 - train - INFO - rollout batch 0 generated, length: 256",
+      "2025-09-23 09:01:00,984 - train - INFO - rl_loss: -0.0027044436428695917, time: "
+      "109.08716797828674, l2_norm: 0.14105106890201569, token_entropy: 0.8196184635162354",
+      "2025-09-23 09:02:07,510 - train - INFO - rollout batch 0 done, eval_acc: 0.4833984375",
+      "2025-09-23 09:03:21,522 - train - INFO - rollout batch 1 generated, length: 256",
+      "2025-09-23 09:05:16,843 - train - INFO - rl_loss: 0.0, time: 115.32045888900757, "
+      "l2_norm: 0.1688903421163559, token_entropy: 0.5658361315727234"],
+     [(0, -0.0027044436428695917), (1, 0.0)]),
+    # dotaclient's PPO optimizer (corpus throughput-dotaclient-34, optimizer.log): the
+    # iteration's header, its epochs, then its stats; the stats line before any header is no row
+    (["2019-02-03 08:03:36,499 INFO     steps_per_s=443.39, avg_weight_age=4.9, "
+      "reward_per_sec=-0.0046, loss=0.2225, entropy=7.487, advantage=0.121",
+      "2019-02-03 08:03:36,767 INFO     iteration 9/10000",
+      "2019-02-03 08:03:40,356 INFO      epoch 1/4", "2019-02-03 08:03:53,079 INFO      epoch 4/4",
+      "2019-02-03 08:03:57,397 INFO     steps_per_s=428.69, avg_weight_age=5.8, "
+      "reward_per_sec=-0.0031, loss=0.1637, entropy=7.529, advantage=-0.027",
+      "2019-02-03 08:03:57,624 INFO     iteration 10/10000",
+      "2019-02-03 08:04:26,668 INFO     steps_per_s=297.42, avg_weight_age=4.4, "
+      "reward_per_sec=-0.0052, loss=0.2684, entropy=7.551, advantage=0.137"],
+     [(9, 0.1637), (10, 0.2684)]),
+    # DeepSpeedExamples' ViT on CIFAR (corpus throughput-deepspeedexamples-vit-cifar-training):
+    # an evaluation's batch after DeepSpeed's step line is no training loss of that step
+    (["[2022-11-22 11:17:04,090] [INFO] [logging.py:68:log_dist] [Rank 0] step=5000, skipped=0, "
+      "lr=[0.0001], mom=[0.9]",
+      "val[ 0/40]\tTime  2.093 ( 2.093)\tLoss 8.0803e-02 (8.0803e-02)\tAcc@1  97.27 ( 97.27)"], []),
+    # a header that is a sentence's end is no header: "Saving model checkpoint at step 500"
+    (["Saving model checkpoint at step 500", "Final loss: 0.25"], []),
+])
+def test_a_step_header_numbers_the_loss_line_after_it(tmp_path: Path, lines: list[str],
+                                                      expected: list[tuple[int, float]]) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    it = traindoc.load(str(log)).iterations
+    it = it[it["loss"].notna()] if len(it) else it
+    got = [(int(i), float(v)) for i, v in zip(it["iteration"], it["loss"], strict=True)]
+    assert got == [(i, pytest.approx(v)) for i, v in expected]

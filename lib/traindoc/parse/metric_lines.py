@@ -1557,9 +1557,10 @@ ROUND_NEEDLES = ("round", "Round", "ROUND")
 ROUND_LOSS_NEEDLES = ("loss", "Loss", "LOSS")
 
 
-def round_loss_row(rnd: int, text: str) -> Row | None:
-    """The training loss ``text`` prints for round ``rnd``, as the generic reader reads it with
-    the round as its step; None for a line with no training loss or a counter of its own."""
+def headed_loss_row(rnd: int, text: str) -> Row | None:
+    """The training loss ``text`` prints for round (or step) ``rnd``, as the generic reader
+    reads it with that as its step; None for a line with no training loss or a counter of its
+    own."""
     if (_step(text) is not None or any(bar.search(text) for bar in TQDM_FORMATS)
             or parse_metric_line(text) is not None):
         return None  # (a line the generic reader numbers itself: "Epoch 1, Loss: 0.1108")
@@ -1587,10 +1588,10 @@ class RoundParser:
         m = ROUND_RE.search(text) if any(map(text.__contains__, ROUND_NEEDLES)) else None
         if m is not None:
             rnd = int(m["n"] or m["an"])
-            row = round_loss_row(rnd, text[:m.start()] + " " + text[m.end():])
+            row = headed_loss_row(rnd, text[:m.start()] + " " + text[m.end():])
             self.round = None if row is not None else rnd
         elif self.round is not None and any(map(text.__contains__, ROUND_LOSS_NEEDLES)):
-            row = round_loss_row(self.round, text)
+            row = headed_loss_row(self.round, text)
             if row is not None:
                 self.round = None
         else:
@@ -1603,6 +1604,94 @@ class RoundParser:
 
     def close(self) -> list[tuple[str, Row]]:
         """End of stream: nothing pending."""
+        return []
+
+
+# -- a step's header, its metrics on a later line of their own ---------------------------------
+# A loop that prints its step as a header and the step's loss on a line of its own after it,
+# with no counter: a hand-written GRPO trainer's "2025-09-23 08:59:11,896 - train - INFO -
+# rollout batch 0 generated, length: 256" then "… - INFO - rl_loss: -0.0027, time: 109.08,
+# l2_norm: 0.141, …" (corpus loss_spike-cs336-a5-grpo-rl-log-healthy); an RL optimizer's
+# "2019-02-03 08:03:36,767 INFO     iteration 9/10000", four "epoch k/4" lines, then
+# "… INFO     steps_per_s=443.39, avg_weight_age=4.9, …, loss=0.2225, entropy=7.487"
+# (corpus throughput-dotaclient-34). The header is the counter after a logger's prefix
+# (``HEAD_PREFIX_RE``: times, levels, bracketed tags, a logger's name before " - "), with at
+# most a verb and a few key/value fields after it and no loss; the first line with a training
+# loss and no counter of its own within ``HEAD_REACH`` lines is that step's row. A header
+# directly followed by its lone loss is the generic reader's joined record (``step_header``).
+STEP_HEAD_RE = re.compile(
+    r"(?<![\w/.])(?:(?:rollout|train(?:ing)?|global|current|outer)\s++)?"
+    r"(?:iteration|iter|step|update|rollout\s++batch|episode)\s*+[:#=]?\s*+(?P<n>\d++)"
+    r"(?:\s*+/\s*+(?P<tot>\d++))?(?![\d.%/])"
+    r"(?:\s++(?:generated|done|started|finished|begins?|starts?|completed?|begin|start)\b)?"
+    r"[\s:,;.!=\-\]*>#]*+(?:[A-Za-z_]\w*+(?: [A-Za-z_]\w*+)?\s*+[:=]\s*+[^\s,;|]++[\s,;]*+)*+$",
+    re.IGNORECASE)
+HEAD_PREFIX_RE = re.compile(
+    r"(?:\s++|[-|:>*=#,]++|\[[^\]]{0,80}\]|\([^)]{0,80}\)|\d[\d\-/:.,T+Z]*+|[IWEF]\d{4}"
+    r"|(?:INFO|WARNING|WARN|DEBUG|ERROR|NOTICE|TRACE|CRITICAL)\b|[\w.]++(?=\s*+-\s)"
+    r"|[\w.]++:\d++)*+", re.IGNORECASE)
+HEAD_NEEDLES = ("iter", "Iter", "ITER", "step", "Step", "STEP", "update", "Update", "rollout",
+                "Rollout", "episode", "Episode")
+HEAD_REACH = 60  # lines from a header to its loss, at most
+# a line that counts on its own ("val[ 0/40]  Time 2.093  Loss 8.08e-02", an evaluation's
+# batch after DeepSpeed's "step=5000, skipped=0" header) or reports an evaluation: not the
+# header's training loss
+HEADED_NOT_RE = re.compile(r"\d\s*+/\s*+\d|\b(?:val|valid|validation|eval|evaluation|test)\b",
+                           re.IGNORECASE)
+
+
+def step_head(text: str) -> re.Match[str] | None:
+    """A step's header (``STEP_HEAD_RE`` after a logger's prefix alone), or None."""
+    if "|" in text or len(text) > 400 or LOSS_WORD_RE.search(text) is not None:
+        return None
+    m = STEP_HEAD_RE.search(text)
+    if m is None or HEAD_PREFIX_RE.fullmatch(text, 0, m.start()) is None:
+        return None
+    return m
+
+
+class HeadedStepParser:
+    """Losses numbered by the step header before them (``step_head``), one writer each: the
+    first line after a header with a training loss and no counter of its own
+    (``headed_loss_row``) is that step's row; a step line of its own ends the header."""
+
+    needles = (*HEAD_NEEDLES, *ROUND_LOSS_NEEDLES)
+    tables = ("iterations",)
+    section: str | None = None  # always None: the step is carried between records
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.head: tuple[int, int | None, int] | None = None  # step, total, line of the header
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the row of a header's loss."""
+        line = ctx[1] if isinstance(ctx, tuple) and len(ctx) > 1 and isinstance(ctx[1], int) else None
+        if any(map(text.__contains__, HEAD_NEEDLES)) and (m := step_head(text)) is not None:
+            self.head = (int(m["n"]), int(m["tot"]) if m["tot"] else None, line or 0)
+            return []
+        if self.head is None:
+            return []
+        step, total, at = self.head
+        if line is not None and line - at > HEAD_REACH:
+            self.head = None
+            return []
+        if not any(map(text.__contains__, ROUND_LOSS_NEEDLES)):
+            if _step(text) is not None:
+                self.head = None  # a step line of its own: the header is over
+            return []
+        row = headed_loss_row(step, text) if HEADED_NOT_RE.search(text) is None else None
+        if row is None:
+            if _step(text) is not None:
+                self.head = None
+            return []
+        self.head = None
+        if total is not None:
+            row["total_iterations"] = total
+        return [("iterations", {**row, "_ctx": ctx})]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        self.head = None
         return []
 
 
@@ -1914,4 +2003,4 @@ class LoggerTableParser:
 
 
 BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser,
-          RoundParser)
+          RoundParser, HeadedStepParser)
