@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+import traindoc
 from traindoc.diagnose.common import as_float, as_int, as_str, count, when_text, who
 
 
@@ -91,3 +92,20 @@ def test_input_findings_are_computed_once_while_the_tables_stay() -> None:
     got = common.input_findings(inc)
     got[0].evidence.append("x")  # each call's findings are its own
     assert "x" not in common.input_findings(inc)[0].evidence
+
+
+def test_mlperf_events_do_not_count_the_steps_of_the_progress_lines(tmp_path) -> None:
+    # training_results_v4.0 HPE xd670 ssd result_1.txt (corpus gpu_crash-mlperf-v4-0-hpe-
+    # xd670-ssd-result-1): tracked_stats' "step" counts epochs from 1, the progress lines the
+    # iterations of the epoch; alone, the events' steps are the log's only counter
+    from traindoc.diagnose.common import last_progress
+    bars = ("Epoch: [4]  [   0/3657]  eta: 0:00:15    time: 0.0035  data: 0.0010  max mem: 21023\n"
+            "Epoch: [4]  [  20/3657]  eta: 0:04:39    time: 0.0644  data: 0.0618  max mem: 21023\n")
+    stats = (':::MLLOG {"namespace": "", "time_ms": 1714978963120, "event_type": "POINT_IN_TIME", '
+             '"key": "tracked_stats", "value": {"throughput": 307.33317802311217}, "metadata": '
+             '{"file": "/workspace/ssd/engine.py", "lineno": 334, "step": 5}}\n')
+    log = tmp_path / "result_1.txt"
+    log.write_text(bars + stats)
+    assert last_progress(traindoc.load(str(log))).step == 20
+    log.write_text(stats)
+    assert last_progress(traindoc.load(str(log))).step == 5

@@ -189,6 +189,23 @@ def fixed_batch_epochs(it: pd.DataFrame) -> pd.DataFrame:
                      total_iterations=it["total_iterations"].mask(it["iteration"].notna()))
 
 
+MLLOG_TAG = ":::MLLOG"
+
+
+def without_mllog_counter(it: pd.DataFrame) -> pd.DataFrame:
+    """The step rows without MLPerf's ``:::MLLOG`` events where the log's own progress lines
+    count steps too: an event's "step" metadata counts what its benchmark chose (SSD's and
+    RetinaNet's tracked_stats the epochs from 1, "step": 5 after "Epoch: [4]  [  20/3657]";
+    ResNet's the epochs), not the iterations the progress lines count."""
+    if not len(it) or "line" not in it:
+        return it
+    mllog = it["line"].astype("string").str.contains(MLLOG_TAG, regex=False).fillna(False)
+    own = it["iteration"].notna() & ~mllog
+    if not mllog.any() or not own.any():
+        return it
+    return it[~mllog]
+
+
 def _last_step_index(it: pd.DataFrame) -> Any:
     """The row of the furthest step of the writers' last runs (``last_runs``); where every step
     line names its epoch and the counter restarts each epoch (``Epoch: [2]  [30/1504]``), the
@@ -256,7 +273,7 @@ def _last_progress(incident: Incident) -> Progress:
     """``last_progress`` computed."""
     it = epoch_counted(place_by_epoch(with_source(incident.iterations), incident.progress,
                                       incident.tables.get("host_timings")), incident.progress)
-    it = fixed_batch_epochs(it)
+    it = without_mllog_counter(fixed_batch_epochs(it))
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
         step = int(row["iteration"])
