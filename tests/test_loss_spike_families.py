@@ -1548,3 +1548,22 @@ def test_a_step_header_numbers_the_loss_line_after_it(tmp_path: Path, lines: lis
     it = it[it["loss"].notna()] if len(it) else it
     got = [(int(i), float(v)) for i, v in zip(it["iteration"], it["loss"], strict=True)]
     assert got == [(i, pytest.approx(v)) for i, v in expected]
+
+
+# spdistiller's Llama-3 QAT run (corpus throughput-spdistiller-llama3-qat-deepspeed-step-time):
+# the first logged loss is the run's lowest draw, its noise 0.3-3.4 all run long
+QAT = [0.519, 1.791, 1.554, 1.042, 0.875, 0.728, 0.934, 2.568, 1.546, 1.132, 1.008, 1.699, 3.388,
+       1.488, 1.492, 2.388, 2.432, 0.904, 1.894, 1.216, 1.586, 1.785, 0.738, 2.585, 0.698]
+# RLlib's DQN on shogi (corpus loss_spike-shogi-rl-rllib-dqn-q-divergence): the TD error leaves
+# 0.065 and swings wider each iteration
+DQN = [0.0649, 0.1824, 20.402, 905.9544, -370.4738, 33142.9531, -17759.2441, 42068.1875,
+       78693.9688, 631935.375, 830613.9375, 840979.875]
+
+
+@pytest.mark.parametrize("losses, spike", [(QAT * 3 + [0.30, 1.5, 2.0, 1.2], False), (DQN, True)])
+def test_a_rise_off_the_first_logged_loss_alone(tmp_path: Path, losses: list[float],
+                                                spike: bool) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {i + 1} loss {v}\n" for i, v in enumerate(losses)))
+    facts = ls.diagnose(traindoc.load(str(log))).facts
+    assert bool(facts["spikes"]) is spike

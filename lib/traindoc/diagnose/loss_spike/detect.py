@@ -325,6 +325,17 @@ RANGE_HISTORY = 20  # finite losses before an excursion needed to know the run's
 MIN_RISE_OF_RANGE = 0.02  # a spike rises by at least this share of that range
 
 
+def _off_one_value(y: np.ndarray, e: Excursion) -> bool:
+    """Whether an excursion rose off a baseline of one logged value, never came back by the
+    detector's measure, yet after its peak the loss is that small again (in magnitude: a
+    signed loss counts by its size): the run's first loss was one low draw of its noise, not
+    its level (a distillation's 0.52 at step 1, then 0.3-3.4 all run long; a GRPO loss of
+    -0.0027, then 0.0 ± 0.003). A divergence stays far from it (a DQN's TD error swinging
+    between -1e8 and 1e9 after 0.065)."""
+    return (e.history < 2 and e.end is None
+            and bool((np.abs(y[e.peak:]) <= abs(e.baseline)).any()))
+
+
 def _within_run_range(y: np.ndarray, e: Excursion) -> bool:
     """Whether an excursion's rise is too small for the run to call a spike: under
     ``MIN_RISE_OF_RANGE`` of the range the loss has covered before it (lowest to second
@@ -385,7 +396,8 @@ def find_spikes(s: pd.DataFrame, loss_det: Detector = LOSS,
         gf = np.isfinite(grad) & (grad > 0)
         gi, gy = its[gf], np.log(grad[gf])
     found = excursions(ly, loss_det)
-    lex = [e for e in found if e.confirmed and not _within_run_range(ly, e)]
+    lex = [e for e in found if e.confirmed and not _within_run_range(ly, e)
+           and not _off_one_value(ly, e)]
     if lex:
         blips = noise_blips(found, len(ly), loss_det)
         lex = [e for e in lex if _above_blips(ly, e, blips)
