@@ -13,7 +13,7 @@ import pytest
 import traindoc
 from traindoc.diagnose import throughput as tp
 from traindoc.diagnose import triage
-from traindoc.diagnose.throughput.change import slow_episode, slow_starts
+from traindoc.diagnose.throughput.change import find_change, slow_episode, slow_starts
 from traindoc.parse.metric_lines import parse_metric_line
 
 # MXNet Speedometer lines of two healthy runs: (source, lines, the rate the run holds)
@@ -126,7 +126,6 @@ def test_a_short_ramp_into_a_held_level_is_a_step() -> None:
 
 
 def test_a_dip_at_the_end_of_a_run_stays_a_drift() -> None:
-    from traindoc.diagnose.throughput.change import find_change
 
     # the same ramp held for a tenth of the run is a drift: under 10 %, no incident
     rng = np.random.default_rng(1)
@@ -511,7 +510,6 @@ def test_a_wandering_level_is_no_lasting_change() -> None:
 
 
 def test_a_return_to_the_baseline_midway_is_told_from_a_recovery() -> None:
-    from traindoc.diagnose.throughput.change import find_change
     rng = np.random.default_rng(0)
     base, low = 7.0, 6.4
 
@@ -711,7 +709,6 @@ def test_one_slow_step_seen_through_tqdm_average_is_no_episode() -> None:
 
 
 def test_a_tail_no_longer_than_a_dip_the_run_came_back_from_is_no_change() -> None:
-    from traindoc.diagnose.throughput.change import find_change
 
     # corpus loss_spike-tsai13-smollm2-continue-training ("step 5034 | loss: 0.0802 | dt:
     # 2248.96ms | tok/sec: 910.64 | norm: 0.41"): tok/sec dips to 975, 911, 1002 at steps
@@ -786,3 +783,15 @@ def test_a_save_window_slower_than_the_new_level_is_not_the_steps_start(tmp_path
     # the save's own cost: far below both levels, so the step still starts after it
     a = tp.analyse(traindoc.load(str(_marian_log(tmp_path, save_rate=110.18))))
     assert a.change_iteration == 6000
+
+
+def test_a_slow_episode_the_run_came_back_from_keeps_its_own_level() -> None:
+    # an ICNet Paddle trainer (corpus throughput-icnet-paddle-resume-step-time-episode): 0.52 s
+    # per iteration, 0.63 for 170 logged values (alternating 0.57-0.72), then 0.52 again; the
+    # slow level is the episode's, not a median over the recovered tail too
+    rng = np.random.default_rng(0)
+    x = np.concatenate([0.517 + rng.uniform(-0.04, 0.04, 106),
+                        np.tile([0.59, 0.67], 85), 0.518 + rng.uniform(-0.04, 0.04, 128)])
+    ch = find_change(x, higher_is_better=False)
+    assert ch is not None and ch.recovered and abs(ch.index - 106) <= 2
+    assert 0.61 <= ch.degraded <= 0.65 and 15 <= ch.drop_pct <= 21
