@@ -795,3 +795,12 @@ def test_a_slow_episode_the_run_came_back_from_keeps_its_own_level() -> None:
     ch = find_change(x, higher_is_better=False)
     assert ch is not None and ch.recovered and abs(ch.index - 106) <= 2
     assert 0.61 <= ch.degraded <= 0.65 and 15 <= ch.drop_pct <= 21
+
+
+def test_loss_blips_the_run_came_back_from_do_not_come_before_its_slow_episode() -> None:
+    # corpus throughput-icnet-paddle-resume-step-time-episode (blind batch 2026-11-29a): a
+    # one-batch loss spike back at the next log, then an 18 % slow episode; the slowdown is the
+    # incident, the blip no cause of it
+    tri = triage.report(triage.analyse(traindoc.load(
+        CORPUS / "throughput-icnet-paddle-resume-step-time-episode" / "logs")))
+    assert [c["class"] for c in tri.facts["classes"]][:2] == ["throughput", "loss_spike"]

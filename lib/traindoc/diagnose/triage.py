@@ -56,7 +56,9 @@ cascade — a dead rank leaves its peers waiting in a collective until their wat
 A timeout read only from the flight recorder or status lines (no watchdog fired) and stack
 dumps are one hang: the dumps, which say where each process waits, come first. A throughput
 change the run went on stepping through (a step or a gradual slide, not a stall or a pause) is
-no cause of a crash: the crash comes first, the slowdown is reported as one of its own.
+no cause of a crash: the crash comes first, the slowdown is reported as one of its own. Nor
+are loss spikes the run came back from by themselves a cause of a slower rate: the throughput
+change comes first.
 
 ``analyse`` reads the incident once into a ``TriageAnalysis`` (the classes found, ordered, the
 root-cause record, the lines no parser understood, the timeline's table); ``report`` writes
@@ -1114,6 +1116,10 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
             # a slower rate the run lived with: not the cause, not even of a stop from outside
             # (the run kept stepping after it, then was killed: the kill is what ended it)
             return 1 if a.lived_with else -1
+        if {a.cls, b.cls} == {"loss_spike", "throughput"} and (a.recovered or b.recovered):
+            # spikes the run came back from by themselves are no cause of a slower rate (an
+            # ICNet run's one-batch blips before its 18 % slow episode)
+            return 1 if a.recovered else -1
         if a.outside_stop != b.outside_stop and (a.recovered or b.recovered):
             return 1 if a.recovered else -1  # spikes the run came back from, then the stop
         if a.outside_stop != b.outside_stop:  # how the job ended, after whatever else it shows
