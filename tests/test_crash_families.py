@@ -490,6 +490,19 @@ def test_the_paddle_suites_saves_are_checkpoints(line: str, path: str) -> None:
     assert row is not None and row["path"] == path and row["iteration"] is None
 
 
+def test_a_model_saved_by_what_it_is_takes_the_epoch_logged_before_it(tmp_path: Path) -> None:
+    # a hand-written loop's logger (corpus gpu_crash-dat550-animal-clef-train2-time-limit):
+    # the epoch's loss, then the best model saved with no path; the scheduler ends epoch 47
+    text = ("2025-04-02 12:58:15,001 [INFO] [Epoch 45] ArcFace Loss: 0.0361\n"
+            "2025-04-02 12:58:17,548 [INFO]  Saved new best model at epoch 45\n"
+            "2025-04-02 12:59:15,001 [INFO] [Epoch 46] ArcFace Loss: 0.0356\n"
+            "2025-04-02 12:59:17,548 [INFO]  Saved new best model at epoch 46\n"
+            "slurmstepd: error: *** JOB 403626 ON gorina8 CANCELLED AT 2025-04-02T13:00:11 "
+            "DUE TO TIME LIMIT ***\n")
+    f = _facts(tmp_path, text)
+    assert (f["last_iteration"], f["last_checkpoint_iteration"]) == (46, 46)
+
+
 def test_a_paddleocr_save_takes_the_step_logged_before_it(tmp_path: Path) -> None:
     step = ("[2022/08/08 16:2{s}:39] ppocr INFO: epoch: [1/200], global_step: {n}, lr: 0.000050, "
             "loss: 1.8, avg_reader_cost: 0.1 s, avg_batch_cost: 0.32 s, ips: 21.5 samples/s\n")

@@ -33,6 +33,8 @@ Wordings, checked against the sources:
   (no step); PaddleClas, PaddleRec: ``Already save model in {}``.
 - BasicSR and mmsr/EDVR (train.py): ``Saving models and training states.`` (no step, no path);
   forks add ``Saving best model and training states.`` for the best validation score.
+- A model saved by what it is, no path, no step: ``Saved new best model at epoch 46``
+  (placed at the step logged before it).
 - A step named in words, any trainer: ``Saving checkpoint for step 100 to '…'...`` and
   ``Checkpoint for step 100 saved successfully`` (OLMo-core), ``Saving checkpoint for step
   N...`` (NeMo-RL), ``Saved a checkpoint at step N.`` and ``Started an asynchronous checkpoint
@@ -76,6 +78,13 @@ MODEL_SAVE_RE = re.compile(
 FILE_SAVE_RE = re.compile(
     r"(?<![\w-])[Ss]av(?:ed|ing)(?: to:?)? +['\"]?(?P<path>[^\s'\"]+\.(?:pth|pt|ckpt|pdparams|"
     r"safetensors|h5))(?:\.{0,3}|['\"])\s*$")
+
+# the model saved by what it is, no path and no step (the save belongs to the step or epoch
+# logged before it, ``diagnose.common.place_unnumbered_saves``): "Saved new best model at epoch
+# 46" (a hand-written loop's logger; DAT550-Animal-CLEF), "Saved best model (val loss 0.31)"
+NAMED_SAVE_RE = re.compile(
+    r"(?<![\w-])[Ss]aved (?:a |the )?(?:new )?(?:(?:best|final|latest|last|trained) )+"
+    r"(?:model|checkpoint|weights)\b(?! (?:config|card|summary|to\b|in\b|into\b))")
 
 CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # Megatron
@@ -163,6 +172,10 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
         "ave latest model", "ave best model", "ave last model", "aved individual",
         "ave model to", "aving model to", "aved model to")),
     *(("saved", needle, FILE_SAVE_RE) for needle in ("Saving ", "Saved ", "saving ")),
+    # (its "Saving final model..." is left unread: with no line saying the save ended, a
+    # failure after it would be read as a partial save)
+    *(("saved", needle, NAMED_SAVE_RE) for needle in (
+        "aved new ", "aved best ", "aved final ", "aved the ", "aved latest ")),
 )
 
 NEEDLES = tuple(dict.fromkeys(p[1] for p in CHECKPOINT_PATTERNS))

@@ -154,7 +154,7 @@ STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"acc(?:umulated)?[ _]iter|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|tick(?=\s+\d+\s+kimg\b)|"
-    r"batch(?=\s*+[:=#]?\s*+\d+\s*+/\s*+\d|\s*+[:=]\s*+\d+\s*+,|\s+\d+\s*+\|)|batch_id(?=\s*+[:=]\s*+\d+\s*+,))"
+    r"batch(?=\s*+[:=#]?\s*+\[?\s*+\d+\s*+/\s*+\d|\s*+[:=]\s*+\d+\s*+,|\s+\d+\s*+\|)|batch_id(?=\s*+[:=]\s*+\d+\s*+,))"
     r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
     r"(?:\s+at(?=\s+\d))?"
@@ -217,6 +217,14 @@ BRACKET_STEP_RE = re.compile(
     r"|^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\s*+[:|-]?\s*)?"
     r"\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
     re.IGNORECASE)
+# the MetricLogger counter under a header of the trainer's own words and no epoch (EPFL-VILAB's
+# 4M and nano4M: "Training  [38140/38147]  eta: 0:00:03  lr: 0.000001  loss: 3.5230 (3.8986)
+# …", corpus timeout-nano4m-2node-healthy): the run's step of its total; an evaluation's header
+# ("Test:  [ 0/40]  eta: …") counts no training step
+LOGGER_COUNTER_RE = re.compile(
+    r"^\s*+(?P<h>[A-Za-z][\w ]{0,40}?)?\s*+:?\s*+\[\s*+(?P<n>\d++)\s*+/\s*+(?P<tot>\d++)\s*+\]"
+    r"\s++eta:")
+EVAL_HEADER_RE = re.compile(r"\b(?:test|val|valid|validation|eval|evaluation)\b", re.IGNORECASE)
 # the run's counter, bare at the start of the line (an opening bracket before it), before the
 # MetricLogger counter (carpedm20/DCGAN-tensorflow model.py and its forks: "[%8d Epoch:[%2d/%2d]
 # [%4d/%4d] time: %4.4f, d_loss: %.8f, g_loss: %.8f" % (counter, epoch, …, idx, batch_idxs, …),
@@ -780,6 +788,9 @@ def parse_metric_line(text: str) -> Row | None:
         row["iteration"] = int(m["n"] or m["pn"])
         row["total_iterations"] = int(m["tot"] or m["ptot"])
         row["epoch"] = float(m["e"] or m["pe"])
+    elif m is None and (m := _logger_counter(text)) is not None:
+        row["iteration"] = int(m["n"])
+        row["total_iterations"] = int(m["tot"])
     elif m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
         # (the bare bracket's epoch may stand before it: "Train Epoch: [1/10] [2560/60000 (4%)]")
@@ -859,6 +870,12 @@ def _run_counter(text: str) -> re.Match[str] | None:
     if b is None or int(c["tot"]) <= int(b["tot"] or b["ptot"]):
         return None
     return c
+
+
+def _logger_counter(text: str) -> re.Match[str] | None:
+    """A MetricLogger counter under a training header (``LOGGER_COUNTER_RE``), or None."""
+    m = LOGGER_COUNTER_RE.search(text)
+    return None if m is None or (m["h"] and EVAL_HEADER_RE.search(m["h"])) else m
 
 
 def _loss_step(text: str) -> re.Match[str] | None:
