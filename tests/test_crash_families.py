@@ -2970,3 +2970,41 @@ def test_a_worker_interrupted_from_outside_is_where_the_job_ended(tmp_path: Path
     assert (r.facts["failed_ranks"], r.facts["failed_hosts"]) == ([0], ["ming-gpu-v100.cs.uwaterloo.ca"])
     assert r.facts["error_kind"] == "signal" and "SIGINT" in r.facts["error_message"]
     assert "interrupted" in r.verdict and r.confidence.value != "high"
+
+
+# --- processes stopped from outside, and signal handlers' banners -----------------------------
+
+@pytest.mark.parametrize("text, message", [
+    # PaddleOCR workers (corpus gpu_crash-haoyuscut-paddleocr-workers-sigterm-in-bcast-ncclid,
+    # workerlog.1): the SIGTERM their launcher sent while they waited for the NCCL id
+    ("Error Message Summary:\n----------------------\n"
+     "FatalError: `Termination signal` is detected by the operating system.\n"
+     "  [TimeInfo: *** Aborted at 1646294862 (unix time) try \"date -d @1646294862\" if you are "
+     "using GNU date ***]\n"
+     "  [SignalInfo: *** SIGTERM (@0x4070000be72) received by PID 48829 (TID 0x7fbc97240240) from "
+     "PID 48754 ***]\n", "`Termination signal`"),
+    # paddle.distributed.launch's workers after their launcher died (corpus gpu_crash-light-str-
+    # paddleocr-4gpu-stops-iter-880-kill-process-group, workerlog.0)
+    ("main proc 36818 exit, kill process group 36653\n", "kill process group 36653"),
+])
+def test_workers_stopped_from_outside_say_a_signal_ended_the_job(tmp_path: Path, text: str,
+                                                                message: str) -> None:
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["failed_ranks"]) == ("signal", [])
+    assert message in f["error_message"]
+
+
+def test_a_launchers_teardown_after_a_ctrl_c_is_no_stop_signal(tmp_path: Path) -> None:
+    # DeepSpeed's runner killing its workers after a KeyboardInterrupt (corpus gpu_crash-
+    # megatron-deepspeed-random-ltd-lr-3-0e-4): nothing failed
+    f = _facts(tmp_path, "KeyboardInterrupt\n[2022-11-10 10:01:02,345] [INFO] [launch.py:286:"
+                         "sigkill_handler] Killing subprocess 19338\n")
+    assert f["error_kind"] is None
+
+
+def test_gloggs_signal_banner_is_the_failure(tmp_path: Path) -> None:
+    # google/jax#12456: a TPU v3-128 pod's process dies in JAX's backend set-up
+    f = _facts(tmp_path, "*** SIGSEGV (@(nil)), see gl__________41#s15 received by PID 11743 "
+                         "(TID 12350) on cpu 17; stack trace: ***\n"
+                         "PC: @     0x7facba4a8de2  (unknown)  (unknown)\n")
+    assert f["error_kind"] == "signal" and "SIGSEGV" in f["error_message"]

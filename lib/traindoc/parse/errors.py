@@ -825,6 +825,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         " received at time=",
         re.compile(r"\*\*\* (?P<code>SIG[A-Z]+) received at time=\d+(?P<msg>)"),
     ),
+    (  # glog's and older absl's failure signal handler (JAX/TPU, XLA, TensorFlow, Paddle's
+        # core): "*** SIGSEGV (@(nil)), see gl__________41#s15 received by PID 11743 (TID 12350)
+        # on cpu 17; stack trace: ***" (google/jax#12456); Paddle prints the same banner under
+        # its FatalError as "[SignalInfo: *** SIGTERM …]", read there already
+        "fatal_signal",
+        "signal",
+        " received by PID ",
+        re.compile(r"(?<!SignalInfo: )\*\*\* (?P<code>SIG[A-Z]+) \(@(?:\(nil\)|[^()]{0,40})\)(?:, see \S+)? "
+                   r"received by PID (?P<pid>\d+)(?P<msg>)"),
+    ),
     (  # UCX's signal handler (NCCL/MPI jobs): "[ib-vm-61:343042:0:345015] Caught signal 11
         # (Segmentation fault: invalid permissions for mapped object at address 0x14…)"
         "fatal_signal",
@@ -913,6 +923,15 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "signal",
         "Killing subprocess",
         re.compile(r"(?P<msg>Killing subprocess (?P<pid>\d+))"),
+    ),
+    (  # paddle.distributed.launch's worker watching its parent (python/paddle/distributed/
+        # launch/main.py … "main proc {pid} exit, kill process group {pgid}"; corpus
+        # gpu_crash-light-str-paddleocr-4gpu-stops-iter-880-kill-process-group): the launcher
+        # went away and its workers stop with it
+        "parent_exit",
+        "signal",
+        " exit, kill process group ",
+        re.compile(r"(?P<msg>main proc (?P<pid>\d+) exit, kill process group \d+)"),
     ),
     (  # srun: "srun: error: Node failure on jean-zay-iam49": the node SLURM lost (the host
         # of "*** STEP … ON HOST CANCELLED … DUE TO NODE FAILURE" only reports it)
@@ -1095,7 +1114,8 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "reported by process [", " Fatal: ",
                 "MPI_ABORT was invoked", "job killed: walltime ", "exceeded wallclock limit",
                 "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline",
-                "communicator was aborted", "BAD TERMINATION", "ur_die: ")
+                "communicator was aborted", "BAD TERMINATION", "ur_die: ", " received by PID ",
+                " exit, kill process group ")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)

@@ -176,6 +176,11 @@ def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
         # only a victim's view (a peer went away, the network broke): the kind and words of
         # what this side saw; no rank or host to blame
         facts.update(error_kind="nccl_error", error_message=peer.iloc[0]["message"])
+    elif len(stops := stop_signals(crash.cascade)):
+        # only the processes stopped from outside (Paddle's workers reporting the SIGTERM
+        # their launcher sent, "main proc … exit, kill process group …"): the signal is what
+        # the logs show ending the job; who stopped it, and why, is not in them
+        facts.update(error_kind="signal", error_message=stops.iloc[0]["message"])
     if not facts["failed_hosts"] and facts["error_kind"] == "nccl_error":
         facts["failed_hosts"] = link_fault_hosts(events)
     xids = events[events["kind"] == "xid"] if len(events) else events
@@ -229,6 +234,19 @@ def _oom_figures(crash: Crash) -> list[dict[str, Any]]:
 # NCCL's own words for a peer or the network failing under this process (the remote side went
 # away, a socket broke): a victim's view, the only failure a log may show
 PEER_NCCL_CODES = ("nccl_remote", "nccl_warn_net")
+
+
+def stop_signals(cascade: pd.DataFrame) -> pd.DataFrame:
+    """The cascade's lines of workers that say they were stopped from outside (the SIGTERM
+    they received, their launcher gone: ``STOPPED_CODES``), when nothing else failed. A
+    launcher's own teardown lines ("Killing subprocess …" after a Ctrl-C) are not: they say
+    what it did, not that the job was stopped."""
+    if not len(cascade):
+        return cascade
+    return cascade[(cascade["table"] == "errors") & cascade["code"].isin(list(STOPPED_CODES))]
+
+
+STOPPED_CODES = ("SIGTERM", "parent_exit")
 
 
 def peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:

@@ -46,7 +46,7 @@ EVENT_COLUMNS = ["file", "lineno", "time", "rank", "host", "pid", "kind", "code"
 LOCAL_NCCL_CODES = {"nccl_unhandled_cuda", "nccl_warn_cuda", "nccl_invalid_usage", "gloo_mismatch",
                     "nccl_last_error", "nccl_warn_system"}
 # signal codes that are the launcher or scheduler tearing survivors down.
-TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill",
+TEARDOWN_SIGNAL_CODES = {"launcher_sigterm", "launcher_received_signal", "launcher_kill", "parent_exit",
                          "launcher_sigkill", "slurm_cancelled", "ray_actor_died"}
 # The launcher's own words (torchrun's agent, DeepSpeed's launch.py): never a worker's, so a
 # rank the line's prefix gave them is another line's, fused with it ("[default0]:Train: 50%|…
