@@ -3008,3 +3008,15 @@ def test_gloggs_signal_banner_is_the_failure(tmp_path: Path) -> None:
                          "(TID 12350) on cpu 17; stack trace: ***\n"
                          "PC: @     0x7facba4a8de2  (unknown)  (unknown)\n")
     assert f["error_kind"] == "signal" and "SIGSEGV" in f["error_message"]
+
+
+def test_conda_complaining_about_the_shell_is_no_failure_of_the_run(tmp_path: Path) -> None:
+    # jshe2304/smilesVAE train.err (corpus gpu_crash-smilesvae-midway3-conda-error-time-limit):
+    # the batch script's 'conda activate' fails, the job runs on to its time limit
+    text = ("CommandNotFoundError: Your shell has not been properly configured to use 'conda "
+            "activate'.\nTo initialize your shell, run\n\n    $ conda init <SHELL_NAME>\n\n"
+            "slurmstepd: error: *** JOB 13571631 ON midway3-0037 CANCELLED AT 2024-01-12T14:49:46 "
+            "DUE TO TIME LIMIT ***\n")
+    f = _facts(tmp_path, text)
+    assert (f["error_kind"], f["failed_hosts"]) == ("signal", ["midway3-0037"])
+    assert "DUE TO TIME LIMIT" in f["error_message"]

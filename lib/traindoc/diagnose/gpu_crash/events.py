@@ -121,8 +121,17 @@ def _places(sources: Any, files: dict[str, int]) -> list[tuple[int, int]]:
     return [_split_source(src, known) for src in sources]
 
 
+# The job script's environment set-up failing before the program (conda's CLI: "CommandNotFoundError:
+# Your shell has not been properly configured to use 'conda activate'." in a batch job's .err,
+# corpus gpu_crash-smilesvae-midway3-conda-error-time-limit, whose job then ran to its time
+# limit): the shell's complaint, no failure of the run, which reports its own if it fails
+SHELL_SETUP_RE = re.compile(r"CommandNotFoundError: Your shell has not been properly configured")
+
+
 def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     """(role, strength) of one ``errors`` row."""
+    if kind == "python" and SHELL_SETUP_RE.search(message):
+        return "context", Strength.NONE
     if kind == "xid":
         info = xid_info(as_int(code) if code and code.isdigit() else None)
         return ("context", Strength.NONE) if info.cascade else ("cause", Strength.HARDWARE)
