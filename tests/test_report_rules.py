@@ -189,6 +189,8 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("gpu_crash", "FINDINGS", "checkpoint_interval"): ("data/gpu_crash/bloom_seed", {}),
     ("gpu_crash", "FINDINGS", "input"): ("data/gpu_crash/drill_crash", {}),
     ("gpu_crash", "VERDICTS", "first_failure"): ("data/gpu_crash/bloom_seed", {}),
+    ("gpu_crash", "VERDICTS", "stopped"): (
+        "data/corpus/gpu_crash/gpu_crash-haoyuscut-paddleocr-workers-sigterm-in-bcast-ncclid", {}),
     ("gpu_crash", "VERDICTS", "symptoms"): (
         "data/corpus/gpu_crash/gpu_crash-learnable-triangulation-81", {}),
     ("gpu_crash", "VERDICTS", "time_limit"): (

@@ -412,6 +412,18 @@ FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
 
 # -- verdicts ------------------------------------------------------------------------------------
 
+def _stopped_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
+    """Only workers saying they were stopped from outside (``analysis.stop_signals``): said as
+    a stop, not as a peer's failure. Low: who stopped them, and why, is not in the logs."""
+    f = a.facts
+    if a.crash.first is not None or f["error_kind"] != "signal":
+        return None
+    return (f"The processes in these logs were stopped from outside ({f['error_message']}) and "
+            "none of them failed on its own before it; who stopped them, and why, is not here — "
+            "the launcher's output, the rank it watched (rank 0's log) and the scheduler's "
+            "record (sacct) say.", Confidence.LOW)
+
+
 def _symptoms_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     if a.crash.first is not None or not len(a.crash.cascade):
         return None
@@ -528,7 +540,8 @@ def _cancelled_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("outside_stop", _outside_stop_verdict, 30), Rule("time_limit", _time_limit_verdict, 25),
     Rule("cancelled", _cancelled_verdict, 24), Rule("interrupted", _interrupted_verdict, 23),
-    Rule("first_failure", _first_failure_verdict, 20), Rule("symptoms", _symptoms_verdict, 10),
+    Rule("first_failure", _first_failure_verdict, 20), Rule("stopped", _stopped_verdict, 15),
+    Rule("symptoms", _symptoms_verdict, 10),
     Rule("no_crash", _no_crash_verdict, 0))
 
 
