@@ -748,13 +748,24 @@ def finished_before(incident: Incident, first: pd.Series | None) -> bool:
     """Whether the program said its run finished with success (MLPerf's run_stop, a
     ``plan:finished`` row) before its first failure, in the same file: the work was done, a
     failure at teardown loses none of it."""
-    ht = incident.tables.get("host_timings")
-    if first is None or ht is None or not len(ht):
+    if first is None:
         return False
-    done = ht[ht["metric"].astype("string") == RUN_FINISHED_METRIC]
     files = {f: i for i, f in enumerate(incident.account.file_list)}
-    return any(f == first["file"] and ln < first["lineno"]
-               for f, ln in _places(done["source"], files))
+    stop = _run_finished_at(incident, files).get(first["file"])
+    return stop is not None and stop < first["lineno"]
+
+
+def _run_finished_at(incident: Incident, files: dict[str, int]) -> dict[int, int]:
+    """Per file id (as the events number them), the first line where the program said its run
+    finished with success (a ``plan:finished`` row of ``host_timings``)."""
+    ht = incident.tables.get("host_timings")
+    if ht is None or not len(ht):
+        return {}
+    done = ht[ht["metric"].astype("string") == RUN_FINISHED_METRIC]
+    first: dict[int, int] = {}
+    for f, ln in _places(done["source"], files):
+        first[f] = min(first.get(f, ln), ln)
+    return first
 
 
 def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
@@ -765,15 +776,9 @@ def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
     ``ABORT_CODES``): a process that dies after the run (Supermicro's seven ranks aborting
     on an NCCL communicator they create for a barrier, "only 4 vNics have been created";
     HPE's rank 30 failing NCCL's Close) failed, whatever the run had reached."""
-    ht = incident.tables.get("host_timings")
-    if ht is None or not len(ht):
+    first = _run_finished_at(incident, files)
+    if not first:
         return
-    done = ht[ht["metric"].astype("string") == RUN_FINISHED_METRIC]
-    if not len(done):
-        return
-    first: dict[int, int] = {}
-    for f, ln in _places(done["source"], files):
-        first[f] = min(first.get(f, ln), ln)
     fatal = ev["kind"].isin(SPECIFIC_KINDS) | ev["code"].isin(list(ABORT_CODES))
     for i in ev.index[(ev["table"] == "errors") & (ev["role"] == "cause") & ~fatal]:
         stop = first.get(ev.at[i, "file"])
