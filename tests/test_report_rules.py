@@ -91,6 +91,12 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
     ("loss_spike", "FINDINGS", "loss_scale_collapses"): (
         "data/corpus/loss_spike/loss_spike-bigscience-meg-gpt2-base-n8", {}),
     ("loss_spike", "FINDINGS", "no_spike"): ("data/corpus/loss_spike/loss_spike-bagel-80", {}),
+    ("loss_spike", "FINDINGS", "zero_loss"): (
+        "data/corpus/loss_spike/loss_spike-graduate-agent-llamafactory-loss-zero", {}),
+    ("loss_spike", "VERDICTS", "zero_loss"): (
+        "data/corpus/loss_spike/loss_spike-graduate-agent-llamafactory-loss-zero", {}),
+    ("loss_spike", "ACTIONS", "check_labels"): (
+        "data/corpus/loss_spike/loss_spike-graduate-agent-llamafactory-loss-zero", {}),
     ("loss_spike", "FINDINGS", "input"): ("data/loss_spike/drill_loss_spike", {}),
     ("loss_spike", "NO_METRICS_FINDINGS", "no_iterations"): (
         "data/corpus/loss_spike/loss_spike-cogvideo-233", {}),

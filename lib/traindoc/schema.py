@@ -102,6 +102,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     },
     "errors": {
         "rank": "Int64",
+        "local_rank": "Int64",  # the rank on its machine, where the line names only that
         "host": "string",
         "kind": "string",
         "code": "string",

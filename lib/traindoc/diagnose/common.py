@@ -215,8 +215,16 @@ def _last_step_index(it: pd.DataFrame) -> Any:
     if ep.notna().all() and ep.nunique() > 1:
         last = rows[ep == ep.max()]
         if last["iteration"].max() < rows["iteration"].max():
-            return last["iteration"].idxmax()
-    return rows["iteration"].idxmax()
+            return _last_of_max(last["iteration"])
+    return _last_of_max(rows["iteration"])
+
+
+def _last_of_max(steps: pd.Series) -> Any:
+    """The index of the last row at the furthest step: one step read twice (a Lightning bar's
+    "Epoch 6: 13988/13988" and the next epoch's "Epoch 7: 0/13988" count the same step) is
+    where the later line stands."""
+    top = steps.max()
+    return steps.index[(steps == top).to_numpy()][-1]
 
 
 def _same_line(pr: pd.DataFrame, row: pd.Series) -> pd.Series:
@@ -728,6 +736,15 @@ def _training_bars(progress: pd.DataFrame) -> pd.DataFrame:
     return pr[~_setup_bars(pr)]
 
 
+# tensorboardX's check on a scalar it is asked to log (x2num.check_nan): one warning per NaN/inf
+# scalar, so several in a row with no step between are one logging point's
+LOGGED_NAN_TEXT = "NaN or Inf found in input tensor"
+# a step line's loss or grad norm printed as NaN/inf after a key and a space (Megatron's "lm loss
+# NAN |", "grad norm inf |"): the step line shows it
+STEP_NAN_RE = re.compile(r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
+                         re.IGNORECASE)
+
+
 def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     """The ``iterations`` table with a number for each skipped step (fp16 overflow) or NaN/inf
     warning (``Loss is nan, stopping training``) whose line names none: the step after the last one logged before it in the same file (a progress bar's
@@ -774,6 +791,10 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
         shown = (df["nan_text"].fillna(False).astype(bool) if "nan_text" in df
                  else df["line"].fillna("").astype(str).str.contains(NAN_TEXT_RE)
                  if "line" in df else pd.Series(False, index=df.index))
+        if "nan" in df:  # the step's own row is NaN (its parser said so)
+            shown = shown | (pd.to_numeric(df["nan"], errors="coerce").fillna(0) > 0)
+        if "line" in df:  # Megatron's "lm loss NAN |": a key, a space, the value
+            shown = shown | df["line"].fillna("").astype(str).str.contains(STEP_NAN_RE)
         for j, src, v in zip(df.index, df["source"], df[col], strict=True):
             where = split_source(src)
             if where:
@@ -793,7 +814,8 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
     for v in marks.values():
         v.sort()
     it = it.copy()
-    run: dict[tuple[str, int, bool], int] = {}
+    run: dict[tuple[Any, ...], int] = {}
+    scale_said: dict[tuple[Any, ...], float] = {}  # per run, the scale its last overflow fell to
     # per file and kind: the notes before its first logged step
     ahead: dict[tuple[str, bool], list[int]] = {}
     for i in it.index[need]:
@@ -804,8 +826,20 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
         ms = marks[where[0]]
         before = [m for m in ms if m[0] <= where[1]]
         if before:
-            key = (where[0], before[-1][0], kind)
-            if kind and before[-1][2] and key not in run:
+            # each writer counts its own (two ranks' overflow notes in one file are one step)
+            rank = it.at[i, "rank"]
+            key = (where[0], before[-1][0], kind, None if pd.isna(rank) else int(rank))
+            scale = as_float(it.at[i, "loss_scale"]) if kind else None
+            halving = kind and "educing loss scale to" in str(it.at[i, "line"])
+            again = halving and scale is not None and scale_said.get(key) == scale
+            if scale is not None:
+                scale_said[key] = scale
+            if again:
+                # apex's scaler halves on every overflow step: a second note falling to the
+                # same scale is the same step (MEmoBert's two optimizers, "loss scaler 0
+                # reducing loss scale to 4096.0" twice on each rank)
+                pass
+            elif kind and before[-1][2] and key not in run:
                 # the note that follows a numbered overflow is that overflow's own ("Grad
                 # overflow on iteration: 38" then "fp16 dynamic loss scale overflow! Skipping
                 # step"): the same step, not the next one
@@ -816,8 +850,10 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
                 # (six ranks' "Warning: loss is NaN, skipping this step" after each
                 # "…| 1299/82400 [… loss=nan]"): that step, not one more per copy
                 run[key] = 0
-            elif not kind and key in run and _said(it.at[i, "fatal_nan"]):
-                pass  # the check that stopped the run, told again: the same step
+            elif not kind and key in run and (_said(it.at[i, "fatal_nan"])
+                                              or LOGGED_NAN_TEXT in str(it.at[i, "line"])):
+                pass  # the check that stopped the run, told again, or a logger's check on each
+                # scalar it is given at one logging point: the same step
             else:
                 run[key] = run.get(key, 0) + 1
             it.at[i, "iteration"] = before[-1][1] + run[key]
@@ -827,8 +863,13 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
         first = marks[file][0][1]
         if kind and _skips_unlogged(marks[file], it, skip & need, file):
             first -= 1  # the step logged first is the one after the skipped ones
-        for back, i in enumerate(reversed(rows)):
+        back, after_logged = 0, False
+        for i in reversed(rows):
+            logged = not kind and LOGGED_NAN_TEXT in str(it.at[i, "line"])
+            if logged and after_logged:
+                back -= 1  # one logging point's warnings (one per NaN scalar): one step
             it.at[i, "iteration"] = max(first - back, 0)
+            back, after_logged = back + 1, logged
     return it
 
 
@@ -1148,6 +1189,21 @@ def node_layout(incident: Incident) -> NodeLayout:
         node_rank_of, one(nr.loc[nr["host"].isna(), "value"]),
         one(by_key.get("nproc_per_node", lay.iloc[0:0])["value"]),
         one(by_key.get("nnodes", lay.iloc[0:0])["value"]))
+
+
+def world_stated(incident: Incident) -> int | None:
+    """The processes the job has in all, where the logs state it (a world size, or processes
+    per node times nodes); None where they do not."""
+    ht = incident.tables.get("host_timings")
+    if ht is None or not len(ht):
+        return None
+    ws = ht.loc[ht["metric"].astype("string") == "layout:world_size", "value"].dropna()
+    if len(ws) and ws.nunique() == 1:
+        return int(ws.iloc[0])
+    lay = node_layout(incident)
+    if lay.nproc_per_node is not None and lay.nnodes is not None:
+        return lay.nproc_per_node * lay.nnodes
+    return None
 
 
 def global_rank(local_rank: int | None, host: str | None, layout: NodeLayout,

@@ -25,7 +25,9 @@ not judge (too few logged steps, no data, a diagnosis that failed) is listed und
   NCCL's report of a peer or the network failing under a process, with no collective timed
   out, is a crash seen from the victim's side. So is a fatal error's faulthandler dump whose
   ``Fatal Python error`` header the log lost: its current thread was computing, not waiting
-  (``deadlock.stacks.crash_dumps``).
+  (``deadlock.stacks.crash_dumps``). So is one rank of several stopped from outside while no
+  other says it was (Lightning's "[rank: 2] Received SIGTERM: 15" in a job of five); a stop
+  every worker reports names no class, as a scheduler's cancel does not.
 - ``deadlock``: stack dumps (py-spy, faulthandler) in the bundle, taken while processes wait
   (not a crash's traceback or faulthandler dump: ``deadlock.stacks.hang_stacks``); ranks still
   waiting in the start-up barrier; a stall warning that names the ranks a collective waits for
@@ -625,7 +627,7 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
 
     crash = crash_analyse(incident).crash
     if crash.first is None:
-        return _victim_crash(incident, crash.cascade, rep)
+        return _victim_crash(incident, crash.cascade, rep) or _stopped_rank(crash.cascade, rep)
     if str(crash.first["code"]) in SCHEDULER_TAKEBACK_CODES | SCHEDULER_STOP_CODES:
         # the scheduler took the node back, or cancelled the job on someone's word: no crash
         # (what follows may be a failure)
@@ -654,6 +656,25 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
                         outside_stop=True)
     return Sighting("gpu_crash", rows, f"{where} failed with {kind}: "
                     f"{_clip(msg)}", ranks, report=rep)
+
+
+def _stopped_rank(cascade: pd.DataFrame, rep: Report) -> Sighting | None:
+    """One rank of several stopped from outside while no other said so (gpu_crash's
+    ``stopped_alone``: Lightning's "[rank: 2] Received SIGTERM: 15" in a job of five): how the
+    job ended, on that rank. A stop every worker reports names no class (``_runbook_crash``)."""
+    from .gpu_crash.analysis import stop_signals
+
+    ranks = [int(r) for r in rep.facts.get("failed_ranks") or []]
+    if not ranks or rep.facts.get("error_kind") != "signal":
+        return None
+    stops = stop_signals(cascade)
+    stops = stops[stops["rank"].isin(ranks)]
+    if not len(stops):
+        return None
+    rows = stops[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
+    rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
+    return Sighting("gpu_crash", rows, f"{who(ranks)} alone was stopped from outside "
+                    f"({_clip(str(rep.facts.get('error_message')))})", ranks, report=rep)
 
 
 def _victim_crash(incident: Incident, cascade: pd.DataFrame, rep: Report) -> Sighting | None:
@@ -744,8 +765,11 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
         if spikes:
             return int(spikes[0].get("start_iteration") or spikes[0].get("peak_iteration") or 0)
         nans = facts.get("nan_iterations") or []
-        return int(nans[0]) if nans else _skip_run(facts.get("skipped_iterations") or [],
-                                                   facts.get("last_iteration"))
+        if nans:
+            return int(nans[0])
+        if facts.get("zero_loss_from") is not None:
+            return int(facts["zero_loss_from"])
+        return _skip_run(facts.get("skipped_iterations") or [], facts.get("last_iteration"))
     it = facts.get("change_iteration")
     if it is None or not facts.get("drop_pct"):
         return None

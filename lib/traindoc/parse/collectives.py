@@ -1,4 +1,5 @@
-"""Collective timeouts and work status from ProcessGroupNCCL's watchdog and from gloo.
+"""Collective timeouts and work status from ProcessGroupNCCL's watchdog, from gloo and from
+Ascend's HCCL.
 
 Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and public issues):
 
@@ -30,6 +31,8 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
 - gloo monitored barrier: ``[Rank 0]: Rank 2 failed to pass monitoredBarrier in 30000 ms`` /
   ``Ranks 1, 2 failed to pass monitoredBarrier``: rank 0 waited; ranks 1 and 2 never arrived.
 - gloo: ``Timed out waiting 5000ms for recv operation to complete`` (also send).
+- Ascend HCCL's execution timeout (EI0002's notify wait, the plog's ``[TaskExecStage][Timeout]``):
+  ``HCCL_*`` below.
 - start-up, before any collective (``STARTUP_TIMEOUTS``): the store-based barrier of
   ``init_process_group`` (``Timed out initializing process group in store based barrier on rank:
   5, for key: store_based_barrier_key:1 (world_size=8, worker_count=6, timeout=0:00:30)``; torch
@@ -482,6 +485,53 @@ def parse_rendezvous_timeout(text: str) -> Row | None:
     return {"rank": None, "state": "timed_out"}
 
 
+# --- Ascend HCCL (torch_npu, MindSpore, CANN's own log) ---------------------------------------
+# HCCL's execution timeout (EI0002, default HCCL_EXEC_TIMEOUT 1800 s) is the NPU's counterpart of
+# the NCCL watchdog: a rank waited on a notify its peer never sent. Wordings:
+# torch_npu, the rank in the line before ("[ERROR] 2025-10-11-15:09:34 (PID:2969, Device:0,
+# RankID:101) ERR00100 PTA call acl api failed." then "EI0002: [PID: 2969] 2025-10-11-15:09:34.713
+# The wait execution of the Notify register times out. Reason: … remote rank: [24]. base
+# information: [streamID:[109], taskID[38], taskType[Notify Wait], tag[AllReduce_group_name_1654
+# NHRAllReduceComm_device], …]", vllm-project/vllm-ascend#3413); MindSpore, on one line ("RunGraph]
+# Run task for graph:kernel_graph_1 error! … Ascend Error Message:EI0002: The wait execution of
+# the Notify register times out. … tag[HcomAllReduce_6629421139219749105_0].]"); CANN's plog
+# ("[ERROR] HCCL(2111665,all_reduce_test):2025-10-24-11:18:29.499.235 [task_exception_handler.cc
+# :908] [2111665][TaskExecStage][Timeout][Host]Task run failed, base information is
+# streamID:[2], taskID[21], tag[AllReduce_127.10.0.1%enp_60000_0_1761275812718970], …").
+# The collective is the tag's leading word; the remote rank is a rank of the tag's group, not a
+# global one, and is not read. No timeout value is printed (the advice's "default 1800s" is not
+# this run's).
+HCCL_NOTIFY_TEXT = "Notify register times out"
+HCCL_PLOG_TEXT = "[TaskExecStage][Timeout]"
+HCCL_PTA_TEXT = "PTA call acl api failed"
+HCCL_TAG_RE = re.compile(r"tag\[(?:Hcom)?(?P<op>[A-Z][A-Za-z]*?)(?:V|C|VC)?(?=[_\]\d])")
+HCCL_RANKID_RE = re.compile(r"\bRankID:\s*(?P<rank>\d+)\)")
+
+
+def hccl_incomplete(text: str) -> bool:
+    """torch_npu's 'PTA call acl api failed' line, whose error code and message (EI0002's notify
+    timeout) follow on the next line: the rank is in this one."""
+    return HCCL_PTA_TEXT in text and HCCL_NOTIFY_TEXT not in text and "RankID:" in text
+
+
+def hccl_continues(so_far: str, body: str) -> bool:
+    """The line after torch_npu's 'PTA call acl api failed' continues it when it is HCCL's
+    notify timeout (an EI0002 record)."""
+    return HCCL_NOTIFY_TEXT in body
+
+
+def parse_hccl_timeout(text: str) -> Row | None:
+    """HCCL's notify-wait execution timeout (EI0002) or its plog's 'Task run failed' timeout:
+    a timed-out row with the collective its tag names and the RankID torch_npu prints."""
+    if HCCL_NOTIFY_TEXT not in text and HCCL_PLOG_TEXT not in text:
+        return None
+    tag = HCCL_TAG_RE.search(text)
+    rid = HCCL_RANKID_RE.search(text)
+    op = tag["op"].upper() if tag else None
+    return {"rank": int(rid["rank"]) if rid else None, "op_type": _op_name(op),
+            "state": "timed_out"}
+
+
 # start-up's timeout lines that name no collective, and what each says happened
 STARTUP_LINES: tuple[tuple[re.Pattern[str], str], ...] = (
     (SOCKET_TIMEOUT_RE, "the c10d client socket never reached the store (rendezvous or TCPStore)"),
@@ -619,6 +669,20 @@ PARSERS: tuple[LineParser, ...] = (
         example="h03r3n06:45012:45012 [2] NCCL INFO AllGather: opCount 28c sendbuff 0x7f1fd894af00"
         " recvbuff 0x7f1ed1c00100 count 59205120 datatype 0 op 0 root 0 comm 0x559c24b55610 "
         "[nranks=4] stream 0x559c248a3630",
+    ),
+    LineParser(
+        "hccl_exec_timeout",
+        "collectives",
+        (HCCL_NOTIFY_TEXT, HCCL_PLOG_TEXT, HCCL_PTA_TEXT),
+        parse_hccl_timeout,
+        incomplete=hccl_incomplete,
+        continues=hccl_continues,
+        # vllm-project/vllm-ascend#3413 (torch_npu; the record's second line)
+        example="EI0002: [PID: 2969] 2025-10-11-15:09:34.713.335 The wait execution of the Notify "
+        "register times out. Reason: The Notify register has not received the Notify record from "
+        "remote rank: [24]. base information: [streamID:[109], taskID[38], taskType[Notify Wait], "
+        "tag[AllReduce_group_name_1654NHRAllReduceComm_device], AlgType(level 0-1-2):"
+        "[ring-NHR-NHR].].",
     ),
     LineParser(
         "gloo_monitored_barrier",

@@ -835,6 +835,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"(?<!SignalInfo: )\*\*\* (?P<code>SIG[A-Z]+) \(@(?:\(nil\)|[^()]{0,40})\)(?:, see \S+)? "
                    r"received by PID (?P<pid>\d+)(?P<msg>)"),
     ),
+    (  # Lightning's SIGTERM handler (trainer/connectors/signal_connector.py, _sigterm_notifier_fn:
+        # rank_prefixed_message(f"Received SIGTERM: {signum}", trainer.local_rank)): "[rank: 2]
+        # Received SIGTERM: 15" (eagnet QCNet's train.out, fused to the last tqdm update). The
+        # number is the process's LOCAL rank; rank 0 passes the signal on to its children, which
+        # then say the same
+        "SIGTERM",
+        "signal",
+        "Received SIGTERM: ",
+        re.compile(r"(?:\[rank: (?P<lr>\d+)\] )?(?P<msg>Received (?P<code>SIGTERM): \d+)\s*$"),
+    ),
     (  # UCX's signal handler (NCCL/MPI jobs): "[ib-vm-61:343042:0:345015] Caught signal 11
         # (Segmentation fault: invalid permissions for mapped object at address 0x14…)"
         "fatal_signal",
@@ -1115,7 +1125,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "MPI_ABORT was invoked", "job killed: walltime ", "exceeded wallclock limit",
                 "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline",
                 "communicator was aborted", "BAD TERMINATION", "ur_die: ", " received by PID ",
-                " exit, kill process group ")
+                " exit, kill process group ", "Received SIGTERM: ")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
@@ -1123,14 +1133,34 @@ STUCK_PHRASE = "ProcessGroupNCCL's watchdog got stuck for"
 STUCK_NEEDLE = "] ProcessGroupNCCL"
 
 
+# A Python exception whose message goes on under it, indented: "RuntimeError: Error(s) in loading
+# state_dict for BertForSequenceClassification:" then "\tsize mismatch for classifier.weight:
+# copying a param with shape …" (torch's load_state_dict; bert-stockprediction's train.err). The
+# first indented line is the message proper and is joined to it.
+PY_MESSAGE_OPEN_RE = re.compile(
+    r"^\s*(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)[A-Z]\w*(?:Error|Exception): \S.*:\s*$")
+
+
 def error_incomplete(text: str) -> bool:
     """A line cut inside the words that name the error it reports (the heartbeat monitor's
-    'ProcessGroupNCCL's watchdog got stuck for'): the next lines continue it."""
+    'ProcessGroupNCCL's watchdog got stuck for'), or a Python exception whose message ends in
+    ':' and goes on, indented, on the next line: the next lines continue it."""
+    if text.rstrip().endswith(":") and PY_MESSAGE_OPEN_RE.match(text):
+        return True
     i = text.rfind(STUCK_NEEDLE)
     if i < 0:
         return False
     tail = text[i + 2:].rstrip()
     return len(tail) < len(STUCK_PHRASE) and STUCK_PHRASE.startswith(tail)
+def error_continues(so_far: str, body: str) -> bool:
+    """Whether ``body`` continues an incomplete error line: an indented line that is not a
+    traceback's, under a Python exception whose message opens with ':'; any line under a cut
+    heartbeat-monitor message."""
+    if PY_MESSAGE_OPEN_RE.match(so_far):
+        return body[:1].isspace() and not body.lstrip().startswith(('File "', "Traceback"))
+    return True
+
+
 NCCL_SITE_RE = re.compile(r"NCCL error in: \S+?\.(?:cpp|hpp|cc):\d+,\s*")
 # A what() line belongs to the c10 block around it (``CudaErrorBlock``), not to a line of its own.
 WHAT_RE = re.compile(r"^\s*what\(\):\s*(?P<msg>.*)$")
@@ -1202,6 +1232,8 @@ def parse_error(text: str) -> Row | None:
             row["host"] = groups["on"]
     if groups.get("local"):
         row["message"] = f"worker --local_rank={groups['local']} {msg}"
+    if groups.get("lr"):
+        row["local_rank"] = int(groups["lr"])
     paddle_what = groups.get("pw") or groups.get("pw2")
     if code == "fatal_signal" and paddle_what:
         row["code"] = (PADDLE_SIGNAL_WORDS.get(paddle_what) or SIGNAL_WORDS.get(paddle_what)
@@ -1759,6 +1791,7 @@ PARSERS: tuple[LineParser, ...] = (
         (*LINE_NEEDLES, STUCK_NEEDLE),
         parse_error,
         incomplete=error_incomplete,
+        continues=error_continues,
         example="[rank3]:[E708 01:47:23.097674411 ProcessGroupNCCL.cpp:681] [Rank 3] Some NCCL "
         "operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, "
         "subsequent GPU operations might run on corrupted/incomplete data.",

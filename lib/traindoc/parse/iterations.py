@@ -373,9 +373,14 @@ def parse_step_kv(text: str) -> Row | None:
 
 # -- litgpt ----------------------------------------------------------------------------------
 # -- Lightning progress bar ------------------------------------------------------------------
+# The bar ends at its "]", or where ModelCheckpoint's message was written into it (tqdm writes no
+# newline: "… 4.14it/s, loss=nan, v_num=Epoch 0, global step 51: 'val_accuracy' reached 0.02055
+# (best 0.02055), saving model to …", autom3l's readme_result.log; Lightning's
+# rank_zero_info(f"Epoch {epoch:d}, global step {step:d}: {monitor!r} reached …"))
 LIGHTNING_RE = re.compile(
     r"\bEpoch (?P<epoch>\d+):\s*(?::\s*)?\d{1,3}%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-    r"\[(?P<elapsed>[\d:]+)(?:<[\d:?]+)?(?:,\s*(?P<rate>[\d.]+)(?P<unit>s/it|it/s))?(?P<post>[^\]]*)\]")
+    r"\[(?P<elapsed>[\d:]+)(?:<[\d:?]+)?(?:,\s*(?P<rate>[\d.]+)(?P<unit>s/it|it/s))?"
+    r"(?P<post>[^\]]*?)(?:\]|(?=Epoch \d+, global step \d+: ))")
 POSTFIX_RE = re.compile(r"(?<![\w/])(?P<k>[\w/]+)=(?P<v>[-+]?[\d.]+(?:[eE][-+]?\d+)?|"
                         r"[-+]?(?:nan|inf)\.?0*)(?=[,\]\s]|$)")
 # Lightning pads every float of its bar's postfix to five characters (TQDMProgressBar's
@@ -432,6 +437,12 @@ HF_PAIR_RE = re.compile(r"'(?P<k>[^']+)':\s*(?P<q>['\"]?)(?P<v>[^,'\"}\]\[]+)(?P
 HF_STEP_KEYS = ("step", "global_step", "global_step/max_steps")
 HF_TRAIN_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr",
                  "epoch": "epoch"}
+# the step a callback prints before the dict it was given, the dict naming none ("Step:      3
+# {'loss': 2.4395, 'grad_norm': inf, …}" from a TrainerCallback's on_log, text-generation-webui
+# LoRA training.log; "[Step 100] {…}", "global_step=100 {…}", "Iteration 12: {…}")
+HF_PRE_STEP_RE = re.compile(
+    r"(?<![\w/])(?:[Gg]lobal[ _][Ss]tep|[Ss]tep|STEP|[Ii]ter(?:ation)?)\s*[:=#]?\s*(?P<n>\d+)"
+    r"(?:\s*/\s*(?P<total>\d+))?\s*[\]:,|\-)]*\s*$")
 
 
 def parse_hf_dict(text: str) -> tuple[str, Row] | None:
@@ -497,10 +508,16 @@ class HFTrainerParser:
         if got is None:
             return []
         kind, row = got
+        head = text[:text.find("{'")]
+        pre = HF_PRE_STEP_RE.search(head) if row.get("iteration") is None else None
+        if pre is not None:
+            row["iteration"] = int(pre["n"])
+            if pre["total"]:
+                row["total_iterations"] = int(pre["total"])
         if kind == "train" and row.get("iteration") is None:
             # a dict printed right after the bar's redraws ("^M  4%|▎ | 1318/36234 [11:37<…]
             # ^M{'loss': 1.5545, …}"): the bar's last count is the step the dict was logged at
-            bar = bar_count(text[:text.find("{'")])
+            bar = bar_count(head)
             if bar is not None:
                 row["iteration"] = bar
         if kind == "train":
@@ -1535,9 +1552,13 @@ def parse_overflow(text: str) -> Row | None:
 # "Rank 3: found NaN in local forward loss calculation. Device: 3, node: …", "Rank 0: found NaN
 # in local grad norm in backward pass before data-parallel communication collective. …" (also
 # "found Inf in local …"); Keras's TerminateOnNaN callback (keras/callbacks): "Batch 5: Invalid
-# loss, terminating training" (the batch of the epoch, no step)
+# loss, terminating training" (the batch of the epoch, no step); tensorboardX's x2num check on a
+# scalar it is given to log ("Warning: NaN or Inf found in input tensor.", also through the
+# logging module as "WARNING:root:NaN or Inf found in input tensor."; MEmoBert's apex run, a
+# GLPDepth reproduction, fairseq's wav2vec2 fine-tune: the logged loss was NaN or inf)
 NAN_WARNING_RE = re.compile(
     r"\b(?:(?:loss (?:is|became|becomes)|diverged with loss =) (?:nan|inf)\b|"
+    r"NaN or Inf found in input tensor\b|"
     r"received an? (?:nan|inf) loss\b|"
     r"found (?:nan|inf) in local (?:forward loss|grad norm)\b|"
     r"Invalid loss, terminating training\b)", re.IGNORECASE)
@@ -1769,7 +1790,7 @@ PARSERS: tuple[LineParser, ...] = (
          "Unexpected result", "NaN loss", "nan loss", "NAN loss", "Inf loss", "inf loss",
          "NaN/Inf", "NaN/inf", "nan/inf", "became NaN", "became nan", "becomes NaN",
          "becomes nan", "was NaN", "was nan", "non-finite", "NaN detected", "Inf detected",
-         "NaN found", "NaN gradient", "nan gradient"),
+         "NaN found", "NaN gradient", "nan gradient", "NaN or Inf found"),
         parse_nan_warning,
         # Intellindust-AI-Lab/DEIM#96
         example="Loss is nan, stopping training",

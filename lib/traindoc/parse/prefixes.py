@@ -103,9 +103,11 @@ SLURMSTEPD_PREFIX = "slurmstepd-"
 # (pdsh writes "host: " and the line as it was: an indented line keeps its spaces or tabs after
 # it (torch_ucc's "node-17: \tAborting comms #12 …", PR #53); a tqdm bar's description is no
 # host: "lokr-test-2:  40%|###9 | 1199/3000" (ai-toolkit#595), nor is a module's exception class
-# ending a traceback: "cv2.error: OpenCV(4.5.1) …" (linhandev/iann log/workerlog.0))
+# ending a traceback: "cv2.error: OpenCV(4.5.1) …" (linhandev/iann log/workerlog.0), nor an
+# Ascend CANN error code, E, a letter and four digits ("EI0002: [PID: 2969] … The wait execution
+# of the Notify register times out", "EE9999: Inner Error!", vllm-project/vllm-ascend#3413))
 HOST_RE = re.compile(
-    r"(?<![A-Za-z])(?![\w.\-]*\.\w*(?:error|Error|Exception|Warning): )"
+    r"(?<![A-Za-z])(?![\w.\-]*\.\w*(?:error|Error|Exception|Warning): )(?!E[A-Z]\d{4}: )"
     r"(?P<host>[A-Za-z](?=[\w.\-]*?\d)[\w.\-]*+)"
     r"(?:: (?=[ \t]*\S)(?![ \t]*\d{1,3}%\|)| (?=\[std(?:out|err)\]))"
 )

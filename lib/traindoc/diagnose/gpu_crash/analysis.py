@@ -16,7 +16,7 @@ from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...parse.xid import pci_bus_id
 from ...xid_catalog import xid_info
-from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts
+from ..common import Progress, is_host, last_progress, rank_hosts, task_hosts, world_stated
 from .checkpoints import (
     DEFAULT_MTBF_HOURS,
     Checkpoints,
@@ -180,7 +180,8 @@ def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
         # only the processes stopped from outside (Paddle's workers reporting the SIGTERM
         # their launcher sent, "main proc … exit, kill process group …"): the signal is what
         # the logs show ending the job; who stopped it, and why, is not in them
-        facts.update(error_kind="signal", error_message=stops.iloc[0]["message"])
+        facts.update(error_kind="signal", error_message=stops.iloc[0]["message"],
+                     failed_ranks=stopped_alone(stops, incident))
     if not facts["failed_hosts"] and facts["error_kind"] == "nccl_error":
         facts["failed_hosts"] = link_fault_hosts(events)
     xids = events[events["kind"] == "xid"] if len(events) else events
@@ -247,6 +248,18 @@ def stop_signals(cascade: pd.DataFrame) -> pd.DataFrame:
 
 
 STOPPED_CODES = ("SIGTERM", "parent_exit")
+
+
+def stopped_alone(stops: pd.DataFrame, incident: Incident) -> list[int]:
+    """The one rank a stop reached, where the job shows several processes (ranks or srun tasks
+    writing, a world size stated) and no other says it was stopped (Lightning's "[rank: 2]
+    Received SIGTERM: 15" in a job of five): ``[rank]``; else ``[]`` (a stop every worker
+    reports, or one whose peers the logs do not show, names no rank of its own)."""
+    ranks = set(stops["rank"].dropna().astype(int))  # (a DataLoader worker's names no rank)
+    if len(ranks) != 1:
+        return []
+    world = max(writers_seen(incident), world_stated(incident) or 0)
+    return sorted(ranks) if world >= 2 else []
 
 
 def peer_errors(cascade: pd.DataFrame) -> pd.DataFrame:

@@ -87,6 +87,14 @@ CASCADE_TEXT_RE = re.compile(
     r"Dist(?:Backend|Network|Store)Error|Connection (?:reset|closed|refused)|Broken pipe|"
     r"[Tt]imed out|Timeout|\bTime out\b|NCCL|[Gg]loo|recvValue|Socket|socket|peer|ProcessGroup|"
     r"TCPStore|rendezvous|ChildFailedError", )
+# Exceptions that are the program's or its environment's own fault, never a peer's or the
+# network's, whatever names their message quotes: Paddle's Windows build lacking NCCL,
+# "AttributeError: module 'paddle.fluid.core_avx' has no attribute 'NCCLParallelContext'"
+# (corpus gpu_crash-robustscanner-paddle-windows-2-workers-1-gpu and -uie-fundmanager-…), an
+# "ImportError: … libnccl.so.2: cannot open shared object file", a "TypeError: barrier() got an
+# unexpected keyword argument 'device_ids'" from an older torch.
+PROGRAM_ERROR_CLASSES = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError",
+                                   "NameError", "SyntaxError", "IndentationError", "TypeError"})
 # A port this host could not bind because something on it already holds the port (a second job,
 # a leftover worker) is a local setup fault, though its words name a socket or the TCPStore: it
 # stays out of the causes (a launcher's own bind failure in a log whose workers then time out
@@ -160,6 +168,8 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
             return "cascade", Strength.NONE
         return "cause", STRONG_SIGNAL_CODES.get(code, Strength.LOCAL)
     if kind == "python":
+        if code.rpartition(".")[2] in PROGRAM_ERROR_CLASSES:
+            return "cause", Strength.LOCAL  # whatever words it quotes
         return (("cascade", Strength.NONE) if CASCADE_TEXT_RE.search(f"{code} {message}")
                 else ("cause", Strength.LOCAL))
     return "cause", Strength.WEAK
@@ -215,7 +225,8 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
         rows.append(dict(file=f, lineno=ln, time=r.time, rank=rank, host=as_str(r.host),
                          pid=as_int(r.pid), kind=str(r.kind), code=as_str(r.code),
                          message=as_str(r.message), role=role, strength=strength,
-                         root_cause=False, table="errors", source=r.source, line=r.line))
+                         root_cause=False, table="errors", source=r.source, line=r.line,
+                         local_rank=as_int(getattr(r, "local_rank", None))))
     c = incident.collectives
     timed = c[c["state"] == "timed_out"]
     for r, spawned in zip(timed.itertuples(index=False), spawned_ranks(timed, incident),

@@ -418,6 +418,12 @@ def _stopped_verdict(a: GpuCrashAnalysis) -> tuple[str, Confidence] | None:
     f = a.facts
     if a.crash.first is not None or f["error_kind"] != "signal":
         return None
+    if f["failed_ranks"]:  # one rank of several (``analysis.stopped_alone``)
+        return (f"{_who(f)} alone was stopped from outside ({f['error_message']}); no process "
+                "failed on its own before it and no other process of the job says it was "
+                "stopped. Who sent the signal is not in these logs — that machine's journal, "
+                "the scheduler's record (sacct) and whoever could run kill there say.",
+                Confidence.LOW)
     return (f"The processes in these logs were stopped from outside ({f['error_message']}) and "
             "none of them failed on its own before it; who stopped them, and why, is not here — "
             "the launcher's output, the rank it watched (rank 0's log) and the scheduler's "

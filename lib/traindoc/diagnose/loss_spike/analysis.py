@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ...incident import Incident
+from ..common import last_progress
 from .detect import GRAD_NORM, LOSS, Detector, epoch_reset, epoch_running_mean, find_spikes
 from .series import (
     checkpoint_iterations,
@@ -22,6 +24,11 @@ from .series import (
     skipped_iterations,
     spike_rows,
 )
+
+# a loss of exactly 0 on this many logged steps or more, to the end of the log, after one of
+# at least ZERO_AFTER_LOSS: a degenerate loss (``LossSpikeAnalysis.zero_loss_from``)
+ZERO_RUN_MIN = 5
+ZERO_AFTER_LOSS = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,8 +84,36 @@ class LossSpikeAnalysis:
         # no value anywhere (yolact's "[  1]    1530 || B: … | T: 18.442 || timer: 0.321"):
         # the last step line, not an overflow placed after it
         placed = s["skipped"].fillna(0).gt(0)
+        if "placed" in s:  # a NaN warning placed after it is none either
+            placed = placed | s["placed"].fillna(False).astype(bool)
+        if not (~placed).any():
+            # only events placed after a progress bar's count (MEmoBert: "34081/300000",
+            # then apex's overflows): the bar's count is the last step the log shows
+            step = last_progress(self.incident).step
+            if step is not None and step < int(s["iteration"].min()):
+                return int(step)
         rows = s[~placed] if (~placed).any() else s
         return int(rows["iteration"].iloc[-1])
+
+    @property
+    def zero_loss_from(self) -> int | None:
+        """The first step of a run of losses of exactly 0 that lasts to the end of the log
+        (``ZERO_RUN_MIN`` logged steps or more) after a loss of ``ZERO_AFTER_LOSS`` or more:
+        a loss that stopped measuring anything (every label masked, a broken half-precision
+        path), not a model that learned everything. A loss that hovers about 0 (a policy
+        gradient's surrogate) never reached that size before."""
+        lf = self.series[self.series["loss"].notna()]
+        if len(lf) <= ZERO_RUN_MIN:
+            return None
+        loss = lf["loss"].to_numpy(dtype=float)
+        k = len(loss)
+        while k and loss[k - 1] == 0.0:
+            k -= 1
+        if len(loss) - k < ZERO_RUN_MIN or k == 0:
+            return None
+        if not (abs(loss[:k][np.isfinite(loss[:k])]) >= ZERO_AFTER_LOSS).any():
+            return None
+        return int(lf["iteration"].iloc[k])
 
     @property
     def main_spike(self) -> dict[str, Any] | None:

@@ -27,7 +27,7 @@ from .analysis import LossSpikeAnalysis, span_text, spikes_frame
 from .series import rollback_point
 
 FACT_KEYS = ("spikes", "grad_norm_leads", "nan_iterations", "skipped_iterations",
-             "rollback_iteration", "last_iteration")
+             "zero_loss_from", "rollback_iteration", "last_iteration")
 
 
 # -- wording -----------------------------------------------------------------------------------
@@ -96,6 +96,7 @@ def facts(a: LossSpikeAnalysis) -> dict[str, Any]:
              rollback_iteration=a.rollback_iteration)
     if a.spikes:
         f["grad_norm_leads"] = a.spikes[0]["grad_norm_leads"]
+    f["zero_loss_from"] = a.zero_loss_from
     return f
 
 
@@ -266,8 +267,30 @@ def _loss_scale_collapses(a: LossSpikeAnalysis) -> list[Finding]:
 
 
 def _quiet(a: LossSpikeAnalysis) -> bool:
-    """No spike, NaN, skipped step or loss-scale collapse."""
-    return not (a.spikes or a.nan_iterations or a.skipped_iterations or a.loss_scale_collapses)
+    """No spike, NaN, skipped step, loss-scale collapse or loss stuck at exactly 0."""
+    return not (a.spikes or a.nan_iterations or a.skipped_iterations or a.loss_scale_collapses
+                or a.zero_loss_from is not None)
+
+
+def _zero_rows(a: LossSpikeAnalysis) -> pd.DataFrame:
+    """The logged losses from the last non-zero one through the zero run's first three."""
+    lf = a.series[a.series["loss"].notna()]
+    z = a.zero_loss_from
+    before = lf[lf["iteration"] < z].tail(1) if z is not None else lf.iloc[0:0]
+    return pd.concat([before, lf[lf["iteration"] >= z].head(3)]) if z is not None else before
+
+
+def _zero_loss(a: LossSpikeAnalysis) -> Finding | None:
+    z = a.zero_loss_from
+    if z is None:
+        return None
+    lf = a.series[a.series["loss"].notna()]
+    n = int((lf["iteration"] >= z).sum())
+    return Finding(
+        "zero_loss", Severity.CRITICAL,
+        f"The loss is exactly 0 from iteration {z} to the end of the log ({n} logged "
+        f"iterations, to {a.last_iteration}): no model's loss is exactly zero on every batch — "
+        "the loss stopped measuring anything", evidence(_zero_rows(a)))
 
 
 def _loss_drop(a: LossSpikeAnalysis) -> str:
@@ -297,7 +320,8 @@ FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
     Rule("data_window", _data_window), Rule("lr_jump", _lr_jump),
     Rule("grad_norm_spikes", _grad_norm_spikes), Rule("nan_iterations", _nan_iterations),
     Rule("skipped_iterations", _skipped_iterations),
-    Rule("loss_scale_collapses", _loss_scale_collapses), Rule("no_spike", _no_spike),
+    Rule("loss_scale_collapses", _loss_scale_collapses), Rule("zero_loss", _zero_loss),
+    Rule("no_spike", _no_spike),
     Rule("input", _input))
 NO_METRICS_FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
     Rule("no_iterations", _no_iterations), Rule("input", _input))
@@ -398,6 +422,18 @@ def _collapse_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
             f"{c['end_iteration']}.", Confidence.HIGH)
 
 
+def _zero_loss_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    z = a.zero_loss_from
+    if z is None or a.nan_at_end:
+        return None
+    return (f"The loss fell to exactly 0 at iteration {z} and stayed there to the end of the "
+            f"log ({a.last_iteration}): the run is not learning. A loss of exactly zero on "
+            "every batch is a loss with nothing to measure — every label masked (-100: a chat "
+            "template or a cut-off that drops the answer), or a half-precision overflow the "
+            "loss function turns into zero; roll back before it and check a batch's labels.",
+            Confidence.MEDIUM)
+
+
 def _went_on_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
     nans, skipped = a.nan_iterations, a.skipped_iterations
     if not (nans or skipped):
@@ -421,6 +457,7 @@ VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("lr_jump", _lr_jump_verdict, 70), Rule("rollback", _rollback_verdict, 60),
     Rule("doubtful_recovery", _doubtful_recovery_verdict, 50),
     Rule("recovered", _recovered_verdict, 40), Rule("nan_at_end", _nan_verdict, 30),
+    Rule("zero_loss", _zero_loss_verdict, 25),
     Rule("loss_scale_collapse", _collapse_verdict, 20), Rule("went_on", _went_on_verdict, 10),
     Rule("quiet", _quiet_verdict, 0))
 NO_METRICS_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
@@ -594,6 +631,20 @@ def _repeated_spikes(a: LossSpikeAnalysis) -> Action | None:
         "Adam beta2 0.95")
 
 
+def _check_labels(a: LossSpikeAnalysis) -> Action | None:
+    z = a.zero_loss_from
+    if z is None or a.nan_at_end:
+        return None
+    return action(
+        "check_labels", f"Check what the loss is computed on from iteration {z}",
+        "A loss of exactly 0 on every logged step is no learning: the batches carry no label "
+        "the loss counts, or the forward pass overflows and the loss comes out as 0.",
+        "decode one batch of the job's data collator and count labels != -100 (HF: "
+        "sum((b['labels'] != -100).sum() for b in loader)); if there are labels, run one "
+        "step in fp32 (or bf16) and compare the loss; restart from a checkpoint before "
+        f"iteration {z} once fixed")
+
+
 def _nothing_to_act_on(a: LossSpikeAnalysis) -> Action | None:
     if any(r.make(a) for r in ACTIONS if r.id not in ("keep_going_quiet", "watch_skips")):
         return None
@@ -620,7 +671,7 @@ ACTIONS: tuple[Rule[Action], ...] = (
     Rule("rollback_skip_data", _rollback_skip_data, 2), Rule("lower_lr", _lower_lr, 3),
     Rule("inspect_data", _inspect_data, 4), Rule("rollback_nan", _rollback_nan, 2),
     Rule("loss_scale", _loss_scale, 3), Rule("keep_going", _keep_going, 1),
-    Rule("repeated_spikes", _repeated_spikes, 2),
+    Rule("repeated_spikes", _repeated_spikes, 2), Rule("check_labels", _check_labels, 2),
     Rule("keep_going_quiet", _nothing_to_act_on, 1), Rule("watch_skips", _watch_skips, 5))
 NO_METRICS_ACTIONS: tuple[Rule[Action], ...] = (Rule("point_at_metrics", _point_at_metrics, 1),)
 
