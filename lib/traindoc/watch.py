@@ -55,9 +55,9 @@ from .collect import proc_stat, start_time
 from .diagnose.common import as_float
 from .incident import Incident, ReadAccount
 from .parse import FILE_LOADERS
-from .parse.prefixes import path_origin
 from .reader.account import Account
 from .reader.decode import GZIP_MAGIC, MAX_LINE_BYTES, expand_paths
+from .reader.files import file_origin
 from .reader.lines import LineReader, Stream
 from .reader.sink import Sink
 from .report import evidence as evidence_lines
@@ -168,7 +168,7 @@ class Follower:
             self.lines.end(t.stream)
 
     def _new_tail(self, path: Path, name: str, inode: int) -> _Tail:
-        return _Tail(path, inode, Stream(name, path_origin(name), self.year))
+        return _Tail(path, inode, Stream(name, file_origin(path, name), self.year))
 
     def _read(self, path: Path, name: str) -> None:
         try:

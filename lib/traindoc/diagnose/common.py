@@ -741,7 +741,7 @@ def _training_bars(progress: pd.DataFrame) -> pd.DataFrame:
 LOGGED_NAN_TEXT = "NaN or Inf found in input tensor"
 # a step line's loss or grad norm printed as NaN/inf after a key and a space (Megatron's "lm loss
 # NAN |", "grad norm inf |"): the step line shows it
-STEP_NAN_RE = re.compile(r"(?:loss|grad[ _-]?norm)['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
+STEP_NAN_RE = re.compile(r"(?:loss|grad[ _-]?norm)['\"]?\s*+[:=]?\s*+['\"]?[-+]?(?:nan|inf)\b",
                          re.IGNORECASE)
 
 

@@ -87,7 +87,7 @@ import pandas as pd
 
 from ..hostlist import runs
 from ..incident import Incident
-from ..parse.benchmarks import SHUTDOWN_METRIC
+from ..parse.benchmarks import LOOP_RAISED_METRIC, SHUTDOWN_METRIC
 from ..parse.collectives import STORE_BARRIER_OP
 from ..report import (
     Action,
@@ -535,7 +535,9 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     died = (kind == "python" and (bool(len(x)) or bool(WORKER_DIED_RE.search(message))
                                   or bool(HYDRA_REPORT_RE.match(message))
                                   or uncaught(incident.stacks) or _argparse_exit(incident, message)
-                                  or _shut_down_on(incident, message))
+                                  or _shut_down_on(incident, message)
+                                  or _loop_raised(incident, message)
+                                  or _stopped_after(incident, message))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed
@@ -569,6 +571,45 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
         r = who([int(first["rank"])] if pd.notna(first["rank"]) else [])
         parts.append(f"{r} {how}{code}{tail}")
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
+
+
+def _stopped_after(incident: Incident, message: str) -> bool:
+    """Whether the process that raised ``message`` was then stopped (a SIGTERM it reports, its
+    launcher gone: gpu_crash's stop codes) in the same file: the exception ended its run
+    (Paddle's DataLoader thread raising, then "FatalError: `Termination signal` is detected
+    by the operating system" as the launcher tears the worker down)."""
+    from .gpu_crash.analysis import STOPPED_CODES
+
+    errs = incident.errors
+    if not message or not len(errs):
+        return False
+    failed = errs[(errs["kind"] == "python") & (errs["message"] == message)]
+    stops = errs[errs["code"].isin(list(STOPPED_CODES))]
+    if not len(failed) or not len(stops):
+        return False
+    at = _row_positions(incident, failed.head(1))[0]
+    return any(f == at[0] and ln > at[1] for f, ln in _row_positions(incident, stops))
+
+
+def _loop_raised(incident: Incident, message: str) -> bool:
+    """Whether a training loop said it stopped on the exception ``message`` and raised it
+    again (``exit:loop_raised``, detectron2's "Exception during training:" just before the
+    traceback, in the same file): the training ended on it."""
+    ht, errs = incident.host_timings, incident.errors
+    if not message or not len(ht) or not len(errs):
+        return False
+    marks = ht[ht["metric"] == LOOP_RAISED_METRIC]
+    failed = errs[(errs["kind"] == "python") & (errs["message"] == message)]
+    if not len(marks) or not len(failed):
+        return False
+    at = set(_row_positions(incident, failed))
+    return any(f == ef and ln < el and el - ln <= LOOP_RAISED_REACH
+               for f, ln in _row_positions(incident, marks) for ef, el in at)
+
+
+# the lines a traceback may take between a loop's "Exception during training:" and the
+# exception's own line
+LOOP_RAISED_REACH = 400
 
 
 def _shut_down_on(incident: Incident, message: str) -> bool:

@@ -499,6 +499,21 @@ SHUTDOWN_NEEDLES = ("objects to clean up at shutdown",)
 SHUTDOWN_METRIC = "exit:shutdown"
 
 
+# A training loop that logs the exception it stops on and raises it again: detectron2's and
+# fvcore's TrainerBase.train ("except Exception: logger.exception('Exception during training:');
+# raise"), copied by LiBai and AdelaiDet: "[02/25 03:02:13] d2.engine.train_loop ERROR: Exception
+# during training:", then the traceback. An ``exit:loop_raised`` row: the exception after it
+# ended the training (``diagnose.triage``).
+LOOP_RAISED_RE = re.compile(r"\bERROR:? Exception during training:\s*$")
+LOOP_RAISED_NEEDLES = ("Exception during training:",)
+LOOP_RAISED_METRIC = "exit:loop_raised"
+
+
+def parse_loop_raised(text: str) -> Row | None:
+    """A training loop's report of the exception it re-raises, as an ``exit:loop_raised`` row."""
+    return {"metric": LOOP_RAISED_METRIC, "value": 1.0} if LOOP_RAISED_RE.search(text) else None
+
+
 def parse_shutdown(text: str) -> Row | None:
     """The resource tracker's warning at the interpreter's shutdown, as an ``exit:shutdown``
     row."""
@@ -554,6 +569,14 @@ PARSERS: tuple[LineParser, ...] = (
         # YunSungJu/OderformKIE log/workerlog.0 (PaddleOCR tools/program.py)
         example="[2023/12/19 01:51:20] ppocr INFO: During the training process, after the 0th "
         "iteration, an evaluation is run every 19 iterations",
+    ),
+    LineParser(
+        "loop_raised",
+        "host_timings",
+        LOOP_RAISED_NEEDLES,
+        parse_loop_raised,
+        # vaishnavmohit/imageclassification-detectron output/log.txt (detectron2's train loop)
+        example="[02/25 03:02:13] d2.engine.train_loop ERROR: Exception during training:",
     ),
     LineParser(
         "shutdown",

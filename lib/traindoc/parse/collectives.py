@@ -33,6 +33,8 @@ Wordings (checked against torch's ProcessGroupNCCL.cpp across versions, and publ
 - gloo: ``Timed out waiting 5000ms for recv operation to complete`` (also send).
 - Ascend HCCL's execution timeout (EI0002's notify wait, the plog's ``[TaskExecStage][Timeout]``):
   ``HCCL_*`` below.
+- a rank that timed out getting rank 0's ncclUniqueId from the store: ``UNIQUE_ID_RE`` below;
+  XLA's coordination service giving up on a key (JAX): ``XLA_KV_RE``.
 - start-up, before any collective (``STARTUP_TIMEOUTS``): the store-based barrier of
   ``init_process_group`` (``Timed out initializing process group in store based barrier on rank:
   5, for key: store_based_barrier_key:1 (world_size=8, worker_count=6, timeout=0:00:30)``; torch
@@ -532,12 +534,72 @@ def parse_hccl_timeout(text: str) -> Row | None:
             "state": "timed_out"}
 
 
+# --- a rank waiting for rank 0's NCCL unique id (ProcessGroupNCCL::broadcastUniqueNCCLID) --------
+# When a communicator is first made (the group's first collective), rank 0 puts ncclUniqueId in
+# the store and every other rank gets it: "[4] is setting up NCCL communicator and retrieving
+# ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error:
+# Socket Timeout" (torch 2.0-2.1, kyleliang919/C-Optim#10, SymbioticLab/Oobleck#19), "… got
+# error: wait timeout after 600000ms" (2.2+, a SLURM run's slurm_927818.err quoted in its notes).
+# The rank that waited timed out; the one it waited for had not reached that collective. A peer
+# that went away instead ("got error: Connection reset by peer", "Failed to recv, got 0 bytes")
+# is no timeout, and is left to the crash reader.
+UNIQUE_ID_RE = re.compile(
+    r"\[(?:[^\[\]]*Rank )?(?P<rank>\d+)\] is setting up NCCL communicator and retrieving "
+    r"ncclUniqueId from \[(?P<root>\d+)\] via c10d key-value store by key '[^']*', but "
+    r"store->get\('[^']*'\) got error: (?P<err>Socket Timeout|wait timeout after (?P<ms>\d+)ms"
+    r"|Timed out)")
+
+
+def parse_unique_id_timeout(text: str) -> list[Row] | None:
+    """A rank that timed out getting rank 0's ncclUniqueId: it timed out, the root never came."""
+    m = UNIQUE_ID_RE.search(text)
+    if not m:
+        return None
+    return [{"rank": int(m["rank"]), "timeout_ms": to_int(m["ms"]), "state": "timed_out",
+             "_named_rank": True},
+            {"rank": int(m["root"]), "state": "absent", "_named_rank": True}]
+
+
+# --- XLA's coordination service (JAX, TensorFlow): a key-value wait that timed out ---------------
+# absl's "GetKeyValue() timed out with key: $0 and duration: $1" (xla/tsl coordination service
+# agent; the duration as absl::FormatDuration writes it: "10m", "2m", "5m30s", "1.5s"): a process
+# waited for a key another process never set. The key "devices=[0,…,29]; …; root_device=0" is an
+# NCCL clique's id being set up for a collective (EnzymeAD/Enzyme-JAX#623, "Execution of replica
+# 0 failed: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: devices=[…] … and duration:
+# 10m"); "cuda:local_topology/cuda/1" is jax.distributed.initialize's topology exchange at start-up
+# ("Getting local topologies failed: GetKeyValue() timed out with key: cuda:local_topology/cuda/1
+# … duration: 2m", notes of JAX users on Perlmutter and TPU hosts). No rank is printed.
+XLA_KV_RE = re.compile(r"GetKeyValue\(\) timed out with key: (?P<key>.*?) and duration: "
+                       r"(?P<dur>(?:\d+(?:\.\d+)?(?:ms|us|ns|h|m|s))+)\b")
+XLA_TOPOLOGY_RE = re.compile(r"GetKeyValue\(\) timed out with key: \w+:local_topology/")
+ABSL_DURATION_PART_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)(?P<u>ms|us|ns|h|m|s)")
+ABSL_UNIT_MS = {"h": 3_600_000.0, "m": 60_000.0, "s": 1000.0, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
+
+
+def absl_duration_ms(text: str) -> int | None:
+    """An absl::FormatDuration duration ("10m", "5m30s", "1.5s") in milliseconds."""
+    parts = ABSL_DURATION_PART_RE.findall(text)
+    if not parts:
+        return None
+    return _ms(sum(float(v) * ABSL_UNIT_MS[u] for v, u in parts), 1)
+
+
+def parse_xla_kv_timeout(text: str) -> Row | None:
+    """XLA's coordination service gave up waiting for a key: a timeout, its duration; no rank."""
+    m = XLA_KV_RE.search(text)
+    if not m:
+        return None
+    return {"rank": None, "timeout_ms": absl_duration_ms(m["dur"]), "state": "timed_out"}
+
+
 # start-up's timeout lines that name no collective, and what each says happened
 STARTUP_LINES: tuple[tuple[re.Pattern[str], str], ...] = (
     (SOCKET_TIMEOUT_RE, "the c10d client socket never reached the store (rendezvous or TCPStore)"),
     (STORE_CLIENTS_RE, "the TCPStore server waited for clients that never joined"),
     (STORE_WAIT_STARTUP_RE, "a start-up key of the store (rendezvous or barrier) was never set"),
     (RDZV_TIMEOUT_RE, "torchelastic's rendezvous did not complete: not every node joined"),
+    (XLA_TOPOLOGY_RE, "jax.distributed's topology exchange did not complete: a process never "
+     "published its devices"),
 )
 
 
@@ -669,6 +731,27 @@ PARSERS: tuple[LineParser, ...] = (
         example="h03r3n06:45012:45012 [2] NCCL INFO AllGather: opCount 28c sendbuff 0x7f1fd894af00"
         " recvbuff 0x7f1ed1c00100 count 59205120 datatype 0 op 0 root 0 comm 0x559c24b55610 "
         "[nranks=4] stream 0x559c248a3630",
+    ),
+    LineParser(
+        "nccl_unique_id_timeout",
+        "collectives",
+        ("retrieving ncclUniqueId from",),
+        parse_unique_id_timeout,
+        # kyleliang919/C-Optim#10 (torch 2.1)
+        example="RuntimeError: [4] is setting up NCCL communicator and retrieving ncclUniqueId "
+        "from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket "
+        "Timeout",
+    ),
+    LineParser(
+        "xla_kv_timeout",
+        "collectives",
+        ("GetKeyValue() timed out",),
+        parse_xla_kv_timeout,
+        # EnzymeAD/Enzyme-JAX#623 (cut before its key's list of devices ends, as pasted)
+        example="E0000 00:00:1743713172.513857  698835 pjrt_stream_executor_client.cc:3072] "
+        "Execution of replica 0 failed: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: "
+        "devices=[0,1]; stream=0; groups=[[0,1]]; root_device=0; num_local_participants=2 and "
+        "duration: 10m [type.googleapis.com/tensorflow.CoordinationServiceError='']",
     ),
     LineParser(
         "hccl_exec_timeout",

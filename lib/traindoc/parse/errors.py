@@ -342,6 +342,16 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"\.(?:cu|cuh|hip|py|cpp):\d+: (?:.*: )?block: \[\d+, ?\d+, ?\d+\],? "
                    r"thread: \[\d+, ?\d+, ?\d+\],? (?P<msg>Assertion .{1,300}? failed\.?)"),
     ),
+    (  # Paddle's PADDLE_ENFORCE inside a CUDA kernel, one line per failing thread ("Error: %s:%d
+        # Assertion `%s` failed. %s"): "Error: /paddle/paddle/phi/kernels/funcs/gather.cu.h:68
+        # Assertion `index_value >= 0 && index_value < input_dims[j]` failed. The index is out of
+        # bounds, …" (OrionZJ/Fabric-Defect-Detection's RT-DETR workerlog.0, then CUDA error 719)
+        "cuda_kernel_assert",
+        "cuda_error",
+        "Assertion ",
+        re.compile(r"\bError: (?P<msg>\S+\.(?:cu|cuh|cu\.h|h):\d+ Assertion `.{1,300}?` failed\."
+                   r"(?: [^.]{1,200}\.)?)"),
+    ),
     (  # torch's cuDNN and cuBLAS checks without "CUDA error: " before them: "RuntimeError: cuDNN
         # error: CUDNN_STATUS_EXECUTION_FAILED" (GeneZC/ASGCN#19), torch <= 1.0 "RuntimeError:
         # CUDNN_STATUS_EXECUTION_FAILED" (tbepler/protein-sequence-embedding-iclr2019#6), torch

@@ -441,8 +441,8 @@ HF_TRAIN_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr"
 # {'loss': 2.4395, 'grad_norm': inf, …}" from a TrainerCallback's on_log, text-generation-webui
 # LoRA training.log; "[Step 100] {…}", "global_step=100 {…}", "Iteration 12: {…}")
 HF_PRE_STEP_RE = re.compile(
-    r"(?<![\w/])(?:[Gg]lobal[ _][Ss]tep|[Ss]tep|STEP|[Ii]ter(?:ation)?)\s*[:=#]?\s*(?P<n>\d+)"
-    r"(?:\s*/\s*(?P<total>\d+))?\s*[\]:,|\-)]*\s*$")
+    r"(?<![\w/])(?:[Gg]lobal[ _][Ss]tep|[Ss]tep|STEP|[Ii]ter(?:ation)?)\s*+[:=#]?\s*+(?P<n>\d+)"
+    r"(?:\s*+/\s*+(?P<total>\d+))?\s*+[\]:,|\-)]*+\s*$")
 
 
 def parse_hf_dict(text: str) -> tuple[str, Row] | None:

@@ -1323,6 +1323,14 @@ def step_marker(text: str) -> Row | None:
 KEYED_NUMBER_RE = re.compile(r"[A-Za-z][\w-]*\s*[=:]\s*[-+]?\d")
 
 
+# detectron2's CommonMetricPrinter (d2.utils.events; LiBai's libai.utils.events) printing the
+# iteration it reached with no metric yet: "[02/25 03:02:13] d2.utils.events INFO:  iter: 0
+# lr: N/A  max_mem: 51M" after a crash in the first step (vaishnavmohit/imageclassification-
+# detectron, AsrarH/detectron's DenseCL): the step the run reached
+EVENTS_LOGGER = "utils.events INFO:"
+EVENTS_STEP_RE = re.compile(r"\butils\.events INFO:\s.*?\biter: (?P<n>\d+)\b")
+
+
 # a step's memory report between its phases, no metric of its own: ColossalAI's examples
 # (get_mem_info(prefix=f"[{n + 1}/{NUM_STEPS}] Forward "), copied across its gpt, opt, palm and
 # auto-parallel demos; hpcaitech/ColossalAI#3172): "[3/1000] Forward GPU memory usage: 8367.72
@@ -1400,6 +1408,8 @@ def parse_line(text: str) -> Row | None:
         row = step_marker(text)
     if row is None and PHASE_MEMORY_NEEDLES[0] in text:
         row = phase_memory_marker(text)
+    if row is None and EVENTS_LOGGER in text and (m := EVENTS_STEP_RE.search(text)):
+        row = {"iteration": int(m["n"]), "event": STEP_EVENT}
     if row is None and EPOCH_RESULTS_NEEDLE in text and (m := EPOCH_RESULTS_RE.search(text)):
         row = {"iteration": int(m["n"]), "epoch": float(m["e"]), "event": STEP_EVENT}
     return row
@@ -1631,24 +1641,25 @@ class RoundParser:
 # l2_norm: 0.141, …" (corpus loss_spike-cs336-a5-grpo-rl-log-healthy); an RL optimizer's
 # "2019-02-03 08:03:36,767 INFO     iteration 9/10000", four "epoch k/4" lines, then
 # "… INFO     steps_per_s=443.39, avg_weight_age=4.9, …, loss=0.2225, entropy=7.487"
-# (corpus throughput-dotaclient-34). The header is the counter after a logger's prefix
+# (corpus throughput-dotaclient-34); an epoch's "[Epoch 7/50]" then "Train Loss: nan, Train Acc:
+# 0.0379" (othmaneechc/SpeedTransformer, the loss the epoch's). The header is the counter after a logger's prefix
 # (``HEAD_PREFIX_RE``: times, levels, bracketed tags, a logger's name before " - "), with at
 # most a verb and a few key/value fields after it and no loss; the first line with a training
 # loss and no counter of its own within ``HEAD_REACH`` lines is that step's row. A header
 # directly followed by its lone loss is the generic reader's joined record (``step_header``).
 STEP_HEAD_RE = re.compile(
     r"(?<![\w/.])(?:(?:rollout|train(?:ing)?|global|current|outer)\s++)?"
-    r"(?:iteration|iter|step|update|rollout\s++batch|episode)\s*+[:#=]?\s*+(?P<n>\d++)"
+    r"(?P<word>iteration|iter|step|update|rollout\s++batch|episode|epoch)\s*+[:#=]?\s*+(?P<n>\d++)"
     r"(?:\s*+/\s*+(?P<tot>\d++))?(?![\d.%/])"
     r"(?:\s++(?:generated|done|started|finished|begins?|starts?|completed?|begin|start)\b)?"
     r"[\s:,;.!=\-\]*>#]*+(?:[A-Za-z_]\w*+(?: [A-Za-z_]\w*+)?\s*+[:=]\s*+[^\s,;|]++[\s,;]*+)*+$",
     re.IGNORECASE)
 HEAD_PREFIX_RE = re.compile(
-    r"(?:\s++|[-|:>*=#,]++|\[[^\]]{0,80}\]|\([^)]{0,80}\)|\d[\d\-/:.,T+Z]*+|[IWEF]\d{4}"
+    r"(?:\s++|[-|:>*=#,\[]++|\[[^\]]{0,80}\]|\([^)]{0,80}\)|\d[\d\-/:.,T+Z]*+|[IWEF]\d{4}"
     r"|(?:INFO|WARNING|WARN|DEBUG|ERROR|NOTICE|TRACE|CRITICAL)\b|[\w.]++(?=\s*+-\s)"
     r"|[\w.]++:\d++)*+", re.IGNORECASE)
 HEAD_NEEDLES = ("iter", "Iter", "ITER", "step", "Step", "STEP", "update", "Update", "rollout",
-                "Rollout", "episode", "Episode")
+                "Rollout", "episode", "Episode", "Epoch", "epoch", "EPOCH")
 HEAD_REACH = 60  # lines from a header to its loss, at most
 # a line that counts on its own ("val[ 0/40]  Time 2.093  Loss 8.08e-02", an evaluation's
 # batch after DeepSpeed's "step=5000, skipped=0" header) or reports an evaluation: not the
@@ -1678,17 +1689,22 @@ class HeadedStepParser:
 
     def __init__(self) -> None:
         self.section: str | None = None
-        self.head: tuple[int, int | None, int] | None = None  # step, total, line of the header
+        # step, total, line of the header, whether it numbers an epoch
+        self.head: tuple[int, int | None, int, bool] | None = None
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the row of a header's loss."""
         line = ctx[1] if isinstance(ctx, tuple) and len(ctx) > 1 and isinstance(ctx[1], int) else None
-        if any(map(text.__contains__, HEAD_NEEDLES)) and (m := step_head(text)) is not None:
-            self.head = (int(m["n"]), int(m["tot"]) if m["tot"] else None, line or 0)
+        if any(map(text.__contains__, HEAD_NEEDLES)) and (m := step_head(text)) is not None \
+                and (m["word"].lower() != "epoch" or m["tot"]):
+            # (an epoch's header only with its total, "[Epoch 7/50]": nnU-Net's bare "Epoch 2"
+            # opens an epoch whose losses come at its end, ``epoch_begun``)
+            self.head = (int(m["n"]), int(m["tot"]) if m["tot"] else None, line or 0,
+                         m["word"].lower() == "epoch")
             return []
         if self.head is None:
             return []
-        step, total, at = self.head
+        step, total, at, epoch = self.head
         if line is not None and line - at > HEAD_REACH:
             self.head = None
             return []
@@ -1704,6 +1720,9 @@ class HeadedStepParser:
         self.head = None
         if total is not None:
             row["total_iterations"] = total
+        if epoch:  # an epoch's header: the loss is the epoch's ("[Epoch 7/50]", then "Train
+            # Loss: nan, Train Acc: 0.03", othmaneechc/SpeedTransformer's fine-tuning sweep)
+            row["epoch"] = float(step)
         return [("iterations", {**row, "_ctx": ctx})]
 
     def close(self) -> list[tuple[str, Row]]:

@@ -19,6 +19,7 @@ Launchers prepend their own tags, often stacked (``0: [default3]:[rank3]:[E708 .
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -387,9 +388,12 @@ def _mk(year: int, m: re.Match[str], month: int | None = None) -> datetime | Non
         return None
 
 
-def path_origin(path: str) -> Origin:
+def path_origin(path: str, siblings: Iterable[str] = ()) -> Origin:
     """Rank or host implied by a log file's path (``PATH_ORIGINS``: torchrun --log-dir,
-    rank3.log, trace-host.out, Paddle's workerlog.N)."""
+    rank3.log, trace-host.out, Paddle's workerlog.N). ``siblings``: the names of the files
+    beside it; detectron2's (and fvcore's, LiBai's) setup_logger writes rank 0's log to
+    ``log.txt`` and rank N's to ``log.txt.rankN``, so a file whose name is theirs without the
+    suffix is rank 0's."""
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     for on, pattern in PATH_ORIGINS:
         m = pattern.search(path if on == "path" else name)
@@ -398,4 +402,7 @@ def path_origin(path: str) -> Origin:
         if "host" in pattern.groupindex:
             return Origin(host=m["host"])
         return Origin(rank=digits_int(m["n"]))
+    prefix = f"{name}.rank"
+    if any(s.startswith(prefix) and s[len(prefix):].isdigit() for s in siblings):
+        return Origin(rank=0)
     return Origin()

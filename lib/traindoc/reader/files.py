@@ -6,6 +6,7 @@ text log (plain, gzip or UTF-16) through the line pipeline, by the reference eng
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -14,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..parse import FILE_LOADERS, FileLoader
-from ..parse.prefixes import path_origin
+from ..parse.prefixes import Origin, path_origin
 from .account import Account
 from .bulk import Lane
 from .decode import (
@@ -50,6 +51,15 @@ def dated_year(path: Path, head: bytes) -> int | None:
     except (OSError, EOFError):
         return None
     return int(m[1]) if m else None
+
+
+
+def file_origin(path: Path | str, name: str) -> Origin:
+    """The writer a log file's path implies (``path_origin``), with the one sibling that
+    matters: ``X.rank1`` beside ``X`` makes ``X`` rank 0's (detectron2's ``log.txt``)."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    beside = (f"{base}.rank1",) if os.path.exists(f"{path}.rank1") else ()
+    return path_origin(name, beside)
 
 
 class FileReader:
@@ -109,7 +119,7 @@ class FileReader:
             self.acc.warn(f"{name}: empty file")
             return
         year = self.year or dated_year(path, head) or datetime.fromtimestamp(st.st_mtime).year
-        stream = Stream(name, path_origin(name), year)
+        stream = Stream(name, file_origin(path, name), year)
         if head.startswith(UTF16_BOMS) and head[2:400].count(b"\x00") * 3 > len(head[2:400]):
             self._utf16(path, stream, st.st_size)
             return

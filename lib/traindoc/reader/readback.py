@@ -18,10 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..parse import FILE_LOADERS
-from ..parse.prefixes import path_origin
 from .account import Account
 from .decode import GZIP_MAGIC, UTF16_BOMS, Budget, chunks, decode, open_bytes
-from .files import FileReader
+from .files import FileReader, file_origin
 from .lines import MAX_WRAP_LINES, LineReader, Stream
 from .sink import Sink
 
@@ -103,7 +102,7 @@ def _windows(path: Path, head: bytes, linenos: set[int]) -> dict[Place, str]:
                     lineno += 1
                     if lineno in window:
                         if stream is None:
-                            stream = Stream(name, path_origin(name), None)
+                            stream = Stream(name, file_origin(path, name), None)
                         lines.physical(stream, raw, lineno)
                     elif stream is not None:
                         lines.end(stream)

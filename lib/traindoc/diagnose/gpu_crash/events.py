@@ -424,10 +424,14 @@ def _interrupted(stops: pd.DataFrame, incident: Incident, files: dict[str, int])
 # then "torch.OutOfMemoryError: CUDA out of memory …", a verl user's log; vLLM's "Exception: Call
 # to collective_rpc method failed: ray::RayWorkerWrapper.execute_method() (pid=1117,
 # ip=10.0.29.169, …)" then "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_REMOTE_ERROR: …",
-# NVIDIA/JAX-Toolbox's jax-vllm offloading logs).
+# NVIDIA/JAX-Toolbox's jax-vllm offloading logs). Paddle's static graph names the user code
+# its error came from, then the error indented under the frames ("RuntimeError: In user code:",
+# then "    PreconditionNotMetError: Tensor not initialized yet when Tensor::place() is called.",
+# Yanxing-Shi/PaddleNLP's CUDA-graph run; dy2static's "… In transformed code:").
 EXCEPTION_WRAPPER_RE = re.compile(
     r"Caught \w+ in (?:replica \d+ on device \d+|DataLoader worker process \d+|pin memory thread)"
-    r"|Operator \w+ raises an? [\w:]+ exception|\bray::\S+\(\) \(pid=\d+, ip=")
+    r"|Operator \w+ raises an? [\w:]+ exception|\bray::\S+\(\) \(pid=\d+, ip="
+    r"|: In (?:user|transformed) code:\s*$")
 WRAPPED_ERROR_LINES = 400  # the original traceback ends this close below the wrapper's line
 
 
@@ -545,6 +549,11 @@ def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str,
 # "_bootstrap_inner (…/threading.py:1016)" (Python 3), "__bootstrap_inner (…/threading.py:801)"
 # (Python 2)
 THREAD_ROOT_RE = re.compile(r"^_{1,2}bootstrap(?:_inner)? \([^()]*threading\.py:\d+\)$")
+# the thread a data loader reads in (Paddle's DataLoader: "_thread_loop (…/paddle/fluid/dataloader/
+# dataloader_iter.py:212)", JFrankLee/AI's PaddleSeg workerlog.0, then the launcher's SIGTERM;
+# torch's pin-memory thread): the training waits on it, so its exception stops the run
+LOADER_THREAD_FRAME_RE = re.compile(
+    r"^(?:_thread_loop|_pin_memory_loop) \([^()]*dataloader|^_pin_memory_loop \(")
 # a thread's exception a main-program error says it died of: that error restates it
 THREAD_RESTATED_RE = re.compile(rf"{READER_KILLED_RE.pattern}|{EXCEPTION_WRAPPER_RE.pattern}|"
                                 r"thread exited unexpectedly")
@@ -562,15 +571,20 @@ def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
     if not len(py) or not len(st):
         return
     raised = st[st["state"] == "raised"]
-    starts = [(*place, frames[-1] if isinstance(frames, list) and frames else "")
+    starts = [(*place, frames[-1] if isinstance(frames, list) and frames else "",
+               isinstance(frames, list) and any(LOADER_THREAD_FRAME_RE.match(str(x))
+                                                for x in frames))
               for place, frames in zip(_places(raised["source"], files), raised["frames"],
                                        strict=True)]
     said = ev[ev["message"].astype(str).str.contains(THREAD_RESTATED_RE)]
     for i in py:
         f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
-        near = [(sl, root) for sf, sl, root in starts if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
+        near = [(sl, root, feeds) for sf, sl, root, feeds in starts
+                if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
         if not near or not THREAD_ROOT_RE.match(str(max(near)[1])):
             continue
+        if max(near)[2]:
+            continue  # the data loader's own thread: the training waits on it and stops
         if ((said["file"] == f) & (said["lineno"] > ln)).any():
             continue
         ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]

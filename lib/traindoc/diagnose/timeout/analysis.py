@@ -303,6 +303,12 @@ def lines_up(positions: pd.DataFrame, mm: Mismatch) -> bool:
     missing = [r for r in mm.ranks if r in enq.index and pd.notna(enq[r])]
     if not missing:
         return True
+    if mm.seq_num is not None and any(int(enq[r]) >= int(mm.seq_num) for r in missing):
+        # it had issued that collective (its own status: "last enqueued work: 405"), so it is
+        # not missing from it: two ranks one apart, each past the other's number (Sunshine535/
+        # nips-grpo-dynamics: rank 0 stuck at 404 with 405 enqueued, rank 1 at 405 having
+        # completed 404) are out of step, not one behind
+        return False
     low = min(int(enq[r]) for r in missing)
     return not any(pd.notna(done[r]) and int(done[r]) > low
                    for r in done.index if r not in mm.ranks)
