@@ -253,3 +253,176 @@ def test_a_bar_cut_by_model_checkpoints_message_is_read(tmp_path: Path) -> None:
     it = _load(tmp_path, line).iterations
     assert it["iteration"].tolist() == [1007]
     assert it["nan"].tolist() == [1]
+
+
+# === batch 2026-11-29b's families (after its intake) =========================================
+
+# --- a rank waiting for rank 0's NCCL unique id; XLA's key-value wait ------------------------
+
+@pytest.mark.parametrize("line, rank, ms", [
+    # kyleliang919/C-Optim#10 (torch 2.1)
+    ("RuntimeError: [4] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+     "c10d key-value store by key '0', but store->get('0') got error: Socket Timeout", 4, None),
+    # a SLURM run's notes quoting torch 2.2+ under torchrun's prefix
+    ("[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and "
+     "retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') "
+     "got error: wait timeout after 600000ms", 3, 600000),
+])
+def test_a_rank_waiting_for_the_unique_id_timed_out_and_rank_0_never_came(
+        tmp_path: Path, line: str, rank: int, ms: int | None) -> None:
+    f = timeout.diagnose(_load(tmp_path, line + "\n")).facts
+    assert f["timed_out_ranks"] == [rank]
+    assert f["lagging_ranks"] == [0]
+    assert f["timeout_ms"] == ms
+
+
+def test_a_peer_gone_while_getting_the_unique_id_is_no_timeout(tmp_path: Path) -> None:
+    # Databricks' TorchDistributor notes: rank 0 died, the store's connection was reset
+    line = ("[rank3]: torch.distributed.DistBackendError: [3] is setting up NCCL communicator and "
+            "retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but "
+            "store->get('0') got error: Connection reset by peer\n")
+    assert timeout.diagnose(_load(tmp_path, line)).facts["timed_out_ranks"] == []
+
+
+@pytest.mark.parametrize("line, ms, startup", [
+    # EnzymeAD/Enzyme-JAX#623: an NCCL clique's id for a collective
+    ("E0000 00:00:1743713172.513857  698835 pjrt_stream_executor_client.cc:3072] Execution of "
+     "replica 0 failed: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: devices=[0,1]; "
+     "stream=0; groups=[[0,1]]; root_device=0; num_local_participants=2 and duration: 10m "
+     "[type.googleapis.com/tensorflow.CoordinationServiceError='']", 600000, False),
+    # jax.distributed.initialize's topology exchange (a JAX user's notes on Perlmutter)
+    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Getting local topologies failed: "
+     "GetKeyValue() timed out with key: cuda:local_topology/cuda/1 and duration: 2m", 120000, True),
+])
+def test_xlas_key_value_wait_is_a_timeout_of_its_duration(line: str, ms: int,
+                                                           startup: bool) -> None:
+    from traindoc.parse.collectives import parse_xla_kv_timeout, startup_line
+
+    row = parse_xla_kv_timeout(line)
+    assert row is not None and row["timeout_ms"] == ms and row["state"] == "timed_out"
+    assert startup_line(line) is startup
+
+
+def test_two_ranks_each_past_the_others_number_are_out_of_step(tmp_path: Path) -> None:
+    # Sunshine535/nips-grpo-dynamics (torch 2.6, a sub-group's all-gathers)
+    text = (
+        "[rank0]:[E405 03:51:41.285624929 ProcessGroupNCCL.cpp:688] [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=404, OpType=_ALLGATHER_BASE, NumelIn=1140480,"
+        " NumelOut=2280960, Timeout(ms)=600000) ran for 600053 milliseconds before timing out.\n"
+        "[rank0]:[E405 03:51:41.286127773 ProcessGroupNCCL.cpp:2277] [PG ID 3 PG GUID 4 Rank 0]  "
+        "failure detected by watchdog at work sequence id: 404 PG status: last enqueued work: 405,"
+        " last completed work: 403\n"
+        "[rank1]:[E405 03:51:41.321650177 ProcessGroupNCCL.cpp:688] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=405, OpType=_ALLGATHER_BASE, NumelIn=1216512,"
+        " NumelOut=2433024, Timeout(ms)=600000) ran for 600085 milliseconds before timing out.\n"
+        "[rank1]:[E405 03:51:41.322157127 ProcessGroupNCCL.cpp:2277] [PG ID 3 PG GUID 4 Rank 1]  "
+        "failure detected by watchdog at work sequence id: 405 PG status: last enqueued work: 406,"
+        " last completed work: 404\n")
+    f = timeout.diagnose(_load(tmp_path, text)).facts
+    assert f["timed_out_ranks"] == [0, 1]
+    assert f["lagging_ranks"] == [] and f["pattern"] != "straggler"
+
+
+# --- detectron2's per-rank files, its train loop's report, its events line -------------------
+
+D2_ERROR = (
+    "[02/25 03:02:04] d2.engine.train_loop INFO: Starting training from iteration 0\n"
+    "[02/25 03:02:13] d2.engine.train_loop ERROR: Exception during training:\n"
+    "Traceback (most recent call last):\n"
+    '  File "/env/detectron2/engine/train_loop.py", line 138, in train\n'
+    "    self.run_step()\n"
+    '  File "/env/detectron2/layers/wrappers.py", line 80, in forward\n'
+    "    if x.numel() == 0 and self.training:\n"
+    "AttributeError: 'list' object has no attribute 'numel'\n"
+    "[02/25 03:02:13] d2.engine.hooks INFO: Total training time: 0:00:09 (0:00:00 on hooks)\n"
+    "[02/25 03:02:13] d2.utils.events INFO:  iter: 0    lr: N/A  max_mem: 51M\n")
+
+
+def test_detectron2s_per_rank_logs_and_its_train_loops_report(tmp_path: Path) -> None:
+    # vaishnavmohit/imageclassification-detectron: log.txt (rank 0) beside log.txt.rank1
+    (tmp_path / "log.txt").write_text(D2_ERROR)
+    (tmp_path / "log.txt.rank1").write_text(D2_ERROR)
+    inc = traindoc.load(str(tmp_path))
+    f = gpu_crash.diagnose(inc).facts
+    assert f["failed_ranks"] == [0, 1]
+    assert f["error_kind"] == "python" and "numel" in f["error_message"]
+    assert f["last_iteration"] == 0
+    assert triage.diagnose(inc).facts["classes"][0]["class"] == "gpu_crash"
+
+
+def test_a_log_txt_alone_names_no_rank(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text(D2_ERROR)
+    assert gpu_crash.diagnose(traindoc.load(str(tmp_path))).facts["failed_ranks"] in ([], [0])
+    from traindoc.parse.prefixes import path_origin
+
+    assert path_origin("out/log.txt").rank is None
+    assert path_origin("out/log.txt", ("log.txt.rank1",)).rank == 0
+    assert path_origin("out/log.txt.rank3", ("log.txt.rank1",)).rank == 3
+
+
+# --- Paddle: the error under "In user code:", a reader thread's exception, a device assert ----
+
+def test_paddles_in_user_code_wraps_the_error_under_it(tmp_path: Path) -> None:
+    # Yanxing-Shi/PaddleNLP's BERT run under CUDA-graph capture
+    text = ("RuntimeError: In user code:\n\n"
+            '    File "./run_pretrain.py", line 478, in <module>\n      do_train(args)\n\n'
+            "    PreconditionNotMetError: Tensor not initialized yet when Tensor::place() is "
+            "called.\n      [Hint: holder_ should not be null.] (at /work/Code/Paddle/paddle/"
+            "fluid/framework/tensor.h:210)\n")
+    f = gpu_crash.diagnose(_load(tmp_path, text)).facts
+    assert "Tensor not initialized yet" in f["error_message"]
+
+
+def test_a_data_loader_threads_exception_stops_the_run(tmp_path: Path) -> None:
+    # JFrankLee/AI's PaddleSeg workerlog.0: the reader thread raises, the launcher stops it
+    text = (
+        "Exception in thread Thread-2:\nTraceback (most recent call last):\n"
+        '  File "/env/lib/python3.8/threading.py", line 932, in _bootstrap_inner\n    self.run()\n'
+        '  File "/env/lib/python3.8/threading.py", line 870, in run\n'
+        "    self._target(*self._args, **self._kwargs)\n"
+        '  File "/env/site-packages/paddle/fluid/dataloader/dataloader_iter.py", line 212, in '
+        "_thread_loop\n    batch = self._dataset_fetcher.fetch(indices)\n"
+        '  File "/seg/paddleseg/transforms/transforms.py", line 57, in __call__\n'
+        "    im = im.astype('float32')\n"
+        "AttributeError: 'NoneType' object has no attribute 'astype'\n\n"
+        "FatalError: `Termination signal` is detected by the operating system.\n"
+        "  [SignalInfo: *** SIGTERM (@0x3e800076868) received by PID 485569 (TID 0x7f5c0d486740) "
+        "from PID 485480 ***]\n")
+    inc = _load(tmp_path, text)
+    f = gpu_crash.diagnose(inc).facts
+    assert f["error_kind"] == "python" and "astype" in f["error_message"]
+    assert triage.diagnose(inc).facts["classes"][0]["class"] == "gpu_crash"
+
+
+def test_paddles_device_side_assertion_is_a_cuda_error() -> None:
+    row = parse_error(
+        "Error: /paddle/paddle/phi/kernels/funcs/gather.cu.h:68 Assertion `index_value >= 0 && "
+        "index_value < input_dims[j]` failed. The index is out of bounds, please check whether the "
+        "dimensions of index and input meet the requirements. It should be less than [300] and "
+        "greater than or equal to 0, but received [0]")
+    assert row is not None and row["kind"] == "cuda_error"
+    assert row["message"].startswith("/paddle/paddle/phi/kernels/funcs/gather.cu.h:68 Assertion")
+    assert "index is out of bounds" in row["message"]
+
+
+# --- an epoch's header with its total, the loss on a line after it; epochs beside bars -----
+
+def test_an_epoch_header_numbers_the_loss_after_it(tmp_path: Path) -> None:
+    # othmaneechc/SpeedTransformer's fine-tuning sweep
+    lines = []
+    for e, loss in enumerate(["3.2327", "3.1928", "3.2684", "nan", "nan"], 1):
+        lines += [f"2025-12-24 04:28:2{e},800 - INFO - [Epoch {e}/50]",
+                  f"2025-12-24 04:28:2{e},900 - INFO - Train Loss: {loss}, Train Acc: 0.3183",
+                  f"2025-12-24 04:28:2{e},950 - INFO - Val   Loss: 2.2890, Val   Acc: 0.5692"]
+    f = loss_spike.diagnose(_load(tmp_path, "\n".join(lines) + "\n")).facts
+    assert f["nan_iterations"] == [4, 5] and f["last_iteration"] == 5
+
+
+def test_epoch_losses_beside_batch_bars_without_a_loss_are_the_series(tmp_path: Path) -> None:
+    # lrlbbzl/llm_tkgc: a bar of 300 batches per epoch, no loss on it, then the epoch's loss
+    text = "".join(
+        f"100%|██████████| 300/300 [14:30<00:00,  2.90s/it]\n"
+        f"2023-11-11 11:{e:02d}:35,065 - INFO: Epoch {e:04d} in static KGE | Ave Loss: "
+        f"{8.6 - e * 0.2:.4f}\n" for e in range(14))
+    f = loss_spike.diagnose(_load(tmp_path, text)).facts
+    assert f["spikes"] == [] and f["last_iteration"] == 13

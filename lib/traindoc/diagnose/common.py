@@ -76,11 +76,15 @@ def _training_steps(incident: Incident) -> pd.DataFrame:
     return steps_of(with_source(incident.iterations), incident.progress)
 
 
-def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None) -> pd.DataFrame:
+def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None,
+                  losses: bool = False) -> pd.DataFrame:
     """The iterations table with its rows counted by epoch (``event="epoch"``: "Epoch 939 loss
     0.7634") as training steps where nothing counts steps, and without them where a step line
     or a progress bar does (an epoch's summary printed beside step lines or after each epoch's
-    bar, "[Epoch 8] Loss: 1371.7, Epoch Time: 443.10s", is no step of its own)."""
+    bar, "[Epoch 8] Loss: 1371.7, Epoch Time: 443.10s", is no step of its own). ``losses``:
+    for the loss series, where only bars count steps and no step line has a loss, the epochs'
+    losses are the series (a KGE trainer's bar of 300 batches per epoch with no loss, then
+    "Epoch 0013 in static KGE | Ave Loss: 5.8641", lrlbbzl/llm_tkgc)."""
     it = with_source(iterations)
     if "event" not in it or not len(it):
         return it
@@ -88,7 +92,10 @@ def epoch_counted(iterations: pd.DataFrame, progress: pd.DataFrame | None = None
     if not by_epoch.any():
         return it
     bars = progress is not None and "step" in progress and progress["step"].notna().any()
-    if bars or (it["iteration"].notna() & it["event"].isna()).any():
+    steps = (it["iteration"].notna() & it["event"].isna()).any()
+    if bars and not steps and losses and "loss" in it and it.loc[by_epoch, "loss"].notna().any():
+        return it.assign(event=it["event"].mask(by_epoch, pd.NA))
+    if bars or steps:
         return it[~by_epoch]
     batches = batch_counts(it[by_epoch])
     if batches is not None:  # per-batch lines: counted, the epoch's other lines its summaries

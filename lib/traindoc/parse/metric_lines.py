@@ -275,10 +275,11 @@ PASS_STEP_RE = re.compile(
 # window it measured, "Epoch[0] Batch [80-100]\tSpeed: 6.30 samples/sec\tLoss=25.10",
 # BigDeviltjj/mxnet-cornernet#1: the window's end is the batch), gluon-cv's scripts ("[Epoch 1
 # Batch 300] Training: accuracy=0.985", dmlc/gluon-cv#1663): the batch, counted on across epochs
-# by the loss runbook like every per-epoch counter
+# by the loss runbook like every per-epoch counter; a batch of an unknown number ("EPOCH 1 BATCH
+# 80/inf(0.00%): train_loss=0.07478", an iterable dataset under Lightning, Lightning-AI/litData#340)
 EPOCH_BATCH_RE = re.compile(
     r"(?<![\w/.])epoch\s*+[:=]?\s*+\[?\s*(?P<e>\d+)\s*+\]?\s*+[,|]?\s*batch\s*+[:=]?\s*+\[?\s*"
-    r"(?:\d+\s*-\s*)?(?P<n>\d+)(?![\d./])", re.IGNORECASE)
+    r"(?:\d+\s*-\s*)?(?P<n>\d+)(?![\d.]|/(?!inf\b))", re.IGNORECASE)
 # the same with the counters glued to their units, the epoch's before it: ESPnet2's trainer
 # (espnet2/train/reporter.py, every recipe's train.log: "1epoch:train:6376-6750batch:
 # iter_time=0.001, forward_time=0.005, loss=2.386, …", espnet/espnet#2674): the window's end is
@@ -427,7 +428,9 @@ METRIC_KEYS: dict[str, str] = {
                      "avgtrainutts/s", "trainutts/s",
                      # MLPerf SSD (NVIDIA v0.6-v0.7): "avg. samples / sec: 4425.19" is the rate
                      # over the print interval (its sample count is reset at each print)
-                     "avg.samples/sec"),
+                     "avg.samples/sec",
+                     # NVIDIA's MXNet ResNet-50 MLPerf results: tracked_stats {"imgs_sec": …}
+                     "imgssec", "imgs/sec", "imgs/s"),
                     "samples_per_s"),
     # running means since the start printed beside the interval's rate (torch_xla's and
     # Cerebras' "Rate=… GlobalRate=…", DeepSpeed's "RunningAvgSamplesPerSec=…,
@@ -498,7 +501,10 @@ NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP
            "_per_s", "per sec", "Per Sec", "PerSec")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
-EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b")
+# (also PaddleClas's phase tag, "[Eval][Epoch 382][Iter: 0/98]… ips: 34.09 images/sec",
+# justld/CycleMlp_paddle: the evaluation loader's rate, not training's)
+EVAL_LINE_RE = re.compile(r"\bvalid(?:ation)? on '|\|\s*valid\s*\||\bcollection=(?:eval|valid|validation|test)\b"
+                          r"|\[(?:Eval|Val|Valid|Test)\]\[")
 # Marian NMT's validation line, one metric each, its name hyphenated ("[valid] Ep. 1 : Up.
 # 50000 : ce-mean-words : 2.62238 : new best"; "cross-entropy", "bleu-detok"): an eval row
 # when the metric's name is a loss of METRIC_KEYS
@@ -1698,7 +1704,11 @@ class HeadedStepParser:
         if any(map(text.__contains__, HEAD_NEEDLES)) and (m := step_head(text)) is not None \
                 and (m["word"].lower() != "epoch" or m["tot"]):
             # (an epoch's header only with its total, "[Epoch 7/50]": nnU-Net's bare "Epoch 2"
-            # opens an epoch whose losses come at its end, ``epoch_begun``)
+            # opens an epoch whose losses come at its end, ``epoch_begun``; and never under a
+            # step's header, whose own epochs they count: dotaclient's "iteration 9/10000",
+            # then "epoch 1/4" … "epoch 4/4", then the iteration's stats)
+            if m["word"].lower() == "epoch" and self.head is not None and not self.head[3]:
+                return []
             self.head = (int(m["n"]), int(m["tot"]) if m["tot"] else None, line or 0,
                          m["word"].lower() == "epoch")
             return []
@@ -1723,6 +1733,7 @@ class HeadedStepParser:
         if epoch:  # an epoch's header: the loss is the epoch's ("[Epoch 7/50]", then "Train
             # Loss: nan, Train Acc: 0.03", othmaneechc/SpeedTransformer's fine-tuning sweep)
             row["epoch"] = float(step)
+            row["event"] = EPOCH_EVENT  # counted as steps only where nothing else counts them
         return [("iterations", {**row, "_ctx": ctx})]
 
     def close(self) -> list[tuple[str, Row]]:

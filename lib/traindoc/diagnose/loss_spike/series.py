@@ -144,7 +144,7 @@ def series(incident: Incident) -> pd.DataFrame:
 def _series(incident: Incident) -> pd.DataFrame:
     """``series`` computed."""
     it = counted_on(across_epochs(epoch_counted(place_unnumbered_skips(incident),
-                                                incident.progress)))
+                                                incident.progress, losses=True)))
     cols = list(SERIES_COLUMNS)
     evals = it["iteration"].notna() & (it["event"] == "eval").fillna(False) \
         & it["eval_loss"].notna() if len(it) and "event" in it.columns else None

@@ -583,6 +583,10 @@ def _aborted(exits: pd.DataFrame) -> pd.Series:
     return (sig == "SIGABRT") | code.isin(ABORT_EXITCODES).fillna(False).astype(bool)
 
 
+# what ProcessGroupNCCL's watchdog prints on the rank whose own timeout it caught
+WATCHDOG_TEARDOWN_CODES = frozenset({"nccl_teardown", "process_taken_down"})
+
+
 def _ranks_with_failure_output(incident: Incident) -> set[int]:
     """Ranks whose failure output is in the logs: they reported an error, or exited other
     than by the SIGABRT a watchdog's timeout ends in (``_aborted``: the launcher's report of
@@ -593,6 +597,11 @@ def _ranks_with_failure_output(incident: Incident) -> set[int]:
     err = incident.errors
     if len(err) and "code" in err:
         err = err[~((err["kind"] == "signal") & err["code"].isin(list(TEARDOWN_SIGNALS)).fillna(False))]
+        # a rank's own watchdog tearing it down after its timeout ("Some NCCL operations have
+        # failed or timed out", "… taking the entire process down"; Ray folds the watchdog's
+        # own line into "[repeated 2x across cluster]", DataArcTech/SQL-R1#18): no failure of
+        # another kind, and no sign that it was behind
+        err = err[~err["code"].isin(list(WATCHDOG_TEARDOWN_CODES)).fillna(False)]
     ranks = {int(r) for r in err["rank"].dropna()}
     ex = incident.exits
     if len(ex):
