@@ -750,6 +750,9 @@ CIFAR_BAR_LOG = (
 def test_an_epochs_text_bar_closes_the_epoch(tmp_path: Path, engine: str) -> None:
     (tmp_path / "a.log").write_text(GLPDEPTH_LOG)
     it = traindoc.load(tmp_path / "a.log", engine=engine).iterations
+    # (tensorboardX's "NaN or Inf found in input tensor." is a NaN event of its own, which the
+    # loss runbook places at the epoch its line follows)
+    it = it[~it["line"].astype(str).str.contains("NaN or Inf found")]
     assert list(it["iteration"]) == [10, 11] and list(it["event"]) == ["epoch", "epoch"]
     assert it["loss"].iloc[0] == 0.1365 and it["nan"].iloc[1] == 1
     assert list(it["elapsed_s"]) == [2510.0, 2447.0]

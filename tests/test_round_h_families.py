@@ -426,3 +426,89 @@ def test_epoch_losses_beside_batch_bars_without_a_loss_are_the_series(tmp_path: 
         f"{8.6 - e * 0.2:.4f}\n" for e in range(14))
     f = loss_spike.diagnose(_load(tmp_path, text)).facts
     assert f["spikes"] == [] and f["last_iteration"] == 13
+
+
+def test_stepless_dicts_after_a_bars_redraw_take_its_count(tmp_path: Path) -> None:
+    # haotian-liu/LLaVA#918: a dict every step, each after the bar's redraw at that step
+    lines = ["{'loss': 0.6623, 'learning_rate': 0.000176, 'epoch': 0.24}", ""]
+    for step, loss in ((2565, 0.8022), (2566, 4.2653), (2567, 0.77), (2568, 0.556)):
+        lines += [f" 24%|██▍       | {step - 1}/10485 [3:15:13<10:06:35,  4.59s/it]",
+                  f" 24%|██▍       | {step}/10485 [3:15:17<10:03:00,  4.57s/it]",
+                  " " * 57, f"{{'loss': {loss}, 'learning_rate': 0.000176, 'epoch': 0.24}}", ""]
+    f = loss_spike.diagnose(_load(tmp_path, "\n".join(lines) + "\n")).facts
+    assert f["last_iteration"] == 2568
+    assert [sp["peak_iteration"] for sp in f["spikes"]] == [2566]
+
+
+def test_dicts_without_a_bar_between_them_keep_their_count(tmp_path: Path) -> None:
+    lines = [f"{{'loss': {1.0 - i / 100}, 'learning_rate': 0.0001, 'epoch': {i / 100}}}"
+             for i in range(1, 6)]
+    lines.insert(2, " 10%|█         | 500/5000 [5:19:05<47:36:18, 38.08s/it]")
+    f = loss_spike.diagnose(_load(tmp_path, "\n".join(lines) + "\n")).facts
+    assert f["last_iteration"] != 500  # one bar among five dicts places none of them
+
+
+# --- MLPerf's imgs_sec, PaddleClas's [Eval] lines, a batch of an unknown number ---------------
+
+def test_mlperf_imgs_sec_is_images_per_second() -> None:
+    from traindoc.parse.metric_lines import parse_metric_line
+
+    # NVIDIA's MXNet ResNet-50, MLPerf Training v1.1 (mlcommons/training_results_v1.1)
+    row = parse_metric_line(
+        ':::MLLOG {"namespace": "", "time_ms": 1634350124140, "event_type": "POINT_IN_TIME", '
+        '"key": "tracked_stats", "value": {"imgs_sec": 26316.850046377196}, "metadata": {"file": '
+        '"/workspace/image_classification/common/fit.py", "lineno": 994, "step": 2}}')
+    assert row is not None and row["iteration"] == 2
+    assert row["samples_per_s"] == pytest.approx(26316.85, rel=1e-6)
+
+
+def test_paddleclas_eval_lines_are_no_training_rate() -> None:
+    from traindoc.parse.metric_lines import parse_line
+
+    # justld/CycleMlp_paddle log/stage3/train.log
+    row = parse_line("[2022/01/29 07:31:34] root INFO: [Eval][Epoch 382][Iter: 0/98]CELoss: "
+                     "1.20396, loss: 1.20396, top1: 0.72266, top5: 0.91016, batch_cost: 7.51021s, "
+                     "reader_cost: 2.63817, ips: 34.08696 images/sec")
+    assert row is None or (row.get("event") == "eval" and row.get("samples_per_s") is None)
+
+
+def test_a_batch_of_an_unknown_number_is_the_step() -> None:
+    from traindoc.parse.metric_lines import parse_line
+
+    # Lightning-AI/litData#340 (an iterable dataset: the epoch's batches unknown)
+    row = parse_line("2024-08-23T21:52:48.476Z | pytorch_lightning - INFO - RANK 0 - "
+                     "on_train_batch_end - EPOCH 1 BATCH 80/inf(0.00%): train_loss=0.07478; "
+                     "lr=0.0000499693")
+    assert row is not None and row["iteration"] == 80 and row["epoch"] == 1.0
+
+
+# --- a rank's own watchdog teardown, a network error before a time limit ---------------------
+
+def test_a_ranks_own_watchdog_teardown_is_no_sign_it_was_behind(tmp_path: Path) -> None:
+    # DataArcTech/SQL-R1#18 (Ray folded rank 0's own watchdog line into "[repeated 2x …]")
+    text = (
+        "(WorkerDict pid=3943529) [rank0]:[E816 01:09:38.266897325 ProcessGroupNCCL.cpp:621] "
+        "[Rank 0] Some NCCL operations have failed or timed out. Due to the asynchronous nature "
+        "of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. "
+        "[repeated 3x across cluster]\n"
+        "(WorkerDict pid=3943529) [rank0]:[E816 01:09:38.266910599 ProcessGroupNCCL.cpp:627] "
+        "[Rank 0] To avoid data inconsistency, we are taking the entire process down. [repeated "
+        "3x across cluster]\n"
+        "(WorkerDict pid=3944197) [rank2]:[E816 01:09:38.174648046 ProcessGroupNCCL.cpp:1515] "
+        "[PG 0 (default_pg) Rank 2] Process group watchdog thread terminated with exception: "
+        "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 "
+        "milliseconds before timing out.\n")
+    f = timeout.diagnose(_load(tmp_path, text)).facts
+    assert f["pattern"] != "straggler" and f["lagging_ranks"] == []
+
+
+def test_a_network_error_before_a_time_limit_is_the_failure() -> None:
+    # sparticlesteve/pytorch-nccl-test slurm-nccl-416593.out (srun -l, 16 tasks on two nodes):
+    # task 10's "NET/IB : Got completion with error 12", then SLURM's time limit
+    from conftest import ROOT
+
+    case = ROOT / "data/corpus/gpu_crash/gpu_crash-pytorch-nccl-test-cgpu09-ib-completion-error-time-limit"
+    f = gpu_crash.diagnose(traindoc.load(str(case / "logs"))).facts
+    assert f["failed_hosts"] == ["cgpu09"]
+    assert "Got completion with error 12" in f["error_message"]

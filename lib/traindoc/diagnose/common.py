@@ -647,6 +647,10 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
     stepless = it["iteration"].notna() & it["hf_dict"].fillna(False).astype(bool)
     if not stepless.any():
         return it
+    it, placed = _after_bars(it, stepless, progress)
+    stepless &= ~placed
+    if not stepless.any():
+        return it
     files = it["source"].astype("string").str.extract(SOURCE_RE)["file"]
     bar_files = (progress["source"].astype("string").str.extract(SOURCE_RE)["file"]
                  if progress is not None and len(progress) else None)
@@ -689,6 +693,57 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
             out = it.copy()
         out.loc[new.index[new.notna()], "iteration"] = new[new.notna()].astype("Int64")
     return out
+
+
+def _after_bars(it: pd.DataFrame, stepless: pd.Series,
+                progress: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.Series]:
+    """HF Trainer's stepless training dicts each printed after the bar's redraw at its step (a
+    training bar's count after the dict before it, on lines of their own: LLaVA's
+    " 24%|██▍ | 2566/10485 [3:15:22<…]", then "{'loss': 4.2653, …, 'epoch': 0.24}",
+    haotian-liu/LLaVA#918): the last count before the dict is its step. Only in a file where
+    every training dict has a bar count after the one before it, counts going up; the rows
+    placed so, and which they are."""
+    placed = pd.Series(False, index=it.index)
+    if progress is None or not len(progress):
+        return it, placed
+    bars = _training_bars(progress)
+    where_bar = [w for w in map(split_source, bars["source"])]
+    train = it[stepless & it["event"].isna()]
+    out = it
+    for file, rows in train.groupby(train["source"].map(lambda s: (split_source(s) or ("",))[0])):
+        lines = [(w[1], int(c)) for w, c in zip(where_bar, bars["step"], strict=True)
+                 if w is not None and w[0] == file]
+        if not lines or not file:
+            continue
+        lines.sort()
+        steps: list[int | None] = []
+        prev_line, ok = 0, True
+        for src in rows["source"]:
+            ln = split_source(src)[1]  # type: ignore[index]  # grouped by a parsed source
+            seen = [c for bl, c in lines if prev_line < bl < ln]
+            known = [x for x in steps if x is not None]
+            if not seen and not known:
+                steps.append(None)  # before the first bar the excerpt shows
+            elif not seen or (known and seen[-1] <= known[-1]):
+                ok = False
+                break
+            else:
+                steps.append(seen[-1])
+            prev_line = ln
+        lead = steps.count(None)
+        gaps = set(np.diff([x for x in steps if x is not None]))
+        if not ok or len(steps) - lead < 2 or (lead and len(gaps) != 1):
+            continue
+        if lead:  # the dicts before the first bar: one logging interval apart
+            every, first = gaps.pop(), steps[lead]
+            steps[:lead] = [first - every * (lead - i) for i in range(lead)]  # type: ignore[operator]
+            if steps[0] < 1:  # type: ignore[operator]
+                continue
+        if out is it:
+            out = it.copy()
+        out.loc[rows.index, "iteration"] = pd.array(steps, dtype="Int64")
+        placed.loc[rows.index] = True
+    return out, placed
 
 
 def step_totals_by_rank(incident: Incident) -> dict[int, int]:

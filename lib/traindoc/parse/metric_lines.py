@@ -144,7 +144,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s
-from .iterations import KV_SUFFIX, counter_growth
+from .iterations import KERAS_EPOCH_RE, KV_SUFFIX, counter_growth
 from .progress import BARLESS_RE, LOGGABLE_RE, TQDM_FORMATS, TQDM_RE
 
 _NUM = r"[-+]?(?:\d(?:\d*+,)*\d*+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
@@ -1654,14 +1654,14 @@ class RoundParser:
 # loss and no counter of its own within ``HEAD_REACH`` lines is that step's row. A header
 # directly followed by its lone loss is the generic reader's joined record (``step_header``).
 STEP_HEAD_RE = re.compile(
-    r"(?<![\w/.])(?:(?:rollout|train(?:ing)?|global|current|outer)\s++)?"
+    r"(?<![\w/.])(?:\[(?=epoch)|(?:rollout|train(?:ing)?|global|current|outer)\s++)?"
     r"(?P<word>iteration|iter|step|update|rollout\s++batch|episode|epoch)\s*+[:#=]?\s*+(?P<n>\d++)"
     r"(?:\s*+/\s*+(?P<tot>\d++))?(?![\d.%/])"
     r"(?:\s++(?:generated|done|started|finished|begins?|starts?|completed?|begin|start)\b)?"
     r"[\s:,;.!=\-\]*>#]*+(?:[A-Za-z_]\w*+(?: [A-Za-z_]\w*+)?\s*+[:=]\s*+[^\s,;|]++[\s,;]*+)*+$",
     re.IGNORECASE)
 HEAD_PREFIX_RE = re.compile(
-    r"(?:\s++|[-|:>*=#,\[]++|\[[^\]]{0,80}\]|\([^)]{0,80}\)|\d[\d\-/:.,T+Z]*+|[IWEF]\d{4}"
+    r"(?:\s++|[-|:>*=#,]++|\[[^\]]{0,80}\]|\([^)]{0,80}\)|\d[\d\-/:.,T+Z]*+|[IWEF]\d{4}"
     r"|(?:INFO|WARNING|WARN|DEBUG|ERROR|NOTICE|TRACE|CRITICAL)\b|[\w.]++(?=\s*+-\s)"
     r"|[\w.]++:\d++)*+", re.IGNORECASE)
 HEAD_NEEDLES = ("iter", "Iter", "ITER", "step", "Step", "STEP", "update", "Update", "rollout",
@@ -1707,8 +1707,9 @@ class HeadedStepParser:
             # opens an epoch whose losses come at its end, ``epoch_begun``; and never under a
             # step's header, whose own epochs they count: dotaclient's "iteration 9/10000",
             # then "epoch 1/4" … "epoch 4/4", then the iteration's stats)
-            if m["word"].lower() == "epoch" and self.head is not None and not self.head[3]:
-                return []
+            if m["word"].lower() == "epoch" and (
+                    (self.head is not None and not self.head[3]) or KERAS_EPOCH_RE.match(text)):
+                return []  # (Keras's bare "Epoch 1/20" is its epoch parser's)
             self.head = (int(m["n"]), int(m["tot"]) if m["tot"] else None, line or 0,
                          m["word"].lower() == "epoch")
             return []

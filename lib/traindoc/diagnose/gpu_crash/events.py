@@ -1260,6 +1260,15 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     events = _aborts_after_a_symptom(events)
     causes = events[events["role"] == "cause"]
     cascade_all = events[events["role"] == "cascade"]
+    if len(causes) and causes["code"].isin(list(TIME_LIMIT_CAUSE_CODES)).all():
+        # a time limit ends a job that one rank's network or NCCL error had hung before it
+        # (sparticlesteve/pytorch-nccl-test: task 10's "NET/IB : Got completion with error 12",
+        # then nothing until SLURM's "CANCELLED … DUE TO TIME LIMIT"): that error is the failure
+        lone = _lone_reporter(events, writers_seen, LONE_NCCL_CODES | HUNG_NCCL_CODES)
+        limit = effective_times(events).loc[causes.index].min()
+        if lone is not None and (pd.isna(limit) or pd.isna(lone["time"]) or lone["time"] < limit):
+            first = _with_last_error(lone, events)
+            return Crash(events, first, events.loc[[lone.name]], empty, empty, "lone")
     if not len(causes):
         silent = _silent_rank(events, ranks_seen or [])
         if silent is None:
@@ -1713,9 +1722,13 @@ def link_fault_hosts(events: pd.DataFrame) -> list[str]:
 # NCCL errors of a process's own call (a system call, NCCL's internals), which a peer's loss
 # also causes on every rank that talks to it: a cascade, unless one rank alone reports them
 LONE_NCCL_CODES = {"nccl_system", "nccl_internal"}
+# a transport's failure NCCL reports before a hang (an InfiniBand completion error): the one
+# rank reporting it is the failure where a time limit then ended the hung job
+HUNG_NCCL_CODES = {"nccl_warn_net"}
 
 
-def _lone_reporter(events: pd.DataFrame, writers_seen: int) -> pd.Series | None:
+def _lone_reporter(events: pd.DataFrame, writers_seen: int,
+                   codes: set[str] = LONE_NCCL_CODES) -> pd.Series | None:
     """With no cause: the first of one rank's own NCCL errors (``LONE_NCCL_CODES``) where the
     logs show other ranks and none of them reported anything (HPE's MLPerf n4 run: rank 30's
     proxy failing NCCL's Close while its 31 peers finished), else None. A peer that died
@@ -1723,9 +1736,14 @@ def _lone_reporter(events: pd.DataFrame, writers_seen: int) -> pd.Series | None:
     if writers_seen < 2:
         return None
     ranked = events[events["rank"].notna()]
-    if not len(ranked) or ranked["rank"].nunique() != 1:
+    if not len(ranked):  # no rank named: one machine's NCCL lines (its "host:pid:tid" prefix)
+        nccl = events[(events["kind"] == "nccl_error") & events["host"].notna()]
+        if not len(nccl) or nccl["host"].nunique() != 1:
+            return None
+        ranked = nccl
+    elif ranked["rank"].nunique() != 1:
         return None
-    own = ranked[(ranked["kind"] == "nccl_error") & ranked["code"].isin(LONE_NCCL_CODES)]
+    own = ranked[(ranked["kind"] == "nccl_error") & ranked["code"].isin(list(codes))]
     return own.iloc[0].copy() if len(own) else None
 
 
