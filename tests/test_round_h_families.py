@@ -512,3 +512,30 @@ def test_a_network_error_before_a_time_limit_is_the_failure() -> None:
     f = gpu_crash.diagnose(traindoc.load(str(case / "logs"))).facts
     assert f["failed_hosts"] == ["cgpu09"]
     assert "Got completion with error 12" in f["error_message"]
+
+
+def test_nccls_warn_before_a_generic_error_says_what_failed(tmp_path: Path) -> None:
+    # sparticlesteve/podman-nccl-testing (Slingshot's cxi provider, NCCL's OFI plugin)
+    text = (
+        "nid004048:1379601:1379824 [2] register_mr_buffers:647 NCCL WARN NET/OFI Unable to "
+        "register memory (type = 2) for device 3. RC: -22, Error: Invalid argument\n"
+        "nid004048:1379601:1379824 [2] NCCL INFO transport/net.cc:410 -> 2\n"
+        "nid004048:1379601:1379601 [2] init.cc:1236 NCCL WARN unhandled system error (run with "
+        "NCCL_DEBUG=INFO for details)\n")
+    f = gpu_crash.diagnose(_load(tmp_path, text)).facts
+    assert f["error_kind"] == "nccl_error"
+    assert "Unable to register memory" in f["error_message"]
+
+
+def test_a_verbs_call_failing_on_every_node_names_those_nodes(tmp_path: Path) -> None:
+    # turingaicloud/quickstart#6: machines named by their address with dashes
+    text = (
+        "10-0-4-11:62452:62548 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed "
+        "with error No such device\n"
+        "10-0-4-10:74872:74954 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed "
+        "with error No such device\n"
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+        "device error.\n")
+    f = gpu_crash.diagnose(_load(tmp_path, text)).facts
+    assert f["failed_hosts"] == ["10-0-4-10", "10-0-4-11"]
+    assert f["error_kind"] == "nccl_error"

@@ -17,6 +17,7 @@ from ..hostlist import runs
 from ..incident import Incident
 from ..linefacts import EPOCH_EVENT, NAN_TEXT_RE
 from ..parse.errors import SPAWN_RAISED, SPAWN_RAISED_RE
+from ..parse.iterations import bar_count
 from ..report import Finding, evidence
 from ..schema import SYNTHETIC_HOST_PREFIX, with_source
 
@@ -718,9 +719,10 @@ def _after_bars(it: pd.DataFrame, stepless: pd.Series,
         lines.sort()
         steps: list[int | None] = []
         prev_line, ok = 0, True
-        for src in rows["source"]:
+        for src, text in zip(rows["source"], rows["line"].astype(str), strict=True):
             ln = split_source(src)[1]  # type: ignore[index]  # grouped by a parsed source
-            seen = [c for bl, c in lines if prev_line < bl < ln]
+            own = bar_count(text[:text.find("{'")])  # its own line's bar (the parser's count)
+            seen = [own] if own is not None else [c for bl, c in lines if prev_line < bl < ln]
             known = [x for x in steps if x is not None]
             if not seen and not known:
                 steps.append(None)  # before the first bar the excerpt shows

@@ -1273,10 +1273,12 @@ def parse_error(text: str) -> Row | None:
 # a bare time (19:30:48 [0]) holds none. Since NCCL 2.23 a WARN line starts with its time
 # (NCCL_DEBUG_TIMESTAMP_LEVELS defaults to WARN, NCCL_DEBUG_TIMESTAMP_FORMAT to "[%F %T] ",
 # fractions with %Nf): "[2025-04-04 16:57:39] ip-10-0-9-191:95209:95228 [0] init.cc:416 NCCL
-# WARN …" (meta-pytorch/torchtune#2556), while its INFO lines carry none.
+# WARN …" (meta-pytorch/torchtune#2556), while its INFO lines carry none. A machine named by its
+# address with dashes ("10-0-4-11:62452:62548 [0] misc/ibvwrap.cc:284 NCCL WARN Call to
+# ibv_modify_qp failed", turingaicloud/quickstart#6) holds no letter and is still a host.
 NCCL_HOST_RE = re.compile(
     r"^\s*(?:\[20\d\d-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?\] )?"
-    r"(?P<host>(?=[\w.\-]*[A-Za-z])[A-Za-z0-9][\w.\-]*):(?P<pid>\d+):\d+ \[\d+\] ")
+    r"(?P<host>(?=[\w.\-]*[A-Za-z])[A-Za-z0-9][\w.\-]*|\d{1,3}(?:-\d{1,3}){3}):(?P<pid>\d+):\d+ \[\d+\] ")
 # a run of digits: the ids of a process-group name, the ranks of a launcher's rank list
 DIGITS_RE = re.compile(r"\d+")
 

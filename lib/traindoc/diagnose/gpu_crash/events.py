@@ -1305,6 +1305,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     if worker is not None:  # a Python exit whose error the worker printed above the record
         first = worker
     first = _with_last_error(first, events)
+    first = _with_warned_cause(first, events)
     first = _with_stated_message(first, key)
     first = _with_exit_status(first, key)
     first = _with_task_oom(first, key)
@@ -1366,6 +1367,36 @@ def _with_last_error(first: pd.Series, ordered: pd.DataFrame,
         return first
     out = first.copy()
     out["message"] = f"{first['message']}; last error: {after.iloc[0]['message']}"
+    return out
+
+
+# NCCL's generic results, whose cause its own WARN line printed before them
+GENERIC_NCCL_CODES = frozenset({"nccl_system", "nccl_internal", "nccl_unhandled_cuda"})
+WARNED_BEFORE_LINES = 400  # how far before the generic error the process's WARN may be
+
+
+def _with_warned_cause(first: pd.Series, ordered: pd.DataFrame,
+                       lines: int = WARNED_BEFORE_LINES) -> pd.Series:
+    """NCCL's generic "unhandled system error" with the WARN its process printed before it
+    (same host and pid, NCCL's "host:pid:tid" prefix) added to its message: "NET/OFI Unable to
+    register memory (type = 2) for device 3. RC: -22" (sparticlesteve/podman-nccl-testing, a
+    Slingshot provider that cannot register GPU memory) says what failed."""
+    if first["kind"] != "nccl_error" or str(first["code"]) not in GENERIC_NCCL_CODES:
+        return first
+    warns = ordered[ordered["code"].astype(str).str.startswith("nccl_warn")
+                    & (ordered["file"] == first["file"])
+                    & (ordered["lineno"] < first["lineno"])
+                    & (first["lineno"] - ordered["lineno"] <= lines)]
+    if pd.notna(first["pid"]):
+        warns = warns[warns["pid"] == first["pid"]]
+    elif pd.notna(first["host"]):
+        warns = warns[warns["host"] == first["host"]]
+    elif warns["message"].nunique() != 1:
+        return first  # an unprefixed error: the one WARN every process before it printed
+    if not len(warns) or str(warns.iloc[-1]["message"]) in str(first["message"]):
+        return first
+    out = first.copy()
+    out["message"] = f"{first['message']}; NCCL WARN {warns.iloc[-1]['message']}"
     return out
 
 
@@ -1716,7 +1747,16 @@ def link_fault_hosts(events: pd.DataFrame) -> list[str]:
             hosts.append(m["peer"])
         elif (m := IB_RETRY_RE.search(msg)) and is_host(e["host"]):
             hosts += [str(e["host"]), m["peer"]]
+        elif LOCAL_DEVICE_FAULT_RE.search(msg) and is_host(e["host"]):
+            hosts.append(str(e["host"]))
     return sorted(dict.fromkeys(hosts))
+
+
+# a verbs or fabric call that failed on the reporting machine's own device: "Call to
+# ibv_modify_qp failed with error No such device" (turingaicloud/quickstart#6, both nodes), "NET/OFI
+# Unable to register memory (type = 2) for device 3" (sparticlesteve/podman-nccl-testing)
+LOCAL_DEVICE_FAULT_RE = re.compile(
+    r"Call to ibv_\w+ failed with error|NET/OFI Unable to register memory")
 
 
 # NCCL errors of a process's own call (a system call, NCCL's internals), which a peer's loss
