@@ -648,10 +648,6 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
     stepless = it["iteration"].notna() & it["hf_dict"].fillna(False).astype(bool)
     if not stepless.any():
         return it
-    it, placed = _after_bars(it, stepless, progress)
-    stepless &= ~placed
-    if not stepless.any():
-        return it
     files = it["source"].astype("string").str.extract(SOURCE_RE)["file"]
     bar_files = (progress["source"].astype("string").str.extract(SOURCE_RE)["file"]
                  if progress is not None and len(progress) else None)
@@ -693,7 +689,10 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
         if out is it:
             out = it.copy()
         out.loc[new.index[new.notna()], "iteration"] = new[new.notna()].astype("Int64")
-    return out
+    # dicts the epoch could not place (its run length or precision unknown): the bar's count
+    # before each, where the bar is redrawn between them (``_after_bars``)
+    still = stepless & (out["iteration"] == it["iteration"]).fillna(False)
+    return _after_bars(out, still, progress)[0] if still.any() else out
 
 
 def _after_bars(it: pd.DataFrame, stepless: pd.Series,
