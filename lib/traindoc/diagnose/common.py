@@ -6,6 +6,7 @@ import itertools
 import math
 import re
 import shlex
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -716,20 +717,23 @@ def _after_bars(it: pd.DataFrame, stepless: pd.Series,
         if not lines or not file:
             continue
         lines.sort()
+        at = [bl for bl, _ in lines]
         steps: list[int | None] = []
-        prev_line, ok = 0, True
+        prev_line, last, ok = 0, None, True
         for src, text in zip(rows["source"], rows["line"].astype(str), strict=True):
             ln = split_source(src)[1]  # type: ignore[index]  # grouped by a parsed source
             own = bar_count(text[:text.find("{'")])  # its own line's bar (the parser's count)
-            seen = [own] if own is not None else [c for bl, c in lines if prev_line < bl < ln]
-            known = [x for x in steps if x is not None]
-            if not seen and not known:
+            j = bisect_left(at, ln) - 1  # the last bar line before the dict's
+            seen = own if own is not None else (lines[j][1] if j >= 0 and at[j] > prev_line
+                                                else None)
+            if seen is None and last is None:
                 steps.append(None)  # before the first bar the excerpt shows
-            elif not seen or (known and seen[-1] <= known[-1]):
+            elif seen is None or (last is not None and seen <= last):
                 ok = False
                 break
             else:
-                steps.append(seen[-1])
+                steps.append(seen)
+                last = seen
             prev_line = ln
         lead = steps.count(None)
         gaps = set(np.diff([x for x in steps if x is not None]))
