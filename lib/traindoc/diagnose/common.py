@@ -708,7 +708,7 @@ def _after_bars(it: pd.DataFrame, stepless: pd.Series,
     if progress is None or not len(progress):
         return it, placed
     bars = _training_bars(progress)
-    where_bar = [w for w in map(split_source, bars["source"])]
+    where_bar = list(map(split_source, bars["source"]))
     train = it[stepless & it["event"].isna()]
     out = it
     for file, rows in train.groupby(train["source"].map(lambda s: (split_source(s) or ("",))[0])):

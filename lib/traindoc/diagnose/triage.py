@@ -573,6 +573,14 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
     return Sighting("gpu_crash", rows, "; ".join(parts), ranks)
 
 
+def _raised_rows(incident: Incident, message: str) -> pd.DataFrame:
+    """The ``errors`` rows of the Python exception ``message`` (none for no message)."""
+    errs = incident.errors
+    if not message or not len(errs):
+        return errs.iloc[0:0]
+    return errs[(errs["kind"] == "python") & (errs["message"] == message)]
+
+
 def _stopped_after(incident: Incident, message: str) -> bool:
     """Whether the process that raised ``message`` was then stopped (a SIGTERM it reports, its
     launcher gone: gpu_crash's stop codes) in the same file: the exception ended its run
@@ -580,11 +588,8 @@ def _stopped_after(incident: Incident, message: str) -> bool:
     by the operating system" as the launcher tears the worker down)."""
     from .gpu_crash.analysis import STOPPED_CODES
 
-    errs = incident.errors
-    if not message or not len(errs):
-        return False
-    failed = errs[(errs["kind"] == "python") & (errs["message"] == message)]
-    stops = errs[errs["code"].isin(list(STOPPED_CODES))]
+    failed = _raised_rows(incident, message)
+    stops = incident.errors[incident.errors["code"].isin(list(STOPPED_CODES))]
     if not len(failed) or not len(stops):
         return False
     at = _row_positions(incident, failed.head(1))[0]
@@ -595,11 +600,8 @@ def _loop_raised(incident: Incident, message: str) -> bool:
     """Whether a training loop said it stopped on the exception ``message`` and raised it
     again (``exit:loop_raised``, detectron2's "Exception during training:" just before the
     traceback, in the same file): the training ended on it."""
-    ht, errs = incident.host_timings, incident.errors
-    if not message or not len(ht) or not len(errs):
-        return False
-    marks = ht[ht["metric"] == LOOP_RAISED_METRIC]
-    failed = errs[(errs["kind"] == "python") & (errs["message"] == message)]
+    ht, failed = incident.host_timings, _raised_rows(incident, message)
+    marks = ht[ht["metric"] == LOOP_RAISED_METRIC] if len(ht) else ht
     if not len(marks) or not len(failed):
         return False
     at = set(_row_positions(incident, failed))
@@ -619,11 +621,8 @@ def _shut_down_on(incident: Incident, message: str) -> bool:
     traceback: ROPADet's ENOSPC in multiprocessing's queue feeder, then "There appear to be 662
     leaked semaphore objects to clean up at shutdown"). A run that went on stepping after the
     exception, or ended with no exception before the warning, shut down on something else."""
-    ht, errs = incident.host_timings, incident.errors
-    if not message or not len(ht) or not len(errs):
-        return False
-    marks = ht[ht["metric"] == SHUTDOWN_METRIC]
-    failed = errs[(errs["kind"] == "python") & (errs["message"] == message)]
+    ht, failed = incident.host_timings, _raised_rows(incident, message)
+    marks = ht[ht["metric"] == SHUTDOWN_METRIC] if len(ht) else ht
     if not len(marks) or not len(failed):
         return False
     (ef, el), = _row_positions(incident, failed.head(1))
@@ -662,6 +661,13 @@ def _dump_crash(incident: Incident) -> Sighting | None:
                     _ranks(dumps))
 
 
+def _evidence_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """A sighting's evidence: the rows' rank, host, time (as times), source and line."""
+    rows = df[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
+    rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
+    return rows
+
+
 def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
     """The gpu_crash runbook's first failure as a sighting (its cluster's lines)."""
     from .gpu_crash import analyse as crash_analyse  # the runbook's own reading
@@ -673,9 +679,7 @@ def _runbook_crash(incident: Incident, rep: Report) -> Sighting | None:
         # the scheduler took the node back, or cancelled the job on someone's word: no crash
         # (what follows may be a failure)
         return None
-    rows = crash.cluster if len(crash.cluster) else crash.first.to_frame().T
-    rows = rows[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
-    rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
+    rows = _evidence_rows(crash.cluster if len(crash.cluster) else crash.first.to_frame().T)
     f = rep.facts
     if f.get("error_kind") == "signal" and _follows_timeout(incident, rows, _timeouts(incident)).all():
         return None  # a timed-out rank's abort: the watchdog's teardown, not a crash
@@ -712,9 +716,7 @@ def _stopped_rank(cascade: pd.DataFrame, rep: Report) -> Sighting | None:
     stops = stops[stops["rank"].isin(ranks)]
     if not len(stops):
         return None
-    rows = stops[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
-    rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
-    return Sighting("gpu_crash", rows, f"{who(ranks)} alone was stopped from outside "
+    return Sighting("gpu_crash", _evidence_rows(stops), f"{who(ranks)} alone was stopped from outside "
                     f"({_clip(str(rep.facts.get('error_message')))})", ranks, report=rep)
 
 
@@ -728,8 +730,7 @@ def _victim_crash(incident: Incident, cascade: pd.DataFrame, rep: Report) -> Sig
     peer = peer_errors(cascade)
     if not len(peer) or rep.facts.get("error_kind") != "nccl_error" or len(_timeouts(incident)):
         return None
-    rows = peer[["rank", "host", "time", "source", "line"]].reset_index(drop=True)
-    rows["time"] = pd.to_datetime(rows["time"], errors="coerce")
+    rows = _evidence_rows(peer)
     msg = str(rep.facts.get("error_message") or "an NCCL error")
     return Sighting("gpu_crash", rows, "a peer or the network failed under these processes "
                     f"(NCCL: {_clip(msg)})", _ranks(rows),

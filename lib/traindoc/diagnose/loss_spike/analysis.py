@@ -31,6 +31,26 @@ ZERO_RUN_MIN = 5
 ZERO_AFTER_LOSS = 0.05
 
 
+def zero_loss_start(series: pd.DataFrame) -> int | None:
+    """The first step of a run of losses of exactly 0 that lasts to the end of the log
+    (``ZERO_RUN_MIN`` logged steps or more) after a loss of ``ZERO_AFTER_LOSS`` or more: a
+    loss that stopped measuring anything (every label masked, a broken half-precision path),
+    not a model that learned everything. A loss that hovers about 0 (a policy gradient's
+    surrogate) never reached that size before."""
+    lf = series[series["loss"].notna()]
+    if len(lf) <= ZERO_RUN_MIN:
+        return None
+    loss = lf["loss"].to_numpy(dtype=float)
+    k = len(loss)
+    while k and loss[k - 1] == 0.0:
+        k -= 1
+    if len(loss) - k < ZERO_RUN_MIN or k == 0:
+        return None
+    if not (abs(loss[:k][np.isfinite(loss[:k])]) >= ZERO_AFTER_LOSS).any():
+        return None
+    return int(lf["iteration"].iloc[k])
+
+
 @dataclass(frozen=True, eq=False)
 class LossSpikeAnalysis:
     """The loss-spike diagnosis before its prose: tables, spikes and the rollback point."""
@@ -50,6 +70,7 @@ class LossSpikeAnalysis:
     lr_jump: dict[str, Any] | None  # a learning-rate step up as the head spike began
     first_bad: int | None  # the first iteration to undo: spike, NaN run or collapse
     rollback_iteration: int | None  # the checkpoint before ``first_bad``
+    zero_loss_from: int | None = None  # a loss stuck at exactly 0 from here (``zero_loss_start``)
 
     @property
     def has_metrics(self) -> bool:
@@ -94,26 +115,6 @@ class LossSpikeAnalysis:
                 return int(step)
         rows = s[~placed] if (~placed).any() else s
         return int(rows["iteration"].iloc[-1])
-
-    @property
-    def zero_loss_from(self) -> int | None:
-        """The first step of a run of losses of exactly 0 that lasts to the end of the log
-        (``ZERO_RUN_MIN`` logged steps or more) after a loss of ``ZERO_AFTER_LOSS`` or more:
-        a loss that stopped measuring anything (every label masked, a broken half-precision
-        path), not a model that learned everything. A loss that hovers about 0 (a policy
-        gradient's surrogate) never reached that size before."""
-        lf = self.series[self.series["loss"].notna()]
-        if len(lf) <= ZERO_RUN_MIN:
-            return None
-        loss = lf["loss"].to_numpy(dtype=float)
-        k = len(loss)
-        while k and loss[k - 1] == 0.0:
-            k -= 1
-        if len(loss) - k < ZERO_RUN_MIN or k == 0:
-            return None
-        if not (abs(loss[:k][np.isfinite(loss[:k])]) >= ZERO_AFTER_LOSS).any():
-            return None
-        return int(lf["iteration"].iloc[k])
 
     @property
     def main_spike(self) -> dict[str, Any] | None:
@@ -196,7 +197,7 @@ def analyse(incident: Incident, *, window: int = 50, k: float = 6.0,
     a = replace(a, spikes=spikes, grad_norm_spikes=lonely, nan_iterations=nan_iterations(s),
                 skipped_iterations=skipped_iterations(s),
                 loss_scale_collapses=loss_scale_collapses(s, loss_scale_halvings),
-                checkpoints=checkpoint_iterations(incident))
+                checkpoints=checkpoint_iterations(incident), zero_loss_from=zero_loss_start(s))
     head, main = a.head_spike, a.main_spike
     jump = (lr_jump(s, head["data_window"]["iterations"][0], head["peak_iteration"])
             if head is not None else None)
