@@ -56,7 +56,13 @@ SLOW_TESTS = {"test_triage_reports_every_class_a_runbook_reports",
               # the corpus sweep, one case a test (its floor test gathers them)
               "test_corpus_case_is_scored",
               # the deadlock advice over every corpus case, one case a test
-              "test_transport_advice_only_where_every_stack_waits_in_one_collective"}
+              "test_transport_advice_only_where_every_stack_waits_in_one_collective",
+              # both engines over generated multi-MB logs at several chunk and flush sizes
+              # (test_ingest: 196 of the fast tier's 605 test-seconds at f3d98776, -n 2)
+              "test_the_bulk_lane_reads_what_the_parser_reads",
+              "test_the_interleaved_mix_reads_the_same", "test_adversarial_logs_read_the_same",
+              "test_a_big_generated_log_reads_the_same", "test_the_hot_mix_reads_the_same",
+              "test_a_table_subset_reads_the_same_through_both_engines"}
 
 
 # Module-scoped fixtures that take seconds to set up (a subprocess, a cluster, a kernel run,

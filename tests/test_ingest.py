@@ -199,7 +199,7 @@ def test_the_bulk_lane_reads_what_the_parser_reads(tmp_path_factory: pytest.Temp
     """Iteration lines made into columns by the bulk lane give the per-line path's rows, in
     its order, with the other step lines of their table; small chunks and flushes make the
     lane's rows and the per-line rows share many parts."""
-    chunk, flush = 1 << (12 + seed), (7, 64, 16384)[seed]
+    chunk, flush = 1 << (12 + seed), (29, 64, 16384)[seed]
     monkeypatch.setattr(decode, "CHUNK_BYTES", chunk)
     monkeypatch.setattr(sink, "FLUSH_ROWS", flush)
     rnd = random.Random(seed)
