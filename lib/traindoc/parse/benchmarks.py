@@ -203,8 +203,10 @@ def parse_nodelist(text: str) -> Row | None:
 # Real lines: torch elastic's rendezvous result ("  group_rank=0", "  group_world_size=2",
 # "  local_ranks=[0]": meta-pytorch/torchx#492), DeepSpeed's launcher ("[launch.py:142:main]
 # nnodes=1, num_local_procs=8, node_rank=0": Megatron-DeepSpeed MoE log), torchrun's command
-# line ("--standalone --nproc_per_node=8", "--nnodes=2 --node_rank=1").
-_N = r"[= ]\s*(?P<n>\d+)\b(?![:.])"
+# line ("--standalone --nproc_per_node=8", "--nnodes=2 --node_rank=1"), also as the Python list
+# a wrapper's subprocess.CalledProcessError quotes ("Command '['torchrun', '--nnodes', '1',
+# '--node_rank', '0', '--nproc_per_node', '8', …]'", LLaMA-Factory's CLI).
+_N = r"(?:[= ]|',\s*')\s*(?P<n>\d+)\b(?![:.])"
 LAYOUT_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("node_rank", re.compile(rf"(?:--node[_-]rank|\bnode_rank|\bgroup_rank|\bNODE_RANK){_N}")),
     ("nproc_per_node", re.compile(

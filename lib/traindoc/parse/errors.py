@@ -124,7 +124,16 @@ _NCCL_ERROR = (r"(?:(?:Aborting communicator: \S+ due to )?(?:async )?(?i:nccl e
 # ordinal 0", and on a TPU "Attempting to reserve 6.48G at the bottom of memory." (pytorch/xla#3470)
 _XLA_OOM = (r"(?:Out of memory (?:while trying to allocate|allocating) \d+ bytes|Failed to "
             r"allocate request for [\d.]+\s?[KMGT]?i?B(?: \(\d+B\))? on device ordinal \d+|"
-            r"Attempting to reserve \S+ at the bottom of memory)")
+            r"Attempting to reserve \S+ at the bottom of memory|"
+            # XLA:TPU's runtime allocator and its compiler (HBM, or the core's vmem/smem/sflag):
+            # "Error allocating device buffer: Attempting to allocate 104.00M. That was not
+            # possible. There are 15.31M free.; (0x0x0_HBM0)", "XLA:TPU compile permanent
+            # error. Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm."
+            # (erfanzar/EasyDeL#78)
+            r"Error allocating device buffer: Attempting to allocate [\d.]+[KMGT]?i?B?\."
+            r"(?: That was not possible\. There are [\d.]+[KMGT]?i?B? free)?|"
+            r"(?:XLA:TPU compile permanent error\. )?Ran out of memory in memory space \w+"
+            r"(?:\. Used [\d.]+[KMGT]?i?B? of [\d.]+[KMGT]?i?B? \w+)?)")
 
 # The launchers' grammar of a rank's death: one line that names the rank (or the process), the
 # machine it ran on and the signal that killed it, as each MPI launcher words it. Named groups:

@@ -154,14 +154,17 @@ STEP_RE = re.compile(
     r"(?<![\w/.])(?P<k>global[ _]?step|opt[ _]step|training[ _]step|train[ _]step|num_updates|"
     r"acc(?:umulated)?[ _]iter|"
     r"updates|up(?=\.)|iteration|iter|step|s(?=:\d)|tick(?=\s+\d+\s+kimg\b)|"
+    r"(?<!this )(?<!per )(?<!each )episode|"
     r"batch(?=\s*+[:=#]?\s*+\[?\s*+\d+\s*+/\s*+\d|\s*+[:=]\s*+\d+\s*+,|\s+\d+\s*+\|)|batch_id(?=\s*+[:=]\s*+\d+\s*+,))"
     r"s?(?:[ _](?:index|idx))?(?![\w/])"
     r"(?:(?<=\w)['\"](?=\s*:))?"
     r"(?:\s+at(?=\s+\d))?"
     r"\.?\s*+[:=#]?\s*+\[?\s*+"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
-    r"(?:/\s*+(?P<tot>\d+))?(?![\d.%])(?!\s?(?:[mu\u00b5]?s|sec|min)(?:\b|\d))",
-    re.IGNORECASE)  # (a percentage is no step, nor a duration: kuangliu/pytorch-cifar's
+    r"(?:/\s*+(?P<tot>\d+))?(?![\d%]|\.\d)(?!\s?(?:[mu\u00b5]?s|sec|min)(?:\b|\d))",
+    re.IGNORECASE)  # (a percentage is no step, nor a decimal, but a sentence's full stop ends
+# one: GLIA-Net's "train iter 3010. epoch 1/200. total_loss: 0.2283", MeteorsHub/GLIA-Net#17;
+# nor a duration: kuangliu/pytorch-cifar's
 # progress_bar and its copies print the step's time, "Step: 88ms | Tot: 34s394ms | Loss: …"; a
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
 # writes thousands separators: "iter:   3,800"; PaddleRec's trainer names the batch of the epoch
@@ -173,7 +176,9 @@ STEP_RE = re.compile(
 # "epoch   0 | lr 0.000100 |lr_p 0.000100 | batch    250 | examples/s:  22.1 | loss: 0.13400 |
 # …", noahzn/Lite-Mono#98); OpenPCDet and its forks count the run's iterations as the
 # accumulated iter beside the epoch's: "epoch: 17/36, acc_iter=242500, cur_iter=3394/14065, …"
-# (OpenPCDet's train_utils' accumulated_iter; a LION fork's committed nohup.out)
+# (OpenPCDet's train_utils' accumulated_iter; a LION fork's committed nohup.out); a reinforcement
+# learning loop counts episodes, ranked below every other counter: "Episode 112 - Steps this
+# episode 78332 - … - Mean Loss nan - …" (isaacbilsel/PyBoy-RL's DQN; "this episode" is none)
 STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # a whole epoch number before the step ("Epoch 1 | Step 6500/6501", "Epoch: 0   Global Step: 20"):
 # kept in ``epoch`` so that a step counter that restarts every epoch can be counted on
@@ -329,7 +334,7 @@ STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "
              "acciter": 0, "accumulatediter": 0, "totalit": 0,
              "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
-             "stepnum": 3, "epochnum": 4, "batch": 4, "batchid": 4}
+             "stepnum": 3, "epochnum": 4, "batch": 4, "batchid": 4, "episode": 5}
 # a JSON string value that is a step of a total ("global_step/max_steps": "1/10000")
 STEP_OF_TOTAL_RE = re.compile(r"(?P<n>\d+)/(?P<tot>\d+)")
 # a JSON string value that is a number (fairseq's json log format writes every stat as one:

@@ -834,7 +834,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     by_pid_device = device_local_ranks(incident)
     layout = node_layout(incident)
     # one machine (or none) named and no layout stated: the local rank is taken as the rank
-    one_machine = len([h for h in incident.hosts if is_host(h)]) <= 1
+    machines = [h for h in incident.hosts if is_host(h)]
+    one_machine = len(machines) <= 1
+    # the launcher states one node and the log names one machine: every rank ran there
+    sole_machine = machines[0] if layout.nnodes == 1 and len(machines) == 1 else None
     data_parallel = _data_parallel_alone(ev, incident, layout)
     no_peer = not data_parallel and _no_peer_shown(ev, incident, layout)
     one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) or data_parallel \
@@ -881,7 +884,7 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 assumed = rank is not None
         host = str(r.host) if is_host(r.host) else None
         if host is None and rank is not None:
-            host = host_of.get(rank)
+            host = host_of.get(rank, sole_machine)
         if host is None and known(r.pid):
             host = by_pid_host.get(int(r.pid))  # NCCL's init lines: this pid's machine
             if host is not None and known(r.host):
@@ -1236,14 +1239,24 @@ class Crash:
 
 
 def effective_times(events: pd.DataFrame) -> pd.Series:
-    """Each event's time, or for a line with none the time of the next timed line of its file
-    (it was printed no later), else of the last timed line before it."""
+    """Each event's time, or for a line with none the earliest time of the timed lines after
+    it in its file (it was printed no later), else the latest of those before it (no earlier).
+    The latest, not the last: torchrun's failure record prints its time to the second
+    ("time : 2025-10-25_02:04:00"), before lines of that second timed to the millisecond; a
+    line after the record is no earlier than them (nilsblank/LLaMA-Factory-RoboG's job
+    3598170: the CLI's CalledProcessError after the record is no failure before the OOMs)."""
     t = pd.to_datetime(events["time"], errors="coerce")
     if t.notna().all() or t.isna().all():
         return t
     order = events.assign(_t=t).sort_values(["file", "lineno"], kind="stable")
-    filled = order.groupby("file", sort=False)["_t"].transform(lambda s: s.bfill().ffill())
+    filled = order.groupby("file", sort=False)["_t"].transform(_no_later_no_earlier)
     return filled.reindex(events.index)
+
+
+def _no_later_no_earlier(s: pd.Series) -> pd.Series:
+    """One file's times in line order, each missing one filled (``effective_times``)."""
+    later = s[::-1].cummin()[::-1].bfill()
+    return s.fillna(later).fillna(s.cummax().ffill())
 
 
 def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
@@ -1304,6 +1317,7 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     worker = _worker_error(first, key, events)
     if worker is not None:  # a Python exit whose error the worker printed above the record
         first = worker
+    first = _with_ranked_report(first, key)
     first = _with_last_error(first, events)
     first = _with_warned_cause(first, events)
     first = _with_stated_message(first, key)
@@ -1480,6 +1494,25 @@ def _worker_error(first: pd.Series, ordered: pd.DataFrame,
         if pd.isna(err[col]) and pd.notna(first[col]):
             err[col] = first[col]
     return err
+
+
+def _with_ranked_report(first: pd.Series, ordered: pd.DataFrame) -> pd.Series:
+    """A signal that names no rank or host, printed by a rank's child process (a DataLoader
+    worker's own "ERROR: Unexpected bus error encountered in worker. This might be caused by
+    insufficient shared memory (shm)."), as the first rank that reports the same signal after
+    it in that file ("DataLoader worker (pid 48170) is killed by signal: Bus error."), the
+    child's words kept (chrisindris/LLaMA-Factory-LFS's kn171 job: five ranks' workers)."""
+    if (first["kind"] != "signal" or first["table"] != "errors" or pd.notna(first["rank"])
+            or as_str(first["host"]) is not None):
+        return first
+    same = ordered[(ordered["code"] == first["code"]) & ordered["rank"].notna()
+                   & (ordered["file"] == first["file"]) & (ordered["lineno"] > first["lineno"])]
+    if not len(same):
+        return first
+    ranked = same.sort_values("lineno", kind="stable").iloc[0][EVENT_COLUMNS].copy()
+    if str(first["message"]) not in str(ranked["message"]):
+        ranked["message"] = f"{ranked['message']}; its worker: {first['message']}"
+    return ranked
 
 
 def _with_exit_status(first: pd.Series, ordered: pd.DataFrame, lines: int = 5) -> pd.Series:
