@@ -173,3 +173,83 @@ def test_a_bars_first_second_of_fast_refreshes_is_start_up(tmp_path: Path) -> No
                      f"[{int(t) // 60:02d}:{int(t) % 60:02d}<15:00:00, {rate:.2f}step/s]")
     a = throughput.analyse(_load(tmp_path, "\r".join(parts) + "\n"))
     assert a.change is None
+
+
+# --- Ascend's fftsplus task timeout, torch_npu's rank on a prefixed line before it -------------
+
+ASCEND_43 = "".join(f"worker-1: {line}\n" for line in [
+    "RuntimeError: npuSynchronizeDevice:torch_npu/csrc/core/npu/NPUStream.cpp:363 NPU error, "
+    "error code is 107020",
+    "[ERROR] 2024-07-03-11:28:40 (PID:639, Device:0, RankID:16) ERR00100 PTA call acl api failed.",
+    "EI9999: Inner Error!",
+    "EI9999: 2024-07-03-11:28:40.419.527  The error from device(chipId:0, dieId:0), serial number "
+    "is 1, hccl fftsplus task timeout occurred during task execution, stream_id:4, sq_id:4, "
+    "task_id:5, stuck notify num:7, timeout:1836.[FUNC:ProcessStarsHcclFftsPlusTimeoutErrorInfo]"
+    "[FILE:device_error_proc.cc][LINE:1389]"])
+
+
+def test_an_hccl_fftsplus_timeout_takes_the_rank_of_torch_npus_line(tmp_path: Path) -> None:
+    # Ascend/pytorch#43 (pdsh-style "worker-1: " on every line; the timeout's own text is a
+    # needle of the record it continues)
+    c = _load(tmp_path, ASCEND_43).collectives
+    assert list(c["rank"]) == [16] and list(c["state"]) == ["timed_out"]
+    assert list(c["host"]) == ["worker-1"]
+
+
+# --- BasicSR's epoch end -------------------------------------------------------------------
+
+def test_basicsrs_epoch_end_counts_the_epochs_where_nothing_else_does() -> None:
+    # victorca25/traiNNer#72
+    row = parse_line("22-12-06 08:47:56.875 - INFO: End of epoch 134 / 500000 \t Time Taken: "
+                     "4.9714 sec")
+    assert row is not None and row["iteration"] == 134 and row["event"] == "epoch"
+    assert row["total_iterations"] == 500000 and row["elapsed_s"] == pytest.approx(4.9714)
+
+
+# --- launchers' own words for an exit --------------------------------------------------------
+
+def test_paddles_abort_line_is_the_message(tmp_path: Path) -> None:
+    # PaddlePaddle/PaddleClas#727
+    text = ("INFO 2021-05-16 22:14:00,648 launch_utils.py:307] terminate all the procs\n"
+            "ERROR 2021-05-16 22:14:00,649 launch_utils.py:545] ABORT!!! Out of all 4 trainers, "
+            "the trainer process with rank=[1, 2, 3] was aborted. Please check its log.\n")
+    f = gpu_crash.diagnose(_load(tmp_path, text)).facts
+    assert f["failed_ranks"] == [1, 2, 3]
+    assert f["error_message"].startswith("ABORT!!! Out of all 4 trainers")
+
+
+@pytest.mark.parametrize("line, rank, host, code", [
+    ("x4512c5s2b0n0: rank 6 exited with code 1", 6, "x4512c5s2b0n0", 1),  # saforem2/mmm (Aurora)
+    ("x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 0 exited with code 134", 0,
+     "x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov", 134),
+])
+def test_pals_names_the_rank_that_exited(line: str, rank: int, host: str, code: int) -> None:
+    from traindoc.parse.errors import parse_exit
+
+    row = parse_exit(line)
+    assert isinstance(row, dict)
+    assert (row["rank"], row["host"], row["exitcode"]) == (rank, host, code)
+
+
+# --- the ranks' copies of one overflow, a numbered overflow as the last step -----------------
+
+DS_NOTE = ("[2023-10-31 08:58:26,908] [INFO] [unfused_optimizer.py:207:step] [deepspeed] fp16 "
+           "dynamic loss scale overflow! Skipping step. Attempted loss scale: 8192.0, reducing to "
+           "4096.0")
+
+
+def test_each_ranks_copy_of_one_overflow_is_one_step(tmp_path: Path) -> None:
+    # wangshuai09/notebook: DeepSpeed's CIFAR example on four Ascend NPUs, no rank prefixes
+    text = "\n".join([
+        DS_NOTE, DS_NOTE, DS_NOTE,
+        "[2023-10-31 08:58:26,908] [INFO] [unfused_optimizer.py:281:_update_scale] Grad overflow "
+        "on iteration: 13437",
+        DS_NOTE,
+        "[2023-10-31 08:58:33,237] [INFO] [logging.py:96:log_dist] [Rank 0] step=14000, "
+        "skipped=25, lr=[0.001], mom=[0.9]",
+        *["[2023-10-31 08:58:34,113] [INFO] [unfused_optimizer.py:281:_update_scale] Grad "
+          "overflow on iteration: 14075"] * 3,
+        DS_NOTE, DS_NOTE, DS_NOTE, ""])
+    f = loss_spike.diagnose(_load(tmp_path, text)).facts
+    assert f["skipped_iterations"] == [13437, 14075]
+    assert f["last_iteration"] == 14075  # the numbered overflow after the last step line

@@ -897,7 +897,7 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
             rank = it.at[i, "rank"]
             key = (where[0], before[-1][0], kind, None if pd.isna(rank) else int(rank))
             scale = as_float(it.at[i, "loss_scale"]) if kind else None
-            halving = kind and "educing loss scale to" in str(it.at[i, "line"])
+            halving = kind and _states_new_scale(str(it.at[i, "line"]))
             again = halving and scale is not None and scale_said.get(key) == scale
             if scale is not None:
                 scale_said[key] = scale
@@ -930,14 +930,29 @@ def place_unnumbered_skips(incident: Incident) -> pd.DataFrame:
         first = marks[file][0][1]
         if kind and _skips_unlogged(marks[file], it, skip & need, file):
             first -= 1  # the step logged first is the one after the skipped ones
-        back, after_logged = 0, False
+        back, after_logged, after_scale = 0, False, None
         for i in reversed(rows):
             logged = not kind and LOGGED_NAN_TEXT in str(it.at[i, "line"])
-            if logged and after_logged:
-                back -= 1  # one logging point's warnings (one per NaN scalar): one step
+            scale = (as_float(it.at[i, "loss_scale"])
+                     if kind and _states_new_scale(str(it.at[i, "line"])) else None)
+            if (logged and after_logged) or (scale is not None and scale == after_scale):
+                back -= 1  # one logging point's warnings (one per NaN scalar), or the ranks'
+                # copies of one overflow falling to one scale: one step
             it.at[i, "iteration"] = max(first - back, 0)
-            back, after_logged = back + 1, logged
+            back, after_logged, after_scale = back + 1, logged, scale
     return it
+
+
+# an overflow note that states the scale it falls to: apex's "Gradient overflow.  Skipping step,
+# loss scaler 0 reducing loss scale to 4096.0", DeepSpeed's "[deepspeed] fp16 dynamic loss scale
+# overflow! Skipping step. Attempted loss scale: 8192.0, reducing to 4096.0" (its ranks' copies
+# without a prefix: wangshuai09/notebook's DeepSpeed CIFAR run on four Ascend NPUs)
+NEW_SCALE_RE = re.compile(r"[Rr]educing (?:loss scale )?to \d")
+
+
+def _states_new_scale(line: str) -> bool:
+    """Whether an overflow note states the loss scale it falls to (``NEW_SCALE_RE``)."""
+    return NEW_SCALE_RE.search(line) is not None
 
 
 def _skips_unlogged(marks: list[tuple[int, int, bool, bool]], it: pd.DataFrame,

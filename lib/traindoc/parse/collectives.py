@@ -503,29 +503,40 @@ def parse_rendezvous_timeout(text: str) -> Row | None:
 # The collective is the tag's leading word; the remote rank is a rank of the tag's group, not a
 # global one, and is not read. No timeout value is printed (the advice's "default 1800s" is not
 # this run's).
+# The runtime's report of the same wait from the device's side (CANN's device_error_proc.cc),
+# after torch_npu's line and an "EI9999: Inner Error!" header: "EI9999: 2024-07-03-11:28:40.419
+# The error from device(chipId:0, dieId:0), serial number is 1, hccl fftsplus task timeout
+# occurred during task execution, stream_id:4, sq_id:4, task_id:5, stuck notify num:7,
+# timeout:1836." (Ascend/pytorch#43; "timeout:30min(default)." elsewhere): no collective named.
 HCCL_NOTIFY_TEXT = "Notify register times out"
 HCCL_PLOG_TEXT = "[TaskExecStage][Timeout]"
+HCCL_FFTS_TEXT = "hccl fftsplus task timeout occurred"
 HCCL_PTA_TEXT = "PTA call acl api failed"
+HCCL_INNER_ERROR_RE = re.compile(r"^\s*+E[A-Z]9999: Inner Error!\s*+$")
 HCCL_TAG_RE = re.compile(r"tag\[(?:Hcom)?(?P<op>[A-Z][A-Za-z]*?)(?:V|C|VC)?(?=[_\]\d])")
 HCCL_RANKID_RE = re.compile(r"\bRankID:\s*(?P<rank>\d+)\)")
 
 
 def hccl_incomplete(text: str) -> bool:
     """torch_npu's 'PTA call acl api failed' line, whose error code and message (EI0002's notify
-    timeout) follow on the next line: the rank is in this one."""
-    return HCCL_PTA_TEXT in text and HCCL_NOTIFY_TEXT not in text and "RankID:" in text
+    timeout, the device's fftsplus timeout) follow on the next lines: the rank is in this one."""
+    return (HCCL_PTA_TEXT in text and HCCL_NOTIFY_TEXT not in text and HCCL_FFTS_TEXT not in text
+            and "RankID:" in text)
 
 
 def hccl_continues(so_far: str, body: str) -> bool:
     """The line after torch_npu's 'PTA call acl api failed' continues it when it is HCCL's
-    notify timeout (an EI0002 record)."""
-    return HCCL_NOTIFY_TEXT in body
+    timeout (an EI0002 record, the device's fftsplus timeout) or the "EI9999: Inner Error!"
+    header before one."""
+    return (HCCL_NOTIFY_TEXT in body or HCCL_FFTS_TEXT in body
+            or HCCL_INNER_ERROR_RE.match(body) is not None)
 
 
 def parse_hccl_timeout(text: str) -> Row | None:
-    """HCCL's notify-wait execution timeout (EI0002) or its plog's 'Task run failed' timeout:
-    a timed-out row with the collective its tag names and the RankID torch_npu prints."""
-    if HCCL_NOTIFY_TEXT not in text and HCCL_PLOG_TEXT not in text:
+    """HCCL's notify-wait execution timeout (EI0002), its plog's 'Task run failed' timeout or
+    the device's fftsplus task timeout: a timed-out row with the collective its tag names and
+    the RankID torch_npu prints."""
+    if HCCL_NOTIFY_TEXT not in text and HCCL_PLOG_TEXT not in text and HCCL_FFTS_TEXT not in text:
         return None
     tag = HCCL_TAG_RE.search(text)
     rid = HCCL_RANKID_RE.search(text)
@@ -756,7 +767,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "hccl_exec_timeout",
         "collectives",
-        (HCCL_NOTIFY_TEXT, HCCL_PLOG_TEXT, HCCL_PTA_TEXT),
+        (HCCL_NOTIFY_TEXT, HCCL_PLOG_TEXT, HCCL_FFTS_TEXT, HCCL_PTA_TEXT),
         parse_hccl_timeout,
         incomplete=hccl_incomplete,
         continues=hccl_continues,

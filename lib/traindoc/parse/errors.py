@@ -1710,6 +1710,12 @@ MPI_EXITED_DUE_RE = re.compile(
 # code 137." (horovod/horovod#3472, #2097: "Process 3 exit with status code 250.")
 GLOO_PROCESS_EXIT_RE = re.compile(
     r"^\s*Process (?P<rank>\d+) exit with status code (?P<code>-?\d+)\.?\s*$")
+# HPE Cray PALS (PBS's mpiexec on Aurora, Polaris, Sirius) on a rank that exited by itself, beside
+# its "rank N died from signal S" for the ones it then killed (``LAUNCHER_DEATHS``):
+# "x4512c5s2b0n0: rank 6 exited with code 1" (saforem2/mmm's Aurora notes),
+# "x3200c0s19b1n0.hsn.cm.sirius.alcf.anl.gov: rank 0 exited with code 134"
+PALS_EXIT_RE = re.compile(r"(?:^|\s)(?:(?P<host>[A-Za-z0-9][\w.\-]*): )?rank (?P<rank>\d+) "
+                          r"exited with code (?P<code>\d+)\b")
 # Paddle's launchers (module docstring): the old one names global ranks, no exit code; the new
 # one a container's rank on its node and its exit code
 PADDLE_ABORT_RE = re.compile(
@@ -1783,6 +1789,11 @@ def parse_exit(text: str) -> Row | list[Row] | None:
     if m:
         code = int(m["code"])
         return {"rank": int(m["rank"]), "exitcode": code, "signal": signal_name(code)}
+    m = PALS_EXIT_RE.search(text)
+    if m:
+        code = int(m["code"])
+        return {"rank": int(m["rank"]), "host": m["host"], "exitcode": code,
+                "signal": signal_name(code)}
     m = PADDLE_ABORT_RE.search(text)
     if m:
         ranks = [int(r) for r in DIGITS_RE.findall(m["ranks"])]
@@ -1823,7 +1834,8 @@ PARSERS: tuple[LineParser, ...] = (
         ("failed (exitcode", "exits with return code", "srun: error:", *SIGNAL_WORDS,
          "trainer process with rank", "status failed cmd",
          "xit code", "xit Code", "xit status", "xit_code", "error code", "status code",
-         "HYDRA_FULL_ERROR=1", SPAWN_RAISED, "Process name:", "has exited due to process rank"),
+         "HYDRA_FULL_ERROR=1", SPAWN_RAISED, "Process name:", "has exited due to process rank",
+         "exited with code"),
         parse_exit,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",

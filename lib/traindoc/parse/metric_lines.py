@@ -185,6 +185,8 @@ STEP_SUFFIX = {"K": 1000, "M": 1000000}
 # ("ep: 0, batch: 20, …, loss: 10.98": "ep" only with its separator)
 EPOCH_RE = re.compile(r"(?<![\w/.])(?:epoch\s*+[:=#]?|ep\s*+[:=])\s*+\[?\s*+(?P<e>\d+)(?![\d.])",
                       re.IGNORECASE)
+# the epochs in all right after an epoch counter ("End of epoch 134 / 500000 	 Time Taken: …")
+EPOCH_TOTAL_RE = re.compile(r"\s*+/\s*+(?P<tot>\d+)\b")
 # an epoch of its total right after the step's counter, when none stands before it: "[batch
 # 10/152, epoch 1/15]: loss_rmse:0.1309 …" (ShadowDet's logger, corpus
 # gpu_crash-fgsd-shadowdet-healthy), "[Batch %d/%d] [Epoch %d/%d] [G pixel: %f]" (ESRGAN
@@ -470,7 +472,10 @@ METRIC_KEYS: dict[str, str] = {
                      "persteptime",
                      # StyleGAN2-ADA/StyleGAN3/EDM's training loop: "tick 1939  kimg 97043.1
                      # time 6d 23h 59m  sec/tick 306.7  sec/kimg 6.13 …" (the tick is its step)
-                     "sec/tick"),
+                     "sec/tick",
+                     # BasicSR's trainers (ESRGAN, mmsr, traiNNer) at an epoch's end: "End of
+                     # epoch 134 / 500000 	 Time Taken: 4.9714 sec" (victorca25/traiNNer#72)
+                     "timetaken"),
                     "elapsed_s"),
     # the run's wall time since its start, printed on every logged step: ``train_time_s``, a
     # clock the throughput runbook differences into seconds per step (PaddlePaddle's PredNet
@@ -503,7 +508,10 @@ NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP
            # a rate named by words joined with "per" and no "/" (aalexchengg/llmsys_s25_hw4
            # out/dp.out: "Epoch 0 on Rank 0: Training Time = 36.07, Tokens_per_sec = 104113.6";
            # "samples_per_second", "Tokens Per Sec", DeepSpeed's "tokensPerSec")
-           "_per_s", "per sec", "Per Sec", "PerSec")
+           "_per_s", "per sec", "Per Sec", "PerSec",
+           # BasicSR's epoch end, its time and no loss ("End of epoch 134 / 500000 	 Time Taken:
+           # 4.9714 sec", victorca25/traiNNer#72): the epoch, where nothing else counts steps
+           "Time Taken")
 # a line that reports an evaluation whatever its keys say: fairseq's "| valid | epoch 001 | valid on
 # 'valid' subset | loss 9.1 | … | num_updates 1563", clu's "[1000] collection=eval loss=…"
 # (also PaddleClas's phase tag, "[Eval][Epoch 382][Iter: 0/98]… ips: 34.09 images/sec",
@@ -843,6 +851,8 @@ def parse_metric_line(text: str) -> Row | None:
         # a step only where the log counts no steps (``diagnose.common.epoch_counted``)
         row["iteration"] = int(m["e"])
         row["epoch"] = float(m["e"])
+        if (tot := EPOCH_TOTAL_RE.match(text, m.end())) is not None:
+            row["total_iterations"] = int(tot["tot"])  # "End of epoch 134 / 500000"
         by_epoch = True
     elif m is None:
         return None
@@ -907,7 +917,7 @@ def _epoch_counter(text: str) -> re.Match[str] | None:
 
 # what makes a row counted by its epoch a training epoch: a training loss, or a rate over
 # the epoch (MLPerf RNN-T's DLLogger summary "epoch 1 | avg train utts/s 4137 | took 67.21 s")
-EPOCH_SIGNALS = ("loss", "samples_per_s", "tokens_per_s")
+EPOCH_SIGNALS = ("loss", "samples_per_s", "tokens_per_s", "elapsed_s")
 
 
 def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:

@@ -127,6 +127,16 @@ def merge_origin(base: Origin, line: Origin) -> Origin:
                   time=line.time)
 
 
+def _starts_anew(pending: Pending, body: str) -> bool:
+    """Whether a line of the pending record's own writer starts another record of its parser:
+    it holds one of the parser's needles and is not what the parser says continues the record
+    (torch_npu's "worker-1: [ERROR] … RankID:16) … PTA call acl api failed." is continued by
+    "worker-1: EI9999: … hccl fftsplus task timeout occurred …", a needle of the same parser)."""
+    parser = pending.parser
+    return (any(map(body.__contains__, parser.needles))
+            and (parser.continues is None or not parser.continues(pending.text, body)))
+
+
 def same_writer(line: Origin, record: Origin) -> bool:
     """Whether a line's prefixes may be those of the process that wrote ``record``: every
     rank, host or pid they name is the record's (``[rank0]:`` stands only on the first of the
@@ -202,7 +212,7 @@ class LineReader:
         if stream.pending is not None and self.rejoin(
                 stream, body, origin.writer() != Origin()
                 and (not same_writer(writer, stream.pending.ctx[2])
-                     or any(map(body.__contains__, stream.pending.parser.needles)))):
+                     or _starts_anew(stream.pending, body))):
             return
         self.record(stream, body, lineno, writer)
 

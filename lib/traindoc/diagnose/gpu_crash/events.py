@@ -178,6 +178,9 @@ def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
 # How launchers word an exit, to quote it as printed (people search for these words).
 EXIT_WORDS_RE = re.compile(
     r"failed \(exitcode: -?\d+\)|exits with return code = -?\d+|Exited with exit code \d+|"
+    # Paddle's old launcher, no exit code ("ABORT!!! Out of all 4 trainers, the trainer process
+    # with rank=[1, 2, 3] was aborted. Please check its log.", PaddlePaddle/PaddleClas#727)
+    r"ABORT!!! Out of all \d+ trainers, the trainer process with rank=?\[[\d,\s]*\] was aborted|"
     r"exited on signal \d+ \([^)]*\)|died with <Signals\.\w+: \d+>|task \d+: [A-Z][\w ]+|"
     # torchrun's Root Cause record: "traceback : Signal 9 (SIGKILL) received by PID 3908423"
     r"[Ss]ignal \d+ \(SIG\w+\) received by PID \d+|"

@@ -101,7 +101,11 @@ class LossSpikeAnalysis:
         logged = s["loss"].notna() | s["grad_norm"].notna() | (s["is_nan"] & own) | s[
             values].notna().any(axis=1)
         if logged.any():
-            return int(s.loc[logged, "iteration"].iloc[-1])
+            last = int(s.loc[logged, "iteration"].iloc[-1])
+            # an overflow line after it that numbers its own step logged that step too
+            # (DeepSpeed's "Grad overflow on iteration: 93732" after "step=14000, …, lr=…")
+            skipped = pd.to_numeric(s["skipped"], errors="coerce").fillna(0).gt(0) & own
+            return max(last, int(s.loc[skipped, "iteration"].max())) if skipped.any() else last
         # no value anywhere (yolact's "[  1]    1530 || B: … | T: 18.442 || timer: 0.321"):
         # the last step line, not an overflow placed after it
         placed = s["skipped"].fillna(0).gt(0)
