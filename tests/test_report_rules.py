@@ -97,6 +97,12 @@ FIRES: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {
         "data/corpus/loss_spike/loss_spike-graduate-agent-llamafactory-loss-zero", {}),
     ("loss_spike", "ACTIONS", "check_labels"): (
         "data/corpus/loss_spike/loss_spike-graduate-agent-llamafactory-loss-zero", {}),
+    ("loss_spike", "FINDINGS", "skipping"): (
+        "data/corpus/loss_spike/loss_spike-rwkv-rm-copilot-every-step-skipped", {}),
+    ("loss_spike", "VERDICTS", "skipping"): (
+        "data/corpus/loss_spike/loss_spike-rwkv-rm-copilot-every-step-skipped", {}),
+    ("loss_spike", "ACTIONS", "stop_skipping"): (
+        "data/corpus/loss_spike/loss_spike-rwkv-rm-copilot-every-step-skipped", {}),
     ("loss_spike", "FINDINGS", "input"): ("data/loss_spike/drill_loss_spike", {}),
     ("loss_spike", "NO_METRICS_FINDINGS", "no_iterations"): (
         "data/corpus/loss_spike/loss_spike-cogvideo-233", {}),

@@ -253,3 +253,34 @@ def test_each_ranks_copy_of_one_overflow_is_one_step(tmp_path: Path) -> None:
     f = loss_spike.diagnose(_load(tmp_path, text)).facts
     assert f["skipped_iterations"] == [13437, 14075]
     assert f["last_iteration"] == 14075  # the numbered overflow after the last step line
+
+
+# --- Open MPI's first failed process with its exit code; every step skipped ------------------
+
+def test_open_mpis_first_process_takes_the_exit_code_under_it(tmp_path: Path) -> None:
+    # ChenRocks/UNITER#31 (Horovod under mpirun; rank 1's lines only the shutdown's cascade)
+    text = "\n".join([
+        "[1,1]<stderr>:RuntimeError: Horovod has been shut down. This was caused by an exception "
+        "on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after "
+        "one of the ranks finished execution.",
+        "-" * 74,
+        "mpirun detected that one or more processes exited with non-zero status, thus causing",
+        "the job to be terminated. The first process to do so was:", "",
+        "  Process name: [[50371,1],0]", "  Exit code:    1", "-" * 74, ""])
+    inc = _load(tmp_path, text)
+    assert list(inc.exits["rank"]) == [0] and list(inc.exits["exitcode"]) == [1]
+    f = gpu_crash.diagnose(inc).facts
+    assert f["failed_ranks"] == [0] and f["error_kind"] == "python"
+
+
+def test_every_step_skipped_to_the_end_is_a_run_not_training(tmp_path: Path) -> None:
+    # ourboros-alignment-team/RWKV-RM-Copilot's wandb output.log: DeepSpeed's counter equals
+    # the step count on every line
+    text = "".join(
+        f"[2025-04-09 01:{39 + n // 60:02d}:{n % 60:02d},827] [INFO] [logging.py:96:log_dist] "
+        f"[Rank 0] step={n}, skipped={n}, lr=[1e-05, 1e-05], mom=[(0.9, 0.99), (0.9, 0.99)]\n"
+        for n in range(10, 260, 10))
+    r = loss_spike.diagnose(_load(tmp_path, text))
+    assert r.facts["skipped_iterations"][:3] == [1, 2, 3] and r.facts["last_iteration"] == 250
+    assert "was skipped" in r.verdict and "not training" in r.verdict
+    assert [a.id for a in r.actions][0] == "stop_skipping"

@@ -113,17 +113,13 @@ from .gpu_crash.events import (
     SCHEDULER_STOP_CODES,
     TEARDOWN_SIGNALS,
 )
+from .loss_spike.analysis import skipping_start
 from .timeout.analysis import STUCK_CODES, barrier_wait_rows, startup_of, status_rows, timeout_rows
 from .timeout.report import at_sequence, barrier_facts, collective_name, desync_words, timeout_title
 from .types import UNKNOWN_GROUP, Mismatch, Pattern
 
 # Classes judged by their own diagnosis module; the others are read straight off the tables.
 METRIC_CLASSES = ("throughput", "loss_spike")
-# skipped optimizer steps that are a loss problem: a run of this many consecutive ones (the loss
-# scale halving step after step, or a trainer's guard rejecting one gradient after another)
-# starting after the start-of-run loss-scale calibration, which ends well before this step
-SKIP_RUN = 3
-CALIBRATION_STEPS = 50
 # ... or any skipped step at a loss scale under this: a dynamic scaler starts at 2**15 to 2**32,
 # so one that halved below 1 is past any calibration, its gradients overflowing even shrunk (a
 # loss problem at whatever step: PaddleNLP#7537's "optimizer not run, scale_before: 0.25,
@@ -811,7 +807,7 @@ def _metric_found(cls: str, facts: Mapping[str, Any]) -> int | None:
             return int(nans[0])
         if facts.get("zero_loss_from") is not None:
             return int(facts["zero_loss_from"])
-        return _skip_run(facts.get("skipped_iterations") or [], facts.get("last_iteration"))
+        return skipping_start(facts.get("skipped_iterations") or [], facts.get("last_iteration"))
     it = facts.get("change_iteration")
     if it is None or not facts.get("drop_pct"):
         return None
@@ -977,23 +973,6 @@ def _start_or_hump(spike: Mapping[str, Any], steps: list[int]) -> bool:
     first_update = len(steps) > 1 and steps[0] <= FIRST_STEP and int(a) == steps[1]
     rise = sum(1 for x in steps if int(a) <= x <= int(p if p is not None else a))
     return first_update or rise >= HUMP_POINTS
-
-
-def _skip_run(skipped: list[int], last: int | None) -> int | None:
-    """The first step of a run of at least ``SKIP_RUN`` consecutive skipped steps past the
-    start-of-run calibration that the log never got past (``last``: its last logged step);
-    None: none. A run the training went on after is the loss scaler finding its level."""
-    steps = sorted({int(x) for x in skipped})
-    start = 0
-    for i in range(1, len(steps) + 1):
-        if i < len(steps) and steps[i] == steps[i - 1] + 1:
-            continue
-        run = steps[start:i]
-        if (len(run) >= SKIP_RUN and run[0] > CALIBRATION_STEPS
-                and (last is None or run[-1] >= last - 1)):
-            return run[0]
-        start = i
-    return None
 
 
 def _crashed_after_one_step(incident: Incident, facts: Mapping[str, Any]) -> bool:

@@ -1702,7 +1702,21 @@ SPAWN_RAISED_RE = re.compile(r"^\s*(?:-- )?Process (?P<lr>\d+) terminated with t
 # PID 24015 on" (its node on the next line: open-mpi/ompi#6379). The rank is MPI's world rank;
 # each names the process whose exit ended the job, the launcher's root cause.
 MPI_FIRST_EXIT_RE = re.compile(
-    r"(?:^|\|\|)\s*Process name:\s+(?:\[\[\d+,\d+\],(?P<rank>\d+)\]|(?P<gloo>\d+))\s*$")
+    r"(?:^|\|\|)\s*Process name:\s+(?:\[\[\d+,\d+\],(?P<rank>\d+)\]|(?P<gloo>\d+))\s*+"
+    r"(?:Exit code:\s*+(?P<code>-?\d+)\s*+)?$")
+# the block's next line, joined to its "Process name:" line (``exit_incomplete``)
+MPI_EXIT_CODE_RE = re.compile(r"^\s*+Exit code:\s*+-?\d+\s*+$")
+
+
+def exit_incomplete(text: str) -> bool:
+    """Open MPI's "Process name: [[50371,1],0]" line, whose "Exit code: 1" follows."""
+    return "Process name:" in text and "Exit code" not in text \
+        and MPI_FIRST_EXIT_RE.search(text) is not None
+
+
+def exit_continues(so_far: str, body: str) -> bool:
+    """The "Exit code: N" line under Open MPI's "Process name:" line."""
+    return MPI_EXIT_CODE_RE.match(body) is not None
 MPI_EXITED_DUE_RE = re.compile(
     r"(?:mpirun|mpiexec|prterun|prte) has exited due to process rank (?P<rank>\d+) with PID "
     r"(?P<pid>\d+)")
@@ -1781,7 +1795,11 @@ def parse_exit(text: str) -> Row | list[Row] | None:
         return {"local_rank": int(m["lr"]), "exitcode": 1}  # spawn's _wrap: sys.exit(1)
     m = MPI_FIRST_EXIT_RE.search(text)
     if m:
-        return {"rank": int(m["rank"] or m["gloo"]), "root_cause": True}
+        first: Row = {"rank": int(m["rank"] or m["gloo"]), "root_cause": True}
+        if m["code"] is not None:
+            first["exitcode"] = int(m["code"])
+            first["signal"] = signal_name(int(m["code"]))
+        return first
     m = MPI_EXITED_DUE_RE.search(text)
     if m:
         return {"rank": int(m["rank"]), "pid": int(m["pid"]), "root_cause": True}
@@ -1837,6 +1855,8 @@ PARSERS: tuple[LineParser, ...] = (
          "HYDRA_FULL_ERROR=1", SPAWN_RAISED, "Process name:", "has exited due to process rank",
          "exited with code"),
         parse_exit,
+        incomplete=exit_incomplete,
+        continues=exit_continues,
         example="E1121 23:47:49.404000 4885 torch/distributed/elastic/multiprocessing/api.py:1002]"
         " failed (exitcode: -9) local_rank: 1 (pid: 4914) of binary: /tmp/venv/bin/python3",
     ),

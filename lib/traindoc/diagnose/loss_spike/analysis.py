@@ -71,6 +71,7 @@ class LossSpikeAnalysis:
     first_bad: int | None  # the first iteration to undo: spike, NaN run or collapse
     rollback_iteration: int | None  # the checkpoint before ``first_bad``
     zero_loss_from: int | None = None  # a loss stuck at exactly 0 from here (``zero_loss_start``)
+    skipping_from: int | None = None  # every step skipped from here to the end (``skipping_start``)
 
     @property
     def has_metrics(self) -> bool:
@@ -107,10 +108,11 @@ class LossSpikeAnalysis:
             skipped = pd.to_numeric(s["skipped"], errors="coerce").fillna(0).gt(0) & own
             return max(last, int(s.loc[skipped, "iteration"].max())) if skipped.any() else last
         # no value anywhere (yolact's "[  1]    1530 || B: … | T: 18.442 || timer: 0.321"):
-        # the last step line, not an overflow placed after it
-        placed = s["skipped"].fillna(0).gt(0)
-        if "placed" in s:  # a NaN warning placed after it is none either
-            placed = placed | s["placed"].fillna(False).astype(bool)
+        # the last step line, not an overflow or a NaN warning placed after it (an overflow
+        # line that numbers its step is that step's: DeepSpeed's "Grad overflow on iteration:
+        # 93732")
+        placed = (s["placed"].fillna(False).astype(bool) if "placed" in s
+                  else s["skipped"].fillna(0).gt(0))
         if not (~placed).any():
             # only events placed after a progress bar's count (MEmoBert: "34081/300000",
             # then apex's overflows): the bar's count is the last step the log shows
@@ -202,6 +204,7 @@ def analyse(incident: Incident, *, window: int = 50, k: float = 6.0,
                 skipped_iterations=skipped_iterations(s),
                 loss_scale_collapses=loss_scale_collapses(s, loss_scale_halvings),
                 checkpoints=checkpoint_iterations(incident), zero_loss_from=zero_loss_start(s))
+    a = replace(a, skipping_from=skipping_start(a.skipped_iterations, a.last_iteration))
     head, main = a.head_spike, a.main_spike
     jump = (lr_jump(s, head["data_window"]["iterations"][0], head["peak_iteration"])
             if head is not None else None)
@@ -217,6 +220,33 @@ def analyse(incident: Incident, *, window: int = 50, k: float = 6.0,
     rollback = (rollback_point(first_bad, a.checkpoints, checkpoint_interval)
                 if first_bad is not None else None)
     return replace(a, lr_jump=jump, first_bad=first_bad, rollback_iteration=rollback)
+
+
+# skipped optimizer steps that are a loss problem: a run of this many consecutive ones (the loss
+# scale halving step after step, or a trainer's guard rejecting one gradient after another)
+# starting after the start-of-run loss-scale calibration, which ends well before this step, or
+# running on past it from the start
+SKIP_RUN = 3
+CALIBRATION_STEPS = 50
+
+
+def skipping_start(skipped: list[int], last: int | None) -> int | None:
+    """The first step of a run of at least ``SKIP_RUN`` consecutive skipped steps that the log
+    never got past (``last``: its last logged step) and that is no start-of-run calibration: it
+    starts after ``CALIBRATION_STEPS``, or lasts longer than that (DeepSpeed's "step=250,
+    skipped=250": every step since the first skipped, ourboros-alignment-team/RWKV-RM-Copilot);
+    None: none. A run the training went on after is the loss scaler finding its level."""
+    steps = sorted({int(x) for x in skipped})
+    start = 0
+    for i in range(1, len(steps) + 1):
+        if i < len(steps) and steps[i] == steps[i - 1] + 1:
+            continue
+        run = steps[start:i]
+        if (len(run) >= SKIP_RUN and (run[0] > CALIBRATION_STEPS or len(run) > CALIBRATION_STEPS)
+                and (last is None or run[-1] >= last - 1)):
+            return run[0]
+        start = i
+    return None
 
 
 def first_of_last_run(s: pd.DataFrame, flags: Any) -> int:

@@ -266,6 +266,35 @@ def _loss_scale_collapses(a: LossSpikeAnalysis) -> list[Finding]:
         for c in a.loss_scale_collapses[:3]]
 
 
+# skipped steps to the end of the log that say the run is not training: this many at least (a
+# trainer's guard rejecting the last few gradients is watched, not called a stalled run), with no
+# loss-scale collapse printed to say it more precisely
+SKIPPING_MIN = 20
+
+
+def _skipping_run(a: LossSpikeAnalysis) -> tuple[int, int] | None:
+    """The first step and the length of the run of skipped steps to the end of the log
+    (``skipping_from``) when it says the run is not training (``SKIPPING_MIN``), else None."""
+    k = a.skipping_from
+    if k is None or a.loss_scale_collapses or a.nan_at_end:
+        return None
+    n = sum(1 for i in a.skipped_iterations if i >= k)
+    return (k, n) if n >= SKIPPING_MIN else None
+
+
+def _skipping(a: LossSpikeAnalysis) -> Finding | None:
+    run = _skipping_run(a)
+    if run is None:
+        return None
+    k, n = run
+    s = a.series
+    return Finding(
+        "skipping", Severity.CRITICAL,
+        f"Every optimizer step from iteration {k} to the end of the log ({a.last_iteration}) "
+        f"was skipped ({n} steps): no update has been applied since {k}",
+        evidence(s[s["iteration"] >= k].tail(3)))
+
+
 def _quiet(a: LossSpikeAnalysis) -> bool:
     """No spike, NaN, skipped step, loss-scale collapse or loss stuck at exactly 0."""
     return not (a.spikes or a.nan_iterations or a.skipped_iterations or a.loss_scale_collapses
@@ -321,7 +350,7 @@ FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
     Rule("grad_norm_spikes", _grad_norm_spikes), Rule("nan_iterations", _nan_iterations),
     Rule("skipped_iterations", _skipped_iterations),
     Rule("loss_scale_collapses", _loss_scale_collapses), Rule("zero_loss", _zero_loss),
-    Rule("no_spike", _no_spike),
+    Rule("skipping", _skipping), Rule("no_spike", _no_spike),
     Rule("input", _input))
 NO_METRICS_FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
     Rule("no_iterations", _no_iterations), Rule("input", _input))
@@ -434,6 +463,19 @@ def _zero_loss_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
             Confidence.MEDIUM)
 
 
+def _skipping_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
+    run = _skipping_run(a)
+    if run is None:
+        return None
+    k = run[0]
+    return (f"Every optimizer step from iteration {k} to the end of the log "
+            f"({a.last_iteration}) was skipped: no update has been applied since, the run is "
+            "not training. A loss scaler skips a step when the gradients hold an inf or NaN; on "
+            "every step, that is an fp16 overflow it cannot scale away or a NaN already in the "
+            "weights or the inputs. Roll back before it and train in bf16, or find the layer "
+            "that overflows.", Confidence.MEDIUM)
+
+
 def _went_on_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
     nans, skipped = a.nan_iterations, a.skipped_iterations
     if not (nans or skipped):
@@ -457,7 +499,7 @@ VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("lr_jump", _lr_jump_verdict, 70), Rule("rollback", _rollback_verdict, 60),
     Rule("doubtful_recovery", _doubtful_recovery_verdict, 50),
     Rule("recovered", _recovered_verdict, 40), Rule("nan_at_end", _nan_verdict, 30),
-    Rule("zero_loss", _zero_loss_verdict, 25),
+    Rule("zero_loss", _zero_loss_verdict, 25), Rule("skipping", _skipping_verdict, 22),
     Rule("loss_scale_collapse", _collapse_verdict, 20), Rule("went_on", _went_on_verdict, 10),
     Rule("quiet", _quiet_verdict, 0))
 NO_METRICS_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
@@ -598,6 +640,21 @@ def _loss_scale(a: LossSpikeAnalysis) -> Action | None:
         "overflows with a forward hook")
 
 
+def _stop_skipping(a: LossSpikeAnalysis) -> Action | None:
+    run = _skipping_run(a)
+    if run is None:
+        return None
+    k = run[0]
+    return action(
+        "stop_skipping", f"Roll back before iteration {k} and stop the overflow on every step",
+        f"Every optimizer step from {k} on was skipped: the weights have not changed since, "
+        "and more steps will not change them.",
+        "restart from the last checkpoint before it in bf16 (--bf16; DeepSpeed \"bf16\": "
+        "{\"enabled\": true}) or with a lower initial loss scale (DeepSpeed \"fp16\": "
+        "{\"initial_scale_power\": 16}); check the first batch and the loaded weights for "
+        "inf/NaN (torch.isfinite) and find the layer that overflows with a forward hook")
+
+
 def _keep_going(a: LossSpikeAnalysis) -> Action | None:
     head = a.head_spike
     if head is None or a.main_spike is not None:
@@ -656,7 +713,7 @@ def _nothing_to_act_on(a: LossSpikeAnalysis) -> Action | None:
 
 
 def _watch_skips(a: LossSpikeAnalysis) -> Action | None:
-    if not a.skipped_iterations or a.loss_scale_collapses:
+    if not a.skipped_iterations or a.loss_scale_collapses or _skipping_run(a) is not None:
         return None
     return action(
         "watch_skips", "Watch the skipped (overflowed) steps",
@@ -670,7 +727,8 @@ ACTIONS: tuple[Rule[Action], ...] = (
     Rule("restore_lr", _restore_lr, 1), Rule("rollback_skip_data_lr", _skip_after_lr, 2),
     Rule("rollback_skip_data", _rollback_skip_data, 2), Rule("lower_lr", _lower_lr, 3),
     Rule("inspect_data", _inspect_data, 4), Rule("rollback_nan", _rollback_nan, 2),
-    Rule("loss_scale", _loss_scale, 3), Rule("keep_going", _keep_going, 1),
+    Rule("loss_scale", _loss_scale, 3), Rule("stop_skipping", _stop_skipping, 2),
+    Rule("keep_going", _keep_going, 1),
     Rule("repeated_spikes", _repeated_spikes, 2), Rule("check_labels", _check_labels, 2),
     Rule("keep_going_quiet", _nothing_to_act_on, 1), Rule("watch_skips", _watch_skips, 5))
 NO_METRICS_ACTIONS: tuple[Rule[Action], ...] = (Rule("point_at_metrics", _point_at_metrics, 1),)
