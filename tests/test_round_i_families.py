@@ -284,3 +284,26 @@ def test_every_step_skipped_to_the_end_is_a_run_not_training(tmp_path: Path) -> 
     assert r.facts["skipped_iterations"][:3] == [1, 2, 3] and r.facts["last_iteration"] == 250
     assert "was skipped" in r.verdict and "not training" in r.verdict
     assert [a.id for a in r.actions][0] == "stop_skipping"
+
+
+# --- a step within the series' own spread; a bar-only series counted by triage -----------------
+
+def test_a_step_within_the_series_spread_is_no_throughput_incident() -> None:
+    from traindoc.diagnose.throughput.change import Change, material
+
+    # ning-guo/hotpotqa-agent's GRPO run: 62-90 s a step, the median 71.6 -> 74.9 s
+    wander = Change(index=497, baseline=71.63, degraded=74.92, drop_pct=4.39, z=6.9, sigma=7.28,
+                    n_before=497, n_after=1379, shape="step", onset=494, recovered=False)
+    assert not material(wander)
+    quiet = Change(index=50, baseline=1.0, degraded=1.045, drop_pct=4.3, z=30.0, sigma=0.005,
+                   n_before=50, n_after=50, shape="step", onset=50, recovered=False)
+    assert material(quiet)  # the same step in a quiet series is one
+
+
+def test_triage_counts_a_tqdm_only_series_as_throughput_figures(tmp_path: Path) -> None:
+    from traindoc.diagnose import triage
+
+    bars = "\r".join(f" {i * 100 // 400:3d}%|#         | {i}/400 [{i // 60:02d}:{i % 60:02d}"
+                     f"<10:00, {1.0 + (i % 7) / 100:.2f}s/it]" for i in range(1, 401))
+    r = triage.diagnose(_load(tmp_path, bars + "\n"))
+    assert not any(n["class"] == "throughput" for n in r.facts.get("not_checked") or [])

@@ -989,14 +989,16 @@ def _crashed_after_one_step(incident: Incident, facts: Mapping[str, Any]) -> boo
 
 
 def _series_len(incident: Incident, cls: str) -> int:
-    """The most values any of the class's series has among the logged training steps (for
-    throughput, with the seconds its runbook reads off the step lines' times)."""
-    from .throughput.series import steps_with_seconds  # the runbook's own steps
+    """The most values any of the class's series has: for loss, among the logged training
+    steps; for throughput, what its runbook reads (``series_points``: the step lines' figures
+    and seconds, or the training loop's tqdm rate)."""
+    if cls == "throughput":
+        from .throughput.series import series_points  # the runbook's own count
 
-    it = steps_with_seconds(incident) if cls == "throughput" else training_steps(incident)
-    cols = (["loss", "grad_norm", "nan"] if cls == "loss_spike" else
-            ["elapsed_s", "tflops", "samples_per_s", "tokens_per_s", "tokens_per_s_per_gpu"])
-    return max((int(it[c].notna().sum()) for c in cols if c in it), default=0)
+        return series_points(incident)
+    it = training_steps(incident)
+    return max((int(it[c].notna().sum()) for c in ("loss", "grad_norm", "nan") if c in it),
+               default=0)
 
 
 def _module(cls: str, modules: Mapping[str, Any] | None) -> Any:

@@ -582,9 +582,14 @@ DRIFT_MIN_DROP_PCT = 10.0  # a gradual slide
 def material(ch: Change) -> bool:
     """Whether a change costs enough throughput to be an incident (``STEP_MIN_DROP_PCT`` for a
     step, ``DRIFT_MIN_DROP_PCT`` for a gradual slide; stalls, pauses and creeps are large by
-    their own rules)."""
-    floor = DRIFT_MIN_DROP_PCT if ch.shape == "gradual" else STEP_MIN_DROP_PCT
-    return ch.drop_pct >= floor
+    their own rules). A step must also clear the series' own per-point spread, up to the
+    slide's floor: a GRPO run's step times scatter ±10 % with the answers' lengths, and a 4 %
+    shift of their median over 1,900 steps is that wander, however many points make it certain
+    (ning-guo/hotpotqa-agent's nohup log, 62-90 s a step)."""
+    if ch.shape == "gradual":
+        return ch.drop_pct >= DRIFT_MIN_DROP_PCT
+    spread = 100.0 * ch.sigma / abs(ch.baseline) if ch.baseline else 0.0
+    return ch.drop_pct >= max(STEP_MIN_DROP_PCT, min(spread, DRIFT_MIN_DROP_PCT))
 
 
 FADE_MIN = 10  # values, at least, of a degraded segment that fades back (``fading``): on

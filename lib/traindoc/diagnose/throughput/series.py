@@ -351,6 +351,13 @@ def _metric_points(incident: Incident) -> tuple[dict[str, int], int]:
     return counts, len(_main_bar(incident.progress))
 
 
+def series_points(incident: Incident) -> int:
+    """The most values the throughput runbook can read of any one metric: a step line's figure
+    or the training loop's tqdm rate (``_metric_points``)."""
+    counts, bar = _metric_points(incident)
+    return max([bar, *counts.values()])
+
+
 def _main_bar(progress: pd.DataFrame) -> pd.DataFrame:
     """The training loop's tqdm rows that carry a rate: the bar (its total) that ran longest,
     then the largest total. A dataset's tokenizing or map bar counts more items (8,939 examples,
@@ -658,5 +665,5 @@ def discontinuities(series: pd.DataFrame, gap_factor: float = 3.0) -> pd.DataFra
 
 __all__ = ["AUTO_ORDER", "METRICS", "MetricSpec", "choose_metric", "discontinuities", "eval_rates", "events", "last_launch", "launches",
            "mask_events", "metric_series", "per_iteration_from_intervals",
-           "per_iteration_seconds", "steps_with_seconds", "summary_rate", "usable",
-           "usable_points"]
+           "per_iteration_seconds", "series_points", "steps_with_seconds", "summary_rate",
+           "usable", "usable_points"]
