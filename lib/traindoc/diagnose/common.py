@@ -1130,6 +1130,8 @@ def mixed_jobs(incident: Incident) -> list[str]:
     if len(runs) > 1:
         evidence.append(f"torchrun run directories: {', '.join(runs[:8])}")
     it = with_source(incident.iterations).dropna(subset=["total_iterations"])
+    if "event" in it:  # (an epoch's total counts epochs: "[Train][Epoch 382/400][Avg]" beside
+        it = it[(it["event"] != EPOCH_EVENT).fillna(True)]  # "[Iter: 400/1252]")
     if len(it) and it["total_iterations"].nunique() > 1:
         for total, g in it.groupby("total_iterations"):
             evidence.append(f"total iterations {int(total)}: {g['source'].iloc[0]}")

@@ -873,7 +873,8 @@ def parse_metric_line(text: str) -> Row | None:
     if phase is not None and not phase["phase"].upper().startswith("TRAIN"):
         fields = _step_fields(text, rest, m, row)
         return None if fields is None else _as_eval(fields)
-    return _by_epoch(_step_fields(text, rest, m, row), by_epoch)
+    return _by_epoch(_step_fields(text, rest, m, row), by_epoch,
+                     by_epoch and EPOCH_ENDED_RE.search(text) is not None)
 
 
 def _run_counter(text: str) -> re.Match[str] | None:
@@ -917,10 +918,15 @@ def _epoch_counter(text: str) -> re.Match[str] | None:
 
 # what makes a row counted by its epoch a training epoch: a training loss, or a rate over
 # the epoch (MLPerf RNN-T's DLLogger summary "epoch 1 | avg train utts/s 4137 | took 67.21 s")
-EPOCH_SIGNALS = ("loss", "samples_per_s", "tokens_per_s", "elapsed_s")
+EPOCH_SIGNALS = ("loss", "samples_per_s", "tokens_per_s")
+# ... or the epoch's own time where the line says the epoch ended: BasicSR's "End of epoch 134 /
+# 500000 	 Time Taken: 4.9714 sec" (victorca25/traiNNer#72), "Epoch 3 finished, time: 61.9 s";
+# not a bar's rate ("Epoch 0: | | 4540/? [07:57<00:00,  9.51it/s]" counts 4540 steps)
+EPOCH_ENDED_RE = re.compile(r"\bend of epoch\b|\bepoch\s*+\d+\s*+(?:done|finished|completed|ended)\b",
+                            re.IGNORECASE)
 
 
-def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
+def _by_epoch(row: Row | None, by_epoch: bool, ended: bool = False) -> Row | None:
     """A row counted by its epoch: one with a training loss or rate (``EPOCH_SIGNALS``),
     marked ``event="epoch"``; none without (word_language_model's "| end of epoch   1 | time:
     24.19s | valid loss  5.15" is the epoch's validation, not a step)."""
@@ -929,7 +935,8 @@ def _by_epoch(row: Row | None, by_epoch: bool) -> Row | None:
     if row.get("event") is None and row.get("loss") is None and row.get("eval_loss") is not None:
         return None  # the epoch's validation, its rate the evaluation's (PaddleVideo's "END
         # epoch:14  val loss_avg: 2.92463 … avg_ips: 93.53513 instance/sec.")
-    if row.get("event") is not None or all(row.get(c) is None for c in EPOCH_SIGNALS):
+    signals = (*EPOCH_SIGNALS, "elapsed_s") if ended else EPOCH_SIGNALS
+    if row.get("event") is not None or all(row.get(c) is None for c in signals):
         return None
     row["event"] = EPOCH_EVENT
     return row

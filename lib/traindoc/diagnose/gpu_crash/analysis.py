@@ -33,7 +33,6 @@ from .events import (
     SAME_FAILURE_WINDOW_S,
     Crash,
     cascade_table,
-    effective_times,
     failure_events,
     finished_before,
     first_failure,
@@ -330,15 +329,9 @@ def _exit_delay(crash: Crash, events: pd.DataFrame) -> float | None:
     positive. Kernel lines (Xid) are the host's, not the job's, and a gap of more than
     ``INCIDENT_GAP_S`` between failure lines starts another incident (a dmesg spanning days
     holds several; the survivors did not hang that long)."""
-    if crash.first is None or not len(events):
+    if crash.first is None or pd.isna(crash.first["time"]) or not len(events):
         return None
     t0 = crash.first["time"]
-    if pd.isna(t0):  # an untimed line: the time the lines after it give it (no later)
-        same = events[(events["file"] == crash.first["file"])
-                      & (events["lineno"] == crash.first["lineno"])]
-        t0 = effective_times(events).loc[same.index].min() if len(same) else pd.NaT
-        if pd.isna(t0):
-            return None
     last = t0
     for t in sorted(t for t in events.loc[events["kind"] != "xid", "time"].dropna() if t >= t0):
         if (t - last).total_seconds() > INCIDENT_GAP_S:

@@ -1242,8 +1242,8 @@ class Crash:
 
 
 def effective_times(events: pd.DataFrame) -> pd.Series:
-    """Each event's time, or for a line with none the earliest time of the timed lines after
-    it in its file (it was printed no later), else the latest of those before it (no earlier).
+    """Each event's time, or for a line with none the time of the next timed line of its file
+    (it was printed no later), else the latest time of the lines before it (no earlier).
     The latest, not the last: torchrun's failure record prints its time to the second
     ("time : 2025-10-25_02:04:00"), before lines of that second timed to the millisecond; a
     line after the record is no earlier than them (nilsblank/LLaMA-Factory-RoboG's job
@@ -1258,8 +1258,7 @@ def effective_times(events: pd.DataFrame) -> pd.Series:
 
 def _no_later_no_earlier(s: pd.Series) -> pd.Series:
     """One file's times in line order, each missing one filled (``effective_times``)."""
-    later = s[::-1].cummin()[::-1].bfill()
-    return s.fillna(later).fillna(s.cummax().ffill())
+    return s.bfill().fillna(s.cummax().ffill())
 
 
 def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,

@@ -108,11 +108,13 @@ class LossSpikeAnalysis:
             skipped = pd.to_numeric(s["skipped"], errors="coerce").fillna(0).gt(0) & own
             return max(last, int(s.loc[skipped, "iteration"].max())) if skipped.any() else last
         # no value anywhere (yolact's "[  1]    1530 || B: … | T: 18.442 || timer: 0.321"):
-        # the last step line, not an overflow or a NaN warning placed after it (an overflow
-        # line that numbers its step is that step's: DeepSpeed's "Grad overflow on iteration:
-        # 93732")
-        placed = (s["placed"].fillna(False).astype(bool) if "placed" in s
-                  else s["skipped"].fillna(0).gt(0))
+        # the last step line, not an overflow placed after it, nor an overflow line that
+        # numbers its step unless it is the last (DeepSpeed's "Grad overflow on iteration:
+        # 93732" after "step=14000")
+        skipped = s["skipped"].fillna(0).gt(0)
+        placed = skipped
+        if "placed" in s:  # a NaN warning placed after it is none either
+            placed = placed | s["placed"].fillna(False).astype(bool)
         if not (~placed).any():
             # only events placed after a progress bar's count (MEmoBert: "34081/300000",
             # then apex's overflows): the bar's count is the last step the log shows
@@ -120,7 +122,10 @@ class LossSpikeAnalysis:
             if step is not None and step < int(s["iteration"].min()):
                 return int(step)
         rows = s[~placed] if (~placed).any() else s
-        return int(rows["iteration"].iloc[-1])
+        last = int(rows["iteration"].iloc[-1])
+        numbered = skipped & ~s["placed"].fillna(False).astype(bool) if "placed" in s \
+            else skipped & False
+        return max(last, int(s.loc[numbered, "iteration"].max())) if numbered.any() else last
 
     @property
     def main_spike(self) -> dict[str, Any] | None:
