@@ -1498,6 +1498,12 @@ def _worker_error(first: pd.Series, ordered: pd.DataFrame,
     return err
 
 
+# torch's DataLoader worker on the signal that kills it (torch/csrc/DataLoader.cpp's handlers:
+# "ERROR: Unexpected bus error encountered in worker. …", "… segmentation fault encountered in
+# worker.", "… floating-point exception encountered in worker.")
+WORKER_OWN_TEXT = "encountered in worker"
+
+
 def _with_ranked_report(first: pd.Series, ordered: pd.DataFrame) -> pd.Series:
     """A signal that names no rank or host, printed by a rank's child process (a DataLoader
     worker's own "ERROR: Unexpected bus error encountered in worker. This might be caused by
@@ -1505,7 +1511,8 @@ def _with_ranked_report(first: pd.Series, ordered: pd.DataFrame) -> pd.Series:
     it in that file ("DataLoader worker (pid 48170) is killed by signal: Bus error."), the
     child's words kept (chrisindris/LLaMA-Factory-LFS's kn171 job: five ranks' workers)."""
     if (first["kind"] != "signal" or first["table"] != "errors" or pd.notna(first["rank"])
-            or as_str(first["host"]) is not None):
+            or as_str(first["host"]) is not None
+            or WORKER_OWN_TEXT not in str(first["message"] or "")):
         return first
     same = ordered[(ordered["code"] == first["code"]) & ordered["rank"].notna()
                    & (ordered["file"] == first["file"]) & (ordered["lineno"] > first["lineno"])]
