@@ -99,19 +99,20 @@ class LossSpikeAnalysis:
         values = [c for c in ("lr", "consumed_samples", "consumed_tokens", "global_batch_size")
                   if c in s]
         own = ~s["placed"] if "placed" in s else True
+        skipped = pd.to_numeric(s["skipped"], errors="coerce").fillna(0).gt(0)
+        # an overflow line that numbers its own step logged that step, after the last step line
+        # too (DeepSpeed's "Grad overflow on iteration: 93732" after "step=14000, …, lr=…")
+        numbered = s.loc[skipped & own, "iteration"]
+
+        def or_numbered(last: int) -> int:
+            return max(last, int(numbered.max())) if len(numbered) else last
+
         logged = s["loss"].notna() | s["grad_norm"].notna() | (s["is_nan"] & own) | s[
             values].notna().any(axis=1)
         if logged.any():
-            last = int(s.loc[logged, "iteration"].iloc[-1])
-            # an overflow line after it that numbers its own step logged that step too
-            # (DeepSpeed's "Grad overflow on iteration: 93732" after "step=14000, …, lr=…")
-            skipped = pd.to_numeric(s["skipped"], errors="coerce").fillna(0).gt(0) & own
-            return max(last, int(s.loc[skipped, "iteration"].max())) if skipped.any() else last
+            return or_numbered(int(s.loc[logged, "iteration"].iloc[-1]))
         # no value anywhere (yolact's "[  1]    1530 || B: … | T: 18.442 || timer: 0.321"):
-        # the last step line, not an overflow placed after it, nor an overflow line that
-        # numbers its step unless it is the last (DeepSpeed's "Grad overflow on iteration:
-        # 93732" after "step=14000")
-        skipped = s["skipped"].fillna(0).gt(0)
+        # the last step line, not an overflow placed after it (nor one numbered, unless last)
         placed = skipped
         if "placed" in s:  # a NaN warning placed after it is none either
             placed = placed | s["placed"].fillna(False).astype(bool)
@@ -122,10 +123,7 @@ class LossSpikeAnalysis:
             if step is not None and step < int(s["iteration"].min()):
                 return int(step)
         rows = s[~placed] if (~placed).any() else s
-        last = int(rows["iteration"].iloc[-1])
-        numbered = skipped & ~s["placed"].fillna(False).astype(bool) if "placed" in s \
-            else skipped & False
-        return max(last, int(s.loc[numbered, "iteration"].max())) if numbered.any() else last
+        return or_numbered(int(rows["iteration"].iloc[-1]))
 
     @property
     def main_spike(self) -> dict[str, Any] | None:
