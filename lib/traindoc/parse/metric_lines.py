@@ -161,11 +161,15 @@ STEP_RE = re.compile(
     r"(?:\s+at(?=\s+\d))?"
     r"\.?\s*+[:=#]?\s*+\[?\s*+"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.0+(?!\d))?(?P<sfx>[KM](?![A-Za-z]))?\s*"
-    r"(?:/\s*+(?P<tot>\d+))?(?![\d%]|\.\d)(?!\s?(?:[mu\u00b5]?s|sec|min)(?:\b|\d))",
+    r"(?:/\s*+(?P<tot>\d+))?(?![\d%]|\.\d)(?!(?:[mu\u00b5]?s|sec|min)(?:\b|\d))"
+    r"(?!\s(?:[mu\u00b5]?s|sec|min)\b)",
     re.IGNORECASE)  # (a percentage is no step, nor a decimal, but a sentence's full stop ends
 # one: GLIA-Net's "train iter 3010. epoch 1/200. total_loss: 0.2283", MeteorsHub/GLIA-Net#17;
 # nor a duration: kuangliu/pytorch-cifar's
-# progress_bar and its copies print the step's time, "Step: 88ms | Tot: 34s394ms | Loss: …"; a
+# progress_bar and its copies print the step's time, "Step: 88ms | Tot: 34s394ms | Loss: …"
+# (glued to its unit, or a unit word after a space: "Step: 12 s"; a key after a space that
+# starts with "s" and a digit is none, the multi-stage losses of CPM/OpenPose trainers under
+# their step: "S1 loss: 0.02 | S2 loss: …", yaoqi-zd/FashionAI_KeyPoint_Detection_Challenge_Keras#2); a
 # key may call the step an index: "iteration index: 200, batch loss: 82.67", "step_idx: 5"; BasicSR
 # writes thousands separators: "iter:   3,800"; PaddleRec's trainer names the batch of the epoch
 # "batch_id" ("epoch: 0, batch_id: 500, AUC:0.788134, …, loss:0.18541333, …, ips: 1822.08655
@@ -333,6 +337,7 @@ WINDOW_TIME_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s?s\s*\(\s*(?P<n>\d+)\s*iters
 # preference among step keys on one line (a global step beats an epoch-local step)
 # (Marian NMT's "Up. 405500" is its update counter)
 STEP_RANK = {"globalstep": 0, "optstep": 0, "trainingstep": 0, "trainstep": 1, "numupdates": 0,
+             "numofupdates": 0,
              "acciter": 0, "accumulatediter": 0, "totalit": 0,
              "updates": 1, "up": 1,
              "iteration": 2, "iter": 2, "step": 3, "s": 3, "currentsteps": 1, "currentstep": 1,
@@ -736,6 +741,42 @@ def _json_step_field(pairs: dict[str, str]) -> str | None:
     return min(ranked, key=lambda rk: rk[0])[1] if ranked else None
 
 
+def pairs_row(pairs: dict[str, str]) -> Row | None:
+    """The row of a record's keys and values (a JSON line's scalar fields, a vertical record's
+    lines): its step (``_json_step_field``), total, clock and known metrics, or None."""
+    row: Row = {}
+    step_key = _json_step_field(pairs)
+    if step_key is None:
+        return None
+    if (frac := STEP_OF_TOTAL_RE.fullmatch(pairs[step_key])) is not None:
+        # ms-swift's "global_step/max_steps": "57/176"
+        row["total_iterations"] = int(frac["tot"])
+        pairs[step_key] = frac["n"]
+    it = _number(pairs[step_key], None)
+    if it is None or it != it or it < 0 or it != int(it):
+        return None
+    row["iteration"] = int(it)
+    parts: Row = {}
+    evals: Row = {}
+    for k, v in pairs.items():
+        if k.lower().replace(" ", "_") in CLOCK_KEYS and CLOCK_RE.fullmatch(v):
+            row["train_time_s"] = hms_to_s(v)
+            continue
+        if k.lower() in TOTAL_KEYS:
+            total = _number(v, None)
+            if total is not None and total == total and total > 0:
+                row.setdefault("total_iterations", int(total))
+            continue
+        col = _norm(k)
+        if col and col not in row:
+            row[col] = _number(v, None)
+        elif col is None and (rate := _eval_rate(k)):
+            evals.setdefault(rate, _number(v, None))
+        elif col is None and k != step_key and (part := _loss_part(k)):
+            parts.setdefault(part, _number(v, None))
+    return _finish(_with_parts(row, parts), evals)
+
+
 def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
@@ -752,36 +793,7 @@ def parse_metric_line(text: str) -> Row | None:
     by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
     if pairs is not None:
-        step_key = _json_step_field(pairs)
-        if step_key is None:
-            return None
-        if (frac := STEP_OF_TOTAL_RE.fullmatch(pairs[step_key])) is not None:
-            # ms-swift's "global_step/max_steps": "57/176"
-            row["total_iterations"] = int(frac["tot"])
-            pairs[step_key] = frac["n"]
-        it = _number(pairs[step_key], None)
-        if it is None or it != it or it < 0 or it != int(it):
-            return None
-        row["iteration"] = int(it)
-        parts: Row = {}
-        evals: Row = {}
-        for k, v in pairs.items():
-            if k.lower() in CLOCK_KEYS and CLOCK_RE.fullmatch(v):
-                row["train_time_s"] = hms_to_s(v)
-                continue
-            if k.lower() in TOTAL_KEYS:
-                total = _number(v, None)
-                if total is not None and total == total and total > 0:
-                    row.setdefault("total_iterations", int(total))
-                continue
-            col = _norm(k)
-            if col and col not in row:
-                row[col] = _number(v, None)
-            elif col is None and (rate := _eval_rate(k)):
-                evals.setdefault(rate, _number(v, None))
-            elif col is None and k != step_key and (part := _loss_part(k)):
-                parts.setdefault(part, _number(v, None))
-        return _finish(_with_parts(row, parts), evals)
+        return pairs_row(pairs)
     if NOT_A_STEP_RE.search(text):
         return None
     if "[valid] Ep. " in text and (v := MARIAN_VALID_RE.search(text)) is not None:
@@ -1670,7 +1682,10 @@ class RoundParser:
 # "2019-02-03 08:03:36,767 INFO     iteration 9/10000", four "epoch k/4" lines, then
 # "… INFO     steps_per_s=443.39, avg_weight_age=4.9, …, loss=0.2225, entropy=7.487"
 # (corpus throughput-dotaclient-34); an epoch's "[Epoch 7/50]" then "Train Loss: nan, Train Acc:
-# 0.0379" (othmaneechc/SpeedTransformer, the loss the epoch's). The header is the counter after a logger's prefix
+# 0.0379" (othmaneechc/SpeedTransformer, the loss the epoch's); a CPM/OpenPose-style trainer's
+# "Step: 682/800000 ----- Cur_lr: 0.4000000 ----- Time: 0.82 sec." then its stages' losses
+# "S1 loss:     nan | … | S6 loss:   25.47 | Total loss: nan" (FashionAI_KeyPoint_Detection_
+# Challenge_Keras#2: fields between dashes, a time with its unit). The header is the counter after a logger's prefix
 # (``HEAD_PREFIX_RE``: times, levels, bracketed tags, a logger's name before " - "), with at
 # most a verb and a few key/value fields after it and no loss; the first line with a training
 # loss and no counter of its own within ``HEAD_REACH`` lines is that step's row. A header
@@ -1680,7 +1695,8 @@ STEP_HEAD_RE = re.compile(
     r"(?P<word>iteration|iter|step|update|rollout\s++batch|episode|epoch)\s*+[:#=]?\s*+(?P<n>\d++)"
     r"(?:\s*+/\s*+(?P<tot>\d++))?(?![\d.%/])"
     r"(?:\s++(?:generated|done|started|finished|begins?|starts?|completed?|begin|start)\b)?"
-    r"[\s:,;.!=\-\]*>#]*+(?:[A-Za-z_]\w*+(?: [A-Za-z_]\w*+)?\s*+[:=]\s*+[^\s,;|]++[\s,;]*+)*+$",
+    r"[\s:,;.!=\-\]*>#]*+(?:[A-Za-z_]\w*+(?: [A-Za-z_]\w*+)?\s*+[:=]\s*+[^\s,;|]++"
+    r"(?:\s*+(?:ms|s|secs?|seconds)\b\.?)?(?:[\s,;]|-{2,})*+)*+$",
     re.IGNORECASE)
 HEAD_PREFIX_RE = re.compile(
     r"(?:\s++|[-|:>*=#,]++|\[[^\]]{0,80}\]|\([^)]{0,80}\)|\d[\d\-/:.,T+Z]*+|[IWEF]\d{4}"
@@ -2072,5 +2088,71 @@ class LoggerTableParser:
         return [] if row is None else [("iterations", {**row, "_ctx": self.ctx})]
 
 
+# -- a record printed one key a line ----------------------------------------------------------
+# Some trainers print each logging call as a block of "key: value" lines, one key a line, the
+# step among them: min-decision-transformer and its many forks (Elastic Decision Transformer,
+# goal-conditioned and safe-RL variants: a "=====" rule, "time elapsed: 0:01:04", "num of
+# updates: 1000", "action loss: 0.25866", "eval avg reward: …"; corpus
+# throughput-elastic-decision-mamba-hopper-steady). A record starts at a line whose key is a step
+# or a clock (``VERTICAL_NEEDLES``), takes the writer's following lines of one key and one value
+# (``VERTICAL_KV_RE``), and ends at the first other line (a rule, a blank line, any text) or at
+# one of its keys again (the next record, where a fork prints no rule); its keys and values make one row as a JSON line's would (``pairs_row``).
+# Only records of at least ``VERTICAL_MIN_KEYS`` numeric keys besides the step make a row: a
+# header's "Step: 100" over one loss line is the headed-step parser's.
+VERTICAL_KV_RE = re.compile(
+    r"\s*+(?P<k>[A-Za-z][\w .()/-]{0,60}?)\s*+[:=]\s*+"
+    r"(?P<v>(?:\d+ days?, )?[^\s:=]\S*|\d+:\d\d:\d\d(?:\.\d+)?)?\s*")
+VERTICAL_NEEDLES = ("updates:", "Updates:", "iteration:", "Iteration:", "iter:", "Iter:",
+                    "step:", "Step:", "elapsed:", "Elapsed:")
+VERTICAL_MIN_KEYS = 3
+
+
+def _vertical_start(key: str) -> bool:
+    """Whether a record's first key names its step or its clock (a word, not "s")."""
+    return len(key) > 2 and (_json_step_rank(key) is not None
+                             or key.lower().replace(" ", "_") in CLOCK_KEYS)
+
+
+class VerticalRecordParser:
+    """A record of ``key: value`` lines, one key a line (``VERTICAL_KV_RE``), with a step among
+    its keys: one iterations row per record (``pairs_row``)."""
+
+    needles = VERTICAL_NEEDLES
+    tables = ("iterations",)
+    section: str | None = None  # "vertical" inside a record
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.cells: dict[str, str] = {}
+        self.ctx: object = None
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return the record's row at its end."""
+        m = VERTICAL_KV_RE.fullmatch(text)
+        if self.section is None:
+            if (m is None or not m["v"] or not any(map(text.__contains__, VERTICAL_NEEDLES))
+                    or not _vertical_start(m["k"])):
+                return []
+            self.section, self.cells, self.ctx = "vertical", {}, ctx
+        elif m is None:
+            return self.close()
+        elif m["k"] in self.cells:
+            out = self.close()  # a key again: the next record
+            return out + self.feed(text, ctx)
+        if m["v"]:
+            self.cells.setdefault(m["k"], m["v"])
+        return []
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of a record or of the stream: its row, if it makes one."""
+        cells, self.section, self.cells = self.cells, None, {}
+        pairs = {k: v for k, v in cells.items()
+                 if NUMBER_STR_RE.fullmatch(v) or CLOCK_RE.fullmatch(v)}
+        if len(pairs) <= VERTICAL_MIN_KEYS or _json_step_field(pairs) is None:
+            return []
+        row = pairs_row(pairs)
+        return [] if row is None else [("iterations", {**row, "_ctx": self.ctx})]
+
+
 BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser,
-          RoundParser, HeadedStepParser)
+          RoundParser, HeadedStepParser, VerticalRecordParser)
