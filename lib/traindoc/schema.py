@@ -108,6 +108,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "code": "string",
         "message": "string",
         "pid": "Int64",  # the process the line names (Xid pid=, OOM killer, launcher kill)
+        # the srun task whose "N: " prefix the line bears where it names its own host (NCCL's
+        # "nid001028:129497:129564 [3] … NCCL WARN …"): who wrote it, which the host hides
+        "task": "Int64",
         "frames": "object",  # C++ frames of a c10 exception block, innermost first
         "time": "datetime64[ns]",
         "source": "string",

@@ -345,7 +345,7 @@ def _last_progress(incident: Incident) -> Progress:
             pr = pr[~evaluating]
         # the data's set-up (datasets' "Map: … 50000/50000 [… examples/s]") counts no step,
         # however long its bar: where other bars ran, they are the training's
-        setup = _setup_bars(pr)
+        setup = setup_bars(pr)
         if not setup.all():
             pr = pr[~setup]
         totals = pr.dropna(subset=["total"])
@@ -788,7 +788,7 @@ SETUP_UNIT_RE = re.compile(r"[\d?]\s*(?:examples|ex|ba|files?|[kMGT]?i?B)/s\b")
 # ``fatal_nan``); both in ``linefacts``
 
 
-def _setup_bars(progress: pd.DataFrame) -> pd.Series:
+def setup_bars(progress: pd.DataFrame) -> pd.Series:
     """Which progress rows are bars of the set-up (``SETUP_BARS``, ``SETUP_UNIT_RE``)."""
     desc = progress["desc"].fillna("").astype(str).str.strip().str.lower()
     return (desc.str.startswith(SETUP_BARS)
@@ -800,7 +800,7 @@ def _training_bars(progress: pd.DataFrame) -> pd.DataFrame:
     pr = progress[progress["step"].notna()]
     if "desc" not in pr or not len(pr):
         return pr
-    return pr[~_setup_bars(pr)]
+    return pr[~setup_bars(pr)]
 
 
 # tensorboardX's check on a scalar it is asked to log (x2num.check_nan): one warning per NaN/inf

@@ -1024,6 +1024,18 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         " heartbeat timeout",
         re.compile(r"(?P<msg>Task /job:\w+/replica:\d+/task:(?P<task>\d+) heartbeat timeout)"),
     ),
+    (  # a Ray task's exception as the driver re-raises it, its worker's pid and machine in
+        # the header over the worker's traceback: "ray.exceptions.RayTaskError(RuntimeError):
+        # ray_Train:train() (pid=8861, host=cryoem-gpu50)" (Ray 0.7, ninamiolane/vaetree),
+        # "… ray::TaskRunner.run() (pid=2337, ip=10.0.0.5, actor_id=…)" (Ray 2). Context: the
+        # error is the traceback's last line, which takes the header's place
+        # (``gpu_crash.events``)
+        "ray_task_error",
+        "python",
+        "RayTaskError",
+        re.compile(r"(?P<msg>[\w.]*RayTaskError(?:\([\w.]+\))?):.*?\(pid=(?P<pid>\d+), "
+                   r"(?:host|ip)=(?P<host>[\w.:\-]+)"),
+    ),
     (  # the raylet's record names the dead worker's machine and pid on the same line: "…
         # Worker IP address: 172.19.24.110 Worker port: 10185 Worker PID: 90738 Worker exit
         # type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits …" (OpenRLHF#621,

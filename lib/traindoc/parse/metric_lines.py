@@ -722,6 +722,8 @@ def _json_step_rank(key: str) -> int | None:
     ``{"epoch": 73, "train_loss": "nan", …, "train_num_updates": "9291", …}``)."""
     low = key.lower()
     low = low.removeprefix(JSON_TRAIN_PREFIX)
+    for p in TRAIN_PREFIXES:  # W&B's "train/global_step" (HF Trainer's report_to="wandb")
+        low = low.removeprefix(p)
     if low == "steps":
         return STEP_RANK["step"]
     return STEP_RANK.get(re.sub(r"[ _]", "", low))
@@ -739,6 +741,26 @@ def _json_step_field(pairs: dict[str, str]) -> str | None:
         if rank is not None:
             ranked.append((rank, k))
     return min(ranked, key=lambda rk: rk[0])[1] if ranked else None
+
+
+# keys in brackets, then their values in brackets: "Epoch 160   [Avg. Loss, Loss]: [6.0917,
+# 6.0791], 0" (erikdengerud/GPTime-Series' trainer); read as "Avg. Loss: 6.0917, Loss: 6.0791"
+ZIPPED_PAIRS_RE = re.compile(
+    r"\[(?P<keys>[A-Za-z][\w. /-]{0,40}(?:,\s*[A-Za-z][\w. /-]{0,40}){1,9})\]\s*[:=]\s*"
+    rf"\[(?P<vals>(?:{_NUM})(?:,\s*(?:{_NUM})){{1,9}})\]")
+
+
+def _unzipped(text: str) -> str:
+    """``text`` with a bracket of keys and a bracket of as many values written as pairs."""
+    m = ZIPPED_PAIRS_RE.search(text)
+    if m is None:
+        return text
+    keys = [k.strip() for k in m["keys"].split(",")]
+    vals = [v.strip() for v in m["vals"].split(",")]
+    if len(keys) != len(vals):
+        return text
+    return text[:m.start()] + ", ".join(f"{k}: {v}" for k, v in zip(keys, vals, strict=True)) \
+        + text[m.end():]
 
 
 def pairs_row(pairs: dict[str, str]) -> Row | None:
@@ -789,6 +811,8 @@ def parse_metric_line(text: str) -> Row | None:
         text = after  # a log record fused after the bar is read on its own
     if (joined := _epoch_result_row(text)) is not None:
         return joined
+    if "]" in text and ("]:" in text or "] :" in text or "]=" in text):
+        text = _unzipped(text)
     row: Row = {}
     by_epoch = False
     pairs = _json_pairs(text) if "{\"" in text else None
@@ -869,7 +893,7 @@ def parse_metric_line(text: str) -> Row | None:
     elif m is None:
         return None
     else:
-        row["iteration"] = int(m["n"].replace(",", "")) * STEP_SUFFIX.get(m["sfx"] or "", 1)
+        row["iteration"] = int(m["n"].replace(",", "")) * STEP_SUFFIX.get((m["sfx"] or "").upper(), 1)
         if m["tot"]:
             row["total_iterations"] = int(m["tot"])
         if (ep := EPOCH_RE.search(text, 0, m.start())) is not None:

@@ -19,7 +19,16 @@ import pandas as pd
 
 from ..incident import Unreadable, drop_echoes
 from ..parse.prefixes import Origin
-from ..schema import SCHEMAS, TABLES, compact, frame, join_files, missing, same_files
+from ..schema import (
+    SCHEMAS,
+    SYNTHETIC_HOST_PREFIX,
+    TABLES,
+    compact,
+    frame,
+    join_files,
+    missing,
+    same_files,
+)
 
 # rows kept as dicts, all tables together, before they become DataFrames: a dict row costs
 # ten times its DataFrame row, and the memory its values took stays the process's (65,536 of
@@ -62,6 +71,8 @@ class Sink:
             row["rank"] = origin.rank
         if row.get("host") is None:
             row["host"] = origin.host
+        elif table == "errors" and origin.host and origin.host.startswith(SYNTHETIC_HOST_PREFIX):
+            row["task"] = int(origin.host[len(SYNTHETIC_HOST_PREFIX):])  # (the line's own host)
         if row.get("time") is None:
             row["time"] = when
         row["source"] = f"{name}:{lineno}"

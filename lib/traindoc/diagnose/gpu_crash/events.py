@@ -138,7 +138,7 @@ SHELL_SETUP_RE = re.compile(r"CommandNotFoundError: Your shell has not been prop
 
 def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     """(role, strength) of one ``errors`` row."""
-    if kind == "python" and SHELL_SETUP_RE.search(message):
+    if kind == "python" and (code == "ray_task_error" or SHELL_SETUP_RE.search(message)):
         return "context", Strength.NONE
     if kind == "xid":
         info = xid_info(as_int(code) if code and code.isdigit() else None)
@@ -229,7 +229,8 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
                          pid=as_int(r.pid), kind=str(r.kind), code=as_str(r.code),
                          message=as_str(r.message), role=role, strength=strength,
                          root_cause=False, table="errors", source=r.source, line=r.line,
-                         local_rank=as_int(getattr(r, "local_rank", None))))
+                         local_rank=as_int(getattr(r, "local_rank", None)),
+                         task=as_int(getattr(r, "task", None))))
     c = incident.collectives
     timed = c[c["state"] == "timed_out"]
     for r, spawned in zip(timed.itertuples(index=False), spawned_ranks(timed, incident),
@@ -255,10 +256,11 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
                          table="exits", source=r.source, line=r.line,
                          local_rank=as_int(r.local_rank),
                          traceback_end=as_int(getattr(r, "traceback_end", None))))
-    ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank", "traceback_end"])
+    ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank", "traceback_end", "task"])
     if not len(ev):
         return ev[EVENT_COLUMNS]
     _record_error_ranks(ev)
+    _ray_task_places(ev)
     ev = _kernel_assert_runs(ev, incident, files)
     _fill_ranks(ev, incident, host_of)
     _wrapper_roles(ev)
@@ -269,6 +271,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
     _recovered_roles(ev, incident, files)
     _continued_roles(ev, incident, files)
     _ucx_detail_roles(ev)
+    _peer_closed_roles(ev)
     _after_success_roles(ev, incident, files)
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
@@ -747,6 +750,26 @@ def _continued_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
+# NCCL's words for the far end of a connection going away: the rank that prints them lost a peer
+PEER_CLOSED_RE = re.compile(r"closed by remote peer|remote process exited", re.IGNORECASE)
+PEER_CLOSED_LINES = 40  # how far below that warning the rank's own NCCL error comes
+
+
+def _peer_closed_roles(ev: pd.DataFrame) -> None:
+    """A rank's NCCL error below its own NCCL warning that the remote peer closed the
+    connection is how it lost that peer, not a failure of its own (sparticlesteve's
+    nersc-pytorch-testing on Perlmutter: ranks 3 and 7 fail to create an InfiniBand completion
+    queue, then ranks 0 and 4 print "NET : Connection closed by remote peer" and the same
+    "unhandled system error")."""
+    warned = ev[(ev["code"] == "nccl_warn_net") & ev["rank"].notna()
+                & ev["message"].astype(str).str.contains(PEER_CLOSED_RE)]
+    for w in warned.itertuples():
+        mine = ((ev["rank"] == w.rank) & (ev["file"] == w.file) & (ev["role"] == "cause")
+                & (ev["kind"] == "nccl_error") & (ev["lineno"] > w.lineno)
+                & (ev["lineno"] <= w.lineno + PEER_CLOSED_LINES)).fillna(False)
+        ev.loc[mine, ["role", "strength"]] = ["cascade", Strength.NONE]
+
+
 UCX_DETAIL_LINES = 40  # how far below UCX's error lines the process's own report of it comes
 
 
@@ -814,6 +837,44 @@ def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
+RAY_TASK_LINES = 80  # how far below a RayTaskError's header its traceback's last line comes
+
+
+def _ray_task_places(ev: pd.DataFrame) -> None:
+    """The Python error that ends a re-raised Ray task's traceback happened in the worker its
+    header names ("RayTaskError(RuntimeError): ray_Train:train() (pid=8861, host=cryoem-
+    gpu50)"): the first such error below the header in its file takes the header's pid and
+    machine where it names none."""
+    heads = ev[(ev["code"] == "ray_task_error") & ev["host"].notna()]
+    for h in heads.itertuples():
+        below = ev[(ev["file"] == h.file) & (ev["lineno"] > h.lineno)
+                   & (ev["lineno"] <= h.lineno + RAY_TASK_LINES) & (ev["kind"] == "python")
+                   & (ev["code"] != "ray_task_error") & ev["host"].isna()]
+        if len(below):
+            i = below["lineno"].idxmin()
+            ev.loc[i, ["host", "pid"]] = [h.host, h.pid]
+
+
+def _node_block_hosts(ev: pd.DataFrame) -> dict[int, str]:
+    """The machine of every rank that a record naming a rank, its local rank and its host
+    places there: ranks are numbered node by node, so global rank R with local rank L on host
+    H puts ranks R-L … R on H (torchrun's "rank : 3 (local_rank: 3)" with "host :
+    nid008493-hsn0": rank 0 too, shiminzhang/llm-sat). A rank two records place on two
+    machines is left out."""
+    out: dict[int, str] = {}
+    clash: set[int] = set()
+    for r in ev.itertuples(index=False):
+        if pd.isna(r.rank) or pd.isna(r.local_rank) or not is_host(r.host):
+            continue
+        rank, local = int(r.rank), int(r.local_rank)
+        if not 0 <= local <= rank:
+            continue
+        for k in range(rank - local, rank + 1):
+            if out.setdefault(k, str(r.host)) != str(r.host):
+                clash.add(k)
+    return {k: h for k, h in out.items() if k not in clash}
+
+
 def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 host_of: dict[int, str] | None = None) -> None:
     """Ranks from pids (torchrun's records name both) and from host + local rank; hosts from
@@ -841,6 +902,9 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     one_machine = len(machines) <= 1
     # the launcher states one node and the log names one machine: every rank ran there
     sole_machine = machines[0] if layout.nnodes == 1 and len(machines) == 1 else None
+    # (a record's short host name as the machine's full one where the log names it so)
+    node_block = {k: next((m for m in machines if m.startswith(f"{h}.")), h)
+                  for k, h in _node_block_hosts(ev).items()}
     data_parallel = _data_parallel_alone(ev, incident, layout)
     no_peer = not data_parallel and _no_peer_shown(ev, incident, layout)
     one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) or data_parallel \
@@ -856,6 +920,8 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
         if rank is None and known(r.host):
             rank = by_task.get(str(r.host))
             from_task = rank is not None and not len(incident.exits)
+        if rank is None and known(r.task):  # srun's label on a line naming its own host
+            rank = by_task.get(f"{SYNTHETIC_HOST_PREFIX}{int(r.task)}")
         if rank is None and known(r.pid):
             rank = by_pid.get(int(r.pid))
         if rank is None and known(r.host) and known(r.local_rank):
@@ -887,7 +953,7 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 assumed = rank is not None
         host = str(r.host) if is_host(r.host) else None
         if host is None and rank is not None:
-            host = host_of.get(rank, sole_machine)
+            host = host_of.get(rank) or node_block.get(rank) or sole_machine
         if host is None and known(r.pid):
             host = by_pid_host.get(int(r.pid))  # NCCL's init lines: this pid's machine
             if host is not None and known(r.host):
@@ -1326,7 +1392,10 @@ def first_failure(events: pd.DataFrame, window_s: float = SAME_FAILURE_WINDOW_S,
     first = _with_exit_status(first, key)
     first = _with_task_oom(first, key)
     first = _with_cancelled_host(first, events)
-    member = causes.apply(lambda e: _same_failure(e, first, window_s), axis=1) \
+    # (each with torch's "Last error:" text and the NCCL WARN its process printed before it,
+    # as the first one's message has them: the same failure on two ranks says the same twice)
+    member = causes.apply(lambda e: _same_failure(
+        _with_warned_cause(_with_last_error(e, events), events), first, window_s), axis=1) \
         if len(causes) else pd.Series([], dtype=bool)
     if first["code"] in HOST_OOM_CODES and len(causes):
         member |= causes.apply(lambda e: _oom_explains(first, e), axis=1)
@@ -1817,7 +1886,9 @@ def _lone_reporter(events: pd.DataFrame, writers_seen: int,
     would have left its peers' symptoms too."""
     if writers_seen < 2:
         return None
-    ranked = events[events["rank"].notna()]
+    # (the scheduler's cancel is no rank's report, whatever task prefix its line bears)
+    ranked = events[events["rank"].notna()
+                    & ~events["code"].isin([*TIME_LIMIT_CAUSE_CODES, *SCHEDULER_STOP_CODES])]
     if not len(ranked):  # no rank named: one machine's NCCL lines (its "host:pid:tid" prefix)
         nccl = events[(events["kind"] == "nccl_error") & events["host"].notna()]
         if not len(nccl) or nccl["host"].nunique() != 1:

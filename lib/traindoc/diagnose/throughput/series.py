@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ...schema import with_source
-from ..common import EPOCH_EVENT, training_steps
+from ..common import EPOCH_EVENT, setup_bars, training_steps
 
 
 @dataclass(frozen=True)
@@ -363,6 +363,8 @@ def _main_bar(progress: pd.DataFrame) -> pd.DataFrame:
     then the largest total. A dataset's tokenizing or map bar counts more items (8,939 examples,
     71,514 rows) but runs seconds, the training loop minutes to days."""
     pr = progress[progress["step"].notna() & progress["rate"].notna() & (progress["rate"] > 0)]
+    if len(pr) and "desc" in pr:
+        pr = pr[~setup_bars(pr)]  # (transformers' "Loading checkpoint shards": 16.99s/it)
     if not len(pr):
         return pr
     if pr["total"].notna().any():
