@@ -245,3 +245,18 @@ def test_a_setup_bar_is_no_training_rate(tmp_path: Path) -> None:
             "Step 1/2 | Loss: 18.5557 | Aux: 0.000000 | LR: 4.00e-05 | Tokens/sec: 2\n")
     f = throughput.diagnose(_incident(tmp_path, text)).facts
     assert f["metric"] != "s_per_iteration" and not f["degraded"]
+
+
+@pytest.mark.parametrize("line, code", [
+    # itssshikhar/parameter-golf (corpus gpu_crash-pgolf-qat-8rank-dynamo-recompile-limit-at-val)
+    ("torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True. "
+     "Excessive recompilations can degrade performance", "torch._dynamo.exc.FailOnRecompileLimitHit"),
+    # rbitr/parameter-golf (corpus gpu_crash-pgolf-8rank-gptq-cholesky-after-collapse)
+    ("torch._C._LinAlgError: linalg.cholesky: The factorization could not be completed because "
+     "the input is not positive-definite (the leading minor of order 2 is not positive-definite).",
+     "torch._C._LinAlgError"),
+])
+def test_an_exception_class_of_an_exceptions_module_or_a_private_one(line: str, code: str) -> None:
+    from traindoc.parse.errors import parse_error
+    row = parse_error(line)
+    assert row is not None and row["kind"] == "python" and row["code"] == code

@@ -1097,9 +1097,24 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "python_exception",
         "python",
         "Error: ",
-        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)[A-Z]\w*"
+        # (a private class too: "torch._C._LinAlgError: linalg.cholesky: …", rbitr/parameter-golf)
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)_?[A-Z]\w*"
                    r"(?:Error|Exception|Failure|Exit))(?:\([^)]*\))?: \S.*)$"),
     ),
+    (  # any class of a package's module of exceptions, whatever its name ends with:
+        # "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True"
+        # (itssshikhar/parameter-golf), "torch._dynamo.exc.Unsupported: …",
+        # "torch._dynamo.exc.BackendCompilerFailed: …", "jax.errors.TracerBoolConversion…",
+        # "omegaconf.errors.MissingMandatoryValue: …"
+        "python_exception",
+        "python",
+        ".exc.",
+        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+(?:exc|exceptions|errors)\.[A-Z]\w*)"
+                   r": \S.*)$"),
+    ),
+    *(("python_exception", "python", needle, re.compile(
+        r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+(?:exc|exceptions|errors)\.[A-Z]\w*): \S.*)$"))
+      for needle in (".exceptions.", ".errors.")),
     (  # a module's own lowercase exception class: OpenCV's "cv2.error: OpenCV(4.5.1) …/color.cpp:182:
         # error: (-215:Assertion failed) !_src.empty() in function 'cvtColor'" (linhandev/iann
         # log/workerlog.0), "struct.error: unpack requires a buffer of 4 bytes", "zlib.error: …",
@@ -1156,7 +1171,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "MPI_ABORT was invoked", "job killed: walltime ", "exceeded wallclock limit",
                 "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline",
                 "communicator was aborted", "BAD TERMINATION", "ur_die: ", " received by PID ",
-                " exit, kill process group ", "Received SIGTERM: ")
+                " exit, kill process group ", "Received SIGTERM: ", ".exc.", ".exceptions.")
 MAX_MESSAGE_CHARS = 400
 # The heartbeat monitor's message, which a terminal may wrap mid-word ("… Rank 6]
 # ProcessGroupNCCL'" / "s watchdog got stuck for 480 seconds …", om-ai-lab/VLM-R1#257)
