@@ -260,3 +260,20 @@ def test_an_exception_class_of_an_exceptions_module_or_a_private_one(line: str, 
     from traindoc.parse.errors import parse_error
     row = parse_error(line)
     assert row is not None and row["kind"] == "python" and row["code"] == code
+
+
+def test_a_loss_scale_driven_to_zero_draws_without_a_log_axis() -> None:
+    # ymcui/Chinese-LLaMA-Alpaca-2#97 (corpus loss_spike-chinese-llama-alpaca-2-97-scale-zero-
+    # then-traceback): "Attempted loss scale: 0, reducing to 0" on every skipped step
+    import warnings
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from traindoc import plots
+    series = pd.DataFrame({"iteration": [94, 95], "loss": [float("nan")] * 2,
+                           "grad_norm": [float("nan")] * 2, "loss_scale": [0.0, 0.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plots.loss_spike_curves(series, skipped_iterations=[94, 95])
+        FigureCanvasAgg(fig).draw()
+    assert fig.axes[0].get_yscale() == "linear"

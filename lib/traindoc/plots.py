@@ -225,7 +225,9 @@ def loss_spike_curves(series: pd.DataFrame, spikes: list[dict] | None = None,
     for ax, col in zip(axes, panels, strict=True):
         y = series[col].astype(float)
         ax.plot(x, y, lw=0.9, marker="." if len(series) <= 200 else None, ms=3)
-        if col == "loss_scale" or (col == "grad_norm" and _log_helps(y)):
+        # (a loss scale driven to 0 has nothing to put on a log axis: DeepSpeed's "Attempted
+        # loss scale: 0, reducing to 0", ymcui/Chinese-LLaMA-Alpaca-2#97)
+        if (col == "loss_scale" and bool((y > 0).any())) or (col == "grad_norm" and _log_helps(y)):
             ax.set_yscale("log")
         ax.set_ylabel(labels[col])
         for sp in spikes or []:
