@@ -176,6 +176,14 @@ LAUNCHER_DEATHS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     ),
 )
 
+# a class of a package's module of exceptions, whatever its name ends with:
+# "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True"
+# (itssshikhar/parameter-golf), "torch._dynamo.exc.Unsupported: …",
+# "torch._dynamo.exc.BackendCompilerFailed: …", "jax.errors.TracerBoolConversion…",
+# "omegaconf.errors.MissingMandatoryValue: …"
+EXCEPTIONS_MODULE_RE = re.compile(
+    r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+(?:exc|exceptions|errors)\.[A-Z]\w*): \S.*)$")
+
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # the line after torch's "Last error:" under ncclUnhandledCudaError: the CUDA error NCCL
         # hit ("Cuda failure 2 'out of memory'", "Cuda failure 'initialization error'")
@@ -1101,20 +1109,10 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)_?[A-Z]\w*"
                    r"(?:Error|Exception|Failure|Exit))(?:\([^)]*\))?: \S.*)$"),
     ),
-    (  # any class of a package's module of exceptions, whatever its name ends with:
-        # "torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True"
-        # (itssshikhar/parameter-golf), "torch._dynamo.exc.Unsupported: …",
-        # "torch._dynamo.exc.BackendCompilerFailed: …", "jax.errors.TracerBoolConversion…",
-        # "omegaconf.errors.MissingMandatoryValue: …"
-        "python_exception",
-        "python",
-        ".exc.",
-        re.compile(r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+(?:exc|exceptions|errors)\.[A-Z]\w*)"
-                   r": \S.*)$"),
-    ),
-    *(("python_exception", "python", needle, re.compile(
-        r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+(?:exc|exceptions|errors)\.[A-Z]\w*): \S.*)$"))
-      for needle in (".exceptions.", ".errors.")),
+    # any class of a package's module of exceptions, whatever its name ends with
+    # (``EXCEPTIONS_MODULE_RE``), one entry a module name
+    *(("python_exception", "python", needle, EXCEPTIONS_MODULE_RE)
+      for needle in (".exc.", ".exceptions.", ".errors.")),
     (  # a module's own lowercase exception class: OpenCV's "cv2.error: OpenCV(4.5.1) …/color.cpp:182:
         # error: (-215:Assertion failed) !_src.empty() in function 'cvtColor'" (linhandev/iann
         # log/workerlog.0), "struct.error: unpack requires a buffer of 4 bytes", "zlib.error: …",

@@ -763,6 +763,11 @@ def _unzipped(text: str) -> str:
         + text[m.end():]
 
 
+def _clock_key(key: str) -> bool:
+    """Whether a key names the run's clock (``CLOCK_KEYS``, words joined by spaces or "_")."""
+    return key.lower().replace(" ", "_") in CLOCK_KEYS
+
+
 def pairs_row(pairs: dict[str, str]) -> Row | None:
     """The row of a record's keys and values (a JSON line's scalar fields, a vertical record's
     lines): its step (``_json_step_field``), total, clock and known metrics, or None."""
@@ -781,7 +786,7 @@ def pairs_row(pairs: dict[str, str]) -> Row | None:
     parts: Row = {}
     evals: Row = {}
     for k, v in pairs.items():
-        if k.lower().replace(" ", "_") in CLOCK_KEYS and CLOCK_RE.fullmatch(v):
+        if _clock_key(k) and CLOCK_RE.fullmatch(v):
             row["train_time_s"] = hms_to_s(v)
             continue
         if k.lower() in TOTAL_KEYS:
@@ -2133,8 +2138,7 @@ VERTICAL_MIN_KEYS = 3
 
 def _vertical_start(key: str) -> bool:
     """Whether a record's first key names its step or its clock (a word, not "s")."""
-    return len(key) > 2 and (_json_step_rank(key) is not None
-                             or key.lower().replace(" ", "_") in CLOCK_KEYS)
+    return len(key) > 2 and (_json_step_rank(key) is not None or _clock_key(key))
 
 
 class VerticalRecordParser:
@@ -2172,9 +2176,7 @@ class VerticalRecordParser:
         cells, self.section, self.cells = self.cells, None, {}
         pairs = {k: v for k, v in cells.items()
                  if NUMBER_STR_RE.fullmatch(v) or CLOCK_RE.fullmatch(v)}
-        if len(pairs) <= VERTICAL_MIN_KEYS or _json_step_field(pairs) is None:
-            return []
-        row = pairs_row(pairs)
+        row = pairs_row(pairs) if len(pairs) > VERTICAL_MIN_KEYS else None  # (None: no step)
         return [] if row is None else [("iterations", {**row, "_ctx": self.ctx})]
 
 
