@@ -13,7 +13,7 @@ from typing import Any
 # True where the line says it and <NA> where it does not, so that a table where no line says
 # it holds no storage for it (``schema.compact``)
 FACT_COLUMNS: tuple[str, ...] = ("nan_text", "fatal_nan", "hf_dict", "megatron_counters",
-                                 "wording", "summary_steps")
+                                 "wording", "summary_steps", "summary_steps_err")
 
 # the events whose rows get a ``wording`` and a ``summary_steps`` (``parse.metric_lines``'s
 # rows counted by their epoch; ``parse.iterations.parse_hf_dict``'s end-of-run summary)
@@ -35,6 +35,9 @@ FATAL_NAN_RE = re.compile(r"\b(?:stopping|terminating) training\b|\bfound (?:nan
 # counts them
 HF_STEPLESS_DICT_RE = re.compile(r"\{'(?:loss|eval_loss|eval_runtime|train_runtime)'(?![^{}]*'"
                                  r"(?:step|global_step)[^']*':)[^{}]*\}")
+# a step number printed before the dict is its step (text-generation-webui's training
+# callback: "Step:    683 {'loss': 2.43, 'grad_norm': inf, …}"): the dict is no stepless one
+STEP_BEFORE_RE = re.compile(r"\b(?:step|iteration|iter)\s*+[:=#]?\s*+\d+", re.IGNORECASE)
 # Megatron's train line with its counters ("iteration 10/ … | number of nan iterations: 0 |"):
 # a line that counts NaN iterations yet prints no loss had every step of its interval fail
 MEGATRON_COUNTERS_RE = re.compile(r"\biteration\s+\d+\s*/.*number of nan iterations")
@@ -55,13 +58,21 @@ def wording_id(text: str) -> int:
 
 def summary_steps(text: str) -> float | None:
     """The steps an HF end-of-run summary line accounts for (runtime x steps per second)."""
+    got = summary_steps_range(text)
+    return None if got is None else got[0]
+
+
+def summary_steps_range(text: str) -> tuple[float, float] | None:
+    """The steps an HF end-of-run summary line accounts for and their rounding error: the
+    rate is printed to a few decimals (11174.986 s at 0.081 steps/s is 905 +- 5.6 steps)."""
     m = HF_SUMMARY_STEPS_RE.search(text)
     if m is None:
         return None
     try:
-        return float(m["rt"]) * float(m["sps"])
+        runtime, rate = float(m["rt"]), float(m["sps"])
     except ValueError:  # ("1.2.3")
         return None
+    return runtime * rate, runtime * 0.5 * 10.0 ** -len(m["sps"].partition(".")[2])
 
 
 def line_facts(text: Any, event: Any = None) -> dict[str, Any]:
@@ -74,14 +85,15 @@ def line_facts(text: Any, event: Any = None) -> dict[str, Any]:
         out["nan_text"] = True
     if FATAL_NAN_RE.search(text):
         out["fatal_nan"] = True
-    if "{'" in text and HF_STEPLESS_DICT_RE.search(text):
+    if "{'" in text and (m := HF_STEPLESS_DICT_RE.search(text)) is not None \
+            and STEP_BEFORE_RE.search(text, 0, m.start()) is None:
         out["hf_dict"] = True
     if _MEGATRON_NEEDLE in text and MEGATRON_COUNTERS_RE.search(text):
         out["megatron_counters"] = True
     if event == EPOCH_EVENT:
         out["wording"] = wording_id(text)
     elif event == SUMMARY_EVENT:
-        steps = summary_steps(text)
-        if steps is not None:
-            out["summary_steps"] = steps
+        got = summary_steps_range(text)
+        if got is not None:
+            out["summary_steps"], out["summary_steps_err"] = got
     return out

@@ -67,8 +67,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         # differ only in their numbers (``linefacts.wording_id``)
         "wording": "Int64",
         # the steps HF's end-of-run summary accounts for (``event="train_summary"``: its
-        # runtime x steps per second)
+        # runtime x steps per second) and how far off that may be (the rate is rounded)
         "summary_steps": "Float64",
+        "summary_steps_err": "Float64",
         "rank": "Int64",
         "host": "string",
         "time": "datetime64[ns]",

@@ -67,10 +67,11 @@ STEP_SAVE_RE = re.compile(
 # logged before it, ``diagnose.common.place_unnumbered_saves``): OpenPCDet's tools/train_utils/
 # train_utils.py logger.info(f'Save latest model to {ckpt_name}') (its forks: GraphBEV, TED,
 # LION), "Epoch 3. Save latest model to ckpt/latest.pth." and "save latest model to: out/
-# gpt2_weight.pth" (hand-written loops), "--> Saved individual epoch checkpoint to ckpt/e3.pt"
+# gpt2_weight.pth" (hand-written loops), "--> Saved individual epoch checkpoint to ckpt/e3.pt",
+# "save models to /ckpt/lora-llava-v1.6-vicuna-13b/checkpoint-900" (LLaVA-Med's LoRA trainer)
 MODEL_SAVE_RE = re.compile(
     r"(?<![\w-])[Ss]av(?:e|ed|ing) (?:(?:the|a|latest|last|best|final|current|individual|epoch)"
-    r" )*(?:model|weights|checkpoint|ckpt)(?: weights| state)? (?:to|in|into|at)?:? *[\['\"]?"
+    r" )*(?:models?|weights|checkpoint|ckpt)(?: weights| state)? (?:to|in|into|at)?:? *[\['\"]?"
     r"(?P<path>(?:~|\.{1,2})?/[^\s'\"\]]+|[\w.-]+/[^\s'\"\]]+)")
 # a save verb and a checkpoint file, nothing else: "==> Saving ./result/supcon/cifar10/resnet50/
 # 5.pt..." (SupContrast-style save_model forks, corpus gpu_crash-byol-v1-supcon-killed-epoch-10),
@@ -170,7 +171,8 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # (``MODEL_SAVE_RE``, ``FILE_SAVE_RE``)
     *(("saved", needle, MODEL_SAVE_RE) for needle in (
         "ave latest model", "ave best model", "ave last model", "aved individual",
-        "ave model to", "aving model to", "aved model to")),
+        "ave model to", "aving model to", "aved model to", "ave models to", "aving models to",
+        "aved models to")),
     *(("saved", needle, FILE_SAVE_RE) for needle in ("Saving ", "Saved ", "saving ")),
     # (its "Saving final model..." is left unread: with no line saying the save ended, a
     # failure after it would be read as a partial save)

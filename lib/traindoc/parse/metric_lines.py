@@ -501,6 +501,8 @@ NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP
            "[valid] Ep. ", "speed", "Cost ",
            # a perplexity where no loss is printed (``PERPLEXITY_RE``)
            "erplexity", "ppl:", "ppl=", "ppl'", 'ppl"', "ppl ", "PPL",
+           # a bare total as the loss (``TOTAL_KEY``)
+           " total: ", " total=",
            # TF2 Object Detection API since TF 2.4: "Step 1000 per-step time 17.001s" (no loss)
            "per-step time",
            # StyleGAN2-ADA/StyleGAN3/EDM's progress line: "tick 12  kimg 48.0  time 1h 02m
@@ -546,7 +548,10 @@ LOSS_PART_RE = re.compile(r"loss|^l_[a-z]|(?:^|[\s_\-/.])mse(?:$|[\s_\-/.])", re
 # 'seq_len': 264"): a stand-in, taken after any loss or loss part of the line. An evaluation's
 # perplexity is none: the eval loss beside a training loss is in the loss's units
 PERPLEXITY_RE = re.compile(r"(?:^|[\s_\-/.])(?:ppl|perplexity)$", re.IGNORECASE)
-STAND_INS = {"ppl": "loss"}
+# a step line's bare "total", its only loss-like key, is the loss its parts add up to (fer-ssl's
+# "[epoch: 144/200, iter: 175/640] total: 1.013207"): a stand-in like the perplexity, after it
+TOTAL_KEY = "total"
+STAND_INS = {"ppl": "loss", TOTAL_KEY: "loss"}
 EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
 NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
 
@@ -1009,7 +1014,8 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             if (rate := _eval_rate(key)) is not None:
                 evals.setdefault(rate, _number(p["v"], p["u"]))
                 continue
-            part = _loss_part(key)
+            part = _loss_part(key) or (TOTAL_KEY if key.lower() == TOTAL_KEY and not p["u"]
+                                       and not p["pu"] else None)
             if part and part not in parts:
                 parts[part] = _number(p["v"], p["u"])
             continue

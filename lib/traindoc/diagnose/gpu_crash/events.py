@@ -748,6 +748,35 @@ def _continued_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]
         later = {v for at, v in steps.get(f, []) if ln < at < stop}
         if len(later) >= CONTINUED_STEPS:
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+    _recurring_roles(ev, cand, exits)
+
+
+def _signature(message: str | None) -> str:
+    """An exception's words without their numbers, the first ``SIGNATURE_CHARS`` of them."""
+    return DIGITS_RE.sub("#", message or "")[:SIGNATURE_CHARS]
+
+
+DIGITS_RE = re.compile(r"\d+")
+SIGNATURE_CHARS = 60
+
+
+def _recurring_roles(ev: pd.DataFrame, cand: pd.Index, exits: pd.DataFrame) -> None:
+    """The same exception again (its type and words, numbers aside) after the run went on past
+    it is the same caught error recurring, not the failure, unless a process's exit is recorded
+    after it in its file (gui-cursor's verl agent loop: workers log "ValueError: step 3 -
+    extract action failed from: …" through every rollout, the last ones after the last step
+    the log holds)."""
+    survived = {(ev.at[i, "code"], _signature(ev.at[i, "message"]))
+                for i in cand if ev.at[i, "role"] == "context"}
+    if not survived:
+        return
+    for i in cand:
+        if ev.at[i, "role"] != "cause" or (
+                ev.at[i, "code"], _signature(ev.at[i, "message"])) not in survived:
+            continue
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        if not ((exits["file"] == f) & (exits["lineno"] > ln)).any():
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
 # NCCL's words for the far end of a connection going away: the rank that prints them lost a peer
