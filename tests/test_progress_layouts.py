@@ -330,11 +330,14 @@ def test_a_data_bar_is_no_training_step(tmp_path: Path, setup: list[str]) -> Non
     assert gpu_crash.analyse(inc).facts["last_iteration"] == 120
 
 
-def test_a_data_bar_alone_is_the_progress_there_is(tmp_path: Path) -> None:
-    # a run that hangs in its set-up: the set-up's bar is all the log counted
+def test_a_data_bar_alone_counts_no_step(tmp_path: Path) -> None:
+    # a run that stops in its set-up: the set-up's bar counts examples, no training step (round
+    # k: gnosia93/training-on-eks's rank 3 out of memory after "Generating train split:
+    # 36718/36718", koko0000000/elastic-verl-spot's ENOSPC under "Filtering prompts … 0/7473";
+    # before, the runbooks said "last iteration 36718")
     p = tmp_path / "train.log"
     p.write_text("Map: 100%|██████████| 10000/10000 [00:07<00:00, 1423.42 examples/s]\n")
-    assert last_progress(traindoc.load(p)).step == 10000
+    assert last_progress(traindoc.load(p)).step is None
 
 
 def test_an_evaluation_longer_than_the_training_is_no_training_bar(tmp_path: Path) -> None:

@@ -153,7 +153,7 @@ class Progress:
     seconds_per_step: float | None
     source: str | None
     line: str | None
-    kind: str  # "tqdm", "iteration" or "none"
+    kind: str  # "tqdm", "iteration", "checkpoint" (the step the last checkpoint names) or "none"
 
     def describe(self) -> str:
         """'step 21/6336 at ~25.6 s/step' or 'no progress line found'."""
@@ -344,10 +344,12 @@ def _last_progress(incident: Incident) -> Progress:
         if not evaluating.all():
             pr = pr[~evaluating]
         # the data's set-up (datasets' "Map: … 50000/50000 [… examples/s]") counts no step,
-        # however long its bar: where other bars ran, they are the training's
-        setup = setup_bars(pr)
-        if not setup.all():
-            pr = pr[~setup]
+        # however long its bar: where other bars ran, they are the training's; where none did,
+        # the run stopped before its first step (a rank out of memory while DeepSpeed set up
+        # after "Generating train split: 36718/36718", gnosia93/training-on-eks)
+        pr = pr[~setup_bars(pr)]
+        if not len(pr):
+            return _checkpoint_progress(incident)
         totals = pr.dropna(subset=["total"])
         main = pr
         desc = totals["desc"].fillna("").astype(str)
@@ -371,7 +373,7 @@ def _last_progress(incident: Incident) -> Progress:
         return Progress(int(row["step"]), None if total is None else int(total),
                         None if not rate else 1.0 / float(rate), row["source"], row["line"],
                         "tqdm")
-    return Progress(None, None, None, None, None, "none")
+    return _checkpoint_progress(incident)
 
 
 # HF Trainer's log dicts carry no step ("{'loss': 0.45, …, 'epoch': 1.22}"): the parser counts
@@ -391,6 +393,19 @@ def _counted_beside_a_bar(incident: Incident) -> bool:
         return False
     files = {str(s).rsplit(":", 1)[0] for s in it["source"].dropna()}
     return any(str(s).rsplit(":", 1)[0] in files for s in pr.loc[pr["total"].notna(), "source"])
+
+
+def _checkpoint_progress(incident: Incident) -> Progress:
+    """Where no step line or bar counts steps: the step the last checkpoint names (saved,
+    being saved or loaded: the run had reached it), else none. DeepSpeed's "[Torch] Checkpoint
+    global_step5000 is ready now!" just before rank 6's watchdog timeout (OneBit#8), a
+    Trainer's "Saving model checkpoint to out/checkpoint-1000" after a loop that logs no step."""
+    ck = with_source(incident.checkpoints)
+    ck = ck[ck["iteration"].notna()] if "iteration" in ck else ck.iloc[0:0]
+    if not len(ck):
+        return Progress(None, None, None, None, None, "none")
+    row = ck.loc[ck["iteration"].astype("int64").idxmax()]
+    return Progress(int(row["iteration"]), None, None, row["source"], row["line"], "checkpoint")
 
 
 def _bar_of_the_dicts(incident: Incident) -> pd.Series | None:
@@ -1119,6 +1134,28 @@ def pid_hosts(incident: Incident) -> dict[int, str]:
     both = p[p["pid"].notna() & p["host"].notna()]
     hosts = both.groupby("pid")["host"].unique()
     return {int(pid): str(h[0]) for pid, h in hosts.items() if len(h) == 1 and is_host(h[0])}
+
+
+def nccl_world_ranks(incident: Incident) -> dict[int, int]:
+    """The rank of each pid whose NCCL communicator spans every process NCCL's lines show
+    (``processes``: "comm 0x7f99613ad7b0 rank 1 nRanks 4", four pids in all, its NCCL
+    errors' included): that
+    communicator is the world's, and its rank the global one. A pid with two such ranks, or
+    a log whose largest communicator leaves out some of its processes (a tensor-parallel
+    group's), gives none (elastic-verl-spot: verl's workers under Ray print no rank of their
+    own, only NCCL's)."""
+    p = incident.tables.get("processes")
+    if p is None or not len(p) or "comm_size" not in p:
+        return {}
+    e = incident.errors
+    nccl = e.loc[e["kind"] == "nccl_error", "pid"] if len(e) and "pid" in e else e.get("pid")
+    pids = len(set(p["pid"].dropna().astype(int)) | set(
+        () if nccl is None else nccl.dropna().astype(int)))
+    comms = p[p["pid"].notna() & p["comm_rank"].notna() & (p["comm_size"] == pids)]
+    if pids < 2 or not len(comms):
+        return {}
+    ranks = comms.groupby("pid")["comm_rank"].unique()
+    return {int(pid): int(r[0]) for pid, r in ranks.items() if len(r) == 1}
 
 
 def task_hosts(incident: Incident) -> dict[str, str]:

@@ -77,9 +77,10 @@ import html
 import math
 import re
 import statistics
+from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -261,6 +262,9 @@ class Sighting:
     # a stall warning (nothing timed out): where it comes before the launcher's first-exit
     # record, the job hung first, and the exit is the hang's consequence
     stall: bool = False
+    # ``first_seen`` is a bound, not a logged time: the class's first evidence carries no
+    # time and was printed before a timed line of its file (``_first``)
+    bounded: bool = False
 
 
 def _row_positions(incident: Incident, df: pd.DataFrame) -> list[tuple[int, int]]:
@@ -288,13 +292,58 @@ def _ordered(incident: Incident, df: pd.DataFrame) -> pd.DataFrame:
     return key.drop(columns=["_t", "_f", "_l"])
 
 
-def _first(incident: Incident, df: pd.DataFrame) -> tuple[datetime | None, tuple[int, int]]:
-    """Earliest evidence time (None when no row has one) and the earliest file position."""
+def _first(incident: Incident, df: pd.DataFrame
+           ) -> tuple[datetime | None, tuple[int, int], bool]:
+    """Earliest evidence time (None when no row has one), the earliest file position, and
+    whether that time is a bound: an evidence row without a time was printed before the next
+    timed line of its file, so it happened no later than that line's time (rank 6's
+    OutOfMemoryError traceback, untimed, printed above the other ranks' watchdog timeouts at
+    18:39:29, while torchrun's record of rank 6's exit says 18:40:21; AlgoPerf's
+    schedule-free AdamW run)."""
     t = None
     if "time" in df and df["time"].notna().any():
         t = pd.Timestamp(df["time"].min()).to_pydatetime()
-    pos = min(_row_positions(incident, df), default=(1 << 30, 0))
-    return t, pos
+    positions = _row_positions(incident, df)
+    pos = min(positions, default=(1 << 30, 0))
+    untimed = (df["time"].isna() if "time" in df else pd.Series(True, index=df.index)).to_numpy()
+    marks = _timed_lines(incident)
+    bound = None
+    for (f, line), no_time in zip(positions, untimed, strict=True):
+        after = marks.get(f)
+        if not no_time or not after:
+            continue
+        i = bisect_right(after, (line, pd.Timestamp.max))
+        if i < len(after):
+            b = after[i][1]
+            bound = b if bound is None or b < bound else bound
+    if bound is not None and (t is None or bound < pd.Timestamp(t)):
+        return bound.to_pydatetime(), pos, True
+    return t, pos, False
+
+
+# the tables whose rows carry a logged time and a place: what bounds an untimed line's time
+TIMED_TABLES = ("errors", "exits", "collectives", "iterations", "checkpoints")
+
+
+def _timed_lines(incident: Incident) -> dict[int, list[tuple[int, pd.Timestamp]]]:
+    """Per file index, the (line, time) of every row of ``TIMED_TABLES`` with a logged time,
+    in line order (computed once an incident, ``Incident.once``)."""
+    return incident.once("timed_lines", _timed_lines_of)
+
+
+def _timed_lines_of(incident: Incident) -> dict[int, list[tuple[int, pd.Timestamp]]]:
+    """``_timed_lines`` computed."""
+    out: dict[int, list[tuple[int, pd.Timestamp]]] = {}
+    for name in TIMED_TABLES:
+        t = with_source(incident.tables.get(name, pd.DataFrame()))
+        if not len(t) or "time" not in t or "source" not in t:
+            continue
+        t = t[t["time"].notna()]
+        for (f, line), when in zip(_row_positions(incident, t), t["time"], strict=True):
+            out.setdefault(f, []).append((line, pd.Timestamp(when)))
+    for marks in out.values():
+        marks.sort()
+    return out
 
 
 def _true(v: Any) -> bool:
@@ -1121,7 +1170,7 @@ def _detect(incident: Incident, modules: Mapping[str, Any] | None = None,
         if s is None:
             continue
         s.report = rep
-        s.first_seen, s.position = _first(incident, s.rows)
+        s.first_seen, s.position, s.bounded = _first(incident, s.rows)
         s.rows = _ordered(incident, s.rows)
         found.append(s)
     return found, not_checked, reports
@@ -1153,6 +1202,11 @@ def root_cause_class(incident: Incident, found: list[Sighting]) -> str | None:
     return None
 
 
+# a time that is only a bound (``Sighting.bounded``) orders against another by the file's order
+# where the two are this close: writers' clocks and buffers differ by that much
+BOUND_SKEW = timedelta(seconds=1)
+
+
 def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
     """Earliest first: by time where both classes have one, else the root-cause class first,
     else by file position."""
@@ -1171,7 +1225,9 @@ def order(found: list[Sighting], root_cls: str | None = None) -> list[Sighting]:
             return 1 if a.recovered else -1  # spikes the run came back from, then the stop
         if a.outside_stop != b.outside_stop:  # how the job ended, after whatever else it shows
             return 1 if a.outside_stop else -1
-        if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen:
+        if a.first_seen is not None and b.first_seen is not None and a.first_seen != b.first_seen \
+                and not ((a.bounded or b.bounded)
+                         and abs(a.first_seen - b.first_seen) <= BOUND_SKEW):
             return -1 if a.first_seen < b.first_seen else 1
         if (a.stall or b.stall) and a.cls != b.cls and a.position != b.position:
             return -1 if a.position < b.position else 1  # a hang's warning, then its exit
@@ -1296,7 +1352,8 @@ def _class_findings(a: TriageAnalysis) -> list[Finding]:
     """One finding a class found, in order: the cause critical, the cascade warnings."""
     return [Finding(
         f"class_{s.cls}", "critical" if i == 0 else "warning",
-        f"{s.cls} ({role(i, s, a.ordered_by)}{_when(s.first_seen, ', first seen ')}): {s.detail}",
+        f"{s.cls} ({role(i, s, a.ordered_by)}"
+        f"{_when(s.first_seen, ', first seen by ' if s.bounded else ', first seen ')}): {s.detail}",
         evidence(s.rows, limit=MAX_LINES)) for i, s in enumerate(a.sightings)]
 
 
@@ -1430,7 +1487,7 @@ def _verdict(ordered: list[Sighting], how: str | None, not_checked: list[dict[st
                 "holds every rank's output and the launcher's.", "low")
 
     def said(s: Sighting) -> str:
-        return f"{_when(s.first_seen, '', ': ')}{s.detail.rstrip('. ')}"
+        return f"{_when(s.first_seen, 'by ' if s.bounded else '', ': ')}{s.detail.rstrip('. ')}"
 
     a = ordered[0]
     if len(ordered) == 1:

@@ -488,6 +488,22 @@ def parse_run_stop(text: str) -> Row | None:
 
 RUN_FINISHED_METRIC = "plan:finished"
 
+# A trainer's own last words on a run that reached its end: BasicSR's and its forks' "21-09-19
+# 01:01:10.393 - INFO: End of training." (ClassSR under PaddleCloud, whose wrapper then says
+# "[INFO]: train job success!"), HF Trainer's "Training completed. Do not forget to share your
+# model on huggingface.co/models =)", "Training finished." / "Training done!" of hand-written
+# loops. A ``plan:finished`` row, like MLPerf's run_stop: the DataLoader threads' tracebacks
+# that follow as the workers go away are the teardown, no failure.
+RUN_END_RE = re.compile(r"\b(?:End of training|[Tt]raining (?:is )?(?:finished|completed?|done)|"
+                        r"train job success)(?:[.!]|\s*$)")
+RUN_END_NEEDLES = ("End of training", "raining finished", "raining complete", "raining done",
+                   "raining is ", "train job success")
+
+
+def parse_run_end(text: str) -> Row | None:
+    """A trainer's words that its run reached its end, as a ``plan:finished`` row."""
+    return {"metric": RUN_FINISHED_METRIC, "value": 1.0} if RUN_END_RE.search(text) else None
+
 # Python's multiprocessing resource tracker at the interpreter's shutdown, the objects its
 # processes left behind: "/usr/lib/python3.8/multiprocessing/resource_tracker.py:216:
 # UserWarning: resource_tracker: There appear to be 662 leaked semaphore objects to clean up at
@@ -588,6 +604,14 @@ PARSERS: tuple[LineParser, ...] = (
         # tungtk2/ROPADet's fairseq train.out (corpus gpu_crash-ropadet-fairseq-enospc)
         example="/usr/lib/python3.8/multiprocessing/resource_tracker.py:216: UserWarning: "
         "resource_tracker: There appear to be 662 leaked semaphore objects to clean up at shutdown",
+    ),
+    LineParser(
+        "run_end",
+        "host_timings",
+        RUN_END_NEEDLES,
+        parse_run_end,
+        # XDpaddle/irn_paddle: ClassSR (BasicSR's logger) under PaddleCloud
+        example="21-09-19 01:01:10.393 - INFO: End of training.",
     ),
     LineParser(
         "run_stop",

@@ -228,6 +228,14 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         "CUDA error:",  # also without its space: "RuntimeError: CUDA error:out of memory"
         re.compile(r"(?P<msg>CUDA error: ?out of memory)"),  # (bluer555/CR-GAN#8)
     ),
+    (  # vLLM's sleep-mode allocator (csrc/cumem_allocator.cpp, its CUDA_CHECK): "CUDA Error:
+        # out of memory at /workspace/csrc/cumem_allocator.cpp:62", a vLLM engine's wake_up
+        # under OpenRLHF (TideDra/lmm-r1#43)
+        "cuda_oom",
+        "oom",
+        "CUDA Error: out of memory",
+        re.compile(r"(?P<msg>CUDA Error: out of memory(?: at \S+)?)"),
+    ),
     (  # XLA's device allocator (JAX, TF's XLA, pytorch/xla), in the XlaRuntimeError or the
         # replica's log line: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate
         # 6291456 bytes." (jax-ml/jax#13428), "RESOURCE_EXHAUSTED: Failed to allocate request
@@ -1282,6 +1290,8 @@ def parse_error(text: str) -> Row | None:
     if code == "fatal_signal" and paddle_what:
         row["code"] = (PADDLE_SIGNAL_WORDS.get(paddle_what) or SIGNAL_WORDS.get(paddle_what)
                        or "fatal_signal")
+        if row["code"].startswith("SIG"):  # Paddle's words, then the signal's name
+            row["message"] = f"{row['message']} ({row['code']})"
     num = groups.get("signum") or groups.get("signum2")
     if kind == "signal" and (num or groups.get("exit")):  # a launcher's signal number
         row["code"] = (signal_name(-int(num)) if num else signal_name(int(groups["exit"]))

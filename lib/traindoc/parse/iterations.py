@@ -543,9 +543,11 @@ HF_EXAMPLE = ("{'loss': 1.5214, 'grad_norm': 82.93941089686794, 'learning_rate':
 
 # -- OLMo's metrics block ------------------------------------------------------------------------
 # OLMo-core's ConsoleLoggerCallback (src/olmo_core/train/callbacks/console_logger.py) adds the
-# time left, "[step=100/2000,epoch=0,eta=5h11m]", and writes "???" for a total it does not know
+# time left, "[step=100/2000,epoch=0,eta=5h11m]", and writes "???" for a total it does not know.
+# The header ends its line: "[step=1998] episode=1998.0 … loss=40981.34" (a hand-written RL
+# loop's W&B output.log, LeeChangmin0310/RARE-3D) is a step line of its own, the generic one's
 OLMO_HEADER_RE = re.compile(r"\[step=(?P<it>\d+)(?:/(?:(?P<total>\d+)|\?\?\?))?"
-                            r"(?:,epoch=(?P<epoch>\d+))?(?:,eta=[^\]]*)?\]")
+                            r"(?:,epoch=(?P<epoch>\d+))?(?:,eta=[^\]]*)?\]\s*$")
 OLMO_METRIC_RE = re.compile(r"^\s*+(?P<k>[\w/.()-][\w/.() -]*?)=(?P<v>[-+]?(?:[\d,]*+\.|(?:\d*+,)*)?\d++(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 OLMO_KEYS = {
     "train/CrossEntropyLoss": "loss", "train/ce_loss": "loss",

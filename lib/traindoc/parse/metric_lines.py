@@ -225,9 +225,16 @@ BRACKET_STEP_RE = re.compile(
     # logging's asctime may stand before them (PVD's and its descendants' '%(asctime)s :
     # %(message)s': "2026-04-06 07:01:11,957 : [101/5000][  0/  7]    loss:     0.2454,
     # grad_norm:     0.1428", corpus timeout-pcdiff-implant-8gpu-healthy)
-    r"|^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\s*+[:|-]?\s*)?"
+    # Swin Transformer's logger and its descendants (Video Swin, SimMIM, X-CLIP) put "Train: "
+    # before them: "INFO Train: [19/30][1750/1819]	eta 0:00:41 lr 0.000002 …	tot_loss 0.0718"
+    r"|(?:^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\s*+[:|-]?\s*)?|\btrain(?:ing)?:\s*+)"
     r"\[\s*(?P<pe>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<pn>\d+)\s*/\s*(?P<ptot>\d+)\s*\]",
     re.IGNORECASE)
+# the epoch and the batch in one bracket, at the start of the line or of a logger's message:
+# PyTorch's CIFAR-10 tutorial, print(f'[{epoch + 1}, {i + 1:5d}] loss: …') ("[1,  2000] loss:
+# 2.186") and the loops written from it; I-JEPA's logger ("INFO:root:[137,   520] loss: 0.186
+# masks: 68.5 44.3 [wd: 1.94e-01] …", FalsoMoralista/ijepa)
+EPOCH_COMMA_BATCH_RE = re.compile(r"(?:^\s*+|(?<=:))\[\s*+(?P<e>\d+),\s*+(?P<n>\d+)\]\s+(?=\S)")
 # the MetricLogger counter under a header of the trainer's own words and no epoch (EPFL-VILAB's
 # 4M and nano4M: "Training  [38140/38147]  eta: 0:00:03  lr: 0.000001  loss: 3.5230 (3.8986)
 # …", corpus timeout-nano4m-2node-healthy): the run's step of its total; an evaluation's header
@@ -380,11 +387,12 @@ PAIR_RE = re.compile(
 # minutes: StyleGAN/EDM's "time 6d 23h 59m", "time 1m 19s", "time 33s 220ms"). A value may be
 # a one-element array as Paddle and numpy print it: "loss: [10.000229]" (PaddleSlim#1582),
 # "Loss = [1.1742566]" (jina-ai/finetuner#2)
-# value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec"
+# value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec", "2942 ms/iter"
 UNIT_RE = re.compile(
     rf"(?<![\w.])(?<!\d,)(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s(?:ec)?|images/s(?:ec)?|"
-    r"TFLOPS|TFLOP/s|secs?/step|s/step|secs?/batch|s/batch|(?<=\d)/s)(?![\w/])",
+    r"TFLOPS|TFLOP/s|secs?/step|s/step|secs?/batch|s/batch|secs?/iter|s/iter|"
+    r"ms/(?:iter|it|step|batch)|(?<=\d)/s)(?![\w/])",
     re.IGNORECASE)
 
 # any unit word right after a "speed" value ("1.95 step/s", "3.1 batches/s"): only a bare speed
@@ -670,9 +678,20 @@ EVAL_BEFORE_STEP_RE = re.compile(r"\b(?:val|valid|validation|eval|evaluation|tes
                                  re.IGNORECASE)
 
 
+# how many different values of one step key make a line a summary of several steps (AlgoPerf's
+# closing "Metrics: {'eval_results': [(1, {…, 'global_step': 1, …}), (245, {…}), …],
+# 'global_step': 32839}"), no step line
+SUMMARY_STEPS = 3
+
+
 def _step(text: str) -> re.Match[str] | None:
     best: re.Match[str] | None = None
+    seen: dict[str, set[str]] = {}
     for m in STEP_RE.finditer(text):
+        values = seen.setdefault(m["k"].lower(), set())
+        values.add(m["n"])
+        if len(values) >= SUMMARY_STEPS:
+            return None
         if m["k"].lower() in ("batch", "batch_id") and not m["tot"] \
                 and not EPOCH_RE.search(text, 0, m.start()):
             continue  # a keyed batch with no total is a step only after the epoch it counts in
@@ -856,6 +875,9 @@ def parse_metric_line(text: str) -> Row | None:
     elif m is None and (m := _logger_counter(text)) is not None:
         row["iteration"] = int(m["n"])
         row["total_iterations"] = int(m["tot"])
+    elif m is None and (m := EPOCH_COMMA_BATCH_RE.search(text)) is not None:
+        row["iteration"] = int(m["n"])
+        row["epoch"] = float(m["e"])
     elif m is None and (m := EXAMPLE_STEP_RE.search(text)) is not None:
         # PyTorch examples: the sample counter of the epoch, counted on across epochs
         # (the bare bracket's epoch may stand before it: "Train Epoch: [1/10] [2560/60000 (4%)]")
@@ -1054,7 +1076,10 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
             continue
         if unit == "it/s":
             row.setdefault("elapsed_s", 1.0 / value if value else None)
-        elif unit == "s/it" or unit.endswith(("/step", "/batch")):  # RETURNN: "0.504
+        elif unit.startswith("ms/"):  # nanoGPT's forks: "[train] iter 4100: loss 2.5266 2942
+            # ms/iter" (ethellight565/nanoGPT-seis)
+            row.setdefault("elapsed_s", value / 1000.0)
+        elif unit == "s/it" or unit.endswith(("/step", "/batch", "/iter")):  # RETURNN: "0.504
             # sec/step"; ClearerVoice-Studio: "Step: 10/965 | 2.057s/batch |"
             row.setdefault("elapsed_s", value)
         elif unit.startswith(("tok", "words")):
@@ -2061,9 +2086,16 @@ class HeadedTableParser:
 # ends at the table's rule or at a line that is no row.
 LOGGER_ROW_RE = re.compile(r"\s*\|\s*(?P<k>[^|]*?)\s*\|\s*(?P<v>[^|]*?)\s*\|\s*")
 LOGGER_TABLE_NEEDLES = ("fps", "time/", "time_elapsed", "TimeElapsed", "timesteps", "Timesteps")
+# the rule the logger draws above and below each table: a table starts after one whatever its
+# first key (improved-diffusion's sorted keys start with "grad_norm")
+LOGGER_RULE = "----------"
+LOGGER_RULE_RE = re.compile(r"\s*+-{10,}\s*+")
 # the step of a table, in order of preference (keys lower-cased, "_" dropped): SB3's on-policy
-# "iterations", baselines' "nupdates", else the environment steps so far
-LOGGER_STEP_KEYS = ("iterations", "nupdates", "totaltimesteps", "timestepssofar", "steps")
+# "iterations", baselines' "nupdates", else the environment steps so far; OpenAI's
+# improved-diffusion and guided-diffusion (and the many diffusion repositories built on them)
+# dump the same table with "step" (printed to 3 significant digits: "| step | 2.26e+04 |"),
+# "samples", "loss" and "grad_norm"
+LOGGER_STEP_KEYS = ("iterations", "nupdates", "totaltimesteps", "timestepssofar", "steps", "step")
 # keys of these tables that the line vocabulary does not hold: the environment's frames per
 # second is its sample rate
 LOGGER_KEYS = {"fps": "samples_per_s"}
@@ -2072,7 +2104,8 @@ LOGGER_KEYS = {"fps": "samples_per_s"}
 def logger_table_row(cells: dict[str, str]) -> Row | None:
     """The iterations row of one logger table (keys as printed, sections dropped), or None
     without a step or a figure: its step (``LOGGER_STEP_KEYS``), frames per second as samples
-    per second, the time since the start as ``train_time_s``, the loss where one is named."""
+    per second, the time since the start as ``train_time_s``, the loss and the grad norm where
+    they are named."""
     flat = {re.sub(r"[\s_]", "", k.rsplit("/", 1)[-1].lower()): v for k, v in cells.items()}
     step = next((flat[k] for k in LOGGER_STEP_KEYS if k in flat), None)
     n = _number(step, None) if step is not None else None
@@ -2081,16 +2114,17 @@ def logger_table_row(cells: dict[str, str]) -> Row | None:
     row: Row = {"iteration": int(n)}
     for key, value in flat.items():
         col = LOGGER_KEYS.get(key) or _norm(key)
-        if col in ("samples_per_s", "train_time_s", "loss") and col not in row:
+        if col in ("samples_per_s", "train_time_s", "loss", "grad_norm") and col not in row:
             row[col] = _number(value, None)
-    return row if any(row.get(c) is not None for c in ("samples_per_s", "train_time_s")) else None
+    return row if any(row.get(c) is not None for c in ("samples_per_s", "train_time_s", "loss",
+                                                          "grad_norm")) else None
 
 
 class LoggerTableParser:
     """A logger's table of keys and values (``LOGGER_ROW_RE`` rows), one iterations row per
     table (``logger_table_row``)."""
 
-    needles = LOGGER_TABLE_NEEDLES
+    needles = (*LOGGER_TABLE_NEEDLES, LOGGER_RULE)
     tables = ("iterations",)
     section: str | None = None  # "logger_table" inside a table
 
@@ -2104,11 +2138,19 @@ class LoggerTableParser:
         """Consume one line; return the table's row at its end."""
         m = LOGGER_ROW_RE.fullmatch(text)
         if self.section is None:
+            if m is None and LOGGER_RULE in text and LOGGER_RULE_RE.fullmatch(text):
+                self.section, self.cells, self.under, self.ctx = "logger_table", {}, "", None
+                return []  # (the table's first row gives its place)
             if m is None or not any(map(text.__contains__, LOGGER_TABLE_NEEDLES)):
                 return []
             self.section, self.cells, self.under, self.ctx = "logger_table", {}, "", ctx
+        elif self.ctx is None and m is not None:
+            self.ctx = ctx
         if m is None:
-            return self.close()
+            out = self.close()
+            if not out and LOGGER_RULE in text and LOGGER_RULE_RE.fullmatch(text):
+                self.section, self.ctx = "logger_table", None  # two rules: the next table's
+            return out
         key, value = m["k"], m["v"]
         if not value and key.endswith("/"):
             self.under = key

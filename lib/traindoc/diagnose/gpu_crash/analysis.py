@@ -200,8 +200,10 @@ def _analyse(incident: Incident, checkpoint_save_s: float | None = None,
         facts["lost_iterations"], facts["lost_hours"] = 0, 0.0
     elif facts["error_kind"] is not None:  # a log with no failure lost nothing (it may have
         # finished: DeepSpeed's 'Process N exits successfully' after the last save)
+        # (a step known only from the last checkpoint says nothing of the work after it)
         facts["lost_iterations"], facts["lost_hours"] = lost_work(
-            incident, prog.step, ck, first["time"] if first is not None else None, spi)
+            incident, None if prog.kind == "checkpoint" else prog.step, ck,
+            first["time"] if first is not None else None, spi)
 
     save_s, save_src = save_cost_of(ck, checkpoint_save_s)
     mtbf_s = float(mtbf_hours) * 3600.0

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
+from ...parse.benchmarks import RUN_FINISHED_METRIC
 from ...schema import with_source
 from ..common import last_progress, place_unnumbered_saves
 
@@ -36,6 +37,14 @@ class Checkpoints:
     interval: int | None  # measured iterations between saves
 
 
+def _run_finished(incident: Incident) -> bool:
+    """Whether the program said its run reached its end (a ``plan:finished`` row: MLPerf's
+    run_stop, BasicSR's "End of training.")."""
+    ht = incident.tables.get("host_timings")
+    return ht is not None and bool(len(ht)) and bool(
+        (ht["metric"].astype("string") == RUN_FINISHED_METRIC).any())
+
+
 def checkpoint_state(incident: Incident, last_iteration: int | None,
                      save_interval: int | None = None) -> Checkpoints:
     """The checkpoint to resume from, the save cost and interval measured from save lines."""
@@ -49,11 +58,14 @@ def checkpoint_state(incident: Incident, last_iteration: int | None,
     done = set(int(i) for i in saved["iteration"])
     started = sorted(set(int(i) for i in starts["iteration"]))
     incomplete = None
+    finished = _run_finished(incident)
     for s in started:
         if s in done:
             continue
         if last_iteration is not None and last_iteration > s:
             done.add(s)  # training went on past it: the save finished (its line is elsewhere)
+        elif finished:
+            done.add(s)  # the program said its run reached its end: its last save was made
         elif s == started[-1]:
             incomplete = s
     candidates = done | set(int(i) for i in loaded["iteration"])

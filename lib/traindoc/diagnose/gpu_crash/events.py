@@ -29,6 +29,7 @@ from ..common import (
     as_str,
     global_rank,
     is_host,
+    nccl_world_ranks,
     node_layout,
     pid_hosts,
     rank_hosts,
@@ -921,6 +922,10 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
                 by_local.setdefault((str(r.host), int(r.local_rank)), int(r.rank))
     for pid, rank in _closed_worker_rank(ev).items():
         by_pid.setdefault(pid, rank)
+    by_task = srun_task_ranks(incident)
+    if not by_pid and not by_task and not ev["rank"].notna().any() and not ev["task"].notna().any():
+        # only where nothing else names a rank: NCCL's world communicator's
+        by_pid.update(nccl_world_ranks(incident))
     if host_of is None:
         host_of = rank_hosts(incident)
     by_pid_host = pid_hosts(incident)
@@ -938,7 +943,6 @@ def _fill_ranks(ev: pd.DataFrame, incident: Incident,
     no_peer = not data_parallel and _no_peer_shown(ev, incident, layout)
     one_process = (layout.nnodes == 1 and layout.nproc_per_node == 1) or data_parallel \
         or no_peer
-    by_task = srun_task_ranks(incident)
     ranks, hosts, notes = [], [], []
     # srun task -> machine, where a line that task wrote names a pid NCCL places (a launcher's
     # children run on its own machine); a task seen on two machines is left as it is
