@@ -56,12 +56,6 @@ def wording_id(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(words, digest_size=8).digest(), "little", signed=True)
 
 
-def summary_steps(text: str) -> float | None:
-    """The steps an HF end-of-run summary line accounts for (runtime x steps per second)."""
-    got = summary_steps_range(text)
-    return None if got is None else got[0]
-
-
 def summary_steps_range(text: str) -> tuple[float, float] | None:
     """The steps an HF end-of-run summary line accounts for and their rounding error: the
     rate is printed to a few decimals (11174.986 s at 0.081 steps/s is 905 +- 5.6 steps)."""

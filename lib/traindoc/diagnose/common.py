@@ -1139,8 +1139,7 @@ def pid_hosts(incident: Incident) -> dict[int, str]:
 def nccl_world_ranks(incident: Incident) -> dict[int, int]:
     """The rank of each pid whose NCCL communicator spans every process NCCL's lines show
     (``processes``: "comm 0x7f99613ad7b0 rank 1 nRanks 4", four pids in all, its NCCL
-    errors' included): that
-    communicator is the world's, and its rank the global one. A pid with two such ranks, or
+    errors' included): that communicator is the world's, and its rank the global one. A pid with two such ranks, or
     a log whose largest communicator leaves out some of its processes (a tensor-parallel
     group's), gives none (elastic-verl-spot: verl's workers under Ray print no rank of their
     own, only NCCL's)."""
@@ -1148,9 +1147,8 @@ def nccl_world_ranks(incident: Incident) -> dict[int, int]:
     if p is None or not len(p) or "comm_size" not in p:
         return {}
     e = incident.errors
-    nccl = e.loc[e["kind"] == "nccl_error", "pid"] if len(e) and "pid" in e else e.get("pid")
-    pids = len(set(p["pid"].dropna().astype(int)) | set(
-        () if nccl is None else nccl.dropna().astype(int)))
+    nccl = e.loc[e["kind"] == "nccl_error", "pid"].dropna() if len(e) else ()
+    pids = len(set(p["pid"].dropna().astype(int)) | {int(x) for x in nccl})
     comms = p[p["pid"].notna() & p["comm_rank"].notna() & (p["comm_size"] == pids)]
     if pids < 2 or not len(comms):
         return {}

@@ -2090,6 +2090,11 @@ LOGGER_TABLE_NEEDLES = ("fps", "time/", "time_elapsed", "TimeElapsed", "timestep
 # first key (improved-diffusion's sorted keys start with "grad_norm")
 LOGGER_RULE = "----------"
 LOGGER_RULE_RE = re.compile(r"\s*+-{10,}\s*+")
+
+
+def _logger_rule(text: str) -> bool:
+    """Whether a line is the rule a logger draws above and below its tables."""
+    return LOGGER_RULE in text and LOGGER_RULE_RE.fullmatch(text) is not None
 # the step of a table, in order of preference (keys lower-cased, "_" dropped): SB3's on-policy
 # "iterations", baselines' "nupdates", else the environment steps so far; OpenAI's
 # improved-diffusion and guided-diffusion (and the many diffusion repositories built on them)
@@ -2138,7 +2143,7 @@ class LoggerTableParser:
         """Consume one line; return the table's row at its end."""
         m = LOGGER_ROW_RE.fullmatch(text)
         if self.section is None:
-            if m is None and LOGGER_RULE in text and LOGGER_RULE_RE.fullmatch(text):
+            if m is None and _logger_rule(text):
                 self.section, self.cells, self.under, self.ctx = "logger_table", {}, "", None
                 return []  # (the table's first row gives its place)
             if m is None or not any(map(text.__contains__, LOGGER_TABLE_NEEDLES)):
@@ -2148,7 +2153,7 @@ class LoggerTableParser:
             self.ctx = ctx
         if m is None:
             out = self.close()
-            if not out and LOGGER_RULE in text and LOGGER_RULE_RE.fullmatch(text):
+            if not out and _logger_rule(text):
                 self.section, self.ctx = "logger_table", None  # two rules: the next table's
             return out
         key, value = m["k"], m["v"]

@@ -15,9 +15,8 @@ from typing import Any
 import pandas as pd
 
 from ...incident import Incident
-from ...parse.benchmarks import RUN_FINISHED_METRIC
 from ...schema import with_source
-from ..common import last_progress, place_unnumbered_saves
+from ..common import last_progress, place_unnumbered_saves, plan_values
 
 DEFAULT_SAVE_S = 40.0  # BLOOM-176B: "A checkpoint is saved in 40 secs"
 DEFAULT_MTBF_HOURS = 168.0  # BLOOM-176B: "Every week or so … one of the gpus dies"
@@ -37,14 +36,6 @@ class Checkpoints:
     interval: int | None  # measured iterations between saves
 
 
-def _run_finished(incident: Incident) -> bool:
-    """Whether the program said its run reached its end (a ``plan:finished`` row: MLPerf's
-    run_stop, BasicSR's "End of training.")."""
-    ht = incident.tables.get("host_timings")
-    return ht is not None and bool(len(ht)) and bool(
-        (ht["metric"].astype("string") == RUN_FINISHED_METRIC).any())
-
-
 def checkpoint_state(incident: Incident, last_iteration: int | None,
                      save_interval: int | None = None) -> Checkpoints:
     """The checkpoint to resume from, the save cost and interval measured from save lines."""
@@ -58,7 +49,9 @@ def checkpoint_state(incident: Incident, last_iteration: int | None,
     done = set(int(i) for i in saved["iteration"])
     started = sorted(set(int(i) for i in starts["iteration"]))
     incomplete = None
-    finished = _run_finished(incident)
+    # the program said its run reached its end (``parse.benchmarks.RUN_FINISHED_METRIC``:
+    # MLPerf's run_stop, BasicSR's "End of training.")
+    finished = bool(len(plan_values(incident.host_timings, "finished")))
     for s in started:
         if s in done:
             continue
