@@ -658,7 +658,8 @@ def test_epoch_batch_counts_on_across_epochs(tmp_path: Path, engine: str) -> Non
     assert list(it["iteration"]) == [35, 85] and list(it["loss"]) == [2.1274, 1.2996]
     (tmp_path / "e.log").write_text(SWIN_LOG)
     it = traindoc.load(tmp_path / "e.log", engine=engine).iterations
-    assert list(it["iteration"]) == [2670, 2859 + 10]  # epoch 30 continues after 29's 2859
+    # Swin counts epochs from 0: epoch 29 comes after 29 epochs of 2859, epoch 30 after it
+    assert list(it["iteration"]) == [29 * 2859 + 2670, 30 * 2859 + 10]
     assert list(it["loss"]) == [2.0148, 2.1019] and list(it["grad_norm"]) == [4.1605, 2.5604]
     assert list(it["elapsed_s"]) == [0.4283, 0.4272] and list(it["lr"]) == [0.000872, 0.000871]
     assert list(it["loss_scale"]) == [32768.0, 32768.0]

@@ -149,7 +149,8 @@ def test_lightning_csvlogger_metrics(tmp_path: Path) -> None:
     ("steps.csv", "step,reward\n1,0.5\n"),  # a step but no metric this table keeps
     ("config.json", '{"lr": 0.1, "step": 3}'),  # a JSON object that is not trainer_state.json
     ("events.jsonl", '{"event": "start"}\n'),
-    ("train.log", "step,loss\n1,2.0\n"),  # right header, but not a metrics file name
+    # right header under a log's name, but a text line among its rows: a log, not a CSV
+    ("train.log", "step,loss\n1,2.0\nEpoch 1 done\n"),
 ])
 def test_other_files_are_not_mistaken_for_exports(tmp_path: Path, name: str, text: str) -> None:
     p = tmp_path / name
@@ -227,3 +228,16 @@ def test_fractional_epoch_is_no_step(tmp_path: Path) -> None:
     p = tmp_path / "history.csv"
     p.write_text("epoch,loss\n0.25,2.1\n0.5,2.0\n")
     assert traindoc.load(p).iterations.empty
+
+
+def test_a_csv_logger_file_under_a_log_name_is_read() -> None:
+    """Keras' CSVLogger('training.log') (its documentation's example) writes a CSV under a log's
+    name: read by its rows (irfanet's training_logs191017_5.log; two runs appended, the epoch
+    counter starting again)."""
+    text = ("epoch,acc,loss,val_acc,val_loss\n"
+            "0,0.82398325219,0.492232147164,0.804403048315,0.552083199883\n"
+            "1,0.839460870799,0.445733688112,0.833827264929,0.470656693007\n"
+            "0,0.82398325219,0.494232147164,0.804403048315,0.552083199883\n")
+    assert looks_like_metrics(Path("training_logs191017_5.log"), text.encode())
+    assert not looks_like_metrics(Path("train.log"), b"Namespace(lr=0.1)\nepoch,loss\n")
+

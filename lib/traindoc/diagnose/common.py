@@ -1156,6 +1156,30 @@ def nccl_world_ranks(incident: Incident) -> dict[int, int]:
     return {int(pid): int(r[0]) for pid, r in ranks.items() if len(r) == 1}
 
 
+def nccl_world_size(incident: Incident) -> int | None:
+    """The size of the largest communicator NCCL's init lines show ("comm 0x… rank 0 nranks 4
+    cudaDev 0 …"): the default group's, the world (no subgroup is larger); None without
+    them."""
+    p = incident.tables.get("processes")
+    if p is None or not len(p) or "comm_size" not in p:
+        return None
+    sizes = p["comm_size"].dropna()
+    return int(sizes.max()) if len(sizes) and int(sizes.max()) > 1 else None
+
+
+def nccl_processes(incident: Incident) -> int:
+    """How many processes NCCL's ``host:pid:tid [dev]`` lines show (``processes``), one a
+    machine and pid: the job's ranks where nothing else names them (BigScience's all-reduce
+    benchmark prints "jean-zay-iam37:261379:261379 [0] NCCL INFO Bootstrap : …" once a
+    process); 0 without such lines."""
+    p = incident.tables.get("processes")
+    if p is None or not len(p) or "pid" not in p:
+        return 0
+    known = p[p["pid"].notna()]
+    return len({(str(h), int(pid)) for h, pid in zip(known["host"].fillna(""), known["pid"],
+                                                      strict=True)})
+
+
 def task_hosts(incident: Incident) -> dict[str, str]:
     """The machine behind each srun task name (``srun-task-1`` -> ``node-b``), from srun's own
     exit lines ("srun: error: node-b: task 1: Exited …")."""

@@ -141,6 +141,11 @@ NODELIST_RE = re.compile(
 JOB_HEADER_HOST_RE = re.compile(
     rf"^(?:#\s*Running on|Hostname:|Node:|Running on (?:host|node):?) (?P<expr>{_HOSTEXPR})"
     r"\s*(?:$|\| )")
+# A program's own start-up line naming its machine beside its pid: Marian's logger, "[2019-01-07
+# 04:46:00] [marian] Running on spider3.lingea.cz as process 19132 with command line:"
+# (cepin19/dp's train logs)
+PROGRAM_HOST_RE = re.compile(
+    rf"(?:^|\] )Running on (?P<expr>{_HOSTEXPR}) as process \d+\b")
 # An interactive session's shell prompt ("(abnn) mingzeya@c002:~/case1    $ ", "[user@gpu03 run]$
 # python train.py", "root@4012…-taskrole1-0:/code# python train.py"): the machine the commands
 # ran on, as pasted terminal captures show it (ArjunaCluster/ArjunaUsers#52: the prompt after a
@@ -187,7 +192,8 @@ def parse_nodelist(text: str) -> Row | None:
                 or program in ELSEWHERE_COMMANDS or program in VIEWER_COMMANDS):
             return None
         return {"host": host, "metric": "nodelist", "value": 1.0}
-    m = NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
+    m = (NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
+         or PROGRAM_HOST_RE.search(text))
     if not m or m["expr"] in ("(null)", "None"):
         return None
     try:

@@ -480,9 +480,19 @@ def parse_store_wait(text: str) -> Row | None:
     return {"rank": None, "timeout_ms": to_int(m["ms"]), "state": "timed_out"}
 
 
+# the agent's warnings that it lost the rendezvous's store, its keep-alive or its shutdown
+# failing with that error type once the store's host left (after a finished run, the master
+# node's agent exits first: "The node 'hercules…_441213_0' has failed to send a keep-alive
+# heartbeat to the rendezvous '1265' due to an error of type RendezvousTimeoutError.", then
+# "… has failed to shutdown the rendezvous '1265' due to an error of type RendezvousConnectionError",
+# bigyang's two-node DeepSpeed runs): no start-up that timed out
+RDZV_AGENT_WARNING_RE = re.compile(r"has failed to (?:send a keep-alive heartbeat to|shutdown) "
+                                   r"the rendezvous")
+
+
 def parse_rendezvous_timeout(text: str) -> Row | None:
     """torchelastic's rendezvous timed out: a start-up timeout, no rank, no duration."""
-    if not RDZV_TIMEOUT_RE.search(text):
+    if not RDZV_TIMEOUT_RE.search(text) or RDZV_AGENT_WARNING_RE.search(text):
         return None
     return {"rank": None, "state": "timed_out"}
 

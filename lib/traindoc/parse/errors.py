@@ -184,6 +184,10 @@ LAUNCHER_DEATHS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
 EXCEPTIONS_MODULE_RE = re.compile(
     r"^\s*(?P<msg>(?P<code>(?:[A-Za-z_]\w*\.)+(?:exc|exceptions|errors)\.[A-Z]\w*): \S.*)$")
 
+# the code of Python's "Exception ignored in …" header: the traceback under it is one the
+# interpreter printed and went on from (context, never a failure: ``gpu_crash.events``)
+EXCEPTION_IGNORED_CODE = "exception_ignored"
+
 ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
     (  # the line after torch's "Last error:" under ncclUnhandledCudaError: the CUDA error NCCL
         # hit ("Cuda failure 2 'out of memory'", "Cuda failure 'initialization error'")
@@ -1040,6 +1044,18 @@ ERROR_PATTERNS: tuple[tuple[str, str, str, re.Pattern[str]], ...] = (
         " heartbeat timeout",
         re.compile(r"(?P<msg>Task /job:\w+/replica:\d+/task:(?P<task>\d+) heartbeat timeout)"),
     ),
+    (  # Python's hook for an exception nothing can raise to (an atexit callback's, a
+        # destructor's, a thread's at shutdown) prints it under this header and goes on: no
+        # failure of the process (DeepSpeed's Triton autotune cache at exit, "Exception ignored
+        # in atexit callback: <function matmul_ext_update_autotune_table at 0x7f…>", bigyang's
+        # ulysses logs; "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__
+        # …>"; Python 3.13's "Exception ignored while calling deallocator …"). Context; the
+        # traceback under it is the hook's (``gpu_crash.events``)
+        EXCEPTION_IGNORED_CODE,
+        "python",
+        "Exception ignored ",
+        re.compile(r"^\s*(?P<msg>Exception ignored (?:in|on|while)\b.*)$"),
+    ),
     (  # a Ray task's exception as the driver re-raises it, its worker's pid and machine in
         # the header over the worker's traceback: "ray.exceptions.RayTaskError(RuntimeError):
         # ray_Train:train() (pid=8861, host=cryoem-gpu50)" (Ray 0.7, ninamiolane/vaetree),
@@ -1173,7 +1189,7 @@ LINE_NEEDLES = ("rror", "of memory", "memory error", "Out Of Memory", "NCCL WARN
                 "CUDA_ERROR_", "Assertion ", "due to CUDA OOM", "killed due to memory pressure",
                 "System memory low at node", "OUT_OF_DEVICE_MEMORY", "heartbeat timeout",
                 "UCX  ERROR", "UCX ERROR", "An error occurred in MPI_", "MPI_Abort(",
-                "reported by process [", " Fatal: ",
+                "reported by process [", " Fatal: ", "Exception ignored ",
                 "MPI_ABORT was invoked", "job killed: walltime ", "exceeded wallclock limit",
                 "TERM_RUNLIMIT", "TERM_PREEMPT", "longer than specified deadline",
                 "communicator was aborted", "BAD TERMINATION", "ur_die: ", " received by PID ",

@@ -951,10 +951,12 @@ def parse_onmt(text: str) -> Row | None:
 # -- epoch/batch trainers (block: the iteration count runs on across epochs) --------------------
 # PyTorch's ImageNet example and its many descendants: "Epoch: [11][1/48]\tTime 0.470 (1.206)\t
 # Data 0.076 (0.004)\tLoss 3.2168 (37.0903)"; MXNet's Speedometer: "Epoch[0] Batch [20]\tSpeed:
-# 95.71 samples/sec\t…", "Iter[0] Batch [10]", "Batch [0-20]".
+# 95.71 samples/sec\t…", "Iter[0] Batch [10]", "Batch [0-20]"; GluonCV's scripts add the epoch's
+# batches: "Epoch[007] Batch [0049]/[3635]\tSpeed: 139.05 samples/sec" (dmlc/web-data's logs).
 EPOCH_BATCH_RE = re.compile(
     r"Epoch: \[(?P<epoch>\d+)(?:/\d+)?\]\[\s*(?P<batch>\d+)/(?P<total>\d+)\]"
     r"|(?:Epoch|Iter)\[(?P<mx_epoch>\d+)\] Batch ?\[(?:\d+-)?(?P<mx_batch>\d+)\]"
+    r"(?:/\[(?P<mx_total>\d+)\])?"
     r"|\bEpoch(?:\(train\))?\s*\[(?P<mm_epoch>\d+)\]\s*\[\s*(?P<mm_batch>\d+)/(?P<mm_total>\d+)\]"
     r"(?P<mm_rest>.*)"
     r"|\bTrain: \[(?P<sw_epoch>\d+)/\d+\]\[\s*(?P<sw_batch>\d+)/(?P<sw_total>\d+)\](?P<sw_rest>.*)")
@@ -975,8 +977,9 @@ MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
 
 class EpochBatchParser:
     """Epoch/batch step lines (``EPOCH_BATCH_RE``). The first epoch in the stream counts from
-    its printed batch number; each later epoch continues after the previous one's length (its
-    total, else its last batch), so the iterations never go back."""
+    its printed batch number, after the earlier epochs where it prints its total; each later
+    epoch continues after the previous one's length (its total, else its last batch), so the
+    iterations never go back."""
 
     needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)", "Train: [")
     tables = ("iterations",)
@@ -997,6 +1000,9 @@ class EpochBatchParser:
         if not m:
             return []
         mm = None
+        # the epoch a run starts with, where the format fixes it: 0 in MXNet's Speedometer and
+        # Swin's lines
+        first_epoch: int | None = 0
         if m["sw_epoch"] is not None:  # Swin's "Train: [29/300][2670/2859]\t… loss 2.01 (1.99)"
             mm = {SWIN_KEYS[f["k"]]: to_float(f["v"])
                   for f in SWIN_FIELD_RE.finditer(m["sw_rest"])}
@@ -1010,18 +1016,38 @@ class EpochBatchParser:
             if mm is None:
                 return []
             epoch, batch, total = int(m["mm_epoch"]), int(m["mm_batch"]), int(m["mm_total"])
+            first_epoch = None  # (a paste of mmengine's lines counts from its first, as printed)
         else:
+            if m["epoch"] is not None:
+                # "Epoch: [11][1/48]" counts from 0 (PyTorch's ImageNet example) or from 1
+                # (deepspeech.pytorch): no epochs before the first are counted
+                first_epoch = None
             epoch = int(m["epoch"] if m["epoch"] is not None else m["mx_epoch"])
             batch = int(m["batch"] if m["batch"] is not None else m["mx_batch"])
-            total = int(m["total"]) if m["total"] else None
+            total = (int(m["total"]) if m["total"] else
+                     int(m["mx_total"]) if m["mx_total"] else None)
         if self.epoch is None:
             self.epoch = epoch
+            if total and first_epoch is not None and epoch > first_epoch:
+                # a log that starts in a later epoch (a resumed run, a file's tail): the epochs
+                # before it, as long as this one, come first (GluonCV's slowfast log from
+                # "Epoch[088] Batch [0049]/[0606]": epoch 116's batch 49 is step 70,345)
+                self.offset = (epoch - first_epoch) * total
+        elif epoch < self.epoch:
+            # the epoch went back: the job started again (a second launch appended to the
+            # log, "Epoch[0]" after "Epoch[139]": GluonCV's simple-pose log of an 8-GPU run,
+            # then a 1-GPU one) or resumed from an earlier epoch's checkpoint: its steps count
+            # from that epoch again, so that the restart shows as the step going back
+            self.offset = (epoch - (first_epoch or 0)) * (total or self.length)
+            self.epoch, self.length = epoch, 0
         elif epoch != self.epoch:
             self.offset += self.length
             self.epoch, self.length = epoch, 0
         self.length = max(self.length, total or batch)
         row: Row = {"iteration": self.offset + batch, "epoch": float(epoch), "_ctx": ctx}
-        if total:  # "[1][53/4405]": this epoch ends at its total, counted on like the step
+        if total and not m["mx_total"]:  # "[1][53/4405]": this epoch ends at its total,
+            # counted on like the step (GluonCV's batches of an epoch vary by one between
+            # epochs, "/[3635]" then "/[3636]": no plan of the run)
             row["total_iterations"] = self.offset + total
         if mm is not None:
             row.update(mm)

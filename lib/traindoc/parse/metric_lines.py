@@ -320,6 +320,11 @@ EPOCH_RESULTS_NEEDLE = "epoch results: [train]"
 LEAD_STEP_RE = re.compile(
     r"^\s*(?:\[\s*(?P<be>\d+)\s*\]\s*|(?P<e>\d+)\s+)?(?P<n>\d+)(?:\s*/\s*(?P<tot>\d+))?"
     r"(?=\s*(?:[,(]|\|\|?)?\s*[A-Za-z(])")
+# the step of its total in brackets at the start of a line, before its "|"-separated fields
+# (DA-AT-VFI's unified trainer: "[000500/50000] X4K    | loss 0.0488 | VRAM 9.8/15.9GB (62%) |
+# GPU 0% | 3.04 it/s | ETA 271.3 min | batch 16"); a word next, as after a bare counter
+LEAD_BRACKET_STEP_RE = re.compile(
+    r"^\s*+\[\s*+(?P<n>\d++)\s*+/\s*+(?P<tot>\d++)\s*+\](?=\s*+(?:\|\|?)?\s*+[A-Za-z(])")
 # counters joined by " : " at the start of a line, before its keyed metrics: the epoch, the
 # epoch's batch of its total, then the run's step (ecmwf/WeatherGenerator trainer.py, '{:03d} :
 # {:05d}/{:05d} : {:06d} : loss = {:.4E} (lr={:.2E}, s/sec={:.3f})' with epoch, batch, batches
@@ -387,9 +392,12 @@ PAIR_RE = re.compile(
 # minutes: StyleGAN/EDM's "time 6d 23h 59m", "time 1m 19s", "time 33s 220ms"). A value may be
 # a one-element array as Paddle and numpy print it: "loss: [10.000229]" (PaddleSlim#1582),
 # "Loss = [1.1742566]" (jina-ai/finetuner#2)
-# value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec", "2942 ms/iter"
+# value unit: "9.8it/s", "2.3 s/it", "5123 tokens/s", "812.5 samples/sec", "2942 ms/iter"; a
+# thousands or millions suffix before a rate ("throughput=60.65K wps", GluonNLP's transformer
+# script: words per second)
 UNIT_RE = re.compile(
-    rf"(?<![\w.])(?<!\d,)(?P<v>{_NUM})\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|"
+    rf"(?<![\w.])(?<!\d,)(?P<v>{_NUM})(?P<mult>[KM](?= ?(?:wps|tok|tokens|words|samples)\b))?"
+    r"\s?(?P<unit>it/s|s/it|tokens/s(?:ec)?|tok/s(?:ec)?|words/s(?:ec)?|wps|"
     r"samples/s(?:ec)?|examples/s(?:ec)?|records/s(?:ec(?:ond)?)?|img/s(?:ec)?|images/s(?:ec)?|"
     r"TFLOPS|TFLOP/s|secs?/step|s/step|secs?/batch|s/batch|secs?/iter|s/iter|"
     r"ms/(?:iter|it|step|batch)|(?<=\d)/s)(?![\w/])",
@@ -828,10 +836,21 @@ def pairs_row(pairs: dict[str, str]) -> Row | None:
     return _finish(_with_parts(row, parts), evals)
 
 
+# a value printed as the repr of a one-element tensor or array: torch's "loss: tensor(2.3456,
+# device='cuda:0', grad_fn=<AddBackward0>)", numpy's "array(2.5, dtype=float32)", and the list
+# of one array PaddleFleetX's GPT example prints, "step:  301 loss_print:  [array([9.164496],
+# dtype=float32)]" (a committed workerlog.0): the number alone
+TENSOR_REPR_RE = re.compile(
+    rf"\[?\s*+(?:tensor|array)\(\s*+\[?\s*+(?P<v>{_NUM})\s*+\]?\s*+(?:,[^()\[\]]*+)?\)\s*+\]?")
+TENSOR_REPR_NEEDLES = ("tensor(", "array(")
+
+
 def parse_metric_line(text: str) -> Row | None:
     """A step line in any of the syntaxes above: iteration, total, and the known metrics. A
     line holding a tqdm bar is the progress parser's, whichever tables a load asks for (a
     fused "270/9847 [05:50<3:17:42, 1.24s/it]Invalidate trace cache @ step 1" is no step 1)."""
+    if any(map(text.__contains__, TENSOR_REPR_NEEDLES)):
+        text = TENSOR_REPR_RE.sub(lambda t: t["v"], text)
     if "Progress on:" in text and (rec := LOGGABLE_RE.search(text)) is not None:
         return _loggable_postfix(text, rec)
     if ("%|" in text or "%\\|" in text or "% " in text) and (bar := _last_bar(text)) is not None:
@@ -914,6 +933,9 @@ def parse_metric_line(text: str) -> Row | None:
             row["total_iterations"] = int(m["tot"])
         if m["e"] or m["be"]:
             row["epoch"] = float(m["e"] or m["be"])
+    elif m is None and (m := LEAD_BRACKET_STEP_RE.match(text)) is not None:
+        row["iteration"] = int(m["n"])
+        row["total_iterations"] = int(m["tot"])
     elif m is None and (m := _epoch_counter(text)) is not None:
         # the epoch is the only counter ("Epoch 939 loss 0.7634 | train 2.1s"): an epoch row,
         # a step only where the log counts no steps (``diagnose.common.epoch_counted``)
@@ -1074,6 +1096,7 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         unit = u["unit"].lower()
         if value is None:
             continue
+        value *= STEP_SUFFIX.get(u["mult"] or "", 1)
         if unit == "it/s":
             row.setdefault("elapsed_s", 1.0 / value if value else None)
         elif unit.startswith("ms/"):  # nanoGPT's forks: "[train] iter 4100: loss 2.5266 2942
@@ -1082,7 +1105,7 @@ def _step_fields(text: str, rest: str, m: re.Match[str], row: Row) -> Row | None
         elif unit == "s/it" or unit.endswith(("/step", "/batch", "/iter")):  # RETURNN: "0.504
             # sec/step"; ClearerVoice-Studio: "Step: 10/965 | 2.057s/batch |"
             row.setdefault("elapsed_s", value)
-        elif unit.startswith(("tok", "words")):
+        elif unit.startswith(("tok", "words", "wps")):
             row.setdefault("tokens_per_s", value)
         elif unit.startswith("tflop"):
             row.setdefault("tflops", value)
@@ -1312,9 +1335,10 @@ def _finish(row: Row, evals: Row | None = None) -> Row | None:
 # an epoch's header line, the counter alone after the logger's prefix ("2023-08-27 17:28:46,620 -
 # easytorch-training - INFO - Epoch 1 / 200"), whose result line follows with no counter of its
 # own ("… - Result <train>: [train_time: 295.52 (s), lr: 1.00e-03, train_MAE: 49.86, …]"):
-# the two are one record (``epoch_header``, ``epoch_result``)
+# the two are one record (``epoch_header``, ``epoch_result``); the phase may name it (st-gcn's
+# processor: "[03.24.23|13:31:31] Training epoch: 0", then "[03.24.23|13:31:51] \tmean_loss: nan")
 EPOCH_HEADER_RE = re.compile(
-    r"(?:^|\s-\s|\]\s*|:\s)\s*epoch\s*+[:#]?\s*(?P<e>\d+)\s*(?:/\s*(?P<tot>\d+))?\s*$",
+    r"(?:^|\s-\s|\]\s*|:\s)\s*(?:train(?:ing)?\s++)?epoch\s*+[:#]?\s*(?P<e>\d+)\s*(?:/\s*(?P<tot>\d+))?\s*$",
     re.IGNORECASE)
 EPOCH_NEEDLES = ("Epoch", "epoch", "EPOCH")
 # the same header with its result line joined after it
@@ -1354,11 +1378,17 @@ def epoch_header(text: str) -> bool:
     return EPOCH_HEADER_RE.search(text) is not None
 
 
+# a result line's own time stamp in brackets, as its header has one (st-gcn's "[03.24.23|13:31:51]
+# \tmean_loss: nan"): no part of the result
+LEAD_STAMP_RE = re.compile(r"^\s*+\[[\d.:|/\- ]{8,30}\]\s*+")
+
+
 def epoch_result(body: str) -> bool:
     """Whether ``body`` is the result line of the epoch header before it: its loss alone
     (``LONE_LOSS_RE``), or the time the epoch's training took, with no counter or bar of its
     own (a validation line after an "Epoch: 11" header, apex#493's "Validation loss 6312:
     0.149928", is read on its own)."""
+    body = LEAD_STAMP_RE.sub("", body, count=1)
     if LONE_LOSS_RE.fullmatch(body) is not None:
         return True
     return (EPOCH_TIME_RE.search(body) is not None and OWN_COUNTER_RE.search(body) is None
@@ -1371,7 +1401,7 @@ def _epoch_result_row(text: str) -> Row | None:
     a row of the result's metrics, the time its training took (``train_time``) the epoch's
     time; None for any other line."""
     h = EPOCH_JOINED_RE.search(text)
-    if h is None or not epoch_result(body := text[h.end():]):
+    if h is None or not epoch_result(body := LEAD_STAMP_RE.sub("", text[h.end():], count=1)):
         return None
     row = parse_metric_line(f"step {h['e']} {EPOCH_TIME_RE.sub('time', body)}")
     if row is None or (row.get("loss") is None and row.get("elapsed_s") is None):

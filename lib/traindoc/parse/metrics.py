@@ -14,6 +14,10 @@ to the text reader):
 - HF Trainer ``trainer_state.json``: ``log_history`` entries that carry ``loss`` (training
   logs; eval and end-of-run summary entries are skipped).
 - Lightning ``CSVLogger`` ``metrics.csv`` (``step`` + ``train_loss``/``train_loss_step``).
+- Keras ``CSVLogger`` (``epoch,loss,…`` rows), also under a log's name (its documentation's
+  ``CSVLogger('training.log')``): a file of another extension is read as a CSV when its first
+  line is a header of names with a step or epoch column and a metric, and every whole line of
+  its head a row of as many numbers (or the header again).
 
 Column names map by the tables below (exact names, lower-cased; no prefix guessing, so
 ``train/train_loss`` — the HF end-of-run average — is never read as a per-step loss).
@@ -38,6 +42,10 @@ HEAD_BYTES = 4096  # what the loader hands to ``sniff``
 TB_HEADER = ["wall time", "step", "value"]
 TB_TAG_MARK = "-tag-"
 JSON_KEY_RE = re.compile(r'"([^"\\]{1,200})"\s*:')
+# a CSV header cell that is a name ("val_loss", "train/loss", "lr-adam") and a data cell that is
+# a number (or empty, or Keras' "nan"/"inf")
+CSV_NAME_RE = re.compile(r"^[A-Za-z_][\w/.\- ]{0,80}$")
+CSV_NUMBER_RE = re.compile(r"^(?:[-+]?(?:\d++\.?\d*+|\.\d++)(?:[eE][-+]?\d++)?|[-+]?(?:nan|inf|NaN|Inf)|)$")
 
 # Step columns, best first: W&B's ``_step`` counts log calls, so a trainer's own global step wins.
 STEP_NAMES: tuple[str, ...] = (
@@ -230,11 +238,37 @@ def _csv_cells(line: str) -> list[str]:
         return []
 
 
-def looks_like_metrics(path: Path, head: bytes) -> bool:
-    """True for a metrics export, by extension and header (not for any CSV or JSON)."""
-    suffix = path.suffix.lower()
-    if suffix not in EXTENSIONS or not head.strip():
+def _csv_under_log_name(head: bytes) -> bool:
+    """A metrics CSV saved under a log's name: Keras' ``CSVLogger('training.log')`` (its
+    documentation's own example; irfanet's ``training_logs191017_5.log``, "epoch,acc,loss,
+    val_acc,val_loss" then one numeric row an epoch). The header is names only, with a step
+    or epoch column and a metric column, and the next line as many numbers."""
+    lines = _head_text(head).splitlines()
+    if len(lines) < 2:
         return False
+    header = [c.strip() for c in _csv_cells(lines[0])]
+    if len(header) < 2:
+        return False
+    if not all(CSV_NAME_RE.match(c) for c in header):
+        return False
+    # every whole line of the head a row of numbers (or the header again: appended runs)
+    whole = lines[1:-1] if not head.endswith(b"\n") else lines[1:]
+    for line in whole or lines[1:2]:
+        cells = [c.strip() for c in _csv_cells(line)]
+        if cells != header and (len(cells) != len(header)
+                                or not all(CSV_NUMBER_RE.match(c) for c in cells)):
+            return False
+    return _Columns([c.lower() for c in header], by_epoch=True).usable
+
+
+def looks_like_metrics(path: Path, head: bytes) -> bool:
+    """True for a metrics export, by extension and header (not for any CSV or JSON); a
+    metrics CSV under another extension (``CSVLogger('training.log')``) by its first rows."""
+    suffix = path.suffix.lower()
+    if not head.strip():
+        return False
+    if suffix not in EXTENSIONS:
+        return _csv_under_log_name(head)
     if suffix == ".csv":
         header = [c.strip().lower() for c in _csv_cells(_first_line(head))]
         return header == TB_HEADER or _Columns(header, by_epoch=True).usable
@@ -413,7 +447,7 @@ def load_json(path: Path) -> list[tuple[str, Row]]:
 def load_metrics(path: Path) -> list[tuple[str, Row]]:
     """Dispatch on the extension; ValueError with a reason when the file cannot be used."""
     suffix = path.suffix.lower()
-    if suffix == ".csv":
+    if suffix == ".csv" or suffix not in EXTENSIONS:
         return load_csv(path)
     if suffix == ".jsonl":
         return load_jsonl(path)

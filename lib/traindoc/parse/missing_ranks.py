@@ -53,7 +53,9 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
 - init_process_group's store-based barrier while it waits (torch < 2.1, every
   ``_store_based_barrier`` poll): ``Waiting in store based barrier to initialize process group for
   rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)``.
-  Each line is a ``started`` row of the rank that waits (with the barrier's ``timeout_ms``); where one writer's lines show exactly
+  Each line is a ``started`` row of the rank that waits (with the barrier's ``timeout_ms``),
+  unless the barrier then completes (``Completed store-based barrier for key:… with 8 nodes``:
+  the wait ended, no row); where one writer's lines show exactly
   ``worker_count`` waiting ranks and ``world_size - worker_count`` ranks of the world never
   print, those are ``absent`` (read by absence, at the end of the stream). The barrier's timeout
   (``Timed out initializing process group in store based barrier on rank: 0, for key: … (world_size=2,
@@ -141,6 +143,10 @@ STORE_TIMEOUT_RE = re.compile(
     r"Timed out initializing process group in store based barrier on rank:?\s*(?P<rank>\d+),"
     r"\s*for key:\s*(?P<key>\S+)\s*\(world_size=(?P<world>\d+),\s*"
     r"(?:worker_count|num_workers_joined)=(?P<joined>\d+)")
+# the barrier completed: every rank joined ("Rank 2: Completed store-based barrier for
+# key:store_based_barrier_key:2 with 8 nodes.", torch < 2.1; OPT-Benchmark's ds_13b log, where
+# rank 1 had waited for rank 2 a second before): the waits before it ended
+STORE_DONE_RE = re.compile(r"Completed store-based barrier for key:\s*(?P<key>\S+) with \d+ nodes")
 STORE_BARRIER_OP = "STORE_BASED_BARRIER"  # as parse.collectives names the barrier's timeout
 MAX_WORLD = 1 << 20
 MAX_READY_RANK = 1 << 16  # a ready list's gaps are read below this rank only (a corrupt number)
@@ -256,7 +262,7 @@ class MissingRanksBlock:
                "Stalled ranks:", "Missing ranks:",
                "Missing communicator data from",
                "process_id=", "timeout is currently set to", "Waiting in store based barrier",
-               "in store based barrier on rank")
+               "in store based barrier on rank", "Completed store-based barrier")
 
     def __init__(self) -> None:
         self.section: str | None = None
@@ -270,6 +276,9 @@ class MissingRanksBlock:
         self.register_timeout_ms: int | None = None  # the JAX start-up barrier's, if stated
         # store-based barrier keys -> (world size, worker count, waiting ranks, first ctx)
         self.barrier: dict[str, tuple[int, int, set[int], object]] = {}
+        # store-based barrier keys -> the waiting ranks' rows, kept until the barrier completes
+        # (then none: the wait ended) or the stream ends (a wait that never did)
+        self.waiting: dict[str, list[tuple[str, Row]]] = {}
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the rows of a report it ends."""
@@ -280,6 +289,11 @@ class MissingRanksBlock:
             return out + self._barrier_wait(text, ctx)
         if "in store based barrier on rank" in text:
             self._barrier_timeout(text, ctx)
+            return out
+        if "Completed store-based barrier" in text and (
+                done := STORE_DONE_RE.search(text)) is not None:
+            self.waiting.pop(done["key"], None)
+            self.barrier.pop(done["key"], None)
             return out
         m = JAX_PROCESS_RE.search(text)
         if m:
@@ -399,9 +413,11 @@ class MissingRanksBlock:
         if digits_int(m["world"]) > MAX_WORLD:
             return []
         self._barrier_member(m, ctx)
-        return [("collectives", {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP, "process_group": m["key"],
-                                 "timeout_ms": _timeout_ms(m["timeout"]),
-                                 "state": "started", "_named_rank": True, "_ctx": ctx})]
+        self.waiting.setdefault(m["key"], []).append(
+            ("collectives", {"rank": digits_int(m["rank"]), "op_type": STORE_BARRIER_OP,
+                             "process_group": m["key"], "timeout_ms": _timeout_ms(m["timeout"]),
+                             "state": "started", "_named_rank": True, "_ctx": ctx}))
+        return []
 
     def _barrier_timeout(self, text: str, ctx: object) -> None:
         """A rank that timed out in the store-based barrier had arrived in it: remembered (its
@@ -431,8 +447,11 @@ class MissingRanksBlock:
         return out
 
     def close(self) -> list[tuple[str, Row]]:
-        """End of the stream: the open report's rows, and the ranks no barrier saw."""
-        return self._end_report() + self._barrier_absent()
+        """End of the stream: the open report's rows, the ranks still waiting in a barrier that
+        never completed, and the ranks no barrier saw."""
+        waiting = [row for rows in self.waiting.values() for row in rows]
+        self.waiting = {}
+        return self._end_report() + waiting + self._barrier_absent()
 
     def _end_report(self) -> list[tuple[str, Row]]:
         """End of the report: its rows."""

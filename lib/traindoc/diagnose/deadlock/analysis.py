@@ -13,7 +13,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ..collectives import detail_mismatch, entered_lag, first_mismatch, rank_positions
-from ..common import who
+from ..common import nccl_processes, who
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind
 from .stacks import (
     REPORTED,
@@ -296,6 +296,11 @@ class DeadlockAnalysis:
         """The ranks that are not outliers."""
         members = {p.member for p in self.outliers}
         return [p for p in self.ranks if p.member not in members]
+
+    @property
+    def nccl_processes(self) -> int:
+        """The processes NCCL's lines show (``common.nccl_processes``)."""
+        return nccl_processes(self.incident)
 
     @property
     def dump_errors(self) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from ...parse.collectives import MONITORED_BARRIER_OP, STORE_BARRIER_OP
+from ...parse.errors import EXCEPTION_IGNORED_CODE
 from ...parse.missing_ranks import is_jax_barrier
 from ..collectives import entered_rows
 from ..common import as_int
@@ -792,8 +793,12 @@ def interrupted_waiting(frames: Any) -> bool:
 
 def stacks_alone(incident: Any) -> bool:
     """No error, exit or collective beside the stacks: a headless or exception-less traceback
-    is then a stack pasted on its own, not a piece of a crash (``hang_stacks``)."""
-    return not (len(incident.errors) or len(incident.exits) or len(incident.collectives))
+    is then a stack pasted on its own, not a piece of a crash (``hang_stacks``). Python's
+    "Exception ignored in …" header is no error: an atexit hook's wait that timed out
+    (pytorch#162199) is the hang's own sample."""
+    e = incident.errors
+    own = e[e["code"] != EXCEPTION_IGNORED_CODE] if len(e) and "code" in e else e
+    return not (len(own) or len(incident.exits) or len(incident.collectives))
 
 
 def barrier_waits(collectives: pd.DataFrame) -> pd.DataFrame:

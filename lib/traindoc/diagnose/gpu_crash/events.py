@@ -19,7 +19,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ...parse.benchmarks import RUN_FINISHED_METRIC
-from ...parse.errors import oom_figures
+from ...parse.errors import EXCEPTION_IGNORED_CODE, oom_figures
 from ...parse.stacks import TRACEBACK_STATES
 from ...schema import SYNTHETIC_HOST_PREFIX, with_source
 from ...xid_catalog import xid_info
@@ -139,7 +139,8 @@ SHELL_SETUP_RE = re.compile(r"CommandNotFoundError: Your shell has not been prop
 
 def _error_role(kind: str, code: str, message: str) -> tuple[str, Strength]:
     """(role, strength) of one ``errors`` row."""
-    if kind == "python" and (code == "ray_task_error" or SHELL_SETUP_RE.search(message)):
+    if kind == "python" and (code in ("ray_task_error", EXCEPTION_IGNORED_CODE)
+                             or SHELL_SETUP_RE.search(message)):
         return "context", Strength.NONE
     if kind == "xid":
         info = xid_info(as_int(code) if code and code.isdigit() else None)
@@ -278,6 +279,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
     _thread_exception_roles(ev, incident, files)
+    _ignored_exception_roles(ev, incident, files)
     _exit_roles(ev)
     _mpi_abort_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
@@ -595,6 +597,31 @@ def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
         if ((said["file"] == f) & (said["lineno"] > ln)).any():
             continue
         ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+
+
+# Python's "Exception ignored in …" header (``parse.errors.EXCEPTION_EXCEPTION_IGNORED_CODE``): its
+# traceback's exception line ends it this close below the header
+IGNORED_TRACEBACK_LINES = 60
+
+
+def _ignored_exception_roles(ev: pd.DataFrame, incident: Incident,
+                             files: dict[str, int]) -> None:
+    """The exception of a traceback under Python's "Exception ignored in …" header (an atexit
+    callback's, a destructor's) is no failure: the interpreter printed it and went on
+    (DeepSpeed's Triton autotune cache racing at exit in bigyang's two-node ulysses runs,
+    after the run's summary). The first exception line after the header, in its file and of
+    its writer, is the traceback's."""
+    heads = ev[ev["code"] == EXCEPTION_IGNORED_CODE]
+    if not len(heads):
+        return
+    py = ev[(ev["kind"] == "python") & (ev["role"] == "cause") & (ev["table"] == "errors")]
+    for _, h in heads.iterrows():
+        cand = py[(py["file"] == h["file"]) & (py["lineno"] > h["lineno"])
+                  & (py["lineno"] - h["lineno"] <= IGNORED_TRACEBACK_LINES)]
+        if pd.notna(h["rank"]):
+            cand = cand[cand["rank"].isna() | (cand["rank"] == h["rank"])]
+        if len(cand):
+            ev.loc[cand["lineno"].idxmin(), ["role", "strength"]] = ["context", Strength.NONE]
 
 
 def _init_failure_roles(ev: pd.DataFrame, incident: Incident) -> None:

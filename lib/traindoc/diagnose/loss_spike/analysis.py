@@ -33,18 +33,24 @@ ZERO_AFTER_LOSS = 0.05
 
 def zero_loss_start(series: pd.DataFrame) -> int | None:
     """The first step of a run of losses of exactly 0 that lasts to the end of the log
-    (``ZERO_RUN_MIN`` logged steps or more) after a loss of ``ZERO_AFTER_LOSS`` or more: a
+    (``ZERO_RUN_MIN`` logged steps or more, or fewer with a NaN/inf gradient norm on each) after
+    a loss of ``ZERO_AFTER_LOSS`` or more: a
     loss that stopped measuring anything (every label masked, a broken half-precision path),
     not a model that learned everything. A loss that hovers about 0 (a policy gradient's
     surrogate) never reached that size before."""
     lf = series[series["loss"].notna()]
-    if len(lf) <= ZERO_RUN_MIN:
-        return None
     loss = lf["loss"].to_numpy(dtype=float)
     k = len(loss)
     while k and loss[k - 1] == 0.0:
         k -= 1
-    if len(loss) - k < ZERO_RUN_MIN or k == 0:
+    if k == 0 or k == len(loss):
+        return None
+    # a shorter run counts where its gradient norm is NaN/inf on every step: a loss of exactly
+    # 0 with a non-finite gradient measured nothing (HF Trainer's "{'loss': 0.0, 'grad_norm':
+    # nan, …}" after a half-precision overflow: LLaMA-Factory#4202, #5627)
+    nan_grad = ("is_nan" in lf.columns and "grad_norm" in lf.columns
+                and bool(lf["is_nan"].iloc[k:].all()) and not lf["grad_norm"].iloc[k:].notna().any())
+    if len(loss) - k < ZERO_RUN_MIN and not nan_grad:
         return None
     if not (abs(loss[:k][np.isfinite(loss[:k])]) >= ZERO_AFTER_LOSS).any():
         return None

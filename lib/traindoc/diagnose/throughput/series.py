@@ -533,7 +533,7 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
 def launches(series: pd.DataFrame) -> np.ndarray:
     """The launch of each series row, counted 0, 1, 2 ...: a run (``metric_series``) whose
     step goes back to (near) the start of the first one — no further than one logging interval
-    past the first logged step — is the job started afresh (a new launch appended to the same
+    past the first logged step, its own or the first run's — is the job started afresh (a new launch appended to the same
     log, maybe of another configuration), not a resume from a checkpoint nor the next epoch of
     a counter that restarts each epoch (its line's epoch went up). Rates of two launches
     are never compared: a change is looked for within one."""
@@ -546,7 +546,11 @@ def launches(series: pd.DataFrame) -> np.ndarray:
     step = int(np.median(d[d > 0])) if (d > 0).any() else 1
     start = int(its[runs == runs[0]].min())
     first_of_run = np.r_[True, runs[1:] != runs[:-1]]
-    fresh = first_of_run & (its <= start + step) & ~np.isin(runs, series.attrs.get(
+    # a launch of another configuration may log at another interval: its own first one counts
+    # too (GluonCV's simple-pose log: every 20 batches on 8 GPUs, then every 100 on one)
+    own = np.r_[d, 0]
+    own = np.where((own > 0) & np.r_[runs[1:] == runs[:-1], False], own, 0)
+    fresh = first_of_run & (its <= start + np.maximum(step, own)) & ~np.isin(runs, series.attrs.get(
         "epoch_runs", []))  # (an epoch's counter starting again is no new launch)
     fresh[0] = False
     return np.cumsum(fresh)

@@ -39,10 +39,12 @@ from ..common import (
     as_int,
     as_str,
     last_progress,
+    nccl_world_size,
     plan_values,
     spawned_ranks,
     split_source,
     step_totals_by_rank,
+    world_stated,
 )
 from ..gpu_crash.events import TEARDOWN_SIGNALS, failure_events, first_failure
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind, Pattern, Strength
@@ -184,8 +186,10 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
 
     Args:
         world_size: the job's number of ranks, when known: ranks that left no trace at all are
-            then named as lagging candidates.
+            then named as lagging candidates. By default the size the logs state (a launcher's
+            world size or layout, else NCCL's largest communicator).
     """
+    world_size = world_size or world_stated(incident) or nccl_world_size(incident)
     # a new incident only where a process group was filled in: the same one keeps what the
     # other classes' reports computed once on it (Incident.once: the input's findings)
     collectives = with_status_pg(incident.collectives)
@@ -495,7 +499,7 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
     if seq is not None:
         timed = c[(c["process_group"].fillna(UNKNOWN_GROUP) == pg) & (c["seq_num"] == seq)
                   & (c["state"] == "timed_out")]
-        lagging |= never_entered(incident, timed, arrived | known | lagging)
+        lagging |= never_entered(incident, timed, arrived | known | lagging, world_size)
     unseen: set[int] = set()
     if world_size:
         unseen = set(range(world_size)) - arrived - known - lagging - ranks_in_logs(incident)
@@ -512,23 +516,31 @@ def ranks_in_logs(incident: Incident) -> set[int]:
     return seen
 
 
-def never_entered(incident: Incident, timed: pd.DataFrame, accounted: set[int]) -> set[int]:
+def never_entered(incident: Incident, timed: pd.DataFrame, accounted: set[int],
+                  world_size: int | None = None) -> set[int]:
     """The few ranks of the world that printed no timeout in the default group's collective
     ``timed`` (its timeout rows) where every other rank did: a collective of the whole world
     completes once every rank enters it, so the silent ones never did. Only where the logs
     hold their output (their NCCL init lines in a communicator of the world's size, which
-    gives that size), the launcher's report of the job's end follows the timeouts in the same
-    file (a paste cut inside the block of timeout lines names no one), and they are fewer
-    than the ranks that timed out."""
+    gives that size; or, without such lines, a world size the logs state, ``world_size``, and
+    ranks that log through one stream: the timeouts' file), the launcher's report of the job's
+    end follows the timeouts in the same file (a paste cut inside the block of timeout lines
+    names no one), and they are fewer than the ranks that timed out (chtmp223's
+    llama_lora_25023524.out: DeepSpeed's "world_size = 4", ranks 1-3 time out in ALLREDUCE
+    #875 while one process still generates the dataset)."""
     pg = str(timed["process_group"].iloc[0]) if len(timed) else ""
     if not ("default_pg" in pg or pg.split(" ")[0] == "0"):
         return set()
     p = incident.processes
     comms = p[p["comm_size"].notna() & p["comm_rank"].notna()] if len(p) else p
-    if not len(comms):
+    if len(comms):
+        world = int(comms["comm_size"].max())
+        present = {int(r) for r in comms.loc[comms["comm_size"] == world, "comm_rank"]}
+    elif world_size and len({w[0] for w in map(split_source, timed["source"])
+                             if w is not None}) == 1:
+        world, present = world_size, set(range(world_size))
+    else:
         return set()
-    world = int(comms["comm_size"].max())
-    present = {int(r) for r in comms.loc[comms["comm_size"] == world, "comm_rank"]}
     ranks = {int(r) for r in timed["rank"].dropna()}
     silent = set(range(world)) - accounted - ranks
     if not silent or not silent <= present or len(silent) >= len(ranks) \
