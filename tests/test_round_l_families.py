@@ -197,3 +197,48 @@ def test_a_value_printed_as_a_tensors_repr() -> None:
 
     row = parse_line("step:  301 loss_print:  [array([9.164496], dtype=float32)]")
     assert row is not None and (row["iteration"], row["loss"]) == (301, 9.164496)
+
+
+# ljm565/universal-llm-trainer's docs/bugs.md, its FSDP case (corpus
+# gpu_crash-universal-llm-trainer-fsdp-min-params-illegal-access): C++'s terminate message has no
+# rank; the same process's watchdog restates the error under its rank prefix
+RESTATED = ("terminate called after throwing an instance of 'terminate called after throwing an instance of 'c10::Errorc10::Error'\n"
+            "'\n"
+            '  what():  CUDA error: an illegal memory access was encountered\n'
+            '[rank1]:[E409 05:10:01.930967482 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered\n')
+
+
+def test_an_error_restated_by_one_rank_is_that_ranks(tmp_path: Path) -> None:
+    facts = gpu_crash.diagnose(_load(tmp_path, RESTATED)).facts
+    assert facts["failed_ranks"] == [1] and facts["error_kind"] == "cuda_error"
+
+
+def test_a_data_sets_map_bar_is_no_run_going_on_past_an_exception() -> None:
+    # bigyanghimire/deepspeed-experiments' grouped ulysses run (corpus
+    # gpu_crash-bigyang-grouped-ulysses-1355-2node-labels-valueerror): seven ranks raise the
+    # same ValueError while the others' datasets "Map:" bars still move; no training step
+    case = CORPUS / "gpu_crash" / "gpu_crash-bigyang-grouped-ulysses-1355-2node-labels-valueerror"
+    facts = gpu_crash.diagnose(traindoc.load(str(case / "logs"))).facts
+    assert "Columns ['labels'] not in the dataset" in facts["error_message"]
+
+
+def test_torchtitans_validate_step_is_an_evaluation(tmp_path: Path) -> None:
+    # QIU023/torchtitan_attention_residual's kd_student_eval log (corpus
+    # gpu_crash-torchtitan-attnres-kd-student-eval-4rank-validation-oom)
+    text = ("[rank0]:[titan] 2026-04-26 04:32:38,654 - root - INFO - \x1b[33mvalidate step:  5  "
+            "\x1b[32mloss:  3.7874  \x1b[38;2;54;234;195mmemory: 30.50GiB(97.27%)  "
+            "\x1b[34mtps: 8,143\x1b[39m\n")
+    it = _load(tmp_path, text).iterations
+    assert it["event"].tolist() == ["eval"] and it["eval_loss"].tolist() == [3.7874]
+    assert it["loss"].isna().all()
+
+
+def test_a_crashs_dumps_name_no_outlier() -> None:
+    # mlcommons/submissions_algorithms' ogbg Shampoo log (corpus
+    # deadlock-submissions-algorithms-ogbg-shampoo-s0-eight-aborts): eight "Fatal Python error:
+    # Aborted" dumps inside JAX's backend_compile, differing below that leaf; nothing hangs
+    from traindoc.diagnose import deadlock
+
+    case = CORPUS / "deadlock" / "deadlock-submissions-algorithms-ogbg-shampoo-s0-eight-aborts"
+    facts = deadlock.diagnose(traindoc.load(str(case / "logs"))).facts
+    assert facts["outlier_members"] == [] and facts["processes_seen"] == 8

@@ -341,6 +341,9 @@ STEP_KEYS: dict[str, tuple[str, float]] = {
     "timing_s/step": ("elapsed_s", 1),
 }
 NUMPY_SCALAR_RE = re.compile(r"np\.(?:float|int)\d*\(([^()]*)\)")  # newer verl: np.float64(0.028)
+# an evaluation's word right before "step:" (its ANSI colour code between them)
+VALIDATE_BEFORE_RE = re.compile(r"\b(?:validate|validation|val|eval|evaluation|test)\s*+$",
+                                re.IGNORECASE)
 
 
 def parse_step_kv(text: str) -> Row | None:
@@ -365,6 +368,11 @@ def parse_step_kv(text: str) -> Row | None:
         return None  # "step: N" alone is too common to be a training-step line
     if row.get("eval_loss") is not None and row.get("loss") is None:
         row["event"] = "eval"
+    if VALIDATE_BEFORE_RE.search(text, 0, m.start()):
+        # torchtitan's validator: "validate step:  5  loss:  3.7874  memory: 30.50GiB(97.27%)
+        # tps: 8,143": its loss the evaluation's, no training step
+        loss = row.pop("loss", None)
+        row.update(event="eval", eval_loss=loss)
     r = RANK_TAG_RE.search(text[: m.start()])
     if r:
         row["rank"] = int(r["rank"])

@@ -681,9 +681,11 @@ def _number(v: str, unit: str | None) -> float | None:
 # an evaluation's word right before the step key: the step of an evaluation loop, not of
 # training (PaddleVideo: "epoch:[ 80/80 ] val step:0    loss: 0.20538 top1: 0.88281 … ips:
 # 20.14003 instance/sec." beside "epoch:[ 14/25 ] train step:100 …", its docs'
-# tutorials/summarize; YOWO under PaddleVideo: "epoch:[  5/5  ] val step:17100 loss_avg: …")
-EVAL_BEFORE_STEP_RE = re.compile(r"\b(?:val|valid|validation|eval|evaluation|test|dev)[\s_]+$",
-                                 re.IGNORECASE)
+# tutorials/summarize; YOWO under PaddleVideo: "epoch:[  5/5  ] val step:17100 loss_avg: …";
+# torchtitan's validator: "validate step:  5  loss:  3.7874  memory: 30.50GiB(97.27%)  tps: 8,143")
+EVAL_BEFORE_STEP_RE = re.compile(
+    r"\b(?:val|valid|validation|validate|eval|evaluation|evaluate|test|dev)[\s_]+$",
+    re.IGNORECASE)
 
 
 # how many different values of one step key make a line a summary of several steps (AlgoPerf's

@@ -70,6 +70,11 @@ def _stopped_outliers(a: DeadlockAnalysis) -> list[str]:
 
 
 def _outlier_members(a: DeadlockAnalysis) -> list[Any]:
+    """The outliers' members; none where the stacks show no hang (``_crashed_not_hung``: a
+    crash's dumps, whose stacks differ below one leaf, name no process that holds the others
+    up: AlgoPerf's eight 'Fatal Python error: Aborted' dumps inside backend_compile)."""
+    if _crashed_not_hung(a):
+        return []
     return _stopped_outliers(a) or list(a.outlier_members)
 
 

@@ -33,6 +33,7 @@ from ..common import (
     node_layout,
     pid_hosts,
     rank_hosts,
+    setup_bars,
     spawned_ranks,
 )
 from ..deadlock.stacks import hang_stacks
@@ -265,6 +266,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
     _ray_task_places(ev)
     ev = _kernel_assert_runs(ev, incident, files)
     _fill_ranks(ev, incident, host_of)
+    _restated_ranks(ev)
     _wrapper_roles(ev)
     _reader_killed_roles(ev)
     _init_failure_roles(ev, incident)
@@ -442,6 +444,32 @@ EXCEPTION_WRAPPER_RE = re.compile(
     r"|Operator \w+ raises an? [\w:]+ exception|\bray::\S+\(\) \(pid=\d+, ip="
     r"|: In (?:user|transformed) code:\s*$")
 WRAPPED_ERROR_LINES = 400  # the original traceback ends this close below the wrapper's line
+
+
+RESTATED_LINES = 40  # an error's own process restates it this close below, with its rank
+
+
+def _restated_ranks(ev: pd.DataFrame) -> None:
+    """An error no line prefix gives a rank, restated below it in the same file, within
+    ``RESTATED_LINES``, by one rank only: that rank's. C++'s "terminate called after throwing
+    an instance of 'c10::Error'" / "what():  CUDA error: an illegal memory access was
+    encountered" has no prefix; the same process's watchdog then prints "[rank1]:[E409 …] …
+    Process group watchdog thread terminated with exception: CUDA error: an illegal memory
+    access was encountered" (ljm565/universal-llm-trainer's docs/bugs.md). Two ranks restating it
+    name neither."""
+    bare = ev.index[ev["rank"].isna() & (ev["role"] == "cause") & ev["message"].notna()]
+    if not len(bare):
+        return
+    ranked = ev[ev["rank"].notna() & ev["message"].notna()]
+    if not len(ranked):
+        return
+    for i in bare:
+        f, ln, msg = ev.at[i, "file"], ev.at[i, "lineno"], ev.at[i, "message"]
+        near = ranked[(ranked["file"] == f) & (ranked["lineno"] > ln)
+                      & (ranked["lineno"] - ln <= RESTATED_LINES) & (ranked["message"] == msg)]
+        ranks = {int(r) for r in near["rank"]}
+        if len(ranks) == 1:
+            ev.at[i, "rank"] = ranks.pop()
 
 
 def _wrapper_roles(ev: pd.DataFrame) -> None:
@@ -762,7 +790,11 @@ def _continued_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]
         return
     steps: dict[int, list[tuple[int, Any]]] = {}
     its = with_source(incident.iterations)
-    for t, col in ((its, "iteration"), (incident.progress, "step")):
+    # (a data set's "Map" or download bar is no run going on: other ranks still preparing
+    # their data while one raised, bigyang's grouped ulysses run)
+    pr = incident.progress
+    pr = pr[~setup_bars(pr)] if len(pr) else pr
+    for t, col in ((its, "iteration"), (pr, "step")):
         for (f, ln), v in zip(_places(t["source"], files), t[col], strict=True):
             if pd.notna(v):
                 steps.setdefault(f, []).append((ln, v))

@@ -548,8 +548,12 @@ def launches(series: pd.DataFrame) -> np.ndarray:
     first_of_run = np.r_[True, runs[1:] != runs[:-1]]
     # a launch of another configuration may log at another interval: its own first one counts
     # too (GluonCV's simple-pose log: every 20 batches on 8 GPUs, then every 100 on one)
+    # (its own, where its first two intervals agree: a launch's regular logging, not the
+    # interleaved lines of an evaluation's counter)
     own = np.r_[d, 0]
-    own = np.where((own > 0) & np.r_[runs[1:] == runs[:-1], False], own, 0)
+    nxt = np.r_[d[1:], 0, 0]
+    same_run = np.r_[runs[1:] == runs[:-1], False] & np.r_[runs[2:] == runs[:-2], False, False]
+    own = np.where((own > 0) & same_run & (own == nxt), own, 0)
     fresh = first_of_run & (its <= start + np.maximum(step, own)) & ~np.isin(runs, series.attrs.get(
         "epoch_runs", []))  # (an epoch's counter starting again is no new launch)
     fresh[0] = False

@@ -186,10 +186,12 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
 
     Args:
         world_size: the job's number of ranks, when known: ranks that left no trace at all are
-            then named as lagging candidates. By default the size the logs state (a launcher's
-            world size or layout, else NCCL's largest communicator).
+            then named as lagging candidates. Without it, the size the logs state (a
+            launcher's world size or layout, else NCCL's largest communicator) still tells
+            whether every rank timed out and which silent rank never entered; it names no
+            rank as missing (an excerpt of the job's logs leaves most ranks out).
     """
-    world_size = world_size or world_stated(incident) or nccl_world_size(incident)
+    stated = world_size or world_stated(incident) or nccl_world_size(incident)
     # a new incident only where a process group was filled in: the same one keeps what the
     # other classes' reports computed once on it (Incident.once: the input's findings)
     collectives = with_status_pg(incident.collectives)
@@ -246,8 +248,10 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
         coll["op_type"] = None
     joined = desync_joined(c)
     beside = bool(timed_out) and set(timed_out) <= joined  # the report's ranks stuck with them
+    if stated and timed_out and max(timed_out) >= stated:
+        stated = world_size  # a rank beyond the size stated: that size was a group's, not the job's
     lagging, arrived, unseen = _lagging(incident, positions, absent, timed_out, coll["seq_num"],
-                                        coll["process_group"], world_size)
+                                        coll["process_group"], world_size, stated)
     if (mismatch and mismatch.kind == MismatchKind.MISSING_RANKS
             and _same_group(mismatch.process_group, coll["process_group"])
             and lines_up(positions, mismatch)):
@@ -271,7 +275,7 @@ def analyse(incident: Incident, world_size: int | None = None) -> TimeoutAnalysi
     elif lagging_ranks:
         pattern = Pattern.STRAGGLER
     elif (len(timed_out) >= 2 and primary is not None
-          and _every_rank_timed_out(timed_out, coll, world_size)
+          and _every_rank_timed_out(timed_out, coll, stated)
           and len(nccl) and nccl["seq_num"].nunique() == 1 and nccl["op_type"].nunique() == 1):
         pattern = Pattern.ALL_STUCK
     elif beside and len(joined) >= 2 and not len(absent) and primary is not None:
@@ -469,9 +473,11 @@ def stuck_group(stuck: pd.DataFrame, timed_out: list[int]) -> str | None:
 
 def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
              timed_out: list[int], seq: int | None, process_group: str | None,
-             world_size: int | None) -> tuple[set[int], set[int], set[int]]:
+             world_size: int | None, stated: int | None = None
+             ) -> tuple[set[int], set[int], set[int]]:
     """(lagging, arrived, unseen): ranks named as never entering collective ``seq``, ranks seen
-    in it, and ranks of ``world_size`` the logs say nothing about.
+    in it, and ranks of ``world_size`` the logs say nothing about (``stated``: the world size
+    the logs state, for ``never_entered``).
 
     Lagging: ranks whose position in that process group is below it, dumped ranks with no
     entry for it, ranks another rank reports absent, and ranks that failed without timing
@@ -499,7 +505,7 @@ def _lagging(incident: Incident, positions: pd.DataFrame, absent: pd.DataFrame,
     if seq is not None:
         timed = c[(c["process_group"].fillna(UNKNOWN_GROUP) == pg) & (c["seq_num"] == seq)
                   & (c["state"] == "timed_out")]
-        lagging |= never_entered(incident, timed, arrived | known | lagging, world_size)
+        lagging |= never_entered(incident, timed, arrived | known | lagging, stated)
     unseen: set[int] = set()
     if world_size:
         unseen = set(range(world_size)) - arrived - known - lagging - ranks_in_logs(incident)
