@@ -242,3 +242,15 @@ def test_a_crashs_dumps_name_no_outlier() -> None:
     case = CORPUS / "deadlock" / "deadlock-submissions-algorithms-ogbg-shampoo-s0-eight-aborts"
     facts = deadlock.diagnose(traindoc.load(str(case / "logs"))).facts
     assert facts["outlier_members"] == [] and facts["processes_seen"] == 8
+
+
+def test_launches_of_a_short_series() -> None:
+    # a series of one or two points has no launch interval of its own to read (the first version
+    # of the second-launch rule failed on handson-ml2#398's seven steps, run by run)
+    import pandas as pd
+
+    from traindoc.diagnose.throughput.series import launches
+
+    for n in (1, 2, 3):
+        s = pd.DataFrame({"iteration": [100 * (k + 1) for k in range(n)], "run": [0] * n})
+        assert list(launches(s)) == [0] * n

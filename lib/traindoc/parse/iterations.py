@@ -986,8 +986,8 @@ MX_SPEED_RE = re.compile(r"Speed: (?P<v>[\d.]+) samples/sec")
 class EpochBatchParser:
     """Epoch/batch step lines (``EPOCH_BATCH_RE``). The first epoch in the stream counts from
     its printed batch number, after the earlier epochs where it prints its total; each later
-    epoch continues after the previous one's length (its total, else its last batch), so the
-    iterations never go back."""
+    epoch continues after the previous one's length (its total, else its last batch); an epoch
+    that goes back starts the count again from that epoch (a second launch, a resume)."""
 
     needles = ("Epoch: [", "Epoch[", "Iter[", "Epoch [", "Epoch(train)", "Train: [")
     tables = ("iterations",)

@@ -533,10 +533,10 @@ def metric_series(incident: Incident, metric: str) -> pd.DataFrame:
 def launches(series: pd.DataFrame) -> np.ndarray:
     """The launch of each series row, counted 0, 1, 2 ...: a run (``metric_series``) whose
     step goes back to (near) the start of the first one — no further than one logging interval
-    past the first logged step, its own or the first run's — is the job started afresh (a new launch appended to the same
-    log, maybe of another configuration), not a resume from a checkpoint nor the next epoch of
-    a counter that restarts each epoch (its line's epoch went up). Rates of two launches
-    are never compared: a change is looked for within one."""
+    past the first logged step, the first run's or its own — is the job started afresh (a new
+    launch appended to the same log, maybe of another configuration), not a resume from a
+    checkpoint nor the next epoch of a counter that restarts each epoch (its line's epoch went
+    up). Rates of two launches are never compared: a change is looked for within one."""
     n = len(series)
     if not n:
         return np.zeros(0, dtype=int)
@@ -546,14 +546,15 @@ def launches(series: pd.DataFrame) -> np.ndarray:
     step = int(np.median(d[d > 0])) if (d > 0).any() else 1
     start = int(its[runs == runs[0]].min())
     first_of_run = np.r_[True, runs[1:] != runs[:-1]]
-    # a launch of another configuration may log at another interval: its own first one counts
-    # too (GluonCV's simple-pose log: every 20 batches on 8 GPUs, then every 100 on one)
-    # (its own, where its first two intervals agree: a launch's regular logging, not the
-    # interleaved lines of an evaluation's counter)
-    own = np.r_[d, 0]
-    nxt = np.r_[d[1:], 0, 0]
-    same_run = np.r_[runs[1:] == runs[:-1], False] & np.r_[runs[2:] == runs[:-2], False, False]
-    own = np.where((own > 0) & same_run & (own == nxt), own, 0)
+    # a launch of another configuration may log at another interval: its own counts too
+    # (GluonCV's simple-pose log: every 20 batches on 8 GPUs, then every 100 on one), where its
+    # first two intervals agree (a launch's regular logging, not an evaluation's counter
+    # interleaved with the training's lines: mtcnn-paddle's log)
+    own = np.zeros(n, dtype=np.int64)
+    if n >= 3:
+        first, second = d[:-1], d[1:]  # each row's next two intervals
+        same_run = (runs[1:-1] == runs[:-2]) & (runs[2:] == runs[:-2])
+        own[:-2] = np.where((first > 0) & same_run & (first == second), first, 0)
     fresh = first_of_run & (its <= start + np.maximum(step, own)) & ~np.isin(runs, series.attrs.get(
         "epoch_runs", []))  # (an epoch's counter starting again is no new launch)
     fresh[0] = False
