@@ -242,7 +242,8 @@ def _csv_under_log_name(head: bytes) -> bool:
     """A metrics CSV saved under a log's name: Keras' ``CSVLogger('training.log')`` (its
     documentation's own example; irfanet's ``training_logs191017_5.log``, "epoch,acc,loss,
     val_acc,val_loss" then one numeric row an epoch). The header is names only, with a step
-    or epoch column and a metric column, and the next line as many numbers."""
+    or epoch column and a metric column, and every whole line of the head as many numbers (or
+    the header again)."""
     lines = _head_text(head).splitlines()
     if len(lines) < 2:
         return False

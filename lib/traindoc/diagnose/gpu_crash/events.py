@@ -281,7 +281,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
     _thread_exception_roles(ev, incident, files)
-    _ignored_exception_roles(ev, incident, files)
+    _ignored_exception_roles(ev)
     _exit_roles(ev)
     _mpi_abort_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
@@ -627,13 +627,12 @@ def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
         ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
-# Python's "Exception ignored in …" header (``parse.errors.EXCEPTION_EXCEPTION_IGNORED_CODE``): its
+# Python's "Exception ignored in …" header (``parse.errors.EXCEPTION_IGNORED_CODE``): its
 # traceback's exception line ends it this close below the header
 IGNORED_TRACEBACK_LINES = 60
 
 
-def _ignored_exception_roles(ev: pd.DataFrame, incident: Incident,
-                             files: dict[str, int]) -> None:
+def _ignored_exception_roles(ev: pd.DataFrame) -> None:
     """The exception of a traceback under Python's "Exception ignored in …" header (an atexit
     callback's, a destructor's) is no failure: the interpreter printed it and went on
     (DeepSpeed's Triton autotune cache racing at exit in bigyang's two-node ulysses runs,
