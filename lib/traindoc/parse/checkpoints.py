@@ -125,12 +125,12 @@ CHECKPOINT_PATTERNS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     # top {k}", the step from its words (a filename template may hold none)
     ("saved", "saving model to ", re.compile(
         r"(?:\bglobal step (?P<it>\d+): .*?)?saving model to '(?P<path>[^']+)'")),
-    # Tacotron 2, WaveGlow, Flowtron, VITS and their forks (print or logger.info before
-    # torch.save): "Saving model and optimizer state at iteration 8416 to ckpt.pt"
     # OpenAI's improved-diffusion and guided-diffusion (train_util.py save(): logger.log(f"saving
     # model {rate}...") once for the model and once for each EMA rate) and the diffusion
     # repositories built on them: no step (the save belongs to the step logged before it)
     ("save_start", "saving model ", re.compile(r"^\s*saving model (?:0|0?\.\d+|1\.0)\.\.\.\s*$")),
+    # Tacotron 2, WaveGlow, Flowtron, VITS and their forks (print or logger.info before
+    # torch.save): "Saving model and optimizer state at iteration 8416 to ckpt.pt"
     ("save_start", "Saving model and optimizer state at iteration ", re.compile(
         r"Saving model and optimizer state at iteration (?P<it>\d+) to (?P<path>\S+)")),
     # Marian NMT: no update number unless the path has one (model.iter55000.npz); the save

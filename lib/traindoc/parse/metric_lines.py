@@ -1389,8 +1389,7 @@ def epoch_result(body: str) -> bool:
     """Whether ``body`` is the result line of the epoch header before it: its loss alone
     (``LONE_LOSS_RE``), or the time the epoch's training took, with no counter or bar of its
     own (a validation line after an "Epoch: 11" header, apex#493's "Validation loss 6312:
-    0.149928", is read on its own)."""
-    body = LEAD_STAMP_RE.sub("", body, count=1)
+    0.149928", is read on its own); ``body`` without its own stamp (``LEAD_STAMP_RE``)."""
     if LONE_LOSS_RE.fullmatch(body) is not None:
         return True
     return (EPOCH_TIME_RE.search(body) is not None and OWN_COUNTER_RE.search(body) is None
@@ -1559,7 +1558,7 @@ def incomplete_record(text: str) -> bool:
 def record_continues(record: str, body: str) -> bool:
     """Whether ``body`` completes ``record`` (``incomplete_record``)."""
     if epoch_header(record):
-        return epoch_result(body)
+        return epoch_result(LEAD_STAMP_RE.sub("", body, count=1))
     if step_header(record):
         return LONE_LOSS_RE.fullmatch(body) is not None
     if open_json(record):
