@@ -413,9 +413,16 @@ def _rollback_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
                if w["samples"][0] is not None else "") + ".", conf)
 
 
+def _broken_at_end(a: LossSpikeAnalysis) -> bool:
+    """The log ends in NaN, in a loss of exactly 0 or in skipped steps: a spike that recovered
+    before that is no reason to keep training."""
+    return a.nan_at_end or a.zero_loss_from is not None or _skipping_run(a) is not None
+
+
 def _doubtful_recovery_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
     head = a.head_spike
-    doubt = a.recovery_doubts(head) if head is not None and a.main_spike is None else []
+    doubt = (a.recovery_doubts(head) if head is not None and a.main_spike is None
+             and not _broken_at_end(a) else [])
     if not doubt:  # a gap in the data or the log's end: the recovery is likely, not seen
         return None
     return (f"{_head_words(a)[0]} looks recovered by iteration {head['recovered_iteration']} "
@@ -425,7 +432,7 @@ def _doubtful_recovery_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] |
 
 def _recovered_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence] | None:
     head = a.head_spike
-    if head is None or a.main_spike is not None:
+    if head is None or a.main_spike is not None or _broken_at_end(a):
         return None
     what, conf = _head_words(a)
     return (f"{what} recovered by itself by iteration {head['recovered_iteration']}, "
@@ -493,7 +500,8 @@ def _quiet_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence]:
 
 
 # The firing rule of highest priority gives the verdict: the head spike (unrecovered with an LR
-# jump, unrecovered, recovered but not fully seen, recovered), then NaN to the end, a loss-scale
+# jump, unrecovered, recovered but not fully seen, recovered: the last two only where the log
+# does not end in NaN, zero loss or skipped steps), then NaN to the end, a loss-scale
 # collapse, NaN or skipped steps the run survived, and last a quiet run.
 VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
     Rule("lr_jump", _lr_jump_verdict, 70), Rule("rollback", _rollback_verdict, 60),
@@ -657,7 +665,7 @@ def _stop_skipping(a: LossSpikeAnalysis) -> Action | None:
 
 def _keep_going(a: LossSpikeAnalysis) -> Action | None:
     head = a.head_spike
-    if head is None or a.main_spike is not None:
+    if head is None or a.main_spike is not None or _broken_at_end(a):
         return None
     before = rollback_point(head["data_window"]["iterations"][0], a.checkpoints,
                             a.checkpoint_interval)
