@@ -5,9 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import traindoc
-from traindoc.diagnose import loss_spike
+from traindoc.diagnose import deadlock, gpu_crash, loss_spike
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+
+
+def _load(tmp_path: Path, text: str, name: str = "job.log") -> traindoc.Incident:
+    log = tmp_path / name
+    log.write_text(text)
+    return traindoc.load(str(log))
 
 
 def _case(runbook: str, case: str) -> traindoc.Incident:
@@ -32,3 +38,55 @@ def test_a_spike_that_recovered_in_a_run_that_went_on_still_says_keep_going() ->
     r = loss_spike.diagnose(_case("loss_spike", "loss_spike-scalingdown-training-log-nan-session"))
     assert r.facts["nan_iterations"] and "recovered by itself by iteration 22" in r.verdict
     assert "keep_going" in [a.id for a in r.actions]
+
+
+def test_a_stackless_log_counts_the_world_it_states() -> None:
+    # DLcomm's terminal output: one writer prints "[CONFIG] World Size : 8", no stacks, no ranks
+    r = deadlock.diagnose(_case("deadlock", "deadlock-dlcomm-benchmark-all-collectives-nccl-8rank-healthy"))
+    assert r.facts["processes_seen"] == 8 and r.facts["outlier_members"] == []
+
+
+# NVIDIA resiliency extension's flight-recorder attribution (tests/attribution/unit/
+# reference_outputs/lock_gil_2nd_reference.txt): one stuck collective per process group
+NVRX = """PGID   | Process Group Desc        | Op Type    | Size                                 | Dtype    | Missing Ranks
+73     | EXPERT_MODEL_PARALLEL_GROUP,0 | nccl:all_to_all | 4096x5120                                 | BFloat16 | 10
+74     | EXPERT_MODEL_PARALLEL_GROUP,0 | nccl:all_to_all | 4096x5120                                 | BFloat16 | 15
+"""
+
+
+def test_nvrx_attribution_names_the_missing_ranks_of_every_group(tmp_path: Path) -> None:
+    inc = _load(tmp_path, NVRX, "fr_attribution.txt")
+    c = inc.collectives
+    assert list(c["rank"]) == [10, 15] and set(c["state"]) == {"absent"}
+    assert list(c["process_group"]) == ["73 (EXPERT_MODEL_PARALLEL_GROUP,0)",
+                                        "74 (EXPERT_MODEL_PARALLEL_GROUP,0)"]
+    assert deadlock.diagnose(inc).facts["outlier_members"] == [10, 15]
+    # its "Completed Ranks" table names the ranks that finished: no row
+    done = NVRX.replace("Missing Ranks", "Completed Ranks")
+    assert not len(_load(tmp_path, done, "done.txt").collectives)
+
+
+def test_a_launchers_traceback_is_no_snapshot_of_its_worker() -> None:
+    # ultralytics#1662: the worker's Ctrl-C in DDP's _sync_buffers (a broadcast: a wait), then
+    # torch.distributed.run's own traceback, cut after runpy's frame
+    r = deadlock.diagnose(_case("deadlock", "deadlock-ultralytics-1662"))
+    assert "_sync_buffers" in r.facts["majority_leaf"]
+    assert "No hang" not in r.verdict and "snapshots" not in [f.id for f in r.findings]
+
+
+# AndreiS22/Reproduce_GCD_LLM slurm-7170238.out (facebookresearch SymbolicMathematics' logger)
+GCD = """Running SLURM prolog script on indigo54.cluster.local
+0 - SLURM_JOB_NODELIST: indigo54
+INFO - 03/11/25 12:39:30 - 0:00:47 -     200 -  256.73 equations/s -  4584.27 words/s - ARITHMETIC:  0.5819 - LR: 1.0000e-04
+INFO - 03/11/25 12:39:50 - 0:01:07 -     400 -  314.97 equations/s -  5620.24 words/s - ARITHMETIC:  0.3646 - LR: 1.0000e-04
+RuntimeError: masked_fill only supports boolean masks, but got dtype Byte
+Running epilogue script on indigo54.
+"""
+
+
+def test_a_bare_step_after_facebooks_log_prefix_and_the_jobs_one_machine(tmp_path: Path) -> None:
+    inc = _load(tmp_path, GCD, "slurm-7170238.out")
+    assert list(inc.iterations["iteration"]) == [200, 400]
+    f = gpu_crash.diagnose(inc).facts
+    # the node list, the prolog's full name and the epilogue's short one are one machine
+    assert f["failed_hosts"] == ["indigo54"] and f["last_iteration"] == 400

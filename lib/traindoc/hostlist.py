@@ -154,6 +154,14 @@ def compress(hosts: Iterable[str]) -> str:
     return ",".join(text for _, text in sorted(items, key=lambda t: t[0]))
 
 
+def fold_domains(hosts: Iterable[str]) -> set[str]:
+    """The machines of ``hosts`` with a fully qualified name folded onto its short name where
+    both are named (``indigo54.cluster.local`` and ``indigo54``: one machine)."""
+    names = set(hosts)
+    short = {h for h in names if "." not in h}
+    return {h.split(".", 1)[0] if "." in h and h.split(".", 1)[0] in short else h for h in names}
+
+
 def natural_key(host: str) -> tuple[object, ...]:
     """Sort key that orders node9 before node10."""
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", host))

@@ -128,18 +128,23 @@ def load_benchmark(path: Path) -> list[tuple[str, Row]]:
 LOADER = FileLoader("benchmark", looks_like_benchmark, load_benchmark)
 
 # -- SLURM node lists -----------------------------------------------------------------------
+# (as the environment prints it, "SLURM_JOB_NODELIST=gpu[01-04]", or a trainer's dump of it,
+# "0 - SLURM_JOB_NODELIST: indigo54": SymbolicMathematics' and XLM's init_distributed)
 _HOSTEXPR = r"[A-Za-z0-9][\w.\-]*(?:\[[\d,\-]+\][\w.\-]*)*"
 NODELIST_RE = re.compile(
-    r"(?:SLURM_(?:JOB_)?NODELIST=|\bNodeList=|' partition \()"
+    r"(?:SLURM_(?:JOB_)?NODELIST(?:=|:\s*+)|\bNodeList=|' partition \()"
     rf"(?P<expr>{_HOSTEXPR}(?:,{_HOSTEXPR})*)")
 # The job-log header Kaldi's queue.pl/slurm.pl (and ESPnet, icefall after them) write:
 # "# Running on r7n01": the one machine the job ran on; RETURNN's start-up header
 # ("Hostname: cn-234", rwth-i6/returnn's __main__.py prints socket.gethostname(): returnn#1486);
 # a job script's own banner, alone or before its next " | " field ("Node: fc10713 | Job:
 # 35598063 | Start: …", ermia's HF-TRL job-35598063.out) or a sentence naming the host
-# ("Running on host gpu-a100-07", "Running on node: c4-n35").
+# ("Running on host gpu-a100-07", "Running on node: c4-n35"); a site's SLURM prolog and
+# epilogue banners ("Running SLURM prolog script on indigo54.cluster.local", "Running epilogue
+# script on indigo52.": Southampton's Iridis, AndreiS22/Reproduce_GCD_LLM's slurm-*.out).
 JOB_HEADER_HOST_RE = re.compile(
-    rf"^(?:#\s*Running on|Hostname:|Node:|Running on (?:host|node):?) (?P<expr>{_HOSTEXPR})"
+    rf"^(?:#\s*Running on|Hostname:|Node:|Running on (?:host|node):?"
+    rf"|Running (?:SLURM )?(?:prolog|epilogue) script on) (?P<expr>{_HOSTEXPR})"
     r"\s*(?:$|\| )")
 # A program's own start-up line naming its machine beside its pid: Marian's logger, "[2019-01-07
 # 04:46:00] [marian] Running on spider3.lingea.cz as process 19132 with command line:"
@@ -194,13 +199,14 @@ def parse_nodelist(text: str) -> Row | None:
         return {"host": host, "metric": "nodelist", "value": 1.0}
     m = (NODELIST_RE.search(text) or JOB_HEADER_HOST_RE.match(text)
          or PROGRAM_HOST_RE.search(text))
-    if not m or m["expr"] in ("(null)", "None"):
+    expr = m["expr"].rstrip(".") if m else ""  # (a sentence's full stop: "script on indigo52.")
+    if not expr or expr in ("(null)", "None"):
         return None
     try:
-        hosts = expand(m["expr"])
+        hosts = expand(expr)
     except ValueError:
         return None
-    return {"host": m["expr"], "metric": "nodelist", "value": float(len(hosts))}
+    return {"host": expr, "metric": "nodelist", "value": float(len(hosts))}
 
 
 # -- the node layout a launcher states: which node this is and how many processes per node ----
@@ -549,7 +555,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "slurm_nodelist",
         "host_timings",
-        ("NODELIST=", "NodeList=", "' partition (", "Running on ", "Hostname: ", "Node: ",
+        ("NODELIST=", "NODELIST:", "NodeList=", "' partition (", "Running on ", "script on ", "Hostname: ", "Node: ",
          "WORLD INFO DICT", "@"),
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "

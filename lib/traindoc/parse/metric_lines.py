@@ -325,6 +325,13 @@ LEAD_STEP_RE = re.compile(
 # GPU 0% | 3.04 it/s | ETA 271.3 min | batch 16"); a word next, as after a bare counter
 LEAD_BRACKET_STEP_RE = re.compile(
     r"^\s*+\[\s*+(?P<n>\d++)\s*+/\s*+(?P<tot>\d++)\s*+\](?=\s*+(?:\|\|?)?\s*+[A-Za-z(])")
+# a bare counter as the first " - " field of a record, after facebookresearch's LogFormatter
+# prefix (XLM, UnsupervisedMT, SymbolicMathematics, TransCoder: "INFO - 03/11/25 12:39:30 -
+# 0:00:47 -     200 -  256.73 equations/s -  4584.27 words/s - ARITHMETIC:  0.5819 - LR:
+# 1.0000e-04", the step printed "%6i - "): a word or a rate with its unit next
+LEAD_DASH_STEP_RE = re.compile(
+    r"^(?:[A-Z]++ - \d\d/\d\d/\d\d \d\d:\d\d:\d\d - (?:\d+ days?, )?\d++:\d\d:\d\d - )?"
+    r"\s*+(?P<n>\d++) - (?=\s*+(?:[A-Za-z]|\d++(?:\.\d++)?\s*+[A-Za-z]++/s\b))")
 # counters joined by " : " at the start of a line, before its keyed metrics: the epoch, the
 # epoch's batch of its total, then the run's step (ecmwf/WeatherGenerator trainer.py, '{:03d} :
 # {:05d}/{:05d} : {:06d} : loss = {:.4E} (lr={:.2E}, s/sec={:.3f})' with epoch, batch, batches
@@ -929,6 +936,8 @@ def parse_metric_line(text: str) -> Row | None:
     elif m is None and (m := COLON_COUNTERS_RE.match(text)) is not None:
         row["iteration"] = int(m["n"])
         row["epoch"] = float(m["e"])
+    elif m is None and " - " in text and (m := LEAD_DASH_STEP_RE.match(text)) is not None:
+        row["iteration"] = int(m["n"])
     elif m is None and (m := LEAD_STEP_RE.match(text)) is not None:
         row["iteration"] = int(m["n"])
         if m["tot"]:

@@ -50,6 +50,12 @@ Blocks of several lines (``MissingRanksBlock``, one per writer):
   communicators name the ranks that did not answer: ``Missing communicator data from 1 rank``
   then ``The missing rank: 21`` (2.24-2.25) or ``Rank 7 -- GPU 3 managed by process 3748990 on
   node node1`` (2.26+): absent rows (no operation: RAS says only that they are silent).
+- NVIDIA resiliency extension's flight-recorder attribution (``nvidia_resiliency_ext.attribution.
+  trace_analyzer.fr_attribution``): a ``PGID | Process Group Desc | Op Type | Size | Dtype |
+  Missing Ranks`` header, then one row per process group's stuck collective, ``72 |
+  EXPERT_MODEL_PARALLEL_GROUP,0 | nccl:all_to_all | 2048x5120 | BFloat16 | 9,14``: the ranks of
+  the last column never arrived (``absent``). Its ``Completed Ranks`` table names the ranks
+  that finished and gives no row.
 - init_process_group's store-based barrier while it waits (torch < 2.1, every
   ``_store_based_barrier`` poll): ``Waiting in store based barrier to initialize process group for
   rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=7, timeout=0:30:00)``.
@@ -131,6 +137,13 @@ RAS_RANK_RE = re.compile(r"^\s*Rank (?P<rank>\d+) -- ")
 # -- GPU 3 managed by process …" line per rank (2.26+)
 RAS_MISSING_START_RE = re.compile(r"Missing communicator data from (?P<n>\d+) ranks?\s*$")
 RAS_MISSING_LIST_RE = re.compile(r"^\s*The missing ranks?:\s*(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*$")
+
+# NVRx's attribution table (fr_attribution.py print_ranks_in_pgs): the header names which ranks
+# its rows list, missing or completed
+NVRX_HEADER_RE = re.compile(r"^\s*PGID\s*\|\s*Process Group Desc\s*\|\s*Op Type\s*\|.*\|\s*"
+                            r"(?P<which>Missing|Completed) Ranks\s*$")
+NVRX_ROW_RE = re.compile(r"^\s*(?P<pg>\d+)\s*+\|\s*+(?P<desc>[^|]*?)\s*+\|\s*+(?P<op>[^\s|]++)\s*+\|"
+                         r"[^|]*+\|[^|]*+\|\s*+(?P<ranks>\d+(?:\s*,\s*\d+)*+)\s*$")
 
 STORE_WAIT_RE = re.compile(
     r"Waiting in store based barrier to initialize process group for rank:?\s*(?P<rank>\d+),\s*"
@@ -259,7 +272,7 @@ class MissingRanksBlock:
     section: str | None = None
     needles = ("Not all ranks joining collective", "operation counts", "Barrier timed out",
                "[COMM_CHECK]",
-               "Stalled ranks:", "Missing ranks:",
+               "Stalled ranks:", "Missing ranks:", "Process Group Desc",
                "Missing communicator data from",
                "process_id=", "timeout is currently set to", "Waiting in store based barrier",
                "in store based barrier on rank", "Completed store-based barrier")
@@ -270,6 +283,7 @@ class MissingRanksBlock:
         self.fields: dict[str, str] = {}
         self.groups: list[tuple[int, int, list[int]]] = []  # (count, operation, listed ranks)
         self.lacking: dict[int, list[str]] = {}  # Horovod: rank -> the ops it has not submitted
+        self.nvrx: list[tuple[str | None, str, list[int]]] = []  # NVRx: (group, op, missing)
         self.tasks: list[int] = []
         self.first_task: int | None = None
         self.process_id: int | None = None
@@ -306,10 +320,15 @@ class MissingRanksBlock:
 
     def _start(self, text: str, ctx: object) -> None:
         if not any(rx.search(text) for rx in (FR_START_RE, RAS_START_RE, RAS_MISSING_START_RE,
-                                               JAX_START_RE, HVD_START_RE, UCC_CHECK_RE)):
+                                               JAX_START_RE, HVD_START_RE, UCC_CHECK_RE,
+                                               NVRX_HEADER_RE)):
             return  # idle, and stays as it was (the fast engine's contract)
         self.ctx, self.fields, self.groups, self.tasks = ctx, {}, [], []
-        self.first_task, self.lacking = None, {}
+        self.first_task, self.lacking, self.nvrx = None, {}, []
+        m = NVRX_HEADER_RE.search(text)
+        if m:
+            self.section, self.fields["which"] = "nvrx", m["which"]
+            return
         m = UCC_CHECK_RE.search(text)
         if m:
             self.section, self.fields["rank"] = "ucc", m["rank"]
@@ -378,6 +397,11 @@ class MissingRanksBlock:
             return bool(m)
         if self.section == "ucc":
             return not UCC_CHECK_RE.search(text) and self._ucc_line(text)
+        if self.section == "nvrx":
+            m = NVRX_ROW_RE.match(text)
+            if m and self.fields["which"] == "Missing":
+                self.nvrx.append((_pg(f"{m['pg']}:{m['desc']}"), m["op"], _ranks(m["ranks"])))
+            return bool(m)
         if self.section == "jax":
             if JAX_START_RE.search(text):
                 return False
@@ -468,6 +492,10 @@ class MissingRanksBlock:
             rows = self._horovod_rows()
         elif section == "ucc":
             rows = self._ucc_rows()
+        elif section == "nvrx":
+            rows = [{"rank": r, "op_type": op, "process_group": pg, "state": "absent",
+                     "_named_rank": True}
+                    for pg, op, ranks in self.nvrx for r in ranks if r < MAX_COMM_RANKS]
         elif section == "jax":
             # the barrier timed out even where no task is named (the start-up barrier of
             # gpu-recipes#2 names none): its timed-out row, the printer's rank if known

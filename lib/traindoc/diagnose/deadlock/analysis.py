@@ -13,7 +13,7 @@ import pandas as pd
 
 from ...incident import Incident
 from ..collectives import detail_mismatch, entered_lag, first_mismatch, rank_positions
-from ..common import nccl_processes, who
+from ..common import nccl_processes, who, world_stated
 from ..types import UNKNOWN_GROUP, Mismatch, MismatchKind
 from .stacks import (
     REPORTED,
@@ -163,6 +163,19 @@ def absent_report(collectives: pd.DataFrame) -> Mismatch | None:
                     ops, sorted({int(r) for r in same["rank"]}))
 
 
+def report_absent(collectives: pd.DataFrame) -> list[int]:
+    """Every rank the first missing-ranks report names, in all its process groups (NVRx's
+    attribution table lists one stuck collective per group: ranks 10 and 15 missing from groups
+    73 and 74 are both behind); the rows of one printed report share its first line."""
+    c = collectives
+    absent = c[(c["state"] == "absent").fillna(False) & c["rank"].notna()] if len(c) else c
+    if not len(absent):
+        return []
+    first = absent.iloc[0]
+    same = absent[(absent["source"] == first["source"]) & (absent["line"] == first["line"])]
+    return sorted({int(r) for r in same["rank"]})
+
+
 MISMATCH_SOURCES = ("Flight recorder", "Report of the ranks that never arrived",
                     "Log of the collectives each rank entered (TORCH_DISTRIBUTED_DEBUG=DETAIL)")
 
@@ -303,6 +316,11 @@ class DeadlockAnalysis:
         return nccl_processes(self.incident)
 
     @property
+    def world_stated(self) -> int | None:
+        """The processes the job has in all, where the logs state it (``common.world_stated``)."""
+        return world_stated(self.incident)
+
+    @property
     def dump_errors(self) -> pd.DataFrame:
         """``stacks`` rows of processes py-spy failed to dump."""
         s = self.incident.stacks
@@ -344,6 +362,8 @@ def analyse(incident: Incident, thread: str = "MainThread",
     out_keys = {p.key for p in outliers}
     if fr_named and not outliers and mismatch:
         outlier_members = list(mismatch.ranks)
+        if absent is not None:  # the report's other groups' missing ranks are behind too
+            outlier_members = sorted(set(outlier_members) | set(report_absent(c)))
     else:
         outlier_members = _member_sort(list(out_members))
     rest = [p for p in ranks if p.member not in out_members]

@@ -55,9 +55,11 @@ def facts(a: DeadlockAnalysis) -> dict[str, Any]:
 def processes_seen(a: DeadlockAnalysis) -> int:
     """How many rank processes the logs show: those with a stack (or named by a hang report);
     with none of either, the ranks the logs name elsewhere (per-rank files, rank prefixes), else
-    the processes NCCL's lines show — a healthy run's or a stackless hang's processes are still
+    the processes NCCL's lines show, else the world size the logs state (one writer's log of a
+    run: DLcomm's "World Size : 8") — a healthy run's or a stackless hang's processes are still
     its ranks."""
-    return n_procs(a.ranks) or len(a.incident.ranks) or a.nccl_processes
+    return (n_procs(a.ranks) or len(a.incident.ranks) or a.nccl_processes
+            or a.world_stated or 0)
 
 
 def _stopped_outliers(a: DeadlockAnalysis) -> list[str]:

@@ -41,9 +41,23 @@ HELPER_PROCESS_RE = re.compile(
 # deepspeech.pytorch#287): "_worker_loop (…/torch/utils/data/dataloader.py:50)"
 HELPER_LOOP_RE = re.compile(
     r"^_(?:worker|pin_memory)_loop \(.*torch[/\\]utils[/\\]data[/\\]dataloader\.py(?::\d+)?\)$")
+# The frames of a launcher's own traceback, printed after its worker's when the job is stopped
+# (``python -m torch.distributed.run``: runpy's module runner, then torch's run/launch and the
+# elastic agent; DeepSpeed's and accelerate's launchers): no worker's stack
+LAUNCHER_FRAME_RE = re.compile(
+    r"(?:^|[/\\])runpy\.py$|torch[/\\]distributed[/\\](?:run|launch|launcher[/\\]api)\.py$"
+    r"|torch[/\\]distributed[/\\]elastic[/\\]|deepspeed[/\\]launcher[/\\]"
+    r"|accelerate[/\\]commands[/\\]")
 COLLECTIVE_RE = re.compile(
     r"torch[/\\]distributed[/\\](?:distributed_c10d|_functional_collectives|c10d_logger)\.py$"
     r"|deepspeed[/\\]comm[/\\](?:comm|torch|ccl)\.py$")
+# DDP's own collectives, called from its forward: the buffers' and parameters' broadcasts and the
+# unused-parameter all-reduce (torch/nn/parallel/distributed.py; its forward itself computes)
+DDP_FILE_RE = re.compile(r"torch[/\\]nn[/\\]parallel[/\\]distributed\.py$")
+DDP_COLLECTIVE_FUNC_RE = re.compile(
+    r"^(?:_sync_(?:module_)?buffers|_sync_params(?:_and_buffers)?|_distributed_broadcast_coalesced"
+    r"|_default_broadcast_coalesced|_check_global_requires_backward_grad_sync"
+    r"|_match_all_reduce_for_bwd_pass|_sync_final_model)$")
 TORCH_FILE_RE = re.compile(r"(?:^|[/\\])torch[/\\]")
 HEX_ADDR_RE = re.compile(r"^0x[0-9a-fA-F]+$")
 # Native frames that say only that a thread waits, as gdb's ``bt`` and py-spy --native print
@@ -148,8 +162,14 @@ def signature(frames: list[str], depth: int | None = None) -> str:
 
 
 def in_collective(frames: list[str]) -> bool:
-    """True when a frame is inside a torch.distributed / DeepSpeed collective."""
-    return any(COLLECTIVE_RE.search(split_frame(f).file) for f in frames)
+    """True when a frame is inside a torch.distributed / DeepSpeed collective, or one of DDP's
+    own (``DDP_COLLECTIVE_FUNC_RE``)."""
+    for f in frames:
+        p = split_frame(f)
+        if COLLECTIVE_RE.search(p.file) or (DDP_COLLECTIVE_FUNC_RE.match(p.func)
+                                            and DDP_FILE_RE.search(p.file)):
+            return True
+    return False
 
 
 def is_helper_process(frames: list[str]) -> bool:
@@ -365,10 +385,14 @@ def _proc(key: tuple[Any, ...], chosen: list[_Row], stuck: _Row | None, memo: _F
           leaf_memo: dict[tuple[str, ...], tuple[str | None, bool, bool]],
           others: list[_Row] | None = None) -> Proc:
     """One process from its chosen threads' rows (the last snapshot counting, unless it shows
-    no Python frame where an earlier one does: ``_telling``); where the chosen thread shows
+    no Python frame where an earlier one does: ``_telling``; a launcher's traceback after a
+    worker's is no snapshot of it: ultralytics#1662's KeyboardInterrupt in DDP's _sync_buffers,
+    then torch.distributed.run's own traceback, cut after runpy's frame); where the chosen thread shows
     only the standard library's waits, its leaf is read from the process's ``others`` threads
     (``continued_leaf``)."""
     snaps = _snapshots(chosen)
+    if len(snaps) > 1 and _launcher_only(snaps[-1]):  # the launcher's traceback: another process
+        snaps = [s for s in snaps if not _launcher_only(s)] or snaps
     native = [_native_only(snap, memo) for snap in snaps]
     at = _telling(snaps, native, memo)
     last = snaps[at]
@@ -518,6 +542,12 @@ def _native_only(snap: list[_Row], memo: _FrameMemo) -> bool:
     """A snapshot with frames, none of them Python's (gdb's native backtrace)."""
     return (any(_frame_key(r) for r in snap)
             and not any(memo.has_python(r) for r in snap))
+
+
+def _launcher_only(snap: list[_Row]) -> bool:
+    """Whether every frame of a snapshot is a launcher's (``LAUNCHER_FRAME_RE``)."""
+    frames = [f for r in snap for f in _frame_key(r)]
+    return bool(frames) and all(LAUNCHER_FRAME_RE.search(split_frame(f).file) for f in frames)
 
 
 def _telling(snaps: list[list[_Row]], native: list[bool], memo: _FrameMemo) -> int:

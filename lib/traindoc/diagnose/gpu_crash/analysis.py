@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...hostlist import expand
+from ...hostlist import expand, fold_domains
 from ...incident import Incident
 from ...parse.errors import oom_figures
 from ...parse.xid import pci_bus_id
@@ -304,7 +304,8 @@ def job_hosts(incident: Incident) -> list[str]:
     """The machines the job's node lists and log headers name (``SLURM_JOB_NODELIST=``,
     ``# Running on r7n01``), sorted; else the one machine NCCL's ``host:pid:tid [dev]`` lines
     name, when they name one only (``job-1111-2222-0:293:763 [0] NCCL INFO comm …``: a pod's
-    own log); [] when none does."""
+    own log); [] when none does. A machine named both by its short and its full name is one
+    (``hostlist.fold_domains``)."""
     ht = incident.host_timings
     if not len(ht):
         return _nccl_machine(incident)
@@ -314,7 +315,7 @@ def job_hosts(incident: Incident) -> list[str]:
             hosts.update(expand(expr))
         except ValueError:
             continue
-    return sorted(hosts) if hosts else _nccl_machine(incident)
+    return sorted(fold_domains(hosts)) if hosts else _nccl_machine(incident)
 
 
 def _nccl_machine(incident: Incident) -> list[str]:
