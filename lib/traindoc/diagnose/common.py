@@ -6,7 +6,7 @@ import itertools
 import math
 import re
 import shlex
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -683,9 +683,11 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
         PLAN_PREFIX, na=False)] if host_timings is not None and len(host_timings) else None)
     plan_files = (plans["source"].astype("string").str.extract(SOURCE_RE)["file"]
                   if plans is not None else None)
-    out = it
+    out, exact = _on_each_redraw(it, stepless, files, progress)
     for rows, bars, plan in _launches(it[stepless], files[stepless], progress, bar_files, plans,
                                       plan_files):
+        if rows.index.isin(exact).all():
+            continue
         train = rows[rows["event"].isna() & rows["epoch"].notna()]
         ep = train["epoch"].astype(float).to_numpy()
         if len(train) < 2 or (np.diff(ep) < 0).any():
@@ -723,6 +725,36 @@ def place_by_epoch(iterations: pd.DataFrame, progress: pd.DataFrame | None = Non
     return _after_bars(out, still, progress)[0] if still.any() else out
 
 
+def _on_each_redraw(it: pd.DataFrame, stepless: pd.Series, files: pd.Series,
+                    progress: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.Index]:
+    """The stepless dicts of the files where the training bar is redrawn before each training
+    dict at counts one logging interval apart (``_after_bars``, every gap the same): each at
+    that count, the eval dicts counted after one at its step; and the rows so placed. The bar
+    says the step exactly where the epoch estimates it: HF's epoch divides by the batches of
+    an epoch, its bar counts optimizer steps (a ChatGLM p-tuning log: 'epoch': 66.1 printed at
+    14260/21500 of 100 epochs, 50 steps past 66.1 x 215). Dicts buffered behind the bars come
+    in bursts with no redraw between them and are not placed so."""
+    by_bar, on_bar = _after_bars(it, stepless, progress)
+    if not on_bar.any():
+        return it, pd.Index([])
+    out, done = it, []
+    for file in files[on_bar].dropna().unique():
+        mine = stepless & (files == file)
+        train = mine & on_bar
+        steps = by_bar.loc[train, "iteration"].astype("int64").to_numpy()
+        if len(steps) < 2 or len(set(np.diff(steps))) != 1 or not (np.diff(steps) > 0).all():
+            continue
+        placed = dict(zip(it.loc[train, "iteration"].astype(int), steps, strict=True))
+        new = it.loc[mine, "iteration"].map(lambda v, p=placed: p.get(int(v), pd.NA))
+        if new.isna().any():
+            continue  # an eval dict before the first training dict: leave the file as counted
+        if out is it:
+            out = it.copy()
+        out.loc[new.index, "iteration"] = new.astype("Int64")
+        done.append(new.index)
+    return out, (done[0].append(done[1:]) if done else pd.Index([]))
+
+
 def _after_bars(it: pd.DataFrame, stepless: pd.Series,
                 progress: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.Series]:
     """HF Trainer's stepless training dicts each printed after the bar's redraw at its step (a
@@ -750,7 +782,9 @@ def _after_bars(it: pd.DataFrame, stepless: pd.Series,
         for src, text in zip(rows["source"], rows["line"].astype(str), strict=True):
             ln = split_source(src)[1]  # type: ignore[index]  # grouped by a parsed source
             own = bar_count(text[:text.find("{'")])  # its own line's bar (the parser's count)
-            j = bisect_left(at, ln) - 1  # the last bar line before the dict's
+            # the last bar before the dict: on an earlier line, or redrawn on the dict's own
+            # (tqdm's "\r" redraws, then the dict, its "\n" ending the physical line)
+            j = bisect_right(at, ln) - 1
             seen = own if own is not None else (lines[j][1] if j >= 0 and at[j] > prev_line
                                                 else None)
             if seen is None and last is None:
