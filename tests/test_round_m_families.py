@@ -90,3 +90,13 @@ def test_a_bare_step_after_facebooks_log_prefix_and_the_jobs_one_machine(tmp_pat
     f = gpu_crash.diagnose(inc).facts
     # the node list, the prolog's full name and the epilogue's short one are one machine
     assert f["failed_hosts"] == ["indigo54"] and f["last_iteration"] == 400
+
+
+def test_mmengine_epochs_count_from_one_and_a_save_at_an_epoch_is_its_end() -> None:
+    # FRNet's nohup log from epoch 13 on: "Epoch(train) [20][ 800/2901]" is step 19 x 2901 +
+    # 800; "Saving checkpoint at 19 epochs" after "[19][2900/2901]" is step 19 x 2901; the
+    # launcher's CalledProcessError names '--local_rank=1' as the process SIGKILL ended
+    f = gpu_crash.diagnose(_case("gpu_crash", "gpu_crash-frnet-2gpu-sigkill-epoch20")).facts
+    assert f["last_iteration"] == 19 * 2901 + 800
+    assert f["last_checkpoint_iteration"] == 19 * 2901
+    assert f["failed_ranks"] == [1]  # one machine, no layout stated: local rank 1 taken as 1

@@ -42,7 +42,9 @@ TRAINERS = [
      ["2020-08-01 01:10:31,475 - mmdet - INFO - Epoch [3][50/1749]\tlr: 2.000e-02, eta: 0:52:33, "
       "time: 1.899, data_time: 0.046, memory: 5280, loss_rpn_cls: 0.2532, loss_rpn_bbox: 0.0409, "
       "s0.loss_cls: 0.2136, s0.acc: 94.4818, loss: 0.7339, grad_norm: 0.0668"],
-     {"iteration": 50, "epoch": 3.0, "loss": 0.7339, "grad_norm": 0.0668, "elapsed_s": 1.899}),
+     # (mmcv counts epochs from 1: epoch 3's batch 50 is the run's step 2 x 1749 + 50)
+     {"iteration": 2 * 1749 + 50, "epoch": 3.0, "loss": 0.7339, "grad_norm": 0.0668,
+      "elapsed_s": 1.899}),
     ("detectron2", "facebookresearch/d2go#524",
      ["[04/05 01:30:24 d2.utils.events]:  eta: 0:03:35  iter: 19  total_loss: 1.36  loss_cls: "
       "0.6522  loss_box_reg: 0.5817  loss_rpn_cls: 0.07138  loss_rpn_loc: 0.003773  time: 0.3636"

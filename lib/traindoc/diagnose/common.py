@@ -1066,10 +1066,14 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
         return ck
     it = with_source(incident.iterations)
     marks: dict[str, list[tuple[int, int]]] = {}
-    for src, v in zip(it["source"], it["iteration"], strict=True):
+    ends: dict[tuple[str, int], tuple[float, int]] = {}  # (file, line) -> the row's epoch, end
+    has_end = "total_iterations" in it and "epoch" in it
+    for k, (src, v) in enumerate(zip(it["source"], it["iteration"], strict=True)):
         where = split_source(src)
         if where and pd.notna(v):
             marks.setdefault(where[0], []).append((where[1], int(v)))
+            if has_end and pd.notna(it["epoch"].iat[k]) and pd.notna(it["total_iterations"].iat[k]):
+                ends[where] = (float(it["epoch"].iat[k]), int(it["total_iterations"].iat[k]))
     schedule = _eval_schedule(incident.tables.get("host_timings"))
     out = ck.copy()
     for i in ck.index[ck["iteration"].isna()]:
@@ -1081,7 +1085,9 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
             continue
         if not before:
             continue
-        step = max(before)[1]
+        last_line, step = max(before)
+        step = _epoch_end(step, str(ck.at[i, "line"]), ends.get((where[0], last_line)),
+                          [m[1] for m in before])
         after = [m for m in marks.get(where[0], []) if m[0] > where[1]] if where else []
         if schedule and after and BEST_SAVE_RE.search(str(ck.at[i, "line"])):
             start, every = schedule
@@ -1091,6 +1097,24 @@ def place_unnumbered_saves(incident: Incident) -> pd.DataFrame | None:
                 step = first
         out.at[i, "iteration"] = step
     return out
+
+
+# a save that names the epoch it ends ("Saving checkpoint at 19 epochs": mmengine's
+# CheckpointHook by epoch; "Saving model at epoch 19")
+EPOCH_SAVE_RE = re.compile(r"\bat (?P<e>\d+) epochs?\b|\bepoch[ _:]*(?P<e2>\d+)\b", re.IGNORECASE)
+
+
+def _epoch_end(step: int, line: str, end: tuple[float, int] | None, steps: list[int]) -> int:
+    """The step a save after ``step`` stands for: the end of the epoch its line names, where
+    the step line before it is of that epoch and states where the epoch ends (an epoch/batch
+    counter's total, ``end``) within one logging interval after it (mmengine logs every 50
+    batches of 2901: "[19][2900/2901]", then "Saving checkpoint at 19 epochs" is step 19 x
+    2901, not 2900's); else ``step``."""
+    m = EPOCH_SAVE_RE.search(line) if end is not None else None
+    if m is None or end is None or float(m["e"] or m["e2"]) != end[0]:
+        return step
+    gap = min((b - a for a, b in zip(steps, steps[1:], strict=False) if b > a), default=0)
+    return end[1] if step < end[1] <= step + gap else step
 
 
 def _started_save(ck: pd.DataFrame, i: Any, where: tuple[str, int] | None,

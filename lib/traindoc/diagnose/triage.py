@@ -1126,7 +1126,7 @@ def _between_jobs(incident: Incident, start: int) -> bool:
     Paddle's workerlog.N after a smoke run), so that its baseline is another job's. Totals that
     grow by one epoch's length as the epoch goes up are one job counted on: epoch-batch readers
     give each epoch's end as the total, T, 2T, 3T … (mmengine's "Epoch(train) [17][ 50/290]"
-    after epoch 16's "[16][250/290]" reads 340 of 580)."""
+    after epoch 16's "[16][250/290]" reads 4690 of 4930, epochs counted from 1)."""
     if not mixed_jobs(incident):
         return False
     it = training_steps(incident)
@@ -1136,8 +1136,12 @@ def _between_jobs(incident: Incident, start: int) -> bool:
 
     def counted_on(i: int) -> bool:
         e0, e1 = epochs.iloc[i - 1], epochs.iloc[i]
-        return (pd.notna(e0) and pd.notna(e1) and e1 == e0 + 1
-                and totals.iloc[i] - totals.iloc[i - 1] == known.iloc[0])
+        if not (pd.notna(e0) and pd.notna(e1) and e1 == e0 + 1):
+            return False
+        grew, end = totals.iloc[i] - totals.iloc[i - 1], totals.iloc[i]
+        # one epoch's length: the first total where counted from the log's first epoch, the
+        # total over the epoch where counted from epoch 1 (mmengine's: [17] ends at 17 x 290)
+        return grew == known.iloc[0] or (e1 > 0 and end % e1 == 0 and grew == end // e1)
 
     # (a step number each job logs: any of them where a job starts)
     return any(pd.notna(totals.iloc[i - 1]) and pd.notna(totals.iloc[i])

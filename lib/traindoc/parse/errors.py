@@ -1300,6 +1300,7 @@ def parse_error(text: str) -> Row | None:
             row["host"] = groups["on"]
     if groups.get("local"):
         row["message"] = f"worker --local_rank={groups['local']} {msg}"
+        row["local_rank"] = int(groups["local"])  # (the launcher's subprocess: its local rank)
     if groups.get("lr"):
         row["local_rank"] = int(groups["lr"])
     paddle_what = groups.get("pw") or groups.get("pw2")

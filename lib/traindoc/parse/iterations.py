@@ -1024,7 +1024,7 @@ class EpochBatchParser:
             if mm is None:
                 return []
             epoch, batch, total = int(m["mm_epoch"]), int(m["mm_batch"]), int(m["mm_total"])
-            first_epoch = None  # (a paste of mmengine's lines counts from its first, as printed)
+            first_epoch = 1  # (mmengine and mmcv print epochs from 1)
         else:
             if m["epoch"] is not None:
                 # "Epoch: [11][1/48]" counts from 0 (PyTorch's ImageNet example) or from 1
