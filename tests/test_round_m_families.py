@@ -16,6 +16,12 @@ def _load(tmp_path: Path, text: str, name: str = "job.log") -> traindoc.Incident
     return traindoc.load(str(log))
 
 
+def _log(tmp_path: Path, text: str, name: str = "job.log") -> Path:
+    log = tmp_path / name
+    log.write_text(text)
+    return log
+
+
 def _case(runbook: str, case: str) -> traindoc.Incident:
     return traindoc.load(str(CORPUS / runbook / case / "logs"))
 
@@ -100,3 +106,39 @@ def test_mmengine_epochs_count_from_one_and_a_save_at_an_epoch_is_its_end() -> N
     assert f["last_iteration"] == 19 * 2901 + 800
     assert f["last_checkpoint_iteration"] == 19 * 2901
     assert f["failed_ranks"] == [1]  # one machine, no layout stated: local rank 1 taken as 1
+
+
+# jax-ml/jax#22747: XLA's NCCL failure and NCCL's own trace of it, which names the machine
+JAX_NCCL = """user-G493-ZB1-AAP1-000:275204:275658 [4] NCCL INFO misc/socket.cc:666 -> 2
+user-G493-ZB1-AAP1-000:275204:275658 [4] NCCL INFO init.cc:1641 -> 2
+INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:305: NCCL operation ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled system error (run with NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated) 'socketTryAccept: Accept failed: Bad file descriptor'.
+"""
+
+
+def test_xla_names_the_nccl_call_and_nccls_trace_its_machine(tmp_path: Path) -> None:
+    f = gpu_crash.diagnose(_load(tmp_path, JAX_NCCL)).facts
+    assert f["error_kind"] == "nccl_error"
+    assert f["error_message"].startswith("NCCL operation ncclCommInitRank(")
+    assert f["failed_hosts"] == ["user-G493-ZB1-AAP1-000"]
+
+
+def test_a_helper_steps_exit_before_a_run_that_finished_is_no_failure() -> None:
+    # Fujitsu's MLPerf v4.0 LoRA job: "srun: error: mlperf-h100-0208: task 0: Exited with exit
+    # code 1" from mlperf-sysjson.sh, then the 4-rank run to its run_stop and RESULT line
+    f = gpu_crash.diagnose(_case(
+        "gpu_crash", "gpu_crash-training-results-v4-0-fujitsu-lora-sysjson-srun-error-healthy")).facts
+    assert f["error_kind"] is None and f["failed_ranks"] == [] and f["failed_hosts"] == []
+
+
+# vllm-project/vllm-ascend#486: torch_npu's failed HcclAllreduce, then HCCL's socket timeout
+HCCL_SOCKET = """[rank1]: RuntimeError: InnerRunOpApi:torch_npu/csrc/framework/OpParamMaker.cpp:281 OPS function error: HcclAllreduce, error code is 6
+[rank1]: [ERROR] 2025-04-08-18:07:20 (PID:1292363, Device:1, RankID:1) ERR01100 OPS call acl api failed.
+[rank1]: EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank did not send the data in time. Please check the reason for the rank being stuck
+"""
+
+
+def test_hccls_socket_timeout_is_a_collective_timeout(tmp_path: Path) -> None:
+    for engine in ("plain", "fast"):
+        c = traindoc.load(str(_log(tmp_path, HCCL_SOCKET)), engine=engine).collectives
+        assert list(zip(c["rank"], c["op_type"], c["state"], strict=True)) == [
+            (1, "ALLREDUCE", "timed_out")], engine

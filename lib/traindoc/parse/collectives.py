@@ -522,35 +522,50 @@ HCCL_NOTIFY_TEXT = "Notify register times out"
 HCCL_PLOG_TEXT = "[TaskExecStage][Timeout]"
 HCCL_FFTS_TEXT = "hccl fftsplus task timeout occurred"
 HCCL_PTA_TEXT = "PTA call acl api failed"
+# HCCL's socket timeout (EI0006: "Getting socket times out. Reason: Remote Rank did not send the
+# data in time."), after torch_npu's "OPS function error: HcclAllreduce, error code is 6" and its
+# "(PID:…, Device:1, RankID:1) ERR01100 OPS call acl api failed." (vllm-project/vllm-ascend#486):
+# the collective is the OPS function's name
+HCCL_SOCKET_TEXT = "Getting socket times out"
+HCCL_OPS_FUNC_TEXT = "OPS function error: Hccl"
+HCCL_OPS_CALL_TEXT = "OPS call acl api failed"
+HCCL_OPS_FUNC_RE = re.compile(r"OPS function error: Hccl(?P<op>[A-Z][A-Za-z]*+)")
+HCCL_TIMEOUT_TEXTS = (HCCL_NOTIFY_TEXT, HCCL_PLOG_TEXT, HCCL_FFTS_TEXT, HCCL_SOCKET_TEXT)
 HCCL_INNER_ERROR_RE = re.compile(r"^\s*+E[A-Z]9999: Inner Error!\s*+$")
 HCCL_TAG_RE = re.compile(r"tag\[(?:Hcom)?(?P<op>[A-Z][A-Za-z]*?)(?:V|C|VC)?(?=[_\]\d])")
 HCCL_RANKID_RE = re.compile(r"\bRankID:\s*(?P<rank>\d+)\)")
 
 
 def hccl_incomplete(text: str) -> bool:
-    """torch_npu's 'PTA call acl api failed' line, whose error code and message (EI0002's notify
-    timeout, the device's fftsplus timeout) follow on the next lines: the rank is in this one."""
-    return (HCCL_PTA_TEXT in text and HCCL_NOTIFY_TEXT not in text and HCCL_FFTS_TEXT not in text
-            and "RankID:" in text)
+    """torch_npu's 'PTA call acl api failed' line (or its 'OPS function error: Hccl…' and 'OPS
+    call acl api failed' lines), whose error code and message (EI0002's notify timeout, EI0006's
+    socket timeout, the device's fftsplus timeout) follow on the next lines: the rank is in
+    the call's line."""
+    if any(t in text for t in HCCL_TIMEOUT_TEXTS):
+        return False
+    return ((HCCL_PTA_TEXT in text or HCCL_OPS_CALL_TEXT in text) and "RankID:" in text
+            or HCCL_OPS_FUNC_TEXT in text)
 
 
 def hccl_continues(so_far: str, body: str) -> bool:
-    """The line after torch_npu's 'PTA call acl api failed' continues it when it is HCCL's
-    timeout (an EI0002 record, the device's fftsplus timeout) or the "EI9999: Inner Error!"
-    header before one."""
-    return (HCCL_NOTIFY_TEXT in body or HCCL_FFTS_TEXT in body
-            or HCCL_INNER_ERROR_RE.match(body) is not None)
+    """The line after torch_npu's failed call continues it when it is HCCL's timeout (an EI0002
+    or EI0006 record, the device's fftsplus timeout), the "EI9999: Inner Error!" header before
+    one, or the call's 'OPS call acl api failed' line after its 'OPS function error'."""
+    return (HCCL_NOTIFY_TEXT in body or HCCL_FFTS_TEXT in body or HCCL_SOCKET_TEXT in body
+            or HCCL_INNER_ERROR_RE.match(body) is not None
+            or (HCCL_OPS_FUNC_TEXT in so_far and HCCL_OPS_CALL_TEXT in body))
 
 
 def parse_hccl_timeout(text: str) -> Row | None:
-    """HCCL's notify-wait execution timeout (EI0002), its plog's 'Task run failed' timeout or
-    the device's fftsplus task timeout: a timed-out row with the collective its tag names and
-    the RankID torch_npu prints."""
-    if HCCL_NOTIFY_TEXT not in text and HCCL_PLOG_TEXT not in text and HCCL_FFTS_TEXT not in text:
+    """HCCL's notify-wait execution timeout (EI0002), its socket timeout (EI0006), its plog's
+    'Task run failed' timeout or the device's fftsplus task timeout: a timed-out row with the
+    collective its tag (or torch_npu's OPS function) names and the RankID torch_npu prints."""
+    if not any(t in text for t in HCCL_TIMEOUT_TEXTS):
         return None
     tag = HCCL_TAG_RE.search(text)
     rid = HCCL_RANKID_RE.search(text)
-    op = tag["op"].upper() if tag else None
+    ops = HCCL_OPS_FUNC_RE.search(text) if tag is None else None
+    op = tag["op"].upper() if tag else ops["op"].upper() if ops else None
     return {"rank": int(rid["rank"]) if rid else None, "op_type": _op_name(op),
             "state": "timed_out"}
 
@@ -777,7 +792,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "hccl_exec_timeout",
         "collectives",
-        (HCCL_NOTIFY_TEXT, HCCL_PLOG_TEXT, HCCL_FFTS_TEXT, HCCL_PTA_TEXT),
+        (*HCCL_TIMEOUT_TEXTS, HCCL_PTA_TEXT, HCCL_OPS_FUNC_TEXT, HCCL_OPS_CALL_TEXT),
         parse_hccl_timeout,
         incomplete=hccl_incomplete,
         continues=hccl_continues,

@@ -114,9 +114,12 @@ _CUDA_TAIL = r"(?=\s*(?:CUDA kernel errors might|For debugging consider|Compile 
 # exited …", NVIDIA/JAX-Toolbox#194) and CuPy's NcclError, NCCL's error name first
 # ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_REMOTE_ERROR: remote process exited …",
 # JAX-Toolbox's jax-vllm logs; "… NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error",
-# vllm-project/vllm#3222's kin) keep those words in the message.
+# vllm-project/vllm#3222's kin) keep those words in the message, as XLA's "NCCL operation
+# ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled system error" (jax-ml/jax#22747)
+# keeps the call that failed.
 _NCCL_ERROR = (r"(?:(?:Aborting communicator: \S+ due to )?(?:async )?(?i:nccl error)\S*:?\s*"
-               r"(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?|NCCL_ERROR_[A-Z_]+: )")
+               r"(?:\d+:\s*)?(?:[^,]*\.(?:cpp|hpp|cc):\d+,\s*)?|NCCL_ERROR_[A-Z_]+: "
+               r"|NCCL operation nccl\w++\([^()]{0,200}+\) failed: )")
 
 # XLA's device allocator (JAX, TF's XLA, torch_xla): "Out of memory while trying to allocate
 # 7406166528 bytes." (google-deepmind/alphafold#1023), "Out of memory allocating 20029400304

@@ -13,6 +13,8 @@ pid — the pid torchrun's failure report gives, and which nothing else may tie 
   ib0:10.1.2.3<0>``
 - ``cf0b62962198:378934:382525 [2] NCCL INFO Connected all trees`` (and ``… rings``), once per
   communicator a process joins (deepspeedai/DeepSpeed#2638, NVIDIA/nccl-tests#252)
+- ``user-G493-ZB1-AAP1-000:275204:275658 [4] NCCL INFO misc/socket.cc:666 -> 2``: NCCL's trace of
+  an error returned up its calls (``event`` "error_trace"), jax-ml/jax#22747
 
 ezpz (ALCF's launcher helper, Aurora/Polaris/Sunspot) states each rank's machine once at set-up,
 ``[2025-01-28 08:49:37][I][ezpz/dist:869] ['x4204c5s6b0n0'][0/0]`` (the host, then the rank of
@@ -37,6 +39,9 @@ NCCL_COMM_RE = re.compile(
     r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) n[Rr]anks (?P<size>\d+)"
     r"(?:.*?(?P<init>Init (?:START|COMPLETE)))?")
 CONTAINER_ID_RE = re.compile(r"[0-9a-f]{12}")
+# NCCL's trace of an error returned up its call chain, one line a frame ("misc/socket.cc:666 ->
+# 2", "init.cc:1641 -> 2": jax-ml/jax#22747's ncclCommInitRank failure): the failing process
+NCCL_ERROR_TRACE_RE = re.compile(r"[\w/.\-]+\.cc:\d+ -> \d+\s*$")
 
 EVENTS = (("Setting affinity", "affinity"), ("cudaDriverVersion", "driver"),
           ("Bootstrap", "bootstrap"), ("Connected all ", "connected"))
@@ -55,6 +60,8 @@ def parse_nccl_process(text: str) -> Row | None:
                    event=(c["init"] or "comm").lower().replace(" ", "_"))
     else:
         event = next((e for lead, e in EVENTS if what.startswith(lead)), None)
+        if event is None and NCCL_ERROR_TRACE_RE.match(what):
+            event = "error_trace"
         if event is None:
             return None
         row["event"] = event
@@ -100,7 +107,7 @@ PARSERS: tuple[LineParser, ...] = (
     LineParser(
         "nccl_process", "processes",
         ("NCCL INFO comm 0x", "NCCL INFO Setting affinity", "NCCL INFO cudaDriverVersion",
-         "NCCL INFO Bootstrap", "NCCL INFO Connected all "),
+         "NCCL INFO Bootstrap", "NCCL INFO Connected all ", ".cc:"),
         parse_nccl_process,
         example="0: g1002:2128869:2128880 [0] NCCL INFO Setting affinity for GPU 0 to "
                 "ffff0000,00000000,ffff0000,00000000"),

@@ -277,6 +277,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
     _ucx_detail_roles(ev)
     _peer_closed_roles(ev)
     _after_success_roles(ev, incident, files)
+    _before_success_roles(ev, incident, files)
     _after_timeout_roles(ev)
     _c10d_abort_roles(ev)
     _signal_handler_roles(ev, incident, files)
@@ -922,6 +923,32 @@ def _after_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, 
     for i in ev.index[(ev["table"] == "errors") & (ev["role"] == "cause") & ~fatal]:
         stop = first.get(ev.at[i, "file"])
         if stop is not None and ev.at[i, "lineno"] > stop:
+            ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
+
+
+def _before_success_roles(ev: pd.DataFrame, incident: Incident, files: dict[str, int]) -> None:
+    """An error or a process's exit before the run that then trained (``CONTINUED_STEPS``
+    different steps after it) and said it finished with success, in the same file, was a step
+    of the job script, not the run's failure (Fujitsu's MLPerf LoRA job: "srun: error:
+    mlperf-h100-0208: task 0: Exited with exit code 1" from its mlperf-sysjson.sh helper, then
+    the 4-rank run to its run_stop and RESULT line); a device or communication error still is
+    one (``SPECIFIC_KINDS``, ``ABORT_CODES``)."""
+    done = _run_finished_at(incident, files)
+    if not done:
+        return
+    fatal = ev["kind"].isin(SPECIFIC_KINDS) | ev["code"].isin(list(ABORT_CODES))
+    cand = ev.index[ev["role"].isin(["cause", "exit"]) & ~fatal & ev["file"].isin(list(done))]
+    if not len(cand):
+        return
+    steps: dict[int, list[tuple[int, Any]]] = {}
+    its = with_source(incident.iterations)
+    for (f, ln), v in zip(_places(its["source"], files), its["iteration"], strict=True):
+        if pd.notna(v):
+            steps.setdefault(f, []).append((ln, v))
+    for i in cand:
+        f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
+        stop = done[f]
+        if ln < stop and len({v for at, v in steps.get(f, []) if ln < at < stop}) >= CONTINUED_STEPS:
             ev.loc[i, ["role", "strength"]] = ["context", Strength.NONE]
 
 
