@@ -142,3 +142,23 @@ def test_hccls_socket_timeout_is_a_collective_timeout(tmp_path: Path) -> None:
         c = traindoc.load(str(_log(tmp_path, HCCL_SOCKET)), engine=engine).collectives
         assert list(zip(c["rank"], c["op_type"], c["state"], strict=True)) == [
             (1, "ALLREDUCE", "timed_out")], engine
+
+
+def test_rays_dead_actor_is_the_failure_where_nothing_else_is() -> None:
+    # RL-Factory#8 (verl): the driver's ActorDiedError and the actor's details under it; the
+    # worker "Zap04XWorkerDict_0:1" (placement group 0, rank 1) died without a word of its own
+    f = gpu_crash.diagnose(_case("gpu_crash", "gpu_crash-rl-factory-8-verl-workerdict-0-1-actor-died")).facts
+    assert f["failed_ranks"] == [1] and f["failed_hosts"] == ["10.164.37.106"]
+    assert "The actor died unexpectedly" in f["error_message"]
+
+
+def test_a_headed_numeric_tables_columns_are_read_by_their_names() -> None:
+    # AWR's log.txt: "Iteration  Wall_Time  Samples  …  Critic_Loss  …  Actor_Loss  …": the
+    # third column is the samples seen, no loss; with a critic's and an actor's loss and none
+    # the run's, the steps alone (no 43-million "loss" spike at the end)
+    inc = _case("loss_spike", "loss_spike-awr-20000-iters-healthy")
+    assert inc.iterations["loss"].isna().all()
+    r = loss_spike.diagnose(inc)
+    assert r.facts["spikes"] == [] and r.facts["last_iteration"] == 19950
+    assert "count steps to iteration 19950" in r.verdict
+

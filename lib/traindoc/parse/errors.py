@@ -1212,11 +1212,26 @@ PY_MESSAGE_OPEN_RE = re.compile(
     r"^\s*(?:[A-Za-z_]\w*\.)*(?!ChildFailedError)[A-Z]\w*(?:Error|Exception): \S.*:\s*$")
 
 
+# Ray's ActorDiedError with the dead actor's details under it, one tab-indented "key: value" a
+# line ("\tclass_name: create_colocated_worker_cls.<locals>.WorkerDict", "\tpid: 20174", "\tname:
+# Zap04XWorkerDict_0:1", "\tip: 10.164.37.106": RL-Factory#8's verl run): joined to it, they name
+# the worker that died. verl names its workers "<prefix>WorkerDict_<placement group>:<rank in
+# it>": in the first placement group that is the worker's rank.
+RAY_ACTOR_DIED_TEXT = "The actor died unexpectedly before finishing this task"
+RAY_ACTOR_DETAIL_RE = re.compile(r"^\s+(?:class_name|actor_id|pid|name|namespace|ip): ")
+RAY_ACTOR_NAME_RE = re.compile(r"\bname: \S*?WorkerDict_(?P<pg>\d++):(?P<local>\d++)\b")
+RAY_ACTOR_PID_RE = re.compile(r"\bpid: (?P<pid>\d++)\b")
+RAY_ACTOR_IP_RE = re.compile(r"\bip: (?P<ip>\d{1,3}(?:\.\d{1,3}){3})\b")
+
+
 def error_incomplete(text: str) -> bool:
     """A line cut inside the words that name the error it reports (the heartbeat monitor's
-    'ProcessGroupNCCL's watchdog got stuck for'), or a Python exception whose message ends in
-    ':' and goes on, indented, on the next line: the next lines continue it."""
+    'ProcessGroupNCCL's watchdog got stuck for'), a Python exception whose message ends in
+    ':' and goes on, indented, on the next line, or Ray's ActorDiedError before its actor's
+    details: the next lines continue it."""
     if text.rstrip().endswith(":") and PY_MESSAGE_OPEN_RE.match(text):
+        return True
+    if RAY_ACTOR_DIED_TEXT in text and not RAY_ACTOR_IP_RE.search(text):
         return True
     i = text.rfind(STUCK_NEEDLE)
     if i < 0:
@@ -1229,6 +1244,8 @@ def error_continues(so_far: str, body: str) -> bool:
     heartbeat-monitor message."""
     if PY_MESSAGE_OPEN_RE.match(so_far):
         return body[:1].isspace() and not body.lstrip().startswith(('File "', "Traceback"))
+    if RAY_ACTOR_DIED_TEXT in so_far:
+        return RAY_ACTOR_DETAIL_RE.match(body) is not None
     return True
 
 
@@ -1301,6 +1318,13 @@ def parse_error(text: str) -> Row | None:
             row["code"] = "slurm_" + why.lower().replace(" ", "_")
         if why != "NODE FAILURE":  # then the node named only reports it ("Node failure on …")
             row["host"] = groups["on"]
+    if code == "ray_actor_died":
+        if (a := RAY_ACTOR_NAME_RE.search(text, m.end())) is not None and a["pg"] == "0":
+            row["rank"] = int(a["local"])
+        if (a := RAY_ACTOR_PID_RE.search(text, m.end())) is not None:
+            row["pid"] = int(a["pid"])
+        if (a := RAY_ACTOR_IP_RE.search(text, m.end())) is not None:
+            row["host"] = a["ip"]
     if groups.get("local"):
         row["message"] = f"worker --local_rank={groups['local']} {msg}"
         row["local_rank"] = int(groups["local"])  # (the launcher's subprocess: its local rank)

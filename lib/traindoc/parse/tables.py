@@ -12,6 +12,11 @@ blank separated) with the same count, whose first column counts up in whole numb
 (``Saving the model``). Its columns are read by position, the only thing a headerless table
 has: the first is the iteration; the second is the loss, unless it only grows (then it is a
 clock, caffe's Seconds, and the loss is the third). Other columns are not read.
+
+A header row of names as wide as the rows, above them (AWR's "Iteration  Wall_Time  Samples
+Train_Return … Critic_Loss … Actor_Loss …"), says what each column is: the loss is the one
+column it names the loss (``loss``, ``train_loss``, ``total_loss``), none where it names none
+(a critic's and an actor's loss: neither is the run's); positions are not guessed.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ NUMBER = r"[-+]?(?:\d++\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|inf|-inf)"
 ROW_RE = re.compile(rf"^\s*(?P<cells>\d+(?:\s*[,\s]\s*{NUMBER})+)\s*+,?\s*$")
 SPLIT_RE = re.compile(r"\s*,\s*|\s+")
 ELISION_RE = re.compile(r"^\s*(?:\.\.\.|…)\s*$")
+HEADER_NAME_RE = re.compile(r"[A-Za-z_][\w./()%-]*+")
+LOSS_NAMES = frozenset(("loss", "trainloss", "trainingloss", "totalloss"))
 
 
 def _cells(line: str) -> list[str] | None:
@@ -86,13 +93,18 @@ def load_table(path: Path) -> list[tuple[str, Row]]:
     if not found:
         raise ValueError("no numeric rows")
     width = min(len(c) for _, _, c in found)
+    named = _header_loss(path, found[0][0], width)
     second = [_float(c[1]) for _, _, c in found]
     finite = [v for v in second if math.isfinite(v)]
     clock = width >= 3 and len(finite) >= 2 and all(b >= a for a, b in zip(finite, finite[1:],
                                                                            strict=False))
-    col = 2 if clock else 1
+    col = (2 if clock else 1) if named is False else named
     out: list[tuple[str, Row]] = []
     for n, line, cells in found:
+        if col is None:  # a header that names no single loss: the steps alone
+            out.append(("iterations", {"iteration": int(cells[0]), "source": f"{path}:{n}",
+                                       "line": line}))
+            continue
         loss = _float(cells[col]) if col < len(cells) else math.nan
         row: Row = {"iteration": int(cells[0]), "loss": loss, "source": f"{path}:{n}",
                     "line": line}
@@ -100,6 +112,19 @@ def load_table(path: Path) -> list[tuple[str, Row]]:
             row["nan"] = 1
         out.append(("iterations", row))
     return out
+
+
+def _header_loss(path: Path, first_row: int, width: int) -> int | None | bool:
+    """The column the header row above the first numeric row names the loss (None: a header
+    that names no single loss); False where there is no header as wide as the rows."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        above = [raw.strip() for _, raw in zip(range(first_row - 1), fh, strict=False)]
+    head = next((ln for ln in reversed(above) if ln), "")
+    names = head.split()
+    if len(names) != width or not all(HEADER_NAME_RE.fullmatch(c) for c in names):
+        return False
+    loss = [i for i, c in enumerate(names) if re.sub(r"[\s_\-]", "", c.lower()) in LOSS_NAMES]
+    return loss[0] if len(loss) == 1 and loss[0] > 0 else None
 
 
 LOADER = FileLoader("numeric table", looks_like_table, load_table)

@@ -284,6 +284,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
     _thread_exception_roles(ev, incident, files)
     _ignored_exception_roles(ev)
     _exit_roles(ev)
+    _dead_actor_roles(ev)
     _mpi_abort_roles(ev)
     ev["time"] = pd.to_datetime(ev["time"], errors="coerce")
     _escalation_roles(ev)
@@ -631,6 +632,19 @@ def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
 # Python's "Exception ignored in …" header (``parse.errors.EXCEPTION_IGNORED_CODE``): its
 # traceback's exception line ends it this close below the header
 IGNORED_TRACEBACK_LINES = 60
+
+
+def _dead_actor_roles(ev: pd.DataFrame) -> None:
+    """Ray's word that an actor died, naming the worker (its rank in verl's worker name), is
+    that worker's failure where the logs hold no cause of their own: the driver's view of a
+    worker killed without a word (RL-Factory#8: "ActorDiedError: The actor died unexpectedly
+    before finishing this task", name Zap04XWorkerDict_0:1); beside a worker's own error it
+    stays the teardown that error caused."""
+    if (ev["role"] == "cause").any():
+        return
+    dead = ev.index[(ev["code"] == "ray_actor_died") & ev["rank"].notna()]
+    if len(dead):
+        ev.loc[dead[:1], ["role", "strength"]] = ["cause", Strength.WEAK]
 
 
 def _ignored_exception_roles(ev: pd.DataFrame) -> None:

@@ -87,6 +87,8 @@ def facts(a: LossSpikeAnalysis) -> dict[str, Any]:
     f: dict[str, Any] = {k_: None for k_ in FACT_KEYS}
     f.update(spikes=[], nan_iterations=[], skipped_iterations=[])
     if not a.has_metrics:
+        if len(a.series):  # steps counted, no loss among their values: how far the log goes
+            f["last_iteration"] = a.last_iteration
         return f
     # every NaN and skipped step, however many: a list cut at some length would tell a run
     # NaN from its first step to its last (llm.c's 902 "loss nan" lines) as one that recovered
@@ -103,6 +105,13 @@ def facts(a: LossSpikeAnalysis) -> dict[str, Any]:
 # -- findings ------------------------------------------------------------------------------------
 
 def _no_iterations(a: LossSpikeAnalysis) -> Finding:
+    if len(a.series):  # steps read, none with a value the runbook knows as the loss
+        return Finding(
+            "no_iterations", Severity.WARNING,
+            f"{len(a.series)} step line(s) read (iterations {a.first_iteration}–"
+            f"{a.last_iteration}), none with a loss or grad norm the runbook knows by name "
+            "(a loss column named otherwise, or several losses and none the run's)",
+            evidence(a.series.tail(3)))
     return Finding(
         "no_iterations", Severity.WARNING,
         "No loss or grad-norm values in these logs (no Megatron/DeepSpeed iteration lines, "
@@ -359,6 +368,10 @@ NO_METRICS_FINDINGS: tuple[Rule[Finding | Sequence[Finding]], ...] = (
 # -- verdicts ------------------------------------------------------------------------------------
 
 def _no_metrics_verdict(a: LossSpikeAnalysis) -> tuple[str, Confidence]:
+    if len(a.series):
+        return (f"The logs count steps to iteration {a.last_iteration}, but no loss or grad "
+                "norm the runbook can tell is the training loss: nothing to say about spikes.",
+                Confidence.LOW)
     read = reading_words(a.incident)
     return ("No loss or grad-norm values in these logs" + (f" ({read})" if read else "")
             + ": nothing to say about spikes; if the job's step lines or a metrics export are "
@@ -517,6 +530,13 @@ NO_METRICS_VERDICTS: tuple[Rule[tuple[str, Confidence]], ...] = (
 # -- actions -------------------------------------------------------------------------------------
 
 def _point_at_metrics(a: LossSpikeAnalysis) -> Action:
+    if len(a.series):
+        return action(
+            "point_at_metrics", "Give the runbook the run's loss",
+            f"The logs count steps to iteration {a.last_iteration} but print no loss the "
+            "runbook can tell is the training loss.",
+            "log the training loss as 'loss' (or export it: a TensorBoard scalar CSV, a W&B "
+            "history CSV/JSONL) and run this runbook on that")
     return action(
         "point_at_metrics", "Point log_path at the training log or a metrics export",
         "Spikes are read from per-iteration loss and grad norm; none was found here.",
