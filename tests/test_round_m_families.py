@@ -162,3 +162,18 @@ def test_a_headed_numeric_tables_columns_are_read_by_their_names() -> None:
     assert r.facts["spikes"] == [] and r.facts["last_iteration"] == 19950
     assert "count steps to iteration 19950" in r.verdict
 
+
+
+def test_appended_runs_that_start_from_epoch_one_again_are_no_batches() -> None:
+    # Dual_D's twelve runs in one nohup file, each from "Epoch 001/100 | loss 10.9673 | …": one
+    # line an epoch per run, the epoch coming back at each run; no batch count, no spike at the
+    # restarts (the loss back at ~11 is a new model's)
+    r = loss_spike.diagnose(_case("loss_spike", "loss_spike-dual-d-all-weather-12-runs-healthy"))
+    assert r.facts["spikes"] == []
+
+
+def test_an_epochs_train_seconds_are_its_time(tmp_path: Path) -> None:
+    # gaggenwaschke/NoProp's log: "Epoch 01 loss 12.9351 | train 3.2s"
+    row = _load(tmp_path, "Epoch 01 loss 12.9351 | train 3.2s\n"
+                "Epoch 02 loss 3.9656 | train 3.0s\n").iterations.iloc[0]
+    assert row["iteration"] == 1 and row["elapsed_s"] == 3.2

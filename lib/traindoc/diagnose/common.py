@@ -114,8 +114,8 @@ BATCH_LINES_MIN = 3  # lines of one wording per epoch, at the median, that are b
 def batch_counts(rows: pd.DataFrame) -> pd.Series | None:
     """The run's count of per-batch lines that name only their epoch (a custom loop's
     "Epoch 1 - Batch loss: 12.13" after every batch, no batch counter): in each file and rank,
-    the lines of the wording that recurs ``BATCH_LINES_MIN`` times or more per epoch (at the
-    median) are batches, counted 1, 2, 3 … in log order across epochs; a wording printed once
+    the lines of the wording that comes ``BATCH_LINES_MIN`` times or more in a row with the
+    same epoch (at the median) are batches, counted 1, 2, 3 … in log order across epochs; a wording printed once
     an epoch ("Epoch 1 - Average Train Loss: 1.63") is the epoch's summary, no batch. None
     where no wording recurs so (one line per epoch: the epochs are the steps). The wording is
     the rows' ``wording`` (``linefacts.wording_id``)."""
@@ -130,7 +130,12 @@ def batch_counts(rows: pd.DataFrame) -> pd.Series | None:
     keys = [file, rows["rank"].fillna(-1), wording]
     out: list[pd.Series] = []
     for _, g in rows.groupby(keys, sort=False):
-        if g.groupby("iteration").size().median() >= BATCH_LINES_MIN:
+        # lines of one epoch one after another (a run of the same epoch), not the same epoch
+        # printed again by another run appended to the log or another writer without a prefix
+        # (Dual_D's twelve runs, each from "Epoch 001/100"; four msrun workers' epochs)
+        ep = g["iteration"].to_numpy()
+        runs = np.diff(np.flatnonzero(np.r_[True, ep[1:] != ep[:-1], True]))
+        if np.median(runs) >= BATCH_LINES_MIN:
             out.append(pd.Series(np.arange(1, len(g) + 1), index=g.index, dtype="Int64"))
     return pd.concat(out) if out else None
 

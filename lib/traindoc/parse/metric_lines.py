@@ -1360,7 +1360,9 @@ EPOCH_JOINED_RE = re.compile(EPOCH_HEADER_RE.pattern.removesuffix(r"\s*$") + r"\
 # "Epoch 1/10" then "1490/1490 [====…] - 25s 17ms/step - loss: 0.31")
 OWN_COUNTER_RE = re.compile(r"\d\s*/\s*\d|\[=|%\||/step\b|\bepoch\b", re.IGNORECASE)
 # the time of one epoch's training, which numbers a row by its epoch without a loss
-EPOCH_TIME_RE = re.compile(r"\b(?:train(?:ing)?[_/ ]?time|epoch[_ ]time)\b", re.IGNORECASE)
+# (also the train phase's seconds alone, "Epoch 01 loss 12.9351 | train 3.2s": NoProp's log)
+EPOCH_TIME_RE = re.compile(r"\b(?:train(?:ing)?[_/ ]?time|epoch[_ ]time|train(?:ing)?(?=\s++\d++"
+                           r"(?:\.\d++)?\s?s\b))\b", re.IGNORECASE)
 # a result line that is the epoch's loss and nothing else, its key padded like the header's
 # (apoorvnandan/speech-recognition-primer#2: "Epoch    :  8" then "LOSS     :  nan"; a custom
 # loop's print("Epoch:", e) / print("Train loss:", l))
