@@ -177,3 +177,13 @@ def test_an_epochs_train_seconds_are_its_time(tmp_path: Path) -> None:
     row = _load(tmp_path, "Epoch 01 loss 12.9351 | train 3.2s\n"
                 "Epoch 02 loss 3.9656 | train 3.0s\n").iterations.iloc[0]
     assert row["iteration"] == 1 and row["elapsed_s"] == 3.2
+
+
+def test_lbanns_objective_function_is_its_epochs_loss(tmp_path: Path) -> None:
+    # LLNL/LBANN's fmow ResNet-50 log: the epoch's training objective, then the validation's
+    text = ("Model 0 training epoch 1 objective function : 2.23222\n"
+            "Model 0 validation objective function : 2.69997\n"
+            "Model 0 training epoch 2 objective function : 1.80915\n")
+    for engine in ("plain", "fast"):
+        it = traindoc.load(str(_log(tmp_path, text)), engine=engine).iterations
+        assert list(it["iteration"]) == [1, 2] and list(it["loss"]) == [2.23222, 1.80915], engine

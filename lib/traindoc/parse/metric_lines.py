@@ -440,7 +440,9 @@ METRIC_KEYS: dict[str, str] = {
                      "cemeanwords", "crossentropy",
                      # MLPerf SSD's "Loss function: 22.825, Average Loss: 0.023" (the step's
                      # loss; the average beside it is an EMA started at zero)
-                     "lossfunction"), "loss"),
+                     "lossfunction",
+                     # LBANN: "Model 0 training epoch 2 objective function : 1.80915"
+                     "objectivefunction"), "loss"),
     **dict.fromkeys(("evalloss", "valloss", "validloss", "validationloss", "testloss",
                      "devloss", "evallmloss", "vallmloss", "tel"), "eval_loss"),
     **dict.fromkeys(("gradnorm", "gnorm", "gradientnorm", "totalgradnorm", "globalgradnorm",
@@ -521,7 +523,7 @@ SIGNAL_COLUMNS = ("loss", "eval_loss", "grad_norm", "samples_per_s", "tokens_per
 # what the reader needs in a line before it looks (the fast engine's needles)
 NEEDLES = ("loss", "Loss", "LOSS", "it/s", "s/it", "/s", "/sec", "tflop", "TFLOP", "mfu",
            "MFU", "gnorm", "grad_norm", " trl:", " tel:", ":::MLLOG", "timer:", " l_",
-           "[valid] Ep. ", "speed", "Cost ",
+           "[valid] Ep. ", "speed", "Cost ", "objective function",
            # a perplexity where no loss is printed (``PERPLEXITY_RE``)
            "erplexity", "ppl:", "ppl=", "ppl'", 'ppl"', "ppl ", "PPL",
            # a bare total as the loss (``TOTAL_KEY``)
