@@ -187,3 +187,10 @@ def test_lbanns_objective_function_is_its_epochs_loss(tmp_path: Path) -> None:
     for engine in ("plain", "fast"):
         it = traindoc.load(str(_log(tmp_path, text)), engine=engine).iterations
         assert list(it["iteration"]) == [1, 2] and list(it["loss"]) == [2.23222, 1.80915], engine
+
+
+def test_sb3s_eval_table_takes_no_step_of_another_count() -> None:
+    # Stable-Baselines3 PPO: each training table counts "iterations"; the evaluation table
+    # after the last one has only "n_updates" (1460, ten a PPO iteration): no step 1460
+    it = _case("loss_spike", "loss_spike-hierarchical-rl-robotaxi-ppo-sb3-train-out").iterations
+    assert int(it["iteration"].max()) == 147

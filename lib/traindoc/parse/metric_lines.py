@@ -2150,13 +2150,14 @@ LOGGER_STEP_KEYS = ("iterations", "nupdates", "totaltimesteps", "timestepssofar"
 LOGGER_KEYS = {"fps": "samples_per_s"}
 
 
-def logger_table_row(cells: dict[str, str]) -> Row | None:
+def logger_table_row(cells: dict[str, str], step_key: str | None = None) -> Row | None:
     """The iterations row of one logger table (keys as printed, sections dropped), or None
-    without a step or a figure: its step (``LOGGER_STEP_KEYS``), frames per second as samples
-    per second, the time since the start as ``train_time_s``, the loss and the grad norm where
-    they are named."""
+    without a step or a figure: its step (``LOGGER_STEP_KEYS``; ``step_key`` alone where the
+    writer's tables have used it), frames per second as samples per second, the time since the
+    start as ``train_time_s``, the loss and the grad norm where they are named."""
     flat = {re.sub(r"[\s_]", "", k.rsplit("/", 1)[-1].lower()): v for k, v in cells.items()}
-    step = next((flat[k] for k in LOGGER_STEP_KEYS if k in flat), None)
+    keys = (step_key,) if step_key else LOGGER_STEP_KEYS
+    step = next((flat[k] for k in keys if k in flat), None)
     n = _number(step, None) if step is not None else None
     if n is None or n != n or n < 0 or n != int(n):
         return None
@@ -2182,6 +2183,7 @@ class LoggerTableParser:
         self.cells: dict[str, str] = {}
         self.under = ""  # the section the rows are under ("time/")
         self.ctx: object = None
+        self.step_key: str | None = None  # the step's key in this writer's tables
 
     def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
         """Consume one line; return the table's row at its end."""
@@ -2208,8 +2210,15 @@ class LoggerTableParser:
         return []
 
     def close(self) -> list[tuple[str, Row]]:
-        """End of a table or of the stream: its row, if it makes one."""
-        row = logger_table_row(self.cells) if self.section is not None else None
+        """End of a table or of the stream: its row, if it makes one. The step is read by the
+        key the writer's first table with one used: SB3's evaluation table after training has
+        no "iterations" and counts "n_updates" (ten a PPO iteration): no step of the same count."""
+        row = None
+        if self.section is not None:
+            if self.step_key is None:
+                flat = {re.sub(r"[\s_]", "", k.rsplit("/", 1)[-1].lower()) for k in self.cells}
+                self.step_key = next((k for k in LOGGER_STEP_KEYS if k in flat), None)
+            row = logger_table_row(self.cells, self.step_key)
         self.section, self.cells = None, {}
         return [] if row is None else [("iterations", {**row, "_ctx": self.ctx})]
 
