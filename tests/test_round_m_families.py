@@ -194,3 +194,17 @@ def test_sb3s_eval_table_takes_no_step_of_another_count() -> None:
     # after the last one has only "n_updates" (1460, ten a PPO iteration): no step 1460
     it = _case("loss_spike", "loss_spike-hierarchical-rl-robotaxi-ppo-sb3-train-out").iterations
     assert int(it["iteration"].max()) == 147
+
+
+def test_a_traceback_the_log_ends_in_is_a_crash_not_a_hang() -> None:
+    # Stable-Pix2Seq#14: 'Epoch: [0]  [1330/3696] …', then "Traceback (most recent call last):"
+    # and frames down to "losses.backward()", where the post's log ends: Python prints that
+    # header only for an exception, so the process raised (what, the log does not say)
+    inc = _case("gpu_crash", "gpu_crash-stable-pix2seq-14")
+    assert list(inc.stacks["state"]) == ["cut"]
+    f = gpu_crash.diagnose(inc).facts
+    assert f["error_kind"] == "python" and f["last_iteration"] == 1330
+    assert f["error_message"].startswith("a traceback cut before its exception's line")
+    assert deadlock.diagnose(inc).facts["outlier_members"] == []
+    from traindoc.diagnose import triage
+    assert triage.diagnose(inc).facts["cause"] == "gpu_crash"

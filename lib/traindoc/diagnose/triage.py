@@ -109,6 +109,7 @@ from .common import input_findings, mixed_jobs, training_steps, when_text, who
 from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone, stall_reports
 from .gpu_crash.events import (
     C10D_ABORT_RE,
+    CUT_TRACEBACK_WORDS,
     KERNEL_ASSERT_CODE,
     NOT_A_FAILURE_CODES,
     SCHEDULER_STOP_CODES,
@@ -494,10 +495,11 @@ def crash_rows(incident: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def uncaught(stacks: pd.DataFrame) -> bool:
     """Whether a raised traceback runs up to a script's top level (its outermost frame is
-    ``<module>``): an exception nothing caught, which ended its interpreter."""
+    ``<module>``): an exception nothing caught, which ended its interpreter (also one the
+    log cut before its exception's line: Python prints that header only for an exception)."""
     if not len(stacks):
         return False
-    raised = stacks[stacks["state"].fillna("") == "raised"]
+    raised = stacks[stacks["state"].fillna("").isin(["raised", "cut"])]
     return any(TOP_LEVEL_FRAME_RE.match(_outermost(f)) for f in raised["frames"])
 
 
@@ -582,7 +584,9 @@ def _gpu_crash(incident: Incident, rep: Report | None = None) -> Sighting | None
                                   or uncaught(incident.stacks) or _argparse_exit(incident, message)
                                   or _shut_down_on(incident, message)
                                   or _loop_raised(incident, message)
-                                  or _stopped_after(incident, message))
+                                  or _stopped_after(incident, message)
+                                  # (the log ends inside the traceback: nothing came after it)
+                                  or message.startswith(CUT_TRACEBACK_WORDS))
             and not coll["state"].isin(["timed_out", "mismatch", "absent"]).any())
     if len(x) and not len(err) and kind in ("python", ""):
         # only exits with a code: the rank's own Python exception, or nothing said it crashed

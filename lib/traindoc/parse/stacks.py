@@ -259,9 +259,10 @@ PYTB_CHAIN = ("The above exception was the direct cause of the following excepti
 # what a traceback shows between frames: carets, the interpreter's elisions, a poster's own
 PYTB_FILLER_RE = re.compile(r"^(?:[\^~\s]+|\.\.\.|<omitted[^>]*>|\[Previous line repeated \d+ more times?\])$")
 INTERRUPTS = ("KeyboardInterrupt",)
-# the state of a traceback row: interrupted (Ctrl-C), raised (any other exception), or
-# ``traceback`` (no exception line: a stack pasted as such, or cut)
-TRACEBACK_STATES = ("interrupted", "raised", "traceback")
+# the state of a traceback row: interrupted (Ctrl-C), raised (any other exception),
+# ``traceback`` (frames pasted with no header and no exception line: a stack pasted as such) or
+# ``cut`` (the header, the frames, and the output cut before the exception's line: a crash's)
+TRACEBACK_STATES = ("interrupted", "raised", "traceback", "cut")
 
 # --- gdb's ``info threads`` (C frames only) -----------------------------------------------------
 # "* 1    Thread 0x7fc73ac5d700 (LWP 52422) "" select_poll_poll () at …/selectmodule.c.h:219",
@@ -471,7 +472,7 @@ class StackParser:
             text = RAY_REPEAT_RE.sub("", text)
         if self.section is None:
             if "(most recent call last)" in text and text.rstrip().endswith(PYTB_HEADER):
-                return self._pytb_start(ctx)
+                return self._pytb_start(ctx, header=True)
             if "blocked for more than" in text:
                 return self._hung_start(text, ctx)
             if " stopped at " in text and (m := ROLL_CALL_RE.match(text)):
@@ -898,11 +899,11 @@ class StackParser:
         return out
 
     # -- a Python traceback (most recent call last) ---------------------------------------
-    def _pytb_start(self, ctx: object) -> list[tuple[str, Row]]:
+    def _pytb_start(self, ctx: object, header: bool = False) -> list[tuple[str, Row]]:
         """A traceback starts: its header, or its first frame (fed next)."""
         self.section = "pytb"
         self._py = {"frames": [], "inner": [], "phase": "frames", "state": None, "_ctx": ctx,
-                    "after_frame": False}
+                    "after_frame": False, "header": header}
         return []
 
     def _feed_pytb(self, text: str, ctx: object) -> list[tuple[str, Row]]:
@@ -977,8 +978,11 @@ class StackParser:
         frames = (py.get("frames") or []) + (py.get("inner") or [])
         if not frames:
             return []
+        # (Python prints its header only over an exception's traceback: with no exception line
+        # after the frames, the output was cut, "cut"; frames pasted alone may be a stack)
+        state = py["state"] or ("cut" if py.get("header") else "traceback")
         t = {"pid": _writer(py["_ctx"])[2], "cmd": None, "tid": None, "thread": None,
-             "state": py["state"] or "traceback", "_ctx": py["_ctx"]}
+             "state": state, "_ctx": py["_ctx"]}
         return [("stacks", _row(t, frames[::-1]))]
 
     # -- gdb's info threads ----------------------------------------------------------------

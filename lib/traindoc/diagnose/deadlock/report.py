@@ -391,7 +391,7 @@ def _no_hang_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:
 
 def _raised(a: DeadlockAnalysis) -> bool:
     """Some process's stack is the traceback of an exception it raised."""
-    return any(p.state in ("raised", "traceback") for p in a.ranks)
+    return any(p.state in ("raised", "traceback", "cut") for p in a.ranks)
 
 
 def _one_process_verdict(a: DeadlockAnalysis) -> tuple[str, Confidence] | None:

@@ -82,7 +82,7 @@ MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 NO_STACK_STATES = ("dump_error", "D")
 # a Python traceback (most recent call last) the process printed: a sample of its stack where
 # no dump is (``parse.stacks.TRACEBACK_STATES``)
-TRACEBACK_STATES = ("interrupted", "raised", "traceback")
+TRACEBACK_STATES = ("interrupted", "raised", "traceback", "cut")
 CONTAINER_PID = 1  # every container's first process: pid 1 on no named host is no one process
 ARROW = " ← "
 
@@ -791,11 +791,11 @@ def crashed_rows(stacks: pd.DataFrame, errors: pd.DataFrame | None = None) -> pd
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True,
                 errors: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised``, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
+    ``raised`` or ``cut`` before its exception line, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
     stopped a process at work, ``interrupted_waiting``, nor a crash's faulthandler dump,
     ``crashed_rows``, a fatal error's among them when ``errors`` are given), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
-    process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
-    as a stack, or cut), or frames with no header at all (no thread, no pid: the tail of a
+    process doing nothing, no hang. Frames pasted with no header and no exception line
+    (``traceback``: pasted as a stack), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
     beside it, which it would be a piece of."""
     if not len(stacks):
@@ -806,7 +806,7 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True,
     unsure = (state == "traceback") | headless
     busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
     busy |= crashed_rows(stacks, errors)
-    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure) & ~busy
+    keep = framed & ~state.isin(("raised", "cut", "progress")) & (alone | ~unsure) & ~busy
     return stacks[keep | state.isin(HANG_STATES)]
 
 

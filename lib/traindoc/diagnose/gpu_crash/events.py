@@ -259,6 +259,7 @@ def _failure_events(incident: Incident, host_of: dict[int, str] | None = None) -
                          table="exits", source=r.source, line=r.line,
                          local_rank=as_int(r.local_rank),
                          traceback_end=as_int(getattr(r, "traceback_end", None))))
+    rows += _cut_tracebacks(incident, files, rows)
     ev = pd.DataFrame(rows, columns=[*EVENT_COLUMNS, "local_rank", "traceback_end", "task"])
     if not len(ev):
         return ev[EVENT_COLUMNS]
@@ -321,6 +322,43 @@ OUTSIDE_STOP_EXIT_SIGNALS = {"SIGTERM", "SIGHUP"}
 # Hydra's "Error executing job with overrides: […]": the task raised; its exception, printed
 # after it, is the failure when the log shows one
 HYDRA_REPORT_CODES = {"hydra_job_error"}
+
+
+CUT_TRACEBACK_WORDS = "a traceback cut before its exception's line"
+
+
+def _cut_tracebacks(incident: Incident, files: dict[str, int],
+                    rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A Python traceback the log ends in before its exception's line (``cut``: the header and
+    the frames, then nothing of its file but blank lines; a paste cut at the end of a post,
+    Stable-Pix2Seq#14's "losses.backward()"): the process raised there, what is not known. One
+    event, a weak cause, where no error, exit, step or bar of its file comes after it."""
+    st = incident.stacks
+    if not len(st) or "state" not in st:
+        return []
+    cut = st[st["state"] == "cut"]
+    if not len(cut):
+        return []
+    later: dict[int, int] = {}
+    for f, ln in [(r["file"], r["lineno"]) for r in rows]:
+        later[f] = max(later.get(f, 0), ln)
+    for t in (with_source(incident.iterations), incident.progress):
+        for f, ln in _places(t["source"], files):
+            later[f] = max(later.get(f, 0), ln)
+    out = []
+    r = cut.iloc[-1]
+    f, ln = _split_source(r["source"], files)
+    if later.get(f, 0) > ln:
+        return []
+    frames = r["frames"] if isinstance(r["frames"], list) else []
+    leaf = f" (innermost frame: {frames[0]})" if frames else ""
+    out.append(dict(file=f, lineno=ln, time=r.get("time"), rank=as_int(r["rank"]),
+                    host=as_str(r["host"]), pid=as_int(r["pid"]), kind="python",
+                    code="cut_traceback",
+                    message=f"{CUT_TRACEBACK_WORDS}{leaf}",
+                    role="cause", strength=Strength.WEAK, root_cause=False, table="stacks",
+                    source=r["source"], line=r["line"]))
+    return out
 
 
 def _hydra_report_roles(ev: pd.DataFrame) -> None:
