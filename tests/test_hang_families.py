@@ -51,7 +51,7 @@ CTRL_C = [
      '  File "/usr/lib/python3.6/multiprocessing/process.py", line 124, in join\n'
      "    res = self._popen.wait(timeout)\n"
      '  File "/usr/lib/python3.6/multiprocessing/popen_fork.py", line 28, in poll\n'
-     "    pid, sts = os.waitpid(self.pid, flag)\n", "traceback"),
+     "    pid, sts = os.waitpid(self.pid, flag)\n", "cut"),
 ]
 
 

@@ -106,7 +106,14 @@ from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
-from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone, stall_reports
+from .deadlock.stacks import (
+    barrier_waits,
+    crash_dumps,
+    hang_stacks,
+    interrupted_waiting,
+    stacks_alone,
+    stall_reports,
+)
 from .gpu_crash.events import (
     C10D_ABORT_RE,
     CUT_TRACEBACK_WORDS,
@@ -499,7 +506,9 @@ def uncaught(stacks: pd.DataFrame) -> bool:
     log cut before its exception's line: Python prints that header only for an exception)."""
     if not len(stacks):
         return False
-    raised = stacks[stacks["state"].fillna("").isin(["raised", "cut"])]
+    state = stacks["state"].fillna("")
+    raised = stacks[(state == "raised")
+                    | ((state == "cut") & ~stacks["frames"].map(interrupted_waiting))]
     return any(TOP_LEVEL_FRAME_RE.match(_outermost(f)) for f in raised["frames"])
 
 

@@ -791,7 +791,7 @@ def crashed_rows(stacks: pd.DataFrame, errors: pd.DataFrame | None = None) -> pd
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True,
                 errors: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised`` or ``cut`` before its exception line, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
+    ``raised`` or ``cut`` before its exception line in computing code, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
     stopped a process at work, ``interrupted_waiting``, nor a crash's faulthandler dump,
     ``crashed_rows``, a fatal error's among them when ``errors`` are given), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
     process doing nothing, no hang. Frames pasted with no header and no exception line
@@ -803,10 +803,15 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True,
     state = stacks["state"].fillna("")
     framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
-    unsure = (state == "traceback") | headless
-    busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
+    waiting = stacks["frames"].map(interrupted_waiting)
+    # a traceback cut before its exception's line is a crash's, unless it stopped in a wait (a
+    # Ctrl-C's with its KeyboardInterrupt line not pasted, pytorch#26072): then a stack sample
+    cut_waiting = (state == "cut") & waiting
+    unsure = (state == "traceback") | cut_waiting | headless
+    busy = (state == "interrupted") & ~waiting
     busy |= crashed_rows(stacks, errors)
-    keep = framed & ~state.isin(("raised", "cut", "progress")) & (alone | ~unsure) & ~busy
+    keep = (framed & ~state.isin(("raised", "progress")) & ((state != "cut") | cut_waiting)
+            & (alone | ~unsure) & ~busy)
     return stacks[keep | state.isin(HANG_STATES)]
 
 

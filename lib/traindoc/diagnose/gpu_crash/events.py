@@ -36,7 +36,7 @@ from ..common import (
     setup_bars,
     spawned_ranks,
 )
-from ..deadlock.stacks import hang_stacks
+from ..deadlock.stacks import hang_stacks, interrupted_waiting
 from ..types import Strength
 
 SAME_FAILURE_WINDOW_S = 120.0  # causes this close to the first one, on its host, are one failure
@@ -351,6 +351,8 @@ def _cut_tracebacks(incident: Incident, files: dict[str, int],
     if later.get(f, 0) > ln:
         return []
     frames = r["frames"] if isinstance(r["frames"], list) else []
+    if interrupted_waiting(frames):  # stopped in a wait: a Ctrl-C's, its last line not pasted
+        return []
     leaf = f" (innermost frame: {frames[0]})" if frames else ""
     out.append(dict(file=f, lineno=ln, time=r.get("time"), rank=as_int(r["rank"]),
                     host=as_str(r["host"]), pid=as_int(r["pid"]), kind="python",
