@@ -106,14 +106,7 @@ from . import NAMES as CLASSES
 from . import failure_class
 from .collectives import entered_lag, entered_rows, with_status_pg
 from .common import input_findings, mixed_jobs, training_steps, when_text, who
-from .deadlock.stacks import (
-    barrier_waits,
-    crash_dumps,
-    hang_stacks,
-    interrupted_waiting,
-    stacks_alone,
-    stall_reports,
-)
+from .deadlock.stacks import barrier_waits, crash_dumps, hang_stacks, stacks_alone, stall_reports
 from .gpu_crash.events import (
     C10D_ABORT_RE,
     CUT_TRACEBACK_WORDS,
@@ -502,13 +495,10 @@ def crash_rows(incident: Incident) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def uncaught(stacks: pd.DataFrame) -> bool:
     """Whether a raised traceback runs up to a script's top level (its outermost frame is
-    ``<module>``): an exception nothing caught, which ended its interpreter (also one the
-    log cut before its exception's line: Python prints that header only for an exception)."""
+    ``<module>``): an exception nothing caught, which ended its interpreter."""
     if not len(stacks):
         return False
-    state = stacks["state"].fillna("")
-    raised = stacks[(state == "raised")
-                    | ((state == "cut") & ~stacks["frames"].map(interrupted_waiting))]
+    raised = stacks[stacks["state"].fillna("") == "raised"]
     return any(TOP_LEVEL_FRAME_RE.match(_outermost(f)) for f in raised["frames"])
 
 

@@ -791,11 +791,11 @@ def crashed_rows(stacks: pd.DataFrame, errors: pd.DataFrame | None = None) -> pd
 def hang_stacks(stacks: pd.DataFrame, alone: bool = True,
                 errors: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ``stacks`` rows that show a process hung: a stack (not the traceback of a crash,
-    ``raised`` or ``cut`` before its exception line in computing code, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
+    ``raised``, nor a watchdog's dump the process went on after, ``progress``, nor a Ctrl-C that
     stopped a process at work, ``interrupted_waiting``, nor a crash's faulthandler dump,
     ``crashed_rows``, a fatal error's among them when ``errors`` are given), or a state that says so (``HANG_STATES``); an idle thread with no frame is a
-    process doing nothing, no hang. Frames pasted with no header and no exception line
-    (``traceback``: pasted as a stack), or frames with no header at all (no thread, no pid: the tail of a
+    process doing nothing, no hang. A traceback with no exception line (``traceback``: pasted
+    as a stack; ``cut``: its header, then the output cut), or frames with no header at all (no thread, no pid: the tail of a
     crash's faulthandler dump), counts only when it is ``alone``: no error, exit or collective
     beside it, which it would be a piece of."""
     if not len(stacks):
@@ -803,15 +803,12 @@ def hang_stacks(stacks: pd.DataFrame, alone: bool = True,
     state = stacks["state"].fillna("")
     framed = stacks["frames"].map(lambda f: isinstance(f, list) and len(f) > 0)
     headless = (state == "") & stacks["thread"].isna() & stacks["tid"].isna() & stacks["pid"].isna()
-    waiting = stacks["frames"].map(interrupted_waiting)
-    # a traceback cut before its exception's line is a crash's, unless it stopped in a wait (a
-    # Ctrl-C's with its KeyboardInterrupt line not pasted, pytorch#26072): then a stack sample
-    cut_waiting = (state == "cut") & waiting
-    unsure = (state == "traceback") | cut_waiting | headless
-    busy = (state == "interrupted") & ~waiting
+    # (a traceback cut before its exception's line may be a hang's Ctrl-C pasted without its
+    # KeyboardInterrupt line, pytorch#26072, or a crash's: counted only alone, as pasted frames)
+    unsure = state.isin(("traceback", "cut")) | headless
+    busy = (state == "interrupted") & ~stacks["frames"].map(interrupted_waiting)
     busy |= crashed_rows(stacks, errors)
-    keep = (framed & ~state.isin(("raised", "progress")) & ((state != "cut") | cut_waiting)
-            & (alone | ~unsure) & ~busy)
+    keep = framed & ~state.isin(("raised", "progress")) & (alone | ~unsure) & ~busy
     return stacks[keep | state.isin(HANG_STATES)]
 
 

@@ -332,23 +332,27 @@ def _cut_tracebacks(incident: Incident, files: dict[str, int],
     """A Python traceback the log ends in before its exception's line (``cut``: the header and
     the frames, then nothing of its file but blank lines; a paste cut at the end of a post,
     Stable-Pix2Seq#14's "losses.backward()"): the process raised there, what is not known. One
-    event, a weak cause, where no error, exit, step or bar of its file comes after it."""
+    event, a weak cause, only where it is the logs' one sign of a failure (no error, exit or
+    timeout anywhere: a launcher's own traceback after its SIGHUP is not), the run had logged
+    steps before it in its file and nothing of its file after it. A hang's stack pasted
+    without its KeyboardInterrupt line looks the same: at start-up (a JIT compile waiting on
+    its lock, DeepSpeedExamples#302) or in a wait it stays the hang's."""
     st = incident.stacks
-    if not len(st) or "state" not in st:
+    if rows or not len(st) or "state" not in st:
         return []
     cut = st[st["state"] == "cut"]
     if not len(cut):
         return []
-    later: dict[int, int] = {}
-    for f, ln in [(r["file"], r["lineno"]) for r in rows]:
-        later[f] = max(later.get(f, 0), ln)
+    steps: dict[int, list[int]] = {}
     for t in (with_source(incident.iterations), incident.progress):
         for f, ln in _places(t["source"], files):
-            later[f] = max(later.get(f, 0), ln)
+            steps.setdefault(f, []).append(ln)
     out = []
     r = cut.iloc[-1]
     f, ln = _split_source(r["source"], files)
-    if later.get(f, 0) > ln:
+    mine = steps.get(f, [])
+    # (a bar on the traceback's own physical line came before it: "…2.14it/s][rank1]: Traceback")
+    if not any(at <= ln for at in mine) or any(at > ln for at in mine):
         return []
     frames = r["frames"] if isinstance(r["frames"], list) else []
     if interrupted_waiting(frames):  # stopped in a wait: a Ctrl-C's, its last line not pasted
