@@ -15,6 +15,7 @@ import pandas as pd
 from ...parse.collectives import MONITORED_BARRIER_OP, STORE_BARRIER_OP
 from ...parse.errors import EXCEPTION_IGNORED_CODE
 from ...parse.missing_ranks import is_jax_barrier
+from ...parse.stacks import TRACEBACK_STATES
 from ..collectives import entered_rows
 from ..common import as_int
 
@@ -80,9 +81,8 @@ LINE_SUFFIX_RE = re.compile(r":\d+$")  # ``file:123``: a source's line number
 MAIN_THREAD_NAMES = ("MainThread", "pt_main_thread")
 # rows that carry no stack: a py-spy error, a ps row of a process in uninterruptible sleep
 NO_STACK_STATES = ("dump_error", "D")
-# a Python traceback (most recent call last) the process printed: a sample of its stack where
-# no dump is (``parse.stacks.TRACEBACK_STATES``)
-TRACEBACK_STATES = ("interrupted", "raised", "traceback", "cut")
+# (a Python traceback the process printed, ``TRACEBACK_STATES``: a sample of its stack where
+# no dump is)
 CONTAINER_PID = 1  # every container's first process: pid 1 on no named host is no one process
 ARROW = " ← "
 

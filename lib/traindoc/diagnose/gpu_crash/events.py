@@ -347,7 +347,6 @@ def _cut_tracebacks(incident: Incident, files: dict[str, int],
     for t in (with_source(incident.iterations), incident.progress):
         for f, ln in _places(t["source"], files):
             steps.setdefault(f, []).append(ln)
-    out = []
     r = cut.iloc[-1]
     f, ln = _split_source(r["source"], files)
     mine = steps.get(f, [])
@@ -358,13 +357,11 @@ def _cut_tracebacks(incident: Incident, files: dict[str, int],
     if interrupted_waiting(frames):  # stopped in a wait: a Ctrl-C's, its last line not pasted
         return []
     leaf = f" (innermost frame: {frames[0]})" if frames else ""
-    out.append(dict(file=f, lineno=ln, time=r.get("time"), rank=as_int(r["rank"]),
-                    host=as_str(r["host"]), pid=as_int(r["pid"]), kind="python",
-                    code="cut_traceback",
-                    message=f"{CUT_TRACEBACK_WORDS}{leaf}",
-                    role="cause", strength=Strength.WEAK, root_cause=False, table="stacks",
-                    source=r["source"], line=r["line"]))
-    return out
+    return [dict(file=f, lineno=ln, time=r.get("time"), rank=as_int(r["rank"]),
+                 host=as_str(r["host"]), pid=as_int(r["pid"]), kind="python",
+                 code="cut_traceback", message=f"{CUT_TRACEBACK_WORDS}{leaf}", role="cause",
+                 strength=Strength.WEAK, root_cause=False, table="stacks", source=r["source"],
+                 line=r["line"])]
 
 
 def _hydra_report_roles(ev: pd.DataFrame) -> None:
