@@ -361,3 +361,55 @@ def test_a_link_to_another_jobs_open_log_makes_no_target(spawn: Callable[..., An
     (mine / "theirs.log").symlink_to(elsewhere / "rank5.log")
     procs, _ = collect.find_processes(logs=[mine])
     assert holder.pid not in [p.pid for p in procs]
+
+
+# One NCCL rank on a CUDA GPU (a world of one: one GPU holds one NCCL rank) that records its
+# collectives, then waits as a hung rank would; with SERVER it serves torch's worker server.
+NCCL_RANK = (
+    "import contextlib, os, time, torch, torch.distributed as dist\n"
+    "from torch.distributed.elastic.control_plane import worker_main\n"
+    "with worker_main() if os.environ.get('SERVER') else contextlib.nullcontext():\n"
+    "    dist.init_process_group('nccl', rank=0, world_size=1, device_id=torch.device('cuda:0'))\n"
+    "    t = torch.ones(1024, device='cuda')\n"
+    "    for _ in range(5):\n"
+    "        dist.all_reduce(t)\n"
+    "    torch.cuda.synchronize()\n"
+    "    print('ready', flush=True)\n"
+    "    time.sleep(120)\n")
+
+
+@pytest.mark.drills
+@needs_torch
+@pytest.mark.parametrize("way", ["pipe", "server"])
+def test_collect_gets_ncclss_flight_recorder_on_a_cuda_gpu(spawn: Callable[..., Any],
+                                                           tmp_path: Path, way: str) -> None:
+    """The two ways collect asks a CUDA build for its flight recorder without a signal: NCCL's
+    debug-info pipe (TORCH_NCCL_DEBUG_INFO_PIPE_FILE) and the worker server's
+    ``dump_nccl_trace_pickle`` handler. Only a CUDA build has either; the CPU wheel skips."""
+    from conftest import _cuda_seen
+    from test_lab import _free_port
+
+    if not _cuda_seen():
+        pytest.skip("NCCL's flight recorder needs a CUDA GPU; torch sees none here")
+    env = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(_free_port()), "TORCH_NCCL_TRACE_BUFFER_SIZE": "100",
+           "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "dump_")}
+    if way == "pipe":
+        env["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"] = str(tmp_path / "pipe_")
+    else:
+        env["SERVER"] = "1"
+        env["TORCH_WORKER_SERVER_SOCKET"] = str(tmp_path / "worker.sock")
+    rank = spawn(NCCL_RANK, env=env)
+    ready(rank)
+    if way == "pipe":  # NCCL's monitor thread makes the pipe once it runs
+        wait_for(lambda: (tmp_path / "pipe_0.pipe").exists(), 60, "NCCL's debug-info pipe")
+    res = collect.collect(tmp_path / "ev", pids=[rank.pid], system=False)
+    saved = [p.name for p in res.saved if p.name.startswith("fr-")]
+    assert saved == ["fr-rank0.pkl"], res.notes
+    how = "asked through" if way == "pipe" else "handler dump_nccl_trace_pickle"
+    assert any(how in n for n in res.notes), res.notes
+    assert not any("SIGUSR1 sent" in n for n in res.notes)
+    inc = traindoc.load(str(tmp_path / "ev"))
+    ops = inc.collectives[inc.collectives["rank"] == 0]
+    assert len(ops) == 5 and set(ops["op_type"]) == {"nccl:all_reduce"}, ops
+    assert rank.poll() is None  # still running: asked, not killed

@@ -386,12 +386,12 @@ def _times(values: list[Any]) -> np.ndarray:
             ok = (whole >= SECONDS_MIN) & (whole <= SECONDS_MAX)
             sec = np.where(ok, whole, 0).astype(np.int64)
             out = (sec * 1_000_000 + us.astype(np.int64)).view("datetime64[us]")
-            out[~ok] = np.datetime64("NaT")
+            out[~ok] = np.datetime64("NaT", "us")
             return out
     out = np.empty(n, dtype="datetime64[us]")
     for i, t in enumerate(values):
         when = _time(t)
-        out[i] = np.datetime64("NaT") if when is None else np.datetime64(when, "us")
+        out[i] = np.datetime64("NaT", "us") if when is None else np.datetime64(when, "us")
     return out
 
 
