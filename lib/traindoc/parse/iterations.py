@@ -1364,6 +1364,9 @@ KERAS_END_RE = re.compile(r"(?:^|\r)\s*(?P<n>\d+)/(?P=n)\s+(?:(?:\[[=>.]*\]\s+)?
 # verbose 2), Keras 0.x-1.x "5s - loss: 0.4955 - acc: 0.8078"
 KERAS_V2_END_RE = re.compile(r"^\s*(?:-\s+)?\d+s\s+(?:\d+(?:ms|us|s)/step\s+)?-\s+loss:\s*"
                              r"(?P<loss>[-+\d.eE]+|nan|inf)\b")
+# Paddle's hapi ProgressBar (paddle/hapi/progressbar.py, verbose 2): "step  10/614 - loss: 0.1195
+# - AUROC_Mass: 0.8939 - 3s/step", under Keras's own "Epoch 1/10" heading
+HAPI_STEP_RE = re.compile(r"\s*step\s+\d+/\d+\s+-\s")
 KERAS_VAL_RE = re.compile(r"\s-\s+val_loss:\s*(?P<v>[-+\d.eE]+|nan|inf)\b")
 
 
@@ -1386,11 +1389,14 @@ class KerasEpochParser:
             # the lines after it stay the other readers' until a Keras closing line comes
             self.epoch, self.section = int(m["e"]), "keras_epoch" if m["tot"] else None
             return []
-        if self.section is not None and "%|" in text and TQDM_RE.search(text):
+        if self.section is not None and (("%|" in text and TQDM_RE.search(text))
+                                         or HAPI_STEP_RE.match(text)):
             # a custom loop's own "Epoch 1/3" heading above its tqdm bar, not Keras's (thunder-1:
             # "Epoch 1/3" then "Training:   4%|▍  | 101/2500 [00:53<28:19, 1.41it/s, MSE=…]",
             # AdrianTuci1/thunder-1 training_prefixlm.log): no epoch of Keras is open, and the
-            # bar's steps are the step readers' again
+            # bar's steps are the step readers' again); Paddle's hapi ``Model.fit`` heads its
+            # epochs so too, its progress lines its own ("step  10/614 - loss: 0.1195 - … -
+            # 3s/step", HAPI_STEP_RE): the metric-line reader's rows
             self.epoch, self.section = None, None
             return []
         if self.epoch is None or " - loss: " not in text or (

@@ -111,6 +111,10 @@ def _steps_with_seconds(incident: Incident) -> pd.DataFrame:
     epochs = epoch_rates(with_source(incident.iterations), incident.progress)
     if len(epochs) and (not _rated(it) or snapshots(it, epochs)):
         it = epochs
+    if (clock := elapsed_clock(it)).any():
+        since = it["elapsed_s"].where(clock)
+        it = it.assign(train_time_s=it["train_time_s"].where(~clock, since)
+                       if "train_time_s" in it else since, elapsed_s=it["elapsed_s"].mask(clock))
     if "train_time_s" in it and it["train_time_s"].notna().sum() >= 2:
         clocked = per_iteration_from_clock(it)
         it = it.assign(elapsed_s=clocked.where(it["train_time_s"].notna(), it["elapsed_s"]))
@@ -240,6 +244,38 @@ def per_iteration_from_clock(it: pd.DataFrame) -> pd.Series:
 
 
 CLOCK_FORWARD = 0.9  # the share of advancing steps, at least, over which a clock advances too
+# a step line's bare seconds are the time since the start, not the step's, when they run forward
+# (``runs_forward``), grow this many times over the file, and advance at a steady pace per step
+# (the spread of the per-step advance under ``CLOCK_STEADY`` of its median)
+CLOCK_GROWTH = 3.0
+CLOCK_STEADY = 0.5
+MIN_CLOCK_LINES = 5
+
+
+def elapsed_clock(it: pd.DataFrame) -> pd.Series:
+    """Which rows' ``elapsed_s`` is a clock since the start rather than the step's own time:
+    the rows of a file and rank whose seconds run forward with the steps, grow
+    ``CLOCK_GROWTH`` times and advance at a steady pace per step (tiny-shrek's "iter   1400 |
+    loss 0.9925 | lr 4.78e-04 | 245s", 23 s at iter 0 and 454 s at 2700: 0.16 s a step, not a
+    slowdown from 23 s to 454 s). A step time that creeps up goes up and down with the
+    noise, its advance per step no steady pace."""
+    out = pd.Series(False, index=it.index)
+    if "elapsed_s" not in it or not len(it):
+        return out
+    rows = it[it["elapsed_s"].notna() & it["iteration"].notna()]
+    for _, g in rows.groupby(_file_and_rank(rows), sort=False):
+        if len(g) < MIN_CLOCK_LINES:
+            continue
+        steps = g["iteration"].astype(float).to_numpy()
+        secs = g["elapsed_s"].astype(float).to_numpy()
+        ahead = np.diff(steps) > 0
+        if not runs_forward(steps, secs) or secs.min() <= 0 or secs.max() < CLOCK_GROWTH * secs.min():
+            continue
+        pace = np.diff(secs)[ahead] / np.diff(steps)[ahead]
+        mid = float(np.median(pace)) if len(pace) else 0.0
+        if mid > 0 and float(np.median(np.abs(pace - mid))) <= CLOCK_STEADY * mid:
+            out.loc[g.index] = True
+    return out
 
 
 def runs_forward(iterations: np.ndarray, clock: np.ndarray) -> bool:
@@ -371,8 +407,31 @@ def _main_bar(progress: pd.DataFrame) -> pd.DataFrame:
         bars = pr[pr["total"].notna()]
         ran = bars["elapsed_s"].astype(float).fillna(-1.0).groupby(bars["total"]).max()
         longest = ran[ran == ran.max()].index.max()
+        longest = _inner_bar(bars, longest)
         pr = pr[pr["total"] == longest]
     return pr
+
+
+NESTED_PACE = 2.0  # an outer bar's step takes the inner bar's whole run, within this factor
+
+
+def _inner_bar(bars: pd.DataFrame, outer: float) -> float:
+    """The total of the bar nested in bar ``outer``, else ``outer``: a bar that runs to its
+    end twice or more while the outer bar's one step takes about its whole run
+    (``NESTED_PACE``): pytorch-transformers' ``trange`` of epochs over each epoch's
+    "Iteration" bar ("Epoch:  20%| 1/5 [3:33:53<14:15:32, 12833.22s/it]" over "498/498
+    [3:33:53<00:00, 25.77s/it]"). The outer bar's rate is the epoch's; the inner one's the
+    step's, its counts the steps across its restarts (``bar_steps``)."""
+    spi = 1.0 / bars["rate"].astype(float)
+    outer_spi = float(spi[bars["total"] == outer].median())
+    best, gap = outer, None
+    for total, g in bars[bars["total"] != outer].groupby("total"):
+        if total <= 1 or int((g["step"] == total).sum()) < 2:
+            continue
+        ratio = outer_spi / (float(total) * float(spi.loc[g.index].median()))
+        if 1 / NESTED_PACE <= ratio <= NESTED_PACE and (gap is None or abs(np.log(ratio)) < gap):
+            best, gap = total, abs(np.log(ratio))
+    return best
 
 
 def bar_steps(progress: pd.DataFrame) -> pd.Series:
@@ -385,12 +444,16 @@ def bar_steps(progress: pd.DataFrame) -> pd.Series:
     again = redrawn(pr)
     for _, g in pr.groupby(_file_and_rank(pr), sort=False):
         offset, prev = 0, None
-        for idx, step, total in zip(g.index, g["step"], g["total"], strict=True):
+        for idx, step, total, src in zip(g.index, g["step"], g["total"], g["source"],
+                                         strict=True):
             step = int(step)
-            if prev is not None and step <= prev[0] and not again.loc[idx]:
+            # tqdm's close draws the last count once more on its physical line, its rate the
+            # whole run's average: no new epoch either
+            if prev is not None and step <= prev[0] and not again.loc[idx] and not (
+                    step == prev[0] and src == prev[2]):
                 offset += int(prev[1]) if pd.notna(prev[1]) else prev[0]
             out.loc[idx] = offset + step
-            prev = (step, total)
+            prev = (step, total, src)
     return out.reindex(progress.index)
 
 
