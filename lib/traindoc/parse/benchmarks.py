@@ -141,10 +141,14 @@ NODELIST_RE = re.compile(
 # 35598063 | Start: …", ermia's HF-TRL job-35598063.out) or a sentence naming the host
 # ("Running on host gpu-a100-07", "Running on node: c4-n35"); a site's SLURM prolog and
 # epilogue banners ("Running SLURM prolog script on indigo54.cluster.local", "Running epilogue
-# script on indigo52.": Southampton's Iridis, AndreiS22/Reproduce_GCD_LLM's slurm-*.out).
+# script on indigo52.": Southampton's Iridis, AndreiS22/Reproduce_GCD_LLM's slurm-*.out); Kaldi's
+# run.pl header ("# Invoked at Tue Oct 22 09:31:32 +08 2024 from node09" / "# Started at Tue Oct
+# 22 09:31:35 +08 2024 on node09", its footer "# Ended (code 256) at …": the machine that ran it,
+# hexin's AVSE_Journal train log).
 JOB_HEADER_HOST_RE = re.compile(
     rf"^(?:#\s*Running on|Hostname:|Node:|Running on (?:host|node):?"
-    rf"|Running (?:SLURM )?(?:prolog|epilogue) script on) (?P<expr>{_HOSTEXPR})"
+    rf"|Running (?:SLURM )?(?:prolog|epilogue) script on"
+    rf"|#\s*Started at [\w:+ -]{{20,50}}? on) (?P<expr>{_HOSTEXPR})"
     r"\s*(?:$|\| )")
 # A program's own start-up line naming its machine beside its pid: Marian's logger, "[2019-01-07
 # 04:46:00] [marian] Running on spider3.lingea.cz as process 19132 with command line:"
@@ -556,7 +560,7 @@ PARSERS: tuple[LineParser, ...] = (
         "slurm_nodelist",
         "host_timings",
         ("NODELIST=", "NODELIST:", "NodeList=", "' partition (", "Running on ", "script on ", "Hostname: ", "Node: ",
-         "WORLD INFO DICT", "@"),
+         "WORLD INFO DICT", "@", "# Started at "),
         parse_nodelist,
         example="[2022-05-01 03:56:11] PULSE: tr11-176B-ml is running for 1-07:27:33 since "
         "2022-04-29T20:28:38 (1528763 on 'gpu_p5' partition (jean-zay-iam[01-34,36-49])",

@@ -411,15 +411,16 @@ MONITORED_REACHED_RE = re.compile(
 
 def parse_monitored_barrier(text: str) -> list[Row] | None:
     """gloo's monitored barrier: the waiting rank (0) timed out, the ranks named never came; or
-    a rank that reached it and timed out waiting on rank 0 (the barrier's root), which torch
-    names as the one to check."""
+    a rank that reached it and timed out waiting on rank 0 (the barrier's root). That names no
+    late rank: torch points at rank 0's logs for the faulty one ("Please check rank 0 logs for
+    faulty rank"), and rank 0 stops answering either when it is late itself or when it gave up
+    on another rank, which its own report names ("[Rank 0]: Rank 2 failed to pass
+    monitoredBarrier in 30000 ms": FunAudioLLM/CosyVoice#180 holds both lines)."""
     r = MONITORED_REACHED_RE.search(text)
     if r:
         _, pg = _rank_and_pg(text, r.start())
         return [{"rank": int(r["rank"]), "process_group": pg, "op_type": MONITORED_BARRIER_OP,
-                 "state": "timed_out", "_named_rank": True},
-                {"rank": int(r["peer"]), "process_group": pg, "op_type": MONITORED_BARRIER_OP,
-                 "state": "absent", "_named_rank": True}]
+                 "state": "timed_out", "_named_rank": True}]
     m = MONITORED_BARRIER_RE.search(text)
     if not m:
         return None

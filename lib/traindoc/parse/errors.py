@@ -1218,7 +1218,8 @@ PY_MESSAGE_OPEN_RE = re.compile(
 # the worker that died. verl names its workers "<prefix>WorkerDict_<placement group>:<rank in
 # it>": in the first placement group that is the worker's rank.
 RAY_ACTOR_DIED_TEXT = "The actor died unexpectedly before finishing this task"
-RAY_ACTOR_DETAIL_RE = re.compile(r"^\s+(?:class_name|actor_id|pid|name|namespace|ip): ")
+# (its detail lines indented by a tab or by blanks, which reach the parser without them)
+RAY_ACTOR_DETAIL_RE = re.compile(r"^\s*(?:class_name|actor_id|pid|name|namespace|ip): ")
 RAY_ACTOR_NAME_RE = re.compile(r"\bname: \S*?WorkerDict_(?P<pg>\d++):(?P<local>\d++)\b")
 RAY_ACTOR_PID_RE = re.compile(r"\bpid: (?P<pid>\d++)\b")
 RAY_ACTOR_IP_RE = re.compile(r"\bip: (?P<ip>\d{1,3}(?:\.\d{1,3}){3})\b")

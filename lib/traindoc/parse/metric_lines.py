@@ -1559,17 +1559,29 @@ def parse_line(text: str) -> Row | None:
     return row
 
 
+# Informer's training loop and the time-series repositories that copied it (Autoformer,
+# FEDformer, PatchTST, Time-Series-Library, …) print the step's loss, then its pace on a line of
+# its own: "\titers: 800, epoch: 1 | loss: 0.0180395" / "\tspeed: 0.2666s/iter; left time:
+# 18680.4594s" (zhouhaoyi/Informer2020 exp/exp_informer.py); the two are one record
+TS_ITERS_RE = re.compile(r"\s*iters: \d+, epoch: \d+ \| loss: [-+\d.eEnaif]+\s*")
+TS_SPEED_RE = re.compile(r"\s*speed: [\d.]+s/iter; left time: [-\d.]+s\s*")
+TS_NEEDLES = ("iters: ",)
+
+
 def incomplete_record(text: str) -> bool:
     """A line the next one completes: a step line cut before its step (``cut_before_step``),
     an epoch's or a step's header (``epoch_header``, ``step_header``), a JSON object a paste
     wrapped (``open_json``), a step line whose loss indented lines after it print
-    (``lossless_step``) or an evaluation's banner (``eval_banner``)."""
+    (``lossless_step``), an evaluation's banner (``eval_banner``) or Informer's step line,
+    its pace on the next (``TS_ITERS_RE``)."""
     return (epoch_header(text) or step_header(text) or cut_before_step(text) or open_json(text)
-            or lossless_step(text) or eval_banner(text))
+            or lossless_step(text) or eval_banner(text) or TS_ITERS_RE.fullmatch(text) is not None)
 
 
 def record_continues(record: str, body: str) -> bool:
     """Whether ``body`` completes ``record`` (``incomplete_record``)."""
+    if TS_ITERS_RE.fullmatch(record) is not None:
+        return TS_SPEED_RE.fullmatch(body) is not None
     if epoch_header(record):
         return epoch_result(LEAD_STAMP_RE.sub("", body, count=1))
     if step_header(record):
@@ -1657,7 +1669,7 @@ PARSERS: tuple[LineParser, ...] = (
         "generic_step",
         "iterations",
         (*NEEDLES, *EPOCH_NEEDLES, *OPT_STEP_NEEDLES, *PHASE_MEMORY_NEEDLES, *STEP_HEADER_NEEDLES,
-         *EVAL_BANNER_NEEDLES),
+         *EVAL_BANNER_NEEDLES, *TS_NEEDLES),
         parse_line,
         incomplete=incomplete_record,
         continues=record_continues,

@@ -629,6 +629,8 @@ def _signal_handler_roles(ev: pd.DataFrame, incident: Incident, files: dict[str,
 # "_bootstrap_inner (…/threading.py:1016)" (Python 3), "__bootstrap_inner (…/threading.py:801)"
 # (Python 2)
 THREAD_ROOT_RE = re.compile(r"^_{1,2}bootstrap(?:_inner)? \([^()]*threading\.py:\d+\)$")
+# a frame of Python's own library or an installed package, no program's own file
+LIBRARY_FRAME_RE = re.compile(r"[/\\](?:lib[/\\]python\d[\d.]*|site-packages|dist-packages)[/\\]")
 # the thread a data loader reads in (Paddle's DataLoader: "_thread_loop (…/paddle/fluid/dataloader/
 # dataloader_iter.py:212)", JFrankLee/AI's PaddleSeg workerlog.0, then the launcher's SIGTERM;
 # torch's pin-memory thread): the training waits on it, so its exception stops the run
@@ -653,15 +655,27 @@ def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
     raised = st[st["state"] == "raised"]
     starts = [(*place, frames[-1] if isinstance(frames, list) and frames else "",
                isinstance(frames, list) and any(LOADER_THREAD_FRAME_RE.match(str(x))
-                                                for x in frames))
+                                                for x in frames),
+               isinstance(frames, list) and bool(frames)
+               and all(LIBRARY_FRAME_RE.search(str(x)) for x in frames))
               for place, frames in zip(_places(raised["source"], files), raised["frames"],
                                        strict=True)]
+    threads = [place for place, frames in zip(_places(st["source"], files), st["frames"],
+                                              strict=True)
+               if isinstance(frames, list) and any(THREAD_ROOT_RE.match(str(x)) for x in frames)]
     said = ev[ev["message"].astype(str).str.contains(THREAD_RESTATED_RE)]
     for i in py:
         f, ln = ev.at[i, "file"], ev.at[i, "lineno"]
-        near = [(sl, root, feeds) for sf, sl, root, feeds in starts
+        near = [(sl, root, feeds, library) for sf, sl, root, feeds, library in starts
                 if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
-        if not near or not THREAD_ROOT_RE.match(str(max(near)[1])):
+        if not near:
+            continue
+        if not THREAD_ROOT_RE.match(str(max(near)[1])) and not (
+                max(near)[3] and any(tf == f and 0 <= ln - tl <= HANDLER_ERROR_LINES
+                                     for tf, tl in threads)):
+            # (threads that raise at once print their tracebacks line by line into each
+            # other: a traceback of library frames alone, beside a thread's, is one of them —
+            # three tensorboardX writers' 'OSError: handle is closed' in STTN's convlstm.out)
             continue
         if max(near)[2]:
             continue  # the data loader's own thread: the training waits on it and stops
@@ -679,11 +693,14 @@ def _dead_actor_roles(ev: pd.DataFrame) -> None:
     """Ray's word that an actor died, naming the worker (its rank in verl's worker name), is
     that worker's failure where the logs hold no cause of their own: the driver's view of a
     worker killed without a word (RL-Factory#8: "ActorDiedError: The actor died unexpectedly
-    before finishing this task", name Zap04XWorkerDict_0:1); beside a worker's own error it
+    before finishing this task", name Zap04XWorkerDict_0:1), else the first dead actor, named by
+    its machine (Agent-R1#33: verl's TaskRunner on 10.44.139.116, "Worker exits with an exit code
+    None. The worker may have exceeded K8s pod memory limits"); beside a worker's own error it
     stays the teardown that error caused."""
     if (ev["role"] == "cause").any():
         return
-    dead = ev.index[(ev["code"] == "ray_actor_died") & ev["rank"].notna()]
+    died = ev["code"] == "ray_actor_died"
+    dead = ev.index[died & ev["rank"].notna()].append(ev.index[died & ev["rank"].isna()])
     if len(dead):
         ev.loc[dead[:1], ["role", "strength"]] = ["cause", Strength.WEAK]
 

@@ -417,17 +417,23 @@ NESTED_PACE = 2.0  # an outer bar's step takes the inner bar's whole run, within
 
 def _inner_bar(bars: pd.DataFrame, outer: float) -> float:
     """The total of the bar nested in bar ``outer``, else ``outer``: a bar that runs to its
-    end twice or more while the outer bar's one step takes about its whole run
-    (``NESTED_PACE``): pytorch-transformers' ``trange`` of epochs over each epoch's
+    end once for each step of the outer bar (twice or more), the outer bar's one step taking
+    about its whole run (``NESTED_PACE``): pytorch-transformers' ``trange`` of epochs over each epoch's
     "Iteration" bar ("Epoch:  20%| 1/5 [3:33:53<14:15:32, 12833.22s/it]" over "498/498
     [3:33:53<00:00, 25.77s/it]"). The outer bar's rate is the epoch's; the inner one's the
     step's, its counts the steps across its restarts (``bar_steps``)."""
     spi = 1.0 / bars["rate"].astype(float)
+    out_rows = _order(bars[bars["total"] == outer])
+    if (out_rows.groupby(_file_and_rank(out_rows), sort=False)["step"].diff() < 0).any():
+        return outer  # a bar that starts again (YOLO's epoch bar, its val bar after each) is
+        # no bar of the whole run over the others
     outer_spi = float(spi[bars["total"] == outer].median())
+    outer_steps = out_rows["step"].nunique()
     best, gap = outer, None
     for total, g in bars[bars["total"] != outer].groupby("total"):
-        if total <= 1 or int((g["step"] == total).sum()) < 2:
-            continue
+        ends = g.loc[g["step"] == total, "source"].nunique()  # (its close redraws the end)
+        if total <= 1 or ends < 2 or abs(ends - outer_steps) > 1:
+            continue  # one run of the inner bar each step of the outer one
         ratio = outer_spi / (float(total) * float(spi.loc[g.index].median()))
         if 1 / NESTED_PACE <= ratio <= NESTED_PACE and (gap is None or abs(np.log(ratio)) < gap):
             best, gap = total, abs(np.log(ratio))

@@ -437,7 +437,9 @@ def timeout_title(f: dict[str, Any], reported_only: bool = False) -> str:
     ran = f" after {f['ran_for_ms'] / 1000:.0f} s" if f["ran_for_ms"] else (
         f" after the {f['timeout_ms'] / 1000:.0f} s timeout" if f["timeout_ms"] else "")
     if what == "MONITORED_BARRIER":
-        return f"{ranks} (the monitor of a monitoredBarrier) timed out waiting for its peers{ran}"
+        # rank 0 monitors the barrier: it names the ranks that never came; any other rank that
+        # timed out waited for rank 0's answer (then rank 0's log names the late rank)
+        return f"{ranks} timed out in a monitoredBarrier (rank 0 is its monitor){ran}"
     return f"{ranks} timed out in {what}{seq}{size}{ran}"
 
 
