@@ -94,3 +94,33 @@ def test_ranks_waiting_on_the_monitored_barriers_monitor_name_no_late_rank() -> 
     r = timeout.diagnose(_case("timeout", "timeout-cosyvoice-1727"))
     assert r.facts["timed_out_ranks"] == [5, 6, 7] and r.facts["lagging_ranks"] == []
     assert r.facts["pattern"] == "unknown"
+
+
+@pytest.mark.parametrize("engine", ["plain", "fast"])
+def test_gdbs_bt_without_a_thread_header_is_a_stack(tmp_path: Path, engine: str) -> None:
+    # Lightning-AI/lightning-thunder#462: "(gdb) bt" of the thread gdb is on, no thread header
+    text = ("(gdb) bt\n"
+            "#0  0x000075791e330117 in ?? () from /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+            "#1  0x000075791e332a41 in pthread_cond_wait () from "
+            "/usr/lib/x86_64-linux-gnu/libc.so.6\n"
+            "#2  0x00007578d8031d57 in c10::ThreadPool::main_loop(unsigned long) ()\n"
+            "   from /usr/local/lib/python3.10/dist-packages/torch/lib/libc10.so\n"
+            "(gdb) \n")
+    st = _load(tmp_path, text, engine).stacks
+    assert len(st) == 1
+    assert st["frames"].iloc[0] == ["?? (libc.so.6)", "pthread_cond_wait (libc.so.6)",
+                                    "c10::ThreadPool::main_loop(unsigned long) (libc10.so)"]
+
+
+def test_a_batch_counter_under_epoch_headers_counts_on_across_epochs() -> None:
+    # pc-transformers: "Epoch 20/20" alone, then "  Batch 160/165 | Batch Energy: 1.5824 | …"
+    r = gpu_crash.diagnose(_case("gpu_crash", "gpu_crash-pc-transformers-20-epochs-healthy"))
+    assert r.facts["last_iteration"] == 3295
+
+
+def test_a_loss_logged_at_one_batch_of_each_epoch_counts_epochs() -> None:
+    # unetpp4hsi: "[train] epoch:162 iter:0/18 0.00% lr:0.000191 loss:0.450794 ETA:0.0min"
+    from traindoc.diagnose import loss_spike
+
+    r = loss_spike.diagnose(_case("loss_spike", "loss_spike-unetpp4hsi-sgdr-164-epochs-healthy"))
+    assert r.facts["last_iteration"] == 163 and r.facts["spikes"] == []
