@@ -26,7 +26,12 @@ def _case(runbook: str, case: str) -> traindoc.Incident:
 HAPI = ("    Epoch 1/10\n"
         "    step  10/614 - loss: 0.1195 - AUROC_Atelectasis: 0.8004 - 3s/step\n"
         "    step  20/614 - loss: 0.1434 - AUROC_Atelectasis: 0.8199 - 3s/step\n"
-        "    step  30/614 - loss: 0.1305 - AUROC_Atelectasis: 0.8146 - 3s/step\n")
+        "    step  30/614 - loss: 0.1305 - AUROC_Atelectasis: 0.8146 - 3s/step\n"
+        "    Eval begin...\n"
+        "    step 10/88 - loss: 0.1258 - AUROC_Atelectasis: 0.8328 - 1s/step\n"
+        "    Eval samples: 11219\n"
+        "    Epoch 2/10\n"
+        "    step  10/614 - loss: 0.1275 - AUROC_Atelectasis: 0.8636 - 3s/step\n")
 # Informer's loop (mindspore-courses/competition ModelRain's train0718.txt)
 INFORMER = ("\titers: 100, epoch: 1 | loss: 0.0412561\n"
             "\tspeed: 0.2843s/iter; left time: 19970.3128s\n"
@@ -37,8 +42,10 @@ INFORMER = ("\titers: 100, epoch: 1 | loss: 0.0412561\n"
 @pytest.mark.parametrize("engine", ["plain", "fast"])
 def test_paddles_hapi_steps_under_a_keras_heading_are_read(tmp_path: Path, engine: str) -> None:
     it = _load(tmp_path, HAPI, engine).iterations
-    assert it["iteration"].tolist() == [10, 20, 30]
-    assert it["elapsed_s"].tolist() == [3.0, 3.0, 3.0] and it["loss"].iloc[0] == 0.1195
+    assert it["iteration"].tolist() == [10, 20, 30, 10, 10]
+    assert it["epoch"].tolist() == [1.0, 1.0, 1.0, 1.0, 2.0]
+    assert it["event"].isna().tolist() == [True, True, True, False, True]  # the eval's step
+    assert it["elapsed_s"].tolist()[:3] == [3.0, 3.0, 3.0] and it["loss"].iloc[0] == 0.1195
 
 
 @pytest.mark.parametrize("engine", ["plain", "fast"])
@@ -96,31 +103,28 @@ def test_ranks_waiting_on_the_monitored_barriers_monitor_name_no_late_rank() -> 
     assert r.facts["pattern"] == "unknown"
 
 
-@pytest.mark.parametrize("engine", ["plain", "fast"])
-def test_gdbs_bt_without_a_thread_header_is_a_stack(tmp_path: Path, engine: str) -> None:
-    # Lightning-AI/lightning-thunder#462: "(gdb) bt" of the thread gdb is on, no thread header
-    text = ("(gdb) bt\n"
-            "#0  0x000075791e330117 in ?? () from /usr/lib/x86_64-linux-gnu/libc.so.6\n"
-            "#1  0x000075791e332a41 in pthread_cond_wait () from "
-            "/usr/lib/x86_64-linux-gnu/libc.so.6\n"
-            "#2  0x00007578d8031d57 in c10::ThreadPool::main_loop(unsigned long) ()\n"
-            "   from /usr/local/lib/python3.10/dist-packages/torch/lib/libc10.so\n"
-            "(gdb) \n")
-    st = _load(tmp_path, text, engine).stacks
-    assert len(st) == 1
-    assert st["frames"].iloc[0] == ["?? (libc.so.6)", "pthread_cond_wait (libc.so.6)",
-                                    "c10::ThreadPool::main_loop(unsigned long) (libc10.so)"]
-
-
-def test_a_batch_counter_under_epoch_headers_counts_on_across_epochs() -> None:
-    # pc-transformers: "Epoch 20/20" alone, then "  Batch 160/165 | Batch Energy: 1.5824 | …"
-    r = gpu_crash.diagnose(_case("gpu_crash", "gpu_crash-pc-transformers-20-epochs-healthy"))
-    assert r.facts["last_iteration"] == 3295
-
-
 def test_a_loss_logged_at_one_batch_of_each_epoch_counts_epochs() -> None:
     # unetpp4hsi: "[train] epoch:162 iter:0/18 0.00% lr:0.000191 loss:0.450794 ETA:0.0min"
     from traindoc.diagnose import loss_spike
 
     r = loss_spike.diagnose(_case("loss_spike", "loss_spike-unetpp4hsi-sgdr-164-epochs-healthy"))
     assert r.facts["last_iteration"] == 163 and r.facts["spikes"] == []
+
+
+def test_nccl_trace_calls_of_several_communicators_are_no_one_counter() -> None:
+    # Timez-zx/nccl-tests' nccl-fault.log: one process, a communicator per GPU and test, every
+    # call traced "AllReduce: opCount 0 … comm 0x55d5f5bca580 [nranks=2]": no rank is behind
+    from traindoc.diagnose import deadlock, triage
+
+    inc = _case("gpu_crash", "gpu_crash-timez-nccl-tests-topo-fail-allreduce-healthy")
+    assert deadlock.diagnose(inc).facts["first_mismatch"] is None
+    assert triage.diagnose(inc).facts["classes"] == []
+
+
+def test_a_comparison_of_two_measures_is_no_perplexity() -> None:
+    # nips-specquant: "Steps: 55, Measured: 13, Rhos: {'accept_vs_ppl': 'nan', …}" is no NaN loss
+    from traindoc.parse.metric_lines import parse_line
+
+    row = parse_line("2026-04-20 01:24:05,855 INFO   Steps: 55, Measured: 13, Rhos: "
+                     "{'accept_vs_ppl': 'nan', 'accept_vs_attn': 'nan', 'ppl_vs_attn': '-0.010'}")
+    assert row is None or row.get("loss") is None

@@ -10,6 +10,7 @@ TORCH_DISTRIBUTED_DEBUG=DETAIL and SeqNum-less (torch <= 1.9) watchdog lines rep
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -369,6 +370,11 @@ def unnumbered_mismatch(legacy: pd.DataFrame) -> Mismatch | None:
                     sorted(r for r, o in ops.items() if o != maj))
 
 
+# the communicator an NCCL trace line names ("AllReduce: opCount 0 … comm 0x55d5f5bca580
+# [nranks=2] stream 0x…")
+NCCL_COMM_RE = re.compile(r"\bcomm (0x[0-9a-fA-F]+)\b")
+
+
 def entered_rows(c: pd.DataFrame) -> pd.DataFrame:
     """Rows of a rank entering a numbered collective outside any dump or report of a group
     (``started``, a sequence number, no process group): TORCH_DISTRIBUTED_DEBUG=DETAIL's
@@ -384,10 +390,18 @@ def entered_rows(c: pd.DataFrame) -> pd.DataFrame:
     # order numbers them.
     by_rank = rows.groupby("rank")["seq_num"]
     still = by_rank.transform("nunique").eq(1) & by_rank.transform("size").gt(1)
+    if still.any() and "line" in rows:
+        # ... unless the calls are of several communicators (NCCL's trace names each, "comm
+        # 0x55d5f5bca580"): nccl-tests' one process drives a communicator per GPU and test, its
+        # calls in no one order (Timez-zx/nccl-tests' nccl-fault.log)
+        comms = rows["line"].astype("string").str.extract(NCCL_COMM_RE, expand=False)
+        several = comms.groupby(rows["rank"]).transform("nunique").gt(1)
+        rows, still = rows[~(still & several)], still[~(still & several)]
     if still.any():
         order = rows.groupby("rank").cumcount()
         rows = rows.assign(seq_num=rows["seq_num"].where(~still, order).astype("Int64"))
     return rows
+
 
 
 def _one_counter(rows: pd.DataFrame) -> bool:

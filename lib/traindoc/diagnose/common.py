@@ -203,69 +203,6 @@ def fixed_batch_epochs(it: pd.DataFrame) -> pd.DataFrame:
                      total_iterations=it["total_iterations"].mask(it["iteration"].notna()))
 
 
-def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
-    """The iterations table with a step counter that restarts every epoch counted on across
-    epochs: in one file where a step line's iteration goes back while its ``epoch`` went up
-    ("Epoch 0 | Step 6500/6501" then "Epoch 1 | Step 0/6501"), every step is
-    ``(epoch - first epoch number) × steps per epoch + step`` instead of overwriting the epoch
-    before as a rerun would. Steps per epoch: the line's total, else read from the first wrap
-    (the last step before it, one more for a counter that restarts at 0); the first epoch
-    number is 0 where the file shows an epoch 0, else 1 (a log that begins at epoch 333 is
-    counted from the run's start, not from its own first line). An iteration that goes back
-    with no higher epoch stays a restart. Evaluation and epoch rows between the steps are no
-    steps of the counter (demucs: "Valid | Epoch 1 | 1/3" after "Train | Epoch 1 | 572/573")."""
-    if "epoch" not in it or not it["epoch"].notna().any():
-        return it
-    rows = it[it["iteration"].notna() & it["epoch"].notna()]
-    if "event" in rows:  # (an eval's own counter, an epoch's row numbered by its epoch: no steps)
-        rows = rows[~rows["event"].isin(["eval", "epoch"])]
-    if not len(rows):
-        return it
-    files = rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0]
-    new = it["iteration"].copy()
-    for _, g in rows.groupby(files, sort=False):
-        its = [int(v) for v in g["iteration"]]
-        eps = [float(v) for v in g["epoch"]]
-        wrap = next((j for j in range(1, len(its))
-                     if its[j] < its[j - 1] and eps[j] > eps[j - 1]), None)
-        if wrap is None or any(e != int(e) for e in eps):
-            continue
-        tot = g["total_iterations"].dropna()
-        per = int(tot.iloc[0]) if len(tot) else its[wrap - 1] + (1 if its[wrap] == 0 else 0)
-        base = 0 if min(eps) == 0 else 1
-        for idx, itv, ep in zip(g.index, its, eps, strict=True):
-            new.loc[idx] = (int(ep) - base) * per + itv
-    return it.assign(iteration=new)
-
-
-def header_epochs(it: pd.DataFrame) -> pd.DataFrame:
-    """The iterations table with each step row that names no epoch given the epoch of the
-    epoch header above it in its file ("Epoch 20/20" alone on its line, ``event="epoch"``):
-    a custom loop's "Epoch 20/20" then "  Batch 160/165 | Batch Energy: 1.5824" (the
-    pc-transformers log), whose batch counter starts again each epoch (``across_epochs``
-    counts it on). Only in a file with two headers or more; a step row before the first
-    header keeps none."""
-    if "event" not in it or "epoch" not in it or not len(it):
-        return it
-    heads = (it["event"] == EPOCH_EVENT).fillna(False).astype(bool) & it["epoch"].notna()
-    if heads.sum() < 2:
-        return it
-    files = it["source"].fillna("?:0").astype(str).str.rsplit(":", n=1).str[0]
-    lines = pd.to_numeric(it["source"].fillna("?:0").astype(str).str.rsplit(":", n=1).str[1],
-                          errors="coerce")
-    new = it["epoch"].copy()
-    for _, g in it.assign(_line=lines).groupby(files, sort=False):
-        g = g.sort_values("_line", kind="stable")
-        ep = None
-        for idx, head, step, e in zip(g.index, heads.loc[g.index], g["event"].isna()
-                                      & g["iteration"].notna(), g["epoch"], strict=True):
-            if head:
-                ep = e
-            elif step and ep is not None and pd.isna(e):
-                new.loc[idx] = ep
-    return it.assign(epoch=new) if not new.equals(it["epoch"]) else it
-
-
 MLLOG_TAG = ":::MLLOG"
 
 
@@ -356,10 +293,9 @@ def last_progress(incident: Incident) -> Progress:
 
 def _last_progress(incident: Incident) -> Progress:
     """``last_progress`` computed."""
-    it = epoch_counted(header_epochs(place_by_epoch(
-        with_source(incident.iterations), incident.progress,
-        incident.tables.get("host_timings"))), incident.progress)
-    it = without_mllog_counter(across_epochs(fixed_batch_epochs(it)))
+    it = epoch_counted(place_by_epoch(with_source(incident.iterations), incident.progress,
+                                      incident.tables.get("host_timings")), incident.progress)
+    it = without_mllog_counter(fixed_batch_epochs(it))
     if len(it) and it["iteration"].notna().any() and not _counted_beside_a_bar(incident):
         row = it.loc[_last_step_index(it)]
         step = int(row["iteration"])

@@ -144,7 +144,7 @@ import re
 from functools import lru_cache
 
 from .base import LineParser, Row, hms_to_s
-from .iterations import KERAS_EPOCH_RE, KV_SUFFIX, counter_growth
+from .iterations import HAPI_STEP_RE, KERAS_EPOCH_RE, KV_SUFFIX, counter_growth
 from .progress import BARLESS_RE, LOGGABLE_RE, TQDM_FORMATS, TQDM_RE
 
 _NUM = r"[-+]?(?:\d(?:\d*+,)*\d*+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|NaN|NAN|inf|Inf|INF|Infinity)\b"
@@ -578,7 +578,9 @@ PERPLEXITY_RE = re.compile(r"(?:^|[\s_\-/.])(?:ppl|perplexity)$", re.IGNORECASE)
 TOTAL_KEY = "total"
 STAND_INS = {"ppl": "loss", TOTAL_KEY: "loss"}
 EVAL_WORDS = ("eval", "val", "valid", "validation", "test", "dev")
-NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func")
+# (and a comparison of two measures, "accept_vs_ppl": a correlation printed beside the step,
+# nips-specquant's "Rhos: {'accept_vs_ppl': 'nan', …}", no loss of the step)
+NOT_LOSS_PARTS = ("scale", "scaler", "weight", "coef", "type", "fn", "func", "vs")
 
 # keys that name another thing as the tail of a hyphenated key ("learning-rate")
 GLUED_KEYS = frozenset(("rate",))
@@ -2298,5 +2300,54 @@ class VerticalRecordParser:
         return [] if row is None else [("iterations", {**row, "_ctx": self.ctx})]
 
 
-BLOCKS = (CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser,
+# -- PaddlePaddle's hapi Model.fit ---------------------------------------------------------------
+# Its ProgressBar (paddle/hapi/progressbar.py, verbose 2) prints each epoch's steps under
+# Keras's own heading, its evaluation's steps alike between "Eval begin..." and "Eval samples:
+# N" (Paddle-CheXNet's finetune.log: "    Epoch 2/10", "    step  10/614 - loss: 0.1275 - … -
+# 3s/step", …, "    Eval begin...", "    step 10/88 - loss: 0.1258 - …", "    Eval samples:
+# 11219"): its step counts the epoch's batches
+HAPI_EVAL_BEGIN = "Eval begin..."
+HAPI_EVAL_END_RE = re.compile(r"^\s*Eval samples: \d+\s*$")
+
+
+class HapiParser:
+    """hapi's step lines (``iterations.HAPI_STEP_RE``): the metric reader's row with the epoch
+    of the heading above it, an evaluation's steps as eval rows."""
+
+    needles = ("Epoch ", "step ", HAPI_EVAL_BEGIN, "Eval samples")
+    tables = ("iterations",)
+    section: str | None = None  # always None: each line is a record of its own
+
+    def __init__(self) -> None:
+        self.section: str | None = None
+        self.epoch: int | None = None
+        self.evaluating = False
+
+    def feed(self, text: str, ctx: object = None) -> list[tuple[str, Row]]:
+        """Consume one line; return a hapi step line's row."""
+        if (m := KERAS_EPOCH_RE.match(text)) is not None:
+            self.epoch, self.evaluating = int(m["e"]), False
+            return []
+        if HAPI_EVAL_BEGIN in text and text.strip() == HAPI_EVAL_BEGIN:
+            self.evaluating = True
+            return []
+        if self.evaluating and HAPI_EVAL_END_RE.match(text):
+            self.evaluating = False
+            return []
+        if self.epoch is None or not HAPI_STEP_RE.match(text):
+            return []
+        row = parse_metric_line(text.strip())
+        if row is None:
+            return []
+        row = {**row, "epoch": float(self.epoch), "_ctx": ctx}
+        if self.evaluating:
+            row["event"] = "eval"
+        return [("iterations", row)]
+
+    def close(self) -> list[tuple[str, Row]]:
+        """End of stream: nothing pending."""
+        return []
+
+
+BLOCKS = (HapiParser, CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser,
           RoundParser, HeadedStepParser, VerticalRecordParser)

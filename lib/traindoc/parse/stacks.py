@@ -206,10 +206,6 @@ GDB_C_FRAME_RES = (
     re.compile(r"^#\d+\s+(?:0x[0-9a-fA-F]+ in )?(?P<func>[^\s(]+)(?: \(|$)"),  # cut or wrapped
 )
 GDB_C_FRAME_START_RE = re.compile(r"^#\d+\s")
-# gdb's ``bt`` with no thread header above it: the current thread's stack, after "(gdb) bt" or
-# gdb's attach banner ("#0  0x000075791e3b381c in read () from /usr/lib/x86_64-linux-gnu/
-# libc.so.6": Lightning-AI/lightning-thunder#462, one process attached, its threads by "thr 2")
-GDB_BARE_BT_RE = re.compile(r"^#0\s+0x[0-9a-fA-F]+ in \S")
 # the Python frame CPython's gdb helpers (Tools/gdb/libpython.py) print for an evaluation loop's
 # frame argument, "f=Frame 0x7f…, for file /x/train.py, line 88, in train_step (model=…)", and
 # for a whole frame in Python 2's py-bt ("#4 Frame 0x2cd6a10, for file …, line 339, in wait (…)")
@@ -367,8 +363,7 @@ BARE_FRAME_RE = re.compile(r"^(?:[\w.<>]+) +\([^()]+\.py:\d+\)$")
 
 
 STARTERS = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ",
-            "Traceback (most recent call first)", "# ThreadID", "-- Thread ID", "trace-", "./trace-",
-            "#0 ")
+            "Traceback (most recent call first)", "# ThreadID", "-- Thread ID", "trace-", "./trace-")
 # A bare faulthandler frame starts a stack in a stream; bare py-spy frames only as a whole file
 # (``BARE_LOADER``): ".py:" is in every Python warning line, too common a needle.
 BARE_NEEDLES = ('File "',)
@@ -443,7 +438,7 @@ class StackParser:
     needles = ("Process ", "Thread ", "Current thread ", "Stack (most", "Error: ", " in:",
                'File "', "(most recent call first)", "ThreadID", "Thread ID", "trace-", "== ",
                "py-spy", "ssh ", "Stack dump for ", "Timeout (", " Stack of ", "(most recent call last)", "info threads", "Target Id", "blocked for more than",
-               " stopped at ", "#0 ",
+               " stopped at ",
                *PS_D_NEEDLES)
     section: str | None = None  # "pyspy" | "faulthandler" while inside a dump
 
@@ -600,10 +595,6 @@ class StackParser:
         if m or GDB_TRACEBACK_RE.match(text):
             self.section, self._tb, self._tb_last = "traceback", [], False
             return self._tb_thread(m, ctx)
-        if GDB_BARE_BT_RE.match(text):
-            self.section, self._tb, self._tb_last = "traceback", [], False
-            self._tb_thread(None, ctx)
-            return self._feed_traceback(text, ctx)
         m = _dumper_thread(text.strip())
         if m:
             self.section, self._tb, self._tb_last = "traceback", [], True

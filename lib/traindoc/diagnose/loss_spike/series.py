@@ -11,14 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ...incident import Incident
-from ..common import (
-    across_epochs,
-    as_float,
-    epoch_counted,
-    fixed_batch_epochs,
-    header_epochs,
-    place_unnumbered_skips,
-)
+from ..common import as_float, epoch_counted, fixed_batch_epochs, place_unnumbered_skips
 
 SERIES_COLUMNS = ("iteration", "loss", "grad_norm", "lr", "loss_scale", "skipped", "nan",
                   "consumed_samples", "consumed_tokens", "global_batch_size", "epoch", "source",
@@ -31,6 +24,41 @@ TEXT_FLAGS = ("nan_text", "megatron_counters")
 
 
 # -- the series ------------------------------------------------------------------------------
+def across_epochs(it: pd.DataFrame) -> pd.DataFrame:
+    """The iterations table with a step counter that restarts every epoch counted on across
+    epochs: in one file where a step line's iteration goes back while its ``epoch`` went up
+    ("Epoch 0 | Step 6500/6501" then "Epoch 1 | Step 0/6501"), every step is
+    ``(epoch - first epoch number) × steps per epoch + step`` instead of overwriting the epoch
+    before as a rerun would. Steps per epoch: the line's total, else read from the first wrap
+    (the last step before it, one more for a counter that restarts at 0); the first epoch
+    number is 0 where the file shows an epoch 0, else 1 (a log that begins at epoch 333 is
+    counted from the run's start, not from its own first line). An iteration that goes back
+    with no higher epoch stays a restart. Evaluation and epoch rows between the steps are no
+    steps of the counter (demucs: "Valid | Epoch 1 | 1/3" after "Train | Epoch 1 | 572/573")."""
+    if "epoch" not in it or not it["epoch"].notna().any():
+        return it
+    rows = it[it["iteration"].notna() & it["epoch"].notna()]
+    if "event" in rows:  # (an eval's own counter, an epoch's row numbered by its epoch: no steps)
+        rows = rows[~rows["event"].isin(["eval", "epoch"])]
+    if not len(rows):
+        return it
+    files = rows["source"].fillna("?").astype(str).str.rsplit(":", n=1).str[0]
+    new = it["iteration"].copy()
+    for _, g in rows.groupby(files, sort=False):
+        its = [int(v) for v in g["iteration"]]
+        eps = [float(v) for v in g["epoch"]]
+        wrap = next((j for j in range(1, len(its))
+                     if its[j] < its[j - 1] and eps[j] > eps[j - 1]), None)
+        if wrap is None or any(e != int(e) for e in eps):
+            continue
+        tot = g["total_iterations"].dropna()
+        per = int(tot.iloc[0]) if len(tot) else its[wrap - 1] + (1 if its[wrap] == 0 else 0)
+        base = 0 if min(eps) == 0 else 1
+        for idx, itv, ep in zip(g.index, its, eps, strict=True):
+            new.loc[idx] = (int(ep) - base) * per + itv
+    return it.assign(iteration=new)
+
+
 def counted_on(it: pd.DataFrame) -> pd.DataFrame:
     """The iterations table with a loss's step counter that restarts in a file while the
     trainer's own counter in the same file goes on counted on across the restart: an epoch of
@@ -116,7 +144,7 @@ def series(incident: Incident) -> pd.DataFrame:
 def _series(incident: Incident) -> pd.DataFrame:
     """``series`` computed."""
     it = counted_on(across_epochs(fixed_batch_epochs(epoch_counted(
-        header_epochs(place_unnumbered_skips(incident)), incident.progress, losses=True))))
+        place_unnumbered_skips(incident), incident.progress, losses=True))))
     cols = list(SERIES_COLUMNS)
     evals = it["iteration"].notna() & (it["event"] == "eval").fillna(False) \
         & it["eval_loss"].notna() if len(it) and "event" in it.columns else None
