@@ -7,19 +7,14 @@ from pathlib import Path
 import pytest
 
 import traindoc
+from test_round_m_families import _case  # the corpus case's own logs
 from traindoc.diagnose import gpu_crash, throughput, timeout
-
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 
 
 def _load(tmp_path: Path, text: str, engine: str = "auto") -> traindoc.Incident:
     log = tmp_path / "job.log"
     log.write_text(text)
     return traindoc.load(str(log), engine=engine)
-
-
-def _case(runbook: str, case: str) -> traindoc.Incident:
-    return traindoc.load(str(CORPUS / runbook / case / "logs"))
 
 
 # PaddlePaddle's hapi Model.fit under Keras's own heading (Paddle-CheXNet's finetune.log)

@@ -395,13 +395,12 @@ def entered_rows(c: pd.DataFrame) -> pd.DataFrame:
         # 0x55d5f5bca580"): nccl-tests' one process drives a communicator per GPU and test, its
         # calls in no one order (Timez-zx/nccl-tests' nccl-fault.log)
         comms = rows["line"].astype("string").str.extract(NCCL_COMM_RE, expand=False)
-        several = comms.groupby(rows["rank"]).transform("nunique").gt(1)
-        rows, still = rows[~(still & several)], still[~(still & several)]
+        mixed = still & comms.groupby(rows["rank"]).transform("nunique").gt(1)
+        rows, still = rows[~mixed], still[~mixed]
     if still.any():
         order = rows.groupby("rank").cumcount()
         rows = rows.assign(seq_num=rows["seq_num"].where(~still, order).astype("Int64"))
     return rows
-
 
 
 def _one_counter(rows: pd.DataFrame) -> bool:

@@ -406,7 +406,7 @@ def parse_nccl_coll_trace(text: str) -> Row | None:
 
 MONITORED_REACHED_RE = re.compile(
     r"Rank (?P<rank>\d+) successfully reached monitoredBarrier, but received errors while waiting "
-    r"for send/recv from rank (?P<peer>\d+)")
+    r"for send/recv from rank \d+")
 
 
 def parse_monitored_barrier(text: str) -> list[Row] | None:

@@ -1396,7 +1396,7 @@ class KerasEpochParser:
             # AdrianTuci1/thunder-1 training_prefixlm.log): no epoch of Keras is open, and the
             # bar's steps are the step readers' again); Paddle's hapi ``Model.fit`` heads its
             # epochs so too, its progress lines its own ("step  10/614 - loss: 0.1195 - … -
-            # 3s/step", HAPI_STEP_RE): the metric-line reader's rows
+            # 3s/step", HAPI_STEP_RE): ``metric_lines.HapiParser``'s rows
             self.epoch, self.section = None, None
             return []
         if self.epoch is None or " - loss: " not in text or (

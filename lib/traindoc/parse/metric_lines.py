@@ -2349,5 +2349,5 @@ class HapiParser:
         return []
 
 
-BLOCKS = (HapiParser, CumulativeSkipParser, MetricsTableParser, HeadedTableParser, LoggerTableParser,
-          RoundParser, HeadedStepParser, VerticalRecordParser)
+BLOCKS = (HapiParser, CumulativeSkipParser, MetricsTableParser, HeadedTableParser,
+          LoggerTableParser, RoundParser, HeadedStepParser, VerticalRecordParser)

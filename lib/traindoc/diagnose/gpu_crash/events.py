@@ -670,14 +670,15 @@ def _thread_exception_roles(ev: pd.DataFrame, incident: Incident,
                 if sf == f and 0 <= ln - sl <= HANDLER_ERROR_LINES]
         if not near:
             continue
-        if not THREAD_ROOT_RE.match(str(max(near)[1])) and not (
-                max(near)[3] and any(tf == f and 0 <= ln - tl <= HANDLER_ERROR_LINES
-                                     for tf, tl in threads)):
+        _, root, feeds, library = max(near)
+        if not THREAD_ROOT_RE.match(str(root)) and not (
+                library and any(tf == f and 0 <= ln - tl <= HANDLER_ERROR_LINES
+                                for tf, tl in threads)):
             # (threads that raise at once print their tracebacks line by line into each
             # other: a traceback of library frames alone, beside a thread's, is one of them —
             # three tensorboardX writers' 'OSError: handle is closed' in STTN's convlstm.out)
             continue
-        if max(near)[2]:
+        if feeds:
             continue  # the data loader's own thread: the training waits on it and stops
         if ((said["file"] == f) & (said["lineno"] > ln)).any():
             continue

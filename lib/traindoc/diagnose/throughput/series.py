@@ -268,10 +268,12 @@ def elapsed_clock(it: pd.DataFrame) -> pd.Series:
             continue
         steps = g["iteration"].astype(float).to_numpy()
         secs = g["elapsed_s"].astype(float).to_numpy()
-        ahead = np.diff(steps) > 0
-        if not runs_forward(steps, secs) or secs.min() <= 0 or secs.max() < CLOCK_GROWTH * secs.min():
+        if (not runs_forward(steps, secs) or secs.min() <= 0
+                or secs.max() < CLOCK_GROWTH * secs.min()):
             continue
-        pace = np.diff(secs)[ahead] / np.diff(steps)[ahead]
+        gaps = np.diff(steps)
+        ahead = gaps > 0
+        pace = np.diff(secs)[ahead] / gaps[ahead]
         mid = float(np.median(pace)) if len(pace) else 0.0
         if mid > 0 and float(np.median(np.abs(pace - mid))) <= CLOCK_STEADY * mid:
             out.loc[g.index] = True
@@ -418,8 +420,8 @@ NESTED_PACE = 2.0  # an outer bar's step takes the inner bar's whole run, within
 def _inner_bar(bars: pd.DataFrame, outer: float) -> float:
     """The total of the bar nested in bar ``outer``, else ``outer``: a bar that runs to its
     end once for each step of the outer bar (twice or more), the outer bar's one step taking
-    about its whole run (``NESTED_PACE``): pytorch-transformers' ``trange`` of epochs over each epoch's
-    "Iteration" bar ("Epoch:  20%| 1/5 [3:33:53<14:15:32, 12833.22s/it]" over "498/498
+    about its whole run (``NESTED_PACE``): pytorch-transformers' ``trange`` of epochs over each
+    epoch's "Iteration" bar ("Epoch:  20%| 1/5 [3:33:53<14:15:32, 12833.22s/it]" over "498/498
     [3:33:53<00:00, 25.77s/it]"). The outer bar's rate is the epoch's; the inner one's the
     step's, its counts the steps across its restarts (``bar_steps``)."""
     spi = 1.0 / bars["rate"].astype(float)
@@ -427,7 +429,7 @@ def _inner_bar(bars: pd.DataFrame, outer: float) -> float:
     if (out_rows.groupby(_file_and_rank(out_rows), sort=False)["step"].diff() < 0).any():
         return outer  # a bar that starts again (YOLO's epoch bar, its val bar after each) is
         # no bar of the whole run over the others
-    outer_spi = float(spi[bars["total"] == outer].median())
+    outer_spi = float(spi.loc[out_rows.index].median())
     outer_steps = out_rows["step"].nunique()
     best, gap = outer, None
     for total, g in bars[bars["total"] != outer].groupby("total"):
